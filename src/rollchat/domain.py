@@ -1,0 +1,141 @@
+"""Value types shared by every module: messages, tool calls, usage, turns, summaries, sessions.
+
+Frozen dataclasses with no I/O; identity and storage are the store's concern.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+Role = Literal["user", "assistant", "tool"]
+
+# How a turn ended. "ok": answered; "interrupted": the user pressed Ctrl-C while the answer
+# streamed (the partial answer is kept); "unanswered": the provider failed before answering
+# (the user's message is kept so it can be sent again); "error": the provider failed mid-answer.
+TurnStatus = Literal["ok", "interrupted", "unanswered", "error"]
+
+# "query": a user query and its answer. "restored": the agent's acknowledgment of a restored
+# summary, the first entry of a session created by compact or resume (not counted as a query).
+TurnKind = Literal["query", "restored"]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call the model asked for. ``arguments`` is the decoded JSON object."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of the model's working context (system prompt excluded).
+
+    user: ``content`` is the user's text.
+    assistant: ``content`` is the text; ``tool_calls`` the calls it made (may be empty).
+    tool: ``content`` is the result of the call ``tool_call_id`` to tool ``name``.
+    """
+
+    role: Role
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token usage of one model call (or a sum of calls)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class ToolExchange:
+    """A tool call made during a turn and the result fed back to the model."""
+
+    call: ToolCall
+    result: str
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One block of a transcript.
+
+    For kind "query", ``number`` is the query number (1-based) and ``user`` the user's text.
+    For kind "restored", ``number`` is 0, ``user`` is empty and ``context`` holds the
+    "Resumed from ..." line; ``assistant`` is the agent's acknowledgment.
+    ``error`` is the one-line provider error for status "unanswered"/"error".
+    """
+
+    kind: TurnKind
+    number: int
+    started: datetime
+    user: str
+    assistant: str
+    status: TurnStatus = "ok"
+    elapsed: float = 0.0
+    usage: Usage = field(default_factory=Usage)
+    tools: tuple[ToolExchange, ...] = ()
+    context: str = ""
+    previous_session: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The structured summary of a session (the SESSION_SUMMARY block).
+
+    ``fallback`` is True when it was written by the local extractive summarizer because the
+    model's summary failed; the block says so.
+    """
+
+    background: str
+    topics: tuple[str, ...]
+    decisions: tuple[str, ...]
+    pending: tuple[str, ...]
+    fallback: bool = False
+
+
+@dataclass(frozen=True)
+class SessionHeader:
+    """The header of a session file. Links are file names relative to the sessions dir."""
+
+    session_id: str
+    date: datetime
+    agent: str
+    agent_path: str
+    model: str
+    provider: str
+    resumed_from: str | None = None
+    previous_session: str | None = None
+    total_queries: int = 0
+    total_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """A whole session file: header, turns in order, and the summary block if present."""
+
+    header: SessionHeader
+    turns: tuple[Turn, ...] = ()
+    summary: Summary | None = None

@@ -1,0 +1,188 @@
+"""The Provider seam: the request, the stream events, rollchat's provider errors, retries.
+
+SDK types never leave ``providers/``: each provider maps its SDK's errors to these types.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from rollchat.domain import Message, ToolCall, Usage
+from rollchat.errors import RollchatError
+
+# Why a request is made. Real providers ignore it; the offline model uses it to decide what
+# to write (a chat answer, a summary block, an acknowledgment of a restored summary).
+Purpose = Literal["chat", "summary", "restore"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool offered to the model: name, description and a JSON-schema for its arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """Everything one model call needs.
+
+    ``cache_prefix_messages``: how many leading messages (after the system prompt) form the
+    stable prefix (e.g. the restored summary exchange); Anthropic marks the end of it with a
+    ``cache_control`` breakpoint. 0 means only the system prompt is the prefix.
+    """
+
+    model: str
+    system: str
+    messages: tuple[Message, ...]
+    max_output_tokens: int = 4096
+    temperature: float | None = None
+    tools: tuple[ToolSpec, ...] = ()
+    purpose: Purpose = "chat"
+    cache_prefix_messages: int = 0
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallEvent:
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class UsageEvent:
+    """Usage of the call. ``input_tokens`` is the prompt size (for Anthropic including cached
+    tokens: input + cache read + cache write), never the total."""
+
+    usage: Usage
+
+
+@dataclass(frozen=True)
+class Done:
+    """The stream ended normally. ``stop_reason``: "end", "tool_use", "max_tokens" or raw."""
+
+    stop_reason: str = "end"
+
+
+StreamEvent = TextDelta | ToolCallEvent | UsageEvent | Done
+
+
+class Provider(Protocol):
+    """A model behind one API. ``stream`` yields events as they arrive and ends with Done."""
+
+    name: str
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]: ...
+
+
+# ---------------------------------------------------------------- errors
+
+
+class ProviderError(RollchatError):
+    """A model call failed. ``retryable`` errors are retried with backoff before any text."""
+
+    retryable: bool = False
+    label: str = "provider error"
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    def one_line(self) -> str:
+        text = " ".join(str(self).split())
+        return f"{self.label}: {text}" if text else self.label
+
+
+class AuthError(ProviderError):
+    label = "authentication failed"
+
+
+class RateLimitError(ProviderError):
+    retryable = True
+    label = "rate limited"
+
+
+class OverloadedError(ProviderError):
+    retryable = True
+    label = "provider overloaded"
+
+
+class ServerError(ProviderError):
+    retryable = True
+    label = "provider server error"
+
+
+class ProviderTimeoutError(ProviderError):
+    retryable = True
+    label = "request timed out"
+
+
+class ProviderConnectionError(ProviderError):
+    retryable = True
+    label = "cannot connect"
+
+
+class ContextTooLongError(ProviderError):
+    label = "context too long"
+
+
+class MalformedStreamError(ProviderError):
+    label = "malformed response"
+
+
+class BadRequestError(ProviderError):
+    label = "request rejected"
+
+
+# ---------------------------------------------------------------- retries
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 3
+    base_delay: float = 1.0
+    max_delay: float = 30.0
+
+    def delay(self, attempt: int, error: ProviderError) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based)."""
+        if error.retry_after is not None:
+            return min(max(error.retry_after, 0.0), self.max_delay)
+        return float(min(self.base_delay * (2 ** (attempt - 1)), self.max_delay))
+
+
+def stream_with_retries(
+    provider: Provider,
+    request: ChatRequest,
+    policy: RetryPolicy,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    on_retry: Callable[[int, float, ProviderError], None] | None = None,
+) -> Iterator[StreamEvent]:
+    """Stream ``request``, retrying retryable errors that happen before any event arrived.
+
+    Once an event has been yielded the answer is partly shown, so a later failure is raised
+    to the caller (which keeps the partial text) instead of being retried.
+    """
+    attempt = 0
+    while True:
+        started = False
+        try:
+            for event in provider.stream(request):
+                started = True
+                yield event
+            return
+        except ProviderError as error:
+            if started or not error.retryable or attempt >= policy.max_retries:
+                raise
+            attempt += 1
+            wait = policy.delay(attempt, error)
+            if on_retry is not None:
+                on_retry(attempt, wait, error)
+            sleep(wait)
