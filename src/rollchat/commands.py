@@ -1,0 +1,133 @@
+"""In-chat commands: a registry of name -> Command, and the rule that tells commands from chat.
+
+A command works with a slash (``/exit``) or as a bare word when it is the whole line (``exit``);
+commands that take an argument also work bare (``compact keep the API details``, ``resume 3``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rollchat.errors import UsageError
+from rollchat.render import human_tokens
+
+if TYPE_CHECKING:
+    from rollchat.app import ChatApp
+
+_REF = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    usage: str
+    help: str
+    run: Callable[[ChatApp, str], bool]  # returns True when the chat should end
+    takes_arg: bool = False
+    bare_arg: Callable[[str], bool] = lambda arg: True  # which bare arguments it claims
+
+
+@dataclass(frozen=True)
+class Unknown:
+    word: str
+
+
+def _exit(app: ChatApp, arg: str) -> bool:
+    return True
+
+
+def _help(app: ChatApp, arg: str) -> bool:
+    for command in COMMANDS.values():
+        if command.name != "quit":
+            app.out.info(f"  {command.usage:<22} {command.help}")
+    app.out.dim("Commands work bare (exit) or with a slash (/exit). Alt+Enter (or Esc then "
+                "Enter) inserts a newline; Ctrl-C stops an answer or clears the line; "
+                "Ctrl-D exits.")
+    return False
+
+
+def _context(app: ChatApp, arg: str) -> bool:
+    ctx = app.engine.context
+    window = app.context_window
+    last = ctx.last_prompt_tokens
+    lines = [
+        f"Model: {app.engine.model} (context window {window:,} tokens)",
+        f"Session: {app.state.queries} queries, {app.state.tokens:,} tokens"
+        + (f", restoration {app.state.restoration_tokens:,}" if app.state.restored else ""),
+        f"Working context: {len(ctx.messages)} messages",
+    ]
+    if last is None:
+        lines.append("Last prompt: none yet")
+    else:
+        lines.append(f"Last prompt: {last:,} tokens ({last / window:.0%} of "
+                     f"{human_tokens(window)})")
+    for line in lines:
+        app.out.info(line)
+    return False
+
+
+def _compact(app: ChatApp, arg: str) -> bool:
+    app.compact(arg.strip() or None)
+    return False
+
+
+def _sessions(app: ChatApp, arg: str) -> bool:
+    infos, problems = app.list_sessions()
+    app.out.sessions(infos, problems)
+    return False
+
+
+def _resume(app: ChatApp, arg: str) -> bool:
+    ref = arg.strip()
+    if not ref:
+        raise UsageError("usage: resume N | ID | ID-PREFIX (see 'sessions' for the numbers)")
+    app.resume(ref)
+    return False
+
+
+COMMANDS: dict[str, Command] = {
+    c.name: c
+    for c in (
+        Command("help", "help", "show this help", _help),
+        Command("context", "context", "token figures: session, last prompt, window", _context),
+        Command("compact", "compact [focus]", "summarize this session and continue in a new "
+                "one (focus text steers the summary)", _compact, takes_arg=True),
+        Command("sessions", "sessions", "list saved sessions, most recent first", _sessions),
+        Command("resume", "resume N|ID", "continue a saved session from its summary", _resume,
+                takes_arg=True, bare_arg=lambda a: bool(_REF.match(a.strip()))),
+        Command("exit", "exit", "save (with a summary) and quit", _exit),
+        Command("quit", "quit", "same as exit", _exit),
+    )
+}
+
+
+def parse(line: str) -> tuple[Command, str] | Unknown | None:
+    """The command a line invokes, Unknown for an unknown ``/word``, None for chat text."""
+    stripped = line.strip()
+    if not stripped:
+        return None
+    slash = stripped.startswith("/")
+    word, _, arg = stripped.lstrip("/").partition(" ") if slash else stripped.partition(" ")
+    if "\n" in word:
+        word, _, rest = word.partition("\n")
+        arg = rest + (" " + arg if arg else "")
+    command = COMMANDS.get(word.lower())
+    if slash:
+        if command is None:
+            return Unknown(word)
+        return command, arg.strip()
+    if command is None or "\n" in stripped:
+        return None
+    arg = arg.strip()
+    if not arg:
+        return command, ""
+    if command.takes_arg and command.bare_arg(arg):
+        return command, arg
+    return None
+
+
+def completions() -> list[str]:
+    return [*COMMANDS, *(f"/{name}" for name in COMMANDS)]

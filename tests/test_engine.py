@@ -1,0 +1,148 @@
+"""The engine against scripted providers: streaming, interruption, errors, tools, baseline."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+import pytest
+
+from rollchat.domain import Message, ToolCall, Usage
+from rollchat.engine import INTERRUPTED_NOTE, Context, Engine, EngineEvent, Tool
+from rollchat.providers.base import (
+    ChatRequest,
+    Done,
+    RateLimitError,
+    RetryPolicy,
+    ServerError,
+    StreamEvent,
+    TextDelta,
+    ToolCallEvent,
+    ToolSpec,
+    UsageEvent,
+)
+
+
+class Scripted:
+    """Replays one scripted list of events (or an exception) per call; records requests."""
+
+    name = "scripted"
+
+    def __init__(self, *scripts: list[StreamEvent | BaseException]) -> None:
+        self.scripts = list(scripts)
+        self.requests: list[ChatRequest] = []
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
+        self.requests.append(request)
+        for item in self.scripts.pop(0):
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+
+def _engine(provider: Scripted, tools: Mapping[str, Tool] | None = None) -> Engine:
+    return Engine(provider, model="m", context=Context(system="sys"), max_output_tokens=100,
+                  temperature=None, retry=RetryPolicy(max_retries=2, base_delay=0.01),
+                  tools=tools, sleep=lambda s: None)
+
+
+def _reply(text: str, tokens: int = 10) -> list[StreamEvent | BaseException]:
+    return [TextDelta(w) for w in text.split(" ")] + [
+        UsageEvent(Usage(tokens, 3)), Done()]
+
+
+def test_turn_streams_and_updates_context() -> None:
+    seen: list[EngineEvent] = []
+    provider = Scripted(_reply("hello there", 42))
+    engine = _engine(provider)
+    turn = engine.chat("hi", seen.append)
+    assert turn.status == "ok" and turn.assistant == "hellothere"
+    assert turn.usage == Usage(42, 3)
+    assert [m.role for m in engine.context.messages] == ["user", "assistant"]
+    assert engine.context.last_prompt_tokens == 42
+    assert engine.context.added_since == [Message("user", "hi"),
+                                          Message("assistant", "hellothere")]
+    assert provider.requests[0].system == "sys"
+    assert len([e for e in seen if isinstance(e, TextDelta)]) == 2
+
+
+def test_interrupt_keeps_partial_text_marked() -> None:
+    provider = Scripted([TextDelta("partial "), TextDelta("answer"), KeyboardInterrupt()])
+    engine = _engine(provider)
+    turn = engine.chat("question", lambda e: None)
+    assert turn.status == "interrupted"
+    assert turn.assistant == "partial answer"
+    assert engine.context.messages[-1].content == f"partial answer\n\n{INTERRUPTED_NOTE}"
+
+
+def test_interrupt_in_the_renderer_is_caught_too() -> None:
+    provider = Scripted(_reply("one two three"))
+    engine = _engine(provider)
+
+    def on_event(event: EngineEvent) -> None:
+        if isinstance(event, TextDelta) and event.text == "two":
+            raise KeyboardInterrupt
+
+    turn = engine.chat("q", on_event)
+    assert turn.status == "interrupted" and turn.assistant == "onetwo"
+
+
+def test_error_before_answer_leaves_message_unanswered() -> None:
+    provider = Scripted([ServerError("boom")], [ServerError("boom")], [ServerError("boom")])
+    engine = _engine(provider)
+    turn = engine.chat("keep me", lambda e: None)
+    assert turn.status == "unanswered" and turn.user == "keep me"
+    assert turn.error is not None and "boom" in turn.error
+    assert engine.context.messages == []  # not sent next time: the user sends it again
+    assert len(provider.requests) == 3  # the first try and two retries
+
+
+def test_retry_then_success() -> None:
+    events: list[EngineEvent] = []
+    provider = Scripted([RateLimitError("slow down", retry_after=0.0)], _reply("ok"))
+    turn = _engine(provider).chat("q", events.append)
+    assert turn.status == "ok"
+    assert any(type(e).__name__ == "Retrying" for e in events)
+
+
+def test_error_mid_answer_keeps_partial() -> None:
+    provider = Scripted([TextDelta("half"), ServerError("cut")])
+    turn = _engine(provider).chat("q", lambda e: None)
+    assert turn.status == "error" and turn.assistant == "half"
+
+
+def test_tool_loop_feeds_results_back() -> None:
+    call = ToolCall("c1", "echo", {"text": "abc"})
+    provider = Scripted([ToolCallEvent(call), Done("tool_use")], _reply("done"))
+    tool = Tool(ToolSpec("echo", "echo text", {"type": "object"}),
+                lambda args: f"echo:{args['text']}")
+    engine = _engine(provider, {"echo": tool})
+    turn = engine.chat("use the tool", lambda e: None)
+    assert turn.tools[0].result == "echo:abc"
+    second = provider.requests[1].messages
+    assert second[-2].tool_calls == (call,)
+    assert second[-1] == Message("tool", "echo:abc", tool_call_id="c1", name="echo")
+    roles = [m.role for m in engine.context.messages]
+    assert roles == ["user", "assistant", "tool", "assistant"]
+
+
+def test_restore_resets_context_and_baseline() -> None:
+    provider = Scripted(_reply("first", 50), _reply("I have reviewed it", 20))
+    engine = _engine(provider)
+    engine.chat("hi", lambda e: None)
+    turn = engine.restore("CONTEXT RESTORATION ...", lambda e: None)
+    assert turn.kind == "restored"
+    assert [m.content for m in engine.context.messages] == [
+        "CONTEXT RESTORATION ...", "IhavereviewedIt".replace("It", "it")]
+    assert engine.context.prefix_len == 2
+    assert provider.requests[1].purpose == "restore"
+    assert provider.requests[1].messages == (Message("user", "CONTEXT RESTORATION ..."),)
+    assert engine.context.last_prompt_tokens is None
+
+
+@pytest.mark.parametrize("rounds", [20])
+def test_tool_rounds_are_capped(rounds: int) -> None:
+    call = ToolCall("c", "echo", {})
+    scripts = [[ToolCallEvent(call), Done("tool_use")] for _ in range(rounds)]
+    tool = Tool(ToolSpec("echo", "", {}), lambda args: "x")
+    turn = _engine(Scripted(*scripts), {"echo": tool}).chat("loop", lambda e: None)
+    assert turn.error is not None and "tool rounds" in turn.error
