@@ -156,7 +156,7 @@ class Renderer:
             self._stream.close()
             self._stream = None
         if turn.status == "interrupted":
-            self.console.print("[yellow][interrupted: partial answer kept][/]")
+            self.console.print("[yellow]\\[interrupted: partial answer kept][/]")
         elif turn.status in ("unanswered", "error") and turn.error:
             self.error(turn.error)
             if turn.status == "unanswered":
