@@ -1,0 +1,209 @@
+"""The built-in offline model: deterministic, no network, streaming word by word.
+
+It answers chat by reflecting the conversation, writes summaries with the extractive
+summarizer, acknowledges restored summaries, and uses ``session_archive_read`` when asked.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator, Sequence
+
+from rollchat import compaction
+from rollchat.domain import Message, Summary, ToolCall, Usage
+from rollchat.providers.base import (
+    ChatRequest,
+    Done,
+    StreamEvent,
+    TextDelta,
+    ToolCallEvent,
+    UsageEvent,
+)
+from rollchat.tokens import TokenCounter
+
+ARCHIVE_TOOL = "session_archive_read"
+RESTORE_MARK = "CONTEXT RESTORATION"
+_STOPWORDS = frozenset((
+    "the", "and", "for", "are", "but", "not", "you", "your", "with", "this", "that", "have",
+    "has", "had", "was", "were", "what", "when", "where", "which", "who", "why", "how", "can",
+    "could", "would", "should", "will", "about", "from", "into", "does", "did", "our", "their",
+    "there", "then", "than", "them", "they", "its", "it's", "i'm", "let's", "please", "tell",
+    "more", "some", "any", "all", "just", "like", "also", "again", "said", "say", "know",
+    "think", "want", "need", "make", "use", "get", "let", "one", "now", "yes", "okay", "thanks",
+    "hello", "hey", "remind", "earlier", "before", "previous", "session", "discussed",
+))
+_GREETINGS = frozenset(("hi", "hello", "hey", "hiya", "yo", "morning", "evening", "greetings"))
+
+
+def salient_words(text: str, limit: int = 5) -> list[str]:
+    """The distinctive words of ``text``, in order: no stopwords, at least 3 characters."""
+    words = re.findall(r"[A-Za-z0-9_][A-Za-z0-9_.\-/']*[A-Za-z0-9_]", text.lower())
+    kept = [w for w in words if len(w) >= 3 and w not in _STOPWORDS]
+    return list(dict.fromkeys(kept))[:limit]
+
+
+def _mentions(text: str, words: Sequence[str]) -> int:
+    lowered = text.lower()
+    return sum(1 for word in words if re.search(rf"(?<![\w]){re.escape(word)}(?![\w])", lowered))
+
+
+def _first_sentence(text: str, limit: int = 160) -> str:
+    line = " ".join(re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0].split())
+    return line if len(line) <= limit else line[:limit].rstrip() + "..."
+
+
+def _best_line(text: str, words: Sequence[str]) -> str | None:
+    scored = [(_mentions(line, words), line.strip()) for line in text.splitlines() if line.strip()]
+    best = max(scored, key=lambda pair: pair[0], default=(0, ""))
+    return _first_sentence(best[1], 200) if best[0] else None
+
+
+def _summary_in(text: str) -> Summary | None:
+    try:
+        return compaction.parse_summary_body(compaction.extract_block(text))
+    except Exception:  # no block, or not a well-formed one
+        return None
+
+
+class OfflineProvider:
+    """A real, deterministic model that needs no key and no network (see module docstring)."""
+
+    name = "offline"
+
+    def __init__(self, word_delay: float = 0.0) -> None:
+        self.word_delay = word_delay
+        self._counter: TokenCounter | None = None
+
+    @property
+    def counter(self) -> TokenCounter:
+        if self._counter is None:
+            self._counter = TokenCounter("offline")
+        return self._counter
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
+        if request.purpose == "summary":
+            reply, call = self._summary(request), None
+        elif request.purpose == "restore":
+            reply, call = self._restore(request), None
+        else:
+            reply, call = self._chat(request)
+        for index, piece in enumerate(re.findall(r"\s*\S+\s*", reply) or [reply]):
+            if index and self.word_delay > 0:
+                time.sleep(self.word_delay)
+            yield TextDelta(piece)
+        if call is not None:
+            yield ToolCallEvent(call)
+        input_tokens = self.counter.count_messages(request.system, request.messages,
+                                                   request.tools)
+        output_tokens = self.counter.count_text(reply) + (8 if call else 0)
+        yield UsageEvent(Usage(input_tokens=input_tokens, output_tokens=output_tokens))
+        yield Done("tool_use" if call else "end")
+
+    # ------------------------------------------------------------ summary and restore
+
+    def _summary(self, request: ChatRequest) -> str:
+        data = compaction.parse_summary_request(request)
+        summary = compaction.extractive_summary(
+            data.turns, parent_summary=data.parent_summary, focus=data.focus,
+            max_words=data.max_words, fallback=False,
+        )
+        return compaction.render_summary_block(summary)
+
+    def _restore(self, request: ChatRequest) -> str:
+        prompt = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+        summary = _summary_in(prompt)
+        if summary is None:
+            return "I could not find a summary of the previous session. Ready to start fresh!"
+
+        def listed(items: Sequence[str], count: int) -> str:
+            real = [i.rstrip(".!?") for i in items if i.strip().lower() != "none"][:count]
+            return "; ".join(real)
+
+        sentences = ["I've reviewed the summary of our previous session."]
+        if listed(summary.topics, 3):
+            sentences.append(f"We discussed {listed(summary.topics, 3)}.")
+        if listed(summary.decisions, 2):
+            sentences.append(f"Key decisions: {listed(summary.decisions, 2)}.")
+        if listed(summary.pending, 2):
+            sentences.append(f"Still open: {listed(summary.pending, 2)}.")
+        sentences.append("Ready to continue!")
+        return " ".join(sentences)
+
+    # ------------------------------------------------------------ chat
+
+    def _chat(self, request: ChatRequest) -> tuple[str, ToolCall | None]:
+        messages = request.messages
+        users = [i for i, m in enumerate(messages) if m.role == "user"]
+        if not users:
+            return "Hello! I'm the offline model. What would you like to talk about?", None
+        last = users[-1]
+        if messages[-1].role == "tool":
+            return _answer_from_tool(messages[-1].content, messages[last].content), None
+        latest = messages[last].content
+        words = salient_words(latest)
+        if not words and len(latest.split()) <= 4:
+            return ("Hello! I'm the offline model (no API key is configured). "
+                    "What would you like to talk about?"), None
+        restored = [m for m in messages[:last] if m.role == "user" and _is_restoration(m)]
+        summary = _summary_in(restored[-1].content) if restored else None
+        found = _recall(messages[:last], words)
+        if not found and summary is not None:
+            line = _best_line("\n".join(_summary_lines(summary)), words)
+            if line:
+                found = [f'The summary of our previous session says: "{line}"']
+            elif any(tool.name == ARCHIVE_TOOL for tool in request.tools) and words:
+                call = ToolCall(f"offline_call_{len(messages)}", ARCHIVE_TOOL,
+                                {"query": " ".join(words)})
+                text = f"Let me look for {_bold(words)} in the previous session's transcript."
+                return text, call
+        return _compose(latest, words, found), None
+
+
+def _is_restoration(message: Message) -> bool:
+    return RESTORE_MARK in message.content or compaction.SUMMARY_START in message.content
+
+
+def _summary_lines(summary: Summary) -> list[str]:
+    return [summary.background, *summary.topics, *summary.decisions, *summary.pending]
+
+
+def _bold(words: Sequence[str]) -> str:
+    return ", ".join(f"**{word}**" for word in words)
+
+
+def _recall(history: Sequence[Message], words: Sequence[str]) -> list[str]:
+    """Up to two earlier messages (most recent first) that mention ``words``, as quotes."""
+    if not words:
+        return []
+    quotes: list[str] = []
+    for who, role in (("you said", "user"), ("I said", "assistant")):
+        for message in reversed(history):
+            if message.role == role and not _is_restoration(message):
+                line = _best_line(message.content, words)
+                if line and len(quotes) < 2:
+                    quotes.append(f'Earlier {who}: "{line}"')
+        if quotes:
+            break
+    return quotes
+
+
+def _compose(latest: str, words: Sequence[str], found: Sequence[str]) -> str:
+    parts = [f"You asked about {_bold(words)}." if words else "Noted."]
+    if found:
+        parts.append("\n".join(f"- {item}" for item in found))
+    elif words:
+        parts.append(f"- This is the first time {_bold(words[:2])} comes up in our conversation.")
+    if latest.rstrip().endswith("?"):
+        parts.append("That's a good question, but I can't reason about it offline.")
+    parts.append("_I'm the offline model (no API key is configured), so I can only reflect "
+                 "our conversation back to you._")
+    return "\n\n".join(parts)
+
+
+def _answer_from_tool(result: str, question: str) -> str:
+    words = salient_words(question)
+    line = _best_line(result, words)
+    if line is None:
+        return f"The previous session's transcript has nothing about {_bold(words)} either."
+    return f"From the previous session's transcript:\n\n> {line}\n\nThat's what I found."

@@ -1,0 +1,75 @@
+"""The restoration prompt that hands a session's summary to the agent, and its request."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rollchat.compaction import render_summary_block
+from rollchat.domain import Message, Summary
+from rollchat.providers.base import ChatRequest
+
+ARCHIVE_SENTENCE = (
+    "The session_archive_read tool can read the previous session's full transcript if you "
+    "need details the summary leaves out."
+)
+
+
+def humanize_tokens(tokens: int) -> str:
+    """2300 -> "2.3K", 1_250_000 -> "1.2M", 950 -> "950"."""
+    if tokens >= 1_000_000:
+        return f"{tokens / 1_000_000:.1f}M"
+    if tokens >= 1_000:
+        return f"{tokens / 1_000:.1f}K"
+    return str(tokens)
+
+
+def build_restoration_prompt(
+    *,
+    session_id: str,
+    date: datetime,
+    queries: int,
+    tokens: int,
+    parent_of_parent: str | None,
+    file_name: str,
+    summary: Summary,
+    archive_tool: bool = False,
+) -> str:
+    """The message that restores a session's context: which session, its size, its own
+    parent, the summary block, and the task (a 2-6 sentence acknowledgment)."""
+    plural = "query" if queries == 1 else "queries"
+    lines = [
+        f"CONTEXT RESTORATION: You are continuing a previous conversation from "
+        f"{date.strftime('%Y-%m-%d %H:%M')}.",
+        "",
+        f"Previous session summary (Session ID: {session_id}, {queries} {plural}, "
+        f"{humanize_tokens(tokens)} tokens):",
+        "",
+    ]
+    if parent_of_parent:
+        lines.append(f"This session was resumed from: {parent_of_parent}")
+    lines += [f"Previous session file: {file_name}", "", render_summary_block(summary), ""]
+    if archive_tool:
+        lines += [ARCHIVE_SENTENCE, ""]
+    lines += [
+        "Task: Review the above and provide a brief acknowledgment (2-6 sentences or bullets) "
+        "that includes:",
+        "1. Main topics discussed",
+        "2. Key decisions made",
+        "3. Confirmation you're ready to continue",
+        "",
+        "Keep your response concise.",
+    ]
+    return "\n".join(lines)
+
+
+def restoration_request(
+    prompt: str, *, system: str, model: str, max_output_tokens: int
+) -> ChatRequest:
+    """The call that sends the restoration prompt with the agent's own system prompt."""
+    return ChatRequest(
+        model=model,
+        system=system,
+        messages=(Message("user", prompt),),
+        max_output_tokens=max_output_tokens,
+        purpose="restore",
+    )
