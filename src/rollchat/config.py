@@ -115,7 +115,9 @@ _NO_OVERRIDES = ConfigOverrides()
 _MAX_FILE_BYTES = 1024 * 1024
 _AGENT_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_SECRET_WORDS = ("apikey", "secret", "password", "token", "credential")
+_SECRET_WORDS = ("apikey", "secret", "password", "credential")
+_SECRET_NAMES = ("key", "token", "apitoken", "accesstoken", "authtoken", "bearertoken")
+_MAX_DEPTH = 32  # nesting levels; a valid config needs 4
 _KEY_HINT = (
     "API keys are never read from the config file: set ANTHROPIC_API_KEY or OPENAI_API_KEY "
     "in the environment, or name your own variable with api_key_env"
@@ -280,7 +282,7 @@ class _Doc:
         out: dict[str, tuple[yaml.Node, yaml.Node]] = {}
         for knode, vnode in node.value:
             if not isinstance(knode, yaml.ScalarNode):
-                raise self.error(knode, key, "keys must be plain names")
+                raise self.error(knode, key, f"keys must be plain names (got {_describe(knode)})")
             out[knode.value] = (knode, vnode)
         return out
 
@@ -325,7 +327,7 @@ def _describe(node: yaml.Node) -> str:
 
 def _unknown(name: str, known: Iterable[str]) -> str:
     squashed = re.sub(r"[^a-z]", "", name.lower())
-    if squashed in ("key", "apikeys") or any(w in squashed for w in _SECRET_WORDS):
+    if squashed in _SECRET_NAMES or any(w in squashed for w in _SECRET_WORDS):
         return f"unknown key; {_KEY_HINT}"
     close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -351,9 +353,23 @@ def _read_text(path: Path, display: str) -> str:
                           "save the file as UTF-8") from None
 
 
+def _check_depth(text: str, display: str) -> None:
+    """Refuse deeply nested documents before composing them (the composer recurses)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > _MAX_DEPTH:
+                line = event.start_mark.line + 1 if event.start_mark else 1
+                raise ConfigError(f"{display}:{line}: nested more than {_MAX_DEPTH} levels deep")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
 def _compose(text: str, display: str) -> yaml.Node | None:
     """The YAML node tree (None for an empty document), with line numbers on every error."""
     try:
+        _check_depth(text, display)
         return yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
