@@ -1,0 +1,224 @@
+"""OpenAIProvider through the real openai SDK against the local Chat Completions server."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from rollchat.domain import Message, ToolCall, Usage
+from rollchat.providers.base import (
+    AuthError,
+    BadRequestError,
+    ChatRequest,
+    ContextTooLongError,
+    Done,
+    MalformedStreamError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeoutError,
+    RateLimitError,
+    ServerError,
+    StreamEvent,
+    TextDelta,
+    ToolCallEvent,
+    ToolSpec,
+    UsageEvent,
+)
+from rollchat.providers.openai import RAW_ARGUMENTS_KEY, OpenAIProvider, request_params
+from tests.wire_servers import (
+    WireServer,
+    closed_port,
+    drop,
+    error,
+    garbage,
+    openai_server,
+    stall,
+    text,
+    tool,
+    truncated,
+)
+
+__all__ = ["openai_server"]
+
+KEY = "sk-test-secret-key-0123456789"
+WEATHER = ToolSpec("get_weather", "Weather for a city",
+                   {"type": "object", "properties": {"city": {"type": "string"}}})
+
+
+def provider(server: WireServer, timeout: float = 5.0) -> OpenAIProvider:
+    return OpenAIProvider("test-model", api_key=KEY, base_url=server.url, timeout=timeout)
+
+
+def ask(content: str = "hello", **kw: object) -> ChatRequest:
+    return ChatRequest(model="test-model", system="Be brief.",
+                       messages=(Message("user", content),), **kw)  # type: ignore[arg-type]
+
+
+def collect(p: OpenAIProvider, request: ChatRequest) -> list[StreamEvent]:
+    return list(p.stream(request))
+
+
+def test_streams_text_usage_and_done(openai_server: WireServer) -> None:
+    openai_server.push(text("Hello there, friend!", input_tokens=42, output_tokens=5,
+                            cache_read=30))
+    events = collect(provider(openai_server), ask())
+    deltas = [e.text for e in events if isinstance(e, TextDelta)]
+    assert len(deltas) >= 3
+    assert "".join(deltas) == "Hello there, friend!"
+    assert events[-2:] == [UsageEvent(Usage(42, 5, cache_read_tokens=30)), Done("end")]
+
+
+def test_request_shape(openai_server: WireServer) -> None:
+    collect(provider(openai_server), ask("hi", temperature=0.3, max_output_tokens=99))
+    body = openai_server.bodies[0]
+    assert body["messages"] == [{"role": "system", "content": "Be brief."},
+                                {"role": "user", "content": "hi"}]
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["max_tokens"] == 99
+    assert body["temperature"] == 0.3
+    assert "tools" not in body
+    assert openai_server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_temperature_omitted_when_none_and_official_uses_max_completion_tokens() -> None:
+    params = request_params(ask(), official=True)
+    assert "temperature" not in params
+    assert params["max_completion_tokens"] == 4096
+    assert "max_tokens" not in params
+
+
+def test_tool_call_round_trip(openai_server: WireServer) -> None:
+    openai_server.push(tool("get_weather", {"city": "Paris"}, tool_id="call_9",
+                            text="Let me check."))
+    p = provider(openai_server)
+    events = collect(p, ask("weather in Paris?", tools=(WEATHER,)))
+    call = ToolCall("call_9", "get_weather", {"city": "Paris"})
+    assert ToolCallEvent(call) in events
+    assert events[-1] == Done("tool_use")
+    first = openai_server.bodies[0]
+    assert first["tools"] == [{"type": "function", "function": {
+        "name": "get_weather", "description": "Weather for a city",
+        "parameters": dict(WEATHER.parameters)}}]
+
+    follow = ChatRequest(model="test-model", system="", tools=(WEATHER,), messages=(
+        Message("user", "weather in Paris?"),
+        Message("assistant", "Let me check.", tool_calls=(call,)),
+        Message("tool", "18C, sunny", tool_call_id="call_9", name="get_weather")))
+    events = collect(p, follow)
+    assert events[-1] == Done("end")
+    sent = openai_server.bodies[1]["messages"]
+    assert sent[1] == {"role": "assistant", "content": "Let me check.", "tool_calls": [
+        {"id": "call_9", "type": "function",
+         "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]}
+    assert sent[2] == {"role": "tool", "tool_call_id": "call_9", "content": "18C, sunny"}
+    assert sent[0]["role"] == "user"  # no system message when the prompt is empty
+
+
+def test_invalid_tool_arguments_are_kept_raw(openai_server: WireServer) -> None:
+    openai_server.push(tool("f", {}, raw_args='{"x": 1'), tool("g", {}, raw_args=""))
+    p = provider(openai_server)
+    calls = [e.call for e in collect(p, ask()) if isinstance(e, ToolCallEvent)]
+    assert calls == [ToolCall("call_1", "f", {RAW_ARGUMENTS_KEY: '{"x": 1'})]
+    calls = [e.call for e in collect(p, ask()) if isinstance(e, ToolCallEvent)]
+    assert calls == [ToolCall("call_1", "g", {})]
+
+
+def test_reply_without_usage(openai_server: WireServer) -> None:
+    openai_server.push(text("no usage here", usage=False))
+    events = collect(provider(openai_server), ask())
+    assert not any(isinstance(e, UsageEvent) for e in events)
+    assert events[-1] == Done("end")
+
+
+def test_max_tokens_finish(openai_server: WireServer) -> None:
+    openai_server.push(text("cut", stop="length"))
+    assert collect(provider(openai_server), ask())[-1] == Done("max_tokens")
+
+
+@pytest.mark.parametrize(("reply", "kind", "fragment"), [
+    (error(401, f"Incorrect API key provided: {KEY}"), AuthError, "HTTP 401"),
+    (error(403, "forbidden"), AuthError, "forbidden"),
+    (error(429, "slow down", headers={"retry-after": "3"}), RateLimitError, "slow down"),
+    (error(500, "boom"), ServerError, "boom"),
+    (error(503, "unavailable"), ServerError, "unavailable"),
+    (error(400, "This model's maximum context length is 8192 tokens",
+           code="context_length_exceeded"), ContextTooLongError, "8192"),
+    (error(400, "unknown parameter foo"), BadRequestError, "foo"),
+])
+def test_errors_are_mapped(openai_server: WireServer, reply: object, kind: type,
+                           fragment: str) -> None:
+    openai_server.push(reply)  # type: ignore[arg-type]
+    with pytest.raises(kind) as info:
+        collect(provider(openai_server), ask())
+    line = info.value.one_line()
+    assert fragment in line
+    assert "\n" not in line
+    assert KEY not in line
+    assert type(info.value).__module__ == "rollchat.providers.base"
+
+
+def test_rate_limit_carries_retry_after(openai_server: WireServer) -> None:
+    openai_server.push(error(429, "slow down", headers={"retry-after": "2.5"}))
+    with pytest.raises(RateLimitError) as info:
+        collect(provider(openai_server), ask())
+    assert info.value.retry_after == 2.5
+
+
+def test_garbage_stream_is_malformed(openai_server: WireServer) -> None:
+    openai_server.push(garbage())
+    with pytest.raises(MalformedStreamError):
+        collect(provider(openai_server), ask())
+
+
+def test_truncated_stream_is_malformed_after_text(openai_server: WireServer) -> None:
+    openai_server.push(truncated("partial answer"))
+    seen: list[StreamEvent] = []
+    with pytest.raises(MalformedStreamError, match="ended before"):
+        for event in provider(openai_server).stream(ask()):
+            seen.append(event)
+    assert "".join(e.text for e in seen if isinstance(e, TextDelta)) == "partial answer"
+
+
+def test_dropped_connection(openai_server: WireServer) -> None:
+    openai_server.push(drop("partial answer", after_chunks=2))
+    seen: list[StreamEvent] = []
+    with pytest.raises(ProviderConnectionError):
+        for event in provider(openai_server).stream(ask()):
+            seen.append(event)
+    assert seen and isinstance(seen[0], TextDelta)
+
+
+def test_stall_past_timeout(openai_server: WireServer) -> None:
+    openai_server.push(stall(30))
+    with pytest.raises(ProviderTimeoutError):
+        collect(provider(openai_server, timeout=0.5), ask())
+
+
+def test_stall_mid_stream(openai_server: WireServer) -> None:
+    openai_server.push(stall(30, after_chunks=2))
+    with pytest.raises(ProviderTimeoutError):
+        collect(provider(openai_server, timeout=0.5), ask())
+
+
+def test_connection_refused() -> None:
+    p = OpenAIProvider("m", api_key=KEY, base_url=f"http://127.0.0.1:{closed_port()}/v1",
+                       timeout=2)
+    with pytest.raises(ProviderConnectionError) as info:
+        collect(p, ask())
+    assert KEY not in info.value.one_line()
+
+
+def test_default_reply_echoes_and_no_key_uses_dummy(openai_server: WireServer) -> None:
+    p = OpenAIProvider("m", api_key=None, base_url=openai_server.url, timeout=5)
+    events = collect(p, ask("ping"))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "echo: ping"
+    assert openai_server.requests[0].headers["authorization"] == "Bearer not-needed"
+
+
+def test_missing_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "openai", None)
+    p = OpenAIProvider("m", api_key=KEY, base_url="http://127.0.0.1:9/v1", timeout=1)
+    with pytest.raises(ProviderError, match="pip install openai"):
+        collect(p, ask())

@@ -1,0 +1,435 @@
+"""Local HTTP servers speaking the OpenAI Chat Completions and Anthropic Messages wire formats.
+
+Scriptable (queue ``Reply`` values), recording every request; pytest fixtures
+``openai_server`` and ``anthropic_server`` (import them into a test module to use them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+import pytest
+
+ReplyKind = Literal[
+    "text", "tool", "error", "garbage", "truncated", "drop", "stall", "stream_error"
+]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted reply. Build them with the helper functions below."""
+
+    kind: ReplyKind
+    text: str = ""
+    tool_name: str = ""
+    tool_args: dict[str, Any] = field(default_factory=dict)
+    tool_id: str = "call_1"
+    raw_args: str | None = None  # tool arguments sent verbatim instead of json(tool_args)
+    usage: bool = True
+    input_tokens: int = 11
+    output_tokens: int = 7
+    cache_read: int = 0
+    cache_write: int = 0
+    stop: str | None = None  # override the finish/stop reason
+    status: int = 200
+    error_type: str = ""
+    error_code: str | None = None
+    message: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    stall_seconds: float = 30.0
+    after_chunks: int = 0  # stall / drop after this many stream chunks
+
+
+def text(text: str, **kw: Any) -> Reply:
+    return Reply("text", text=text, **kw)
+
+
+def tool(name: str, args: dict[str, Any], *, tool_id: str = "call_1", **kw: Any) -> Reply:
+    return Reply("tool", tool_name=name, tool_args=args, tool_id=tool_id, **kw)
+
+
+def error(status: int, message: str, *, error_type: str = "", code: str | None = None,
+          headers: dict[str, str] | None = None) -> Reply:
+    return Reply("error", status=status, message=message, error_type=error_type,
+                 error_code=code, headers=headers or {})
+
+
+def garbage() -> Reply:
+    """A 200 event stream whose data lines are not JSON."""
+    return Reply("garbage")
+
+
+def truncated(text: str = "partial answer") -> Reply:
+    """A stream that ends cleanly after some text but without its final events."""
+    return Reply("truncated", text=text)
+
+
+def drop(text: str = "partial answer", after_chunks: int = 2) -> Reply:
+    """A stream whose connection is cut (no chunked terminator) after ``after_chunks`` chunks."""
+    return Reply("drop", text=text, after_chunks=after_chunks)
+
+
+def stall(seconds: float = 30.0, after_chunks: int = 0, text: str = "slow answer") -> Reply:
+    """Wait ``seconds`` (released at server shutdown) before headers or after some chunks."""
+    return Reply("stall", text=text, stall_seconds=seconds, after_chunks=after_chunks)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+def split_text(text: str, parts: int = 3) -> list[str]:
+    """Split ``text`` into up to ``parts`` non-empty pieces (so a reply streams in chunks)."""
+    if not text:
+        return []
+    size = max(1, -(-len(text) // parts))
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+# ---------------------------------------------------------------- the two dialects
+
+
+def _args(r: Reply) -> str:
+    return r.raw_args if r.raw_args is not None else json.dumps(r.tool_args)
+
+
+class OpenAIDialect:
+    path = "/v1/chat/completions"
+
+    def error_body(self, r: Reply) -> dict[str, Any]:
+        kind = r.error_type or {401: "invalid_request_error", 429: "rate_limit_exceeded",
+                                400: "invalid_request_error"}.get(r.status, "server_error")
+        return {"error": {"message": r.message, "type": kind, "param": None,
+                          "code": r.error_code}}
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
+                "model": "test-model",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    def _usage(self, r: Reply) -> dict[str, Any]:
+        return {"prompt_tokens": r.input_tokens, "completion_tokens": r.output_tokens,
+                "total_tokens": r.input_tokens + r.output_tokens,
+                "prompt_tokens_details": {"cached_tokens": r.cache_read}}
+
+    def events(self, r: Reply, body: dict[str, Any]) -> list[str]:
+        """SSE frames for a text or tool reply (the final ones included)."""
+        frames = [self._chunk({"role": "assistant", "content": ""})]
+        frames += [self._chunk({"content": piece}) for piece in split_text(r.text)]
+        finish = r.stop or "stop"
+        if r.kind == "tool":
+            finish = r.stop or "tool_calls"
+            args = _args(r)
+            head = {"index": 0, "id": r.tool_id, "type": "function",
+                    "function": {"name": r.tool_name, "arguments": ""}}
+            frames.append(self._chunk({"tool_calls": [head]}))
+            for piece in split_text(args, 4):
+                frames.append(self._chunk(
+                    {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
+        frames.append(self._chunk({}, finish))
+        wants_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        if r.usage and wants_usage:
+            frames.append({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
+                           "model": "test-model", "choices": [], "usage": self._usage(r)})
+        out = [f"data: {json.dumps(f)}\n\n" for f in frames]
+        if r.kind == "truncated":
+            return out[: 1 + len(split_text(r.text))]
+        return [*out, "data: [DONE]\n\n"]
+
+    def whole(self, r: Reply) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": r.text or None}
+        finish = r.stop or "stop"
+        if r.kind == "tool":
+            finish = r.stop or "tool_calls"
+            message["tool_calls"] = [{"id": r.tool_id, "type": "function", "function": {
+                "name": r.tool_name, "arguments": _args(r)}}]
+        out: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1,
+                               "model": "test-model", "choices": [
+                                   {"index": 0, "message": message, "finish_reason": finish}]}
+        if r.usage:
+            out["usage"] = self._usage(r)
+        return out
+
+    def stream_error(self, r: Reply) -> str:
+        return f"data: {json.dumps(self.error_body(r))}\n\n"
+
+
+class AnthropicDialect:
+    path = "/v1/messages"
+
+    def error_body(self, r: Reply) -> dict[str, Any]:
+        kind = r.error_type or {400: "invalid_request_error", 401: "authentication_error",
+                                403: "permission_error", 429: "rate_limit_error",
+                                529: "overloaded_error"}.get(r.status, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": r.message}}
+
+    def _usage_start(self, r: Reply) -> dict[str, Any]:
+        return {"input_tokens": r.input_tokens, "output_tokens": 1,
+                "cache_read_input_tokens": r.cache_read,
+                "cache_creation_input_tokens": r.cache_write}
+
+    def _message(self, r: Reply, content: list[dict[str, Any]], stop: str | None) -> dict[str, Any]:
+        msg: dict[str, Any] = {"id": "msg_1", "type": "message", "role": "assistant",
+                               "model": "test-model", "content": content,
+                               "stop_reason": stop, "stop_sequence": None}
+        if r.usage:
+            msg["usage"] = self._usage_start(r)
+        return msg
+
+    def _blocks(self, r: Reply) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+        blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+        if r.text:
+            deltas = [{"type": "text_delta", "text": p} for p in split_text(r.text)]
+            blocks.append(({"type": "text", "text": ""}, deltas))
+        if r.kind == "tool":
+            start = {"type": "tool_use", "id": r.tool_id, "name": r.tool_name, "input": {}}
+            pieces = split_text(_args(r), 4)
+            blocks.append((start, [{"type": "input_json_delta", "partial_json": p}
+                                   for p in pieces]))
+        return blocks
+
+    def events(self, r: Reply, body: dict[str, Any]) -> list[str]:
+        frames: list[dict[str, Any]] = [
+            {"type": "message_start", "message": self._message(r, [], None)}]
+        for index, (start, deltas) in enumerate(self._blocks(r)):
+            frames.append({"type": "content_block_start", "index": index, "content_block": start})
+            if index == 0:
+                frames.append({"type": "ping"})
+            frames += [{"type": "content_block_delta", "index": index, "delta": d}
+                       for d in deltas]
+            frames.append({"type": "content_block_stop", "index": index})
+        stop = r.stop or ("tool_use" if r.kind == "tool" else "end_turn")
+        delta: dict[str, Any] = {"type": "message_delta",
+                                 "delta": {"stop_reason": stop, "stop_sequence": None}}
+        if r.usage:
+            delta["usage"] = {"output_tokens": r.output_tokens}
+        frames += [delta, {"type": "message_stop"}]
+        out = [f"event: {f['type']}\ndata: {json.dumps(f)}\n\n" for f in frames]
+        if r.kind == "truncated":
+            return out[:-3]  # no content_block_stop, message_delta, message_stop
+        return out
+
+    def whole(self, r: Reply) -> dict[str, Any]:
+        content: list[dict[str, Any]] = []
+        if r.text:
+            content.append({"type": "text", "text": r.text})
+        if r.kind == "tool":
+            content.append({"type": "tool_use", "id": r.tool_id, "name": r.tool_name,
+                            "input": r.tool_args})
+        stop = r.stop or ("tool_use" if r.kind == "tool" else "end_turn")
+        msg = self._message(r, content, stop)
+        if r.usage:
+            msg["usage"]["output_tokens"] = r.output_tokens
+        return msg
+
+    def stream_error(self, r: Reply) -> str:
+        return f"event: error\ndata: {json.dumps(self.error_body(r))}\n\n"
+
+
+Dialect = OpenAIDialect | AnthropicDialect
+
+
+def stream_error(message: str = "Overloaded", *, error_type: str = "overloaded_error") -> Reply:
+    """A 200 stream that sends some text, then an error event (Anthropic ``event: error``)."""
+    return Reply("stream_error", text="partial answer", message=message, error_type=error_type)
+
+
+# ---------------------------------------------------------------- the server
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the default stderr access log."""
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {"_raw": raw.decode("utf-8", "replace")}
+        owner = self.server.owner
+        owner.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()},
+                                       body))
+        if self.path != owner.dialect.path:
+            self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            return
+        self._reply(owner.next_reply(body), body)
+
+    def _json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None,
+              ) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _reply(self, r: Reply, body: dict[str, Any]) -> None:
+        dialect = self.server.owner.dialect
+        if r.kind == "error":
+            self._json(r.status, dialect.error_body(r), r.headers)
+            return
+        if r.kind == "stall" and r.after_chunks == 0 and self._wait(r):
+            return
+        if not body.get("stream"):
+            self._json(200, dialect.whole(r))
+            return
+        self._stream(r, self._frames(r, body))
+
+    def _frames(self, r: Reply, body: dict[str, Any]) -> list[str]:
+        dialect = self.server.owner.dialect
+        if r.kind == "garbage":
+            return ["data: {not json at all\n\n", "data: <<<garbage>>>\n\n",
+                    "event: content_block_delta\ndata: {{{\n\n"]
+        if r.kind == "stream_error":
+            return [*dialect.events(text(r.text), body)[:3], dialect.stream_error(r)]
+        return dialect.events(r, body)
+
+    def _wait(self, r: Reply) -> bool:
+        """Stall; True when the server is shutting down (then the connection is closed)."""
+        released = self.server.owner.released.wait(r.stall_seconds)
+        if released:
+            self.close_connection = True
+        return released
+
+    def _stream(self, r: Reply, frames: list[str]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for count, frame in enumerate(frames):
+            if count == r.after_chunks and r.kind == "drop":
+                self._cut()
+                return
+            if count == r.after_chunks and r.kind == "stall" and count and self._wait(r):
+                return
+            data = frame.encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _cut(self) -> None:
+        self.wfile.flush()
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    owner: WireServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Clients hang up on purpose in these tests (timeouts, bad streams): stay quiet."""
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
+
+
+class WireServer:
+    """A scripted wire-format server on 127.0.0.1.
+
+    ``queue`` holds the next replies in order; when it is empty the server answers with
+    ``echo: <last user text>``. ``requests`` records every request received.
+    """
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+        self.queue: list[Reply] = []
+        self.requests: list[Recorded] = []
+        self.released = threading.Event()
+        self._lock = threading.Lock()
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.owner = self
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        kwargs={"poll_interval": 0.02}, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """The base URL a client is given (OpenAI: ``.../v1``; Anthropic: the root)."""
+        root = f"http://127.0.0.1:{self.port}"
+        return f"{root}/v1" if isinstance(self.dialect, OpenAIDialect) else root
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        return [r.body for r in self.requests]
+
+    def push(self, *replies: Reply) -> WireServer:
+        with self._lock:
+            self.queue.extend(replies)
+        return self
+
+    def next_reply(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            if self.queue:
+                return self.queue.pop(0)
+        return text(f"echo: {last_user_text(body)}")
+
+    def start(self) -> WireServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.released.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> WireServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    """The text of the last user message of a request body (either dialect)."""
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        texts = [b.get("text", "") for b in content or [] if b.get("type") == "text"]
+        if texts:
+            return texts[-1]
+    return ""
+
+
+def closed_port() -> int:
+    """A 127.0.0.1 port nothing listens on (bound then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def openai_server() -> Iterator[WireServer]:
+    with WireServer(OpenAIDialect()) as server:
+        yield server
+
+
+@pytest.fixture
+def anthropic_server() -> Iterator[WireServer]:
+    with WireServer(AnthropicDialect()) as server:
+        yield server
