@@ -17,47 +17,7 @@ from typing import Any
 from rollchat.domain import Message, Summary, ToolCall, ToolExchange, Turn, Usage
 from rollchat.errors import RollchatError, TranscriptError
 from rollchat.providers.base import ChatRequest, Provider, TextDelta, UsageEvent
-
-SUMMARY_START = "<!-- SESSION_SUMMARY_START -->"
-SUMMARY_END = "<!-- SESSION_SUMMARY_END -->"
-_FALLBACK_NOTE = "**Note:** written by the local fallback summarizer (the model's summary failed)."
-_HEADINGS = {"**Topics Discussed:**": "topics", "**Decisions Made:**": "decisions",
-             "**Pending:**": "pending"}
-
-
-def render_summary_block(summary: Summary) -> str:
-    """The summary block, markers included."""
-    lines = [SUMMARY_START, f"**Background Context:** {summary.background}", ""]
-    if summary.fallback:
-        lines += [_FALLBACK_NOTE, ""]
-    lines.append("**Current Session Summary:**")
-    sections = (summary.topics, summary.decisions, summary.pending)
-    for heading, items in zip(_HEADINGS, sections, strict=True):
-        lines += [heading, *(f"- {item}" for item in items), ""]
-    lines[-1] = SUMMARY_END
-    return "\n".join(lines)
-
-
-def parse_summary_body(body: str) -> Summary:
-    """The text between the markers back into a Summary (raises TranscriptError)."""
-    background: str | None = None
-    sections: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for raw in body.splitlines():
-        line = raw.strip()
-        if line.startswith("**Background Context:**"):
-            background = line.removeprefix("**Background Context:**").strip()
-        elif line in _HEADINGS:
-            current = sections.setdefault(_HEADINGS[line], [])
-        elif line.startswith(("- ", "* ")) and current is not None:
-            current.append(line[2:].strip())
-    if background is None:
-        raise TranscriptError("summary has no Background Context")
-    for heading, key in _HEADINGS.items():
-        if key not in sections:
-            raise TranscriptError(f"summary has no {heading.strip('*')} section")
-    return Summary(background, tuple(sections["topics"]), tuple(sections["decisions"]),
-                   tuple(sections["pending"]), _FALLBACK_NOTE in body)
+from rollchat.transcript import SUMMARY_END, SUMMARY_START, parse_summary_body
 
 
 class SummaryError(RollchatError):
@@ -305,7 +265,8 @@ def extract_block(text: str) -> str:
 
 def parse_summary_reply(text: str, *, max_words: int) -> Summary:
     """Extract and validate a model's summary (see ``extract_block`` for which pair):
-    every section present and non-empty ("None" is allowed) and at most 1.5x ``max_words``
+    every section present and non-empty ("- None" is allowed and parses as an empty
+    tuple) and at most 1.5x ``max_words``
     words. Raises SummaryError with the specific problem."""
     body = extract_block(text)
     try:
@@ -314,10 +275,6 @@ def parse_summary_reply(text: str, *, max_words: int) -> Summary:
         raise SummaryError(f"summary reply is malformed: {error}") from error
     if not summary.background.strip():
         raise SummaryError("summary reply has an empty Background Context")
-    for label, items in (("Topics Discussed", summary.topics),
-                         ("Decisions Made", summary.decisions), ("Pending", summary.pending)):
-        if not items or not any(item.strip() for item in items):
-            raise SummaryError(f"summary reply has an empty {label} section")
     words = len(body.split())
     if words > _word_limit(max_words):
         raise SummaryError(
@@ -435,14 +392,14 @@ def _words(items: Iterable[str]) -> int:
 
 def _fit(background: str, lists: list[list[str]], max_words: int) -> list[list[str]]:
     """Drop the last items of the longest lists, then shorten items, until the bullets and
-    the background fit in ``max_words`` (each list keeps at least one item)."""
+    the background fit in ``max_words`` (a non-empty list keeps at least one item)."""
     budget = max_words - len(background.split())
     while _words(item for items in lists for item in items) > budget:
         longest = max(lists, key=len)
         if len(longest) > 1:
             longest.pop()
             continue
-        size = max(len(item.split()) for items in lists for item in items)
+        size = max((len(item.split()) for items in lists for item in items), default=0)
         if size <= 4:
             break
         lists = [[clean_item(item, size // 2) for item in items] for items in lists]
@@ -477,10 +434,11 @@ def extractive_summary(
     """A deterministic summary written without a model: topics from the user's queries,
     decisions from decision-like statements, pending items from unanswered or interrupted
     turns, to-dos and the last request; the parent condensed as background. Bullets are
-    plain single lines that cannot contain summary markers; empty sections say "None"."""
+    plain single lines that cannot contain summary markers; an empty section is an empty
+    tuple, which the block renders as "- None"."""
     queries = [turn for turn in turns if turn.kind == "query"]
     background = condense(parent_summary) if parent_summary else "Initial session."
-    lists = [_focus_first(found, focus) or [NONE_ITEM]
+    lists = [_focus_first(found, focus)
              for found in (_topics(queries), _decisions(queries), _pending(queries))]
     topics, decisions, pending = _fit(background, lists, max_words)
     return Summary(background, tuple(topics), tuple(decisions), tuple(pending), fallback)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from rollchat.compaction import render_summary_block
 from rollchat.domain import Message, Summary
 from rollchat.providers.base import ChatRequest
+from rollchat.transcript import render_summary_block
 
 ARCHIVE_SENTENCE = (
     "The session_archive_read tool can read the previous session's full transcript if you "

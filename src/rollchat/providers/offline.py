@@ -21,6 +21,7 @@ from rollchat.providers.base import (
     UsageEvent,
 )
 from rollchat.tokens import TokenCounter
+from rollchat.transcript import SUMMARY_START, parse_summary_body, render_summary_block
 
 ARCHIVE_TOOL = "session_archive_read"
 RESTORE_MARK = "CONTEXT RESTORATION"
@@ -61,7 +62,7 @@ def _best_line(text: str, words: Sequence[str]) -> str | None:
 
 def _summary_in(text: str) -> Summary | None:
     try:
-        return compaction.parse_summary_body(compaction.extract_block(text))
+        return parse_summary_body(compaction.extract_block(text))
     except Exception:  # no block, or not a well-formed one
         return None
 
@@ -108,7 +109,7 @@ class OfflineProvider:
             data.turns, parent_summary=data.parent_summary, focus=data.focus,
             max_words=data.max_words, fallback=False,
         )
-        return compaction.render_summary_block(summary)
+        return render_summary_block(summary)
 
     def _restore(self, request: ChatRequest) -> str:
         prompt = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
@@ -161,7 +162,7 @@ class OfflineProvider:
 
 
 def _is_restoration(message: Message) -> bool:
-    return RESTORE_MARK in message.content or compaction.SUMMARY_START in message.content
+    return RESTORE_MARK in message.content or SUMMARY_START in message.content
 
 
 def _summary_lines(summary: Summary) -> list[str]:
