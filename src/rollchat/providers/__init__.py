@@ -256,7 +256,7 @@ def map_sdk_error(exc: Exception, secret: str | None) -> ProviderError:
         return ProviderTimeoutError("no answer within the request timeout")
     if names & {"APIConnectionError", "TransportError", "ConnectionError"}:
         return ProviderConnectionError(_connection_detail(exc, secret))
-    if isinstance(exc, (ValueError, AttributeError, KeyError, TypeError)):
+    if isinstance(exc, (ValueError, AttributeError, KeyError)):
         return MalformedStreamError(f"unexpected data in the response ({detail})")
     body = getattr(exc, "body", None)
     if body is not None:  # an error event inside a 200 stream

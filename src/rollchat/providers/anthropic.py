@@ -71,8 +71,8 @@ def request_params(request: ChatRequest) -> dict[str, Any]:
                               "stream": True}
     if request.system:
         params["system"] = [{"type": "text", "text": request.system, "cache_control": _CACHE}]
-    if request.temperature is not None:
-        params["temperature"] = request.temperature
+    if request.temperature is not None:  # anthropic 2.x dropped the keyword; the API reads it
+        params["extra_body"] = {"temperature": request.temperature}
     if request.tools:
         params["tools"] = [tool_param(t) for t in request.tools]
     return params
