@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import email.utils
 import importlib
+import math
 import re
 import threading
 import time
@@ -211,17 +212,28 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date)."""
     if not headers:
         return None
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(float(value) * scale, 0.0)
-        except ValueError:
-            when = email.utils.parsedate_to_datetime(value) if scale == 1.0 else None
-            if when is not None:
-                return max(when.timestamp() - time.time(), 0.0)
-    return None
+    millis = _number(headers.get("retry-after-ms"))
+    if millis is not None:
+        return millis / 1000
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    seconds = _number(value)
+    if seconds is not None:
+        return seconds
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def _number(value: str | None) -> float | None:
+    try:
+        number = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return max(number, 0.0) if number is not None and math.isfinite(number) else None
 
 
 def _error_fields(body: object) -> tuple[str, str, str]:

@@ -1,0 +1,154 @@
+"""The provider registry: auto selection, building, key errors, lazy SDK imports, error mapping."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import rollchat.providers as providers
+from rollchat.config import AgentConfig, Config, RetryConfig, UIConfig
+from rollchat.errors import ConfigError
+from rollchat.providers import (
+    DEFAULT_MODELS,
+    REGISTRY,
+    build_provider,
+    prefetch_sdks,
+    redact_url,
+    resolve_provider_name,
+    retry_after,
+    scrub,
+)
+from rollchat.providers.anthropic import AnthropicProvider
+from rollchat.providers.openai import OpenAIProvider
+
+OLLAMA = "http://localhost:11434/v1"
+
+
+@pytest.mark.parametrize(("agent", "env", "expected"), [
+    (AgentConfig(), {}, ("offline", "no API key configured")),
+    (AgentConfig(), {"ANTHROPIC_API_KEY": "a"}, ("anthropic", "ANTHROPIC_API_KEY is set")),
+    (AgentConfig(), {"OPENAI_API_KEY": "o"}, ("openai", "OPENAI_API_KEY is set")),
+    (AgentConfig(), {"ANTHROPIC_API_KEY": "a", "OPENAI_API_KEY": "o"},
+     ("anthropic", "ANTHROPIC_API_KEY is set")),
+    (AgentConfig(), {"ANTHROPIC_API_KEY": ""}, ("offline", "no API key configured")),
+    (AgentConfig(base_url=OLLAMA), {}, ("openai", f"base URL {OLLAMA}")),
+    (AgentConfig(base_url="http://user:pw@host:8000/v1?key=s"), {},
+     ("openai", "base URL http://***@host:8000/v1")),
+    (AgentConfig(api_key_env="MY_KEY"), {"MY_KEY": "x"}, ("anthropic", "MY_KEY is set")),
+    (AgentConfig(api_key_env="MY_KEY", base_url=OLLAMA), {"MY_KEY": "x"},
+     ("openai", f"base URL {OLLAMA}")),
+    (AgentConfig(api_key_env="MY_KEY"), {}, ("offline", "no API key configured")),
+    (AgentConfig(provider="openai"), {"ANTHROPIC_API_KEY": "a"}, ("openai", "configured")),
+    (AgentConfig(provider="offline"), {"ANTHROPIC_API_KEY": "a"}, ("offline", "configured")),
+])
+def test_auto_selection(agent: AgentConfig, env: dict[str, str],
+                        expected: tuple[str, str]) -> None:
+    assert resolve_provider_name(agent, env) == expected
+
+
+def test_unknown_provider_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown provider 'gemini'"):
+        resolve_provider_name(AgentConfig(provider="gemini"), {})
+    with pytest.raises(ConfigError, match="choose one of"):
+        build_provider("gemini", AgentConfig(), Config(), {})
+
+
+def test_registry_is_a_dict_of_the_three() -> None:
+    assert set(REGISTRY) == {"anthropic", "openai", "offline"}
+    assert DEFAULT_MODELS == {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4o-mini",
+                              "offline": "offline"}
+
+
+def test_build_anthropic_with_defaults() -> None:
+    config = Config(retry=RetryConfig(request_timeout=9.0))
+    p = build_provider("anthropic", AgentConfig(), config, {"ANTHROPIC_API_KEY": "ak"})
+    assert isinstance(p, AnthropicProvider)
+    assert (p.name, p.model, p._api_key, p._timeout) == ("anthropic", "claude-sonnet-4-5",
+                                                          "ak", 9.0)
+
+
+def test_build_openai_uses_agent_model_key_env_and_base_url() -> None:
+    agent = AgentConfig(model="llama3", api_key_env="MY_KEY", base_url=OLLAMA)
+    p = build_provider("openai", agent, Config(), {"MY_KEY": "mk", "OPENAI_API_KEY": "ok"})
+    assert isinstance(p, OpenAIProvider)
+    assert (p.model, p._api_key, p._base_url) == ("llama3", "mk", OLLAMA)
+
+
+def test_build_openai_base_url_without_key() -> None:
+    p = build_provider("openai", AgentConfig(base_url=OLLAMA), Config(), {})
+    assert isinstance(p, OpenAIProvider)
+    assert p._api_key is None
+    assert p.model == "gpt-4o-mini"
+
+
+def test_build_auto_resolves_first() -> None:
+    p = build_provider("auto", AgentConfig(), Config(), {"OPENAI_API_KEY": "ok"})
+    assert isinstance(p, OpenAIProvider)
+
+
+def test_build_offline_gets_word_delay() -> None:
+    config = Config(ui=UIConfig(offline_word_delay=0.05))
+    p = build_provider("offline", AgentConfig(), config, {"ANTHROPIC_API_KEY": "a"})
+    assert p.name == "offline"
+    assert getattr(p, "word_delay", None) == 0.05
+
+
+@pytest.mark.parametrize(("name", "var"), [("anthropic", "ANTHROPIC_API_KEY"),
+                                           ("openai", "OPENAI_API_KEY")])
+def test_explicit_provider_without_key(name: str, var: str) -> None:
+    with pytest.raises(ConfigError, match=f"set {var}") as info:
+        build_provider(name, AgentConfig(provider=name), Config(), {})
+    assert "\n" not in str(info.value)
+
+
+def test_importing_providers_does_not_import_sdks() -> None:
+    code = ("import rollchat.providers, rollchat.providers.openai, "
+            "rollchat.providers.anthropic, sys; "
+            "print('openai' in sys.modules, 'anthropic' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_prefetch_imports_in_a_daemon_thread_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    imported: list[str] = []
+    started: list[threading.Thread] = []
+    real_start = threading.Thread.start
+
+    def start(self: threading.Thread) -> None:
+        started.append(self)
+        real_start(self)
+
+    monkeypatch.setattr(providers, "_prefetched", set())
+    monkeypatch.setattr(providers.importlib, "import_module", imported.append)
+    monkeypatch.setattr(threading.Thread, "start", start)
+    prefetch_sdks("openai")
+    prefetch_sdks("openai", "offline")
+    for thread in started:
+        thread.join(5)
+    assert imported == ["openai"]
+    assert len(started) == 1 and started[0].daemon
+
+
+def test_retry_after_parsing() -> None:
+    assert retry_after({"retry-after": "3"}) == 3.0
+    assert retry_after({"retry-after-ms": "250"}) == 0.25
+    assert retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
+    assert retry_after({"retry-after": "soon"}) is None
+    assert retry_after({"retry-after": "nan"}) is None
+    assert retry_after({}) is None
+
+
+def test_scrub_removes_keys_and_newlines() -> None:
+    line = scrub("bad key\nsk-proj-abcdefghijkl and mysecret", "mysecret")
+    assert line == "bad key [redacted] and [redacted]"
+    assert len(scrub("x" * 1000, None).split()) == 1
+    assert len(scrub("x " * 1000, None)) == 300
+
+
+def test_redact_url() -> None:
+    assert redact_url("https://u:p@example.com/v1?api_key=s") == "https://***@example.com/v1"
+    assert redact_url(OLLAMA) == OLLAMA
