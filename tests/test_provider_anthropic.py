@@ -235,3 +235,15 @@ def test_missing_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
     p = AnthropicProvider("m", api_key=KEY, base_url="http://127.0.0.1:9", timeout=1)
     with pytest.raises(ProviderError, match="pip install anthropic"):
         collect(p, ask())
+
+
+def test_server_answers_without_streaming(anthropic_server: WireServer) -> None:
+    import anthropic
+
+    anthropic_server.push(tool("f", {"a": 1}, text="hi"))
+    client = anthropic.Anthropic(api_key=KEY, base_url=anthropic_server.url, max_retries=0)
+    reply = client.messages.create(model="m", max_tokens=5,
+                                   messages=[{"role": "user", "content": "x"}])
+    assert [b.type for b in reply.content] == ["text", "tool_use"]
+    assert reply.stop_reason == "tool_use"
+    assert reply.usage.output_tokens == 7

@@ -34,6 +34,7 @@ from tests.wire_servers import (
     garbage,
     openai_server,
     stall,
+    stream_error,
     text,
     tool,
     truncated,
@@ -222,3 +223,20 @@ def test_missing_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
     p = OpenAIProvider("m", api_key=KEY, base_url="http://127.0.0.1:9/v1", timeout=1)
     with pytest.raises(ProviderError, match="pip install openai"):
         collect(p, ask())
+
+
+def test_error_inside_the_stream(openai_server: WireServer) -> None:
+    openai_server.push(stream_error("The server had an error", error_type="server_error"))
+    with pytest.raises(ServerError, match="The server had an error"):
+        collect(provider(openai_server), ask())
+
+
+def test_server_answers_without_streaming(openai_server: WireServer) -> None:
+    import openai
+
+    openai_server.push(tool("f", {"a": 1}, text="hi"))
+    client = openai.OpenAI(api_key=KEY, base_url=openai_server.url, max_retries=0)
+    reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+    assert reply.choices[0].message.content == "hi"
+    assert reply.choices[0].message.tool_calls[0].function.arguments == '{"a": 1}'
+    assert reply.usage is not None and reply.usage.prompt_tokens == 11

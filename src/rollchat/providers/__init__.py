@@ -290,7 +290,8 @@ def _status_error(exc: Exception, status: int, secret: str | None) -> ProviderEr
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
     wait = retry_after(headers)
-    text = scrub(f"HTTP {status}: {message or str(exc)}", secret)
+    detail = message or str(exc)
+    text = scrub(f"HTTP {status}: {detail}" if status >= 400 else detail, secret)
     if status in (401, 403):
         return AuthError(text)
     if status == 429:
