@@ -548,6 +548,8 @@ def _body(lines: list[str], k: int) -> tuple[list[Turn], Summary | None]:
             k = end + 1
         elif line == SUMMARY_START:
             return turns, _summary(lines, k)
+        elif k == len(lines) - 1 and k > 0 and lines[k - 1] == "":
+            break  # a torn last line (crash mid-append): ignored like a truncated block
         else:
             raise TranscriptError(f"line {k + 1}: unexpected line: {line[:60]!r}")
     return turns, None
