@@ -240,3 +240,36 @@ def test_server_answers_without_streaming(openai_server: WireServer) -> None:
     assert reply.choices[0].message.content == "hi"
     assert reply.choices[0].message.tool_calls[0].function.arguments == '{"a": 1}'
     assert reply.usage is not None and reply.usage.prompt_tokens == 11
+
+
+def test_stopping_early_closes_the_sdk_stream(openai_server: WireServer) -> None:
+    p = provider(openai_server)
+    real = p._sdk_client()
+    closed: list[bool] = []
+
+    class Spy:
+        def __init__(self, stream: object) -> None:
+            self.stream = stream
+
+        def __iter__(self) -> object:
+            return iter(self.stream)  # type: ignore[call-overload]
+
+        def close(self) -> None:
+            closed.append(True)
+            self.stream.close()  # type: ignore[attr-defined]
+
+    class Completions:
+        def create(self, **params: object) -> Spy:
+            return Spy(real.chat.completions.create(**params))
+
+    class Chat:
+        completions = Completions()
+
+    class Client:
+        chat = Chat()
+
+    p._client = Client()
+    events = p.stream(ask())
+    assert isinstance(next(events), TextDelta)
+    events.close()  # what the caller does on Ctrl-C
+    assert closed == [True]

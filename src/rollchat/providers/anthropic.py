@@ -56,7 +56,10 @@ class AnthropicProvider:
         try:
             client = self._sdk_client()
             events = client.messages.create(**request_params(request))
-            yield from stream_events(events)
+            try:
+                yield from stream_events(events)
+            finally:  # release the connection at once, also when the caller stops early
+                events.close()
         except ProviderError:
             raise
         except Exception as exc:

@@ -61,7 +61,10 @@ class OpenAIProvider:
         try:
             client = self._sdk_client()
             chunks = client.chat.completions.create(**params)
-            yield from stream_events(chunks)
+            try:
+                yield from stream_events(chunks)
+            finally:  # release the connection at once, also when the caller stops early
+                chunks.close()
         except ProviderError:
             raise
         except Exception as exc:
