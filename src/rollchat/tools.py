@@ -1,0 +1,252 @@
+"""Tools the agent may call: ``session_archive_read``, bound to one parent transcript file.
+
+The tool reads only the file it was created with; its arguments select turns, never paths.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rollchat.domain import ToolExchange, Transcript, Turn
+from rollchat.engine import Tool
+from rollchat.errors import ConfigError, RollchatError, TranscriptError
+from rollchat.providers.base import ToolSpec
+from rollchat.transcript import parse
+
+ARCHIVE_TOOL_NAME = "session_archive_read"
+DEFAULT_LIMIT = 5
+MAX_LIMIT = 50
+MAX_QUERY_CHARS = 500
+MAX_FILE_BYTES = 64 * 1024 * 1024
+MIN_MAX_CHARS = 1000
+_TOOL_RESULT_CHARS = 200
+_KNOWN_ARGS = ("query", "offset", "limit")
+
+ARCHIVE_DESCRIPTION = (
+    "Read the previous session's full transcript (the session this one was compacted or "
+    "resumed from), for details the summary leaves out. Returns turns as plain text: the "
+    "query number, the user's words and the answer. Use 'query' to get only the turns that "
+    "contain all of its words (case-insensitive); page with 'offset' (0-based index into the "
+    "turns returned) and 'limit'. With no arguments it returns the first turns."
+)
+ARCHIVE_PARAMETERS: Mapping[str, object] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "Words that a turn must all contain "
+                  "(case-insensitive). Omit to page through every turn."},
+        "offset": {"type": "integer", "minimum": 0, "description": "0-based index of the "
+                   "first turn to return, among the (matching) turns. Default 0."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
+                  "description": f"How many turns to return. Default {DEFAULT_LIMIT}."},
+    },
+    "additionalProperties": False,
+}
+
+
+class ArchiveError(RollchatError):
+    """The archive tool cannot answer: bad arguments, or the file cannot be read or parsed."""
+
+
+@dataclass(frozen=True)
+class _Args:
+    query: str
+    offset: int
+    limit: int
+    ignored: tuple[str, ...]
+
+
+def _int_arg(arguments: Mapping[str, object], key: str, default: int, low: int,
+             high: int) -> int:
+    value = arguments.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArchiveError(f"{key!r} must be an integer, got {_shown(value)}")
+    if not low <= value <= high:
+        raise ArchiveError(f"{key!r} must be between {low} and {high}, got {value}")
+    return value
+
+
+def _shown(value: object) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def _parse_args(arguments: object) -> _Args:
+    """Check the model's arguments. Nothing in them is ever used as a path."""
+    if not isinstance(arguments, Mapping):
+        raise ArchiveError("arguments must be a JSON object")
+    query = arguments.get("query")
+    if query is None:
+        query = ""
+    if not isinstance(query, str):
+        raise ArchiveError(f"'query' must be a string, got {_shown(query)}")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ArchiveError(f"'query' is too long ({len(query)} chars, at most "
+                           f"{MAX_QUERY_CHARS})")
+    offset = _int_arg(arguments, "offset", 0, 0, 2**31)
+    limit = _int_arg(arguments, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+    unknown = [_shown(str(k)) for k in arguments if k not in _KNOWN_ARGS]
+    ignored = unknown[:5] + ([f"and {len(unknown) - 5} more"] if len(unknown) > 5 else [])
+    return _Args(query.strip(), offset, limit, tuple(ignored))
+
+
+def _open_checked(path: Path, root: Path) -> int:
+    """Open the bound file for reading, refusing a path that (through symlinks) leaves
+    ``root``, its real directory at creation, and anything not a regular file. Returns a
+    file descriptor."""
+    try:
+        target = path.resolve()
+    except RuntimeError:  # a symlink loop (Python < 3.13)
+        raise ArchiveError("the transcript is a symlink loop; refusing to read it") from None
+    if not target.is_relative_to(root):
+        raise ArchiveError("the transcript is a symlink pointing outside the sessions "
+                           "directory; refusing to read it")
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(target, flags)  # O_NOFOLLOW: a symlink swapped in after the check fails
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ArchiveError("the transcript is not a regular file")
+    return fd
+
+
+def _read_capped(path: Path, root: Path, max_bytes: int) -> tuple[str, tuple[int, int, int]]:
+    """The file's text (invalid UTF-8 replaced) and its (inode, size, mtime) signature."""
+    try:
+        fd = _open_checked(path, root)
+    except FileNotFoundError:
+        raise ArchiveError(f"the previous session's transcript {path.name} no longer "
+                           "exists") from None
+    except OSError as exc:
+        raise ArchiveError(f"cannot read the previous session's transcript {path.name}: "
+                           f"{exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if info.st_size > max_bytes:
+            raise ArchiveError(f"the transcript is too large to read ({info.st_size} bytes, "
+                               f"limit {max_bytes})")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ArchiveError(f"the transcript is too large to read (over {max_bytes} bytes)")
+    return data.decode("utf-8", errors="replace"), (info.st_ino, info.st_size,
+                                                    info.st_mtime_ns)
+
+
+class ArchiveReader:
+    """Reads one transcript file (fixed at creation) and answers archive-tool calls."""
+
+    def __init__(self, path: Path, *, max_chars: int = 8000,
+                 max_bytes: int = MAX_FILE_BYTES) -> None:
+        if max_chars < MIN_MAX_CHARS:
+            raise ConfigError(f"archive tool: max_chars must be at least {MIN_MAX_CHARS}, "
+                              f"got {max_chars}")
+        self.path = Path(os.path.abspath(path))
+        self.root = self.path.parent.resolve()
+        self.max_chars = max_chars
+        self.max_bytes = max_bytes
+        self._cache: tuple[tuple[int, int, int], Transcript] | None = None
+
+    def __call__(self, arguments: Mapping[str, object]) -> str:
+        """The tool's result: the selected turns, or ``error: ...`` (never raises)."""
+        try:
+            args = _parse_args(arguments)
+            transcript = self._load()
+        except RollchatError as exc:
+            return f"error: {exc}"
+        return _format(transcript, args, self.max_chars)
+
+    def _load(self) -> Transcript:
+        text, signature = _read_capped(self.path, self.root, self.max_bytes)
+        if self._cache is not None and self._cache[0] == signature:
+            return self._cache[1]
+        try:
+            transcript = parse(text)
+        except TranscriptError as exc:
+            raise ArchiveError(f"the previous session's transcript {self.path.name} cannot "
+                               f"be parsed: {exc}") from None
+        self._cache = (signature, transcript)
+        return transcript
+
+
+def archive_tool(path: Path, *, max_chars: int = 8000) -> Tool:
+    """The ``session_archive_read`` tool bound to the transcript at ``path``."""
+    spec = ToolSpec(ARCHIVE_TOOL_NAME, ARCHIVE_DESCRIPTION, ARCHIVE_PARAMETERS)
+    return Tool(spec, ArchiveReader(path, max_chars=max_chars))
+
+
+# ---------------------------------------------------------------- formatting
+
+
+def _haystack(turn: Turn) -> str:
+    parts = [turn.user, turn.assistant, turn.context]
+    for ex in turn.tools:
+        parts += [ex.call.name, json.dumps(dict(ex.call.arguments), default=str), ex.result]
+    return "\n".join(parts).lower()
+
+
+def _matching(turns: Sequence[Turn], query: str) -> list[Turn]:
+    words = query.lower().split()
+    return [t for t in turns if all(w in _haystack(t) for w in words)] if words else list(turns)
+
+
+def _short(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else f"{flat[:limit]}... [{len(flat)} chars]"
+
+
+def _tool_line(ex: ToolExchange) -> str:
+    args = _short(json.dumps(dict(ex.call.arguments), ensure_ascii=False, default=str), 120)
+    return f"Tool call: {ex.call.name} {args} -> {_short(ex.result, _TOOL_RESULT_CHARS)}"
+
+
+def _block(index: int, turn: Turn) -> str:
+    when = turn.started.strftime("%Y-%m-%d %H:%M:%S")
+    title = f"Query {turn.number}" if turn.kind == "query" else "Session restored"
+    status = "" if turn.status == "ok" else f" [{turn.status}]"
+    lines = [f"[offset {index}] {title} ({when}){status}"]
+    if turn.context:
+        lines.append(f"Context: {turn.context}")
+    if turn.user:
+        lines.append(f"You: {turn.user}")
+    lines += [_tool_line(ex) for ex in turn.tools]
+    if turn.assistant:
+        lines.append(f"Assistant: {turn.assistant}")
+    if turn.error:
+        lines.append(f"Error: {turn.error}")
+    return "\n".join(lines)
+
+
+def _format(transcript: Transcript, args: _Args, max_chars: int) -> str:
+    session = _short(transcript.header.session_id, 80)
+    selected = _matching(transcript.turns, args.query)
+    what = "turns matching the query" if args.query else "turns"
+    notes = [f"(ignored unknown arguments: {', '.join(args.ignored)})"] if args.ignored else []
+    if not selected:
+        return "\n".join([f"No {what} in session {session} "
+                          f"({len(transcript.turns)} turns in all).", *notes])
+    if args.offset >= len(selected):
+        return "\n".join([f"error: offset {args.offset} is past the end: session {session} "
+                          f"has {len(selected)} {what} (offsets 0-{len(selected) - 1}).",
+                          *notes])
+    page = selected[args.offset:args.offset + args.limit]
+    budget = max_chars - 300 - sum(len(n) + 1 for n in notes)
+    blocks: list[str] = []
+    for i, turn in enumerate(page, start=args.offset):
+        block, room = _block(i, turn), budget - sum(len(b) + 2 for b in blocks)
+        if len(block) > room:
+            if not blocks:  # the first turn alone is too long: show its start
+                blocks.append(block[:max(room - 60, 0)] + "\n[turn cut: too long to show whole]")
+            break
+        blocks.append(block)
+    last = args.offset + len(blocks)
+    head = (f"Turns {args.offset + 1}-{last} of {len(selected)} {what} "
+            f"(session {session}):")
+    tail = (f"[{len(selected) - last} more: call {ARCHIVE_TOOL_NAME} again with offset={last}"
+            f"{' and the same query' if args.query else ''}]"
+            if last < len(selected) else "[end of the matching turns]")
+    return "\n\n".join([head, *blocks, "\n".join([tail, *notes])])
