@@ -23,7 +23,7 @@ from rollchat.errors import ConfigError
 from rollchat.providers.base import RetryPolicy
 from rollchat.providers.offline import ARCHIVE_TOOL, OfflineProvider
 from rollchat.restore import build_restoration_prompt
-from rollchat.tools import ARCHIVE_TOOL_NAME, MAX_LIMIT, archive_tool
+from rollchat.tools import ARCHIVE_TOOL_NAME, MAX_LIMIT, ArchiveReader, archive_tool
 from rollchat.transcript import render
 
 T0 = datetime(2026, 11, 22, 14, 30, 0, tzinfo=timezone.utc)
@@ -162,8 +162,6 @@ def test_a_single_huge_turn_is_cut_to_fit(tmp_path: Path) -> None:
 
 
 def test_file_above_the_size_cap_is_refused(tmp_path: Path) -> None:
-    from rollchat.tools import ArchiveReader
-
     path = parent_file(tmp_path)
     reader = ArchiveReader(path, max_bytes=1000)
     assert reader({}).startswith("error: the transcript is too large to read")
