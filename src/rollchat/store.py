@@ -1,0 +1,479 @@
+"""The sessions directory: ids, create, append a turn, finalize, list, load; atomic writes.
+
+Appends use O_APPEND + fsync and never re-read the file; the one rewrite (finalize) goes through
+a temporary file ``.<name>.tmp-<pid>-<hex>``, fsync, os.replace and a directory fsync.
+Listing and summary loading read only each file's head and tail, whatever its size.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from rollchat.domain import SessionHeader, Summary, Transcript, Turn
+from rollchat.errors import StoreError, TranscriptError
+from rollchat.transcript import (
+    SUMMARY_END,
+    SUMMARY_START,
+    Head,
+    parse,
+    parse_head,
+    parse_summary_body,
+    render_header,
+    render_summary_block,
+    render_turn,
+)
+
+HEAD_BYTES = 8 * 1024
+HEAD_MAX_BYTES = 64 * 1024
+TAIL_BYTES = 64 * 1024
+TAIL_MAX_BYTES = 1024 * 1024
+TEMP_MAX_AGE = 30.0
+_ID_RE = re.compile(r"[A-Za-z0-9_-]+")
+_TMP_RE = re.compile(r"\..+\.md\.tmp-([0-9]+)-[0-9a-f]+")
+_QUERY_RE = re.compile(r"## Query ([0-9]{1,12}) \(")
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def slug(agent_key: str) -> str:
+    """The agent key as it appears in session ids: lowercase letters, digits and ``_``."""
+    return re.sub(r"[^a-z0-9]+", "_", agent_key.lower()).strip("_")[:40] or "session"
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One listed session, from its head and tail only."""
+
+    number: int
+    session_id: str
+    file_name: str
+    path: Path
+    agent: str
+    agent_path: str
+    model: str
+    provider: str
+    date: datetime
+    queries: int
+    tokens: int
+    first_query_preview: str | None
+    has_summary: bool
+    resumed_from: str | None
+    previous_session: str | None
+    summary_problem: str | None = None
+
+
+@dataclass(frozen=True)
+class Listing:
+    """Sessions numbered 1.. (most recent first) and the files that are not sessions."""
+
+    sessions: list[SessionInfo] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Tail:
+    summary: Summary | None
+    problem: str | None
+    last_query: int
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError:  # some filesystems cannot fsync a directory; the rename is still done
+        pass
+    finally:
+        os.close(fd)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+class LiveSession:
+    """A session being written: each completed turn is appended and fsynced."""
+
+    def __init__(self, path: Path, header: SessionHeader) -> None:
+        self.path = path
+        self.header = header
+        self.session_id = header.session_id
+        self.file_name = path.name
+
+    def append_turn(self, turn: Turn, agent_name: str) -> None:
+        """Append one turn block (O_APPEND + fsync); never reads or rewrites the file."""
+        data = render_turn(turn, agent_name).encode("utf-8", "surrogateescape")
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | _NOFOLLOW)
+        except OSError as e:
+            raise StoreError(f"cannot open {self.path} to save the turn: {e.strerror}") from None
+        try:
+            size = os.fstat(fd).st_size
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            except OSError as e:
+                with contextlib.suppress(OSError):  # never leave half a block behind
+                    os.ftruncate(fd, size)
+                raise StoreError(f"cannot save the turn to {self.path}: {e.strerror}") from None
+        finally:
+            os.close(fd)
+
+
+class SessionStore:
+    """The sessions directory ``root``: one ``<session_id>.md`` per session."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self._ensured = False
+
+    # ------------------------------------------------------------ directory
+
+    def ensure(self) -> None:
+        """Create the directory (0700, with a ``.gitignore``) and clean stale temporary files."""
+        root = self.root
+        try:
+            if root.exists() and not root.is_dir():
+                raise StoreError(f"sessions directory {root} exists and is not a directory")
+            if not root.exists():
+                root.mkdir(parents=True, mode=0o700, exist_ok=True)
+                os.chmod(root, 0o700)
+                self._write_gitignore()
+        except OSError as e:
+            raise StoreError(f"cannot create sessions directory {root}: {e.strerror}") from None
+        if not os.access(root, os.W_OK | os.X_OK):
+            raise StoreError(f"sessions directory {root} is not writable")
+        self._clean_temp_files()
+        self._ensured = True
+
+    def _write_gitignore(self) -> None:
+        with contextlib.suppress(FileExistsError):
+            fd = os.open(self.root / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                _write_all(fd, b"# rollchat transcripts are private: never commit them\n*\n")
+            finally:
+                os.close(fd)
+
+    def _clean_temp_files(self) -> None:
+        now = time.time()
+        with contextlib.suppress(OSError), os.scandir(self.root) as it:
+            for entry in it:
+                m = _TMP_RE.fullmatch(entry.name)
+                if m is None or not entry.is_file(follow_symlinks=False):
+                    continue
+                with contextlib.suppress(OSError):
+                    age = now - entry.stat(follow_symlinks=False).st_mtime
+                    if age > TEMP_MAX_AGE or not _pid_alive(int(m[1])):
+                        os.unlink(entry.path)
+
+    def path_for(self, session_id: str) -> Path:
+        """The file of ``session_id``; StoreError for anything that is not an id."""
+        if not _ID_RE.fullmatch(session_id) or len(session_id) > 200:
+            raise StoreError(f"invalid session id: {session_id[:80]!r}")
+        return self.root / f"{session_id}.md"
+
+    # ------------------------------------------------------------ writing
+
+    def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
+                    provider: str, now: datetime, resumed_from: str | None = None,
+                    previous_session: str | None = None) -> LiveSession:
+        """Create ``{slug}_{YYYYMMDD_HHMMSS}_{hex}.md`` (O_EXCL, 0600) with its header, fsynced."""
+        if not self._ensured:
+            self.ensure()
+        base = f"{slug(agent_key)}_{now:%Y%m%d_%H%M%S}"
+        for attempt in range(200):
+            sid = f"{base}_{secrets.token_hex(2 if attempt < 20 else 4)}"
+            path = self.root / f"{sid}.md"
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+            except FileExistsError:
+                continue
+            except OSError as e:
+                raise StoreError(f"cannot create a session file in {self.root}: "
+                                 f"{e.strerror}") from None
+            header = SessionHeader(sid, now, agent, agent_path, model, provider,
+                                   resumed_from, previous_session)
+            self._write_new(fd, path, render_header(header).encode("utf-8", "surrogateescape"))
+            return LiveSession(path, header)
+        raise StoreError(f"could not find a free session id in {self.root}")
+
+    def _write_new(self, fd: int, path: Path, data: bytes) -> None:
+        try:
+            try:
+                os.fchmod(fd, 0o600)
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            _fsync_dir(self.root)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            raise StoreError(f"cannot write session file {path}: {e.strerror}") from None
+
+    def finalize(self, session_id: str, summary: Summary, total_queries: int,
+                 total_tokens: int) -> None:
+        """Atomically rewrite the file: header totals updated, summary block at the end."""
+        path = self.path_for(session_id)
+        text = self._read_text(path)
+        new = _finalized_text(text, summary, total_queries, total_tokens, path.name)
+        self._atomic_write(path, new.encode("utf-8", "surrogateescape"))
+
+    def _atomic_write(self, path: Path, data: bytes) -> None:
+        tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+            _fsync_dir(path.parent)
+        except BaseException as e:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            if isinstance(e, OSError):
+                raise StoreError(f"cannot rewrite {path} (left unchanged): "
+                                 f"{e.strerror or e}") from None
+            raise
+
+    # ------------------------------------------------------------ reading
+
+    def _read_text(self, path: Path) -> str:
+        try:
+            fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+        except FileNotFoundError:
+            raise StoreError(f"no session file {path.name} in {self.root}") from None
+        except OSError as e:
+            raise StoreError(f"cannot read {path}: {e.strerror}") from None
+        try:
+            with os.fdopen(fd, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise StoreError(f"cannot read {path}: {e.strerror}") from None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise StoreError(f"{path.name} is not UTF-8 text") from None
+
+    def list_sessions(self, exclude: str | None = None) -> Listing:
+        """Sessions most recent first (numbered 1..), and files that are not sessions."""
+        found: list[SessionInfo] = []
+        problems: list[tuple[str, str]] = []
+        try:
+            entries = sorted(os.scandir(self.root), key=lambda e: e.name)
+        except FileNotFoundError:
+            return Listing()
+        except OSError as e:
+            raise StoreError(f"cannot read sessions directory {self.root}: {e.strerror}") from None
+        for entry in entries:
+            name = entry.name
+            if name.startswith(".") or not name.endswith(".md") or name[:-3] == exclude:
+                continue
+            try:
+                found.append(_read_info(entry))
+            except (StoreError, TranscriptError) as e:
+                problems.append((name, str(e)))
+        found.sort(key=lambda i: (i.date, i.session_id), reverse=True)
+        numbered = [_renumber(info, n) for n, info in enumerate(found, 1)]
+        return Listing(numbered, problems)
+
+    def load_summary(self, info: SessionInfo) -> Summary | None:
+        """The session's summary from the file's tail, or None (none, or corrupted markers)."""
+        try:
+            fd = os.open(info.path, os.O_RDONLY | _NOFOLLOW)
+        except OSError as e:
+            raise StoreError(f"cannot read {info.file_name}: {e.strerror}") from None
+        try:
+            return _scan_tail(fd, os.fstat(fd).st_size).summary
+        finally:
+            os.close(fd)
+
+    def load_transcript(self, session_id: str) -> Transcript:
+        """The whole session, parsed (for summarizing a session that has no summary).
+
+        A corrupted summary block (stray or repeated markers) is dropped: the turns remain.
+        """
+        text = self._read_text(self.path_for(session_id))
+        try:
+            return parse(text)
+        except TranscriptError as first:
+            lines = text.split("\n")
+            cut = next((i for i, x in enumerate(lines) if x in (SUMMARY_START, SUMMARY_END)),
+                       None)
+            if cut is None:
+                raise TranscriptError(f"{session_id}.md: {first}") from None
+            try:
+                return parse("\n".join(lines[:cut]))
+            except TranscriptError as e:
+                raise TranscriptError(f"{session_id}.md: {e}") from None
+
+
+def resolve(ref: str, listing: Listing) -> SessionInfo:
+    """A listing number (1-based), a full session id or a unique id prefix -> the session."""
+    ref = ref.strip()
+    sessions = listing.sessions
+    if ref.isascii() and ref.isdigit():
+        if not sessions:
+            raise StoreError("there are no saved sessions to choose from")
+        n = int(ref)
+        if not 1 <= n <= len(sessions):
+            raise StoreError(f"no session number {n}: choose between 1 and {len(sessions)}")
+        return sessions[n - 1]
+    ref = ref.removesuffix(".md")
+    if "/" in ref or "\\" in ref or ".." in ref or not _ID_RE.fullmatch(ref):
+        raise StoreError(f"invalid session id: {ref[:80]!r}")
+    exact = [s for s in sessions if s.session_id == ref]
+    matches = exact or [s for s in sessions if s.session_id.startswith(ref)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        names = ", ".join(s.session_id for s in matches[:10])
+        raise StoreError(f"ambiguous session id {ref!r}: it matches {names}")
+    bad = [why for name, why in listing.problems if name.startswith(ref)]
+    if bad:
+        raise StoreError(f"session {ref!r} cannot be used: {bad[0]}")
+    raise StoreError(f"no session {ref!r} (see 'sessions' for the list)")
+
+
+def _renumber(info: SessionInfo, number: int) -> SessionInfo:
+    return SessionInfo(number, *[getattr(info, f) for f in SessionInfo.__dataclass_fields__
+                                 if f != "number"])
+
+
+def _decode(data: bytes, name: str) -> str:
+    if b"\0" in data:
+        raise StoreError("binary file, not a session")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise StoreError("not UTF-8 text, not a session") from None
+
+
+def _read_head(fd: int, size: int, name: str) -> Head:
+    data = os.pread(fd, HEAD_BYTES, 0)
+    if len(data) < size and b"\n---\n" not in data:
+        data = os.pread(fd, HEAD_MAX_BYTES, 0)
+    if len(data) < size:  # drop a last line cut in the middle (maybe mid-character)
+        data = data[:data.rfind(b"\n") + 1]
+    try:
+        return parse_head(_decode(data, name))
+    except TranscriptError as e:
+        raise StoreError(f"not a session file: {e}") from None
+
+
+def _tail_text(fd: int, size: int, window: int) -> tuple[str, bool]:
+    """The last ``window`` bytes, starting at a line start; True when it is the whole file."""
+    if size <= window:
+        return _decode(os.pread(fd, size, 0), ""), True
+    data = os.pread(fd, window + 1, size - window - 1)  # one byte more: is it a line start?
+    return _decode(data[data.find(b"\n") + 1:], ""), False
+
+
+def _summary_state(lines: list[str]) -> tuple[Summary | None, str | None]:
+    starts = [i for i, x in enumerate(lines) if x == SUMMARY_START]
+    ends = [i for i, x in enumerate(lines) if x == SUMMARY_END]
+    if not starts and not ends:
+        return None, None
+    if len(starts) > 1:
+        return None, "corrupted summary markers: two SESSION_SUMMARY_START lines"
+    if not ends:
+        return None, "corrupted summary markers: SESSION_SUMMARY_START without END"
+    if len(ends) > 1 or not starts or ends[0] < starts[0]:
+        return None, "corrupted summary markers: SESSION_SUMMARY_END before START"
+    if any(x.strip() for x in lines[ends[0] + 1:]):
+        return None, "corrupted summary: text after SESSION_SUMMARY_END"
+    try:
+        return parse_summary_body("\n".join(lines[starts[0] + 1:ends[0]])), None
+    except TranscriptError as e:
+        return None, f"unreadable summary block: {e}"
+
+
+def _scan_tail(fd: int, size: int) -> _Tail:
+    text, whole = _tail_text(fd, size, TAIL_BYTES)
+    lines = text.split("\n")
+    if not whole and SUMMARY_END in lines and SUMMARY_START not in lines:
+        text, whole = _tail_text(fd, size, TAIL_MAX_BYTES)  # a summary longer than the window
+        lines = text.split("\n")
+    summary, problem = _summary_state(lines)
+    last = 0
+    for line in reversed(lines):
+        m = _QUERY_RE.match(line)
+        if m is not None:
+            last = int(m[1])
+            break
+    return _Tail(summary, problem, last)
+
+
+def _read_info(entry: os.DirEntry[str]) -> SessionInfo:
+    name = entry.name
+    if entry.is_symlink():
+        raise StoreError(f"symbolic link to {os.readlink(entry.path)!r}, not followed")
+    if not entry.is_file(follow_symlinks=False):
+        raise StoreError("not a regular file")
+    if not _ID_RE.fullmatch(name[:-3]):
+        raise StoreError("file name is not a session id")
+    try:
+        fd = os.open(entry.path, os.O_RDONLY | _NOFOLLOW)
+    except OSError as e:
+        raise StoreError(f"cannot open: {e.strerror}") from None
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            raise StoreError("empty file")
+        head = _read_head(fd, size, name)
+        tail = _scan_tail(fd, size)
+    finally:
+        os.close(fd)
+    return _info(entry, head, tail)
+
+
+def _info(entry: os.DirEntry[str], head: Head, tail: _Tail) -> SessionInfo:
+    h = head.header
+    if h.session_id != entry.name[:-3]:
+        raise StoreError(f"its Session ID {h.session_id[:60]!r} does not match the file name")
+    preview = head.first_query
+    if preview is not None and len(preview) > 60:
+        preview = preview[:59] + "…"
+    queries = h.total_queries if tail.summary else max(h.total_queries, tail.last_query)
+    return SessionInfo(0, h.session_id, entry.name, Path(entry.path), h.agent, h.agent_path,
+                       h.model, h.provider, h.date, queries, h.total_tokens, preview,
+                       tail.summary is not None, h.resumed_from, h.previous_session,
+                       tail.problem)
+
+
+def _finalized_text(text: str, summary: Summary, queries: int, tokens: int, name: str) -> str:
+    """The file with its header totals set, partial blocks and any old summary dropped."""
+    lines = text.split("\n")
+    try:
+        sep = lines.index("---")
+    except ValueError:
+        raise StoreError(f"{name} has no header: not a session file") from None
+    header = [x for x in lines[:sep] if not x.startswith(("**Total Queries:**",
+                                                          "**Total Tokens:**"))]
+    while header and header[-1] == "":
+        header.pop()
+    header += [f"**Total Queries:** {queries}", f"**Total Tokens:** {tokens}", ""]
+    body = lines[sep:]
+    cut = next((i for i, x in enumerate(body) if x in (SUMMARY_START, SUMMARY_END)), len(body))
+    last = max(i for i in range(cut) if body[i] == "---")  # drops a truncated last block
+    return "\n".join(header + body[:last + 1]) + "\n\n" + render_summary_block(summary)

@@ -1,0 +1,274 @@
+"""Tests of the sessions directory (rollchat.store): ids, modes, appends, finalize, listing."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from rollchat.domain import Summary, Turn, Usage
+from rollchat.errors import StoreError
+from rollchat.store import LiveSession, SessionStore, resolve
+from rollchat.transcript import SUMMARY_END, SUMMARY_START, parse, render_summary_block
+
+UTC = timezone.utc
+T0 = datetime(2026, 11, 22, 14, 30, 22, tzinfo=UTC)
+SUMMARY = Summary("Initial session.", ("rate limiter",), ("use Redis",), ())
+FAKE = render_summary_block(Summary("forged", ("x",), ("y",), ("z",)))
+
+
+def _new(store: SessionStore, now: datetime = T0, key: str = "assistant") -> LiveSession:
+    return store.new_session(agent_key=key, agent="Assistant", agent_path="config:assistant",
+                             model="m", provider="offline", now=now)
+
+
+def _turn(n: int, user: str = "hello", answer: str = "hi") -> Turn:
+    return Turn("query", n, T0 + timedelta(seconds=n), user, answer, elapsed=1.5,
+                usage=Usage(10, 20))
+
+
+def _create_many(args: tuple[str, int]) -> list[str]:
+    store = SessionStore(Path(args[0]))
+    return [_new(store).session_id for _ in range(args[1])]
+
+
+def test_permissions_gitignore_and_round_trip(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "a" / "sessions")
+    live = _new(store)
+    assert stat.S_IMODE(os.stat(store.root).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(live.path).st_mode) == 0o600
+    assert (store.root / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert live.file_name == f"{live.session_id}.md" and live.session_id.startswith(
+        "assistant_20261122_143022_")
+    live.append_turn(_turn(1, FAKE, FAKE), "Assistant")
+    live.append_turn(_turn(2), "Assistant")
+    store.finalize(live.session_id, SUMMARY, 2, 60)
+    t = parse(live.path.read_text())
+    assert t.turns == (_turn(1, FAKE, FAKE), _turn(2)) and t.summary == SUMMARY
+    assert (t.header.total_queries, t.header.total_tokens) == (2, 60)
+    assert stat.S_IMODE(os.stat(live.path).st_mode) == 0o600
+    store.finalize(live.session_id, Summary("again", (), (), ()), 2, 61)  # replaces the block
+    assert parse(live.path.read_text()).summary == Summary("again", (), (), ())
+
+
+def test_ensure_errors(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(StoreError, match="not a directory"):
+        SessionStore(tmp_path / "file").ensure()
+    ro = tmp_path / "ro"
+    ro.mkdir(mode=0o500)
+    if os.access(ro, os.W_OK):  # running as root: permissions are not enforced
+        pytest.skip("root ignores directory permissions")
+    with pytest.raises(StoreError, match="not writable"):
+        SessionStore(ro).ensure()
+    with pytest.raises(StoreError, match="cannot create"):
+        SessionStore(ro / "sub").ensure()
+
+
+def test_ensure_removes_stale_temp_files(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    dead = tmp_path / ".x_1.md.tmp-999999999-abcd"
+    old = tmp_path / f".x_2.md.tmp-{os.getpid()}-abcd"
+    fresh = tmp_path / f".x_3.md.tmp-{os.getpid()}-abcd"
+    for p in (dead, old, fresh):
+        p.write_text("partial")
+    os.utime(old, (1, 1))
+    store.ensure()
+    assert not dead.exists() and not old.exists() and fresh.exists()
+
+
+def test_unique_ids_threads_and_processes_same_second(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    ids: list[str] = []
+    lock = threading.Lock()
+
+    def work() -> None:
+        got = [_new(store).session_id for _ in range(20)]
+        with lock:
+            ids.extend(got)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    with ProcessPoolExecutor(4) as pool:
+        for got in pool.map(_create_many, [(str(tmp_path), 30)] * 4):
+            ids.extend(got)
+    assert len(ids) == len(set(ids)) == 280
+    assert len(list(tmp_path.glob("*.md"))) == 280
+
+
+def test_append_never_reads_or_rewrites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = SessionStore(tmp_path)
+    live = _new(store)
+    live.append_turn(_turn(1), "Assistant")
+    # garbage in the middle: an append that re-read, re-parsed or rewrote would notice or fix it
+    data = bytearray(live.path.read_bytes())
+    data[40:60] = b"X" * 20
+    live.path.write_bytes(bytes(data))
+
+    def no_read(*a: object, **k: object) -> bytes:
+        raise AssertionError("append_turn read the file")
+
+    monkeypatch.setattr(os, "read", no_read)
+    monkeypatch.setattr(os, "pread", no_read)
+    monkeypatch.setattr(Path, "read_text", no_read)
+    monkeypatch.setattr(Path, "read_bytes", no_read)
+    live.append_turn(_turn(2), "Assistant")
+    monkeypatch.undo()
+    from rollchat.transcript import render_turn
+    assert live.path.read_bytes() == bytes(data) + render_turn(_turn(2), "Assistant").encode()
+
+
+def test_failed_append_leaves_no_partial_block(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    live = _new(SessionStore(tmp_path))
+    before = live.path.read_bytes()
+    real_write = os.write
+
+    def half_then_fail(fd: int, data: bytes) -> int:
+        real_write(fd, bytes(data[:10]))
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", half_then_fail)
+    with pytest.raises(StoreError, match="No space left"):
+        live.append_turn(_turn(1), "Assistant")
+    monkeypatch.undo()
+    assert live.path.read_bytes() == before
+
+
+def test_finalize_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = SessionStore(tmp_path)
+    live = _new(store)
+    live.append_turn(_turn(1), "Assistant")
+    before = live.path.read_bytes()
+
+    def crash(*a: object) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(StoreError, match="left unchanged"):
+        store.finalize(live.session_id, SUMMARY, 1, 30)
+    monkeypatch.undo()
+    assert live.path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name] == []
+
+
+def test_truncated_file_lists_and_parses(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    live = _new(store)
+    for n in (1, 2, 3):
+        live.append_turn(_turn(n, f"question {n}"), "Assistant")
+    full = live.path.read_bytes()
+    live.path.write_bytes(full[:-40])  # SIGKILL in the middle of the third append
+    t = store.load_transcript(live.session_id)
+    assert [x.number for x in t.turns] == [1, 2]
+    info = store.list_sessions().sessions[0]
+    assert info.first_query_preview == "question 1" and not info.has_summary
+    store.finalize(live.session_id, SUMMARY, 2, 60)
+    assert parse(live.path.read_text()).summary == SUMMARY
+
+
+def _session(store: SessionStore, minute: int, queries: int, summary: bool) -> LiveSession:
+    live = _new(store, T0 + timedelta(minutes=minute))
+    for n in range(1, queries + 1):
+        live.append_turn(_turn(n, f"first query of {minute} " + "x" * 80), "Assistant")
+    if summary:
+        store.finalize(live.session_id, SUMMARY, queries, queries * 30)
+    return live
+
+
+def test_listing_order_numbers_exclusion_queries(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    a, b, c = (_session(store, m, q, s) for m, q, s in ((0, 2, True), (5, 3, False),
+                                                        (9, 1, True)))
+    listing = store.list_sessions(exclude=c.session_id)
+    assert [(i.number, i.session_id) for i in listing.sessions] == [
+        (1, b.session_id), (2, a.session_id)]
+    first, second = listing.sessions
+    assert first.queries == 3 and not first.has_summary  # live/crashed: from the tail
+    assert second.has_summary and second.tokens == 60 and second.summary_problem is None
+    assert first.first_query_preview is not None and len(first.first_query_preview) <= 60
+    assert store.load_summary(second) == SUMMARY and store.load_summary(first) is None
+    assert listing.problems == []
+
+
+def test_fake_summary_in_content_in_a_large_file(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    live = _new(store)
+    live.append_turn(_turn(1, "y" * 70_000), "Assistant")  # pushes the head out of the tail
+    live.append_turn(_turn(2, FAKE, FAKE), "Assistant")
+    info = store.list_sessions().sessions[0]
+    assert not info.has_summary and info.summary_problem is None and info.queries == 2
+    assert store.load_summary(info) is None
+
+
+@pytest.mark.parametrize("tail, problem", [
+    (f"{SUMMARY_END}\n{SUMMARY_START}\n", "END before START"),
+    (f"{SUMMARY_START}\n**Background Context:** x\n", "without END"),
+    (f"{SUMMARY_START}\n{SUMMARY_START}\nx\n{SUMMARY_END}\n", "two SESSION_SUMMARY_START"),
+])
+def test_corrupted_markers(tmp_path: Path, tail: str, problem: str) -> None:
+    store = SessionStore(tmp_path)
+    live = _new(store)
+    live.append_turn(_turn(1), "Assistant")
+    with live.path.open("a") as f:
+        f.write(tail)
+    info = store.list_sessions().sessions[0]
+    assert not info.has_summary and problem in (info.summary_problem or "")
+    assert store.load_summary(info) is None
+    assert [t.number for t in store.load_transcript(live.session_id).turns] == [1]
+
+
+def test_junk_files_are_named_not_fatal(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    good = _session(store, 0, 1, True)
+    (tmp_path / "empty.md").write_bytes(b"")
+    (tmp_path / "binary.md").write_bytes(b"\x00\x01\x02" * 100)
+    (tmp_path / "latin.md").write_bytes("# Caf\xe9 Conversation\n".encode("latin-1"))
+    (tmp_path / "notes.md").write_text("# My notes\n\nhello\n")
+    (tmp_path / "big.md").write_bytes(b"z" * 3_000_000)
+    (tmp_path / "assistant_20261122_143022_dead.md").write_text("# x\n")
+    (tmp_path / "bad name.md").write_text("x")
+    outside = tmp_path.parent / f"{tmp_path.name}_outside.md"
+    outside.write_text(good.path.read_text())
+    (tmp_path / "link.md").symlink_to(outside)
+    listing = store.list_sessions()
+    assert [i.session_id for i in listing.sessions] == [good.session_id]
+    why = dict(listing.problems)
+    assert why["empty.md"] == "empty file" and "binary" in why["binary.md"]
+    assert "UTF-8" in why["latin.md"] and "not a session" in why["notes.md"]
+    assert "not a session" in why["big.md"] and "symbolic link" in why["link.md"]
+    assert "not a session id" in why["bad name.md"]
+    with pytest.raises(StoreError, match="cannot be used: not a session"):
+        resolve("assistant_20261122_143022_dead", listing)
+
+
+def test_resolve(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    a = _session(store, 0, 1, True)
+    b = _session(store, 1, 1, True)
+    listing = store.list_sessions()
+    assert resolve("1", listing).session_id == b.session_id
+    assert resolve(a.session_id, listing).session_id == a.session_id
+    assert resolve(a.session_id[:-2], listing).session_id == a.session_id
+    assert resolve(a.file_name, listing).session_id == a.session_id
+    with pytest.raises(StoreError, match="between 1 and 2"):
+        resolve("3", listing)
+    with pytest.raises(StoreError, match="ambiguous"):
+        resolve("assistant_2026", listing)
+    for bad in ("../x", "a/b", "..", "x y", ""):
+        with pytest.raises(StoreError, match="invalid session id"):
+            resolve(bad, listing)
+    with pytest.raises(StoreError, match="no session"):
+        resolve("zzz", listing)
+    with pytest.raises(StoreError, match="no saved sessions"):
+        resolve("1", SessionStore(tmp_path / "none").list_sessions())
+    with pytest.raises(StoreError, match="invalid session id"):
+        store.load_transcript("../etc/passwd")
