@@ -1,0 +1,62 @@
+"""Start-up time: `rollchat --version` and the time until the first prompt is drawn.
+
+Usage: python bench/bench_startup.py [--runs N]
+Runs side by side with `python -c pass` (the interpreter's own floor) so the ratio is
+meaningful on a noisy machine. Needs pexpect (installed with the test extra).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import pexpect
+
+
+def _time_cmd(args: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def _time_first_prompt(tmp: str) -> float:
+    env = {**os.environ, "PROMPT_TOOLKIT_NO_CPR": "1", "HOME": tmp, "XDG_DATA_HOME": tmp,
+           "XDG_CONFIG_HOME": tmp, "TERM": "xterm"}
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        env.pop(key, None)
+    t0 = time.perf_counter()
+    child = pexpect.spawn(sys.executable, ["-m", "rollchat", "--sessions-dir", f"{tmp}/s"],
+                          env=env, cwd=tmp, encoding="utf-8", timeout=10)
+    child.expect("You: ")
+    elapsed = time.perf_counter() - t0
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=15)
+    runs = parser.parse_args().runs
+    rollchat = [sys.executable, "-m", "rollchat", "--version"]
+    floor, version, prompt = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        _time_first_prompt(tmp)  # warm the file cache
+        for _ in range(runs):
+            floor.append(_time_cmd([sys.executable, "-c", "pass"]))
+            version.append(_time_cmd(rollchat))
+            prompt.append(_time_first_prompt(tmp))
+    for name, values in (("python -c pass", floor), ("rollchat --version", version),
+                         ("first prompt", prompt)):
+        med = statistics.median(values)
+        print(f"{name:<20} median {med * 1000:7.1f} ms   min {min(values) * 1000:7.1f} ms   "
+              f"x{med / statistics.median(floor):.1f} of the interpreter floor")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""The ``rollchat`` command: parse flags, load config, build the objects, start the chat.
+
+No logic of its own; user mistakes exit 2 with one line naming the problem.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import replace
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, NoReturn, Optional
+
+import typer
+
+from rollchat import __version__
+from rollchat.errors import ConfigError, RollchatError, UsageError
+
+app = typer.Typer(
+    add_completion=False,
+    help="A terminal chat loop for LLM agents that never runs out of context.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+class ProviderChoice(str, Enum):
+    auto = "auto"
+    anthropic = "anthropic"
+    openai = "openai"
+    offline = "offline"
+
+
+SessionsDirOpt = Annotated[
+    Optional[Path],  # noqa: UP045 - typer needs Optional on 3.10
+    typer.Option("--sessions-dir", help="Sessions directory (default: ./sessions)."),
+]
+ConfigOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--config", help="Config file (default: $ROLLCHAT_CONFIG, ./rollchat.yml, "
+                 "then the user config directory)."),
+]
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    sys.stderr.write(f"rollchat: error: {message}\n")
+    raise typer.Exit(code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"rollchat {__version__}")
+        raise typer.Exit()
+
+
+@app.callback(invoke_without_command=True)
+def main(
+    ctx: typer.Context,
+    agent: Annotated[Optional[str], typer.Option(help="Agent name from the config.")] = None,  # noqa: UP045
+    provider: Annotated[
+        Optional[ProviderChoice],  # noqa: UP045
+        typer.Option(help="Model provider (auto picks by the API keys set)."),
+    ] = None,
+    model: Annotated[Optional[str], typer.Option(help="Model name.")] = None,  # noqa: UP045
+    base_url: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--base-url", help="OpenAI-compatible server URL."),
+    ] = None,
+    config: ConfigOpt = None,
+    sessions_dir: SessionsDirOpt = None,
+    no_save: Annotated[bool, typer.Option("--no-save", help="Write nothing to disk.")] = False,
+    resume: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--resume", help="Start by resuming session N or ID."),
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Answer yes to questions.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True,
+                           help="Show the version and exit."),
+    ] = False,
+) -> None:
+    """Start the chat (offline model when no API key is configured)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from rollchat.config import ConfigOverrides
+
+    overrides = ConfigOverrides(agent=agent, provider=provider.value if provider else None,
+                                model=model, base_url=base_url, sessions_dir=sessions_dir,
+                                no_save=no_save)
+    try:
+        code = start_chat(config, overrides, resume=resume, yes=yes)
+    except ConfigError as exc:
+        fail(str(exc))
+    except UsageError as exc:
+        fail(str(exc))
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    raise typer.Exit(code)
+
+
+@app.command("sessions")
+def sessions_command(
+    sessions_dir: SessionsDirOpt = None,
+    config: ConfigOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """List saved sessions, most recent first (the numbers 'resume N' uses)."""
+    from rollchat.config import ConfigOverrides, load_config
+    from rollchat.store import SessionStore
+
+    try:
+        cfg = load_config(config_path=config, env=os.environ, cwd=Path.cwd(),
+                          overrides=ConfigOverrides(sessions_dir=sessions_dir))
+        store = SessionStore(cfg.session.dir)
+        listing = store.list_sessions()
+    except ConfigError as exc:
+        fail(str(exc))
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    if as_json:
+        print(json.dumps({
+            "sessions": [
+                {"number": i.number, "id": i.session_id, "file": i.file_name, "agent": i.agent,
+                 "date": i.date.isoformat(), "queries": i.queries, "tokens": i.tokens,
+                 "first_query": i.first_query_preview, "has_summary": i.has_summary,
+                 "parent": i.resumed_from, "summary_problem": i.summary_problem}
+                for i in listing.sessions
+            ],
+            "problems": [{"file": name, "reason": why} for name, why in listing.problems],
+        }, indent=2, ensure_ascii=False))
+        return
+    from rich.console import Console
+
+    from rollchat.render import Renderer
+
+    Renderer(Console(), interactive=False).sessions(listing.sessions, listing.problems)
+
+
+def start_chat(config_path: Path | None, overrides: object, *, resume: str | None,
+               yes: bool) -> int:
+    """Build everything from the configuration and run the chat until it ends."""
+    from rich.console import Console
+
+    from rollchat import providers
+    from rollchat.app import ChatApp
+    from rollchat.config import ConfigOverrides, load_config
+    from rollchat.engine import Context, Engine
+    from rollchat.providers.base import RetryPolicy
+    from rollchat.render import Renderer
+    from rollchat.repl import history_path, run_interactive, run_piped
+    from rollchat.store import SessionStore
+    from rollchat.tokens import context_window
+
+    assert isinstance(overrides, ConfigOverrides)
+    env = dict(os.environ)
+    cfg = load_config(config_path=config_path, env=env, cwd=Path.cwd(), overrides=overrides)
+    agent = cfg.agent
+    name, reason = providers.resolve_provider_name(agent, env)
+    provider = providers.build_provider(name, agent, cfg, env)
+    model = agent.model or providers.DEFAULT_MODELS[name]
+    summary_agent = replace(agent, provider=cfg.summary.provider or name,
+                            model=cfg.summary.model or model)
+    summary_name = cfg.summary.provider or name
+    summary_provider = (provider if (summary_name, summary_agent.model) == (name, model)
+                        else providers.build_provider(summary_name, summary_agent, cfg, env))
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    console = Console() if interactive else Console(force_terminal=False, color_system=None,
+                                                    force_interactive=False)
+    renderer = Renderer(console, interactive=interactive)
+    store = SessionStore(cfg.session.dir) if cfg.session.auto_save else None
+    if store is not None:
+        store.ensure()
+    retry = cfg.retry
+    engine = Engine(
+        provider, model=model, context=Context(system=agent.system_prompt),
+        max_output_tokens=agent.max_output_tokens, temperature=agent.temperature,
+        retry=RetryPolicy(retry.max_retries, retry.base_delay, retry.max_delay),
+    )
+
+    def confirm(question: str) -> bool:
+        if yes:
+            return True
+        if not interactive:
+            renderer.error(question.replace("Continue? (y/n) ", "").strip()
+                           + " Refused without a terminal; pass --yes to continue anyway.")
+            return False
+        from prompt_toolkit.shortcuts import confirm as pt_confirm
+
+        return bool(pt_confirm(question.replace(" (y/n) ", "")))
+
+    chat = ChatApp(
+        config=cfg, agent=agent, engine=engine, summary_provider=summary_provider,
+        summary_model=summary_agent.model or model, provider_name=name, store=store,
+        renderer=renderer, confirm=confirm,
+        context_window=context_window(model, cfg.context_window_override(model)),
+    )
+    renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
+                    where=str(cfg.session.dir) if store else "memory only (--no-save)")
+    if resume is not None:
+        chat.resume(resume)
+    if interactive:
+        run_interactive(chat, history_file=history_path(cfg.ui.history_file),
+                        on_first_prompt=lambda: providers.prefetch_sdks(name))
+    else:
+        run_piped(chat, sys.stdin)
+    return 0

@@ -1,0 +1,45 @@
+"""Helpers for end-to-end tests: run rollchat in a pseudo-terminal or with piped input."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pexpect
+
+PROMPT = "You: "
+
+
+def clean_env(home: Path, **extra: str) -> dict[str, str]:
+    """An environment with no API keys and the user dirs inside ``home``."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.endswith("_API_KEY") and not k.startswith(("ROLLCHAT_", "OPENAI_",
+                                                                "ANTHROPIC_"))}
+    home.mkdir(parents=True, exist_ok=True)
+    env.update(HOME=str(home), XDG_DATA_HOME=str(home / "data"),
+               XDG_CONFIG_HOME=str(home / "config"), PROMPT_TOOLKIT_NO_CPR="1",
+               TERM="xterm", COLUMNS="120", LINES="40")
+    env.update(extra)
+    return env
+
+
+def spawn(cwd: Path, *args: str, env: dict[str, str] | None = None,
+          timeout: float = 30) -> pexpect.spawn:
+    child = pexpect.spawn(sys.executable, ["-m", "rollchat", *args], cwd=str(cwd),
+                          env=env or clean_env(cwd / "home"), encoding="utf-8",
+                          timeout=timeout, dimensions=(40, 120))
+    return child
+
+
+def run_piped(cwd: Path, text: str, *args: str, env: dict[str, str] | None = None,
+              timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rollchat", *args], cwd=str(cwd), input=text,
+                          capture_output=True, text=True, timeout=timeout,
+                          env=env or clean_env(cwd / "home"))
+
+
+def write_config(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
