@@ -37,6 +37,7 @@ TAIL_MAX_BYTES = 1024 * 1024
 TEMP_MAX_AGE = 30.0
 _ID_RE = re.compile(r"[A-Za-z0-9_-]+")
 _TMP_RE = re.compile(r"\..+\.md\.tmp-([0-9]+)-[0-9a-f]+")
+_MARKER_RE = re.compile(r"^<!-- SESSION_SUMMARY_(START|END) -->$", re.MULTILINE)
 _QUERY_RE = re.compile(r"## Query ([0-9]{1,12}) \(")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -78,6 +79,7 @@ class Listing:
 
 @dataclass(frozen=True)
 class _Tail:
+    has_summary: bool
     summary: Summary | None
     problem: str | None
     last_query: int
@@ -304,7 +306,9 @@ class SessionStore:
         except OSError as e:
             raise StoreError(f"cannot read {info.file_name}: {e.strerror}") from None
         try:
-            return _scan_tail(fd, os.fstat(fd).st_size).summary
+            size = os.fstat(fd).st_size
+            text, whole = _tail_text(fd, size, TAIL_BYTES)
+            return _scan_tail(text, whole, fd, size, parse_body=True).summary
         finally:
             os.close(fd)
 
@@ -375,8 +379,12 @@ def _read_head(fd: int, size: int, name: str) -> Head:
         data = os.pread(fd, HEAD_MAX_BYTES, 0)
     if len(data) < size:  # drop a last line cut in the middle (maybe mid-character)
         data = data[:data.rfind(b"\n") + 1]
+    return _head_of(_decode(data, name))
+
+
+def _head_of(text: str) -> Head:
     try:
-        return parse_head(_decode(data, name))
+        return parse_head(text)
     except TranscriptError as e:
         raise StoreError(f"not a session file: {e}") from None
 
@@ -389,39 +397,40 @@ def _tail_text(fd: int, size: int, window: int) -> tuple[str, bool]:
     return _decode(data[data.find(b"\n") + 1:], ""), False
 
 
-def _summary_state(lines: list[str]) -> tuple[Summary | None, str | None]:
-    starts = [i for i, x in enumerate(lines) if x == SUMMARY_START]
-    ends = [i for i, x in enumerate(lines) if x == SUMMARY_END]
-    if not starts and not ends:
-        return None, None
+def _summary_state(text: str, parse_body: bool) -> tuple[bool, Summary | None, str | None]:
+    """(has a well-formed block, its parsed summary when asked, the problem if corrupted)."""
+    marks = [(m.start(), m[1]) for m in _MARKER_RE.finditer(text)]
+    starts = [pos for pos, kind in marks if kind == "START"]
+    ends = [pos for pos, kind in marks if kind == "END"]
+    if not marks:
+        return False, None, None
     if len(starts) > 1:
-        return None, "corrupted summary markers: two SESSION_SUMMARY_START lines"
+        return False, None, "corrupted summary markers: two SESSION_SUMMARY_START lines"
     if not ends:
-        return None, "corrupted summary markers: SESSION_SUMMARY_START without END"
+        return False, None, "corrupted summary markers: SESSION_SUMMARY_START without END"
     if len(ends) > 1 or not starts or ends[0] < starts[0]:
-        return None, "corrupted summary markers: SESSION_SUMMARY_END before START"
-    if any(x.strip() for x in lines[ends[0] + 1:]):
-        return None, "corrupted summary: text after SESSION_SUMMARY_END"
+        return False, None, "corrupted summary markers: SESSION_SUMMARY_END before START"
+    if text[ends[0] + len(SUMMARY_END):].strip():
+        return False, None, "corrupted summary: text after SESSION_SUMMARY_END"
+    if not parse_body:
+        return True, None, None
     try:
-        return parse_summary_body("\n".join(lines[starts[0] + 1:ends[0]])), None
+        body = text[starts[0] + len(SUMMARY_START) + 1:ends[0]].removesuffix("\n")
+        return True, parse_summary_body(body), None
     except TranscriptError as e:
-        return None, f"unreadable summary block: {e}"
+        return False, None, f"unreadable summary block: {e}"
 
 
-def _scan_tail(fd: int, size: int) -> _Tail:
-    text, whole = _tail_text(fd, size, TAIL_BYTES)
-    lines = text.split("\n")
-    if not whole and SUMMARY_END in lines and SUMMARY_START not in lines:
+def _scan_tail(text: str, whole: bool, fd: int, size: int, parse_body: bool) -> _Tail:
+    if not whole and SUMMARY_START not in text and SUMMARY_END in text:
         text, whole = _tail_text(fd, size, TAIL_MAX_BYTES)  # a summary longer than the window
-        lines = text.split("\n")
-    summary, problem = _summary_state(lines)
+    has, summary, problem = _summary_state(text, parse_body)
     last = 0
-    for line in reversed(lines):
-        m = _QUERY_RE.match(line)
-        if m is not None:
-            last = int(m[1])
-            break
-    return _Tail(summary, problem, last)
+    pos = text.rfind("\n## Query ")
+    if pos >= 0:
+        m = _QUERY_RE.match(text, pos + 1)
+        last = int(m[1]) if m else 0
+    return _Tail(has, summary, problem, last)
 
 
 def _read_info(entry: os.DirEntry[str]) -> SessionInfo:
@@ -440,8 +449,9 @@ def _read_info(entry: os.DirEntry[str]) -> SessionInfo:
         size = os.fstat(fd).st_size
         if size == 0:
             raise StoreError("empty file")
-        head = _read_head(fd, size, name)
-        tail = _scan_tail(fd, size)
+        text, whole = _tail_text(fd, size, TAIL_BYTES)
+        head = _head_of(text) if whole else _read_head(fd, size, name)
+        tail = _scan_tail(text, whole, fd, size, parse_body=False)
     finally:
         os.close(fd)
     return _info(entry, head, tail)
@@ -454,10 +464,10 @@ def _info(entry: os.DirEntry[str], head: Head, tail: _Tail) -> SessionInfo:
     preview = head.first_query
     if preview is not None and len(preview) > 60:
         preview = preview[:59] + "…"
-    queries = h.total_queries if tail.summary else max(h.total_queries, tail.last_query)
+    queries = h.total_queries if tail.has_summary else max(h.total_queries, tail.last_query)
     return SessionInfo(0, h.session_id, entry.name, Path(entry.path), h.agent, h.agent_path,
                        h.model, h.provider, h.date, queries, h.total_tokens, preview,
-                       tail.summary is not None, h.resumed_from, h.previous_session,
+                       tail.has_summary, h.resumed_from, h.previous_session,
                        tail.problem)
 
 

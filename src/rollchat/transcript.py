@@ -118,6 +118,8 @@ def _inline(s: str, extra: str = "") -> str:
 
 
 def _uninline(s: str) -> str:
+    if "\\" not in s:
+        return s
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "r": "\r"}.get(m[1], m[1]), s,
                   flags=re.DOTALL)
 
