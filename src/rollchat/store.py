@@ -37,7 +37,6 @@ TAIL_MAX_BYTES = 1024 * 1024
 TEMP_MAX_AGE = 30.0
 _ID_RE = re.compile(r"[A-Za-z0-9_-]+")
 _TMP_RE = re.compile(r"\..+\.md\.tmp-([0-9]+)-[0-9a-f]+")
-_MARKER_RE = re.compile(r"^<!-- SESSION_SUMMARY_(START|END) -->$", re.MULTILINE)
 _QUERY_RE = re.compile(r"## Query ([0-9]{1,12}) \(")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -397,9 +396,22 @@ def _tail_text(fd: int, size: int, window: int) -> tuple[str, bool]:
     return _decode(data[data.find(b"\n") + 1:], ""), False
 
 
+def _markers(text: str) -> list[tuple[int, str]]:
+    """(offset in text, "START"/"END") of each raw marker line (str.find: fast on 64 KB)."""
+    padded, out = "\n" + text, []
+    pos = padded.find("\n<!-- SESSION_SUMMARY_")
+    while pos >= 0:
+        end = padded.find("\n", pos + 1)
+        line = padded[pos + 1:] if end < 0 else padded[pos + 1:end]
+        if line in (SUMMARY_START, SUMMARY_END):
+            out.append((pos, "START" if line == SUMMARY_START else "END"))
+        pos = padded.find("\n<!-- SESSION_SUMMARY_", pos + 1)
+    return out
+
+
 def _summary_state(text: str, parse_body: bool) -> tuple[bool, Summary | None, str | None]:
     """(has a well-formed block, its parsed summary when asked, the problem if corrupted)."""
-    marks = [(m.start(), m[1]) for m in _MARKER_RE.finditer(text)]
+    marks = _markers(text)
     starts = [pos for pos, kind in marks if kind == "START"]
     ends = [pos for pos, kind in marks if kind == "END"]
     if not marks:
