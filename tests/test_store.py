@@ -62,12 +62,17 @@ def test_ensure_errors(tmp_path: Path) -> None:
         SessionStore(tmp_path / "file").ensure()
     ro = tmp_path / "ro"
     ro.mkdir(mode=0o500)
-    if os.access(ro, os.W_OK):  # running as root: permissions are not enforced
-        pytest.skip("root ignores directory permissions")
-    with pytest.raises(StoreError, match="not writable"):
-        SessionStore(ro).ensure()
-    with pytest.raises(StoreError, match="cannot create"):
-        SessionStore(ro / "sub").ensure()
+    with pytest.MonkeyPatch.context() as mp:
+        if os.access(ro, os.W_OK):  # running as root: simulate what permissions would say
+            mp.setattr(os, "access", lambda *a, **k: False)
+        with pytest.raises(StoreError, match="not writable"):
+            SessionStore(ro).ensure()
+    with pytest.MonkeyPatch.context() as mp:
+        def denied(*a: object, **k: object) -> None:
+            raise PermissionError(13, "Permission denied")
+        mp.setattr(Path, "mkdir", denied)
+        with pytest.raises(StoreError, match=r"cannot create .*Permission denied"):
+            SessionStore(ro / "sub").ensure()
 
 
 def test_ensure_removes_stale_temp_files(tmp_path: Path) -> None:
