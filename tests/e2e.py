@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pexpect
 
-PROMPT = "You: "
+PROMPT = "You:"
 
 
 def clean_env(home: Path, **extra: str) -> dict[str, str]:

@@ -1,0 +1,138 @@
+"""The chat loop end to end: a pseudo-terminal session and piped input (offline model)."""
+
+from __future__ import annotations
+
+import re
+import stat
+from pathlib import Path
+
+import pexpect
+
+from rollchat.transcript import parse
+from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
+
+ESC = re.compile(r"\x1b")
+
+
+def _session_files(sessions: Path) -> list[Path]:
+    return sorted(sessions.glob("*.md"))
+
+
+def test_pty_two_turns_interrupt_and_exit(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0.15\n")
+    child = spawn(tmp_path, "--config", str(cfg))
+    child.expect(PROMPT)
+    child.sendline("my favourite editor is helix")
+    child.expect("favourite")
+    child.expect(PROMPT)
+    child.sendline("which editor did I mention?")
+    child.expect("Earlier you said")
+    child.expect(PROMPT)
+    child.sendline("tell me a long story about editors and terminals and everything else")
+    child.expect("Assistant:")
+    child.expect("asked")  # the answer has started streaming
+    child.sendintr()
+    child.expect("interrupted")
+    child.expect(PROMPT)
+    child.sendline("exit")
+    child.expect("Goodbye!")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+    sessions = tmp_path / "sessions"
+    files = _session_files(sessions)
+    assert len(files) == 1
+    assert stat.S_IMODE(files[0].stat().st_mode) == 0o600
+    assert stat.S_IMODE(sessions.stat().st_mode) == 0o700
+    assert (sessions / ".gitignore").read_text().strip().endswith("*")
+    t = parse(files[0].read_text())
+    assert [turn.status for turn in t.turns] == ["ok", "ok", "interrupted"]
+    assert t.turns[1].assistant.count("helix") >= 1
+    assert 0 < len(t.turns[2].assistant) < 400
+    assert t.header.total_queries == 3 and t.summary is not None
+    history = (tmp_path / "home" / "data" / "rollchat" / "history")
+    assert stat.S_IMODE(history.stat().st_mode) == 0o600
+    assert "which editor did I mention?" in history.read_text()
+
+
+def test_pty_ctrl_c_at_prompt_clears_line_and_ctrl_d_exits(tmp_path: Path) -> None:
+    child = spawn(tmp_path)
+    child.expect(PROMPT)
+    child.send("half typed")
+    child.sendintr()
+    child.expect(PROMPT)
+    child.sendline("hello")
+    child.expect("Hello")
+    child.expect(PROMPT)
+    child.sendeof()
+    child.expect("Goodbye!")
+    child.expect(pexpect.EOF)
+    t = parse(_session_files(tmp_path / "sessions")[0].read_text())
+    assert [turn.user for turn in t.turns] == ["hello"]
+
+
+def test_pty_multiline_input_with_escape_enter(tmp_path: Path) -> None:
+    child = spawn(tmp_path)
+    child.expect(PROMPT)
+    child.send("first line")
+    child.send("\x1b\r")  # Esc then Enter inserts a newline
+    child.send("second line\r")
+    child.expect("Assistant:")
+    child.expect(PROMPT)
+    child.sendline("exit")
+    child.expect(pexpect.EOF)
+    t = parse(_session_files(tmp_path / "sessions")[0].read_text())
+    assert t.turns[0].user == "first line\nsecond line"
+
+
+def test_piped_input_answers_each_line_without_escape_codes(tmp_path: Path) -> None:
+    result = run_piped(tmp_path, "hi\nmy cat is called Miso\nwhat is my cat called?\n")
+    assert result.returncode == 0, result.stderr
+    assert not ESC.search(result.stdout)
+    assert "Miso" in result.stdout and "Goodbye!" in result.stdout
+    t = parse(_session_files(tmp_path / "sessions")[0].read_text())
+    assert [turn.user for turn in t.turns] == ["hi", "my cat is called Miso",
+                                               "what is my cat called?"]
+    assert t.summary is not None  # end of input saves with a summary
+
+
+def test_piped_unknown_command_and_help(tmp_path: Path) -> None:
+    result = run_piped(tmp_path, "/frobnicate\nhelp\n/exit\nnot sent\n")
+    assert result.returncode == 0
+    assert "unknown command /frobnicate" in result.stdout
+    assert "compact [focus]" in result.stdout
+    assert not (tmp_path / "sessions").exists() or not _session_files(tmp_path / "sessions")
+
+
+def test_no_save_writes_nothing(tmp_path: Path) -> None:
+    result = run_piped(tmp_path, "hello\n", "--no-save")
+    assert result.returncode == 0 and "Hello" in result.stdout
+    assert not (tmp_path / "sessions").exists()
+
+
+def test_sessions_dir_env_and_flag(tmp_path: Path) -> None:
+    env = clean_env(tmp_path / "home", ROLLCHAT_SESSIONS_DIR=str(tmp_path / "from-env"))
+    assert run_piped(tmp_path, "hi\n", env=env).returncode == 0
+    assert _session_files(tmp_path / "from-env")
+    assert run_piped(tmp_path, "hi\n", "--sessions-dir", "flagdir", env=env).returncode == 0
+    assert _session_files(tmp_path / "flagdir")
+
+
+def test_usage_and_config_errors_exit_2(tmp_path: Path) -> None:
+    bad = write_config(tmp_path / "bad.yml", "session:\n  compact_threshold: 7\n")
+    result = run_piped(tmp_path, "", "--config", str(bad))
+    assert result.returncode == 2
+    assert "compact_threshold" in result.stderr and ":2:" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = run_piped(tmp_path, "", "--provider", "bogus")
+    assert result.returncode == 2
+    result = run_piped(tmp_path, "", "--provider", "anthropic")
+    assert result.returncode == 2 and "ANTHROPIC_API_KEY" in result.stderr
+
+
+def test_version_and_help(tmp_path: Path) -> None:
+    result = run_piped(tmp_path, "", "--version")
+    assert result.returncode == 0 and result.stdout.startswith("rollchat ")
+    result = run_piped(tmp_path, "", "--help")
+    assert result.returncode == 0 and "--sessions-dir" in result.stdout
