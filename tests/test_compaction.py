@@ -53,7 +53,8 @@ PARENT = Summary("Initial session.", ("Auth refactoring with JWT",), ("Use Redis
 
 
 def model_block(words: int = 10) -> str:
-    return render_summary_block(Summary("Initial session.", (("topic " * words).strip(),), ("d",), ("p",)))
+    topic = ("topic " * words).strip()
+    return render_summary_block(Summary("Initial session.", (topic,), ("d",), ("p",)))
 
 
 class Scripted:
