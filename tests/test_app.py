@@ -1,0 +1,268 @@
+"""ChatApp in process: compact, resume and exit flows with the offline model or a scripted
+provider, a rich Console writing into a StringIO and a real SessionStore in tmp_path."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from rollchat.app import ChatApp
+from rollchat.compaction import SUMMARY_SYSTEM_PROMPT, condense
+from rollchat.config import AgentConfig, Config
+from rollchat.domain import Message, Summary
+from rollchat.engine import Context, Engine
+from rollchat.providers.base import ChatRequest, RetryPolicy, ServerError, StreamEvent, TextDelta
+from rollchat.providers.offline import OfflineProvider
+from rollchat.render import Renderer
+from rollchat.repl import handle_line
+from rollchat.store import SessionStore
+from rollchat.transcript import FALLBACK_NOTE, SUMMARY_START, parse
+
+SYSTEM = "You are a test assistant."
+
+
+@dataclass
+class Recording:
+    """The offline model, recording every request; ``on_summary`` may replace summary calls."""
+
+    inner: OfflineProvider = field(default_factory=OfflineProvider)
+    requests: list[ChatRequest] = field(default_factory=list)
+    on_summary: Callable[[ChatRequest], Iterator[StreamEvent]] | None = None
+    chat_reply: str | None = None
+    name: str = "offline"
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
+        self.requests.append(request)
+        if request.purpose == "summary" and self.on_summary is not None:
+            return self.on_summary(request)
+        if request.purpose == "chat" and self.chat_reply is not None:
+            return iter([TextDelta(self.chat_reply)])
+        return self.inner.stream(request)
+
+    def of(self, purpose: str) -> list[ChatRequest]:
+        return [r for r in self.requests if r.purpose == purpose]
+
+
+@dataclass
+class Harness:
+    app: ChatApp
+    provider: Recording
+    buffer: io.StringIO
+    store: SessionStore
+
+    @property
+    def output(self) -> str:
+        return self.buffer.getvalue()
+
+    def line(self, text: str) -> bool:
+        return handle_line(self.app, text)
+
+    def files(self) -> list[Path]:
+        return sorted(self.store.root.glob("*.md"))
+
+
+def make_app(tmp_path: Path, *, provider: Recording | None = None, agent_name: str = "Assistant",
+             confirm: Callable[[str], bool] = lambda q: False) -> Harness:
+    provider = provider or Recording()
+    agent = AgentConfig(key="assistant", name=agent_name, provider="offline",
+                        system_prompt=SYSTEM)
+    config = Config(agents={"assistant": agent})
+    buffer = io.StringIO()
+    renderer = Renderer(Console(file=buffer, width=200, color_system=None,
+                                force_terminal=False), interactive=False)
+    store = SessionStore(tmp_path / "sessions")
+    engine = Engine(provider, model="offline", context=Context(system=SYSTEM),
+                    max_output_tokens=1024, temperature=None, retry=RetryPolicy(0, 0.0, 0.0))
+    app = ChatApp(config=config, agent=agent, engine=engine, summary_provider=provider,
+                  summary_model="offline", provider_name="offline", store=store,
+                  renderer=renderer, confirm=confirm, context_window=128_000)
+    return Harness(app, provider, buffer, store)
+
+
+def chat(h: Harness, *lines: str) -> None:
+    for text in lines:
+        assert h.line(text) is False
+
+
+def summary_of(path: Path) -> Summary:
+    summary = parse(path.read_text()).summary
+    assert summary is not None, path.name
+    return summary
+
+
+def section(prompt: str, tag: str) -> object:
+    match = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", prompt, re.DOTALL)
+    return None if match is None else json.loads(match.group(1))
+
+
+def finished_session(tmp_path: Path, *queries: str, agent_name: str = "Assistant") -> Path:
+    """A session saved by a chat of ``queries`` that exited normally; returns its file."""
+    h = make_app(tmp_path, agent_name=agent_name)
+    chat(h, *queries)
+    h.app.exit()
+    [path] = [p for p in h.files() if queries[0] in p.read_text()]
+    return path
+
+
+# ---------------------------------------------------------------- compact
+
+
+def test_compact_flow_progress_and_the_next_request(tmp_path: Path) -> None:
+    h = make_app(tmp_path)
+    chat(h, "we decided to use redis for the cache", "TODO: write tests for cache.py",
+         "what port does redis use?")
+    chat(h, "compact")
+    out = h.output
+    parent_id = h.files()[0].stem
+    steps = ["Generating session summary...", f"Saved session: {parent_id} (3 queries,",
+             "Starting new session with summary...", "I've reviewed the summary"]
+    positions = [out.find(s) for s in steps]
+    assert -1 not in positions and positions == sorted(positions), out
+
+    [summary_call] = h.provider.of("summary")
+    assert summary_call.system == SUMMARY_SYSTEM_PROMPT != SYSTEM
+    assert len(summary_call.messages) == 1 and not summary_call.tools
+    [restore] = h.provider.of("restore")
+    assert restore.system == SYSTEM
+    assert [m.role for m in restore.messages] == ["user"]
+    assert restore.messages[0].content.startswith("CONTEXT RESTORATION")
+    assert parent_id in restore.messages[0].content and SUMMARY_START in restore.messages[0].content
+
+    chat(h, "and what about the tests?")
+    after = h.provider.of("chat")[-1]
+    assert after.system == SYSTEM
+    assert [m.role for m in after.messages] == ["user", "assistant", "user"]
+    assert after.messages[0] == restore.messages[0]
+    assert after.messages[2] == Message("user", "and what about the tests?")
+    sent = "\n".join(m.content for m in after.messages)
+    parent_turns = parse(h.store.path_for(parent_id).read_text()).turns
+    assert len(parent_turns) == 3
+    for turn in parent_turns:  # none of the parent's turns (their topics live in the summary)
+        assert turn.assistant not in sent
+        assert all(m.content != turn.user for m in after.messages)
+    assert "Summarize the session" not in sent  # the summary request never joins the chat
+    assert all(m.content != summary_call.messages[0].content
+               for r in h.provider.of("chat") for m in r.messages)
+
+
+def test_compact_with_focus_text_reaches_the_summary_request(tmp_path: Path) -> None:
+    h = make_app(tmp_path)
+    chat(h, "the API uses /v2/orders with a bearer token", "compact keep the API details")
+    [summary_call] = h.provider.of("summary")
+    assert section(summary_call.messages[0].content, "focus") == "keep the API details"
+    assert len(h.files()) == 1
+
+
+def test_compact_without_queries_has_nothing_to_compact(tmp_path: Path) -> None:
+    h = make_app(tmp_path)
+    chat(h, "/compact")
+    assert "Nothing to compact" in h.output
+    assert h.provider.requests == [] and h.files() == []
+
+
+def test_compact_three_times_links_four_sessions(tmp_path: Path) -> None:
+    h = make_app(tmp_path)
+    for word in ("alpha", "bravo", "charlie"):
+        chat(h, f"let's name the module {word}_core", "compact")
+    chat(h, "let's name the module delta_core")
+    h.app.exit()
+    by_id = {p.stem: parse(p.read_text()) for p in h.files()}
+    assert len(by_id) == 4
+    chain = [t for t in by_id.values() if t.header.resumed_from is None]
+    while chain[-1].header.session_id in {t.header.resumed_from for t in by_id.values()}:
+        chain.append(next(t for t in by_id.values()
+                          if t.header.resumed_from == chain[-1].header.session_id))
+    assert [next(w for w in ("alpha", "bravo", "charlie", "delta") if w in t.turns[-1].user)
+            for t in chain] == ["alpha", "bravo", "charlie", "delta"]
+    assert chain[0].summary is not None
+    assert chain[0].summary.background == "Initial session."
+    for parent, child in itertools.pairwise(chain):
+        assert child.header.previous_session == f"{parent.header.session_id}.md"
+        assert child.turns[0].kind == "restored"
+        assert parent.summary is not None and child.summary is not None
+        assert child.summary.background == condense(parent.summary)
+    for summary_call, parent in zip(h.provider.of("summary")[1:], chain[:3], strict=True):
+        parent_record = section(summary_call.messages[0].content, "parent-summary")
+        assert isinstance(parent_record, dict) and parent.summary is not None
+        assert parent_record["topics"] == list(parent.summary.topics)
+    third = chain[2].summary
+    assert third is not None and "bravo" in third.background and "alpha" not in third.background
+
+
+# ---------------------------------------------------------------- exit
+
+
+def test_exit_writes_the_summary_and_shows_the_totals(tmp_path: Path) -> None:
+    h = make_app(tmp_path)
+    chat(h, "we will deploy on friday", "compact", "TODO: update the changelog")
+    h.app.exit()
+    state = h.app.state
+    assert state.queries == 1 and state.restoration_tokens > 0
+    out = h.output
+    assert f"Saved session {state.session_id}" in out
+    assert (f"Queries: 1 | Session tokens: {state.tokens:,} | Restoration tokens: "
+            f"{state.restoration_tokens:,} | Total: {state.tokens + state.restoration_tokens:,}"
+            in out)
+    assert out.rstrip().endswith("Goodbye!")
+    child = parse(h.store.path_for(str(state.session_id)).read_text())
+    assert child.header.total_queries == 1 and child.header.total_tokens == state.tokens
+    assert child.summary is not None and not child.summary.fallback
+    assert child.turns[0].kind == "restored"
+    assert child.turns[0].usage.total == state.restoration_tokens
+    assert any("changelog" in item for item in child.summary.pending)
+
+
+def test_a_session_without_queries_leaves_no_file(tmp_path: Path) -> None:
+    h = make_app(tmp_path)
+    h.app.exit()
+    assert h.files() == [] and "Goodbye!" in h.output and "Saved session" not in h.output
+    h.app.exit()  # safe twice
+    assert h.output.count("Goodbye!") == 1
+
+
+def _failing_summary(request: ChatRequest) -> Iterator[StreamEvent]:
+    raise ServerError("HTTP 500: summary backend down")
+
+
+def _garbage_summary(request: ChatRequest) -> Iterator[StreamEvent]:
+    return iter([TextDelta("Sure! Here is a summary: you talked about things.")])
+
+
+@pytest.mark.parametrize("on_summary", [_failing_summary, _garbage_summary])
+def test_a_failed_summary_falls_back_labelled_and_the_user_is_told(
+        tmp_path: Path, on_summary: Callable[[ChatRequest], Iterator[StreamEvent]]) -> None:
+    h = make_app(tmp_path, provider=Recording(on_summary=on_summary))
+    chat(h, "we decided to use postgres 16")
+    h.app.exit()
+    assert len(h.provider.of("summary")) == 2  # one retry, then the fallback
+    assert "summary failed" in h.output and "local extractive summary" in h.output
+    [path] = h.files()
+    text = path.read_text()
+    assert FALLBACK_NOTE in text
+    summary = summary_of(path)
+    assert summary.fallback and "we decided to use postgres 16" in summary.decisions
+
+
+def _interrupting_summary(request: ChatRequest) -> Iterator[StreamEvent]:
+    yield TextDelta(SUMMARY_START + "\n**Background Context:** ")
+    raise KeyboardInterrupt
+
+
+def test_ctrl_c_during_the_exit_summary_writes_the_fallback(tmp_path: Path) -> None:
+    h = make_app(tmp_path, provider=Recording(on_summary=_interrupting_summary))
+    chat(h, "first question about kafka", "second question about kafka topics")
+    h.app.exit()
+    [path] = h.files()
+    t = parse(path.read_text())
+    assert [turn.user for turn in t.turns] == ["first question about kafka",
+                                               "second question about kafka topics"]
+    assert t.summary is not None and t.summary.fallback and t.header.total_queries == 2
+    assert "interrupted" in h.output and "Goodbye!" in h.output
