@@ -287,24 +287,59 @@ def parse_summary_reply(text: str, *, max_words: int) -> Summary:
 
 NONE_ITEM = "None"
 ITEM_WORDS = 25  # longest bullet the extractive summarizer writes
+TOPIC_WORDS = 10  # a topic longer than this is cut to a phrase (exact names kept)
 _SMALL_TALK = frozenset((
     "hi", "hello", "hey", "hiya", "yo", "thanks", "thank", "you", "thx", "ok", "okay", "cool",
     "great", "nice", "good", "morning", "evening", "afternoon", "bye", "goodbye", "cheers",
-    "yes", "no", "sure", "please",
+    "yes", "no", "sure", "please", "exit", "quit",
 ))
 _DECISION = re.compile(
-    r"\b(let's|let us|we'll|we will|we are going to|we're going to|i'll|i will|decided|"
-    r"decide to|decision|go with|going with|agreed|settle on|settled on|switch to|"
-    r"chose|choose|opt for|prefer|should use|we use|use)\b",
+    r"\b(?:decided(?: to| on| that| against|:)|decide to|the decision is|we'll|we will|"
+    r"we are going to|we're going to|"
+    r"let's|let us|go with|going with|went with|agreed|agree to|settle on|settled on|"
+    r"switch to|switched to|chose|opt for|opted for|stick with|we use|we're using|"
+    r"(?:should|must) use|use \S+(?: \S+){0,2}? (?:for|as|instead of)|"
+    r"(?:should|must|will) be (?:set to |at most |at least |capped at |limited to )?"
+    r"(?:\d|`|\"|'|(?:true|false|on|off|enabled|disabled|required|optional)\b))",
     re.IGNORECASE,
 )
 _TODO = re.compile(
-    r"\b(todo|to-do|to do|next step|next,|still need|need to|needs to|remaining|later|"
-    r"not yet|pending|follow up|follow-up|tomorrow)\b",
+    r"\b(?:todo|to-do|fixme|tbd|next step|next steps|next,|next up|next we|still need|"
+    r"still needs|need to|needs to|remaining|not yet|pending|follow up|follow-up|"
+    r"open question|unresolved|come back to|tomorrow)\b",
     re.IGNORECASE,
 )
+# Lines that talk about the conversation rather than its content: the offline model's
+# phrasings (providers/offline.py) and quotes of earlier text. Never mined from replies.
+_META = re.compile(
+    r"^(?:you asked about|noted\b|got it\b|earlier (?:you|i) said|hello\b|hi\b|"
+    r"the summary of our previous session says|from the previous session's transcript|"
+    r"let me look for|that's what i found|this is the first time\b|nothing earlier\b|"
+    r"i've reviewed the summary|i've read the summary)"
+    r"|offline model|no api key|offline,? i can't|transcript has nothing about",
+    re.IGNORECASE,
+)
+_LABEL = re.compile(r"^(?:last request|unanswered|answer cut off \(\w+\)|todo|to-do|fixme|"
+                    r"next steps?|next)\s*:\s*", re.IGNORECASE)
+_LEAD = re.compile(
+    r"^(?:(?:ok(?:ay)?|so|well|also|and|now|hi|hey|please|btw|right)[,!.]?\s+)*"
+    r"(?:(?:can|could|would|will) you (?:please )?|i(?:'m| am) (?:working on|trying to) |"
+    r"i (?:want|need|would like|'d like) "
+    r"(?:you )?to |let's |let us |we (?:decided|agreed|need|have|want) to |we'll |we will |"
+    r"(?:we )?still need to |todo:?\s*|fixme:?\s*|next steps?:\s*|next,?\s+|"
+    r"what about |how about |tell me about |explain )?",
+    re.IGNORECASE,
+)
+_FILLER = re.compile(r"^(?:(?:ok(?:ay)?|so|well|also|and|now|right|alright|hmm|great|"
+                     r"good|cool|fine|sure|yes|btw)[,!.]?\s+)+(?=\w)", re.IGNORECASE)
+_NAME = re.compile(r"`[^`]+`|\S*[./_\\:\d]\S*|\b[a-z]+[A-Z]\w*|\b[A-Z]\w*[A-Z]\w*")
+_FOCUS_STOP = frozenset((
+    "the", "and", "for", "with", "about", "keep", "focus", "detail", "details", "all",
+    "everything", "important", "stuff", "things", "info", "information", "mention", "remember",
+    "especially", "only", "our", "what", "that", "this", "those", "these", "from", "into",
+))
 _FENCE = re.compile(r"```.*?(```|$)", re.DOTALL)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def clean_item(text: str, words: int = ITEM_WORDS) -> str:
@@ -319,9 +354,19 @@ def clean_item(text: str, words: int = ITEM_WORDS) -> str:
     return f"{line}..." if len(parts) > words else line
 
 
-def _sentences(text: str) -> list[str]:
-    text = _FENCE.sub(" ", text)
-    return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
+def is_meta_line(line: str) -> bool:
+    """Whether a reply line talks about the conversation (the offline model's phrasings,
+    quotes of earlier messages) instead of adding content to it."""
+    return bool(_META.search(re.sub(r"^[\s>*_+#-]+", "", line)))
+
+
+def _sentences(text: str, *, reply: bool = False) -> list[str]:
+    """The sentences of ``text`` (code blocks dropped); for a reply, meta lines dropped."""
+    lines = _FENCE.sub(" ", text).splitlines()
+    if reply:
+        lines = [line for line in lines if not is_meta_line(line)]
+    sentences = (s.strip(" \t-*>_") for line in lines for s in _SENTENCE_END.split(line))
+    return [s for s in sentences if s]
 
 
 def _is_small_talk(sentence: str) -> bool:
@@ -329,61 +374,128 @@ def _is_small_talk(sentence: str) -> bool:
     return len(words) <= 4 and all(word in _SMALL_TALK for word in words)
 
 
-def _unique(items: Iterable[str]) -> list[str]:
-    seen: set[str] = set()
+def _tidy(text: str, words: int = ITEM_WORDS) -> str:
+    """A bullet: cleaned, first letter capitalised when the first word is a plain word."""
+    item = _FILLER.sub("", clean_item(text, words)).rstrip(" ,;:")
+    first = item.split(" ", 1)[0]
+    if first.isalpha() and first.islower():
+        item = item[0].upper() + item[1:]
+    return item
+
+
+def _key(item: str) -> frozenset[str]:
+    text = item.lower()
+    while _LABEL.match(text):
+        text = _LABEL.sub("", text, count=1)
+    return frozenset(w for w in re.findall(r"[\w./-]*\w", text) if w not in _FOCUS_STOP)
+
+
+def _same(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Near-duplicates: one item's words contain the other's, or they mostly overlap."""
+    if not a or not b:
+        return a == b
+    small, large = sorted((a, b), key=len)
+    return (len(small) >= 2 and small <= large) or len(a & b) >= 0.75 * len(a | b)
+
+
+def _unique(items: Iterable[str], seen: Iterable[str] = ()) -> list[str]:
+    """``items`` without empties and near-duplicates (of each other or of ``seen``)."""
+    keys = [_key(item) for item in seen]
     out: list[str] = []
     for item in items:
-        key = item.lower().rstrip(".!?")
-        if item and key not in seen:
-            seen.add(key)
+        key = _key(item)
+        if item and key and not any(_same(key, other) for other in keys):
+            keys.append(key)
             out.append(item)
     return out
 
 
-def _topics(turns: Sequence[Turn]) -> list[str]:
-    firsts = []
-    for turn in turns:
+def _topic(sentence: str) -> str:
+    """A concise topic phrase: lead-in words dropped, long sentences cut at a clause or to
+    TOPIC_WORDS words, with the exact names (files, numbers, identifiers) of the rest kept."""
+    text = _LEAD.sub("", sentence.strip()).rstrip(" .!?;:") or sentence
+    words = text.split()
+    if len(words) > TOPIC_WORDS:
+        clause = re.split(r"[,;]\s|\s(?:because|so that|which|since|but)\s|\s-\s", text)[0]
+        if 3 <= len(clause.split()) <= TOPIC_WORDS:
+            return _tidy(clause)
+        rest = " ".join(words[TOPIC_WORDS:])
+        names = list(dict.fromkeys(n.rstrip(".,;:!?") for n in _NAME.findall(rest)))[:4]
+        head = " ".join(words[:TOPIC_WORDS]).rstrip(" ,;:")
+        return _tidy(f"{head} ({', '.join(names)})" if names else f"{head}...", 40)
+    return _tidy(text)
+
+
+def _focus_words(focus: str | None) -> set[str]:
+    return {w for w in re.findall(r"\w{3,}", (focus or "").lower()) if w not in _FOCUS_STOP}
+
+
+def _mentions_focus(text: str, words: set[str]) -> bool:
+    return bool(words & set(re.findall(r"\w{3,}", text.lower())))
+
+
+def _topics(turns: Sequence[Turn], focus: set[str]) -> list[str]:
+    """One topic per query (its first real sentence), most recent first; with a focus, every
+    user sentence mentioning it is a topic too."""
+    found: list[str] = []
+    for turn in reversed(turns):
         sentences = [s for s in _sentences(turn.user) if not _is_small_talk(s)]
+        if focus:
+            found.extend(_topic(s) for s in sentences if _mentions_focus(s, focus))
         if sentences:
-            firsts.append(clean_item(sentences[0]))
-    return _unique(firsts)
+            found.append(_topic(sentences[0]))
+    return _unique(found)
 
 
 def _decisions(turns: Sequence[Turn]) -> list[str]:
-    found = []
-    for turn in turns:
-        for text in (turn.user, turn.assistant):
-            for sentence in _sentences(text):
-                if not sentence.endswith("?") and _DECISION.search(sentence):
-                    found.append(clean_item(sentence))
-    return _unique(found)
+    """Decision-like statements: the user's first, then the assistant's (never its meta
+    lines, nor a restatement of a decision the user made)."""
+    def decided(sentence: str) -> bool:
+        return not sentence.endswith("?") and bool(_DECISION.search(sentence))
+
+    users = [_tidy(s) for t in turns for s in _sentences(t.user) if decided(s)]
+    replies = [_tidy(s) for t in turns for s in _sentences(t.assistant, reply=True)
+               if decided(s)]
+    mine = _unique(users)
+    return mine + _unique(replies, seen=mine)
+
+
+def _request(turn: Turn) -> str | None:
+    """The last query as a pending item, unless it is small talk or a decision."""
+    sentences = _sentences(turn.user)
+    questions = [s for s in sentences if s.endswith("?")]
+    request = questions[0] if questions else next(iter(sentences), "")
+    if not request or _is_small_talk(request):
+        return None
+    if _TODO.search(request):
+        return _tidy(request)
+    if not questions and _DECISION.search(request):
+        return None
+    return _tidy(f"Last request: {request}")
 
 
 def _pending(turns: Sequence[Turn]) -> list[str]:
-    found = []
-    for turn in turns:
+    """Cut-off turns, the last request, then to-dos and next steps (most recent first)."""
+    found: list[str] = []
+    for turn in reversed(turns):
         first = next(iter(_sentences(turn.user)), "")
         if turn.status == "unanswered" and first:
-            found.append(clean_item(f"Unanswered: {first}"))
+            found.append(_tidy(f"Unanswered: {first}"))
         elif turn.status in ("interrupted", "error") and first:
-            found.append(clean_item(f"Answer was cut off ({turn.status}): {first}"))
-        for text in (turn.user, turn.assistant):
-            found.extend(clean_item(s) for s in _sentences(text) if _TODO.search(s))
-    if turns and turns[-1].status == "ok" and turns[-1].user.strip():
-        last = turns[-1]
-        questions = [s for s in _sentences(last.user) if s.endswith("?")]
-        request = questions[0] if questions else next(iter(_sentences(last.user)), "")
-        if request and not _is_small_talk(request):
-            found.insert(0, clean_item(f"Last request: {request}"))
+            found.append(_tidy(f"Answer cut off ({turn.status}): {first}"))
+    if turns and turns[-1].status == "ok":
+        found.extend(item for item in [_request(turns[-1])] if item)
+    for turn in reversed(turns):
+        texts = (_sentences(turn.user), _sentences(turn.assistant, reply=True))
+        found.extend(_tidy(s) for sentences in texts for s in sentences if _TODO.search(s))
     return _unique(found)
 
 
-def _focus_first(items: list[str], focus: str | None) -> list[str]:
-    """Items mentioning a word of ``focus`` first (stable), so trimming keeps them."""
-    words = {w for w in re.findall(r"\w{3,}", (focus or "").lower())}
-    if not words:
+def _focus_first(items: list[str], focus: set[str]) -> list[str]:
+    """Items mentioning a word of the focus first (stable), so trimming keeps them."""
+    if not focus:
         return items
-    return sorted(items, key=lambda item: not words & set(re.findall(r"\w{3,}", item.lower())))
+    return sorted(items, key=lambda item: not _mentions_focus(item, focus))
 
 
 def _words(items: Iterable[str]) -> int:
@@ -431,15 +543,17 @@ def extractive_summary(
     max_words: int,
     fallback: bool,
 ) -> Summary:
-    """A deterministic summary written without a model: topics from the user's queries,
-    decisions from decision-like statements, pending items from unanswered or interrupted
-    turns, to-dos and the last request; the parent condensed as background. Bullets are
-    plain single lines that cannot contain summary markers; an empty section is an empty
-    tuple, which the block renders as "- None"."""
+    """A deterministic summary written without a model: topic phrases from the user's
+    queries (most recent first), decision-like statements (the user's first), pending items
+    (cut-off turns, the last request, to-dos), near-duplicates dropped and items matching
+    ``focus`` first; the parent condensed as background. Reply lines that only talk about
+    the conversation (``is_meta_line``) are never mined. Bullets are plain single lines that
+    cannot contain summary markers; an empty section is an empty tuple ("- None")."""
     queries = [turn for turn in turns if turn.kind == "query"]
     background = condense(parent_summary) if parent_summary else "Initial session."
-    lists = [_focus_first(found, focus)
-             for found in (_topics(queries), _decisions(queries), _pending(queries))]
+    words = _focus_words(focus)
+    lists = [_focus_first(found, words) for found in
+             (_topics(queries, words), _decisions(queries), _pending(queries))]
     topics, decisions, pending = _fit(background, lists, max_words)
     return Summary(background, tuple(topics), tuple(decisions), tuple(pending), fallback)
 
