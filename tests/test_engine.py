@@ -59,10 +59,26 @@ def test_turn_streams_and_updates_context() -> None:
     assert turn.usage == Usage(42, 3)
     assert [m.role for m in engine.context.messages] == ["user", "assistant"]
     assert engine.context.last_prompt_tokens == 42
-    assert engine.context.added_since == [Message("user", "hi"),
-                                          Message("assistant", "hellothere")]
+    # the reported 42 tokens covered the user message: only the answer is new
+    assert engine.context.added_since == [Message("assistant", "hellothere")]
     assert provider.requests[0].system == "sys"
     assert len([e for e in seen if isinstance(e, TextDelta)]) == 2
+
+
+def test_unreported_call_counts_everything_added() -> None:
+    provider = Scripted([TextDelta("no usage"), Done()])
+    engine = _engine(provider)
+    engine.chat("hi", lambda e: None)
+    assert engine.context.last_prompt_tokens is None
+    assert [m.role for m in engine.context.added_since] == ["user", "assistant"]
+
+
+def test_requests_are_cleaned_of_orphan_tool_results() -> None:
+    provider = Scripted(_reply("ok"))
+    engine = _engine(provider)
+    engine.context.reset([Message("tool", "orphan", tool_call_id="x", name="t")], 0)
+    engine.chat("q", lambda e: None)
+    assert [m.role for m in provider.requests[0].messages] == ["user"]
 
 
 def test_interrupt_keeps_partial_text_marked() -> None:

@@ -50,3 +50,11 @@ def test_every_n_turns() -> None:
     state = PolicyState(turns_since_compaction=5)
     assert should_compact(100, _b(), state, every_turns=5, expected_after=10).compact
     assert not should_compact(100, _b(), state, every_turns=0, expected_after=10).compact
+
+
+def test_prompt_that_cannot_fit_compacts_even_with_small_saving() -> None:
+    b = _b()  # window 10,000, output 1,000
+    d = should_compact(9_500, b, PolicyState(), expected_after=9_000)
+    assert d.compact
+    cooling = PolicyState(calls_since_compaction=0)
+    assert not should_compact(9_500, b, cooling, expected_after=9_000).compact

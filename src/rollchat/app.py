@@ -13,15 +13,30 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
+from rollchat.autocompact import (
+    carried_turns,
+    chunk_turns,
+    estimate_prompt,
+    is_carried,
+    merge_summaries,
+    split_tail,
+    turn_tokens,
+)
 from rollchat.compaction import SummaryOutcome, extractive_summary, summarize
 from rollchat.config import AgentConfig, Config
-from rollchat.domain import Summary, Turn
+from rollchat.domain import Message, Summary, Turn, Usage
 from rollchat.engine import Engine, EngineEvent, Retrying, ToolFinished, ToolStarted, describe_call
 from rollchat.errors import RollchatError, StoreError
-from rollchat.providers.base import Provider, TextDelta
+from rollchat.policy import MAX_FAILURES, PolicyState, compute_budget, should_compact
+from rollchat.providers.base import ContextTooLongError, Provider, TextDelta
 from rollchat.render import Renderer, human_tokens
 from rollchat.restore import build_restoration_prompt
 from rollchat.store import LiveSession, SessionInfo, SessionStore, resolve
+from rollchat.tokens import TokenCounter
+from rollchat.tools import ARCHIVE_TOOL_NAME, archive_tool
+
+SUMMARY_PROMPT_OVERHEAD = 1_500  # tokens of the summary prompt's own instructions
+RESTORATION_TOKENS = 400  # the restoration prompt's text and the acknowledgment, roughly
 
 
 def _now() -> datetime:
@@ -43,7 +58,8 @@ class SessionState:
 
     @property
     def queries(self) -> int:
-        return sum(1 for t in self.turns if t.kind == "query")
+        """Queries asked in this session (turns carried over from the parent excluded)."""
+        return sum(1 for t in self.turns if t.kind == "query" and not is_carried(t))
 
     @property
     def tokens(self) -> int:
@@ -108,17 +124,129 @@ class ChatApp:
         self.context_window = context_window
         self.state = SessionState(started=_now())
         self.finished = False
+        self.counter = TokenCounter(engine.model)
+        cfg = config.session
+        self.budget = compute_budget(context_window, agent.max_output_tokens,
+                                     cfg.compact_threshold, cfg.safety_margin_tokens)
+        engine.max_output_tokens = self.budget.max_output_tokens
+        engine.tool_result_limit = self._tool_room
+        # A summary must leave room for work: small windows get shorter summaries.
+        self.summary_words = min(config.summary.max_words, max(60, self.budget.tokens // 6))
+        self.policy = PolicyState()
+        self.last_estimate: int | None = None
+
+    def notices(self) -> None:
+        """Warnings worth showing once, after the banner."""
+        if self.budget.warning:
+            self.out.warn(self.budget.warning)
+
+    def estimate(self, pending: list[Message] | None = None) -> int:
+        """The size of the next prompt (see autocompact.estimate_prompt)."""
+        specs = [t.spec for t in self.engine.tools.values()]
+        return estimate_prompt(self.counter, self.engine.context, pending or [], specs)
+
+    def _tool_room(self, messages: object) -> int:
+        """Tokens a new tool result may take in the current tool loop."""
+        assert isinstance(messages, (list, tuple))
+        used = self.counter.count_messages(self.engine.context.system, messages)
+        return self.budget.tokens - used
 
     # ------------------------------------------------------------------ turns
     def send(self, text: str) -> Turn:
-        """Send one user message, show the answer as it streams, save the turn."""
+        """Send one user message, show the answer as it streams, save the turn.
+
+        Compacts first when the next prompt would exceed the budget, and once more (then
+        sends again) if the provider still answers that the context is too long.
+        """
+        self._maybe_compact(Message("user", text))
         self.out.answer_start(self.agent.name)
         turn = self.engine.chat(text, self._on_event)
-        turn = replace(turn, number=self.state.queries + 1)
+        if turn.status == "unanswered" and isinstance(self.engine.last_error,
+                                                      ContextTooLongError):
+            self.out.answer_abort()
+            self.out.warn("The provider says the context is too long: compacting, then "
+                          "sending your message again.")
+            if self._auto_compact("the provider said the context is too long"):
+                self.out.answer_start(self.agent.name)
+                turn = self.engine.chat(text, self._on_event)
+            else:
+                self.out.answer_start(self.agent.name)
+        turn = replace(turn, number=len([t for t in self.state.turns if t.kind == "query"]) + 1)
         self.out.answer_end(turn)
         self.state.turns.append(turn)
+        self.policy = replace(self.policy,
+                              calls_since_compaction=self.policy.calls_since_compaction + 1,
+                              turns_since_compaction=self.policy.turns_since_compaction + 1)
         self._save(turn)
         return turn
+
+    # ------------------------------------------------------------------ automatic compaction
+    def _maybe_compact(self, pending: Message) -> None:
+        cfg = self.config.session
+        estimate = self.estimate([pending])
+        self.last_estimate = estimate
+        decision = should_compact(
+            estimate, self.budget, self.policy, enabled=cfg.auto_compact,
+            every_turns=cfg.compact_every_turns, expected_after=self._expected_after(pending),
+        )
+        if decision.compact:
+            self._auto_compact(decision.reason)
+
+    def _kept_tail(self) -> list[Message]:
+        """The last turns kept verbatim: ``keep_recent_turns``, fewer when they would take
+        more than a third of the budget."""
+        ctx = self.engine.context
+        keep = self.config.session.keep_recent_turns
+        while True:
+            _, tail = split_tail(ctx.messages, ctx.prefix_len, keep)
+            size = sum(self.counter.count_message(m) for m in tail)
+            if keep <= 0 or size <= self.budget.tokens // 3:
+                return tail
+            keep -= 1
+
+    def _expected_after(self, pending: Message) -> int:
+        """The prompt size right after a compaction: system, summary, restoration, tail."""
+        ctx = self.engine.context
+        tail = self._kept_tail()
+        summary = int(self.summary_words * 1.4)
+        kept = sum(self.counter.count_message(m) for m in [*tail, pending])
+        return self.counter.count_text(ctx.system) + summary + RESTORATION_TOKENS + kept
+
+    def _auto_compact(self, reason: str) -> bool:
+        """Summarize and continue in a child session that keeps the last turns verbatim."""
+        state = self.state
+        if not any(t.kind == "query" for t in state.turns):
+            return False
+        tail = self._kept_tail()
+        kept = sum(1 for m in tail if m.role == "user")
+        try:
+            summary = self._finalize()
+            assert summary is not None
+            parent_id = state.session_id
+            carried = carried_turns(state.turns, kept, parent_id or "(unsaved)")
+            self._start_child(
+                parent_id=parent_id, parent_file=state.live.file_name if state.live else None,
+                summary=summary, date=state.started, queries=state.queries,
+                tokens=state.tokens, grandparent=state.resumed_from, quiet=True,
+            )
+        except RollchatError as exc:
+            failures = self.policy.consecutive_failures + 1
+            self.policy = replace(self.policy, consecutive_failures=failures)
+            self.out.warn(f"automatic compaction failed: {exc}")
+            if failures >= MAX_FAILURES:
+                self.out.warn(f"automatic compaction failed {failures} times in a row; "
+                              "carrying on without it")
+            return False
+        for message in tail:
+            self.engine.context.append(message)
+        self.state.turns.extend(carried)
+        self.policy = PolicyState(calls_since_compaction=0)
+        window = self.budget.window
+        self.out.info(f"{reason[:1].upper()}{reason[1:]}: compacted "
+                      f"{parent_id or 'this session'} into a summary and continued in a new "
+                      f"session (last {kept} turns kept verbatim; window "
+                      f"{human_tokens(window)}).")
+        return True
 
     def _on_event(self, event: EngineEvent) -> None:
         if isinstance(event, TextDelta):
@@ -145,6 +273,8 @@ class ChatApp:
                     previous_session=self.state.previous_session)
                 if self.state.restored is not None:
                     self.state.live.append_turn(self.state.restored, self.agent.name)
+                for earlier in self.state.turns[:-1]:  # turns carried over from the parent
+                    self.state.live.append_turn(earlier, self.agent.name)
             self.state.live.append_turn(turn, self.agent.name)
         except StoreError as exc:
             self.state.save_failed = True
@@ -153,30 +283,48 @@ class ChatApp:
     # ------------------------------------------------------------------ summaries
     def _summarize(self, turns: list[Turn], parent: Summary | None, focus: str | None,
                    ) -> SummaryOutcome:
+        """The session's summary; in chunks (oldest first, each folded into a running
+        summary) when the conversation would not fit in one summary request."""
         cfg = self.config.summary
+        limit = self.budget.window - self.budget.max_output_tokens - SUMMARY_PROMPT_OVERHEAD
+        if parent is not None:
+            limit -= self.summary_words * 2
+        limit = max(limit, 500)
+        total = sum(turn_tokens(self.counter, t) for t in turns)
+        chunks = chunk_turns(turns, limit, self.counter) if total > limit else [turns]
+        outcomes: list[SummaryOutcome] = []
+        running = parent
         try:
             with self.out.spinner("Generating session summary..."):
-                outcome = summarize(
-                    self.summary_provider, turns, parent_summary=parent, focus=focus,
-                    model=self.summary_model, max_words=cfg.max_words,
-                    timeout_seconds=cfg.timeout_seconds,
-                    max_output_tokens=self.agent.max_output_tokens,
-                )
+                for chunk in chunks:
+                    outcome = summarize(
+                        self.summary_provider, chunk, parent_summary=running, focus=focus,
+                        model=self.summary_model, max_words=self.summary_words,
+                        timeout_seconds=cfg.timeout_seconds,
+                        max_output_tokens=self.budget.max_output_tokens,
+                    )
+                    outcomes.append(outcome)
+                    running = outcome.summary
         except KeyboardInterrupt:
-            outcome = SummaryOutcome(
+            outcomes = [SummaryOutcome(
                 summary=extractive_summary(turns, parent_summary=parent, focus=focus,
-                                           max_words=cfg.max_words, fallback=True),
-                fallback_used=True, reason="interrupted",
-            )
-        if outcome.fallback_used:
-            self.out.warn(f"The model's summary failed ({outcome.reason}); "
+                                           max_words=self.summary_words, fallback=True),
+                fallback_used=True, reason="interrupted", usage=Usage(),
+            )]
+        failed = [o for o in outcomes if o.fallback_used]
+        if failed:
+            self.out.warn(f"The model's summary failed ({failed[0].reason}); "
                           "a local extractive summary was saved instead.")
-        return outcome
+        if len(outcomes) == 1:
+            return outcomes[0]
+        merged = merge_summaries([o.summary for o in outcomes])
+        usage = sum((o.usage for o in outcomes), Usage())
+        return SummaryOutcome(merged, bool(failed), failed[0].reason if failed else None, usage)
 
     def _finalize(self, focus: str | None = None) -> Summary | None:
         """Summarize the live session and write its summary block. None if nothing to do."""
         state = self.state
-        if state.queries == 0:
+        if not any(t.kind == "query" for t in state.turns):
             return None
         outcome = self._summarize(state.turns, state.parent_summary, focus)
         if state.live is not None and self.store is not None and not state.save_failed:
@@ -209,20 +357,27 @@ class ChatApp:
 
     def _start_child(self, *, parent_id: str | None, parent_file: str | None,
                      summary: Summary, date: datetime, queries: int, tokens: int,
-                     grandparent: str | None) -> None:
+                     grandparent: str | None, quiet: bool = False) -> None:
+        """Start a child session: the agent gets the restoration prompt (and the archive tool
+        for the parent's transcript) and its acknowledgment becomes the first entry."""
         self.state = SessionState(started=_now(), resumed_from=parent_id,
                                   previous_session=parent_file, parent_summary=summary)
+        self.engine.tools.pop(ARCHIVE_TOOL_NAME, None)
+        if self.store is not None and parent_file is not None:
+            self.engine.tools[ARCHIVE_TOOL_NAME] = archive_tool(self.store.root / parent_file)
         prompt = build_restoration_prompt(
             session_id=parent_id or "(unsaved)", date=date, queries=queries, tokens=tokens,
             parent_of_parent=grandparent, file_name=parent_file or "(unsaved)",
-            summary=summary, archive_tool=bool(self.engine.tools),
+            summary=summary, archive_tool=ARCHIVE_TOOL_NAME in self.engine.tools,
         )
-        self.out.answer_start(self.agent.name)
-        turn = self.engine.restore(prompt, self._on_event)
+        if not quiet:
+            self.out.answer_start(self.agent.name)
+        turn = self.engine.restore(prompt, self._on_event if not quiet else lambda e: None)
         context = f"Resumed from {parent_id or '(unsaved)'} ({queries} queries, " \
                   f"{human_tokens(tokens)} tokens)"
         turn = replace(turn, context=context, previous_session=parent_file)
-        self.out.answer_end(turn)
+        if not quiet:
+            self.out.answer_end(turn)
         self.state.restored = turn
 
     # ------------------------------------------------------------------ resume

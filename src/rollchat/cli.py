@@ -198,6 +198,7 @@ def start_chat(config_path: Path | None, overrides: object, *, resume: str | Non
     )
     renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
                     where=str(cfg.session.dir) if store else "memory only (--no-save)")
+    chat.notices()
     if resume is not None:
         chat.resume(resume)
     if interactive:

@@ -17,7 +17,7 @@ from rollchat.render import human_tokens
 if TYPE_CHECKING:
     from rollchat.app import ChatApp
 
-_REF = re.compile(r"^[A-Za-z0-9_.-]+$")
+_REF = re.compile(r"^\S+$")  # one word: "resume ../x" is rejected, never sent to the model
 
 
 @dataclass(frozen=True)
@@ -51,16 +51,23 @@ def _help(app: ChatApp, arg: str) -> bool:
 
 def _context(app: ChatApp, arg: str) -> bool:
     ctx = app.engine.context
-    window = app.context_window
+    budget = app.budget
+    window = budget.window
     last = ctx.last_prompt_tokens
+    estimate = app.estimate()
     lines = [
         f"Model: {app.engine.model} (context window {window:,} tokens)",
+        f"Budget: {budget.tokens:,} tokens before automatic compaction "
+        f"({'on' if app.config.session.auto_compact else 'off'}); "
+        f"{budget.max_output_tokens:,} reserved for the answer",
+        f"Next prompt (estimate): {estimate:,} tokens ({estimate / window:.0%} of the window, "
+        f"{estimate / budget.tokens:.0%} of the budget; counted with {app.counter.method})",
         f"Session: {app.state.queries} queries, {app.state.tokens:,} tokens"
         + (f", restoration {app.state.restoration_tokens:,}" if app.state.restored else ""),
         f"Working context: {len(ctx.messages)} messages",
     ]
     if last is None:
-        lines.append("Last prompt: none yet")
+        lines.append("Last prompt: none reported yet")
     else:
         lines.append(f"Last prompt: {last:,} tokens ({last / window:.0%} of "
                      f"{human_tokens(window)})")

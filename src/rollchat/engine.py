@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from rollchat.domain import Message, ToolCall, ToolExchange, Turn, TurnKind, TurnStatus, Usage
+from rollchat.hygiene import clean
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -74,9 +75,11 @@ class Context:
     last_prompt_tokens: int | None = None
     added_since: list[Message] = field(default_factory=list)
 
-    def append(self, message: Message) -> None:
+    def append(self, message: Message, *, counted: bool = False) -> None:
+        """Add a message; ``counted``: it was part of the prompt the last report covers."""
         self.messages.append(message)
-        self.added_since.append(message)
+        if not counted:
+            self.added_since.append(message)
 
     def reset(self, messages: Sequence[Message], prefix_len: int) -> None:
         """Replace the working context (after compact or resume); forget the baseline."""
@@ -111,6 +114,7 @@ class Engine:
         tools: Mapping[str, Tool] | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc).astimezone(),
         sleep: Callable[[float], None] = time.sleep,
+        tool_result_limit: Callable[[Sequence[Message]], int] | None = None,
     ) -> None:
         self.provider = provider
         self.model = model
@@ -121,12 +125,15 @@ class Engine:
         self.tools = dict(tools or {})
         self.clock = clock
         self.sleep = sleep
+        self.tool_result_limit = tool_result_limit
+        self.last_error: ProviderError | None = None
+        self._reported = False
 
     def request(self, messages: Sequence[Message], purpose: Purpose = "chat") -> ChatRequest:
         return ChatRequest(
             model=self.model,
             system=self.context.system,
-            messages=tuple(messages),
+            messages=tuple(clean(messages)),
             max_output_tokens=self.max_output_tokens,
             temperature=self.temperature,
             tools=tuple(t.spec for t in self.tools.values()) if purpose == "chat" else (),
@@ -144,9 +151,10 @@ class Engine:
         user = Message("user", text)
         result = self._call([*self.context.messages, user], on_event, "chat")
         if result.status != "unanswered":
-            self.context.append(user)
+            # What the last usage report covered is not counted again in the next estimate.
+            self.context.append(user, counted=self._reported)
             for message in _tool_messages(result.tools):
-                self.context.append(message)
+                self.context.append(message, counted=self._reported)
             content = result.text
             if result.status == "interrupted":
                 content = f"{content}\n\n{INTERRUPTED_NOTE}" if content else INTERRUPTED_NOTE
@@ -188,6 +196,8 @@ class Engine:
         tools: list[ToolExchange] = []
         status: TurnStatus = "ok"
         error: str | None = None
+        self.last_error = None
+        self._reported = False
         try:
             for _round in range(MAX_TOOL_ROUNDS + 1):
                 mark = len(text)
@@ -198,7 +208,7 @@ class Engine:
                 round_text = "".join(text[mark:])
                 messages.append(Message("assistant", round_text, tool_calls=tuple(calls)))
                 for call in calls:
-                    exchange = self._run_tool(call, on_event)
+                    exchange = self._run_tool(call, on_event, messages)
                     tools.append(exchange)
                     messages.extend(_tool_messages([exchange])[1:])
             else:
@@ -206,6 +216,7 @@ class Engine:
         except KeyboardInterrupt:
             status = "interrupted"
         except ProviderError as exc:
+            self.last_error = exc
             error = exc.one_line()
             status = "error" if "".join(text) or tools else "unanswered"
         return CallResult("".join(text), usage, status, error, tuple(tools), time.monotonic() - t0)
@@ -239,11 +250,20 @@ class Engine:
                 usage = usage + event.usage
                 self.context.last_prompt_tokens = event.usage.input_tokens
                 self.context.added_since = []
+                self._reported = True
             elif isinstance(event, Done):
                 break
         return calls, usage
 
-    def _run_tool(self, call: ToolCall, on_event: Callable[[EngineEvent], None]) -> ToolExchange:
+    def _fit(self, result: str, messages: Sequence[Message]) -> str:
+        assert self.tool_result_limit is not None
+        from rollchat.hygiene import fit_tool_result
+        from rollchat.tokens import estimate_tokens
+
+        return fit_tool_result(result, self.tool_result_limit(messages), estimate_tokens)
+
+    def _run_tool(self, call: ToolCall, on_event: Callable[[EngineEvent], None],
+                  messages: Sequence[Message]) -> ToolExchange:
         on_event(ToolStarted(call))
         tool = self.tools.get(call.name)
         if tool is None:
@@ -253,6 +273,8 @@ class Engine:
                 result = tool.run(call.arguments)
             except Exception as exc:  # a tool's failure is reported to the model, not raised
                 result = f"error: {exc}"
+        if self.tool_result_limit is not None:
+            result = self._fit(result, messages)
         on_event(ToolFinished(call, result))
         return ToolExchange(call, result)
 

@@ -163,6 +163,12 @@ class Renderer:
                 self.dim("Your message was kept; press Up and Enter to send it again.")
         self.dim(usage_line(turn.elapsed, turn.usage))
 
+    def answer_abort(self) -> None:
+        """Close an answer that will be retried, without notices."""
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
     def tool_call(self, description: str) -> None:
         self.dim(f"→ tool {description}")
 
@@ -184,7 +190,7 @@ class Renderer:
                     str(info.number), info.session_id, harmless(info.agent),
                     info.date.strftime("%Y-%m-%d %H:%M"), str(info.queries),
                     human_tokens(info.tokens), "yes" if info.has_summary else "no",
-                    info.resumed_from or "-", harmless(info.first_query_preview),
+                    info.resumed_from or "-", harmless(info.first_query_preview or ""),
                 )
             self.console.print(table)
         for name, reason in problems:
