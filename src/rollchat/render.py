@@ -16,7 +16,6 @@ from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from rollchat.domain import Turn, Usage
@@ -178,20 +177,23 @@ class Renderer:
 
     # ------------------------------------------------------------ tables
     def sessions(self, infos: Sequence[SessionInfo], problems: Sequence[tuple[str, str]]) -> None:
+        """Numbered, most recent first; two lines each so it reads at any width."""
         if not infos:
             self.info("No saved sessions.")
-        else:
-            table = Table(show_edge=False, pad_edge=False)
-            for col in ("#", "id", "agent", "date", "queries", "tokens", "summary",
-                        "parent", "first query"):
-                table.add_column(col, overflow="fold")
-            for info in infos:
-                table.add_row(
-                    str(info.number), info.session_id, harmless(info.agent),
-                    info.date.strftime("%Y-%m-%d %H:%M"), str(info.queries),
-                    human_tokens(info.tokens), "yes" if info.has_summary else "no",
-                    info.resumed_from or "-", harmless(info.first_query_preview or ""),
-                )
-            self.console.print(table)
+        for info in infos:
+            summary = "summary" if info.has_summary else (
+                "no summary" + (f" ({info.summary_problem})" if info.summary_problem else ""))
+            head = Text(f"{info.number:>3}. ", style="bold")
+            head.append(info.session_id, style="cyan")
+            head.append(f" · {harmless(info.agent)} · {info.date:%Y-%m-%d %H:%M} · "
+                        f"{info.queries} {'query' if info.queries == 1 else 'queries'} · "
+                        f"{human_tokens(info.tokens)} tokens · {summary}")
+            self.console.print(head)
+            detail = f"     parent: {info.resumed_from}" if info.resumed_from else "     "
+            preview = harmless(info.first_query_preview or "")
+            if preview:
+                detail += (" · " if info.resumed_from else "") + f'"{preview}"'
+            if detail.strip():
+                self.console.print(Text(detail, style="dim"))
         for name, reason in problems:
             self.warn(f"{name}: {reason}")
