@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 import pytest
 
 import rollchat.providers.offline as offline
+from rollchat import compaction
 from rollchat.compaction import build_summary_request, parse_summary_reply
 from rollchat.domain import Message, Summary, ToolCall, Turn
 from rollchat.providers.base import (
@@ -135,3 +136,73 @@ def test_restore_purpose_acknowledges_in_two_to_six_sentences() -> None:
     assert 2 <= len(sentences) <= 6
     assert "Rate limiter design" in reply and "token bucket" in reply
     assert "Ready to continue" in reply
+
+
+# ---------------------------------------------------------------- replies a person can read
+
+
+def converse(*lines: str) -> list[Turn]:
+    """Turns of a conversation with the offline model, each reply given the history."""
+    history: list[Message] = []
+    turns: list[Turn] = []
+    for number, line in enumerate(lines, 1):
+        history.append(Message("user", line))
+        reply = text_of(chat(*history))
+        history.append(Message("assistant", reply))
+        turns.append(Turn("query", number, WHEN, line, reply))
+    return turns
+
+
+def test_statement_is_restated_with_one_offline_note_and_no_noise() -> None:
+    reply = text_of(chat(Message("user", "My favourite editor is helix, I've used it for years.")))
+    assert reply.startswith("Noted: your favourite editor is helix, you've used it for years.")
+    assert reply.count("offline") == 1 and "first time" not in reply
+    assert "You asked" not in reply
+
+
+def test_question_with_nothing_earlier_says_so_once() -> None:
+    reply = text_of(chat(Message("user", "How do I rotate the JWT keys?")))
+    assert reply.startswith("You asked about **rotate**, **jwt** and **keys**.")
+    assert "Nothing earlier in our conversation mentions it" in reply
+    assert reply.count("offline") == 2  # the sentence above and the one note
+
+
+def test_every_line_of_a_chat_reply_is_recognised_as_meta_except_quotes() -> None:
+    turns = converse("we decided to use redis for the cache", "what about the redis TTL?",
+                     "tell me about sharding")
+    for t in turns:
+        lines = [line for line in t.assistant.splitlines() if line.strip()]
+        assert lines and all(compaction.is_meta_line(line) for line in lines)
+
+
+def test_summary_of_an_offline_conversation_has_only_the_users_content() -> None:
+    turns = converse("hi", "we decided to use redis for the cache",
+                     "the rate limit should be 100 per minute", "what about the redis TTL?",
+                     "TODO: write integration tests for src/limiter.py")
+    request = build_summary_request(turns, parent_summary=None, focus="keep the redis details",
+                                    model="offline", max_words=300, max_output_tokens=500)
+    summary = parse_summary_reply(text_of(list(OfflineProvider().stream(request))),
+                                  max_words=300)
+    assert summary.decisions == ("We decided to use redis for the cache",
+                                 "The rate limit should be 100 per minute")
+    assert summary.pending == ("TODO: write integration tests for src/limiter.py",)
+    assert summary.topics[:2] == ("The redis TTL", "Use redis for the cache")
+    assert "Write integration tests for src/limiter.py" in summary.topics
+    everything = " ".join((*summary.topics, *summary.decisions, *summary.pending)).lower()
+    for noise in ("asked", "first time", "offline", "noted", "earlier", "hello"):
+        assert noise not in everything
+
+
+def test_acknowledgment_names_everything_without_labels_or_noise() -> None:
+    summary = Summary("Initial session.", ("Use redis for the cache", "Write integration tests"),
+                      ("We decided to use redis for the cache",),
+                      ("Last request: how long should the redis TTL be?", "None"))
+    prompt = build_restoration_prompt(session_id="a_1", date=WHEN, queries=4, tokens=900,
+                                      parent_of_parent=None, file_name="a_1.md",
+                                      summary=summary, archive_tool=False)
+    request = restoration_request(prompt, system="sys", model="offline", max_output_tokens=300)
+    reply = text_of(list(OfflineProvider().stream(request)))
+    assert reply == (
+        "I've reviewed the summary of our previous session. Main topics: Use redis for the cache; "
+        "Write integration tests. Decided: We decided to use redis for the cache. Still open: "
+        "how long should the redis TTL be. Ready to continue where we left off.")

@@ -33,7 +33,18 @@ _STOPWORDS = frozenset((
     "more", "some", "any", "all", "just", "like", "also", "again", "said", "say", "know",
     "think", "want", "need", "make", "use", "get", "let", "one", "now", "yes", "okay", "thanks",
     "hello", "hey", "remind", "earlier", "before", "previous", "session", "discussed",
+    "mention", "mentioned",
 ))
+_REQUEST_WORDS = frozenset((
+    "tell", "explain", "show", "give", "list", "describe", "write", "help", "make", "create",
+    "implement", "fix", "add", "find", "summarize", "summarise", "compare", "suggest",
+    "recommend", "remind", "can", "could", "would", "will", "please", "how", "what", "why",
+    "where", "when", "which", "who", "is", "are", "do", "does", "did", "should", "shall",
+))
+_PERSON = {"i": "you", "i'm": "you're", "i've": "you've", "i'll": "you'll", "i'd": "you'd",
+           "me": "you", "my": "your", "mine": "yours", "myself": "yourself"}
+OFFLINE_NOTE = ("_(I'm the offline model: no API key is configured, so I can only reflect "
+                "our conversation back to you.)_")
 _GREETINGS = frozenset(("hi", "hello", "hey", "hiya", "yo", "morning", "evening", "greetings"))
 
 
@@ -117,19 +128,7 @@ class OfflineProvider:
         if summary is None:
             return "I could not find a summary of the previous session. Ready to start fresh!"
 
-        def listed(items: Sequence[str], count: int) -> str:
-            real = [i.rstrip(".!?") for i in items if i.strip().lower() != "none"][:count]
-            return "; ".join(real)
-
-        sentences = ["I've reviewed the summary of our previous session."]
-        if listed(summary.topics, 3):
-            sentences.append(f"We discussed {listed(summary.topics, 3)}.")
-        if listed(summary.decisions, 2):
-            sentences.append(f"Key decisions: {listed(summary.decisions, 2)}.")
-        if listed(summary.pending, 2):
-            sentences.append(f"Still open: {listed(summary.pending, 2)}.")
-        sentences.append("Ready to continue!")
-        return " ".join(sentences)
+        return _acknowledgment(summary)
 
     # ------------------------------------------------------------ chat
 
@@ -174,14 +173,19 @@ def _bold(words: Sequence[str]) -> str:
 
 
 def _recall(history: Sequence[Message], words: Sequence[str]) -> list[str]:
-    """Up to two earlier messages (most recent first) that mention ``words``, as quotes."""
+    """Up to two earlier messages (most recent first) that mention ``words``, as quotes;
+    the model's own replies only when no user message does, and never their meta lines."""
     if not words:
         return []
     quotes: list[str] = []
     for who, role in (("you said", "user"), ("I said", "assistant")):
         for message in reversed(history):
             if message.role == role and not _is_restoration(message):
-                line = _best_line(message.content, words)
+                text = message.content
+                if role == "assistant":
+                    lines = text.splitlines()
+                    text = "\n".join(line for line in lines if not compaction.is_meta_line(line))
+                line = _best_line(text, words)
                 if line and len(quotes) < 2:
                     quotes.append(f'Earlier {who}: "{line}"')
         if quotes:
@@ -189,17 +193,60 @@ def _recall(history: Sequence[Message], words: Sequence[str]) -> list[str]:
     return quotes
 
 
+def _is_request(text: str) -> bool:
+    """A question or an imperative request, as opposed to a statement to take note of."""
+    first = re.match(r"\W*([A-Za-z']+)", text)
+    return text.rstrip().endswith("?") or (first is not None
+                                           and first.group(1).lower() in _REQUEST_WORDS)
+
+
+def _restate(text: str) -> str:
+    """The first sentence of ``text`` seen from the other side ("my" becomes "your")."""
+    sentence = _first_sentence(text).rstrip(".!")
+    return re.sub(r"\b(?:I|I'm|I've|I'll|I'd|me|my|mine|myself)\b",
+                  lambda m: _PERSON[m.group(0).lower()], sentence, flags=re.IGNORECASE) + "."
+
+
+def _listing(words: Sequence[str]) -> str:
+    bold = [f"**{word}**" for word in words]
+    return bold[0] if len(bold) == 1 else f"{', '.join(bold[:-1])} and {bold[-1]}"
+
+
 def _compose(latest: str, words: Sequence[str], found: Sequence[str]) -> str:
-    parts = [f"You asked about {_bold(words)}." if words else "Noted."]
+    """A reply: what the message was about (a request) or a restatement (a statement), the
+    earlier messages it connects to, and the one-line offline note."""
+    request = _is_request(latest)
+    if request:
+        parts = [f"You asked about {_listing(words)}." if words
+                 else "You asked something I can't pick out offline."]
+    else:
+        parts = [f"Noted: {_restate(latest)}"]
     if found:
         parts.append("\n".join(f"- {item}" for item in found))
-    elif words:
-        parts.append(f"- This is the first time {_bold(words[:2])} comes up in our conversation.")
-    if latest.rstrip().endswith("?"):
-        parts.append("That's a good question, but I can't reason about it offline.")
-    parts.append("_I'm the offline model (no API key is configured), so I can only reflect "
-                 "our conversation back to you._")
+    elif request and words:
+        parts.append("Nothing earlier in our conversation mentions it, and offline I can't "
+                     "work out a new answer.")
+    parts.append(OFFLINE_NOTE)
     return "\n\n".join(parts)
+
+
+def _acknowledgment(summary: Summary) -> str:
+    """2-6 sentences: the topics, decisions and open items of a restored summary, and
+    readiness."""
+    def listed(items: Sequence[str], count: int) -> str:
+        real = [re.sub(r"^Last request:\s*", "", i).rstrip(".!?;") for i in items
+                if i.strip().lower() not in ("", "none")]
+        return "; ".join(real[:count])
+
+    sentences = ["I've reviewed the summary of our previous session."]
+    if listed(summary.topics, 3):
+        sentences.append(f"Main topics: {listed(summary.topics, 3)}.")
+    if listed(summary.decisions, 2):
+        sentences.append(f"Decided: {listed(summary.decisions, 2)}.")
+    if listed(summary.pending, 2):
+        sentences.append(f"Still open: {listed(summary.pending, 2)}.")
+    sentences.append("Ready to continue where we left off.")
+    return " ".join(sentences)
 
 
 def _answer_from_tool(result: str, question: str) -> str:
