@@ -32,7 +32,7 @@ def _time_first_prompt(tmp: str) -> float:
     t0 = time.perf_counter()
     child = pexpect.spawn(sys.executable, ["-m", "rollchat", "--sessions-dir", f"{tmp}/s"],
                           env=env, cwd=tmp, encoding="utf-8", timeout=10)
-    child.expect("You: ")
+    child.expect("You:")
     elapsed = time.perf_counter() - t0
     child.sendeof()
     child.expect(pexpect.EOF)

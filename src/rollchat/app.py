@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rollchat.autocompact import (
     carried_turns,
@@ -22,7 +22,6 @@ from rollchat.autocompact import (
     split_tail,
     turn_tokens,
 )
-from rollchat.compaction import SummaryOutcome, extractive_summary, summarize
 from rollchat.config import AgentConfig, Config
 from rollchat.domain import Message, Summary, Turn, Usage
 from rollchat.engine import Engine, EngineEvent, Retrying, ToolFinished, ToolStarted, describe_call
@@ -30,10 +29,13 @@ from rollchat.errors import RollchatError, StoreError
 from rollchat.policy import MAX_FAILURES, PolicyState, compute_budget, should_compact
 from rollchat.providers.base import ContextTooLongError, Provider, TextDelta
 from rollchat.render import Renderer, human_tokens
-from rollchat.restore import build_restoration_prompt
-from rollchat.store import LiveSession, SessionInfo, SessionStore, resolve
 from rollchat.tokens import TokenCounter
-from rollchat.tools import ARCHIVE_TOOL_NAME, archive_tool
+
+if TYPE_CHECKING:  # the rest is imported when first needed, after the prompt is shown
+    from rollchat.compaction import SummaryOutcome
+    from rollchat.store import LiveSession, SessionInfo, SessionStore
+
+ARCHIVE_TOOL_NAME = "session_archive_read"
 
 SUMMARY_PROMPT_OVERHEAD = 1_500  # tokens of the summary prompt's own instructions
 RESTORATION_TOKENS = 400  # the restoration prompt's text and the acknowledgment, roughly
@@ -285,12 +287,14 @@ class ChatApp:
                    ) -> SummaryOutcome:
         """The session's summary; in chunks (oldest first, each folded into a running
         summary) when the conversation would not fit in one summary request."""
+        from rollchat.compaction import SummaryOutcome, extractive_summary, summarize
+
         cfg = self.config.summary
         limit = self.budget.window - self.budget.max_output_tokens - SUMMARY_PROMPT_OVERHEAD
-        if parent is not None:
+        total = sum(turn_tokens(self.counter, t) for t in turns)
+        if parent is not None or total > max(limit, 500):  # room for the (running) summary
             limit -= self.summary_words * 2
         limit = max(limit, 500)
-        total = sum(turn_tokens(self.counter, t) for t in turns)
         chunks = chunk_turns(turns, limit, self.counter) if total > limit else [turns]
         outcomes: list[SummaryOutcome] = []
         running = parent
@@ -362,6 +366,9 @@ class ChatApp:
         for the parent's transcript) and its acknowledgment becomes the first entry."""
         self.state = SessionState(started=_now(), resumed_from=parent_id,
                                   previous_session=parent_file, parent_summary=summary)
+        from rollchat.restore import build_restoration_prompt
+        from rollchat.tools import archive_tool
+
         self.engine.tools.pop(ARCHIVE_TOOL_NAME, None)
         if self.store is not None and parent_file is not None:
             self.engine.tools[ARCHIVE_TOOL_NAME] = archive_tool(self.store.root / parent_file)
@@ -390,6 +397,8 @@ class ChatApp:
     def resume(self, ref: str) -> None:
         if self.store is None:
             raise StoreError("saving is off (--no-save): there are no sessions to resume")
+        from rollchat.store import resolve
+
         listing = self.store.list_sessions(exclude=self.state.session_id)
         info = resolve(ref, listing)
         if info.agent != self.agent.name and not self.confirm(

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.markup import escape
 from rich.text import Text
 
 from rollchat.domain import Turn, Usage
 
 if TYPE_CHECKING:
+    from rich.markdown import Markdown
+
     from rollchat.store import SessionInfo
 
 # C0 controls except tab and newline, DEL, and C1 controls (0x9b is a CSI on some terminals).
@@ -51,6 +52,13 @@ def usage_line(elapsed: float, usage: Usage) -> str:
     return line + ")"
 
 
+def markdown(text: str) -> Markdown:
+    """rich's Markdown, imported on first use (it costs ~40 ms at start-up)."""
+    from rich.markdown import Markdown
+
+    return Markdown(text)
+
+
 class MarkdownStream:
     """Renders streamed markdown block by block: finished blocks are printed once, only the
     block being written is redrawn, so long answers cost linear time and do not flicker."""
@@ -73,7 +81,7 @@ class MarkdownStream:
             now = time.monotonic()
             if now - self.last_refresh >= _REFRESH_SECONDS:
                 self.last_refresh = now
-                self.live.update(Markdown(self.pending), refresh=True)
+                self.live.update(markdown(self.pending), refresh=True)
 
     def _flush_complete_blocks(self) -> None:
         cut = -1
@@ -94,14 +102,14 @@ class MarkdownStream:
             block, self.pending = self.pending[:cut], self.pending[cut:]
             self.scanned -= cut
             if block.strip():
-                self.console.print(Markdown(block))
+                self.console.print(markdown(block))
 
     def close(self) -> None:
         if self.live is not None:
             self.live.update(Text(""), refresh=True)
             self.live.stop()
         if self.pending.strip():
-            self.console.print(Markdown(self.pending))
+            self.console.print(markdown(self.pending))
         self.pending = ""
 
 
