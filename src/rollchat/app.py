@@ -137,6 +137,16 @@ class ChatApp:
         self.policy = PolicyState()
         self.last_estimate: int | None = None
 
+    def warm_up(self) -> None:
+        """Load what the first message needs (tokenizer, summarizer, markdown), meant for a
+        background thread once the prompt is shown."""
+        import importlib
+
+        self.counter.count_text("warm up")
+        for module in ("rich.markdown", "rollchat.compaction", "rollchat.restore",
+                       "rollchat.tools"):
+            importlib.import_module(module)
+
     def notices(self) -> None:
         """Warnings worth showing once, after the banner."""
         if self.budget.warning:

@@ -138,6 +138,18 @@ def sessions_command(
     Renderer(Console(), interactive=False).sessions(listing.sessions, listing.problems)
 
 
+def _warm_up(chat: object, provider_name: str) -> None:
+    """Once the prompt is up: import the SDK and load the tokenizer in the background."""
+    import threading
+
+    from rollchat import providers
+    from rollchat.app import ChatApp
+
+    assert isinstance(chat, ChatApp)
+    providers.prefetch_sdks(provider_name)
+    threading.Thread(target=chat.warm_up, name="rollchat-warm-up", daemon=True).start()
+
+
 def start_chat(config_path: Path | None, overrides: object, *, resume: str | None,
                yes: bool) -> int:
     """Build everything from the configuration and run the chat until it ends."""
@@ -203,7 +215,7 @@ def start_chat(config_path: Path | None, overrides: object, *, resume: str | Non
         chat.resume(resume)
     if interactive:
         run_interactive(chat, history_file=history_path(cfg.ui.history_file),
-                        on_first_prompt=lambda: providers.prefetch_sdks(name))
+                        on_first_prompt=lambda: _warm_up(chat, name))
     else:
         run_piped(chat, sys.stdin)
     return 0
