@@ -145,6 +145,7 @@ class Renderer:
         if self.interactive:
             with self.console.status(escape(message)):
                 yield
+            self.console.print(f"{escape(message)} [green]done[/]")
         else:
             self.console.print(escape(message))
             yield
