@@ -1,0 +1,159 @@
+"""Secrets and permissions: with API keys and a base URL carrying credentials, whole sessions
+(chat, errors that echo the key, compact, resume, exit) leave no secret in any file rollchat
+wrote nor on screen; files are 0600 and directories 0700, even under a permissive umask.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pexpect
+import pytest
+
+from rollchat.transcript import parse
+from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
+from tests.wire_servers import (
+    AnthropicDialect,
+    OpenAIDialect,
+    Reply,
+    WireServer,
+    error,
+    last_user_text,
+    text,
+)
+
+OPENAI_KEY = "sk-test-SECRET-0penai-7f3c9a"
+ANTHROPIC_KEY = "sk-ant-SECRET-anthr0pic-4e1b8d"
+PASSWORD = "p4ssw0rd"
+SECRETS = (OPENAI_KEY, ANTHROPIC_KEY, PASSWORD, "SECRET", "user:p4ssw0rd")
+CONFIG = """\
+retry:
+  max_retries: 0
+ui:
+  offline_word_delay: 0
+"""
+
+
+def hostile(body: dict[str, Any]) -> Reply:
+    """Error bodies that echo the key, as real providers do (``Incorrect API key: sk-...``)."""
+    line = last_user_text(body)
+    if line == "trigger 401":
+        return error(401, f"Incorrect API key provided: {OPENAI_KEY} / {ANTHROPIC_KEY}")
+    if line == "trigger 500":
+        return error(500, f"upstream failed for key {OPENAI_KEY} {ANTHROPIC_KEY}")
+    return text(f"echo: {line}")
+
+
+def with_credentials(url: str) -> str:
+    return url.replace("http://", f"http://user:{PASSWORD}@")
+
+
+@pytest.fixture
+def umask_zero() -> Iterator[None]:
+    """Children inherit a umask that would leave every new file world-readable."""
+    old = os.umask(0)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def sent_credentials(key: str) -> set[str]:
+    """What may arrive as Authorization: the key, or the URL's credentials (httpx turns them
+    into Basic auth, which replaces the SDK's Bearer key)."""
+    return {f"Bearer {key}", "Basic " + base64.b64encode(f"user:{PASSWORD}".encode()).decode()}
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return clean_env(tmp_path / "home", OPENAI_API_KEY=OPENAI_KEY, ANTHROPIC_API_KEY=ANTHROPIC_KEY)
+
+
+def _pty_session(tmp_path: Path, server: WireServer, cfg: Path) -> str:
+    """chat, a 401 and a 500 that echo the keys, compact, chat, exit; in a pseudo-terminal so
+    the input history is written. Returns everything shown."""
+    child = spawn(tmp_path, "--config", str(cfg), "--provider", "openai", "--model",
+                  "test-model", "--base-url", with_credentials(server.url), env=_env(tmp_path))
+    shown = io.StringIO()
+    child.logfile_read = shown
+    child.expect(PROMPT)
+    for line, wait in (("hello there", "echo: hello there"),
+                       ("trigger 401", "authentication failed"),
+                       ("trigger 500", "provider server error"),
+                       ("compact", "Starting new session"),
+                       ("after compact", "echo: after compact")):
+        child.sendline(line)
+        child.expect(wait)
+        child.expect(PROMPT)
+    child.sendline("exit")
+    child.expect("Goodbye!")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, shown.getvalue()
+    return shown.getvalue()
+
+
+def _written_files(tmp_path: Path) -> list[Path]:
+    return [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "rollchat.yml"]
+
+
+def test_no_secret_in_files_or_output(tmp_path: Path, umask_zero: None) -> None:
+    cfg = write_config(tmp_path / "rollchat.yml", CONFIG)
+    with WireServer(OpenAIDialect(), responder=hostile) as server:
+        shown = [_pty_session(tmp_path, server, cfg)]
+        done = run_piped(tmp_path, "resume 1\nresumed line\ntrigger 401\nexit\n", "--config",
+                         str(cfg), "--provider", "openai", "--model", "test-model",
+                         "--base-url", with_credentials(server.url), env=_env(tmp_path))
+        assert done.returncode == 0, done.stderr
+        shown += [done.stdout, done.stderr]
+        used = {r.headers.get("authorization") for r in server.requests}
+    assert used and used <= sent_credentials(OPENAI_KEY)
+    with WireServer(AnthropicDialect(), responder=hostile) as server:
+        lines = "hi anthropic\ntrigger 401\ntrigger 500\ncompact\nlast one\nexit\n"
+        done = run_piped(tmp_path, lines, "--config", str(cfg), "--provider", "anthropic",
+                         "--model", "test-model", "--base-url", with_credentials(server.url),
+                         env=_env(tmp_path))
+        assert done.returncode == 0, done.stderr
+        shown += [done.stdout, done.stderr]
+        used = {r.headers.get("authorization") for r in server.requests}
+        assert used and used <= sent_credentials(ANTHROPIC_KEY)
+    screen = "\n".join(shown)
+    assert "authentication failed" in screen and "[redacted]" in screen
+    files = _written_files(tmp_path)
+    sessions = sorted((tmp_path / "sessions").glob("*.md"))
+    assert len(sessions) == 5  # openai: parent, child, resumed; anthropic: parent, child
+    assert any(p.name == "history" for p in files)
+    for path in files:
+        data = path.read_bytes()
+        for secret in SECRETS:
+            assert secret.encode() not in data, f"{secret!r} in {path}"
+    for secret in SECRETS:
+        assert secret not in screen, f"{secret!r} shown on screen"
+    errors = [t.error for p in sessions for t in parse(p.read_text()).turns if t.error]
+    assert len(errors) == 5 and all("[redacted]" in e for e in errors), errors
+    assert_private(tmp_path)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.lstat().st_mode)
+
+
+def assert_private(tmp_path: Path) -> None:
+    """The sessions directory 0700 and everything in it 0600; the history file 0600 in a
+    0700 directory (the umask of the run was 0)."""
+    sessions = tmp_path / "sessions"
+    assert _mode(sessions) == 0o700
+    entries = list(sessions.iterdir())
+    assert len([p for p in entries if p.suffix == ".md"]) == 5
+    assert ".gitignore" in {p.name for p in entries}
+    for path in entries:
+        assert _mode(path) == 0o600, path
+    history = tmp_path / "home" / "data" / "rollchat" / "history"
+    assert "after compact" in history.read_text()
+    assert _mode(history) == 0o600
+    assert _mode(history.parent) == 0o700
