@@ -1,0 +1,284 @@
+"""Ctrl-C and Ctrl-D at every point a user can press them, in a pseudo-terminal (offline model).
+
+Each test pins the outcome documented in docs/interruptions.md: what the user sees, whether the
+chat goes on, and that the session files keep every turn typed or received.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pexpect
+
+from rollchat.domain import Transcript
+from rollchat.transcript import parse
+from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
+
+DELAY = 0.03  # seconds between the offline model's words: slow enough to interrupt
+SECRET = "tell me about bananas. Also the shed key is under the flowerpot."
+
+
+def _chat(tmp_path: Path, delay: float, *args: str) -> pexpect.spawn:
+    cfg = write_config(tmp_path / "rollchat.yml", f"ui:\n  offline_word_delay: {delay}\n")
+    child = spawn(tmp_path, "--config", str(cfg), *args)
+    child.expect(PROMPT)
+    return child
+
+
+def _ask(child: pexpect.spawn, text: str) -> None:
+    child.sendline(text)
+    child.expect(r"Time: .*s \| Tokens")
+    child.expect(PROMPT)
+
+
+def _end(child: pexpect.spawn, *, eof: bool = False, quick: bool = False) -> None:
+    """Exit (Ctrl-D or ``exit``); ``quick``: Ctrl-C the slow exit summary (local fallback)."""
+    if eof:
+        child.sendeof()
+    else:
+        child.sendline("exit")
+    if quick:
+        child.expect("Generating session summary")
+        child.sendintr()
+    child.expect("Goodbye!")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+
+
+def _sessions(tmp_path: Path) -> list[Transcript]:
+    """Every session file, parsed; parents before children."""
+    found = [parse(p.read_text(encoding="utf-8")) for p in (tmp_path / "sessions").glob("*.md")]
+    return sorted(found, key=lambda t: (t.header.resumed_from is not None, t.header.date))
+
+
+def _queries(t: Transcript) -> list[tuple[str, str]]:
+    return [(turn.user, turn.status) for turn in t.turns if turn.kind == "query"]
+
+
+# ---------------------------------------------------------------- at the prompt
+
+
+def test_ctrl_c_at_the_empty_prompt_gives_a_new_prompt(tmp_path: Path) -> None:
+    child = _chat(tmp_path, 0)
+    child.sendintr()
+    child.expect(PROMPT)
+    _ask(child, "hi")
+    _end(child)
+    [t] = _sessions(tmp_path)
+    assert _queries(t) == [("hi", "ok")] and t.summary is not None
+
+
+def test_ctrl_c_with_text_discards_that_line_only(tmp_path: Path) -> None:
+    child = _chat(tmp_path, 0)
+    child.send("half typed draft")
+    child.sendintr()
+    child.expect(PROMPT)
+    _ask(child, "hi")
+    _end(child)
+    [t] = _sessions(tmp_path)
+    assert _queries(t) == [("hi", "ok")]
+    history = (tmp_path / "home" / "data" / "rollchat" / "history").read_text()
+    assert "hi" in history and "half typed draft" not in history
+
+
+def test_ctrl_d_at_the_empty_prompt_saves_with_a_summary_and_exits(tmp_path: Path) -> None:
+    child = _chat(tmp_path, 0)
+    _ask(child, "hi")
+    _end(child, eof=True)
+    [t] = _sessions(tmp_path)
+    assert _queries(t) == [("hi", "ok")]
+    assert t.summary is not None and not t.summary.fallback
+
+
+def test_ctrl_d_with_text_does_nothing_and_the_text_stays(tmp_path: Path) -> None:
+    child = _chat(tmp_path, 0)
+    child.send("kept text")
+    child.sendeof()  # prompt_toolkit: delete the character under the cursor (none at the end)
+    child.send("\r")
+    child.expect(r"Time: .*s \| Tokens")
+    child.expect(PROMPT)
+    _end(child)
+    [t] = _sessions(tmp_path)
+    assert _queries(t) == [("kept text", "ok")]
+
+
+# ---------------------------------------------------------------- while an answer streams
+
+
+def test_ctrl_c_while_streaming_keeps_the_partial_answer(tmp_path: Path) -> None:
+    child = _chat(tmp_path, DELAY)
+    child.sendline("hi")
+    child.expect("Hello!")
+    child.sendintr()
+    child.expect(r"interrupted: partial answer kept")
+    child.expect(PROMPT)
+    _ask(child, "hi again")
+    _end(child, quick=True)
+    [t] = _sessions(tmp_path)
+    assert _queries(t) == [("hi", "interrupted"), ("hi again", "ok")]
+    partial = t.turns[0].assistant
+    assert partial.startswith("Hello!") and "talk about?" not in partial
+    assert t.summary is not None
+
+
+def test_ctrl_d_while_streaming_is_plain_input_and_typeahead_is_kept(tmp_path: Path) -> None:
+    child = _chat(tmp_path, DELAY)
+    child.sendline("hi")
+    child.expect("Hello!")
+    child.send("typed ahead")
+    child.sendeof()  # no prompt is reading: the terminal just passes the typed text on
+    child.expect(r"Time: .*s \| Tokens")
+    child.expect(PROMPT)
+    child.send("\r")  # the typed-ahead text is in the new prompt: Enter sends it
+    child.expect(r"Time: .*s \| Tokens")
+    child.expect(PROMPT)
+    _end(child, quick=True)
+    [t] = _sessions(tmp_path)
+    assert _queries(t) == [("hi", "ok"), ("typed ahead", "ok")]
+    assert t.turns[0].assistant.endswith("talk about?")
+
+
+# ---------------------------------------------------------------- exit summary
+
+
+def test_ctrl_c_during_the_exit_summary_saves_the_local_fallback(tmp_path: Path) -> None:
+    child = _chat(tmp_path, DELAY)
+    _ask(child, "hi")
+    child.sendline("exit")
+    child.expect("Generating session summary")
+    child.sendintr()
+    child.expect(r"summary failed.*interrupted.*local extractive summary was saved")
+    _end_after_exit(child)
+    [t] = _sessions(tmp_path)
+    assert _queries(t) == [("hi", "ok")]
+    assert t.summary is not None and t.summary.fallback
+    assert t.header.total_queries == 1
+
+
+def test_ctrl_d_during_the_exit_summary_is_ignored(tmp_path: Path) -> None:
+    child = _chat(tmp_path, DELAY)
+    _ask(child, "hi")
+    child.sendline("exit")
+    child.expect("Generating session summary")
+    child.sendeof()
+    _end_after_exit(child)
+    [t] = _sessions(tmp_path)
+    assert t.summary is not None and not t.summary.fallback
+
+
+def test_second_ctrl_c_during_the_final_save_still_leaves_a_summary(tmp_path: Path) -> None:
+    child = _chat(tmp_path, DELAY)
+    _ask(child, "hi")
+    child.sendline("exit")
+    child.expect("Generating session summary")
+    child.sendintr()
+    child.sendintr()  # lands in the summary, its fallback or the save: held until written
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert "Traceback" not in (child.before or "")
+    [t] = _sessions(tmp_path)
+    assert _queries(t) == [("hi", "ok")]
+    assert t.summary is not None and t.summary.fallback
+
+
+def _end_after_exit(child: pexpect.spawn) -> None:
+    child.expect("Goodbye!")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+# ---------------------------------------------------------------- compact
+
+
+def test_ctrl_c_during_compact_summary_falls_back_and_continues(tmp_path: Path) -> None:
+    child = _chat(tmp_path, DELAY)
+    _ask(child, "hi")
+    child.sendline("compact")
+    child.expect("Generating session summary")
+    child.sendintr()
+    child.expect(r"summary failed.*interrupted")
+    child.expect("Starting new session with summary")
+    child.expect(r"Time: .*s \| Tokens")  # the acknowledgment, not interrupted
+    child.expect(PROMPT)
+    _ask(child, "hi again")
+    _end(child, quick=True)
+    parent, kid = _sessions(tmp_path)
+    assert _queries(parent) == [("hi", "ok")]
+    assert parent.summary is not None and parent.summary.fallback
+    assert kid.header.resumed_from == parent.header.session_id
+    assert kid.turns[0].kind == "restored" and kid.turns[0].status == "ok"
+    assert _queries(kid) == [("hi again", "ok")]
+
+
+def test_ctrl_c_during_compact_restoration_keeps_the_child(tmp_path: Path) -> None:
+    child = _chat(tmp_path, DELAY)
+    _ask(child, "hi")
+    child.sendline("compact")
+    child.expect("Starting new session with summary")
+    child.expect("I've reviewed")
+    child.sendintr()
+    child.expect(r"interrupted: partial answer kept")
+    child.expect(PROMPT)
+    _ask(child, "hi again")
+    _end(child, quick=True)
+    parent, kid = _sessions(tmp_path)
+    assert parent.summary is not None and not parent.summary.fallback
+    restored = kid.turns[0]
+    assert restored.kind == "restored" and restored.status == "interrupted"
+    assert restored.assistant.startswith("I've reviewed")
+    assert "Ready to continue" not in restored.assistant
+    assert _queries(kid) == [("hi again", "ok")] and kid.summary is not None
+
+
+# ---------------------------------------------------------------- resume
+
+
+def test_ctrl_c_during_resume_restoration_continues_from_the_summary(tmp_path: Path) -> None:
+    env = clean_env(tmp_path / "home")
+    assert run_piped(tmp_path, "hi\n", env=env).returncode == 0
+    [old] = _sessions(tmp_path)
+    before = next((tmp_path / "sessions").glob("*.md")).read_bytes()
+    child = _chat(tmp_path, DELAY)
+    child.sendline("resume 1")
+    child.expect("Restoring context")
+    child.expect("I've reviewed")
+    child.sendintr()
+    child.expect(r"interrupted: partial answer kept")
+    child.expect(PROMPT)
+    _ask(child, "hi again")
+    _end(child, quick=True)
+    parent, kid = _sessions(tmp_path)
+    assert parent.header.session_id == old.header.session_id
+    assert (tmp_path / "sessions" / f"{old.header.session_id}.md").read_bytes() == before
+    assert kid.header.resumed_from == old.header.session_id
+    assert kid.turns[0].kind == "restored" and kid.turns[0].status == "interrupted"
+    assert _queries(kid) == [("hi again", "ok")]
+
+
+# ---------------------------------------------------------------- tool call
+
+
+def test_ctrl_c_during_a_tool_round_keeps_the_call_and_the_partial_answer(
+        tmp_path: Path) -> None:
+    env = clean_env(tmp_path / "home")
+    assert run_piped(tmp_path, SECRET + "\n", env=env).returncode == 0
+    child = _chat(tmp_path, DELAY, "--resume", "1")
+    child.sendline("where is the flowerpot?")
+    child.expect("← session_archive_read")  # the tool ran; its answer now streams
+    child.sendintr()
+    child.expect(r"interrupted: partial answer kept")
+    child.expect(PROMPT)
+    _end(child, quick=True)
+    parent, kid = _sessions(tmp_path)
+    assert _queries(parent) == [(SECRET, "ok")]
+    [turn] = [t for t in kid.turns if t.kind == "query"]
+    assert turn.user == "where is the flowerpot?" and turn.status == "interrupted"
+    [exchange] = turn.tools
+    assert exchange.call.name == "session_archive_read"
+    assert "flowerpot" in exchange.result
+    assert turn.assistant.startswith("Let me look for")
+    assert "That's what I found" not in turn.assistant
+    assert kid.summary is not None
