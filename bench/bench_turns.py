@@ -20,7 +20,6 @@ from rollchat.app import ChatApp
 from rollchat.config import AgentConfig, Config
 from rollchat.domain import Message, ToolCall, Turn, Usage
 from rollchat.engine import Context, Engine
-from rollchat.hygiene import clean
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -99,8 +98,9 @@ def measure(turns: int) -> dict[str, float]:
     parts = {
         "estimate": timed(lambda: app.estimate([pending])),
         "kept tail + expected size": timed(lambda: app._expected_after(pending)),
-        "hygiene (clean)": timed(lambda: clean([*ctx.messages, pending])),
-        "request building": timed(lambda: app.engine.request([*ctx.messages, pending])),
+        "hygiene (incremental, per call)": timed(lambda: ctx.request_messages([pending])),
+        "request building": timed(
+            lambda: app.engine.request(ctx.request_messages([pending]))),
     }
     total = []
     for i in range(REPEATS):  # whole turns through ChatApp.send (the context grows by one)

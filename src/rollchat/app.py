@@ -7,7 +7,7 @@ and piped input both drive it one line at a time.
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -19,7 +19,7 @@ from rollchat.autocompact import (
     estimate_prompt,
     is_carried,
     merge_summaries,
-    split_tail,
+    tail_start,
     turn_tokens,
 )
 from rollchat.config import AgentConfig, Config
@@ -58,14 +58,18 @@ class SessionState:
     live: LiveSession | None = None
     save_failed: bool = False
 
-    @property
-    def queries(self) -> int:
-        """Queries asked in this session (turns carried over from the parent excluded)."""
-        return sum(1 for t in self.turns if t.kind == "query" and not is_carried(t))
+    query_turns: int = 0  # query turns held, carried-over ones included
+    queries: int = 0  # queries asked in this session (carried-over turns excluded)
+    tokens: int = 0  # tokens of those queries
 
-    @property
-    def tokens(self) -> int:
-        return sum(t.usage.total for t in self.turns if t.kind == "query")
+    def add(self, turn: Turn) -> None:
+        """Record a turn; the totals are kept as it goes (no rescans on the hot path)."""
+        self.turns.append(turn)
+        if turn.kind == "query":
+            self.query_turns += 1
+            if not is_carried(turn):
+                self.queries += 1
+                self.tokens += turn.usage.total
 
     @property
     def restoration_tokens(self) -> int:
@@ -157,11 +161,9 @@ class ChatApp:
         specs = [t.spec for t in self.engine.tools.values()]
         return estimate_prompt(self.counter, self.engine.context, pending or [], specs)
 
-    def _tool_room(self, messages: object) -> int:
+    def _tool_room(self, in_flight: Sequence[Message]) -> int:
         """Tokens a new tool result may take in the current tool loop."""
-        assert isinstance(messages, (list, tuple))
-        used = self.counter.count_messages(self.engine.context.system, messages)
-        return self.budget.tokens - used
+        return self.budget.tokens - self.estimate(list(in_flight))
 
     # ------------------------------------------------------------------ turns
     def send(self, text: str) -> Turn:
@@ -173,23 +175,24 @@ class ChatApp:
         self._maybe_compact(Message("user", text))
         self.out.answer_start(self.agent.name)
         turn = self.engine.chat(text, self._on_event)
-        if turn.status == "unanswered" and isinstance(self.engine.last_error,
-                                                      ContextTooLongError):
+        if (turn.status == "unanswered" and self.config.session.auto_compact
+                and isinstance(self.engine.last_error, ContextTooLongError)):
             self.out.answer_abort()
             self.out.warn("The provider says the context is too long: compacting, then "
                           "sending your message again.")
-            if self._auto_compact("the provider said the context is too long"):
+            if self._auto_compact("the provider said the context is too long",
+                                  Message("user", text)):
                 self.out.answer_start(self.agent.name)
                 turn = self.engine.chat(text, self._on_event)
             else:
                 self.out.answer_start(self.agent.name)
-        turn = replace(turn, number=len([t for t in self.state.turns if t.kind == "query"]) + 1)
-        self.out.answer_end(turn)
-        self.state.turns.append(turn)
+        turn = replace(turn, number=self.state.query_turns + 1)
+        self.state.add(turn)
         self.policy = replace(self.policy,
                               calls_since_compaction=self.policy.calls_since_compaction + 1,
                               turns_since_compaction=self.policy.turns_since_compaction + 1)
-        self._save(turn)
+        self._save(turn)  # on disk before the footer tells the user the turn is done
+        self.out.answer_end(turn)
         return turn
 
     # ------------------------------------------------------------------ automatic compaction
@@ -202,7 +205,7 @@ class ChatApp:
             every_turns=cfg.compact_every_turns, expected_after=self._expected_after(pending),
         )
         if decision.compact:
-            self._auto_compact(decision.reason)
+            self._auto_compact(decision.reason, pending)
 
     def _kept_tail(self) -> list[Message]:
         """The last turns kept verbatim: ``keep_recent_turns``, fewer when they would take
@@ -210,7 +213,7 @@ class ChatApp:
         ctx = self.engine.context
         keep = self.config.session.keep_recent_turns
         while True:
-            _, tail = split_tail(ctx.messages, ctx.prefix_len, keep)
+            tail = ctx.messages[tail_start(ctx.messages, ctx.prefix_len, keep):]
             size = sum(self.counter.count_message(m) for m in tail)
             if keep <= 0 or size <= self.budget.tokens // 3:
                 return tail
@@ -224,10 +227,14 @@ class ChatApp:
         kept = sum(self.counter.count_message(m) for m in [*tail, pending])
         return self.counter.count_text(ctx.system) + summary + RESTORATION_TOKENS + kept
 
-    def _auto_compact(self, reason: str) -> bool:
-        """Summarize and continue in a child session that keeps the last turns verbatim."""
+    def _auto_compact(self, reason: str, pending: Message) -> bool:
+        """Summarize and continue in a child session that keeps the last turns verbatim.
+
+        A compaction that leaves the next prompt still over the budget counts as a failure,
+        so even a summary longer than what it replaced cannot make it compact every turn.
+        """
         state = self.state
-        if not any(t.kind == "query" for t in state.turns):
+        if not state.query_turns:
             return False
         tail = self._kept_tail()
         kept = sum(1 for m in tail if m.role == "user")
@@ -251,8 +258,16 @@ class ChatApp:
             return False
         for message in tail:
             self.engine.context.append(message)
-        self.state.turns.extend(carried)
+        for turn in carried:
+            self.state.add(turn)
+        previous_failures = self.policy.consecutive_failures
         self.policy = PolicyState(calls_since_compaction=0)
+        after = self.estimate([pending])
+        if after > self.budget.tokens:
+            failures = previous_failures + 1
+            self.policy = replace(self.policy, consecutive_failures=failures)
+            self.out.warn(f"compaction left the context over budget ({after:,} of "
+                          f"{self.budget.tokens:,} tokens)")
         window = self.budget.window
         self.out.info(f"{reason[:1].upper()}{reason[1:]}: compacted "
                       f"{parent_id or 'this session'} into a summary and continued in a new "
@@ -317,6 +332,7 @@ class ChatApp:
                         timeout_seconds=cfg.timeout_seconds,
                         max_output_tokens=self.budget.max_output_tokens,
                     )
+                    outcome = self._fitting(outcome, chunk, running, focus)
                     outcomes.append(outcome)
                     running = outcome.summary
         except KeyboardInterrupt:
@@ -333,12 +349,34 @@ class ChatApp:
             return outcomes[0]
         merged = merge_summaries([o.summary for o in outcomes])
         usage = sum((o.usage for o in outcomes), Usage())
-        return SummaryOutcome(merged, bool(failed), failed[0].reason if failed else None, usage)
+        return self._fitting(SummaryOutcome(merged, bool(failed),
+                                            failed[0].reason if failed else None, usage),
+                             turns, parent, focus)
+
+    def _fitting(self, outcome: SummaryOutcome, turns: list[Turn], parent: Summary | None,
+                 focus: str | None) -> SummaryOutcome:
+        """A summary bounded in words can still be too many tokens (ids, hashes, paths): one
+        over a third of the budget is replaced by a shorter local summary."""
+        from rollchat.compaction import SummaryOutcome, extractive_summary
+        from rollchat.transcript import render_summary_block
+
+        cap = self.budget.tokens // 3
+        if self.counter.count_text(render_summary_block(outcome.summary)) <= cap:
+            return outcome
+        words = max(min(self.summary_words, cap // 2), 20)
+        while True:
+            summary = extractive_summary(turns, parent_summary=parent, focus=focus,
+                                         max_words=words, fallback=True)
+            if words <= 20 or self.counter.count_text(render_summary_block(summary)) <= cap:
+                break
+            words = max(words // 2, 20)
+        return SummaryOutcome(summary, True, "the summary was too long for the context window",
+                              outcome.usage)
 
     def _finalize(self, focus: str | None = None) -> Summary | None:
         """Summarize the live session and write its summary block. None if nothing to do."""
         state = self.state
-        if not any(t.kind == "query" for t in state.turns):
+        if not state.query_turns:
             return None
         outcome = self._summarize(state.turns, state.parent_summary, focus)
         if state.live is not None and self.store is not None and not state.save_failed:
@@ -463,7 +501,7 @@ class ChatApp:
         self.finished = True
         state = self.state
         saving = self.store is not None and self.config.session.auto_save
-        if state.queries and saving:
+        if state.queries and saving and not state.save_failed:
             self._finalize()
         if state.queries or state.restored:
             restoration = state.restoration_tokens
@@ -471,7 +509,10 @@ class ChatApp:
             if restoration:
                 lines.append(f"Restoration tokens: {restoration:,}")
                 lines.append(f"Total: {state.tokens + restoration:,}")
-            if state.session_id:
+            if state.session_id and state.save_failed:
+                self.out.warn(f"Session {state.session_id} holds only the turns saved before "
+                              "the error; the later ones were not saved")
+            elif state.session_id:
                 self.out.info(f"Saved session {state.session_id}")
             self.out.info(" | ".join(lines))
         self.out.info("Goodbye!")

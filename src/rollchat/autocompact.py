@@ -27,14 +27,25 @@ def estimate_prompt(counter: TokenCounter, context: Context, pending: Sequence[M
     return context.last_prompt_tokens + sum(counter.count_message(m) for m in added)
 
 
+def tail_start(messages: Sequence[Message], prefix_len: int, keep_turns: int) -> int:
+    """Where the last ``keep_turns`` turns begin: the ``keep_turns``-th last user message after
+    the prefix (``len(messages)`` to keep nothing). Scans from the end, so the cost depends on
+    the tail, not on the length of the history; a turn's tool calls and results stay together."""
+    cut, seen = len(messages), 0
+    if keep_turns <= 0:
+        return cut
+    for i in range(len(messages) - 1, prefix_len - 1, -1):
+        if messages[i].role == "user":
+            cut, seen = i, seen + 1
+            if seen == keep_turns:
+                break
+    return cut
+
+
 def split_tail(messages: Sequence[Message], prefix_len: int,
                keep_turns: int) -> tuple[list[Message], list[Message]]:
-    """Split the working context before the ``keep_turns``-th last user message (after the
-    prefix). A turn's tool calls and results stay together on one side."""
-    starts = [i for i in range(prefix_len, len(messages)) if messages[i].role == "user"]
-    if keep_turns <= 0 or not starts:
-        return list(messages), []
-    cut = starts[-min(keep_turns, len(starts))]
+    """The working context split before the last ``keep_turns`` turns (see tail_start)."""
+    cut = tail_start(messages, prefix_len, keep_turns)
     return list(messages[:cut]), list(messages[cut:])
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from rollchat.domain import Message, ToolCall, ToolExchange, Turn, TurnKind, TurnStatus, Usage
-from rollchat.hygiene import clean
+from rollchat.hygiene import KEEP_TOOL_RESULTS, clean, repair, stub
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -74,19 +74,42 @@ class Context:
     prefix_len: int = 0
     last_prompt_tokens: int | None = None
     added_since: list[Message] = field(default_factory=list)
+    open_tools: list[int] = field(default_factory=list)  # tool results not yet stubbed
 
     def append(self, message: Message, *, counted: bool = False) -> None:
-        """Add a message; ``counted``: it was part of the prompt the last report covers."""
+        """Add a message; ``counted``: it was part of the prompt the last report covers.
+
+        Hygiene is kept incrementally, so the cost per call does not grow with the history:
+        once a tool result is older than the last KEEP_TOOL_RESULTS it is stubbed here.
+        """
         self.messages.append(message)
+        if message.role == "tool":
+            self.open_tools.append(len(self.messages) - 1)
+            while len(self.open_tools) > KEEP_TOOL_RESULTS:
+                i = self.open_tools.pop(0)
+                self.messages[i] = stub(self.messages[i])
         if not counted:
             self.added_since.append(message)
 
     def reset(self, messages: Sequence[Message], prefix_len: int) -> None:
         """Replace the working context (after compact or resume); forget the baseline."""
-        self.messages = list(messages)
+        self.messages = clean(messages)
+        self.open_tools = [i for i, m in enumerate(self.messages)
+                           if m.role == "tool" and m != stub(m)][-KEEP_TOOL_RESULTS:]
         self.prefix_len = prefix_len
         self.last_prompt_tokens = None
-        self.added_since = list(messages)
+        self.added_since = list(self.messages)
+
+    def request_messages(self, in_flight: Sequence[Message]) -> list[Message]:
+        """The context plus the messages of the call in flight, with the hygiene rules
+        applied: in-flight messages repaired, only the last KEEP_TOOL_RESULTS results whole."""
+        flight = repair(in_flight)
+        out = [*self.messages, *flight]
+        flight_tools = [len(self.messages) + i for i, m in enumerate(flight) if m.role == "tool"]
+        tools = [*self.open_tools, *flight_tools]
+        for i in tools[: max(len(tools) - KEEP_TOOL_RESULTS, 0)]:
+            out[i] = stub(out[i])
+        return out
 
 
 @dataclass(frozen=True)
@@ -114,6 +137,7 @@ class Engine:
         tools: Mapping[str, Tool] | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc).astimezone(),
         sleep: Callable[[float], None] = time.sleep,
+        # tokens a new tool result may take, given the messages of the call in flight
         tool_result_limit: Callable[[Sequence[Message]], int] | None = None,
     ) -> None:
         self.provider = provider
@@ -133,7 +157,7 @@ class Engine:
         return ChatRequest(
             model=self.model,
             system=self.context.system,
-            messages=tuple(clean(messages)),
+            messages=tuple(messages),
             max_output_tokens=self.max_output_tokens,
             temperature=self.temperature,
             tools=tuple(t.spec for t in self.tools.values()) if purpose == "chat" else (),
@@ -149,7 +173,7 @@ class Engine:
         """
         started = self.clock()
         user = Message("user", text)
-        result = self._call([*self.context.messages, user], on_event, "chat")
+        result = self._call([user], on_event, "chat")
         if result.status != "unanswered":
             # What the last usage report covered is not counted again in the next estimate.
             self.context.append(user, counted=self._reported)
@@ -186,10 +210,12 @@ class Engine:
 
     def _call(
         self,
-        messages: list[Message],
+        in_flight: list[Message],
         on_event: Callable[[EngineEvent], None],
         purpose: Purpose,
     ) -> CallResult:
+        """One exchange: the call, then tool rounds. ``in_flight`` grows with the tool calls
+        and results; chat calls send it after the working context, restore calls alone."""
         t0 = time.monotonic()
         text: list[str] = []
         usage = Usage()
@@ -201,16 +227,18 @@ class Engine:
         try:
             for _round in range(MAX_TOOL_ROUNDS + 1):
                 mark = len(text)
+                messages = (self.context.request_messages(in_flight) if purpose == "chat"
+                            else repair(in_flight))
                 calls, round_usage = self._stream_once(messages, on_event, purpose, text)
                 usage = usage + round_usage
                 if not calls:
                     break
                 round_text = "".join(text[mark:])
-                messages.append(Message("assistant", round_text, tool_calls=tuple(calls)))
+                in_flight.append(Message("assistant", round_text, tool_calls=tuple(calls)))
                 for call in calls:
-                    exchange = self._run_tool(call, on_event, messages)
+                    exchange = self._run_tool(call, on_event, in_flight)
                     tools.append(exchange)
-                    messages.extend(_tool_messages([exchange])[1:])
+                    in_flight.extend(_tool_messages([exchange])[1:])
             else:
                 error = f"stopped after {MAX_TOOL_ROUNDS} tool rounds"
         except KeyboardInterrupt:
@@ -258,9 +286,10 @@ class Engine:
     def _fit(self, result: str, messages: Sequence[Message]) -> str:
         assert self.tool_result_limit is not None
         from rollchat.hygiene import fit_tool_result
-        from rollchat.tokens import estimate_tokens
+        from rollchat.tokens import TokenCounter
 
-        return fit_tool_result(result, self.tool_result_limit(messages), estimate_tokens)
+        count = TokenCounter(self.model).count_text  # the counter the budget is measured with
+        return fit_tool_result(result, self.tool_result_limit(messages), count)
 
     def _run_tool(self, call: ToolCall, on_event: Callable[[EngineEvent], None],
                   messages: Sequence[Message]) -> ToolExchange:

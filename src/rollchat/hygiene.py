@@ -12,17 +12,24 @@ from dataclasses import replace
 from rollchat.domain import Message
 
 MISSING_RESULT = "error: the tool call got no result (interrupted or lost)"
+KEEP_TOOL_RESULTS = 2
 
 
-def truncate_old_tool_results(messages: Sequence[Message], keep_last: int = 2) -> list[Message]:
+def stub(message: Message) -> Message:
+    """A tool result reduced to ``[tool_name: truncated, was N chars]`` (idempotent)."""
+    name = message.name or "tool"
+    if message.role != "tool" or message.content.startswith(f"[{name}: truncated, was "):
+        return message
+    return replace(message, content=f"[{name}: truncated, was {len(message.content)} chars]")
+
+
+def truncate_old_tool_results(messages: Sequence[Message],
+                              keep_last: int = KEEP_TOOL_RESULTS) -> list[Message]:
     """Replace all but the last ``keep_last`` tool results by a one-line stub."""
     tool_positions = [i for i, m in enumerate(messages) if m.role == "tool"]
-    old = set(tool_positions[: max(len(tool_positions) - keep_last, 0)])
-    out = []
-    for i, m in enumerate(messages):
-        if i in old and not m.content.startswith(f"[{m.name or 'tool'}: truncated"):
-            m = replace(m, content=f"[{m.name or 'tool'}: truncated, was {len(m.content)} chars]")
-        out.append(m)
+    out = list(messages)
+    for i in tool_positions[: max(len(tool_positions) - keep_last, 0)]:
+        out[i] = stub(out[i])
     return out
 
 
@@ -80,6 +87,7 @@ def fit_tool_result(text: str, max_tokens: int, count: Callable[[str], int]) -> 
             "ask with offset/limit for more]")
 
 
-def clean(messages: Sequence[Message], keep_tool_results: int = 2) -> list[Message]:
+def clean(messages: Sequence[Message],
+          keep_tool_results: int = KEEP_TOOL_RESULTS) -> list[Message]:
     """The full pass run before every call."""
     return truncate_old_tool_results(repair(messages), keep_tool_results)

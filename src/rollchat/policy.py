@@ -69,7 +69,8 @@ def should_compact(
     ``expected_after`` is the estimated prompt size right after compacting (system prompt,
     summary, kept tail); a compaction that would not shrink the prompt by MIN_SAVING is
     skipped, so it can never loop even if the summary comes back longer than what it replaces
-    (unless the prompt could not be sent at all: then it is tried, once per cooldown).
+    (unless the prompt could not be sent at all: then it is tried, once per cooldown). The
+    periodic trigger (``every_turns``) is not subject to it: it cannot loop, its counter resets.
     """
     if not enabled:
         return Decision(False, "automatic compaction is off")
@@ -84,7 +85,8 @@ def should_compact(
     if state.calls_since_compaction < COOLDOWN_CALLS:
         return Decision(False, "cooling down after the last compaction")
     must_fit = estimate > budget.window - budget.max_output_tokens
-    if not must_fit and (estimate <= 0 or (estimate - expected_after) / estimate < MIN_SAVING):
+    small_saving = estimate <= 0 or (estimate - expected_after) / estimate < MIN_SAVING
+    if over and not must_fit and small_saving:
         return Decision(False, "compacting would save less than 10%")
     if over:
         return Decision(True, f"context {estimate / budget.window:.0%} of "
