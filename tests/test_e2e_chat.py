@@ -136,3 +136,16 @@ def test_version_and_help(tmp_path: Path) -> None:
     assert result.returncode == 0 and result.stdout.startswith("rollchat ")
     result = run_piped(tmp_path, "", "--help")
     assert result.returncode == 0 and "--sessions-dir" in result.stdout
+
+
+def test_pty_pasted_multiline_text_arrives_whole(tmp_path: Path) -> None:
+    child = spawn(tmp_path)
+    child.expect(PROMPT)
+    child.send("\x1b[200~def f():\n    return 42\n\x1b[201~")  # a bracketed paste
+    child.send("\r")
+    child.expect("Assistant:")
+    child.expect(PROMPT)
+    child.sendline("exit")
+    child.expect(pexpect.EOF)
+    t = parse(_session_files(tmp_path / "sessions")[0].read_text())
+    assert [turn.user for turn in t.turns] == ["def f():\n    return 42\n"]
