@@ -110,7 +110,7 @@ def phase_of(lines: list[str]) -> str:
         return "exit: done" if saved else "exit: summary + finalize"
     if kind == "chat":
         last = after[-1] if after else ""
-        return "turn: saving" if last.startswith("Time: ") else "turn: streaming"
+        return "turn: answered" if last.startswith("Time: ") else "turn: streaming or saving"
     if kind == "compact":
         if "Starting new session with summary..." in after:
             return "compact: child + restoration"
