@@ -195,6 +195,19 @@ def test_enospc_creating_the_session_file_leaves_nothing(tmp_path: Path, fs: Fau
     assert [p.name for p in chat.root.iterdir()] == [".gitignore"]
 
 
+def test_enospc_writing_gitignore_leaves_no_unprotected_directory(tmp_path: Path,
+                                                                   fs: FaultyOS) -> None:
+    root = tmp_path / "sessions"
+    fs.target = lambda path: path.name == ".gitignore"
+    fs.space = 12  # "# rollchat t" fits, the "*" line does not
+    with pytest.raises(rollchat.store.StoreError, match="No space left on device"):
+        SessionStore(root).ensure()
+    assert not root.exists()  # the next start creates it again, .gitignore included
+    fs.space = None
+    SessionStore(root).ensure()
+    assert (root / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
 # ---------------------------------------------------------------- finalize (atomic rewrite)
 
 
