@@ -6,11 +6,25 @@ chat goes on, and that the session files keep every turn typed or received.
 
 from __future__ import annotations
 
+import io
+import os
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pexpect
+import pytest
+from rich.console import Console
 
+from rollchat.app import ChatApp
+from rollchat.config import AgentConfig, Config
 from rollchat.domain import Transcript
+from rollchat.engine import Context, Engine
+from rollchat.providers.base import ChatRequest, RetryPolicy, StreamEvent
+from rollchat.providers.offline import OfflineProvider
+from rollchat.render import Renderer
+from rollchat.repl import finish, handle_line
+from rollchat.store import SessionStore
 from rollchat.transcript import parse
 from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
 
@@ -282,3 +296,49 @@ def test_ctrl_c_during_a_tool_round_keeps_the_call_and_the_partial_answer(
     assert turn.assistant.startswith("Let me look for")
     assert "That's what I found" not in turn.assistant
     assert kid.summary is not None
+
+
+# ---------------------------------------------------------------- the final save, in process
+
+
+class _StoppedSummary(OfflineProvider):
+    """The offline model, but Ctrl-C arrives while it writes a summary."""
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
+        if request.purpose == "summary":
+            raise KeyboardInterrupt
+        yield from super().stream(request)
+
+
+def test_ctrl_c_held_while_the_summary_is_written(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second Ctrl-C exactly inside the file rewrite: held, delivered after the rename."""
+    agent = AgentConfig(key="assistant", name="Assistant", provider="offline")
+    out = io.StringIO()
+    provider = _StoppedSummary()
+    store = SessionStore(tmp_path / "sessions")
+    app = ChatApp(config=Config(agents={"assistant": agent}), agent=agent,
+                  engine=Engine(provider, model="offline", context=Context(system="s"),
+                                max_output_tokens=500, temperature=None,
+                                retry=RetryPolicy(0, 0.0, 0.0)),
+                  summary_provider=provider, summary_model="offline", provider_name="offline",
+                  store=store, renderer=Renderer(Console(file=out, width=200), interactive=False),
+                  confirm=lambda q: False, context_window=128_000)
+    assert handle_line(app, "hi") is False
+    real_write = store._atomic_write
+    interrupted: list[bool] = []
+
+    def write_with_ctrl_c(path: Path, data: bytes) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # the handler runs here, mid-save
+        interrupted.append(True)
+        real_write(path, data)
+
+    monkeypatch.setattr(store, "_atomic_write", write_with_ctrl_c)
+    finish(app)
+    assert interrupted == [True]
+    shown = out.getvalue()
+    assert "summary failed (interrupted)" in shown
+    assert "interrupted while saving; the transcript is on disk" in shown
+    [t] = _sessions(tmp_path)
+    assert _queries(t) == [("hi", "ok")] and t.header.total_queries == 1
+    assert t.summary is not None and t.summary.fallback
