@@ -342,3 +342,58 @@ def test_ctrl_c_held_while_the_summary_is_written(tmp_path: Path,
     [t] = _sessions(tmp_path)
     assert _queries(t) == [("hi", "ok")] and t.header.total_queries == 1
     assert t.summary is not None and t.summary.fallback
+
+
+def test_second_ctrl_c_during_the_local_fallback_keeps_the_summary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C stops the model's summary; a second one while the local fallback is built must
+    not leave the session without its summary block."""
+    import io
+    import os
+    import signal
+
+    from rich.console import Console
+
+    from rollchat import compaction
+    from rollchat.app import ChatApp
+    from rollchat.config import AgentConfig, Config
+    from rollchat.engine import Context, Engine
+    from rollchat.providers.base import RetryPolicy
+    from rollchat.providers.offline import OfflineProvider
+    from rollchat.render import Renderer
+    from rollchat.repl import finish, handle_line
+    from rollchat.store import SessionStore
+    from rollchat.transcript import parse
+
+    agent = AgentConfig(key="assistant", name="Assistant", provider="offline")
+    provider = OfflineProvider()
+    out = io.StringIO()
+    app = ChatApp(
+        config=Config(agents={"assistant": agent}), agent=agent,
+        engine=Engine(provider, model="offline", context=Context(system="s"),
+                      max_output_tokens=500, temperature=None, retry=RetryPolicy(0, 0.0, 0.0)),
+        summary_provider=provider, summary_model="offline", provider_name="offline",
+        store=SessionStore(tmp_path / "s"), renderer=Renderer(Console(file=out),
+                                                              interactive=False),
+        confirm=lambda q: False, context_window=128_000)
+    handle_line(app, "we decided to ship the parser on Friday")
+
+    def first_ctrl_c(*args: object, **kwargs: object) -> object:
+        raise KeyboardInterrupt  # the first Ctrl-C, as the summary call starts
+
+    real = compaction.extractive_summary
+    calls = []
+
+    def second_ctrl_c(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        if len(calls) == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # the second, during the local fallback
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(compaction, "build_summary_request", first_ctrl_c)
+    monkeypatch.setattr(compaction, "extractive_summary", second_ctrl_c)
+    finish(app)
+    [path] = list((tmp_path / "s").glob("*.md"))
+    summary = parse(path.read_text()).summary
+    assert summary is not None and summary.fallback
+    assert any("parser" in d for d in summary.decisions + summary.topics)

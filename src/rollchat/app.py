@@ -7,6 +7,7 @@ and piped input both drive it one line at a time.
 from __future__ import annotations
 
 import signal
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -32,6 +33,8 @@ from rollchat.render import Renderer, human_tokens
 from rollchat.tokens import TokenCounter
 
 if TYPE_CHECKING:  # the rest is imported when first needed, after the prompt is shown
+    from concurrent.futures import Future
+
     from rollchat.compaction import SummaryOutcome
     from rollchat.store import LiveSession, SessionInfo, SessionStore
 
@@ -39,6 +42,8 @@ ARCHIVE_TOOL_NAME = "session_archive_read"
 
 SUMMARY_PROMPT_OVERHEAD = 1_500  # tokens of the summary prompt's own instructions
 RESTORATION_TOKENS = 400  # the restoration prompt's text and the acknowledgment, roughly
+PRESUMMARY_SHARE = 0.7  # start the summary in the background past this share of the budget
+QUICK_REST_TURNS = 4  # at most this many turns after the background summary: no model call
 
 
 def _now() -> datetime:
@@ -57,6 +62,11 @@ class SessionState:
     restored: Turn | None = None
     live: LiveSession | None = None
     save_failed: bool = False
+
+    # summaries of consecutive runs of turns (start, end, summary), made in the background
+    # from ~70% of the budget on, so that compacting at the threshold only has to summarize
+    # the few turns after the last run
+    presummaries: list[tuple[int, int, Future[SummaryOutcome]]] = field(default_factory=list)
 
     query_turns: int = 0  # query turns held, carried-over ones included
     queries: int = 0  # queries asked in this session (carried-over turns excluded)
@@ -81,8 +91,9 @@ class SessionState:
 
 
 @contextmanager
-def sigint_deferred() -> Iterator[None]:
-    """Hold Ctrl-C while a file is being rewritten; deliver it afterwards."""
+def sigint_deferred(deliver: bool = True) -> Iterator[None]:
+    """Hold Ctrl-C while a file is being rewritten; deliver it afterwards (``deliver``) or
+    drop it (when the user already asked to stop and this is the quick way out)."""
     pending: list[Any] = []
 
     def hold(signum: int, frame: Any) -> None:
@@ -97,7 +108,7 @@ def sigint_deferred() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-    if pending:
+    if pending and deliver:
         raise KeyboardInterrupt
 
 
@@ -206,6 +217,68 @@ class ChatApp:
         )
         if decision.compact:
             self._auto_compact(decision.reason, pending)
+        elif cfg.auto_compact and estimate >= PRESUMMARY_SHARE * self.budget.tokens:
+            self._start_presummary()
+
+    def _start_presummary(self) -> None:
+        """Summarize the turns not yet covered in a background thread, folding them into the
+        previous background summary, once that one is done and enough turns have come."""
+        from concurrent.futures import Future
+
+        from rollchat.compaction import summarize
+
+        state = self.state
+        begin = state.presummaries[-1][1] if state.presummaries else 0
+        if state.presummaries and not state.presummaries[-1][2].done():
+            return
+        if len(state.turns) - begin <= (QUICK_REST_TURNS if begin else 0):
+            return
+        parent = state.parent_summary
+        if state.presummaries:
+            try:
+                previous = state.presummaries[-1][2].result(timeout=0)
+            except Exception:
+                return  # a failed background summary: compaction summarizes everything
+            if previous.fallback_used:
+                return
+            first, last = state.presummaries[-1][:2]
+            parent = self._fitting(previous, state.turns[first:last], parent, None).summary
+        turns = state.turns[begin:]
+        future: Future[SummaryOutcome] = Future()
+        cfg = self.config.summary
+
+        def run() -> None:
+            try:
+                future.set_result(summarize(
+                    self.summary_provider, turns, parent_summary=parent, focus=None,
+                    model=self.summary_model, max_words=self.summary_words,
+                    timeout_seconds=cfg.timeout_seconds,
+                    max_output_tokens=self.budget.max_output_tokens))
+            except BaseException as exc:  # not usable: compaction summarizes those turns
+                future.set_exception(exc)
+
+        state.presummaries.append((begin, len(state.turns), future))
+        threading.Thread(target=run, name="rollchat-presummary", daemon=True).start()
+
+    def _presummaries_for(self, turns: list[Turn], focus: str | None,
+                          ) -> tuple[list[SummaryOutcome], int]:
+        """The background summaries that cover the start of ``turns`` (waiting for one still
+        running), and how many turns they cover; ([], 0) when there are none to use."""
+        state = self.state
+        if not state.presummaries or focus is not None or turns is not state.turns:
+            return [], 0
+        outcomes: list[SummaryOutcome] = []
+        end = 0
+        for _begin, stop, future in state.presummaries:
+            try:
+                outcome = future.result(timeout=self.config.summary.timeout_seconds)
+            except Exception:
+                break
+            if outcome.fallback_used:
+                break
+            outcomes.append(outcome)
+            end = stop
+        return outcomes, end
 
     def _kept_tail(self) -> list[Message]:
         """The last turns kept verbatim: ``keep_recent_turns``, fewer when they would take
@@ -239,7 +312,7 @@ class ChatApp:
         tail = self._kept_tail()
         kept = sum(1 for m in tail if m.role == "user")
         try:
-            summary = self._finalize()
+            summary = self._finalize(quick=True)
             assert summary is not None
             parent_id = state.session_id
             carried = carried_turns(state.turns, kept, parent_id or "(unsaved)")
@@ -309,23 +382,32 @@ class ChatApp:
 
     # ------------------------------------------------------------------ summaries
     def _summarize(self, turns: list[Turn], parent: Summary | None, focus: str | None,
-                   ) -> SummaryOutcome:
+                   quick: bool = False) -> SummaryOutcome:
         """The session's summary; in chunks (oldest first, each folded into a running
-        summary) when the conversation would not fit in one summary request."""
+        summary) when the conversation would not fit in one summary request.
+
+        When a background summary (started at ~70% of the budget) covers the start, only the
+        turns since are summarized; ``quick`` (automatic compaction): when those are few they
+        are summarized locally, so compacting at the threshold does not make the user wait
+        (they are also carried verbatim into the new session).
+        """
         from rollchat.compaction import SummaryOutcome, extractive_summary, summarize
 
         cfg = self.config.summary
-        limit = self.budget.window - self.budget.max_output_tokens - SUMMARY_PROMPT_OVERHEAD
-        total = sum(turn_tokens(self.counter, t) for t in turns)
-        if parent is not None or total > max(limit, 500):  # room for the (running) summary
-            limit -= self.summary_words * 2
-        limit = max(limit, 500)
-        chunks = chunk_turns(turns, limit, self.counter) if total > limit else [turns]
         outcomes: list[SummaryOutcome] = []
-        running = parent
+        running, rest = parent, turns
         try:
             with self.out.spinner("Generating session summary..."):
-                for chunk in chunks:
+                done, covered = self._presummaries_for(turns, focus)
+                if done:  # made in the background from ~70% of the budget on
+                    outcomes += [self._fitting(o, turns[:covered], parent, focus) for o in done]
+                    running, rest = outcomes[-1].summary, turns[covered:]
+                    if quick and len(rest) <= QUICK_REST_TURNS:
+                        outcomes.append(SummaryOutcome(extractive_summary(
+                            rest, parent_summary=running, focus=None,
+                            max_words=self.summary_words, fallback=False), False, None, Usage()))
+                        rest = []
+                for chunk in self._chunks(rest, running):
                     outcome = summarize(
                         self.summary_provider, chunk, parent_summary=running, focus=focus,
                         model=self.summary_model, max_words=self.summary_words,
@@ -336,15 +418,18 @@ class ChatApp:
                     outcomes.append(outcome)
                     running = outcome.summary
         except KeyboardInterrupt:
-            outcomes = [SummaryOutcome(
-                summary=extractive_summary(turns, parent_summary=parent, focus=focus,
-                                           max_words=self.summary_words, fallback=True),
-                fallback_used=True, reason="interrupted", usage=Usage(),
-            )]
+            with sigint_deferred(deliver=False):  # a second Ctrl-C must not lose the summary
+                outcomes = [SummaryOutcome(
+                    summary=extractive_summary(turns, parent_summary=parent, focus=focus,
+                                               max_words=self.summary_words, fallback=True),
+                    fallback_used=True, reason="interrupted", usage=Usage(),
+                )]
         failed = [o for o in outcomes if o.fallback_used]
         if failed:
             self.out.warn(f"The model's summary failed ({failed[0].reason}); "
                           "a local extractive summary was saved instead.")
+        outcomes = [o for o in outcomes if o.summary.topics or o.summary.decisions
+                    or o.summary.pending] or outcomes[:1]
         if len(outcomes) == 1:
             return outcomes[0]
         merged = merge_summaries([o.summary for o in outcomes])
@@ -352,6 +437,17 @@ class ChatApp:
         return self._fitting(SummaryOutcome(merged, bool(failed),
                                             failed[0].reason if failed else None, usage),
                              turns, parent, focus)
+
+    def _chunks(self, turns: list[Turn], running: Summary | None) -> list[list[Turn]]:
+        """``turns`` in groups that each fit one summary request (usually one group)."""
+        if not turns:
+            return []
+        limit = self.budget.window - self.budget.max_output_tokens - SUMMARY_PROMPT_OVERHEAD
+        total = sum(turn_tokens(self.counter, t) for t in turns)
+        if running is not None or total > max(limit, 500):  # room for the (running) summary
+            limit -= self.summary_words * 2
+        limit = max(limit, 500)
+        return chunk_turns(turns, limit, self.counter) if total > limit else [turns]
 
     def _fitting(self, outcome: SummaryOutcome, turns: list[Turn], parent: Summary | None,
                  focus: str | None) -> SummaryOutcome:
@@ -373,12 +469,13 @@ class ChatApp:
         return SummaryOutcome(summary, True, "the summary was too long for the context window",
                               outcome.usage)
 
-    def _finalize(self, focus: str | None = None) -> Summary | None:
-        """Summarize the live session and write its summary block. None if nothing to do."""
+    def _finalize(self, focus: str | None = None, quick: bool = False) -> Summary | None:
+        """Summarize the live session and write its summary block. None if nothing to do.
+        ``quick``: see _summarize."""
         state = self.state
         if not state.query_turns:
             return None
-        outcome = self._summarize(state.turns, state.parent_summary, focus)
+        outcome = self._summarize(state.turns, state.parent_summary, focus, quick=quick)
         if state.live is not None and self.store is not None and not state.save_failed:
             try:
                 with sigint_deferred():

@@ -16,7 +16,7 @@ from typing import Annotated, NoReturn, Optional
 import typer
 
 from rollchat import __version__
-from rollchat.errors import ConfigError, RollchatError, UsageError
+from rollchat.errors import ConfigError, RollchatError, StoreError, UsageError
 
 app = typer.Typer(
     add_completion=False,
@@ -182,8 +182,12 @@ def start_chat(config_path: Path | None, overrides: object, *, resume: str | Non
                                                     force_interactive=False)
     renderer = Renderer(console, interactive=interactive)
     store = SessionStore(cfg.session.dir) if cfg.session.auto_save else None
+    store_problem = None
     if store is not None:
-        store.ensure()
+        try:
+            store.ensure()
+        except StoreError as exc:  # e.g. a read-only directory: the chat goes on in memory
+            store_problem = str(exc)
     retry = cfg.retry
     engine = Engine(
         provider, model=model, context=Context(system=agent.system_prompt),
@@ -211,6 +215,9 @@ def start_chat(config_path: Path | None, overrides: object, *, resume: str | Non
     renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
                     where=str(cfg.session.dir) if store else "memory only (--no-save)")
     chat.notices()
+    if store_problem is not None:
+        renderer.warn(f"{store_problem}: the chat goes on in memory; nothing is saved")
+        chat.state.save_failed = True
     if resume is not None:
         chat.resume(resume)
     if interactive:

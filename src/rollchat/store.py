@@ -170,6 +170,11 @@ class SessionStore:
             fd = os.open(self.root / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 _write_all(fd, b"# rollchat transcripts are private: never commit them\n*\n")
+            except OSError:  # disk full: leave no directory whose .gitignore ignores nothing
+                with contextlib.suppress(OSError):
+                    os.unlink(self.root / ".gitignore")
+                    os.rmdir(self.root)
+                raise
             finally:
                 os.close(fd)
 
@@ -203,20 +208,40 @@ class SessionStore:
         for attempt in range(200):
             sid = f"{base}_{secrets.token_hex(2 if attempt < 20 else 4)}"
             path = self.root / f"{sid}.md"
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
-            except FileExistsError:
-                continue
-            except OSError as e:
-                raise StoreError(f"cannot create a session file in {self.root}: "
-                                 f"{e.strerror}") from None
             header = SessionHeader(sid, now, agent, agent_path, model, provider,
                                    resumed_from, previous_session)
-            self._write_new(fd, path, render_header(header).encode("utf-8", "surrogateescape"))
-            return LiveSession(path, header)
+            if self._create(path, render_header(header).encode("utf-8", "surrogateescape")):
+                return LiveSession(path, header)
         raise StoreError(f"could not find a free session id in {self.root}")
 
-    def _write_new(self, fd: int, path: Path, data: bytes) -> None:
+    def _create(self, path: Path, data: bytes) -> bool:
+        """Write ``data`` to a temporary file, then hard-link it as ``path`` (refused if the id
+        is taken: False): a crash never leaves an empty or half-written session file."""
+        tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        if not self._create_excl(tmp, data):
+            return False
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError:  # no hard links on this filesystem: create the file in place
+            if not self._create_excl(path, data):
+                return False
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        _fsync_dir(self.root)
+        return True
+
+    def _create_excl(self, path: Path, data: bytes) -> bool:
+        """Create ``path`` (O_EXCL, 0600) holding ``data``, fsynced; False if it exists."""
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+        except FileExistsError:
+            return False
+        except OSError as e:
+            raise StoreError(f"cannot create a session file in {self.root}: "
+                             f"{e.strerror}") from None
         try:
             try:
                 os.fchmod(fd, 0o600)
@@ -224,11 +249,11 @@ class SessionStore:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            _fsync_dir(self.root)
         except OSError as e:
             with contextlib.suppress(OSError):
                 os.unlink(path)
             raise StoreError(f"cannot write session file {path}: {e.strerror}") from None
+        return True
 
     def finalize(self, session_id: str, summary: Summary, total_queries: int,
                  total_tokens: int) -> None:
