@@ -196,6 +196,34 @@ _BY_ERROR_TYPE: dict[str, type[ProviderError]] = {
 }
 
 
+class SDKProvider:
+    """What the SDK-backed providers share: their settings, and the SDK client, imported and
+    created at the first call (importing an SDK costs most of a second)."""
+
+    sdk = ""  # the SDK's module (and pip package) name
+
+    def __init__(self, model: str, *, api_key: str | None, base_url: str | None,
+                 timeout: float, name: str | None = None) -> None:
+        self.name = name or self.sdk
+        self.model = model
+        self._api_key = api_key
+        self._base_url = base_url
+        self._timeout = timeout
+        self._client: Any = None
+
+    def _sdk_client(self) -> Any:
+        if self._client is None:
+            try:
+                module = importlib.import_module(self.sdk)
+            except ImportError as exc:
+                raise sdk_missing(self.sdk) from exc
+            self._client = self._make_client(module)
+        return self._client
+
+    def _make_client(self, sdk: Any) -> Any:
+        raise NotImplementedError
+
+
 def sdk_missing(package: str) -> ProviderError:
     return ProviderError(f"the {package} package is not installed: run `pip install {package}`")
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rollchat.domain import Message, ToolCall, Usage
-from rollchat.providers import map_sdk_error, sdk_missing
+from rollchat.providers import SDKProvider, map_sdk_error
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -29,28 +29,14 @@ _STOP_REASONS = {"end_turn": "end", "tool_use": "tool_use", "max_tokens": "max_t
 _CACHE = {"type": "ephemeral"}
 
 
-class AnthropicProvider:
+class AnthropicProvider(SDKProvider):
     """The Messages API, streamed as raw events (``messages.create(stream=True)``)."""
 
-    def __init__(self, model: str, *, api_key: str | None, base_url: str | None,
-                 timeout: float, name: str = "anthropic") -> None:
-        self.name = name
-        self.model = model
-        self._api_key = api_key
-        self._base_url = base_url
-        self._timeout = timeout
-        self._client: Any = None
+    sdk = "anthropic"
 
-    def _sdk_client(self) -> Any:
-        if self._client is None:
-            try:
-                import anthropic
-            except ImportError as exc:
-                raise sdk_missing("anthropic") from exc
-            self._client = anthropic.Anthropic(
-                api_key=self._api_key, base_url=self._base_url, timeout=self._timeout,
-                max_retries=0)
-        return self._client
+    def _make_client(self, sdk: Any) -> Any:
+        return sdk.Anthropic(api_key=self._api_key, base_url=self._base_url,
+                             timeout=self._timeout, max_retries=0)
 
     def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
         try:

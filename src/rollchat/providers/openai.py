@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rollchat.domain import Message, ToolCall, Usage
-from rollchat.providers import map_sdk_error, sdk_missing
+from rollchat.providers import SDKProvider, map_sdk_error
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -33,28 +33,14 @@ _STOP_REASONS = {"stop": "end", "tool_calls": "tool_use", "function_call": "tool
 _NO_KEY = "not-needed"  # local OpenAI-compatible servers ignore the key, the SDK wants one
 
 
-class OpenAIProvider:
+class OpenAIProvider(SDKProvider):
     """Chat Completions, streamed, with ``stream_options.include_usage``."""
 
-    def __init__(self, model: str, *, api_key: str | None, base_url: str | None,
-                 timeout: float, name: str = "openai") -> None:
-        self.name = name
-        self.model = model
-        self._api_key = api_key
-        self._base_url = base_url
-        self._timeout = timeout
-        self._client: Any = None
+    sdk = "openai"
 
-    def _sdk_client(self) -> Any:
-        if self._client is None:
-            try:
-                import openai
-            except ImportError as exc:
-                raise sdk_missing("openai") from exc
-            self._client = openai.OpenAI(
-                api_key=self._api_key or _NO_KEY, base_url=self._base_url,
-                timeout=self._timeout, max_retries=0)
-        return self._client
+    def _make_client(self, sdk: Any) -> Any:
+        return sdk.OpenAI(api_key=self._api_key or _NO_KEY, base_url=self._base_url,
+                          timeout=self._timeout, max_retries=0)
 
     def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
         params = request_params(request, official=_is_official(self._base_url))
