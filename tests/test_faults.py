@@ -89,7 +89,7 @@ def faults(anthropic: bool) -> list[Fault]:
     lead = 3 if anthropic else 1
     return [
         Fault("dropped mid-stream", (drop("partial answer here", lead + 2),), "error",
-              "cannot connect: peer closed connection", 1, "partial answer"),
+              "connection lost: peer closed connection", 1, "partial answer"),
         Fault("dropped before any text", (drop("never seen", lead), text("second try")),
               "ok", "", 2, "second try"),
         Fault("malformed stream", (garbage(),), "unanswered", "malformed response", 1),

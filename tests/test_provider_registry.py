@@ -152,3 +152,12 @@ def test_scrub_removes_keys_and_newlines() -> None:
 def test_redact_url() -> None:
     assert redact_url("https://u:p@example.com/v1?api_key=s") == "https://***@example.com/v1"
     assert redact_url(OLLAMA) == OLLAMA
+
+
+def test_scrub_removes_url_credentials_and_keys() -> None:
+    from rollchat.providers import scrub
+
+    text = "failed: http://user:p4ssw0rd@127.0.0.1:8080/v1 with key sk-abcdefghijklmnop1234"
+    out = scrub(text, "sk-abcdefghijklmnop1234")
+    assert "p4ssw0rd" not in out and "user:" not in out and "sk-abc" not in out
+    assert "http://[redacted]@127.0.0.1:8080/v1" in out

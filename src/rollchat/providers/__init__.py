@@ -19,6 +19,7 @@ from rollchat.errors import ConfigError
 from rollchat.providers.base import (
     AuthError,
     BadRequestError,
+    ConnectionLostError,
     ContextTooLongError,
     MalformedStreamError,
     OverloadedError,
@@ -186,6 +187,9 @@ def _import_quietly(names: list[str]) -> None:
 
 # ---------------------------------------------------------------- SDK error mapping
 
+_URL_CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]+@")
+_LOST_HINTS = ("peer closed", "incomplete chunked read", "connection reset",
+               "Server disconnected")
 _KEY_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{6,}|[A-Za-z0-9_\-]{32,})")
 _CONTEXT_HINTS = ("prompt is too long", "context length", "context_length", "maximum context",
                   "context window", "too many tokens")
@@ -229,9 +233,11 @@ def sdk_missing(package: str) -> ProviderError:
 
 
 def scrub(text: str, secret: str | None, limit: int = 300) -> str:
-    """One line, at most ``limit`` characters, with the key and key-like tokens removed."""
+    """One line, at most ``limit`` characters, with the key, key-like tokens and the
+    credentials of URLs (``user:password@``) removed."""
     if secret:
         text = text.replace(secret, "[redacted]")
+    text = _URL_CREDENTIALS.sub(r"\1[redacted]@", text)
     text = _KEY_LIKE.sub("[redacted]", " ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -294,8 +300,12 @@ def map_sdk_error(exc: Exception, secret: str | None) -> ProviderError:
     detail = scrub(str(exc), secret)
     if names & {"APITimeoutError", "TimeoutException", "TimeoutError"}:
         return ProviderTimeoutError("no answer within the request timeout")
+    if names & {"RemoteProtocolError", "ReadError"}:  # it was connected, then cut
+        return ConnectionLostError(_connection_detail(exc, secret))
     if names & {"APIConnectionError", "TransportError", "ConnectionError"}:
-        return ProviderConnectionError(_connection_detail(exc, secret))
+        detail = _connection_detail(exc, secret)
+        lost = any(hint in detail for hint in _LOST_HINTS)
+        return (ConnectionLostError if lost else ProviderConnectionError)(detail)
     if isinstance(exc, (ValueError, AttributeError, KeyError)):
         return MalformedStreamError(f"unexpected data in the response ({detail})")
     body = getattr(exc, "body", None)

@@ -129,6 +129,12 @@ class ProviderConnectionError(ProviderError):
     label = "cannot connect"
 
 
+class ConnectionLostError(ProviderConnectionError):
+    """The connection was up and then closed before the answer ended."""
+
+    label = "connection lost"
+
+
 class ContextTooLongError(ProviderError):
     label = "context too long"
 
