@@ -149,3 +149,9 @@ def test_pty_pasted_multiline_text_arrives_whole(tmp_path: Path) -> None:
     child.expect(pexpect.EOF)
     t = parse(_session_files(tmp_path / "sessions")[0].read_text())
     assert [turn.user for turn in t.turns] == ["def f():\n    return 42\n"]
+
+
+def test_piped_output_has_no_trailing_padding(tmp_path: Path) -> None:
+    result = run_piped(tmp_path, "hi\nwhat is a token bucket?\n")
+    assert result.returncode == 0
+    assert all(line == line.rstrip(" ") for line in result.stdout.split("\n"))

@@ -133,9 +133,10 @@ def sessions_command(
         return
     from rich.console import Console
 
-    from rollchat.render import Renderer
+    from rollchat.render import Renderer, plain_console
 
-    Renderer(Console(), interactive=False).sessions(listing.sessions, listing.problems)
+    console = Console() if sys.stdout.isatty() else plain_console()
+    Renderer(console, interactive=False).sessions(listing.sessions, listing.problems)
 
 
 def _warm_up(chat: object, provider_name: str) -> None:
@@ -160,7 +161,7 @@ def start_chat(config_path: Path | None, overrides: object, *, resume: str | Non
     from rollchat.config import ConfigOverrides, load_config
     from rollchat.engine import Context, Engine
     from rollchat.providers.base import RetryPolicy
-    from rollchat.render import Renderer
+    from rollchat.render import Renderer, plain_console
     from rollchat.repl import history_path, run_interactive, run_piped
     from rollchat.store import SessionStore
     from rollchat.tokens import context_window
@@ -178,8 +179,7 @@ def start_chat(config_path: Path | None, overrides: object, *, resume: str | Non
     summary_provider = (provider if (summary_name, summary_agent.model) == (name, model)
                         else providers.build_provider(summary_name, summary_agent, cfg, env))
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    console = Console() if interactive else Console(force_terminal=False, color_system=None,
-                                                    force_interactive=False)
+    console = Console() if interactive else plain_console()
     renderer = Renderer(console, interactive=interactive)
     store = SessionStore(cfg.session.dir) if cfg.session.auto_save else None
     store_problem = None

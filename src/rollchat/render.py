@@ -6,11 +6,13 @@ shown (it is kept verbatim in the transcript).
 
 from __future__ import annotations
 
+import io
 import re
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, cast
 
 from rich.console import Console
 from rich.live import Live
@@ -28,6 +30,34 @@ if TYPE_CHECKING:
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 _REFRESH_SECONDS = 1 / 15
+
+
+class _TrimmedLines(io.TextIOBase):
+    """A text stream that drops the spaces rich pads lines with (piped output stays clean)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        super().__init__()
+        self.stream = stream
+        self.partial = ""
+
+    def write(self, text: str) -> int:
+        *lines, self.partial = (self.partial + text).split("\n")
+        for line in lines:
+            self.stream.write(line.rstrip(" ") + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+
+def plain_console(stream: IO[str] | None = None) -> Console:
+    """A console for piped output: no colours, no escape codes, no trailing padding."""
+    trimmed = _TrimmedLines(stream or sys.stdout)
+    return Console(file=cast(IO[str], trimmed), force_terminal=False, color_system=None,
+                   force_interactive=False)
 
 
 def harmless(text: str) -> str:
