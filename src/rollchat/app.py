@@ -6,44 +6,30 @@ and piped input both drive it one line at a time.
 
 from __future__ import annotations
 
-import signal
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from rollchat.autocompact import (
-    carried_turns,
-    chunk_turns,
-    estimate_prompt,
-    is_carried,
-    merge_summaries,
-    tail_start,
-    turn_tokens,
-)
+from rollchat.autocompact import carried_turns, estimate_prompt, is_carried, tail_start
 from rollchat.config import AgentConfig, Config
-from rollchat.domain import Message, Summary, Turn, Usage
+from rollchat.domain import Message, Summary, Turn
 from rollchat.engine import Engine, EngineEvent, Retrying, ToolFinished, ToolStarted, describe_call
 from rollchat.errors import RollchatError, StoreError
+from rollchat.interrupts import sigint_deferred
 from rollchat.policy import MAX_FAILURES, PolicyState, compute_budget, should_compact
 from rollchat.providers.base import ContextTooLongError, Provider, TextDelta
 from rollchat.render import Renderer, human_tokens
+from rollchat.summarizer import Background, Summarizer
 from rollchat.tokens import TokenCounter
 
 if TYPE_CHECKING:  # the rest is imported when first needed, after the prompt is shown
-    from concurrent.futures import Future
-
-    from rollchat.compaction import SummaryOutcome
     from rollchat.store import LiveSession, SessionInfo, SessionStore
 
 ARCHIVE_TOOL_NAME = "session_archive_read"
 
-SUMMARY_PROMPT_OVERHEAD = 1_500  # tokens of the summary prompt's own instructions
 RESTORATION_TOKENS = 400  # the restoration prompt's text and the acknowledgment, roughly
 PRESUMMARY_SHARE = 0.7  # start the summary in the background past this share of the budget
-QUICK_REST_TURNS = 4  # at most this many turns after the background summary: no model call
 
 
 def _now() -> datetime:
@@ -63,10 +49,8 @@ class SessionState:
     live: LiveSession | None = None
     save_failed: bool = False
 
-    # summaries of consecutive runs of turns (start, end, summary), made in the background
-    # from ~70% of the budget on, so that compacting at the threshold only has to summarize
-    # the few turns after the last run
-    presummaries: list[tuple[int, int, Future[SummaryOutcome]]] = field(default_factory=list)
+    # summaries made in the background from ~70% of the budget on (see summarizer)
+    background: Background = field(default_factory=Background)
 
     query_turns: int = 0  # query turns held, carried-over ones included
     queries: int = 0  # queries asked in this session (carried-over turns excluded)
@@ -90,28 +74,6 @@ class SessionState:
         return self.live.session_id if self.live else None
 
 
-@contextmanager
-def sigint_deferred(deliver: bool = True) -> Iterator[None]:
-    """Hold Ctrl-C while a file is being rewritten; deliver it afterwards (``deliver``) or
-    drop it (when the user already asked to stop and this is the quick way out)."""
-    pending: list[Any] = []
-
-    def hold(signum: int, frame: Any) -> None:
-        pending.append(signum)
-
-    try:
-        previous = signal.signal(signal.SIGINT, hold)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if pending and deliver:
-        raise KeyboardInterrupt
-
-
 class ChatApp:
     """One chat: routes user text to the engine and runs the session flows."""
 
@@ -132,8 +94,6 @@ class ChatApp:
         self.config = config
         self.agent = agent
         self.engine = engine
-        self.summary_provider = summary_provider
-        self.summary_model = summary_model
         self.provider_name = provider_name
         self.store = store
         self.out = renderer
@@ -147,8 +107,9 @@ class ChatApp:
                                      cfg.compact_threshold, cfg.safety_margin_tokens)
         engine.max_output_tokens = self.budget.max_output_tokens
         engine.tool_result_limit = self._tool_room
-        # A summary must leave room for work: small windows get shorter summaries.
-        self.summary_words = min(config.summary.max_words, max(60, self.budget.tokens // 6))
+        self.summarizer = Summarizer(summary_provider, model=summary_model,
+                                     config=config.summary, budget=self.budget,
+                                     counter=self.counter, out=renderer)
         self.policy = PolicyState()
         self.last_estimate: int | None = None
 
@@ -218,67 +179,8 @@ class ChatApp:
         if decision.compact:
             self._auto_compact(decision.reason, pending)
         elif cfg.auto_compact and estimate >= PRESUMMARY_SHARE * self.budget.tokens:
-            self._start_presummary()
-
-    def _start_presummary(self) -> None:
-        """Summarize the turns not yet covered in a background thread, folding them into the
-        previous background summary, once that one is done and enough turns have come."""
-        from concurrent.futures import Future
-
-        from rollchat.compaction import summarize
-
-        state = self.state
-        begin = state.presummaries[-1][1] if state.presummaries else 0
-        if state.presummaries and not state.presummaries[-1][2].done():
-            return
-        if len(state.turns) - begin <= (QUICK_REST_TURNS if begin else 0):
-            return
-        parent = state.parent_summary
-        if state.presummaries:
-            try:
-                previous = state.presummaries[-1][2].result(timeout=0)
-            except Exception:
-                return  # a failed background summary: compaction summarizes everything
-            if previous.fallback_used:
-                return
-            first, last = state.presummaries[-1][:2]
-            parent = self._fitting(previous, state.turns[first:last], parent, None).summary
-        turns = state.turns[begin:]
-        future: Future[SummaryOutcome] = Future()
-        cfg = self.config.summary
-
-        def run() -> None:
-            try:
-                future.set_result(summarize(
-                    self.summary_provider, turns, parent_summary=parent, focus=None,
-                    model=self.summary_model, max_words=self.summary_words,
-                    timeout_seconds=cfg.timeout_seconds,
-                    max_output_tokens=self.budget.max_output_tokens))
-            except BaseException as exc:  # not usable: compaction summarizes those turns
-                future.set_exception(exc)
-
-        state.presummaries.append((begin, len(state.turns), future))
-        threading.Thread(target=run, name="rollchat-presummary", daemon=True).start()
-
-    def _presummaries_for(self, turns: list[Turn], focus: str | None,
-                          ) -> tuple[list[SummaryOutcome], int]:
-        """The background summaries that cover the start of ``turns`` (waiting for one still
-        running), and how many turns they cover; ([], 0) when there are none to use."""
-        state = self.state
-        if not state.presummaries or focus is not None or turns is not state.turns:
-            return [], 0
-        outcomes: list[SummaryOutcome] = []
-        end = 0
-        for _begin, stop, future in state.presummaries:
-            try:
-                outcome = future.result(timeout=self.config.summary.timeout_seconds)
-            except Exception:
-                break
-            if outcome.fallback_used:
-                break
-            outcomes.append(outcome)
-            end = stop
-        return outcomes, end
+            self.summarizer.start_background(self.state.background, self.state.turns,
+                                             self.state.parent_summary)
 
     def _kept_tail(self) -> list[Message]:
         """The last turns kept verbatim: ``keep_recent_turns``, fewer when they would take
@@ -296,7 +198,7 @@ class ChatApp:
         """The prompt size right after a compaction: system, summary, restoration, tail."""
         ctx = self.engine.context
         tail = self._kept_tail()
-        summary = int(self.summary_words * 1.4)
+        summary = int(self.summarizer.words * 1.4)
         kept = sum(self.counter.count_message(m) for m in [*tail, pending])
         return self.counter.count_text(ctx.system) + summary + RESTORATION_TOKENS + kept
 
@@ -381,101 +283,14 @@ class ChatApp:
             self.out.error(f"{exc} — the chat goes on in memory; nothing is saved from now on.")
 
     # ------------------------------------------------------------------ summaries
-    def _summarize(self, turns: list[Turn], parent: Summary | None, focus: str | None,
-                   quick: bool = False) -> SummaryOutcome:
-        """The session's summary; in chunks (oldest first, each folded into a running
-        summary) when the conversation would not fit in one summary request.
-
-        When a background summary (started at ~70% of the budget) covers the start, only the
-        turns since are summarized; ``quick`` (automatic compaction): when those are few they
-        are summarized locally, so compacting at the threshold does not make the user wait
-        (they are also carried verbatim into the new session).
-        """
-        from rollchat.compaction import SummaryOutcome, extractive_summary, summarize
-
-        cfg = self.config.summary
-        outcomes: list[SummaryOutcome] = []
-        running, rest = parent, turns
-        try:
-            with self.out.spinner("Generating session summary..."):
-                done, covered = self._presummaries_for(turns, focus)
-                if done:  # made in the background from ~70% of the budget on
-                    outcomes += [self._fitting(o, turns[:covered], parent, focus) for o in done]
-                    running, rest = outcomes[-1].summary, turns[covered:]
-                    if quick and len(rest) <= QUICK_REST_TURNS:
-                        outcomes.append(SummaryOutcome(extractive_summary(
-                            rest, parent_summary=running, focus=None,
-                            max_words=self.summary_words, fallback=False), False, None, Usage()))
-                        rest = []
-                for chunk in self._chunks(rest, running):
-                    outcome = summarize(
-                        self.summary_provider, chunk, parent_summary=running, focus=focus,
-                        model=self.summary_model, max_words=self.summary_words,
-                        timeout_seconds=cfg.timeout_seconds,
-                        max_output_tokens=self.budget.max_output_tokens,
-                    )
-                    outcome = self._fitting(outcome, chunk, running, focus)
-                    outcomes.append(outcome)
-                    running = outcome.summary
-        except KeyboardInterrupt:
-            with sigint_deferred(deliver=False):  # a second Ctrl-C must not lose the summary
-                outcomes = [SummaryOutcome(
-                    summary=extractive_summary(turns, parent_summary=parent, focus=focus,
-                                               max_words=self.summary_words, fallback=True),
-                    fallback_used=True, reason="interrupted", usage=Usage(),
-                )]
-        failed = [o for o in outcomes if o.fallback_used]
-        if failed:
-            self.out.warn(f"The model's summary failed ({failed[0].reason}); "
-                          "a local extractive summary was saved instead.")
-        outcomes = [o for o in outcomes if o.summary.topics or o.summary.decisions
-                    or o.summary.pending] or outcomes[:1]
-        if len(outcomes) == 1:
-            return outcomes[0]
-        merged = merge_summaries([o.summary for o in outcomes])
-        usage = sum((o.usage for o in outcomes), Usage())
-        return self._fitting(SummaryOutcome(merged, bool(failed),
-                                            failed[0].reason if failed else None, usage),
-                             turns, parent, focus)
-
-    def _chunks(self, turns: list[Turn], running: Summary | None) -> list[list[Turn]]:
-        """``turns`` in groups that each fit one summary request (usually one group)."""
-        if not turns:
-            return []
-        limit = self.budget.window - self.budget.max_output_tokens - SUMMARY_PROMPT_OVERHEAD
-        total = sum(turn_tokens(self.counter, t) for t in turns)
-        if running is not None or total > max(limit, 500):  # room for the (running) summary
-            limit -= self.summary_words * 2
-        limit = max(limit, 500)
-        return chunk_turns(turns, limit, self.counter) if total > limit else [turns]
-
-    def _fitting(self, outcome: SummaryOutcome, turns: list[Turn], parent: Summary | None,
-                 focus: str | None) -> SummaryOutcome:
-        """A summary bounded in words can still be too many tokens (ids, hashes, paths): one
-        over a third of the budget is replaced by a shorter local summary."""
-        from rollchat.compaction import SummaryOutcome, extractive_summary
-        from rollchat.transcript import render_summary_block
-
-        cap = self.budget.tokens // 3
-        if self.counter.count_text(render_summary_block(outcome.summary)) <= cap:
-            return outcome
-        words = max(min(self.summary_words, cap // 2), 20)
-        while True:
-            summary = extractive_summary(turns, parent_summary=parent, focus=focus,
-                                         max_words=words, fallback=True)
-            if words <= 20 or self.counter.count_text(render_summary_block(summary)) <= cap:
-                break
-            words = max(words // 2, 20)
-        return SummaryOutcome(summary, True, "the summary was too long for the context window",
-                              outcome.usage)
-
     def _finalize(self, focus: str | None = None, quick: bool = False) -> Summary | None:
         """Summarize the live session and write its summary block. None if nothing to do.
-        ``quick``: see _summarize."""
+        ``quick``: see Summarizer.summarize."""
         state = self.state
         if not state.query_turns:
             return None
-        outcome = self._summarize(state.turns, state.parent_summary, focus, quick=quick)
+        outcome = self.summarizer.summarize(state.turns, state.parent_summary, focus,
+                                            background=state.background, quick=quick)
         if state.live is not None and self.store is not None and not state.save_failed:
             try:
                 with sigint_deferred():
@@ -580,7 +395,7 @@ class ChatApp:
         turns = [t for t in transcript.turns if t.kind == "query"]
         if not turns:
             raise RollchatError(f"session {info.session_id} has no queries to resume from")
-        outcome = self._summarize(turns, None, None)
+        outcome = self.summarizer.summarize(turns, None, None)
         tokens = sum(t.usage.total for t in turns)
         try:
             with sigint_deferred():

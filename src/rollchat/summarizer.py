@@ -1,0 +1,199 @@
+"""Writing a session's summary for compact, resume and exit: in chunks when the conversation
+does not fit one summary request, bounded in tokens, and partly in the background.
+
+From ~70% of the budget the turns so far are summarized in a background thread, each later run
+of turns folded into the previous summary, so a compaction at the threshold only has the few
+turns since to add.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from rollchat.autocompact import chunk_turns, merge_summaries, turn_tokens
+from rollchat.domain import Summary, Turn, Usage
+from rollchat.interrupts import sigint_deferred
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from rollchat.compaction import SummaryOutcome
+    from rollchat.config import SummaryConfig
+    from rollchat.policy import Budget
+    from rollchat.providers.base import Provider
+    from rollchat.render import Renderer
+    from rollchat.tokens import TokenCounter
+
+SUMMARY_PROMPT_OVERHEAD = 1_500  # tokens of the summary prompt's own instructions
+QUICK_REST_TURNS = 4  # at most this many turns after the background summaries: no model call
+MIN_WORDS = 20
+
+
+@dataclass
+class Background:
+    """One session's background summaries: consecutive runs (start, end, summary) of turns."""
+
+    runs: list[tuple[int, int, Future[SummaryOutcome]]] = field(default_factory=list)
+
+
+class Summarizer:
+    """Summaries with one provider, sized for one context budget."""
+
+    def __init__(self, provider: Provider, *, model: str, config: SummaryConfig,
+                 budget: Budget, counter: TokenCounter, out: Renderer) -> None:
+        self.provider = provider
+        self.model = model
+        self.config = config
+        self.budget = budget
+        self.counter = counter
+        self.out = out
+        # A summary must leave room for work: small windows get shorter summaries.
+        self.words = min(config.max_words, max(60, budget.tokens // 6))
+
+    def _call(self, turns: list[Turn], parent: Summary | None,
+              focus: str | None) -> SummaryOutcome:
+        from rollchat.compaction import summarize
+
+        return summarize(self.provider, turns, parent_summary=parent, focus=focus,
+                         model=self.model, max_words=self.words,
+                         timeout_seconds=self.config.timeout_seconds,
+                         max_output_tokens=self.budget.max_output_tokens)
+
+    def _local(self, turns: list[Turn], parent: Summary | None, focus: str | None,
+               words: int, fallback: bool = True) -> Summary:
+        from rollchat.compaction import extractive_summary
+
+        return extractive_summary(turns, parent_summary=parent, focus=focus, max_words=words,
+                                  fallback=fallback)
+
+    # ------------------------------------------------------------------ the summary
+    def summarize(self, turns: list[Turn], parent: Summary | None, focus: str | None, *,
+                  background: Background | None = None, quick: bool = False,
+                  ) -> SummaryOutcome:
+        """The summary of ``turns`` (``parent``: the parent session's summary).
+
+        ``background``: the session's background summaries, used for the turns they cover.
+        ``quick`` (automatic compaction): when only a few turns follow them, those are
+        summarized locally, so compacting at the threshold does not make the user wait (they
+        are also carried verbatim into the new session). Ctrl-C falls back to a local summary.
+        """
+        from rollchat.compaction import SummaryOutcome
+
+        outcomes: list[SummaryOutcome] = []
+        running, rest = parent, turns
+        try:
+            with self.out.spinner("Generating session summary..."):
+                done, covered = self._from_background(background, focus)
+                if done:
+                    outcomes += [self.fit(o, turns[:covered], parent, focus) for o in done]
+                    running, rest = outcomes[-1].summary, turns[covered:]
+                    if quick and len(rest) <= QUICK_REST_TURNS:
+                        local = self._local(rest, running, None, self.words, fallback=False)
+                        outcomes.append(SummaryOutcome(local, False, None, Usage()))
+                        rest = []
+                for chunk in self._chunks(rest, running):
+                    outcome = self.fit(self._call(chunk, running, focus), chunk, running, focus)
+                    outcomes.append(outcome)
+                    running = outcome.summary
+        except KeyboardInterrupt:
+            with sigint_deferred(deliver=False):  # a second Ctrl-C must not lose the summary
+                outcomes = [SummaryOutcome(self._local(turns, parent, focus, self.words),
+                                           True, "interrupted", Usage())]
+        failed = [o for o in outcomes if o.fallback_used]
+        if failed:
+            self.out.warn(f"The model's summary failed ({failed[0].reason}); "
+                          "a local extractive summary was saved instead.")
+        outcomes = [o for o in outcomes if o.summary.topics or o.summary.decisions
+                    or o.summary.pending] or outcomes[:1]
+        if len(outcomes) == 1:
+            return outcomes[0]
+        merged = merge_summaries([o.summary for o in outcomes])
+        usage = sum((o.usage for o in outcomes), Usage())
+        reason = failed[0].reason if failed else None
+        return self.fit(SummaryOutcome(merged, bool(failed), reason, usage), turns, parent,
+                        focus)
+
+    def _chunks(self, turns: list[Turn], running: Summary | None) -> list[list[Turn]]:
+        """``turns`` in groups that each fit one summary request (usually one group)."""
+        if not turns:
+            return []
+        limit = self.budget.window - self.budget.max_output_tokens - SUMMARY_PROMPT_OVERHEAD
+        total = sum(turn_tokens(self.counter, t) for t in turns)
+        if running is not None or total > max(limit, 500):  # room for the (running) summary
+            limit -= self.words * 2
+        limit = max(limit, 500)
+        return chunk_turns(turns, limit, self.counter) if total > limit else [turns]
+
+    def fit(self, outcome: SummaryOutcome, turns: list[Turn], parent: Summary | None,
+            focus: str | None) -> SummaryOutcome:
+        """A summary bounded in words can still be too many tokens (ids, hashes, paths): one
+        over a third of the budget is replaced by a shorter local summary."""
+        from rollchat.compaction import SummaryOutcome
+        from rollchat.transcript import render_summary_block
+
+        cap = self.budget.tokens // 3
+        if self.counter.count_text(render_summary_block(outcome.summary)) <= cap:
+            return outcome
+        words = max(min(self.words, cap // 2), MIN_WORDS)
+        while True:
+            summary = self._local(turns, parent, focus, words)
+            if words <= MIN_WORDS or self.counter.count_text(
+                    render_summary_block(summary)) <= cap:
+                break
+            words = max(words // 2, MIN_WORDS)
+        return SummaryOutcome(summary, True, "the summary was too long for the context window",
+                              outcome.usage)
+
+    # ------------------------------------------------------------------ background
+    def start_background(self, background: Background, turns: list[Turn],
+                         parent: Summary | None) -> None:
+        """Summarize the turns no run covers yet in a background thread, folded into the
+        previous run's summary, once that one is done and enough turns have come."""
+        from concurrent.futures import Future
+
+        runs = background.runs
+        begin = runs[-1][1] if runs else 0
+        if runs and not runs[-1][2].done():
+            return
+        if len(turns) - begin <= (QUICK_REST_TURNS if begin else 0):
+            return
+        if runs:
+            try:
+                previous = runs[-1][2].result(timeout=0)
+            except Exception:
+                return  # a failed background summary: compaction summarizes everything
+            if previous.fallback_used:
+                return
+            parent = self.fit(previous, turns[runs[-1][0]:begin], parent, None).summary
+        todo = turns[begin:]
+        future: Future[SummaryOutcome] = Future()
+
+        def run() -> None:
+            try:
+                future.set_result(self._call(todo, parent, None))
+            except BaseException as exc:  # not usable: compaction summarizes those turns
+                future.set_exception(exc)
+
+        runs.append((begin, len(turns), future))
+        threading.Thread(target=run, name="rollchat-presummary", daemon=True).start()
+
+    def _from_background(self, background: Background | None, focus: str | None,
+                         ) -> tuple[list[SummaryOutcome], int]:
+        """The background summaries that can be used (waiting for one still running), and
+        how many turns they cover; ([], 0) when there are none (or a focus was asked for)."""
+        if background is None or not background.runs or focus is not None:
+            return [], 0
+        outcomes: list[SummaryOutcome] = []
+        end = 0
+        for _begin, stop, future in background.runs:
+            try:
+                outcome = future.result(timeout=self.config.timeout_seconds)
+            except Exception:
+                break
+            if outcome.fallback_used:
+                break
+            outcomes.append(outcome)
+            end = stop
+        return outcomes, end
