@@ -340,8 +340,9 @@ class ChatApp:
         if not quiet:
             self.out.answer_start(self.agent.name)
         turn = self.engine.restore(prompt, self._on_event if not quiet else lambda e: None)
-        context = f"Resumed from {parent_id or '(unsaved)'} ({queries} queries, " \
-                  f"{human_tokens(tokens)} tokens)"
+        how = "Compacted automatically from" if quiet else "Resumed from"
+        context = (f"{how} {parent_id or '(unsaved)'} ({queries} queries, "
+                   f"{human_tokens(tokens)} tokens)")
         turn = replace(turn, context=context, previous_session=parent_file)
         if not quiet:
             self.out.answer_end(turn)
