@@ -42,6 +42,11 @@ OLLAMA = "http://localhost:11434/v1"
      ("openai", f"base URL {OLLAMA}")),
     (AgentConfig(api_key_env="MY_KEY"), {}, ("offline", "no API key configured")),
     (AgentConfig(provider="openai"), {"ANTHROPIC_API_KEY": "a"}, ("openai", "configured")),
+    (AgentConfig(base_url=OLLAMA), {"ANTHROPIC_API_KEY": "a"},
+     ("anthropic", "ANTHROPIC_API_KEY is set (the base URL goes to Anthropic; "
+                   "use --provider openai for an OpenAI-compatible server)")),
+    (AgentConfig(provider="openai", base_url=OLLAMA), {"ANTHROPIC_API_KEY": "a"},
+     ("openai", "configured")),
     (AgentConfig(provider="offline"), {"ANTHROPIC_API_KEY": "a"}, ("offline", "configured")),
 ])
 def test_auto_selection(agent: AgentConfig, env: dict[str, str],
@@ -161,3 +166,15 @@ def test_scrub_removes_url_credentials_and_keys() -> None:
     out = scrub(text, "sk-abcdefghijklmnop1234")
     assert "p4ssw0rd" not in out and "user:" not in out and "sk-abc" not in out
     assert "http://[redacted]@127.0.0.1:8080/v1" in out
+
+
+@pytest.mark.parametrize("placeholder", ["x", "ollama", "none", "sk-1234"])
+def test_scrub_keeps_text_when_the_key_is_a_short_placeholder(placeholder: str) -> None:
+    text = "ollama: This model's maximum context length is 8192 tokens; none fits (sk-1234)"
+    assert scrub(text, placeholder) == text
+
+
+def test_scrub_still_removes_real_keys_and_key_like_tokens() -> None:
+    assert scrub("key abcd1234 refused", "abcd1234") == "key [redacted] refused"
+    out = scrub("used sk-abcdefghijklmnop, expected more", "x")
+    assert out == "used [redacted], expected more"

@@ -111,7 +111,8 @@ def resolve_provider_name(agent: AgentConfig, env: Mapping[str, str]) -> tuple[s
 
     ``auto``: anthropic when ANTHROPIC_API_KEY is set (or the agent's ``api_key_env``
     variable, unless a base URL points at an OpenAI-compatible server), else openai when
-    OPENAI_API_KEY or a base URL is set, else offline.
+    OPENAI_API_KEY or a base URL is set, else offline. ANTHROPIC_API_KEY wins over a base URL
+    (the spec's order); the reason then says so, with the way out.
     """
     if agent.provider != "auto":
         if agent.provider not in REGISTRY:
@@ -119,6 +120,9 @@ def resolve_provider_name(agent: AgentConfig, env: Mapping[str, str]) -> tuple[s
         return agent.provider, "configured"
     custom = _custom_key_var(agent, env)
     if env.get("ANTHROPIC_API_KEY"):
+        if agent.base_url:
+            return "anthropic", ("ANTHROPIC_API_KEY is set (the base URL goes to Anthropic; "
+                                 "use --provider openai for an OpenAI-compatible server)")
         return "anthropic", "ANTHROPIC_API_KEY is set"
     if custom and not agent.base_url:
         return "anthropic", f"{custom} is set"
@@ -190,6 +194,7 @@ def _import_quietly(names: list[str]) -> None:
 _URL_CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]+@")
 _LOST_HINTS = ("peer closed", "incomplete chunked read", "connection reset",
                "Server disconnected")
+SECRET_MIN_LEN = 8  # shorter keys ("x", "ollama", "none") are placeholders, not secrets
 _KEY_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{6,}|[A-Za-z0-9_\-]{32,})")
 _CONTEXT_HINTS = ("prompt is too long", "context length", "context_length", "maximum context",
                   "context window", "too many tokens")
@@ -234,8 +239,9 @@ def sdk_missing(package: str) -> ProviderError:
 
 def scrub(text: str, secret: str | None, limit: int = 300) -> str:
     """One line, at most ``limit`` characters, with the key, key-like tokens and the
-    credentials of URLs (``user:password@``) removed."""
-    if secret:
+    credentials of URLs (``user:password@``) removed. A key shorter than SECRET_MIN_LEN is a
+    placeholder (local servers take any key): replacing it would garble the text."""
+    if secret and len(secret) >= SECRET_MIN_LEN:
         text = text.replace(secret, "[redacted]")
     text = _URL_CREDENTIALS.sub(r"\1[redacted]@", text)
     text = _KEY_LIKE.sub("[redacted]", " ".join(text.split()))
