@@ -249,3 +249,22 @@ def test_tool_result_larger_than_the_budget_is_cut_with_a_note(tmp_path: Path) -
     assert size <= built.app.budget.window - built.app.budget.max_output_tokens
     tool_messages = [m for m in built.app.engine.context.messages if m.role == "tool"]
     assert tool_messages and tool_messages[0].content == result
+
+
+def test_small_window_with_long_turns_does_not_compact_every_turn(tmp_path: Path) -> None:
+    """Found by hand: a 2K window and ~70-word messages compacted at every message, because
+    the two kept turns alone filled the budget again. A compaction now keeps fewer turns to
+    leave half the budget free, and does not repeat before the prompt has grown."""
+    provider = FakeProvider()
+    built = build_app(tmp_path, provider, window=2048, max_output=500)
+    turns_at: list[int] = []
+    for i in range(30):
+        before = len(built.compactions)
+        built.app.send(user_message(i) + " " + " ".join(TOPICS) + " and the retry settings")
+        if len(built.compactions) > before:
+            turns_at.append(i)
+            after = built.app.estimate()
+            assert after <= built.app.budget.tokens * 0.6, (i, after)
+    assert len(turns_at) >= 2
+    assert all(b - a >= 3 for a, b in itertools.pairwise(turns_at)), turns_at
+    assert max(provider.sizes) <= 2048

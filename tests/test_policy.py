@@ -58,3 +58,12 @@ def test_prompt_that_cannot_fit_compacts_even_with_small_saving() -> None:
     assert d.compact
     cooling = PolicyState(calls_since_compaction=0)
     assert not should_compact(9_500, b, cooling, expected_after=9_000).compact
+
+
+def test_no_compaction_again_before_the_prompt_has_grown() -> None:
+    b = _b()  # budget 8,000
+    just_after = PolicyState(calls_since_compaction=3, tokens_after_compaction=7_000)
+    d = should_compact(8_100, b, just_after, expected_after=1_000)
+    assert not d.compact and "too little new" in d.reason
+    grown = PolicyState(calls_since_compaction=3, tokens_after_compaction=6_000)
+    assert should_compact(8_100, b, grown, expected_after=1_000).compact

@@ -30,6 +30,7 @@ ARCHIVE_TOOL_NAME = "session_archive_read"
 
 RESTORATION_TOKENS = 400  # the restoration prompt's text and the acknowledgment, roughly
 PRESUMMARY_SHARE = 0.7  # start the summary in the background past this share of the budget
+POST_COMPACTION_SHARE = 0.5  # a compaction keeps fewer turns rather than leave more than this
 
 
 def _now() -> datetime:
@@ -182,25 +183,31 @@ class ChatApp:
             self.summarizer.start_background(self.state.background, self.state.turns,
                                              self.state.parent_summary)
 
-    def _kept_tail(self) -> list[Message]:
-        """The last turns kept verbatim: ``keep_recent_turns``, fewer when they would take
-        more than a third of the budget."""
+    def _kept_tail(self, pending: Message) -> list[Message]:
+        """The last turns kept verbatim: ``keep_recent_turns``, fewer when the prompt right
+        after the compaction would otherwise take more than half of the budget (a compaction
+        must leave real room, or the next turn compacts again)."""
         ctx = self.engine.context
         keep = self.config.session.keep_recent_turns
+        base = self._fixed_after() + self.counter.count_message(pending)
         while True:
             tail = ctx.messages[tail_start(ctx.messages, ctx.prefix_len, keep):]
             size = sum(self.counter.count_message(m) for m in tail)
-            if keep <= 0 or size <= self.budget.tokens // 3:
+            if keep <= 0 or base + size <= self.budget.tokens * POST_COMPACTION_SHARE:
                 return tail
             keep -= 1
 
+    def _fixed_after(self) -> int:
+        """What a compacted context holds besides the kept tail: system prompt, summary and
+        restoration exchange (estimated)."""
+        summary = int(self.summarizer.words * 1.4)
+        return self.counter.count_text(self.engine.context.system) + summary + RESTORATION_TOKENS
+
     def _expected_after(self, pending: Message) -> int:
         """The prompt size right after a compaction: system, summary, restoration, tail."""
-        ctx = self.engine.context
-        tail = self._kept_tail()
-        summary = int(self.summarizer.words * 1.4)
+        tail = self._kept_tail(pending)
         kept = sum(self.counter.count_message(m) for m in [*tail, pending])
-        return self.counter.count_text(ctx.system) + summary + RESTORATION_TOKENS + kept
+        return self._fixed_after() + kept
 
     def _auto_compact(self, reason: str, pending: Message) -> bool:
         """Summarize and continue in a child session that keeps the last turns verbatim.
@@ -211,7 +218,7 @@ class ChatApp:
         state = self.state
         if not state.query_turns:
             return False
-        tail = self._kept_tail()
+        tail = self._kept_tail(pending)
         kept = sum(1 for m in tail if m.role == "user")
         try:
             summary = self._finalize(quick=True)
@@ -236,8 +243,8 @@ class ChatApp:
         for turn in carried:
             self.state.add(turn)
         previous_failures = self.policy.consecutive_failures
-        self.policy = PolicyState(calls_since_compaction=0)
         after = self.estimate([pending])
+        self.policy = PolicyState(calls_since_compaction=0, tokens_after_compaction=after)
         if after > self.budget.tokens:
             failures = previous_failures + 1
             self.policy = replace(self.policy, consecutive_failures=failures)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 MIN_SAVING = 0.10  # skip a compaction that would save less than 10% of the prompt
 MAX_FAILURES = 3  # after this many failed compactions in a row, warn and carry on
 COOLDOWN_CALLS = 1  # model calls after a compaction before the next one may start
+MIN_GROWTH = 0.25  # share of the budget the prompt must grow by before compacting again
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class PolicyState:
     turns_since_compaction: int = 0
     consecutive_failures: int = 0
     tool_call_pending: bool = False
+    tokens_after_compaction: int = 0  # the estimate right after the last compaction
 
 
 @dataclass(frozen=True)
@@ -69,8 +71,10 @@ def should_compact(
     ``expected_after`` is the estimated prompt size right after compacting (system prompt,
     summary, kept tail); a compaction that would not shrink the prompt by MIN_SAVING is
     skipped, so it can never loop even if the summary comes back longer than what it replaces
-    (unless the prompt could not be sent at all: then it is tried, once per cooldown). The
-    periodic trigger (``every_turns``) is not subject to it: it cannot loop, its counter resets.
+    (unless the prompt could not be sent at all: then it is tried, once per cooldown). Nor
+    does it compact again before the prompt has grown by MIN_GROWTH of the budget since the
+    last compaction, so a large kept tail cannot make it compact at every turn. The periodic
+    trigger (``every_turns``) is not subject to these: its counter resets.
     """
     if not enabled:
         return Decision(False, "automatic compaction is off")
@@ -88,6 +92,9 @@ def should_compact(
     small_saving = estimate <= 0 or (estimate - expected_after) / estimate < MIN_SAVING
     if over and not must_fit and small_saving:
         return Decision(False, "compacting would save less than 10%")
+    grown = estimate - state.tokens_after_compaction
+    if over and not must_fit and grown < MIN_GROWTH * budget.tokens:
+        return Decision(False, "too little new since the last compaction")
     if over:
         return Decision(True, f"context {estimate / budget.window:.0%} of "
                               f"{budget.window:,} tokens")
