@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import io
+import os
+import termios
+from collections.abc import Iterator
 from datetime import datetime, timezone
 
+import pytest
 from rich.console import Console
 
+from rollchat.config import SummaryConfig
 from rollchat.domain import Turn, Usage
-from rollchat.render import MarkdownStream, Renderer, harmless, human_tokens, usage_line
+from rollchat.policy import compute_budget
+from rollchat.providers.base import ChatRequest, StreamEvent
+from rollchat.providers.offline import OfflineProvider
+from rollchat.render import MarkdownStream, Renderer, harmless, human_tokens, preview, usage_line
+from rollchat.summarizer import Summarizer
+from rollchat.tokens import TokenCounter
 
 
 def _console() -> tuple[Console, io.StringIO]:
@@ -76,3 +86,159 @@ def test_figures() -> None:
     assert human_tokens(200_000) == "200K" and human_tokens(1_500_000) == "1.5M"
     assert usage_line(3.21, Usage(123, 222)) == "Time: 3.2s | Tokens: 345 (in: 123, out: 222)"
     assert "cache read: 5" in usage_line(1, Usage(1, 1, cache_read_tokens=5))
+
+
+def _turn(status: str = "complete") -> Turn:
+    return Turn("query", 1, datetime.now(timezone.utc), "q", "a", usage=Usage(5, 7),
+                elapsed=0.3, status=status)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def tty() -> Iterator[int]:
+    """The terminal side of a pseudo-terminal, echoing as a terminal does by default."""
+    master, slave = os.openpty()
+    attrs = termios.tcgetattr(slave)
+    attrs[3] |= termios.ECHO | termios.ECHOCTL
+    termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    yield slave
+    os.close(master)
+    os.close(slave)
+
+
+def _echo(fd: int) -> int:
+    return int(termios.tcgetattr(fd)[3] & (termios.ECHO | termios.ECHOCTL))
+
+
+def test_echo_is_off_while_an_answer_streams_and_back_after(tty: int) -> None:
+    console, _ = _console()
+    r = Renderer(console, interactive=True, terminal_fd=tty)
+    before = termios.tcgetattr(tty)
+    for end in (lambda: r.answer_end(_turn()), r.answer_abort, r.close):
+        r.answer_start("A")
+        assert _echo(tty) == 0  # an echoed ^C would shift the live region by a line
+        r.answer_delta("some text")
+        end()
+        assert termios.tcgetattr(tty) == before
+
+
+def test_echo_comes_back_when_closing_the_stream_fails(tty: int,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    console, _ = _console()
+    r = Renderer(console, interactive=True, terminal_fd=tty)
+    r.answer_start("A")
+
+    def broken(self: MarkdownStream) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(MarkdownStream, "close", broken)
+    with pytest.raises(KeyboardInterrupt):
+        r.answer_end(_turn())
+    assert _echo(tty) == termios.ECHO | termios.ECHOCTL
+
+
+def test_piped_mode_leaves_the_terminal_alone(tty: int) -> None:
+    console, _ = _console()
+    r = Renderer(console, interactive=False, terminal_fd=tty)
+    r.answer_start("A")
+    assert _echo(tty) == termios.ECHO | termios.ECHOCTL
+    r.answer_end(_turn())
+
+
+def test_carriage_returns_show_as_line_breaks() -> None:
+    assert harmless("line one\r\nline two\r\n") == "line one\nline two\n"
+    assert harmless("a\rb") == "a\nb"
+    console, buf = _console()
+    stream = MarkdownStream(console, live=False)
+    for chunk in ("line one\r", "\n\r", "\nline two\r"):  # a "\r\n" split across chunks
+        stream.feed(chunk)
+    stream.close()
+    out = buf.getvalue()
+    assert "^M" not in out and "line one" in out and "line two" in out
+    assert "\n\n\n" not in out  # one paragraph break, not two
+
+
+def test_spinner_says_done_only_when_told() -> None:
+    console, buf = _console()
+    r = Renderer(console, interactive=True)
+    with r.spinner("Working...") as step:
+        pass
+    assert "done" not in buf.getvalue()
+    with r.spinner("Working...") as step:
+        step.done_text = "done"
+    assert "Working... done" in buf.getvalue()
+
+
+class _Interrupted:
+    name = "interrupted"
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
+        raise KeyboardInterrupt
+        yield  # pragma: no cover
+
+
+def test_summary_spinner_says_done_only_on_success() -> None:
+    turns = [Turn("query", 1, datetime.now(timezone.utc), "plan the garden beds",
+                  "Raised beds along the south fence.", usage=Usage(5, 7))]
+    budget = compute_budget(200_000, 4_000, 0.8, 1_000)
+    outputs = []
+    for provider in (OfflineProvider(), _Interrupted()):
+        console, buf = _console()
+        r = Renderer(console, interactive=True)
+        summarizer = Summarizer(provider, model="m", config=SummaryConfig(), budget=budget,
+                                counter=TokenCounter("gpt-4", allow_download=False), out=r)
+        summarizer.summarize(turns, None, None)
+        outputs.append(buf.getvalue())
+    assert "Generating session summary... done" in outputs[0]
+    assert "done" not in outputs[1] and "failed" in outputs[1]
+
+
+def test_text_before_a_tool_call_is_shown_before_its_line() -> None:
+    console, buf = _console()
+    r = Renderer(console, interactive=False)
+    r.answer_start("A")
+    r.answer_delta("Let me look that up")
+    r.tool_call("read_file notes.md")
+    r.tool_result("read_file", "alpha beta gamma delta " * 20)
+    r.answer_delta("Found it.")
+    r.answer_end(_turn())
+    out = buf.getvalue()
+    assert out.index("Let me look that up") < out.index("→ tool") < out.index("Found it.")
+    assert out.count("Let me look that up") == 1
+    result_line = next(line for line in out.splitlines() if line.startswith("← read_file"))
+    assert result_line.endswith("…") and len(result_line) <= 80
+    assert result_line[:-1].rstrip().split()[-1] in ("alpha", "beta", "gamma", "delta")
+
+
+def test_preview_cuts_at_a_word_boundary() -> None:
+    assert preview("short", 10) == "short"
+    assert preview("hello wonderful world", 12) == "hello…"
+    assert preview("abcdefghijklmnop", 8) == "abcdefg…"
+
+
+def test_notices_are_not_number_highlighted() -> None:
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, color_system="truecolor", width=100)
+    r = Renderer(console, interactive=False)
+    r.dim(usage_line(0.3, Usage(1200, 34)))
+    r.info("Queries: 3 | Session tokens: 1,234")
+    r.warn("compaction left 12 of 10 tokens")
+    out = buf.getvalue()
+    assert "Time: 0.3s | Tokens: 1,234 (in: 1,200, out: 34)" in out
+    assert "Queries: 3 | Session tokens: 1,234" in out and "left 12 of 10 tokens" in out
+
+
+def test_banner_wording() -> None:
+    console, buf = _console()
+    Renderer(console, interactive=False).banner(
+        agent="Assistant", model="offline-model", provider="offline",
+        reason="no API key configured", where="/tmp/s")
+    out = buf.getvalue()
+    assert "offline model (no API key configured)" in out and "via offline" not in out
+    assert "Alt+Enter" not in out and "Ctrl-D" not in out  # piped: no keys to press
+    console, buf = _console()
+    Renderer(console, interactive=True).banner(
+        agent="Assistant", model="llama3", provider="openai", reason="configured",
+        where="/tmp/s", server="https://user:s3cret@llm.example.com:8443/v1?key=abc")
+    out = buf.getvalue()
+    assert "llama3 via openai (configured)" in out and "llm.example.com:8443" in out
+    assert "s3cret" not in out and "key=abc" not in out and "Alt+Enter" in out

@@ -213,7 +213,8 @@ def start_chat(config_path: Path | None, overrides: object, *, resume: str | Non
         context_window=context_window(model, cfg.context_window_override(model)),
     )
     renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
-                    where=str(cfg.session.dir) if store else "memory only (--no-save)")
+                    where=str(cfg.session.dir) if store else "memory only (--no-save)",
+                    server=agent.base_url)
     chat.notices()
     if store_problem is not None:
         renderer.warn(f"{store_problem}: the chat goes on in memory; nothing is saved")

@@ -6,13 +6,16 @@ shown (it is kept verbatim in the transcript).
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import io
 import re
 import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import IO, TYPE_CHECKING, cast
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from rich.console import Console
 from rich.live import Live
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
 # C0 controls except tab and newline, DEL, and C1 controls (0x9b is a CSI on some terminals).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+_CARRIAGE_RETURN = re.compile(r"\r\n?")
 _REFRESH_SECONDS = 1 / 15
 
 
@@ -61,7 +65,11 @@ def plain_console(stream: IO[str] | None = None) -> Console:
 
 
 def harmless(text: str) -> str:
-    """Make control characters visible instead of letting the terminal interpret them."""
+    """Make control characters visible instead of letting the terminal interpret them.
+
+    Line ends from other systems (``\\r\\n``, a lone ``\\r``) become plain newlines first.
+    """
+    text = _CARRIAGE_RETURN.sub("\n", text)
     return _CONTROL.sub(lambda m: f"^{chr((ord(m.group()) + 64) % 128)}"
                         if ord(m.group()) < 0x80 else f"\\x{ord(m.group()):02x}", text)
 
@@ -82,6 +90,17 @@ def usage_line(elapsed: float, usage: Usage) -> str:
     return line + ")"
 
 
+def preview(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, cut at a word boundary and ending in "…"."""
+    if len(text) <= width:
+        return text
+    cut = text[:max(width - 1, 1)]
+    space = cut.rfind(" ")
+    if space >= len(cut) // 2:
+        cut = cut[:space]
+    return cut.rstrip() + "…"
+
+
 def markdown(text: str) -> Markdown:
     """rich's Markdown, imported on first use (it costs ~40 ms at start-up)."""
     from rich.markdown import Markdown
@@ -99,12 +118,17 @@ class MarkdownStream:
         self.in_fence = False
         self.scanned = 0  # chars of ``pending`` whose lines were scanned for fences
         self.block_start_fence = False
+        self.held_cr = False  # a chunk ended in "\r": it may be half of a "\r\n"
         self.live = Live(console=console, auto_refresh=False, transient=True) if live else None
         self.last_refresh = 0.0
         if self.live is not None:
             self.live.start()
 
     def feed(self, text: str) -> None:
+        if self.held_cr:
+            text, self.held_cr = "\r" + text, False
+        if text.endswith("\r"):
+            text, self.held_cr = text[:-1], True
         self.pending += harmless(text)
         self._flush_complete_blocks()
         if self.live is not None:
@@ -134,65 +158,173 @@ class MarkdownStream:
             if block.strip():
                 self.console.print(markdown(block))
 
-    def close(self) -> None:
+    def flush(self) -> None:
+        """Print what is pending now, even an unfinished block (before a tool call line)."""
+        if self.held_cr:
+            self.pending, self.held_cr = self.pending + "\n", False
         if self.live is not None:
             self.live.update(Text(""), refresh=True)
-            self.live.stop()
         if self.pending.strip():
             self.console.print(markdown(self.pending))
-        self.pending = ""
+        self.pending, self.scanned, self.in_fence = "", 0, False
+
+    def close(self) -> None:
+        self.flush()
+        if self.live is not None:
+            self.live.stop()
+
+
+class QuietTerminal:
+    """Terminal echo off while an answer streams: a ``^C`` echoed under rich's live region
+    shifts it down a line, so its erase leaves a duplicated line behind.
+
+    Only ECHO and ECHOCTL are cleared (typed-ahead input stays buffered for the next prompt);
+    the saved attributes come back on ``restore``, and at exit at the latest.
+    """
+
+    def __init__(self, fd: int | None) -> None:
+        self.fd = fd
+        self.saved: list[Any] | None = None
+        self._at_exit = False
+
+    def quiet(self) -> None:
+        if self.fd is None or self.saved is not None:
+            return
+        try:
+            import termios
+        except ImportError:  # not a POSIX terminal
+            return
+        try:
+            attrs = termios.tcgetattr(self.fd)
+            self.saved = [list(a) if isinstance(a, list) else a for a in attrs]
+            attrs[3] &= ~(termios.ECHO | getattr(termios, "ECHOCTL", 0))
+            if not self._at_exit:
+                atexit.register(self.restore)
+                self._at_exit = True
+            termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
+        except (termios.error, OSError, ValueError):
+            self.saved = None
+
+    def restore(self) -> None:
+        saved, self.saved = self.saved, None
+        if saved is None or self.fd is None:
+            return
+        import termios
+
+        # A terminal that is gone has nothing left to restore.
+        with contextlib.suppress(termios.error, OSError, ValueError):
+            termios.tcsetattr(self.fd, termios.TCSANOW, saved)
+
+
+@dataclass
+class Step:
+    """A spinner's outcome: set ``done_text`` once the work succeeded, and the spinner ends
+    with "<message> <done_text>"; left unset, it ends silently (the caller says why)."""
+
+    done_text: str | None = None
+
+
+def _stdin_terminal() -> int | None:
+    try:
+        return sys.stdin.fileno() if sys.stdin is not None and sys.stdin.isatty() else None
+    except (OSError, ValueError):  # closed or replaced stdin
+        return None
 
 
 class Renderer:
-    """Output for one chat. ``interactive``: a terminal (spinners, live redraw, colours)."""
+    """Output for one chat. ``interactive``: a terminal (spinners, live redraw, colours).
 
-    def __init__(self, console: Console, *, interactive: bool) -> None:
+    ``terminal_fd``: the terminal whose echo is turned off while an answer streams in
+    interactive mode (default: stdin, when it is a terminal).
+    """
+
+    def __init__(self, console: Console, *, interactive: bool,
+                 terminal_fd: int | None = None) -> None:
         self.console = console
         self.interactive = interactive
         self._stream: MarkdownStream | None = None
+        self._terminal_fd = terminal_fd
+        self._quiet: QuietTerminal | None = None
+
+    def close(self) -> None:
+        """End a streamed answer still open and give the terminal its echo back."""
+        try:
+            self.answer_abort()
+        finally:
+            self._restore_terminal()
 
     # ------------------------------------------------------------ notices
-    def banner(self, *, agent: str, model: str, provider: str, reason: str, where: str) -> None:
-        self.console.print(f"[bold]rollchat[/] · {escape(agent)} · {escape(model)} "
-                           f"via {escape(provider)} ({escape(reason)})")
-        self.console.print(f"[dim]Sessions in {escape(where)}. Type 'help' for commands; "
-                           "Alt+Enter or Esc Enter inserts a newline; Ctrl-D exits.[/]")
+    def banner(self, *, agent: str, model: str, provider: str, reason: str, where: str,
+               server: str | None = None) -> None:
+        """First lines of a chat. ``server``: the agent's base URL (shown without secrets)."""
+        from rollchat.providers import redact_url
+
+        via = (f"offline model ({reason})" if provider == "offline"
+               else f"{model} via {provider} ({reason})")
+        if server and provider != "offline" and redact_url(server) not in reason:
+            via += f" · server {redact_url(server)}"
+        self.console.print(f"[bold]rollchat[/] · {escape(agent)} · {escape(via)}",
+                           highlight=False)
+        keys = ("; Alt+Enter or Esc Enter inserts a newline; Ctrl-D exits" if self.interactive
+                else "")
+        self.console.print(f"[dim]Sessions in {escape(where)}. Type 'help' for commands"
+                           f"{keys}.[/]", highlight=False)
 
     def info(self, message: str) -> None:
-        self.console.print(escape(harmless(message)))
+        self.console.print(escape(harmless(message)), highlight=False)
 
     def dim(self, message: str) -> None:
-        self.console.print(f"[dim]{escape(harmless(message))}[/]")
+        self.console.print(f"[dim]{escape(harmless(message))}[/]", highlight=False)
 
     def warn(self, message: str) -> None:
-        self.console.print(f"[yellow]Warning:[/] {escape(harmless(message))}")
+        self.console.print(f"[yellow]Warning:[/] {escape(harmless(message))}", highlight=False)
 
     def error(self, message: str) -> None:
-        self.console.print(f"[red]Error:[/] {escape(harmless(message))}")
+        self.console.print(f"[red]Error:[/] {escape(harmless(message))}", highlight=False)
 
     @contextmanager
-    def spinner(self, message: str) -> Iterator[None]:
-        if self.interactive:
-            with self.console.status(escape(message)):
-                yield
-            self.console.print(f"{escape(message)} [green]done[/]")
-        else:
-            self.console.print(escape(message))
-            yield
+    def spinner(self, message: str) -> Iterator[Step]:
+        """Show ``message`` while the block runs; it ends with the handle's ``done_text``
+        when the caller set one (not after a failure or an interruption)."""
+        step = Step()
+        if not self.interactive:
+            self.console.print(escape(message), highlight=False)
+            yield step
+            return
+        with self.console.status(escape(message)):
+            yield step
+        if step.done_text:
+            self.console.print(f"{escape(message)} [green]{escape(step.done_text)}[/]",
+                               highlight=False)
 
     # ------------------------------------------------------------ answers
     def answer_start(self, agent: str) -> None:
-        self.console.print(f"[bold cyan]{escape(harmless(agent))}:[/]")
+        if self.interactive:
+            if self._quiet is None:
+                fd = self._terminal_fd if self._terminal_fd is not None else _stdin_terminal()
+                self._quiet = QuietTerminal(fd)
+            self._quiet.quiet()
+        self.console.print(f"[bold cyan]{escape(harmless(agent))}:[/]", highlight=False)
         self._stream = MarkdownStream(self.console, live=self.interactive)
+
+    def _restore_terminal(self) -> None:
+        if self._quiet is not None:
+            self._quiet.restore()
+
+    def _close_stream(self) -> None:
+        stream, self._stream = self._stream, None
+        try:
+            if stream is not None:
+                stream.close()
+        finally:
+            self._restore_terminal()
 
     def answer_delta(self, text: str) -> None:
         if self._stream is not None:
             self._stream.feed(text)
 
     def answer_end(self, turn: Turn) -> None:
-        if self._stream is not None:
-            self._stream.close()
-            self._stream = None
+        self._close_stream()
         if turn.status == "interrupted":
             self.console.print("[yellow]\\[interrupted: partial answer kept][/]")
         elif turn.status in ("unanswered", "error") and turn.error:
@@ -203,16 +335,20 @@ class Renderer:
 
     def answer_abort(self) -> None:
         """Close an answer that will be retried, without notices."""
-        if self._stream is not None:
-            self._stream.close()
-            self._stream = None
+        self._close_stream()
 
     def tool_call(self, description: str) -> None:
+        if self._stream is not None:  # the text before the call comes before its line
+            self._stream.flush()
         self.dim(f"→ tool {description}")
 
     def tool_result(self, name: str, result: str) -> None:
-        first = result.strip().splitlines()[0] if result.strip() else ""
-        self.dim(f"← {name}: {len(result):,} chars" + (f" · {first[:80]}" if first else ""))
+        if self._stream is not None:
+            self._stream.flush()
+        head = f"← {name}: {len(result):,} chars"
+        first = harmless(result.strip().splitlines()[0]) if result.strip() else ""
+        room = max(min(80, self.console.width - len(head) - 4), 16)
+        self.dim(head + (f" · {preview(first, room)}" if first else ""))
 
     # ------------------------------------------------------------ tables
     def sessions(self, infos: Sequence[SessionInfo], problems: Sequence[tuple[str, str]]) -> None:

@@ -84,7 +84,7 @@ class Summarizer:
         outcomes: list[SummaryOutcome] = []
         running, rest = parent, turns
         try:
-            with self.out.spinner("Generating session summary..."):
+            with self.out.spinner("Generating session summary...") as step:
                 done, covered = self._from_background(background, focus)
                 if done:
                     outcomes += [self.fit(o, turns[:covered], parent, focus) for o in done]
@@ -97,6 +97,8 @@ class Summarizer:
                     outcome = self.fit(self._call(chunk, running, focus), chunk, running, focus)
                     outcomes.append(outcome)
                     running = outcome.summary
+                if not any(o.fallback_used for o in outcomes):
+                    step.done_text = "done"  # a fallback is told by the warning below
         except KeyboardInterrupt:
             with sigint_deferred(deliver=False):  # a second Ctrl-C must not lose the summary
                 outcomes = [SummaryOutcome(self._local(turns, parent, focus, self.words),
