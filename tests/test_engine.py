@@ -162,3 +162,15 @@ def test_tool_rounds_are_capped(rounds: int) -> None:
     tool = Tool(ToolSpec("echo", "", {}), lambda args: "x")
     turn = _engine(Scripted(*scripts), {"echo": tool}).chat("loop", lambda e: None)
     assert turn.error is not None and "tool rounds" in turn.error
+
+
+def test_text_around_a_tool_call_stays_in_separate_paragraphs() -> None:
+    call = ToolCall("c1", "echo", {"text": "abc"})
+    provider = Scripted([TextDelta("Let me look."), ToolCallEvent(call), Done("tool_use")],
+                        _reply("Found it."))
+    tool = Tool(ToolSpec("echo", "echo text", {"type": "object"}), lambda args: "x")
+    shown: list[str] = []
+    turn = _engine(provider, {"echo": tool}).chat(
+        "q", lambda e: shown.append(e.text) if isinstance(e, TextDelta) else None)
+    assert turn.assistant == "Let me look.\n\nFoundit."
+    assert "".join(shown) == turn.assistant

@@ -28,6 +28,7 @@ from rollchat.providers.base import (
 )
 
 INTERRUPTED_NOTE = "[interrupted by user]"
+ROUND_SEPARATOR = "\n\n"
 MAX_TOOL_ROUNDS = 8
 
 
@@ -225,7 +226,10 @@ class Engine:
         self.last_error = None
         self._reported = False
         try:
-            for _round in range(MAX_TOOL_ROUNDS + 1):
+            for round_number in range(MAX_TOOL_ROUNDS + 1):
+                if round_number and "".join(text).strip():
+                    text.append(ROUND_SEPARATOR)  # the text before a tool call stays its own
+                    on_event(TextDelta(ROUND_SEPARATOR))  # paragraph, on screen and on disk
                 mark = len(text)
                 messages = (self.context.request_messages(in_flight) if purpose == "chat"
                             else repair(in_flight))
