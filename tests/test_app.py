@@ -213,7 +213,7 @@ def test_exit_writes_the_summary_and_shows_the_totals(tmp_path: Path) -> None:
     state = h.app.state
     assert state.queries == 1 and state.restoration_tokens > 0
     out = h.output
-    assert f"Saved session {state.session_id}" in out
+    assert f"Saved session: {state.session_id}" in out
     assert (f"Queries: 1 | Session tokens: {state.tokens:,} | Restoration tokens: "
             f"{state.restoration_tokens:,} | Total: {state.tokens + state.restoration_tokens:,}"
             in out)
@@ -332,7 +332,8 @@ def test_resume_sends_only_the_n_minus_1_summary(tmp_path: Path) -> None:
     assert f"This session was resumed from: {grandparent_id}" in prompt
     assert "zulu" not in prompt  # the grandparent's pending item: only condensed topics pass
     assert any("zulu" in item for item in grandparent.pending)
-    assert "Found: Assistant" in r.output and "Restoring context..." in r.output
+    assert "Found: " in r.output and " · Assistant · " in r.output
+    assert "Restoring context..." in r.output
     chat(r, "next step?")
     assert [m.role for m in r.provider.of("chat")[0].messages] == ["user", "assistant", "user"]
 
@@ -425,7 +426,7 @@ def test_resuming_with_a_live_session_finalizes_it_first(tmp_path: Path) -> None
     chat(h, "resume 1")
     live = parse(h.store.path_for(live_id).read_text())
     assert live.summary is not None and live.header.total_queries == 1
-    assert f"Saved session: {live_id} (1 queries" in h.output
+    assert f"Saved the current session: {live_id} (1 query," in h.output
     assert h.app.state.resumed_from == old.stem and h.app.state.queries == 0
 
 

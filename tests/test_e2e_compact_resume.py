@@ -82,7 +82,7 @@ def test_pty_compact_then_resume(tmp_path: Path) -> None:
          "Starting new session with summary...", "I've reviewed the summary", *ANSWER)
     _say(child, "what about the eviction tests?", *ANSWER)
     child.sendline("exit")
-    _see(child, "Generating session summary", "Saved session ", "Queries: 1 | Session tokens: ",
+    _see(child, "Generating session summary", "Saved session: ", "Queries: 1 | Session tokens: ",
          "Restoration tokens: ", "Total: ", "Goodbye!")
     child.expect(pexpect.EOF)
     child.close()

@@ -316,7 +316,7 @@ class ChatApp:
         summary = self._finalize(focus)
         assert summary is not None
         sid = state.session_id or "(unsaved)"
-        self.out.info(f"Saved session: {sid} ({state.queries} queries, "
+        self.out.info(f"Saved session: {sid} ({self._count(state.queries)}, "
                       f"{human_tokens(state.tokens)} tokens)")
         self.out.info("Starting new session with summary...")
         file_name = state.live.file_name if state.live else None
@@ -348,7 +348,7 @@ class ChatApp:
             self.out.answer_start(self.agent.name)
         turn = self.engine.restore(prompt, self._on_event if not quiet else lambda e: None)
         how = "Compacted automatically from" if quiet else "Resumed from"
-        context = (f"{how} {parent_id or '(unsaved)'} ({queries} queries, "
+        context = (f"{how} {parent_id or '(unsaved)'} ({self._count(queries)}, "
                    f"{human_tokens(tokens)} tokens)")
         turn = replace(turn, context=context, previous_session=parent_file)
         if not quiet:
@@ -356,6 +356,10 @@ class ChatApp:
         self.state.restored = turn
 
     # ------------------------------------------------------------------ resume
+    @staticmethod
+    def _count(queries: int) -> str:
+        return f"{queries} {'query' if queries == 1 else 'queries'}"
+
     def list_sessions(self) -> tuple[list[SessionInfo], list[tuple[str, str]]]:
         if self.store is None:
             raise StoreError("saving is off (--no-save): there are no sessions to list")
@@ -386,10 +390,11 @@ class ChatApp:
             summary = self._summarize_old(info)
         if self.state.queries:
             self._finalize()
-            self.out.info(f"Saved session: {self.state.session_id} ({self.state.queries} "
-                          f"queries, {human_tokens(self.state.tokens)} tokens)")
-        self.out.info(f"Found: {info.agent} - {info.date:%b %d, %H:%M} ({info.queries} queries, "
-                      f"{human_tokens(info.tokens)} tokens)")
+            self.out.info(f"Saved the current session: {self.state.session_id} "
+                          f"({self._count(self.state.queries)}, "
+                          f"{human_tokens(self.state.tokens)} tokens)")
+        self.out.info(f"Found: {info.session_id} · {info.agent} · {info.date:%Y-%m-%d %H:%M} "
+                      f"({self._count(info.queries)}, {human_tokens(info.tokens)} tokens)")
         self.out.info("Restoring context...")
         self._start_child(parent_id=info.session_id, parent_file=info.file_name,
                           summary=summary, date=info.date, queries=info.queries,
@@ -433,6 +438,6 @@ class ChatApp:
                 self.out.warn(f"Session {state.session_id} holds only the turns saved before "
                               "the error; the later ones were not saved")
             elif state.session_id:
-                self.out.info(f"Saved session {state.session_id}")
+                self.out.info(f"Saved session: {state.session_id}")
             self.out.info(" | ".join(lines))
         self.out.info("Goodbye!")
