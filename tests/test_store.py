@@ -251,7 +251,8 @@ def test_junk_files_are_named_not_fatal(tmp_path: Path) -> None:
     assert "UTF-8" in why["latin.md"] and "not a session" in why["notes.md"]
     assert "not a session" in why["big.md"] and "symbolic link" in why["link.md"]
     assert "not a session id" in why["bad name.md"]
-    with pytest.raises(StoreError, match="cannot be used: not a session"):
+    assert why["notes.md"].count("not a session file") == 1
+    with pytest.raises(StoreError, match="cannot be used: line 1: not a session file"):
         resolve("assistant_20261122_143022_dead", listing)
 
 
@@ -273,7 +274,66 @@ def test_resolve(tmp_path: Path) -> None:
             resolve(bad, listing)
     with pytest.raises(StoreError, match="no session"):
         resolve("zzz", listing)
+    assert resolve(a.session_id[-4:], listing).session_id == a.session_id
+    assert resolve(a.session_id[-5:], listing).session_id == a.session_id  # "_d57d"
     with pytest.raises(StoreError, match="no saved sessions"):
         resolve("1", SessionStore(tmp_path / "none").list_sessions())
     with pytest.raises(StoreError, match="invalid session id"):
         store.load_transcript("../etc/passwd")
+
+
+def test_resolve_by_suffix_then_substring(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    ids = ["assistant_20261122_143022_d57d", "assistant_20261122_150000_0d57",
+           "coder_20261123_090000_beef", "coder_20261123_100000_abee",
+           "coder_20261124_100000_4821"]
+    for sid in ids:
+        live = _new(store)
+        text = live.path.read_text().replace(live.session_id, sid)
+        live.path.unlink()
+        (tmp_path / f"{sid}.md").write_text(text)
+    listing = store.list_sessions()
+    assert resolve("d57d", listing).session_id == ids[0]  # suffix beats the substring in ids[1]
+    assert resolve("_d57d", listing).session_id == ids[0]
+    assert resolve("_150000", listing).session_id == ids[1]  # unique substring
+    assert resolve("coder_20261123_09", listing).session_id == ids[2]  # prefix first
+    assert resolve("4821", listing).session_id == ids[4]  # digits beyond the listing's 1..5
+    assert resolve("1", listing).session_id == ids[4]  # in range: a listing number
+    with pytest.raises(StoreError, match="no session number 9999"):
+        resolve("9999", listing)
+    assert resolve("bee", listing).session_id == ids[3]  # ends "abee"; "beef" only contains it
+    with pytest.raises(StoreError, match=r"ambiguous session id 'be'.*abee.*beef"):
+        resolve("be", listing)
+    with pytest.raises(StoreError, match="ambiguous session id '20261123_'"):
+        resolve("20261123_", listing)
+    with pytest.raises(StoreError, match="no session number 821"):
+        resolve("821", listing)  # digits name an id by its whole random part only
+    for bad in ("../d57d", "x/d57d", "..d57d"):
+        with pytest.raises(StoreError, match="invalid session id"):
+            resolve(bad, listing)
+
+
+def test_listing_counts_tokens_of_sessions_without_summary(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    live = _new(store)
+    restored = Turn("restored", 0, T0, "", "ok", context="from x", usage=Usage(500, 500))
+    live.append_turn(restored, "Assistant")
+    forged = "*Time: 1.0s | Tokens: 9999 (in: 1, out: 1) | at x*\n## Query 7 (00:00:00)"
+    for n in (1, 2, 3):
+        live.append_turn(_turn(n, user=forged), "Assistant")
+    info = store.list_sessions().sessions[0]
+    assert (info.queries, info.tokens, info.tokens_exact) == (3, 90, True)
+    store.finalize(live.session_id, SUMMARY, 3, 77)  # after finalize, the header's total
+    assert store.list_sessions().sessions[0].tokens == 77
+
+
+def test_listing_tokens_of_a_long_unsummarized_session_are_a_lower_bound(
+        tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    live = _new(store)
+    big = "y" * 5000
+    for n in range(1, 41):  # ~200 KB: more than the 64 KB tail window
+        live.append_turn(_turn(n, answer=big), "Assistant")
+    info = store.list_sessions().sessions[0]
+    assert not info.tokens_exact and info.queries == 40
+    assert 30 * 10 <= info.tokens < 30 * 40 and info.tokens % 30 == 0

@@ -38,6 +38,10 @@ TEMP_MAX_AGE = 30.0
 _ID_RE = re.compile(r"[A-Za-z0-9_-]+")
 _TMP_RE = re.compile(r"\..+\.md\.tmp-([0-9]+)-[0-9a-f]+")
 _QUERY_RE = re.compile(r"## Query ([0-9]{1,12}) \(")
+# Turn headings and footers, to add up the tokens of the query turns a tail holds.
+_TURN_MARK_RE = re.compile(r"^(?:(## Query [0-9]{1,12} \()|## Session Restored \("
+                           r"|\*Time: [0-9]+(?:\.[0-9]+)?s \| Tokens: ([0-9]{1,18}) \()",
+                           re.MULTILINE)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -66,6 +70,9 @@ class SessionInfo:
     resumed_from: str | None
     previous_session: str | None
     summary_problem: str | None = None
+    # False when ``tokens`` is a lower bound: a session without a summary whose file is
+    # longer than the tail window (its tokens are added up from the turn footers read).
+    tokens_exact: bool = True
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,8 @@ class _Tail:
     summary: Summary | None
     problem: str | None
     last_query: int
+    query_tokens: int  # tokens of the query turns whose heading and footer are in the tail
+    whole: bool  # the tail is the whole file
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -356,30 +365,45 @@ class SessionStore:
                 raise TranscriptError(f"{session_id}.md: {e}") from None
 
 
+def _matching(ref: str, ids: list[str]) -> list[str]:
+    """The ids ``ref`` names, from the first rule that matches any: the id itself, then ids
+    starting with it, ending with it (the random part users remember), containing it."""
+    for rule in (str.__eq__, str.startswith, str.endswith, str.__contains__):
+        found = [i for i in ids if rule(i, ref)]
+        if found:
+            return found
+    return []
+
+
 def resolve(ref: str, listing: Listing) -> SessionInfo:
-    """A listing number (1-based), a full session id or a unique id prefix -> the session."""
+    """A listing number (1-based), or a session id: the full id, else a unique prefix, else a
+    unique suffix (``d57d``), else a unique substring -> the session. Digits are a number when
+    in range, else they may name the whole random part of an id (``4821``)."""
     ref = ref.strip()
     sessions = listing.sessions
     if ref.isascii() and ref.isdigit():
         if not sessions:
             raise StoreError("there are no saved sessions to choose from")
         n = int(ref)
-        if not 1 <= n <= len(sessions):
+        if 1 <= n <= len(sessions):
+            return sessions[n - 1]
+        if not any(s.session_id.endswith(f"_{ref}") for s in sessions):
             raise StoreError(f"no session number {n}: choose between 1 and {len(sessions)}")
-        return sessions[n - 1]
+        ref = f"_{ref}"  # only a whole random part: "3" must not match "..._143022_..."
     ref = ref.removesuffix(".md")
     if "/" in ref or "\\" in ref or ".." in ref or not _ID_RE.fullmatch(ref):
         raise StoreError(f"invalid session id: {ref[:80]!r}")
-    exact = [s for s in sessions if s.session_id == ref]
-    matches = exact or [s for s in sessions if s.session_id.startswith(ref)]
+    matches = _matching(ref, [s.session_id for s in sessions])
     if len(matches) == 1:
-        return matches[0]
+        return next(s for s in sessions if s.session_id == matches[0])
     if matches:
-        names = ", ".join(s.session_id for s in matches[:10])
-        raise StoreError(f"ambiguous session id {ref!r}: it matches {names}")
-    bad = [why for name, why in listing.problems if name.startswith(ref)]
+        more = f" and {len(matches) - 10} more" if len(matches) > 10 else ""
+        raise StoreError(f"ambiguous session id {ref!r}: it matches "
+                         f"{', '.join(matches[:10])}{more}")
+    bad = _matching(ref, [name.removesuffix(".md") for name, _ in listing.problems])
     if bad:
-        raise StoreError(f"session {ref!r} cannot be used: {bad[0]}")
+        why = next(w for name, w in listing.problems if name.removesuffix(".md") == bad[0])
+        raise StoreError(f"session {ref!r} cannot be used: {why}")
     raise StoreError(f"no session {ref!r} (see 'sessions' for the list)")
 
 
@@ -410,7 +434,9 @@ def _head_of(text: str) -> Head:
     try:
         return parse_head(text)
     except TranscriptError as e:
-        raise StoreError(f"not a session file: {e}") from None
+        why = str(e)  # the parser may already say it ("line 1: not a session file (...)")
+        raise StoreError(why if "not a session file" in why
+                         else f"not a session file: {why}") from None
 
 
 def _tail_text(fd: int, size: int, window: int) -> tuple[str, bool]:
@@ -467,7 +493,22 @@ def _scan_tail(text: str, whole: bool, fd: int, size: int, parse_body: bool) -> 
     if pos >= 0:
         m = _QUERY_RE.match(text, pos + 1)
         last = int(m[1]) if m else 0
-    return _Tail(has, summary, problem, last)
+    tokens = 0 if has else _query_tokens(text)
+    return _Tail(has, summary, problem, last, tokens, whole)
+
+
+def _query_tokens(text: str) -> int:
+    """The sum of the footers' token counts of the query turns in ``text``. A footer counts
+    only after its own ``## Query`` heading: restorations are not queries, and a block cut by
+    the start of a tail window is skipped. Content lines are escaped, so cannot match."""
+    total, in_query = 0, False
+    for m in _TURN_MARK_RE.finditer(text):
+        if m[2] is None:
+            in_query = m[1] is not None
+        elif in_query:
+            total += int(m[2])
+            in_query = False
+    return total
 
 
 def _read_info(entry: os.DirEntry[str]) -> SessionInfo:
@@ -502,10 +543,18 @@ def _info(entry: os.DirEntry[str], head: Head, tail: _Tail) -> SessionInfo:
     if preview is not None and len(preview) > 60:
         preview = preview[:59] + "…"
     queries = h.total_queries if tail.has_summary else max(h.total_queries, tail.last_query)
+    # The header's totals are only written at finalize: without a summary (a live or crashed
+    # session) count the footers; exact from the whole file, else a lower bound.
+    if tail.has_summary:
+        tokens, exact = h.total_tokens, True
+    elif tail.whole:
+        tokens, exact = tail.query_tokens, True
+    else:
+        tokens, exact = max(h.total_tokens, tail.query_tokens), False
     return SessionInfo(0, h.session_id, entry.name, Path(entry.path), h.agent, h.agent_path,
-                       h.model, h.provider, h.date, queries, h.total_tokens, preview,
+                       h.model, h.provider, h.date, queries, tokens, preview,
                        tail.has_summary, h.resumed_from, h.previous_session,
-                       tail.problem)
+                       tail.problem, exact)
 
 
 def _finalized_text(text: str, summary: Summary, queries: int, tokens: int, name: str) -> str:
