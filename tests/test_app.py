@@ -422,7 +422,9 @@ def test_resuming_with_a_live_session_finalizes_it_first(tmp_path: Path) -> None
     chat(h, "live work on the search index")
     live_id = str(h.app.state.session_id)
     chat(h, "sessions")
-    assert live_id not in h.output and old.stem in h.output  # the live session is not listed
+    listed = [line for line in h.output.splitlines() if line.lstrip()[:1].isdigit()]
+    assert old.stem in " ".join(listed) and live_id not in " ".join(listed)  # not listed...
+    assert f"The current session, {live_id}, is not listed." in h.output  # ...and it says so
     chat(h, "resume 1")
     live = parse(h.store.path_for(live_id).read_text())
     assert live.summary is not None and live.header.total_queries == 1

@@ -44,3 +44,16 @@ def test_multiline_text_is_chat() -> None:
 def test_completions_offer_both_forms() -> None:
     words = commands.completions()
     assert "compact" in words and "/resume" in words
+
+
+def test_toolbar_shows_context_first_and_an_estimate_before_any_report(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from rollchat.repl import toolbar_text
+    from tests.test_autocompact import FakeProvider, build_app
+
+    built = build_app(tmp_path, FakeProvider())
+    assert toolbar_text(built.app).startswith(" context ~0/4K (0%) · 0 queries · Rollo")
+    built.app.send("hello there")
+    text = toolbar_text(built.app)
+    assert text.startswith(" context ") and "~" not in text and "· 1 query ·" in text
+    built.app.compact()
+    assert toolbar_text(built.app).startswith(" context ~")  # estimated after a compaction

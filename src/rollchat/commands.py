@@ -42,10 +42,11 @@ def _exit(app: ChatApp, arg: str) -> bool:
 def _help(app: ChatApp, arg: str) -> bool:
     for command in COMMANDS.values():
         if command.name != "quit":
-            app.out.info(f"  {command.usage:<22} {command.help}")
-    app.out.dim("Commands work bare (exit) or with a slash (/exit). Alt+Enter (or Esc then "
-                "Enter) inserts a newline; Ctrl-C stops an answer or clears the line; "
-                "Ctrl-D exits.")
+            usage = "exit, quit" if command.name == "exit" else command.usage
+            app.out.info(f"  {usage:<22} {command.help}")
+    app.out.dim("Commands work bare (exit) or with a slash (/exit); Tab completes them. "
+                "Enter sends; Alt+Enter (or Esc then Enter) inserts a newline; Up recalls "
+                "earlier input; Ctrl-C stops an answer or clears the line; Ctrl-D exits.")
     return False
 
 
@@ -83,7 +84,14 @@ def _compact(app: ChatApp, arg: str) -> bool:
 
 def _sessions(app: ChatApp, arg: str) -> bool:
     infos, problems = app.list_sessions()
-    app.out.sessions(infos, problems)
+    if infos or problems:
+        app.out.sessions(infos, problems)
+    current = app.state.session_id
+    if current:
+        app.out.dim(f"The current session, {current}, is not listed." if infos or problems
+                    else f"No other saved sessions (the current one is {current}).")
+    elif not infos and not problems:
+        app.out.sessions(infos, problems)  # "No saved sessions."
     return False
 
 

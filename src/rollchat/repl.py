@@ -63,14 +63,18 @@ def run_piped(app: ChatApp, lines: Iterable[str]) -> None:
 
 
 def toolbar_text(app: ChatApp) -> str:
-    ctx = app.engine.context
-    last = ctx.last_prompt_tokens
+    """Context use first (it matters most and survives a narrow terminal), then the rest.
+    Before any usage report (start, after compact or resume) the figure is the estimate."""
     window = app.context_window
-    use = f"{human_tokens(last)}/{human_tokens(window)} ({last / window:.0%})" if last else \
-        f"-/{human_tokens(window)}"
+    used = app.engine.context.last_prompt_tokens
+    approx = "" if used is not None else "~"
+    if used is None:  # (no count before the first message: the tokenizer loads after the prompt)
+        used = app.estimate() if app.engine.context.messages else 0
+    queries = app.state.queries
     sid = app.state.session_id or "new session"
-    return (f" {app.agent.name} · {app.engine.model} · {sid} · "
-            f"{app.state.queries} queries · context {use} ")
+    return (f" context {approx}{human_tokens(used)}/{human_tokens(window)} "
+            f"({used / window:.0%}) · {queries} {'query' if queries == 1 else 'queries'} · "
+            f"{app.agent.name} · {app.engine.model} · {sid} ")
 
 
 def history_path(configured: Path | None) -> Path:
