@@ -155,3 +155,22 @@ def test_piped_output_has_no_trailing_padding(tmp_path: Path) -> None:
     result = run_piped(tmp_path, "hi\nwhat is a token bucket?\n")
     assert result.returncode == 0
     assert all(line == line.rstrip(" ") for line in result.stdout.split("\n"))
+
+
+def test_pty_ctrl_c_while_streaming_is_not_echoed_and_echo_comes_back(tmp_path: Path) -> None:
+    """An echoed ^C under rich's live region shifts it a line: its erase then leaves a
+    duplicated line behind. Echo is off while an answer streams, back on at the prompt."""
+    cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0.3\n")
+    child = spawn(tmp_path, "--config", str(cfg), "--no-save")
+    child.expect(PROMPT)
+    child.sendline("please explain in detail how a token bucket rate limiter works")
+    child.expect("You asked about")
+    assert child.getecho() is False
+    child.sendintr()
+    child.expect("interrupted: partial answer kept")
+    assert "^C" not in child.before
+    child.expect(PROMPT)
+    child.sendeof()
+    child.expect("Goodbye!")
+    assert child.getecho() is True
+    child.expect(pexpect.EOF)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import os
 import termios
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 
 import pytest
@@ -113,7 +113,8 @@ def test_echo_is_off_while_an_answer_streams_and_back_after(tty: int) -> None:
     console, _ = _console()
     r = Renderer(console, interactive=True, terminal_fd=tty)
     before = termios.tcgetattr(tty)
-    for end in (lambda: r.answer_end(_turn()), r.answer_abort, r.close):
+    ends: list[Callable[[], None]] = [lambda: r.answer_end(_turn()), r.answer_abort, r.close]
+    for end in ends:
         r.answer_start("A")
         assert _echo(tty) == 0  # an echoed ^C would shift the live region by a line
         r.answer_delta("some text")

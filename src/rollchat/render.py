@@ -326,7 +326,7 @@ class Renderer:
     def answer_end(self, turn: Turn) -> None:
         self._close_stream()
         if turn.status == "interrupted":
-            self.console.print("[yellow]\\[interrupted: partial answer kept][/]")
+            self.console.print("[yellow]\\[interrupted: partial answer kept][/]", highlight=False)
         elif turn.status in ("unanswered", "error") and turn.error:
             self.error(turn.error)
             if turn.status == "unanswered":
