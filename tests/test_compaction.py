@@ -263,7 +263,7 @@ def test_offline_boilerplate_is_never_a_decision_or_pending_item() -> None:
     assert summary.decisions == ("We decided to use redis for the cache",
                                  "The rate limit should be 100 per minute")
     assert summary.pending == ("TODO: write integration tests",)  # last request, deduplicated
-    assert summary.topics[0] == "Use redis for the cache"  # the focus comes first
+    assert summary.topics[0] == "Focus on the redis details: Use redis for the cache"
     assert "Write integration tests" in summary.topics and no_noise(summary)
 
 
@@ -339,4 +339,4 @@ def test_focus_words_ignore_filler_and_surface_matching_sentences() -> None:
     assert plain.topics == ("Bump the chart version to 2.3.1", "Deploy to staging first")
     focused = extractive_summary(turns, parent_summary=None, focus="the grafana dashboard",
                                  max_words=300, fallback=False)
-    assert focused.topics[0] == "The Grafana dashboard id is 4471"
+    assert focused.topics[0] == "Focus on the grafana dashboard: The Grafana dashboard id is 4471"

@@ -291,7 +291,10 @@ TOPIC_WORDS = 10  # a topic longer than this is cut to a phrase (exact names kep
 _SMALL_TALK = frozenset((
     "hi", "hello", "hey", "hiya", "yo", "thanks", "thank", "you", "thx", "ok", "okay", "cool",
     "great", "nice", "good", "morning", "evening", "afternoon", "bye", "goodbye", "cheers",
-    "yes", "no", "sure", "please", "exit", "quit",
+    "yes", "no", "sure", "please", "exit", "quit", "here", "there", "this", "that", "it",
+    "so", "well", "hmm", "yep", "yeah", "nope", "right", "alright", "fine", "lol", "test",
+    "testing", "again", "done", "got", "see", "i", "is", "all", "awesome", "perfect", "bye",
+    "now", "what", "huh",
 ))
 _DECISION = re.compile(
     r"\b(?:decided(?: to| on| that| against|:)|decide to|the decision is|we'll|we will|"
@@ -315,7 +318,9 @@ _META = re.compile(
     r"^(?:you asked about|noted\b|got it\b|earlier (?:you|i) said|hello\b|hi\b|"
     r"the summary of our previous session says|from the previous session's transcript|"
     r"let me look for|that's what i found|this is the first time\b|nothing earlier\b|"
-    r"i've reviewed the summary|i've read the summary)"
+    r"i've reviewed the summary|i've read the summary|you just said|"
+    r"you haven't said anything|so far we've talked about|we haven't talked about|"
+    r"before this session\b)"
     r"|offline model|no api key|offline,? i can't|transcript has nothing about",
     re.IGNORECASE,
 )
@@ -327,7 +332,7 @@ _LEAD = re.compile(
     r"i (?:want|need|would like|'d like) "
     r"(?:you )?to |let's |let us |we (?:decided|agreed|need|have|want) to |we'll |we will |"
     r"(?:we )?still need to |todo:?\s*|fixme:?\s*|next steps?:\s*|next,?\s+|"
-    r"what about |how about |tell me about |explain )?",
+    r"what about |how about |tell me about |explain |here's |here is |here are )?",
     re.IGNORECASE,
 )
 _FILLER = re.compile(r"^(?:(?:ok(?:ay)?|so|well|also|and|now|right|alright|hmm|great|"
@@ -338,8 +343,32 @@ _FOCUS_STOP = frozenset((
     "everything", "important", "stuff", "things", "info", "information", "mention", "remember",
     "especially", "only", "our", "what", "that", "this", "those", "these", "from", "into",
 ))
-_FENCE = re.compile(r"```.*?(```|$)", re.DOTALL)
+_FENCE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)", re.DOTALL | re.MULTILINE)
+_INLINE_FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
+_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
+_MARKER = re.compile(r"SESSION_SUMMARY_(?:START|END)", re.IGNORECASE)
+_MARKUP_ONLY = re.compile(r"^[\s|:=*_#>`~+\-]*$")
+_CODE_LINE = re.compile(r"^(?: {4}|\t).*[(){};=<>]")
+# Questions about the conversation itself ("what did I just say?", "which editor did I
+# mention?", "remind me what we said"): answered from the history, never a topic.
+_RECALL_LEAD = re.compile(
+    r"^\W*(?:(?:ok(?:ay)?|so|and|hey|hmm|wait|please|now)[,!.]?\s+)*"
+    r"(?:what|which|who|remind|do you (?:remember|recall)|can you (?:remind|repeat|recall|"
+    r"tell me what)|could you (?:remind|repeat)|repeat|recall|tell me what)\b", re.IGNORECASE)
+_RECALL_VERB = re.compile(
+    r"\b(?:(?:did|have|had)\s+(?:i|we)\s+(?:just\s+|already\s+|last\s+)?"
+    r"(?:say|mention|ask|talk|discuss|tell|type|write|cover)|"
+    r"(?:i|we)\s+(?:just\s+|already\s+|last\s+)?(?:said|mentioned|asked|talked|discussed|"
+    r"told|typed|wrote|covered)|(?:was i|were we)\s+(?:saying|asking|talking|discussing)|"
+    r"my (?:last|previous) (?:message|question))\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+FOCUS_LABEL = "Focus on"  # the first topic of a focused summary: "Focus on X: <item>"
+NOT_MENTIONED = "not mentioned in this session"
+_FOCUS_LEAD = re.compile(
+    r"^(?:(?:please|and|also|just)\s+)*(?:(?:keep|focus|focusing|focused|on|remember|"
+    r"emphasi[sz]e|prioriti[sz]e|highlight|stress|about|mostly|especially)\s+)+",
+    re.IGNORECASE)
+_FOCUS_TOPIC = re.compile(rf"^{FOCUS_LABEL} [^:]*:\s*")
 
 
 def clean_item(text: str, words: int = ITEM_WORDS) -> str:
@@ -360,13 +389,50 @@ def is_meta_line(line: str) -> bool:
     return bool(_META.search(re.sub(r"^[\s>*_+#-]+", "", line)))
 
 
+def _is_table_row(line: str) -> bool:
+    stripped = line.strip()
+    return stripped.startswith("|") or stripped.endswith("|") or stripped.count("|") >= 2
+
+
+def content_lines(text: str) -> list[str]:
+    """The prose lines of ``text``: fenced and indented code, HTML comments, summary
+    markers, table rows and lines that are only markup (rules, bare bullets) dropped."""
+    text = _INLINE_FENCE.sub(" ", _FENCE.sub(" ", text))
+    text = _MARKER.sub(" ", _COMMENT.sub(" ", text))
+    kept = (line for line in text.splitlines()
+            if not (_MARKUP_ONLY.match(line) or _is_table_row(line) or _CODE_LINE.match(line)))
+    return [" ".join(line.split()) for line in kept]
+
+
+def plain_text(text: str) -> str:
+    """``content_lines`` of ``text`` joined by newlines."""
+    return "\n".join(content_lines(text))
+
+
+def is_recall_question(sentence: str) -> bool:
+    """Whether ``sentence`` asks about the conversation itself ("what did I just say?",
+    "which editor did I mention?", "remind me what we said")."""
+    return bool(_RECALL_LEAD.match(sentence) and _RECALL_VERB.search(sentence))
+
+
+def is_noise(sentence: str) -> bool:
+    """Whether ``sentence`` is no topic: small talk or filler ("ok", "there"), a fragment
+    under three words with no exact name and no question mark, a recall question, or
+    something with no words at all."""
+    words = re.findall(r"[A-Za-z][\w'-]*", sentence)
+    fragment = (len(words) < 3 and not _NAME.search(sentence)
+                and not sentence.rstrip().endswith("?"))
+    return not words or fragment or _is_small_talk(sentence) or is_recall_question(sentence)
+
+
 def _sentences(text: str, *, reply: bool = False) -> list[str]:
-    """The sentences of ``text`` (code blocks dropped); for a reply, meta lines dropped."""
-    lines = _FENCE.sub(" ", text).splitlines()
+    """The sentences of ``text`` that could be summary items: prose only
+    (``content_lines``), no noise (``is_noise``); for a reply, no meta lines."""
+    lines = content_lines(text)
     if reply:
         lines = [line for line in lines if not is_meta_line(line)]
     sentences = (s.strip(" \t-*>_") for line in lines for s in _SENTENCE_END.split(line))
-    return [s for s in sentences if s]
+    return [s for s in sentences if s and not is_noise(s)]
 
 
 def _is_small_talk(sentence: str) -> bool:
@@ -498,6 +564,22 @@ def _focus_first(items: list[str], focus: set[str]) -> list[str]:
     return sorted(items, key=lambda item: not _mentions_focus(item, focus))
 
 
+def focus_subject(focus: str) -> str:
+    """What a focus text is about: "keep the redis details" -> "the redis details"."""
+    text = " ".join(clean_item(focus, 10).split()).rstrip(" .!?;:")
+    return _FOCUS_LEAD.sub("", text).strip() or text
+
+
+def _focus_bullet(subject: str, lists: list[list[str]], focus: set[str]) -> list[str]:
+    """The topics, led by one bullet naming the focus and the first topic (else decision or
+    pending item) matching it, or saying the session did not mention it."""
+    topics = lists[0]
+    if topics and _mentions_focus(topics[0], focus):
+        return [f"{FOCUS_LABEL} {subject}: {topics[0]}", *topics[1:]]
+    match = next((i for items in lists[1:] for i in items if _mentions_focus(i, focus)), None)
+    return [f"{FOCUS_LABEL} {subject}: {match or NOT_MENTIONED}", *topics]
+
+
 def _words(items: Iterable[str]) -> int:
     return sum(len(item.split()) + 1 for item in items)  # +1 for the bullet dash
 
@@ -521,8 +603,8 @@ def _fit(background: str, lists: list[list[str]], max_words: int) -> list[list[s
 def condense(summary: Summary) -> str:
     """A summary in 1-2 sentences (its first topics and decisions), for Background Context."""
     def real(items: Sequence[str]) -> list[str]:
-        kept = [clean_item(i, 15).rstrip(".!?;") for i in items]
-        return [i for i in kept if i and i.lower() != NONE_ITEM.lower()]
+        kept = [clean_item(_FOCUS_TOPIC.sub("", i), 15).rstrip(".!?;") for i in items]
+        return [i for i in kept if i and i.lower() not in (NONE_ITEM.lower(), NOT_MENTIONED)]
 
     topics, decisions = real(summary.topics)[:3], real(summary.decisions)[:2]
     if not topics and not decisions:
@@ -546,7 +628,8 @@ def extractive_summary(
     """A deterministic summary written without a model: topic phrases from the user's
     queries (most recent first), decision-like statements (the user's first), pending items
     (cut-off turns, the last request, to-dos), near-duplicates dropped and items matching
-    ``focus`` first; the parent condensed as background. Reply lines that only talk about
+    ``focus`` first, the first topic naming the focus ("Focus on the parser table: ...");
+    the parent condensed as background. Reply lines that only talk about
     the conversation (``is_meta_line``) are never mined. Bullets are plain single lines that
     cannot contain summary markers; an empty section is an empty tuple ("- None")."""
     queries = [turn for turn in turns if turn.kind == "query"]
@@ -554,6 +637,8 @@ def extractive_summary(
     words = _focus_words(focus)
     lists = [_focus_first(found, words) for found in
              (_topics(queries, words), _decisions(queries), _pending(queries))]
+    if focus and words:  # a focus of only filler ("keep the details") names nothing
+        lists[0] = _focus_bullet(focus_subject(focus), lists, words)
     topics, decisions, pending = _fit(background, lists, max_words)
     return Summary(background, tuple(topics), tuple(decisions), tuple(pending), fallback)
 
