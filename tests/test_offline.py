@@ -186,7 +186,8 @@ def test_summary_of_an_offline_conversation_has_only_the_users_content() -> None
     assert summary.decisions == ("We decided to use redis for the cache",
                                  "The rate limit should be 100 per minute")
     assert summary.pending == ("TODO: write integration tests for src/limiter.py",)
-    assert summary.topics[:2] == ("The redis TTL", "Use redis for the cache")
+    assert summary.topics[:2] == ("Focus on the redis details: The redis TTL",
+                                  "Use redis for the cache")
     assert "Write integration tests for src/limiter.py" in summary.topics
     everything = " ".join((*summary.topics, *summary.decisions, *summary.pending)).lower()
     for noise in ("asked", "first time", "offline", "noted", "earlier", "hello"):

@@ -1,7 +1,8 @@
 """The built-in offline model: deterministic, no network, streaming word by word.
 
-It answers chat by reflecting the conversation, writes summaries with the extractive
-summarizer, acknowledges restored summaries, and uses ``session_archive_read`` when asked.
+It answers chat by reflecting the conversation (and recall questions about it from the
+history), writes summaries with the extractive summarizer (streamed line by line),
+acknowledges restored summaries, and uses ``session_archive_read`` when asked.
 """
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator, Sequence
+from datetime import datetime, timezone
 
 from rollchat import compaction
-from rollchat.domain import Message, Summary, ToolCall, Usage
+from rollchat.domain import Message, Summary, ToolCall, Turn, Usage
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -33,7 +35,8 @@ _STOPWORDS = frozenset((
     "more", "some", "any", "all", "just", "like", "also", "again", "said", "say", "know",
     "think", "want", "need", "make", "use", "get", "let", "one", "now", "yes", "okay", "thanks",
     "hello", "hey", "remind", "earlier", "before", "previous", "session", "discussed",
-    "mention", "mentioned",
+    "mention", "mentioned", "here", "here's", "what's", "that's", "talked", "talking",
+    "discuss", "discussing", "covered", "far", "saying", "asking", "typed", "wrote", "told",
 ))
 _REQUEST_WORDS = frozenset((
     "tell", "explain", "show", "give", "list", "describe", "write", "help", "make", "create",
@@ -45,6 +48,18 @@ _PERSON = {"i": "you", "i'm": "you're", "i've": "you've", "i'll": "you'll", "i'd
            "me": "you", "my": "your", "mine": "yours", "myself": "yourself"}
 OFFLINE_NOTE = ("_(I'm the offline model: no API key is configured, so I can only reflect "
                 "our conversation back to you.)_")
+# A summary streams a line at a time: each line waits LINE_WORDS word delays, and the whole
+# summary at most SUMMARY_SECONDS, so exit and compact stay quick with any word delay.
+LINE_WORDS = 3
+SUMMARY_SECONDS = 1.0
+_JUST_SAID = re.compile(
+    r"\b(?:did|have)\s+i\s+(?:just|last)\s+(?:say|type|write|ask)|\bwhat\s+(?:did|have)\s+"
+    r"i\s+(?:say|said|type|typed|write|wrote|ask|asked)\s*(?:\?|$)|"
+    r"\bmy (?:last|previous) (?:message|question)|\bwhat was i (?:saying|asking)",
+    re.IGNORECASE)
+_OVERVIEW = re.compile(
+    r"\bwe\b.*\b(?:talk|talked|talking|discuss|discussed|discussing|cover|covered|say|said|"
+    r"decide|decided)\b\s*(?:so far\s*)?(?:\?|$)", re.IGNORECASE)
 _GREETINGS = frozenset(("hi", "hello", "hey", "hiya", "yo", "morning", "evening", "greetings"))
 
 
@@ -100,9 +115,10 @@ class OfflineProvider:
             reply, call = self._restore(request), None
         else:
             reply, call = self._chat(request)
-        for index, piece in enumerate(re.findall(r"\s*\S+\s*", reply) or [reply]):
-            if index and self.word_delay > 0:
-                time.sleep(self.word_delay)
+        pieces, delay = self._pieces(reply, by_line=request.purpose == "summary")
+        for index, piece in enumerate(pieces):
+            if index and delay > 0:
+                time.sleep(delay)
             yield TextDelta(piece)
         if call is not None:
             yield ToolCallEvent(call)
@@ -111,6 +127,13 @@ class OfflineProvider:
         output_tokens = self.counter.count_text(reply) + (8 if call else 0)
         yield UsageEvent(Usage(input_tokens=input_tokens, output_tokens=output_tokens))
         yield Done("tool_use" if call else "end")
+
+    def _pieces(self, reply: str, *, by_line: bool) -> tuple[list[str], float]:
+        """The deltas of ``reply`` (words, or lines for a summary) and the delay between."""
+        if not by_line:
+            return re.findall(r"\s*\S+\s*", reply) or [reply], self.word_delay
+        lines = re.findall(r"[^\n]+\n*|\n+", reply) or [reply]
+        return lines, min(self.word_delay * LINE_WORDS, SUMMARY_SECONDS / len(lines))
 
     # ------------------------------------------------------------ summary and restore
 
@@ -140,7 +163,10 @@ class OfflineProvider:
         last = users[-1]
         if messages[-1].role == "tool":
             return _answer_from_tool(messages[-1].content, messages[last].content), None
-        latest = messages[last].content
+        latest = compaction.plain_text(messages[last].content)
+        recall = _recall_answer(messages[:last], latest)
+        if recall is not None:
+            return f"{recall}\n\n{OFFLINE_NOTE}", None
         words = salient_words(latest)
         if not words and len(latest.split()) <= 4:
             return ("Hello! I'm the offline model (no API key is configured). "
@@ -158,6 +184,59 @@ class OfflineProvider:
                 text = f"Let me look for {_bold(words)} in the previous session's transcript."
                 return text, call
         return _compose(latest, words, found), None
+
+
+def _recall_answer(history: Sequence[Message], latest: str) -> str | None:
+    """The answer to a question about the conversation itself: what the user just said, or
+    what we have talked about so far; None for any other message (a question about a subject,
+    "what did I say about X?", is answered by quoting, in ``_chat``)."""
+    if not compaction.is_recall_question(latest) or salient_words(latest):
+        return None
+    users = [m for m in history if m.role == "user" and not _is_restoration(m)]
+    if _JUST_SAID.search(latest) and not _OVERVIEW.search(latest):
+        if not users:
+            return "You haven't said anything before this in our conversation."
+        said = " ".join(compaction.plain_text(users[-1].content).split())
+        return f'You just said: "{_first_sentence(said, 300) if said else users[-1].content}"'
+    return _overview(history)
+
+
+def _history_turns(history: Sequence[Message]) -> list[Turn]:
+    """The user's queries in ``history`` with the replies that followed, as turns."""
+    when = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    turns: list[Turn] = []
+    for message in history:
+        if message.role == "user" and not _is_restoration(message):
+            turns.append(Turn("query", len(turns) + 1, when, message.content, ""))
+        elif message.role == "assistant" and turns:
+            last = turns[-1]
+            turns[-1] = Turn("query", last.number, when, last.user,
+                             f"{last.assistant}\n{message.content}".strip())
+    return turns
+
+
+def _overview(history: Sequence[Message]) -> str:
+    """The topics (and decisions) so far, from the extractive summarizer, oldest first, and
+    those of a restored previous session."""
+    summary = compaction.extractive_summary(_history_turns(history), parent_summary=None,
+                                            focus=None, max_words=200, fallback=False)
+    topics = "; ".join(t.rstrip(".!?;") for t in reversed(summary.topics))
+    lines = [f"So far we've talked about: {topics}." if topics
+             else "We haven't talked about anything specific yet in this session."]
+    if summary.decisions:
+        lines[0] += f" Decided: {'; '.join(d.rstrip('.!?;') for d in summary.decisions)}."
+    restored = [m for m in history if m.role == "user" and _is_restoration(m)]
+    previous = _summary_in(restored[-1].content) if restored else None
+    if previous is not None and _listed(previous.topics, 3):
+        lines.append(f"Before this session: {_listed(previous.topics, 3)}.")
+    return "\n\n".join(lines)
+
+
+def _listed(items: Sequence[str], count: int) -> str:
+    """Up to ``count`` real items, without labels, noise or end punctuation, "; "-joined."""
+    real = [re.sub(r"^(?:Last request|Unanswered):\s*", "", i).rstrip(".!?;") for i in items]
+    return "; ".join([i for i in real if i.lower() != "none" and not compaction.is_noise(i)]
+                     [:count])
 
 
 def _is_restoration(message: Message) -> bool:
@@ -233,18 +312,13 @@ def _compose(latest: str, words: Sequence[str], found: Sequence[str]) -> str:
 def _acknowledgment(summary: Summary) -> str:
     """2-6 sentences: the topics, decisions and open items of a restored summary, and
     readiness."""
-    def listed(items: Sequence[str], count: int) -> str:
-        real = [re.sub(r"^Last request:\s*", "", i).rstrip(".!?;") for i in items
-                if i.strip().lower() not in ("", "none")]
-        return "; ".join(real[:count])
-
     sentences = ["I've reviewed the summary of our previous session."]
-    if listed(summary.topics, 3):
-        sentences.append(f"Main topics: {listed(summary.topics, 3)}.")
-    if listed(summary.decisions, 2):
-        sentences.append(f"Decided: {listed(summary.decisions, 2)}.")
-    if listed(summary.pending, 2):
-        sentences.append(f"Still open: {listed(summary.pending, 2)}.")
+    if _listed(summary.topics, 3):
+        sentences.append(f"Main topics: {_listed(summary.topics, 3)}.")
+    if _listed(summary.decisions, 2):
+        sentences.append(f"Decided: {_listed(summary.decisions, 2)}.")
+    if _listed(summary.pending, 2):
+        sentences.append(f"Still open: {_listed(summary.pending, 2)}.")
     sentences.append("Ready to continue where we left off.")
     return " ".join(sentences)
 
