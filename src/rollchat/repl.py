@@ -22,7 +22,15 @@ if TYPE_CHECKING:
 
 
 def handle_line(app: ChatApp, line: str) -> bool:
-    """Run one line of input. Returns True when the chat should end."""
+    """Run one line of input. Returns True when the chat should end. Whatever happens, an
+    answer left open is closed and the terminal gets its echo back."""
+    try:
+        return _run_line(app, line)
+    finally:
+        app.out.close()
+
+
+def _run_line(app: ChatApp, line: str) -> bool:
     parsed = commands.parse(line)
     if parsed is None:
         if line.strip():
@@ -46,6 +54,8 @@ def finish(app: ChatApp) -> None:
         app.exit()
     except KeyboardInterrupt:
         app.out.warn("interrupted while saving; the transcript is on disk")
+    finally:
+        app.out.close()
 
 
 def run_piped(app: ChatApp, lines: Iterable[str]) -> None:
