@@ -14,7 +14,10 @@ from rollchat.compaction import (
     SummaryOutcome,
     build_summary_request,
     condense,
+    content_lines,
     extractive_summary,
+    is_noise,
+    is_recall_question,
     parse_summary_reply,
     parse_summary_request,
     summarize,
@@ -340,3 +343,75 @@ def test_focus_words_ignore_filler_and_surface_matching_sentences() -> None:
     focused = extractive_summary(turns, parent_summary=None, focus="the grafana dashboard",
                                  max_words=300, fallback=False)
     assert focused.topics[0] == "Focus on the grafana dashboard: The Grafana dashboard id is 4471"
+
+
+# ---------------------------------------------------------------- noise (QA session)
+
+QA_TURNS = [
+    turn(1, "hi", "Hello!"),
+    turn(2, "There.", "ok"),
+    turn(3, "Here's what the parser printed:\n\n| field | meaning |\n|---|---|\n"
+            "| tokens | how many tokens the parser saw |\n\nWhy is the token count zero?", "ok"),
+    turn(4, "Hello <!-- SESSION_SUMMARY_START --> x", "ok"),
+    turn(5, "```python\ndef parse(text):\n    return Table(text)\n```\n"
+            "The parse function returns None for empty input.", "ok"),
+    turn(6, "    x = parse(source);\nok thanks", "ok"),
+    turn(7, "what did I just say?", "ok"),
+    turn(8, "which editor did I mention?", "ok"),
+    turn(9, "remind me what we said", "ok"),
+    turn(10, "first line\nsecond line", "ok"),
+]
+
+
+def test_noise_is_never_a_topic_or_pending_item() -> None:
+    summary = extractive_summary(QA_TURNS, parent_summary=None, focus=None, max_words=300,
+                                 fallback=False)
+    assert summary.topics == ("The parse function returns None for empty input",
+                              "What the parser printed")
+    assert summary.pending == ()
+    everything = " ".join(summary.topics + summary.decisions + summary.pending).lower()
+    for noise in ("|", "tokens the parser saw", "session summary", "def ", "return table", "there",
+                  "just say", "editor", "remind", "first line", "thanks", "hello"):
+        assert noise not in everything
+
+
+@pytest.mark.parametrize("question", [
+    "what did I just say?", "Which editor did I mention?", "remind me what we said",
+    "So what have we talked about so far?", "what did I say about redis?",
+    "Do you remember what I told you about the deploy?", "what was my last message?"])
+def test_recall_questions_are_recognised(question: str) -> None:
+    assert is_recall_question(question) and is_noise(question)
+
+
+@pytest.mark.parametrize("sentence", [
+    "What did we decide about the cache?", "What should I tell the client about the outage?",
+    "Which editor supports LSP best?", "Why is the token count zero?"])
+def test_real_questions_are_not_recall_questions(sentence: str) -> None:
+    assert not is_recall_question(sentence) and not is_noise(sentence)
+
+
+def test_content_lines_keep_prose_only() -> None:
+    text = ("Intro line.\n```\ncode here\n```\n| a | b |\n|---|---|\n---\n"
+            "<!-- SESSION_SUMMARY_END -->\n    y = f(x);\nOutro SESSION_SUMMARY_START line.")
+    assert content_lines(text) == ["Intro line.", "Outro line."]
+
+
+def test_focus_is_named_first_and_matching_items_lead() -> None:
+    turns = [turn(1, "Let's switch the cache to redis with a 5 minute TTL.", "ok"),
+             turn(2, "The parser table drops the tokens column. TODO: fix the parser table "
+                     "header.", "ok"),
+             turn(3, "Deploy the docs site on Friday.", "ok")]
+    focused = extractive_summary(turns, parent_summary=None, focus="the parser table",
+                                 max_words=300, fallback=False)
+    plain = extractive_summary(turns, parent_summary=None, focus=None, max_words=300,
+                               fallback=False)
+    assert plain.topics[0] == "Deploy the docs site on Friday"
+    assert focused.topics[0] == ("Focus on the parser table: "
+                                 "The parser table drops the tokens column")
+    assert focused.pending[0] == "TODO: fix the parser table header."
+    missing = extractive_summary(turns, parent_summary=None, focus="focus on kubernetes",
+                                 max_words=300, fallback=False)
+    assert missing.topics[0] == "Focus on kubernetes: not mentioned in this session"
+    assert missing.topics[1:] == plain.topics
+    assert condense(focused).startswith("Previous session covered: The parser table drops")
+    assert "not mentioned" not in condense(missing)

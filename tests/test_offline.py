@@ -207,3 +207,109 @@ def test_acknowledgment_names_everything_without_labels_or_noise() -> None:
         "I've reviewed the summary of our previous session. Main topics: Use redis for the cache; "
         "Write integration tests. Decided: We decided to use redis for the cache. Still open: "
         "how long should the redis TTL be. Ready to continue where we left off.")
+
+
+# ---------------------------------------------------------------- recall questions (QA session)
+
+
+def test_what_did_i_just_say_quotes_the_previous_message() -> None:
+    reply = text_of(chat(Message("user", "hi"),
+                         Message("assistant", "Hello! I'm the offline model."),
+                         Message("user", "what did I just say?")))
+    assert reply.startswith('You just said: "hi"')
+    assert reply.count("offline") == 1 and "can't pick out" not in reply
+    first = text_of(chat(Message("user", "What did I just say?")))
+    assert first.startswith("You haven't said anything before this")
+
+
+def test_what_have_we_talked_about_lists_the_topics_oldest_first() -> None:
+    history: list[Message] = []
+    for line in ("hi", "Let's use SQLite for the session store.",
+                 "How do we back up the WAL files?", "ok thanks"):
+        history += [Message("user", line), Message("assistant", text_of(chat(
+            *history, Message("user", line))))]
+    reply = text_of(chat(*history, Message("user", "what have we talked about so far?")))
+    assert reply.startswith("So far we've talked about: Use SQLite for the session store; "
+                            "How do we back up the WAL files. Decided: Let's use SQLite")
+    assert "thanks" not in reply and "Hello" not in reply
+    alias = text_of(chat(*history, Message("user", "remind me what we said")))
+    assert alias.split("\n")[0] == reply.split("\n")[0]
+    nothing = text_of(chat(Message("user", "hi"), Message("assistant", "Hello!"),
+                           Message("user", "What have we discussed?")))
+    assert nothing.startswith("We haven't talked about anything specific yet")
+
+
+def test_overview_after_a_restore_names_the_previous_topics() -> None:
+    reply = text_of(chat(*restored_history(), Message("user", "what did we talk about?"),
+                         tools=(ARCHIVE,)))
+    assert "Before this session: Rate limiter design for src/limiter.py." in reply
+    assert not any(isinstance(e, ToolCallEvent) for e in chat(
+        *restored_history(), Message("user", "what did we talk about?"), tools=(ARCHIVE,)))
+
+
+def test_recall_replies_are_meta_lines_and_never_summary_items() -> None:
+    turns = converse("We store sessions in Redis with a 30 minute TTL.", "what did I just say?",
+                     "what have we talked about?")
+    for t in turns[1:]:
+        assert all(compaction.is_meta_line(line) for line in t.assistant.splitlines()
+                   if line.strip())
+    summary = compaction.extractive_summary(turns, parent_summary=None, focus=None,
+                                            max_words=200, fallback=False)
+    assert summary.topics == ("We store sessions in Redis with a 30 minute TTL",)
+
+
+def test_words_and_restatements_ignore_code_tables_and_markers() -> None:
+    table = ("Here's the parser output:\n\n| field | meaning |\n|---|---|\n"
+             "| tokens | how many tokens the parser saw |\n\nWhy is the token count zero?")
+    reply = text_of(chat(Message("user", table)))
+    assert reply.startswith("You asked about **parser**, **output**, **token**, **count** and "
+                            "**zero**.")
+    code = "```python\ndef parse(x):\n    return x\n```\nthis function returns None sometimes"
+    assert text_of(chat(Message("user", code))).startswith(
+        "Noted: this function returns None sometimes.\n")
+    marker = text_of(chat(Message("user", "Hello <!-- SESSION_SUMMARY_START --> x")))
+    assert marker.startswith("Hello!") and "SUMMARY" not in marker
+
+
+def test_acknowledgment_skips_noise_items_of_a_model_summary() -> None:
+    summary = Summary("Initial session.", ("What did I just say", "There", "Parser table fix"),
+                      ("None",), ("first line",))
+    prompt = build_restoration_prompt(session_id="a_1", date=WHEN, queries=4, tokens=900,
+                                      parent_of_parent=None, file_name="a_1.md",
+                                      summary=summary, archive_tool=False)
+    request = restoration_request(prompt, system="sys", model="offline", max_output_tokens=300)
+    reply = text_of(list(OfflineProvider().stream(request)))
+    assert reply == ("I've reviewed the summary of our previous session. Main topics: Parser "
+                     "table fix. Ready to continue where we left off.")
+
+
+# ---------------------------------------------------------------- streaming speed
+
+
+def summary_events(turn_count: int, delay: float,
+                   slept: list[float]) -> list[StreamEvent]:
+    turns = [Turn("query", n, WHEN, f"Let's use option {n} for module_{n}.py. TODO: test "
+                  f"module_{n}.py with case {n}.", "ok") for n in range(1, turn_count + 1)]
+    request = build_summary_request(turns, parent_summary=None, focus=None, model="offline",
+                                    max_words=300, max_output_tokens=800)
+    return list(OfflineProvider(word_delay=delay).stream(request))
+
+
+def test_summary_streams_line_by_line_within_a_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(offline.time, "sleep", slept.append)
+    events = summary_events(40, 0.02, slept)
+    deltas = [e.text for e in events if isinstance(e, TextDelta)]
+    words = len("".join(deltas).split())
+    assert words > 150 and len(deltas) < words / 4
+    assert all(d.count("\n") >= 1 for d in deltas[:-1])  # whole lines
+    assert len(slept) == len(deltas) - 1 and sum(slept) <= offline.SUMMARY_SECONDS + 1e-9
+    parse_summary_reply("".join(deltas), max_words=300)
+
+
+def test_short_summary_keeps_a_per_line_delay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pty test presses Ctrl-C during the exit summary: a short one still takes a while."""
+    slept: list[float] = []
+    monkeypatch.setattr(offline.time, "sleep", slept.append)
+    deltas = [e for e in summary_events(1, 0.03, slept) if isinstance(e, TextDelta)]
+    assert slept == [pytest.approx(0.03 * offline.LINE_WORDS)] * (len(deltas) - 1)

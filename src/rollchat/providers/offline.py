@@ -36,7 +36,8 @@ _STOPWORDS = frozenset((
     "think", "want", "need", "make", "use", "get", "let", "one", "now", "yes", "okay", "thanks",
     "hello", "hey", "remind", "earlier", "before", "previous", "session", "discussed",
     "mention", "mentioned", "here", "here's", "what's", "that's", "talked", "talking",
-    "discuss", "discussing", "covered", "far", "saying", "asking", "typed", "wrote", "told",
+    "talk", "discuss", "discussing", "cover", "covered", "far", "saying", "asking", "typed",
+    "wrote", "told",
 ))
 _REQUEST_WORDS = frozenset((
     "tell", "explain", "show", "give", "list", "describe", "write", "help", "make", "create",
