@@ -79,6 +79,7 @@ def test_interrupted_and_unanswered_notices() -> None:
                           error="rate limited: slow down"))
     out = buf.getvalue()
     assert "interrupted" in out and "rate limited: slow down" in out and "Up and Enter" in out
+    assert "Tokens: not reported" in out and "Tokens: 0" not in out
 
 
 def test_figures() -> None:

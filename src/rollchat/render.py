@@ -331,7 +331,10 @@ class Renderer:
             self.error(turn.error)
             if turn.status == "unanswered":
                 self.dim("Your message was kept; press Up and Enter to send it again.")
-        self.dim(usage_line(turn.elapsed, turn.usage))
+        if turn.usage.total or turn.status == "ok":
+            self.dim(usage_line(turn.elapsed, turn.usage))
+        else:  # the provider never said (interrupted or failed before its usage report)
+            self.dim(f"Time: {turn.elapsed:.1f}s | Tokens: not reported")
 
     def answer_abort(self) -> None:
         """Close an answer that will be retried, without notices."""
