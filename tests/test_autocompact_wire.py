@@ -272,6 +272,7 @@ def check_kept_tail(session: Session, compacted: list[int]) -> None:
     for child in children:
         carried = [t for t in child.turns if t.context.startswith(CARRIED_PREFIX)]
         assert len(carried) == keep
+        assert all(t.kind == "carried" for t in carried)
         assert all(t.user in {s.pending for s in session.steps} for t in carried)
         assert all(child.header.resumed_from in t.context for t in carried)
 

@@ -57,8 +57,8 @@ opt_text = st.none() | hostile_text
 
 @st.composite
 def turns(draw: st.DrawFn) -> Turn:
-    kind = draw(st.sampled_from(["query", "restored"]))
-    return Turn(kind=kind, number=draw(st.integers(1, 10**6)) if kind == "query" else 0,
+    kind = draw(st.sampled_from(["query", "restored", "carried"]))
+    return Turn(kind=kind, number=draw(st.integers(1, 10**6)) if kind != "restored" else 0,
                 started=draw(aware), user=draw(hostile_text), assistant=draw(hostile_text),
                 status=draw(st.sampled_from(["ok", "interrupted", "unanswered", "error"])),
                 elapsed=draw(st.integers(0, 10**6)) / 10, usage=draw(usage),
@@ -86,7 +86,8 @@ def test_round_trip_with_hostile_content(t: Transcript) -> None:
     # structure only ever comes from the renderer: one summary start at most, one per turn
     lines = text.split("\n")
     assert lines.count(SUMMARY_START) == (t.summary is not None)
-    headings = [x for x in lines if x.startswith(("## Query ", "## Session Restored "))]
+    headings = [x for x in lines
+                if x.startswith(("## Query ", "## Session Restored ", "## Carried Over "))]
     assert len(headings) == len(t.turns)
 
 

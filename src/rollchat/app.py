@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from rollchat.autocompact import carried_turns, estimate_prompt, is_carried, tail_start
+from rollchat.autocompact import carried_turns, estimate_prompt, tail_start
 from rollchat.config import AgentConfig, Config
 from rollchat.domain import Message, Summary, Turn
 from rollchat.engine import Engine, EngineEvent, Retrying, ToolFinished, ToolStarted, describe_call
@@ -53,18 +53,18 @@ class SessionState:
     # summaries made in the background from ~70% of the budget on (see summarizer)
     background: Background = field(default_factory=Background)
 
-    query_turns: int = 0  # query turns held, carried-over ones included
+    query_turns: int = 0  # turns with a query: asked here, or carried over from the parent
     queries: int = 0  # queries asked in this session (carried-over turns excluded)
     tokens: int = 0  # tokens of those queries
 
     def add(self, turn: Turn) -> None:
         """Record a turn; the totals are kept as it goes (no rescans on the hot path)."""
         self.turns.append(turn)
-        if turn.kind == "query":
+        if turn.kind != "restored":
             self.query_turns += 1
-            if not is_carried(turn):
-                self.queries += 1
-                self.tokens += turn.usage.total
+        if turn.kind == "query":
+            self.queries += 1
+            self.tokens += turn.usage.total
 
     @property
     def restoration_tokens(self) -> int:
@@ -159,7 +159,7 @@ class ChatApp:
                 turn = self.engine.chat(text, self._on_event)
             else:
                 self.out.answer_start(self.agent.name)
-        turn = replace(turn, number=self.state.query_turns + 1)
+        turn = replace(turn, number=self.state.queries + 1)
         self.state.add(turn)
         self.policy = replace(self.policy,
                               calls_since_compaction=self.policy.calls_since_compaction + 1,
@@ -405,7 +405,7 @@ class ChatApp:
         assert self.store is not None
         self.out.info(f"{info.session_id} has no summary; summarizing its transcript now.")
         transcript = self.store.load_transcript(info.session_id)
-        turns = [t for t in transcript.turns if t.kind == "query"]
+        turns = [t for t in transcript.turns if t.kind != "restored"]
         if not turns:
             raise RollchatError(f"session {info.session_id} has no queries to resume from")
         outcome = self.summarizer.summarize(turns, None, None)

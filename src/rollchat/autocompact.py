@@ -49,16 +49,13 @@ def split_tail(messages: Sequence[Message], prefix_len: int,
     return list(messages[:cut]), list(messages[cut:])
 
 
-def is_carried(turn: Turn) -> bool:
-    return turn.kind == "query" and turn.context.startswith(CARRIED_PREFIX)
-
-
 def carried_turns(turns: Sequence[Turn], count: int, parent_id: str) -> list[Turn]:
     """The last ``count`` answered queries, to be recorded again in the child session (with
     zero tokens: they were paid for, and are counted, in the parent)."""
-    answered = [t for t in turns if t.kind == "query" and t.status != "unanswered"]
+    answered = [t for t in turns if t.kind != "restored" and t.status != "unanswered"]
     kept = answered[-count:] if count > 0 else []
-    return [replace(t, number=i + 1, usage=Usage(), context=f"{CARRIED_PREFIX}{parent_id}")
+    return [replace(t, kind="carried", number=i + 1, usage=Usage(),
+                    context=f"{CARRIED_PREFIX}{parent_id}")
             for i, t in enumerate(kept)]
 
 

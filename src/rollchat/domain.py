@@ -19,7 +19,9 @@ TurnStatus = Literal["ok", "interrupted", "unanswered", "error"]
 
 # "query": a user query and its answer. "restored": the agent's acknowledgment of a restored
 # summary, the first entry of a session created by compact or resume (not counted as a query).
-TurnKind = Literal["query", "restored"]
+# "carried": a query of the parent kept verbatim by an automatic compaction (in the working
+# context and the transcript; counted, with its tokens, in the parent only).
+TurnKind = Literal["query", "restored", "carried"]
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,8 @@ class ToolExchange:
 class Turn:
     """One block of a transcript.
 
-    For kind "query", ``number`` is the query number (1-based) and ``user`` the user's text.
+    For kind "query", ``number`` is the query number (1-based) and ``user`` the user's text;
+    kind "carried" is the same, numbered 1.. among the carried turns.
     For kind "restored", ``number`` is 0, ``user`` is empty and ``context`` holds the
     "Resumed from ..." line; ``assistant`` is the agent's acknowledgment.
     ``error`` is the one-line provider error for status "unanswered"/"error".

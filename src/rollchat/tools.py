@@ -206,7 +206,8 @@ def _tool_line(ex: ToolExchange) -> str:
 
 def _block(index: int, turn: Turn) -> str:
     when = turn.started.strftime("%Y-%m-%d %H:%M:%S")
-    title = f"Query {turn.number}" if turn.kind == "query" else "Session restored"
+    title = {"query": f"Query {turn.number}", "carried": f"Carried over {turn.number}"}.get(
+        turn.kind, "Session restored")
     status = "" if turn.status == "ok" else f" [{turn.status}]"
     lines = [f"[offset {index}] {title} ({when}){status}"]
     if turn.context:

@@ -34,6 +34,7 @@ from rollchat.domain import (
     ToolExchange,
     Transcript,
     Turn,
+    TurnKind,
     TurnStatus,
     Usage,
 )
@@ -56,6 +57,7 @@ _SECTION_RE = re.compile(
 _NONE_WORDS = frozenset({"none", "none.", "n/a", "-"})
 _HEADING_Q = re.compile(r"## Query ([0-9]+) \(([0-9]{2}:[0-9]{2}:[0-9]{2})\)$")
 _HEADING_R = re.compile(r"## Session Restored \(([0-9]{2}:[0-9]{2}:[0-9]{2})\)$")
+_HEADING_C = re.compile(r"## Carried Over ([0-9]+) \(([0-9]{2}:[0-9]{2}:[0-9]{2})\)$")
 _FOOTER = re.compile(
     r"\*Time: ([0-9]+(?:\.[0-9]+)?)s \| Tokens: ([0-9]+) \(in: ([0-9]+), out: ([0-9]+)"
     r"(?:, cache read: ([0-9]+))?(?:, cache write: ([0-9]+))?\)"
@@ -198,8 +200,9 @@ def render_turn(t: Turn, agent_name: str) -> str:
     """One turn block, ending with ``---`` and a blank line."""
     clock = t.started.strftime("%H:%M:%S")
     lines: list[str] = []
-    if t.kind == "query":
-        lines += [f"## Query {t.number} ({clock})", *_field("**You:** ", t.user)]
+    if t.kind in ("query", "carried"):
+        title = "Query" if t.kind == "query" else "Carried Over"
+        lines += [f"## {title} {t.number} ({clock})", *_field("**You:** ", t.user)]
     if t.kind == "restored" or t.context:
         if t.kind == "restored":
             lines.append(f"## Session Restored ({clock})")
@@ -500,7 +503,7 @@ def _collect(lines: list[str], start: int, end: int) -> _Fields:
 
 def _turn(lines: list[str], start: int, end: int) -> Turn:
     head = lines[start]
-    q, r = _HEADING_Q.match(head), _HEADING_R.match(head)
+    q, r = _HEADING_Q.match(head) or _HEADING_C.match(head), _HEADING_R.match(head)
     f = _collect(lines, start + 1, end)
     m = f.footer
     if m is None or f.pending_tool is not None:
@@ -508,7 +511,8 @@ def _turn(lines: list[str], start: int, end: int) -> Turn:
     if (q is not None and f.user is None) or (r is not None and f.context is None):
         raise TranscriptError(f"line {start + 1}: turn block lacks its user/context line")
     usage = Usage(int(m[3]), int(m[4]), int(m[5] or 0), int(m[6] or 0))
-    return Turn(kind="query" if q else "restored", number=int(q[1]) if q else 0,
+    kind: TurnKind = ("query" if head.startswith("## Query") else "carried") if q else "restored"
+    return Turn(kind=kind, number=int(q[1]) if q else 0,
                 started=_parse_date(m[8], f"line {start + 1}: turn time"),
                 user=f.user or "", assistant=f.answer or "", status=_STATUSES[m[7] or "ok"],
                 elapsed=float(m[1]), usage=usage, tools=tuple(f.tools or ()),
@@ -542,7 +546,7 @@ def _body(lines: list[str], k: int) -> tuple[list[Turn], Summary | None]:
         line = lines[k]
         if line == "":
             k += 1
-        elif _HEADING_Q.match(line) or _HEADING_R.match(line):
+        elif _HEADING_Q.match(line) or _HEADING_R.match(line) or _HEADING_C.match(line):
             end = _block_end(lines, k)
             if end is None:  # truncated last block (crash mid-append): ignored
                 break
