@@ -415,3 +415,20 @@ def test_focus_is_named_first_and_matching_items_lead() -> None:
     assert missing.topics[1:] == plain.topics
     assert condense(focused).startswith("Previous session covered: The parser table drops")
     assert "not mentioned" not in condense(missing)
+
+
+def test_turns_carried_over_are_part_of_the_summary() -> None:
+    from dataclasses import replace as _replace
+
+    from rollchat.compaction import build_summary_request, extractive_summary
+    from rollchat.domain import Turn
+
+    now = datetime(2026, 11, 22, tzinfo=timezone.utc)
+    kept = Turn("carried", 1, now, "We decided to use valkey for the session cache.", "ok")
+    new = _replace(kept, kind="query", user="TODO: benchmark the eviction policy.")
+    request = build_summary_request([kept, new], parent_summary=None, focus=None,
+                                    model="m", max_words=200, max_output_tokens=500)
+    assert "valkey" in request.messages[-1].content
+    summary = extractive_summary([kept, new], parent_summary=None, focus=None,
+                                 max_words=200, fallback=True)
+    assert any("valkey" in d for d in summary.decisions)

@@ -139,8 +139,9 @@ def build_summary_request(
     """The summary call: its own system prompt and one user message holding the
     conversation as data. It is never part of the chat history.
 
-    Only "query" turns are included (a "restored" acknowledgment repeats the parent's
-    summary, which is passed separately). Tool results and arguments are shortened.
+    Query turns and the turns carried over verbatim from the parent are included (a
+    "restored" acknowledgment repeats the parent's summary, which is passed separately).
+    Tool results and arguments are shortened.
     """
     sections: list[str] = []
     focus = (focus or "").strip() or None
@@ -149,7 +150,7 @@ def build_summary_request(
     if parent_summary is not None:
         sections.append(f"<parent-summary>\n{_dumps(_summary_record(parent_summary))}\n"
                         "</parent-summary>")
-    records = [_turn_record(turn) for turn in turns if turn.kind == "query"]
+    records = [_turn_record(turn) for turn in turns if turn.kind != "restored"]
     sections.append(f"<conversation>\n{_dumps(records)}\n</conversation>")
     prompt = SUMMARY_USER_TEMPLATE.format(
         max_words=max_words,
@@ -632,7 +633,7 @@ def extractive_summary(
     the parent condensed as background. Reply lines that only talk about
     the conversation (``is_meta_line``) are never mined. Bullets are plain single lines that
     cannot contain summary markers; an empty section is an empty tuple ("- None")."""
-    queries = [turn for turn in turns if turn.kind == "query"]
+    queries = [turn for turn in turns if turn.kind != "restored"]
     background = condense(parent_summary) if parent_summary else "Initial session."
     words = _focus_words(focus)
     lists = [_focus_first(found, words) for found in
