@@ -220,3 +220,10 @@ def test_parse_head_gives_preview() -> None:
                                Turn("query", 1, T0, "## first line\nsecond", "a")))
     head = parse_head(render(t))
     assert head.header == t.header and head.first_query == "## first line"
+
+
+def test_summary_text_starting_with_a_colon_round_trips() -> None:
+    # found by hypothesis: ':' right after '**Background Context:**' read as the label's colon
+    s = Summary(":", (": x",), (":",), ("::",))
+    assert parse_summary_body(render_summary_block(s).split("\n", 1)[1].rsplit(
+        "\n<!--", 1)[0]) == s

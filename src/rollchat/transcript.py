@@ -88,7 +88,7 @@ def _needs_turn(s: str) -> bool:
 
 
 def _needs_summary(s: str) -> bool:
-    return (_needs_turn(s) or s[:1] in (" ", "\t") or s.lower() in _NONE_WORDS
+    return (_needs_turn(s) or s[:1] in (" ", "\t", ":") or s.lower() in _NONE_WORDS
             or s.startswith("```") or _section(s) is not None)
 
 
