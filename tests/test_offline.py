@@ -21,12 +21,19 @@ from rollchat.providers.base import (
     UsageEvent,
 )
 from rollchat.providers.offline import OfflineProvider
-from rollchat.restore import build_restoration_prompt, restoration_request
+from rollchat.restore import build_restoration_prompt
 
 ARCHIVE = ToolSpec("session_archive_read", "Read the previous session's transcript.")
 SUMMARY = Summary("Initial session.", ("Rate limiter design for src/limiter.py",),
                   ("Use a token bucket",), ("Write the tests",))
 WHEN = datetime(2026, 11, 22, 14, 30, tzinfo=timezone.utc)
+
+
+def restoration_request(prompt: str, *, system: str, model: str,
+                        max_output_tokens: int) -> ChatRequest:
+    """The request Engine.restore sends: the restoration prompt alone, purpose "restore"."""
+    return ChatRequest(model=model, system=system, messages=(Message("user", prompt),),
+                       max_output_tokens=max_output_tokens, purpose="restore")
 
 
 def chat(*messages: Message, tools: tuple[ToolSpec, ...] = ()) -> list[StreamEvent]:

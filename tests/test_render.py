@@ -16,9 +16,9 @@ from rollchat.domain import Turn, Usage
 from rollchat.policy import compute_budget
 from rollchat.providers.base import ChatRequest, StreamEvent
 from rollchat.providers.offline import OfflineProvider
-from rollchat.render import MarkdownStream, Renderer, harmless, human_tokens, preview, usage_line
+from rollchat.render import MarkdownStream, Renderer, harmless, preview, usage_line
 from rollchat.summarizer import Summarizer
-from rollchat.tokens import TokenCounter
+from rollchat.tokens import TokenCounter, human_tokens
 
 
 def _console() -> tuple[Console, io.StringIO]:

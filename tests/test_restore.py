@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from rollchat.domain import Summary
-from rollchat.restore import build_restoration_prompt, humanize_tokens, restoration_request
+from rollchat.restore import build_restoration_prompt
+from rollchat.tokens import human_tokens
 from rollchat.transcript import SUMMARY_END, SUMMARY_START
 
 SUMMARY = Summary("Initial session.", ("Auth refactoring",), ("Use JWT",), ())
@@ -41,15 +42,7 @@ def test_parent_and_archive_tool_lines() -> None:
     assert text.count("session_archive_read") == 1
 
 
-def test_humanize_tokens() -> None:
-    assert humanize_tokens(950) == "950"
-    assert humanize_tokens(2300) == "2.3K"
-    assert humanize_tokens(1_250_000) == "1.2M"
-
-
-def test_restoration_request() -> None:
-    request = restoration_request("hello", system="You are Sally.", model="m",
-                                  max_output_tokens=321)
-    assert request.purpose == "restore" and request.system == "You are Sally."
-    assert [m.content for m in request.messages] == ["hello"]
-    assert request.max_output_tokens == 321 and request.tools == ()
+def test_human_tokens() -> None:
+    assert human_tokens(950) == "950"
+    assert human_tokens(2300) == "2.3K"
+    assert human_tokens(1_250_000) == "1.2M"

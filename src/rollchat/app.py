@@ -19,9 +19,9 @@ from rollchat.errors import RollchatError, StoreError
 from rollchat.interrupts import sigint_deferred
 from rollchat.policy import MAX_FAILURES, PolicyState, compute_budget, should_compact
 from rollchat.providers.base import ContextTooLongError, Provider, TextDelta
-from rollchat.render import Renderer, human_tokens
+from rollchat.render import Renderer
 from rollchat.summarizer import Background, Summarizer
-from rollchat.tokens import TokenCounter
+from rollchat.tokens import TokenCounter, human_tokens
 
 if TYPE_CHECKING:  # the rest is imported when first needed, after the prompt is shown
     from rollchat.store import LiveSession, SessionInfo, SessionStore

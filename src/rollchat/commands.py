@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rollchat.errors import UsageError
-from rollchat.render import human_tokens
+from rollchat.tokens import human_tokens
 
 if TYPE_CHECKING:
     from rollchat.app import ChatApp

@@ -23,6 +23,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from rollchat.domain import Turn, Usage
+from rollchat.tokens import human_tokens
 
 if TYPE_CHECKING:
     from rich.markdown import Markdown
@@ -72,14 +73,6 @@ def harmless(text: str) -> str:
     text = _CARRIAGE_RETURN.sub("\n", text)
     return _CONTROL.sub(lambda m: f"^{chr((ord(m.group()) + 64) % 128)}"
                         if ord(m.group()) < 0x80 else f"\\x{ord(m.group()):02x}", text)
-
-
-def human_tokens(n: int) -> str:
-    if n < 1000:
-        return str(n)
-    if n < 1_000_000:
-        return f"{n / 1000:.1f}K".replace(".0K", "K")
-    return f"{n / 1_000_000:.1f}M".replace(".0M", "M")
 
 
 def usage_line(elapsed: float, usage: Usage) -> str:

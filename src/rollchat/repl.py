@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from rollchat import commands
 from rollchat.errors import RollchatError
-from rollchat.render import human_tokens
+from rollchat.tokens import human_tokens
 
 if TYPE_CHECKING:
     from prompt_toolkit.input import Input

@@ -4,23 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from rollchat.domain import Message, Summary
-from rollchat.providers.base import ChatRequest
+from rollchat.domain import Summary
+from rollchat.tokens import human_tokens
 from rollchat.transcript import render_summary_block
 
 ARCHIVE_SENTENCE = (
     "The session_archive_read tool can read the previous session's full transcript if you "
     "need details the summary leaves out."
 )
-
-
-def humanize_tokens(tokens: int) -> str:
-    """2300 -> "2.3K", 1_250_000 -> "1.2M", 950 -> "950"."""
-    if tokens >= 1_000_000:
-        return f"{tokens / 1_000_000:.1f}M"
-    if tokens >= 1_000:
-        return f"{tokens / 1_000:.1f}K"
-    return str(tokens)
 
 
 def build_restoration_prompt(
@@ -42,7 +33,7 @@ def build_restoration_prompt(
         f"{date.strftime('%Y-%m-%d %H:%M')}.",
         "",
         f"Previous session summary (Session ID: {session_id}, {queries} {plural}, "
-        f"{humanize_tokens(tokens)} tokens):",
+        f"{human_tokens(tokens)} tokens):",
         "",
     ]
     if parent_of_parent:
@@ -60,16 +51,3 @@ def build_restoration_prompt(
         "Keep your response concise.",
     ]
     return "\n".join(lines)
-
-
-def restoration_request(
-    prompt: str, *, system: str, model: str, max_output_tokens: int
-) -> ChatRequest:
-    """The call that sends the restoration prompt with the agent's own system prompt."""
-    return ChatRequest(
-        model=model,
-        system=system,
-        messages=(Message("user", prompt),),
-        max_output_tokens=max_output_tokens,
-        purpose="restore",
-    )
