@@ -4,7 +4,6 @@ and the SDK error mapping shared by the Anthropic and OpenAI providers.
 
 from __future__ import annotations
 
-import email.utils
 import importlib
 import math
 import re
@@ -262,6 +261,8 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
     if seconds is not None:
         return seconds
     try:
+        import email.utils  # only for an HTTP-date retry-after (rare): not at start-up
+
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
