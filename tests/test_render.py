@@ -244,3 +244,15 @@ def test_banner_wording() -> None:
     out = buf.getvalue()
     assert "llama3 via openai (configured)" in out and "llm.example.com:8443" in out
     assert "s3cret" not in out and "key=abc" not in out and "Alt+Enter" in out
+
+
+def test_sessions_mark_a_lower_bound_token_count(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from rollchat.store import SessionInfo
+
+    console, buf = _console()
+    now = datetime.now(timezone.utc)
+    info = SessionInfo(1, "a_20261122_000000_abcd", "a_20261122_000000_abcd.md", tmp_path,
+                       "A", "config:a", "m", "offline", now, 3, 1500, "hi", False, None, None,
+                       tokens_exact=False)
+    Renderer(console, interactive=False).sessions([info], [])
+    assert "≥1.5K tokens" in buf.getvalue()

@@ -358,7 +358,8 @@ class Renderer:
             head.append(info.session_id, style="cyan")
             head.append(f" · {harmless(info.agent)} · {info.date:%Y-%m-%d %H:%M} · "
                         f"{info.queries} {'query' if info.queries == 1 else 'queries'} · "
-                        f"{human_tokens(info.tokens)} tokens · {summary}")
+                        f"{'' if info.tokens_exact else '≥'}{human_tokens(info.tokens)} tokens"
+                        f" · {summary}")
             self.console.print(head)
             detail = f"     parent: {info.resumed_from}" if info.resumed_from else "     "
             preview = harmless(info.first_query_preview or "")
