@@ -432,3 +432,18 @@ def test_turns_carried_over_are_part_of_the_summary() -> None:
     summary = extractive_summary([kept, new], parent_summary=None, focus=None,
                                  max_words=200, fallback=True)
     assert any("valkey" in d for d in summary.decisions)
+
+
+def test_a_plain_statement_is_not_left_pending() -> None:
+    from rollchat.compaction import extractive_summary
+    from rollchat.domain import Turn
+
+    now = datetime(2026, 11, 22, tzinfo=timezone.utc)
+    said = Turn("query", 1, now, "My project uses redis for caching.", "Noted.")
+    summary = extractive_summary([said], parent_summary=None, focus=None, max_words=200,
+                                 fallback=True)
+    assert summary.pending == ()
+    asked = Turn("query", 2, now, "Can you compare redis and memcached?", "...")
+    summary = extractive_summary([said, asked], parent_summary=None, focus=None,
+                                 max_words=200, fallback=True)
+    assert summary.pending == ("Last request: Can you compare redis and memcached?",)

@@ -527,8 +527,24 @@ def _decisions(turns: Sequence[Turn]) -> list[str]:
     return mine + _unique(replies, seen=mine)
 
 
+REQUEST_WORDS = frozenset((
+    "tell", "explain", "show", "give", "list", "describe", "write", "help", "make", "create",
+    "implement", "fix", "add", "find", "summarize", "summarise", "compare", "suggest",
+    "recommend", "remind", "can", "could", "would", "will", "please", "how", "what", "why",
+    "where", "when", "which", "who", "is", "are", "do", "does", "did", "should", "shall",
+))
+
+
+def is_request(text: str) -> bool:
+    """A question or an imperative request, as opposed to a statement to take note of."""
+    first = re.match(r"\W*([A-Za-z']+)", text)
+    return text.rstrip().endswith("?") or (first is not None
+                                           and first.group(1).lower() in REQUEST_WORDS)
+
+
 def _request(turn: Turn) -> str | None:
-    """The last query as a pending item, unless it is small talk or a decision."""
+    """The last query as a pending item when it asks for something (not small talk, a
+    decision or a plain statement)."""
     sentences = _sentences(turn.user)
     questions = [s for s in sentences if s.endswith("?")]
     request = questions[0] if questions else next(iter(sentences), "")
@@ -536,8 +552,8 @@ def _request(turn: Turn) -> str | None:
         return None
     if _TODO.search(request):
         return _tidy(request)
-    if not questions and _DECISION.search(request):
-        return None
+    if not questions and (_DECISION.search(request) or not is_request(request)):
+        return None  # a decision, or a statement to take note of: nothing left open
     return _tidy(f"Last request: {request}")
 
 

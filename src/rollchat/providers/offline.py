@@ -39,12 +39,6 @@ _STOPWORDS = frozenset((
     "talk", "discuss", "discussing", "cover", "covered", "far", "saying", "asking", "typed",
     "wrote", "told",
 ))
-_REQUEST_WORDS = frozenset((
-    "tell", "explain", "show", "give", "list", "describe", "write", "help", "make", "create",
-    "implement", "fix", "add", "find", "summarize", "summarise", "compare", "suggest",
-    "recommend", "remind", "can", "could", "would", "will", "please", "how", "what", "why",
-    "where", "when", "which", "who", "is", "are", "do", "does", "did", "should", "shall",
-))
 _PERSON = {"i": "you", "i'm": "you're", "i've": "you've", "i'll": "you'll", "i'd": "you'd",
            "me": "you", "my": "your", "mine": "yours", "myself": "yourself"}
 OFFLINE_NOTE = ("_(I'm the offline model: no API key is configured, so I can only reflect "
@@ -273,13 +267,6 @@ def _recall(history: Sequence[Message], words: Sequence[str]) -> list[str]:
     return quotes
 
 
-def _is_request(text: str) -> bool:
-    """A question or an imperative request, as opposed to a statement to take note of."""
-    first = re.match(r"\W*([A-Za-z']+)", text)
-    return text.rstrip().endswith("?") or (first is not None
-                                           and first.group(1).lower() in _REQUEST_WORDS)
-
-
 def _restate(text: str) -> str:
     """The first sentence of ``text`` seen from the other side ("my" becomes "your")."""
     sentence = _first_sentence(text).rstrip(".!")
@@ -295,7 +282,7 @@ def _listing(words: Sequence[str]) -> str:
 def _compose(latest: str, words: Sequence[str], found: Sequence[str]) -> str:
     """A reply: what the message was about (a request) or a restatement (a statement), the
     earlier messages it connects to, and the one-line offline note."""
-    request = _is_request(latest)
+    request = compaction.is_request(latest)
     if request:
         parts = [f"You asked about {_listing(words)}." if words
                  else "You asked something I can't pick out offline."]
