@@ -20,7 +20,9 @@ def test_tab_completes_a_command(tmp_path: Path) -> None:
     child = spawn(tmp_path)
     child.expect(PROMPT)
     child.send("/cont")
+    child.expect("/cont")  # echoed
     child.send("\t")
+    child.expect("ext")  # the completion is drawn (it runs asynchronously: wait for it)
     child.send("\r")
     child.expect("context window")  # '/cont' + Tab became '/context'
     child.expect(PROMPT)
