@@ -20,6 +20,7 @@ from rollchat.compaction import (
     is_recall_question,
     parse_summary_reply,
     parse_summary_request,
+    same_word,
     summarize,
 )
 from rollchat.domain import Summary, ToolCall, ToolExchange, Turn, Usage
@@ -378,16 +379,49 @@ def test_noise_is_never_a_topic_or_pending_item() -> None:
 @pytest.mark.parametrize("question", [
     "what did I just say?", "Which editor did I mention?", "remind me what we said",
     "So what have we talked about so far?", "what did I say about redis?",
-    "Do you remember what I told you about the deploy?", "what was my last message?"])
+    "Do you remember what I told you about the deploy?", "what was my last message?",
+    "Remind me: what crate did we pick?", "what crate did we pick?", "So what did we decide?",
+    "Which port did we settle on in the end?", "remind me which editor I use"])
 def test_recall_questions_are_recognised(question: str) -> None:
     assert is_recall_question(question) and is_noise(question)
 
 
 @pytest.mark.parametrize("sentence", [
     "What did we decide about the cache?", "What should I tell the client about the outage?",
-    "Which editor supports LSP best?", "Why is the token count zero?"])
+    "Which editor supports LSP best?", "Why is the token count zero?",
+    "What library did we use for parsing?", "What should we use for the lexer?",
+    "Remind me to write the tests for the lexer"])
 def test_real_questions_are_not_recall_questions(sentence: str) -> None:
     assert not is_recall_question(sentence) and not is_noise(sentence)
+
+
+def test_focus_matches_other_forms_of_its_words() -> None:
+    assert same_word("lexer", "lexing") and same_word("lex", "lexer")
+    assert same_word("users", "user") and same_word("tokenizer", "tokens")
+    assert not same_word("cache", "cat") and not same_word("compile", "computer")
+    turns = [turn(1, "Deploy the docs site on Friday.", "ok"),
+             turn(2, "We decided to use the logos crate for lexing.", "ok"),
+             turn(3, "Let's cache the parsed tables.", "ok")]
+    summary = extractive_summary(turns, parent_summary=None, focus="the lexer choice",
+                                 max_words=300, fallback=False)
+    assert summary.topics[0] == "Focus on the lexer choice: Use the logos crate for lexing"
+
+
+LEXER_TURNS = [
+    turn(1, "I am building a tokenizer in Rust for a markdown parser", "Noted."),
+    turn(2, "We decided to use the logos crate for lexing", "Noted."),
+    turn(3, "what did I just say?", 'You just said: "We decided to use the logos crate"'),
+    turn(4, "Remind me: what crate did we pick?", "You asked about **crate**."),
+]
+
+
+def test_recall_questions_are_neither_topics_nor_pending_and_focus_stems_match() -> None:
+    summary = extractive_summary(LEXER_TURNS, parent_summary=None, focus="the lexer choice",
+                                 max_words=300, fallback=False)
+    assert summary.topics == ("Focus on the lexer choice: Use the logos crate for lexing",
+                              "Building a tokenizer in Rust for a markdown parser")
+    assert summary.decisions == ("We decided to use the logos crate for lexing",)
+    assert summary.pending == ()
 
 
 def test_content_lines_keep_prose_only() -> None:

@@ -330,6 +330,7 @@ _LABEL = re.compile(r"^(?:last request|unanswered|answer cut off \(\w+\)|todo|to
 _LEAD = re.compile(
     r"^(?:(?:ok(?:ay)?|so|well|also|and|now|hi|hey|please|btw|right)[,!.]?\s+)*"
     r"(?:(?:can|could|would|will) you (?:please )?|i(?:'m| am) (?:working on|trying to) |"
+    r"i(?:'m| am) (?=\w+ing\b)|"
     r"i (?:want|need|would like|'d like) "
     r"(?:you )?to |let's |let us |we (?:decided|agreed|need|have|want) to |we'll |we will |"
     r"(?:we )?still need to |todo:?\s*|fixme:?\s*|next steps?:\s*|next,?\s+|"
@@ -362,6 +363,18 @@ _RECALL_VERB = re.compile(
     r"(?:i|we)\s+(?:just\s+|already\s+|last\s+)?(?:said|mentioned|asked|talked|discussed|"
     r"told|typed|wrote|covered)|(?:was i|were we)\s+(?:saying|asking|talking|discussing)|"
     r"my (?:last|previous) (?:message|question))\b", re.IGNORECASE)
+# A question about what was chosen that names no subject after its verb ("what crate did
+# we pick?", "which port did we settle on in the end?"); "what did we decide about the
+# cache?" has a subject, so it stays a real question (a topic).
+_CHOICE_RECALL = re.compile(
+    r"^\W*(?:(?:ok(?:ay)?|so|and|hey|hmm|wait|now)[,!.]?\s+)*(?:what|which|who)\b"
+    r"(?:\s+[\w'-]+){0,3}?\s+(?:did|have|had)\s+(?:i|we)\s+(?:finally\s+|already\s+)?"
+    r"(?:pick(?:ed)?|cho(?:o)?se|chosen|decide(?:d)?(?: on)?|settle(?:d)? on|agree(?:d)? on|"
+    r"go with|gone with|land(?:ed)? on|opt(?:ed)? for|use(?:d)?|name(?:d)?)"
+    r"(?:\s+(?:in the end|again|earlier|before|last time))?\s*[?.!]*$", re.IGNORECASE)
+# "Remind me: what ...?", "remind me which ...": a recall question whatever its verb.
+_REMIND_ME = re.compile(r"^\W*(?:\w+[,!.]?\s+){0,2}?remind me\b[\s:,\-]*"
+                        r"(?:again\s+)?(?:what|which|who|where|when|why)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 FOCUS_LABEL = "Focus on"  # the first topic of a focused summary: "Focus on X: <item>"
 NOT_MENTIONED = "not mentioned in this session"
@@ -412,8 +425,9 @@ def plain_text(text: str) -> str:
 
 def is_recall_question(sentence: str) -> bool:
     """Whether ``sentence`` asks about the conversation itself ("what did I just say?",
-    "which editor did I mention?", "remind me what we said")."""
-    return bool(_RECALL_LEAD.match(sentence) and _RECALL_VERB.search(sentence))
+    "which editor did I mention?", "what crate did we pick?", "Remind me: what ...?")."""
+    return bool(_REMIND_ME.match(sentence) or _CHOICE_RECALL.match(sentence)
+                or (_RECALL_LEAD.match(sentence) and _RECALL_VERB.search(sentence)))
 
 
 def is_noise(sentence: str) -> bool:
@@ -497,8 +511,30 @@ def _focus_words(focus: str | None) -> set[str]:
     return {w for w in re.findall(r"\w{3,}", (focus or "").lower()) if w not in _FOCUS_STOP}
 
 
+_SUFFIXES = ("ations", "ation", "ers", "er", "ings", "ing", "ions", "ion", "ed", "es", "s")
+STEM_PREFIX = 5  # words sharing their first STEM_PREFIX letters count as the same word
+
+
+def _stems(word: str) -> set[str]:
+    """``word`` and what is left of it without each common English ending it has, when at
+    least three letters remain ("users" -> users, user)."""
+    return {word} | {word[:-len(end)] for end in _SUFFIXES
+                     if word.endswith(end) and len(word) - len(end) >= 3}
+
+
+def same_word(a: str, b: str) -> bool:
+    """Whether two lower-case words are forms of one word: equal, the same once a common
+    ending (-er, -ing, -ion, -ed, -s...) is dropped ("lexer", "lexing", "lex"), or sharing
+    their first STEM_PREFIX letters ("tokenizer", "tokens")."""
+    if a == b or _stems(a) & _stems(b):
+        return True
+    return len(a) >= STEM_PREFIX and len(b) >= STEM_PREFIX and a[:STEM_PREFIX] == b[:STEM_PREFIX]
+
+
 def _mentions_focus(text: str, words: set[str]) -> bool:
-    return bool(words & set(re.findall(r"\w{3,}", text.lower())))
+    """Whether ``text`` has a form of one of the focus ``words`` (``same_word``)."""
+    found = set(re.findall(r"\w{3,}", text.lower()))
+    return bool(words & found) or any(same_word(w, f) for w in words for f in found)
 
 
 def _topics(turns: Sequence[Turn], focus: set[str]) -> list[str]:
