@@ -320,3 +320,49 @@ def test_short_summary_keeps_a_per_line_delay(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(offline.time, "sleep", slept.append)
     deltas = [e for e in summary_events(1, 0.03, slept) if isinstance(e, TextDelta)]
     assert slept == [pytest.approx(0.03 * offline.LINE_WORDS)] * (len(deltas) - 1)
+
+
+# ---------------------------------------------------------------- second QA pass
+
+
+def test_restatement_swaps_verbs_with_pronouns() -> None:
+    reply = text_of(chat(Message("user", "I am building a tokenizer in Rust for a markdown "
+                                         "parser")))
+    assert reply.startswith("Noted: you are building a tokenizer in Rust for a markdown parser.")
+    assert "you am" not in reply
+    assert offline._restate("I was tired, and I'm done; am I late?") == (
+        "you were tired, and you're done; are you late?")
+    assert offline._restate("Was I clear about my plan to ask me later") == (
+        "were you clear about your plan to ask you later.")
+
+
+def test_focused_compact_after_recall_questions_keeps_the_main_topic() -> None:
+    turns = converse("I am building a tokenizer in Rust for a markdown parser",
+                     "We decided to use the logos crate for lexing", "what did I just say?",
+                     "Remind me: what crate did we pick?")
+    assert "logos crate" in turns[3].assistant
+    request = build_summary_request(turns, parent_summary=None, focus="the lexer choice",
+                                    model="offline", max_words=300, max_output_tokens=500)
+    summary = parse_summary_reply(text_of(list(OfflineProvider().stream(request))),
+                                  max_words=300)
+    assert summary.topics == ("Focus on the lexer choice: Use the logos crate for lexing",
+                              "Building a tokenizer in Rust for a markdown parser")
+    assert summary.pending == ()
+    everything = " ".join((*summary.topics, *summary.decisions, *summary.pending))
+    assert "not mentioned" not in everything and "Remind me" not in everything
+    prompt = build_restoration_prompt(session_id="a_1", date=WHEN, queries=4, tokens=900,
+                                      parent_of_parent=None, file_name="a_1.md",
+                                      summary=summary, archive_tool=False)
+    request = restoration_request(prompt, system="sys", model="offline", max_output_tokens=300)
+    reply = text_of(list(OfflineProvider().stream(request)))
+    assert "Building a tokenizer in Rust" in reply and "logos crate" in reply
+    assert "Still open" not in reply and "Remind me" not in reply
+
+
+def test_acknowledgment_keeps_the_oldest_topic_among_many() -> None:
+    summary = Summary("Initial session.", ("Deploy on Friday", "Cache the parsed tables",
+                                           "Write the lexer tests",
+                                           "Building a tokenizer in Rust"), (), ())
+    reply = offline._acknowledgment(summary)
+    assert "Main topics: Deploy on Friday; Building a tokenizer in Rust; Cache the parsed " \
+           "tables." in reply

@@ -39,8 +39,13 @@ _STOPWORDS = frozenset((
     "talk", "discuss", "discussing", "cover", "covered", "far", "saying", "asking", "typed",
     "wrote", "told",
 ))
-_PERSON = {"i": "you", "i'm": "you're", "i've": "you've", "i'll": "you'll", "i'd": "you'd",
+_PERSON = {"i am": "you are", "am i": "are you", "i was": "you were", "was i": "were you",
+           "i": "you", "i'm": "you're", "i've": "you've", "i'll": "you'll", "i'd": "you'd",
            "me": "you", "my": "your", "mine": "yours", "myself": "yourself"}
+# The longest forms first, so "I am" becomes "you are", never "you am".
+_FIRST_PERSON = re.compile(
+    r"\b(?:I\s+am|am\s+I|I\s+was|was\s+I|I'm|I've|I'll|I'd|I|me|my|mine|myself)\b",
+    re.IGNORECASE)
 OFFLINE_NOTE = ("_(I'm the offline model: no API key is configured, so I can only reflect "
                 "our conversation back to you.)_")
 # A summary streams a line at a time: each line waits LINE_WORDS word delays, and the whole
@@ -268,10 +273,12 @@ def _recall(history: Sequence[Message], words: Sequence[str]) -> list[str]:
 
 
 def _restate(text: str) -> str:
-    """The first sentence of ``text`` seen from the other side ("my" becomes "your")."""
+    """The first sentence of ``text`` seen from the other side ("my" becomes "your", "I am"
+    becomes "you are", "am I" becomes "are you")."""
     sentence = _first_sentence(text).rstrip(".!")
-    return re.sub(r"\b(?:I|I'm|I've|I'll|I'd|me|my|mine|myself)\b",
-                  lambda m: _PERSON[m.group(0).lower()], sentence, flags=re.IGNORECASE) + "."
+    swapped = _FIRST_PERSON.sub(lambda m: _PERSON[" ".join(m.group(0).lower().split())],
+                                sentence)
+    return swapped if swapped.endswith("?") else swapped + "."
 
 
 def _listing(words: Sequence[str]) -> str:
@@ -297,12 +304,22 @@ def _compose(latest: str, words: Sequence[str], found: Sequence[str]) -> str:
     return "\n\n".join(parts)
 
 
+def _main_first(topics: Sequence[str]) -> list[str]:
+    """Topics with the session's main subject kept near the front: the first (most recent,
+    or the focus) topic, then the oldest real one (what the session set out to do), then the
+    rest, so a short listing never drops the subject the session started with."""
+    real = [t for t in topics if _listed([t], 1)]
+    if len(real) <= 2:
+        return real
+    return [real[0], real[-1], *real[1:-1]]
+
+
 def _acknowledgment(summary: Summary) -> str:
     """2-6 sentences: the topics, decisions and open items of a restored summary, and
     readiness."""
     sentences = ["I've reviewed the summary of our previous session."]
-    if _listed(summary.topics, 3):
-        sentences.append(f"Main topics: {_listed(summary.topics, 3)}.")
+    if _listed(_main_first(summary.topics), 3):
+        sentences.append(f"Main topics: {_listed(_main_first(summary.topics), 3)}.")
     if _listed(summary.decisions, 2):
         sentences.append(f"Decided: {_listed(summary.decisions, 2)}.")
     if _listed(summary.pending, 2):
