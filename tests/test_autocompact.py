@@ -268,3 +268,30 @@ def test_small_window_with_long_turns_does_not_compact_every_turn(tmp_path: Path
     assert len(turns_at) >= 2
     assert all(b - a >= 3 for a, b in itertools.pairwise(turns_at)), turns_at
     assert max(provider.sizes) <= 2048
+
+
+def test_a_message_larger_than_the_window_is_refused_before_anything_happens(
+        tmp_path: Path) -> None:
+    provider = FakeProvider()
+    built = build_app(tmp_path, provider, window=2048, max_output=500)
+    built.app.send(user_message(0))
+    huge = " ".join(f"word{i}" for i in range(3000))
+    turn = built.app.send(huge)
+    assert turn.status == "unanswered" and turn.error and "message too long" in turn.error
+    assert not built.compactions  # no pointless compaction...
+    assert len(provider.of("chat")) == 1  # ...and nothing sent
+    assert "Shorten or split the message" in built.output
+    assert "Up and Enter" not in built.output.split("message too long")[-1]
+    [path] = (tmp_path / "sessions").glob("*.md")
+    assert huge in path.read_text()  # kept in the transcript
+
+
+def test_automatic_compaction_is_announced_before_the_summary(tmp_path: Path) -> None:
+    provider = FakeProvider()
+    built = build_app(tmp_path, provider)
+    run_turns(built, 80)
+    assert built.compactions
+    out = " ".join(built.output.split())
+    announce = out.index(": compacting (window 4K).")
+    assert out.index("Generating session summary", announce) > announce
+    assert "Compacted " in out[announce:] and "kept verbatim" in out[announce:]

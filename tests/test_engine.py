@@ -174,3 +174,11 @@ def test_text_around_a_tool_call_stays_in_separate_paragraphs() -> None:
         "q", lambda e: shown.append(e.text) if isinstance(e, TextDelta) else None)
     assert turn.assistant == "Let me look.\n\nFoundit."
     assert "".join(shown) == turn.assistant
+
+
+def test_a_partial_answer_cut_by_an_error_is_marked_for_the_model() -> None:
+    provider = Scripted([TextDelta("half an "), ServerError("connection lost")])
+    engine = _engine(provider)
+    engine.chat("q", lambda e: None)
+    last = engine.context.messages[-1].content
+    assert last.startswith("half an ") and "[answer cut off:" in last

@@ -76,9 +76,11 @@ def test_interrupted_and_unanswered_notices() -> None:
     for status in ("interrupted", "unanswered"):
         r.answer_start("A")
         r.answer_end(Turn("query", 1, now, "q", "", status=status,  # type: ignore[arg-type]
-                          error="rate limited: slow down"))
+                          error="rate limited: slow down"),
+                     hint="Your message was kept; press Up and Enter to send it again.")
     out = buf.getvalue()
-    assert "interrupted" in out and "rate limited: slow down" in out and "Up and Enter" in out
+    assert "interrupted before any answer" in out and "rate limited: slow down" in out
+    assert "Up and Enter" in out
     assert "Tokens: not reported" in out and "Tokens: 0" not in out
 
 

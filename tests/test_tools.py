@@ -322,6 +322,6 @@ def test_offline_model_reads_the_parent_through_the_engine(tmp_path: Path) -> No
     assert turn.status == "ok" and len(turn.tools) == 1
     call = turn.tools[0].call
     assert call.name == ARCHIVE_TOOL_NAME and call.arguments == {"query": "valkey"}
-    assert "Turns 1-1 of 1 turns matching the query" in turn.tools[0].result
+    assert "Turn 1 of 1 turn matching the query" in turn.tools[0].result
     assert "We store the shared counters in Valkey with a TTL of 60 seconds." in turn.assistant
     assert "From the previous session's transcript" in turn.assistant

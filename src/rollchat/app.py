@@ -18,7 +18,13 @@ from rollchat.engine import Engine, EngineEvent, Retrying, ToolFinished, ToolSta
 from rollchat.errors import RollchatError, StoreError
 from rollchat.interrupts import sigint_deferred
 from rollchat.policy import MAX_FAILURES, PolicyState, compute_budget, should_compact
-from rollchat.providers.base import ContextTooLongError, Provider, TextDelta
+from rollchat.providers.base import (
+    AuthError,
+    ContextTooLongError,
+    Provider,
+    ProviderError,
+    TextDelta,
+)
 from rollchat.render import Renderer
 from rollchat.summarizer import Background, Summarizer
 from rollchat.tokens import TokenCounter, human_tokens
@@ -145,28 +151,55 @@ class ChatApp:
         Compacts first when the next prompt would exceed the budget, and once more (then
         sends again) if the provider still answers that the context is too long.
         """
-        self._maybe_compact(Message("user", text))
-        self.out.answer_start(self.agent.name)
-        turn = self.engine.chat(text, self._on_event)
-        if (turn.status == "unanswered" and self.config.session.auto_compact
+        pending = Message("user", text)
+        too_big = self._too_big(pending)
+        if too_big is not None:
+            turn = Turn("query", 0, _now(), text, "", status="unanswered", error=too_big)
+        else:
+            self._maybe_compact(pending)
+            self.out.answer_start(self.agent.name)
+            turn = self.engine.chat(text, self._on_event)
+        if (too_big is None and turn.status == "unanswered" and self.config.session.auto_compact
                 and isinstance(self.engine.last_error, ContextTooLongError)):
             self.out.answer_abort()
-            self.out.warn("The provider says the context is too long: compacting, then "
-                          "sending your message again.")
-            if self._auto_compact("the provider said the context is too long",
-                                  Message("user", text)):
+            self.out.warn("The provider says the context is too long.")
+            if self._auto_compact("the provider said the context is too long", pending):
+                self.out.info("Sending your message again.")
                 self.out.answer_start(self.agent.name)
                 turn = self.engine.chat(text, self._on_event)
-            else:
-                self.out.answer_start(self.agent.name)
         turn = replace(turn, number=self.state.queries + 1)
         self.state.add(turn)
         self.policy = replace(self.policy,
                               calls_since_compaction=self.policy.calls_since_compaction + 1,
                               turns_since_compaction=self.policy.turns_since_compaction + 1)
         self._save(turn)  # on disk before the footer tells the user the turn is done
-        self.out.answer_end(turn)
+        self.out.answer_end(turn, self._hint(turn, too_big is not None))
         return turn
+
+    def _too_big(self, pending: Message) -> str | None:
+        """Why a message cannot be sent at all (it alone overflows the window), or None."""
+        room = self.budget.window - self.budget.max_output_tokens
+        specs = [t.spec for t in self.engine.tools.values()]
+        size = self.counter.count_messages(self.engine.context.system, [pending], specs)
+        if size <= room:
+            return None
+        return (f"message too long: about {size:,} tokens, and {self.engine.model}'s window is "
+                f"{self.budget.window:,} ({room:,} usable with {self.budget.max_output_tokens:,}"
+                " kept for the answer); it was not sent")
+
+    def _hint(self, turn: Turn, too_big: bool) -> str | None:
+        """What to do about an answer that failed, by the kind of failure."""
+        if turn.status != "unanswered":
+            return None
+        error = None if too_big else self.engine.last_error
+        if too_big or isinstance(error, ContextTooLongError):
+            return "Shorten or split the message (it is kept in the transcript and the history)."
+        if isinstance(error, AuthError):
+            return ("Check the API key: ANTHROPIC_API_KEY, OPENAI_API_KEY or the variable the "
+                    "agent's api_key_env names. Your message was kept.")
+        if isinstance(error, ProviderError) and not error.retryable:
+            return "Your message was kept in the transcript and the input history."
+        return "Your message was kept; press Up and Enter to send it again."
 
     # ------------------------------------------------------------------ automatic compaction
     def _maybe_compact(self, pending: Message) -> None:
@@ -183,13 +216,14 @@ class ChatApp:
             self.summarizer.start_background(self.state.background, self.state.turns,
                                              self.state.parent_summary)
 
-    def _kept_tail(self, pending: Message) -> list[Message]:
+    def _kept_tail(self, pending: Message, summary: Summary | None = None) -> list[Message]:
         """The last turns kept verbatim: ``keep_recent_turns``, fewer when the prompt right
         after the compaction would otherwise take more than half of the budget (a compaction
-        must leave real room, or the next turn compacts again)."""
+        must leave real room, or the next turn compacts again). With the ``summary`` written,
+        its real size counts, else an estimate."""
         ctx = self.engine.context
         keep = self.config.session.keep_recent_turns
-        base = self._fixed_after() + self.counter.count_message(pending)
+        base = self._fixed_after(summary) + self.counter.count_message(pending)
         while True:
             tail = ctx.messages[tail_start(ctx.messages, ctx.prefix_len, keep):]
             size = sum(self.counter.count_message(m) for m in tail)
@@ -197,11 +231,14 @@ class ChatApp:
                 return tail
             keep -= 1
 
-    def _fixed_after(self) -> int:
+    def _fixed_after(self, summary: Summary | None = None) -> int:
         """What a compacted context holds besides the kept tail: system prompt, summary and
-        restoration exchange (estimated)."""
-        summary = int(self.summarizer.words * 1.4)
-        return self.counter.count_text(self.engine.context.system) + summary + RESTORATION_TOKENS
+        restoration exchange (the summary estimated until it is written)."""
+        from rollchat.transcript import render_summary_block
+
+        size = (self.counter.count_text(render_summary_block(summary)) if summary is not None
+                else int(self.summarizer.words * 1.4))
+        return self.counter.count_text(self.engine.context.system) + size + RESTORATION_TOKENS
 
     def _expected_after(self, pending: Message) -> int:
         """The prompt size right after a compaction: system, summary, restoration, tail."""
@@ -218,11 +255,13 @@ class ChatApp:
         state = self.state
         if not state.query_turns:
             return False
-        tail = self._kept_tail(pending)
-        kept = sum(1 for m in tail if m.role == "user")
+        self.out.info(f"{reason[:1].upper()}{reason[1:]}: compacting "
+                      f"(window {human_tokens(self.budget.window)}).")
         try:
             summary = self._finalize(quick=True)
             assert summary is not None
+            tail = self._kept_tail(pending, summary)
+            kept = sum(1 for m in tail if m.role == "user")
             parent_id = state.session_id
             carried = carried_turns(state.turns, kept, parent_id or "(unsaved)")
             self._start_child(
@@ -250,11 +289,10 @@ class ChatApp:
             self.policy = replace(self.policy, consecutive_failures=failures)
             self.out.warn(f"compaction left the context over budget ({after:,} of "
                           f"{self.budget.tokens:,} tokens)")
-        window = self.budget.window
-        self.out.info(f"{reason[:1].upper()}{reason[1:]}: compacted "
-                      f"{parent_id or 'this session'} into a summary and continued in a new "
-                      f"session (last {kept} turns kept verbatim; window "
-                      f"{human_tokens(window)}).")
+        kept_text = (f"the last {kept} turn{'s' if kept != 1 else ''} kept verbatim" if kept
+                     else "no recent turn kept: too large for this window")
+        self.out.info(f"Compacted {parent_id or 'this session'} into a summary; continuing in "
+                      f"a new session ({kept_text}).")
         return True
 
     def _on_event(self, event: EngineEvent) -> None:
@@ -316,7 +354,7 @@ class ChatApp:
         summary = self._finalize(focus)
         assert summary is not None
         sid = state.session_id or "(unsaved)"
-        self.out.info(f"Saved session: {sid} ({self._count(state.queries)}, "
+        self.out.info(f"Saved session: {sid} ({self.queries_text(state.queries)}, "
                       f"{human_tokens(state.tokens)} tokens)")
         self.out.info("Starting new session with summary...")
         file_name = state.live.file_name if state.live else None
@@ -348,7 +386,7 @@ class ChatApp:
             self.out.answer_start(self.agent.name)
         turn = self.engine.restore(prompt, self._on_event if not quiet else lambda e: None)
         how = "Compacted automatically from" if quiet else "Resumed from"
-        context = (f"{how} {parent_id or '(unsaved)'} ({self._count(queries)}, "
+        context = (f"{how} {parent_id or '(unsaved)'} ({self.queries_text(queries)}, "
                    f"{human_tokens(tokens)} tokens)")
         turn = replace(turn, context=context, previous_session=parent_file)
         if not quiet:
@@ -357,7 +395,7 @@ class ChatApp:
 
     # ------------------------------------------------------------------ resume
     @staticmethod
-    def _count(queries: int) -> str:
+    def queries_text(queries: int) -> str:
         return f"{queries} {'query' if queries == 1 else 'queries'}"
 
     def list_sessions(self) -> tuple[list[SessionInfo], list[tuple[str, str]]]:
@@ -368,7 +406,8 @@ class ChatApp:
 
     def resume(self, ref: str) -> None:
         if self.store is None:
-            raise StoreError("saving is off (--no-save): there are no sessions to resume")
+            raise StoreError("resuming starts a new saved session: it needs saving on "
+                             "(drop --no-save, or set session.auto_save: true)")
         from rollchat.store import resolve
 
         listing = self.store.list_sessions(exclude=self.state.session_id)
@@ -391,10 +430,10 @@ class ChatApp:
         if self.state.queries:
             self._finalize()
             self.out.info(f"Saved the current session: {self.state.session_id} "
-                          f"({self._count(self.state.queries)}, "
+                          f"({self.queries_text(self.state.queries)}, "
                           f"{human_tokens(self.state.tokens)} tokens)")
         self.out.info(f"Found: {info.session_id} · {info.agent} · {info.date:%Y-%m-%d %H:%M} "
-                      f"({self._count(info.queries)}, {human_tokens(info.tokens)} tokens)")
+                      f"({self.queries_text(info.queries)}, {human_tokens(info.tokens)} tokens)")
         self.out.info("Restoring context...")
         self._start_child(parent_id=info.session_id, parent_file=info.file_name,
                           summary=summary, date=info.date, queries=info.queries,

@@ -63,7 +63,7 @@ def _context(app: ChatApp, arg: str) -> bool:
         f"{budget.max_output_tokens:,} reserved for the answer",
         f"Next prompt (estimate): {estimate:,} tokens ({estimate / window:.0%} of the window, "
         f"{estimate / budget.tokens:.0%} of the budget; counted with {app.counter.method})",
-        f"Session: {app.state.queries} queries, {app.state.tokens:,} tokens"
+        f"Session: {app.queries_text(app.state.queries)}, {app.state.tokens:,} tokens"
         + (f", restoration {app.state.restoration_tokens:,}" if app.state.restored else ""),
         f"Working context: {len(ctx.messages)} messages",
     ]

@@ -181,8 +181,10 @@ class Engine:
             for message in _tool_messages(result.tools):
                 self.context.append(message, counted=self._reported)
             content = result.text
-            if result.status == "interrupted":
-                content = f"{content}\n\n{INTERRUPTED_NOTE}" if content else INTERRUPTED_NOTE
+            note = {"interrupted": INTERRUPTED_NOTE,
+                    "error": f"[answer cut off: {result.error}]"}.get(result.status)
+            if note:  # the model must not take a partial answer for a whole one
+                content = f"{content}\n\n{note}" if content else note
             self.context.append(Message("assistant", content))
         return self._turn("query", started, text, result)
 

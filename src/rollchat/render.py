@@ -62,7 +62,7 @@ def plain_console(stream: IO[str] | None = None) -> Console:
     """A console for piped output: no colours, no escape codes, no trailing padding."""
     trimmed = _TrimmedLines(stream or sys.stdout)
     return Console(file=cast(IO[str], trimmed), force_terminal=False, color_system=None,
-                   force_interactive=False)
+                   force_interactive=False, soft_wrap=True)  # one line per record: grep-able
 
 
 def harmless(text: str) -> str:
@@ -316,14 +316,17 @@ class Renderer:
         if self._stream is not None:
             self._stream.feed(text)
 
-    def answer_end(self, turn: Turn) -> None:
+    def answer_end(self, turn: Turn, hint: str | None = None) -> None:
+        """Close the answer and say how it ended; ``hint``: what to do about a failure."""
         self._close_stream()
         if turn.status == "interrupted":
-            self.console.print("[yellow]\\[interrupted: partial answer kept][/]", highlight=False)
+            note = "interrupted: partial answer kept" if turn.assistant else \
+                "interrupted before any answer"
+            self.console.print(f"[yellow]\\[{note}][/]", highlight=False)
         elif turn.status in ("unanswered", "error") and turn.error:
             self.error(turn.error)
-            if turn.status == "unanswered":
-                self.dim("Your message was kept; press Up and Enter to send it again.")
+            if hint:
+                self.dim(hint)
         if turn.usage.total or turn.status == "ok":
             self.dim(usage_line(turn.elapsed, turn.usage))
         else:  # the provider never said (interrupted or failed before its usage report)

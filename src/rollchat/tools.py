@@ -245,8 +245,9 @@ def _format(transcript: Transcript, args: _Args, max_chars: int) -> str:
             break
         blocks.append(block)
     last = args.offset + len(blocks)
-    head = (f"Turns {args.offset + 1}-{last} of {len(selected)} {what} "
-            f"(session {session}):")
+    shown = f"Turn {last}" if last == args.offset + 1 else f"Turns {args.offset + 1}-{last}"
+    whole = what.replace("turns", "turn") if len(selected) == 1 else what
+    head = f"{shown} of {len(selected)} {whole} (session {session}):"
     tail = (f"[{len(selected) - last} more: call {ARCHIVE_TOOL_NAME} again with offset={last}"
             f"{' and the same query' if args.query else ''}]"
             if last < len(selected) else "[end of the matching turns]")
