@@ -11,12 +11,16 @@ import sys
 from dataclasses import replace
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, NoReturn, Optional
+from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
 
 import typer
 
 from rollchat import __version__
 from rollchat.errors import ConfigError, RollchatError, StoreError, UsageError
+
+if TYPE_CHECKING:  # imported when the chat starts, not for --help or sessions
+    from rollchat.app import ChatApp
+    from rollchat.config import ConfigOverrides
 
 app = typer.Typer(
     add_completion=False,
@@ -140,26 +144,24 @@ def sessions_command(
     Renderer(console, interactive=False).sessions(listing.sessions, listing.problems)
 
 
-def _warm_up(chat: object, provider_name: str) -> None:
+def _warm_up(chat: ChatApp, provider_name: str) -> None:
     """Once the prompt is up: import the SDK and load the tokenizer in the background."""
     import threading
 
     from rollchat import providers
-    from rollchat.app import ChatApp
 
-    assert isinstance(chat, ChatApp)
     providers.prefetch_sdks(provider_name)
     threading.Thread(target=chat.warm_up, name="rollchat-warm-up", daemon=True).start()
 
 
-def start_chat(config_path: Path | None, overrides: object, *, resume: str | None,
+def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: str | None,
                yes: bool) -> int:
     """Build everything from the configuration and run the chat until it ends."""
     from rich.console import Console
 
     from rollchat import providers
     from rollchat.app import ChatApp
-    from rollchat.config import ConfigOverrides, load_config
+    from rollchat.config import load_config
     from rollchat.engine import Context, Engine
     from rollchat.providers.base import RetryPolicy
     from rollchat.render import Renderer, plain_console
@@ -167,7 +169,6 @@ def start_chat(config_path: Path | None, overrides: object, *, resume: str | Non
     from rollchat.store import SessionStore
     from rollchat.tokens import context_window
 
-    assert isinstance(overrides, ConfigOverrides)
     env = dict(os.environ)
     cfg = load_config(config_path=config_path, env=env, cwd=Path.cwd(), overrides=overrides)
     agent = cfg.agent
