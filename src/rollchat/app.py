@@ -105,7 +105,6 @@ class ChatApp:
         self.store = store
         self.out = renderer
         self.confirm = confirm
-        self.context_window = context_window
         self.state = SessionState(started=_now())
         self.finished = False
         self.counter = TokenCounter(engine.model)

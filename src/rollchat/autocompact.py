@@ -42,13 +42,6 @@ def tail_start(messages: Sequence[Message], prefix_len: int, keep_turns: int) ->
     return cut
 
 
-def split_tail(messages: Sequence[Message], prefix_len: int,
-               keep_turns: int) -> tuple[list[Message], list[Message]]:
-    """The working context split before the last ``keep_turns`` turns (see tail_start)."""
-    cut = tail_start(messages, prefix_len, keep_turns)
-    return list(messages[:cut]), list(messages[cut:])
-
-
 def carried_turns(turns: Sequence[Turn], count: int, parent_id: str) -> list[Turn]:
     """The last ``count`` answered queries, to be recorded again in the child session (with
     zero tokens: they were paid for, and are counted, in the parent)."""

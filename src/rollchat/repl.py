@@ -75,7 +75,7 @@ def run_piped(app: ChatApp, lines: Iterable[str]) -> None:
 def toolbar_text(app: ChatApp) -> str:
     """Context use first (it matters most and survives a narrow terminal), then the rest.
     Before any usage report (start, after compact or resume) the figure is the estimate."""
-    window = app.context_window
+    window = app.budget.window
     used = app.engine.context.last_prompt_tokens
     approx = "" if used is not None else "~"
     if used is None:  # (no count before the first message: the tokenizer loads after the prompt)
