@@ -18,7 +18,7 @@ from rollchat.app import ChatApp
 from rollchat.compaction import HEADING_WORDS
 from rollchat.config import AgentConfig, Config, ModelConfig, SessionConfig
 from rollchat.domain import Message, ToolCall, Usage
-from rollchat.engine import Context, Engine, Tool
+from rollchat.engine import Context, Engine
 from rollchat.errors import RollchatError
 from rollchat.providers.base import (
     ChatRequest,
@@ -33,6 +33,7 @@ from rollchat.providers.base import (
 from rollchat.render import Renderer
 from rollchat.store import SessionStore
 from rollchat.tokens import TokenCounter, context_window
+from rollchat.tools import Tool
 from rollchat.transcript import SUMMARY_END, SUMMARY_START
 
 SYSTEM = ("You are Rollo, a careful engineering assistant for the billing team. Keep answers "

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 import pytest
 
 from rollchat.domain import Message, ToolCall, Usage
-from rollchat.engine import INTERRUPTED_NOTE, Context, Engine, EngineEvent, Tool
+from rollchat.engine import INTERRUPTED_NOTE, Context, Engine, EngineEvent
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -20,6 +20,7 @@ from rollchat.providers.base import (
     ToolSpec,
     UsageEvent,
 )
+from rollchat.tools import Tool
 
 
 class Scripted:

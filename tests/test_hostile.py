@@ -32,7 +32,8 @@ from rollchat.providers.base import (
     ToolCallEvent,
 )
 from rollchat.store import SessionStore
-from rollchat.tools import ARCHIVE_TOOL_NAME, archive_tool
+from rollchat.tools import ARCHIVE_TOOL_NAME
+from rollchat.tools.archive import archive_tool
 from rollchat.transcript import parse, render
 from tests.e2e import PROMPT, clean_env, run_piped, write_config
 from tests.wire_servers import WireServer, openai_server, text

@@ -18,12 +18,13 @@ from rollchat.domain import (
     Turn,
     Usage,
 )
-from rollchat.engine import Context, Engine, EngineEvent, Tool
+from rollchat.engine import Context, Engine, EngineEvent
 from rollchat.errors import ConfigError
 from rollchat.providers.base import RetryPolicy
 from rollchat.providers.offline import ARCHIVE_TOOL, OfflineProvider
 from rollchat.restore import build_restoration_prompt
-from rollchat.tools import ARCHIVE_TOOL_NAME, MAX_LIMIT, ArchiveReader, archive_tool
+from rollchat.tools import ARCHIVE_TOOL_NAME, Tool
+from rollchat.tools.archive import MAX_LIMIT, ArchiveReader, archive_tool
 from rollchat.transcript import render
 
 T0 = datetime(2026, 11, 22, 14, 30, 0, tzinfo=timezone.utc)

@@ -27,12 +27,12 @@ from rollchat.providers.base import (
 )
 from rollchat.render import Renderer
 from rollchat.summarizer import Background, Summarizer
+from rollchat.text import plural
 from rollchat.tokens import TokenCounter, human_tokens
+from rollchat.tools import ARCHIVE_TOOL_NAME
 
 if TYPE_CHECKING:  # the rest is imported when first needed, after the prompt is shown
     from rollchat.store import LiveSession, SessionInfo, SessionStore
-
-ARCHIVE_TOOL_NAME = "session_archive_read"
 
 RESTORATION_TOKENS = 400  # the restoration prompt's text and the acknowledgment, roughly
 PRESUMMARY_SHARE = 0.7  # start the summary in the background past this share of the budget
@@ -126,7 +126,7 @@ class ChatApp:
 
         self.counter.count_text("warm up")
         for module in ("rich.markdown", "rollchat.compaction", "rollchat.restore",
-                       "rollchat.tools"):
+                       "rollchat.tools.archive"):
             importlib.import_module(module)
 
     def notices(self) -> None:
@@ -288,7 +288,7 @@ class ChatApp:
             self.policy = replace(self.policy, consecutive_failures=failures)
             self.out.warn(f"compaction left the context over budget ({after:,} of "
                           f"{self.budget.tokens:,} tokens)")
-        kept_text = (f"the last {kept} turn{'s' if kept != 1 else ''} kept verbatim" if kept
+        kept_text = (f"the last {plural(kept, 'turn')} kept verbatim" if kept
                      else "no recent turn kept: too large for this window")
         self.out.info(f"Compacted {parent_id or 'this session'} into a summary; continuing in "
                       f"a new session ({kept_text}).")
@@ -371,7 +371,7 @@ class ChatApp:
         self.state = SessionState(started=_now(), resumed_from=parent_id,
                                   previous_session=parent_file, parent_summary=summary)
         from rollchat.restore import build_restoration_prompt
-        from rollchat.tools import archive_tool
+        from rollchat.tools.archive import archive_tool
 
         self.engine.tools.pop(ARCHIVE_TOOL_NAME, None)
         if self.store is not None and parent_file is not None:
@@ -395,7 +395,7 @@ class ChatApp:
     # ------------------------------------------------------------------ resume
     @staticmethod
     def queries_text(queries: int) -> str:
-        return f"{queries} {'query' if queries == 1 else 'queries'}"
+        return plural(queries, 'query')
 
     def list_sessions(self) -> tuple[list[SessionInfo], list[tuple[str, str]]]:
         if self.store is None:

@@ -22,10 +22,10 @@ from rollchat.providers.base import (
     RetryPolicy,
     TextDelta,
     ToolCallEvent,
-    ToolSpec,
     UsageEvent,
     stream_with_retries,
 )
+from rollchat.tools import Tool
 
 INTERRUPTED_NOTE = "[interrupted by user]"
 ROUND_SEPARATOR = "\n\n"
@@ -51,14 +51,6 @@ class ToolFinished:
 
 
 EngineEvent = TextDelta | Retrying | ToolStarted | ToolFinished
-
-
-@dataclass(frozen=True)
-class Tool:
-    """A tool the agent may call: its spec for the model and the function that runs it."""
-
-    spec: ToolSpec
-    run: Callable[[Mapping[str, object]], str]
 
 
 @dataclass

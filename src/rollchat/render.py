@@ -23,6 +23,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from rollchat.domain import Turn, Usage
+from rollchat.text import plural
 from rollchat.tokens import human_tokens
 
 if TYPE_CHECKING:
@@ -360,7 +361,7 @@ class Renderer:
             head = Text(f"{info.number:>3}. ", style="bold")
             head.append(info.session_id, style="cyan")
             head.append(f" · {harmless(info.agent)} · {info.date:%Y-%m-%d %H:%M} · "
-                        f"{info.queries} {'query' if info.queries == 1 else 'queries'} · "
+                        f"{plural(info.queries, 'query')} · "
                         f"{'' if info.tokens_exact else '≥'}{human_tokens(info.tokens)} tokens"
                         f" · {summary}")
             self.console.print(head)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from rollchat import commands
 from rollchat.errors import RollchatError
+from rollchat.text import plural
 from rollchat.tokens import human_tokens
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ def toolbar_text(app: ChatApp) -> str:
     queries = app.state.queries
     sid = app.state.session_id or "new session"
     return (f" context {approx}{human_tokens(used)}/{human_tokens(window)} "
-            f"({used / window:.0%}) · {queries} {'query' if queries == 1 else 'queries'} · "
+            f"({used / window:.0%}) · {plural(queries, 'query')} · "
             f"{app.agent.name} · {app.engine.model} · {sid} ")
 
 

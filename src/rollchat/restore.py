@@ -5,11 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 
 from rollchat.domain import Summary
+from rollchat.text import plural
 from rollchat.tokens import human_tokens
+from rollchat.tools import ARCHIVE_TOOL_NAME
 from rollchat.transcript import render_summary_block
 
 ARCHIVE_SENTENCE = (
-    "The session_archive_read tool can read the previous session's full transcript if you "
+    f"The {ARCHIVE_TOOL_NAME} tool can read the previous session's full transcript if you "
     "need details the summary leaves out."
 )
 
@@ -27,12 +29,11 @@ def build_restoration_prompt(
 ) -> str:
     """The message that restores a session's context: which session, its size, its own
     parent, the summary block, and the task (a 2-6 sentence acknowledgment)."""
-    plural = "query" if queries == 1 else "queries"
     lines = [
         f"CONTEXT RESTORATION: You are continuing a previous conversation from "
         f"{date.strftime('%Y-%m-%d %H:%M')}.",
         "",
-        f"Previous session summary (Session ID: {session_id}, {queries} {plural}, "
+        f"Previous session summary (Session ID: {session_id}, {plural(queries, 'query')}, "
         f"{human_tokens(tokens)} tokens):",
         "",
     ]

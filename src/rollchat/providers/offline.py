@@ -23,9 +23,9 @@ from rollchat.providers.base import (
     UsageEvent,
 )
 from rollchat.tokens import TokenCounter
+from rollchat.tools import ARCHIVE_TOOL_NAME as ARCHIVE_TOOL
 from rollchat.transcript import SUMMARY_START, parse_summary_body, render_summary_block
 
-ARCHIVE_TOOL = "session_archive_read"
 RESTORE_MARK = "CONTEXT RESTORATION"
 _STOPWORDS = frozenset((
     "the", "and", "for", "are", "but", "not", "you", "your", "with", "this", "that", "have",

@@ -1,4 +1,4 @@
-"""Tools the agent may call: ``session_archive_read``, bound to one parent transcript file.
+"""The built-in ``session_archive_read`` tool, bound to one parent transcript file.
 
 The tool reads only the file it was created with; its arguments select turns, never paths.
 """
@@ -13,12 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rollchat.domain import ToolExchange, Transcript, Turn
-from rollchat.engine import Tool
 from rollchat.errors import ConfigError, RollchatError, TranscriptError
 from rollchat.providers.base import ToolSpec
+from rollchat.tools import ARCHIVE_TOOL_NAME, Tool
 from rollchat.transcript import parse
 
-ARCHIVE_TOOL_NAME = "session_archive_read"
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 50
 MAX_QUERY_CHARS = 500
