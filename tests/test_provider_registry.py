@@ -16,7 +16,6 @@ from rollchat.providers import (
     REGISTRY,
     build_provider,
     prefetch_sdks,
-    redact_url,
     resolve_provider_name,
     retry_after,
     scrub,
@@ -152,11 +151,6 @@ def test_scrub_removes_keys_and_newlines() -> None:
     assert line == "bad key [redacted] and [redacted]"
     assert len(scrub("x" * 1000, None).split()) == 1
     assert len(scrub("x " * 1000, None)) == 300
-
-
-def test_redact_url() -> None:
-    assert redact_url("https://u:p@example.com/v1?api_key=s") == "https://***@example.com/v1"
-    assert redact_url(OLLAMA) == OLLAMA
 
 
 def test_scrub_removes_url_credentials_and_keys() -> None:

@@ -23,7 +23,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from rollchat.domain import Turn, Usage
-from rollchat.text import plural
+from rollchat.text import plural, redact_url
 from rollchat.tokens import human_tokens
 
 if TYPE_CHECKING:
@@ -251,8 +251,6 @@ class Renderer:
     def banner(self, *, agent: str, model: str, provider: str, reason: str, where: str,
                server: str | None = None) -> None:
         """First lines of a chat. ``server``: the agent's base URL (shown without secrets)."""
-        from rollchat.providers import redact_url
-
         via = (f"offline model ({reason})" if provider == "offline"
                else f"{model} via {provider} ({reason})")
         if server and provider != "offline" and redact_url(server) not in reason:

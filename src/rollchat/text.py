@@ -1,6 +1,9 @@
-"""Small wording helpers shared by every layer (no terminal, no I/O)."""
+"""Small wording helpers shared by every layer (no terminal, no I/O): plurals, and URLs made
+safe to show."""
 
 from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
 
 _IRREGULAR = {"query": "queries", "summary": "summaries", "entry": "entries"}
 
@@ -10,3 +13,17 @@ def plural(count: int, word: str) -> str:
     if count == 1:
         return f"{count} {word}"
     return f"{count} {_IRREGULAR.get(word, word + 's')}"
+
+
+def redact_url(url: str) -> str:
+    """``url`` without credentials or query string, for banners and messages."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<invalid URL>"
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    if parts.username or parts.password:
+        host = f"***@{host}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))

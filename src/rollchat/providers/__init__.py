@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from rollchat.errors import ConfigError
 from rollchat.providers.base import (
@@ -29,6 +28,7 @@ from rollchat.providers.base import (
     RateLimitError,
     ServerError,
 )
+from rollchat.text import redact_url
 
 if TYPE_CHECKING:
     from rollchat.config import AgentConfig, Config
@@ -84,20 +84,6 @@ REGISTRY: dict[str, ProviderFactory] = {
 
 
 # ---------------------------------------------------------------- selection
-
-
-def redact_url(url: str) -> str:
-    """``url`` without credentials or query string, for banners and messages."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<invalid URL>"
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    if parts.username or parts.password:
-        host = f"***@{host}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def _custom_key_var(agent: AgentConfig, env: Mapping[str, str]) -> str | None:
