@@ -23,7 +23,8 @@ from rollchat.providers.base import (
     ToolSpec,
     UsageEvent,
 )
-from rollchat.providers.openai import RAW_ARGUMENTS_KEY, OpenAIProvider, request_params
+from rollchat.providers.openai import OpenAIProvider, request_params
+from rollchat.providers.sdk import RAW_ARGUMENTS_KEY
 from tests.wire_servers import (
     WireServer,
     closed_port,

@@ -1,55 +1,41 @@
-"""Anthropic Messages provider: streaming, tools, prompt caching of the stable prefix.
-
-The ``anthropic`` SDK is imported at the first call; its errors are mapped to rollchat's own.
+"""Anthropic Messages provider: the request (tools, prompt caching of the stable prefix) and
+the parser of its raw stream events. Streaming and error mapping are in providers/sdk.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, ClassVar
 
-from rollchat.domain import Message, ToolCall, Usage
-from rollchat.providers import SDKProvider, map_sdk_error
+from rollchat.domain import Message, Usage
 from rollchat.providers.base import (
     ChatRequest,
-    Done,
-    MalformedStreamError,
-    ProviderError,
     StreamEvent,
     TextDelta,
     ToolCallEvent,
     ToolSpec,
-    UsageEvent,
 )
-from rollchat.providers.openai import parse_arguments
+from rollchat.providers.sdk import PartialCall, SDKProvider, SDKStream, StreamParser
 
-_STOP_REASONS = {"end_turn": "end", "tool_use": "tool_use", "max_tokens": "max_tokens",
-                 "stop_sequence": "end"}
 _CACHE = {"type": "ephemeral"}
 
 
 class AnthropicProvider(SDKProvider):
     """The Messages API, streamed as raw events (``messages.create(stream=True)``)."""
 
+    name = "anthropic"
     sdk = "anthropic"
 
     def _make_client(self, sdk: Any) -> Any:
         return sdk.Anthropic(api_key=self._api_key, base_url=self._base_url,
                              timeout=self._timeout, max_retries=0)
 
-    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
-        try:
-            client = self._sdk_client()
-            events = client.messages.create(**request_params(request))
-            try:
-                yield from stream_events(events)
-            finally:  # release the connection at once, also when the caller stops early
-                events.close()
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise map_sdk_error(exc, self._api_key) from None
+    def _open(self, client: Any, request: ChatRequest) -> SDKStream:
+        stream: SDKStream = client.messages.create(**request_params(request))
+        return stream
+
+    def _parser(self) -> StreamParser:
+        return _MessagesParser()
 
 
 def request_params(request: ChatRequest) -> dict[str, Any]:
@@ -106,74 +92,58 @@ def message_params(messages: Iterable[Message], cache_prefix: int = 0) -> list[d
     return out
 
 
-@dataclass
-class _PartialCall:
-    id: str
-    name: str
-    initial: dict[str, Any]
-    fragments: list[str] = field(default_factory=list)
+class _MessagesParser(StreamParser):
+    """Raw Messages stream events: text and tool-use blocks, usage split over message_start
+    and message_delta; the answer is finished at message_stop."""
 
-    def build(self) -> ToolCall:
-        raw = "".join(self.fragments)
-        return ToolCall(self.id, self.name, parse_arguments(raw) if raw else self.initial)
+    stop_reasons: ClassVar[Mapping[str, str]] = {
+        "end_turn": "end", "tool_use": "tool_use", "max_tokens": "max_tokens",
+        "stop_sequence": "end"}
 
+    def __init__(self) -> None:
+        self.calls: dict[int, PartialCall] = {}
+        self.counts: dict[str, int] = {}
+        self.stop: str | None = None
+        self.stopped = False
 
-@dataclass
-class _State:
-    calls: dict[int, _PartialCall] = field(default_factory=dict)
-    usage: dict[str, int] = field(default_factory=dict)
-    stop: str | None = None
-    stopped: bool = False
+    def feed(self, item: Any) -> Iterator[StreamEvent]:
+        kind = getattr(item, "type", None)
+        if kind == "message_start":
+            self._take_usage(getattr(item.message, "usage", None))
+        elif kind == "content_block_start":
+            block = item.content_block
+            if getattr(block, "type", None) == "tool_use":
+                initial = block.input if isinstance(block.input, dict) else {}
+                self.calls[item.index] = PartialCall(block.id, block.name, initial)
+        elif kind == "content_block_delta":
+            delta = item.delta
+            if delta.type == "text_delta" and delta.text:
+                yield TextDelta(delta.text)
+            elif delta.type == "input_json_delta" and item.index in self.calls:
+                self.calls[item.index].fragments.append(delta.partial_json)
+        elif kind == "content_block_stop" and item.index in self.calls:
+            yield ToolCallEvent(self.calls.pop(item.index).build())
+        elif kind == "message_delta":
+            self.stop = item.delta.stop_reason or self.stop
+            self._take_usage(getattr(item, "usage", None))
+        elif kind == "message_stop":
+            self.stopped = True
 
-    def take_usage(self, usage: Any) -> None:
+    def stop_reason(self) -> str | None:
+        return self.stop if self.stopped else None
+
+    def usage(self) -> Usage | None:
+        if not self.counts:
+            return None
+        read = self.counts.get("cache_read_input_tokens", 0)
+        write = self.counts.get("cache_creation_input_tokens", 0)
+        return Usage(input_tokens=self.counts.get("input_tokens", 0) + read + write,
+                     output_tokens=self.counts.get("output_tokens", 0),
+                     cache_read_tokens=read, cache_write_tokens=write)
+
+    def _take_usage(self, usage: Any) -> None:
         for key in ("input_tokens", "output_tokens", "cache_read_input_tokens",
                     "cache_creation_input_tokens"):
             value = getattr(usage, key, None)
             if isinstance(value, int):
-                self.usage[key] = value
-
-    def final_usage(self) -> Usage | None:
-        if not self.usage:
-            return None
-        read = self.usage.get("cache_read_input_tokens", 0)
-        write = self.usage.get("cache_creation_input_tokens", 0)
-        return Usage(input_tokens=self.usage.get("input_tokens", 0) + read + write,
-                     output_tokens=self.usage.get("output_tokens", 0),
-                     cache_read_tokens=read, cache_write_tokens=write)
-
-
-def stream_events(events: Iterable[Any]) -> Iterator[StreamEvent]:
-    """Turn raw Messages stream events into stream events."""
-    state = _State()
-    for event in events:
-        yield from _handle(event, state)
-    if not state.stopped or state.stop is None:
-        raise MalformedStreamError("the stream ended before the model finished its answer")
-    usage = state.final_usage()
-    if usage is not None:
-        yield UsageEvent(usage)
-    yield Done(_STOP_REASONS.get(state.stop, state.stop))
-
-
-def _handle(event: Any, state: _State) -> Iterator[StreamEvent]:
-    kind = getattr(event, "type", None)
-    if kind == "message_start":
-        state.take_usage(getattr(event.message, "usage", None))
-    elif kind == "content_block_start":
-        block = event.content_block
-        if getattr(block, "type", None) == "tool_use":
-            initial = block.input if isinstance(block.input, dict) else {}
-            state.calls[event.index] = _PartialCall(block.id, block.name, initial)
-    elif kind == "content_block_delta":
-        delta = event.delta
-        if delta.type == "text_delta" and delta.text:
-            yield TextDelta(delta.text)
-        elif delta.type == "input_json_delta" and event.index in state.calls:
-            state.calls[event.index].fragments.append(delta.partial_json)
-    elif kind == "content_block_stop" and event.index in state.calls:
-        yield ToolCallEvent(state.calls.pop(event.index).build())
-    elif kind == "message_delta":
-        state.stop = event.delta.stop_reason or state.stop
-        state.take_usage(getattr(event, "usage", None))
-    elif kind == "message_stop":
-        state.stopped = True
+                self.counts[key] = value

@@ -1,60 +1,43 @@
-"""OpenAI Chat Completions provider (also any OpenAI-compatible server via ``base_url``).
-
-The ``openai`` SDK is imported at the first call; its errors are mapped to rollchat's own.
+"""OpenAI Chat Completions provider (also any OpenAI-compatible server via ``base_url``): the
+request and the parser of its chunks. Streaming and error mapping are in providers/sdk.py.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar
 
-from rollchat.domain import Message, ToolCall, Usage
-from rollchat.providers import SDKProvider, map_sdk_error
+from rollchat.domain import Message, Usage
 from rollchat.providers.base import (
     ChatRequest,
-    Done,
-    MalformedStreamError,
-    ProviderError,
     StreamEvent,
     TextDelta,
     ToolCallEvent,
     ToolSpec,
-    UsageEvent,
 )
+from rollchat.providers.sdk import PartialCall, SDKProvider, SDKStream, StreamParser
 
-# Arguments that are not a JSON object are passed on under this key (the tool loop answers
-# the model with an error instead of the whole turn failing).
-RAW_ARGUMENTS_KEY = "_raw_arguments"
-
-_STOP_REASONS = {"stop": "end", "tool_calls": "tool_use", "function_call": "tool_use",
-                 "length": "max_tokens"}
 _NO_KEY = "not-needed"  # local OpenAI-compatible servers ignore the key, the SDK wants one
 
 
 class OpenAIProvider(SDKProvider):
     """Chat Completions, streamed, with ``stream_options.include_usage``."""
 
+    name = "openai"
     sdk = "openai"
 
     def _make_client(self, sdk: Any) -> Any:
         return sdk.OpenAI(api_key=self._api_key or _NO_KEY, base_url=self._base_url,
                           timeout=self._timeout, max_retries=0)
 
-    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
+    def _open(self, client: Any, request: ChatRequest) -> SDKStream:
         params = request_params(request, official=_is_official(self._base_url))
-        try:
-            client = self._sdk_client()
-            chunks = client.chat.completions.create(**params)
-            try:
-                yield from stream_events(chunks)
-            finally:  # release the connection at once, also when the caller stops early
-                chunks.close()
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise map_sdk_error(exc, self._api_key) from None
+        stream: SDKStream = client.chat.completions.create(**params)
+        return stream
+
+    def _parser(self) -> StreamParser:
+        return _ChunksParser()
 
 
 def _is_official(base_url: str | None) -> bool:
@@ -99,59 +82,48 @@ def tool_param(spec: ToolSpec) -> dict[str, Any]:
         "name": spec.name, "description": spec.description, "parameters": parameters}}
 
 
-@dataclass
-class _PartialCall:
-    id: str = ""
-    name: str = ""
-    fragments: list[str] = field(default_factory=list)
+class _ChunksParser(StreamParser):
+    """Chat Completions chunks: text deltas, tool calls in indexed fragments (yielded after
+    the text, at the end), usage in the last chunk; finished once a finish_reason came."""
 
-    def build(self) -> ToolCall:
-        return ToolCall(self.id, self.name, parse_arguments("".join(self.fragments)))
+    stop_reasons: ClassVar[Mapping[str, str]] = {
+        "stop": "end", "tool_calls": "tool_use", "function_call": "tool_use",
+        "length": "max_tokens"}
 
+    def __init__(self) -> None:
+        self.calls: dict[int, PartialCall] = {}
+        self.finish_reason: str | None = None
+        self.last_usage: Usage | None = None
 
-def parse_arguments(raw: str) -> dict[str, Any]:
-    """Decode tool-call arguments; anything but a JSON object lands under RAW_ARGUMENTS_KEY."""
-    if not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return {RAW_ARGUMENTS_KEY: raw}
-    return value if isinstance(value, dict) else {RAW_ARGUMENTS_KEY: raw}
-
-
-def stream_events(chunks: Iterable[Any]) -> Iterator[StreamEvent]:
-    """Turn Chat Completions chunks into stream events; tool calls come after the text."""
-    calls: dict[int, _PartialCall] = {}
-    finish: str | None = None
-    usage: Usage | None = None
-    for chunk in chunks:
-        if getattr(chunk, "usage", None) is not None:
-            usage = usage_from(chunk.usage)
-        for choice in getattr(chunk, "choices", None) or ():
+    def feed(self, item: Any) -> Iterator[StreamEvent]:
+        if getattr(item, "usage", None) is not None:
+            self.last_usage = usage_from(item.usage)
+        for choice in getattr(item, "choices", None) or ():
             delta = choice.delta
             if delta is not None and delta.content:
                 yield TextDelta(delta.content)
             for part in (delta.tool_calls if delta is not None else None) or ():
-                _accumulate(calls, part)
-            finish = choice.finish_reason or finish
-    if finish is None:
-        raise MalformedStreamError("the stream ended before the model finished its answer")
-    for index in sorted(calls):
-        yield ToolCallEvent(calls[index].build())
-    if usage is not None:
-        yield UsageEvent(usage)
-    yield Done(_STOP_REASONS.get(finish, finish))
+                self._accumulate(part)
+            self.finish_reason = choice.finish_reason or self.finish_reason
 
+    def stop_reason(self) -> str | None:
+        return self.finish_reason
 
-def _accumulate(calls: dict[int, _PartialCall], part: Any) -> None:
-    call = calls.setdefault(part.index or 0, _PartialCall())
-    call.id = part.id or call.id
-    function = part.function
-    if function is not None:
-        call.name = function.name or call.name
-        if function.arguments:
-            call.fragments.append(function.arguments)
+    def usage(self) -> Usage | None:
+        return self.last_usage
+
+    def held_calls(self) -> Iterator[ToolCallEvent]:
+        for index in sorted(self.calls):
+            yield ToolCallEvent(self.calls[index].build())
+
+    def _accumulate(self, part: Any) -> None:
+        call = self.calls.setdefault(part.index or 0, PartialCall())
+        call.id = part.id or call.id
+        function = part.function
+        if function is not None:
+            call.name = function.name or call.name
+            if function.arguments:
+                call.fragments.append(function.arguments)
 
 
 def usage_from(usage: Any) -> Usage:

@@ -1,0 +1,310 @@
+"""What the Anthropic and OpenAI providers share: the lazily created SDK client, the streaming
+template (open, parse, close, map errors with the key scrubbed) and the SDK error mapping.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import re
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from rollchat.domain import ToolCall, Usage
+from rollchat.providers.base import (
+    AuthError,
+    BadRequestError,
+    ChatRequest,
+    ConnectionLostError,
+    ContextTooLongError,
+    Done,
+    MalformedStreamError,
+    OverloadedError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeoutError,
+    RateLimitError,
+    ServerError,
+    StreamEvent,
+    ToolCallEvent,
+    UsageEvent,
+)
+
+# Arguments that are not a JSON object are passed on under this key (the tool loop answers
+# the model with an error instead of the whole turn failing).
+RAW_ARGUMENTS_KEY = "_raw_arguments"
+
+
+class SDKStream(Protocol):
+    """What ``create(stream=True)`` returns in both SDKs (``Stream``): items, then close."""
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def close(self) -> None: ...
+
+
+class StreamParser(ABC):
+    """One streamed answer in a provider's wire format, read item by item.
+
+    ``feed`` yields what an item completes; ``finish`` checks the answer ended and yields the
+    rest (tool calls held to the end, usage, Done with the stop reason in our words).
+    """
+
+    stop_reasons: ClassVar[Mapping[str, str]] = {}  # the wire's stop reasons -> ours
+
+    @abstractmethod
+    def feed(self, item: Any) -> Iterator[StreamEvent]:
+        """The events ``item`` completes: text deltas, tool calls the format closes mid-way."""
+
+    @abstractmethod
+    def stop_reason(self) -> str | None:
+        """The wire's stop reason once the answer finished, None if it did not (yet)."""
+
+    @abstractmethod
+    def usage(self) -> Usage | None:
+        """Usage of the call, None when the server sent none."""
+
+    def held_calls(self) -> Iterator[ToolCallEvent]:
+        """Tool calls the format only completes at the end of the stream (none by default)."""
+        return iter(())
+
+    def finish(self) -> Iterator[StreamEvent]:
+        stop = self.stop_reason()
+        if stop is None:
+            raise MalformedStreamError("the stream ended before the model finished its answer")
+        yield from self.held_calls()
+        usage = self.usage()
+        if usage is not None:
+            yield UsageEvent(usage)
+        yield Done(self.stop_reasons.get(stop, stop))
+
+
+@dataclass
+class PartialCall:
+    """A tool call whose JSON arguments arrive in fragments. ``initial``: arguments given
+    whole up front (Anthropic's ``input``), used when no fragment came."""
+
+    id: str = ""
+    name: str = ""
+    initial: dict[str, Any] = field(default_factory=dict)
+    fragments: list[str] = field(default_factory=list)
+
+    def build(self) -> ToolCall:
+        raw = "".join(self.fragments)
+        return ToolCall(self.id, self.name, parse_arguments(raw) if raw else self.initial)
+
+
+def parse_arguments(raw: str) -> dict[str, Any]:
+    """Decode tool-call arguments; anything but a JSON object lands under RAW_ARGUMENTS_KEY."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {RAW_ARGUMENTS_KEY: raw}
+    return value if isinstance(value, dict) else {RAW_ARGUMENTS_KEY: raw}
+
+
+class SDKProvider(ABC):
+    """An SDK-backed provider: its settings, the SDK client (imported and created at the first
+    call: importing an SDK costs most of a second) and ``stream``, the template both use.
+
+    A subclass gives ``name``, ``sdk`` and the hooks: ``_make_client`` (the SDK's client),
+    ``_open`` (start the streamed call) and ``_parser`` (a parser of its wire format).
+    """
+
+    name = ""  # the provider's registry name
+    sdk: ClassVar[str] = ""  # the SDK's module (and pip package) name
+
+    def __init__(self, model: str, *, api_key: str | None, base_url: str | None,
+                 timeout: float) -> None:
+        self.model = model
+        self._api_key = api_key
+        self._base_url = base_url
+        self._timeout = timeout
+        self._client: Any = None
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
+        """Stream ``request``. Whatever fails on the way (a missing SDK, the request, the
+        connection, the stream's content) is raised as a ProviderError with the key scrubbed;
+        the SDK stream is closed at once, also when the caller stops early."""
+        try:
+            items = self._open(self._sdk_client(), request)
+            try:
+                parser = self._parser()
+                for item in items:
+                    yield from parser.feed(item)
+                yield from parser.finish()
+            finally:  # release the connection at once, also when the caller stops early
+                items.close()
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise map_sdk_error(exc, self._api_key) from None
+
+    def _sdk_client(self) -> Any:
+        if self._client is None:
+            try:
+                module = importlib.import_module(self.sdk)
+            except ImportError as exc:
+                raise sdk_missing(self.sdk) from exc
+            self._client = self._make_client(module)
+        return self._client
+
+    @abstractmethod
+    def _make_client(self, sdk: Any) -> Any:
+        """The SDK's client, built from the imported SDK module (retries are ours: none)."""
+
+    @abstractmethod
+    def _open(self, client: Any, request: ChatRequest) -> SDKStream:
+        """Start the streamed call for ``request``."""
+
+    @abstractmethod
+    def _parser(self) -> StreamParser:
+        """A fresh parser for one streamed answer."""
+
+
+def sdk_missing(package: str) -> ProviderError:
+    return ProviderError(f"the {package} package is not installed: run `pip install {package}`")
+
+
+# ---------------------------------------------------------------- secrets and retry-after
+
+_URL_CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]+@")
+SECRET_MIN_LEN = 8  # shorter keys ("x", "ollama", "none") are placeholders, not secrets
+_KEY_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{6,}|[A-Za-z0-9_\-]{32,})")
+
+
+def scrub(text: str, secret: str | None, limit: int = 300) -> str:
+    """One line, at most ``limit`` characters, with the key, key-like tokens and the
+    credentials of URLs (``user:password@``) removed. A key shorter than SECRET_MIN_LEN is a
+    placeholder (local servers take any key): replacing it would garble the text."""
+    if secret and len(secret) >= SECRET_MIN_LEN:
+        text = text.replace(secret, "[redacted]")
+    text = _URL_CREDENTIALS.sub(r"\1[redacted]@", text)
+    text = _KEY_LIKE.sub("[redacted]", " ".join(text.split()))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    millis = _number(headers.get("retry-after-ms"))
+    if millis is not None:
+        return millis / 1000
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    seconds = _number(value)
+    if seconds is not None:
+        return seconds
+    try:
+        import email.utils  # only for an HTTP-date retry-after (rare): not at start-up
+
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def _number(value: str | None) -> float | None:
+    try:
+        number = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return max(number, 0.0) if number is not None and math.isfinite(number) else None
+
+
+# ---------------------------------------------------------------- SDK error mapping
+
+_LOST_HINTS = ("peer closed", "incomplete chunked read", "connection reset",
+               "Server disconnected")
+_CONTEXT_HINTS = ("prompt is too long", "context length", "context_length", "maximum context",
+                  "context window", "too many tokens")
+_BY_ERROR_TYPE: dict[str, type[ProviderError]] = {
+    "overloaded_error": OverloadedError, "rate_limit_error": RateLimitError,
+    "api_error": ServerError, "authentication_error": AuthError,
+    "permission_error": AuthError, "invalid_request_error": BadRequestError,
+}
+
+
+def _error_fields(body: object) -> tuple[str, str, str]:
+    """(type, code, message) from an error body, nested under "error" or not."""
+    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+        body = body["error"]
+    if not isinstance(body, Mapping):
+        return "", "", str(body or "")
+    return (str(body.get("type") or ""), str(body.get("code") or ""),
+            str(body.get("message") or ""))
+
+
+def is_context_error(code: str, message: str) -> bool:
+    lowered = message.lower()
+    return code == "context_length_exceeded" or any(h in lowered for h in _CONTEXT_HINTS)
+
+
+def _class_names(exc: BaseException) -> set[str]:
+    return {cls.__name__ for cls in type(exc).__mro__}
+
+
+def map_sdk_error(exc: Exception, secret: str | None) -> ProviderError:
+    """Turn any exception raised by an SDK call or its stream into a ProviderError."""
+    if isinstance(exc, ProviderError):
+        return exc
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and hasattr(exc, "response"):
+        return _status_error(exc, status, secret)
+    names = _class_names(exc)
+    detail = scrub(str(exc), secret)
+    if names & {"APITimeoutError", "TimeoutException", "TimeoutError"}:
+        return ProviderTimeoutError("no answer within the request timeout")
+    if names & {"RemoteProtocolError", "ReadError"}:  # it was connected, then cut
+        return ConnectionLostError(_connection_detail(exc, secret))
+    if names & {"APIConnectionError", "TransportError", "ConnectionError"}:
+        detail = _connection_detail(exc, secret)
+        lost = any(hint in detail for hint in _LOST_HINTS)
+        return (ConnectionLostError if lost else ProviderConnectionError)(detail)
+    if isinstance(exc, (ValueError, AttributeError, KeyError)):
+        return MalformedStreamError(f"unexpected data in the response ({detail})")
+    body = getattr(exc, "body", None)
+    if body is not None:  # an error event inside a 200 stream
+        kind, _, message = _error_fields(body)
+        return _BY_ERROR_TYPE.get(kind, ServerError)(scrub(message or detail, secret))
+    return ProviderError(f"{type(exc).__name__}: {detail}")
+
+
+def _connection_detail(exc: BaseException, secret: str | None) -> str:
+    cause: BaseException | None = exc
+    while cause is not None and cause.__cause__ is not None:
+        cause = cause.__cause__
+    text = str(cause) if cause is not None else ""
+    return scrub(text or str(exc), secret) or "the connection failed"
+
+
+def _status_error(exc: Exception, status: int, secret: str | None) -> ProviderError:
+    kind, code, message = _error_fields(getattr(exc, "body", None))
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    wait = retry_after(headers)
+    detail = message or str(exc)
+    text = scrub(f"HTTP {status}: {detail}" if status >= 400 else detail, secret)
+    if status in (401, 403):
+        return AuthError(text)
+    if status == 429:
+        return RateLimitError(text, retry_after=wait)
+    if status == 529 or kind == "overloaded_error":
+        return OverloadedError(text, retry_after=wait)
+    if status == 408:
+        return ProviderTimeoutError(text)
+    if status >= 500:
+        return ServerError(text, retry_after=wait)
+    if status in (400, 413) and is_context_error(code, message):
+        return ContextTooLongError(text)
+    if 400 <= status < 500:
+        return BadRequestError(text)
+    return _BY_ERROR_TYPE.get(kind, ServerError)(text, retry_after=wait)
