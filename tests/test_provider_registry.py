@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +16,8 @@ from rollchat.config import AgentConfig, Config, RetryConfig, UIConfig
 from rollchat.errors import ConfigError
 from rollchat.providers import (
     DEFAULT_MODELS,
+    PROVIDER_CHOICES,
+    PROVIDER_NAMES,
     REGISTRY,
     build_provider,
     prefetch_sdks,
@@ -62,6 +67,36 @@ def test_registry_is_a_dict_of_the_three() -> None:
     assert set(REGISTRY) == {"anthropic", "openai", "offline"}
     assert DEFAULT_MODELS == {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4o-mini",
                               "offline": "offline"}
+
+
+def test_every_provider_answers_to_its_registry_name() -> None:
+    env = {"ANTHROPIC_API_KEY": "ak", "OPENAI_API_KEY": "ok"}
+    for name in REGISTRY:
+        p = build_provider(name, AgentConfig(provider=name), Config(), env)
+        assert p.name == name
+        assert name in DEFAULT_MODELS
+
+
+def test_cli_and_config_accept_the_registry_names() -> None:
+    from rollchat.config import PROVIDERS
+
+    assert PROVIDERS == PROVIDER_CHOICES == ("auto", *PROVIDER_NAMES)
+    env = {**os.environ, "COLUMNS": "200"}
+    out = subprocess.run([sys.executable, "-m", "rollchat", "--help"], capture_output=True,
+                         text=True, check=True, timeout=60, env=env)
+    assert f"--provider [{'|'.join(PROVIDER_CHOICES)}]" in out.stdout
+
+
+def test_provider_names_are_spelled_only_in_the_registry() -> None:
+    src = Path(providers.__file__).parent.parent
+    spelled = []
+    for path in sorted(src.rglob("*.py")):
+        if path == Path(providers.__file__):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in PROVIDER_CHOICES:
+                spelled.append(f"{path.relative_to(src)}:{node.lineno}: {node.value!r}")
+    assert spelled == []
 
 
 def test_build_anthropic_with_defaults() -> None:

@@ -17,6 +17,7 @@ import typer
 
 from rollchat import __version__
 from rollchat.errors import ConfigError, RollchatError, StoreError, UsageError
+from rollchat.providers import PROVIDER_CHOICES
 
 if TYPE_CHECKING:  # imported when the chat starts, not for --help or sessions
     from rollchat.app import ChatApp
@@ -30,11 +31,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-class ProviderChoice(str, Enum):
-    auto = "auto"
-    anthropic = "anthropic"
-    openai = "openai"
-    offline = "offline"
+# Built from the registry's names; mypy cannot read members of an Enum built this way.
+ProviderChoice = Enum("ProviderChoice", {n: n for n in PROVIDER_CHOICES}, type=str)  # type: ignore[misc]
 
 
 SessionsDirOpt = Annotated[

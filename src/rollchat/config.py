@@ -18,8 +18,9 @@ from typing import Any
 import yaml
 
 from rollchat.errors import ConfigError
+from rollchat.providers import AUTO, PROVIDER_CHOICES
 
-PROVIDERS = ("auto", "anthropic", "openai", "offline")
+PROVIDERS = PROVIDER_CHOICES
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class AgentConfig:
 
     key: str = "assistant"
     name: str = "Assistant"
-    provider: str = "auto"
+    provider: str = AUTO
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None

@@ -23,6 +23,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from rollchat.domain import Turn, Usage
+from rollchat.providers import OFFLINE
 from rollchat.text import plural, redact_url
 from rollchat.tokens import human_tokens
 
@@ -251,9 +252,9 @@ class Renderer:
     def banner(self, *, agent: str, model: str, provider: str, reason: str, where: str,
                server: str | None = None) -> None:
         """First lines of a chat. ``server``: the agent's base URL (shown without secrets)."""
-        via = (f"offline model ({reason})" if provider == "offline"
+        via = (f"offline model ({reason})" if provider == OFFLINE
                else f"{model} via {provider} ({reason})")
-        if server and provider != "offline" and redact_url(server) not in reason:
+        if server and provider != OFFLINE and redact_url(server) not in reason:
             via += f" · server {redact_url(server)}"
         self.console.print(f"[bold]rollchat[/] · {escape(agent)} · {escape(via)}",
                            highlight=False)

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rollchat.domain import Message
+from rollchat.providers import OFFLINE
 from rollchat.providers.base import ToolSpec
 
 DEFAULT_CONTEXT_WINDOW = 128_000
@@ -76,7 +77,7 @@ CONTEXT_WINDOWS: Mapping[str, int] = {
     "deepseek-r1": 131_072,
     "codellama": 16_384,
     # rollchat's built-in offline model.
-    "offline": OFFLINE_CONTEXT_WINDOW,
+    OFFLINE: OFFLINE_CONTEXT_WINDOW,
 }
 
 

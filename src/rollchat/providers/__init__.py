@@ -1,5 +1,5 @@
-"""The provider registry: name -> factory (each provider's module imported at build time, its
-SDK at the first call), auto selection, API keys, and the SDK prefetch.
+"""The provider registry: the providers' names (spelled only here), name -> factory (each
+provider's module imported at build time, its SDK at the first call), auto selection, API keys.
 """
 
 from __future__ import annotations
@@ -11,17 +11,24 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rollchat.errors import ConfigError
-from rollchat.providers.base import Provider
 from rollchat.text import redact_url
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # not at run time: cli and config import the names above, and must stay cheap
     from rollchat.config import AgentConfig, Config
+    from rollchat.providers.base import Provider
 
-DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4o-mini", "offline": "offline"}
+# The providers' names, spelled here only. AUTO picks one by the keys set (see below).
+ANTHROPIC = "anthropic"
+OPENAI = "openai"
+OFFLINE = "offline"
+AUTO = "auto"
+
+# The offline model is named after its provider (its context window is keyed by it).
+DEFAULT_MODELS = {ANTHROPIC: "claude-sonnet-4-5", OPENAI: "gpt-4o-mini", OFFLINE: OFFLINE}
 
 # The environment variable holding each remote provider's key, and the SDK it imports.
-KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
-SDK_MODULES = {"anthropic": "anthropic", "openai": "openai"}
+KEY_ENV = {ANTHROPIC: "ANTHROPIC_API_KEY", OPENAI: "OPENAI_API_KEY"}
+SDK_MODULES = {ANTHROPIC: "anthropic", OPENAI: "openai"}
 
 
 @dataclass(frozen=True)
@@ -35,7 +42,7 @@ class ProviderSettings:
     word_delay: float
 
 
-ProviderFactory = Callable[[ProviderSettings], Provider]
+ProviderFactory = Callable[[ProviderSettings], "Provider"]
 
 
 def _load(path: str) -> Any:
@@ -61,10 +68,12 @@ def _offline(s: ProviderSettings) -> Provider:
 
 
 REGISTRY: dict[str, ProviderFactory] = {
-    "anthropic": _remote("rollchat.providers.anthropic:AnthropicProvider"),
-    "openai": _remote("rollchat.providers.openai:OpenAIProvider"),
-    "offline": _offline,
+    ANTHROPIC: _remote("rollchat.providers.anthropic:AnthropicProvider"),
+    OPENAI: _remote("rollchat.providers.openai:OpenAIProvider"),
+    OFFLINE: _offline,
 }
+PROVIDER_NAMES = tuple(REGISTRY)
+PROVIDER_CHOICES = (AUTO, *PROVIDER_NAMES)  # what --provider and the config file accept
 
 
 # ---------------------------------------------------------------- selection
@@ -83,27 +92,28 @@ def resolve_provider_name(agent: AgentConfig, env: Mapping[str, str]) -> tuple[s
     OPENAI_API_KEY or a base URL is set, else offline. ANTHROPIC_API_KEY wins over a base URL
     (the spec's order); the reason then says so, with the way out.
     """
-    if agent.provider != "auto":
+    if agent.provider != AUTO:
         if agent.provider not in REGISTRY:
             raise ConfigError(_unknown(agent.provider))
         return agent.provider, "configured"
     custom = _custom_key_var(agent, env)
-    if env.get("ANTHROPIC_API_KEY"):
+    anthropic_var, openai_var = KEY_ENV[ANTHROPIC], KEY_ENV[OPENAI]
+    if env.get(anthropic_var):
         if agent.base_url:
-            return "anthropic", ("ANTHROPIC_API_KEY is set (the base URL goes to Anthropic; "
-                                 "use --provider openai for an OpenAI-compatible server)")
-        return "anthropic", "ANTHROPIC_API_KEY is set"
+            return ANTHROPIC, (f"{anthropic_var} is set (the base URL goes to Anthropic; "
+                               f"use --provider {OPENAI} for an OpenAI-compatible server)")
+        return ANTHROPIC, f"{anthropic_var} is set"
     if custom and not agent.base_url:
-        return "anthropic", f"{custom} is set"
-    if env.get("OPENAI_API_KEY"):
-        return "openai", "OPENAI_API_KEY is set"
+        return ANTHROPIC, f"{custom} is set"
+    if env.get(openai_var):
+        return OPENAI, f"{openai_var} is set"
     if agent.base_url:
-        return "openai", f"base URL {redact_url(agent.base_url)}"
-    return "offline", "no API key configured"
+        return OPENAI, f"base URL {redact_url(agent.base_url)}"
+    return OFFLINE, "no API key configured"
 
 
 def _unknown(name: str) -> str:
-    return f"unknown provider {name!r}; choose one of: auto, {', '.join(REGISTRY)}"
+    return f"unknown provider {name!r}; choose one of: {', '.join(PROVIDER_CHOICES)}"
 
 
 def api_key_for(name: str, agent: AgentConfig, env: Mapping[str, str]) -> str | None:
@@ -118,14 +128,14 @@ def api_key_for(name: str, agent: AgentConfig, env: Mapping[str, str]) -> str | 
 def build_provider(name: str, agent: AgentConfig, config: Config,
                    env: Mapping[str, str]) -> Provider:
     """Build provider ``name`` ("auto" is resolved first) for ``agent``."""
-    if name == "auto":
+    if name == AUTO:
         name = resolve_provider_name(agent, env)[0]
     factory = REGISTRY.get(name)
     if factory is None:
         raise ConfigError(_unknown(name))
     key = api_key_for(name, agent, env)
-    if name in KEY_ENV and not key and not (name == "openai" and agent.base_url):
-        hint = " (or a base_url for an OpenAI-compatible server)" if name == "openai" else ""
+    if name in KEY_ENV and not key and not (name == OPENAI and agent.base_url):
+        hint = " (or a base_url for an OpenAI-compatible server)" if name == OPENAI else ""
         raise ConfigError(f"provider {name} needs an API key: set {KEY_ENV[name]}{hint}, "
                           "or name another variable with api_key_env")
     settings = ProviderSettings(

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar
 
 from rollchat.domain import Message, Usage
+from rollchat.providers import ANTHROPIC, SDK_MODULES
 from rollchat.providers.base import (
     ChatRequest,
     StreamEvent,
@@ -23,8 +24,8 @@ _CACHE = {"type": "ephemeral"}
 class AnthropicProvider(SDKProvider):
     """The Messages API, streamed as raw events (``messages.create(stream=True)``)."""
 
-    name = "anthropic"
-    sdk = "anthropic"
+    name = ANTHROPIC
+    sdk = SDK_MODULES[ANTHROPIC]
 
     def _make_client(self, sdk: Any) -> Any:
         return sdk.Anthropic(api_key=self._api_key, base_url=self._base_url,

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 
 from rollchat import compaction
 from rollchat.domain import Message, Summary, ToolCall, Turn, Usage
+from rollchat.providers import OFFLINE
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -96,7 +97,7 @@ def _summary_in(text: str) -> Summary | None:
 class OfflineProvider:
     """A real, deterministic model that needs no key and no network (see module docstring)."""
 
-    name = "offline"
+    name = OFFLINE
 
     def __init__(self, word_delay: float = 0.0) -> None:
         self.word_delay = word_delay
@@ -105,7 +106,7 @@ class OfflineProvider:
     @property
     def counter(self) -> TokenCounter:
         if self._counter is None:
-            self._counter = TokenCounter("offline")
+            self._counter = TokenCounter(OFFLINE)
         return self._counter
 
     def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 from rollchat.domain import Message, Usage
+from rollchat.providers import OPENAI, SDK_MODULES
 from rollchat.providers.base import (
     ChatRequest,
     StreamEvent,
@@ -24,8 +25,8 @@ _NO_KEY = "not-needed"  # local OpenAI-compatible servers ignore the key, the SD
 class OpenAIProvider(SDKProvider):
     """Chat Completions, streamed, with ``stream_options.include_usage``."""
 
-    name = "openai"
-    sdk = "openai"
+    name = OPENAI
+    sdk = SDK_MODULES[OPENAI]
 
     def _make_client(self, sdk: Any) -> Any:
         return sdk.OpenAI(api_key=self._api_key or _NO_KEY, base_url=self._base_url,
