@@ -73,6 +73,7 @@ class StreamParser(ABC):
         return iter(())
 
     def finish(self) -> Iterator[StreamEvent]:
+        """After the last item: MalformedStreamError if the answer was cut, else the rest."""
         stop = self.stop_reason()
         if stop is None:
             raise MalformedStreamError("the stream ended before the model finished its answer")
