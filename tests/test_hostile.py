@@ -34,7 +34,7 @@ from rollchat.providers.base import (
 from rollchat.store import SessionStore
 from rollchat.tools import ARCHIVE_TOOL_NAME
 from rollchat.tools.archive import archive_tool
-from rollchat.transcript import parse, render
+from rollchat.transcript import HEAD_MAX_BYTES, TAIL_BYTES, TAIL_MAX_BYTES, parse, render
 from tests.e2e import PROMPT, clean_env, run_piped, write_config
 from tests.wire_servers import WireServer, openai_server, text
 
@@ -243,9 +243,9 @@ def test_listing_a_200_mb_file_reads_no_more_than_a_small_one(
     cost_small = _bytes_read_listing(monkeypatch, small)
     cost_big = _bytes_read_listing(monkeypatch, big)
     cost_zeros = _bytes_read_listing(monkeypatch, zeros)
-    limit = store_module.HEAD_MAX_BYTES + store_module.TAIL_MAX_BYTES + 2
+    limit = HEAD_MAX_BYTES + TAIL_MAX_BYTES + 2
     assert cost_small <= limit and cost_big <= limit and cost_zeros <= limit
-    assert cost_big <= cost_small + 2 * store_module.TAIL_BYTES + 2
+    assert cost_big <= cost_small + 2 * TAIL_BYTES + 2
     [info] = SessionStore(big).list_sessions().sessions
     assert info.has_summary and info.session_id == GOOD
 

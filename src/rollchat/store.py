@@ -1,4 +1,5 @@
 """The sessions directory: ids, create, append a turn, finalize, list, load; atomic writes.
+The text is the transcript package's (render, parse, bounded head/tail scans): files only here.
 
 Appends use O_APPEND + fsync and never re-read the file; the one rewrite (finalize) goes through
 a temporary file ``.<name>.tmp-<pid>-<hex>``, fsync, os.replace and a directory fsync.
@@ -19,29 +20,19 @@ from pathlib import Path
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn
 from rollchat.errors import StoreError, TranscriptError
 from rollchat.transcript import (
-    SUMMARY_END,
-    SUMMARY_START,
-    Head,
-    parse,
-    parse_head,
-    parse_summary_body,
+    Glance,
+    decode,
+    glance,
+    parse_lenient,
+    render_finalized,
     render_header,
-    render_summary_block,
     render_turn,
+    tail_summary,
 )
 
-HEAD_BYTES = 8 * 1024
-HEAD_MAX_BYTES = 64 * 1024
-TAIL_BYTES = 64 * 1024
-TAIL_MAX_BYTES = 1024 * 1024
 TEMP_MAX_AGE = 30.0
 _ID_RE = re.compile(r"[A-Za-z0-9_-]+")
 _TMP_RE = re.compile(r"\..+\.md\.tmp-([0-9]+)-[0-9a-f]+")
-_QUERY_RE = re.compile(r"## Query ([0-9]{1,12}) \(")
-# Turn headings and footers, to add up the tokens of the query turns a tail holds.
-_TURN_MARK_RE = re.compile(r"^(?:(## Query [0-9]{1,12} \()|## Session Restored \("
-                           r"|\*Time: [0-9]+(?:\.[0-9]+)?s \| Tokens: ([0-9]{1,18}) \()",
-                           re.MULTILINE)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -81,16 +72,6 @@ class Listing:
 
     sessions: list[SessionInfo] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class _Tail:
-    has_summary: bool
-    summary: Summary | None
-    problem: str | None
-    last_query: int
-    query_tokens: int  # tokens of the query turns whose heading and footer are in the tail
-    whole: bool  # the tail is the whole file
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -269,7 +250,11 @@ class SessionStore:
         """Atomically rewrite the file: header totals updated, summary block at the end."""
         path = self.path_for(session_id)
         text = self._read_text(path)
-        new = _finalized_text(text, summary, total_queries, total_tokens, path.name)
+        try:
+            new = render_finalized(text, summary, total_queries=total_queries,
+                                   total_tokens=total_tokens)
+        except TranscriptError as e:
+            raise StoreError(f"{path.name} {e}") from None
         self._atomic_write(path, new.encode("utf-8", "surrogateescape"))
 
     def _atomic_write(self, path: Path, data: bytes) -> None:
@@ -306,9 +291,9 @@ class SessionStore:
         except OSError as e:
             raise StoreError(f"cannot read {path}: {e.strerror}") from None
         try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise StoreError(f"{path.name} is not UTF-8 text") from None
+            return decode(data, binary_check=False)
+        except TranscriptError as e:
+            raise StoreError(f"{path.name}: {e}") from None
 
     def list_sessions(self, exclude: str | None = None) -> Listing:
         """Sessions most recent first (numbered 1..), and files that are not sessions."""
@@ -339,9 +324,9 @@ class SessionStore:
         except OSError as e:
             raise StoreError(f"cannot read {info.file_name}: {e.strerror}") from None
         try:
-            size = os.fstat(fd).st_size
-            text, whole = _tail_text(fd, size, TAIL_BYTES)
-            return _scan_tail(text, whole, fd, size, parse_body=True).summary
+            return tail_summary(lambda at, n: os.pread(fd, n, at), os.fstat(fd).st_size)
+        except TranscriptError as e:
+            raise StoreError(f"{info.file_name}: {e}") from None
         finally:
             os.close(fd)
 
@@ -352,17 +337,9 @@ class SessionStore:
         """
         text = self._read_text(self.path_for(session_id))
         try:
-            return parse(text)
-        except TranscriptError as first:
-            lines = text.split("\n")
-            cut = next((i for i, x in enumerate(lines) if x in (SUMMARY_START, SUMMARY_END)),
-                       None)
-            if cut is None:
-                raise TranscriptError(f"{session_id}.md: {first}") from None
-            try:
-                return parse("\n".join(lines[:cut]))
-            except TranscriptError as e:
-                raise TranscriptError(f"{session_id}.md: {e}") from None
+            return parse_lenient(text)
+        except TranscriptError as e:
+            raise TranscriptError(f"{session_id}.md: {e}") from None
 
 
 def _matching(ref: str, ids: list[str]) -> list[str]:
@@ -412,105 +389,6 @@ def _renumber(info: SessionInfo, number: int) -> SessionInfo:
                                  if f != "number"])
 
 
-def _decode(data: bytes, name: str) -> str:
-    if b"\0" in data:
-        raise StoreError("binary file, not a session")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise StoreError("not UTF-8 text, not a session") from None
-
-
-def _read_head(fd: int, size: int, name: str) -> Head:
-    data = os.pread(fd, HEAD_BYTES, 0)
-    if len(data) < size and b"\n---\n" not in data:
-        data = os.pread(fd, HEAD_MAX_BYTES, 0)
-    if len(data) < size:  # drop a last line cut in the middle (maybe mid-character)
-        data = data[:data.rfind(b"\n") + 1]
-    return _head_of(_decode(data, name))
-
-
-def _head_of(text: str) -> Head:
-    try:
-        return parse_head(text)
-    except TranscriptError as e:
-        why = str(e)  # the parser may already say it ("line 1: not a session file (...)")
-        raise StoreError(why if "not a session file" in why
-                         else f"not a session file: {why}") from None
-
-
-def _tail_text(fd: int, size: int, window: int) -> tuple[str, bool]:
-    """The last ``window`` bytes, starting at a line start; True when it is the whole file."""
-    if size <= window:
-        return _decode(os.pread(fd, size, 0), ""), True
-    data = os.pread(fd, window + 1, size - window - 1)  # one byte more: is it a line start?
-    return _decode(data[data.find(b"\n") + 1:], ""), False
-
-
-def _markers(text: str) -> list[tuple[int, str]]:
-    """(offset in text, "START"/"END") of each raw marker line (str.find: fast on 64 KB)."""
-    padded, out = "\n" + text, []
-    pos = padded.find("\n<!-- SESSION_SUMMARY_")
-    while pos >= 0:
-        end = padded.find("\n", pos + 1)
-        line = padded[pos + 1:] if end < 0 else padded[pos + 1:end]
-        if line in (SUMMARY_START, SUMMARY_END):
-            out.append((pos, "START" if line == SUMMARY_START else "END"))
-        pos = padded.find("\n<!-- SESSION_SUMMARY_", pos + 1)
-    return out
-
-
-def _summary_state(text: str, parse_body: bool) -> tuple[bool, Summary | None, str | None]:
-    """(has a well-formed block, its parsed summary when asked, the problem if corrupted)."""
-    marks = _markers(text)
-    starts = [pos for pos, kind in marks if kind == "START"]
-    ends = [pos for pos, kind in marks if kind == "END"]
-    if not marks:
-        return False, None, None
-    if len(starts) > 1:
-        return False, None, "corrupted summary markers: two SESSION_SUMMARY_START lines"
-    if not ends:
-        return False, None, "corrupted summary markers: SESSION_SUMMARY_START without END"
-    if len(ends) > 1 or not starts or ends[0] < starts[0]:
-        return False, None, "corrupted summary markers: SESSION_SUMMARY_END before START"
-    if text[ends[0] + len(SUMMARY_END):].strip():
-        return False, None, "corrupted summary: text after SESSION_SUMMARY_END"
-    if not parse_body:
-        return True, None, None
-    try:
-        body = text[starts[0] + len(SUMMARY_START) + 1:ends[0]].removesuffix("\n")
-        return True, parse_summary_body(body), None
-    except TranscriptError as e:
-        return False, None, f"unreadable summary block: {e}"
-
-
-def _scan_tail(text: str, whole: bool, fd: int, size: int, parse_body: bool) -> _Tail:
-    if not whole and SUMMARY_START not in text and SUMMARY_END in text:
-        text, whole = _tail_text(fd, size, TAIL_MAX_BYTES)  # a summary longer than the window
-    has, summary, problem = _summary_state(text, parse_body)
-    last = 0
-    pos = text.rfind("\n## Query ")
-    if pos >= 0:
-        m = _QUERY_RE.match(text, pos + 1)
-        last = int(m[1]) if m else 0
-    tokens = 0 if has else _query_tokens(text)
-    return _Tail(has, summary, problem, last, tokens, whole)
-
-
-def _query_tokens(text: str) -> int:
-    """The sum of the footers' token counts of the query turns in ``text``. A footer counts
-    only after its own ``## Query`` heading: restorations are not queries, and a block cut by
-    the start of a tail window is skipped. Content lines are escaped, so cannot match."""
-    total, in_query = 0, False
-    for m in _TURN_MARK_RE.finditer(text):
-        if m[2] is None:
-            in_query = m[1] is not None
-        elif in_query:
-            total += int(m[2])
-            in_query = False
-    return total
-
-
 def _read_info(entry: os.DirEntry[str]) -> SessionInfo:
     name = entry.name
     if entry.is_symlink():
@@ -524,52 +402,29 @@ def _read_info(entry: os.DirEntry[str]) -> SessionInfo:
     except OSError as e:
         raise StoreError(f"cannot open: {e.strerror}") from None
     try:
-        size = os.fstat(fd).st_size
-        if size == 0:
-            raise StoreError("empty file")
-        text, whole = _tail_text(fd, size, TAIL_BYTES)
-        head = _head_of(text) if whole else _read_head(fd, size, name)
-        tail = _scan_tail(text, whole, fd, size, parse_body=False)
+        seen = glance(lambda at, n: os.pread(fd, n, at), os.fstat(fd).st_size)
     finally:
         os.close(fd)
-    return _info(entry, head, tail)
+    return _info(entry, seen)
 
 
-def _info(entry: os.DirEntry[str], head: Head, tail: _Tail) -> SessionInfo:
-    h = head.header
+def _info(entry: os.DirEntry[str], seen: Glance) -> SessionInfo:
+    h = seen.header
     if h.session_id != entry.name[:-3]:
         raise StoreError(f"its Session ID {h.session_id[:60]!r} does not match the file name")
-    preview = head.first_query
+    preview = seen.first_query
     if preview is not None and len(preview) > 60:
         preview = preview[:59] + "…"
-    queries = h.total_queries if tail.has_summary else max(h.total_queries, tail.last_query)
+    queries = h.total_queries if seen.has_summary else max(h.total_queries, seen.last_query)
     # The header's totals are only written at finalize: without a summary (a live or crashed
     # session) count the footers; exact from the whole file, else a lower bound.
-    if tail.has_summary:
+    if seen.has_summary:
         tokens, exact = h.total_tokens, True
-    elif tail.whole:
-        tokens, exact = tail.query_tokens, True
+    elif seen.whole:
+        tokens, exact = seen.query_tokens, True
     else:
-        tokens, exact = max(h.total_tokens, tail.query_tokens), False
+        tokens, exact = max(h.total_tokens, seen.query_tokens), False
     return SessionInfo(0, h.session_id, entry.name, Path(entry.path), h.agent, h.agent_path,
                        h.model, h.provider, h.date, queries, tokens, preview,
-                       tail.has_summary, h.resumed_from, h.previous_session,
-                       tail.problem, exact)
-
-
-def _finalized_text(text: str, summary: Summary, queries: int, tokens: int, name: str) -> str:
-    """The file with its header totals set, partial blocks and any old summary dropped."""
-    lines = text.split("\n")
-    try:
-        sep = lines.index("---")
-    except ValueError:
-        raise StoreError(f"{name} has no header: not a session file") from None
-    header = [x for x in lines[:sep] if not x.startswith(("**Total Queries:**",
-                                                          "**Total Tokens:**"))]
-    while header and header[-1] == "":
-        header.pop()
-    header += [f"**Total Queries:** {queries}", f"**Total Tokens:** {tokens}", ""]
-    body = lines[sep:]
-    cut = next((i for i, x in enumerate(body) if x in (SUMMARY_START, SUMMARY_END)), len(body))
-    last = max(i for i in range(cut) if body[i] == "---")  # drops a truncated last block
-    return "\n".join(header + body[:last + 1]) + "\n\n" + render_summary_block(summary)
+                       seen.has_summary, h.resumed_from, h.previous_session,
+                       seen.summary_problem, exact)
