@@ -321,7 +321,7 @@ def test_archive_tool_through_the_engine_stays_in_its_file(tmp_path: Path) -> No
     ]
     engine = Engine(_HostileModel(hostile), model="offline", context=Context(system="s"),
                     max_output_tokens=200, temperature=None, retry=RetryPolicy(max_retries=0),
-                    tools={ARCHIVE_TOOL_NAME: archive_tool(parent)})
+                    tools={ARCHIVE_TOOL_NAME: archive_tool(SessionStore(sessions), "parent")})
     turn = engine.chat("read the archive", lambda event: None)
     assert turn.status == "ok" and turn.assistant == "done"
     assert len(turn.tools) == len(hostile)
@@ -329,5 +329,5 @@ def test_archive_tool_through_the_engine_stays_in_its_file(tmp_path: Path) -> No
         assert "SECRET-AGENT" not in exchange.result
         assert "root:" not in exchange.result
     assert all(m.role != "tool" or "SECRET" not in m.content for m in engine.context.messages)
-    evil = archive_tool(sessions / "link.md").run({})
+    evil = archive_tool(SessionStore(sessions), "link").run({})
     assert evil.startswith("error:") and "SECRET-AGENT" not in evil
