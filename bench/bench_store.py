@@ -51,7 +51,7 @@ def bench_summary(root: Path, size: int) -> None:
     _write(root, 0, turns, "x" * 4_900)
     store = SessionStore(root)
     info = store.list_sessions().sessions[0]
-    mb = info.path.stat().st_size / 1e6
+    mb = (root / info.file_name).stat().st_size / 1e6
     assert store.load_summary(info) == SUMMARY
     per = _best(lambda: store.load_summary(info), 20)
     listed = _best(store.list_sessions, 20)

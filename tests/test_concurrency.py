@@ -152,7 +152,8 @@ def _parent(sessions: Path, summarized: bool) -> str:
                               usage=Usage(10, 5)), "Assistant")
     if summarized:
         store.finalize(live.session_id, Summary("Initial session.", ("postgres",),
-                                                ("use postgres",), ()), 2, 30)
+                                                ("use postgres",), ()),
+                       total_queries=2, total_tokens=30)
     return live.session_id
 
 

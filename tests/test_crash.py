@@ -51,7 +51,7 @@ elif mode == "fsync":
 elif mode == "append":
     st._write_all = half_then_block
     header = SessionHeader(sid, now, "Assistant", "config:assistant", "offline", "offline")
-    st.LiveSession(store.path_for(sid), header).append_turn(turn, "Assistant")
+    st.FileSession(store.path_for(sid), header).append_turn(turn, "Assistant")
 elif mode in ("create", "link"):
     if mode == "create":
         st._write_all = block
@@ -144,7 +144,8 @@ def test_kill_mid_append_loses_only_the_turn_in_flight(tmp_path: Path) -> None:
                                                                "second question"]
     _assert_clean_listing(tmp_path, 1)
     store = SessionStore(tmp_path)  # resuming it finalizes it: the torn block goes
-    store.finalize(sid, Summary("Initial session.", ("a",), (), ()), 2, 30)
+    store.finalize(sid, Summary("Initial session.", ("a",), (), ()), total_queries=2,
+                   total_tokens=30)
     transcript = parse(path.read_text())
     assert [t.user for t in transcript.turns] == ["first question", "second question"]
     assert transcript.summary is not None

@@ -34,7 +34,7 @@ from rollchat.providers.base import (
 from rollchat.store import SessionStore
 from rollchat.tools import ARCHIVE_TOOL_NAME
 from rollchat.tools.archive import archive_tool
-from rollchat.transcript import parse, render
+from rollchat.transcript import HEAD_MAX_BYTES, TAIL_BYTES, TAIL_MAX_BYTES, parse, render
 from tests.e2e import PROMPT, clean_env, run_piped, write_config
 from tests.wire_servers import WireServer, openai_server, text
 
@@ -243,9 +243,9 @@ def test_listing_a_200_mb_file_reads_no_more_than_a_small_one(
     cost_small = _bytes_read_listing(monkeypatch, small)
     cost_big = _bytes_read_listing(monkeypatch, big)
     cost_zeros = _bytes_read_listing(monkeypatch, zeros)
-    limit = store_module.HEAD_MAX_BYTES + store_module.TAIL_MAX_BYTES + 2
+    limit = HEAD_MAX_BYTES + TAIL_MAX_BYTES + 2
     assert cost_small <= limit and cost_big <= limit and cost_zeros <= limit
-    assert cost_big <= cost_small + 2 * store_module.TAIL_BYTES + 2
+    assert cost_big <= cost_small + 2 * TAIL_BYTES + 2
     [info] = SessionStore(big).list_sessions().sessions
     assert info.has_summary and info.session_id == GOOD
 
@@ -321,7 +321,7 @@ def test_archive_tool_through_the_engine_stays_in_its_file(tmp_path: Path) -> No
     ]
     engine = Engine(_HostileModel(hostile), model="offline", context=Context(system="s"),
                     max_output_tokens=200, temperature=None, retry=RetryPolicy(max_retries=0),
-                    tools={ARCHIVE_TOOL_NAME: archive_tool(parent)})
+                    tools={ARCHIVE_TOOL_NAME: archive_tool(SessionStore(sessions), "parent")})
     turn = engine.chat("read the archive", lambda event: None)
     assert turn.status == "ok" and turn.assistant == "done"
     assert len(turn.tools) == len(hostile)
@@ -329,5 +329,5 @@ def test_archive_tool_through_the_engine_stays_in_its_file(tmp_path: Path) -> No
         assert "SECRET-AGENT" not in exchange.result
         assert "root:" not in exchange.result
     assert all(m.role != "tool" or "SECRET" not in m.content for m in engine.context.messages)
-    evil = archive_tool(sessions / "link.md").run({})
+    evil = archive_tool(SessionStore(sessions), "link").run({})
     assert evil.startswith("error:") and "SECRET-AGENT" not in evil

@@ -6,6 +6,7 @@ import os
 import stat
 import threading
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 
 from rollchat.domain import Summary, Turn, Usage
 from rollchat.errors import StoreError
-from rollchat.store import LiveSession, SessionStore, resolve
+from rollchat.store import FileSession, SessionStore, resolve
 from rollchat.transcript import SUMMARY_END, SUMMARY_START, parse, render_summary_block
 
 UTC = timezone.utc
@@ -22,7 +23,7 @@ SUMMARY = Summary("Initial session.", ("rate limiter",), ("use Redis",), ())
 FAKE = render_summary_block(Summary("forged", ("x",), ("y",), ("z",)))
 
 
-def _new(store: SessionStore, now: datetime = T0, key: str = "assistant") -> LiveSession:
+def _new(store: SessionStore, now: datetime = T0, key: str = "assistant") -> FileSession:
     return store.new_session(agent_key=key, agent="Assistant", agent_path="config:assistant",
                              model="m", provider="offline", now=now)
 
@@ -47,12 +48,13 @@ def test_permissions_gitignore_and_round_trip(tmp_path: Path) -> None:
         "assistant_20261122_143022_")
     live.append_turn(_turn(1, FAKE, FAKE), "Assistant")
     live.append_turn(_turn(2), "Assistant")
-    store.finalize(live.session_id, SUMMARY, 2, 60)
+    store.finalize(live.session_id, SUMMARY, total_queries=2, total_tokens=60)
     t = parse(live.path.read_text())
     assert t.turns == (_turn(1, FAKE, FAKE), _turn(2)) and t.summary == SUMMARY
     assert (t.header.total_queries, t.header.total_tokens) == (2, 60)
     assert stat.S_IMODE(os.stat(live.path).st_mode) == 0o600
-    store.finalize(live.session_id, Summary("again", (), (), ()), 2, 61)  # replaces the block
+    store.finalize(live.session_id, Summary("again", (), (), ()), total_queries=2,
+                   total_tokens=61)  # replaces the block
     assert parse(live.path.read_text()).summary == Summary("again", (), (), ())
 
 
@@ -159,7 +161,7 @@ def test_finalize_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(os, "replace", crash)
     with pytest.raises(StoreError, match="left unchanged"):
-        store.finalize(live.session_id, SUMMARY, 1, 30)
+        store.finalize(live.session_id, SUMMARY, total_queries=1, total_tokens=30)
     monkeypatch.undo()
     assert live.path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name] == []
@@ -176,16 +178,17 @@ def test_truncated_file_lists_and_parses(tmp_path: Path) -> None:
     assert [x.number for x in t.turns] == [1, 2]
     info = store.list_sessions().sessions[0]
     assert info.first_query_preview == "question 1" and not info.has_summary
-    store.finalize(live.session_id, SUMMARY, 2, 60)
+    store.finalize(live.session_id, SUMMARY, total_queries=2, total_tokens=60)
     assert parse(live.path.read_text()).summary == SUMMARY
 
 
-def _session(store: SessionStore, minute: int, queries: int, summary: bool) -> LiveSession:
+def _session(store: SessionStore, minute: int, queries: int, summary: bool) -> FileSession:
     live = _new(store, T0 + timedelta(minutes=minute))
     for n in range(1, queries + 1):
         live.append_turn(_turn(n, f"first query of {minute} " + "x" * 80), "Assistant")
     if summary:
-        store.finalize(live.session_id, SUMMARY, queries, queries * 30)
+        store.finalize(live.session_id, SUMMARY, total_queries=queries,
+                       total_tokens=queries * 30)
     return live
 
 
@@ -323,7 +326,8 @@ def test_listing_counts_tokens_of_sessions_without_summary(tmp_path: Path) -> No
         live.append_turn(_turn(n, user=forged), "Assistant")
     info = store.list_sessions().sessions[0]
     assert (info.queries, info.tokens, info.tokens_exact) == (3, 90, True)
-    store.finalize(live.session_id, SUMMARY, 3, 77)  # after finalize, the header's total
+    # after finalize, the header's total
+    store.finalize(live.session_id, SUMMARY, total_queries=3, total_tokens=77)
     assert store.list_sessions().sessions[0].tokens == 77
 
 
@@ -337,3 +341,63 @@ def test_listing_tokens_of_a_long_unsummarized_session_are_a_lower_bound(
     info = store.list_sessions().sessions[0]
     assert not info.tokens_exact and info.queries == 40
     assert 30 * 10 <= info.tokens < 30 * 40 and info.tokens % 30 == 0
+
+
+# ---------------------------------------------------------------- load_transcript's checks
+
+
+def test_load_transcript_reads_regular_files_inside_the_directory_only(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    store = SessionStore(root)
+    good = _session(store, 0, 2, True)
+    outside = tmp_path / "outside.md"
+    outside.write_text(good.path.read_text())
+    (root / "out.md").symlink_to(outside)
+    with pytest.raises(StoreError, match=r"out\.md is a symlink pointing outside the sessions"):
+        store.load_transcript("out")
+    (root / "alias.md").symlink_to(good.file_name)  # inside the directory: followed
+    assert store.load_transcript("alias") == store.load_transcript(good.session_id)
+    (root / "a.md").symlink_to("b.md")
+    (root / "b.md").symlink_to("a.md")
+    with pytest.raises(StoreError, match=r"a\.md is a symlink loop|cannot read .*/a\.md: Too"):
+        store.load_transcript("a")
+    (root / "dir.md").mkdir()
+    with pytest.raises(StoreError, match=r"dir\.md is not a regular file"):
+        store.load_transcript("dir")
+    os.mkfifo(root / "pipe.md")  # opened without blocking, then refused
+    with pytest.raises(StoreError, match=r"pipe\.md is not a regular file"):
+        store.load_transcript("pipe")
+    with pytest.raises(StoreError, match=r"no session file gone\.md"):
+        store.load_transcript("gone")
+
+
+def test_load_transcript_refuses_a_file_above_the_size_cap(tmp_path: Path) -> None:
+    live = _session(SessionStore(tmp_path), 0, 3, True)
+    size = live.path.stat().st_size
+    assert len(SessionStore(tmp_path, max_read_bytes=size).load_transcript(
+        live.session_id).turns) == 3
+    with pytest.raises(StoreError, match=rf"too large to read \({size} bytes, limit {size - 1}\)"):
+        SessionStore(tmp_path, max_read_bytes=size - 1).load_transcript(live.session_id)
+
+
+def test_finalize_and_load_summary_never_follow_a_symlink(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    store = SessionStore(root)
+    good = _session(store, 0, 1, True)
+    (root / "alias.md").symlink_to(good.file_name)
+    before = good.path.read_bytes()
+    with pytest.raises(StoreError, match="cannot read"):
+        store.finalize("alias", SUMMARY, total_queries=1, total_tokens=1)
+    assert good.path.read_bytes() == before and (root / "alias.md").is_symlink()
+    info = replace(store.list_sessions().sessions[0], session_id="alias", file_name="alias.md")
+    with pytest.raises(StoreError, match="cannot read"):
+        store.load_summary(info)
+
+
+def test_has_file(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    live = _new(store)
+    assert store.has_file(live.file_name) and not store.has_file("x_1.md")
+    (tmp_path.parent / "escape.md").write_text("x")
+    assert not store.has_file(f"../{tmp_path.parent.name}/escape.md")
+    assert not store.has_file("../escape.md") and not store.has_file(".gitignore")

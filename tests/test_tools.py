@@ -1,4 +1,5 @@
-"""The session_archive_read tool: query, paging, caps, bad files, hostile arguments, engine."""
+"""The session_archive_read tool: query, paging, caps, bad files, hostile arguments, engine;
+over a SessionStore (its file checks) and a MemoryStore."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ from rollchat.errors import ConfigError
 from rollchat.providers.base import RetryPolicy
 from rollchat.providers.offline import ARCHIVE_TOOL, OfflineProvider
 from rollchat.restore import build_restoration_prompt
+from rollchat.store import MemoryStore, SessionStore, Store
 from rollchat.tools import ARCHIVE_TOOL_NAME, Tool
-from rollchat.tools.archive import MAX_LIMIT, ArchiveReader, archive_tool
+from rollchat.tools.archive import MAX_LIMIT, archive_tool
 from rollchat.transcript import render
 
 T0 = datetime(2026, 11, 22, 14, 30, 0, tzinfo=timezone.utc)
@@ -57,6 +59,11 @@ def parent_file(tmp_path: Path, turns: list[Turn] | None = None, name: str = "pa
     return path
 
 
+def archive(path: Path, **kwargs: int) -> Tool:
+    """The tool bound to the session file at ``path``, through a store of its directory."""
+    return archive_tool(SessionStore(path.parent), path.stem, **kwargs)
+
+
 def read(tool: Tool, **arguments: object) -> str:
     return tool.run(arguments)
 
@@ -69,7 +76,7 @@ def offsets(result: str) -> list[int]:
 
 
 def test_name_matches_the_offline_model_and_spec_is_a_json_schema(tmp_path: Path) -> None:
-    tool = archive_tool(parent_file(tmp_path))
+    tool = archive(parent_file(tmp_path))
     assert ARCHIVE_TOOL_NAME == ARCHIVE_TOOL == tool.spec.name
     params = tool.spec.parameters
     assert params["type"] == "object" and params.get("required") in (None, [])
@@ -79,14 +86,14 @@ def test_name_matches_the_offline_model_and_spec_is_a_json_schema(tmp_path: Path
 
 def test_max_chars_below_the_minimum_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="max_chars"):
-        archive_tool(tmp_path / "x.md", max_chars=10)
+        archive_tool(SessionStore(tmp_path), "x", max_chars=10)
 
 
 # ---------------------------------------------------------------- query and paging
 
 
 def test_no_arguments_gives_the_first_page_with_next_offset(tmp_path: Path) -> None:
-    result = read(archive_tool(parent_file(tmp_path)))
+    result = read(archive(parent_file(tmp_path)))
     assert result.startswith(f"Turns 1-5 of 12 turns (session {SID}):")
     assert offsets(result) == [0, 1, 2, 3, 4]
     assert "You: Let's talk about token bucket sizes." in result
@@ -96,7 +103,7 @@ def test_no_arguments_gives_the_first_page_with_next_offset(tmp_path: Path) -> N
 
 
 def test_query_matches_all_words_case_insensitively(tmp_path: Path) -> None:
-    tool = archive_tool(parent_file(tmp_path))
+    tool = archive(parent_file(tmp_path))
     result = read(tool, query="REDIS")
     assert result.startswith("Turns 1-2 of 2 turns matching the query")
     assert offsets(result) == [0, 1]
@@ -108,7 +115,7 @@ def test_query_matches_all_words_case_insensitively(tmp_path: Path) -> None:
 
 
 def test_offset_and_limit_page_through_matches(tmp_path: Path) -> None:
-    tool = archive_tool(parent_file(tmp_path))
+    tool = archive(parent_file(tmp_path))
     page = read(tool, offset=10, limit=5)
     assert page.startswith("Turns 11-12 of 12") and offsets(page) == [10, 11]
     assert "release notes" in page and "[end of the matching turns]" in page
@@ -121,7 +128,7 @@ def test_offset_and_limit_page_through_matches(tmp_path: Path) -> None:
 def test_tool_exchanges_are_shortened(tmp_path: Path) -> None:
     exchange = ToolExchange(ToolCall("c1", "grep", {"pattern": "limiter"}), "match " * 500)
     path = parent_file(tmp_path, [query(1, "find the limiter", "Found it.", (exchange,))])
-    result = read(archive_tool(path))
+    result = read(archive(path))
     line = next(x for x in result.splitlines() if x.startswith("Tool call:"))
     assert 'grep {"pattern": "limiter"} -> match match' in line
     assert len(line) < 300 and "[2999 chars]" in line
@@ -130,7 +137,7 @@ def test_tool_exchanges_are_shortened(tmp_path: Path) -> None:
 def test_restored_turns_are_listed(tmp_path: Path) -> None:
     restored = Turn("restored", 0, T0, "", "I've reviewed it. Ready!",
                     context="Resumed from a_1 (3 queries, 1.0K tokens)")
-    result = read(archive_tool(parent_file(tmp_path, [restored, query(1, "hi", "hello")])))
+    result = read(archive(parent_file(tmp_path, [restored, query(1, "hi", "hello")])))
     assert "[offset 0] Session restored" in result and "Context: Resumed from a_1" in result
     assert "[offset 1] Query 1" in result
 
@@ -141,7 +148,7 @@ def test_restored_turns_are_listed(tmp_path: Path) -> None:
 def test_result_is_capped_at_max_chars_with_next_offset(tmp_path: Path) -> None:
     turns = [query(i, f"question {i} " + "x" * 300, f"answer {i} " + "y" * 300)
              for i in range(1, 21)]
-    tool = archive_tool(parent_file(tmp_path, turns), max_chars=2000)
+    tool = archive(parent_file(tmp_path, turns), max_chars=2000)
     result = read(tool, limit=MAX_LIMIT)
     assert len(result) <= 2000
     shown = offsets(result)
@@ -157,56 +164,91 @@ def test_a_single_huge_turn_is_cut_to_fit(tmp_path: Path) -> None:
     path = tmp_path / "big.md"
     text = render(transcript(turns)).replace(SID, long_id)
     path.write_text(text, encoding="utf-8")
-    result = read(archive_tool(path, max_chars=1000))
+    result = read(archive(path, max_chars=1000))
     assert len(result) <= 1000
     assert "[turn cut: too long to show whole]" in result and "offset=1]" in result
 
 
 def test_file_above_the_size_cap_is_refused(tmp_path: Path) -> None:
-    path = parent_file(tmp_path)
-    reader = ArchiveReader(path, max_bytes=1000)
-    assert reader({}).startswith("error: the transcript is too large to read")
+    parent_file(tmp_path)
+    tool = archive_tool(SessionStore(tmp_path, max_read_bytes=1000), "parent")
+    assert read(tool).startswith("error: cannot read the previous session's transcript: "
+                                 "parent.md is too large to read (")
+    assert "limit 1000)" in read(tool) and "token bucket" not in read(tool)
 
 
 # ---------------------------------------------------------------- bad files
 
 
 def test_missing_file_is_an_error_result(tmp_path: Path) -> None:
-    result = read(archive_tool(tmp_path / "gone.md"))
-    assert result.startswith("error:") and "gone.md" in result and "no longer exists" in result
+    result = read(archive(tmp_path / "gone.md"))
+    assert result.startswith("error:") and "no session file gone.md" in result
 
 
 def test_corrupt_file_is_an_error_result(tmp_path: Path) -> None:
     path = tmp_path / "bad.md"
     path.write_bytes(b"\x00\xff garbage\n## not a session\n")
-    result = read(archive_tool(path))
-    assert result.startswith("error: the previous session's transcript bad.md cannot be parsed")
+    result = read(archive(path))
+    assert result.startswith("error: cannot read the previous session's transcript: bad.md: "
+                             "not UTF-8 text")
+    (tmp_path / "notes.md").write_text("## not a session\n")
+    result = read(archive(tmp_path / "notes.md"))
+    assert result.startswith("error: the previous session's transcript cannot be parsed: "
+                             "notes.md: line 1: not a session file")
 
 
 def test_truncated_last_block_is_tolerated(tmp_path: Path) -> None:
     path = parent_file(tmp_path, [query(1, "first redis note", "ok"), query(2, "second", "ok")])
     text = path.read_text(encoding="utf-8")
     path.write_text(text[: text.rindex("*Time:")], encoding="utf-8")  # crash mid-append
-    result = read(archive_tool(path))
+    result = read(archive(path))
     assert offsets(result) == [0] and "first redis note" in result
 
 
 def test_directory_and_fifo_are_refused(tmp_path: Path) -> None:
     (tmp_path / "dir.md").mkdir()
-    assert read(archive_tool(tmp_path / "dir.md")).startswith("error:")
+    assert read(archive(tmp_path / "dir.md")).startswith("error:")
     if hasattr(os, "mkfifo"):
         os.mkfifo(tmp_path / "pipe.md")
-        assert read(archive_tool(tmp_path / "pipe.md")) == (
-            "error: the transcript is not a regular file")
+        assert read(archive(tmp_path / "pipe.md")) == (
+            "error: cannot read the previous session's transcript: pipe.md is not a regular "
+            "file")
 
 
 def test_file_changes_are_seen(tmp_path: Path) -> None:
     path = parent_file(tmp_path, [query(1, "old words", "ok")])
-    tool = archive_tool(path)
+    tool = archive(path)
     assert "old words" in read(tool)
     path.write_text(render(transcript([query(1, "brand new words here", "ok")])),
                     encoding="utf-8")
     assert "brand new words here" in read(tool)
+
+
+@pytest.fixture(params=["files", "memory"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    return SessionStore(tmp_path / "sessions") if request.param == "files" else MemoryStore()
+
+
+def test_each_call_reads_the_session_as_it_is_now(any_store: Store) -> None:
+    live = any_store.new_session(agent_key="assistant", agent="Assistant",
+                                 agent_path="config:assistant", model="offline",
+                                 provider="offline", now=T0, resumed_from=None,
+                                 previous_session=None)
+    tool = archive_tool(any_store, live.session_id)
+    assert read(tool) == f"No turns in session {live.session_id} (0 turns in all)."
+    live.append_turn(query(1, "we pick redis", "ok"), "Assistant")
+    assert "You: we pick redis" in read(tool)
+    live.append_turn(query(2, "and valkey later", "fine"), "Assistant")
+    any_store.finalize(live.session_id, SUMMARY, total_queries=2, total_tokens=60)
+    result = read(tool)  # the finalized session (a new file, for a SessionStore)
+    assert result.startswith(f"Turns 1-2 of 2 turns (session {live.session_id}):")
+    assert "You: and valkey later" in result and "[end of the matching turns]" in result
+
+
+def test_an_unknown_session_is_an_error_result(any_store: Store) -> None:
+    result = read(archive_tool(any_store, "assistant_20261122_143000_dead"))
+    assert result.startswith("error: cannot read the previous session's transcript: no session")
+    assert "assistant_20261122_143000_dead" in result
 
 
 # ---------------------------------------------------------------- hostile arguments
@@ -231,18 +273,18 @@ def outside(tmp_path: Path) -> Path:
 ])
 def test_wrong_argument_types_give_clear_errors(tmp_path: Path,
                                                 arguments: dict[str, object]) -> None:
-    result = read(archive_tool(parent_file(tmp_path)), **arguments)
+    result = read(archive(parent_file(tmp_path)), **arguments)
     key = next(iter(arguments))
     assert result.startswith(f"error: '{key}' ") and "\n" not in result
 
 
 def test_offset_past_the_end_is_an_error(tmp_path: Path) -> None:
-    result = read(archive_tool(parent_file(tmp_path)), query="redis", offset=2)
+    result = read(archive(parent_file(tmp_path)), query="redis", offset=2)
     assert result.startswith("error: offset 2 is past the end") and "offsets 0-1" in result
 
 
 def test_non_object_arguments_are_an_error(tmp_path: Path) -> None:
-    tool = archive_tool(parent_file(tmp_path))
+    tool = archive(parent_file(tmp_path))
     assert tool.run(["../x"]) == "error: arguments must be a JSON object"  # type: ignore[arg-type]
 
 
@@ -253,7 +295,7 @@ def test_non_object_arguments_are_an_error(tmp_path: Path) -> None:
 def test_path_like_arguments_never_change_the_file(tmp_path: Path, outside: Path,
                                                    extra: dict[str, object]) -> None:
     args = {k: (str(outside) if v == "OUTSIDE" else v) for k, v in extra.items()}
-    result = read(archive_tool(parent_file(tmp_path)), **args)
+    result = read(archive(parent_file(tmp_path)), **args)
     assert SECRET not in result and "root:" not in result
     assert result.startswith("Turns 1-5 of 12 turns") and "ignored unknown arguments" in result
 
@@ -262,7 +304,7 @@ def test_path_like_arguments_never_change_the_file(tmp_path: Path, outside: Path
 def test_path_like_queries_only_search_the_bound_file(tmp_path: Path, outside: Path,
                                                       query_text: str) -> None:
     text = str(outside) if query_text == "OUTSIDE" else query_text
-    result = read(archive_tool(parent_file(tmp_path)), query=text)
+    result = read(archive(parent_file(tmp_path)), query=text)
     assert result.startswith("No turns matching the query") and SECRET not in result
 
 
@@ -272,7 +314,7 @@ def test_symlink_to_a_file_outside_the_directory_is_refused(tmp_path: Path,
     sessions.mkdir()
     link = sessions / "parent.md"
     link.symlink_to(outside)
-    result = read(archive_tool(link))
+    result = read(archive(link))
     assert result.startswith("error:") and "symlink" in result and SECRET not in result
 
 
@@ -281,7 +323,7 @@ def test_file_replaced_by_an_outside_symlink_later_is_refused(tmp_path: Path,
     sessions = tmp_path / "sessions"
     sessions.mkdir()
     path = parent_file(sessions)
-    tool = archive_tool(path)
+    tool = archive(path)
     assert "token bucket" in read(tool)
     path.unlink()
     path.symlink_to(outside)
@@ -292,13 +334,13 @@ def test_file_replaced_by_an_outside_symlink_later_is_refused(tmp_path: Path,
 def test_symlink_within_the_directory_is_allowed(tmp_path: Path) -> None:
     real = parent_file(tmp_path, name="real.md")
     (tmp_path / "alias.md").symlink_to(real.name)
-    assert "token bucket" in read(archive_tool(tmp_path / "alias.md"))
+    assert "token bucket" in read(archive(tmp_path / "alias.md"))
 
 
 def test_symlink_loop_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "a.md").symlink_to("b.md")
     (tmp_path / "b.md").symlink_to("a.md")
-    assert read(archive_tool(tmp_path / "a.md")).startswith("error:")
+    assert read(archive(tmp_path / "a.md")).startswith("error:")
 
 
 # ---------------------------------------------------------------- through the engine
@@ -316,7 +358,7 @@ def test_offline_model_reads_the_parent_through_the_engine(tmp_path: Path) -> No
     assert "valkey" not in prompt.lower()
     engine = Engine(OfflineProvider(), model="offline", context=Context(system="sys"),
                     max_output_tokens=500, temperature=None, retry=RetryPolicy(max_retries=0),
-                    tools={ARCHIVE_TOOL_NAME: archive_tool(parent)})
+                    tools={ARCHIVE_TOOL_NAME: archive(parent)})
     events: list[EngineEvent] = []
     engine.restore(prompt, events.append)
     turn = engine.chat("What did we say about valkey?", events.append)

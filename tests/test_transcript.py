@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -14,13 +15,18 @@ from rollchat.errors import TranscriptError
 from rollchat.transcript import (
     SUMMARY_END,
     SUMMARY_START,
+    TAIL_BYTES,
+    glance,
     parse,
     parse_head,
+    parse_lenient,
     parse_summary_body,
     render,
+    render_finalized,
     render_header,
     render_summary_block,
     render_turn,
+    tail_summary,
 )
 
 UTC = timezone.utc
@@ -227,3 +233,62 @@ def test_summary_text_starting_with_a_colon_round_trips() -> None:
     s = Summary(":", (": x",), (":",), ("::",))
     assert parse_summary_body(render_summary_block(s).split("\n", 1)[1].rsplit(
         "\n<!--", 1)[0]) == s
+
+
+# ---------------------------------------------------------------- finalize, lenient parse, scan
+
+FEWER = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FEWER
+@given(transcripts, summaries, st.data())
+def test_finalized_text_is_the_rendering_of_the_finalized_session(
+        t: Transcript, summary: Summary, data: st.DataObject) -> None:
+    text = render(t)
+    if t.summary is None and data.draw(st.booleans()):  # a crash in the middle of an append
+        extra = render_turn(Turn("query", 99, T0, "torn\n---", "turn"), t.header.agent)
+        text += extra[:data.draw(st.integers(0, len(extra) - 1))]
+    queries, tokens = data.draw(st.integers(0, 10**6)), data.draw(st.integers(0, 10**9))
+    header = replace(t.header, total_queries=queries, total_tokens=tokens)
+    expected = render(Transcript(header, parse(text).turns, summary))
+    assert render_finalized(text, summary, total_queries=queries,
+                            total_tokens=tokens) == expected
+
+
+def test_finalize_needs_a_header() -> None:
+    with pytest.raises(TranscriptError, match="has no header"):
+        render_finalized("# A Conversation\n", Summary("x", (), (), ()), total_queries=0,
+                         total_tokens=0)
+
+
+@FEWER
+@given(transcripts, st.sampled_from([f"{SUMMARY_END}\n{SUMMARY_START}\n",
+                                     f"{SUMMARY_START}\n**Background Context:** x\n",
+                                     f"{SUMMARY_START}\n{SUMMARY_START}\n{SUMMARY_END}\n"]))
+def test_lenient_parse_drops_only_a_corrupted_summary_block(t: Transcript, bad: str) -> None:
+    text = render(t)
+    assert parse_lenient(text) == parse(text)
+    cut = render(replace(t, summary=None))
+    assert parse_lenient(cut + bad) == replace(t, summary=None)
+    with pytest.raises(TranscriptError):
+        parse(cut + bad)
+
+
+@FEWER
+@given(transcripts)
+def test_glance_and_tail_summary_read_what_the_parser_reads(t: Transcript) -> None:
+    data = render(t).encode("utf-8")
+    read_at = lambda offset, size: data[offset:offset + size]  # noqa: E731
+    if b"\0" in data:  # a NUL in a window: taken for a binary file
+        with pytest.raises(TranscriptError, match="binary file"):
+            glance(read_at, len(data))
+        return
+    seen = glance(read_at, len(data))
+    queries = [x for x in t.turns if x.kind == "query"]
+    assert seen.header == t.header and seen.whole == (len(data) <= TAIL_BYTES)
+    assert seen.first_query == (queries[0].user.split("\n")[0] if queries else None)
+    assert seen.last_query == (queries[-1].number if queries else 0)
+    assert seen.has_summary == (t.summary is not None) and seen.summary_problem is None
+    if seen.whole:
+        assert seen.query_tokens == (0 if t.summary else sum(x.usage.total for x in queries))
+    assert tail_summary(read_at, len(data)) == t.summary

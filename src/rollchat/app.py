@@ -374,8 +374,8 @@ class ChatApp:
         from rollchat.tools.archive import archive_tool
 
         self.engine.tools.pop(ARCHIVE_TOOL_NAME, None)
-        if self.store is not None and parent_file is not None:
-            self.engine.tools[ARCHIVE_TOOL_NAME] = archive_tool(self.store.root / parent_file)
+        if self.store is not None and parent_id is not None and parent_file is not None:
+            self.engine.tools[ARCHIVE_TOOL_NAME] = archive_tool(self.store, parent_id)
         prompt = build_restoration_prompt(
             session_id=parent_id or "(unsaved)", date=date, queries=queries, tokens=tokens,
             parent_of_parent=grandparent, file_name=parent_file or "(unsaved)",

@@ -1,8 +1,10 @@
-"""The sessions directory: ids, create, append a turn, finalize, list, load; atomic writes.
+"""Where sessions are kept: the Store protocol, and SessionStore, the sessions directory (one
+``<id>.md`` per session, files only: the text is the transcript package's). MemoryStore (in
+memstore.py) keeps them in memory; ``rollchat.store`` exports both and the listing API.
 
-Appends use O_APPEND + fsync and never re-read the file; the one rewrite (finalize) goes through
-a temporary file ``.<name>.tmp-<pid>-<hex>``, fsync, os.replace and a directory fsync.
-Listing and summary loading read only each file's head and tail, whatever its size.
+New files are hard-linked from a complete temporary file (O_EXCL ids); appends use O_APPEND +
+fsync and never re-read; finalize rewrites through ``.<name>.tmp-<pid>-<hex>``, fsync,
+os.replace and a directory fsync. Listing reads only each file's head and tail.
 """
 
 from __future__ import annotations
@@ -11,86 +13,83 @@ import contextlib
 import os
 import re
 import secrets
+import stat
 import time
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol
 
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn
 from rollchat.errors import StoreError, TranscriptError
+from rollchat.listing import (
+    SESSION_ID_RE,
+    Listing,
+    SessionInfo,
+    check_id,
+    new_ids,
+    numbered,
+    resolve,
+    session_info,
+    slug,
+)
+from rollchat.memstore import MemorySession, MemoryStore
 from rollchat.transcript import (
-    SUMMARY_END,
-    SUMMARY_START,
-    Head,
-    parse,
-    parse_head,
-    parse_summary_body,
+    decode,
+    glance,
+    parse_lenient,
+    render_finalized,
     render_header,
-    render_summary_block,
     render_turn,
+    tail_summary,
 )
 
-HEAD_BYTES = 8 * 1024
-HEAD_MAX_BYTES = 64 * 1024
-TAIL_BYTES = 64 * 1024
-TAIL_MAX_BYTES = 1024 * 1024
+__all__ = ["MAX_FILE_BYTES", "FileSession", "Listing", "LiveSession", "MemorySession",
+           "MemoryStore", "SessionInfo", "SessionStore", "Store", "resolve", "slug"]
+
+MAX_FILE_BYTES = 64 * 1024 * 1024  # load_transcript refuses a larger file
 TEMP_MAX_AGE = 30.0
-_ID_RE = re.compile(r"[A-Za-z0-9_-]+")
 _TMP_RE = re.compile(r"\..+\.md\.tmp-([0-9]+)-[0-9a-f]+")
-_QUERY_RE = re.compile(r"## Query ([0-9]{1,12}) \(")
-# Turn headings and footers, to add up the tokens of the query turns a tail holds.
-_TURN_MARK_RE = re.compile(r"^(?:(## Query [0-9]{1,12} \()|## Session Restored \("
-                           r"|\*Time: [0-9]+(?:\.[0-9]+)?s \| Tokens: ([0-9]{1,18}) \()",
-                           re.MULTILINE)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def slug(agent_key: str) -> str:
-    """The agent key as it appears in session ids: lowercase letters, digits and ``_``."""
-    return re.sub(r"[^a-z0-9]+", "_", agent_key.lower()).strip("_")[:40] or "session"
+class LiveSession(Protocol):
+    """A session being written: each completed turn is appended, durably."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def file_name(self) -> str: ...  # "<session_id>.md": what a child's header links to
+
+    def append_turn(self, turn: Turn, agent_name: str) -> None: ...  # never rewrites
 
 
-@dataclass(frozen=True)
-class SessionInfo:
-    """One listed session, from its head and tail only."""
+class Store(Protocol):
+    """Where sessions are kept. Failures are StoreError; the load methods raise TranscriptError
+    for a session whose text cannot be parsed."""
 
-    number: int
-    session_id: str
-    file_name: str
-    path: Path
-    agent: str
-    agent_path: str
-    model: str
-    provider: str
-    date: datetime
-    queries: int
-    tokens: int
-    first_query_preview: str | None
-    has_summary: bool
-    resumed_from: str | None
-    previous_session: str | None
-    summary_problem: str | None = None
-    # False when ``tokens`` is a lower bound: a session without a summary whose file is
-    # longer than the tail window (its tokens are added up from the turn footers read).
-    tokens_exact: bool = True
+    @property
+    def location(self) -> str: ...  # the banner's: the directory, or "memory only (--no-save)"
 
+    def ensure(self) -> None: ...  # make it usable (create the directory); StoreError if not
 
-@dataclass(frozen=True)
-class Listing:
-    """Sessions numbered 1.. (most recent first) and the files that are not sessions."""
+    def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
+                    provider: str, now: datetime, resumed_from: str | None,
+                    previous_session: str | None) -> LiveSession: ...  # holding its header
 
-    sessions: list[SessionInfo] = field(default_factory=list)
-    problems: list[tuple[str, str]] = field(default_factory=list)
+    def finalize(self, session_id: str, summary: Summary, *, total_queries: int,
+                 total_tokens: int) -> None: ...  # header totals + summary block, atomically
+
+    def list_sessions(self, exclude: str | None = None) -> Listing: ...  # newest first, 1..
+
+    def load_summary(self, info: SessionInfo) -> Summary | None: ...  # None: none or corrupted
+
+    def load_transcript(self, session_id: str) -> Transcript: ...  # a bad summary is dropped
+
+    def has_file(self, file_name: str) -> bool: ...  # is the session a header links to there
 
 
-@dataclass(frozen=True)
-class _Tail:
-    has_summary: bool
-    summary: Summary | None
-    problem: str | None
-    last_query: int
-    query_tokens: int  # tokens of the query turns whose heading and footer are in the tail
-    whole: bool  # the tail is the whole file
+# ---------------------------------------------------------------- files
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -119,8 +118,8 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-class LiveSession:
-    """A session being written: each completed turn is appended and fsynced."""
+class FileSession:
+    """A session file being written: each completed turn is appended and fsynced."""
 
     def __init__(self, path: Path, header: SessionHeader) -> None:
         self.path = path
@@ -151,11 +150,11 @@ class LiveSession:
 class SessionStore:
     """The sessions directory ``root``: one ``<session_id>.md`` per session."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, max_read_bytes: int = MAX_FILE_BYTES) -> None:
         self.root = Path(root)
+        self.location = str(self.root)  # for the banner
+        self.max_read_bytes = max_read_bytes
         self._ensured = False
-
-    # ------------------------------------------------------------ directory
 
     def ensure(self) -> None:
         """Create the directory (0700, with a ``.gitignore``) and clean stale temporary files."""
@@ -201,26 +200,27 @@ class SessionStore:
 
     def path_for(self, session_id: str) -> Path:
         """The file of ``session_id``; StoreError for anything that is not an id."""
-        if not _ID_RE.fullmatch(session_id) or len(session_id) > 200:
-            raise StoreError(f"invalid session id: {session_id[:80]!r}")
-        return self.root / f"{session_id}.md"
+        return self.root / f"{check_id(session_id)}.md"
+
+    def has_file(self, file_name: str) -> bool:
+        """Whether ``file_name`` (a link from a header: ``<id>.md``) is in the directory."""
+        return (file_name.endswith(".md") and SESSION_ID_RE.fullmatch(file_name[:-3]) is not None
+                and (self.root / file_name).exists())
 
     # ------------------------------------------------------------ writing
 
     def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
                     provider: str, now: datetime, resumed_from: str | None = None,
-                    previous_session: str | None = None) -> LiveSession:
+                    previous_session: str | None = None) -> FileSession:
         """Create ``{slug}_{YYYYMMDD_HHMMSS}_{hex}.md`` (O_EXCL, 0600) with its header, fsynced."""
         if not self._ensured:
             self.ensure()
-        base = f"{slug(agent_key)}_{now:%Y%m%d_%H%M%S}"
-        for attempt in range(200):
-            sid = f"{base}_{secrets.token_hex(2 if attempt < 20 else 4)}"
+        for sid in new_ids(agent_key, now):
             path = self.root / f"{sid}.md"
             header = SessionHeader(sid, now, agent, agent_path, model, provider,
                                    resumed_from, previous_session)
             if self._create(path, render_header(header).encode("utf-8", "surrogateescape")):
-                return LiveSession(path, header)
+                return FileSession(path, header)
         raise StoreError(f"could not find a free session id in {self.root}")
 
     def _create(self, path: Path, data: bytes) -> bool:
@@ -264,12 +264,16 @@ class SessionStore:
             raise StoreError(f"cannot write session file {path}: {e.strerror}") from None
         return True
 
-    def finalize(self, session_id: str, summary: Summary, total_queries: int,
+    def finalize(self, session_id: str, summary: Summary, *, total_queries: int,
                  total_tokens: int) -> None:
         """Atomically rewrite the file: header totals updated, summary block at the end."""
         path = self.path_for(session_id)
-        text = self._read_text(path)
-        new = _finalized_text(text, summary, total_queries, total_tokens, path.name)
+        text = self._read_text(path, follow=False, limit=None)
+        try:
+            new = render_finalized(text, summary, total_queries=total_queries,
+                                   total_tokens=total_tokens)
+        except TranscriptError as e:
+            raise StoreError(f"{path.name} {e}") from None
         self._atomic_write(path, new.encode("utf-8", "surrogateescape"))
 
     def _atomic_write(self, path: Path, data: bytes) -> None:
@@ -293,22 +297,45 @@ class SessionStore:
 
     # ------------------------------------------------------------ reading
 
-    def _read_text(self, path: Path) -> str:
+    def _open(self, path: Path, *, follow: bool) -> int:
+        """A descriptor of ``path``, a regular file. ``follow``: a symlink is followed to a file
+        inside the directory only (checked on the resolved path, then opened with O_NOFOLLOW:
+        a link swapped in after the check fails); else any symlink is refused."""
+        target = path
+        if follow:
+            try:
+                target = path.resolve()
+            except RuntimeError:  # a symlink loop (Python < 3.13)
+                raise StoreError(f"{path.name} is a symlink loop; refusing to read it") from None
+            if not target.is_relative_to(self.root.resolve()):
+                raise StoreError(f"{path.name} is a symlink pointing outside the sessions "
+                                 "directory; refusing to read it")
         try:
-            fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+            fd = os.open(target, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
         except FileNotFoundError:
             raise StoreError(f"no session file {path.name} in {self.root}") from None
         except OSError as e:
             raise StoreError(f"cannot read {path}: {e.strerror}") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise StoreError(f"{path.name} is not a regular file")
+        return fd
+
+    def _read_text(self, path: Path, *, follow: bool, limit: int | None) -> str:
+        """The whole file as text (strict UTF-8); ``limit``: refuse a larger file."""
+        with os.fdopen(self._open(path, follow=follow), "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            try:
+                data = f.read() if limit is None else f.read(limit + 1)
+            except OSError as e:
+                raise StoreError(f"cannot read {path}: {e.strerror}") from None
+        if limit is not None and max(size, len(data)) > limit:
+            raise StoreError(f"{path.name} is too large to read ({max(size, len(data))} "
+                             f"bytes, limit {limit})")
         try:
-            with os.fdopen(fd, "rb") as f:
-                data = f.read()
-        except OSError as e:
-            raise StoreError(f"cannot read {path}: {e.strerror}") from None
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise StoreError(f"{path.name} is not UTF-8 text") from None
+            return decode(data, binary_check=False)
+        except TranscriptError as e:
+            raise StoreError(f"{path.name}: {e}") from None
 
     def list_sessions(self, exclude: str | None = None) -> Listing:
         """Sessions most recent first (numbered 1..), and files that are not sessions."""
@@ -328,187 +355,27 @@ class SessionStore:
                 found.append(_read_info(entry))
             except (StoreError, TranscriptError) as e:
                 problems.append((name, str(e)))
-        found.sort(key=lambda i: (i.date, i.session_id), reverse=True)
-        numbered = [_renumber(info, n) for n, info in enumerate(found, 1)]
-        return Listing(numbered, problems)
+        return numbered(found, problems)
 
     def load_summary(self, info: SessionInfo) -> Summary | None:
         """The session's summary from the file's tail, or None (none, or corrupted markers)."""
+        fd = self._open(self.path_for(info.session_id), follow=False)
         try:
-            fd = os.open(info.path, os.O_RDONLY | _NOFOLLOW)
-        except OSError as e:
-            raise StoreError(f"cannot read {info.file_name}: {e.strerror}") from None
-        try:
-            size = os.fstat(fd).st_size
-            text, whole = _tail_text(fd, size, TAIL_BYTES)
-            return _scan_tail(text, whole, fd, size, parse_body=True).summary
+            return tail_summary(lambda at, n: os.pread(fd, n, at), os.fstat(fd).st_size)
+        except TranscriptError as e:
+            raise StoreError(f"{info.file_name}: {e}") from None
         finally:
             os.close(fd)
 
     def load_transcript(self, session_id: str) -> Transcript:
-        """The whole session, parsed (for summarizing a session that has no summary).
-
-        A corrupted summary block (stray or repeated markers) is dropped: the turns remain.
-        """
-        text = self._read_text(self.path_for(session_id))
+        """The whole session, parsed; a corrupted summary block is dropped (the turns remain).
+        Only a regular file inside the directory, at most ``max_read_bytes``, is read."""
+        path = self.path_for(session_id)
+        text = self._read_text(path, follow=True, limit=self.max_read_bytes)
         try:
-            return parse(text)
-        except TranscriptError as first:
-            lines = text.split("\n")
-            cut = next((i for i, x in enumerate(lines) if x in (SUMMARY_START, SUMMARY_END)),
-                       None)
-            if cut is None:
-                raise TranscriptError(f"{session_id}.md: {first}") from None
-            try:
-                return parse("\n".join(lines[:cut]))
-            except TranscriptError as e:
-                raise TranscriptError(f"{session_id}.md: {e}") from None
-
-
-def _matching(ref: str, ids: list[str]) -> list[str]:
-    """The ids ``ref`` names, from the first rule that matches any: the id itself, then ids
-    starting with it, ending with it (the random part users remember), containing it."""
-    for rule in (str.__eq__, str.startswith, str.endswith, str.__contains__):
-        found = [i for i in ids if rule(i, ref)]
-        if found:
-            return found
-    return []
-
-
-def resolve(ref: str, listing: Listing) -> SessionInfo:
-    """A listing number (1-based), or a session id: the full id, else a unique prefix, else a
-    unique suffix (``d57d``), else a unique substring -> the session. Digits are a number when
-    in range, else they may name the whole random part of an id (``4821``)."""
-    ref = ref.strip()
-    sessions = listing.sessions
-    if ref.isascii() and ref.isdigit():
-        if not sessions:
-            raise StoreError("there are no saved sessions to choose from")
-        n = int(ref)
-        if 1 <= n <= len(sessions):
-            return sessions[n - 1]
-        if not any(s.session_id.endswith(f"_{ref}") for s in sessions):
-            raise StoreError(f"no session number {n}: choose between 1 and {len(sessions)}")
-        ref = f"_{ref}"  # only a whole random part: "3" must not match "..._143022_..."
-    ref = ref.removesuffix(".md")
-    if "/" in ref or "\\" in ref or ".." in ref or not _ID_RE.fullmatch(ref):
-        raise StoreError(f"invalid session id: {ref[:80]!r}")
-    matches = _matching(ref, [s.session_id for s in sessions])
-    if len(matches) == 1:
-        return next(s for s in sessions if s.session_id == matches[0])
-    if matches:
-        more = f" and {len(matches) - 10} more" if len(matches) > 10 else ""
-        raise StoreError(f"ambiguous session id {ref!r}: it matches "
-                         f"{', '.join(matches[:10])}{more}")
-    bad = _matching(ref, [name.removesuffix(".md") for name, _ in listing.problems])
-    if bad:
-        why = next(w for name, w in listing.problems if name.removesuffix(".md") == bad[0])
-        raise StoreError(f"session {ref!r} cannot be used: {why}")
-    raise StoreError(f"no session {ref!r} (see 'sessions' for the list)")
-
-
-def _renumber(info: SessionInfo, number: int) -> SessionInfo:
-    return SessionInfo(number, *[getattr(info, f) for f in SessionInfo.__dataclass_fields__
-                                 if f != "number"])
-
-
-def _decode(data: bytes, name: str) -> str:
-    if b"\0" in data:
-        raise StoreError("binary file, not a session")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise StoreError("not UTF-8 text, not a session") from None
-
-
-def _read_head(fd: int, size: int, name: str) -> Head:
-    data = os.pread(fd, HEAD_BYTES, 0)
-    if len(data) < size and b"\n---\n" not in data:
-        data = os.pread(fd, HEAD_MAX_BYTES, 0)
-    if len(data) < size:  # drop a last line cut in the middle (maybe mid-character)
-        data = data[:data.rfind(b"\n") + 1]
-    return _head_of(_decode(data, name))
-
-
-def _head_of(text: str) -> Head:
-    try:
-        return parse_head(text)
-    except TranscriptError as e:
-        why = str(e)  # the parser may already say it ("line 1: not a session file (...)")
-        raise StoreError(why if "not a session file" in why
-                         else f"not a session file: {why}") from None
-
-
-def _tail_text(fd: int, size: int, window: int) -> tuple[str, bool]:
-    """The last ``window`` bytes, starting at a line start; True when it is the whole file."""
-    if size <= window:
-        return _decode(os.pread(fd, size, 0), ""), True
-    data = os.pread(fd, window + 1, size - window - 1)  # one byte more: is it a line start?
-    return _decode(data[data.find(b"\n") + 1:], ""), False
-
-
-def _markers(text: str) -> list[tuple[int, str]]:
-    """(offset in text, "START"/"END") of each raw marker line (str.find: fast on 64 KB)."""
-    padded, out = "\n" + text, []
-    pos = padded.find("\n<!-- SESSION_SUMMARY_")
-    while pos >= 0:
-        end = padded.find("\n", pos + 1)
-        line = padded[pos + 1:] if end < 0 else padded[pos + 1:end]
-        if line in (SUMMARY_START, SUMMARY_END):
-            out.append((pos, "START" if line == SUMMARY_START else "END"))
-        pos = padded.find("\n<!-- SESSION_SUMMARY_", pos + 1)
-    return out
-
-
-def _summary_state(text: str, parse_body: bool) -> tuple[bool, Summary | None, str | None]:
-    """(has a well-formed block, its parsed summary when asked, the problem if corrupted)."""
-    marks = _markers(text)
-    starts = [pos for pos, kind in marks if kind == "START"]
-    ends = [pos for pos, kind in marks if kind == "END"]
-    if not marks:
-        return False, None, None
-    if len(starts) > 1:
-        return False, None, "corrupted summary markers: two SESSION_SUMMARY_START lines"
-    if not ends:
-        return False, None, "corrupted summary markers: SESSION_SUMMARY_START without END"
-    if len(ends) > 1 or not starts or ends[0] < starts[0]:
-        return False, None, "corrupted summary markers: SESSION_SUMMARY_END before START"
-    if text[ends[0] + len(SUMMARY_END):].strip():
-        return False, None, "corrupted summary: text after SESSION_SUMMARY_END"
-    if not parse_body:
-        return True, None, None
-    try:
-        body = text[starts[0] + len(SUMMARY_START) + 1:ends[0]].removesuffix("\n")
-        return True, parse_summary_body(body), None
-    except TranscriptError as e:
-        return False, None, f"unreadable summary block: {e}"
-
-
-def _scan_tail(text: str, whole: bool, fd: int, size: int, parse_body: bool) -> _Tail:
-    if not whole and SUMMARY_START not in text and SUMMARY_END in text:
-        text, whole = _tail_text(fd, size, TAIL_MAX_BYTES)  # a summary longer than the window
-    has, summary, problem = _summary_state(text, parse_body)
-    last = 0
-    pos = text.rfind("\n## Query ")
-    if pos >= 0:
-        m = _QUERY_RE.match(text, pos + 1)
-        last = int(m[1]) if m else 0
-    tokens = 0 if has else _query_tokens(text)
-    return _Tail(has, summary, problem, last, tokens, whole)
-
-
-def _query_tokens(text: str) -> int:
-    """The sum of the footers' token counts of the query turns in ``text``. A footer counts
-    only after its own ``## Query`` heading: restorations are not queries, and a block cut by
-    the start of a tail window is skipped. Content lines are escaped, so cannot match."""
-    total, in_query = 0, False
-    for m in _TURN_MARK_RE.finditer(text):
-        if m[2] is None:
-            in_query = m[1] is not None
-        elif in_query:
-            total += int(m[2])
-            in_query = False
-    return total
+            return parse_lenient(text)
+        except TranscriptError as e:
+            raise TranscriptError(f"{path.name}: {e}") from None
 
 
 def _read_info(entry: os.DirEntry[str]) -> SessionInfo:
@@ -517,59 +384,14 @@ def _read_info(entry: os.DirEntry[str]) -> SessionInfo:
         raise StoreError(f"symbolic link to {os.readlink(entry.path)!r}, not followed")
     if not entry.is_file(follow_symlinks=False):
         raise StoreError("not a regular file")
-    if not _ID_RE.fullmatch(name[:-3]):
+    if not SESSION_ID_RE.fullmatch(name[:-3]):
         raise StoreError("file name is not a session id")
     try:
         fd = os.open(entry.path, os.O_RDONLY | _NOFOLLOW)
     except OSError as e:
         raise StoreError(f"cannot open: {e.strerror}") from None
     try:
-        size = os.fstat(fd).st_size
-        if size == 0:
-            raise StoreError("empty file")
-        text, whole = _tail_text(fd, size, TAIL_BYTES)
-        head = _head_of(text) if whole else _read_head(fd, size, name)
-        tail = _scan_tail(text, whole, fd, size, parse_body=False)
+        seen = glance(lambda at, n: os.pread(fd, n, at), os.fstat(fd).st_size)
     finally:
         os.close(fd)
-    return _info(entry, head, tail)
-
-
-def _info(entry: os.DirEntry[str], head: Head, tail: _Tail) -> SessionInfo:
-    h = head.header
-    if h.session_id != entry.name[:-3]:
-        raise StoreError(f"its Session ID {h.session_id[:60]!r} does not match the file name")
-    preview = head.first_query
-    if preview is not None and len(preview) > 60:
-        preview = preview[:59] + "…"
-    queries = h.total_queries if tail.has_summary else max(h.total_queries, tail.last_query)
-    # The header's totals are only written at finalize: without a summary (a live or crashed
-    # session) count the footers; exact from the whole file, else a lower bound.
-    if tail.has_summary:
-        tokens, exact = h.total_tokens, True
-    elif tail.whole:
-        tokens, exact = tail.query_tokens, True
-    else:
-        tokens, exact = max(h.total_tokens, tail.query_tokens), False
-    return SessionInfo(0, h.session_id, entry.name, Path(entry.path), h.agent, h.agent_path,
-                       h.model, h.provider, h.date, queries, tokens, preview,
-                       tail.has_summary, h.resumed_from, h.previous_session,
-                       tail.problem, exact)
-
-
-def _finalized_text(text: str, summary: Summary, queries: int, tokens: int, name: str) -> str:
-    """The file with its header totals set, partial blocks and any old summary dropped."""
-    lines = text.split("\n")
-    try:
-        sep = lines.index("---")
-    except ValueError:
-        raise StoreError(f"{name} has no header: not a session file") from None
-    header = [x for x in lines[:sep] if not x.startswith(("**Total Queries:**",
-                                                          "**Total Tokens:**"))]
-    while header and header[-1] == "":
-        header.pop()
-    header += [f"**Total Queries:** {queries}", f"**Total Tokens:** {tokens}", ""]
-    body = lines[sep:]
-    cut = next((i for i, x in enumerate(body) if x in (SUMMARY_START, SUMMARY_END)), len(body))
-    last = max(i for i in range(cut) if body[i] == "---")  # drops a truncated last block
-    return "\n".join(header + body[:last + 1]) + "\n\n" + render_summary_block(summary)
+    return session_info(name, Path(entry.path), seen)

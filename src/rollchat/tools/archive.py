@@ -1,27 +1,27 @@
-"""The built-in ``session_archive_read`` tool, bound to one parent transcript file.
+"""The built-in ``session_archive_read`` tool, bound to one parent session of a Store.
 
-The tool reads only the file it was created with; its arguments select turns, never paths.
+The tool reads only the session it was created with (its current content, at each call); its
+arguments select turns, never paths or sessions. The store checks what it reads.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rollchat.domain import ToolExchange, Transcript, Turn
-from rollchat.errors import ConfigError, RollchatError, TranscriptError
+from rollchat.errors import ConfigError, RollchatError, StoreError, TranscriptError
 from rollchat.providers.base import ToolSpec
 from rollchat.tools import ARCHIVE_TOOL_NAME, Tool
-from rollchat.transcript import parse
+
+if TYPE_CHECKING:
+    from rollchat.store import Store
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 50
 MAX_QUERY_CHARS = 500
-MAX_FILE_BYTES = 64 * 1024 * 1024
 MIN_MAX_CHARS = 1000
 _TOOL_RESULT_CHARS = 200
 _KNOWN_ARGS = ("query", "offset", "limit")
@@ -48,7 +48,7 @@ ARCHIVE_PARAMETERS: Mapping[str, object] = {
 
 
 class ArchiveError(RollchatError):
-    """The archive tool cannot answer: bad arguments, or the file cannot be read or parsed."""
+    """The archive tool cannot answer: bad arguments, or the session cannot be read or parsed."""
 
 
 @dataclass(frozen=True)
@@ -95,60 +95,16 @@ def _parse_args(arguments: object) -> _Args:
     return _Args(query.strip(), offset, limit, tuple(ignored))
 
 
-def _open_checked(path: Path, root: Path) -> int:
-    """Open the bound file for reading, refusing a path that (through symlinks) leaves
-    ``root``, its real directory at creation, and anything not a regular file. Returns a
-    file descriptor."""
-    try:
-        target = path.resolve()
-    except RuntimeError:  # a symlink loop (Python < 3.13)
-        raise ArchiveError("the transcript is a symlink loop; refusing to read it") from None
-    if not target.is_relative_to(root):
-        raise ArchiveError("the transcript is a symlink pointing outside the sessions "
-                           "directory; refusing to read it")
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    fd = os.open(target, flags)  # O_NOFOLLOW: a symlink swapped in after the check fails
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise ArchiveError("the transcript is not a regular file")
-    return fd
-
-
-def _read_capped(path: Path, root: Path, max_bytes: int) -> tuple[str, tuple[int, int, int]]:
-    """The file's text (invalid UTF-8 replaced) and its (inode, size, mtime) signature."""
-    try:
-        fd = _open_checked(path, root)
-    except FileNotFoundError:
-        raise ArchiveError(f"the previous session's transcript {path.name} no longer "
-                           "exists") from None
-    except OSError as exc:
-        raise ArchiveError(f"cannot read the previous session's transcript {path.name}: "
-                           f"{exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if info.st_size > max_bytes:
-            raise ArchiveError(f"the transcript is too large to read ({info.st_size} bytes, "
-                               f"limit {max_bytes})")
-        data = handle.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise ArchiveError(f"the transcript is too large to read (over {max_bytes} bytes)")
-    return data.decode("utf-8", errors="replace"), (info.st_ino, info.st_size,
-                                                    info.st_mtime_ns)
-
-
 class ArchiveReader:
-    """Reads one transcript file (fixed at creation) and answers archive-tool calls."""
+    """Answers archive-tool calls from one session of a store, read anew at every call."""
 
-    def __init__(self, path: Path, *, max_chars: int = 8000,
-                 max_bytes: int = MAX_FILE_BYTES) -> None:
+    def __init__(self, store: Store, session_id: str, *, max_chars: int = 8000) -> None:
         if max_chars < MIN_MAX_CHARS:
             raise ConfigError(f"archive tool: max_chars must be at least {MIN_MAX_CHARS}, "
                               f"got {max_chars}")
-        self.path = Path(os.path.abspath(path))
-        self.root = self.path.parent.resolve()
+        self.store = store
+        self.session_id = session_id
         self.max_chars = max_chars
-        self.max_bytes = max_bytes
-        self._cache: tuple[tuple[int, int, int], Transcript] | None = None
 
     def __call__(self, arguments: Mapping[str, object]) -> str:
         """The tool's result: the selected turns, or ``error: ...`` (never raises)."""
@@ -160,22 +116,19 @@ class ArchiveReader:
         return _format(transcript, args, self.max_chars)
 
     def _load(self) -> Transcript:
-        text, signature = _read_capped(self.path, self.root, self.max_bytes)
-        if self._cache is not None and self._cache[0] == signature:
-            return self._cache[1]
         try:
-            transcript = parse(text)
+            return self.store.load_transcript(self.session_id)
         except TranscriptError as exc:
-            raise ArchiveError(f"the previous session's transcript {self.path.name} cannot "
-                               f"be parsed: {exc}") from None
-        self._cache = (signature, transcript)
-        return transcript
+            raise ArchiveError(f"the previous session's transcript cannot be parsed: "
+                               f"{exc}") from None
+        except StoreError as exc:
+            raise ArchiveError(f"cannot read the previous session's transcript: {exc}") from None
 
 
-def archive_tool(path: Path, *, max_chars: int = 8000) -> Tool:
-    """The ``session_archive_read`` tool bound to the transcript at ``path``."""
+def archive_tool(store: Store, session_id: str, *, max_chars: int = 8000) -> Tool:
+    """The ``session_archive_read`` tool bound to the session ``session_id`` of ``store``."""
     spec = ToolSpec(ARCHIVE_TOOL_NAME, ARCHIVE_DESCRIPTION, ARCHIVE_PARAMETERS)
-    return Tool(spec, ArchiveReader(path, max_chars=max_chars))
+    return Tool(spec, ArchiveReader(store, session_id, max_chars=max_chars))
 
 
 # ---------------------------------------------------------------- formatting

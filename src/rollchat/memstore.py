@@ -1,0 +1,132 @@
+"""MemoryStore: a Store that keeps nothing on disk (``--no-save``, tests). Each session is the
+exact text its file would hold, listed, loaded and finalized by the same transcript code."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime
+
+from rollchat.domain import SessionHeader, Summary, Transcript, Turn
+from rollchat.errors import StoreError, TranscriptError
+from rollchat.listing import Listing, SessionInfo, check_id, new_ids, numbered, session_info
+from rollchat.transcript import (
+    ReadAt,
+    decode,
+    glance,
+    parse_lenient,
+    render_finalized,
+    render_header,
+    render_turn,
+    tail_summary,
+)
+
+
+def _reader(data: bytes) -> ReadAt:
+    return lambda offset, size: data[offset:offset + size]
+
+
+def _encode(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")  # as SessionStore writes files
+
+
+class MemorySession:
+    """A session being written into a MemoryStore."""
+
+    def __init__(self, store: MemoryStore, header: SessionHeader) -> None:
+        self._store = store
+        self.header = header
+        self.session_id = header.session_id
+        self.file_name = f"{header.session_id}.md"
+
+    def append_turn(self, turn: Turn, agent_name: str) -> None:
+        """Append one turn block to the session's text."""
+        self._store.append(self.session_id, _encode(render_turn(turn, agent_name)))
+
+
+class MemoryStore:
+    """Sessions as in-memory texts keyed by id (``<id>.md`` is each one's file name)."""
+
+    location = "memory only (--no-save)"
+
+    def __init__(self) -> None:
+        self._texts: dict[str, bytearray] = {}
+        self._lock = threading.Lock()
+
+    def ensure(self) -> None:
+        """Nothing to create."""
+
+    def has_file(self, file_name: str) -> bool:
+        """Whether the session named by the link ``file_name`` (``<id>.md``) is here."""
+        return file_name.endswith(".md") and file_name[:-3] in self._texts
+
+    def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
+                    provider: str, now: datetime, resumed_from: str | None = None,
+                    previous_session: str | None = None) -> MemorySession:
+        """A new session (an id as SessionStore makes them) holding its header."""
+        with self._lock:
+            for sid in new_ids(agent_key, now):
+                if sid not in self._texts:
+                    header = SessionHeader(sid, now, agent, agent_path, model, provider,
+                                           resumed_from, previous_session)
+                    self._texts[sid] = bytearray(_encode(render_header(header)))
+                    return MemorySession(self, header)
+        raise StoreError("could not find a free session id in memory")
+
+    def _data(self, session_id: str) -> bytearray:
+        """The session's bytes (call with the lock held)."""
+        data = self._texts.get(check_id(session_id))
+        if data is None:
+            raise StoreError(f"no session {session_id} in memory")
+        return data
+
+    def _bytes(self, session_id: str) -> bytes:
+        with self._lock:
+            return bytes(self._data(session_id))
+
+    def append(self, session_id: str, block: bytes) -> None:
+        """Add ``block`` (a rendered turn) at the end of the session's text."""
+        with self._lock:
+            self._data(session_id).extend(block)
+
+    def _text(self, session_id: str) -> str:
+        try:
+            return decode(self._bytes(session_id), binary_check=False)
+        except TranscriptError as e:
+            raise StoreError(f"{session_id}.md: {e}") from None
+
+    def finalize(self, session_id: str, summary: Summary, *, total_queries: int,
+                 total_tokens: int) -> None:
+        """Header totals updated, summary block at the end, as SessionStore.finalize does.
+        (The text was rendered here, so it always has its header.)"""
+        new = render_finalized(self._text(session_id), summary, total_queries=total_queries,
+                               total_tokens=total_tokens)
+        with self._lock:
+            self._texts[session_id] = bytearray(_encode(new))
+
+    def list_sessions(self, exclude: str | None = None) -> Listing:
+        """Sessions most recent first (numbered 1..), each read by head and tail as a file is."""
+        with self._lock:
+            texts = {sid: bytes(data) for sid, data in self._texts.items() if sid != exclude}
+        found: list[SessionInfo] = []
+        problems: list[tuple[str, str]] = []
+        for sid, data in sorted(texts.items()):
+            try:
+                found.append(session_info(f"{sid}.md", None, glance(_reader(data), len(data))))
+            except (StoreError, TranscriptError) as e:
+                problems.append((f"{sid}.md", str(e)))
+        return numbered(found, problems)
+
+    def load_summary(self, info: SessionInfo) -> Summary | None:
+        """The session's summary from its tail, or None (none, or corrupted markers)."""
+        data = self._bytes(info.session_id)
+        try:
+            return tail_summary(_reader(data), len(data))
+        except TranscriptError as e:
+            raise StoreError(f"{info.file_name}: {e}") from None
+
+    def load_transcript(self, session_id: str) -> Transcript:
+        """The whole session, parsed; a corrupted summary block is dropped (the turns remain)."""
+        try:
+            return parse_lenient(self._text(session_id))
+        except TranscriptError as e:
+            raise TranscriptError(f"{session_id}.md: {e}") from None

@@ -1,0 +1,127 @@
+"""Render a session to markdown: the header, one block per turn, the whole file; and the
+finalized file (header totals set, summary block appended) from a file's current text."""
+
+from __future__ import annotations
+
+import json
+
+from rollchat.domain import SessionHeader, Summary, ToolExchange, Transcript, Turn
+from rollchat.errors import TranscriptError
+from rollchat.transcript.summary import render_summary_block
+from rollchat.transcript.syntax import RESERVED_LABELS, aware, esc_line, first_marker, inline
+
+_TOTALS = ("**Total Queries:**", "**Total Tokens:**")
+
+
+def _agent_label(name: str) -> str:
+    enc = inline(name, "*:")
+    return "\\" + enc if enc in RESERVED_LABELS else enc
+
+
+def _content(text: str) -> list[str]:
+    return [esc_line(x) for x in text.split("\n")]
+
+
+def _field(label: str, text: str) -> list[str]:
+    lines = _content(text)
+    return [label + lines[0], *lines[1:], ""]
+
+
+def render_header(h: SessionHeader) -> str:
+    """The header block, ending with ``---`` and a blank line."""
+    lines = [f"# {inline(h.agent)} Conversation", "",
+             f"**Session ID:** {inline(h.session_id)}",
+             f"**Date:** {aware(h.date, 'Date')}",
+             f"**Agent:** {inline(h.agent)}",
+             f"**Agent Path:** {inline(h.agent_path)}",
+             f"**Model:** {inline(h.model, '()')} ({inline(h.provider, '()')})"]
+    if h.resumed_from is not None:
+        lines.append(f"**Resumed From:** {inline(h.resumed_from)}")
+    if h.previous_session is not None:
+        lines.append(f"**Previous Session:** {inline(h.previous_session)}")
+    lines += [f"{_TOTALS[0]} {h.total_queries}", f"{_TOTALS[1]} {h.total_tokens}",
+              "", "---", "", ""]
+    return "\n".join(lines)
+
+
+def _footer(t: Turn) -> str:
+    u = t.usage
+    parts = f"in: {u.input_tokens}, out: {u.output_tokens}"
+    if u.cache_read_tokens:
+        parts += f", cache read: {u.cache_read_tokens}"
+    if u.cache_write_tokens:
+        parts += f", cache write: {u.cache_write_tokens}"
+    status = "" if t.status == "ok" else f" | {t.status}"
+    return (f"*Time: {t.elapsed:.1f}s | Tokens: {u.total} ({parts}){status}"
+            f" | at {aware(t.started, 'Turn.started')}*")
+
+
+def _status_lines(t: Turn) -> list[str]:
+    err = None if t.error is None else inline(t.error)
+    out: list[str] = []
+    if t.status == "interrupted":
+        out.append("*[interrupted by user]*")
+    if t.status == "unanswered":
+        out.append("*[not answered]*" if err is None else f"*[not answered: {err}]*")
+    elif t.status == "error" or err is not None:
+        out.append("*[error]*" if err is None else f"*[error: {err}]*")
+    return [x for m in out for x in (m, "")]
+
+
+def _tool_lines(ex: ToolExchange) -> list[str]:
+    args = json.dumps(dict(ex.call.arguments), ensure_ascii=False, default=str)
+    return [f"*Tool call:* {inline(ex.call.name)}", "", f"*Call ID:* {inline(ex.call.id)}",
+            "", f"*Arguments:* {args}", "", *_field("*Result:* ", ex.result)]
+
+
+def render_turn(t: Turn, agent_name: str) -> str:
+    """One turn block, ending with ``---`` and a blank line."""
+    clock = t.started.strftime("%H:%M:%S")
+    lines: list[str] = []
+    if t.kind in ("query", "carried"):
+        title = "Query" if t.kind == "query" else "Carried Over"
+        lines += [f"## {title} {t.number} ({clock})", *_field("**You:** ", t.user)]
+    if t.kind == "restored" or t.context:
+        if t.kind == "restored":
+            lines.append(f"## Session Restored ({clock})")
+        lines += _field("**Context:** ", t.context)
+    if t.previous_session is not None:
+        lines += [f"**Previous Session:** {inline(t.previous_session)}", ""]
+    if t.kind == "restored" and t.user:
+        lines += _field("**You:** ", t.user)
+    for ex in t.tools:
+        lines += _tool_lines(ex)
+    if not (t.status == "unanswered" and t.assistant == ""):
+        lines += _field(f"**{_agent_label(agent_name)}:** ", t.assistant)
+    lines += [*_status_lines(t), _footer(t), "", "---", "", ""]
+    return "\n".join(lines)
+
+
+def render(t: Transcript) -> str:
+    """The whole session file."""
+    parts = [render_header(t.header)]
+    parts += [render_turn(turn, t.header.agent) for turn in t.turns]
+    if t.summary is not None:
+        parts.append(render_summary_block(t.summary))
+    return "".join(parts)
+
+
+def render_finalized(text: str, summary: Summary, *, total_queries: int,
+                     total_tokens: int) -> str:
+    """The session file ``text`` finalized: its header totals set, a torn last block and any
+    earlier summary block (whole or corrupted) dropped, ``summary``'s block at the end. Only
+    the header lines and the block boundaries are read: the turns are not parsed."""
+    lines = text.split("\n")
+    try:
+        sep = lines.index("---")
+    except ValueError:
+        raise TranscriptError("has no header: not a session file") from None
+    header = [x for x in lines[:sep] if not x.startswith(_TOTALS)]
+    while header and header[-1] == "":
+        header.pop()
+    header += [f"{_TOTALS[0]} {total_queries}", f"{_TOTALS[1]} {total_tokens}", ""]
+    body_text = "\n".join(lines[sep:])
+    cut = first_marker(body_text)
+    body = (body_text if cut is None else body_text[:cut]).split("\n")
+    last = max(i for i, x in enumerate(body) if x == "---")  # drops a truncated last block
+    return "\n".join(header + body[:last + 1]) + "\n\n" + render_summary_block(summary)

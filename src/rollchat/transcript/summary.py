@@ -1,0 +1,138 @@
+"""The summary block both ways: render a Summary between the markers, and parse the text between
+them (as the renderer writes it, or as a model writes it: the parser is tolerant)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from rollchat.domain import Summary
+from rollchat.errors import TranscriptError
+from rollchat.transcript.syntax import SUMMARY_END, SUMMARY_START, make_escaper, needs_turn
+
+FALLBACK_NOTE = (
+    "*[summary written by the local extractive summarizer because the model's summary failed]*"
+)
+_SECTIONS = ("Background Context", "Current Session Summary", "Topics Discussed",
+             "Decisions Made", "Pending")
+_SECTION_RE = re.compile(
+    r"(#{1,6}[ \t]*)?(\*\*)?[ \t]*(background context|current session summary|topics discussed"
+    r"|decisions made|pending)[ \t]*(:?)[ \t]*(\*\*)?[ \t]*(:?)(.*)$", re.IGNORECASE)
+_NONE_WORDS = frozenset({"none", "none.", "n/a", "-"})
+
+
+def _section(line: str) -> tuple[str, str] | None:
+    m = _SECTION_RE.match(line)
+    if m is None or not (m[1] or m[2] or m[4] or m[6]):
+        return None
+    name = next(s for s in _SECTIONS if s.lower() == m[3].lower())
+    return name, m[7].strip(" \t")
+
+
+def _needs_summary(s: str) -> bool:
+    return (needs_turn(s) or s[:1] in (" ", "\t", ":") or s.lower() in _NONE_WORDS
+            or s.startswith("```") or _section(s) is not None)
+
+
+_esc_sum, _unesc_sum = make_escaper(_needs_summary)
+
+
+def _protect(line: str) -> str:
+    return line + "\\" if line == "" or line[-1] in " \t\r\\" else line
+
+
+def _unprotect(line: str) -> str:
+    return line[:-1] if line.endswith("\\") else line
+
+
+def _sum_line(line: str) -> str:
+    return _protect(_esc_sum(line))
+
+
+def _sum_unline(line: str) -> str:
+    return _unesc_sum(_unprotect(line))
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def _bullets(items: Sequence[str]) -> list[str]:
+    if not items:
+        return ["- None"]
+    out: list[str] = []
+    for item in items:
+        first, *rest = item.split("\n")
+        out.append("- " + _sum_line(first))
+        out += ["  " + _sum_line(x) for x in rest]
+    return out
+
+
+def render_summary_block(s: Summary) -> str:
+    """The summary block, markers included, ending with a newline."""
+    first, *rest = s.background.split("\n")
+    lines = [SUMMARY_START]
+    if s.fallback:
+        lines += [FALLBACK_NOTE, ""]
+    lines += ["**Background Context:** " + _sum_line(first), *[_sum_line(x) for x in rest], "",
+              "**Current Session Summary:**", "**Topics Discussed:**", *_bullets(s.topics), "",
+              "**Decisions Made:**", *_bullets(s.decisions), "",
+              "**Pending:**", *_bullets(s.pending), SUMMARY_END, ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def _split_sections(lines: list[str]) -> dict[str, list[str]]:
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    fallback = False
+    for raw in lines:
+        line = raw.rstrip(" \t\r")
+        if line in (SUMMARY_START, SUMMARY_END):
+            raise TranscriptError("summary body contains a summary marker line")
+        if line == FALLBACK_NOTE:
+            fallback = True
+            continue
+        sec = _section(line)
+        if sec is not None:
+            if sec[0] in sections:
+                raise TranscriptError(f"summary section '{sec[0]}' appears twice")
+            current = sections[sec[0]] = [sec[1]] if sec[1] else []
+        elif current is not None and line and not line.startswith("```"):
+            current.append(line)
+    sections["\0fallback"] = ["yes"] if fallback else []
+    return sections
+
+
+def _parse_bullets(name: str, lines: list[str]) -> tuple[str, ...]:
+    items: list[list[str]] = []
+    for line in lines:
+        m = re.match(r"[-*+•](?:[ \t]+|$)", line)
+        if m is not None:
+            items.append([line[m.end():]])
+        elif line[:1] in (" ", "\t") and items:
+            items[-1].append(line.lstrip(" \t"))
+        else:
+            items.append([line.lstrip(" \t")])
+    if not items:
+        raise TranscriptError(f"summary section '{name}' is empty (write '- None' if so)")
+    if len(items) == 1 and len(items[0]) == 1 and items[0][0].lower() in _NONE_WORDS:
+        return ()
+    return tuple("\n".join(_sum_unline(x) for x in item) for item in items)
+
+
+def parse_summary_body(text: str) -> Summary:
+    """Parse the text between the summary markers (as a model writes it)."""
+    sections = _split_sections(text.split("\n"))
+    missing = [s for s in _SECTIONS if s not in sections and s != "Current Session Summary"]
+    if missing:
+        raise TranscriptError(f"summary is missing the section(s): {', '.join(missing)}")
+    background = sections["Background Context"]
+    if not background:
+        raise TranscriptError("summary section 'Background Context' is empty")
+    return Summary(background="\n".join(_sum_unline(x) for x in background),
+                   topics=_parse_bullets("Topics Discussed", sections["Topics Discussed"]),
+                   decisions=_parse_bullets("Decisions Made", sections["Decisions Made"]),
+                   pending=_parse_bullets("Pending", sections["Pending"]),
+                   fallback=bool(sections["\0fallback"]))
