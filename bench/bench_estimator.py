@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests package
 
-from tests.test_autocompact_wire import WINDOW, Script, Session, realistic, start
+from tests.test_autocompact_wire import WINDOW, Script, Session, realistic, send, start
 from tests.wire_servers import AnthropicDialect, OpenAIDialect, WireServer
 
 TURNS = 200
@@ -28,7 +28,7 @@ def run(dialect: OpenAIDialect | AnthropicDialect) -> Session:
             text = realistic(i)
             if i % 25 == 24:
                 text = f"[{i}] Check the archive: what did we decide about the Redis cache TTL?"
-            session.app.send(text)
+            send(session, text)
         return session
 
 

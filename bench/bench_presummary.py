@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.test_autocompact import COUNTER, FakeProvider, build_app, user_message
 
-from rollchat import app as app_module
+from rollchat import policy as policy_module
 from rollchat.providers.base import ChatRequest, StreamEvent, TextDelta
 
 THINK_SECONDS = 0.2
@@ -40,7 +40,7 @@ class Slow(FakeProvider):
 
 
 def wait_at_compaction(presummary: bool) -> list[float]:
-    app_module.PRESUMMARY_SHARE = 0.7 if presummary else 10.0
+    policy_module.PRESUMMARY_SHARE = 0.7 if presummary else 10.0
     waits = []
     with tempfile.TemporaryDirectory() as tmp:
         built = build_app(Path(tmp), Slow(summary_words=120))
@@ -48,7 +48,7 @@ def wait_at_compaction(presummary: bool) -> list[float]:
             time.sleep(THINK_SECONDS)  # the user reads the answer and types the next message
             before = len(built.compactions)
             t0 = time.perf_counter()
-            built.app.send(user_message(i))
+            built.send(user_message(i))
             if len(built.compactions) > before:
                 waits.append((time.perf_counter() - t0) * 1000)
     return waits

@@ -17,7 +17,6 @@ import time
 
 import pexpect
 
-
 # Like a user's machine: byte-code caches are written and reused (this sandbox sets
 # PYTHONDONTWRITEBYTECODE, which would recompile every module of rollchat at every start).
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}

@@ -6,7 +6,6 @@ Run: /tmp/v/bin/python bench/bench_turns.py   (from the repository root)
 
 from __future__ import annotations
 
-import io
 import statistics
 import sys
 import time
@@ -14,12 +13,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from rich.console import Console
-
-from rollchat.app import ChatApp
 from rollchat.config import AgentConfig, Config
+from rollchat.context import Context
 from rollchat.domain import Message, ToolCall, Turn, Usage
-from rollchat.engine import Context, Engine
+from rollchat.engine import Engine
+from rollchat.policy import plan
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -28,7 +26,8 @@ from rollchat.providers.base import (
     TextDelta,
     UsageEvent,
 )
-from rollchat.render import Renderer
+from rollchat.session import Session
+from rollchat.store import MemoryStore
 
 SIZES = (10, 1_000, 10_000)
 REPEATS = 30
@@ -62,17 +61,15 @@ def history(turns: int) -> tuple[list[Message], list[Turn]]:
     return messages, records
 
 
-def build(turns: int) -> ChatApp:
+def build(turns: int) -> Session:
     agent = AgentConfig(key="bench", name="Bench", provider="openai", model="gpt-4o",
                         system_prompt="You are a benchmark.", max_output_tokens=1000)
     engine = Engine(NoOp(), model="gpt-4o", context=Context(system=agent.system_prompt),
                     max_output_tokens=1000, temperature=None, retry=RetryPolicy(0, 0.0, 0.0))
-    renderer = Renderer(Console(file=io.StringIO(), color_system=None, force_terminal=False),
-                        interactive=False)
-    app = ChatApp(config=Config(agents={"bench": agent}, default_agent="bench"), agent=agent,
+    app = Session(config=Config(agents={"bench": agent}, default_agent="bench"), agent=agent,
                   engine=engine, summary_provider=NoOp(), summary_model="gpt-4o",
-                  provider_name="openai", store=None, renderer=renderer,
-                  confirm=lambda q: False, context_window=10**9)
+                  provider_name="openai", store=MemoryStore(), confirm=lambda q: False,
+                  context_window=10**9)
     messages, records = history(turns)
     engine.context.messages = messages
     engine.context.last_prompt_tokens = 50_000
@@ -97,17 +94,19 @@ def measure(turns: int) -> dict[str, float]:
     ctx = app.engine.context
     parts = {
         "estimate": timed(lambda: app.estimate([pending])),
-        "kept tail + expected size": timed(lambda: app._expected_after(pending)),
+        "compaction plan (kept tail, expected size)": timed(
+            lambda: plan(app._situation(pending))),
         "hygiene (incremental, per call)": timed(lambda: ctx.request_messages([pending])),
         "request building": timed(
             lambda: app.engine.request(ctx.request_messages([pending]))),
     }
     total = []
-    for i in range(REPEATS):  # whole turns through ChatApp.send (the context grows by one)
+    for i in range(REPEATS):  # whole turns through Session.turn (the context grows by one)
         t0 = time.perf_counter()
-        app.send(f"follow-up {i}")
+        for _event in app.turn(f"follow-up {i}"):
+            pass
         total.append((time.perf_counter() - t0) * 1000)
-    parts["whole send()"] = statistics.median(total)
+    parts["whole turn()"] = statistics.median(total)
     return parts
 
 

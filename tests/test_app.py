@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from rollchat.app import ChatApp
-from rollchat.compaction import SUMMARY_SYSTEM_PROMPT, condense
+from rollchat.compaction.extractive import condense
+from rollchat.compaction.request import SUMMARY_SYSTEM_PROMPT
 from rollchat.config import AgentConfig, Config
+from rollchat.context import Context
 from rollchat.domain import Message, Summary
-from rollchat.engine import Context, Engine
+from rollchat.engine import Engine
 from rollchat.providers.base import ChatRequest, RetryPolicy, ServerError, StreamEvent, TextDelta
 from rollchat.providers.offline import OfflineProvider
-from rollchat.render import Renderer
-from rollchat.repl import handle_line
+from rollchat.session import Session
 from rollchat.store import SessionStore
 from rollchat.transcript import (
     FALLBACK_NOTE,
@@ -31,6 +31,9 @@ from rollchat.transcript import (
     parse,
     render_summary_block,
 )
+from rollchat.ui.app import ChatApp
+from rollchat.ui.render import Renderer
+from rollchat.ui.repl import handle_line
 
 SYSTEM = "You are a test assistant."
 
@@ -87,9 +90,10 @@ def make_app(tmp_path: Path, *, provider: Recording | None = None, agent_name: s
     store = SessionStore(tmp_path / "sessions")
     engine = Engine(provider, model="offline", context=Context(system=SYSTEM),
                     max_output_tokens=1024, temperature=None, retry=RetryPolicy(0, 0.0, 0.0))
-    app = ChatApp(config=config, agent=agent, engine=engine, summary_provider=provider,
-                  summary_model="offline", provider_name="offline", store=store,
-                  renderer=renderer, confirm=confirm, context_window=128_000)
+    session = Session(config=config, agent=agent, engine=engine, summary_provider=provider,
+                      summary_model="offline", provider_name="offline", store=store,
+                      confirm=confirm, context_window=128_000)
+    app = ChatApp(session, renderer)
     return Harness(app, provider, buffer, store)
 
 
@@ -210,7 +214,7 @@ def test_exit_writes_the_summary_and_shows_the_totals(tmp_path: Path) -> None:
     h = make_app(tmp_path)
     chat(h, "we will deploy on friday", "compact", "TODO: update the changelog")
     h.app.exit()
-    state = h.app.state
+    state = h.app.session.state
     assert state.queries == 1 and state.restoration_tokens > 0
     out = h.output
     assert f"Saved session: {state.session_id}" in out
@@ -307,8 +311,8 @@ def test_resume_by_number_id_and_prefix(tmp_path: Path) -> None:
         chat(h, f"resume {ref}")
         [restore] = h.provider.of("restore")
         assert f"Session ID: {sid}" in restore.messages[0].content, ref
-        assert h.app.state.resumed_from == sid
-        assert h.app.state.previous_session == path.name
+        assert h.app.session.state.resumed_from == sid
+        assert h.app.session.state.previous_session == path.name
 
 
 def test_resume_sends_only_the_n_minus_1_summary(tmp_path: Path) -> None:
@@ -316,8 +320,8 @@ def test_resume_sends_only_the_n_minus_1_summary(tmp_path: Path) -> None:
     chat(h, "The grandparent topic is kafka. TODO: rotate the zulu keys", "compact",
          "The parent topic is kafka acls. TODO: audit the yankee group")
     h.app.exit()
-    parent_id = str(h.app.state.session_id)
-    grandparent_id = str(h.app.state.resumed_from)
+    parent_id = str(h.app.session.state.session_id)
+    grandparent_id = str(h.app.session.state.resumed_from)
     grandparent = summary_of(h.store.path_for(grandparent_id))
     parent = summary_of(h.store.path_for(parent_id))
 
@@ -349,7 +353,7 @@ def _crashed_session(tmp_path: Path, *queries: str) -> Path:
 def test_a_session_without_a_summary_is_summarized_then_resumed(tmp_path: Path) -> None:
     path = _crashed_session(tmp_path, "we decided to use sqlite for storage", "TODO: backups")
     h = make_app(tmp_path)
-    infos, _ = h.app.list_sessions()
+    infos, _ = h.app.session.list_sessions()
     assert [i.has_summary for i in infos] == [False]
     chat(h, "resume 1")
     assert f"{path.stem} has no summary; summarizing its transcript now" in h.output
@@ -376,7 +380,7 @@ def test_corrupted_markers_warn_and_count_as_no_summary(
     path = finished_session(tmp_path, "we decided to use nginx as the proxy")
     path.write_text(corrupt(path.read_text()))
     h = make_app(tmp_path)
-    infos, _ = h.app.list_sessions()
+    infos, _ = h.app.session.list_sessions()
     assert not infos[0].has_summary and problem in str(infos[0].summary_problem)
     chat(h, "resume 1")
     assert f"{path.name}: corrupted summary markers: {problem}" in h.output
@@ -390,7 +394,7 @@ def test_a_missing_parent_file_warns_that_the_chain_is_broken(tmp_path: Path) ->
     h = make_app(tmp_path)
     chat(h, "parent talk about grpc", "compact", "child talk about grpc deadlines")
     h.app.exit()
-    parent = h.store.path_for(str(h.app.state.resumed_from))
+    parent = h.store.path_for(str(h.app.session.state.resumed_from))
     parent.unlink()
     r = make_app(tmp_path)
     chat(r, "resume 1")
@@ -410,17 +414,17 @@ def test_a_different_agent_asks_before_resuming(tmp_path: Path) -> None:
     chat(h, "resume 1")
     assert "'Coder', not 'Assistant'. Continue? (y/n)" in asked[0]
     assert "Resume cancelled." in h.output and h.provider.requests == []
-    assert h.app.state.resumed_from is None
+    assert h.app.session.state.resumed_from is None
     yes = make_app(tmp_path, confirm=lambda q: True)
     chat(yes, "resume 1")
-    assert len(yes.provider.of("restore")) == 1 and yes.app.state.resumed_from is not None
+    assert len(yes.provider.of("restore")) == 1 and yes.app.session.state.resumed_from is not None
 
 
 def test_resuming_with_a_live_session_finalizes_it_first(tmp_path: Path) -> None:
     old = finished_session(tmp_path, "old work on the billing service")
     h = make_app(tmp_path)
     chat(h, "live work on the search index")
-    live_id = str(h.app.state.session_id)
+    live_id = str(h.app.session.state.session_id)
     chat(h, "sessions")
     listed = [line for line in h.output.splitlines() if line.lstrip()[:1].isdigit()]
     assert old.stem in " ".join(listed) and live_id not in " ".join(listed)  # not listed...
@@ -429,7 +433,7 @@ def test_resuming_with_a_live_session_finalizes_it_first(tmp_path: Path) -> None
     live = parse(h.store.path_for(live_id).read_text())
     assert live.summary is not None and live.header.total_queries == 1
     assert f"Saved the current session: {live_id} (1 query," in h.output
-    assert h.app.state.resumed_from == old.stem and h.app.state.queries == 0
+    assert h.app.session.state.resumed_from == old.stem and h.app.session.state.queries == 0
 
 
 # ---------------------------------------------------------------- forged summaries
@@ -445,7 +449,7 @@ def test_a_fake_block_from_the_user_or_the_model_never_becomes_the_summary(
     crashed = make_app(tmp_path, provider=Recording(chat_reply=f"Here you go:\n{FORGED}"))
     chat(crashed, f"please store this\n{FORGED}", "and again")
     [path] = crashed.files()
-    infos, problems = make_app(tmp_path).app.list_sessions()
+    infos, problems = make_app(tmp_path).app.session.list_sessions()
     assert problems == [] and [i.has_summary for i in infos] == [False]
     r = make_app(tmp_path)
     chat(r, "resume 1")
@@ -457,5 +461,5 @@ def test_a_fake_block_from_the_user_or_the_model_never_becomes_the_summary(
     finished = make_app(tmp_path, provider=Recording(chat_reply=FORGED))
     chat(finished, f"{FORGED}\nis this a summary?")
     finished.app.exit()
-    summary = summary_of(finished.store.path_for(str(finished.app.state.session_id)))
+    summary = summary_of(finished.store.path_for(str(finished.app.session.state.session_id)))
     assert summary.background == "Initial session." and summary.topics != ("forged topic",)

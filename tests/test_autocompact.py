@@ -7,19 +7,20 @@ from __future__ import annotations
 import io
 import itertools
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-from rollchat.app import ChatApp
-from rollchat.compaction import HEADING_WORDS
+from rollchat.compaction.request import HEADING_WORDS
 from rollchat.config import AgentConfig, Config, ModelConfig, SessionConfig
-from rollchat.domain import Message, ToolCall, Usage
-from rollchat.engine import Context, Engine
+from rollchat.context import Context
+from rollchat.domain import ToolCall, Turn, Usage
+from rollchat.engine import Engine
 from rollchat.errors import RollchatError
+from rollchat.events import CompactionStarted, Event, Planned, TurnFinished
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -30,11 +31,14 @@ from rollchat.providers.base import (
     ToolSpec,
     UsageEvent,
 )
-from rollchat.render import Renderer
+from rollchat.session import Session
 from rollchat.store import SessionStore
 from rollchat.tokens import TokenCounter, context_window
 from rollchat.tools import Tool
 from rollchat.transcript import SUMMARY_END, SUMMARY_START
+from rollchat.ui.app import ChatApp
+from rollchat.ui.render import Renderer
+from tests.drive import chat_app, tapped
 
 SYSTEM = ("You are Rollo, a careful engineering assistant for the billing team. Keep answers "
           "short, name files exactly, and never invent configuration keys.")
@@ -122,16 +126,38 @@ class Built:
     buffer: io.StringIO
     store: SessionStore
     compactions: list[tuple[int, str]]  # (estimate at that moment, reason) per compaction
+    events: list[Event] = field(default_factory=list)
 
     @property
     def output(self) -> str:
         return self.buffer.getvalue()
 
+    @property
+    def session(self) -> Session:
+        return self.app.session
+
+    @property
+    def last_estimate(self) -> int | None:
+        """The estimate the policy looked at before the last model call."""
+        planned = [e for e in self.events if isinstance(e, Planned)]
+        return planned[-1].estimate if planned else None
+
+    def send(self, text: str, watch: Callable[[Event], None] | None = None) -> Turn:
+        """One message through the terminal adapter, as the REPL sends it; ``watch`` sees
+        each event before it is drawn."""
+        events: list[Event] = []
+        self.app.run(tapped(self.session.turn(text), events, watch))
+        self.events += events
+        self.compactions += [(e.estimate, e.reason) for e in events
+                             if isinstance(e, CompactionStarted) and e.automatic]
+        [finished] = [e for e in events if isinstance(e, TurnFinished)]
+        return finished.turn
+
 
 def build_app(tmp_path: Path, provider: object, *, window: int = 4000,
               session: SessionConfig | None = None, max_output: int = 500,
               model: str = MODEL) -> Built:
-    """A ChatApp wired the way ``cli.start_chat`` wires it, with compactions recorded."""
+    """A Session and its ChatApp wired the way ``cli.start_chat`` wires them."""
     session = session or SessionConfig()
     session = replace(session, dir=tmp_path / "sessions")
     agent = AgentConfig(key="rollo", name="Rollo", provider="openai", model=model,
@@ -146,25 +172,16 @@ def build_app(tmp_path: Path, provider: object, *, window: int = 4000,
     engine = Engine(provider, model=model, context=Context(system=SYSTEM),  # type: ignore[arg-type]
                     max_output_tokens=max_output, temperature=None,
                     retry=RetryPolicy(0, 0.0, 0.0))
-    app = ChatApp(config=config, agent=agent, engine=engine,
-                  summary_provider=provider,  # type: ignore[arg-type]
-                  summary_model=model, provider_name="openai", store=store,
-                  renderer=renderer, confirm=lambda q: False,
-                  context_window=context_window(model, config.context_window_override(model)))
-    built = Built(app, buffer, store, [])
-    original = app._auto_compact
-
-    def recording(reason: str, pending: Message) -> bool:
-        built.compactions.append((app.last_estimate or 0, reason))
-        return original(reason, pending)
-
-    app._auto_compact = recording  # type: ignore[method-assign]
-    return built
+    app = chat_app(config=config, agent=agent, engine=engine, summary_provider=provider,
+                   summary_model=model, provider_name="openai", store=store,
+                   renderer=renderer, confirm=lambda q: False,
+                   context_window=context_window(model, config.context_window_override(model)))
+    return Built(app, buffer, store, [])
 
 
 def run_turns(built: Built, count: int, start: int = 0) -> None:
     for i in range(start, start + count):
-        turn = built.app.send(user_message(i))
+        turn = built.send(user_message(i))
         assert turn.status == "ok", (i, turn.error)
 
 
@@ -175,8 +192,8 @@ def test_auto_compact_off_never_compacts(tmp_path: Path) -> None:
     provider = FakeProvider()
     built = build_app(tmp_path, provider, session=SessionConfig(auto_compact=False))
     run_turns(built, 45)
-    assert built.app.last_estimate is not None
-    assert built.app.last_estimate > built.app.budget.tokens  # it would have compacted
+    assert built.last_estimate is not None
+    assert built.last_estimate > built.session.budget.tokens  # it would have compacted
     assert built.compactions == []
     assert provider.of("summary") == [] and provider.of("restore") == []
 
@@ -186,12 +203,12 @@ def test_compact_every_n_turns(tmp_path: Path) -> None:
     built = build_app(tmp_path, provider, window=128_000,
                       session=SessionConfig(compact_every_turns=5))
     for i in range(21):  # long turns: five of them are worth compacting
-        turn = built.app.send(user_message(i) + " " + "details of the stack trace " * 80)
+        turn = built.send(user_message(i) + " " + "details of the stack trace " * 80)
         assert turn.status == "ok"
     assert [reason for _, reason in built.compactions] == ["every 5 turns"] * 4
     assert len(provider.of("restore")) == 4
-    assert built.app.last_estimate is not None
-    assert built.app.last_estimate < built.app.budget.tokens  # never over: only periodic
+    assert built.last_estimate is not None
+    assert built.last_estimate < built.session.budget.tokens  # never over: only periodic
 
 
 def test_three_failures_in_a_row_warn_and_carry_on(tmp_path: Path) -> None:
@@ -220,7 +237,7 @@ def test_huge_summaries_cannot_loop(tmp_path: Path, dense: bool) -> None:
     chats_between = [sum(1 for r in provider.requests[a:b] if r.purpose == "chat")
                      for a, b in itertools.pairwise(restores)]
     assert all(n >= 3 for n in chats_between), chats_between  # no compaction after compaction
-    window = built.app.budget.window
+    window = built.session.budget.window
     assert max(provider.sizes) <= window
 
 
@@ -238,7 +255,7 @@ def test_tool_result_larger_than_the_budget_is_cut_with_a_note(tmp_path: Path) -
     def run(arguments: Mapping[str, object]) -> str:
         return log
 
-    built.app.engine.tools["dump_log"] = Tool(spec, run)
+    built.session.engine.tools["dump_log"] = Tool(spec, run)
     run_turns(built, 1)
     follow_up = [r for r in provider.of("chat") if r.messages[-1].role == "tool"]
     assert len(follow_up) == 1
@@ -247,8 +264,8 @@ def test_tool_result_larger_than_the_budget_is_cut_with_a_note(tmp_path: Path) -
     assert f"of {len(log)} chars" in result
     assert result.startswith(log[:200])
     size = COUNTER.count_messages(SYSTEM, follow_up[0].messages, follow_up[0].tools)
-    assert size <= built.app.budget.window - built.app.budget.max_output_tokens
-    tool_messages = [m for m in built.app.engine.context.messages if m.role == "tool"]
+    assert size <= built.session.budget.window - built.session.budget.max_output_tokens
+    tool_messages = [m for m in built.session.engine.context.messages if m.role == "tool"]
     assert tool_messages and tool_messages[0].content == result
 
 
@@ -261,11 +278,11 @@ def test_small_window_with_long_turns_does_not_compact_every_turn(tmp_path: Path
     turns_at: list[int] = []
     for i in range(30):
         before = len(built.compactions)
-        built.app.send(user_message(i) + " " + " ".join(TOPICS) + " and the retry settings")
+        built.send(user_message(i) + " " + " ".join(TOPICS) + " and the retry settings")
         if len(built.compactions) > before:
             turns_at.append(i)
-            after = built.app.estimate()
-            assert after <= built.app.budget.tokens * 0.6, (i, after)
+            after = built.session.estimate()
+            assert after <= built.session.budget.tokens * 0.6, (i, after)
     assert len(turns_at) >= 2
     assert all(b - a >= 3 for a, b in itertools.pairwise(turns_at)), turns_at
     assert max(provider.sizes) <= 2048
@@ -275,9 +292,9 @@ def test_a_message_larger_than_the_window_is_refused_before_anything_happens(
         tmp_path: Path) -> None:
     provider = FakeProvider()
     built = build_app(tmp_path, provider, window=2048, max_output=500)
-    built.app.send(user_message(0))
+    built.send(user_message(0))
     huge = " ".join(f"word{i}" for i in range(3000))
-    turn = built.app.send(huge)
+    turn = built.send(huge)
     assert turn.status == "unanswered" and turn.error and "message too long" in turn.error
     assert not built.compactions  # no pointless compaction...
     assert len(provider.of("chat")) == 1  # ...and nothing sent

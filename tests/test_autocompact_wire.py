@@ -12,14 +12,15 @@ from typing import Any
 
 import pytest
 
-from rollchat.app import ChatApp
-from rollchat.autocompact import CARRIED_PREFIX
 from rollchat.config import SessionConfig
-from rollchat.domain import Message
+from rollchat.domain import Message, Turn
+from rollchat.events import AnswerStarted, Event, Planned
 from rollchat.providers.anthropic import AnthropicProvider
 from rollchat.providers.openai import OpenAIProvider
+from rollchat.state import CARRIED_PREFIX
 from rollchat.tools import ARCHIVE_TOOL_NAME
 from rollchat.transcript import parse
+from rollchat.ui.app import ChatApp
 from tests.test_autocompact import COUNTER, SYSTEM, TOPICS, Built, build_app, summary_text
 from tests.wire_servers import (
     AnthropicDialect,
@@ -122,26 +123,35 @@ class Session:
 
 def exact_size(app: ChatApp, pending: Message) -> int:
     """The cl100k count of the request that would be sent now (hygiene applied)."""
-    request = app.engine.request([*app.engine.context.messages, pending])
+    engine = app.session.engine
+    request = engine.request([*engine.context.messages, pending])
     return COUNTER.count_messages(request.system, request.messages, request.tools)
 
 
-def instrument(built: Built, steps: list[Step]) -> None:
-    app = built.app
-    original = app._maybe_compact
+def send(session: Session, message: str) -> Turn:
+    """Send ``message`` and record the step: the estimate the policy saw, the exact size, and
+    the figures right after any compaction, as the model call starts."""
+    core = session.app.session
+    pending = Message("user", message)
+    exact = exact_size(session.app, pending)
+    planned: list[Planned] = []
+    after: list[tuple[int | None, int, int]] = []
 
-    def checked(pending: Message) -> None:
-        exact = exact_size(app, pending)
-        before = len(built.compactions)
-        original(pending)
-        ctx = app.engine.context
-        specs = [t.spec for t in app.engine.tools.values()]
-        steps.append(Step(pending.content, app.last_estimate or 0, exact,
-                          len(built.compactions) > before, ctx.last_prompt_tokens,
+    def watch(event: Event) -> None:
+        if isinstance(event, Planned):
+            planned.append(event)
+        elif isinstance(event, AnswerStarted) and not after:
+            ctx = core.engine.context
+            specs = [t.spec for t in core.engine.tools.values()]
+            after.append((ctx.last_prompt_tokens,
                           COUNTER.count_messages(ctx.system, [*ctx.messages, pending], specs),
-                          app.estimate([pending])))
+                          core.estimate([pending])))
 
-    app._maybe_compact = checked  # type: ignore[method-assign]
+    before = len(session.built.compactions)
+    turn = session.built.send(message, watch)
+    session.steps.append(Step(message, planned[0].estimate, exact,
+                              len(session.built.compactions) > before, *after[0]))
+    return turn
 
 
 def make_provider(server: WireServer) -> OpenAIProvider | AnthropicProvider:
@@ -160,13 +170,12 @@ def counting_server(request: pytest.FixtureRequest) -> Iterator[WireServer]:
 def start(tmp_path: Path, server: WireServer, **kw: Any) -> Session:
     built = build_app(tmp_path, make_provider(server), **kw)
     session = Session(server, built)
-    instrument(built, session.steps)
     return session
 
 
 def send_all(session: Session, messages: list[str]) -> None:
     for message in messages:
-        turn = session.app.send(message)
+        turn = send(session, message)
         assert turn.status == "ok", (message, turn.error)
 
 
@@ -223,7 +232,7 @@ def texts_of(body: dict[str, Any]) -> str:
 def test_sixty_turns_stay_in_the_window_and_compact_at_the_budget(
         tmp_path: Path, counting_server: WireServer) -> None:
     session = start(tmp_path, counting_server)
-    budget = session.app.budget.tokens
+    budget = session.app.session.budget.tokens
     messages = [realistic(i) for i in range(60)]
     messages[45] = "[45] Check the archive: what did we decide about the Redis cache TTL?"
     send_all(session, messages)
@@ -259,7 +268,7 @@ def check_kept_tail(session: Session, compacted: list[int]) -> None:
     restores = [i for i, b in enumerate(bodies)
                 if last_user_text(b).startswith("CONTEXT RESTORATION")]
     assert len(restores) == len(compacted)
-    keep = session.app.config.session.keep_recent_turns
+    keep = session.app.session.config.session.keep_recent_turns
     for step_index, body_index in zip(compacted, restores, strict=True):
         first = texts_of(bodies[body_index + 1])
         for earlier in session.steps[step_index - keep:step_index]:
@@ -291,7 +300,7 @@ def test_trigger_is_within_two_percent_of_the_budget(
     """Small steps (about 1% of the budget each): the compaction starts within 2% of it."""
     counting_server.responder = Script(answer=lambda user: f"Noted: {user[:40]}. Next is clear.")
     session = start(tmp_path, counting_server)
-    budget = session.app.budget.tokens
+    budget = session.app.session.budget.tokens
     send_all(session, [f"[{i}] {LONG.format(t=TOPICS[i % 10])}" for i in range(15)])
     send_all(session, [f"[{i}] {SHORT[i % len(SHORT)].format(t=TOPICS[i % 10])}"
                        for i in range(15, 75)])
@@ -310,7 +319,7 @@ def test_context_too_long_compacts_and_retries_once(
     session = start(tmp_path, counting_server)
     send_all(session, [realistic(i) for i in range(6)])
     counting_server.push(too_long(counting_server.dialect, 4100, WINDOW))
-    turn = session.app.send("[6] please summarise the refund test plan again")
+    turn = send(session, "[6] please summarise the refund test plan again")
     assert turn.status == "ok"
     asked = [b for b in counting_server.bodies
              if last_user_text(b) == "[6] please summarise the refund test plan again"]
@@ -319,7 +328,7 @@ def test_context_too_long_compacts_and_retries_once(
     assert "context is too long" in session.built.output
 
     counting_server.responder = refusing("[7] still there?", Script())
-    turn = session.app.send("[7] still there?")
+    turn = send(session, "[7] still there?")
     assert turn.status == "unanswered"  # refused twice: retried once, no loop
     assert sum(last_user_text(b) == "[7] still there?" for b in counting_server.bodies) == 2
     assert len(session.built.compactions) == 2
@@ -343,8 +352,8 @@ def test_summary_too_big_for_one_request_is_chunked_at_100_percent(
                     session=SessionConfig(auto_compact=False))
     huge = "the reconciliation job log shows invoice {i} retried at 02:{i:02d} " * 25
     send_all(session, [f"[{i}] " + huge.format(i=i) for i in range(4)])
-    app = session.app
-    app.config = replace(app.config, session=replace(app.config.session, auto_compact=True))
+    core = session.app.session
+    core.config = replace(core.config, session=replace(core.config.session, auto_compact=True))
     send_all(session, ["[4] " + huge.format(i=4)])
     step = session.steps[-1]
     assert step.compacted and step.estimate >= window  # the prompt would not even fit

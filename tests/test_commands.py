@@ -1,4 +1,4 @@
-from rollchat import commands
+from rollchat.ui import commands
 
 
 def _name(line: str) -> str | None:
@@ -47,12 +47,12 @@ def test_completions_offer_both_forms() -> None:
 
 
 def test_toolbar_shows_context_first_and_an_estimate_before_any_report(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from rollchat.repl import toolbar_text
+    from rollchat.ui.repl import toolbar_text
     from tests.test_autocompact import FakeProvider, build_app
 
     built = build_app(tmp_path, FakeProvider())
     assert toolbar_text(built.app).startswith(" context ~0/4K (0%) · 0 queries · Rollo")
-    built.app.send("hello there")
+    built.send("hello there")
     text = toolbar_text(built.app)
     assert text.startswith(" context ") and "~" not in text and "· 1 query ·" in text
     built.app.compact()

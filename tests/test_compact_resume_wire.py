@@ -9,7 +9,7 @@ from typing import Any
 import pexpect
 import pytest
 
-from rollchat.compaction import SUMMARY_SYSTEM_PROMPT
+from rollchat.compaction.request import SUMMARY_SYSTEM_PROMPT
 from rollchat.transcript import FALLBACK_NOTE, SUMMARY_END, SUMMARY_START, parse
 from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
 from tests.wire_servers import (

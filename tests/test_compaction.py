@@ -8,21 +8,15 @@ from datetime import datetime, timezone
 
 import pytest
 
-from rollchat.compaction import (
+from rollchat.compaction.extractive import condense, extractive_summary
+from rollchat.compaction.request import (
     SUMMARY_SYSTEM_PROMPT,
     SummaryError,
-    SummaryOutcome,
     build_summary_request,
-    condense,
-    content_lines,
-    extractive_summary,
-    is_noise,
-    is_recall_question,
     parse_summary_reply,
     parse_summary_request,
-    same_word,
-    summarize,
 )
+from rollchat.compaction.summarizer import SummaryOutcome, summarize
 from rollchat.domain import Summary, ToolCall, ToolExchange, Turn, Usage
 from rollchat.providers.base import (
     ChatRequest,
@@ -34,6 +28,12 @@ from rollchat.providers.base import (
     UsageEvent,
 )
 from rollchat.providers.offline import OfflineProvider
+from rollchat.providers.offline.phrases import (
+    content_lines,
+    is_noise,
+    is_recall_question,
+    same_word,
+)
 from rollchat.transcript import SUMMARY_END, SUMMARY_START, render_summary_block
 
 WHEN = datetime(2026, 11, 22, 14, 30, tzinfo=timezone.utc)
@@ -454,7 +454,8 @@ def test_focus_is_named_first_and_matching_items_lead() -> None:
 def test_turns_carried_over_are_part_of_the_summary() -> None:
     from dataclasses import replace as _replace
 
-    from rollchat.compaction import build_summary_request, extractive_summary
+    from rollchat.compaction.extractive import extractive_summary
+    from rollchat.compaction.request import build_summary_request
     from rollchat.domain import Turn
 
     now = datetime(2026, 11, 22, tzinfo=timezone.utc)
@@ -469,7 +470,7 @@ def test_turns_carried_over_are_part_of_the_summary() -> None:
 
 
 def test_a_plain_statement_is_not_left_pending() -> None:
-    from rollchat.compaction import extractive_summary
+    from rollchat.compaction.extractive import extractive_summary
     from rollchat.domain import Turn
 
     now = datetime(2026, 11, 22, tzinfo=timezone.utc)

@@ -22,16 +22,18 @@ from typer.testing import CliRunner
 
 import rollchat.store
 from rollchat import cli
-from rollchat.app import ChatApp
 from rollchat.config import AgentConfig, Config, UIConfig
+from rollchat.context import Context
 from rollchat.domain import Message
-from rollchat.engine import Context, Engine
+from rollchat.engine import Engine
 from rollchat.providers.base import ChatRequest, RetryPolicy
 from rollchat.providers.offline import OfflineProvider
-from rollchat.render import Renderer
-from rollchat.repl import handle_line
 from rollchat.store import SessionStore
 from rollchat.transcript import parse
+from rollchat.ui.app import ChatApp
+from rollchat.ui.render import Renderer
+from rollchat.ui.repl import handle_line
+from tests.drive import chat_app
 
 SYSTEM = "You are a disk test assistant."
 
@@ -146,7 +148,7 @@ def make_chat(tmp_path: Path) -> Chat:
     root = tmp_path / "sessions"
     engine = Engine(provider, model="offline", context=Context(system=SYSTEM),
                     max_output_tokens=1024, temperature=None, retry=RetryPolicy(0, 0.0, 0.0))
-    app = ChatApp(config=config, agent=agent, engine=engine, summary_provider=provider,
+    app = chat_app(config=config, agent=agent, engine=engine, summary_provider=provider,
                   summary_model="offline", provider_name="offline", store=SessionStore(root),
                   renderer=renderer, confirm=lambda q: False, context_window=200_000)
     return Chat(app, buffer, provider, root)
@@ -169,8 +171,8 @@ def test_enospc_while_appending_keeps_saved_turns(tmp_path: Path, fs: FaultyOS) 
     fs.space = None  # space is back: the chat goes on, in memory only
     chat.say("which cache did I mention?")
     assert "my cache is redis" in chat.sent()  # the unsaved turn is still in the context
-    assert "redis" in chat.app.state.turns[-1].assistant
-    assert chat.app.state.queries == 4
+    assert "redis" in chat.app.session.state.turns[-1].assistant
+    assert chat.app.session.state.queries == 4
     chat.app.exit()
     assert "Goodbye!" in chat.screen
     assert f"Session {path.stem} holds only the turns saved before the error" in chat.screen
@@ -190,7 +192,7 @@ def test_enospc_creating_the_session_file_leaves_nothing(tmp_path: Path, fs: Fau
     # No empty or half-written session file, no temporary file left behind.
     assert [p.name for p in chat.root.iterdir()] == [".gitignore"]
     chat.say("still there?")
-    assert chat.app.state.turns[-1].status == "ok"
+    assert chat.app.session.state.turns[-1].status == "ok"
     chat.app.exit()
     assert [p.name for p in chat.root.iterdir()] == [".gitignore"]
 
@@ -266,7 +268,7 @@ def test_read_only_directory_at_first_save(tmp_path: Path, fs: FaultyOS) -> None
     assert "the chat goes on in memory" in chat.screen
     chat.say("my editor is helix")
     chat.say("which editor did I mention?")
-    assert "helix" in chat.app.state.turns[-1].assistant
+    assert "helix" in chat.app.session.state.turns[-1].assistant
     chat.app.exit()
     assert "Goodbye!" in chat.screen
     assert list(chat.root.iterdir()) == []

@@ -6,8 +6,10 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
+from rollchat.context import Context
 from rollchat.domain import Message, ToolCall, Usage
-from rollchat.engine import INTERRUPTED_NOTE, Context, Engine, EngineEvent
+from rollchat.engine import INTERRUPTED_NOTE, Engine
+from rollchat.events import Event as EngineEvent
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -21,6 +23,7 @@ from rollchat.providers.base import (
     UsageEvent,
 )
 from rollchat.tools import Tool
+from tests.drive import turn as run_turn
 
 
 class Scripted:
@@ -55,7 +58,7 @@ def test_turn_streams_and_updates_context() -> None:
     seen: list[EngineEvent] = []
     provider = Scripted(_reply("hello there", 42))
     engine = _engine(provider)
-    turn = engine.chat("hi", seen.append)
+    turn = run_turn(engine.chat("hi"), seen.append)
     assert turn.status == "ok" and turn.assistant == "hellothere"
     assert turn.usage == Usage(42, 3)
     assert [m.role for m in engine.context.messages] == ["user", "assistant"]
@@ -69,7 +72,7 @@ def test_turn_streams_and_updates_context() -> None:
 def test_unreported_call_counts_everything_added() -> None:
     provider = Scripted([TextDelta("no usage"), Done()])
     engine = _engine(provider)
-    engine.chat("hi", lambda e: None)
+    run_turn(engine.chat("hi"), lambda e: None)
     assert engine.context.last_prompt_tokens is None
     assert [m.role for m in engine.context.added_since] == ["user", "assistant"]
 
@@ -78,14 +81,14 @@ def test_requests_are_cleaned_of_orphan_tool_results() -> None:
     provider = Scripted(_reply("ok"))
     engine = _engine(provider)
     engine.context.reset([Message("tool", "orphan", tool_call_id="x", name="t")], 0)
-    engine.chat("q", lambda e: None)
+    run_turn(engine.chat("q"), lambda e: None)
     assert [m.role for m in provider.requests[0].messages] == ["user"]
 
 
 def test_interrupt_keeps_partial_text_marked() -> None:
     provider = Scripted([TextDelta("partial "), TextDelta("answer"), KeyboardInterrupt()])
     engine = _engine(provider)
-    turn = engine.chat("question", lambda e: None)
+    turn = run_turn(engine.chat("question"), lambda e: None)
     assert turn.status == "interrupted"
     assert turn.assistant == "partial answer"
     assert engine.context.messages[-1].content == f"partial answer\n\n{INTERRUPTED_NOTE}"
@@ -99,14 +102,14 @@ def test_interrupt_in_the_renderer_is_caught_too() -> None:
         if isinstance(event, TextDelta) and event.text == "two":
             raise KeyboardInterrupt
 
-    turn = engine.chat("q", on_event)
+    turn = run_turn(engine.chat("q"), on_event)
     assert turn.status == "interrupted" and turn.assistant == "onetwo"
 
 
 def test_error_before_answer_leaves_message_unanswered() -> None:
     provider = Scripted([ServerError("boom")], [ServerError("boom")], [ServerError("boom")])
     engine = _engine(provider)
-    turn = engine.chat("keep me", lambda e: None)
+    turn = run_turn(engine.chat("keep me"), lambda e: None)
     assert turn.status == "unanswered" and turn.user == "keep me"
     assert turn.error is not None and "boom" in turn.error
     assert engine.context.messages == []  # not sent next time: the user sends it again
@@ -116,14 +119,14 @@ def test_error_before_answer_leaves_message_unanswered() -> None:
 def test_retry_then_success() -> None:
     events: list[EngineEvent] = []
     provider = Scripted([RateLimitError("slow down", retry_after=0.0)], _reply("ok"))
-    turn = _engine(provider).chat("q", events.append)
+    turn = run_turn(_engine(provider).chat("q"), events.append)
     assert turn.status == "ok"
     assert any(type(e).__name__ == "Retrying" for e in events)
 
 
 def test_error_mid_answer_keeps_partial() -> None:
     provider = Scripted([TextDelta("half"), ServerError("cut")])
-    turn = _engine(provider).chat("q", lambda e: None)
+    turn = run_turn(_engine(provider).chat("q"), lambda e: None)
     assert turn.status == "error" and turn.assistant == "half"
 
 
@@ -133,7 +136,7 @@ def test_tool_loop_feeds_results_back() -> None:
     tool = Tool(ToolSpec("echo", "echo text", {"type": "object"}),
                 lambda args: f"echo:{args['text']}")
     engine = _engine(provider, {"echo": tool})
-    turn = engine.chat("use the tool", lambda e: None)
+    turn = run_turn(engine.chat("use the tool"), lambda e: None)
     assert turn.tools[0].result == "echo:abc"
     second = provider.requests[1].messages
     assert second[-2].tool_calls == (call,)
@@ -145,8 +148,8 @@ def test_tool_loop_feeds_results_back() -> None:
 def test_restore_resets_context_and_baseline() -> None:
     provider = Scripted(_reply("first", 50), _reply("I have reviewed it", 20))
     engine = _engine(provider)
-    engine.chat("hi", lambda e: None)
-    turn = engine.restore("CONTEXT RESTORATION ...", lambda e: None)
+    run_turn(engine.chat("hi"), lambda e: None)
+    turn = run_turn(engine.restore("CONTEXT RESTORATION ..."), lambda e: None)
     assert turn.kind == "restored"
     assert [m.content for m in engine.context.messages] == [
         "CONTEXT RESTORATION ...", "IhavereviewedIt".replace("It", "it")]
@@ -161,7 +164,7 @@ def test_tool_rounds_are_capped(rounds: int) -> None:
     call = ToolCall("c", "echo", {})
     scripts = [[ToolCallEvent(call), Done("tool_use")] for _ in range(rounds)]
     tool = Tool(ToolSpec("echo", "", {}), lambda args: "x")
-    turn = _engine(Scripted(*scripts), {"echo": tool}).chat("loop", lambda e: None)
+    turn = run_turn(_engine(Scripted(*scripts), {"echo": tool}).chat("loop"))
     assert turn.error is not None and "tool rounds" in turn.error
 
 
@@ -171,8 +174,8 @@ def test_text_around_a_tool_call_stays_in_separate_paragraphs() -> None:
                         _reply("Found it."))
     tool = Tool(ToolSpec("echo", "echo text", {"type": "object"}), lambda args: "x")
     shown: list[str] = []
-    turn = _engine(provider, {"echo": tool}).chat(
-        "q", lambda e: shown.append(e.text) if isinstance(e, TextDelta) else None)
+    turn = run_turn(_engine(provider, {"echo": tool}).chat("q"),
+                    lambda e: shown.append(e.text) if isinstance(e, TextDelta) else None)
     assert turn.assistant == "Let me look.\n\nFoundit."
     assert "".join(shown) == turn.assistant
 
@@ -180,6 +183,6 @@ def test_text_around_a_tool_call_stays_in_separate_paragraphs() -> None:
 def test_a_partial_answer_cut_by_an_error_is_marked_for_the_model() -> None:
     provider = Scripted([TextDelta("half an "), ServerError("connection lost")])
     engine = _engine(provider)
-    engine.chat("q", lambda e: None)
+    run_turn(engine.chat("q"), lambda e: None)
     last = engine.context.messages[-1].content
     assert last.startswith("half an ") and "[answer cut off:" in last

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 
 from rollchat import store as store_module
 from rollchat.config import load_config
+from rollchat.context import Context
 from rollchat.domain import SessionHeader, Summary, ToolCall, Transcript, Turn, Usage
-from rollchat.engine import Context, Engine
+from rollchat.engine import Engine
 from rollchat.errors import ConfigError, TranscriptError
 from rollchat.providers.base import (
     ChatRequest,
@@ -35,6 +36,7 @@ from rollchat.store import SessionStore
 from rollchat.tools import ARCHIVE_TOOL_NAME
 from rollchat.tools.archive import archive_tool
 from rollchat.transcript import HEAD_MAX_BYTES, TAIL_BYTES, TAIL_MAX_BYTES, parse, render
+from tests.drive import drain
 from tests.e2e import PROMPT, clean_env, run_piped, write_config
 from tests.wire_servers import WireServer, openai_server, text
 
@@ -322,7 +324,7 @@ def test_archive_tool_through_the_engine_stays_in_its_file(tmp_path: Path) -> No
     engine = Engine(_HostileModel(hostile), model="offline", context=Context(system="s"),
                     max_output_tokens=200, temperature=None, retry=RetryPolicy(max_retries=0),
                     tools={ARCHIVE_TOOL_NAME: archive_tool(SessionStore(sessions), "parent")})
-    turn = engine.chat("read the archive", lambda event: None)
+    turn = drain(engine.chat("read the archive")).turn
     assert turn.status == "ok" and turn.assistant == "done"
     assert len(turn.tools) == len(hostile)
     for exchange in turn.tools:

@@ -16,16 +16,17 @@ import pexpect
 import pytest
 from rich.console import Console
 
-from rollchat.app import ChatApp
 from rollchat.config import AgentConfig, Config
+from rollchat.context import Context
 from rollchat.domain import Transcript
-from rollchat.engine import Context, Engine
+from rollchat.engine import Engine
 from rollchat.providers.base import ChatRequest, RetryPolicy, StreamEvent
 from rollchat.providers.offline import OfflineProvider
-from rollchat.render import Renderer
-from rollchat.repl import finish, handle_line
 from rollchat.store import SessionStore
 from rollchat.transcript import parse
+from rollchat.ui.render import Renderer
+from rollchat.ui.repl import finish, handle_line
+from tests.drive import chat_app
 from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
 
 DELAY = 0.03  # seconds between the offline model's words: slow enough to interrupt
@@ -317,7 +318,7 @@ def test_ctrl_c_held_while_the_summary_is_written(tmp_path: Path,
     out = io.StringIO()
     provider = _StoppedSummary()
     store = SessionStore(tmp_path / "sessions")
-    app = ChatApp(config=Config(agents={"assistant": agent}), agent=agent,
+    app = chat_app(config=Config(agents={"assistant": agent}), agent=agent,
                   engine=Engine(provider, model="offline", context=Context(system="s"),
                                 max_output_tokens=500, temperature=None,
                                 retry=RetryPolicy(0, 0.0, 0.0)),
@@ -354,21 +355,21 @@ def test_second_ctrl_c_during_the_local_fallback_keeps_the_summary(
 
     from rich.console import Console
 
-    from rollchat import compaction
-    from rollchat.app import ChatApp
+    from rollchat.compaction import extractive, summarizer
     from rollchat.config import AgentConfig, Config
-    from rollchat.engine import Context, Engine
+    from rollchat.context import Context
+    from rollchat.engine import Engine
     from rollchat.providers.base import RetryPolicy
     from rollchat.providers.offline import OfflineProvider
-    from rollchat.render import Renderer
-    from rollchat.repl import finish, handle_line
     from rollchat.store import SessionStore
     from rollchat.transcript import parse
+    from rollchat.ui.render import Renderer
+    from rollchat.ui.repl import finish, handle_line
 
     agent = AgentConfig(key="assistant", name="Assistant", provider="offline")
     provider = OfflineProvider()
     out = io.StringIO()
-    app = ChatApp(
+    app = chat_app(
         config=Config(agents={"assistant": agent}), agent=agent,
         engine=Engine(provider, model="offline", context=Context(system="s"),
                       max_output_tokens=500, temperature=None, retry=RetryPolicy(0, 0.0, 0.0)),
@@ -381,7 +382,7 @@ def test_second_ctrl_c_during_the_local_fallback_keeps_the_summary(
     def first_ctrl_c(*args: object, **kwargs: object) -> object:
         raise KeyboardInterrupt  # the first Ctrl-C, as the summary call starts
 
-    real = compaction.extractive_summary
+    real = extractive.extractive_summary
     calls = []
 
     def second_ctrl_c(*args: object, **kwargs: object) -> object:
@@ -390,8 +391,8 @@ def test_second_ctrl_c_during_the_local_fallback_keeps_the_summary(
             os.kill(os.getpid(), signal.SIGINT)  # the second, during the local fallback
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(compaction, "build_summary_request", first_ctrl_c)
-    monkeypatch.setattr(compaction, "extractive_summary", second_ctrl_c)
+    monkeypatch.setattr(summarizer, "build_summary_request", first_ctrl_c)
+    monkeypatch.setattr(summarizer, "extractive_summary", second_ctrl_c)
     finish(app)
     [path] = list((tmp_path / "s").glob("*.md"))
     summary = parse(path.read_text()).summary

@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 import pytest
 
 import rollchat.providers.offline as offline
-from rollchat import compaction
-from rollchat.compaction import build_summary_request, parse_summary_reply
+from rollchat.compaction import extractive
+from rollchat.compaction.request import build_summary_request, parse_summary_reply
 from rollchat.domain import Message, Summary, ToolCall, Turn
 from rollchat.providers.base import (
     ChatRequest,
@@ -20,7 +20,7 @@ from rollchat.providers.base import (
     ToolSpec,
     UsageEvent,
 )
-from rollchat.providers.offline import OfflineProvider
+from rollchat.providers.offline import OfflineProvider, phrases
 from rollchat.restore import build_restoration_prompt
 
 ARCHIVE = ToolSpec("session_archive_read", "Read the previous session's transcript.")
@@ -179,7 +179,7 @@ def test_every_line_of_a_chat_reply_is_recognised_as_meta_except_quotes() -> Non
                      "tell me about sharding")
     for t in turns:
         lines = [line for line in t.assistant.splitlines() if line.strip()]
-        assert lines and all(compaction.is_meta_line(line) for line in lines)
+        assert lines and all(phrases.is_meta_line(line) for line in lines)
 
 
 def test_summary_of_an_offline_conversation_has_only_the_users_content() -> None:
@@ -258,9 +258,9 @@ def test_recall_replies_are_meta_lines_and_never_summary_items() -> None:
     turns = converse("We store sessions in Redis with a 30 minute TTL.", "what did I just say?",
                      "what have we talked about?")
     for t in turns[1:]:
-        assert all(compaction.is_meta_line(line) for line in t.assistant.splitlines()
+        assert all(phrases.is_meta_line(line) for line in t.assistant.splitlines()
                    if line.strip())
-    summary = compaction.extractive_summary(turns, parent_summary=None, focus=None,
+    summary = extractive.extractive_summary(turns, parent_summary=None, focus=None,
                                             max_words=200, fallback=False)
     assert summary.topics == ("We store sessions in Redis with a 30 minute TTL",)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rollchat import app as app_module
-from rollchat.compaction import parse_summary_request
+from rollchat import policy as policy_module
+from rollchat.compaction.request import parse_summary_request
 from rollchat.transcript import parse
 from tests.test_autocompact import FakeProvider, build_app, user_message
 
@@ -18,7 +18,7 @@ def _purposes_until_compaction(tmp_path: Path) -> tuple[FakeProvider, list[str],
     provider = FakeProvider()
     built = build_app(tmp_path, provider)
     for i in range(100):
-        built.app.send(user_message(i))
+        built.send(user_message(i))
         if built.compactions:
             break
     assert built.compactions, "no compaction in 100 turns"
@@ -50,7 +50,7 @@ def test_background_summaries_leave_no_summary_call_at_the_threshold(tmp_path: P
 
 def test_without_them_compaction_waits_for_summary_calls(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(app_module, "PRESUMMARY_SHARE", 10.0)  # never starts
+    monkeypatch.setattr(policy_module, "PRESUMMARY_SHARE", 10.0)  # never starts
     _, purposes, last_chat = _purposes_until_compaction(tmp_path)
     first_restore = purposes.index("restore")
     assert "summary" not in purposes[:last_chat]

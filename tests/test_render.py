@@ -7,18 +7,21 @@ import os
 import termios
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-from rollchat.config import SummaryConfig
+from rollchat.config import AgentConfig, Config
+from rollchat.context import Context
 from rollchat.domain import Turn, Usage
-from rollchat.policy import compute_budget
-from rollchat.providers.base import ChatRequest, StreamEvent
+from rollchat.engine import Engine
+from rollchat.providers.base import ChatRequest, RetryPolicy, StreamEvent
 from rollchat.providers.offline import OfflineProvider
-from rollchat.render import MarkdownStream, Renderer, harmless, preview, usage_line
-from rollchat.summarizer import Summarizer
-from rollchat.tokens import TokenCounter, human_tokens
+from rollchat.store import MemoryStore
+from rollchat.tokens import human_tokens
+from rollchat.ui.render import MarkdownStream, Renderer, harmless, preview, usage_line
+from tests.drive import chat_app
 
 
 def _console() -> tuple[Console, io.StringIO]:
@@ -180,20 +183,24 @@ class _Interrupted:
         yield  # pragma: no cover
 
 
-def test_summary_spinner_says_done_only_on_success() -> None:
-    turns = [Turn("query", 1, datetime.now(timezone.utc), "plan the garden beds",
-                  "Raised beds along the south fence.", usage=Usage(5, 7))]
-    budget = compute_budget(200_000, 4_000, 0.8, 1_000)
+def test_summary_spinner_says_done_only_on_success(tmp_path: Path) -> None:
     outputs = []
-    for provider in (OfflineProvider(), _Interrupted()):
+    for summaries in (OfflineProvider(), _Interrupted()):
         console, buf = _console()
-        r = Renderer(console, interactive=True)
-        summarizer = Summarizer(provider, model="m", config=SummaryConfig(), budget=budget,
-                                counter=TokenCounter("gpt-4", allow_download=False), out=r)
-        summarizer.summarize(turns, None, None)
+        agent = AgentConfig(key="a", name="A", provider="offline")
+        engine = Engine(OfflineProvider(), model="offline", context=Context(system="s"),
+                        max_output_tokens=500, temperature=None, retry=RetryPolicy(0, 0.0, 0.0))
+        app = chat_app(renderer=Renderer(console, interactive=True),
+                       config=Config(agents={"a": agent}), agent=agent, engine=engine,
+                       summary_provider=summaries, summary_model="offline",
+                       provider_name="offline", store=MemoryStore(), confirm=lambda q: False,
+                       context_window=200_000)
+        app.send("plan the garden beds")
+        app.compact()
         outputs.append(buf.getvalue())
     assert "Generating session summary... done" in outputs[0]
-    assert "done" not in outputs[1] and "failed" in outputs[1]
+    assert "Generating session summary... done" not in outputs[1]
+    assert "summary failed (interrupted)" in " ".join(outputs[1].split())
 
 
 def test_text_before_a_tool_call_is_shown_before_its_line() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from rollchat.context import Context
 from rollchat.domain import (
     SessionHeader,
     Summary,
@@ -19,8 +20,9 @@ from rollchat.domain import (
     Turn,
     Usage,
 )
-from rollchat.engine import Context, Engine, EngineEvent
+from rollchat.engine import Engine
 from rollchat.errors import ConfigError
+from rollchat.events import Event
 from rollchat.providers.base import RetryPolicy
 from rollchat.providers.offline import ARCHIVE_TOOL, OfflineProvider
 from rollchat.restore import build_restoration_prompt
@@ -28,6 +30,7 @@ from rollchat.store import MemoryStore, SessionStore, Store
 from rollchat.tools import ARCHIVE_TOOL_NAME, Tool
 from rollchat.tools.archive import MAX_LIMIT, archive_tool
 from rollchat.transcript import render
+from tests.drive import drain
 
 T0 = datetime(2026, 11, 22, 14, 30, 0, tzinfo=timezone.utc)
 SID = "assistant_20261122_143000_abcd"
@@ -359,9 +362,9 @@ def test_offline_model_reads_the_parent_through_the_engine(tmp_path: Path) -> No
     engine = Engine(OfflineProvider(), model="offline", context=Context(system="sys"),
                     max_output_tokens=500, temperature=None, retry=RetryPolicy(max_retries=0),
                     tools={ARCHIVE_TOOL_NAME: archive(parent)})
-    events: list[EngineEvent] = []
-    engine.restore(prompt, events.append)
-    turn = engine.chat("What did we say about valkey?", events.append)
+    events: list[Event] = []
+    drain(engine.restore(prompt), events.append)
+    turn = drain(engine.chat("What did we say about valkey?"), events.append).turn
     assert turn.status == "ok" and len(turn.tools) == 1
     call = turn.tools[0].call
     assert call.name == ARCHIVE_TOOL_NAME and call.arguments == {"query": "valkey"}

@@ -20,8 +20,8 @@ from rollchat.errors import ConfigError, RollchatError, StoreError, UsageError
 from rollchat.providers import PROVIDER_CHOICES
 
 if TYPE_CHECKING:  # imported when the chat starts, not for --help or sessions
-    from rollchat.app import ChatApp
     from rollchat.config import ConfigOverrides
+    from rollchat.session import Session
 
 app = typer.Typer(
     add_completion=False,
@@ -136,20 +136,30 @@ def sessions_command(
         return
     from rich.console import Console
 
-    from rollchat.render import Renderer, plain_console
+    from rollchat.ui.render import Renderer, plain_console
 
     console = Console() if sys.stdout.isatty() else plain_console()
     Renderer(console, interactive=False).sessions(listing.sessions, listing.problems)
 
 
-def _warm_up(chat: ChatApp, provider_name: str) -> None:
+def _warm_up(session: Session, provider_name: str) -> None:
     """Once the prompt is up: import the SDK and load the tokenizer in the background."""
     import threading
 
     from rollchat import providers
 
     providers.prefetch_sdks(provider_name)
-    threading.Thread(target=chat.warm_up, name="rollchat-warm-up", daemon=True).start()
+
+    def load() -> None:  # what the first message needs: the tokenizer, the summarizer
+        import importlib
+
+        session.counter.count_text("warm up")
+        for module in ("rich.markdown", "rollchat.compaction.request",
+                       "rollchat.compaction.extractive", "rollchat.restore",
+                       "rollchat.tools.archive"):
+            importlib.import_module(module)
+
+    threading.Thread(target=load, name="rollchat-warm-up", daemon=True).start()
 
 
 def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: str | None,
@@ -158,14 +168,16 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     from rich.console import Console
 
     from rollchat import providers
-    from rollchat.app import ChatApp
     from rollchat.config import load_config
-    from rollchat.engine import Context, Engine
+    from rollchat.context import Context
+    from rollchat.engine import Engine
     from rollchat.providers.base import RetryPolicy
-    from rollchat.render import Renderer, plain_console
-    from rollchat.repl import history_path, run_interactive, run_piped
-    from rollchat.store import SessionStore
+    from rollchat.session import Session
+    from rollchat.store import MemoryStore, SessionStore, Store
     from rollchat.tokens import context_window
+    from rollchat.ui.app import ChatApp
+    from rollchat.ui.render import Renderer, plain_console
+    from rollchat.ui.repl import history_path, run_interactive, run_piped
 
     env = dict(os.environ)
     cfg = load_config(config_path=config_path, env=env, cwd=Path.cwd(), overrides=overrides)
@@ -181,13 +193,12 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     console = Console() if interactive else plain_console()
     renderer = Renderer(console, interactive=interactive)
-    store = SessionStore(cfg.session.dir) if cfg.session.auto_save else None
+    store: Store = SessionStore(cfg.session.dir) if cfg.session.auto_save else MemoryStore()
     store_problem = None
-    if store is not None:
-        try:
-            store.ensure()
-        except StoreError as exc:  # e.g. a read-only directory: the chat goes on in memory
-            store_problem = str(exc)
+    try:
+        store.ensure()
+    except StoreError as exc:  # e.g. a read-only directory: the chat goes on in memory
+        store_problem = str(exc)
     retry = cfg.retry
     engine = Engine(
         provider, model=model, context=Context(system=agent.system_prompt),
@@ -206,24 +217,25 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
 
         return bool(pt_confirm(question.replace(" (y/n) ", "")))
 
-    chat = ChatApp(
+    session = Session(
         config=cfg, agent=agent, engine=engine, summary_provider=summary_provider,
         summary_model=summary_agent.model or model, provider_name=name, store=store,
-        renderer=renderer, confirm=confirm,
+        confirm=confirm,
         context_window=context_window(model, cfg.context_window_override(model)),
     )
+    chat = ChatApp(session, renderer)
     renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
-                    where=str(cfg.session.dir) if store else "memory only (--no-save)",
-                    server=agent.base_url)
-    chat.notices()
+                    where=store.location, server=agent.base_url)
+    for warning in session.warnings():
+        renderer.warn(warning)
     if store_problem is not None:
         renderer.warn(f"{store_problem}: the chat goes on in memory; nothing is saved")
-        chat.state.save_failed = True
+        session.state.save_failed = True
     if resume is not None:
         chat.resume(resume)
     if interactive:
         run_interactive(chat, history_file=history_path(cfg.ui.history_file),
-                        on_first_prompt=lambda: _warm_up(chat, name))
+                        on_first_prompt=lambda: _warm_up(session, name))
     else:
         run_piped(chat, sys.stdin)
     return 0

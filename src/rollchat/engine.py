@@ -1,24 +1,28 @@
 """One model turn: build the request from the working context, stream it, run tools, record.
 
-No terminal and no disk: output goes to an ``on_event`` callback, the result is a ``Turn``.
+No terminal and no disk: ``chat`` and ``restore`` are generators that yield events as they
+happen and return an ``Answer`` (the finished turn, and the provider error if one ended it).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from rollchat.context import Context
 from rollchat.domain import Message, ToolCall, ToolExchange, Turn, TurnKind, TurnStatus, Usage
-from rollchat.hygiene import KEEP_TOOL_RESULTS, clean, repair, stub
+from rollchat.events import Event, Retrying, ToolFinished, ToolStarted
+from rollchat.hygiene import repair
 from rollchat.providers.base import (
     ChatRequest,
     Done,
     Provider,
     ProviderError,
     Purpose,
+    RetryNotice,
     RetryPolicy,
     TextDelta,
     ToolCallEvent,
@@ -33,86 +37,25 @@ MAX_TOOL_ROUNDS = 8
 
 
 @dataclass(frozen=True)
-class Retrying:
-    attempt: int
-    wait: float
-    error: str
-
-
-@dataclass(frozen=True)
-class ToolStarted:
-    call: ToolCall
-
-
-@dataclass(frozen=True)
-class ToolFinished:
-    call: ToolCall
-    result: str
-
-
-EngineEvent = TextDelta | Retrying | ToolStarted | ToolFinished
-
-
-@dataclass
-class Context:
-    """The model's working context: system prompt and messages, plus the size baseline.
-
-    ``prefix_len`` leading messages are the stable prefix (a restored summary exchange).
-    ``last_prompt_tokens`` is the prompt size the provider reported for the last call and
-    ``added_since`` the messages appended after that call (issue: estimate = report + count).
-    """
-
-    system: str
-    messages: list[Message] = field(default_factory=list)
-    prefix_len: int = 0
-    last_prompt_tokens: int | None = None
-    added_since: list[Message] = field(default_factory=list)
-    open_tools: list[int] = field(default_factory=list)  # tool results not yet stubbed
-
-    def append(self, message: Message, *, counted: bool = False) -> None:
-        """Add a message; ``counted``: it was part of the prompt the last report covers.
-
-        Hygiene is kept incrementally, so the cost per call does not grow with the history:
-        once a tool result is older than the last KEEP_TOOL_RESULTS it is stubbed here.
-        """
-        self.messages.append(message)
-        if message.role == "tool":
-            self.open_tools.append(len(self.messages) - 1)
-            while len(self.open_tools) > KEEP_TOOL_RESULTS:
-                i = self.open_tools.pop(0)
-                self.messages[i] = stub(self.messages[i])
-        if not counted:
-            self.added_since.append(message)
-
-    def reset(self, messages: Sequence[Message], prefix_len: int) -> None:
-        """Replace the working context (after compact or resume); forget the baseline."""
-        self.messages = clean(messages)
-        self.open_tools = [i for i, m in enumerate(self.messages)
-                           if m.role == "tool" and m != stub(m)][-KEEP_TOOL_RESULTS:]
-        self.prefix_len = prefix_len
-        self.last_prompt_tokens = None
-        self.added_since = list(self.messages)
-
-    def request_messages(self, in_flight: Sequence[Message]) -> list[Message]:
-        """The context plus the messages of the call in flight, with the hygiene rules
-        applied: in-flight messages repaired, only the last KEEP_TOOL_RESULTS results whole."""
-        flight = repair(in_flight)
-        out = [*self.messages, *flight]
-        flight_tools = [len(self.messages) + i for i, m in enumerate(flight) if m.role == "tool"]
-        tools = [*self.open_tools, *flight_tools]
-        for i in tools[: max(len(tools) - KEEP_TOOL_RESULTS, 0)]:
-            out[i] = stub(out[i])
-        return out
-
-
-@dataclass(frozen=True)
 class CallResult:
     text: str
     usage: Usage
     status: TurnStatus
-    error: str | None
+    error: ProviderError | None
+    note: str | None
     tools: tuple[ToolExchange, ...]
     elapsed: float
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A finished turn and, when the provider failed, its error (to choose what to do)."""
+
+    turn: Turn
+    error: ProviderError | None = None
+
+
+Stream = Generator[Event, None, Answer]
 
 
 class Engine:
@@ -132,6 +75,7 @@ class Engine:
         sleep: Callable[[float], None] = time.sleep,
         # tokens a new tool result may take, given the messages of the call in flight
         tool_result_limit: Callable[[Sequence[Message]], int] | None = None,
+        count: Callable[[str], int] | None = None,
     ) -> None:
         self.provider = provider
         self.model = model
@@ -143,7 +87,7 @@ class Engine:
         self.clock = clock
         self.sleep = sleep
         self.tool_result_limit = tool_result_limit
-        self.last_error: ProviderError | None = None
+        self.count = count  # the token counter the budget is measured with
         self._reported = False
 
     def request(self, messages: Sequence[Message], purpose: Purpose = "chat") -> ChatRequest:
@@ -158,15 +102,15 @@ class Engine:
             cache_prefix_messages=self.context.prefix_len,
         )
 
-    def chat(self, text: str, on_event: Callable[[EngineEvent], None]) -> Turn:
-        """Send the user's ``text`` in the working context and return the finished turn.
+    def chat(self, text: str) -> Stream:
+        """Send the user's ``text`` in the working context; yields events, returns the answer.
 
         The user message joins the context only when the model answered (fully or partly):
         an unanswered message stays in the transcript, to be sent again by the user.
         """
         started = self.clock()
         user = Message("user", text)
-        result = self._call([user], on_event, "chat")
+        result = yield from self._call([user], "chat")
         if result.status != "unanswered":
             # What the last usage report covered is not counted again in the next estimate.
             self.context.append(user, counted=self._reported)
@@ -174,20 +118,20 @@ class Engine:
                 self.context.append(message, counted=self._reported)
             content = result.text
             note = {"interrupted": INTERRUPTED_NOTE,
-                    "error": f"[answer cut off: {result.error}]"}.get(result.status)
+                    "error": f"[answer cut off: {result.note}]"}.get(result.status)
             if note:  # the model must not take a partial answer for a whole one
                 content = f"{content}\n\n{note}" if content else note
             self.context.append(Message("assistant", content))
-        return self._turn("query", started, text, result)
+        return Answer(self._turn("query", started, text, result), result.error)
 
-    def restore(self, prompt: str, on_event: Callable[[EngineEvent], None]) -> Turn:
+    def restore(self, prompt: str) -> Stream:
         """Send a restoration prompt in a fresh context; the exchange becomes the prefix."""
         started = self.clock()
         user = Message("user", prompt)
-        result = self._call([user], on_event, "restore")
-        ack = result.text or "(no acknowledgment: " + (result.error or "interrupted") + ")"
+        result = yield from self._call([user], "restore")
+        ack = result.text or "(no acknowledgment: " + (result.note or "interrupted") + ")"
         self.context.reset([user, Message("assistant", ack)], prefix_len=2)
-        return self._turn("restored", started, "", result)
+        return Answer(self._turn("restored", started, "", result), result.error)
 
     def _turn(self, kind: TurnKind, started: datetime, user: str, result: CallResult) -> Turn:
         return Turn(
@@ -200,15 +144,11 @@ class Engine:
             elapsed=round(result.elapsed, 1),
             usage=result.usage,
             tools=result.tools,
-            error=result.error,
+            error=result.note,
         )
 
-    def _call(
-        self,
-        in_flight: list[Message],
-        on_event: Callable[[EngineEvent], None],
-        purpose: Purpose,
-    ) -> CallResult:
+    def _call(self, in_flight: list[Message], purpose: Purpose,
+              ) -> Generator[Event, None, CallResult]:
         """One exchange: the call, then tool rounds. ``in_flight`` grows with the tool calls
         and results; chat calls send it after the working context, restore calls alone."""
         t0 = time.monotonic()
@@ -216,82 +156,67 @@ class Engine:
         usage = Usage()
         tools: list[ToolExchange] = []
         status: TurnStatus = "ok"
-        error: str | None = None
-        self.last_error = None
+        note: str | None = None
+        error: ProviderError | None = None
         self._reported = False
         try:
             for round_number in range(MAX_TOOL_ROUNDS + 1):
                 if round_number and "".join(text).strip():
                     text.append(ROUND_SEPARATOR)  # the text before a tool call stays its own
-                    on_event(TextDelta(ROUND_SEPARATOR))  # paragraph, on screen and on disk
+                    yield TextDelta(ROUND_SEPARATOR)  # paragraph, on screen and on disk
                 mark = len(text)
                 messages = (self.context.request_messages(in_flight) if purpose == "chat"
                             else repair(in_flight))
-                calls, round_usage = self._stream_once(messages, on_event, purpose, text)
+                calls, round_usage = yield from self._stream_once(messages, purpose, text)
                 usage = usage + round_usage
                 if not calls:
                     break
                 round_text = "".join(text[mark:])
                 in_flight.append(Message("assistant", round_text, tool_calls=tuple(calls)))
                 for call in calls:
-                    exchange = self._run_tool(call, on_event, in_flight)
-                    tools.append(exchange)
-                    in_flight.extend(_tool_messages([exchange])[1:])
+                    yield ToolStarted(call)
+                    exchange = self._run_tool(call, in_flight)
+                    tools.append(exchange)  # recorded before it is shown: a Ctrl-C while
+                    in_flight.extend(_tool_messages([exchange])[1:])  # it is drawn keeps it
+                    yield ToolFinished(call, exchange.result)
             else:
-                error = f"stopped after {MAX_TOOL_ROUNDS} tool rounds"
+                note = f"stopped after {MAX_TOOL_ROUNDS} tool rounds"
         except KeyboardInterrupt:
             status = "interrupted"
         except ProviderError as exc:
-            self.last_error = exc
-            error = exc.one_line()
+            error = exc
+            note = exc.one_line()
             status = "error" if "".join(text) or tools else "unanswered"
-        return CallResult("".join(text), usage, status, error, tuple(tools), time.monotonic() - t0)
+        return CallResult("".join(text), usage, status, error, note, tuple(tools),
+                          time.monotonic() - t0)
 
-    def _stream_once(
-        self,
-        messages: Sequence[Message],
-        on_event: Callable[[EngineEvent], None],
-        purpose: Purpose,
-        text: list[str],
-    ) -> tuple[list[ToolCall], Usage]:
+    def _stream_once(self, messages: Sequence[Message], purpose: Purpose, text: list[str],
+                     ) -> Generator[Event, None, tuple[list[ToolCall], Usage]]:
         """One model call. Text deltas go into ``text`` as they arrive, so an interruption or
-        an error mid-stream keeps what was received."""
+        an error mid-stream keeps what was received. Retries are announced as they happen."""
         request = self.request(messages, purpose)
         calls: list[ToolCall] = []
         usage = Usage()
-
-        def retrying(attempt: int, wait: float, err: ProviderError) -> None:
-            on_event(Retrying(attempt, wait, err.one_line()))
-
-        events = stream_with_retries(
-            self.provider, request, self.retry, sleep=self.sleep, on_retry=retrying
-        )
+        events = stream_with_retries(self.provider, request, self.retry, sleep=self.sleep,
+                                     announce=True)
         for event in events:
-            if isinstance(event, TextDelta):
+            if isinstance(event, RetryNotice):
+                yield Retrying(event.attempt, event.wait, event.error.one_line())
+            elif isinstance(event, TextDelta):
                 text.append(event.text)
-                on_event(event)
+                yield event
             elif isinstance(event, ToolCallEvent):
                 calls.append(event.call)
             elif isinstance(event, UsageEvent):
                 usage = usage + event.usage
-                self.context.last_prompt_tokens = event.usage.input_tokens
-                self.context.added_since = []
+                self.context.reported(event.usage.input_tokens)
                 self._reported = True
+                yield event
             elif isinstance(event, Done):
                 break
         return calls, usage
 
-    def _fit(self, result: str, messages: Sequence[Message]) -> str:
-        assert self.tool_result_limit is not None
-        from rollchat.hygiene import fit_tool_result
-        from rollchat.tokens import TokenCounter
-
-        count = TokenCounter(self.model).count_text  # the counter the budget is measured with
-        return fit_tool_result(result, self.tool_result_limit(messages), count)
-
-    def _run_tool(self, call: ToolCall, on_event: Callable[[EngineEvent], None],
-                  messages: Sequence[Message]) -> ToolExchange:
-        on_event(ToolStarted(call))
+    def _run_tool(self, call: ToolCall, messages: Sequence[Message]) -> ToolExchange:
         tool = self.tools.get(call.name)
         if tool is None:
             result = f"error: unknown tool {call.name!r}"
@@ -302,8 +227,31 @@ class Engine:
                 result = f"error: {exc}"
         if self.tool_result_limit is not None:
             result = self._fit(result, messages)
-        on_event(ToolFinished(call, result))
         return ToolExchange(call, result)
+
+    def _fit(self, result: str, messages: Sequence[Message]) -> str:
+        assert self.tool_result_limit is not None
+        from rollchat.hygiene import fit_tool_result
+
+        count = self.count
+        if count is None:
+            from rollchat.tokens import TokenCounter
+
+            count = TokenCounter(self.model).count_text
+        return fit_tool_result(result, self.tool_result_limit(messages), count)
+
+
+def quietly(flow: Stream) -> Stream:
+    """A flow whose answer is not shown (the restoration of an automatic compaction): only
+    its retry notices reach the caller, so a wait is never silent; its result is kept."""
+    while True:
+        try:
+            event = next(flow)
+        except StopIteration as stop:
+            answer: Answer = stop.value
+            return answer
+        if isinstance(event, Retrying):
+            yield event
 
 
 def _tool_messages(tools: Sequence[ToolExchange]) -> list[Message]:

@@ -1,16 +1,22 @@
-"""When to compact automatically: the budget and the guards, as data and pure predicates.
+"""Every automatic-compaction decision in one pure function: ``plan(situation) -> Plan``.
 
-No clock, no environment: the caller passes the estimate and the state.
+Trigger, guards, how many turns are kept verbatim, the summary's share of the budget and when
+background pre-summaries start. No clock, no environment: the caller passes the figures.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 MIN_SAVING = 0.10  # skip a compaction that would save less than 10% of the prompt
 MAX_FAILURES = 3  # after this many failed compactions in a row, warn and carry on
 COOLDOWN_CALLS = 1  # model calls after a compaction before the next one may start
 MIN_GROWTH = 0.25  # share of the budget the prompt must grow by before compacting again
+PRESUMMARY_SHARE = 0.7  # start the summary in the background past this share of the budget
+POST_COMPACTION_SHARE = 0.5  # a compaction keeps fewer turns rather than leave more than this
+SUMMARY_SHARE = 1 / 3  # a summary takes at most this share of the budget
+RESTORATION_TOKENS = 400  # the restoration prompt's text and the acknowledgment, roughly
 
 
 @dataclass(frozen=True)
@@ -52,50 +58,107 @@ class PolicyState:
 
 
 @dataclass(frozen=True)
-class Decision:
+class Situation:
+    """Everything ``plan`` looks at, measured by the caller before a model call.
+
+    ``estimate``: the next prompt with the pending message. ``fixed_after``: what a compacted
+    context holds besides the kept turns (system prompt, summary, restoration exchange).
+    ``tail``: sizes of the last turns that could be kept verbatim, oldest first. ``refused``:
+    the provider just answered that the context is too long (compact whatever the guards say).
+    """
+
+    estimate: int
+    budget: Budget
+    state: PolicyState
+    fixed_after: int
+    pending: int = 0
+    tail: Sequence[int] = ()
+    keep_turns: int = 2
+    enabled: bool = True
+    every_turns: int = 0
+    has_turns: bool = True
+    refused: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to do before the next model call, and why (or why not)."""
+
     compact: bool
     reason: str
+    keep_turns: int = 0  # turns carried verbatim into the new session
+    summary_tokens: int = 0  # the most the summary may take
+    expected_after: int = 0  # the prompt right after compacting
+    presummarize: bool = False  # summarize the turns so far in the background
 
 
-def should_compact(
-    estimate: int,
-    budget: Budget,
-    state: PolicyState,
-    *,
-    enabled: bool = True,
-    every_turns: int = 0,
-    expected_after: int = 0,
-) -> Decision:
-    """Whether to compact before the next model call, and why (or why not).
+def kept_turns(tail: Sequence[int], keep: int, base: int, budget: Budget) -> int:
+    """How many of the last turns to keep verbatim: ``keep``, fewer when the prompt right after
+    the compaction (``base`` + kept turns) would take more than POST_COMPACTION_SHARE of the
+    budget (a compaction must leave real room, or the next turn compacts again)."""
+    keep = min(keep, len(tail))
+    while keep > 0 and base + sum(tail[len(tail) - keep:]) > budget.tokens * POST_COMPACTION_SHARE:
+        keep -= 1
+    return max(keep, 0)
 
-    ``expected_after`` is the estimated prompt size right after compacting (system prompt,
-    summary, kept tail); a compaction that would not shrink the prompt by MIN_SAVING is
-    skipped, so it can never loop even if the summary comes back longer than what it replaces
-    (unless the prompt could not be sent at all: then it is tried, once per cooldown). Nor
-    does it compact again before the prompt has grown by MIN_GROWTH of the budget since the
-    last compaction, so a large kept tail cannot make it compact at every turn. The periodic
-    trigger (``every_turns``) is not subject to these: its counter resets.
+
+def plan(s: Situation) -> Plan:
+    """Whether to compact before the next model call, what is kept, and why.
+
+    A compaction that would not shrink the prompt by MIN_SAVING is skipped, so it can never
+    loop even if the summary comes back longer than what it replaces (unless the prompt could
+    not be sent at all: then it is tried, once per cooldown). Nor does it compact again before
+    the prompt has grown by MIN_GROWTH of the budget since the last compaction. The periodic
+    trigger (``every_turns``) is not subject to these: its counter resets. From
+    PRESUMMARY_SHARE of the budget on, the summary is prepared in the background.
     """
-    if not enabled:
-        return Decision(False, "automatic compaction is off")
+    budget, state = s.budget, s.state
+    keep = kept_turns(s.tail, s.keep_turns, s.fixed_after + s.pending, budget)
+    expected = s.fixed_after + s.pending + sum(s.tail[len(s.tail) - keep:]) if keep else (
+        s.fixed_after + s.pending)
+    summary_tokens = int(budget.tokens * SUMMARY_SHARE)
+
+    def go(reason: str) -> Plan:
+        return Plan(True, reason, keep, summary_tokens, expected)
+
+    def stop(reason: str) -> Plan:
+        early = s.enabled and s.has_turns and s.estimate >= PRESUMMARY_SHARE * budget.tokens
+        return Plan(False, reason, keep, summary_tokens, expected, presummarize=early)
+
+    if not s.enabled:
+        return Plan(False, "automatic compaction is off")
+    if not s.has_turns:
+        return Plan(False, "nothing to compact yet")
     if state.tool_call_pending:
-        return Decision(False, "a tool call is waiting for its result")
+        return stop("a tool call is waiting for its result")
+    if s.refused:
+        return go("the provider said the context is too long")
     if state.consecutive_failures >= MAX_FAILURES:
-        return Decision(False, f"{MAX_FAILURES} compactions failed in a row")
-    over = estimate > budget.tokens
-    periodic = every_turns > 0 and state.turns_since_compaction >= every_turns
+        return stop(f"{MAX_FAILURES} compactions failed in a row")
+    over = s.estimate > budget.tokens
+    periodic = s.every_turns > 0 and state.turns_since_compaction >= s.every_turns
     if not (over or periodic):
-        return Decision(False, "within budget")
+        return stop("within budget")
     if state.calls_since_compaction < COOLDOWN_CALLS:
-        return Decision(False, "cooling down after the last compaction")
-    must_fit = estimate > budget.window - budget.max_output_tokens
-    small_saving = estimate <= 0 or (estimate - expected_after) / estimate < MIN_SAVING
+        return stop("cooling down after the last compaction")
+    must_fit = s.estimate > budget.window - budget.max_output_tokens
+    small_saving = s.estimate <= 0 or (s.estimate - expected) / s.estimate < MIN_SAVING
     if over and not must_fit and small_saving:
-        return Decision(False, "compacting would save less than 10%")
-    grown = estimate - state.tokens_after_compaction
+        return stop("compacting would save less than 10%")
+    grown = s.estimate - state.tokens_after_compaction
     if over and not must_fit and grown < MIN_GROWTH * budget.tokens:
-        return Decision(False, "too little new since the last compaction")
+        return stop("too little new since the last compaction")
     if over:
-        return Decision(True, f"context {estimate / budget.window:.0%} of "
-                              f"{budget.window:,} tokens")
-    return Decision(True, f"every {every_turns} turns")
+        return go(f"context {s.estimate / budget.window:.0%} of {budget.window:,} tokens")
+    return go(f"every {s.every_turns} turns")
+
+
+def too_big(size: int, budget: Budget, model: str) -> str | None:
+    """Why a message of ``size`` tokens (with the system prompt and tools) cannot be sent at
+    all, or None: alone it overflows the window, so no compaction can help."""
+    room = budget.window - budget.max_output_tokens
+    if size <= room:
+        return None
+    return (f"message too long: about {size:,} tokens, and {model}'s window is "
+            f"{budget.window:,} ({room:,} usable with {budget.max_output_tokens:,} kept for the "
+            "answer); it was not sent")

@@ -163,6 +163,15 @@ class RetryPolicy:
         return float(min(self.base_delay * (2 ** (attempt - 1)), self.max_delay))
 
 
+@dataclass(frozen=True)
+class RetryNotice:
+    """Yielded by ``stream_with_retries(announce=True)`` before it waits to try again."""
+
+    attempt: int
+    wait: float
+    error: ProviderError
+
+
 def stream_with_retries(
     provider: Provider,
     request: ChatRequest,
@@ -170,11 +179,13 @@ def stream_with_retries(
     *,
     sleep: Callable[[float], None] = time.sleep,
     on_retry: Callable[[int, float, ProviderError], None] | None = None,
-) -> Iterator[StreamEvent]:
+    announce: bool = False,
+) -> Iterator[StreamEvent | RetryNotice]:
     """Stream ``request``, retrying retryable errors that happen before any event arrived.
 
     Once an event has been yielded the answer is partly shown, so a later failure is raised
-    to the caller (which keeps the partial text) instead of being retried.
+    to the caller (which keeps the partial text) instead of being retried. ``announce``: a
+    RetryNotice is yielded before each wait, so the caller can say so while it waits.
     """
     attempt = 0
     while True:
@@ -191,4 +202,6 @@ def stream_with_retries(
             wait = policy.delay(attempt, error)
             if on_retry is not None:
                 on_retry(attempt, wait, error)
+            if announce:
+                yield RetryNotice(attempt, wait, error)
             sleep(wait)

@@ -12,7 +12,8 @@ import time
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 
-from rollchat import compaction
+from rollchat.compaction import extractive
+from rollchat.compaction import request as summary_request
 from rollchat.domain import Message, Summary, ToolCall, Turn, Usage
 from rollchat.providers import OFFLINE
 from rollchat.providers.base import (
@@ -23,6 +24,7 @@ from rollchat.providers.base import (
     ToolCallEvent,
     UsageEvent,
 )
+from rollchat.providers.offline import phrases
 from rollchat.tokens import TokenCounter
 from rollchat.tools import ARCHIVE_TOOL_NAME as ARCHIVE_TOOL
 from rollchat.transcript import SUMMARY_START, parse_summary_body, render_summary_block
@@ -89,7 +91,7 @@ def _best_line(text: str, words: Sequence[str]) -> str | None:
 
 def _summary_in(text: str) -> Summary | None:
     try:
-        return parse_summary_body(compaction.extract_block(text))
+        return parse_summary_body(summary_request.extract_block(text))
     except Exception:  # no block, or not a well-formed one
         return None
 
@@ -139,8 +141,8 @@ class OfflineProvider:
     # ------------------------------------------------------------ summary and restore
 
     def _summary(self, request: ChatRequest) -> str:
-        data = compaction.parse_summary_request(request)
-        summary = compaction.extractive_summary(
+        data = summary_request.parse_summary_request(request)
+        summary = extractive.extractive_summary(
             data.turns, parent_summary=data.parent_summary, focus=data.focus,
             max_words=data.max_words, fallback=False,
         )
@@ -164,7 +166,7 @@ class OfflineProvider:
         last = users[-1]
         if messages[-1].role == "tool":
             return _answer_from_tool(messages[-1].content, messages[last].content), None
-        latest = compaction.plain_text(messages[last].content)
+        latest = phrases.plain_text(messages[last].content)
         recall = _recall_answer(messages[:last], latest)
         if recall is not None:
             return f"{recall}\n\n{OFFLINE_NOTE}", None
@@ -191,13 +193,13 @@ def _recall_answer(history: Sequence[Message], latest: str) -> str | None:
     """The answer to a question about the conversation itself: what the user just said, or
     what we have talked about so far; None for any other message (a question about a subject,
     "what did I say about X?", is answered by quoting, in ``_chat``)."""
-    if not compaction.is_recall_question(latest) or salient_words(latest):
+    if not phrases.is_recall_question(latest) or salient_words(latest):
         return None
     users = [m for m in history if m.role == "user" and not _is_restoration(m)]
     if _JUST_SAID.search(latest) and not _OVERVIEW.search(latest):
         if not users:
             return "You haven't said anything before this in our conversation."
-        said = " ".join(compaction.plain_text(users[-1].content).split())
+        said = " ".join(phrases.plain_text(users[-1].content).split())
         return f'You just said: "{_first_sentence(said, 300) if said else users[-1].content}"'
     return _overview(history)
 
@@ -219,7 +221,7 @@ def _history_turns(history: Sequence[Message]) -> list[Turn]:
 def _overview(history: Sequence[Message]) -> str:
     """The topics (and decisions) so far, from the extractive summarizer, oldest first, and
     those of a restored previous session."""
-    summary = compaction.extractive_summary(_history_turns(history), parent_summary=None,
+    summary = extractive.extractive_summary(_history_turns(history), parent_summary=None,
                                             focus=None, max_words=200, fallback=False)
     topics = "; ".join(t.rstrip(".!?;") for t in reversed(summary.topics))
     lines = [f"So far we've talked about: {topics}." if topics
@@ -236,7 +238,7 @@ def _overview(history: Sequence[Message]) -> str:
 def _listed(items: Sequence[str], count: int) -> str:
     """Up to ``count`` real items, without labels, noise or end punctuation, "; "-joined."""
     real = [re.sub(r"^(?:Last request|Unanswered):\s*", "", i).rstrip(".!?;") for i in items]
-    return "; ".join([i for i in real if i.lower() != "none" and not compaction.is_noise(i)]
+    return "; ".join([i for i in real if i.lower() != "none" and not phrases.is_noise(i)]
                      [:count])
 
 
@@ -264,7 +266,7 @@ def _recall(history: Sequence[Message], words: Sequence[str]) -> list[str]:
                 text = message.content
                 if role == "assistant":
                     lines = text.splitlines()
-                    text = "\n".join(line for line in lines if not compaction.is_meta_line(line))
+                    text = "\n".join(line for line in lines if not phrases.is_meta_line(line))
                 line = _best_line(text, words)
                 if line and len(quotes) < 2:
                     quotes.append(f'Earlier {who}: "{line}"')
@@ -290,7 +292,7 @@ def _listing(words: Sequence[str]) -> str:
 def _compose(latest: str, words: Sequence[str], found: Sequence[str]) -> str:
     """A reply: what the message was about (a request) or a restatement (a statement), the
     earlier messages it connects to, and the one-line offline note."""
-    request = compaction.is_request(latest)
+    request = phrases.is_request(latest)
     if request:
         parts = [f"You asked about {_listing(words)}." if words
                  else "You asked something I can't pick out offline."]

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rollchat.errors import UsageError
+from rollchat.text import plural
 from rollchat.tokens import human_tokens
 
 if TYPE_CHECKING:
-    from rollchat.app import ChatApp
+    from rollchat.ui.app import ChatApp
 
 _REF = re.compile(r"^\S+$")  # one word: "resume ../x" is rejected, never sent to the model
 
@@ -51,20 +52,22 @@ def _help(app: ChatApp, arg: str) -> bool:
 
 
 def _context(app: ChatApp, arg: str) -> bool:
-    ctx = app.engine.context
-    budget = app.budget
+    session = app.session
+    ctx = session.engine.context
+    budget = session.budget
     window = budget.window
     last = ctx.last_prompt_tokens
-    estimate = app.estimate()
+    estimate = session.estimate()
+    state = session.state
     lines = [
-        f"Model: {app.engine.model} (context window {window:,} tokens)",
+        f"Model: {session.model} (context window {window:,} tokens)",
         f"Budget: {budget.tokens:,} tokens before automatic compaction "
-        f"({'on' if app.config.session.auto_compact else 'off'}); "
+        f"({'on' if session.config.session.auto_compact else 'off'}); "
         f"{budget.max_output_tokens:,} reserved for the answer",
         f"Next prompt (estimate): {estimate:,} tokens ({estimate / window:.0%} of the window, "
-        f"{estimate / budget.tokens:.0%} of the budget; counted with {app.counter.method})",
-        f"Session: {app.queries_text(app.state.queries)}, {app.state.tokens:,} tokens"
-        + (f", restoration {app.state.restoration_tokens:,}" if app.state.restored else ""),
+        f"{estimate / budget.tokens:.0%} of the budget; counted with {session.counter.method})",
+        f"Session: {plural(state.queries, 'query')}, {state.tokens:,} tokens"
+        + (f", restoration {state.restoration_tokens:,}" if state.restored else ""),
         f"Working context: {len(ctx.messages)} messages",
     ]
     if last is None:
@@ -83,10 +86,10 @@ def _compact(app: ChatApp, arg: str) -> bool:
 
 
 def _sessions(app: ChatApp, arg: str) -> bool:
-    infos, problems = app.list_sessions()
+    infos, problems = app.session.list_sessions()
     if infos or problems:
         app.out.sessions(infos, problems)
-    current = app.state.session_id
+    current = app.session.state.session_id
     if current:
         app.out.dim(f"The current session, {current}, is not listed." if infos or problems
                     else f"No other saved sessions (the current one is {current}).")

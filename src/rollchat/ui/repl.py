@@ -10,16 +10,16 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rollchat import commands
 from rollchat.errors import RollchatError
 from rollchat.text import plural
 from rollchat.tokens import human_tokens
+from rollchat.ui import commands
 
 if TYPE_CHECKING:
     from prompt_toolkit.input import Input
     from prompt_toolkit.output import Output
 
-    from rollchat.app import ChatApp
+    from rollchat.ui.app import ChatApp
 
 
 def handle_line(app: ChatApp, line: str) -> bool:
@@ -76,16 +76,17 @@ def run_piped(app: ChatApp, lines: Iterable[str]) -> None:
 def toolbar_text(app: ChatApp) -> str:
     """Context use first (it matters most and survives a narrow terminal), then the rest.
     Before any usage report (start, after compact or resume) the figure is the estimate."""
-    window = app.budget.window
-    used = app.engine.context.last_prompt_tokens
+    session = app.session
+    window = session.budget.window
+    used = session.engine.context.last_prompt_tokens
     approx = "" if used is not None else "~"
     if used is None:  # (no count before the first message: the tokenizer loads after the prompt)
-        used = app.estimate() if app.engine.context.messages else 0
-    queries = app.state.queries
-    sid = app.state.session_id or "new session"
+        used = session.estimate() if session.engine.context.messages else 0
+    queries = session.state.queries
+    sid = session.state.session_id or "new session"
     return (f" context {approx}{human_tokens(used)}/{human_tokens(window)} "
             f"({used / window:.0%}) · {plural(queries, 'query')} · "
-            f"{app.agent.name} · {app.engine.model} · {sid} ")
+            f"{session.agent.name} · {session.model} · {sid} ")
 
 
 def history_path(configured: Path | None) -> Path:

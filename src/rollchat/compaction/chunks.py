@@ -1,55 +1,15 @@
-"""Helpers of automatic compaction: the prompt estimate, the kept tail, chunked summaries.
-
-Pure functions; the flow itself (summarize, finalize, child session) lives in ``app``.
-"""
+"""Sessions too large for one summary request: turns sized, cut and grouped into chunks, and
+the chunks' summaries merged back into one."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from rollchat.domain import Message, Summary, Turn, Usage
-from rollchat.engine import Context
-from rollchat.providers.base import ToolSpec
+from rollchat.domain import Summary, Turn
 from rollchat.tokens import TokenCounter
 
-CARRIED_PREFIX = "Carried over verbatim from "
 TURN_OVERHEAD_TOKENS = 12
-
-
-def estimate_prompt(counter: TokenCounter, context: Context, pending: Sequence[Message],
-                    tools: Sequence[ToolSpec] = ()) -> int:
-    """The size of the next prompt: the provider's last report plus a local count of what was
-    added since; with no report (first call, after resume or compaction) a full local count."""
-    if context.last_prompt_tokens is None:
-        return counter.count_messages(context.system, [*context.messages, *pending], tools)
-    added = [*context.added_since, *pending]
-    return context.last_prompt_tokens + sum(counter.count_message(m) for m in added)
-
-
-def tail_start(messages: Sequence[Message], prefix_len: int, keep_turns: int) -> int:
-    """Where the last ``keep_turns`` turns begin: the ``keep_turns``-th last user message after
-    the prefix (``len(messages)`` to keep nothing). Scans from the end, so the cost depends on
-    the tail, not on the length of the history; a turn's tool calls and results stay together."""
-    cut, seen = len(messages), 0
-    if keep_turns <= 0:
-        return cut
-    for i in range(len(messages) - 1, prefix_len - 1, -1):
-        if messages[i].role == "user":
-            cut, seen = i, seen + 1
-            if seen == keep_turns:
-                break
-    return cut
-
-
-def carried_turns(turns: Sequence[Turn], count: int, parent_id: str) -> list[Turn]:
-    """The last ``count`` answered queries, to be recorded again in the child session (with
-    zero tokens: they were paid for, and are counted, in the parent)."""
-    answered = [t for t in turns if t.kind != "restored" and t.status != "unanswered"]
-    kept = answered[-count:] if count > 0 else []
-    return [replace(t, kind="carried", number=i + 1, usage=Usage(),
-                    context=f"{CARRIED_PREFIX}{parent_id}")
-            for i, t in enumerate(kept)]
 
 
 def turn_tokens(counter: TokenCounter, turn: Turn) -> int:

@@ -1,5 +1,5 @@
-"""Writing a session's summary for compact, resume and exit: in chunks when the conversation
-does not fit one summary request, bounded in tokens, and partly in the background.
+"""Writing a session's summary: the model call (timeout, one retry, local fallback), chunks
+when the conversation does not fit one request, bounded in tokens, and partly in the background.
 
 From ~70% of the budget the turns so far are summarized in a background thread, each later run
 of turns folded into the previous summary, so a compaction at the threshold only has the few
@@ -9,22 +9,104 @@ turns since to add.
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from rollchat.autocompact import chunk_turns, merge_summaries, turn_tokens
+from rollchat.compaction.chunks import chunk_turns, merge_summaries, turn_tokens
+from rollchat.compaction.extractive import extractive_summary
+from rollchat.compaction.request import SummaryError, build_summary_request, parse_summary_reply
 from rollchat.domain import Summary, Turn, Usage
 from rollchat.interrupts import sigint_deferred
+from rollchat.providers.base import ChatRequest, Provider, TextDelta, UsageEvent
+from rollchat.transcript import render_summary_block
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from rollchat.compaction import SummaryOutcome
     from rollchat.config import SummaryConfig
     from rollchat.policy import Budget
-    from rollchat.providers.base import Provider
-    from rollchat.render import Renderer
     from rollchat.tokens import TokenCounter
+
+@dataclass(frozen=True)
+class SummaryOutcome:
+    """The summary to save; ``fallback_used`` and ``reason`` say whether and why the model's
+    summary was replaced by the extractive one. ``usage`` sums the model calls made."""
+
+    summary: Summary
+    fallback_used: bool
+    reason: str | None
+    usage: Usage = field(default_factory=Usage)
+
+
+class _SummaryTimeout(Exception):
+    pass
+
+
+def _collect(provider: Provider, request: ChatRequest, timeout: float) -> tuple[str, Usage]:
+    """The reply text and usage of one call, giving up once ``timeout`` seconds have passed
+    (checked as events arrive; a provider blocked inside one read has its own timeout)."""
+    deadline = time.monotonic() + timeout
+    parts: list[str] = []
+    usage = Usage()
+    stream: Iterator[Any] = iter(provider.stream(request))
+    try:
+        for event in stream:
+            if time.monotonic() > deadline:
+                raise _SummaryTimeout(f"timed out after {timeout:g}s")
+            if isinstance(event, TextDelta):
+                parts.append(event.text)
+            elif isinstance(event, UsageEvent):
+                usage = event.usage
+    finally:
+        close = getattr(stream, "close", None)
+        if callable(close):
+            close()
+    return "".join(parts), usage
+
+
+def summarize(
+    provider: Provider,
+    turns: Sequence[Turn],
+    *,
+    parent_summary: Summary | None,
+    focus: str | None,
+    model: str,
+    max_words: int,
+    timeout_seconds: float,
+    max_output_tokens: int,
+) -> SummaryOutcome:
+    """Ask ``provider`` for the summary; on an invalid reply, a provider error or a timeout,
+    retry once, then fall back to ``extractive_summary`` (labelled fallback) with the reason.
+    Ctrl-C (KeyboardInterrupt) during the call goes straight to the fallback: nothing is lost.
+    """
+    request = build_summary_request(
+        turns, parent_summary=parent_summary, focus=focus, model=model,
+        max_words=max_words, max_output_tokens=max_output_tokens,
+    )
+    usage = Usage()
+    reason = "no attempt made"
+    for _attempt in range(2):
+        try:
+            text, call_usage = _collect(provider, request, timeout_seconds)
+            usage += call_usage
+            summary = parse_summary_reply(text, max_words=max_words)
+            return SummaryOutcome(summary, False, None, usage)
+        except KeyboardInterrupt:
+            reason = "interrupted"
+            break
+        except _SummaryTimeout as error:
+            reason = str(error)
+        except SummaryError as error:
+            reason = str(error)
+        except Exception as error:  # ProviderError or anything else: the session must end resumable
+            one_line = getattr(error, "one_line", None)
+            reason = one_line() if callable(one_line) else f"{type(error).__name__}: {error}"
+    fallback = extractive_summary(turns, parent_summary=parent_summary, focus=focus,
+                                  max_words=max_words, fallback=True)
+    return SummaryOutcome(fallback, True, reason, usage)
+
 
 SUMMARY_PROMPT_OVERHEAD = 1_500  # tokens of the summary prompt's own instructions
 QUICK_REST_TURNS = 4  # at most this many turns after the background summaries: no model call
@@ -42,20 +124,17 @@ class Summarizer:
     """Summaries with one provider, sized for one context budget."""
 
     def __init__(self, provider: Provider, *, model: str, config: SummaryConfig,
-                 budget: Budget, counter: TokenCounter, out: Renderer) -> None:
+                 budget: Budget, counter: TokenCounter) -> None:
         self.provider = provider
         self.model = model
         self.config = config
         self.budget = budget
         self.counter = counter
-        self.out = out
         # A summary must leave room for work: small windows get shorter summaries.
         self.words = min(config.max_words, max(60, budget.tokens // 6))
 
     def _call(self, turns: list[Turn], parent: Summary | None,
               focus: str | None) -> SummaryOutcome:
-        from rollchat.compaction import summarize
-
         return summarize(self.provider, turns, parent_summary=parent, focus=focus,
                          model=self.model, max_words=self.words,
                          timeout_seconds=self.config.timeout_seconds,
@@ -63,8 +142,6 @@ class Summarizer:
 
     def _local(self, turns: list[Turn], parent: Summary | None, focus: str | None,
                words: int, fallback: bool = True) -> Summary:
-        from rollchat.compaction import extractive_summary
-
         return extractive_summary(turns, parent_summary=parent, focus=focus, max_words=words,
                                   fallback=fallback)
 
@@ -72,41 +149,34 @@ class Summarizer:
     def summarize(self, turns: list[Turn], parent: Summary | None, focus: str | None, *,
                   background: Background | None = None, quick: bool = False,
                   ) -> SummaryOutcome:
-        """The summary of ``turns`` (``parent``: the parent session's summary).
+        """The summary of ``turns`` (``parent``: the parent session's summary). Never draws:
+        the caller tells the user (the outcome says whether the local fallback was used, why).
 
         ``background``: the session's background summaries, used for the turns they cover.
         ``quick`` (automatic compaction): when only a few turns follow them, those are
         summarized locally, so compacting at the threshold does not make the user wait (they
         are also carried verbatim into the new session). Ctrl-C falls back to a local summary.
         """
-        from rollchat.compaction import SummaryOutcome
-
         outcomes: list[SummaryOutcome] = []
         running, rest = parent, turns
         try:
-            with self.out.spinner("Generating session summary...") as step:
-                done, covered = self._from_background(background, focus)
-                if done:
-                    outcomes += [self.fit(o, turns[:covered], parent, focus) for o in done]
-                    running, rest = outcomes[-1].summary, turns[covered:]
-                    if quick and len(rest) <= QUICK_REST_TURNS:
-                        local = self._local(rest, running, None, self.words, fallback=False)
-                        outcomes.append(SummaryOutcome(local, False, None, Usage()))
-                        rest = []
-                for chunk in self._chunks(rest, running):
-                    outcome = self.fit(self._call(chunk, running, focus), chunk, running, focus)
-                    outcomes.append(outcome)
-                    running = outcome.summary
-                if not any(o.fallback_used for o in outcomes):
-                    step.done_text = "done"  # a fallback is told by the warning below
+            done, covered = self._from_background(background, focus)
+            if done:
+                outcomes += [self.fit(o, turns[:covered], parent, focus) for o in done]
+                running, rest = outcomes[-1].summary, turns[covered:]
+                if quick and len(rest) <= QUICK_REST_TURNS:
+                    local = self._local(rest, running, None, self.words, fallback=False)
+                    outcomes.append(SummaryOutcome(local, False, None, Usage()))
+                    rest = []
+            for chunk in self._chunks(rest, running):
+                outcome = self.fit(self._call(chunk, running, focus), chunk, running, focus)
+                outcomes.append(outcome)
+                running = outcome.summary
         except KeyboardInterrupt:
             with sigint_deferred(deliver=False):  # a second Ctrl-C must not lose the summary
                 outcomes = [SummaryOutcome(self._local(turns, parent, focus, self.words),
                                            True, "interrupted", Usage())]
         failed = [o for o in outcomes if o.fallback_used]
-        if failed:
-            self.out.warn(f"The model's summary failed ({failed[0].reason}); "
-                          "a local extractive summary was saved instead.")
         outcomes = [o for o in outcomes if o.summary.topics or o.summary.decisions
                     or o.summary.pending] or outcomes[:1]
         if len(outcomes) == 1:
@@ -132,9 +202,6 @@ class Summarizer:
             focus: str | None) -> SummaryOutcome:
         """A summary bounded in words can still be too many tokens (ids, hashes, paths): one
         over a third of the budget is replaced by a shorter local summary."""
-        from rollchat.compaction import SummaryOutcome
-        from rollchat.transcript import render_summary_block
-
         cap = self.budget.tokens // 3
         if self.counter.count_text(render_summary_block(outcome.summary)) <= cap:
             return outcome

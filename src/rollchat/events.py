@@ -1,0 +1,128 @@
+"""What a session tells its front end, as values: the events its flows yield.
+
+The REPL draws them, tests assert on them, and later the MCP server and scripts consume them.
+None of them carries a terminal concept (no colours, no widgets): only what happened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from rollchat.domain import Summary, ToolCall, Turn
+from rollchat.providers.base import TextDelta, UsageEvent
+
+Level = Literal["info", "detail", "warning", "error"]
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A line for the user: progress (info), a detail, a warning or an error."""
+
+    level: Level
+    text: str
+
+
+@dataclass(frozen=True)
+class AnswerStarted:
+    """The agent starts answering (its text follows as TextDelta events)."""
+
+    agent: str
+
+
+@dataclass(frozen=True)
+class AnswerAborted:
+    """The answer so far is dropped because the message will be sent again."""
+
+
+@dataclass(frozen=True)
+class Retrying:
+    attempt: int
+    wait: float
+    error: str
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    call: ToolCall
+    result: str
+
+
+@dataclass(frozen=True)
+class TurnFinished:
+    """A turn ended (answered or not) and was saved; ``hint``: what to do about a failure."""
+
+    turn: Turn
+    hint: str | None = None
+
+
+@dataclass(frozen=True)
+class SummaryStarted:
+    """A summary is being written (a model call, or the local summarizer)."""
+
+
+@dataclass(frozen=True)
+class SummaryFinished:
+    """The summary is written; ``fallback``: why the local summary replaced the model's."""
+
+    summary: Summary
+    fallback: str | None = None
+
+
+@dataclass(frozen=True)
+class Planned:
+    """Before a model call: the estimated prompt and what the compaction policy decided."""
+
+    estimate: int
+    budget: int
+    compact: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class CompactionStarted:
+    reason: str
+    automatic: bool
+    estimate: int  # the prompt size that triggered it (0 for manual compact)
+    window: int
+
+
+@dataclass(frozen=True)
+class CompactionFinished:
+    """The session continues in a child; ``kept``: turns carried verbatim (automatic)."""
+
+    parent_id: str | None
+    automatic: bool
+    kept: int
+    tokens_before: int
+    tokens_after: int
+
+
+@dataclass(frozen=True)
+class Saved:
+    """The session file holds everything so far (after a turn, a summary, or at exit)."""
+
+    session_id: str
+    file_name: str
+
+
+@dataclass(frozen=True)
+class Ended:
+    """The session is over (exit): its figures, for the goodbye."""
+
+    session_id: str | None
+    queries: int
+    tokens: int
+    restoration_tokens: int
+    save_failed: bool
+    restored: bool
+
+
+Event = (Notice | AnswerStarted | AnswerAborted | TextDelta | UsageEvent | Retrying
+         | ToolStarted | ToolFinished | TurnFinished | SummaryStarted | SummaryFinished
+         | Planned | CompactionStarted | CompactionFinished | Saved | Ended)

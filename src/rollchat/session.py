@@ -1,0 +1,410 @@
+"""The session core: one live session and the flows a user triggers (a turn, compact, resume,
+automatic compaction, exit), each a generator of events. No terminal, no printing.
+
+The REPL, tests and later the MCP server drive the same ``Session`` and differ only in what
+they do with its events. Every decision is made here once; policy.plan makes the automatic
+compaction decisions, the store keeps the files, the engine makes the model calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from rollchat.compaction.summarizer import Background, Summarizer, SummaryOutcome
+from rollchat.config import AgentConfig, Config
+from rollchat.context import estimate_prompt, tail_sizes, tail_start
+from rollchat.domain import Message, Summary, Turn
+from rollchat.engine import Answer, Engine, quietly
+from rollchat.errors import RollchatError, StoreError
+from rollchat.events import (
+    AnswerAborted,
+    AnswerStarted,
+    CompactionFinished,
+    CompactionStarted,
+    Ended,
+    Event,
+    Notice,
+    Planned,
+    Saved,
+    SummaryFinished,
+    SummaryStarted,
+    TurnFinished,
+)
+from rollchat.interrupts import sigint_deferred
+from rollchat.policy import (
+    MAX_FAILURES,
+    RESTORATION_TOKENS,
+    Plan,
+    PolicyState,
+    Situation,
+    compute_budget,
+    kept_turns,
+    plan,
+    too_big,
+)
+from rollchat.providers.base import ContextTooLongError, Provider
+from rollchat.state import UNSAVED, Parent, SessionState, carried_turns, failure_hint, now
+from rollchat.store import SessionInfo, Store
+from rollchat.text import plural
+from rollchat.tokens import TokenCounter, human_tokens
+from rollchat.tools import ARCHIVE_TOOL_NAME
+
+if TYPE_CHECKING:
+    from rollchat.providers.base import ToolSpec
+
+Flow = Generator[Event, None, None]
+
+
+class Session:
+    """One chat session and its flows. Each flow method is a generator of events."""
+
+    def __init__(
+        self,
+        *,
+        config: Config,
+        agent: AgentConfig,
+        engine: Engine,
+        summary_provider: Provider,
+        summary_model: str,
+        provider_name: str,
+        store: Store,
+        confirm: Callable[[str], bool],
+        context_window: int,
+    ) -> None:
+        self.config = config
+        self.agent = agent
+        self.engine = engine
+        self.provider_name = provider_name
+        self.store = store
+        self.confirm = confirm
+        self.state = SessionState(started=now())
+        self.finished = False
+        self.counter = TokenCounter(engine.model)
+        cfg = config.session
+        self.budget = compute_budget(context_window, agent.max_output_tokens,
+                                     cfg.compact_threshold, cfg.safety_margin_tokens)
+        engine.max_output_tokens = self.budget.max_output_tokens
+        engine.tool_result_limit = self._tool_room
+        engine.count = self.counter.count_text
+        self.summarizer = Summarizer(summary_provider, model=summary_model,
+                                     config=config.summary, budget=self.budget,
+                                     counter=self.counter)
+        self.policy = PolicyState()
+
+    # ------------------------------------------------------------------ figures
+    @property
+    def model(self) -> str:
+        return self.engine.model
+
+    def warnings(self) -> list[str]:
+        """Things worth telling once, at the start."""
+        return [self.budget.warning] if self.budget.warning else []
+
+    def _tool_specs(self) -> list[ToolSpec]:
+        return [t.spec for t in self.engine.tools.values()]
+
+    def estimate(self, pending: Sequence[Message] = ()) -> int:
+        """The size of the next prompt (see context.estimate_prompt)."""
+        return estimate_prompt(self.counter, self.engine.context, list(pending),
+                               self._tool_specs())
+
+    def _tool_room(self, in_flight: Sequence[Message]) -> int:
+        """Tokens a new tool result may take in the current tool loop."""
+        return self.budget.tokens - self.estimate(in_flight)
+
+    def list_sessions(self) -> tuple[list[SessionInfo], list[tuple[str, str]]]:
+        listing = self.store.list_sessions(exclude=self.state.session_id)
+        return list(listing.sessions), list(listing.problems)
+
+    # ------------------------------------------------------------------ a turn
+    def turn(self, text: str) -> Flow:
+        """Send one user message, stream the answer, save the turn.
+
+        Compacts first when the plan says so, and once more (then sends again) if the
+        provider still answers that the context is too long.
+        """
+        pending = Message("user", text)
+        size = self.counter.count_messages(self.engine.context.system, [pending],
+                                           self._tool_specs())
+        error = too_big(size, self.budget, self.model)
+        if error is not None:
+            turn = Turn("query", 0, now(), text, "", status="unanswered", error=error)
+            yield from self._record(turn, failure_hint(None, True))
+            return
+        situation = self._situation(pending)
+        decided = plan(situation)
+        yield Planned(situation.estimate, self.budget.tokens, decided.compact, decided.reason)
+        if decided.compact:
+            yield from self._auto_compact(decided, pending)
+        elif decided.presummarize:
+            self.summarizer.start_background(self.state.background, self.state.turns,
+                                             self.state.parent_summary)
+        yield AnswerStarted(self.agent.name)
+        answer: Answer = yield from self.engine.chat(text)
+        if (answer.turn.status == "unanswered" and self.config.session.auto_compact
+                and isinstance(answer.error, ContextTooLongError)):
+            yield AnswerAborted()
+            yield Notice("warning", "The provider says the context is too long.")
+            retry = plan(self._situation(pending, refused=True))
+            compacted = False
+            if retry.compact:
+                compacted = yield from self._auto_compact(retry, pending)
+            if compacted:
+                yield Notice("info", "Sending your message again.")
+                yield AnswerStarted(self.agent.name)
+                answer = yield from self.engine.chat(text)
+        hint = failure_hint(answer.error, False) if answer.turn.status == "unanswered" else None
+        yield from self._record(answer.turn, hint)
+
+    def _record(self, turn: Turn, hint: str | None) -> Flow:
+        turn = replace(turn, number=self.state.queries + 1)
+        self.state.add(turn)
+        self.policy = replace(self.policy,
+                              calls_since_compaction=self.policy.calls_since_compaction + 1,
+                              turns_since_compaction=self.policy.turns_since_compaction + 1)
+        yield from self._save(turn)  # on disk before the footer tells the user it is done
+        yield TurnFinished(turn, hint)
+
+    def _save(self, turn: Turn) -> Flow:
+        """Append the turn to the session file (creating it at the first query)."""
+        state = self.state
+        if state.save_failed:
+            return
+        try:
+            if state.live is None:
+                state.live = self.store.new_session(
+                    agent_key=self.agent.key, agent=self.agent.name,
+                    agent_path=f"config:{self.agent.key}", model=self.model,
+                    provider=self.provider_name, now=state.started,
+                    resumed_from=state.resumed_from, previous_session=state.previous_session)
+                if state.restored is not None:
+                    state.live.append_turn(state.restored, self.agent.name)
+                for earlier in state.turns[:-1]:  # turns carried over from the parent
+                    state.live.append_turn(earlier, self.agent.name)
+            state.live.append_turn(turn, self.agent.name)
+        except StoreError as exc:
+            state.save_failed = True
+            yield Notice("error", f"{exc} — the chat goes on in memory; nothing is saved "
+                                  "from now on.")
+            return
+        yield Saved(state.live.session_id, state.live.file_name)
+
+    # ------------------------------------------------------------------ automatic compaction
+    def _fixed_after(self, summary: Summary | None = None) -> int:
+        """What a compacted context holds besides the kept turns: system prompt, summary and
+        restoration exchange (the summary estimated until it is written)."""
+        from rollchat.transcript import render_summary_block
+
+        size = (self.counter.count_text(render_summary_block(summary)) if summary is not None
+                else int(self.summarizer.words * 1.4))
+        return self.counter.count_text(self.engine.context.system) + size + RESTORATION_TOKENS
+
+    def _situation(self, pending: Message, summary: Summary | None = None,
+                   refused: bool = False) -> Situation:
+        cfg = self.config.session
+        return Situation(
+            estimate=self.estimate([pending]), budget=self.budget, state=self.policy,
+            fixed_after=self._fixed_after(summary),
+            pending=self.counter.count_message(pending),
+            tail=tail_sizes(self.counter, self.engine.context, cfg.keep_recent_turns),
+            keep_turns=cfg.keep_recent_turns, enabled=cfg.auto_compact,
+            every_turns=cfg.compact_every_turns, has_turns=self.state.query_turns > 0,
+            refused=refused,
+        )
+
+    def _auto_compact(self, decided: Plan, pending: Message) -> Generator[Event, None, bool]:
+        """Summarize and continue in a child session that keeps the last turns verbatim.
+
+        A compaction that leaves the next prompt still over the budget counts as a failure,
+        so even a summary longer than what it replaced cannot make it compact every turn.
+        """
+        state = self.state
+        before = self.estimate([pending])
+        yield CompactionStarted(decided.reason, True, before, self.budget.window)
+        try:
+            summary = yield from self._finalize(quick=True)
+            assert summary is not None
+            # with the summary written, its real size decides how many turns fit
+            situation = self._situation(pending, summary)
+            kept = kept_turns(situation.tail, decided.keep_turns,
+                              situation.fixed_after + situation.pending, self.budget)
+            context = self.engine.context
+            tail = context.messages[tail_start(context.messages, context.prefix_len, kept):]
+            parent_id = state.session_id
+            carried = carried_turns(state.turns, sum(1 for m in tail if m.role == "user"),
+                                    parent_id or UNSAVED)
+            yield from self._start_child(state.as_parent(summary), quiet=True)
+        except RollchatError as exc:
+            failures = self.policy.consecutive_failures + 1
+            self.policy = replace(self.policy, consecutive_failures=failures)
+            yield Notice("warning", f"automatic compaction failed: {exc}")
+            if failures >= MAX_FAILURES:
+                yield Notice("warning", f"automatic compaction failed {failures} times in a "
+                                        "row; carrying on without it")
+            return False
+        for message in tail:
+            self.engine.context.append(message)
+        for turn in carried:
+            self.state.add(turn)
+        previous_failures = self.policy.consecutive_failures
+        after = self.estimate([pending])
+        self.policy = PolicyState(calls_since_compaction=0, tokens_after_compaction=after)
+        if after > self.budget.tokens:
+            self.policy = replace(self.policy, consecutive_failures=previous_failures + 1)
+            yield Notice("warning", f"compaction left the context over budget ({after:,} of "
+                                    f"{self.budget.tokens:,} tokens)")
+        yield CompactionFinished(parent_id, True, len(carried), before, after)
+        return True
+
+    # ------------------------------------------------------------------ summaries
+    def _summarize(self, turns: list[Turn], parent: Summary | None, focus: str | None, *,
+                   background: Background | None = None, quick: bool = False,
+                   ) -> Generator[Event, None, SummaryOutcome]:
+        yield SummaryStarted()
+        outcome = self.summarizer.summarize(turns, parent, focus, background=background,
+                                            quick=quick)
+        yield SummaryFinished(outcome.summary, outcome.reason if outcome.fallback_used else None)
+        if outcome.fallback_used:
+            yield Notice("warning", f"The model's summary failed ({outcome.reason}); "
+                                    "a local extractive summary was saved instead.")
+        return outcome
+
+    def _finalize(self, focus: str | None = None, quick: bool = False,
+                  ) -> Generator[Event, None, Summary | None]:
+        """Summarize the live session and write its summary block. None if nothing to do.
+        ``quick``: see Summarizer.summarize."""
+        state = self.state
+        if not state.query_turns:
+            return None
+        outcome = yield from self._summarize(state.turns, state.parent_summary, focus,
+                                             background=state.background, quick=quick)
+        if state.live is not None and not state.save_failed:
+            try:
+                with sigint_deferred():
+                    self.store.finalize(state.live.session_id, outcome.summary,
+                                        total_queries=state.queries, total_tokens=state.tokens)
+            except StoreError as exc:
+                yield Notice("error", f"could not write the summary: {exc}")
+            else:
+                yield Saved(state.live.session_id, state.live.file_name)
+        return outcome.summary
+
+    # ------------------------------------------------------------------ compact
+    def compact(self, focus: str | None = None) -> Flow:
+        state = self.state
+        if state.queries == 0:
+            yield Notice("info", "Nothing to compact yet: this session has no queries.")
+            return
+        yield CompactionStarted(f"compact{f' (focus: {focus})' if focus else ''}", False, 0,
+                                self.budget.window)
+        summary = yield from self._finalize(focus)
+        assert summary is not None
+        sid = state.session_id or UNSAVED
+        yield Notice("info", f"Saved session: {sid} ({plural(state.queries, 'query')}, "
+                             f"{human_tokens(state.tokens)} tokens)")
+        yield Notice("info", "Starting new session with summary...")
+        parent = state.as_parent(summary)
+        before = self.estimate()
+        yield from self._start_child(parent)
+        self.policy = PolicyState()
+        yield CompactionFinished(parent.session_id, False, 0, before, self.estimate())
+
+    def _start_child(self, parent: Parent, quiet: bool = False) -> Flow:
+        """Start a child session: the agent gets the restoration prompt (and the archive tool
+        for the parent's transcript) and its acknowledgment becomes the first entry."""
+        self.state = SessionState(started=now(), resumed_from=parent.session_id,
+                                  previous_session=parent.file_name,
+                                  parent_summary=parent.summary)
+        from rollchat.restore import build_restoration_prompt
+        from rollchat.tools.archive import archive_tool
+
+        tools = self.engine.tools
+        tools.pop(ARCHIVE_TOOL_NAME, None)
+        if parent.session_id is not None and parent.file_name is not None:
+            tools[ARCHIVE_TOOL_NAME] = archive_tool(self.store, parent.session_id)
+        prompt = build_restoration_prompt(
+            session_id=parent.session_id or UNSAVED, date=parent.date, queries=parent.queries,
+            tokens=parent.tokens, parent_of_parent=parent.grandparent,
+            file_name=parent.file_name or UNSAVED, summary=parent.summary,
+            archive_tool=ARCHIVE_TOOL_NAME in tools,
+        )
+        if not quiet:
+            yield AnswerStarted(self.agent.name)
+        restoring = self.engine.restore(prompt)
+        answer: Answer = yield from (quietly(restoring) if quiet else restoring)
+        how = "Compacted automatically from" if quiet else "Resumed from"
+        context = (f"{how} {parent.session_id or UNSAVED} ({plural(parent.queries, 'query')}, "
+                   f"{human_tokens(parent.tokens)} tokens)")
+        turn = replace(answer.turn, context=context, previous_session=parent.file_name)
+        if not quiet:
+            yield TurnFinished(turn)
+        self.state.restored = turn
+
+    # ------------------------------------------------------------------ resume
+    def resume(self, ref: str) -> Flow:
+        """Continue a saved session from its summary, in a new linked session."""
+        from rollchat.store import resolve
+
+        listing = self.store.list_sessions(exclude=self.state.session_id)
+        info = resolve(ref, listing)
+        if info.agent != self.agent.name and not self.confirm(
+            f"Session {info.session_id} was with agent {info.agent!r}, "
+            f"not {self.agent.name!r}. Continue? (y/n) "
+        ):
+            yield Notice("info", "Resume cancelled.")
+            return
+        yield Notice("info", "Loading session...")
+        if info.summary_problem:
+            yield Notice("warning", f"{info.file_name}: {info.summary_problem}; treating it as "
+                                    "unsummarized")
+        if info.previous_session and not self.store.has_file(info.previous_session):
+            yield Notice("warning", f"its parent {info.previous_session} is missing: the chain "
+                                    "is broken there (this session's own summary is still used)")
+        summary = self.store.load_summary(info) if not info.summary_problem else None
+        if summary is None:
+            summary = yield from self._summarize_old(info)
+        if self.state.queries:
+            yield from self._finalize()
+            yield Notice("info", f"Saved the current session: {self.state.session_id} "
+                                 f"({plural(self.state.queries, 'query')}, "
+                                 f"{human_tokens(self.state.tokens)} tokens)")
+        yield Notice("info", f"Found: {info.session_id} · {info.agent} · "
+                             f"{info.date:%Y-%m-%d %H:%M} ({plural(info.queries, 'query')}, "
+                             f"{human_tokens(info.tokens)} tokens)")
+        yield Notice("info", "Restoring context...")
+        yield from self._start_child(Parent(info.session_id, info.file_name, summary, info.date,
+                                            info.queries, info.tokens, info.resumed_from))
+        self.policy = PolicyState()
+
+    def _summarize_old(self, info: SessionInfo) -> Generator[Event, None, Summary]:
+        """A session without a summary (crashed, or its summary failed): summarize it now."""
+        yield Notice("info", f"{info.session_id} has no summary; summarizing its transcript "
+                             "now.")
+        transcript = self.store.load_transcript(info.session_id)
+        turns = [t for t in transcript.turns if t.kind != "restored"]
+        if not turns:
+            raise RollchatError(f"session {info.session_id} has no queries to resume from")
+        outcome = yield from self._summarize(turns, None, None)
+        tokens = sum(t.usage.total for t in turns)
+        try:
+            with sigint_deferred():
+                self.store.finalize(info.session_id, outcome.summary,
+                                    total_queries=len(turns), total_tokens=tokens)
+        except StoreError as exc:
+            yield Notice("warning", f"could not save the new summary into {info.file_name}: "
+                                    f"{exc}")
+        return outcome.summary
+
+    # ------------------------------------------------------------------ exit
+    def exit(self) -> Flow:
+        """Save with a summary. Safe to call twice (the second time does nothing)."""
+        if self.finished:
+            return
+        self.finished = True
+        state = self.state
+        if state.queries and not state.save_failed:
+            yield from self._finalize()
+        yield Ended(state.session_id, state.queries, state.tokens, state.restoration_tokens,
+                    state.save_failed, state.restored is not None)

@@ -1,0 +1,96 @@
+"""The state of one live session (its turns, file and totals), the parent a child continues
+from, and the small pure rules about turns both the session and its tests use."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+
+from rollchat.compaction.summarizer import Background
+from rollchat.domain import Summary, Turn, Usage
+from rollchat.providers.base import AuthError, ContextTooLongError, ProviderError
+from rollchat.store import LiveSession
+
+CARRIED_PREFIX = "Carried over verbatim from "
+UNSAVED = "(unsaved)"
+
+def now() -> datetime:
+    return datetime.now(timezone.utc).astimezone()
+
+
+@dataclass
+class SessionState:
+    """The live session: its turns so far and, once the first query is saved, its file."""
+
+    started: datetime
+    resumed_from: str | None = None
+    previous_session: str | None = None
+    parent_summary: Summary | None = None
+    turns: list[Turn] = field(default_factory=list)
+    restored: Turn | None = None
+    live: LiveSession | None = None
+    save_failed: bool = False
+    # summaries made in the background from ~70% of the budget on (see compaction.summarizer)
+    background: Background = field(default_factory=Background)
+    query_turns: int = 0  # turns with a query: asked here, or carried over from the parent
+    queries: int = 0  # queries asked in this session (carried-over turns excluded)
+    tokens: int = 0  # tokens of those queries
+
+    def add(self, turn: Turn) -> None:
+        """Record a turn; the totals are kept as it goes (no rescans on the hot path)."""
+        self.turns.append(turn)
+        if turn.kind != "restored":
+            self.query_turns += 1
+        if turn.kind == "query":
+            self.queries += 1
+            self.tokens += turn.usage.total
+
+    @property
+    def restoration_tokens(self) -> int:
+        return self.restored.usage.total if self.restored else 0
+
+    @property
+    def session_id(self) -> str | None:
+        return self.live.session_id if self.live else None
+
+    def as_parent(self, summary: Summary) -> Parent:
+        """This session, summarized, as the parent of the child that continues it."""
+        return Parent(self.session_id, self.live.file_name if self.live else None, summary,
+                      self.started, self.queries, self.tokens, self.resumed_from)
+
+
+@dataclass(frozen=True)
+class Parent:
+    """The session a child continues from: what its restoration prompt says about it."""
+
+    session_id: str | None
+    file_name: str | None
+    summary: Summary
+    date: datetime
+    queries: int
+    tokens: int
+    grandparent: str | None
+
+
+def carried_turns(turns: Sequence[Turn], count: int, parent_id: str) -> list[Turn]:
+    """The last ``count`` answered queries, to be recorded again in the child session (with
+    zero tokens: they were paid for, and are counted, in the parent). A turn with no answer
+    is never carried: the model never saw it."""
+    answered = [t for t in turns if t.kind != "restored" and t.status != "unanswered"]
+    kept = answered[-count:] if count > 0 else []
+    return [replace(t, kind="carried", number=i + 1, usage=Usage(),
+                    context=f"{CARRIED_PREFIX}{parent_id}")
+            for i, t in enumerate(kept)]
+
+
+def failure_hint(error: ProviderError | None, too_big_message: bool) -> str:
+    """What to do about an answer that failed, by the kind of failure."""
+    if too_big_message or isinstance(error, ContextTooLongError):
+        return "Shorten or split the message (it is kept in the transcript and the history)."
+    if isinstance(error, AuthError):
+        return ("Check the API key: ANTHROPIC_API_KEY, OPENAI_API_KEY or the variable the "
+                "agent's api_key_env names. Your message was kept.")
+    if isinstance(error, ProviderError) and not error.retryable:
+        return "Your message was kept in the transcript and the input history."
+    return "Your message was kept; press Up and Enter to send it again."

@@ -1,0 +1,5 @@
+"""The terminal layer: the only importer of rich and prompt_toolkit (with ``rollchat.cli``).
+
+``app`` adapts a Session to the screen, ``repl`` reads input, ``render`` draws, ``commands``
+holds the in-chat commands.
+"""
