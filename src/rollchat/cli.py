@@ -226,8 +226,8 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     chat = ChatApp(session, renderer)
     renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
                     where=store.location, server=agent.base_url)
-    for warning in session.warnings():
-        renderer.warn(warning)
+    if session.budget.warning:
+        renderer.warn(session.budget.warning)
     if store_problem is not None:
         renderer.warn(f"{store_problem}: the chat goes on in memory; nothing is saved")
         session.state.save_failed = True

@@ -1,17 +1,13 @@
-"""The session core: one live session and the flows a user triggers (a turn, compact, resume,
-automatic compaction, exit), each a generator of events. No terminal, no printing.
-
-The REPL, tests and later the MCP server drive the same ``Session`` and differ only in what
-they do with its events. Every decision is made here once; policy.plan makes the automatic
-compaction decisions, the store keeps the files, the engine makes the model calls.
-"""
+"""The session core: the flows a user triggers (a turn, compact, resume, automatic compaction,
+exit) as generators of events, with no terminal and no printing. The REPL, tests and later the
+MCP server drive the same Session; policy.plan decides, the store saves, the engine calls."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
+from rollchat import policy
 from rollchat.compaction.summarizer import Background, Summarizer, SummaryOutcome
 from rollchat.config import AgentConfig, Config
 from rollchat.context import estimate_prompt, tail_sizes, tail_start
@@ -33,26 +29,22 @@ from rollchat.events import (
     TurnFinished,
 )
 from rollchat.interrupts import sigint_deferred
-from rollchat.policy import (
-    MAX_FAILURES,
-    RESTORATION_TOKENS,
-    Plan,
-    PolicyState,
-    Situation,
-    compute_budget,
-    kept_turns,
-    plan,
-    too_big,
+from rollchat.policy import Plan, PolicyState, Situation
+from rollchat.providers.base import ContextTooLongError, Provider, ToolSpec
+from rollchat.state import (
+    UNSAVED,
+    Parent,
+    SessionState,
+    carried_turns,
+    failure_hint,
+    now,
+    restoration_prompt,
+    restored_context,
 )
-from rollchat.providers.base import ContextTooLongError, Provider
-from rollchat.state import UNSAVED, Parent, SessionState, carried_turns, failure_hint, now
 from rollchat.store import SessionInfo, Store
 from rollchat.text import plural
 from rollchat.tokens import TokenCounter, human_tokens
 from rollchat.tools import ARCHIVE_TOOL_NAME
-
-if TYPE_CHECKING:
-    from rollchat.providers.base import ToolSpec
 
 Flow = Generator[Event, None, None]
 
@@ -83,7 +75,7 @@ class Session:
         self.finished = False
         self.counter = TokenCounter(engine.model)
         cfg = config.session
-        self.budget = compute_budget(context_window, agent.max_output_tokens,
+        self.budget = policy.compute_budget(context_window, agent.max_output_tokens,
                                      cfg.compact_threshold, cfg.safety_margin_tokens)
         engine.max_output_tokens = self.budget.max_output_tokens
         engine.tool_result_limit = self._tool_room
@@ -91,17 +83,9 @@ class Session:
         self.summarizer = Summarizer(summary_provider, model=summary_model,
                                      config=config.summary, budget=self.budget,
                                      counter=self.counter)
-        self.policy = PolicyState()
+        self.guards = PolicyState()
 
     # ------------------------------------------------------------------ figures
-    @property
-    def model(self) -> str:
-        return self.engine.model
-
-    def warnings(self) -> list[str]:
-        """Things worth telling once, at the start."""
-        return [self.budget.warning] if self.budget.warning else []
-
     def _tool_specs(self) -> list[ToolSpec]:
         return [t.spec for t in self.engine.tools.values()]
 
@@ -128,13 +112,13 @@ class Session:
         pending = Message("user", text)
         size = self.counter.count_messages(self.engine.context.system, [pending],
                                            self._tool_specs())
-        error = too_big(size, self.budget, self.model)
+        error = policy.too_big(size, self.budget, self.engine.model)
         if error is not None:
             turn = Turn("query", 0, now(), text, "", status="unanswered", error=error)
             yield from self._record(turn, failure_hint(None, True))
             return
         situation = self._situation(pending)
-        decided = plan(situation)
+        decided = policy.plan(situation)
         yield Planned(situation.estimate, self.budget.tokens, decided.compact, decided.reason)
         if decided.compact:
             yield from self._auto_compact(decided, pending)
@@ -147,7 +131,7 @@ class Session:
                 and isinstance(answer.error, ContextTooLongError)):
             yield AnswerAborted()
             yield Notice("warning", "The provider says the context is too long.")
-            retry = plan(self._situation(pending, refused=True))
+            retry = policy.plan(self._situation(pending, refused=True))
             compacted = False
             if retry.compact:
                 compacted = yield from self._auto_compact(retry, pending)
@@ -161,9 +145,9 @@ class Session:
     def _record(self, turn: Turn, hint: str | None) -> Flow:
         turn = replace(turn, number=self.state.queries + 1)
         self.state.add(turn)
-        self.policy = replace(self.policy,
-                              calls_since_compaction=self.policy.calls_since_compaction + 1,
-                              turns_since_compaction=self.policy.turns_since_compaction + 1)
+        self.guards = replace(self.guards,
+                              calls_since_compaction=self.guards.calls_since_compaction + 1,
+                              turns_since_compaction=self.guards.turns_since_compaction + 1)
         yield from self._save(turn)  # on disk before the footer tells the user it is done
         yield TurnFinished(turn, hint)
 
@@ -176,7 +160,7 @@ class Session:
             if state.live is None:
                 state.live = self.store.new_session(
                     agent_key=self.agent.key, agent=self.agent.name,
-                    agent_path=f"config:{self.agent.key}", model=self.model,
+                    agent_path=f"config:{self.agent.key}", model=self.engine.model,
                     provider=self.provider_name, now=state.started,
                     resumed_from=state.resumed_from, previous_session=state.previous_session)
                 if state.restored is not None:
@@ -199,13 +183,14 @@ class Session:
 
         size = (self.counter.count_text(render_summary_block(summary)) if summary is not None
                 else int(self.summarizer.words * 1.4))
-        return self.counter.count_text(self.engine.context.system) + size + RESTORATION_TOKENS
+        system = self.counter.count_text(self.engine.context.system)
+        return system + size + policy.RESTORATION_TOKENS
 
     def _situation(self, pending: Message, summary: Summary | None = None,
                    refused: bool = False) -> Situation:
         cfg = self.config.session
         return Situation(
-            estimate=self.estimate([pending]), budget=self.budget, state=self.policy,
+            estimate=self.estimate([pending]), budget=self.budget, state=self.guards,
             fixed_after=self._fixed_after(summary),
             pending=self.counter.count_message(pending),
             tail=tail_sizes(self.counter, self.engine.context, cfg.keep_recent_turns),
@@ -228,7 +213,7 @@ class Session:
             assert summary is not None
             # with the summary written, its real size decides how many turns fit
             situation = self._situation(pending, summary)
-            kept = kept_turns(situation.tail, decided.keep_turns,
+            kept = policy.kept_turns(situation.tail, decided.keep_turns,
                               situation.fixed_after + situation.pending, self.budget)
             context = self.engine.context
             tail = context.messages[tail_start(context.messages, context.prefix_len, kept):]
@@ -237,10 +222,10 @@ class Session:
                                     parent_id or UNSAVED)
             yield from self._start_child(state.as_parent(summary), quiet=True)
         except RollchatError as exc:
-            failures = self.policy.consecutive_failures + 1
-            self.policy = replace(self.policy, consecutive_failures=failures)
+            failures = self.guards.consecutive_failures + 1
+            self.guards = replace(self.guards, consecutive_failures=failures)
             yield Notice("warning", f"automatic compaction failed: {exc}")
-            if failures >= MAX_FAILURES:
+            if failures >= policy.MAX_FAILURES:
                 yield Notice("warning", f"automatic compaction failed {failures} times in a "
                                         "row; carrying on without it")
             return False
@@ -248,11 +233,11 @@ class Session:
             self.engine.context.append(message)
         for turn in carried:
             self.state.add(turn)
-        previous_failures = self.policy.consecutive_failures
+        previous_failures = self.guards.consecutive_failures
         after = self.estimate([pending])
-        self.policy = PolicyState(calls_since_compaction=0, tokens_after_compaction=after)
+        self.guards = PolicyState(calls_since_compaction=0, tokens_after_compaction=after)
         if after > self.budget.tokens:
-            self.policy = replace(self.policy, consecutive_failures=previous_failures + 1)
+            self.guards = replace(self.guards, consecutive_failures=previous_failures + 1)
             yield Notice("warning", f"compaction left the context over budget ({after:,} of "
                                     f"{self.budget.tokens:,} tokens)")
         yield CompactionFinished(parent_id, True, len(carried), before, after)
@@ -261,25 +246,34 @@ class Session:
     # ------------------------------------------------------------------ summaries
     def _summarize(self, turns: list[Turn], parent: Summary | None, focus: str | None, *,
                    background: Background | None = None, quick: bool = False,
-                   ) -> Generator[Event, None, SummaryOutcome]:
-        yield SummaryStarted()
-        outcome = self.summarizer.summarize(turns, parent, focus, background=background,
-                                            quick=quick)
-        yield SummaryFinished(outcome.summary, outcome.reason if outcome.fallback_used else None)
-        if outcome.fallback_used:
-            yield Notice("warning", f"The model's summary failed ({outcome.reason}); "
-                                    "a local extractive summary was saved instead.")
-        return outcome
+                   ) -> Generator[Event, None, tuple[SummaryOutcome, bool]]:
+        """The summary, announced before and shown after; (outcome, interrupted). A Ctrl-C as
+        it starts gives the local summary; one while it is shown is reported as ``interrupted``
+        so that the caller saves it first, then stops."""
+        try:
+            yield SummaryStarted()
+            outcome = self.summarizer.summarize(turns, parent, focus, background=background,
+                                                quick=quick)
+        except KeyboardInterrupt:
+            outcome = self.summarizer.interrupted(turns, parent, focus)
+        try:
+            yield SummaryFinished(outcome.summary,
+                                  outcome.reason if outcome.fallback_used else None)
+            if outcome.fallback_used:
+                yield Notice("warning", f"The model's summary failed ({outcome.reason}); "
+                                        "a local extractive summary was saved instead.")
+        except KeyboardInterrupt:
+            return outcome, True
+        return outcome, False
 
     def _finalize(self, focus: str | None = None, quick: bool = False,
                   ) -> Generator[Event, None, Summary | None]:
-        """Summarize the live session and write its summary block. None if nothing to do.
-        ``quick``: see Summarizer.summarize."""
+        """Summarize the live session (``quick``: see Summarizer) and save it; None if empty."""
         state = self.state
         if not state.query_turns:
             return None
-        outcome = yield from self._summarize(state.turns, state.parent_summary, focus,
-                                             background=state.background, quick=quick)
+        outcome, stop = yield from self._summarize(state.turns, state.parent_summary, focus,
+                                                   background=state.background, quick=quick)
         if state.live is not None and not state.save_failed:
             try:
                 with sigint_deferred():
@@ -289,6 +283,8 @@ class Session:
                 yield Notice("error", f"could not write the summary: {exc}")
             else:
                 yield Saved(state.live.session_id, state.live.file_name)
+        if stop:
+            raise KeyboardInterrupt
         return outcome.summary
 
     # ------------------------------------------------------------------ compact
@@ -308,7 +304,7 @@ class Session:
         parent = state.as_parent(summary)
         before = self.estimate()
         yield from self._start_child(parent)
-        self.policy = PolicyState()
+        self.guards = PolicyState()
         yield CompactionFinished(parent.session_id, False, 0, before, self.estimate())
 
     def _start_child(self, parent: Parent, quiet: bool = False) -> Flow:
@@ -317,26 +313,18 @@ class Session:
         self.state = SessionState(started=now(), resumed_from=parent.session_id,
                                   previous_session=parent.file_name,
                                   parent_summary=parent.summary)
-        from rollchat.restore import build_restoration_prompt
         from rollchat.tools.archive import archive_tool
 
         tools = self.engine.tools
         tools.pop(ARCHIVE_TOOL_NAME, None)
         if parent.session_id is not None and parent.file_name is not None:
             tools[ARCHIVE_TOOL_NAME] = archive_tool(self.store, parent.session_id)
-        prompt = build_restoration_prompt(
-            session_id=parent.session_id or UNSAVED, date=parent.date, queries=parent.queries,
-            tokens=parent.tokens, parent_of_parent=parent.grandparent,
-            file_name=parent.file_name or UNSAVED, summary=parent.summary,
-            archive_tool=ARCHIVE_TOOL_NAME in tools,
-        )
+        prompt = restoration_prompt(parent, archive_tool=ARCHIVE_TOOL_NAME in tools)
         if not quiet:
             yield AnswerStarted(self.agent.name)
         restoring = self.engine.restore(prompt)
         answer: Answer = yield from (quietly(restoring) if quiet else restoring)
-        how = "Compacted automatically from" if quiet else "Resumed from"
-        context = (f"{how} {parent.session_id or UNSAVED} ({plural(parent.queries, 'query')}, "
-                   f"{human_tokens(parent.tokens)} tokens)")
+        context = restored_context(parent, automatic=quiet)
         turn = replace(answer.turn, context=context, previous_session=parent.file_name)
         if not quiet:
             yield TurnFinished(turn)
@@ -376,7 +364,7 @@ class Session:
         yield Notice("info", "Restoring context...")
         yield from self._start_child(Parent(info.session_id, info.file_name, summary, info.date,
                                             info.queries, info.tokens, info.resumed_from))
-        self.policy = PolicyState()
+        self.guards = PolicyState()
 
     def _summarize_old(self, info: SessionInfo) -> Generator[Event, None, Summary]:
         """A session without a summary (crashed, or its summary failed): summarize it now."""
@@ -386,7 +374,7 @@ class Session:
         turns = [t for t in transcript.turns if t.kind != "restored"]
         if not turns:
             raise RollchatError(f"session {info.session_id} has no queries to resume from")
-        outcome = yield from self._summarize(turns, None, None)
+        outcome, stop = yield from self._summarize(turns, None, None)
         tokens = sum(t.usage.total for t in turns)
         try:
             with sigint_deferred():
@@ -395,6 +383,8 @@ class Session:
         except StoreError as exc:
             yield Notice("warning", f"could not save the new summary into {info.file_name}: "
                                     f"{exc}")
+        if stop:
+            raise KeyboardInterrupt
         return outcome.summary
 
     # ------------------------------------------------------------------ exit

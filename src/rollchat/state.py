@@ -11,6 +11,8 @@ from rollchat.compaction.summarizer import Background
 from rollchat.domain import Summary, Turn, Usage
 from rollchat.providers.base import AuthError, ContextTooLongError, ProviderError
 from rollchat.store import LiveSession
+from rollchat.text import plural
+from rollchat.tokens import human_tokens
 
 CARRIED_PREFIX = "Carried over verbatim from "
 UNSAVED = "(unsaved)"
@@ -71,6 +73,24 @@ class Parent:
     queries: int
     tokens: int
     grandparent: str | None
+
+
+def restoration_prompt(parent: Parent, *, archive_tool: bool) -> str:
+    """The prompt that hands ``parent``'s summary to the agent (see restore.py)."""
+    from rollchat.restore import build_restoration_prompt
+
+    return build_restoration_prompt(
+        session_id=parent.session_id or UNSAVED, date=parent.date, queries=parent.queries,
+        tokens=parent.tokens, parent_of_parent=parent.grandparent,
+        file_name=parent.file_name or UNSAVED, summary=parent.summary,
+        archive_tool=archive_tool)
+
+
+def restored_context(parent: Parent, *, automatic: bool) -> str:
+    """The ``Context:`` line of a child's first entry: where it was restored from."""
+    how = "Compacted automatically from" if automatic else "Resumed from"
+    return (f"{how} {parent.session_id or UNSAVED} ({plural(parent.queries, 'query')}, "
+            f"{human_tokens(parent.tokens)} tokens)")
 
 
 def carried_turns(turns: Sequence[Turn], count: int, parent_id: str) -> list[Turn]:

@@ -173,9 +173,7 @@ class Summarizer:
                 outcomes.append(outcome)
                 running = outcome.summary
         except KeyboardInterrupt:
-            with sigint_deferred(deliver=False):  # a second Ctrl-C must not lose the summary
-                outcomes = [SummaryOutcome(self._local(turns, parent, focus, self.words),
-                                           True, "interrupted", Usage())]
+            outcomes = [self.interrupted(turns, parent, focus)]
         failed = [o for o in outcomes if o.fallback_used]
         outcomes = [o for o in outcomes if o.summary.topics or o.summary.decisions
                     or o.summary.pending] or outcomes[:1]
@@ -186,6 +184,13 @@ class Summarizer:
         reason = failed[0].reason if failed else None
         return self.fit(SummaryOutcome(merged, bool(failed), reason, usage), turns, parent,
                         focus)
+
+    def interrupted(self, turns: list[Turn], parent: Summary | None, focus: str | None,
+                    ) -> SummaryOutcome:
+        """The local summary after a Ctrl-C; a second Ctrl-C is held until it is written."""
+        with sigint_deferred(deliver=False):
+            return SummaryOutcome(self._local(turns, parent, focus, self.words), True,
+                                  "interrupted", Usage())
 
     def _chunks(self, turns: list[Turn], running: Summary | None) -> list[list[Turn]]:
         """``turns`` in groups that each fit one summary request (usually one group)."""

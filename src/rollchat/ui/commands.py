@@ -60,7 +60,7 @@ def _context(app: ChatApp, arg: str) -> bool:
     estimate = session.estimate()
     state = session.state
     lines = [
-        f"Model: {session.model} (context window {window:,} tokens)",
+        f"Model: {session.engine.model} (context window {window:,} tokens)",
         f"Budget: {budget.tokens:,} tokens before automatic compaction "
         f"({'on' if session.config.session.auto_compact else 'off'}); "
         f"{budget.max_output_tokens:,} reserved for the answer",

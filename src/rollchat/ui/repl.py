@@ -86,7 +86,7 @@ def toolbar_text(app: ChatApp) -> str:
     sid = session.state.session_id or "new session"
     return (f" context {approx}{human_tokens(used)}/{human_tokens(window)} "
             f"({used / window:.0%}) · {plural(queries, 'query')} · "
-            f"{session.agent.name} · {session.model} · {sid} ")
+            f"{session.agent.name} · {session.engine.model} · {sid} ")
 
 
 def history_path(configured: Path | None) -> Path:
