@@ -1,0 +1,361 @@
+"""The config file layer: read the YAML file (size, encoding, nesting depth), validate every key
+against its Field, and build a Config over the defaults; errors name the file, line and key."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rollchat.config import (
+    AgentConfig,
+    Config,
+    ModelConfig,
+    RetryConfig,
+    SessionConfig,
+    SummaryConfig,
+    UIConfig,
+)
+from rollchat.config_fields import (
+    BOOL,
+    DELAY,
+    MODEL,
+    NONNEG,
+    POSITIVE,
+    PROVIDER,
+    SECONDS,
+    URL,
+    Field,
+    coerce,
+    nonempty,
+    resolve,
+    show,
+)
+from rollchat.errors import ConfigError
+
+_MAX_FILE_BYTES = 1024 * 1024
+_AGENT_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SECRET_WORDS = ("apikey", "secret", "password", "credential")
+_SECRET_NAMES = ("key", "token", "apitoken", "accesstoken", "authtoken", "bearertoken")
+_MAX_DEPTH = 32  # nesting levels; a valid config needs 4
+_KEY_HINT = (
+    "API keys are never read from the config file: set ANTHROPIC_API_KEY or OPENAI_API_KEY "
+    "in the environment, or name your own variable with api_key_env"
+)
+
+# ---------------------------------------------------------------------------------------------
+# The fields of each part of the file (the rules shared with the flags are in config_fields).
+
+_AGENT_FIELDS: dict[str, Field] = {
+    "name": Field("str", "must be a non-empty string", nonempty),
+    "provider": PROVIDER,
+    "model": MODEL,
+    "base_url": URL,
+    "api_key_env": Field(
+        "str", "must be the NAME of an environment variable (not the key), or null",
+        lambda v: bool(_ENV_NAME.fullmatch(v)), nullable=True,
+    ),
+    "system_prompt": Field("str", "must be a string"),
+    "system_prompt_file": Field("path", "must be a file path, or null", nonempty, nullable=True),
+    "max_output_tokens": POSITIVE,
+    "temperature": Field(
+        "float", "must be a number from 0 to 2, or null", lambda v: 0 <= v <= 2, nullable=True
+    ),
+}
+_MODEL_FIELDS = {
+    "context_window": Field("int", "must be an integer >= 1024", lambda v: v >= 1024),
+}
+_SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
+    "session": (SessionConfig, {
+        "dir": Field("path", "must be a directory path", nonempty),
+        "auto_save": BOOL,
+        "auto_compact": BOOL,
+        "compact_threshold": Field(
+            "float", "must be a number between 0 and 1", lambda v: 0 < v <= 1
+        ),
+        "safety_margin_tokens": NONNEG,
+        "compact_every_turns": Field("int", "must be an integer >= 0 (0: off)", lambda v: v >= 0),
+        "keep_recent_turns": NONNEG,
+    }),
+    "summary": (SummaryConfig, {
+        "provider": dataclasses.replace(PROVIDER, need=PROVIDER.need + ", or null",
+                                       nullable=True),
+        "model": MODEL,
+        "max_words": POSITIVE,
+        "timeout_seconds": SECONDS,
+    }),
+    "retry": (RetryConfig, {
+        "max_retries": NONNEG,
+        "base_delay": DELAY,
+        "max_delay": DELAY,
+        "request_timeout": SECONDS,
+    }),
+    "ui": (UIConfig, {
+        "history_file": Field("path", "must be a file path, or null", nonempty, nullable=True),
+        "offline_word_delay": Field(
+            "float", "must be a number of seconds from 0 to 10", lambda v: 0 <= v <= 10
+        ),
+    }),
+}
+_TOP_KEYS = ("default_agent", "agents", "models", *_SECTIONS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the YAML document with line numbers.
+
+
+class _Doc:
+    """The config file being read: its display name, its directory and a scalar constructor."""
+
+    def __init__(self, display: str, base_dir: Path) -> None:
+        self.display = display
+        self.base_dir = base_dir
+        self.loader = yaml.SafeLoader("")
+
+    def error(self, node: yaml.Node | None, key: str, msg: str) -> ConfigError:
+        where = f"{self.display}:{node.start_mark.line + 1}" if node is not None else self.display
+        return ConfigError(f"{where}: {key}: {msg}" if key else f"{where}: {msg}")
+
+    def items(self, node: yaml.Node, key: str) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+        """The entries of a mapping node by name (null counts as empty); merges resolved."""
+        if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null":
+            return {}
+        if not isinstance(node, yaml.MappingNode):
+            raise self.error(node, key, f"must be a mapping (got {_describe(node)})")
+        seen: dict[str, yaml.Node] = {}
+        for knode, _ in node.value:
+            if not isinstance(knode, yaml.ScalarNode) or knode.tag.endswith(":merge"):
+                continue
+            if knode.value in seen:
+                first = seen[knode.value].start_mark.line + 1
+                raise self.error(knode, _join(key, knode.value),
+                                 f"duplicate key (first set on line {first})")
+            seen[knode.value] = knode
+        try:
+            self.loader.flatten_mapping(node)
+        except yaml.YAMLError as exc:
+            raise self.error(node, key, f"invalid merge: {getattr(exc, 'problem', exc)}") from None
+        out: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+        for knode, vnode in node.value:
+            if not isinstance(knode, yaml.ScalarNode):
+                raise self.error(knode, key, f"keys must be plain names (got {_describe(knode)})")
+            out[knode.value] = (knode, vnode)
+        return out
+
+    def scalar(self, node: yaml.Node, key: str, spec: Field) -> Any:
+        """The checked value of a scalar node, or a ConfigError naming the rule."""
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.error(node, key, f"{spec.need} (got {_describe(node)})")
+        try:
+            value = self.loader.construct_object(node, deep=True)
+        except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
+            reason = getattr(exc, "problem", None) or str(exc)
+            raise self.error(node, key, f"{spec.need} (got an invalid value: {reason})") from None
+        good, converted = coerce(spec, value)
+        if not good:
+            raise self.error(node, key, f"{spec.need} (got {show(value)})")
+        return converted
+
+    def fields(self, node: yaml.Node, key: str, specs: Mapping[str, Field],
+               ) -> tuple[dict[str, Any], dict[str, yaml.Node]]:
+        """Read a mapping of known fields: (values, value nodes). Unknown keys are errors."""
+        values: dict[str, Any] = {}
+        nodes: dict[str, yaml.Node] = {}
+        for name, (knode, vnode) in self.items(node, key).items():
+            if name not in specs:
+                raise self.error(knode, _join(key, name), _unknown(name, specs))
+            values[name] = self.scalar(vnode, _join(key, name), specs[name])
+            nodes[name] = vnode
+        return values, nodes
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _describe(node: yaml.Node) -> str:
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    return repr(str(node.value)[:40])
+
+
+def _unknown(name: str, known: Iterable[str]) -> str:
+    squashed = re.sub(r"[^a-z]", "", name.lower())
+    if squashed in _SECRET_NAMES or any(w in squashed for w in _SECRET_WORDS):
+        return f"unknown key; {_KEY_HINT}"
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown key{hint}; known keys: {', '.join(known)}"
+
+
+def _read_text(path: Path, display: str) -> str:
+    """The file's text, or a ConfigError for a directory, unreadable, huge or non-UTF-8 file."""
+    try:
+        if path.is_dir():
+            raise ConfigError(f"{display}: is a directory, not a config file")
+        with path.open("rb") as handle:
+            data = handle.read(_MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{display}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > _MAX_FILE_BYTES:
+        raise ConfigError(f"{display}: too large for a config file (limit 1 MiB)")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{display}:{line}: not valid UTF-8 (byte 0x{data[exc.start]:02x}); "
+                          "save the file as UTF-8") from None
+
+
+def _check_depth(text: str, display: str) -> None:
+    """Refuse deeply nested documents before composing them (the composer recurses)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > _MAX_DEPTH:
+                line = event.start_mark.line + 1 if event.start_mark else 1
+                raise ConfigError(f"{display}:{line}: nested more than {_MAX_DEPTH} levels deep")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+def _compose(text: str, display: str) -> yaml.Node | None:
+    """The YAML node tree (None for an empty document), with line numbers on every error."""
+    try:
+        _check_depth(text, display)
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark else ""
+        what = ", ".join(str(p) for p in (exc.context, exc.problem) if p)
+        raise ConfigError(f"{display}{line}: invalid YAML: {what}") from None
+    except yaml.reader.ReaderError as exc:
+        row = text[: exc.position].count("\n") + 1
+        char = f"#x{exc.character:04x}" if isinstance(exc.character, int) else "a character"
+        raise ConfigError(f"{display}:{row}: invalid YAML: {char} is not allowed "
+                          f"({exc.reason})") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{display}: invalid YAML: {exc}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# The file layer: the document turned into a Config over the defaults.
+
+
+def _parse_file(doc: _Doc, root: yaml.Node) -> Config:
+    if not isinstance(root, (yaml.MappingNode, yaml.ScalarNode)) or (
+        isinstance(root, yaml.ScalarNode) and root.tag != "tag:yaml.org,2002:null"
+    ):
+        raise doc.error(root, "", "the top level must be a mapping of settings "
+                                  f"(got {_describe(root)})")
+    top = doc.items(root, "")
+    for name, (knode, _) in top.items():
+        if name not in _TOP_KEYS:
+            raise doc.error(knode, name, _unknown(name, _TOP_KEYS))
+    kwargs: dict[str, Any] = {}
+    for name, (cls, specs) in _SECTIONS.items():
+        if name in top:
+            kwargs[name] = _section(doc, name, top[name][1], cls, specs)
+    if "models" in top:
+        kwargs["models"] = _models(doc, top["models"][1])
+    agents = _agents(doc, top["agents"][1]) if "agents" in top else {}
+    if agents:
+        kwargs["agents"] = agents
+    default = "assistant" if not agents or "assistant" in agents else next(iter(agents))
+    if "default_agent" in top:
+        node = top["default_agent"][1]
+        default = doc.scalar(node, "default_agent", Field("str", "must be an agent name"))
+        known = list(agents or ["assistant"])
+        if default not in known:
+            raise doc.error(node, "default_agent",
+                            f"unknown agent {default!r}; known agents: {', '.join(known)}")
+    return Config(default_agent=default, **kwargs)
+
+
+def _section(doc: _Doc, name: str, node: yaml.Node, cls: type[Any],
+             specs: Mapping[str, Field]) -> Any:
+    values, nodes = doc.fields(node, name, specs)
+    if values.get("history_file") is not None:
+        values["history_file"] = resolve(doc.base_dir, values["history_file"])
+    section = dataclasses.replace(cls(), **values)
+    if isinstance(section, RetryConfig) and section.max_delay < section.base_delay:
+        raise doc.error(nodes.get("max_delay") or nodes["base_delay"], "retry.max_delay",
+                        f"must be >= retry.base_delay (got {section.max_delay} < "
+                        f"{section.base_delay})")
+    return section
+
+
+def _models(doc: _Doc, node: yaml.Node) -> dict[str, ModelConfig]:
+    models: dict[str, ModelConfig] = {}
+    for name, (knode, vnode) in doc.items(node, "models").items():
+        if not name.strip():
+            raise doc.error(knode, "models", "model names must not be empty")
+        values, _ = doc.fields(vnode, f"models.{name}", _MODEL_FIELDS)
+        if "context_window" not in values:
+            raise doc.error(vnode, f"models.{name}.context_window", "is required")
+        models[name] = ModelConfig(**values)
+    return models
+
+
+def _agents(doc: _Doc, node: yaml.Node) -> dict[str, AgentConfig]:
+    agents: dict[str, AgentConfig] = {}
+    for key, (knode, vnode) in doc.items(node, "agents").items():
+        if not _AGENT_KEY.fullmatch(key):
+            raise doc.error(knode, f"agents.{key}", "agent names are 1-64 letters, digits, "
+                                                    "'-' or '_', starting with a letter or digit")
+        agents[key] = _agent(doc, key, vnode)
+    return agents
+
+
+def _agent(doc: _Doc, key: str, node: yaml.Node) -> AgentConfig:
+    dotted = f"agents.{key}"
+    values, nodes = doc.fields(node, dotted, _AGENT_FIELDS)
+    values.setdefault("name", re.sub(r"[-_]+", " ", key).title())
+    prompt_file = values.get("system_prompt_file")
+    if prompt_file is not None:
+        if "system_prompt" in values:
+            raise doc.error(nodes["system_prompt_file"], dotted,
+                            "set system_prompt or system_prompt_file, not both")
+        path = resolve(doc.base_dir, prompt_file)
+        values["system_prompt_file"] = path
+        values["system_prompt"] = _read_prompt(doc, nodes["system_prompt_file"], dotted, path)
+    return AgentConfig(key=key, **values)
+
+
+def _read_prompt(doc: _Doc, node: yaml.Node, dotted: str, path: Path) -> str:
+    key = f"{dotted}.system_prompt_file"
+    try:
+        if path.is_dir():
+            raise doc.error(node, key, f"{path} is a directory, not a file")
+        with path.open("rb") as handle:
+            data = handle.read(_MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise doc.error(node, key, f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > _MAX_FILE_BYTES:
+        raise doc.error(node, key, f"{path} is too large for a system prompt (limit 1 MiB)")
+    try:
+        return data.decode("utf-8-sig").rstrip()
+    except UnicodeDecodeError:
+        raise doc.error(node, key, f"{path} is not valid UTF-8") from None
+
+
+def load_file(path: Path, display: str) -> Config:
+    """The Config in the file at ``path`` over the defaults; ``display`` names it in errors."""
+    text = _read_text(path, display)
+    try:
+        root = _compose(text, display)
+        if root is None:
+            return Config(source=path)
+        return dataclasses.replace(_parse_file(_Doc(display, path.parent), root), source=path)
+    except RecursionError:
+        raise ConfigError(f"{display}: invalid YAML: nested too deeply") from None
+
