@@ -355,7 +355,8 @@ def test_second_ctrl_c_during_the_local_fallback_keeps_the_summary(
 
     from rich.console import Console
 
-    from rollchat.compaction import extractive, summarizer
+    from rollchat.compaction import extractive
+    from rollchat.compaction import request as summary_request
     from rollchat.config import AgentConfig, Config
     from rollchat.context import Context
     from rollchat.engine import Engine
@@ -391,8 +392,8 @@ def test_second_ctrl_c_during_the_local_fallback_keeps_the_summary(
             os.kill(os.getpid(), signal.SIGINT)  # the second, during the local fallback
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(summarizer, "build_summary_request", first_ctrl_c)
-    monkeypatch.setattr(summarizer, "extractive_summary", second_ctrl_c)
+    monkeypatch.setattr(summary_request, "build_summary_request", first_ctrl_c)
+    monkeypatch.setattr(extractive, "extractive_summary", second_ctrl_c)
     finish(app)
     [path] = list((tmp_path / "s").glob("*.md"))
     summary = parse(path.read_text()).summary

@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rollchat.compaction.chunks import chunk_turns, merge_summaries, turn_tokens
-from rollchat.compaction.extractive import extractive_summary
-from rollchat.compaction.request import SummaryError, build_summary_request, parse_summary_reply
 from rollchat.domain import Summary, Turn, Usage
 from rollchat.interrupts import sigint_deferred
 from rollchat.providers.base import ChatRequest, Provider, TextDelta, UsageEvent
@@ -81,7 +79,10 @@ def summarize(
     retry once, then fall back to ``extractive_summary`` (labelled fallback) with the reason.
     Ctrl-C (KeyboardInterrupt) during the call goes straight to the fallback: nothing is lost.
     """
-    request = build_summary_request(
+    from rollchat.compaction import extractive  # on first use
+    from rollchat.compaction import request as summary_request
+
+    request = summary_request.build_summary_request(
         turns, parent_summary=parent_summary, focus=focus, model=model,
         max_words=max_words, max_output_tokens=max_output_tokens,
     )
@@ -91,19 +92,19 @@ def summarize(
         try:
             text, call_usage = _collect(provider, request, timeout_seconds)
             usage += call_usage
-            summary = parse_summary_reply(text, max_words=max_words)
+            summary = summary_request.parse_summary_reply(text, max_words=max_words)
             return SummaryOutcome(summary, False, None, usage)
         except KeyboardInterrupt:
             reason = "interrupted"
             break
         except _SummaryTimeout as error:
             reason = str(error)
-        except SummaryError as error:
+        except summary_request.SummaryError as error:
             reason = str(error)
         except Exception as error:  # ProviderError or anything else: the session must end resumable
             one_line = getattr(error, "one_line", None)
             reason = one_line() if callable(one_line) else f"{type(error).__name__}: {error}"
-    fallback = extractive_summary(turns, parent_summary=parent_summary, focus=focus,
+    fallback = extractive.extractive_summary(turns, parent_summary=parent_summary, focus=focus,
                                   max_words=max_words, fallback=True)
     return SummaryOutcome(fallback, True, reason, usage)
 
@@ -142,6 +143,8 @@ class Summarizer:
 
     def _local(self, turns: list[Turn], parent: Summary | None, focus: str | None,
                words: int, fallback: bool = True) -> Summary:
+        from rollchat.compaction.extractive import extractive_summary
+
         return extractive_summary(turns, parent_summary=parent, focus=focus, max_words=words,
                                   fallback=fallback)
 

@@ -12,8 +12,6 @@ import time
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 
-from rollchat.compaction import extractive
-from rollchat.compaction import request as summary_request
 from rollchat.domain import Message, Summary, ToolCall, Turn, Usage
 from rollchat.providers import OFFLINE
 from rollchat.providers.base import (
@@ -90,6 +88,8 @@ def _best_line(text: str, words: Sequence[str]) -> str | None:
 
 
 def _summary_in(text: str) -> Summary | None:
+    from rollchat.compaction import request as summary_request  # (imported on first use)
+
     try:
         return parse_summary_body(summary_request.extract_block(text))
     except Exception:  # no block, or not a well-formed one
@@ -141,6 +141,9 @@ class OfflineProvider:
     # ------------------------------------------------------------ summary and restore
 
     def _summary(self, request: ChatRequest) -> str:
+        from rollchat.compaction import extractive
+        from rollchat.compaction import request as summary_request
+
         data = summary_request.parse_summary_request(request)
         summary = extractive.extractive_summary(
             data.turns, parent_summary=data.parent_summary, focus=data.focus,
@@ -221,6 +224,8 @@ def _history_turns(history: Sequence[Message]) -> list[Turn]:
 def _overview(history: Sequence[Message]) -> str:
     """The topics (and decisions) so far, from the extractive summarizer, oldest first, and
     those of a restored previous session."""
+    from rollchat.compaction import extractive
+
     summary = extractive.extractive_summary(_history_turns(history), parent_summary=None,
                                             focus=None, max_words=200, fallback=False)
     topics = "; ".join(t.rstrip(".!?;") for t in reversed(summary.topics))
