@@ -112,7 +112,6 @@ class MarkdownStream:
         self.pending = ""
         self.in_fence = False
         self.scanned = 0  # chars of ``pending`` whose lines were scanned for fences
-        self.block_start_fence = False
         self.held_cr = False  # a chunk ended in "\r": it may be half of a "\r\n"
         self.live = Live(console=console, auto_refresh=False, transient=True) if live else None
         self.last_refresh = 0.0
