@@ -255,6 +255,31 @@ def test_banner_wording() -> None:
     assert "s3cret" not in out and "key=abc" not in out and "Alt+Enter" in out
 
 
+def test_lines_before_rich_is_loaded(capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Without a console the banner and notices are written directly (rich loads with the
+    first answer): styled in a terminal unless NO_COLOR, plain when piped, never markup."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    r = Renderer(interactive=True)
+    r.banner(agent="Assistant", model="m", provider="offline", reason="no API key configured",
+             where="/tmp/s")
+    r.warn("[bold]not markup[/] \x1b]0;title\x07")
+    out = capsys.readouterr().out
+    assert "\x1b[1mrollchat\x1b[0m · Assistant · offline model" in out
+    assert "\x1b[33mWarning:\x1b[0m [bold]not markup[/] ^[]0;title^G" in out
+    assert r._console is None  # nothing so far needed rich
+    monkeypatch.setenv("NO_COLOR", "1")
+    Renderer(interactive=True).error("disk full")
+    assert capsys.readouterr().out == "Error: disk full\n"
+    piped = Renderer(interactive=False)
+    piped.dim("plain")
+    assert capsys.readouterr().out == "plain\n"
+    piped.info("after rich")  # once the console exists, lines go through it
+    piped.console.print("x")
+    piped.info("through rich")
+    assert capsys.readouterr().out == "after rich\nx\nthrough rich\n"
+
+
 def test_sessions_mark_a_lower_bound_token_count(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from rollchat.store import SessionInfo
 

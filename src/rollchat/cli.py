@@ -154,7 +154,7 @@ def _warm_up(session: Session, provider_name: str) -> None:
         import importlib
 
         session.counter.count_text("warm up")
-        for module in ("rich.markdown", "rollchat.compaction.request",
+        for module in ("rich.console", "rich.live", "rich.markdown", "rollchat.compaction.request",
                        "rollchat.compaction.extractive", "rollchat.restore",
                        "rollchat.tools.archive"):
             importlib.import_module(module)
@@ -165,8 +165,6 @@ def _warm_up(session: Session, provider_name: str) -> None:
 def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: str | None,
                yes: bool) -> int:
     """Build everything from the configuration and run the chat until it ends."""
-    from rich.console import Console
-
     from rollchat import providers
     from rollchat.config import load_config
     from rollchat.context import Context
@@ -176,7 +174,7 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     from rollchat.store import MemoryStore, SessionStore, Store
     from rollchat.tokens import context_window
     from rollchat.ui.app import ChatApp
-    from rollchat.ui.render import Renderer, plain_console
+    from rollchat.ui.render import Renderer
     from rollchat.ui.repl import history_path, run_interactive, run_piped
 
     env = dict(os.environ)
@@ -191,8 +189,7 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     summary_provider = (provider if (summary_name, summary_agent.model) == (name, model)
                         else providers.build_provider(summary_name, summary_agent, cfg, env))
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    console = Console() if interactive else plain_console()
-    renderer = Renderer(console, interactive=interactive)
+    renderer = Renderer(interactive=interactive)  # rich is loaded with the first answer
     store: Store = SessionStore(cfg.session.dir) if cfg.session.auto_save else MemoryStore()
     store_problem = None
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import io
+import os
 import re
 import sys
 import time
@@ -17,17 +18,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from rich.console import Console
-from rich.live import Live
-from rich.markup import escape
-from rich.text import Text
-
 from rollchat.domain import Turn, Usage
 from rollchat.providers import OFFLINE
 from rollchat.text import plural, redact_url
 from rollchat.tokens import human_tokens
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.markdown import Markdown
 
     from rollchat.store import SessionInfo
@@ -62,6 +59,8 @@ class _TrimmedLines(io.TextIOBase):
 
 def plain_console(stream: IO[str] | None = None) -> Console:
     """A console for piped output: no colours, no escape codes, no trailing padding."""
+    from rich.console import Console
+
     trimmed = _TrimmedLines(stream or sys.stdout)
     return Console(file=cast(IO[str], trimmed), force_terminal=False, color_system=None,
                    force_interactive=False, soft_wrap=True)  # one line per record: grep-able
@@ -113,6 +112,8 @@ class MarkdownStream:
         self.in_fence = False
         self.scanned = 0  # chars of ``pending`` whose lines were scanned for fences
         self.held_cr = False  # a chunk ended in "\r": it may be half of a "\r\n"
+        from rich.live import Live
+
         self.live = Live(console=console, auto_refresh=False, transient=True) if live else None
         self.last_refresh = 0.0
         if self.live is not None:
@@ -157,6 +158,8 @@ class MarkdownStream:
         if self.held_cr:
             self.pending, self.held_cr = self.pending + "\n", False
         if self.live is not None:
+            from rich.text import Text
+
             self.live.update(Text(""), refresh=True)
         if self.pending.strip():
             self.console.print(markdown(self.pending))
@@ -225,20 +228,43 @@ def _stdin_terminal() -> int | None:
         return None
 
 
+# The styles of plain lines, as rich names them and as SGR codes for the lines written before
+# rich is loaded (the banner and start-up warnings: loading rich costs ~25 ms before the prompt).
+_SGR = {"bold": "1", "dim": "2", "yellow": "33", "red": "31", "green": "32", "bold cyan": "1;36"}
+Segment = tuple[str, str]  # (text, style; "" for none)
+
+
+def _colours_wanted() -> bool:
+    return "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
 class Renderer:
     """Output for one chat. ``interactive``: a terminal (spinners, live redraw, colours).
 
-    ``terminal_fd``: the terminal whose echo is turned off while an answer streams in
-    interactive mode (default: stdin, when it is a terminal).
+    ``console``: where everything is drawn; left out, a rich Console for the terminal (or a
+    plain one when piped) is made when first needed, and lines printed before that are
+    written directly. ``terminal_fd``: the terminal whose echo is turned off while an answer
+    streams in interactive mode (default: stdin, when it is a terminal).
     """
 
-    def __init__(self, console: Console, *, interactive: bool,
+    def __init__(self, console: Console | None = None, *, interactive: bool,
                  terminal_fd: int | None = None) -> None:
-        self.console = console
+        self._console = console
         self.interactive = interactive
         self._stream: MarkdownStream | None = None
         self._terminal_fd = terminal_fd
         self._quiet: QuietTerminal | None = None
+
+    @property
+    def console(self) -> Console:
+        if self._console is None:
+            if self.interactive:
+                from rich.console import Console
+
+                self._console = Console()
+            else:
+                self._console = plain_console()
+        return self._console
 
     def close(self) -> None:
         """End a streamed answer still open and give the terminal its echo back."""
@@ -246,6 +272,19 @@ class Renderer:
             self.answer_abort()
         finally:
             self._restore_terminal()
+
+    def line(self, *segments: Segment) -> None:
+        """One line of styled plain text (never markup: brackets in it are shown as typed)."""
+        if self._console is None:
+            colour = self.interactive and _colours_wanted()
+            sys.stdout.write("".join(
+                f"\x1b[{_SGR[style]}m{text}\x1b[0m" if colour and style else text
+                for text, style in segments) + "\n")
+            sys.stdout.flush()
+            return
+        from rich.text import Text
+
+        self._console.print(Text.assemble(*segments), highlight=False)
 
     # ------------------------------------------------------------ notices
     def banner(self, *, agent: str, model: str, provider: str, reason: str, where: str,
@@ -255,24 +294,22 @@ class Renderer:
                else f"{model} via {provider} ({reason})")
         if server and provider != OFFLINE and redact_url(server) not in reason:
             via += f" · server {redact_url(server)}"
-        self.console.print(f"[bold]rollchat[/] · {escape(agent)} · {escape(via)}",
-                           highlight=False)
+        self.line(("rollchat", "bold"), (f" · {harmless(agent)} · {harmless(via)}", ""))
         keys = ("; Alt+Enter or Esc Enter inserts a newline; Ctrl-D exits" if self.interactive
                 else "")
-        self.console.print(f"[dim]Sessions in {escape(where)}. Type 'help' for commands"
-                           f"{keys}.[/]", highlight=False)
+        self.line((f"Sessions in {harmless(where)}. Type 'help' for commands{keys}.", "dim"))
 
     def info(self, message: str) -> None:
-        self.console.print(escape(harmless(message)), highlight=False)
+        self.line((harmless(message), ""))
 
     def dim(self, message: str) -> None:
-        self.console.print(f"[dim]{escape(harmless(message))}[/]", highlight=False)
+        self.line((harmless(message), "dim"))
 
     def warn(self, message: str) -> None:
-        self.console.print(f"[yellow]Warning:[/] {escape(harmless(message))}", highlight=False)
+        self.line(("Warning:", "yellow"), (" " + harmless(message), ""))
 
     def error(self, message: str) -> None:
-        self.console.print(f"[red]Error:[/] {escape(harmless(message))}", highlight=False)
+        self.line(("Error:", "red"), (" " + harmless(message), ""))
 
     @contextmanager
     def spinner(self, message: str) -> Iterator[Step]:
@@ -280,14 +317,15 @@ class Renderer:
         when the caller set one (not after a failure or an interruption)."""
         step = Step()
         if not self.interactive:
-            self.console.print(escape(message), highlight=False)
+            self.info(message)
             yield step
             return
+        from rich.markup import escape
+
         with self.console.status(escape(message)):
             yield step
         if step.done_text:
-            self.console.print(f"{escape(message)} [green]{escape(step.done_text)}[/]",
-                               highlight=False)
+            self.line((message + " ", ""), (step.done_text, "green"))
 
     # ------------------------------------------------------------ answers
     def answer_start(self, agent: str) -> None:
@@ -296,7 +334,7 @@ class Renderer:
                 fd = self._terminal_fd if self._terminal_fd is not None else _stdin_terminal()
                 self._quiet = QuietTerminal(fd)
             self._quiet.quiet()
-        self.console.print(f"[bold cyan]{escape(harmless(agent))}:[/]", highlight=False)
+        self.line((f"{harmless(agent)}:", "bold cyan"))
         self._stream = MarkdownStream(self.console, live=self.interactive)
 
     def _restore_terminal(self) -> None:
@@ -321,7 +359,7 @@ class Renderer:
         if turn.status == "interrupted":
             note = "interrupted: partial answer kept" if turn.assistant else \
                 "interrupted before any answer"
-            self.console.print(f"[yellow]\\[{note}][/]", highlight=False)
+            self.line((f"[{note}]", "yellow"))
         elif turn.status in ("unanswered", "error") and turn.error:
             self.error(turn.error)
             if hint:
@@ -353,6 +391,8 @@ class Renderer:
         """Numbered, most recent first; two lines each so it reads at any width."""
         if not infos:
             self.info("No saved sessions.")
+        from rich.text import Text
+
         for info in infos:
             summary = "summary" if info.has_summary else (
                 "no summary" + (f" ({info.summary_problem})" if info.summary_problem else ""))
