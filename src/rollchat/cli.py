@@ -20,8 +20,9 @@ from rollchat.errors import ConfigError, RollchatError, StoreError, UsageError
 from rollchat.providers import PROVIDER_CHOICES
 
 if TYPE_CHECKING:  # imported when the chat starts, not for --help or sessions
-    from rollchat.config import ConfigOverrides
-    from rollchat.session import Session
+    from rollchat.config import Config, ConfigOverrides
+    from rollchat.ui.app import ChatApp
+    from rollchat.ui.render import Renderer
 
 app = typer.Typer(
     add_completion=False,
@@ -142,31 +143,58 @@ def sessions_command(
     Renderer(console, interactive=False).sessions(listing.sessions, listing.problems)
 
 
-def _warm_up(session: Session, provider_name: str) -> None:
+def _warm_up(chat: ChatApp) -> None:
     """Once the prompt is up: import the SDK and load the tokenizer in the background."""
-    import threading
+    import importlib
 
     from rollchat import providers
 
-    providers.prefetch_sdks(provider_name)
-
-    def load() -> None:  # what the first message needs: the tokenizer, the summarizer
-        import importlib
-
-        session.counter.count_text("warm up")
-        for module in ("rich.console", "rich.live", "rich.markdown", "rollchat.compaction.request",
-                       "rollchat.compaction.extractive", "rollchat.restore",
-                       "rollchat.tools.archive"):
-            importlib.import_module(module)
-
-    threading.Thread(target=load, name="rollchat-warm-up", daemon=True).start()
+    session = chat.session
+    providers.prefetch_sdks(session.provider_name)
+    session.counter.count_text("warm up")  # what the first message needs: the tokenizer,
+    for module in ("rich.console", "rich.live", "rich.markdown",  # the renderer, the summarizer
+                   "rollchat.compaction.request", "rollchat.compaction.extractive",
+                   "rollchat.restore", "rollchat.tools.archive"):
+        importlib.import_module(module)
 
 
 def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: str | None,
                yes: bool) -> int:
-    """Build everything from the configuration and run the chat until it ends."""
+    """Check the configuration, draw the banner, and run the chat until it ends. In a terminal
+    the session core is built behind the first prompt (see ``Starting``)."""
     from rollchat import providers
     from rollchat.config import load_config
+    from rollchat.ui.render import Renderer
+    from rollchat.ui.repl import Starting, history_path, run_interactive, run_piped
+
+    env = dict(os.environ)
+    cfg = load_config(config_path=config_path, env=env, cwd=Path.cwd(), overrides=overrides)
+    agent = cfg.agent
+    name, reason = providers.resolve_provider_name(agent, env)
+    providers.check_provider(name, agent, env)
+    model = agent.model or providers.DEFAULT_MODELS[name]
+    summary_name = cfg.summary.provider or name
+    providers.check_provider(summary_name, agent, env)
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    renderer = Renderer(interactive=interactive)  # rich is loaded with the first answer
+    renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
+                    where=cfg.session.location, server=agent.base_url)
+    chat = Starting(lambda: _build_chat(cfg, env, name, model, renderer, interactive=interactive,
+                                        yes=yes),
+                    label=f" starting · {agent.name} · {model} ", out=renderer)
+    if resume is not None:
+        chat.get().resume(resume)
+    if interactive:
+        run_interactive(chat, history_file=history_path(cfg.ui.history_file), on_ready=_warm_up)
+    else:
+        run_piped(chat.get(), sys.stdin)
+    return 0
+
+
+def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, renderer: Renderer,
+                *, interactive: bool, yes: bool) -> tuple[ChatApp, list[str]]:
+    """The session core and its terminal adapter, and what the user should be told first."""
+    from rollchat import providers
     from rollchat.context import Context
     from rollchat.engine import Engine
     from rollchat.providers.base import RetryPolicy
@@ -174,22 +202,15 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     from rollchat.store import MemoryStore, SessionStore, Store
     from rollchat.tokens import context_window
     from rollchat.ui.app import ChatApp
-    from rollchat.ui.render import Renderer
-    from rollchat.ui.repl import history_path, run_interactive, run_piped
 
-    env = dict(os.environ)
-    cfg = load_config(config_path=config_path, env=env, cwd=Path.cwd(), overrides=overrides)
     agent = cfg.agent
-    name, reason = providers.resolve_provider_name(agent, env)
     provider = providers.build_provider(name, agent, cfg, env)
-    model = agent.model or providers.DEFAULT_MODELS[name]
     summary_agent = replace(agent, provider=cfg.summary.provider or name,
                             model=cfg.summary.model or model)
     summary_name = cfg.summary.provider or name
     summary_provider = (provider if (summary_name, summary_agent.model) == (name, model)
                         else providers.build_provider(summary_name, summary_agent, cfg, env))
-    interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    renderer = Renderer(interactive=interactive)  # rich is loaded with the first answer
+    notices: list[str] = []
     store: Store = SessionStore(cfg.session.dir) if cfg.session.auto_save else MemoryStore()
     store_problem = None
     try:
@@ -220,19 +241,9 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
         confirm=confirm,
         context_window=context_window(model, cfg.context_window_override(model)),
     )
-    chat = ChatApp(session, renderer)
-    renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
-                    where=store.location, server=agent.base_url)
     if session.budget.warning:
-        renderer.warn(session.budget.warning)
+        notices.append(session.budget.warning)
     if store_problem is not None:
-        renderer.warn(f"{store_problem}: the chat goes on in memory; nothing is saved")
+        notices.append(f"{store_problem}: the chat goes on in memory; nothing is saved")
         session.state.save_failed = True
-    if resume is not None:
-        chat.resume(resume)
-    if interactive:
-        run_interactive(chat, history_file=history_path(cfg.ui.history_file),
-                        on_first_prompt=lambda: _warm_up(session, name))
-    else:
-        run_piped(chat, sys.stdin)
-    return 0
+    return ChatApp(session, renderer), notices

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from datetime import datetime
 
+from rollchat.config import NO_SAVE_LOCATION
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn
 from rollchat.errors import StoreError, TranscriptError
 from rollchat.listing import Listing, SessionInfo, check_id, new_ids, numbered, session_info
@@ -46,7 +47,7 @@ class MemorySession:
 class MemoryStore:
     """Sessions as in-memory texts keyed by id (``<id>.md`` is each one's file name)."""
 
-    location = "memory only (--no-save)"
+    location = NO_SAVE_LOCATION
 
     def __init__(self) -> None:
         self._texts: dict[str, bytearray] = {}

@@ -42,8 +42,8 @@ from rollchat.state import (
     restored_context,
 )
 from rollchat.store import SessionInfo, Store
-from rollchat.text import plural
-from rollchat.tokens import TokenCounter, human_tokens
+from rollchat.text import human_tokens, plural
+from rollchat.tokens import TokenCounter
 from rollchat.tools import ARCHIVE_TOOL_NAME
 
 Flow = Generator[Event, None, None]

@@ -11,6 +11,7 @@ import contextlib
 import io
 import os
 import re
+import shutil
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -18,15 +19,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from rollchat.domain import Turn, Usage
 from rollchat.providers import OFFLINE
-from rollchat.text import plural, redact_url
-from rollchat.tokens import human_tokens
+from rollchat.text import human_tokens, plural, redact_url
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.markdown import Markdown
 
+    from rollchat.domain import Turn, Usage
     from rollchat.store import SessionInfo
 
 # C0 controls except tab and newline, DEL, and C1 controls (0x9b is a CSI on some terminals).
@@ -234,6 +234,30 @@ _SGR = {"bold": "1", "dim": "2", "yellow": "33", "red": "31", "green": "32", "bo
 Segment = tuple[str, str]  # (text, style; "" for none)
 
 
+def _wrapped(segments: Sequence[Segment], width: int) -> list[Segment]:
+    """``segments`` with the spaces where a line of ``width`` columns ends turned into line
+    breaks (as rich wraps: at words; a word longer than a line is left to the terminal)."""
+    text = "".join(t for t, _ in segments)
+    breaks: set[int] = set()
+    start = 0
+    while len(text) - start > width:
+        newline = text.find("\n", start, start + width + 1)
+        cut = text.rfind(" ", start + 1, start + width + 1)
+        if newline != -1:
+            start = newline + 1
+        elif cut == -1:
+            start += width
+        else:
+            breaks.add(cut)
+            start = cut + 1
+    out, offset = [], 0
+    for part, style in segments:
+        out.append(("".join("\n" if offset + i in breaks else c for i, c in enumerate(part)),
+                    style))
+        offset += len(part)
+    return out
+
+
 def _colours_wanted() -> bool:
     return "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
 
@@ -276,6 +300,8 @@ class Renderer:
     def line(self, *segments: Segment) -> None:
         """One line of styled plain text (never markup: brackets in it are shown as typed)."""
         if self._console is None:
+            if self.interactive:
+                segments = _wrapped(segments, shutil.get_terminal_size().columns)
             colour = self.interactive and _colours_wanted()
             sys.stdout.write("".join(
                 f"\x1b[{_SGR[style]}m{text}\x1b[0m" if colour and style else text
