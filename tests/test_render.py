@@ -20,7 +20,8 @@ from rollchat.providers.base import ChatRequest, RetryPolicy, StreamEvent
 from rollchat.providers.offline import OfflineProvider
 from rollchat.store import MemoryStore
 from rollchat.text import human_tokens
-from rollchat.ui.render import MarkdownStream, Renderer, harmless, preview, usage_line
+from rollchat.ui.render import Renderer, harmless, preview, usage_line
+from rollchat.ui.stream import MarkdownStream
 from tests.drive import chat_app
 
 
