@@ -1,7 +1,7 @@
 """Everything rollchat shows: banner, streamed markdown answers, notices, tables.
 
-The only module that prints. Model text is stripped of terminal control sequences before it is
-shown (it is kept verbatim in the transcript).
+The only module that prints. Everything from a file, a config, a server or the model passes
+``sanitize.harmless`` before it is drawn.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from rollchat.domain import Turn, Usage
 from rollchat.providers import OFFLINE
 from rollchat.text import plural, redact_url
 from rollchat.tokens import human_tokens
+from rollchat.ui.sanitize import harmless, one_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -29,10 +30,7 @@ if TYPE_CHECKING:
 
     from rollchat.store import SessionInfo
 
-# C0 controls except tab and newline, DEL, and C1 controls (0x9b is a CSI on some terminals).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
-_CARRIAGE_RETURN = re.compile(r"\r\n?")
 _REFRESH_SECONDS = 1 / 15
 
 
@@ -64,16 +62,6 @@ def plain_console(stream: IO[str] | None = None) -> Console:
     trimmed = _TrimmedLines(stream or sys.stdout)
     return Console(file=cast(IO[str], trimmed), force_terminal=False, color_system=None,
                    force_interactive=False, soft_wrap=True)  # one line per record: grep-able
-
-
-def harmless(text: str) -> str:
-    """Make control characters visible instead of letting the terminal interpret them.
-
-    Line ends from other systems (``\\r\\n``, a lone ``\\r``) become plain newlines first.
-    """
-    text = _CARRIAGE_RETURN.sub("\n", text)
-    return _CONTROL.sub(lambda m: f"^{chr((ord(m.group()) + 64) % 128)}"
-                        if ord(m.group()) < 0x80 else f"\\x{ord(m.group()):02x}", text)
 
 
 def usage_line(elapsed: float, usage: Usage) -> str:
@@ -274,7 +262,9 @@ class Renderer:
             self._restore_terminal()
 
     def line(self, *segments: Segment) -> None:
-        """One line of styled plain text (never markup: brackets in it are shown as typed)."""
+        """One line of styled plain text (never markup: brackets in it are shown as typed), made
+        harmless: every notice, error and table line is drawn through here."""
+        segments = tuple((harmless(text), style) for text, style in segments)
         if self._console is None:
             colour = self.interactive and _colours_wanted()
             sys.stdout.write("".join(
@@ -294,22 +284,22 @@ class Renderer:
                else f"{model} via {provider} ({reason})")
         if server and provider != OFFLINE and redact_url(server) not in reason:
             via += f" · server {redact_url(server)}"
-        self.line(("rollchat", "bold"), (f" · {harmless(agent)} · {harmless(via)}", ""))
+        self.line(("rollchat", "bold"), (f" · {agent} · {via}", ""))
         keys = ("; Alt+Enter or Esc Enter inserts a newline; Ctrl-D exits" if self.interactive
                 else "")
-        self.line((f"Sessions in {harmless(where)}. Type 'help' for commands{keys}.", "dim"))
+        self.line((f"Sessions in {where}. Type 'help' for commands{keys}.", "dim"))
 
     def info(self, message: str) -> None:
-        self.line((harmless(message), ""))
+        self.line((message, ""))
 
     def dim(self, message: str) -> None:
-        self.line((harmless(message), "dim"))
+        self.line((message, "dim"))
 
     def warn(self, message: str) -> None:
-        self.line(("Warning:", "yellow"), (" " + harmless(message), ""))
+        self.line(("Warning:", "yellow"), (" " + message, ""))
 
     def error(self, message: str) -> None:
-        self.line(("Error:", "red"), (" " + harmless(message), ""))
+        self.line(("Error:", "red"), (" " + message, ""))
 
     @contextmanager
     def spinner(self, message: str) -> Iterator[Step]:
@@ -322,7 +312,7 @@ class Renderer:
             return
         from rich.markup import escape
 
-        with self.console.status(escape(message)):
+        with self.console.status(escape(harmless(message))):
             yield step
         if step.done_text:
             self.line((message + " ", ""), (step.done_text, "green"))
@@ -334,7 +324,7 @@ class Renderer:
                 fd = self._terminal_fd if self._terminal_fd is not None else _stdin_terminal()
                 self._quiet = QuietTerminal(fd)
             self._quiet.quiet()
-        self.line((f"{harmless(agent)}:", "bold cyan"))
+        self.line((f"{agent}:", "bold cyan"))
         self._stream = MarkdownStream(self.console, live=self.interactive)
 
     def _restore_terminal(self) -> None:
@@ -382,7 +372,7 @@ class Renderer:
         if self._stream is not None:
             self._stream.flush()
         head = f"← {name}: {len(result):,} chars"
-        first = harmless(result.strip().splitlines()[0]) if result.strip() else ""
+        first = result.strip().splitlines()[0] if result.strip() else ""
         room = max(min(80, self.console.width - len(head) - 4), 16)
         self.dim(head + (f" · {preview(first, room)}" if first else ""))
 
@@ -394,20 +384,22 @@ class Renderer:
         from rich.text import Text
 
         for info in infos:
+            problem = one_line(info.summary_problem or "")
             summary = "summary" if info.has_summary else (
-                "no summary" + (f" ({info.summary_problem})" if info.summary_problem else ""))
+                "no summary" + (f" ({problem})" if problem else ""))
             head = Text(f"{info.number:>3}. ", style="bold")
-            head.append(info.session_id, style="cyan")
-            head.append(f" · {harmless(info.agent)} · {info.date:%Y-%m-%d %H:%M} · "
+            head.append(one_line(info.session_id), style="cyan")
+            head.append(f" · {one_line(info.agent)} · {info.date:%Y-%m-%d %H:%M} · "
                         f"{plural(info.queries, 'query')} · "
                         f"{'' if info.tokens_exact else '≥'}{human_tokens(info.tokens)} tokens"
                         f" · {summary}")
             self.console.print(head)
-            detail = f"     parent: {info.resumed_from}" if info.resumed_from else "     "
-            preview = harmless(info.first_query_preview or "")
+            parent = one_line(info.resumed_from or "")
+            detail = f"     parent: {parent}" if parent else "     "
+            preview = one_line(info.first_query_preview or "")
             if preview:
-                detail += (" · " if info.resumed_from else "") + f'"{preview}"'
+                detail += (" · " if parent else "") + f'"{preview}"'
             if detail.strip():
                 self.console.print(Text(detail, style="dim"))
         for name, reason in problems:
-            self.warn(f"{name}: {reason}")
+            self.warn(f"{one_line(name)}: {one_line(reason)}")
