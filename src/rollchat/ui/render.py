@@ -20,9 +20,9 @@ from typing import IO, TYPE_CHECKING, Any, cast
 
 from rollchat.domain import Turn, Usage
 from rollchat.providers import OFFLINE
-from rollchat.text import plural, redact_url
-from rollchat.tokens import human_tokens
+from rollchat.text import redact_url
 from rollchat.ui.sanitize import harmless, one_line
+from rollchat.ui.table import session_rows
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -218,7 +218,8 @@ def _stdin_terminal() -> int | None:
 
 # The styles of plain lines, as rich names them and as SGR codes for the lines written before
 # rich is loaded (the banner and start-up warnings: loading rich costs ~25 ms before the prompt).
-_SGR = {"bold": "1", "dim": "2", "yellow": "33", "red": "31", "green": "32", "bold cyan": "1;36"}
+_SGR = {"bold": "1", "dim": "2", "yellow": "33", "red": "31", "green": "32", "cyan": "36",
+        "bold cyan": "1;36"}
 Segment = tuple[str, str]  # (text, style; "" for none)
 
 
@@ -381,25 +382,8 @@ class Renderer:
         """Numbered, most recent first; two lines each so it reads at any width."""
         if not infos:
             self.info("No saved sessions.")
-        from rich.text import Text
-
         for info in infos:
-            problem = one_line(info.summary_problem or "")
-            summary = "summary" if info.has_summary else (
-                "no summary" + (f" ({problem})" if problem else ""))
-            head = Text(f"{info.number:>3}. ", style="bold")
-            head.append(one_line(info.session_id), style="cyan")
-            head.append(f" · {one_line(info.agent)} · {info.date:%Y-%m-%d %H:%M} · "
-                        f"{plural(info.queries, 'query')} · "
-                        f"{'' if info.tokens_exact else '≥'}{human_tokens(info.tokens)} tokens"
-                        f" · {summary}")
-            self.console.print(head)
-            parent = one_line(info.resumed_from or "")
-            detail = f"     parent: {parent}" if parent else "     "
-            preview = one_line(info.first_query_preview or "")
-            if preview:
-                detail += (" · " if parent else "") + f'"{preview}"'
-            if detail.strip():
-                self.console.print(Text(detail, style="dim"))
+            for row in session_rows(info):
+                self.line(*row)
         for name, reason in problems:
             self.warn(f"{one_line(name)}: {one_line(reason)}")
