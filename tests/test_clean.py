@@ -105,3 +105,9 @@ def test_clean_text_round_trips_through_the_session_file_unchanged(t: Transcript
     assert parse(data.decode("utf-8")) == t
     seen = glance(lambda at, n: data[at:at + n], len(data))  # what a listing reads
     assert seen.header == t.header
+
+
+@SETTINGS
+@given(any_text)
+def test_encode_is_clean_then_utf8(text: str) -> None:
+    assert encode(text) == clean(text).encode("utf-8")
