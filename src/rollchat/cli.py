@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from dataclasses import replace
 from enum import Enum
@@ -32,6 +33,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+_JSON_SURROGATE = re.compile(r"[\ud800-\udfff]")
 # Built from the registry's names; mypy cannot read members of an Enum built this way.
 ProviderChoice = Enum("ProviderChoice", {n: n for n in PROVIDER_CHOICES}, type=str)  # type: ignore[misc]
 
@@ -48,7 +50,9 @@ ConfigOpt = Annotated[
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    sys.stderr.write(f"rollchat: error: {message}\n")
+    from rollchat.ui.sanitize import harmless  # a message may quote a config or session file
+
+    sys.stderr.write(f"rollchat: error: {harmless(message)}\n")
     raise typer.Exit(code)
 
 
@@ -122,8 +126,8 @@ def sessions_command(
         fail(str(exc))
     except RollchatError as exc:
         fail(str(exc), 1)
-    if as_json:
-        print(json.dumps({
+    if as_json:  # exact: a lone surrogate (a file name that is not UTF-8) is a \u escape
+        print(_JSON_SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}", json.dumps({
             "sessions": [
                 {"number": i.number, "id": i.session_id, "file": i.file_name, "agent": i.agent,
                  "date": i.date.isoformat(), "queries": i.queries, "tokens": i.tokens,
@@ -133,7 +137,7 @@ def sessions_command(
                 for i in listing.sessions
             ],
             "problems": [{"file": name, "reason": why} for name, why in listing.problems],
-        }, indent=2, ensure_ascii=False))
+        }, indent=2, ensure_ascii=False)))
         return
     from rich.console import Console
 
@@ -187,7 +191,7 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     if interactive:
         run_interactive(chat, history_file=history_path(cfg.ui.history_file), on_ready=_warm_up)
     else:
-        run_piped(chat.get(), sys.stdin)
+        run_piped(chat.get(), sys.stdin.buffer)
     return 0
 
 
@@ -233,7 +237,9 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
             return False
         from prompt_toolkit.shortcuts import confirm as pt_confirm
 
-        return bool(pt_confirm(question.replace(" (y/n) ", "")))
+        from rollchat.ui.sanitize import harmless  # the question names another agent
+
+        return bool(pt_confirm(harmless(question.replace(" (y/n) ", ""))))
 
     session = Session(
         config=cfg, agent=agent, engine=engine, summary_provider=summary_provider,

@@ -1,14 +1,13 @@
 """Everything rollchat shows: banner, streamed markdown answers, notices, tables.
 
-The only module that prints. Model text is stripped of terminal control sequences before it is
-shown (it is kept verbatim in the transcript).
+The only module that prints. Everything from a file, a config, a server or the model passes
+``sanitize.harmless`` before it is drawn.
 """
 
 from __future__ import annotations
 
 import io
 import os
-import re
 import shutil
 import sys
 from collections.abc import Iterator, Sequence
@@ -17,7 +16,9 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, cast
 
 from rollchat.providers import OFFLINE
-from rollchat.text import human_tokens, plural, redact_url
+from rollchat.text import redact_url
+from rollchat.ui.sanitize import harmless, one_line
+from rollchat.ui.table import session_rows
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -26,9 +27,6 @@ if TYPE_CHECKING:
     from rollchat.store import SessionInfo
     from rollchat.ui.stream import MarkdownStream, QuietTerminal
 
-# C0 controls except tab and newline, DEL, and C1 controls (0x9b is a CSI on some terminals).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_CARRIAGE_RETURN = re.compile(r"\r\n?")
 
 
 class _TrimmedLines(io.TextIOBase):
@@ -61,16 +59,6 @@ def plain_console(stream: IO[str] | None = None) -> Console:
                    force_interactive=False, soft_wrap=True)  # one line per record: grep-able
 
 
-def harmless(text: str) -> str:
-    """Make control characters visible instead of letting the terminal interpret them.
-
-    Line ends from other systems (``\\r\\n``, a lone ``\\r``) become plain newlines first.
-    """
-    text = _CARRIAGE_RETURN.sub("\n", text)
-    return _CONTROL.sub(lambda m: f"^{chr((ord(m.group()) + 64) % 128)}"
-                        if ord(m.group()) < 0x80 else f"\\x{ord(m.group()):02x}", text)
-
-
 def usage_line(elapsed: float, usage: Usage) -> str:
     line = (f"Time: {elapsed:.1f}s | Tokens: {usage.total:,} "
             f"(in: {usage.input_tokens:,}, out: {usage.output_tokens:,}")
@@ -100,7 +88,8 @@ class Step:
 
 # The styles of plain lines, as rich names them and as SGR codes for the lines written before
 # rich is loaded (the banner and start-up warnings: loading rich costs ~25 ms before the prompt).
-_SGR = {"bold": "1", "dim": "2", "yellow": "33", "red": "31", "green": "32", "bold cyan": "1;36"}
+_SGR = {"bold": "1", "dim": "2", "yellow": "33", "red": "31", "green": "32", "cyan": "36",
+        "bold cyan": "1;36"}
 Segment = tuple[str, str]  # (text, style; "" for none)
 
 
@@ -168,7 +157,9 @@ class Renderer:
             self._restore_terminal()
 
     def line(self, *segments: Segment) -> None:
-        """One line of styled plain text (never markup: brackets in it are shown as typed)."""
+        """One line of styled plain text (never markup: brackets in it are shown as typed), made
+        harmless: every notice, error and table line is drawn through here."""
+        segments = tuple((harmless(text), style) for text, style in segments)
         if self._console is None:
             if self.interactive:
                 segments = tuple(_wrapped(segments, shutil.get_terminal_size().columns))
@@ -190,22 +181,22 @@ class Renderer:
                else f"{model} via {provider} ({reason})")
         if server and provider != OFFLINE and redact_url(server) not in reason:
             via += f" · server {redact_url(server)}"
-        self.line(("rollchat", "bold"), (f" · {harmless(agent)} · {harmless(via)}", ""))
+        self.line(("rollchat", "bold"), (f" · {agent} · {via}", ""))
         keys = ("; Alt+Enter or Esc Enter inserts a newline; Ctrl-D exits" if self.interactive
                 else "")
-        self.line((f"Sessions in {harmless(where)}. Type 'help' for commands{keys}.", "dim"))
+        self.line((f"Sessions in {where}. Type 'help' for commands{keys}.", "dim"))
 
     def info(self, message: str) -> None:
-        self.line((harmless(message), ""))
+        self.line((message, ""))
 
     def dim(self, message: str) -> None:
-        self.line((harmless(message), "dim"))
+        self.line((message, "dim"))
 
     def warn(self, message: str) -> None:
-        self.line(("Warning:", "yellow"), (" " + harmless(message), ""))
+        self.line(("Warning:", "yellow"), (" " + message, ""))
 
     def error(self, message: str) -> None:
-        self.line(("Error:", "red"), (" " + harmless(message), ""))
+        self.line(("Error:", "red"), (" " + message, ""))
 
     @contextmanager
     def spinner(self, message: str) -> Iterator[Step]:
@@ -218,7 +209,7 @@ class Renderer:
             return
         from rich.markup import escape
 
-        with self.console.status(escape(message)):
+        with self.console.status(escape(harmless(message))):
             yield step
         if step.done_text:
             self.line((message + " ", ""), (step.done_text, "green"))
@@ -232,7 +223,7 @@ class Renderer:
                 fd = self._terminal_fd if self._terminal_fd is not None else stdin_terminal()
                 self._quiet = QuietTerminal(fd)
             self._quiet.quiet()
-        self.line((f"{harmless(agent)}:", "bold cyan"))
+        self.line((f"{agent}:", "bold cyan"))
         self._stream = MarkdownStream(self.console, live=self.interactive)
 
     def _restore_terminal(self) -> None:
@@ -280,7 +271,7 @@ class Renderer:
         if self._stream is not None:
             self._stream.flush()
         head = f"← {name}: {len(result):,} chars"
-        first = harmless(result.strip().splitlines()[0]) if result.strip() else ""
+        first = result.strip().splitlines()[0] if result.strip() else ""
         room = max(min(80, self.console.width - len(head) - 4), 16)
         self.dim(head + (f" · {preview(first, room)}" if first else ""))
 
@@ -289,23 +280,8 @@ class Renderer:
         """Numbered, most recent first; two lines each so it reads at any width."""
         if not infos:
             self.info("No saved sessions.")
-        from rich.text import Text
-
         for info in infos:
-            summary = "summary" if info.has_summary else (
-                "no summary" + (f" ({info.summary_problem})" if info.summary_problem else ""))
-            head = Text(f"{info.number:>3}. ", style="bold")
-            head.append(info.session_id, style="cyan")
-            head.append(f" · {harmless(info.agent)} · {info.date:%Y-%m-%d %H:%M} · "
-                        f"{plural(info.queries, 'query')} · "
-                        f"{'' if info.tokens_exact else '≥'}{human_tokens(info.tokens)} tokens"
-                        f" · {summary}")
-            self.console.print(head)
-            detail = f"     parent: {info.resumed_from}" if info.resumed_from else "     "
-            preview = harmless(info.first_query_preview or "")
-            if preview:
-                detail += (" · " if info.resumed_from else "") + f'"{preview}"'
-            if detail.strip():
-                self.console.print(Text(detail, style="dim"))
+            for row in session_rows(info):
+                self.line(*row)
         for name, reason in problems:
-            self.warn(f"{name}: {reason}")
+            self.warn(f"{one_line(name)}: {one_line(reason)}")

@@ -11,9 +11,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rollchat.clean import decode
 from rollchat.errors import RollchatError
 from rollchat.text import human_tokens, plural
 from rollchat.ui import commands
+from rollchat.ui.sanitize import harmless
 
 if TYPE_CHECKING:
     from prompt_toolkit.input import Input
@@ -60,11 +62,12 @@ def finish(app: ChatApp) -> None:
         app.out.close()
 
 
-def run_piped(app: ChatApp, lines: Iterable[str]) -> None:
-    """Answer each line of a non-terminal input, then save and exit."""
+def run_piped(app: ChatApp, lines: Iterable[bytes]) -> None:
+    """Answer each line of a non-terminal input (bytes: what is not UTF-8 becomes U+FFFD, see
+    rollchat.clean), then save and exit."""
     try:
         for raw in lines:
-            line = raw.rstrip("\r\n")
+            line = decode(raw.rstrip(b"\r\n"))
             if line.strip():
                 app.out.dim(f"You: {line}")
             if handle_line(app, line):
@@ -145,7 +148,7 @@ def toolbar_text(app: ChatApp) -> str:
         used = session.estimate() if session.engine.context.messages else 0
     queries = session.state.queries
     sid = session.state.session_id or "new session"
-    return (f" context {approx}{human_tokens(used)}/{human_tokens(window)} "
+    return harmless(f" context {approx}{human_tokens(used)}/{human_tokens(window)} "
             f"({used / window:.0%}) · {plural(queries, 'query')} · "
             f"{session.agent.name} · {session.engine.model} · {sid} ")
 

@@ -10,7 +10,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from rollchat.ui.render import harmless
+from rollchat.ui.sanitize import harmless
 
 if TYPE_CHECKING:
     from rich.console import Console
