@@ -168,8 +168,9 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     the session core is built behind the first prompt (see ``Starting``)."""
     from rollchat import providers
     from rollchat.config import load_config
+    from rollchat.interrupts import Terminated, ending, ending_signals
     from rollchat.ui.render import Renderer
-    from rollchat.ui.repl import Starting, history_path, run_interactive, run_piped
+    from rollchat.ui.repl import Starting, finish, history_path, run_interactive, run_piped
 
     env = dict(os.environ)
     cfg = load_config(config_path=config_path, env=env, cwd=Path.cwd(), overrides=overrides)
@@ -186,13 +187,19 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     chat = Starting(lambda: _build_chat(cfg, env, name, model, renderer, interactive=interactive,
                                         yes=yes),
                     label=f" starting · {agent.name} · {model} ", out=renderer)
-    if resume is not None:
-        chat.get().resume(resume)
-    if interactive:
-        run_interactive(chat, history_file=history_path(cfg.ui.history_file), on_ready=_warm_up)
-    else:
-        run_piped(chat.get(), sys.stdin.buffer)
-    return 0
+    with ending_signals():  # SIGTERM, SIGHUP: saved and summarized like exit
+        try:
+            if resume is not None:
+                chat.get().resume(resume)
+            if interactive:
+                run_interactive(chat, history_file=history_path(cfg.ui.history_file),
+                                on_ready=_warm_up)
+            else:
+                run_piped(chat.get(), sys.stdin.buffer)
+        except Terminated:  # before the chat loop began
+            finish(chat.get())
+    signum = ending()
+    return 0 if signum is None else 128 + signum
 
 
 def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, renderer: Renderer,

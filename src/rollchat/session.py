@@ -246,6 +246,7 @@ class Session:
     # ------------------------------------------------------------------ summaries
     def _summarize(self, turns: list[Turn], parent: Summary | None, focus: str | None, *,
                    background: Background | None = None, quick: bool = False,
+                   within: float | None = None,
                    ) -> Generator[Event, None, tuple[SummaryOutcome, bool]]:
         """The summary, announced before and shown after; (outcome, interrupted). A Ctrl-C as
         it starts gives the local summary; one while it is shown is reported as ``interrupted``
@@ -253,7 +254,7 @@ class Session:
         try:
             yield SummaryStarted()
             outcome = self.summarizer.summarize(turns, parent, focus, background=background,
-                                                quick=quick)
+                                                quick=quick, within=within)
         except KeyboardInterrupt:
             outcome = self.summarizer.interrupted(turns, parent, focus)
         try:
@@ -267,13 +268,14 @@ class Session:
         return outcome, False
 
     def _finalize(self, focus: str | None = None, quick: bool = False,
-                  ) -> Generator[Event, None, Summary | None]:
-        """Summarize the live session (``quick``: see Summarizer) and save it; None if empty."""
+                  within: float | None = None) -> Generator[Event, None, Summary | None]:
+        """Summarize the live session (see Summarizer) and save it; None if empty."""
         state = self.state
         if not state.query_turns:
             return None
         outcome, stop = yield from self._summarize(state.turns, state.parent_summary, focus,
-                                                   background=state.background, quick=quick)
+                                                   background=state.background, quick=quick,
+                                                   within=within)
         if state.live is not None and not state.save_failed:
             try:
                 with sigint_deferred():
@@ -388,13 +390,11 @@ class Session:
         return outcome.summary
 
     # ------------------------------------------------------------------ exit
-    def exit(self) -> Flow:
-        """Save with a summary. Safe to call twice (the second time does nothing)."""
-        if self.finished:
-            return
-        self.finished = True
-        state = self.state
-        if state.queries and not state.save_failed:
-            yield from self._finalize()
-        yield Ended(state.session_id, state.queries, state.tokens, state.restoration_tokens,
-                    state.save_failed, state.restored is not None)
+    def exit(self, within: float | None = None) -> Flow:
+        """Save with a summary (``within``: see Summarizer). Safe to call twice."""
+        if not self.finished:
+            self.finished, state = True, self.state
+            if state.queries and not state.save_failed:
+                yield from self._finalize(within=within)
+            yield Ended(state.session_id, state.queries, state.tokens, state.restoration_tokens,
+                        state.save_failed, state.restored is not None)

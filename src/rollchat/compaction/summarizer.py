@@ -152,7 +152,7 @@ class Summarizer:
     # ------------------------------------------------------------------ the summary
     def summarize(self, turns: list[Turn], parent: Summary | None, focus: str | None, *,
                   background: Background | None = None, quick: bool = False,
-                  ) -> SummaryOutcome:
+                  within: float | None = None) -> SummaryOutcome:
         """The summary of ``turns`` (``parent``: the parent session's summary). Never draws:
         the caller tells the user (the outcome says whether the local fallback was used, why).
 
@@ -160,7 +160,11 @@ class Summarizer:
         ``quick`` (automatic compaction): when only a few turns follow them, those are
         summarized locally, so compacting at the threshold does not make the user wait (they
         are also carried verbatim into the new session). Ctrl-C falls back to a local summary.
+        ``within`` seconds (the chat ends on a signal): the local summary if the model's has
+        not come by then.
         """
+        if within is not None:
+            return self.within(within, turns, parent, focus, background=background)
         outcomes: list[SummaryOutcome] = []
         running, rest = parent, turns
         try:
@@ -188,6 +192,22 @@ class Summarizer:
         reason = failed[0].reason if failed else None
         return self.fit(SummaryOutcome(merged, bool(failed), reason, usage), turns, parent,
                         focus)
+
+    def within(self, seconds: float, turns: list[Turn], parent: Summary | None,
+               focus: str | None, *, background: Background | None = None) -> SummaryOutcome:
+        """``summarize``, if the model's summary comes within ``seconds`` (the chat is ending
+        on a signal: a shutdown will not wait long); else the local summary."""
+        done: list[SummaryOutcome] = []
+        worker = threading.Thread(  # a daemon: a call that hangs must not hold the exit
+            target=lambda: done.append(self.summarize(turns, parent, focus,
+                                                      background=background)),
+            name="rollchat-summary", daemon=True)
+        worker.start()
+        worker.join(seconds)
+        if done:
+            return done[0]
+        return SummaryOutcome(self._local(turns, parent, focus, self.words), True,
+                              f"no summary from the model within {seconds:g}s", Usage())
 
     def interrupted(self, turns: list[Turn], parent: Summary | None, focus: str | None,
                     ) -> SummaryOutcome:
