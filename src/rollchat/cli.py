@@ -214,11 +214,14 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
 
         return bool(pt_confirm(question.replace(" (y/n) ", "")))
 
+    from rollchat.windows import WindowBook, default_path
+
+    windows = WindowBook(default_path())  # windows learned from this server's refusals
+    override = cfg.context_window_override(model) or windows.get(agent.base_url, model)
     session = Session(
         config=cfg, agent=agent, engine=engine, summary_provider=summary_provider,
         summary_model=summary_agent.model or model, provider_name=name, store=store,
-        confirm=confirm,
-        context_window=context_window(model, cfg.context_window_override(model)),
+        confirm=confirm, context_window=context_window(model, override), windows=windows,
     )
     chat = ChatApp(session, renderer)
     renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,

@@ -15,7 +15,6 @@ from rollchat.domain import Message, Summary, Turn
 from rollchat.engine import Answer, Engine, quietly
 from rollchat.errors import RollchatError, StoreError
 from rollchat.events import (
-    AnswerAborted,
     AnswerStarted,
     CompactionFinished,
     CompactionStarted,
@@ -45,6 +44,7 @@ from rollchat.store import SessionInfo, Store
 from rollchat.text import plural
 from rollchat.tokens import TokenCounter, human_tokens
 from rollchat.tools import ARCHIVE_TOOL_NAME
+from rollchat.windows import WindowBook, WindowLearner
 
 Flow = Generator[Event, None, None]
 
@@ -64,6 +64,7 @@ class Session:
         store: Store,
         confirm: Callable[[str], bool],
         context_window: int,
+        windows: WindowBook | None = None,  # learned windows (None: in memory only)
     ) -> None:
         self.config = config
         self.agent = agent
@@ -74,16 +75,30 @@ class Session:
         self.state = SessionState(started=now())
         self.finished = False
         self.counter = TokenCounter(engine.model)
-        cfg = config.session
-        self.budget = policy.compute_budget(context_window, agent.max_output_tokens,
-                                     cfg.compact_threshold, cfg.safety_margin_tokens)
+        self.budget = self._budget(context_window)
         engine.max_output_tokens = self.budget.max_output_tokens
         engine.tool_result_limit = self._tool_room
         engine.count = self.counter.count_text
         self.summarizer = Summarizer(summary_provider, model=summary_model,
                                      config=config.summary, budget=self.budget,
                                      counter=self.counter)
+        self.windows = WindowLearner(windows or WindowBook(None), model=engine.model,
+                                     base_url=agent.base_url, window=context_window,
+                                     on_change=self._resize)
+        if summary_provider is engine.provider and summary_model == engine.model:
+            self.summarizer.refused = self.windows.summary_refused
         self.guards = PolicyState()
+
+    def _budget(self, window: int) -> policy.Budget:
+        cfg = self.config.session
+        return policy.compute_budget(window, self.agent.max_output_tokens,
+                                     cfg.compact_threshold, cfg.safety_margin_tokens)
+
+    def _resize(self, window: int) -> None:
+        """The model's window turned out smaller: budgets follow (see windows.py)."""
+        self.budget = self._budget(window)
+        self.engine.max_output_tokens = self.budget.max_output_tokens
+        self.summarizer.resize(self.budget)
 
     # ------------------------------------------------------------------ figures
     def _tool_specs(self) -> list[ToolSpec]:
@@ -127,18 +142,10 @@ class Session:
                                              self.state.parent_summary)
         yield AnswerStarted(self.agent.name)
         answer: Answer = yield from self.engine.chat(text)
-        if (answer.turn.status == "unanswered" and self.config.session.auto_compact
-                and isinstance(answer.error, ContextTooLongError)):
-            yield AnswerAborted()
-            yield Notice("warning", "The provider says the context is too long.")
-            retry = policy.plan(self._situation(pending, refused=True))
-            compacted = False
-            if retry.compact:
-                compacted = yield from self._auto_compact(retry, pending)
-            if compacted:
-                yield Notice("info", "Sending your message again.")
-                yield AnswerStarted(self.agent.name)
-                answer = yield from self.engine.chat(text)
+        if answer.turn.status == "unanswered" and isinstance(answer.error, ContextTooLongError):
+            from rollchat.refusal import after_refusal
+
+            answer = yield from after_refusal(self, answer, pending)
         hint = failure_hint(answer.error, False) if answer.turn.status == "unanswered" else None
         yield from self._record(answer.turn, hint)
 
@@ -259,6 +266,8 @@ class Session:
         try:
             yield SummaryFinished(outcome.summary,
                                   outcome.reason if outcome.fallback_used else None)
+            for learned in self.windows.take():
+                yield Notice("warning", learned.line("the summary was written in smaller parts"))
             if outcome.fallback_used:
                 yield Notice("warning", f"The model's summary failed ({outcome.reason}); "
                                         "a local extractive summary was saved instead.")
