@@ -253,6 +253,7 @@ class Session:
     # ------------------------------------------------------------------ summaries
     def _summarize(self, turns: list[Turn], parent: Summary | None, focus: str | None, *,
                    background: Background | None = None, quick: bool = False,
+                   chunks: list[list[Turn]] | None = None, model_calls: int | None = None,
                    ) -> Generator[Event, None, tuple[SummaryOutcome, bool]]:
         """The summary, announced before and shown after; (outcome, interrupted). A Ctrl-C as
         it starts gives the local summary; one while it is shown is reported as ``interrupted``
@@ -260,7 +261,8 @@ class Session:
         try:
             yield SummaryStarted()
             outcome = self.summarizer.summarize(turns, parent, focus, background=background,
-                                                quick=quick)
+                                                quick=quick, chunks=chunks,
+                                                model_calls=model_calls)
         except KeyboardInterrupt:
             outcome = self.summarizer.interrupted(turns, parent, focus)
         try:
@@ -361,7 +363,9 @@ class Session:
                                     "is broken there (this session's own summary is still used)")
         summary = self.store.load_summary(info) if not info.summary_problem else None
         if summary is None:
-            summary = yield from self._summarize_old(info)
+            from rollchat.unsummarized import summarize_unsummarized
+
+            summary = yield from summarize_unsummarized(self, info)
         if self.state.queries:
             yield from self._finalize()
             yield Notice("info", f"Saved the current session: {self.state.session_id} "
@@ -374,27 +378,6 @@ class Session:
         yield from self._start_child(Parent(info.session_id, info.file_name, summary, info.date,
                                             info.queries, info.tokens, info.resumed_from))
         self.guards = PolicyState()
-
-    def _summarize_old(self, info: SessionInfo) -> Generator[Event, None, Summary]:
-        """A session without a summary (crashed, or its summary failed): summarize it now."""
-        yield Notice("info", f"{info.session_id} has no summary; summarizing its transcript "
-                             "now.")
-        transcript = self.store.load_transcript(info.session_id)
-        turns = [t for t in transcript.turns if t.kind != "restored"]
-        if not turns:
-            raise RollchatError(f"session {info.session_id} has no queries to resume from")
-        outcome, stop = yield from self._summarize(turns, None, None)
-        tokens = sum(t.usage.total for t in turns)
-        try:
-            with sigint_deferred():
-                self.store.finalize(info.session_id, outcome.summary,
-                                    total_queries=len(turns), total_tokens=tokens)
-        except StoreError as exc:
-            yield Notice("warning", f"could not save the new summary into {info.file_name}: "
-                                    f"{exc}")
-        if stop:
-            raise KeyboardInterrupt
-        return outcome.summary
 
     # ------------------------------------------------------------------ exit
     def exit(self) -> Flow:

@@ -174,6 +174,7 @@ class Summarizer:
     # ------------------------------------------------------------------ the summary
     def summarize(self, turns: list[Turn], parent: Summary | None, focus: str | None, *,
                   background: Background | None = None, quick: bool = False,
+                  chunks: list[list[Turn]] | None = None, model_calls: int | None = None,
                   ) -> SummaryOutcome:
         """The summary of ``turns`` (``parent``: the parent session's summary). Never draws:
         the caller tells the user (the outcome says whether the local fallback was used, why).
@@ -182,6 +183,8 @@ class Summarizer:
         ``quick`` (automatic compaction): when only a few turns follow them, those are
         summarized locally, so compacting at the threshold does not make the user wait (they
         are also carried verbatim into the new session). Ctrl-C falls back to a local summary.
+        ``chunks``: ``plan(turns)``, already measured. ``model_calls``: only the last chunks
+        go to the model; the older turns get one local summary, which the model's continues.
         """
         outcomes: list[SummaryOutcome] = []
         running, rest = parent, turns
@@ -194,7 +197,12 @@ class Summarizer:
                     local = self._local(rest, running, None, self.words, fallback=False)
                     outcomes.append(SummaryOutcome(local, False, None, Usage()))
                     rest = []
-            todo, shrinks = self._chunks(rest, running), 0
+            todo, shrinks = (chunks if chunks is not None else self._chunks(rest, running)), 0
+            if model_calls is not None and len(todo) > model_calls:
+                older = [t for c in todo[:len(todo) - model_calls] for t in c]
+                running = self._local(older, running, focus, self.words)  # labelled local
+                outcomes.append(SummaryOutcome(running, False, None, Usage()))
+                todo = todo[len(todo) - model_calls:]
             while todo:
                 chunk = todo.pop(0)
                 outcome = self._call(chunk, running, focus)
@@ -235,6 +243,10 @@ class Summarizer:
         with sigint_deferred(deliver=False):
             return SummaryOutcome(self._local(turns, parent, focus, self.words), True,
                                   "interrupted", Usage())
+
+    def plan(self, turns: list[Turn]) -> list[list[Turn]]:
+        """The summary requests ``turns`` need: groups of turns, one request each."""
+        return self._chunks(turns, None)
 
     def _chunks(self, turns: list[Turn], running: Summary | None,
                 cap: int | None = None) -> list[list[Turn]]:
