@@ -9,13 +9,14 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING
 
 from rollchat.compaction.chunks import turn_tokens
-from rollchat.compaction.summarizer import SUMMARY_PROMPT_OVERHEAD
+from rollchat.compaction.summarizer import LOCAL_SAMPLE, SUMMARY_PROMPT_OVERHEAD
 from rollchat.domain import Summary
 from rollchat.errors import RollchatError, StoreError
 from rollchat.events import Event, Notice
 from rollchat.interrupts import sigint_deferred
 from rollchat.text import plural
 from rollchat.tokens import human_tokens
+from rollchat.tools import ARCHIVE_TOOL_NAME
 
 if TYPE_CHECKING:
     from rollchat.session import Session
@@ -46,9 +47,13 @@ def summarize_unsummarized(session: Session, info: SessionInfo,
                 "summarized locally. Continue? (y/n) "):
             model_calls = CHEAP_CALLS
             recent = sum(len(c) for c in chunks[-CHEAP_CALLS:])
+            older = len(turns) - recent
+            read = (f" from their first {LOCAL_SAMPLE[0]} and last {LOCAL_SAMPLE[1]}"
+                    if older > sum(LOCAL_SAMPLE) else "")
             yield Notice("info", f"The model summarizes the last {plural(recent, 'turn')} "
-                                 f"({plural(CHEAP_CALLS, 'call')}); the "
-                                 f"{len(turns) - recent:,} before them are summarized locally.")
+                                 f"({plural(CHEAP_CALLS, 'call')}); the {older:,} before them "
+                                 f"are summarized locally{read} (the agent's "
+                                 f"{ARCHIVE_TOOL_NAME} tool reads them all).")
     outcome, stop = yield from session._summarize(turns, None, None, chunks=chunks,
                                                   model_calls=model_calls)
     tokens = sum(t.usage.total for t in turns)

@@ -125,6 +125,9 @@ def summarize(
 SUMMARY_PROMPT_OVERHEAD = 1_500  # tokens of the summary prompt's own instructions
 QUICK_REST_TURNS = 4  # at most this many turns after the background summaries: no model call
 MIN_WORDS = 20
+# the older turns of a cheap summary that the local summarizer reads: the first and the last
+# ones (what its bounded lists keep: earliest decisions, latest topics and to-dos)
+LOCAL_SAMPLE = (100, 400)
 MAX_SHRINKS = 4  # smaller windows learned within one summary before giving up on the model
 
 
@@ -184,7 +187,8 @@ class Summarizer:
         summarized locally, so compacting at the threshold does not make the user wait (they
         are also carried verbatim into the new session). Ctrl-C falls back to a local summary.
         ``chunks``: ``plan(turns)``, already measured. ``model_calls``: only the last chunks
-        go to the model; the older turns get one local summary, which the model's continues.
+        go to the model; the older turns get one local summary (of their first and last
+        LOCAL_SAMPLE turns), which the model's continues.
         """
         outcomes: list[SummaryOutcome] = []
         running, rest = parent, turns
@@ -200,6 +204,8 @@ class Summarizer:
             todo, shrinks = (chunks if chunks is not None else self._chunks(rest, running)), 0
             if model_calls is not None and len(todo) > model_calls:
                 older = [t for c in todo[:len(todo) - model_calls] for t in c]
+                if len(older) > sum(LOCAL_SAMPLE):  # a bounded local pass, whatever the size
+                    older = older[:LOCAL_SAMPLE[0]] + older[-LOCAL_SAMPLE[1]:]
                 running = self._local(older, running, focus, self.words)  # labelled local
                 outcomes.append(SummaryOutcome(running, False, None, Usage()))
                 todo = todo[len(todo) - model_calls:]
