@@ -45,7 +45,8 @@ def summarize_unsummarized(session: Session, info: SessionInfo,
                 f"{len(chunks):,} model calls (about {human_tokens(tokens)} tokens sent); "
                 "answering no has the model summarize only the last part and the rest is "
                 "summarized locally. Continue? (y/n) "):
-            model_calls = CHEAP_CALLS
+            model_calls = CHEAP_CALLS  # grouped from the newest turn: the last parts full
+            chunks = [c[::-1] for c in summarizer.plan(turns[::-1])[::-1]]
             recent = sum(len(c) for c in chunks[-CHEAP_CALLS:])
             older = len(turns) - recent
             read = (f" from their first {LOCAL_SAMPLE[0]} and last {LOCAL_SAMPLE[1]}"
