@@ -248,11 +248,14 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
 
         return bool(pt_confirm(harmless(question.replace(" (y/n) ", ""))))
 
+    from rollchat.windows import WindowBook, default_path
+
+    windows = WindowBook(default_path())  # windows learned from this server's refusals
+    override = cfg.context_window_override(model) or windows.get(agent.base_url, model)
     session = Session(
         config=cfg, agent=agent, engine=engine, summary_provider=summary_provider,
         summary_model=summary_agent.model or model, provider_name=name, store=store,
-        confirm=confirm,
-        context_window=context_window(model, cfg.context_window_override(model)),
+        confirm=confirm, context_window=context_window(model, override), windows=windows,
     )
     if session.budget.warning:
         notices.append(session.budget.warning)

@@ -16,7 +16,6 @@ from rollchat.domain import Message, Summary, Turn
 from rollchat.engine import Answer, Engine, quietly
 from rollchat.errors import RollchatError, StoreError
 from rollchat.events import (
-    AnswerAborted,
     AnswerStarted,
     CompactionFinished,
     CompactionStarted,
@@ -46,6 +45,7 @@ from rollchat.store import SessionInfo, Store
 from rollchat.text import human_tokens, plural
 from rollchat.tokens import TokenCounter
 from rollchat.tools import ARCHIVE_TOOL_NAME
+from rollchat.windows import WindowBook, WindowLearner
 
 Flow = Generator[Event, None, None]
 
@@ -65,6 +65,7 @@ class Session:
         store: Store,
         confirm: Callable[[str], bool],
         context_window: int,
+        windows: WindowBook | None = None,  # learned windows (None: in memory only)
     ) -> None:
         self.config = config
         self.agent = agent
@@ -75,16 +76,30 @@ class Session:
         self.state = SessionState(started=now())
         self.finished = False
         self.counter = TokenCounter(engine.model)
-        cfg = config.session
-        self.budget = policy.compute_budget(context_window, agent.max_output_tokens,
-                                     cfg.compact_threshold, cfg.safety_margin_tokens)
+        self.budget = self._budget(context_window)
         engine.max_output_tokens = self.budget.max_output_tokens
         engine.tool_result_limit = self._tool_room
         engine.count = self.counter.count_text
         self.summarizer = Summarizer(summary_provider, model=summary_model,
                                      config=config.summary, budget=self.budget,
                                      counter=self.counter)
+        self.windows = WindowLearner(windows or WindowBook(None), model=engine.model,
+                                     base_url=agent.base_url, window=context_window,
+                                     on_change=self._resize)
+        if summary_provider is engine.provider and summary_model == engine.model:
+            self.summarizer.refused = self.windows.summary_refused
         self.guards = PolicyState()
+
+    def _budget(self, window: int) -> policy.Budget:
+        cfg = self.config.session
+        return policy.compute_budget(window, self.agent.max_output_tokens,
+                                     cfg.compact_threshold, cfg.safety_margin_tokens)
+
+    def _resize(self, window: int) -> None:
+        """The model's window turned out smaller: budgets follow (see windows.py)."""
+        self.budget = self._budget(window)
+        self.engine.max_output_tokens = self.budget.max_output_tokens
+        self.summarizer.resize(self.budget)
 
     # ------------------------------------------------------------------ figures
     def _tool_specs(self) -> list[ToolSpec]:
@@ -127,18 +142,10 @@ class Session:
                                              self.state.parent_summary)
         yield AnswerStarted(self.agent.name)
         answer: Answer = yield from self.engine.chat(text)
-        if (answer.turn.status == "unanswered" and self.config.session.auto_compact
-                and isinstance(answer.error, ContextTooLongError)):
-            yield AnswerAborted()
-            yield Notice("warning", "The provider says the context is too long.")
-            retry = policy.plan(self._situation(pending, refused=True))
-            compacted = False
-            if retry.compact:
-                compacted = yield from self._auto_compact(retry, pending)
-            if compacted:
-                yield Notice("info", "Sending your message again.")
-                yield AnswerStarted(self.agent.name)
-                answer = yield from self.engine.chat(text)
+        if answer.turn.status == "unanswered" and isinstance(answer.error, ContextTooLongError):
+            from rollchat.refusal import after_refusal
+
+            answer = yield from after_refusal(self, answer, pending)
         hint = failure_hint(answer.error, False) if answer.turn.status == "unanswered" else None
         yield from self._record(answer.turn, hint)
 
@@ -246,6 +253,7 @@ class Session:
     # ------------------------------------------------------------------ summaries
     def _summarize(self, turns: list[Turn], parent: Summary | None, focus: str | None, *,
                    background: Background | None = None, quick: bool = False,
+                   chunks: list[list[Turn]] | None = None, model_calls: int | None = None,
                    within: float | None = None,
                    ) -> Generator[Event, None, tuple[SummaryOutcome, bool]]:
         """The summary, announced before and shown after; (outcome, interrupted). A Ctrl-C as
@@ -254,12 +262,15 @@ class Session:
         try:
             yield SummaryStarted()
             outcome = self.summarizer.summarize(turns, parent, focus, background=background,
-                                                quick=quick, within=within)
+                                                quick=quick, chunks=chunks,
+                                                model_calls=model_calls, within=within)
         except KeyboardInterrupt:
             outcome = self.summarizer.interrupted(turns, parent, focus)
         try:
             yield SummaryFinished(outcome.summary,
                                   outcome.reason if outcome.fallback_used else None)
+            for learned in self.windows.take():
+                yield Notice("warning", learned.line("the summary was written in smaller parts"))
             if outcome.fallback_used:
                 yield Notice("warning", f"The model's summary failed ({outcome.reason}); "
                                         "a local extractive summary was saved instead.")
@@ -354,7 +365,9 @@ class Session:
                                     "is broken there (this session's own summary is still used)")
         summary = self.store.load_summary(info) if not info.summary_problem else None
         if summary is None:
-            summary = yield from self._summarize_old(info)
+            from rollchat.unsummarized import summarize_unsummarized
+
+            summary = yield from summarize_unsummarized(self, info)
         if self.state.queries:
             yield from self._finalize()
             yield Notice("info", f"Saved the current session: {self.state.session_id} "
@@ -367,27 +380,6 @@ class Session:
         yield from self._start_child(Parent(info.session_id, info.file_name, summary, info.date,
                                             info.queries, info.tokens, info.resumed_from))
         self.guards = PolicyState()
-
-    def _summarize_old(self, info: SessionInfo) -> Generator[Event, None, Summary]:
-        """A session without a summary (crashed, or its summary failed): summarize it now."""
-        yield Notice("info", f"{info.session_id} has no summary; summarizing its transcript "
-                             "now.")
-        transcript = self.store.load_transcript(info.session_id)
-        turns = [t for t in transcript.turns if t.kind != "restored"]
-        if not turns:
-            raise RollchatError(f"session {info.session_id} has no queries to resume from")
-        outcome, stop = yield from self._summarize(turns, None, None)
-        tokens = sum(t.usage.total for t in turns)
-        try:
-            with sigint_deferred():
-                self.store.finalize(info.session_id, outcome.summary,
-                                    total_queries=len(turns), total_tokens=tokens)
-        except StoreError as exc:
-            yield Notice("warning", f"could not save the new summary into {info.file_name}: "
-                                    f"{exc}")
-        if stop:
-            raise KeyboardInterrupt
-        return outcome.summary
 
     # ------------------------------------------------------------------ exit
     def exit(self, within: float | None = None) -> Flow:

@@ -33,6 +33,7 @@ from rollchat.providers.base import (
     ToolCallEvent,
     UsageEvent,
 )
+from rollchat.providers.context_errors import is_context_error, stated_limit
 
 # Arguments that are not a JSON object are passed on under this key (the tool loop answers
 # the model with an error instead of the whole turn failing).
@@ -225,8 +226,6 @@ def _number(value: str | None) -> float | None:
 
 _LOST_HINTS = ("peer closed", "incomplete chunked read", "connection reset",
                "Server disconnected")
-_CONTEXT_HINTS = ("prompt is too long", "context length", "context_length", "maximum context",
-                  "context window", "too many tokens")
 _BY_ERROR_TYPE: dict[str, type[ProviderError]] = {
     "overloaded_error": OverloadedError, "rate_limit_error": RateLimitError,
     "api_error": ServerError, "authentication_error": AuthError,
@@ -242,11 +241,6 @@ def _error_fields(body: object) -> tuple[str, str, str]:
         return "", "", str(body or "")
     return (str(body.get("type") or ""), str(body.get("code") or ""),
             str(body.get("message") or ""))
-
-
-def is_context_error(code: str, message: str) -> bool:
-    lowered = message.lower()
-    return code == "context_length_exceeded" or any(h in lowered for h in _CONTEXT_HINTS)
 
 
 def _class_names(exc: BaseException) -> set[str]:
@@ -274,7 +268,10 @@ def map_sdk_error(exc: Exception, secret: str | None) -> ProviderError:
         return MalformedStreamError(f"unexpected data in the response ({detail})")
     body = getattr(exc, "body", None)
     if body is not None:  # an error event inside a 200 stream
-        kind, _, message = _error_fields(body)
+        kind, code, message = _error_fields(body)
+        if is_context_error(code, message, kind):
+            return ContextTooLongError(scrub(message or detail, secret),
+                                       limit=stated_limit(message, body))
         return _BY_ERROR_TYPE.get(kind, ServerError)(scrub(message or detail, secret))
     return ProviderError(f"{type(exc).__name__}: {detail}")
 
@@ -288,7 +285,8 @@ def _connection_detail(exc: BaseException, secret: str | None) -> str:
 
 
 def _status_error(exc: Exception, status: int, secret: str | None) -> ProviderError:
-    kind, code, message = _error_fields(getattr(exc, "body", None))
+    body = getattr(exc, "body", None)
+    kind, code, message = _error_fields(body)
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
     wait = retry_after(headers)
@@ -298,14 +296,14 @@ def _status_error(exc: Exception, status: int, secret: str | None) -> ProviderEr
         return AuthError(text)
     if status == 429:
         return RateLimitError(text, retry_after=wait)
+    if status >= 400 and is_context_error(code, message, kind):  # 400, 413, 500 (llama.cpp)
+        return ContextTooLongError(text, limit=stated_limit(message, body))
     if status == 529 or kind == "overloaded_error":
         return OverloadedError(text, retry_after=wait)
     if status == 408:
         return ProviderTimeoutError(text)
     if status >= 500:
         return ServerError(text, retry_after=wait)
-    if status in (400, 413) and is_context_error(code, message):
-        return ContextTooLongError(text)
     if 400 <= status < 500:
         return BadRequestError(text)
     return _BY_ERROR_TYPE.get(kind, ServerError)(text, retry_after=wait)
