@@ -115,6 +115,8 @@ def sessions_command(
     try:
         cfg = load_config(config_path=config, env=os.environ, cwd=Path.cwd(),
                           overrides=ConfigOverrides(sessions_dir=sessions_dir))
+        if cfg.trust_notice:
+            sys.stderr.write(f"rollchat: warning: {cfg.trust_notice}\n")
         store = SessionStore(cfg.session.dir)
         listing = store.list_sessions()
     except ConfigError as exc:
@@ -140,6 +142,25 @@ def sessions_command(
 
     console = Console() if sys.stdout.isatty() else plain_console()
     Renderer(console, interactive=False).sessions(listing.sessions, listing.problems)
+
+
+@app.command("trust")
+def trust_command(
+    path: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Argument(help="The project config file (default: ./rollchat.yml)."),
+    ] = None,
+) -> None:
+    """Trust a project config file: its base_url, api_key_env and paths outside its directory
+    apply from now on, until the file changes."""
+    from rollchat.config import PROJECT_FILE, default_user_config_dir
+    from rollchat.config_trust import trust_file
+
+    try:
+        print(trust_file(path or Path(PROJECT_FILE), cwd=Path.cwd(),
+                         user_config_dir=default_user_config_dir()))
+    except ConfigError as exc:
+        fail(str(exc))
 
 
 def _warm_up(session: Session, provider_name: str) -> None:
@@ -223,6 +244,8 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     chat = ChatApp(session, renderer)
     renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
                     where=store.location, server=agent.base_url)
+    if cfg.trust_notice:
+        renderer.warn(cfg.trust_notice)
     if session.budget.warning:
         renderer.warn(session.budget.warning)
     if store_problem is not None:

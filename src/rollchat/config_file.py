@@ -37,6 +37,7 @@ from rollchat.config_fields import (
     resolve,
     show,
 )
+from rollchat.config_trust import TrustCheck, Untrusted, confine, notice
 from rollchat.config_yaml import compose, read_text
 from rollchat.errors import ConfigError
 
@@ -114,10 +115,12 @@ _TOP_KEYS = ("default_agent", "agents", "models", *_SECTIONS)
 class _Doc:
     """The config file being read: its display name, its directory and a scalar constructor."""
 
-    def __init__(self, display: str, base_dir: Path) -> None:
+    def __init__(self, display: str, base_dir: Path, untrusted: Untrusted | None = None) -> None:
         self.display = display
         self.base_dir = base_dir
         self.loader = yaml.SafeLoader("")
+        self.untrusted = untrusted  # a project file not trusted: some settings are ignored
+        self.ignored: list[str] = []  # the dotted keys ignored for that reason
 
     def error(self, node: yaml.Node | None, key: str, msg: str) -> ConfigError:
         where = f"{self.display}:{node.start_mark.line + 1}" if node is not None else self.display
@@ -234,6 +237,7 @@ def _parse_file(doc: _Doc, root: yaml.Node) -> Config:
 def _section(doc: _Doc, name: str, node: yaml.Node, cls: type[Any],
              specs: Mapping[str, Field]) -> Any:
     values, nodes = doc.fields(node, name, specs)
+    confine(values, name, doc.base_dir, doc.untrusted, doc.ignored)
     if values.get("history_file") is not None:
         values["history_file"] = resolve(doc.base_dir, values["history_file"])
     section = dataclasses.replace(cls(), **values)
@@ -269,6 +273,7 @@ def _agents(doc: _Doc, node: yaml.Node) -> dict[str, AgentConfig]:
 def _agent(doc: _Doc, key: str, node: yaml.Node) -> AgentConfig:
     dotted = f"agents.{key}"
     values, nodes = doc.fields(node, dotted, _AGENT_FIELDS)
+    confine(values, dotted, doc.base_dir, doc.untrusted, doc.ignored)
     values.setdefault("name", re.sub(r"[-_]+", " ", key).title())
     prompt_file = values.get("system_prompt_file")
     if prompt_file is not None:
@@ -298,14 +303,22 @@ def _read_prompt(doc: _Doc, node: yaml.Node, dotted: str, path: Path) -> str:
         raise doc.error(node, key, f"{path} is not valid UTF-8") from None
 
 
-def load_file(path: Path, display: str) -> Config:
-    """The Config in the file at ``path`` over the defaults; ``display`` names it in errors."""
+def load_file(path: Path, display: str, trust: TrustCheck | None = None) -> Config:
+    """The Config in the file at ``path`` over the defaults; ``display`` names it in errors.
+    ``trust`` (for a project file): given the hash of the bytes read, None when the file is
+    trusted, else what confines it; the settings it could not set are named in
+    ``Config.trust_notice``."""
     raw = read_text(path, display)
+    untrusted = trust(raw.sha256) if trust is not None else None
     try:
         root = compose(raw.text, display)
         if root is None:
-            return Config(source=path)
-        return dataclasses.replace(_parse_file(_Doc(display, path.parent), root), source=path)
+            return Config(source=path, source_sha256=raw.sha256)
+        doc = _Doc(display, path.parent, untrusted)
+        config = _parse_file(doc, root)
+        line = notice(display, untrusted, doc.ignored) if untrusted is not None else None
+        return dataclasses.replace(config, source=path, source_sha256=raw.sha256,
+                                   ignored_settings=tuple(doc.ignored), trust_notice=line)
     except RecursionError:
         raise ConfigError(f"{display}: invalid YAML: nested too deeply") from None
 
