@@ -243,7 +243,7 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     )
     chat = ChatApp(session, renderer)
     renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
-                    where=store.location, server=agent.base_url)
+                    where=store.location, server=providers.server_url(name, agent, env))
     if cfg.trust_notice:
         renderer.warn(cfg.trust_notice)
     if session.budget.warning:
