@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 from datetime import datetime
 
+from rollchat.clean import encode
+from rollchat.config import NO_SAVE_LOCATION
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn
 from rollchat.errors import StoreError, TranscriptError
 from rollchat.listing import Listing, SessionInfo, check_id, new_ids, numbered, session_info
@@ -25,10 +27,6 @@ def _reader(data: bytes) -> ReadAt:
     return lambda offset, size: data[offset:offset + size]
 
 
-def _encode(text: str) -> bytes:
-    return text.encode("utf-8", "surrogateescape")  # as SessionStore writes files
-
-
 class MemorySession:
     """A session being written into a MemoryStore."""
 
@@ -40,13 +38,13 @@ class MemorySession:
 
     def append_turn(self, turn: Turn, agent_name: str) -> None:
         """Append one turn block to the session's text."""
-        self._store.append(self.session_id, _encode(render_turn(turn, agent_name)))
+        self._store.append(self.session_id, encode(render_turn(turn, agent_name)))
 
 
 class MemoryStore:
     """Sessions as in-memory texts keyed by id (``<id>.md`` is each one's file name)."""
 
-    location = "memory only (--no-save)"
+    location = NO_SAVE_LOCATION
 
     def __init__(self) -> None:
         self._texts: dict[str, bytearray] = {}
@@ -68,7 +66,7 @@ class MemoryStore:
                 if sid not in self._texts:
                     header = SessionHeader(sid, now, agent, agent_path, model, provider,
                                            resumed_from, previous_session)
-                    self._texts[sid] = bytearray(_encode(render_header(header)))
+                    self._texts[sid] = bytearray(encode(render_header(header)))
                     return MemorySession(self, header)
         raise StoreError("could not find a free session id in memory")
 
@@ -101,7 +99,7 @@ class MemoryStore:
         new = render_finalized(self._text(session_id), summary, total_queries=total_queries,
                                total_tokens=total_tokens)
         with self._lock:
-            self._texts[session_id] = bytearray(_encode(new))
+            self._texts[session_id] = bytearray(encode(new))
 
     def list_sessions(self, exclude: str | None = None) -> Listing:
         """Sessions most recent first (numbered 1..), each read by head and tail as a file is."""

@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
+from rollchat.clean import encode
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn
 from rollchat.errors import StoreError, TranscriptError
 from rollchat.listing import (
@@ -129,7 +130,7 @@ class FileSession:
 
     def append_turn(self, turn: Turn, agent_name: str) -> None:
         """Append one turn block (O_APPEND + fsync); never reads or rewrites the file."""
-        data = render_turn(turn, agent_name).encode("utf-8", "surrogateescape")
+        data = encode(render_turn(turn, agent_name))
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | _NOFOLLOW)
         except OSError as e:
@@ -219,7 +220,7 @@ class SessionStore:
             path = self.root / f"{sid}.md"
             header = SessionHeader(sid, now, agent, agent_path, model, provider,
                                    resumed_from, previous_session)
-            if self._create(path, render_header(header).encode("utf-8", "surrogateescape")):
+            if self._create(path, encode(render_header(header))):
                 return FileSession(path, header)
         raise StoreError(f"could not find a free session id in {self.root}")
 
@@ -274,7 +275,7 @@ class SessionStore:
                                    total_tokens=total_tokens)
         except TranscriptError as e:
             raise StoreError(f"{path.name} {e}") from None
-        self._atomic_write(path, new.encode("utf-8", "surrogateescape"))
+        self._atomic_write(path, encode(new))
 
     def _atomic_write(self, path: Path, data: bytes) -> None:
         tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"

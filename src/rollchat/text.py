@@ -1,5 +1,5 @@
 """Small wording helpers shared by every layer (no terminal, no I/O): plurals, and URLs made
-safe to show."""
+safe to show, token counts for people."""
 
 from __future__ import annotations
 
@@ -46,3 +46,12 @@ def redact_urls(text: str) -> str:
 def has_secret_in_url(text: str) -> bool:
     """Whether ``text`` holds URL credentials or a secret-looking query parameter."""
     return redact_urls(text) != text
+
+
+def human_tokens(n: int) -> str:
+    """A token count for people: 950, 2.3K, 200K, 1.5M."""
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}K".replace(".0K", "K")
+    return f"{n / 1_000_000:.1f}M".replace(".0M", "M")

@@ -138,22 +138,31 @@ def api_key_for(name: str, agent: AgentConfig, env: Mapping[str, str]) -> str | 
     return (env.get(var) or None) if var else None
 
 
+def check_provider(name: str, agent: AgentConfig,
+                   env: Mapping[str, str]) -> ProviderFactory:
+    """What ``build_provider`` checks before building (the provider exists and has its key),
+    without importing the provider: the chat checks this before its first prompt."""
+    factory = REGISTRY.get(name)
+    if factory is None:
+        raise ConfigError(_unknown(name))
+    key = api_key_for(name, agent, env)
+    if name in KEY_ENV and not key and not (name == OPENAI and server_url(name, agent, env)):
+        hint = " (or a base_url for an OpenAI-compatible server)" if name == OPENAI else ""
+        raise ConfigError(f"provider {name} needs an API key: set {KEY_ENV[name]}{hint}, "
+                          "or name another variable with api_key_env")
+    return factory
+
+
 def build_provider(name: str, agent: AgentConfig, config: Config,
                    env: Mapping[str, str]) -> Provider:
     """Build provider ``name`` ("auto" is resolved first) for ``agent``."""
     if name == AUTO:
         name = resolve_provider_name(agent, env)[0]
-    factory = REGISTRY.get(name)
-    if factory is None:
-        raise ConfigError(_unknown(name))
+    factory = check_provider(name, agent, env)
     key = api_key_for(name, agent, env)
-    server = server_url(name, agent, env)  # given to the SDK: what the banner shows is used
-    if name in KEY_ENV and not key and not (name == OPENAI and server):
-        hint = " (or a base_url for an OpenAI-compatible server)" if name == OPENAI else ""
-        raise ConfigError(f"provider {name} needs an API key: set {KEY_ENV[name]}{hint}, "
-                          "or name another variable with api_key_env")
     settings = ProviderSettings(
-        model=agent.model or DEFAULT_MODELS[name], api_key=key, base_url=server,
+        model=agent.model or DEFAULT_MODELS[name], api_key=key,
+        base_url=server_url(name, agent, env),  # given to the SDK: the banner shows the same
         timeout=config.retry.request_timeout, word_delay=config.ui.offline_word_delay)
     return factory(settings)
 
