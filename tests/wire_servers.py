@@ -267,7 +267,7 @@ class _Handler(BaseHTTPRequestHandler):
         counted = prompt_tokens(body) if owner.counting else None
         owner.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()},
                                        body, counted))
-        if self.path != owner.dialect.path:
+        if self.path.partition("?")[0] != owner.dialect.path:  # a query is the client's
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
         if owner.strict_tools:

@@ -120,6 +120,8 @@ def sessions_command(
     try:
         cfg = load_config(config_path=config, env=os.environ, cwd=Path.cwd(),
                           overrides=ConfigOverrides(sessions_dir=sessions_dir))
+        if cfg.trust_notice:
+            sys.stderr.write(f"rollchat: warning: {cfg.trust_notice}\n")
         store = SessionStore(cfg.session.dir)
         listing = store.list_sessions()
     except ConfigError as exc:
@@ -145,6 +147,25 @@ def sessions_command(
 
     console = Console() if sys.stdout.isatty() else plain_console()
     Renderer(console, interactive=False).sessions(listing.sessions, listing.problems)
+
+
+@app.command("trust")
+def trust_command(
+    path: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Argument(help="The project config file (default: ./rollchat.yml)."),
+    ] = None,
+) -> None:
+    """Trust a project config file: its base_url, api_key_env and paths outside its directory
+    apply from now on, until the file changes."""
+    from rollchat.config import PROJECT_FILE, default_user_config_dir
+    from rollchat.config_trust import trust_file
+
+    try:
+        print(trust_file(path or Path(PROJECT_FILE), cwd=Path.cwd(),
+                         user_config_dir=default_user_config_dir()))
+    except ConfigError as exc:
+        fail(str(exc))
 
 
 def _warm_up(chat: ChatApp) -> None:
@@ -183,7 +204,9 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     renderer = Renderer(interactive=interactive)  # rich is loaded with the first answer
     renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
-                    where=cfg.session.location, server=agent.base_url)
+                    where=cfg.session.location, server=providers.server_url(name, agent, env))
+    if cfg.trust_notice:
+        renderer.warn(cfg.trust_notice)
     chat = Starting(lambda: _build_chat(cfg, env, name, model, renderer, interactive=interactive,
                                         yes=yes),
                     label=f" starting · {agent.name} · {model} ", out=renderer)

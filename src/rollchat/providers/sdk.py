@@ -34,6 +34,7 @@ from rollchat.providers.base import (
     UsageEvent,
 )
 from rollchat.providers.context_errors import is_context_error, stated_limit
+from rollchat.text import redact_urls
 
 # Arguments that are not a JSON object are passed on under this key (the tool loop answers
 # the model with an error instead of the whole turn failing).
@@ -126,7 +127,7 @@ class SDKProvider(ABC):
                  timeout: float) -> None:
         self.model = model
         self._api_key = api_key
-        self._base_url = base_url
+        self._base_url, self._query = split_query(base_url)
         self._timeout = timeout
         self._client: Any = None
 
@@ -170,24 +171,37 @@ class SDKProvider(ABC):
         """A fresh parser for one streamed answer."""
 
 
+def split_query(base_url: str | None) -> tuple[str | None, dict[str, str] | None]:
+    """A base URL without its query string, and the query as the SDK's ``default_query``
+    (``http://host/v1?api_key=s``: the SDKs append paths to the URL as a string, so a query
+    left in it ends up inside the path)."""
+    if not base_url or "?" not in base_url:
+        return base_url, None
+    from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+    parts = urlsplit(base_url)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit(parts._replace(query="", fragment="")), query or None
+
+
 def sdk_missing(package: str) -> ProviderError:
     return ProviderError(f"the {package} package is not installed: run `pip install {package}`")
 
 
 # ---------------------------------------------------------------- secrets and retry-after
 
-_URL_CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]+@")
 SECRET_MIN_LEN = 8  # shorter keys ("x", "ollama", "none") are placeholders, not secrets
 _KEY_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{6,}|[A-Za-z0-9_\-]{32,})")
 
 
 def scrub(text: str, secret: str | None, limit: int = 300) -> str:
     """One line, at most ``limit`` characters, with the key, key-like tokens and the
-    credentials of URLs (``user:password@``) removed. A key shorter than SECRET_MIN_LEN is a
-    placeholder (local servers take any key): replacing it would garble the text."""
+    credentials of URLs (``user:password@``, ``?api_key=``) removed. A key shorter than
+    SECRET_MIN_LEN is a placeholder (local servers take any key): replacing it would garble
+    the text."""
     if secret and len(secret) >= SECRET_MIN_LEN:
         text = text.replace(secret, "[redacted]")
-    text = _URL_CREDENTIALS.sub(r"\1[redacted]@", text)
+    text = redact_urls(text)
     text = _KEY_LIKE.sub("[redacted]", " ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
