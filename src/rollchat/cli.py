@@ -218,7 +218,7 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
                 run_interactive(chat, history_file=history_path(cfg.ui.history_file),
                                 on_ready=_warm_up)
             else:
-                run_piped(chat.get(), sys.stdin.buffer)
+                run_piped(chat, sys.stdin.buffer)
         except Terminated:  # before the chat loop began
             finish(chat.get())
     signum = ending()

@@ -75,6 +75,7 @@ class Session:
         self.confirm = confirm
         self.state = SessionState(started=now())
         self.finished = False
+        self.recorded = 0  # user messages recorded: a front end can check one was kept
         self.counter = TokenCounter(engine.model)
         self.budget = self._budget(context_window)
         engine.max_output_tokens = self.budget.max_output_tokens
@@ -156,7 +157,13 @@ class Session:
                               calls_since_compaction=self.guards.calls_since_compaction + 1,
                               turns_since_compaction=self.guards.turns_since_compaction + 1)
         yield from self._save(turn)  # on disk before the footer tells the user it is done
+        self.recorded += 1
         yield TurnFinished(turn, hint)
+
+    def unsent(self, text: str) -> Flow:
+        """Keep a message the chat ended before sending (a signal right after Enter)."""
+        yield from self._record(Turn("query", 0, now(), clean(text), "", status="interrupted"),
+                                None)
 
     def _save(self, turn: Turn) -> Flow:
         """Append the turn to the session file (creating it at the first query)."""

@@ -51,6 +51,9 @@ class ChatApp:
     def resume(self, ref: str) -> None:
         self.run(self.session.resume(ref))
 
+    def keep_unsent(self, text: str) -> None:
+        self.run(self.session.unsent(text))
+
     def exit(self, within: float | None = None) -> None:
         self.run(self.session.exit(within))
 
