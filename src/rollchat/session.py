@@ -300,6 +300,7 @@ class Session:
                     self.store.finalize(state.live.session_id, outcome.summary,
                                         total_queries=state.queries, total_tokens=state.tokens)
             except StoreError as exc:
+                state.summary_failed = True
                 yield Notice("error", f"could not write the summary: {exc}")
             else:
                 yield Saved(state.live.session_id, state.live.file_name)
@@ -396,4 +397,4 @@ class Session:
             if state.queries and not state.save_failed:
                 yield from self._finalize(within=within)
             yield Ended(state.session_id, state.queries, state.tokens, state.restoration_tokens,
-                        state.save_failed, state.restored is not None)
+                        state.save_failed, state.restored is not None, state.summary_failed)

@@ -125,6 +125,9 @@ class ChatApp:
             if end.session_id and end.save_failed:
                 self.out.warn(f"Session {end.session_id} holds only the turns saved before "
                               "the error; the later ones were not saved")
+            elif end.session_id and end.summary_failed:
+                self.out.warn(f"Session {end.session_id} holds every turn but no summary; "
+                              "resuming it summarizes it then")
             elif end.session_id:
                 self.out.info(f"Saved session: {end.session_id}")
             self.out.info(" | ".join(lines))
