@@ -219,7 +219,7 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
                                 on_ready=_warm_up)
             else:
                 run_piped(chat, sys.stdin.buffer)
-        except Terminated:  # before the chat loop began
+        except Terminated:  # before the chat loop began, or one put off until after it
             finish(chat.get())
     signum = ending()
     return 0 if signum is None else 128 + signum

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rollchat.clean import decode
 from rollchat.errors import RollchatError
-from rollchat.interrupts import ENDING_SUMMARY_SECONDS, ending
+from rollchat.interrupts import ENDING_SUMMARY_SECONDS, ending, settle
 from rollchat.text import human_tokens, plural
 from rollchat.ui import commands
 from rollchat.ui.sanitize import harmless
@@ -58,8 +58,11 @@ def finish(app: ChatApp) -> None:
     """End the chat: save with a summary. Ctrl-C here falls back, never loses the file. Ending
     on a signal (SIGTERM, SIGHUP) the summary is the model's only if it comes quickly."""
     signum = ending()
+    if app.session.finished:  # (a signal after the chat ended)
+        return
     try:
         if signum is not None:
+            settle()
             app.out.warn(f"{signal.Signals(signum).name} received: saving the session, then "
                          "exiting")
         app.exit(ENDING_SUMMARY_SECONDS if signum is not None else None)
