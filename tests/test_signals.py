@@ -131,3 +131,17 @@ def test_sighup_right_after_enter_keeps_the_message(tmp_path: Path) -> None:
     t = parse(_only_session(tmp_path))
     assert [turn.user for turn in t.turns] == ["my build server is called hal"]
     assert t.summary is not None
+
+
+def test_pty_children_get_default_signal_dispositions(tmp_path: Path) -> None:
+    """pytest run in the background by a shell ignores SIGINT; the chats the pty tests start
+    must not inherit that, or Ctrl-C would do nothing in them."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        child = pexpect.spawn(sys.executable, ["-c", "import signal; print(signal.getsignal("
+                                               "signal.SIGINT) is signal.default_int_handler)"],
+                              preexec_fn=default_signals, encoding="utf-8")
+        child.expect(pexpect.EOF)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert child.before.strip() == "True"
