@@ -78,6 +78,9 @@ def main(
         typer.Option("--resume", help="Start by resuming session N or ID."),
     ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Answer yes to questions.")] = False,
+    no_fork: Annotated[bool, typer.Option(
+        "--no-fork", help="Refuse to resume a session open in another rollchat process "
+        "(instead of continuing in a fork).")] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True,
                            help="Show the version and exit."),
@@ -92,7 +95,7 @@ def main(
                                 model=model, base_url=base_url, sessions_dir=sessions_dir,
                                 no_save=no_save)
     try:
-        code = start_chat(config, overrides, resume=resume, yes=yes)
+        code = start_chat(config, overrides, resume=resume, yes=yes, no_fork=no_fork)
     except ConfigError as exc:
         fail(str(exc))
     except UsageError as exc:
@@ -128,7 +131,8 @@ def sessions_command(
                  "date": i.date.isoformat(), "queries": i.queries, "tokens": i.tokens,
                  "tokens_exact": i.tokens_exact,
                  "first_query": i.first_query_preview, "has_summary": i.has_summary,
-                 "parent": i.resumed_from, "summary_problem": i.summary_problem}
+                 "parent": i.resumed_from, "forked": i.forked,
+                 "continued_in": list(i.continued_in), "summary_problem": i.summary_problem}
                 for i in listing.sessions
             ],
             "problems": [{"file": name, "reason": why} for name, why in listing.problems],
@@ -156,14 +160,25 @@ def _warm_up(session: Session, provider_name: str) -> None:
         session.counter.count_text("warm up")
         for module in ("rich.console", "rich.live", "rich.markdown", "rollchat.compaction.request",
                        "rollchat.compaction.extractive", "rollchat.restore",
-                       "rollchat.tools.archive"):
+                       "rollchat.tools.archive", "filelock"):
             importlib.import_module(module)
 
     threading.Thread(target=load, name="rollchat-warm-up", daemon=True).start()
 
 
+def fork_refusal(*, no_fork: bool, interactive: bool, yes: bool) -> str | None:
+    """Why a session open in another process is not to be forked; None: fork it."""
+    if no_fork:
+        return ("--no-fork was given (exit it there first, or resume without --no-fork to "
+                "continue in a fork)")
+    if not interactive and not yes:
+        return ("without a terminal a fork needs --yes (exit it there first, or pass --yes to "
+                "continue in a fork)")
+    return None
+
+
 def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: str | None,
-               yes: bool) -> int:
+               yes: bool, no_fork: bool = False) -> int:
     """Build everything from the configuration and run the chat until it ends."""
     from rollchat import providers
     from rollchat.config import load_config
@@ -219,6 +234,7 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
         summary_model=summary_agent.model or model, provider_name=name, store=store,
         confirm=confirm,
         context_window=context_window(model, cfg.context_window_override(model)),
+        fork_refusal=fork_refusal(no_fork=no_fork, interactive=interactive, yes=yes),
     )
     chat = ChatApp(session, renderer)
     renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,

@@ -28,6 +28,7 @@ from rollchat.events import (
     SummaryStarted,
     TurnFinished,
 )
+from rollchat.forks import check_open, link_parent, summarize_old
 from rollchat.interrupts import sigint_deferred
 from rollchat.policy import Plan, PolicyState, Situation
 from rollchat.providers.base import ContextTooLongError, Provider, ToolSpec
@@ -64,6 +65,7 @@ class Session:
         store: Store,
         confirm: Callable[[str], bool],
         context_window: int,
+        fork_refusal: str | None = None,  # why not to fork a session open elsewhere; None: fork
     ) -> None:
         self.config = config
         self.agent = agent
@@ -71,6 +73,7 @@ class Session:
         self.provider_name = provider_name
         self.store = store
         self.confirm = confirm
+        self.fork_refusal = fork_refusal
         self.state = SessionState(started=now())
         self.finished = False
         self.counter = TokenCounter(engine.model)
@@ -162,7 +165,9 @@ class Session:
                     agent_key=self.agent.key, agent=self.agent.name,
                     agent_path=f"config:{self.agent.key}", model=self.engine.model,
                     provider=self.provider_name, now=state.started,
-                    resumed_from=state.resumed_from, previous_session=state.previous_session)
+                    resumed_from=state.resumed_from, previous_session=state.previous_session,
+                    forked=state.forked)
+                yield from link_parent(self.store, state)
                 if state.restored is not None:
                     state.live.append_turn(state.restored, self.agent.name)
                 for earlier in state.turns[:-1]:  # turns carried over from the parent
@@ -307,12 +312,14 @@ class Session:
         self.guards = PolicyState()
         yield CompactionFinished(parent.session_id, False, 0, before, self.estimate())
 
-    def _start_child(self, parent: Parent, quiet: bool = False) -> Flow:
+    def _start_child(self, parent: Parent, quiet: bool = False, forked: bool = False) -> Flow:
         """Start a child session: the agent gets the restoration prompt (and the archive tool
         for the parent's transcript) and its acknowledgment becomes the first entry."""
+        if self.state.live is not None:
+            self.state.live.close()  # saved: other processes may resume or link it now
         self.state = SessionState(started=now(), resumed_from=parent.session_id,
                                   previous_session=parent.file_name,
-                                  parent_summary=parent.summary)
+                                  parent_summary=parent.summary, forked=forked)
         from rollchat.tools.archive import archive_tool
 
         tools = self.engine.tools
@@ -324,7 +331,7 @@ class Session:
             yield AnswerStarted(self.agent.name)
         restoring = self.engine.restore(prompt)
         answer: Answer = yield from (quietly(restoring) if quiet else restoring)
-        context = restored_context(parent, automatic=quiet)
+        context = restored_context(parent, automatic=quiet, forked=forked)
         turn = replace(answer.turn, context=context, previous_session=parent.file_name)
         if not quiet:
             yield TurnFinished(turn)
@@ -343,6 +350,7 @@ class Session:
         ):
             yield Notice("info", "Resume cancelled.")
             return
+        forked = yield from check_open(self.store, info, self.fork_refusal)
         yield Notice("info", "Loading session...")
         if info.summary_problem:
             yield Notice("warning", f"{info.file_name}: {info.summary_problem}; treating it as "
@@ -352,7 +360,7 @@ class Session:
                                     "is broken there (this session's own summary is still used)")
         summary = self.store.load_summary(info) if not info.summary_problem else None
         if summary is None:
-            summary = yield from self._summarize_old(info)
+            summary = yield from summarize_old(self.store, info, self._summarize, save=not forked)
         if self.state.queries:
             yield from self._finalize()
             yield Notice("info", f"Saved the current session: {self.state.session_id} "
@@ -363,29 +371,9 @@ class Session:
                              f"{human_tokens(info.tokens)} tokens)")
         yield Notice("info", "Restoring context...")
         yield from self._start_child(Parent(info.session_id, info.file_name, summary, info.date,
-                                            info.queries, info.tokens, info.resumed_from))
+                                            info.queries, info.tokens, info.resumed_from),
+                                     forked=forked)
         self.guards = PolicyState()
-
-    def _summarize_old(self, info: SessionInfo) -> Generator[Event, None, Summary]:
-        """A session without a summary (crashed, or its summary failed): summarize it now."""
-        yield Notice("info", f"{info.session_id} has no summary; summarizing its transcript "
-                             "now.")
-        transcript = self.store.load_transcript(info.session_id)
-        turns = [t for t in transcript.turns if t.kind != "restored"]
-        if not turns:
-            raise RollchatError(f"session {info.session_id} has no queries to resume from")
-        outcome, stop = yield from self._summarize(turns, None, None)
-        tokens = sum(t.usage.total for t in turns)
-        try:
-            with sigint_deferred():
-                self.store.finalize(info.session_id, outcome.summary,
-                                    total_queries=len(turns), total_tokens=tokens)
-        except StoreError as exc:
-            yield Notice("warning", f"could not save the new summary into {info.file_name}: "
-                                    f"{exc}")
-        if stop:
-            raise KeyboardInterrupt
-        return outcome.summary
 
     # ------------------------------------------------------------------ exit
     def exit(self) -> Flow:
@@ -396,5 +384,7 @@ class Session:
         state = self.state
         if state.queries and not state.save_failed:
             yield from self._finalize()
+        if state.live is not None:
+            state.live.close()
         yield Ended(state.session_id, state.queries, state.tokens, state.restoration_tokens,
                     state.save_failed, state.restored is not None)

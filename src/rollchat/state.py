@@ -29,6 +29,7 @@ class SessionState:
     resumed_from: str | None = None
     previous_session: str | None = None
     parent_summary: Summary | None = None
+    forked: bool = False  # the parent was open in another process: it is not written
     turns: list[Turn] = field(default_factory=list)
     restored: Turn | None = None
     live: LiveSession | None = None
@@ -86,10 +87,12 @@ def restoration_prompt(parent: Parent, *, archive_tool: bool) -> str:
         archive_tool=archive_tool)
 
 
-def restored_context(parent: Parent, *, automatic: bool) -> str:
+def restored_context(parent: Parent, *, automatic: bool, forked: bool = False) -> str:
     """The ``Context:`` line of a child's first entry: where it was restored from."""
-    how = "Compacted automatically from" if automatic else "Resumed from"
-    return (f"{how} {parent.session_id or UNSAVED} ({plural(parent.queries, 'query')}, "
+    how = ("Compacted automatically from" if automatic else "Forked from" if forked
+           else "Resumed from")
+    note = "open in another process; " if forked else ""
+    return (f"{how} {parent.session_id or UNSAVED} ({note}{plural(parent.queries, 'query')}, "
             f"{human_tokens(parent.tokens)} tokens)")
 
 
