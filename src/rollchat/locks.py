@@ -75,11 +75,11 @@ class SessionLocks:
         if lock.is_locked:
             lock.release()
 
-    def held_elsewhere(self, session_id: str, wait: float = BRIEF_WAIT) -> bool:
+    def held_elsewhere(self, session_id: str) -> bool:
         """Whether another process holds the session (for longer than a short write takes).
         A lock that cannot be made tells nothing: False (the writes that follow check)."""
         try:
-            if not self.acquire(session_id, wait):
+            if not self.acquire(session_id, BRIEF_WAIT):
                 return True
         except StoreError:
             return False
@@ -87,9 +87,9 @@ class SessionLocks:
         return False
 
     @contextmanager
-    def claim(self, session_id: str, wait: float = BRIEF_WAIT) -> Iterator[None]:
+    def claim(self, session_id: str) -> Iterator[None]:
         """Hold the session for one write; SessionBusyError when another process has it open."""
-        if not self.acquire(session_id, wait):
+        if not self.acquire(session_id, BRIEF_WAIT):
             raise SessionBusyError(f"{busy_message(session_id)}; only that process writes it")
         try:
             yield
