@@ -350,8 +350,8 @@ class Session:
         ):
             yield Notice("info", "Resume cancelled.")
             return
-        forked = yield from check_open(self.store, info, self.fork_refusal)
         yield Notice("info", "Loading session...")
+        forked = yield from check_open(self.store, info, self.fork_refusal)
         if info.summary_problem:
             yield Notice("warning", f"{info.file_name}: {info.summary_problem}; treating it as "
                                     "unsummarized")
