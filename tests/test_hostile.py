@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rollchat import store as store_module
+from rollchat.clean import clean
 from rollchat.config import load_config
 from rollchat.context import Context
 from rollchat.domain import SessionHeader, Summary, ToolCall, Transcript, Turn, Usage
@@ -62,10 +63,14 @@ def _transcript(sid: str = "assistant_20261122_143000_abcd", agent: str = "Assis
 
 
 def _parse_only_our_error(text: str) -> None:
+    """Either one line saying what is wrong, or a transcript that renders and parses back the
+    same (no half-read result)."""
     try:
-        parse(text)
+        t = parse(text)
     except TranscriptError as exc:
-        assert str(exc).strip()
+        assert str(exc).strip() and "\n" not in str(exc)
+    else:
+        assert parse(render(t)) == t
 
 
 @FUZZ
@@ -258,10 +263,11 @@ def test_listing_a_200_mb_file_reads_no_more_than_a_small_one(
 HOSTILE = ("Plain start. \x1b[2J\x1b[H cleared \x1b]52;c;cm0gLXJmIH4=\x07 clipboard "
            "\x1b]0;pwned title\x07 title \x9b31m c1-csi \x1b[10A up \x1b]8;;http://x\x1b\\ "
            "link. End.")
-FORBIDDEN = [b"\x1b]52", b"\x1b]0;", b"\x9b", b"\x1b[2J", b"\x1b[10A", b"\x1b]8;"]
+# (U+009B as UTF-8: a lone 0x9b byte is also part of "␛", U+241B, in UTF-8)
+FORBIDDEN = [b"\x1b]52", b"\x1b]0;", "\x9b".encode(), b"\x1b[2J", b"\x1b[10A", b"\x1b]8;"]
 
 
-def test_escape_sequences_from_the_model_are_shown_harmlessly_and_kept_verbatim(
+def test_escape_sequences_from_the_model_are_shown_harmlessly_and_kept_cleaned(
         openai_server: WireServer, tmp_path: Path) -> None:
     openai_server.push(text(HOSTILE))
     cfg = write_config(tmp_path / "rollchat.yml", "summary:\n  provider: offline\n")
@@ -282,10 +288,12 @@ def test_escape_sequences_from_the_model_are_shown_harmlessly_and_kept_verbatim(
     raw = screen.getvalue()
     for sequence in FORBIDDEN:
         assert sequence not in raw, sequence
-    assert b"^[]52;c;cm0gLXJmIH4=^G" in raw and b"\\x9b31m" in raw
+    # kept as they were cleaned where they entered: ESC and BEL as control pictures; the C1
+    # CSI (not C0: stored as it came) drawn as \x9b
+    assert "␛]52;c;cm0gLXJmIH4=␇".encode() in raw and b"\\x9b31m" in raw
     [path] = (tmp_path / "sessions").glob("*.md")
     [turn] = parse(path.read_text(encoding="utf-8")).turns
-    assert turn.assistant == HOSTILE
+    assert turn.assistant == clean(HOSTILE) != HOSTILE
 
 
 # ---------------------------------------------------------------- (d) the archive tool

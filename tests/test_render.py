@@ -19,8 +19,9 @@ from rollchat.engine import Engine
 from rollchat.providers.base import ChatRequest, RetryPolicy, StreamEvent
 from rollchat.providers.offline import OfflineProvider
 from rollchat.store import MemoryStore
-from rollchat.tokens import human_tokens
-from rollchat.ui.render import MarkdownStream, Renderer, harmless, preview, usage_line
+from rollchat.text import human_tokens
+from rollchat.ui.render import Renderer, harmless, preview, usage_line
+from rollchat.ui.stream import MarkdownStream
 from tests.drive import chat_app
 
 

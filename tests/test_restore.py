@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 from rollchat.domain import Summary
 from rollchat.restore import build_restoration_prompt
-from rollchat.tokens import human_tokens
+from rollchat.text import human_tokens
 from rollchat.transcript import SUMMARY_END, SUMMARY_START
 
 SUMMARY = Summary("Initial session.", ("Auth refactoring",), ("Use JWT",), ())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from dataclasses import replace
 from enum import Enum
@@ -20,8 +21,9 @@ from rollchat.errors import ConfigError, RollchatError, StoreError, UsageError
 from rollchat.providers import PROVIDER_CHOICES
 
 if TYPE_CHECKING:  # imported when the chat starts, not for --help or sessions
-    from rollchat.config import ConfigOverrides
-    from rollchat.session import Session
+    from rollchat.config import Config, ConfigOverrides
+    from rollchat.ui.app import ChatApp
+    from rollchat.ui.render import Renderer
 
 app = typer.Typer(
     add_completion=False,
@@ -31,6 +33,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+_JSON_SURROGATE = re.compile(r"[\ud800-\udfff]")
 # Built from the registry's names; mypy cannot read members of an Enum built this way.
 ProviderChoice = Enum("ProviderChoice", {n: n for n in PROVIDER_CHOICES}, type=str)  # type: ignore[misc]
 
@@ -47,7 +50,9 @@ ConfigOpt = Annotated[
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    sys.stderr.write(f"rollchat: error: {message}\n")
+    from rollchat.ui.sanitize import harmless  # a message may quote a config or session file
+
+    sys.stderr.write(f"rollchat: error: {harmless(message)}\n")
     raise typer.Exit(code)
 
 
@@ -124,8 +129,8 @@ def sessions_command(
         fail(str(exc))
     except RollchatError as exc:
         fail(str(exc), 1)
-    if as_json:
-        print(json.dumps({
+    if as_json:  # exact: a lone surrogate (a file name that is not UTF-8) is a \u escape
+        print(_JSON_SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}", json.dumps({
             "sessions": [
                 {"number": i.number, "id": i.session_id, "file": i.file_name, "agent": i.agent,
                  "date": i.date.isoformat(), "queries": i.queries, "tokens": i.tokens,
@@ -136,7 +141,7 @@ def sessions_command(
                 for i in listing.sessions
             ],
             "problems": [{"file": name, "reason": why} for name, why in listing.problems],
-        }, indent=2, ensure_ascii=False))
+        }, indent=2, ensure_ascii=False)))
         return
     from rich.console import Console
 
@@ -146,24 +151,19 @@ def sessions_command(
     Renderer(console, interactive=False).sessions(listing.sessions, listing.problems)
 
 
-def _warm_up(session: Session, provider_name: str) -> None:
+def _warm_up(chat: ChatApp) -> None:
     """Once the prompt is up: import the SDK and load the tokenizer in the background."""
-    import threading
+    import importlib
 
     from rollchat import providers
 
-    providers.prefetch_sdks(provider_name)
-
-    def load() -> None:  # what the first message needs: the tokenizer, the summarizer
-        import importlib
-
-        session.counter.count_text("warm up")
-        for module in ("rich.console", "rich.live", "rich.markdown", "rollchat.compaction.request",
-                       "rollchat.compaction.extractive", "rollchat.restore",
-                       "rollchat.tools.archive", "filelock"):
-            importlib.import_module(module)
-
-    threading.Thread(target=load, name="rollchat-warm-up", daemon=True).start()
+    session = chat.session
+    providers.prefetch_sdks(session.provider_name)
+    session.counter.count_text("warm up")  # what the first message needs: the tokenizer,
+    for module in ("rich.console", "rich.live", "rich.markdown",  # the renderer, the summarizer
+                   "rollchat.compaction.request", "rollchat.compaction.extractive",
+                   "rollchat.restore", "rollchat.tools.archive", "filelock"):
+        importlib.import_module(module)
 
 
 def fork_refusal(*, no_fork: bool, interactive: bool, yes: bool) -> str | None:
@@ -179,9 +179,42 @@ def fork_refusal(*, no_fork: bool, interactive: bool, yes: bool) -> str | None:
 
 def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: str | None,
                yes: bool, no_fork: bool = False) -> int:
-    """Build everything from the configuration and run the chat until it ends."""
+    """Check the configuration, draw the banner, and run the chat until it ends. In a terminal
+    the session core is built behind the first prompt (see ``Starting``)."""
     from rollchat import providers
     from rollchat.config import load_config
+    from rollchat.ui.render import Renderer
+    from rollchat.ui.repl import Starting, history_path, run_interactive, run_piped
+
+    env = dict(os.environ)
+    cfg = load_config(config_path=config_path, env=env, cwd=Path.cwd(), overrides=overrides)
+    agent = cfg.agent
+    name, reason = providers.resolve_provider_name(agent, env)
+    providers.check_provider(name, agent, env)
+    model = agent.model or providers.DEFAULT_MODELS[name]
+    summary_name = cfg.summary.provider or name
+    providers.check_provider(summary_name, agent, env)
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    renderer = Renderer(interactive=interactive)  # rich is loaded with the first answer
+    renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
+                    where=cfg.session.location, server=agent.base_url)
+    chat = Starting(lambda: _build_chat(cfg, env, name, model, renderer, interactive=interactive,
+                                        yes=yes, no_fork=no_fork),
+                    label=f" starting · {agent.name} · {model} ", out=renderer)
+    if resume is not None:
+        chat.get().resume(resume)
+    if interactive:
+        run_interactive(chat, history_file=history_path(cfg.ui.history_file), on_ready=_warm_up)
+    else:
+        run_piped(chat.get(), sys.stdin.buffer)
+    return 0
+
+
+def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, renderer: Renderer,
+                *, interactive: bool, yes: bool,
+                no_fork: bool = False) -> tuple[ChatApp, list[str]]:
+    """The session core and its terminal adapter, and what the user should be told first."""
+    from rollchat import providers
     from rollchat.context import Context
     from rollchat.engine import Engine
     from rollchat.providers.base import RetryPolicy
@@ -189,22 +222,15 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     from rollchat.store import MemoryStore, SessionStore, Store
     from rollchat.tokens import context_window
     from rollchat.ui.app import ChatApp
-    from rollchat.ui.render import Renderer
-    from rollchat.ui.repl import history_path, run_interactive, run_piped
 
-    env = dict(os.environ)
-    cfg = load_config(config_path=config_path, env=env, cwd=Path.cwd(), overrides=overrides)
     agent = cfg.agent
-    name, reason = providers.resolve_provider_name(agent, env)
     provider = providers.build_provider(name, agent, cfg, env)
-    model = agent.model or providers.DEFAULT_MODELS[name]
     summary_agent = replace(agent, provider=cfg.summary.provider or name,
                             model=cfg.summary.model or model)
     summary_name = cfg.summary.provider or name
     summary_provider = (provider if (summary_name, summary_agent.model) == (name, model)
                         else providers.build_provider(summary_name, summary_agent, cfg, env))
-    interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    renderer = Renderer(interactive=interactive)  # rich is loaded with the first answer
+    notices: list[str] = []
     store: Store = SessionStore(cfg.session.dir) if cfg.session.auto_save else MemoryStore()
     store_problem = None
     try:
@@ -227,7 +253,9 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
             return False
         from prompt_toolkit.shortcuts import confirm as pt_confirm
 
-        return bool(pt_confirm(question.replace(" (y/n) ", "")))
+        from rollchat.ui.sanitize import harmless  # the question names another agent
+
+        return bool(pt_confirm(harmless(question.replace(" (y/n) ", ""))))
 
     session = Session(
         config=cfg, agent=agent, engine=engine, summary_provider=summary_provider,
@@ -236,19 +264,9 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
         context_window=context_window(model, cfg.context_window_override(model)),
         fork_refusal=fork_refusal(no_fork=no_fork, interactive=interactive, yes=yes),
     )
-    chat = ChatApp(session, renderer)
-    renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
-                    where=store.location, server=agent.base_url)
     if session.budget.warning:
-        renderer.warn(session.budget.warning)
+        notices.append(session.budget.warning)
     if store_problem is not None:
-        renderer.warn(f"{store_problem}: the chat goes on in memory; nothing is saved")
+        notices.append(f"{store_problem}: the chat goes on in memory; nothing is saved")
         session.state.save_failed = True
-    if resume is not None:
-        chat.resume(resume)
-    if interactive:
-        run_interactive(chat, history_file=history_path(cfg.ui.history_file),
-                        on_first_prompt=lambda: _warm_up(session, name))
-    else:
-        run_piped(chat, sys.stdin)
-    return 0
+    return ChatApp(session, renderer), notices

@@ -35,6 +35,9 @@ class AgentConfig:
     temperature: float | None = None
 
 
+NO_SAVE_LOCATION = "memory only (--no-save)"
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     context_window: int
@@ -49,6 +52,11 @@ class SessionConfig:
     safety_margin_tokens: int = 1000
     compact_every_turns: int = 0
     keep_recent_turns: int = 2
+
+    @property
+    def location(self) -> str:
+        """Where sessions are kept, as the banner says it."""
+        return str(self.dir) if self.auto_save else NO_SAVE_LOCATION
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from rollchat.clean import StreamCleaner, clean, clean_value
 from rollchat.context import Context
 from rollchat.domain import Message, ToolCall, ToolExchange, Turn, TurnKind, TurnStatus, Usage
 from rollchat.events import Event, Retrying, ToolFinished, ToolStarted
@@ -197,23 +198,36 @@ class Engine:
         request = self.request(messages, purpose)
         calls: list[ToolCall] = []
         usage = Usage()
+        cleaner = StreamCleaner()  # the model's text is cleaned as it arrives
         events = stream_with_retries(self.provider, request, self.retry, sleep=self.sleep,
                                      announce=True)
-        for event in events:
-            if isinstance(event, RetryNotice):
-                yield Retrying(event.attempt, event.wait, event.error.one_line())
-            elif isinstance(event, TextDelta):
-                text.append(event.text)
-                yield event
-            elif isinstance(event, ToolCallEvent):
-                calls.append(event.call)
-            elif isinstance(event, UsageEvent):
-                usage = usage + event.usage
-                self.context.reported(event.usage.input_tokens)
-                self._reported = True
-                yield event
-            elif isinstance(event, Done):
-                break
+        try:
+            for event in events:
+                if isinstance(event, RetryNotice):
+                    yield Retrying(event.attempt, event.wait, event.error.one_line())
+                elif isinstance(event, TextDelta):
+                    piece = cleaner.feed(event.text)
+                    if piece:
+                        text.append(piece)
+                        yield TextDelta(piece)
+                elif isinstance(event, ToolCallEvent):
+                    call = event.call
+                    calls.append(ToolCall(clean(call.id), clean(call.name),
+                                          clean_value(call.arguments)))
+                elif isinstance(event, UsageEvent):
+                    usage = usage + event.usage
+                    self.context.reported(event.usage.input_tokens)
+                    self._reported = True
+                    yield event
+                elif isinstance(event, Done):
+                    break
+        except BaseException:
+            text.append(cleaner.flush())  # a CR or half a pair held back is kept
+            raise
+        rest = cleaner.flush()
+        if rest:
+            text.append(rest)
+            yield TextDelta(rest)
         return calls, usage
 
     def _run_tool(self, call: ToolCall, messages: Sequence[Message]) -> ToolExchange:
@@ -225,6 +239,7 @@ class Engine:
                 result = tool.run(call.arguments)
             except Exception as exc:  # a tool's failure is reported to the model, not raised
                 result = f"error: {exc}"
+        result = clean(result)  # tool output (and files tools read) enters here
         if self.tool_result_limit is not None:
             result = self._fit(result, messages)
         return ToolExchange(call, result)

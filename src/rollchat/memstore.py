@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 from datetime import datetime
 
+from rollchat.clean import encode
+from rollchat.config import NO_SAVE_LOCATION
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn
 from rollchat.errors import StoreError, TranscriptError
 from rollchat.listing import Listing, SessionInfo, check_id, new_ids, numbered, session_info
@@ -26,10 +28,6 @@ def _reader(data: bytes) -> ReadAt:
     return lambda offset, size: data[offset:offset + size]
 
 
-def _encode(text: str) -> bytes:
-    return text.encode("utf-8", "surrogateescape")  # as SessionStore writes files
-
-
 class MemorySession:
     """A session being written into a MemoryStore."""
 
@@ -41,7 +39,7 @@ class MemorySession:
 
     def append_turn(self, turn: Turn, agent_name: str) -> None:
         """Append one turn block to the session's text."""
-        self._store.append(self.session_id, _encode(render_turn(turn, agent_name)))
+        self._store.append(self.session_id, encode(render_turn(turn, agent_name)))
 
     def close(self) -> None:
         """Nothing to let go of: no other process sees this store."""
@@ -50,7 +48,7 @@ class MemorySession:
 class MemoryStore:
     """Sessions as in-memory texts keyed by id (``<id>.md`` is each one's file name)."""
 
-    location = "memory only (--no-save)"
+    location = NO_SAVE_LOCATION
 
     def __init__(self) -> None:
         self._texts: dict[str, bytearray] = {}
@@ -73,7 +71,7 @@ class MemoryStore:
                 if sid not in self._texts:
                     header = SessionHeader(sid, now, agent, agent_path, model, provider,
                                            resumed_from, previous_session, forked=forked)
-                    self._texts[sid] = bytearray(_encode(render_header(header)))
+                    self._texts[sid] = bytearray(encode(render_header(header)))
                     return MemorySession(self, header)
         raise StoreError("could not find a free session id in memory")
 
@@ -106,13 +104,13 @@ class MemoryStore:
         new = render_finalized(self._text(session_id), summary, total_queries=total_queries,
                                total_tokens=total_tokens)
         with self._lock:
-            self._texts[session_id] = bytearray(_encode(new))
+            self._texts[session_id] = bytearray(encode(new))
 
     def link_child(self, session_id: str, child_id: str) -> None:
         """Add ``child_id`` to the session's ``Continued In`` header line."""
         new = render_linked(self._text(session_id), check_id(child_id))
         with self._lock:
-            self._texts[session_id] = bytearray(_encode(new))
+            self._texts[session_id] = bytearray(encode(new))
 
     def open_elsewhere(self, session_id: str) -> bool:
         """Never: no other process sees this store."""

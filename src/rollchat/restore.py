@@ -5,8 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from rollchat.domain import Summary
-from rollchat.text import plural
-from rollchat.tokens import human_tokens
+from rollchat.text import human_tokens, plural
 from rollchat.tools import ARCHIVE_TOOL_NAME
 from rollchat.transcript import render_summary_block
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
 
 from rollchat import policy
+from rollchat.clean import clean
 from rollchat.compaction.summarizer import Background, Summarizer, SummaryOutcome
 from rollchat.config import AgentConfig, Config
 from rollchat.context import estimate_prompt, tail_sizes, tail_start
@@ -43,8 +44,8 @@ from rollchat.state import (
     restored_context,
 )
 from rollchat.store import SessionInfo, Store
-from rollchat.text import plural
-from rollchat.tokens import TokenCounter, human_tokens
+from rollchat.text import human_tokens, plural
+from rollchat.tokens import TokenCounter
 from rollchat.tools import ARCHIVE_TOOL_NAME
 
 Flow = Generator[Event, None, None]
@@ -107,11 +108,10 @@ class Session:
 
     # ------------------------------------------------------------------ a turn
     def turn(self, text: str) -> Flow:
-        """Send one user message, stream the answer, save the turn.
-
-        Compacts first when the plan says so, and once more (then sends again) if the
-        provider still answers that the context is too long.
-        """
+        """Send one user message (cleaned: see rollchat.clean), stream the answer, save the
+        turn. Compacts first when the plan says so, and once more (then sends again) if the
+        provider still answers that the context is too long."""
+        text = clean(text)
         pending = Message("user", text)
         size = self.counter.count_messages(self.engine.context.system, [pending],
                                            self._tool_specs())
@@ -294,7 +294,7 @@ class Session:
 
     # ------------------------------------------------------------------ compact
     def compact(self, focus: str | None = None) -> Flow:
-        state = self.state
+        state, focus = self.state, focus and clean(focus)
         if state.queries == 0:
             yield Notice("info", "Nothing to compact yet: this session has no queries.")
             return

@@ -11,8 +11,7 @@ from rollchat.compaction.summarizer import Background
 from rollchat.domain import Summary, Turn, Usage
 from rollchat.providers.base import AuthError, ContextTooLongError, ProviderError
 from rollchat.store import LiveSession
-from rollchat.text import plural
-from rollchat.tokens import human_tokens
+from rollchat.text import human_tokens, plural
 
 CARRIED_PREFIX = "Carried over verbatim from "
 UNSAVED = "(unsaved)"

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from rollchat.clean import encode
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn
 from rollchat.errors import StoreError, TranscriptError
 from rollchat.listing import (
@@ -100,7 +101,7 @@ class FileSession:
 
     def append_turn(self, turn: Turn, agent_name: str) -> None:
         """Append one turn block (O_APPEND + fsync); never reads or rewrites the file."""
-        data = render_turn(turn, agent_name).encode("utf-8", "surrogateescape")
+        data = encode(render_turn(turn, agent_name))
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | _NOFOLLOW)
         except OSError as e:
@@ -196,8 +197,7 @@ class SessionStore:
                 continue
             made = False
             try:
-                made = self._create(path, render_header(header).encode("utf-8",
-                                                                       "surrogateescape"))
+                made = self._create(path, encode(render_header(header)))
             finally:
                 if not made:
                     self.locks.release(sid)
@@ -270,7 +270,7 @@ class SessionStore:
                 new = change(text)
             except TranscriptError as e:
                 raise StoreError(f"{path.name} {e}") from None
-            self._atomic_write(path, new.encode("utf-8", "surrogateescape"))
+            self._atomic_write(path, encode(new))
 
     def _atomic_write(self, path: Path, data: bytes) -> None:
         tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"

@@ -1,5 +1,5 @@
 """Small wording helpers shared by every layer (no terminal, no I/O): plurals, and URLs made
-safe to show."""
+safe to show, token counts for people."""
 
 from __future__ import annotations
 
@@ -27,3 +27,12 @@ def redact_url(url: str) -> str:
     if parts.username or parts.password:
         host = f"***@{host}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def human_tokens(n: int) -> str:
+    """A token count for people: 950, 2.3K, 200K, 1.5M."""
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}K".replace(".0K", "K")
+    return f"{n / 1_000_000:.1f}M".replace(".0M", "M")

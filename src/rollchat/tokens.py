@@ -256,11 +256,3 @@ def _dumps(value: Any) -> str:
     except Exception:  # circular or otherwise unserializable: count its repr
         return repr(value)
 
-
-def human_tokens(n: int) -> str:
-    """A token count for people: 950, 2.3K, 200K, 1.5M."""
-    if n < 1000:
-        return str(n)
-    if n < 1_000_000:
-        return f"{n / 1000:.1f}K".replace(".0K", "K")
-    return f"{n / 1_000_000:.1f}M".replace(".0M", "M")

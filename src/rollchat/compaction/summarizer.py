@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rollchat.clean import clean
 from rollchat.compaction.chunks import chunk_turns, merge_summaries, turn_tokens
 from rollchat.domain import Summary, Turn, Usage
 from rollchat.interrupts import sigint_deferred
@@ -61,7 +62,7 @@ def _collect(provider: Provider, request: ChatRequest, timeout: float) -> tuple[
         close = getattr(stream, "close", None)
         if callable(close):
             close()
-    return "".join(parts), usage
+    return clean("".join(parts)), usage  # the model's reply enters here
 
 
 def summarize(

@@ -125,11 +125,10 @@ def api_key_for(name: str, agent: AgentConfig, env: Mapping[str, str]) -> str | 
     return (env.get(var) or None) if var else None
 
 
-def build_provider(name: str, agent: AgentConfig, config: Config,
-                   env: Mapping[str, str]) -> Provider:
-    """Build provider ``name`` ("auto" is resolved first) for ``agent``."""
-    if name == AUTO:
-        name = resolve_provider_name(agent, env)[0]
+def check_provider(name: str, agent: AgentConfig,
+                   env: Mapping[str, str]) -> ProviderFactory:
+    """What ``build_provider`` checks before building (the provider exists and has its key),
+    without importing the provider: the chat checks this before its first prompt."""
     factory = REGISTRY.get(name)
     if factory is None:
         raise ConfigError(_unknown(name))
@@ -138,6 +137,16 @@ def build_provider(name: str, agent: AgentConfig, config: Config,
         hint = " (or a base_url for an OpenAI-compatible server)" if name == OPENAI else ""
         raise ConfigError(f"provider {name} needs an API key: set {KEY_ENV[name]}{hint}, "
                           "or name another variable with api_key_env")
+    return factory
+
+
+def build_provider(name: str, agent: AgentConfig, config: Config,
+                   env: Mapping[str, str]) -> Provider:
+    """Build provider ``name`` ("auto" is resolved first) for ``agent``."""
+    if name == AUTO:
+        name = resolve_provider_name(agent, env)[0]
+    factory = check_provider(name, agent, env)
+    key = api_key_for(name, agent, env)
     settings = ProviderSettings(
         model=agent.model or DEFAULT_MODELS[name], api_key=key, base_url=agent.base_url,
         timeout=config.retry.request_timeout, word_delay=config.ui.offline_word_delay)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from rollchat.clean import clean
 from rollchat.domain import Message, ToolCall, Usage
 from rollchat.errors import RollchatError
 
@@ -92,7 +93,7 @@ class ProviderError(RollchatError):
     label: str = "provider error"
 
     def __init__(self, message: str, *, retry_after: float | None = None) -> None:
-        super().__init__(message)
+        super().__init__(clean(message))  # it may quote what a server sent
         self.retry_after = retry_after
 
     def one_line(self) -> str:

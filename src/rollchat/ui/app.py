@@ -26,8 +26,7 @@ from rollchat.events import (
 )
 from rollchat.providers.base import TextDelta
 from rollchat.session import Session
-from rollchat.text import plural
-from rollchat.tokens import human_tokens
+from rollchat.text import human_tokens, plural
 from rollchat.ui.render import Renderer, Step
 
 SUMMARY_STEP = "Generating session summary..."

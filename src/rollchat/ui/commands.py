@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rollchat.errors import UsageError
-from rollchat.text import plural
-from rollchat.tokens import human_tokens
+from rollchat.text import human_tokens, plural
 
 if TYPE_CHECKING:
     from rollchat.ui.app import ChatApp

@@ -1,39 +1,32 @@
 """Everything rollchat shows: banner, streamed markdown answers, notices, tables.
 
-The only module that prints. Model text is stripped of terminal control sequences before it is
-shown (it is kept verbatim in the transcript).
+The only module that prints. Everything from a file, a config, a server or the model passes
+``sanitize.harmless`` before it is drawn.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import io
 import os
-import re
+import shutil
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, cast
 
-from rollchat.domain import Turn, Usage
 from rollchat.providers import OFFLINE
-from rollchat.text import plural, redact_url
-from rollchat.tokens import human_tokens
+from rollchat.text import redact_url
+from rollchat.ui.sanitize import harmless, one_line
+from rollchat.ui.table import session_rows
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.markdown import Markdown
 
+    from rollchat.domain import Turn, Usage
     from rollchat.store import SessionInfo
+    from rollchat.ui.stream import MarkdownStream, QuietTerminal
 
-# C0 controls except tab and newline, DEL, and C1 controls (0x9b is a CSI on some terminals).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
-_CARRIAGE_RETURN = re.compile(r"\r\n?")
-_REFRESH_SECONDS = 1 / 15
 
 
 class _TrimmedLines(io.TextIOBase):
@@ -66,16 +59,6 @@ def plain_console(stream: IO[str] | None = None) -> Console:
                    force_interactive=False, soft_wrap=True)  # one line per record: grep-able
 
 
-def harmless(text: str) -> str:
-    """Make control characters visible instead of letting the terminal interpret them.
-
-    Line ends from other systems (``\\r\\n``, a lone ``\\r``) become plain newlines first.
-    """
-    text = _CARRIAGE_RETURN.sub("\n", text)
-    return _CONTROL.sub(lambda m: f"^{chr((ord(m.group()) + 64) % 128)}"
-                        if ord(m.group()) < 0x80 else f"\\x{ord(m.group()):02x}", text)
-
-
 def usage_line(elapsed: float, usage: Usage) -> str:
     line = (f"Time: {elapsed:.1f}s | Tokens: {usage.total:,} "
             f"(in: {usage.input_tokens:,}, out: {usage.output_tokens:,}")
@@ -95,124 +78,6 @@ def preview(text: str, width: int) -> str:
     return cut.rstrip() + "…"
 
 
-def markdown(text: str) -> Markdown:
-    """rich's Markdown, imported on first use (it costs ~40 ms at start-up)."""
-    from rich.markdown import Markdown
-
-    return Markdown(text)
-
-
-class MarkdownStream:
-    """Renders streamed markdown block by block: finished blocks are printed once, only the
-    block being written is redrawn, so long answers cost linear time and do not flicker."""
-
-    def __init__(self, console: Console, live: bool) -> None:
-        self.console = console
-        self.pending = ""
-        self.in_fence = False
-        self.scanned = 0  # chars of ``pending`` whose lines were scanned for fences
-        self.held_cr = False  # a chunk ended in "\r": it may be half of a "\r\n"
-        from rich.live import Live
-
-        self.live = Live(console=console, auto_refresh=False, transient=True) if live else None
-        self.last_refresh = 0.0
-        if self.live is not None:
-            self.live.start()
-
-    def feed(self, text: str) -> None:
-        if self.held_cr:
-            text, self.held_cr = "\r" + text, False
-        if text.endswith("\r"):
-            text, self.held_cr = text[:-1], True
-        self.pending += harmless(text)
-        self._flush_complete_blocks()
-        if self.live is not None:
-            now = time.monotonic()
-            if now - self.last_refresh >= _REFRESH_SECONDS:
-                self.last_refresh = now
-                self.live.update(markdown(self.pending), refresh=True)
-
-    def _flush_complete_blocks(self) -> None:
-        cut = -1
-        pos = self.scanned
-        while True:
-            nl = self.pending.find("\n", pos)
-            if nl < 0:
-                break
-            line_start = self.pending.rfind("\n", 0, nl) + 1
-            line = self.pending[line_start:nl]
-            if _FENCE.match(line):
-                self.in_fence = not self.in_fence
-            elif not self.in_fence and line.strip() == "" and line_start > 0:
-                cut = nl + 1
-            pos = nl + 1
-        self.scanned = pos
-        if cut > 0:
-            block, self.pending = self.pending[:cut], self.pending[cut:]
-            self.scanned -= cut
-            if block.strip():
-                self.console.print(markdown(block))
-
-    def flush(self) -> None:
-        """Print what is pending now, even an unfinished block (before a tool call line)."""
-        if self.held_cr:
-            self.pending, self.held_cr = self.pending + "\n", False
-        if self.live is not None:
-            from rich.text import Text
-
-            self.live.update(Text(""), refresh=True)
-        if self.pending.strip():
-            self.console.print(markdown(self.pending))
-        self.pending, self.scanned, self.in_fence = "", 0, False
-
-    def close(self) -> None:
-        self.flush()
-        if self.live is not None:
-            self.live.stop()
-
-
-class QuietTerminal:
-    """Terminal echo off while an answer streams: a ``^C`` echoed under rich's live region
-    shifts it down a line, so its erase leaves a duplicated line behind.
-
-    Only ECHO and ECHOCTL are cleared (typed-ahead input stays buffered for the next prompt);
-    the saved attributes come back on ``restore``, and at exit at the latest.
-    """
-
-    def __init__(self, fd: int | None) -> None:
-        self.fd = fd
-        self.saved: list[Any] | None = None
-        self._at_exit = False
-
-    def quiet(self) -> None:
-        if self.fd is None or self.saved is not None:
-            return
-        try:
-            import termios
-        except ImportError:  # not a POSIX terminal
-            return
-        try:
-            attrs = termios.tcgetattr(self.fd)
-            self.saved = [list(a) if isinstance(a, list) else a for a in attrs]
-            attrs[3] &= ~(termios.ECHO | getattr(termios, "ECHOCTL", 0))
-            if not self._at_exit:
-                atexit.register(self.restore)
-                self._at_exit = True
-            termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
-        except (termios.error, OSError, ValueError):
-            self.saved = None
-
-    def restore(self) -> None:
-        saved, self.saved = self.saved, None
-        if saved is None or self.fd is None:
-            return
-        import termios
-
-        # A terminal that is gone has nothing left to restore.
-        with contextlib.suppress(termios.error, OSError, ValueError):
-            termios.tcsetattr(self.fd, termios.TCSANOW, saved)
-
-
 @dataclass
 class Step:
     """A spinner's outcome: set ``done_text`` once the work succeeded, and the spinner ends
@@ -221,17 +86,35 @@ class Step:
     done_text: str | None = None
 
 
-def _stdin_terminal() -> int | None:
-    try:
-        return sys.stdin.fileno() if sys.stdin is not None and sys.stdin.isatty() else None
-    except (OSError, ValueError):  # closed or replaced stdin
-        return None
-
-
 # The styles of plain lines, as rich names them and as SGR codes for the lines written before
 # rich is loaded (the banner and start-up warnings: loading rich costs ~25 ms before the prompt).
-_SGR = {"bold": "1", "dim": "2", "yellow": "33", "red": "31", "green": "32", "bold cyan": "1;36"}
+_SGR = {"bold": "1", "dim": "2", "yellow": "33", "red": "31", "green": "32", "cyan": "36",
+        "bold cyan": "1;36"}
 Segment = tuple[str, str]  # (text, style; "" for none)
+
+
+def _wrapped(segments: Sequence[Segment], width: int) -> list[Segment]:
+    """``segments`` with the spaces where a line of ``width`` columns ends turned into line
+    breaks (as rich wraps: at words; a word longer than a line is left to the terminal)."""
+    text = "".join(t for t, _ in segments)
+    breaks: set[int] = set()
+    start = 0
+    while len(text) - start > width:
+        newline = text.find("\n", start, start + width + 1)
+        cut = text.rfind(" ", start + 1, start + width + 1)
+        if newline != -1:
+            start = newline + 1
+        elif cut == -1:
+            start += width
+        else:
+            breaks.add(cut)
+            start = cut + 1
+    out, offset = [], 0
+    for part, style in segments:
+        out.append(("".join("\n" if offset + i in breaks else c for i, c in enumerate(part)),
+                    style))
+        offset += len(part)
+    return out
 
 
 def _colours_wanted() -> bool:
@@ -274,8 +157,12 @@ class Renderer:
             self._restore_terminal()
 
     def line(self, *segments: Segment) -> None:
-        """One line of styled plain text (never markup: brackets in it are shown as typed)."""
+        """One line of styled plain text (never markup: brackets in it are shown as typed), made
+        harmless: every notice, error and table line is drawn through here."""
+        segments = tuple((harmless(text), style) for text, style in segments)
         if self._console is None:
+            if self.interactive:
+                segments = tuple(_wrapped(segments, shutil.get_terminal_size().columns))
             colour = self.interactive and _colours_wanted()
             sys.stdout.write("".join(
                 f"\x1b[{_SGR[style]}m{text}\x1b[0m" if colour and style else text
@@ -294,22 +181,22 @@ class Renderer:
                else f"{model} via {provider} ({reason})")
         if server and provider != OFFLINE and redact_url(server) not in reason:
             via += f" · server {redact_url(server)}"
-        self.line(("rollchat", "bold"), (f" · {harmless(agent)} · {harmless(via)}", ""))
+        self.line(("rollchat", "bold"), (f" · {agent} · {via}", ""))
         keys = ("; Alt+Enter or Esc Enter inserts a newline; Ctrl-D exits" if self.interactive
                 else "")
-        self.line((f"Sessions in {harmless(where)}. Type 'help' for commands{keys}.", "dim"))
+        self.line((f"Sessions in {where}. Type 'help' for commands{keys}.", "dim"))
 
     def info(self, message: str) -> None:
-        self.line((harmless(message), ""))
+        self.line((message, ""))
 
     def dim(self, message: str) -> None:
-        self.line((harmless(message), "dim"))
+        self.line((message, "dim"))
 
     def warn(self, message: str) -> None:
-        self.line(("Warning:", "yellow"), (" " + harmless(message), ""))
+        self.line(("Warning:", "yellow"), (" " + message, ""))
 
     def error(self, message: str) -> None:
-        self.line(("Error:", "red"), (" " + harmless(message), ""))
+        self.line(("Error:", "red"), (" " + message, ""))
 
     @contextmanager
     def spinner(self, message: str) -> Iterator[Step]:
@@ -322,19 +209,21 @@ class Renderer:
             return
         from rich.markup import escape
 
-        with self.console.status(escape(message)):
+        with self.console.status(escape(harmless(message))):
             yield step
         if step.done_text:
             self.line((message + " ", ""), (step.done_text, "green"))
 
     # ------------------------------------------------------------ answers
     def answer_start(self, agent: str) -> None:
+        from rollchat.ui.stream import MarkdownStream, QuietTerminal, stdin_terminal
+
         if self.interactive:
             if self._quiet is None:
-                fd = self._terminal_fd if self._terminal_fd is not None else _stdin_terminal()
+                fd = self._terminal_fd if self._terminal_fd is not None else stdin_terminal()
                 self._quiet = QuietTerminal(fd)
             self._quiet.quiet()
-        self.line((f"{harmless(agent)}:", "bold cyan"))
+        self.line((f"{agent}:", "bold cyan"))
         self._stream = MarkdownStream(self.console, live=self.interactive)
 
     def _restore_terminal(self) -> None:
@@ -382,7 +271,7 @@ class Renderer:
         if self._stream is not None:
             self._stream.flush()
         head = f"← {name}: {len(result):,} chars"
-        first = harmless(result.strip().splitlines()[0]) if result.strip() else ""
+        first = result.strip().splitlines()[0] if result.strip() else ""
         room = max(min(80, self.console.width - len(head) - 4), 16)
         self.dim(head + (f" · {preview(first, room)}" if first else ""))
 
@@ -391,23 +280,8 @@ class Renderer:
         """Numbered, most recent first; two lines each so it reads at any width."""
         if not infos:
             self.info("No saved sessions.")
-        from rich.text import Text
-
         for info in infos:
-            summary = "summary" if info.has_summary else (
-                "no summary" + (f" ({info.summary_problem})" if info.summary_problem else ""))
-            head = Text(f"{info.number:>3}. ", style="bold")
-            head.append(info.session_id, style="cyan")
-            head.append(f" · {harmless(info.agent)} · {info.date:%Y-%m-%d %H:%M} · "
-                        f"{plural(info.queries, 'query')} · "
-                        f"{'' if info.tokens_exact else '≥'}{human_tokens(info.tokens)} tokens"
-                        f" · {summary}")
-            self.console.print(head)
-            detail = f"     parent: {info.resumed_from}" if info.resumed_from else "     "
-            preview = harmless(info.first_query_preview or "")
-            if preview:
-                detail += (" · " if info.resumed_from else "") + f'"{preview}"'
-            if detail.strip():
-                self.console.print(Text(detail, style="dim"))
+            for row in session_rows(info):
+                self.line(*row)
         for name, reason in problems:
-            self.warn(f"{name}: {reason}")
+            self.warn(f"{one_line(name)}: {one_line(reason)}")

@@ -6,20 +6,23 @@ Both route each line to a command or to the model through ``handle_line``.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rollchat.clean import decode
 from rollchat.errors import RollchatError
-from rollchat.text import plural
-from rollchat.tokens import human_tokens
+from rollchat.text import human_tokens, plural
 from rollchat.ui import commands
+from rollchat.ui.sanitize import harmless
 
 if TYPE_CHECKING:
     from prompt_toolkit.input import Input
     from prompt_toolkit.output import Output
 
     from rollchat.ui.app import ChatApp
+    from rollchat.ui.render import Renderer
 
 
 def handle_line(app: ChatApp, line: str) -> bool:
@@ -59,11 +62,12 @@ def finish(app: ChatApp) -> None:
         app.out.close()
 
 
-def run_piped(app: ChatApp, lines: Iterable[str]) -> None:
-    """Answer each line of a non-terminal input, then save and exit."""
+def run_piped(app: ChatApp, lines: Iterable[bytes]) -> None:
+    """Answer each line of a non-terminal input (bytes: what is not UTF-8 becomes U+FFFD, see
+    rollchat.clean), then save and exit."""
     try:
         for raw in lines:
-            line = raw.rstrip("\r\n")
+            line = decode(raw.rstrip(b"\r\n"))
             if line.strip():
                 app.out.dim(f"You: {line}")
             if handle_line(app, line):
@@ -71,6 +75,66 @@ def run_piped(app: ChatApp, lines: Iterable[str]) -> None:
     except KeyboardInterrupt:
         app.out.warn("interrupted")
     finish(app)
+
+
+class Starting:
+    """The chat being built, in a background thread once the first prompt is drawn (importing
+    the session core costs ~50 ms the prompt need not wait for), or at once by ``get``.
+
+    ``build`` returns the chat and the notices it has for the user; they are drawn by
+    ``get``, in the caller's thread (a background thread must not write under the prompt).
+    ``label``: what the toolbar shows until the chat is ready; ``out``: the chat's renderer.
+    """
+
+    def __init__(self, build: Callable[[], tuple[ChatApp, list[str]]], *, label: str,
+                 out: Renderer) -> None:
+        self._build = build
+        self.label = label
+        self.out = out
+        self._lock = threading.Lock()
+        self._started = False
+        self._done = threading.Event()
+        self._app: ChatApp | None = None
+        self._notices: list[str] = []
+        self._error: BaseException | None = None
+
+    @property
+    def ready(self) -> ChatApp | None:
+        return self._app if self._done.is_set() else None
+
+    def start(self, then: Callable[[ChatApp], None] | None = None) -> None:
+        """Build in a daemon thread (if not built yet), then run ``then`` there."""
+        with self._lock:
+            started, self._started = self._started, True
+        threading.Thread(target=self._run, args=(not started, then), name="rollchat-start",
+                         daemon=True).start()
+
+    def _run(self, build: bool, then: Callable[[ChatApp], None] | None) -> None:
+        if build:
+            try:
+                self._app, self._notices = self._build()
+            except BaseException as exc:  # re-raised by ``get`` in the caller's thread
+                self._error = exc
+            finally:
+                self._done.set()
+        self._done.wait()
+        if then is not None and self._app is not None:
+            then(self._app)
+
+    def get(self) -> ChatApp:
+        """The chat, built here if no thread is building it; its notices drawn once."""
+        with self._lock:
+            started, self._started = self._started, True
+        if not started:
+            self._run(True, None)
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._app is not None
+        notices, self._notices = self._notices, []
+        for notice in notices:
+            self.out.warn(notice)
+        return self._app
 
 
 def toolbar_text(app: ChatApp) -> str:
@@ -84,7 +148,7 @@ def toolbar_text(app: ChatApp) -> str:
         used = session.estimate() if session.engine.context.messages else 0
     queries = session.state.queries
     sid = session.state.session_id or "new session"
-    return (f" context {approx}{human_tokens(used)}/{human_tokens(window)} "
+    return harmless(f" context {approx}{human_tokens(used)}/{human_tokens(window)} "
             f"({used / window:.0%}) · {plural(queries, 'query')} · "
             f"{session.agent.name} · {session.engine.model} · {sid} ")
 
@@ -107,15 +171,19 @@ def _private_history_file(path: Path) -> Path:
 
 
 def run_interactive(
-    app: ChatApp,
+    chat: Starting,
     *,
     history_file: Path,
-    on_first_prompt: Callable[[], None] | None = None,
+    on_ready: Callable[[ChatApp], None] | None = None,
     input: Input | None = None,
     output: Output | None = None,
 ) -> None:
     """The REPL: Enter sends, Alt+Enter / Esc Enter inserts a newline, Ctrl-C clears the
-    line (or stops an answer), Ctrl-D exits."""
+    line (or stops an answer), Ctrl-D exits.
+
+    The chat is built (if it is not yet) once the first prompt is on the screen; ``on_ready``
+    then runs in the background (warm-up work the first message would otherwise wait for).
+    """
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import WordCompleter
     from prompt_toolkit.history import FileHistory, InMemoryHistory
@@ -131,34 +199,45 @@ def run_interactive(
         history: FileHistory | InMemoryHistory = FileHistory(
             str(_private_history_file(history_file)))
     except OSError as exc:
-        app.out.warn(f"input history not saved ({history_file}: {exc.strerror})")
+        chat.out.warn(f"input history not saved ({history_file}: {exc.strerror})")
         history = InMemoryHistory()
     session: PromptSession[str] = PromptSession(
         history=history,
         completer=WordCompleter(commands.completions(), sentence=True),
         complete_while_typing=False,
         key_bindings=bindings,
-        bottom_toolbar=lambda: toolbar_text(app),
+        bottom_toolbar=lambda: _toolbar(chat),
         input=input,
         output=output,
     )
-    first = [on_first_prompt]
+    drawn = threading.Event()
 
-    def pre_run() -> None:
-        if first[0] is not None:
-            first[0]()
-            first[0] = None
+    def first_render(_: object) -> None:
+        if not drawn.is_set():
+            drawn.set()
+            chat.start(then=ready)
 
+    def ready(app: ChatApp) -> None:
+        session.app.invalidate()  # the toolbar's figures (thread-safe)
+        if on_ready is not None:
+            on_ready(app)
+
+    session.app.after_render += first_render
     while True:
         try:
-            line = session.prompt("You: ", pre_run=pre_run)
+            line = session.prompt("You: ")
         except KeyboardInterrupt:
             continue
         except EOFError:
             break
         try:
-            if handle_line(app, line):
+            if handle_line(chat.get(), line):
                 break
         except KeyboardInterrupt:
-            app.out.warn("interrupted")
-    finish(app)
+            chat.out.warn("interrupted")
+    finish(chat.get())
+
+
+def _toolbar(chat: Starting) -> str:
+    app = chat.ready
+    return toolbar_text(app) if app is not None else chat.label

@@ -1,0 +1,145 @@
+"""A streamed answer on the screen: markdown drawn block by block under a live region, and
+the terminal's echo turned off while it streams."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import re
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from rollchat.ui.sanitize import harmless
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+_REFRESH_SECONDS = 1 / 15
+
+
+def markdown(text: str) -> Markdown:
+    """rich's Markdown, imported on first use (it costs ~40 ms at start-up)."""
+    from rich.markdown import Markdown
+
+    return Markdown(text)
+
+
+class MarkdownStream:
+    """Renders streamed markdown block by block: finished blocks are printed once, only the
+    block being written is redrawn, so long answers cost linear time and do not flicker."""
+
+    def __init__(self, console: Console, live: bool) -> None:
+        self.console = console
+        self.pending = ""
+        self.in_fence = False
+        self.scanned = 0  # chars of ``pending`` whose lines were scanned for fences
+        self.held_cr = False  # a chunk ended in "\r": it may be half of a "\r\n"
+        from rich.live import Live
+
+        self.live = Live(console=console, auto_refresh=False, transient=True) if live else None
+        self.last_refresh = 0.0
+        if self.live is not None:
+            self.live.start()
+
+    def feed(self, text: str) -> None:
+        if self.held_cr:
+            text, self.held_cr = "\r" + text, False
+        if text.endswith("\r"):
+            text, self.held_cr = text[:-1], True
+        self.pending += harmless(text)
+        self._flush_complete_blocks()
+        if self.live is not None:
+            now = time.monotonic()
+            if now - self.last_refresh >= _REFRESH_SECONDS:
+                self.last_refresh = now
+                self.live.update(markdown(self.pending), refresh=True)
+
+    def _flush_complete_blocks(self) -> None:
+        cut = -1
+        pos = self.scanned
+        while True:
+            nl = self.pending.find("\n", pos)
+            if nl < 0:
+                break
+            line_start = self.pending.rfind("\n", 0, nl) + 1
+            line = self.pending[line_start:nl]
+            if _FENCE.match(line):
+                self.in_fence = not self.in_fence
+            elif not self.in_fence and line.strip() == "" and line_start > 0:
+                cut = nl + 1
+            pos = nl + 1
+        self.scanned = pos
+        if cut > 0:
+            block, self.pending = self.pending[:cut], self.pending[cut:]
+            self.scanned -= cut
+            if block.strip():
+                self.console.print(markdown(block))
+
+    def flush(self) -> None:
+        """Print what is pending now, even an unfinished block (before a tool call line)."""
+        if self.held_cr:
+            self.pending, self.held_cr = self.pending + "\n", False
+        if self.live is not None:
+            from rich.text import Text
+
+            self.live.update(Text(""), refresh=True)
+        if self.pending.strip():
+            self.console.print(markdown(self.pending))
+        self.pending, self.scanned, self.in_fence = "", 0, False
+
+    def close(self) -> None:
+        self.flush()
+        if self.live is not None:
+            self.live.stop()
+
+
+class QuietTerminal:
+    """Terminal echo off while an answer streams: a ``^C`` echoed under rich's live region
+    shifts it down a line, so its erase leaves a duplicated line behind.
+
+    Only ECHO and ECHOCTL are cleared (typed-ahead input stays buffered for the next prompt);
+    the saved attributes come back on ``restore``, and at exit at the latest.
+    """
+
+    def __init__(self, fd: int | None) -> None:
+        self.fd = fd
+        self.saved: list[Any] | None = None
+        self._at_exit = False
+
+    def quiet(self) -> None:
+        if self.fd is None or self.saved is not None:
+            return
+        try:
+            import termios
+        except ImportError:  # not a POSIX terminal
+            return
+        try:
+            attrs = termios.tcgetattr(self.fd)
+            self.saved = [list(a) if isinstance(a, list) else a for a in attrs]
+            attrs[3] &= ~(termios.ECHO | getattr(termios, "ECHOCTL", 0))
+            if not self._at_exit:
+                atexit.register(self.restore)
+                self._at_exit = True
+            termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
+        except (termios.error, OSError, ValueError):
+            self.saved = None
+
+    def restore(self) -> None:
+        saved, self.saved = self.saved, None
+        if saved is None or self.fd is None:
+            return
+        import termios
+
+        # A terminal that is gone has nothing left to restore.
+        with contextlib.suppress(termios.error, OSError, ValueError):
+            termios.tcsetattr(self.fd, termios.TCSANOW, saved)
+
+
+def stdin_terminal() -> int | None:
+    try:
+        return sys.stdin.fileno() if sys.stdin is not None and sys.stdin.isatty() else None
+    except (OSError, ValueError):  # closed or replaced stdin
+        return None

@@ -1,0 +1,37 @@
+"""The sessions table: each listed session as two lines of (text, style) segments. Every field
+read from a session file is shown on its line (a newline in it as ``\\n``); Renderer.line makes
+the whole line harmless."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rollchat.text import human_tokens, plural
+from rollchat.ui.sanitize import one_line
+
+if TYPE_CHECKING:
+    from rollchat.store import SessionInfo
+
+Row = tuple[tuple[str, str], ...]
+
+
+def session_rows(info: SessionInfo) -> list[Row]:
+    """The head line (number, id, agent, date, figures, summary) and, when there is one, the
+    detail line (parent, first query)."""
+    problem = one_line(info.summary_problem or "")
+    summary = "summary" if info.has_summary else (
+        "no summary" + (f" ({problem})" if problem else ""))
+    tokens = f"{'' if info.tokens_exact else '≥'}{human_tokens(info.tokens)} tokens"
+    rows: list[Row] = [(
+        (f"{info.number:>3}. ", "bold"), (one_line(info.session_id), "cyan"),
+        (f" · {one_line(info.agent)} · {info.date:%Y-%m-%d %H:%M} · "
+         f"{plural(info.queries, 'query')} · {tokens} · {summary}", ""),
+    )]
+    parent = one_line(info.resumed_from or "")
+    preview = one_line(info.first_query_preview or "")
+    details = [f"parent: {parent}"] if parent else []
+    if preview:
+        details.append(f'"{preview}"')
+    if details:
+        rows.append(((f"     {' · '.join(details)}", "dim"),))
+    return rows

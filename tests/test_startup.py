@@ -1,0 +1,121 @@
+"""The first prompt before the session core: what is imported before it, and the chat built
+behind it (``ui.repl.Starting``): notices drawn once, in the caller's thread; errors re-raised
+there; the warm-up run once the chat exists."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+import pexpect
+import pytest
+from rich.console import Console
+
+from rollchat.ui.render import Renderer
+from rollchat.ui.repl import Starting
+from tests.e2e import PROMPT, clean_env, spawn
+
+# Run in a terminal with the REPL replaced: reports which modules were loaded when the first
+# prompt would be drawn, and whether the chat can still be built and answer.
+PROBE = """
+import sys
+import rollchat.ui.repl as repl
+
+def report(chat, **kwargs):
+    heavy = sorted(m for m in sys.modules if m.startswith(
+        ("rich", "rollchat.session", "rollchat.engine", "rollchat.store", "rollchat.events",
+         "rollchat.providers.offline", "rollchat.compaction", "openai", "anthropic")))
+    print("LOADED", heavy, flush=True)
+    app = chat.get()
+    repl.handle_line(app, "my favourite colour is teal")
+    print("BUILT", type(app.session).__name__, app.session.state.queries, flush=True)
+
+repl.run_interactive = report
+from rollchat.cli import app
+app(["--sessions-dir", "s"], prog_name="rollchat")
+"""
+
+
+def test_nothing_heavy_is_imported_before_the_first_prompt(tmp_path: Path) -> None:
+    child = pexpect.spawn(sys.executable, ["-c", PROBE], cwd=str(tmp_path),
+                          env=clean_env(tmp_path / "home"), encoding="utf-8", timeout=30)
+    child.expect("· Assistant · offline model")
+    child.expect(r"LOADED \[(.*)\]")
+    assert child.match.group(1) == ""
+    child.expect("teal")
+    child.expect("BUILT Session 1")
+    child.expect(pexpect.EOF)
+
+
+def _renderer() -> tuple[Renderer, Console]:
+    console = Console(file=__import__("io").StringIO(), width=200, color_system=None)
+    return Renderer(console, interactive=False), console
+
+
+def test_starting_builds_once_in_the_background_and_draws_notices_in_the_caller() -> None:
+    out, console = _renderer()
+    app_object = object()  # Starting hands over whatever the build made
+    builds: list[str] = []
+    release = threading.Event()
+
+    def build():  # type: ignore[no-untyped-def]
+        builds.append(threading.current_thread().name)
+        release.wait(5)
+        return app_object, ["the sessions directory is read-only"]
+
+    chat = Starting(build, label=" starting · Rollo · offline ", out=out)
+    warmed: list[str] = []
+    chat.start(then=lambda app: warmed.append(threading.current_thread().name))
+    assert chat.ready is None  # still building: the toolbar shows the label
+    assert console.file.getvalue() == ""  # nothing drawn from the background
+    release.set()
+    assert chat.get() is app_object and chat.get() is app_object and builds == ["rollchat-start"]
+    assert console.file.getvalue().count("read-only") == 1  # drawn once, by get
+    chat.start(then=lambda app: warmed.append("again"))  # started twice: built once
+    for _ in range(100):
+        if len(warmed) == 2:
+            break
+        threading.Event().wait(0.02)
+    assert sorted(warmed) == ["again", "rollchat-start"] and builds == ["rollchat-start"]
+
+
+def test_starting_builds_in_the_caller_when_not_started_and_reraises_errors() -> None:
+    out, _ = _renderer()
+    made: list[str] = []
+    chat = Starting(lambda: (made.append(threading.current_thread().name) or "app", []),
+                    label="", out=out)
+    assert chat.get() == "app" and made == [threading.current_thread().name]
+
+    def broken():  # type: ignore[no-untyped-def]
+        raise RuntimeError("no provider")
+
+    failing = Starting(broken, label="", out=out)
+    failing.start()
+    with pytest.raises(RuntimeError, match="no provider"):
+        failing.get()
+
+
+def test_pty_the_chat_built_behind_the_prompt_answers_and_warns(tmp_path: Path) -> None:
+    """A sessions directory that cannot be used is still said (once the chat is built), and
+    the first message typed right away is answered and kept in memory."""
+    sessions = tmp_path / "taken"
+    sessions.write_text("a file where the sessions directory should be")
+    child = spawn(tmp_path, "--sessions-dir", str(sessions))
+    child.sendline("hello, my name is Ada")  # typed before the chat is ready
+    child.expect(r"Warning:.*exists\s+and\s+is\s+not\s+a\s+directory")  # (wrapped at words)
+    child.expect(r"the\s+chat\s+goes\s+on\s+in\s+memory")
+    child.expect("your name is Ada")
+    child.expect(PROMPT)
+    child.sendline("exit")
+    child.expect("Goodbye!")
+    child.expect(pexpect.EOF)
+    assert sessions.read_text() == "a file where the sessions directory should be"
+
+
+def test_direct_lines_wrap_at_words_like_rich(capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("COLUMNS", "30")
+    monkeypatch.setenv("NO_COLOR", "1")
+    Renderer(interactive=True).warn("the configured window leaves no room for the answer")
+    assert capsys.readouterr().out == ("Warning: the configured window\n"
+                                       "leaves no room for the answer\n")
