@@ -252,3 +252,31 @@ def test_a_session_of_this_process_nests_its_own_writes(tmp_path: Path) -> None:
     live.close()
     live.close()  # safe twice
     assert not SessionStore(tmp_path).open_elsewhere(live.session_id)
+
+
+def _child_sees(root: str, sid: str) -> bool:
+    from rollchat.locks import SessionLocks
+
+    return SessionLocks(Path(root)).held_elsewhere(sid)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_neither_shares_nor_drops_its_parents_locks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import multiprocessing
+
+    monkeypatch.setattr("rollchat.locks.BRIEF_WAIT", 0.2)
+    store = SessionStore(tmp_path)
+    live = store.new_session(agent_key="a", agent="A", agent_path="config:a", model="m",
+                             provider="offline", now=datetime(2026, 11, 22, tzinfo=timezone.utc))
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        # the child is another process: the parent's session is open elsewhere for it
+        assert pool.apply(_child_sees, (str(tmp_path), live.session_id)) is True
+    # the child has exited: the parent still holds its session (a fresh process checks)
+    check = subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; "
+                            "from rollchat.locks import SessionLocks; "
+                            "print(SessionLocks(Path(sys.argv[1])).held_elsewhere(sys.argv[2]))",
+                            str(tmp_path), live.session_id], capture_output=True, text=True,
+                           timeout=60)
+    assert check.stdout.strip() == "True", check.stderr
+    live.close()

@@ -27,6 +27,20 @@ BRIEF_WAIT = 2.0
 
 _registry: dict[str, BaseFileLock] = {}  # one lock object per lock file, for the process
 _registry_lock = threading.Lock()
+_inherited: list[BaseFileLock] = []  # a forked child's copies: kept, never used or released
+
+
+def _forked() -> None:
+    """In a forked child: its locks are the parent's. Releasing a copy would unlock the
+    parent's (one open file shared), so they are set aside and the child makes its own."""
+    global _registry_lock
+    _inherited.extend(_registry.values())
+    _registry.clear()
+    _registry_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 class SessionBusyError(StoreError):
