@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -25,11 +26,19 @@ def clean_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def default_signals() -> None:
+    """In the child before exec: the signal dispositions of a process started from a terminal.
+    pytest run in the background by a shell ignores SIGINT, the child would inherit that, and
+    Python installs no Ctrl-C handler when SIGINT starts ignored."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def spawn(cwd: Path, *args: str, env: dict[str, str] | None = None,
           timeout: float = 30) -> pexpect.spawn:
     child = pexpect.spawn(sys.executable, ["-m", "rollchat", *args], cwd=str(cwd),
                           env=env or clean_env(cwd / "home"), encoding="utf-8",
-                          timeout=timeout, dimensions=(40, 120))
+                          timeout=timeout, dimensions=(40, 120), preexec_fn=default_signals)
     return child
 
 

@@ -35,7 +35,7 @@ from rollchat.session import Session
 from rollchat.store import SessionStore
 from rollchat.tokens import TokenCounter, context_window
 from rollchat.tools import Tool
-from rollchat.transcript import SUMMARY_END, SUMMARY_START
+from rollchat.transcript import SUMMARY_END, SUMMARY_START, parse
 from rollchat.ui.app import ChatApp
 from rollchat.ui.render import Renderer
 from tests.drive import chat_app, tapped
@@ -221,6 +221,14 @@ def test_three_failures_in_a_row_warn_and_carry_on(tmp_path: Path) -> None:
     assert "automatic compaction failed 3 times in a row; carrying on" in \
         " ".join(built.output.split())
     assert len(provider.of("chat")) == 60  # every message was still answered
+    # The failures were swallowed: the outcome is that nothing was lost. Every message and
+    # its answer is on disk exactly once, and the model still saw the whole conversation.
+    files = [parse(p.read_text()) for p in built.store.root.glob("*.md")]
+    saved = [t for f in files for t in f.turns if t.kind == "query"]
+    assert sorted(t.user for t in saved) == sorted(user_message(i) for i in range(60))
+    assert all(t.status == "ok" and t.assistant for t in saved)
+    last = provider.of("chat")[-1]
+    assert all(any(user_message(i) == m.content for m in last.messages) for i in range(60))
 
 
 # "ids": a valid summary bounded in words but not in tokens (767 id-like words are ~3,700

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from rollchat.config import (
     find_config_file,
     load_config,
 )
+from rollchat.config_trust import record_trust
 from rollchat.errors import ConfigError
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "config.example.yml"
@@ -32,13 +34,16 @@ def load(
     env: dict[str, str] | None = None,
     overrides: ConfigOverrides | None = None,
 ) -> Config:
-    """Write ``text`` (if given) as ./rollchat.yml in tmp_path and load from there."""
+    """Write ``text`` (if given) as ./rollchat.yml in tmp_path, trust it as `rollchat trust`
+    does (tests/test_trust.py covers untrusted files), and load from there."""
     if text is not None:
         target = tmp_path / "rollchat.yml"
         if isinstance(text, bytes):
             target.write_bytes(text)
         else:
             target.write_text(text, encoding="utf-8")
+        record_trust(target, hashlib.sha256(target.read_bytes()).hexdigest(),
+                     tmp_path / "user-config")
     return load_config(
         config_path=None,
         env=env or {},
@@ -338,7 +343,7 @@ def test_empty_documents_give_defaults(tmp_path: Path, text: str) -> None:
     config = load(tmp_path, text)
     assert config.source == tmp_path / "rollchat.yml"
     (tmp_path / "rollchat.yml").unlink()
-    assert dataclasses.replace(config, source=None) == load(tmp_path)
+    assert dataclasses.replace(config, source=None, source_sha256=None) == load(tmp_path)
 
 
 @pytest.mark.parametrize("text", ["- a\n- b\n", "just text\n", "42\n"])
@@ -370,7 +375,8 @@ def test_example_file_loads_and_equals_the_defaults(tmp_path: Path) -> None:
     config = load_config(config_path=EXAMPLE, env={}, cwd=tmp_path,
                          user_config_dir=tmp_path / "u")
     defaults = load(tmp_path)
-    assert config == dataclasses.replace(defaults, source=EXAMPLE)
+    digest = hashlib.sha256(EXAMPLE.read_bytes()).hexdigest()
+    assert config == dataclasses.replace(defaults, source=EXAMPLE, source_sha256=digest)
 
 
 def test_example_file_documents_every_key() -> None:
@@ -392,8 +398,7 @@ def test_example_file_commented_examples_are_valid(tmp_path: Path) -> None:
         lines.append(line.replace("models: {}", "models:"))
     (tmp_path / "prompts").mkdir()
     (tmp_path / "prompts" / "coder.md").write_text("Write code.")
-    (tmp_path / "rollchat.yml").write_text("\n".join(lines), encoding="utf-8")
-    config = load(tmp_path, overrides=ConfigOverrides(agent="coder"))
+    config = load(tmp_path, "\n".join(lines), overrides=ConfigOverrides(agent="coder"))
     assert config.agent.system_prompt == "Write code."
     assert config.agent.base_url == "http://localhost:11434/v1"
     assert config.context_window_override("qwen2.5-coder:7b") == 32768

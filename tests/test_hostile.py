@@ -38,7 +38,7 @@ from rollchat.tools import ARCHIVE_TOOL_NAME
 from rollchat.tools.archive import archive_tool
 from rollchat.transcript import HEAD_MAX_BYTES, TAIL_BYTES, TAIL_MAX_BYTES, parse, render
 from tests.drive import drain
-from tests.e2e import PROMPT, clean_env, run_piped, write_config
+from tests.e2e import PROMPT, clean_env, default_signals, run_piped, write_config
 from tests.wire_servers import WireServer, openai_server, text
 
 __all__ = ["openai_server"]  # the fixture, imported for pytest
@@ -275,7 +275,8 @@ def test_escape_sequences_from_the_model_are_shown_harmlessly_and_kept_cleaned(
     screen = io.BytesIO()
     child = pexpect.spawn(sys.executable, ["-m", "rollchat", "--config", str(cfg),
                                            "--base-url", openai_server.url, "--model", "gpt-4o"],
-                          cwd=str(tmp_path), env=env, timeout=30, dimensions=(40, 120))
+                          cwd=str(tmp_path), env=env, timeout=30, dimensions=(40, 120),
+                          preexec_fn=default_signals)
     child.logfile_read = screen
     child.expect(PROMPT.encode())
     child.sendline(b"show me something")

@@ -45,8 +45,11 @@ OLLAMA = "http://localhost:11434/v1"
     (AgentConfig(api_key_env="MY_KEY"), {}, ("offline", "no API key configured")),
     (AgentConfig(provider="openai"), {"ANTHROPIC_API_KEY": "a"}, ("openai", "configured")),
     (AgentConfig(base_url=OLLAMA), {"ANTHROPIC_API_KEY": "a"},
-     ("anthropic", "ANTHROPIC_API_KEY is set (the base URL goes to Anthropic; "
-                   "use --provider openai for an OpenAI-compatible server)")),
+     ("openai", f"base URL {OLLAMA}; ANTHROPIC_API_KEY is not sent to it: use --provider "
+                "anthropic for an Anthropic server")),
+    (AgentConfig(base_url=OLLAMA), {"OPENAI_API_KEY": "o"}, ("openai", f"base URL {OLLAMA}")),
+    (AgentConfig(provider="anthropic", base_url=OLLAMA), {"ANTHROPIC_API_KEY": "a"},
+     ("anthropic", "configured")),
     (AgentConfig(provider="openai", base_url=OLLAMA), {"ANTHROPIC_API_KEY": "a"},
      ("openai", "configured")),
     (AgentConfig(provider="offline"), {"ANTHROPIC_API_KEY": "a"}, ("offline", "configured")),

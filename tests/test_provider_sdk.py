@@ -21,11 +21,11 @@ from rollchat.providers.base import (
     ServerError,
     TextDelta,
 )
+from rollchat.providers.context_errors import is_context_error
 from rollchat.providers.openai import OpenAIProvider
 from rollchat.providers.sdk import (
     SDKProvider,
     SDKStream,
-    is_context_error,
     map_sdk_error,
     retry_after,
     scrub,

@@ -161,3 +161,84 @@ def assert_private(tmp_path: Path) -> None:
     assert "after compact" in history.read_text()
     assert _mode(history) == 0o600
     assert _mode(history.parent) == 0o700
+
+
+# ---------------------------------------------------------------- credentials in a base URL
+
+QUERY_SECRET = "q5ecret-in-query"
+URL_SECRETS = (PASSWORD, QUERY_SECRET, OPENAI_KEY, ANTHROPIC_KEY)
+
+
+def with_query(url: str) -> str:
+    return with_credentials(url) + f"?api_key={QUERY_SECRET}&v=1"
+
+
+def test_a_base_url_with_credentials_is_redacted_wherever_it_is_shown(tmp_path: Path) -> None:
+    """``user:password@`` and ``?api_key=`` in a base URL: the request carries them (Basic
+    auth, the query), and the banner, the errors a server echoes them in, the transcripts and
+    the `sessions` listing show them redacted."""
+    def echo_url(body: dict[str, Any]) -> Reply:
+        if last_user_text(body) == "trigger 404":
+            return error(404, f"no model at {with_query(server.url)}/chat/completions")
+        return text(f"echo: {last_user_text(body)}")
+
+    cfg = write_config(tmp_path / "rollchat.yml", CONFIG)
+    env = _env(tmp_path)
+    with WireServer(OpenAIDialect(), responder=echo_url) as server:
+        url = with_query(server.url)
+        done = run_piped(tmp_path, "hello\ntrigger 404\nexit\n", "--config", str(cfg),
+                         "--model", "test-model", "--base-url", url, env=env)
+        paths = [r.path for r in server.requests]
+        used = {r.headers.get("authorization") for r in server.requests}
+    assert done.returncode == 0, done.stderr
+    assert paths and all(p == f"/v1/chat/completions?api_key={QUERY_SECRET}&v=1"
+                         for p in paths), paths
+    assert used == {"Basic " + base64.b64encode(f"user:{PASSWORD}".encode()).decode()}
+    banner = done.stdout.splitlines()[0]
+    assert banner.endswith(f"test-model via openai (base URL http://***@127.0.0.1:{server.port}"
+                           "/v1; ANTHROPIC_API_KEY is not sent to it: use --provider "
+                           "anthropic for an Anthropic server)"), banner
+    assert "echo: hello" in done.stdout
+    assert ("no model at http://[redacted]@127.0.0.1:"
+            f"{server.port}/v1?api_key=[redacted]&v=1/chat/completions") in done.stdout
+    listing = [run_piped(tmp_path, "", "sessions", *extra, env=env) for extra in ((), ("--json",))]
+    assert all(r.returncode == 0 and "assistant_" in r.stdout for r in listing)
+    shown = "\n".join([done.stdout, done.stderr, *(r.stdout + r.stderr for r in listing)])
+    files = {p: p.read_bytes() for p in _written_files(tmp_path)}
+    assert len([p for p in files if p.suffix == ".md"]) == 1
+    for secret in URL_SECRETS:
+        assert secret not in shown, f"{secret!r} shown"
+        for path, data in files.items():
+            assert secret.encode() not in data, f"{secret!r} in {path}"
+
+
+def test_the_sdk_environment_base_url_is_in_the_banner_redacted(tmp_path: Path) -> None:
+    """ANTHROPIC_BASE_URL / OPENAI_BASE_URL (read by the SDKs) are where requests go: the
+    banner names them, without their credentials or query."""
+    with WireServer(AnthropicDialect()) as server:
+        env = _env(tmp_path)
+        env["ANTHROPIC_BASE_URL"] = with_query(server.url)
+        done = run_piped(tmp_path, "hi\nexit\n", "--no-save", "--model", "m", env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].endswith(
+        f"m via anthropic (ANTHROPIC_API_KEY is set) · server http://***@127.0.0.1:{server.port}")
+    assert "echo: hi" in done.stdout
+    assert PASSWORD not in done.stdout and QUERY_SECRET not in done.stdout
+
+
+@pytest.mark.parametrize("where", ["flag", "file"])
+def test_a_bad_base_url_is_refused_without_showing_its_secrets(tmp_path: Path,
+                                                                where: str) -> None:
+    bad = f"ftp://user:{PASSWORD}@host/v1?token={QUERY_SECRET}"
+    args: tuple[str, ...] = ("--base-url", bad)
+    if where == "file":
+        cfg = write_config(tmp_path / "own.yml", f"agents:\n  a:\n    base_url: {bad}\n")
+        args = ("--config", str(cfg))
+    done = run_piped(tmp_path, "", *args, env=_env(tmp_path))
+    assert done.returncode == 2
+    prefix = "--base-url" if where == "flag" else "own.yml:3: agents.a.base_url"
+    assert done.stderr.startswith(f"rollchat: error: {prefix}: must be an http:// or https:// "
+                                  "URL"), done.stderr
+    assert "a value that looks like a secret; not shown" in done.stderr
+    for secret in (PASSWORD, QUERY_SECRET):
+        assert secret not in done.stderr + done.stdout

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from rollchat.ui.render import Renderer
 from rollchat.ui.repl import Starting
-from tests.e2e import PROMPT, clean_env, spawn
+from tests.e2e import PROMPT, clean_env, default_signals, spawn
 
 # Run in a terminal with the REPL replaced: reports which modules were loaded when the first
 # prompt would be drawn, and whether the chat can still be built and answer.
@@ -39,7 +39,8 @@ app(["--sessions-dir", "s"], prog_name="rollchat")
 
 def test_nothing_heavy_is_imported_before_the_first_prompt(tmp_path: Path) -> None:
     child = pexpect.spawn(sys.executable, ["-c", PROBE], cwd=str(tmp_path),
-                          env=clean_env(tmp_path / "home"), encoding="utf-8", timeout=30)
+                          env=clean_env(tmp_path / "home"), encoding="utf-8", timeout=30,
+                          preexec_fn=default_signals)
     child.expect("· Assistant · offline model")
     child.expect(r"LOADED \[(.*)\]")
     assert child.match.group(1) == ""

@@ -267,11 +267,19 @@ class _Handler(BaseHTTPRequestHandler):
         counted = prompt_tokens(body) if owner.counting else None
         owner.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()},
                                        body, counted))
-        if self.path != owner.dialect.path:
+        if self.path.partition("?")[0] != owner.dialect.path:  # a query is the client's
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
+        if owner.strict_tools:
+            orphan = tool_pairing_error(owner.dialect, body)
+            if orphan is not None:
+                owner.rejected.append(owner.requests[-1])
+                self._reply(orphan, body)
+                return
         if counted is not None and owner.window is not None and counted > owner.window:
-            self._reply(too_long(owner.dialect, counted, owner.window), body)
+            owner.rejected.append(owner.requests[-1])
+            refusal = owner.refusal or (lambda n, w: too_long(owner.dialect, n, w))
+            self._reply(refusal(counted, owner.window), body)
             return
         reply = owner.next_reply(body)
         if counted is not None and reply.kind in ("text", "tool"):
@@ -359,15 +367,22 @@ class WireServer:
 
     Counting mode (``counting=True`` or a ``window``): each request's prompt is counted with
     cl100k (``prompt_tokens``), reported as its input tokens, and a prompt above ``window``
-    gets the provider's real context-length error (HTTP 400) instead of an answer.
+    gets the provider's real context-length error (HTTP 400) instead of an answer (or the one
+    ``refusal`` builds). ``strict_tools``: a tool result without its call just before it, or a
+    call without its results just after, gets the provider's real 400.
     """
 
     def __init__(self, dialect: Dialect, *, counting: bool = False, window: int | None = None,
-                 responder: Callable[[dict[str, Any]], Reply] | None = None) -> None:
+                 responder: Callable[[dict[str, Any]], Reply] | None = None,
+                 refusal: Callable[[int, int], Reply] | None = None,
+                 strict_tools: bool = False) -> None:
         self.dialect = dialect
         self.counting = counting or window is not None
         self.window = window
         self.responder = responder
+        self.refusal = refusal  # (prompt tokens, window) -> the refusal, instead of too_long
+        self.strict_tools = strict_tools  # refuse orphan tool messages as real providers do
+        self.rejected: list[Recorded] = []  # requests refused (too long, orphan tools)
         self.queue: list[Reply] = []
         self.requests: list[Recorded] = []
         self.released = threading.Event()
@@ -510,6 +525,50 @@ def too_long(dialect: Dialect, tokens: int, window: int) -> Reply:
                           "length of the messages.", code="context_length_exceeded")
     return error(400, f"prompt is too long: {tokens} tokens > {window} maximum",
                  error_type="invalid_request_error")
+
+
+def tool_pairing_error(dialect: Dialect, body: dict[str, Any]) -> Reply | None:
+    """The provider's 400 for a request whose tool calls and results are not paired, or None.
+
+    Wordings: OpenAI (and DeepSeek) "Messages with role 'tool' must be a response to a
+    preceding message with 'tool_calls'" (e.g. FoundationAgents/OpenManus#744); Anthropic
+    "unexpected `tool_use_id` found in `tool_result` blocks" (anthropics/claude-code#13460) and
+    "`tool_use` ids were found without `tool_result` blocks immediately after"
+    (anthropics/claude-code#7929)."""
+    messages = body.get("messages") or []
+    if isinstance(dialect, OpenAIDialect):
+        expected: list[str] = []
+        for m in messages:
+            if m.get("role") == "tool":
+                if m.get("tool_call_id") not in expected:
+                    return error(400, "Messages with role 'tool' must be a response to a "
+                                      "preceding message with 'tool_calls'")
+                expected.remove(m["tool_call_id"])
+            elif expected:
+                return error(400, "An assistant message with 'tool_calls' must be followed by "
+                                  "tool messages responding to each 'tool_call_id'. The "
+                                  f"following tool_call_ids did not have response messages: "
+                                  f"{', '.join(expected)}")
+            if m.get("role") == "assistant" and m.get("tool_calls"):
+                expected = [c["id"] for c in m["tool_calls"]]
+        return None
+    asked: set[str] = set()
+    for i, m in enumerate(messages):
+        blocks = m.get("content") if isinstance(m.get("content"), list) else []
+        results = [b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"]
+        stray = [r for r in results if r not in asked]
+        if stray:
+            return error(400, f"messages.{i}.content.0: unexpected `tool_use_id` found in "
+                              f"`tool_result` blocks: {stray[0]}. Each `tool_result` block must "
+                              "have a corresponding `tool_use` block in the previous message.")
+        missing = asked - set(results)
+        if missing:
+            return error(400, f"messages.{i - 1}: `tool_use` ids were found without "
+                              f"`tool_result` blocks immediately after: {sorted(missing)[0]}. "
+                              "Each `tool_use` block must have a corresponding `tool_result` "
+                              "block in the next message.")
+        asked = {b["id"] for b in blocks if b.get("type") == "tool_use"}
+    return None
 
 
 def closed_port() -> int:

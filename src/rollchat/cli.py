@@ -123,6 +123,8 @@ def sessions_command(
     try:
         cfg = load_config(config_path=config, env=os.environ, cwd=Path.cwd(),
                           overrides=ConfigOverrides(sessions_dir=sessions_dir))
+        if cfg.trust_notice:
+            sys.stderr.write(f"rollchat: warning: {cfg.trust_notice}\n")
         store = SessionStore(cfg.session.dir)
         listing = store.list_sessions()
     except ConfigError as exc:
@@ -149,6 +151,25 @@ def sessions_command(
 
     console = Console() if sys.stdout.isatty() else plain_console()
     Renderer(console, interactive=False).sessions(listing.sessions, listing.problems)
+
+
+@app.command("trust")
+def trust_command(
+    path: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Argument(help="The project config file (default: ./rollchat.yml)."),
+    ] = None,
+) -> None:
+    """Trust a project config file: its base_url, api_key_env and paths outside its directory
+    apply from now on, until the file changes."""
+    from rollchat.config import PROJECT_FILE, default_user_config_dir
+    from rollchat.config_trust import trust_file
+
+    try:
+        print(trust_file(path or Path(PROJECT_FILE), cwd=Path.cwd(),
+                         user_config_dir=default_user_config_dir()))
+    except ConfigError as exc:
+        fail(str(exc))
 
 
 def _warm_up(chat: ChatApp) -> None:
@@ -183,8 +204,9 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     the session core is built behind the first prompt (see ``Starting``)."""
     from rollchat import providers
     from rollchat.config import load_config
+    from rollchat.interrupts import Terminated, ending, ending_signals
     from rollchat.ui.render import Renderer
-    from rollchat.ui.repl import Starting, history_path, run_interactive, run_piped
+    from rollchat.ui.repl import Starting, finish, history_path, run_interactive, run_piped
 
     env = dict(os.environ)
     cfg = load_config(config_path=config_path, env=env, cwd=Path.cwd(), overrides=overrides)
@@ -197,17 +219,25 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     renderer = Renderer(interactive=interactive)  # rich is loaded with the first answer
     renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
-                    where=cfg.session.location, server=agent.base_url)
+                    where=cfg.session.location, server=providers.server_url(name, agent, env))
+    if cfg.trust_notice:
+        renderer.warn(cfg.trust_notice)
     chat = Starting(lambda: _build_chat(cfg, env, name, model, renderer, interactive=interactive,
                                         yes=yes, no_fork=no_fork),
                     label=f" starting · {agent.name} · {model} ", out=renderer)
-    if resume is not None:
-        chat.get().resume(resume)
-    if interactive:
-        run_interactive(chat, history_file=history_path(cfg.ui.history_file), on_ready=_warm_up)
-    else:
-        run_piped(chat.get(), sys.stdin.buffer)
-    return 0
+    with ending_signals():  # SIGTERM, SIGHUP: saved and summarized like exit
+        try:
+            if resume is not None:
+                chat.get().resume(resume)
+            if interactive:
+                run_interactive(chat, history_file=history_path(cfg.ui.history_file),
+                                on_ready=_warm_up)
+            else:
+                run_piped(chat.get(), sys.stdin.buffer)
+        except Terminated:  # before the chat loop began
+            finish(chat.get())
+    signum = ending()
+    return 0 if signum is None else 128 + signum
 
 
 def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, renderer: Renderer,
@@ -257,11 +287,14 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
 
         return bool(pt_confirm(harmless(question.replace(" (y/n) ", ""))))
 
+    from rollchat.windows import WindowBook, default_path
+
+    windows = WindowBook(default_path())  # windows learned from this server's refusals
+    override = cfg.context_window_override(model) or windows.get(agent.base_url, model)
     session = Session(
         config=cfg, agent=agent, engine=engine, summary_provider=summary_provider,
         summary_model=summary_agent.model or model, provider_name=name, store=store,
-        confirm=confirm,
-        context_window=context_window(model, cfg.context_window_override(model)),
+        confirm=confirm, context_window=context_window(model, override), windows=windows,
         fork_refusal=fork_refusal(no_fork=no_fork, interactive=interactive, yes=yes),
     )
     if session.budget.warning:

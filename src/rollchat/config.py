@@ -17,6 +17,7 @@ from rollchat.errors import ConfigError
 from rollchat.providers import AUTO, PROVIDER_CHOICES
 
 PROVIDERS = PROVIDER_CHOICES
+PROJECT_FILE = "rollchat.yml"  # the project config, read from the working directory untrusted
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,9 @@ class Config:
     retry: RetryConfig = field(default_factory=RetryConfig)
     ui: UIConfig = field(default_factory=UIConfig)
     source: Path | None = None  # the config file read, if any
+    source_sha256: str | None = None  # the hash of the bytes read from it
+    ignored_settings: tuple[str, ...] = ()  # what an untrusted project file could not set
+    trust_notice: str | None = None  # the line saying which, and how to trust the file
 
     @property
     def agent(self) -> AgentConfig:
@@ -192,13 +196,20 @@ def find_config_file(config_path: Path | None, env: Mapping[str, str], cwd: Path
             if not _exists(path, label):
                 raise ConfigError(f"{label}: no such file: {raw}")
             return path
-    for candidate in (cwd / "rollchat.yml", user_config_dir / "config.yml"):
+    for candidate in (cwd / PROJECT_FILE, user_config_dir / "config.yml"):
         if _exists(candidate, "config"):
             return candidate
     return None
 
 
-def _display(path: Path, cwd: Path) -> str:
+def default_user_config_dir() -> Path:
+    """The user config directory (``~/.config/rollchat`` on Linux)."""
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("rollchat"))
+
+
+def display_path(path: Path, cwd: Path) -> str:
     try:
         return str(path.relative_to(cwd))
     except ValueError:
@@ -210,17 +221,22 @@ def load_config(*, config_path: Path | None, env: Mapping[str, str], cwd: Path,
                 user_config_dir: Path | None = None) -> Config:
     """Resolve defaults < file < environment < flags into one validated Config.
 
+    A project file (./rollchat.yml found by the lookup, not named by --config or
+    $ROLLCHAT_CONFIG) is applied without the settings that need trust unless ``rollchat trust``
+    recorded it with its current content (``Config.trust_notice`` then names them).
     Raises ConfigError (file, line and dotted key in the message) on any bad input.
     """
     if user_config_dir is None:
-        import platformdirs
-
-        user_config_dir = Path(platformdirs.user_config_dir("rollchat"))
+        user_config_dir = default_user_config_dir()
     path = find_config_file(config_path, env, cwd, user_config_dir)
     if path is None:
         config = Config()
     else:
         from rollchat.config_file import load_file  # yaml is imported only to read a file
+        from rollchat.config_trust import trust_check
 
-        config = load_file(path, _display(path, cwd))
+        named = config_path is not None or bool(env.get("ROLLCHAT_CONFIG"))
+        project = not named and path == cwd / PROJECT_FILE
+        trust = trust_check(path, user_config_dir) if project else None
+        config = load_file(path, display_path(path, cwd), trust)
     return _apply(config, _layers(env, overrides), overrides.no_save, cwd)

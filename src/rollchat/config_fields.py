@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rollchat.providers import PROVIDER_CHOICES
+from rollchat.text import has_secret_in_url
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def show(value: Any) -> str:
         text = str(value)
         return text if len(text) <= 40 else text[:37] + "..."
     text = str(value)
-    if text.startswith(("sk-", "sk_")) or re.match(r"\w+://[^/\s]*@", text):
+    if text.startswith(("sk-", "sk_")) or has_secret_in_url(text):
         return "a value that looks like a secret; not shown"
     return repr(text if len(text) <= 40 else text[:37] + "...")
 

@@ -1,5 +1,6 @@
-"""The config file layer: read the YAML file (size, encoding, nesting depth), validate every key
-against its Field, and build a Config over the defaults; errors name the file, line and key."""
+"""The config file layer: validate every key of the YAML document (read with bounds by
+config_yaml) against its Field, and build a Config over the defaults; errors name the file, line
+and key."""
 
 from __future__ import annotations
 
@@ -36,14 +37,15 @@ from rollchat.config_fields import (
     resolve,
     show,
 )
+from rollchat.config_trust import TrustCheck, Untrusted, confine, notice
+from rollchat.config_yaml import compose, read_text
 from rollchat.errors import ConfigError
 
-_MAX_FILE_BYTES = 1024 * 1024
+_MAX_PROMPT_BYTES = 1024 * 1024
 _AGENT_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SECRET_WORDS = ("apikey", "secret", "password", "credential")
 _SECRET_NAMES = ("key", "token", "apitoken", "accesstoken", "authtoken", "bearertoken")
-_MAX_DEPTH = 32  # nesting levels; a valid config needs 4
 _KEY_HINT = (
     "API keys are never read from the config file: set ANTHROPIC_API_KEY or OPENAI_API_KEY "
     "in the environment, or name your own variable with api_key_env"
@@ -113,10 +115,12 @@ _TOP_KEYS = ("default_agent", "agents", "models", *_SECTIONS)
 class _Doc:
     """The config file being read: its display name, its directory and a scalar constructor."""
 
-    def __init__(self, display: str, base_dir: Path) -> None:
+    def __init__(self, display: str, base_dir: Path, untrusted: Untrusted | None = None) -> None:
         self.display = display
         self.base_dir = base_dir
         self.loader = yaml.SafeLoader("")
+        self.untrusted = untrusted  # a project file not trusted: some settings are ignored
+        self.ignored: list[str] = []  # the dotted keys ignored for that reason
 
     def error(self, node: yaml.Node | None, key: str, msg: str) -> ConfigError:
         where = f"{self.display}:{node.start_mark.line + 1}" if node is not None else self.display
@@ -196,57 +200,6 @@ def _unknown(name: str, known: Iterable[str]) -> str:
     return f"unknown key{hint}; known keys: {', '.join(known)}"
 
 
-def _read_text(path: Path, display: str) -> str:
-    """The file's text, or a ConfigError for a directory, unreadable, huge or non-UTF-8 file."""
-    try:
-        if path.is_dir():
-            raise ConfigError(f"{display}: is a directory, not a config file")
-        with path.open("rb") as handle:
-            data = handle.read(_MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"{display}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > _MAX_FILE_BYTES:
-        raise ConfigError(f"{display}: too large for a config file (limit 1 MiB)")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ConfigError(f"{display}:{line}: not valid UTF-8 (byte 0x{data[exc.start]:02x}); "
-                          "save the file as UTF-8") from None
-
-
-def _check_depth(text: str, display: str) -> None:
-    """Refuse deeply nested documents before composing them (the composer recurses)."""
-    depth = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > _MAX_DEPTH:
-                line = event.start_mark.line + 1 if event.start_mark else 1
-                raise ConfigError(f"{display}:{line}: nested more than {_MAX_DEPTH} levels deep")
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
-
-
-def _compose(text: str, display: str) -> yaml.Node | None:
-    """The YAML node tree (None for an empty document), with line numbers on every error."""
-    try:
-        _check_depth(text, display)
-        return yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = f":{mark.line + 1}" if mark else ""
-        what = ", ".join(str(p) for p in (exc.context, exc.problem) if p)
-        raise ConfigError(f"{display}{line}: invalid YAML: {what}") from None
-    except yaml.reader.ReaderError as exc:
-        row = text[: exc.position].count("\n") + 1
-        char = f"#x{exc.character:04x}" if isinstance(exc.character, int) else "a character"
-        raise ConfigError(f"{display}:{row}: invalid YAML: {char} is not allowed "
-                          f"({exc.reason})") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{display}: invalid YAML: {exc}") from None
-
-
 # ---------------------------------------------------------------------------------------------
 # The file layer: the document turned into a Config over the defaults.
 
@@ -284,6 +237,7 @@ def _parse_file(doc: _Doc, root: yaml.Node) -> Config:
 def _section(doc: _Doc, name: str, node: yaml.Node, cls: type[Any],
              specs: Mapping[str, Field]) -> Any:
     values, nodes = doc.fields(node, name, specs)
+    confine(values, name, doc.base_dir, doc.untrusted, doc.ignored)
     if values.get("history_file") is not None:
         values["history_file"] = resolve(doc.base_dir, values["history_file"])
     section = dataclasses.replace(cls(), **values)
@@ -319,6 +273,7 @@ def _agents(doc: _Doc, node: yaml.Node) -> dict[str, AgentConfig]:
 def _agent(doc: _Doc, key: str, node: yaml.Node) -> AgentConfig:
     dotted = f"agents.{key}"
     values, nodes = doc.fields(node, dotted, _AGENT_FIELDS)
+    confine(values, dotted, doc.base_dir, doc.untrusted, doc.ignored)
     values.setdefault("name", re.sub(r"[-_]+", " ", key).title())
     prompt_file = values.get("system_prompt_file")
     if prompt_file is not None:
@@ -337,10 +292,10 @@ def _read_prompt(doc: _Doc, node: yaml.Node, dotted: str, path: Path) -> str:
         if path.is_dir():
             raise doc.error(node, key, f"{path} is a directory, not a file")
         with path.open("rb") as handle:
-            data = handle.read(_MAX_FILE_BYTES + 1)
+            data = handle.read(_MAX_PROMPT_BYTES + 1)
     except OSError as exc:
         raise doc.error(node, key, f"cannot read {path}: {exc.strerror or exc}") from None
-    if len(data) > _MAX_FILE_BYTES:
+    if len(data) > _MAX_PROMPT_BYTES:
         raise doc.error(node, key, f"{path} is too large for a system prompt (limit 1 MiB)")
     try:
         return data.decode("utf-8-sig").rstrip()
@@ -348,14 +303,22 @@ def _read_prompt(doc: _Doc, node: yaml.Node, dotted: str, path: Path) -> str:
         raise doc.error(node, key, f"{path} is not valid UTF-8") from None
 
 
-def load_file(path: Path, display: str) -> Config:
-    """The Config in the file at ``path`` over the defaults; ``display`` names it in errors."""
-    text = _read_text(path, display)
+def load_file(path: Path, display: str, trust: TrustCheck | None = None) -> Config:
+    """The Config in the file at ``path`` over the defaults; ``display`` names it in errors.
+    ``trust`` (for a project file): given the hash of the bytes read, None when the file is
+    trusted, else what confines it; the settings it could not set are named in
+    ``Config.trust_notice``."""
+    raw = read_text(path, display)
+    untrusted = trust(raw.sha256) if trust is not None else None
     try:
-        root = _compose(text, display)
+        root = compose(raw.text, display)
         if root is None:
-            return Config(source=path)
-        return dataclasses.replace(_parse_file(_Doc(display, path.parent), root), source=path)
+            return Config(source=path, source_sha256=raw.sha256)
+        doc = _Doc(display, path.parent, untrusted)
+        config = _parse_file(doc, root)
+        line = notice(display, untrusted, doc.ignored) if untrusted is not None else None
+        return dataclasses.replace(config, source=path, source_sha256=raw.sha256,
+                                   ignored_settings=tuple(doc.ignored), trust_notice=line)
     except RecursionError:
         raise ConfigError(f"{display}: invalid YAML: nested too deeply") from None
 

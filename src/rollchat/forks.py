@@ -5,20 +5,13 @@ is not open elsewhere gets a forward link ("Continued In") once its child's file
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 
-from rollchat.compaction.summarizer import SummaryOutcome
-from rollchat.domain import Summary, Turn
-from rollchat.errors import RollchatError, StoreError, TranscriptError
+from rollchat.errors import StoreError, TranscriptError
 from rollchat.events import Event, Notice
-from rollchat.interrupts import sigint_deferred
 from rollchat.locks import SessionBusyError, busy_message
 from rollchat.state import SessionState
 from rollchat.store import SessionInfo, Store
-
-# (turns, parent summary, focus) -> the summary and whether Ctrl-C asked to stop
-Summarize = Callable[[list[Turn], Summary | None, str | None],
-                     Generator[Event, None, tuple[SummaryOutcome, bool]]]
 
 
 def check_open(store: Store, info: SessionInfo,
@@ -33,32 +26,6 @@ def check_open(store: Store, info: SessionInfo,
                             "continuing in a fork, a new session from its summary (its file is "
                             "left to that process).")
     return True
-
-
-def summarize_old(store: Store, info: SessionInfo, summarize: Summarize, *,
-                  save: bool) -> Generator[Event, None, Summary]:
-    """The summary of a session that has none (it crashed, its summary failed, or another
-    process still writes it), made from its transcript; saved into its file when ``save``."""
-    note = "" if save else " (for the fork only: its file is not touched)"
-    yield Notice("info", f"{info.session_id} has no summary; summarizing its transcript now"
-                         f"{note}.")
-    transcript = store.load_transcript(info.session_id)
-    turns = [t for t in transcript.turns if t.kind != "restored"]
-    if not turns:
-        raise RollchatError(f"session {info.session_id} has no queries to resume from")
-    outcome, stop = yield from summarize(turns, None, None)
-    tokens = sum(t.usage.total for t in turns)
-    if save:
-        try:
-            with sigint_deferred():
-                store.finalize(info.session_id, outcome.summary, total_queries=len(turns),
-                               total_tokens=tokens)
-        except StoreError as exc:
-            yield Notice("warning", f"could not save the new summary into {info.file_name}: "
-                                    f"{exc}")
-    if stop:
-        raise KeyboardInterrupt
-    return outcome.summary
 
 
 def link_parent(store: Store, state: SessionState) -> Generator[Event, None, None]:

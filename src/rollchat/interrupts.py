@@ -1,30 +1,126 @@
-"""Ctrl-C around work that must not be cut in the middle (a file rewrite, a fallback)."""
+"""Signals: Ctrl-C around work that must not be cut in the middle (a file rewrite, a
+fallback), and SIGTERM / SIGHUP, which end the chat the way ``exit`` does.
+
+A SIGTERM (``kill``, a shutdown) or SIGHUP (the terminal closed) raises ``Terminated`` in the
+main thread. It is a KeyboardInterrupt, so whatever was under way stops as after a Ctrl-C (an
+answer streaming is kept, marked interrupted); the front end then sees ``ending()`` and ends
+the chat with a summary, and the process exits with 128 + the signal's number.
+"""
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
+                       if hasattr(signal, name))
+ENDING_SUMMARY_SECONDS = 3.0  # ending on a signal: the model's summary if it is this quick
+
+_received: list[int] = []  # the ending signal, once one arrived
+
+
+class Terminated(KeyboardInterrupt):
+    """A SIGTERM or SIGHUP arrived: stop what is under way, then end like ``exit``."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def ending() -> int | None:
+    """The ending signal received (the chat must end), or None."""
+    return _received[0] if _received else None
+
+
+def _receive(signum: int) -> bool:
+    """Record an ending signal; False if one had already arrived (the chat is ending)."""
+    if _received:
+        return False
+    _received.append(signum)
+    if signum == getattr(signal, "SIGHUP", None):
+        _detach_terminal()
+    return True
+
+
+def _detach_terminal() -> None:
+    """The terminal is gone: what is still written goes nowhere instead of failing (EIO), so
+    the session can be saved and summarized."""
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+    except OSError:
+        return
+    for fd in (0, 1, 2):
+        try:
+            os.dup2(null, fd)
+        except OSError:
+            continue
+    os.close(null)
+
+
+def _on_ending(signum: int, frame: Any) -> None:
+    if _receive(signum):
+        _raise_when_safe(frame)
+
+
+def _raise_when_safe(frame: Any) -> None:
+    """Raise ``Terminated``, unless the main thread is inside the import machinery: an
+    exception there breaks its module locks (a KeyError instead of the interruption, with the
+    turn lost). Then it is raised a moment later, once the import is done."""
+    inner = frame
+    while inner is not None:
+        if inner.f_code.co_filename.startswith("<frozen importlib"):
+            signal.signal(signal.SIGALRM, lambda signum, frame: _raise_when_safe(frame))
+            signal.setitimer(signal.ITIMER_REAL, 0.02)
+            return
+        inner = inner.f_back
+    raise Terminated(_received[0])
+
 
 @contextmanager
-def sigint_deferred(deliver: bool = True) -> Iterator[None]:
-    """Hold Ctrl-C while a file is being rewritten; deliver it afterwards (``deliver``) or
-    drop it (when the user already asked to stop and this is the quick way out)."""
-    pending: list[Any] = []
-
-    def hold(signum: int, frame: Any) -> None:
-        pending.append(signum)
-
+def ending_signals() -> Iterator[None]:
+    """While the chat runs: SIGTERM and SIGHUP raise ``Terminated`` (once; the next ones are
+    ignored, so that saving finishes). The previous handlers come back afterwards."""
     try:
-        previous = signal.signal(signal.SIGINT, hold)
+        previous = {s: signal.signal(s, _on_ending) for s in ENDING_SIGNALS}
+        previous[signal.SIGALRM] = signal.getsignal(signal.SIGALRM)
     except ValueError:  # not the main thread
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-    if pending and deliver:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+@contextmanager
+def sigint_deferred(deliver: bool = True) -> Iterator[None]:
+    """Hold Ctrl-C (and an ending signal, when ``ending_signals`` is on) while a file is
+    being written; deliver it afterwards (``deliver``) or drop it (when the user already asked
+    to stop and this is the quick way out). A held ending signal is never dropped: the chat
+    still ends."""
+    pending: list[int] = []
+
+    def hold(signum: int, frame: Any) -> None:
+        pending.append(signum)
+
+    ours = [s for s in ENDING_SIGNALS if signal.getsignal(s) is _on_ending]
+    try:
+        previous = {s: signal.signal(s, hold) for s in (signal.SIGINT, *ours)}
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    ended = [s for s in pending if s != signal.SIGINT]
+    if ended and _receive(ended[0]) and deliver:
+        raise Terminated(ended[0])
+    if signal.SIGINT in pending and deliver:
         raise KeyboardInterrupt

@@ -16,7 +16,6 @@ from rollchat.domain import Message, Summary, Turn
 from rollchat.engine import Answer, Engine, quietly
 from rollchat.errors import RollchatError, StoreError
 from rollchat.events import (
-    AnswerAborted,
     AnswerStarted,
     CompactionFinished,
     CompactionStarted,
@@ -29,7 +28,7 @@ from rollchat.events import (
     SummaryStarted,
     TurnFinished,
 )
-from rollchat.forks import check_open, link_parent, summarize_old
+from rollchat.forks import check_open, link_parent
 from rollchat.interrupts import sigint_deferred
 from rollchat.policy import Plan, PolicyState, Situation
 from rollchat.providers.base import ContextTooLongError, Provider, ToolSpec
@@ -47,6 +46,7 @@ from rollchat.store import SessionInfo, Store
 from rollchat.text import human_tokens, plural
 from rollchat.tokens import TokenCounter
 from rollchat.tools import ARCHIVE_TOOL_NAME
+from rollchat.windows import WindowBook, WindowLearner
 
 Flow = Generator[Event, None, None]
 
@@ -67,6 +67,7 @@ class Session:
         confirm: Callable[[str], bool],
         context_window: int,
         fork_refusal: str | None = None,  # why not to fork a session open elsewhere; None: fork
+        windows: WindowBook | None = None,  # learned windows (None: in memory only)
     ) -> None:
         self.config = config
         self.agent = agent
@@ -78,16 +79,30 @@ class Session:
         self.state = SessionState(started=now())
         self.finished = False
         self.counter = TokenCounter(engine.model)
-        cfg = config.session
-        self.budget = policy.compute_budget(context_window, agent.max_output_tokens,
-                                     cfg.compact_threshold, cfg.safety_margin_tokens)
+        self.budget = self._budget(context_window)
         engine.max_output_tokens = self.budget.max_output_tokens
         engine.tool_result_limit = self._tool_room
         engine.count = self.counter.count_text
         self.summarizer = Summarizer(summary_provider, model=summary_model,
                                      config=config.summary, budget=self.budget,
                                      counter=self.counter)
+        self.windows = WindowLearner(windows or WindowBook(None), model=engine.model,
+                                     base_url=agent.base_url, window=context_window,
+                                     on_change=self._resize)
+        if summary_provider is engine.provider and summary_model == engine.model:
+            self.summarizer.refused = self.windows.summary_refused
         self.guards = PolicyState()
+
+    def _budget(self, window: int) -> policy.Budget:
+        cfg = self.config.session
+        return policy.compute_budget(window, self.agent.max_output_tokens,
+                                     cfg.compact_threshold, cfg.safety_margin_tokens)
+
+    def _resize(self, window: int) -> None:
+        """The model's window turned out smaller: budgets follow (see windows.py)."""
+        self.budget = self._budget(window)
+        self.engine.max_output_tokens = self.budget.max_output_tokens
+        self.summarizer.resize(self.budget)
 
     # ------------------------------------------------------------------ figures
     def _tool_specs(self) -> list[ToolSpec]:
@@ -130,18 +145,10 @@ class Session:
                                              self.state.parent_summary)
         yield AnswerStarted(self.agent.name)
         answer: Answer = yield from self.engine.chat(text)
-        if (answer.turn.status == "unanswered" and self.config.session.auto_compact
-                and isinstance(answer.error, ContextTooLongError)):
-            yield AnswerAborted()
-            yield Notice("warning", "The provider says the context is too long.")
-            retry = policy.plan(self._situation(pending, refused=True))
-            compacted = False
-            if retry.compact:
-                compacted = yield from self._auto_compact(retry, pending)
-            if compacted:
-                yield Notice("info", "Sending your message again.")
-                yield AnswerStarted(self.agent.name)
-                answer = yield from self.engine.chat(text)
+        if answer.turn.status == "unanswered" and isinstance(answer.error, ContextTooLongError):
+            from rollchat.refusal import after_refusal
+
+            answer = yield from after_refusal(self, answer, pending)
         hint = failure_hint(answer.error, False) if answer.turn.status == "unanswered" else None
         yield from self._record(answer.turn, hint)
 
@@ -251,6 +258,8 @@ class Session:
     # ------------------------------------------------------------------ summaries
     def _summarize(self, turns: list[Turn], parent: Summary | None, focus: str | None, *,
                    background: Background | None = None, quick: bool = False,
+                   chunks: list[list[Turn]] | None = None, model_calls: int | None = None,
+                   within: float | None = None,
                    ) -> Generator[Event, None, tuple[SummaryOutcome, bool]]:
         """The summary, announced before and shown after; (outcome, interrupted). A Ctrl-C as
         it starts gives the local summary; one while it is shown is reported as ``interrupted``
@@ -258,12 +267,15 @@ class Session:
         try:
             yield SummaryStarted()
             outcome = self.summarizer.summarize(turns, parent, focus, background=background,
-                                                quick=quick)
+                                                quick=quick, chunks=chunks,
+                                                model_calls=model_calls, within=within)
         except KeyboardInterrupt:
             outcome = self.summarizer.interrupted(turns, parent, focus)
         try:
             yield SummaryFinished(outcome.summary,
                                   outcome.reason if outcome.fallback_used else None)
+            for learned in self.windows.take():
+                yield Notice("warning", learned.line("the summary was written in smaller parts"))
             if outcome.fallback_used:
                 yield Notice("warning", f"The model's summary failed ({outcome.reason}); "
                                         "a local extractive summary was saved instead.")
@@ -272,13 +284,14 @@ class Session:
         return outcome, False
 
     def _finalize(self, focus: str | None = None, quick: bool = False,
-                  ) -> Generator[Event, None, Summary | None]:
-        """Summarize the live session (``quick``: see Summarizer) and save it; None if empty."""
+                  within: float | None = None) -> Generator[Event, None, Summary | None]:
+        """Summarize the live session (see Summarizer) and save it; None if empty."""
         state = self.state
         if not state.query_turns:
             return None
         outcome, stop = yield from self._summarize(state.turns, state.parent_summary, focus,
-                                                   background=state.background, quick=quick)
+                                                   background=state.background, quick=quick,
+                                                   within=within)
         if state.live is not None and not state.save_failed:
             try:
                 with sigint_deferred():
@@ -312,14 +325,13 @@ class Session:
         self.guards = PolicyState()
         yield CompactionFinished(parent.session_id, False, 0, before, self.estimate())
 
-    def _start_child(self, parent: Parent, quiet: bool = False, forked: bool = False) -> Flow:
+    def _start_child(self, parent: Parent, quiet: bool = False) -> Flow:
         """Start a child session: the agent gets the restoration prompt (and the archive tool
         for the parent's transcript) and its acknowledgment becomes the first entry."""
-        if self.state.live is not None:
-            self.state.live.close()  # saved: other processes may resume or link it now
+        self.state.close()
         self.state = SessionState(started=now(), resumed_from=parent.session_id,
                                   previous_session=parent.file_name,
-                                  parent_summary=parent.summary, forked=forked)
+                                  parent_summary=parent.summary, forked=parent.forked)
         from rollchat.tools.archive import archive_tool
 
         tools = self.engine.tools
@@ -331,7 +343,7 @@ class Session:
             yield AnswerStarted(self.agent.name)
         restoring = self.engine.restore(prompt)
         answer: Answer = yield from (quietly(restoring) if quiet else restoring)
-        context = restored_context(parent, automatic=quiet, forked=forked)
+        context = restored_context(parent, automatic=quiet)
         turn = replace(answer.turn, context=context, previous_session=parent.file_name)
         if not quiet:
             yield TurnFinished(turn)
@@ -360,7 +372,9 @@ class Session:
                                     "is broken there (this session's own summary is still used)")
         summary = self.store.load_summary(info) if not info.summary_problem else None
         if summary is None:
-            summary = yield from summarize_old(self.store, info, self._summarize, save=not forked)
+            from rollchat.unsummarized import summarize_unsummarized
+
+            summary = yield from summarize_unsummarized(self, info, save=not forked)
         if self.state.queries:
             yield from self._finalize()
             yield Notice("info", f"Saved the current session: {self.state.session_id} "
@@ -371,20 +385,16 @@ class Session:
                              f"{human_tokens(info.tokens)} tokens)")
         yield Notice("info", "Restoring context...")
         yield from self._start_child(Parent(info.session_id, info.file_name, summary, info.date,
-                                            info.queries, info.tokens, info.resumed_from),
-                                     forked=forked)
+                                            info.queries, info.tokens, info.resumed_from, forked))
         self.guards = PolicyState()
 
     # ------------------------------------------------------------------ exit
-    def exit(self) -> Flow:
-        """Save with a summary. Safe to call twice (the second time does nothing)."""
-        if self.finished:
-            return
-        self.finished = True
-        state = self.state
-        if state.queries and not state.save_failed:
-            yield from self._finalize()
-        if state.live is not None:
-            state.live.close()
-        yield Ended(state.session_id, state.queries, state.tokens, state.restoration_tokens,
-                    state.save_failed, state.restored is not None)
+    def exit(self, within: float | None = None) -> Flow:
+        """Save with a summary (``within``: see Summarizer). Safe to call twice."""
+        if not self.finished:
+            self.finished, state = True, self.state
+            if state.queries and not state.save_failed:
+                yield from self._finalize(within=within)
+            state.close()
+            yield Ended(state.session_id, state.queries, state.tokens, state.restoration_tokens,
+                        state.save_failed, state.restored is not None)

@@ -48,6 +48,11 @@ class SessionState:
             self.queries += 1
             self.tokens += turn.usage.total
 
+    def close(self) -> None:
+        """Let go of the session file (saved): other processes may resume or link it now."""
+        if self.live is not None:
+            self.live.close()
+
     @property
     def restoration_tokens(self) -> int:
         return self.restored.usage.total if self.restored else 0
@@ -73,6 +78,7 @@ class Parent:
     queries: int
     tokens: int
     grandparent: str | None
+    forked: bool = False  # open in another process: the child is a fork, the file not written
 
 
 def restoration_prompt(parent: Parent, *, archive_tool: bool) -> str:
@@ -86,11 +92,11 @@ def restoration_prompt(parent: Parent, *, archive_tool: bool) -> str:
         archive_tool=archive_tool)
 
 
-def restored_context(parent: Parent, *, automatic: bool, forked: bool = False) -> str:
+def restored_context(parent: Parent, *, automatic: bool) -> str:
     """The ``Context:`` line of a child's first entry: where it was restored from."""
-    how = ("Compacted automatically from" if automatic else "Forked from" if forked
+    how = ("Compacted automatically from" if automatic else "Forked from" if parent.forked
            else "Resumed from")
-    note = "open in another process; " if forked else ""
+    note = "open in another process; " if parent.forked else ""
     return (f"{how} {parent.session_id or UNSAVED} ({note}{plural(parent.queries, 'query')}, "
             f"{human_tokens(parent.tokens)} tokens)")
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from rollchat.clean import encode
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn
 from rollchat.errors import StoreError, TranscriptError
+from rollchat.interrupts import sigint_deferred
 from rollchat.listing import (
     SESSION_ID_RE,
     Listing,
@@ -100,8 +101,13 @@ class FileSession:
         self._release()
 
     def append_turn(self, turn: Turn, agent_name: str) -> None:
-        """Append one turn block (O_APPEND + fsync); never reads or rewrites the file."""
+        """Append one turn block (O_APPEND + fsync); never reads or rewrites the file. A
+        Ctrl-C or an ending signal arriving meanwhile waits until the block is written."""
         data = encode(render_turn(turn, agent_name))
+        with sigint_deferred():
+            self._append(data)
+
+    def _append(self, data: bytes) -> None:
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | _NOFOLLOW)
         except OSError as e:

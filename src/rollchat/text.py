@@ -3,6 +3,7 @@ safe to show, token counts for people."""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit, urlunsplit
 
 _IRREGULAR = {"query": "queries", "summary": "summaries", "entry": "entries"}
@@ -27,6 +28,24 @@ def redact_url(url: str) -> str:
     if parts.username or parts.password:
         host = f"***@{host}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+_URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]+@")
+_SECRET_PARAM = re.compile(
+    r"([?&;][^=&;\s#]*(?:key|token|secret|passw|pwd|auth|sig|credential)[^=&;\s#]*=)"
+    r"[^&;\s#\"'<>]+", re.IGNORECASE)
+
+
+def redact_urls(text: str) -> str:
+    """``text`` with the credentials of every URL in it (``user:password@``) and the values of
+    secret-looking query parameters (``?api_key=``, ``&token=``, ``sig=``) replaced by
+    ``[redacted]``: for messages that may quote a URL (errors from servers and SDKs)."""
+    return _SECRET_PARAM.sub(r"\1[redacted]", _URL_USERINFO.sub(r"\1[redacted]@", text))
+
+
+def has_secret_in_url(text: str) -> bool:
+    """Whether ``text`` holds URL credentials or a secret-looking query parameter."""
+    return redact_urls(text) != text
 
 
 def human_tokens(n: int) -> str:

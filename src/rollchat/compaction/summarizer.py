@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,13 @@ from rollchat.clean import clean
 from rollchat.compaction.chunks import chunk_turns, merge_summaries, turn_tokens
 from rollchat.domain import Summary, Turn, Usage
 from rollchat.interrupts import sigint_deferred
-from rollchat.providers.base import ChatRequest, Provider, TextDelta, UsageEvent
+from rollchat.providers.base import (
+    ChatRequest,
+    ContextTooLongError,
+    Provider,
+    TextDelta,
+    UsageEvent,
+)
 from rollchat.transcript import render_summary_block
 
 if TYPE_CHECKING:
@@ -37,6 +43,8 @@ class SummaryOutcome:
     fallback_used: bool
     reason: str | None
     usage: Usage = field(default_factory=Usage)
+    # the provider refused the request as too long (it is never sent again as it was)
+    refused: ContextTooLongError | None = field(default=None, compare=False)
 
 
 class _SummaryTimeout(Exception):
@@ -79,6 +87,7 @@ def summarize(
     """Ask ``provider`` for the summary; on an invalid reply, a provider error or a timeout,
     retry once, then fall back to ``extractive_summary`` (labelled fallback) with the reason.
     Ctrl-C (KeyboardInterrupt) during the call goes straight to the fallback: nothing is lost.
+    A request refused as too long is not sent again as it was: the outcome says ``refused``.
     """
     from rollchat.compaction import extractive  # on first use
     from rollchat.compaction import request as summary_request
@@ -89,6 +98,7 @@ def summarize(
     )
     usage = Usage()
     reason = "no attempt made"
+    refused: ContextTooLongError | None = None
     for _attempt in range(2):
         try:
             text, call_usage = _collect(provider, request, timeout_seconds)
@@ -102,17 +112,24 @@ def summarize(
             reason = str(error)
         except summary_request.SummaryError as error:
             reason = str(error)
+        except ContextTooLongError as error:
+            reason, refused = error.one_line(), error
+            break
         except Exception as error:  # ProviderError or anything else: the session must end resumable
             one_line = getattr(error, "one_line", None)
             reason = one_line() if callable(one_line) else f"{type(error).__name__}: {error}"
     fallback = extractive.extractive_summary(turns, parent_summary=parent_summary, focus=focus,
                                   max_words=max_words, fallback=True)
-    return SummaryOutcome(fallback, True, reason, usage)
+    return SummaryOutcome(fallback, True, reason, usage, refused)
 
 
 SUMMARY_PROMPT_OVERHEAD = 1_500  # tokens of the summary prompt's own instructions
 QUICK_REST_TURNS = 4  # at most this many turns after the background summaries: no model call
 MIN_WORDS = 20
+# the older turns of a cheap summary that the local summarizer reads: the first and the last
+# ones (what its bounded lists keep: earliest decisions, latest topics and to-dos)
+LOCAL_SAMPLE = (100, 400)
+MAX_SHRINKS = 4  # smaller windows learned within one summary before giving up on the model
 
 
 @dataclass
@@ -132,8 +149,17 @@ class Summarizer:
         self.config = config
         self.budget = budget
         self.counter = counter
+        self.words = 0
+        self.resize(budget)
+        # called when a summary request is refused as too long, with the error and the size
+        # of the refused request; True when a smaller window was learned (see Session)
+        self.refused: Callable[[ContextTooLongError, int], bool] | None = None
+
+    def resize(self, budget: Budget) -> None:
+        """Use ``budget`` from now on (a smaller window was learned)."""
+        self.budget = budget
         # A summary must leave room for work: small windows get shorter summaries.
-        self.words = min(config.max_words, max(60, budget.tokens // 6))
+        self.words = min(self.config.max_words, max(60, budget.tokens // 6))
 
     def _call(self, turns: list[Turn], parent: Summary | None,
               focus: str | None) -> SummaryOutcome:
@@ -152,7 +178,8 @@ class Summarizer:
     # ------------------------------------------------------------------ the summary
     def summarize(self, turns: list[Turn], parent: Summary | None, focus: str | None, *,
                   background: Background | None = None, quick: bool = False,
-                  ) -> SummaryOutcome:
+                  chunks: list[list[Turn]] | None = None, model_calls: int | None = None,
+                  within: float | None = None) -> SummaryOutcome:
         """The summary of ``turns`` (``parent``: the parent session's summary). Never draws:
         the caller tells the user (the outcome says whether the local fallback was used, why).
 
@@ -160,7 +187,14 @@ class Summarizer:
         ``quick`` (automatic compaction): when only a few turns follow them, those are
         summarized locally, so compacting at the threshold does not make the user wait (they
         are also carried verbatim into the new session). Ctrl-C falls back to a local summary.
+        ``chunks``: ``plan(turns)``, already measured. ``model_calls``: only the last chunks
+        go to the model; the older turns get one local summary (of their first and last
+        LOCAL_SAMPLE turns), which the model's continues. ``within`` seconds (the chat ends
+        on a signal): the local summary if the model's has not come by then.
         """
+        if within is not None:
+            return self.within(within, turns, parent, focus, background=background,
+                               chunks=chunks, model_calls=model_calls)
         outcomes: list[SummaryOutcome] = []
         running, rest = parent, turns
         try:
@@ -172,8 +206,25 @@ class Summarizer:
                     local = self._local(rest, running, None, self.words, fallback=False)
                     outcomes.append(SummaryOutcome(local, False, None, Usage()))
                     rest = []
-            for chunk in self._chunks(rest, running):
-                outcome = self.fit(self._call(chunk, running, focus), chunk, running, focus)
+            todo, shrinks = (chunks if chunks is not None else self._chunks(rest, running)), 0
+            if model_calls is not None and len(todo) > model_calls:
+                older = [t for c in todo[:len(todo) - model_calls] for t in c]
+                if len(older) > sum(LOCAL_SAMPLE):  # a bounded local pass, whatever the size
+                    older = older[:LOCAL_SAMPLE[0]] + older[-LOCAL_SAMPLE[1]:]
+                running = self._local(older, running, focus, self.words)  # labelled local
+                outcomes.append(SummaryOutcome(running, False, None, Usage()))
+                todo = todo[len(todo) - model_calls:]
+            while todo:
+                chunk = todo.pop(0)
+                outcome = self._call(chunk, running, focus)
+                if outcome.refused is not None and shrinks < MAX_SHRINKS and self._shrink(
+                        outcome.refused, chunk):
+                    shrinks += 1  # a smaller window: the rest again, in smaller chunks, the
+                    refused = sum(turn_tokens(self.counter, t) for t in chunk)  # first one
+                    todo = self._chunks([t for c in (chunk, *todo) for t in c], running,
+                                        cap=refused - 1)  # smaller than the refused one
+                    continue
+                outcome = self.fit(outcome, chunk, running, focus)
                 outcomes.append(outcome)
                 running = outcome.summary
         except KeyboardInterrupt:
@@ -189,6 +240,33 @@ class Summarizer:
         return self.fit(SummaryOutcome(merged, bool(failed), reason, usage), turns, parent,
                         focus)
 
+    def within(self, seconds: float, turns: list[Turn], parent: Summary | None,
+               focus: str | None, *, background: Background | None = None,
+               chunks: list[list[Turn]] | None = None, model_calls: int | None = None,
+               ) -> SummaryOutcome:
+        """``summarize``, if the model's summary comes within ``seconds`` (the chat is ending
+        on a signal: a shutdown will not wait long); else the local summary."""
+        done: list[SummaryOutcome] = []
+        worker = threading.Thread(  # a daemon: a call that hangs must not hold the exit
+            target=lambda: done.append(self.summarize(turns, parent, focus,
+                                                      background=background, chunks=chunks,
+                                                      model_calls=model_calls)),
+            name="rollchat-summary", daemon=True)
+        worker.start()
+        worker.join(seconds)
+        if done:
+            return done[0]
+        return SummaryOutcome(self._local(turns, parent, focus, self.words), True,
+                              f"no summary from the model within {seconds:g}s", Usage())
+
+    def _shrink(self, error: ContextTooLongError, chunk: list[Turn]) -> bool:
+        """A summary request for ``chunk`` was refused as too long: True when a smaller
+        window was learned (the chunks are then cut again), False to fall back locally."""
+        if self.refused is None:
+            return False
+        sent = SUMMARY_PROMPT_OVERHEAD + sum(turn_tokens(self.counter, t) for t in chunk)
+        return self.refused(error, sent)
+
     def interrupted(self, turns: list[Turn], parent: Summary | None, focus: str | None,
                     ) -> SummaryOutcome:
         """The local summary after a Ctrl-C; a second Ctrl-C is held until it is written."""
@@ -196,15 +274,21 @@ class Summarizer:
             return SummaryOutcome(self._local(turns, parent, focus, self.words), True,
                                   "interrupted", Usage())
 
-    def _chunks(self, turns: list[Turn], running: Summary | None) -> list[list[Turn]]:
-        """``turns`` in groups that each fit one summary request (usually one group)."""
+    def plan(self, turns: list[Turn]) -> list[list[Turn]]:
+        """The summary requests ``turns`` need: groups of turns, one request each."""
+        return self._chunks(turns, None)
+
+    def _chunks(self, turns: list[Turn], running: Summary | None,
+                cap: int | None = None) -> list[list[Turn]]:
+        """``turns`` in groups that each fit one summary request (usually one group), each at
+        most ``cap`` tokens when given."""
         if not turns:
             return []
         limit = self.budget.window - self.budget.max_output_tokens - SUMMARY_PROMPT_OVERHEAD
         total = sum(turn_tokens(self.counter, t) for t in turns)
         if running is not None or total > max(limit, 500):  # room for the (running) summary
             limit -= self.words * 2
-        limit = max(limit, 500)
+        limit = max(limit, 500) if cap is None else max(min(limit, cap), 1)
         return chunk_turns(turns, limit, self.counter) if total > limit else [turns]
 
     def fit(self, outcome: SummaryOutcome, turns: list[Turn], parent: Summary | None,

@@ -26,8 +26,10 @@ AUTO = "auto"
 # The offline model is named after its provider (its context window is keyed by it).
 DEFAULT_MODELS = {ANTHROPIC: "claude-sonnet-4-5", OPENAI: "gpt-4o-mini", OFFLINE: OFFLINE}
 
-# The environment variable holding each remote provider's key, and the SDK it imports.
+# The environment variable holding each remote provider's key, the one its SDK reads a server
+# URL from when no base_url is given, and the SDK it imports.
 KEY_ENV = {ANTHROPIC: "ANTHROPIC_API_KEY", OPENAI: "OPENAI_API_KEY"}
+BASE_URL_ENV = {ANTHROPIC: "ANTHROPIC_BASE_URL", OPENAI: "OPENAI_BASE_URL"}
 SDK_MODULES = {ANTHROPIC: "anthropic", OPENAI: "openai"}
 
 
@@ -87,10 +89,11 @@ def _custom_key_var(agent: AgentConfig, env: Mapping[str, str]) -> str | None:
 def resolve_provider_name(agent: AgentConfig, env: Mapping[str, str]) -> tuple[str, str]:
     """The provider to use and a short reason for the banner.
 
-    ``auto``: anthropic when ANTHROPIC_API_KEY is set (or the agent's ``api_key_env``
-    variable, unless a base URL points at an OpenAI-compatible server), else openai when
-    OPENAI_API_KEY or a base URL is set, else offline. ANTHROPIC_API_KEY wins over a base URL
-    (the spec's order); the reason then says so, with the way out.
+    ``auto``: openai when a base URL is set (it names an OpenAI-compatible server: Ollama,
+    vLLM, llama.cpp, LM Studio; ANTHROPIC_API_KEY is then not sent to it, and the reason says
+    so, with the way to choose anthropic), else anthropic when ANTHROPIC_API_KEY (or the
+    agent's ``api_key_env`` variable) is set, else openai when OPENAI_API_KEY is set, else
+    offline.
     """
     if agent.provider != AUTO:
         if agent.provider not in REGISTRY:
@@ -98,18 +101,28 @@ def resolve_provider_name(agent: AgentConfig, env: Mapping[str, str]) -> tuple[s
         return agent.provider, "configured"
     custom = _custom_key_var(agent, env)
     anthropic_var, openai_var = KEY_ENV[ANTHROPIC], KEY_ENV[OPENAI]
+    if agent.base_url:
+        reason = f"base URL {redact_url(agent.base_url)}"
+        if env.get(anthropic_var):
+            reason += (f"; {anthropic_var} is not sent to it: use --provider {ANTHROPIC} for "
+                       "an Anthropic server")
+        return OPENAI, reason
     if env.get(anthropic_var):
-        if agent.base_url:
-            return ANTHROPIC, (f"{anthropic_var} is set (the base URL goes to Anthropic; "
-                               f"use --provider {OPENAI} for an OpenAI-compatible server)")
         return ANTHROPIC, f"{anthropic_var} is set"
-    if custom and not agent.base_url:
+    if custom:
         return ANTHROPIC, f"{custom} is set"
     if env.get(openai_var):
         return OPENAI, f"{openai_var} is set"
-    if agent.base_url:
-        return OPENAI, f"base URL {redact_url(agent.base_url)}"
     return OFFLINE, "no API key configured"
+
+
+def server_url(name: str, agent: AgentConfig, env: Mapping[str, str]) -> str | None:
+    """Where provider ``name`` sends requests when not to its default endpoint: the agent's
+    base URL, else the URL its SDK reads from the environment (``OPENAI_BASE_URL``,
+    ``ANTHROPIC_BASE_URL``). Show it only through ``redact_url``."""
+    if name not in BASE_URL_ENV:
+        return None
+    return agent.base_url or env.get(BASE_URL_ENV[name]) or None
 
 
 def _unknown(name: str) -> str:
@@ -133,7 +146,7 @@ def check_provider(name: str, agent: AgentConfig,
     if factory is None:
         raise ConfigError(_unknown(name))
     key = api_key_for(name, agent, env)
-    if name in KEY_ENV and not key and not (name == OPENAI and agent.base_url):
+    if name in KEY_ENV and not key and not (name == OPENAI and server_url(name, agent, env)):
         hint = " (or a base_url for an OpenAI-compatible server)" if name == OPENAI else ""
         raise ConfigError(f"provider {name} needs an API key: set {KEY_ENV[name]}{hint}, "
                           "or name another variable with api_key_env")
@@ -148,7 +161,8 @@ def build_provider(name: str, agent: AgentConfig, config: Config,
     factory = check_provider(name, agent, env)
     key = api_key_for(name, agent, env)
     settings = ProviderSettings(
-        model=agent.model or DEFAULT_MODELS[name], api_key=key, base_url=agent.base_url,
+        model=agent.model or DEFAULT_MODELS[name], api_key=key,
+        base_url=server_url(name, agent, env),  # given to the SDK: the banner shows the same
         timeout=config.retry.request_timeout, word_delay=config.ui.offline_word_delay)
     return factory(settings)
 

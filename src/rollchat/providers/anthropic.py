@@ -29,7 +29,7 @@ class AnthropicProvider(SDKProvider):
 
     def _make_client(self, sdk: Any) -> Any:
         return sdk.Anthropic(api_key=self._api_key, base_url=self._base_url,
-                             timeout=self._timeout, max_retries=0)
+                             default_query=self._query, timeout=self._timeout, max_retries=0)
 
     def _open(self, client: Any, request: ChatRequest) -> SDKStream:
         stream: SDKStream = client.messages.create(**request_params(request))

@@ -137,7 +137,14 @@ class ConnectionLostError(ProviderConnectionError):
 
 
 class ContextTooLongError(ProviderError):
+    """The request did not fit the model's context. ``limit``: the window the server stated
+    (tokens), None when its message gives none."""
+
     label = "context too long"
+
+    def __init__(self, message: str, *, limit: int | None = None) -> None:
+        super().__init__(message)
+        self.limit = limit
 
 
 class MalformedStreamError(ProviderError):

@@ -30,7 +30,7 @@ class OpenAIProvider(SDKProvider):
 
     def _make_client(self, sdk: Any) -> Any:
         return sdk.OpenAI(api_key=self._api_key or _NO_KEY, base_url=self._base_url,
-                          timeout=self._timeout, max_retries=0)
+                          default_query=self._query, timeout=self._timeout, max_retries=0)
 
     def _open(self, client: Any, request: ChatRequest) -> SDKStream:
         params = request_params(request, official=_is_official(self._base_url))

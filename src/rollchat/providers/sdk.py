@@ -33,6 +33,8 @@ from rollchat.providers.base import (
     ToolCallEvent,
     UsageEvent,
 )
+from rollchat.providers.context_errors import is_context_error, stated_limit
+from rollchat.text import redact_urls
 
 # Arguments that are not a JSON object are passed on under this key (the tool loop answers
 # the model with an error instead of the whole turn failing).
@@ -125,7 +127,7 @@ class SDKProvider(ABC):
                  timeout: float) -> None:
         self.model = model
         self._api_key = api_key
-        self._base_url = base_url
+        self._base_url, self._query = split_query(base_url)
         self._timeout = timeout
         self._client: Any = None
 
@@ -169,24 +171,37 @@ class SDKProvider(ABC):
         """A fresh parser for one streamed answer."""
 
 
+def split_query(base_url: str | None) -> tuple[str | None, dict[str, str] | None]:
+    """A base URL without its query string, and the query as the SDK's ``default_query``
+    (``http://host/v1?api_key=s``: the SDKs append paths to the URL as a string, so a query
+    left in it ends up inside the path)."""
+    if not base_url or "?" not in base_url:
+        return base_url, None
+    from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+    parts = urlsplit(base_url)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit(parts._replace(query="", fragment="")), query or None
+
+
 def sdk_missing(package: str) -> ProviderError:
     return ProviderError(f"the {package} package is not installed: run `pip install {package}`")
 
 
 # ---------------------------------------------------------------- secrets and retry-after
 
-_URL_CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]+@")
 SECRET_MIN_LEN = 8  # shorter keys ("x", "ollama", "none") are placeholders, not secrets
 _KEY_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{6,}|[A-Za-z0-9_\-]{32,})")
 
 
 def scrub(text: str, secret: str | None, limit: int = 300) -> str:
     """One line, at most ``limit`` characters, with the key, key-like tokens and the
-    credentials of URLs (``user:password@``) removed. A key shorter than SECRET_MIN_LEN is a
-    placeholder (local servers take any key): replacing it would garble the text."""
+    credentials of URLs (``user:password@``, ``?api_key=``) removed. A key shorter than
+    SECRET_MIN_LEN is a placeholder (local servers take any key): replacing it would garble
+    the text."""
     if secret and len(secret) >= SECRET_MIN_LEN:
         text = text.replace(secret, "[redacted]")
-    text = _URL_CREDENTIALS.sub(r"\1[redacted]@", text)
+    text = redact_urls(text)
     text = _KEY_LIKE.sub("[redacted]", " ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -225,8 +240,6 @@ def _number(value: str | None) -> float | None:
 
 _LOST_HINTS = ("peer closed", "incomplete chunked read", "connection reset",
                "Server disconnected")
-_CONTEXT_HINTS = ("prompt is too long", "context length", "context_length", "maximum context",
-                  "context window", "too many tokens")
 _BY_ERROR_TYPE: dict[str, type[ProviderError]] = {
     "overloaded_error": OverloadedError, "rate_limit_error": RateLimitError,
     "api_error": ServerError, "authentication_error": AuthError,
@@ -242,11 +255,6 @@ def _error_fields(body: object) -> tuple[str, str, str]:
         return "", "", str(body or "")
     return (str(body.get("type") or ""), str(body.get("code") or ""),
             str(body.get("message") or ""))
-
-
-def is_context_error(code: str, message: str) -> bool:
-    lowered = message.lower()
-    return code == "context_length_exceeded" or any(h in lowered for h in _CONTEXT_HINTS)
 
 
 def _class_names(exc: BaseException) -> set[str]:
@@ -274,7 +282,10 @@ def map_sdk_error(exc: Exception, secret: str | None) -> ProviderError:
         return MalformedStreamError(f"unexpected data in the response ({detail})")
     body = getattr(exc, "body", None)
     if body is not None:  # an error event inside a 200 stream
-        kind, _, message = _error_fields(body)
+        kind, code, message = _error_fields(body)
+        if is_context_error(code, message, kind):
+            return ContextTooLongError(scrub(message or detail, secret),
+                                       limit=stated_limit(message, body))
         return _BY_ERROR_TYPE.get(kind, ServerError)(scrub(message or detail, secret))
     return ProviderError(f"{type(exc).__name__}: {detail}")
 
@@ -288,7 +299,8 @@ def _connection_detail(exc: BaseException, secret: str | None) -> str:
 
 
 def _status_error(exc: Exception, status: int, secret: str | None) -> ProviderError:
-    kind, code, message = _error_fields(getattr(exc, "body", None))
+    body = getattr(exc, "body", None)
+    kind, code, message = _error_fields(body)
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
     wait = retry_after(headers)
@@ -298,14 +310,14 @@ def _status_error(exc: Exception, status: int, secret: str | None) -> ProviderEr
         return AuthError(text)
     if status == 429:
         return RateLimitError(text, retry_after=wait)
+    if status >= 400 and is_context_error(code, message, kind):  # 400, 413, 500 (llama.cpp)
+        return ContextTooLongError(text, limit=stated_limit(message, body))
     if status == 529 or kind == "overloaded_error":
         return OverloadedError(text, retry_after=wait)
     if status == 408:
         return ProviderTimeoutError(text)
     if status >= 500:
         return ServerError(text, retry_after=wait)
-    if status in (400, 413) and is_context_error(code, message):
-        return ContextTooLongError(text)
     if 400 <= status < 500:
         return BadRequestError(text)
     return _BY_ERROR_TYPE.get(kind, ServerError)(text, retry_after=wait)

@@ -51,8 +51,8 @@ class ChatApp:
     def resume(self, ref: str) -> None:
         self.run(self.session.resume(ref))
 
-    def exit(self) -> None:
-        self.run(self.session.exit())
+    def exit(self, within: float | None = None) -> None:
+        self.run(self.session.exit(within))
 
     def run(self, flow: Generator[Event, None, None]) -> None:
         """Draw every event of ``flow``. Ctrl-C while an event is drawn is handed to the flow

@@ -6,6 +6,7 @@ Both route each line to a command or to the model through ``handle_line``.
 from __future__ import annotations
 
 import os
+import signal
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rollchat.clean import decode
 from rollchat.errors import RollchatError
+from rollchat.interrupts import ENDING_SUMMARY_SECONDS, ending
 from rollchat.text import human_tokens, plural
 from rollchat.ui import commands
 from rollchat.ui.sanitize import harmless
@@ -53,9 +55,14 @@ def _run_line(app: ChatApp, line: str) -> bool:
 
 
 def finish(app: ChatApp) -> None:
-    """End the chat: save with a summary. Ctrl-C here falls back, never loses the file."""
+    """End the chat: save with a summary. Ctrl-C here falls back, never loses the file. Ending
+    on a signal (SIGTERM, SIGHUP) the summary is the model's only if it comes quickly."""
+    signum = ending()
     try:
-        app.exit()
+        if signum is not None:
+            app.out.warn(f"{signal.Signals(signum).name} received: saving the session, then "
+                         "exiting")
+        app.exit(ENDING_SUMMARY_SECONDS if signum is not None else None)
     except KeyboardInterrupt:
         app.out.warn("interrupted while saving; the transcript is on disk")
     finally:
@@ -70,10 +77,11 @@ def run_piped(app: ChatApp, lines: Iterable[bytes]) -> None:
             line = decode(raw.rstrip(b"\r\n"))
             if line.strip():
                 app.out.dim(f"You: {line}")
-            if handle_line(app, line):
+            if handle_line(app, line) or ending():
                 break
     except KeyboardInterrupt:
-        app.out.warn("interrupted")
+        if not ending():
+            app.out.warn("interrupted")
     finish(app)
 
 
@@ -227,13 +235,17 @@ def run_interactive(
         try:
             line = session.prompt("You: ")
         except KeyboardInterrupt:
+            if ending():
+                break
             continue
         except EOFError:
             break
         try:
-            if handle_line(chat.get(), line):
+            if handle_line(chat.get(), line) or ending():
                 break
         except KeyboardInterrupt:
+            if ending():
+                break
             chat.out.warn("interrupted")
     finish(chat.get())
 

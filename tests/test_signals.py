@@ -1,0 +1,127 @@
+"""SIGTERM and SIGHUP end the chat like ``exit``: the turns and the partial answer saved, a
+summary written (the local one when the model's is slow), the terminal's modes restored,
+exit status 128 + the signal. Real processes, real signals."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pexpect
+
+from rollchat.transcript import parse
+from tests.e2e import PROMPT, clean_env, default_signals, spawn, write_config
+
+
+def _only_session(tmp_path: Path) -> str:
+    files = sorted((tmp_path / "sessions").glob("*.md"))
+    assert len(files) == 1, files
+    return files[0].read_text()
+
+
+def test_sigterm_while_an_answer_streams_saves_it_and_restores_the_terminal(
+        tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0.2\n")
+    child = spawn(tmp_path, "--config", str(cfg))
+    child.expect(PROMPT)
+    child.sendline("my favourite editor is helix")
+    child.expect("helix")
+    child.expect(PROMPT)
+    child.sendline("tell me a long story about editors and terminals and everything else")
+    child.expect("asked")  # streaming, with the terminal's echo off
+    assert not termios.tcgetattr(child.child_fd)[3] & termios.ECHO
+    child.kill(signal.SIGTERM)
+    child.expect("SIGTERM received: saving the session")
+    child.expect(pexpect.EOF, timeout=30)
+    echo_back = termios.tcgetattr(child.child_fd)[3] & termios.ECHO
+    child.close()
+    assert child.exitstatus == 128 + signal.SIGTERM
+    assert echo_back
+    t = parse(_only_session(tmp_path))
+    assert [turn.status for turn in t.turns] == ["ok", "interrupted"]
+    assert t.turns[1].assistant  # the partial answer is kept
+    assert t.summary is not None and t.header.total_queries == 2
+    assert any("helix" in item for item in (*t.summary.topics, t.summary.background))
+
+
+def test_sighup_at_the_prompt_saves_with_a_summary(tmp_path: Path) -> None:
+    """The terminal closed: nothing can be shown any more, the session is still summarized."""
+    child = spawn(tmp_path)
+    child.expect(PROMPT)
+    child.sendline("we decided to ship on friday")
+    child.expect("Time:")
+    child.expect(PROMPT)
+    time.sleep(0.3)  # at the prompt, waiting for input
+    child.kill(signal.SIGHUP)
+    child.expect(pexpect.EOF, timeout=30)
+    child.close()
+    assert child.exitstatus == 128 + signal.SIGHUP
+    t = parse(_only_session(tmp_path))
+    assert [turn.status for turn in t.turns] == ["ok"]
+    assert t.summary is not None and not t.summary.fallback
+
+
+def test_sigterm_with_a_slow_model_saves_the_local_summary_quickly(tmp_path: Path) -> None:
+    """Ending on a signal the model gets a few seconds for its summary (a shutdown does not
+    wait); the offline model streaming a word every half second is too slow."""
+    cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0.5\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rollchat", "--config", str(cfg)], cwd=tmp_path,
+        env=clean_env(tmp_path / "home"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("we decided to use postgres\n")
+    proc.stdin.flush()  # stdin stays open: the chat waits for the next line
+    while "Time:" not in proc.stdout.readline():
+        pass
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "SIGTERM received: saving the session, then exiting" in out
+    assert "within 3s" in out  # said why the summary is the local one
+    t = parse(_only_session(tmp_path))
+    assert t.summary is not None and t.summary.fallback
+    assert any("postgres" in d for d in t.summary.decisions)
+
+
+def test_a_second_signal_while_saving_does_not_cut_the_save(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0.3\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rollchat", "--config", str(cfg)], cwd=tmp_path,
+        env=clean_env(tmp_path / "home"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("remember that the release is on monday\n")
+    proc.stdin.flush()
+    while "Time:" not in proc.stdout.readline():
+        pass
+    proc.send_signal(signal.SIGTERM)
+    while "SIGTERM received" not in proc.stdout.readline():
+        pass
+    proc.send_signal(signal.SIGTERM)  # impatient: a second one while the summary is written
+    proc.send_signal(signal.SIGHUP)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM
+    t = parse(_only_session(tmp_path))
+    assert [turn.status for turn in t.turns] == ["ok"] and t.summary is not None
+
+
+def test_sighup_right_after_enter_keeps_the_message(tmp_path: Path) -> None:
+    """The signal lands while the chat is still being built, an import runs or the answer
+    starts (the moment varies): the message is saved whichever it was."""
+    cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0.1\n")
+    child = spawn(tmp_path, "--config", str(cfg))
+    child.expect(PROMPT)
+    child.sendline("my build server is called hal")
+    time.sleep(0.2)
+    child.kill(signal.SIGHUP)
+    child.expect(pexpect.EOF, timeout=30)
+    child.close()
+    assert child.exitstatus == 128 + signal.SIGHUP
+    t = parse(_only_session(tmp_path))
+    assert [turn.user for turn in t.turns] == ["my build server is called hal"]
+    assert t.summary is not None
