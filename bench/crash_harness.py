@@ -1,7 +1,11 @@
 """Crash harness: run rollchat (offline, piped, scripted) and SIGKILL it at random moments, then
 check the sessions directory: files parse, answered turns are saved, links hold, temp files go.
 
+With ``--signal TERM`` or ``--signal HUP`` the kill is a signal rollchat handles: it must also
+exit with 128 + the signal and leave every session it wrote summarized.
+
 Usage: python bench/crash_harness.py --kills 200 --seed 1 [--workers 3] [--fresh]
+       [--signal KILL|TERM|HUP]
 """
 
 from __future__ import annotations
@@ -155,9 +159,10 @@ def choose_kill(rng: random.Random, script: list[str]) -> tuple[str | None, floa
 
 
 def run_once(argv: list[str], script: list[str], env: dict[str, str], cwd: Path,
-             trigger: str | None, delay: float, limit: float = 30.0) -> Outcome:
-    """Run rollchat with ``script`` piped in; SIGKILL it ``delay`` s after the trigger line
-    (or after the start). Returns the printed lines, the partial last one included."""
+             trigger: str | None, delay: float, limit: float = 30.0,
+             signum: int = signal.SIGKILL) -> Outcome:
+    """Run rollchat with ``script`` piped in; send ``signum`` ``delay`` s after the trigger
+    line (or after the start). Returns the printed lines, the partial last one included."""
     proc = subprocess.Popen([sys.executable, "-m", "rollchat", *argv], cwd=cwd, env=env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
@@ -171,7 +176,7 @@ def run_once(argv: list[str], script: list[str], env: dict[str, str], cwd: Path,
     while True:
         wait = deadline - time.monotonic()
         if wait <= 0:
-            proc.send_signal(signal.SIGKILL)
+            proc.send_signal(signum)
             killed = True
             break
         ready, _, _ = select.select([fd], [], [], wait)
@@ -190,7 +195,12 @@ def run_once(argv: list[str], script: list[str], env: dict[str, str], cwd: Path,
     err = proc.stderr.read().decode("utf-8", "replace")
     proc.stdout.close()
     proc.stderr.close()
-    killed = killed and proc.returncode == -signal.SIGKILL
+    expected = -signal.SIGKILL if signum == signal.SIGKILL else 128 + signum
+    # 0: it had just ended by itself; -signum: the signal came before rollchat's handlers were
+    # installed (Python starting) or after they were removed (everything saved)
+    if killed and proc.returncode not in (expected, 0, -signum):
+        err += f"\nexit status {proc.returncode} after {signal.Signals(signum).name}"
+    killed = killed and proc.returncode in (expected, -signum)
     return Outcome(buf.decode("utf-8", "replace").splitlines(), killed, err)
 
 
@@ -205,8 +215,9 @@ class _FileFacts:
 class DirChecker:
     """Checks one sessions directory after each kill; re-parses only the files that changed."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, graceful: bool = False) -> None:
         self.root = root
+        self.graceful = graceful  # every session must end summarized (no SIGKILL)
         self.answered: list[str] = []
         self.lost: set[str] = set()  # each lost turn is reported once
         self._cache: dict[str, tuple[tuple[int, int], _FileFacts | str]] = {}
@@ -249,6 +260,8 @@ class DirChecker:
                 continue
             users.update(facts.users)
             bad += self._link_problems(tag, name, facts, files)
+            if self.graceful and facts.users and not facts.has_summary:
+                bad.append(f"{tag}: {name} has no summary after a graceful signal")
         for line in self.answered:
             stats.turns_checked += 1
             if users[line] != 1 and line not in self.lost:
@@ -279,6 +292,7 @@ class Harness:
     fresh: bool = False
     rotate: int = 60
     word_delay: float = 0.004
+    signum: int = signal.SIGKILL
     stats: Stats = field(default_factory=Stats)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -293,10 +307,11 @@ class Harness:
         config = base / f"w{w}.yml"
         config.write_text(f"ui:\n  offline_word_delay: {self.word_delay}\n", encoding="utf-8")
         env = rollchat_env(base / f"home{w}")
-        run, checker = 0, DirChecker(base)
+        graceful = self.signum != signal.SIGKILL
+        run, checker = 0, DirChecker(base, graceful)
         while self._claim():
             if run % (1 if self.fresh else self.rotate) == 0:
-                checker = DirChecker(base / f"w{w}-sessions-{run}")
+                checker = DirChecker(base / f"w{w}-sessions-{run}", graceful)
             run += 1
             self.one_run(rng, w, run, checker, config, env, base)
 
@@ -307,7 +322,7 @@ class Harness:
         if checker.root.exists() and rng.random() < 0.1:
             argv += ["--resume", str(rng.randint(1, 2))]
         trigger, delay = choose_kill(rng, script)
-        out = run_once(argv, script, env, base, trigger, delay)
+        out = run_once(argv, script, env, base, trigger, delay, signum=self.signum)
         checker.root.mkdir(exist_ok=True)
         checker.answered += answered_lines(out.lines)
         with self.lock:
@@ -317,8 +332,8 @@ class Harness:
                 stats.phases[phase_of(out.lines)] += 1
             else:
                 stats.completed += 1
-                if "Traceback" in out.stderr:
-                    stats.violations.append(f"w{w} run {run}: traceback: {out.stderr[-300:]}")
+            if "Traceback" in out.stderr or "exit status" in out.stderr:
+                stats.violations.append(f"w{w} run {run}: {out.stderr[-300:]}")
             checker.check(stats, f"w{w} run {run} ({phase_of(out.lines)})")
 
     def run(self) -> Stats:
@@ -354,9 +369,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fresh", action="store_true", help="a new sessions directory per run")
     ap.add_argument("--rotate", type=int, default=60, help="runs per shared directory")
     ap.add_argument("--word-delay", type=float, default=0.004)
+    ap.add_argument("--signal", choices=("KILL", "TERM", "HUP"), default="KILL")
     a = ap.parse_args(argv)
     start = time.monotonic()
-    stats = Harness(a.kills, a.seed, a.workers, a.fresh, a.rotate, a.word_delay).run()
+    signum = signal.Signals[f"SIG{a.signal}"]
+    stats = Harness(a.kills, a.seed, a.workers, a.fresh, a.rotate, a.word_delay,
+                    signum).run()
     print(report(stats, time.monotonic() - start))
     return 1 if stats.violations else 0
 

@@ -231,6 +231,8 @@ def test_failed_summary_rewrite_leaves_old_file_intact(tmp_path: Path, fs: Fault
     reason = "No space left on device" if fault == "enospc" else "Input/output error"
     assert "could not write the summary" in chat.screen and reason in chat.screen
     assert "(left unchanged)" in chat.screen
+    assert "Saved session" not in chat.screen  # never claimed after the save failed
+    assert f"Session {path.stem} holds every turn but no summary" in chat.screen
     assert path.read_bytes() == saved
     assert sorted(p.name for p in chat.root.iterdir()) == [".gitignore", ".locks", path.name]
     assert len(parse(saved.decode()).turns) == 2

@@ -15,6 +15,9 @@ import pexpect
 
 from rollchat.transcript import parse
 from tests.e2e import PROMPT, clean_env, default_signals, spawn, write_config
+from tests.wire_servers import WireServer, openai_server, stall, text
+
+__all__ = ["openai_server"]  # the fixture, imported for pytest
 
 
 def _only_session(tmp_path: Path) -> str:
@@ -65,25 +68,28 @@ def test_sighup_at_the_prompt_saves_with_a_summary(tmp_path: Path) -> None:
     assert t.summary is not None and not t.summary.fallback
 
 
-def test_sigterm_with_a_slow_model_saves_the_local_summary_quickly(tmp_path: Path) -> None:
+def test_sigterm_with_a_slow_model_saves_the_local_summary_quickly(
+        openai_server: WireServer, tmp_path: Path) -> None:
     """Ending on a signal the model gets a few seconds for its summary (a shutdown does not
-    wait); the offline model streaming a word every half second is too slow."""
-    cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0.5\n")
+    wait): a server that stalls gets the local summary saved instead, and the chat ends."""
+    openai_server.push(text("Postgres it is."), stall(60))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rollchat", "--config", str(cfg)], cwd=tmp_path,
-        env=clean_env(tmp_path / "home"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+        [sys.executable, "-m", "rollchat", "--base-url", openai_server.url, "--model", "gpt-4o"],
+        cwd=tmp_path, env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_signals)
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write("we decided to use postgres\n")
     proc.stdin.flush()  # stdin stays open: the chat waits for the next line
     while "Time:" not in proc.stdout.readline():
         pass
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=30)  # the stall is 60 s: the chat did not wait for it
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "SIGTERM received: saving the session, then exiting" in out
-    assert "within 3s" in out  # said why the summary is the local one
+    assert "no summary from the model within 3s" in out  # said why the summary is local
     t = parse(_only_session(tmp_path))
+    assert [turn.assistant for turn in t.turns] == ["Postgres it is."]
     assert t.summary is not None and t.summary.fallback
     assert any("postgres" in d for d in t.summary.decisions)
 

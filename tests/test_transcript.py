@@ -165,6 +165,17 @@ def test_cache_tokens_and_status_markers() -> None:
     assert "*[error: stream dropped]*" in render_turn(e, "Bot")
 
 
+def test_a_failed_turn_without_usage_says_not_reported() -> None:
+    """The provider sent no usage for a failed turn: its footer says so, never "Tokens: 0"."""
+    lost = Turn("query", 1, T0, "lost?", "", status="unanswered", error="rate limited (429)")
+    cut = Turn("query", 2, T0, "q", "half", status="interrupted", usage=Usage(5, 7))
+    text = render(Transcript(_header(total_queries=2), (lost, cut)))
+    assert "| Tokens: not reported | unanswered | at " in text
+    assert "Tokens: 0" not in text and "| Tokens: 12 (in: 5, out: 7) | interrupted |" in text
+    again = parse(text)
+    assert again.turns == (lost, cut) and render(again) == text
+
+
 @pytest.mark.parametrize("agent", ["You", "Context", "Previous Session", "A: b", "x**y", "",
                                    "Tool call", "a\nb", "You:** x"])
 def test_hostile_agent_names(agent: str) -> None:

@@ -233,8 +233,8 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
                 run_interactive(chat, history_file=history_path(cfg.ui.history_file),
                                 on_ready=_warm_up)
             else:
-                run_piped(chat.get(), sys.stdin.buffer)
-        except Terminated:  # before the chat loop began
+                run_piped(chat, sys.stdin.buffer)
+        except Terminated:  # before the chat loop began, or one put off until after it
             finish(chat.get())
     signum = ending()
     return 0 if signum is None else 128 + signum

@@ -121,6 +121,7 @@ class Ended:
     restoration_tokens: int
     save_failed: bool
     restored: bool
+    summary_failed: bool = False  # every turn saved, but not the summary
 
 
 Event = (Notice | AnswerStarted | AnswerAborted | TextDelta | UsageEvent | Retrying

@@ -60,6 +60,13 @@ def _detach_terminal() -> None:
     os.close(null)
 
 
+def settle() -> None:
+    """The chat is now ending: an ending signal whose raise was put off (see
+    ``_raise_when_safe``) is not raised any more."""
+    if hasattr(signal, "setitimer"):
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 def _on_ending(signum: int, frame: Any) -> None:
     if _receive(signum):
         _raise_when_safe(frame)

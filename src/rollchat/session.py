@@ -78,6 +78,7 @@ class Session:
         self.fork_refusal = fork_refusal
         self.state = SessionState(started=now())
         self.finished = False
+        self.recorded = 0  # user messages recorded: a front end can check one was kept
         self.counter = TokenCounter(engine.model)
         self.budget = self._budget(context_window)
         engine.max_output_tokens = self.budget.max_output_tokens
@@ -159,7 +160,13 @@ class Session:
                               calls_since_compaction=self.guards.calls_since_compaction + 1,
                               turns_since_compaction=self.guards.turns_since_compaction + 1)
         yield from self._save(turn)  # on disk before the footer tells the user it is done
+        self.recorded += 1
         yield TurnFinished(turn, hint)
+
+    def unsent(self, text: str) -> Flow:
+        """Keep a message the chat ended before sending (a signal right after Enter)."""
+        yield from self._record(Turn("query", 0, now(), clean(text), "", status="interrupted"),
+                                None)
 
     def _save(self, turn: Turn) -> Flow:
         """Append the turn to the session file (creating it at the first query)."""
@@ -298,6 +305,7 @@ class Session:
                     self.store.finalize(state.live.session_id, outcome.summary,
                                         total_queries=state.queries, total_tokens=state.tokens)
             except StoreError as exc:
+                state.summary_failed = True
                 yield Notice("error", f"could not write the summary: {exc}")
             else:
                 yield Saved(state.live.session_id, state.live.file_name)
@@ -397,4 +405,4 @@ class Session:
                 yield from self._finalize(within=within)
             state.close()
             yield Ended(state.session_id, state.queries, state.tokens, state.restoration_tokens,
-                        state.save_failed, state.restored is not None)
+                        state.save_failed, state.restored is not None, state.summary_failed)

@@ -33,6 +33,7 @@ class SessionState:
     restored: Turn | None = None
     live: LiveSession | None = None
     save_failed: bool = False
+    summary_failed: bool = False  # the turns are saved, the summary block could not be
     # summaries made in the background from ~70% of the budget on (see compaction.summarizer)
     background: Background = field(default_factory=Background)
     query_turns: int = 0  # turns with a query: asked here, or carried over from the parent

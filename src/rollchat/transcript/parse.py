@@ -37,8 +37,8 @@ _HEADING_Q = re.compile(r"## Query ([0-9]+) \(([0-9]{2}:[0-9]{2}:[0-9]{2})\)$")
 _HEADING_R = re.compile(r"## Session Restored \(([0-9]{2}:[0-9]{2}:[0-9]{2})\)$")
 _HEADING_C = re.compile(r"## Carried Over ([0-9]+) \(([0-9]{2}:[0-9]{2}:[0-9]{2})\)$")
 _FOOTER = re.compile(
-    r"\*Time: ([0-9]+(?:\.[0-9]+)?)s \| Tokens: ([0-9]+) \(in: ([0-9]+), out: ([0-9]+)"
-    r"(?:, cache read: ([0-9]+))?(?:, cache write: ([0-9]+))?\)"
+    r"\*Time: ([0-9]+(?:\.[0-9]+)?)s \| Tokens: (?:([0-9]+) \(in: ([0-9]+), out: ([0-9]+)"
+    r"(?:, cache read: ([0-9]+))?(?:, cache write: ([0-9]+))?\)|not reported)"
     r"(?: \| (interrupted|unanswered|error))? \| at ([^ ]+)\*$")
 _LABEL = re.compile(r"\*\*((?:[^\\:]|\\.|:(?!\*\*))*):\*\*(?: (.*))?$", re.DOTALL)
 _HEADER_LINE = re.compile(r"\*\*([A-Za-z ]+):\*\*(?: (.*))?$", re.DOTALL)
@@ -231,7 +231,7 @@ def _turn(lines: list[str], start: int, end: int) -> Turn:
         raise TranscriptError(f"line {start + 1}: turn block has no footer or a broken tool call")
     if (q is not None and f.user is None) or (r is not None and f.context is None):
         raise TranscriptError(f"line {start + 1}: turn block lacks its user/context line")
-    usage = Usage(int(m[3]), int(m[4]), int(m[5] or 0), int(m[6] or 0))
+    usage = Usage(int(m[3] or 0), int(m[4] or 0), int(m[5] or 0), int(m[6] or 0))
     kind: TurnKind = ("query" if head.startswith("## Query") else "carried") if q else "restored"
     return Turn(kind=kind, number=int(q[1]) if q else 0,
                 started=parse_date(m[8], f"line {start + 1}: turn time"),

@@ -56,7 +56,9 @@ def _footer(t: Turn) -> str:
     if u.cache_write_tokens:
         parts += f", cache write: {u.cache_write_tokens}"
     status = "" if t.status == "ok" else f" | {t.status}"
-    return (f"*Time: {t.elapsed:.1f}s | Tokens: {u.total} ({parts}){status}"
+    # A failed turn the provider sent no usage for says so, rather than "Tokens: 0".
+    tokens = "not reported" if not u.total and t.status != "ok" else f"{u.total} ({parts})"
+    return (f"*Time: {t.elapsed:.1f}s | Tokens: {tokens}{status}"
             f" | at {aware(t.started, 'Turn.started')}*")
 
 

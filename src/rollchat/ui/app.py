@@ -51,6 +51,9 @@ class ChatApp:
     def resume(self, ref: str) -> None:
         self.run(self.session.resume(ref))
 
+    def keep_unsent(self, text: str) -> None:
+        self.run(self.session.unsent(text))
+
     def exit(self, within: float | None = None) -> None:
         self.run(self.session.exit(within))
 
@@ -122,6 +125,9 @@ class ChatApp:
             if end.session_id and end.save_failed:
                 self.out.warn(f"Session {end.session_id} holds only the turns saved before "
                               "the error; the later ones were not saved")
+            elif end.session_id and end.summary_failed:
+                self.out.warn(f"Session {end.session_id} holds every turn but no summary; "
+                              "resuming it summarizes it then")
             elif end.session_id:
                 self.out.info(f"Saved session: {end.session_id}")
             self.out.info(" | ".join(lines))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rollchat.clean import decode
 from rollchat.errors import RollchatError
-from rollchat.interrupts import ENDING_SUMMARY_SECONDS, ending
+from rollchat.interrupts import ENDING_SUMMARY_SECONDS, ending, settle
 from rollchat.text import human_tokens, plural
 from rollchat.ui import commands
 from rollchat.ui.sanitize import harmless
@@ -58,8 +58,11 @@ def finish(app: ChatApp) -> None:
     """End the chat: save with a summary. Ctrl-C here falls back, never loses the file. Ending
     on a signal (SIGTERM, SIGHUP) the summary is the model's only if it comes quickly."""
     signum = ending()
+    if app.session.finished:  # (a signal after the chat ended)
+        return
     try:
         if signum is not None:
+            settle()
             app.out.warn(f"{signal.Signals(signum).name} received: saving the session, then "
                          "exiting")
         app.exit(ENDING_SUMMARY_SECONDS if signum is not None else None)
@@ -69,20 +72,20 @@ def finish(app: ChatApp) -> None:
         app.out.close()
 
 
-def run_piped(app: ChatApp, lines: Iterable[bytes]) -> None:
+def run_piped(chat: Starting, lines: Iterable[bytes]) -> None:
     """Answer each line of a non-terminal input (bytes: what is not UTF-8 becomes U+FFFD, see
-    rollchat.clean), then save and exit."""
+    rollchat.clean), then save and exit. A Ctrl-C ends it (after saving)."""
     try:
         for raw in lines:
             line = decode(raw.rstrip(b"\r\n"))
             if line.strip():
-                app.out.dim(f"You: {line}")
-            if handle_line(app, line) or ending():
+                chat.out.dim(f"You: {line}")
+            if _handle(chat, line, stop_on_interrupt=True) or ending():
                 break
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # while reading the input
         if not ending():
-            app.out.warn("interrupted")
-    finish(app)
+            chat.out.warn("interrupted")
+    finish(chat.get())
 
 
 class Starting:
@@ -240,14 +243,29 @@ def run_interactive(
             continue
         except EOFError:
             break
-        try:
-            if handle_line(chat.get(), line) or ending():
-                break
-        except KeyboardInterrupt:
-            if ending():
-                break
-            chat.out.warn("interrupted")
+        if _handle(chat, line) or ending():
+            break
     finish(chat.get())
+
+
+def _handle(chat: Starting, line: str, stop_on_interrupt: bool = False) -> bool:
+    """``handle_line`` (True: the chat should end), and when a signal ends the chat before a
+    message was recorded (it came right after Enter), the message is kept as a turn
+    interrupted before any answer."""
+    before = None
+    try:
+        app = chat.get()
+        before = app.session.recorded
+        return handle_line(app, line)
+    except KeyboardInterrupt:
+        if not ending():
+            chat.out.warn("interrupted")
+        return stop_on_interrupt
+    finally:
+        if ending() and line.strip() and commands.parse(line) is None:
+            app = chat.get()
+            if before is None or app.session.recorded == before:
+                app.keep_unsent(line)
 
 
 def _toolbar(chat: Starting) -> str:
