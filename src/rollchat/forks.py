@@ -1,17 +1,19 @@
-"""Who writes a session when a child continues it. A session another process still has open is
-never written here: resuming it says so in one line and continues in a fork (a new child made
-from its summary, whose header says "Forked From"), or refuses with the reason. A parent that
-is not open elsewhere gets a forward link ("Continued In") once its child's file exists."""
+"""Who writes a session. Its file is made at its first query and held by this process from then
+on. A session another process still has open is never written here: resuming it says so in one
+line and continues in a fork (a new child made from its summary, whose header says "Forked
+From"), or refuses with the reason. A parent that is not open elsewhere gets a forward link
+("Continued In") once its child's file exists."""
 
 from __future__ import annotations
 
 from collections.abc import Generator
 
+from rollchat.config import AgentConfig
 from rollchat.errors import StoreError, TranscriptError
 from rollchat.events import Event, Notice
 from rollchat.locks import SessionBusyError, busy_message
 from rollchat.state import SessionState
-from rollchat.store import SessionInfo, Store
+from rollchat.store import LiveSession, SessionInfo, Store
 
 
 def check_open(store: Store, info: SessionInfo,
@@ -26,6 +28,23 @@ def check_open(store: Store, info: SessionInfo,
                             "continuing in a fork, a new session from its summary (its file is "
                             "left to that process).")
     return True
+
+
+def open_file(store: Store, state: SessionState, agent: AgentConfig, model: str,
+              provider: str) -> Generator[Event, None, LiveSession]:
+    """Create the session's file (at its first query, held by this process from then on):
+    its header, its parent's forward link, then what comes before the query (the restored
+    summary's acknowledgment, turns carried over from the parent)."""
+    live = state.live = store.new_session(
+        agent_key=agent.key, agent=agent.name, agent_path=f"config:{agent.key}", model=model,
+        provider=provider, now=state.started, resumed_from=state.resumed_from,
+        previous_session=state.previous_session, forked=state.forked)
+    yield from link_parent(store, state)
+    if state.restored is not None:
+        live.append_turn(state.restored, agent.name)
+    for earlier in state.turns[:-1]:  # turns carried over from the parent
+        live.append_turn(earlier, agent.name)
+    return live
 
 
 def link_parent(store: Store, state: SessionState) -> Generator[Event, None, None]:

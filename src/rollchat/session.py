@@ -28,7 +28,7 @@ from rollchat.events import (
     SummaryStarted,
     TurnFinished,
 )
-from rollchat.forks import check_open, link_parent
+from rollchat.forks import check_open, open_file
 from rollchat.interrupts import sigint_deferred
 from rollchat.policy import Plan, PolicyState, Situation
 from rollchat.providers.base import ContextTooLongError, Provider, ToolSpec
@@ -174,25 +174,15 @@ class Session:
         if state.save_failed:
             return
         try:
-            if state.live is None:
-                state.live = self.store.new_session(
-                    agent_key=self.agent.key, agent=self.agent.name,
-                    agent_path=f"config:{self.agent.key}", model=self.engine.model,
-                    provider=self.provider_name, now=state.started,
-                    resumed_from=state.resumed_from, previous_session=state.previous_session,
-                    forked=state.forked)
-                yield from link_parent(self.store, state)
-                if state.restored is not None:
-                    state.live.append_turn(state.restored, self.agent.name)
-                for earlier in state.turns[:-1]:  # turns carried over from the parent
-                    state.live.append_turn(earlier, self.agent.name)
-            state.live.append_turn(turn, self.agent.name)
+            live = state.live or (yield from open_file(self.store, state, self.agent,
+                                                       self.engine.model, self.provider_name))
+            live.append_turn(turn, self.agent.name)
         except StoreError as exc:
             state.save_failed = True
             yield Notice("error", f"{exc} — the chat goes on in memory; nothing is saved "
                                   "from now on.")
             return
-        yield Saved(state.live.session_id, state.live.file_name)
+        yield Saved(live.session_id, live.file_name)
 
     # ------------------------------------------------------------------ automatic compaction
     def _fixed_after(self, summary: Summary | None = None) -> int:
