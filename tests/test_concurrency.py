@@ -1,5 +1,6 @@
 """Concurrency: 8 processes creating, appending to and compacting sessions in one directory at
-once (store snippets, then real piped rollchat sessions), and two resumes of one parent."""
+once (store snippets, then real piped rollchat sessions), and two resumes of one parent (both
+children linked from it). A session open in another process: tests/test_locks.py."""
 
 from __future__ import annotations
 
@@ -172,6 +173,8 @@ def test_two_processes_resume_the_same_parent(tmp_path: Path, summarized: bool) 
                                                 "what about the cache?"]
     assert parent_t.summary is not None  # (written by one of the two when it had none)
     children = sorted(files.values(), key=lambda t: t.turns[-1].user)
+    # both links are in the parent: the two header rewrites were serialized by its lock
+    assert sorted(parent_t.header.continued_in) == sorted(c.header.session_id for c in children)
     for i, child in enumerate(children):
         assert child.header.resumed_from == parent
         assert child.header.previous_session == f"{parent}.md"

@@ -189,12 +189,13 @@ def test_enospc_creating_the_session_file_leaves_nothing(tmp_path: Path, fs: Fau
     fs.space = 10  # the header does not fit
     chat.say("hello there")
     assert "No space left on device" in chat.screen
-    # No empty or half-written session file, no temporary file left behind.
-    assert [p.name for p in chat.root.iterdir()] == [".gitignore"]
+    # No empty or half-written session file, no temporary file left behind (the .locks
+    # directory holds the per-session lock files).
+    assert sorted(p.name for p in chat.root.iterdir()) == [".gitignore", ".locks"]
     chat.say("still there?")
     assert chat.app.session.state.turns[-1].status == "ok"
     chat.app.exit()
-    assert [p.name for p in chat.root.iterdir()] == [".gitignore"]
+    assert sorted(p.name for p in chat.root.iterdir()) == [".gitignore", ".locks"]
 
 
 def test_enospc_writing_gitignore_leaves_no_unprotected_directory(tmp_path: Path,
@@ -233,7 +234,7 @@ def test_failed_summary_rewrite_leaves_old_file_intact(tmp_path: Path, fs: Fault
     assert "Saved session" not in chat.screen  # never claimed after the save failed
     assert f"Session {path.stem} holds every turn but no summary" in chat.screen
     assert path.read_bytes() == saved
-    assert sorted(p.name for p in chat.root.iterdir()) == [".gitignore", path.name]
+    assert sorted(p.name for p in chat.root.iterdir()) == [".gitignore", ".locks", path.name]
     assert len(parse(saved.decode()).turns) == 2
 
 

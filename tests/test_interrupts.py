@@ -23,7 +23,7 @@ from rollchat.engine import Engine
 from rollchat.providers.base import ChatRequest, RetryPolicy, StreamEvent
 from rollchat.providers.offline import OfflineProvider
 from rollchat.store import SessionStore
-from rollchat.transcript import parse
+from rollchat.transcript import parse, render_linked
 from rollchat.ui.render import Renderer
 from rollchat.ui.repl import finish, handle_line
 from tests.drive import chat_app
@@ -267,7 +267,9 @@ def test_ctrl_c_during_resume_restoration_continues_from_the_summary(tmp_path: P
     _end(child, quick=True)
     parent, kid = _sessions(tmp_path)
     assert parent.header.session_id == old.header.session_id
-    assert (tmp_path / "sessions" / f"{old.header.session_id}.md").read_bytes() == before
+    # the parent only gained the forward link to its child
+    after = (tmp_path / "sessions" / f"{old.header.session_id}.md").read_bytes()
+    assert after == render_linked(before.decode(), kid.header.session_id).encode()
     assert kid.header.resumed_from == old.header.session_id
     assert kid.turns[0].kind == "restored" and kid.turns[0].status == "interrupted"
     assert _queries(kid) == [("hi again", "ok")]

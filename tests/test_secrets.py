@@ -144,15 +144,19 @@ def _mode(path: Path) -> int:
 
 
 def assert_private(tmp_path: Path) -> None:
-    """The sessions directory 0700 and everything in it 0600; the history file 0600 in a
-    0700 directory (the umask of the run was 0)."""
+    """The sessions directory 0700 and every file in it 0600 (its .locks directory 0700, the
+    lock files in it 0600); the history file 0600 in a 0700 directory (the umask of the run
+    was 0)."""
     sessions = tmp_path / "sessions"
     assert _mode(sessions) == 0o700
     entries = list(sessions.iterdir())
     assert len([p for p in entries if p.suffix == ".md"]) == 5
     assert ".gitignore" in {p.name for p in entries}
-    for path in entries:
-        assert _mode(path) == 0o600, path
+    locks = sessions / ".locks"
+    assert _mode(locks) == 0o700 and len(list(locks.iterdir())) == 5
+    for path in [*entries, *locks.iterdir()]:
+        if path != locks:
+            assert _mode(path) == 0o600, path
     history = tmp_path / "home" / "data" / "rollchat" / "history"
     assert "after compact" in history.read_text()
     assert _mode(history) == 0o600

@@ -74,9 +74,12 @@ def turns(draw: st.DrawFn) -> Turn:
 bullets = st.lists(hostile_text, max_size=3).map(tuple)
 summaries = st.builds(Summary, hostile_text.filter(bool), bullets, bullets, bullets,
                       st.booleans())
+session_ids = st.from_regex(r"[A-Za-z0-9_-]{1,40}", fullmatch=True)
 headers = st.builds(SessionHeader, hostile_text, aware, hostile_text, hostile_text, hostile_text,
                     hostile_text, opt_text, opt_text, st.integers(0, 10**6),
-                    st.integers(0, 10**9))
+                    st.integers(0, 10**9), forked=st.booleans(),
+                    continued_in=st.lists(session_ids, max_size=3).map(tuple),
+                    ).filter(lambda h: h.resumed_from is not None or not h.forked)
 transcripts = st.builds(Transcript, headers, st.lists(turns(), max_size=4).map(tuple),
                         st.none() | summaries)
 SETTINGS = settings(max_examples=250, deadline=None,

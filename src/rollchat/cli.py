@@ -83,6 +83,9 @@ def main(
         typer.Option("--resume", help="Start by resuming session N or ID."),
     ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Answer yes to questions.")] = False,
+    no_fork: Annotated[bool, typer.Option(
+        "--no-fork", help="Refuse to resume a session open in another rollchat process "
+        "(instead of continuing in a fork).")] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True,
                            help="Show the version and exit."),
@@ -97,7 +100,7 @@ def main(
                                 model=model, base_url=base_url, sessions_dir=sessions_dir,
                                 no_save=no_save)
     try:
-        code = start_chat(config, overrides, resume=resume, yes=yes)
+        code = start_chat(config, overrides, resume=resume, yes=yes, no_fork=no_fork)
     except ConfigError as exc:
         fail(str(exc))
     except UsageError as exc:
@@ -135,7 +138,8 @@ def sessions_command(
                  "date": i.date.isoformat(), "queries": i.queries, "tokens": i.tokens,
                  "tokens_exact": i.tokens_exact,
                  "first_query": i.first_query_preview, "has_summary": i.has_summary,
-                 "parent": i.resumed_from, "summary_problem": i.summary_problem}
+                 "parent": i.resumed_from, "forked": i.forked,
+                 "continued_in": list(i.continued_in), "summary_problem": i.summary_problem}
                 for i in listing.sessions
             ],
             "problems": [{"file": name, "reason": why} for name, why in listing.problems],
@@ -179,12 +183,23 @@ def _warm_up(chat: ChatApp) -> None:
     session.counter.count_text("warm up")  # what the first message needs: the tokenizer,
     for module in ("rich.console", "rich.live", "rich.markdown",  # the renderer, the summarizer
                    "rollchat.compaction.request", "rollchat.compaction.extractive",
-                   "rollchat.restore", "rollchat.tools.archive"):
+                   "rollchat.restore", "rollchat.tools.archive", "filelock"):
         importlib.import_module(module)
 
 
+def fork_refusal(*, no_fork: bool, interactive: bool, yes: bool) -> str | None:
+    """Why a session open in another process is not to be forked; None: fork it."""
+    if no_fork:
+        return ("--no-fork was given (exit it there first, or resume without --no-fork to "
+                "continue in a fork)")
+    if not interactive and not yes:
+        return ("without a terminal a fork needs --yes (exit it there first, or pass --yes to "
+                "continue in a fork)")
+    return None
+
+
 def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: str | None,
-               yes: bool) -> int:
+               yes: bool, no_fork: bool = False) -> int:
     """Check the configuration, draw the banner, and run the chat until it ends. In a terminal
     the session core is built behind the first prompt (see ``Starting``)."""
     from rollchat import providers
@@ -208,7 +223,7 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     if cfg.trust_notice:
         renderer.warn(cfg.trust_notice)
     chat = Starting(lambda: _build_chat(cfg, env, name, model, renderer, interactive=interactive,
-                                        yes=yes),
+                                        yes=yes, no_fork=no_fork),
                     label=f" starting · {agent.name} · {model} ", out=renderer)
     with ending_signals():  # SIGTERM, SIGHUP: saved and summarized like exit
         try:
@@ -226,7 +241,8 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
 
 
 def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, renderer: Renderer,
-                *, interactive: bool, yes: bool) -> tuple[ChatApp, list[str]]:
+                *, interactive: bool, yes: bool,
+                no_fork: bool = False) -> tuple[ChatApp, list[str]]:
     """The session core and its terminal adapter, and what the user should be told first."""
     from rollchat import providers
     from rollchat.context import Context
@@ -279,6 +295,7 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
         config=cfg, agent=agent, engine=engine, summary_provider=summary_provider,
         summary_model=summary_agent.model or model, provider_name=name, store=store,
         confirm=confirm, context_window=context_window(model, override), windows=windows,
+        fork_refusal=fork_refusal(no_fork=no_fork, interactive=interactive, yes=yes),
     )
     if session.budget.warning:
         notices.append(session.budget.warning)

@@ -121,7 +121,11 @@ class Summary:
 
 @dataclass(frozen=True)
 class SessionHeader:
-    """The header of a session file. Links are file names relative to the sessions dir."""
+    """The header of a session file. Links are file names relative to the sessions dir.
+
+    ``resumed_from`` is the parent's id; ``forked`` when the parent was open in another
+    process at the time (the header says "Forked From"). ``continued_in``: the ids of the
+    sessions that continue this one (added to the file as each is created)."""
 
     session_id: str
     date: datetime
@@ -133,6 +137,8 @@ class SessionHeader:
     previous_session: str | None = None
     total_queries: int = 0
     total_tokens: int = 0
+    forked: bool = False
+    continued_in: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,8 @@ class SessionInfo:
     # False when ``tokens`` is a lower bound: a session without a summary whose file is
     # longer than the tail window (its tokens are added up from the turn footers read).
     tokens_exact: bool = True
+    forked: bool = False  # its parent was open in another process when it was made
+    continued_in: tuple[str, ...] = ()  # the sessions that continue it
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,8 @@ def session_info(file_name: str, path: Path | None, seen: Glance) -> SessionInfo
         tokens, exact = max(h.total_tokens, seen.query_tokens), False
     return SessionInfo(0, h.session_id, file_name, path, h.agent, h.agent_path, h.model,
                        h.provider, h.date, queries, tokens, preview, seen.has_summary,
-                       h.resumed_from, h.previous_session, seen.summary_problem, exact)
+                       h.resumed_from, h.previous_session, seen.summary_problem, exact,
+                       h.forked, h.continued_in)
 
 
 def numbered(found: list[SessionInfo], problems: list[tuple[str, str]]) -> Listing:

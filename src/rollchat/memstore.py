@@ -18,6 +18,7 @@ from rollchat.transcript import (
     parse_lenient,
     render_finalized,
     render_header,
+    render_linked,
     render_turn,
     tail_summary,
 )
@@ -40,6 +41,9 @@ class MemorySession:
         """Append one turn block to the session's text."""
         self._store.append(self.session_id, encode(render_turn(turn, agent_name)))
 
+    def close(self) -> None:
+        """Nothing to let go of: no other process sees this store."""
+
 
 class MemoryStore:
     """Sessions as in-memory texts keyed by id (``<id>.md`` is each one's file name)."""
@@ -59,13 +63,14 @@ class MemoryStore:
 
     def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
                     provider: str, now: datetime, resumed_from: str | None = None,
-                    previous_session: str | None = None) -> MemorySession:
+                    previous_session: str | None = None, forked: bool = False,
+                    ) -> MemorySession:
         """A new session (an id as SessionStore makes them) holding its header."""
         with self._lock:
             for sid in new_ids(agent_key, now):
                 if sid not in self._texts:
                     header = SessionHeader(sid, now, agent, agent_path, model, provider,
-                                           resumed_from, previous_session)
+                                           resumed_from, previous_session, forked=forked)
                     self._texts[sid] = bytearray(encode(render_header(header)))
                     return MemorySession(self, header)
         raise StoreError("could not find a free session id in memory")
@@ -100,6 +105,16 @@ class MemoryStore:
                                total_tokens=total_tokens)
         with self._lock:
             self._texts[session_id] = bytearray(encode(new))
+
+    def link_child(self, session_id: str, child_id: str) -> None:
+        """Add ``child_id`` to the session's ``Continued In`` header line."""
+        new = render_linked(self._text(session_id), check_id(child_id))
+        with self._lock:
+            self._texts[session_id] = bytearray(encode(new))
+
+    def open_elsewhere(self, session_id: str) -> bool:
+        """Never: no other process sees this store."""
+        return False
 
     def list_sessions(self, exclude: str | None = None) -> Listing:
         """Sessions most recent first (numbered 1..), each read by head and tail as a file is."""

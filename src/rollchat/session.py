@@ -28,6 +28,7 @@ from rollchat.events import (
     SummaryStarted,
     TurnFinished,
 )
+from rollchat.forks import check_open, open_file
 from rollchat.interrupts import sigint_deferred
 from rollchat.policy import Plan, PolicyState, Situation
 from rollchat.providers.base import ContextTooLongError, Provider, ToolSpec
@@ -65,6 +66,7 @@ class Session:
         store: Store,
         confirm: Callable[[str], bool],
         context_window: int,
+        fork_refusal: str | None = None,  # why not to fork a session open elsewhere; None: fork
         windows: WindowBook | None = None,  # learned windows (None: in memory only)
     ) -> None:
         self.config = config
@@ -73,6 +75,7 @@ class Session:
         self.provider_name = provider_name
         self.store = store
         self.confirm = confirm
+        self.fork_refusal = fork_refusal
         self.state = SessionState(started=now())
         self.finished = False
         self.recorded = 0  # user messages recorded: a front end can check one was kept
@@ -171,23 +174,15 @@ class Session:
         if state.save_failed:
             return
         try:
-            if state.live is None:
-                state.live = self.store.new_session(
-                    agent_key=self.agent.key, agent=self.agent.name,
-                    agent_path=f"config:{self.agent.key}", model=self.engine.model,
-                    provider=self.provider_name, now=state.started,
-                    resumed_from=state.resumed_from, previous_session=state.previous_session)
-                if state.restored is not None:
-                    state.live.append_turn(state.restored, self.agent.name)
-                for earlier in state.turns[:-1]:  # turns carried over from the parent
-                    state.live.append_turn(earlier, self.agent.name)
-            state.live.append_turn(turn, self.agent.name)
+            live = state.live or (yield from open_file(self.store, state, self.agent,
+                                                       self.engine.model, self.provider_name))
+            live.append_turn(turn, self.agent.name)
         except StoreError as exc:
             state.save_failed = True
             yield Notice("error", f"{exc} — the chat goes on in memory; nothing is saved "
                                   "from now on.")
             return
-        yield Saved(state.live.session_id, state.live.file_name)
+        yield Saved(live.session_id, live.file_name)
 
     # ------------------------------------------------------------------ automatic compaction
     def _fixed_after(self, summary: Summary | None = None) -> int:
@@ -331,9 +326,10 @@ class Session:
     def _start_child(self, parent: Parent, quiet: bool = False) -> Flow:
         """Start a child session: the agent gets the restoration prompt (and the archive tool
         for the parent's transcript) and its acknowledgment becomes the first entry."""
+        self.state.close()
         self.state = SessionState(started=now(), resumed_from=parent.session_id,
                                   previous_session=parent.file_name,
-                                  parent_summary=parent.summary)
+                                  parent_summary=parent.summary, forked=parent.forked)
         from rollchat.tools.archive import archive_tool
 
         tools = self.engine.tools
@@ -365,6 +361,7 @@ class Session:
             yield Notice("info", "Resume cancelled.")
             return
         yield Notice("info", "Loading session...")
+        forked = yield from check_open(self.store, info, self.fork_refusal)
         if info.summary_problem:
             yield Notice("warning", f"{info.file_name}: {info.summary_problem}; treating it as "
                                     "unsummarized")
@@ -375,7 +372,7 @@ class Session:
         if summary is None:
             from rollchat.unsummarized import summarize_unsummarized
 
-            summary = yield from summarize_unsummarized(self, info)
+            summary = yield from summarize_unsummarized(self, info, save=not forked)
         if self.state.queries:
             yield from self._finalize()
             yield Notice("info", f"Saved the current session: {self.state.session_id} "
@@ -386,7 +383,7 @@ class Session:
                              f"{human_tokens(info.tokens)} tokens)")
         yield Notice("info", "Restoring context...")
         yield from self._start_child(Parent(info.session_id, info.file_name, summary, info.date,
-                                            info.queries, info.tokens, info.resumed_from))
+                                            info.queries, info.tokens, info.resumed_from, forked))
         self.guards = PolicyState()
 
     # ------------------------------------------------------------------ exit
@@ -396,5 +393,6 @@ class Session:
             self.finished, state = True, self.state
             if state.queries and not state.save_failed:
                 yield from self._finalize(within=within)
+            state.close()
             yield Ended(state.session_id, state.queries, state.tokens, state.restoration_tokens,
                         state.save_failed, state.restored is not None, state.summary_failed)

@@ -28,6 +28,7 @@ class SessionState:
     resumed_from: str | None = None
     previous_session: str | None = None
     parent_summary: Summary | None = None
+    forked: bool = False  # the parent was open in another process: it is not written
     turns: list[Turn] = field(default_factory=list)
     restored: Turn | None = None
     live: LiveSession | None = None
@@ -47,6 +48,11 @@ class SessionState:
         if turn.kind == "query":
             self.queries += 1
             self.tokens += turn.usage.total
+
+    def close(self) -> None:
+        """Let go of the session file (saved): other processes may resume or link it now."""
+        if self.live is not None:
+            self.live.close()
 
     @property
     def restoration_tokens(self) -> int:
@@ -73,6 +79,7 @@ class Parent:
     queries: int
     tokens: int
     grandparent: str | None
+    forked: bool = False  # open in another process: the child is a fork, the file not written
 
 
 def restoration_prompt(parent: Parent, *, archive_tool: bool) -> str:
@@ -88,8 +95,10 @@ def restoration_prompt(parent: Parent, *, archive_tool: bool) -> str:
 
 def restored_context(parent: Parent, *, automatic: bool) -> str:
     """The ``Context:`` line of a child's first entry: where it was restored from."""
-    how = "Compacted automatically from" if automatic else "Resumed from"
-    return (f"{how} {parent.session_id or UNSAVED} ({plural(parent.queries, 'query')}, "
+    how = ("Compacted automatically from" if automatic else "Forked from" if parent.forked
+           else "Resumed from")
+    note = "open in another process; " if parent.forked else ""
+    return (f"{how} {parent.session_id or UNSAVED} ({note}{plural(parent.queries, 'query')}, "
             f"{human_tokens(parent.tokens)} tokens)")
 
 

@@ -1,6 +1,7 @@
-"""Where sessions are kept: the Store protocol, and SessionStore, the sessions directory (one
-``<id>.md`` per session, files only: the text is the transcript package's). MemoryStore (in
-memstore.py) keeps them in memory; ``rollchat.store`` exports both and the listing API.
+"""Where sessions are kept: SessionStore, the sessions directory (one ``<id>.md`` per session,
+files only: the text is the transcript package's). MemoryStore (in memstore.py) keeps them in
+memory; ``rollchat.store`` exports both, the Store protocol (store_api.py) and the listing API.
+A session is written by one process only: the one holding its lock (locks.py).
 
 New files are hard-linked from a complete temporary file (O_EXCL ids); appends use O_APPEND +
 fsync and never re-read; finalize rewrites through ``.<name>.tmp-<pid>-<hex>``, fsync,
@@ -15,9 +16,10 @@ import re
 import secrets
 import stat
 import time
+import weakref
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
 
 from rollchat.clean import encode
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn
@@ -34,61 +36,28 @@ from rollchat.listing import (
     session_info,
     slug,
 )
+from rollchat.locks import SessionBusyError, SessionLocks, pid_alive
 from rollchat.memstore import MemorySession, MemoryStore
+from rollchat.store_api import LiveSession, Store
 from rollchat.transcript import (
     decode,
     glance,
     parse_lenient,
     render_finalized,
     render_header,
+    render_linked,
     render_turn,
     tail_summary,
 )
 
 __all__ = ["MAX_FILE_BYTES", "FileSession", "Listing", "LiveSession", "MemorySession",
-           "MemoryStore", "SessionInfo", "SessionStore", "Store", "resolve", "slug"]
+           "MemoryStore", "SessionBusyError", "SessionInfo", "SessionStore", "Store", "resolve",
+           "slug"]
 
 MAX_FILE_BYTES = 64 * 1024 * 1024  # load_transcript refuses a larger file
 TEMP_MAX_AGE = 30.0
 _TMP_RE = re.compile(r"\..+\.md\.tmp-([0-9]+)-[0-9a-f]+")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-
-
-class LiveSession(Protocol):
-    """A session being written: each completed turn is appended, durably."""
-
-    @property
-    def session_id(self) -> str: ...
-
-    @property
-    def file_name(self) -> str: ...  # "<session_id>.md": what a child's header links to
-
-    def append_turn(self, turn: Turn, agent_name: str) -> None: ...  # never rewrites
-
-
-class Store(Protocol):
-    """Where sessions are kept. Failures are StoreError; the load methods raise TranscriptError
-    for a session whose text cannot be parsed."""
-
-    @property
-    def location(self) -> str: ...  # the banner's: the directory, or "memory only (--no-save)"
-
-    def ensure(self) -> None: ...  # make it usable (create the directory); StoreError if not
-
-    def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
-                    provider: str, now: datetime, resumed_from: str | None,
-                    previous_session: str | None) -> LiveSession: ...  # holding its header
-
-    def finalize(self, session_id: str, summary: Summary, *, total_queries: int,
-                 total_tokens: int) -> None: ...  # header totals + summary block, atomically
-
-    def list_sessions(self, exclude: str | None = None) -> Listing: ...  # newest first, 1..
-
-    def load_summary(self, info: SessionInfo) -> Summary | None: ...  # None: none or corrupted
-
-    def load_transcript(self, session_id: str) -> Transcript: ...  # a bad summary is dropped
-
-    def has_file(self, file_name: str) -> bool: ...  # is the session a header links to there
 
 
 # ---------------------------------------------------------------- files
@@ -110,24 +79,26 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True
-    return True
+def _no_lock(session_id: str) -> None:
+    """What closing a FileSession made without a lock does."""
 
 
 class FileSession:
-    """A session file being written: each completed turn is appended and fsynced."""
+    """A session file being written: each completed turn is appended and fsynced. ``locks``:
+    where its lock is held, until ``close`` (or until this object is dropped)."""
 
-    def __init__(self, path: Path, header: SessionHeader) -> None:
+    def __init__(self, path: Path, header: SessionHeader,
+                 locks: SessionLocks | None = None) -> None:
         self.path = path
         self.header = header
         self.session_id = header.session_id
         self.file_name = path.name
+        self._release = weakref.finalize(self, locks.release if locks else _no_lock,
+                                         self.session_id)
+
+    def close(self) -> None:
+        """Let go of the session: another process may write it from now on."""
+        self._release()
 
     def append_turn(self, turn: Turn, agent_name: str) -> None:
         """Append one turn block (O_APPEND + fsync); never reads or rewrites the file. A
@@ -161,6 +132,7 @@ class SessionStore:
         self.root = Path(root)
         self.location = str(self.root)  # for the banner
         self.max_read_bytes = max_read_bytes
+        self.locks = SessionLocks(self.root)
         self._ensured = False
 
     def ensure(self) -> None:
@@ -202,7 +174,7 @@ class SessionStore:
                     continue
                 with contextlib.suppress(OSError):
                     age = now - entry.stat(follow_symlinks=False).st_mtime
-                    if age > TEMP_MAX_AGE or not _pid_alive(int(m[1])):
+                    if age > TEMP_MAX_AGE or not pid_alive(int(m[1])):
                         os.unlink(entry.path)
 
     def path_for(self, session_id: str) -> Path:
@@ -218,16 +190,25 @@ class SessionStore:
 
     def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
                     provider: str, now: datetime, resumed_from: str | None = None,
-                    previous_session: str | None = None) -> FileSession:
-        """Create ``{slug}_{YYYYMMDD_HHMMSS}_{hex}.md`` (O_EXCL, 0600) with its header, fsynced."""
+                    previous_session: str | None = None, forked: bool = False) -> FileSession:
+        """Create ``{slug}_{YYYYMMDD_HHMMSS}_{hex}.md`` (O_EXCL, 0600) with its header, fsynced,
+        locked before it exists: from its first byte it is this process's to write."""
         if not self._ensured:
             self.ensure()
         for sid in new_ids(agent_key, now):
             path = self.root / f"{sid}.md"
             header = SessionHeader(sid, now, agent, agent_path, model, provider,
-                                   resumed_from, previous_session)
-            if self._create(path, encode(render_header(header))):
-                return FileSession(path, header)
+                                   resumed_from, previous_session, forked=forked)
+            if not self.locks.acquire(sid):
+                continue
+            made = False
+            try:
+                made = self._create(path, encode(render_header(header)))
+            finally:
+                if not made:
+                    self.locks.release(sid)
+            if made:
+                return FileSession(path, header, self.locks)
         raise StoreError(f"could not find a free session id in {self.root}")
 
     def _create(self, path: Path, data: bytes) -> bool:
@@ -274,14 +255,28 @@ class SessionStore:
     def finalize(self, session_id: str, summary: Summary, *, total_queries: int,
                  total_tokens: int) -> None:
         """Atomically rewrite the file: header totals updated, summary block at the end."""
+        self._rewrite(session_id, lambda text: render_finalized(
+            text, summary, total_queries=total_queries, total_tokens=total_tokens))
+
+    def link_child(self, session_id: str, child_id: str) -> None:
+        """Atomically add ``child_id`` to the session's ``Continued In`` header line."""
+        self._rewrite(session_id, lambda text: render_linked(text, check_id(child_id)))
+
+    def open_elsewhere(self, session_id: str) -> bool:
+        """Whether another process has the session open (and so is the only one to write it)."""
+        return self.locks.held_elsewhere(check_id(session_id))
+
+    def _rewrite(self, session_id: str, change: Callable[[str], str]) -> None:
+        """Rewrite the file as ``change`` makes it, holding its lock: SessionBusyError when
+        another process has it open (this process's own live session nests)."""
         path = self.path_for(session_id)
-        text = self._read_text(path, follow=False, limit=None)
-        try:
-            new = render_finalized(text, summary, total_queries=total_queries,
-                                   total_tokens=total_tokens)
-        except TranscriptError as e:
-            raise StoreError(f"{path.name} {e}") from None
-        self._atomic_write(path, encode(new))
+        with self.locks.claim(session_id):
+            text = self._read_text(path, follow=False, limit=None)
+            try:
+                new = change(text)
+            except TranscriptError as e:
+                raise StoreError(f"{path.name} {e}") from None
+            self._atomic_write(path, encode(new))
 
     def _atomic_write(self, path: Path, data: bytes) -> None:
         tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"

@@ -25,10 +25,13 @@ CONFIRM_CALLS = 5  # more summary calls than this: ask first
 CHEAP_CALLS = 1  # the model calls of the cheap path (the last part of the session)
 
 
-def summarize_unsummarized(session: Session, info: SessionInfo,
+def summarize_unsummarized(session: Session, info: SessionInfo, *, save: bool = True,
                            ) -> Generator[Event, None, Summary]:
-    """Summarize ``info``'s transcript and save the summary into it; the summary."""
-    yield Notice("info", f"{info.session_id} has no summary; summarizing its transcript now.")
+    """Summarize ``info``'s transcript and (``save``) save the summary into it; the summary.
+    Not saved when another process has the session open (see forks.py): its file is theirs."""
+    note = "" if save else " (for the fork only: its file is not touched)"
+    yield Notice("info", f"{info.session_id} has no summary; summarizing its transcript now"
+                         f"{note}.")
     transcript = session.store.load_transcript(info.session_id)
     turns = [t for t in transcript.turns if t.kind != "restored"]
     if not turns:
@@ -59,8 +62,9 @@ def summarize_unsummarized(session: Session, info: SessionInfo,
     tokens = sum(t.usage.total for t in turns)
     try:
         with sigint_deferred():
-            session.store.finalize(info.session_id, outcome.summary,
-                                   total_queries=len(turns), total_tokens=tokens)
+            if save:
+                session.store.finalize(info.session_id, outcome.summary,
+                                       total_queries=len(turns), total_tokens=tokens)
     except StoreError as exc:
         yield Notice("warning", f"could not save the new summary into {info.file_name}: {exc}")
     if stop:

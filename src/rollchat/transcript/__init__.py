@@ -26,7 +26,13 @@ Format rules (the design's session file, made reversible):
 from __future__ import annotations
 
 from rollchat.transcript.parse import Head, parse, parse_head, parse_lenient
-from rollchat.transcript.render import render, render_finalized, render_header, render_turn
+from rollchat.transcript.render import (
+    render,
+    render_finalized,
+    render_header,
+    render_linked,
+    render_turn,
+)
 from rollchat.transcript.scan import (
     HEAD_BYTES,
     HEAD_MAX_BYTES,
@@ -61,6 +67,7 @@ __all__ = [
     "render",
     "render_finalized",
     "render_header",
+    "render_linked",
     "render_summary_block",
     "render_turn",
     "tail_summary",

@@ -88,14 +88,19 @@ def _header(fields: dict[str, str]) -> SessionHeader:
     if m is None:
         raise TranscriptError("header field 'Model' is not '<model> (<provider>)'")
     opt = {k: uninline(fields[k]) if k in fields else None
-           for k in ("Resumed From", "Previous Session")}
+           for k in ("Resumed From", "Forked From", "Previous Session")}
+    children = fields.get("Continued In", "").strip()
     return SessionHeader(
         session_id=uninline(fields["Session ID"]), date=parse_date(fields["Date"], "Date"),
         agent=uninline(fields["Agent"]), agent_path=uninline(fields["Agent Path"]),
         model=uninline(m[1]), provider=uninline(m[2]),
-        resumed_from=opt["Resumed From"], previous_session=opt["Previous Session"],
+        resumed_from=(opt["Resumed From"] if opt["Resumed From"] is not None
+                      else opt["Forked From"]),
+        previous_session=opt["Previous Session"],
         total_queries=_int_field(fields, "Total Queries"),
-        total_tokens=_int_field(fields, "Total Tokens"))
+        total_tokens=_int_field(fields, "Total Tokens"),
+        forked=opt["Resumed From"] is None and opt["Forked From"] is not None,
+        continued_in=tuple(uninline(c) for c in children.split(", ")) if children else ())
 
 
 def _first_query(lines: list[str], start: int) -> str | None:

@@ -11,6 +11,7 @@ from rollchat.transcript.summary import render_summary_block
 from rollchat.transcript.syntax import RESERVED_LABELS, aware, esc_line, first_marker, inline
 
 _TOTALS = ("**Total Queries:**", "**Total Tokens:**")
+CONTINUED_IN = "**Continued In:**"  # the ids of the sessions continuing this one, ", "-separated
 
 
 def _agent_label(name: str) -> str:
@@ -36,9 +37,12 @@ def render_header(h: SessionHeader) -> str:
              f"**Agent Path:** {inline(h.agent_path)}",
              f"**Model:** {inline(h.model, '()')} ({inline(h.provider, '()')})"]
     if h.resumed_from is not None:
-        lines.append(f"**Resumed From:** {inline(h.resumed_from)}")
+        lines.append(f"**{'Forked From' if h.forked else 'Resumed From'}:** "
+                     f"{inline(h.resumed_from)}")
     if h.previous_session is not None:
         lines.append(f"**Previous Session:** {inline(h.previous_session)}")
+    if h.continued_in:
+        lines.append(f"{CONTINUED_IN} {', '.join(inline(c) for c in h.continued_in)}")
     lines += [f"{_TOTALS[0]} {h.total_queries}", f"{_TOTALS[1]} {h.total_tokens}",
               "", "---", "", ""]
     return "\n".join(lines)
@@ -114,10 +118,7 @@ def render_finalized(text: str, summary: Summary, *, total_queries: int,
     earlier summary block (whole or corrupted) dropped, ``summary``'s block at the end. Only
     the header lines and the block boundaries are read: the turns are not parsed."""
     lines = text.split("\n")
-    try:
-        sep = lines.index("---")
-    except ValueError:
-        raise TranscriptError("has no header: not a session file") from None
+    sep = _header_end(lines)
     header = [x for x in lines[:sep] if not x.startswith(_TOTALS)]
     while header and header[-1] == "":
         header.pop()
@@ -127,3 +128,27 @@ def render_finalized(text: str, summary: Summary, *, total_queries: int,
     body = (body_text if cut is None else body_text[:cut]).split("\n")
     last = max(i for i, x in enumerate(body) if x == "---")  # drops a truncated last block
     return "\n".join(header + body[:last + 1]) + "\n\n" + render_summary_block(summary)
+
+
+def _header_end(lines: list[str]) -> int:
+    try:
+        return lines.index("---")
+    except ValueError:
+        raise TranscriptError("has no header: not a session file") from None
+
+
+def render_linked(text: str, child_id: str) -> str:
+    """The session file ``text`` with ``child_id`` added to its header's ``Continued In`` line
+    (made, before the totals, if there is none yet). Only the header is read and changed."""
+    lines = text.split("\n")
+    sep = _header_end(lines)
+    for i, line in enumerate(lines[:sep]):
+        if line.startswith(CONTINUED_IN):
+            ids = line[len(CONTINUED_IN):].strip()
+            if child_id in ids.split(", "):
+                return text
+            lines[i] = f"{CONTINUED_IN} {ids + ', ' if ids else ''}{inline(child_id)}"
+            return "\n".join(lines)
+    at = next((i for i, x in enumerate(lines[:sep]) if x.startswith(_TOTALS)), sep)
+    lines.insert(at, f"{CONTINUED_IN} {inline(child_id)}")
+    return "\n".join(lines)

@@ -1,0 +1,59 @@
+"""Who writes a session. Its file is made at its first query and held by this process from then
+on. A session another process still has open is never written here: resuming it says so in one
+line and continues in a fork (a new child made from its summary, whose header says "Forked
+From"), or refuses with the reason. A parent that is not open elsewhere gets a forward link
+("Continued In") once its child's file exists."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+from rollchat.config import AgentConfig
+from rollchat.errors import StoreError, TranscriptError
+from rollchat.events import Event, Notice
+from rollchat.locks import SessionBusyError, busy_message
+from rollchat.state import SessionState
+from rollchat.store import LiveSession, SessionInfo, Store
+
+
+def check_open(store: Store, info: SessionInfo,
+               refusal: str | None) -> Generator[Event, None, bool]:
+    """True when ``info``'s session is open in another process and the resume goes on as a
+    fork (told in one line); SessionBusyError when forks are refused (``refusal`` says why)."""
+    if not store.open_elsewhere(info.session_id):
+        return False
+    if refusal is not None:
+        raise SessionBusyError(f"{busy_message(info.session_id)}; not resumed: {refusal}")
+    yield Notice("warning", f"Session {info.session_id} is open in another rollchat process: "
+                            "continuing in a fork, a new session from its summary (its file is "
+                            "left to that process).")
+    return True
+
+
+def open_file(store: Store, state: SessionState, agent: AgentConfig, model: str,
+              provider: str) -> Generator[Event, None, LiveSession]:
+    """Create the session's file (at its first query, held by this process from then on):
+    its header, its parent's forward link, then what comes before the query (the restored
+    summary's acknowledgment, turns carried over from the parent)."""
+    live = state.live = store.new_session(
+        agent_key=agent.key, agent=agent.name, agent_path=f"config:{agent.key}", model=model,
+        provider=provider, now=state.started, resumed_from=state.resumed_from,
+        previous_session=state.previous_session, forked=state.forked)
+    yield from link_parent(store, state)
+    if state.restored is not None:
+        live.append_turn(state.restored, agent.name)
+    for earlier in state.turns[:-1]:  # turns carried over from the parent
+        live.append_turn(earlier, agent.name)
+    return live
+
+
+def link_parent(store: Store, state: SessionState) -> Generator[Event, None, None]:
+    """Once a child's file exists, its parent's header gets ``Continued In: <child>`` (an
+    atomic rewrite). Not for a fork: the parent's file belongs to another process."""
+    if state.live is None or state.resumed_from is None or state.forked:
+        return
+    try:
+        store.link_child(state.resumed_from, state.live.session_id)
+    except (StoreError, TranscriptError) as exc:
+        yield Notice("warning", f"the link from {state.resumed_from} to this session was not "
+                                f"written: {exc}")
