@@ -77,6 +77,11 @@ class RetryConfig:
 
 
 @dataclass(frozen=True)
+class ToolsConfig:
+    max_result_tokens: int | None = None  # None: a tenth of the model's context window
+
+
+@dataclass(frozen=True)
 class UIConfig:
     history_file: Path | None = None  # None: history in the user data directory
     offline_word_delay: float = 0.02  # seconds between the offline model's streamed words
@@ -93,6 +98,7 @@ class Config:
     summary: SummaryConfig = field(default_factory=SummaryConfig)
     retry: RetryConfig = field(default_factory=RetryConfig)
     ui: UIConfig = field(default_factory=UIConfig)
+    tools: ToolsConfig = field(default_factory=ToolsConfig)
     source: Path | None = None  # the config file read, if any
     source_sha256: str | None = None  # the hash of the bytes read from it
     ignored_settings: tuple[str, ...] = ()  # what an untrusted project file could not set

@@ -20,6 +20,7 @@ from rollchat.config import (
     RetryConfig,
     SessionConfig,
     SummaryConfig,
+    ToolsConfig,
     UIConfig,
 )
 from rollchat.config_fields import (
@@ -97,6 +98,12 @@ _SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
         "base_delay": DELAY,
         "max_delay": DELAY,
         "request_timeout": SECONDS,
+    }),
+    "tools": (ToolsConfig, {
+        "max_result_tokens": Field(
+            "int", "must be an integer >= 100, or null (a tenth of the context window)",
+            lambda v: v >= 100, nullable=True,
+        ),
     }),
     "ui": (UIConfig, {
         "history_file": Field("path", "must be a file path, or null", nonempty, nullable=True),

@@ -1,15 +1,20 @@
-"""The model's working context: system prompt and messages, the size baseline, the estimate of
-the next prompt, and where the kept tail of an automatic compaction begins."""
+"""The model's working context: system prompt and messages (the turn in flight included), the
+size baseline, the estimate of the next prompt, and where the kept tail of an automatic
+compaction begins."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rollchat.domain import Message
-from rollchat.hygiene import KEEP_TOOL_RESULTS, clean, repair, stub
+from rollchat.hygiene import KEEP_TOOL_RESULTS, is_shortened, missing_results, repair, shorten
 from rollchat.providers.base import ToolSpec
 from rollchat.tokens import TokenCounter
+
+
+def _quarter(text: str) -> int:
+    return len(text) // 4 + 1
 
 
 @dataclass
@@ -17,67 +22,94 @@ class Context:
     """System prompt and messages, plus the size baseline.
 
     ``prefix_len`` leading messages are the stable prefix (a restored summary exchange).
-    ``last_prompt_tokens`` is the prompt size the provider reported for the last call and
-    ``added_since`` the messages appended after that call (estimate = report + count).
+    ``last_prompt_tokens`` is the prompt size the provider reported for the last call; it
+    covered the first ``covered`` messages, and ``shrunk`` tokens of those were shortened since
+    (estimate = report - shrunk + a count of the messages after ``covered``).
+
+    The messages are exactly what the next request sends: a turn's tool calls and results join
+    them as they happen, and tool results are shortened here, once (see ``append``).
     """
 
     system: str
     messages: list[Message] = field(default_factory=list)
     prefix_len: int = 0
     last_prompt_tokens: int | None = None
-    added_since: list[Message] = field(default_factory=list)
-    open_tools: list[int] = field(default_factory=list)  # tool results not yet stubbed
+    covered: int = 0
+    shrunk: int = 0
+    keep_whole: int = KEEP_TOOL_RESULTS  # the last results always sent whole
+    allowance: int = 0  # tokens older results may take whole before they are shortened
+    count: Callable[[str], int] = _quarter
+    whole: list[tuple[int, int]] = field(default_factory=list)  # (position, tokens), oldest first
 
-    def append(self, message: Message, *, counted: bool = False) -> None:
-        """Add a message; ``counted``: it was part of the prompt the last report covers.
+    def append(self, message: Message) -> None:
+        """Add a message (it is sent as it is from now on).
 
-        Hygiene is kept incrementally, so the cost per call does not grow with the history:
-        once a tool result is older than the last KEEP_TOOL_RESULTS it is stubbed here, once,
-        and stays byte-identical in every later request (the provider's prompt cache holds).
+        Older tool results are shortened in batches, never one by one: the last ``keep_whole``
+        results stay whole, and the older ones too while they take at most ``allowance`` tokens;
+        past that, all of them are shortened at once. A result changes at most once and is then
+        byte-identical in every later request, so the requests between two such batches each
+        start with the whole previous request (the provider's prompt cache holds).
         """
         self.messages.append(message)
-        if message.role == "tool":
-            self.open_tools.append(len(self.messages) - 1)
-            while len(self.open_tools) > KEEP_TOOL_RESULTS:
-                i = self.open_tools.pop(0)
-                self.messages[i] = stub(self.messages[i])
-        if not counted:
-            self.added_since.append(message)
+        if message.role == "tool" and not is_shortened(message):
+            self.whole.append((len(self.messages) - 1, self.count(message.content)))
+            older = self.whole[:max(len(self.whole) - self.keep_whole, 0)]
+            if sum(size for _, size in older) > self.allowance:
+                for i, size in older:
+                    self._shorten(i, size)
+                self.whole = self.whole[len(older):]
+
+    def _shorten(self, i: int, size: int) -> None:
+        self.messages[i] = shorten(self.messages[i])
+        if i < self.covered:  # the last report counted it whole
+            self.shrunk += size - self.count(self.messages[i].content)
+
+    def close_calls(self) -> None:
+        """Give the last tool calls their missing results (a turn stopped during a tool)."""
+        for message in missing_results(self.messages):
+            self.append(message)
+
+    def mark(self) -> int:
+        return len(self.messages)
+
+    def rollback(self, mark: int) -> None:
+        """Forget the messages added since ``mark`` (a turn that got no answer at all)."""
+        del self.messages[mark:]
+        self.whole = [(i, size) for i, size in self.whole if i < mark]
+        self.covered = min(self.covered, mark)
 
     def reported(self, prompt_tokens: int) -> None:
-        """The provider measured the prompt just sent: it becomes the new baseline."""
+        """The provider measured the prompt just sent (all the messages): the new baseline."""
         self.last_prompt_tokens = prompt_tokens
-        self.added_since = []
+        self.covered = len(self.messages)
+        self.shrunk = 0
+
+    def unreported(self) -> list[Message]:
+        return self.messages[self.covered:]
 
     def reset(self, messages: Sequence[Message], prefix_len: int) -> None:
         """Replace the working context (after compact or resume); forget the baseline."""
-        self.messages = clean(messages)
-        self.open_tools = [i for i, m in enumerate(self.messages)
-                           if m.role == "tool" and m != stub(m)][-KEEP_TOOL_RESULTS:]
+        self.messages, self.whole = [], []
+        self.last_prompt_tokens, self.covered, self.shrunk = None, 0, 0
+        for message in repair(messages):
+            self.append(message)
         self.prefix_len = prefix_len
-        self.last_prompt_tokens = None
-        self.added_since = list(self.messages)
 
-    def request_messages(self, in_flight: Sequence[Message]) -> list[Message]:
-        """The context plus the messages of the call in flight, with the hygiene rules
-        applied: in-flight messages repaired, only the last KEEP_TOOL_RESULTS results whole."""
-        flight = repair(in_flight)
-        out = [*self.messages, *flight]
-        flight_tools = [len(self.messages) + i for i, m in enumerate(flight) if m.role == "tool"]
-        tools = [*self.open_tools, *flight_tools]
-        for i in tools[: max(len(tools) - KEEP_TOOL_RESULTS, 0)]:
-            out[i] = stub(out[i])
-        return out
+    def request_messages(self) -> list[Message]:
+        """The messages of the next request (the context is kept well formed as it grows)."""
+        return list(self.messages)
 
 
 def estimate_prompt(counter: TokenCounter, context: Context, pending: Sequence[Message],
                     tools: Sequence[ToolSpec] = ()) -> int:
     """The size of the next prompt: the provider's last report plus a local count of what was
-    added since; with no report (first call, after resume or compaction) a full local count."""
+    added since; with no report (first call, after resume or compaction) a full local count
+    (the tools' schemas included)."""
     if context.last_prompt_tokens is None:
         return counter.count_messages(context.system, [*context.messages, *pending], tools)
-    added = [*context.added_since, *pending]
-    return context.last_prompt_tokens + sum(counter.count_message(m) for m in added)
+    added = [*context.unreported(), *pending]
+    return context.last_prompt_tokens - context.shrunk + sum(
+        counter.count_message(m) for m in added)
 
 
 def tail_start(messages: Sequence[Message], prefix_len: int, keep_turns: int) -> int:

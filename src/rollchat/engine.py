@@ -16,7 +16,7 @@ from rollchat.clean import StreamCleaner, clean, clean_value
 from rollchat.context import Context
 from rollchat.domain import Message, ToolCall, ToolExchange, Turn, TurnKind, TurnStatus, Usage
 from rollchat.events import Event, Retrying, ToolFinished, ToolStarted
-from rollchat.hygiene import repair
+from rollchat.hygiene import fit_tool_result, repair
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -27,6 +27,7 @@ from rollchat.providers.base import (
     RetryPolicy,
     TextDelta,
     ToolCallEvent,
+    ToolSpec,
     UsageEvent,
     stream_with_retries,
 )
@@ -46,6 +47,7 @@ class CallResult:
     note: str | None
     tools: tuple[ToolExchange, ...]
     elapsed: float
+    last: str = ""  # the text of the last round (after the last tool calls)
 
 
 @dataclass(frozen=True)
@@ -74,8 +76,8 @@ class Engine:
         tools: Mapping[str, Tool] | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc).astimezone(),
         sleep: Callable[[float], None] = time.sleep,
-        # tokens a new tool result may take, given the messages of the call in flight
-        tool_result_limit: Callable[[Sequence[Message]], int] | None = None,
+        # tokens a new tool result may take now (the turn in flight is in the context)
+        tool_result_limit: Callable[[], int] | None = None,
         count: Callable[[str], int] | None = None,
     ) -> None:
         self.provider = provider
@@ -89,7 +91,15 @@ class Engine:
         self.sleep = sleep
         self.tool_result_limit = tool_result_limit
         self.count = count  # the token counter the budget is measured with
-        self._reported = False
+        self.current_tools: list[ToolExchange] = []  # the turn in flight's, results whole
+
+    def offered(self) -> tuple[ToolSpec, ...]:
+        """The tools' specs sent with chat requests: none when only companions are registered
+        (tools offered alongside others, like the archive tool of a session with no parent)."""
+        tools = list(self.tools.values())
+        if all(t.companion for t in tools):
+            return ()
+        return tuple(t.spec for t in tools)
 
     def request(self, messages: Sequence[Message], purpose: Purpose = "chat") -> ChatRequest:
         return ChatRequest(
@@ -98,7 +108,7 @@ class Engine:
             messages=tuple(messages),
             max_output_tokens=self.max_output_tokens,
             temperature=self.temperature,
-            tools=tuple(t.spec for t in self.tools.values()) if purpose == "chat" else (),
+            tools=self.offered() if purpose == "chat" else (),
             purpose=purpose,
             cache_prefix_messages=self.context.prefix_len,
         )
@@ -106,30 +116,36 @@ class Engine:
     def chat(self, text: str) -> Stream:
         """Send the user's ``text`` in the working context; yields events, returns the answer.
 
-        The user message joins the context only when the model answered (fully or partly):
-        an unanswered message stays in the transcript, to be sent again by the user.
+        The turn's messages join the context as they happen (the user message, each round's
+        tool calls and results, as sent), so the next request starts with this one. The user
+        message stays only when the model answered (fully or partly): an unanswered message
+        stays in the transcript, to be sent again by the user.
         """
         started = self.clock()
-        user = Message("user", text)
-        result = yield from self._call([user], "chat")
-        if result.status != "unanswered":
-            # What the last usage report covered is not counted again in the next estimate.
-            self.context.append(user, counted=self._reported)
-            for message in _tool_messages(result.tools):
-                self.context.append(message, counted=self._reported)
-            content = result.text
+        context = self.context
+        mark = context.mark()
+        self.current_tools = []
+        context.append(Message("user", text))
+        result = yield from self._call(context.append, context.request_messages, "chat")
+        if result.status == "unanswered":
+            context.rollback(mark)
+        else:
+            context.close_calls()
+            content = result.last
             note = {"interrupted": INTERRUPTED_NOTE,
                     "error": f"[answer cut off: {result.note}]"}.get(result.status)
             if note:  # the model must not take a partial answer for a whole one
                 content = f"{content}\n\n{note}" if content else note
-            self.context.append(Message("assistant", content))
+            if content:
+                context.append(Message("assistant", content))
         return Answer(self._turn("query", started, text, result), result.error)
 
     def restore(self, prompt: str) -> Stream:
         """Send a restoration prompt in a fresh context; the exchange becomes the prefix."""
         started = self.clock()
         user = Message("user", prompt)
-        result = yield from self._call([user], "restore")
+        flight = [user]
+        result = yield from self._call(flight.append, lambda: repair(flight), "restore")
         ack = result.text or "(no acknowledgment: " + (result.note or "interrupted") + ")"
         self.context.reset([user, Message("assistant", ack)], prefix_len=2)
         return Answer(self._turn("restored", started, "", result), result.error)
@@ -148,10 +164,10 @@ class Engine:
             error=result.note,
         )
 
-    def _call(self, in_flight: list[Message], purpose: Purpose,
-              ) -> Generator[Event, None, CallResult]:
-        """One exchange: the call, then tool rounds. ``in_flight`` grows with the tool calls
-        and results; chat calls send it after the working context, restore calls alone."""
+    def _call(self, add: Callable[[Message], None], messages_now: Callable[[], list[Message]],
+              purpose: Purpose) -> Generator[Event, None, CallResult]:
+        """One exchange: the call, then tool rounds. Each round's tool calls and results are
+        given to ``add``; ``messages_now`` is what the next round sends."""
         t0 = time.monotonic()
         text: list[str] = []
         usage = Usage()
@@ -159,26 +175,25 @@ class Engine:
         status: TurnStatus = "ok"
         note: str | None = None
         error: ProviderError | None = None
-        self._reported = False
+        mark = 0
         try:
             for round_number in range(MAX_TOOL_ROUNDS + 1):
                 if round_number and "".join(text).strip():
                     text.append(ROUND_SEPARATOR)  # the text before a tool call stays its own
                     yield TextDelta(ROUND_SEPARATOR)  # paragraph, on screen and on disk
                 mark = len(text)
-                messages = (self.context.request_messages(in_flight) if purpose == "chat"
-                            else repair(in_flight))
-                calls, round_usage = yield from self._stream_once(messages, purpose, text)
+                calls, round_usage = yield from self._stream_once(messages_now(), purpose, text)
                 usage = usage + round_usage
                 if not calls:
                     break
-                round_text = "".join(text[mark:])
-                in_flight.append(Message("assistant", round_text, tool_calls=tuple(calls)))
+                add(Message("assistant", "".join(text[mark:]), tool_calls=tuple(calls)))
+                mark = len(text)
                 for call in calls:
                     yield ToolStarted(call)
-                    exchange = self._run_tool(call, in_flight)
+                    exchange, sent = self._run_tool(call)
                     tools.append(exchange)  # recorded before it is shown: a Ctrl-C while
-                    in_flight.extend(_tool_messages([exchange])[1:])  # it is drawn keeps it
+                    self.current_tools.append(exchange)  # it is drawn keeps it
+                    add(Message("tool", sent, tool_call_id=call.id, name=call.name))
                     yield ToolFinished(call, exchange.result)
             else:
                 note = f"stopped after {MAX_TOOL_ROUNDS} tool rounds"
@@ -189,7 +204,7 @@ class Engine:
             note = exc.one_line()
             status = "error" if "".join(text) or tools else "unanswered"
         return CallResult("".join(text), usage, status, error, note, tuple(tools),
-                          time.monotonic() - t0)
+                          time.monotonic() - t0, "".join(text[mark:]))
 
     def _stream_once(self, messages: Sequence[Message], purpose: Purpose, text: list[str],
                      ) -> Generator[Event, None, tuple[list[ToolCall], Usage]]:
@@ -216,8 +231,8 @@ class Engine:
                                           clean_value(call.arguments)))
                 elif isinstance(event, UsageEvent):
                     usage = usage + event.usage
-                    self.context.reported(event.usage.input_tokens)
-                    self._reported = True
+                    if purpose == "chat":
+                        self.context.reported(event.usage.input_tokens)
                     yield event
                 elif isinstance(event, Done):
                     break
@@ -230,7 +245,9 @@ class Engine:
             yield TextDelta(rest)
         return calls, usage
 
-    def _run_tool(self, call: ToolCall, messages: Sequence[Message]) -> ToolExchange:
+    def _run_tool(self, call: ToolCall) -> tuple[ToolExchange, str]:
+        """The exchange (its result whole: the transcript keeps it) and the result as sent to
+        the model: cut to its head and tail when it is larger than the limit."""
         tool = self.tools.get(call.name)
         if tool is None:
             result = f"error: unknown tool {call.name!r}"
@@ -240,20 +257,15 @@ class Engine:
             except Exception as exc:  # a tool's failure is reported to the model, not raised
                 result = f"error: {exc}"
         result = clean(result)  # tool output (and files tools read) enters here
+        sent = result
         if self.tool_result_limit is not None:
-            result = self._fit(result, messages)
-        return ToolExchange(call, result)
+            count = self.count
+            if count is None:
+                from rollchat.tokens import TokenCounter
 
-    def _fit(self, result: str, messages: Sequence[Message]) -> str:
-        assert self.tool_result_limit is not None
-        from rollchat.hygiene import fit_tool_result
-
-        count = self.count
-        if count is None:
-            from rollchat.tokens import TokenCounter
-
-            count = TokenCounter(self.model).count_text
-        return fit_tool_result(result, self.tool_result_limit(messages), count)
+                count = TokenCounter(self.model).count_text
+            sent = fit_tool_result(result, self.tool_result_limit(), count, call.id)
+        return ToolExchange(call, result), sent
 
 
 def quietly(flow: Stream) -> Stream:
@@ -267,15 +279,6 @@ def quietly(flow: Stream) -> Stream:
             return answer
         if isinstance(event, Retrying):
             yield event
-
-
-def _tool_messages(tools: Sequence[ToolExchange]) -> list[Message]:
-    """The assistant tool-call message followed by one tool-result message per call."""
-    if not tools:
-        return []
-    out = [Message("assistant", "", tool_calls=tuple(t.call for t in tools))]
-    out += [Message("tool", t.result, tool_call_id=t.call.id, name=t.call.name) for t in tools]
-    return out
 
 
 def describe_call(call: ToolCall) -> str:

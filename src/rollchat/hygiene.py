@@ -1,36 +1,49 @@
-"""History hygiene before every model call: pure functions over the message list.
+"""History hygiene: pure functions over the message list.
 
-Old tool results are truncated, the list is repaired so that every tool call has exactly one
-result right after it, and a single oversized tool result is cut to fit the budget.
+The once-shortened form of an older tool result, the repair that gives every tool call exactly
+one result right after it, and the head-and-tail cut of a tool result too large for the context.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from rollchat.domain import Message
+from rollchat.tools import ARCHIVE_TOOL_NAME
 
 MISSING_RESULT = "error: the tool call got no result (interrupted or lost)"
 KEEP_TOOL_RESULTS = 2
 
 
-def stub(message: Message) -> Message:
-    """A tool result reduced to ``[tool_name: truncated, was N chars]`` (idempotent)."""
-    name = message.name or "tool"
-    if message.role != "tool" or message.content.startswith(f"[{name}: truncated, was "):
+def read_hint(call_id: str | None, offset: int | None = None) -> str:
+    """How the model reads a tool result whole: the archive tool's call, as JSON."""
+    args: dict[str, object] = {"tool_call": call_id or ""}
+    if offset is not None:
+        args["offset"] = offset
+    return f"{ARCHIVE_TOOL_NAME} {json.dumps(args, ensure_ascii=False)}"
+
+
+def shortened_opening(name: str | None) -> str:
+    return f"[{name or 'tool'} result shortened to save context: "
+
+
+def is_shortened(message: Message) -> bool:
+    return message.role == "tool" and message.content.startswith(
+        shortened_opening(message.name))
+
+
+def shorten(message: Message) -> Message:
+    """An older tool result reduced to one line that says how to read it whole (idempotent).
+
+    The line depends only on the result itself, so a result shortened once is byte-identical
+    in every later request."""
+    if message.role != "tool" or is_shortened(message):
         return message
-    return replace(message, content=f"[{name}: truncated, was {len(message.content)} chars]")
-
-
-def truncate_old_tool_results(messages: Sequence[Message],
-                              keep_last: int = KEEP_TOOL_RESULTS) -> list[Message]:
-    """Replace all but the last ``keep_last`` tool results by a one-line stub."""
-    tool_positions = [i for i, m in enumerate(messages) if m.role == "tool"]
-    out = list(messages)
-    for i in tool_positions[: max(len(tool_positions) - keep_last, 0)]:
-        out[i] = stub(out[i])
-    return out
+    return replace(message, content=(
+        f"{shortened_opening(message.name)}{len(message.content):,} chars; the whole result: "
+        f"{read_hint(message.tool_call_id)}]"))
 
 
 def drop_leading_orphans(messages: Sequence[Message]) -> list[Message]:
@@ -70,24 +83,65 @@ def repair(messages: Sequence[Message]) -> list[Message]:
     return pair_tool_calls(drop_leading_orphans(messages))
 
 
-def fit_tool_result(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
-    """Cut a tool result that alone exceeds ``max_tokens``, saying how much was cut."""
+def cut_marker(removed: int, total: int, lines: int, call_id: str | None, resume: int,
+               ) -> str:
+    return (f"\n[... {removed:,} of {total:,} chars ({lines:,} lines) cut from the middle of this "
+            f"result to fit the context; the whole result is kept: {read_hint(call_id, resume)} "
+            "reads on from here ...]\n")
+
+
+def fit_tool_result(text: str, max_tokens: int, count: Callable[[str], int],
+                    call_id: str | None = None) -> str:
+    """A tool result that alone exceeds ``max_tokens``, cut to its head and its tail (a build's
+    failure is at its end) around a marker that says how much was cut and how to read it."""
     if max_tokens <= 0:
-        return f"[tool result omitted: {len(text)} chars, no room left in the context]"
-    if count(text) <= max_tokens:
+        return (f"[tool result omitted: {len(text):,} chars, no room left in the context; "
+                f"the whole result is kept: {read_hint(call_id, 0)}]")
+    if len(text) <= max_tokens or count(text) <= max_tokens:  # a token is at least one char
         return text
-    low, high = 0, len(text)
-    while low < high:  # the longest prefix that fits, with room for the note
+
+    def piece(keep: int) -> str:
+        head, tail = _head(text, keep - keep // 2), _tail(text, keep // 2)
+        middle = text[len(head):len(text) - len(tail)]
+        return head + cut_marker(len(middle), len(text), middle.count("\n") + 1, call_id,
+                                 len(head)) + tail
+
+    low, high = 0, min(len(text) - 1, max_tokens * 4)
+    while high < len(text) - 1 and count(piece(high)) <= max_tokens:
+        low, high = high, min(len(text) - 1, high * 2)  # tokens longer than 4 chars
+    while low < high:  # the most kept chars whose piece fits (counting pieces, not the text)
         mid = (low + high + 1) // 2
-        if count(text[:mid]) + 30 <= max_tokens:
+        if count(piece(mid)) <= max_tokens:
             low = mid
         else:
             high = mid - 1
-    return (text[:low] + f"\n[cut to fit the context: showed {low} of {len(text)} chars; "
-            "ask with offset/limit for more]")
+    return piece(low)
 
 
-def clean(messages: Sequence[Message],
-          keep_tool_results: int = KEEP_TOOL_RESULTS) -> list[Message]:
-    """The full pass run before every call."""
-    return truncate_old_tool_results(repair(messages), keep_tool_results)
+def _head(text: str, chars: int) -> str:
+    """The first ``chars`` chars, ended at a line break when one is in the last fifth."""
+    head = text[:chars]
+    cut = head.rfind("\n")
+    return head[:cut + 1] if cut >= chars * 4 // 5 else head
+
+
+def _tail(text: str, chars: int) -> str:
+    """The last ``chars`` chars, started after a line break when one is in the first fifth."""
+    if chars <= 0:
+        return ""
+    tail = text[-chars:]
+    cut = tail.find("\n")
+    return tail[cut + 1:] if 0 <= cut < chars // 5 else tail
+
+
+def missing_results(messages: Sequence[Message]) -> list[Message]:
+    """The error results the last assistant message's tool calls still lack (it and its
+    results end ``messages``)."""
+    i = len(messages)
+    while i and messages[i - 1].role == "tool":
+        i -= 1
+    if not i or messages[i - 1].role != "assistant" or not messages[i - 1].tool_calls:
+        return []
+    answered = {m.tool_call_id for m in messages[i:]}
+    return [Message("tool", MISSING_RESULT, tool_call_id=c.id, name=c.name)
+            for c in messages[i - 1].tool_calls if c.id not in answered]

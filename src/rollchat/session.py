@@ -45,7 +45,7 @@ from rollchat.state import (
 from rollchat.store import SessionInfo, Store
 from rollchat.text import human_tokens, plural
 from rollchat.tokens import TokenCounter
-from rollchat.tools import ARCHIVE_TOOL_NAME
+from rollchat.tool_output import ToolOutput
 from rollchat.windows import WindowBook, WindowLearner
 
 Flow = Generator[Event, None, None]
@@ -84,6 +84,8 @@ class Session:
         engine.max_output_tokens = self.budget.max_output_tokens
         engine.tool_result_limit = self._tool_room
         engine.count = self.counter.count_text
+        self.output = ToolOutput(config.tools, engine, self.counter, context_window)
+        self.output.install_archive(store, None, lambda: self.state.turns)
         self.summarizer = Summarizer(summary_provider, model=summary_model,
                                      config=config.summary, budget=self.budget,
                                      counter=self.counter)
@@ -104,19 +106,20 @@ class Session:
         self.budget = self._budget(window)
         self.engine.max_output_tokens = self.budget.max_output_tokens
         self.summarizer.resize(self.budget)
+        self.output.resize(window)
 
     # ------------------------------------------------------------------ figures
     def _tool_specs(self) -> list[ToolSpec]:
-        return [t.spec for t in self.engine.tools.values()]
+        return list(self.engine.offered())
 
     def estimate(self, pending: Sequence[Message] = ()) -> int:
         """The size of the next prompt (see context.estimate_prompt)."""
         return estimate_prompt(self.counter, self.engine.context, list(pending),
                                self._tool_specs())
 
-    def _tool_room(self, in_flight: Sequence[Message]) -> int:
-        """Tokens a new tool result may take in the current tool loop."""
-        return self.budget.tokens - self.estimate(in_flight)
+    def _tool_room(self) -> int:
+        """Tokens a new tool result may take in the current tool loop (see ToolOutput)."""
+        return self.output.room(self.budget.tokens, self.estimate())
 
     def list_sessions(self) -> tuple[list[SessionInfo], list[tuple[str, str]]]:
         listing = self.store.list_sessions(exclude=self.state.session_id)
@@ -330,13 +333,10 @@ class Session:
         self.state = SessionState(started=now(), resumed_from=parent.session_id,
                                   previous_session=parent.file_name,
                                   parent_summary=parent.summary, forked=parent.forked)
-        from rollchat.tools.archive import archive_tool
-
-        tools = self.engine.tools
-        tools.pop(ARCHIVE_TOOL_NAME, None)
-        if parent.session_id is not None and parent.file_name is not None:
-            tools[ARCHIVE_TOOL_NAME] = archive_tool(self.store, parent.session_id)
-        prompt = restoration_prompt(parent, archive_tool=ARCHIVE_TOOL_NAME in tools)
+        readable = parent.session_id is not None and parent.file_name is not None
+        self.output.install_archive(self.store, parent.session_id if readable else None,
+                                    lambda: self.state.turns)
+        prompt = restoration_prompt(parent, archive_tool=readable)
         if not quiet:
             yield AnswerStarted(self.agent.name)
         restoring = self.engine.restore(prompt)

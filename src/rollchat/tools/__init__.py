@@ -17,3 +17,4 @@ class Tool:
 
     spec: ToolSpec
     run: Callable[[Mapping[str, object]], str]
+    companion: bool = False  # offered only when a tool that is not a companion is registered

@@ -1,13 +1,15 @@
 """The built-in ``session_archive_read`` tool, bound to one parent session of a Store.
 
-The tool reads only the session it was created with (its current content, at each call); its
-arguments select turns, never paths or sessions. The store checks what it reads.
+The tool reads only the session it was created with (its current content, at each call), and
+the whole tool results of the current session (a result cut or shortened in the context is
+read back by its tool call's id, page by page); its arguments select turns or a tool call,
+never paths or sessions. The store checks what it reads.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -24,14 +26,18 @@ MAX_LIMIT = 50
 MAX_QUERY_CHARS = 500
 MIN_MAX_CHARS = 1000
 _TOOL_RESULT_CHARS = 200
-_KNOWN_ARGS = ("query", "offset", "limit")
+_KNOWN_ARGS = ("query", "offset", "limit", "tool_call")
+MAX_CALL_ID_CHARS = 200
+MIN_PAGE_CHARS = 500
 
 ARCHIVE_DESCRIPTION = (
     "Read the previous session's full transcript (the session this one was compacted or "
     "resumed from), for details the summary leaves out. Returns turns as plain text: the "
     "query number, the user's words and the answer. Use 'query' to get only the turns that "
     "contain all of its words (case-insensitive); page with 'offset' (0-based index into the "
-    "turns returned) and 'limit'. With no arguments it returns the first turns."
+    "turns returned) and 'limit'. With no arguments it returns the first turns. With "
+    "'tool_call' (the id a cut or shortened tool result names) it returns that tool result "
+    "whole, a page at a time from the character 'offset'."
 )
 ARCHIVE_PARAMETERS: Mapping[str, object] = {
     "type": "object",
@@ -42,6 +48,9 @@ ARCHIVE_PARAMETERS: Mapping[str, object] = {
                    "first turn to return, among the (matching) turns. Default 0."},
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
                   "description": f"How many turns to return. Default {DEFAULT_LIMIT}."},
+        "tool_call": {"type": "string", "description": "The id of a tool call (this session's "
+                      "or the previous one's) whose result to read whole; 'offset' is then "
+                      "the character to start from."},
     },
     "additionalProperties": False,
 }
@@ -57,6 +66,7 @@ class _Args:
     offset: int
     limit: int
     ignored: tuple[str, ...]
+    tool_call: str | None = None
 
 
 def _int_arg(arguments: Mapping[str, object], key: str, default: int, low: int,
@@ -90,32 +100,68 @@ def _parse_args(arguments: object) -> _Args:
                            f"{MAX_QUERY_CHARS})")
     offset = _int_arg(arguments, "offset", 0, 0, 2**31)
     limit = _int_arg(arguments, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+    call = arguments.get("tool_call")
+    if call is not None and (not isinstance(call, str) or not call.strip()
+                             or len(call) > MAX_CALL_ID_CHARS):
+        raise ArchiveError(f"'tool_call' must be a tool call id (a string of at most "
+                           f"{MAX_CALL_ID_CHARS} chars), got {_shown(call)}")
     unknown = [_shown(str(k)) for k in arguments if k not in _KNOWN_ARGS]
     ignored = unknown[:5] + ([f"and {len(unknown) - 5} more"] if len(unknown) > 5 else [])
-    return _Args(query.strip(), offset, limit, tuple(ignored))
+    return _Args(query.strip(), offset, limit, tuple(ignored), call and call.strip())
+
+
+@dataclass(frozen=True)
+class Found:
+    """A tool result found whole: where it was (for the model) and the text."""
+
+    where: str
+    exchange: ToolExchange
+
+
+Lookup = Callable[[str], "Found | None"]  # the current session's whole results, by call id
 
 
 class ArchiveReader:
     """Answers archive-tool calls from one session of a store, read anew at every call."""
 
-    def __init__(self, store: Store, session_id: str, *, max_chars: int = 8000) -> None:
+    def __init__(self, store: Store, session_id: str | None, *, max_chars: int = 8000,
+                 current: Lookup | None = None,
+                 page_chars: Callable[[], int] | None = None) -> None:
         if max_chars < MIN_MAX_CHARS:
             raise ConfigError(f"archive tool: max_chars must be at least {MIN_MAX_CHARS}, "
                               f"got {max_chars}")
         self.store = store
         self.session_id = session_id
         self.max_chars = max_chars
+        self.current = current
+        self.page_chars = page_chars or (lambda: max_chars)
 
     def __call__(self, arguments: Mapping[str, object]) -> str:
         """The tool's result: the selected turns, or ``error: ...`` (never raises)."""
         try:
             args = _parse_args(arguments)
+            if args.tool_call is not None:
+                return self._result_page(args)
             transcript = self._load()
         except RollchatError as exc:
             return f"error: {exc}"
         return _format(transcript, args, self.max_chars)
 
+    def _result_page(self, args: _Args) -> str:
+        assert args.tool_call is not None
+        found = self.current(args.tool_call) if self.current is not None else None
+        if found is None and self.session_id is not None:
+            found = _in_transcript(self._load(), args.tool_call)
+        if found is None:
+            return (f"error: no tool call {_shown(args.tool_call)} in this session"
+                    f"{' or the previous one' if self.session_id else ''}")
+        page = max(min(self.page_chars(), self.max_chars), MIN_PAGE_CHARS)
+        return _result_page(found, args, page)
+
     def _load(self) -> Transcript:
+        if self.session_id is None:
+            raise ArchiveError("there is no previous session: this one was not compacted or "
+                               "resumed from another")
         try:
             return self.store.load_transcript(self.session_id)
         except TranscriptError as exc:
@@ -125,10 +171,40 @@ class ArchiveReader:
             raise ArchiveError(f"cannot read the previous session's transcript: {exc}") from None
 
 
-def archive_tool(store: Store, session_id: str, *, max_chars: int = 8000) -> Tool:
-    """The ``session_archive_read`` tool bound to the session ``session_id`` of ``store``."""
+def archive_tool(store: Store, session_id: str | None, *, max_chars: int = 8000,
+                 current: Lookup | None = None,
+                 page_chars: Callable[[], int] | None = None) -> Tool:
+    """The ``session_archive_read`` tool bound to the session ``session_id`` of ``store`` and
+    to the current session's whole tool results (``current``). With no previous session it
+    is a companion: offered only alongside other tools (whose results it reads back)."""
     spec = ToolSpec(ARCHIVE_TOOL_NAME, ARCHIVE_DESCRIPTION, ARCHIVE_PARAMETERS)
-    return Tool(spec, ArchiveReader(store, session_id, max_chars=max_chars))
+    reader = ArchiveReader(store, session_id, max_chars=max_chars, current=current,
+                           page_chars=page_chars)
+    return Tool(spec, reader, companion=session_id is None)
+
+
+def _in_transcript(transcript: Transcript, call_id: str) -> Found | None:
+    for turn in reversed(transcript.turns):
+        for ex in reversed(turn.tools):
+            if ex.call.id == call_id:
+                return Found(f"{_title(turn)} of session {transcript.header.session_id}", ex)
+    return None
+
+
+def _result_page(found: Found, args: _Args, page: int) -> str:
+    """One page of a whole tool result, saying where it is and how to read on."""
+    result, call = found.exchange.result, found.exchange.call
+    notes = [f"(ignored unknown arguments: {', '.join(args.ignored)})"] if args.ignored else []
+    if args.offset >= len(result) and result:
+        return "\n".join([f"error: offset {args.offset:,} is past the end: the result of "
+                          f"{_short(call.id, 80)} has {len(result):,} chars", *notes])
+    end = min(args.offset + page, len(result))
+    head = (f"Tool result of {_short(call.id, 80)} ({_short(call.name, 80)}, {found.where}): "
+            f"chars {args.offset:,}-{end:,} of {len(result):,}")
+    hint = json.dumps({"tool_call": call.id, "offset": end}, ensure_ascii=False)
+    tail = (f"[{len(result) - end:,} chars more: {ARCHIVE_TOOL_NAME} {hint}]"
+            if end < len(result) else "[end of the result]")
+    return "\n".join([head, result[args.offset:end], tail, *notes])
 
 
 # ---------------------------------------------------------------- formatting
@@ -156,10 +232,14 @@ def _tool_line(ex: ToolExchange) -> str:
     return f"Tool call: {ex.call.name} {args} -> {_short(ex.result, _TOOL_RESULT_CHARS)}"
 
 
+def _title(turn: Turn) -> str:
+    return {"query": f"Query {turn.number}", "carried": f"Carried over {turn.number}"}.get(
+        turn.kind, "Session restored")
+
+
 def _block(index: int, turn: Turn) -> str:
     when = turn.started.strftime("%Y-%m-%d %H:%M:%S")
-    title = {"query": f"Query {turn.number}", "carried": f"Carried over {turn.number}"}.get(
-        turn.kind, "Session restored")
+    title = _title(turn)
     status = "" if turn.status == "ok" else f" [{turn.status}]"
     lines = [f"[offset {index}] {title} ({when}){status}"]
     if turn.context:

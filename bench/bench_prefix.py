@@ -1,0 +1,206 @@
+"""How much of each request repeats the previous request, in a scripted tool-heavy session.
+
+A Session talks to the local wire-format servers of tests/wire_servers.py (counting mode: every
+prompt is counted with cl100k and a window is enforced); the scripted model calls one to three
+tools per turn (a file read, a test run whose failure is at the end of its log, a grep) before
+it answers, so tool results arrive all the time, and automatic compaction runs a few times.
+Every request body the server received is kept. For each chat request that follows another
+chat request with no compaction in between, the share of its input (tools, system prompt,
+messages, serialized as sent; Anthropic cache_control markers ignored) that is byte for byte
+the start of the previous request is what a provider's prompt cache can reuse.
+
+Run: .venv/bin/python bench/bench_prefix.py [--turns 60] [--window 32000]
+     (from the repository root; PYTHONPATH=/path/to/other/tree/src:/path/to/other/tree measures
+     another tree with the same script)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from rollchat.providers.base import ToolSpec  # noqa: E402
+from rollchat.tools import Tool  # noqa: E402
+from tests.test_autocompact import summary_text  # noqa: E402
+from tests.test_autocompact_wire import start, system_of  # noqa: E402
+from tests.wire_servers import (  # noqa: E402
+    AnthropicDialect,
+    OpenAIDialect,
+    Reply,
+    WireServer,
+    last_user_text,
+    text,
+    tool,
+)
+
+FILES = ("billing/api/handlers.py", "billing/retry.py", "billing/models.py",
+         "billing/tests/test_refunds.py", "billing/migrations/0042_ledger.py")
+
+
+def read_file(arguments: Mapping[str, object]) -> str:
+    """A source file of 60 to 260 lines (deterministic from the path and turn)."""
+    path = str(arguments.get("path"))
+    turn = int(str(arguments.get("turn", 0)))
+    lines = 60 + (turn * 37) % 200
+    return "\n".join(f"{n:4d}  def step_{n}(invoice, retries={n % 5}):  # {path}"
+                     for n in range(lines))
+
+
+def run_tests(arguments: Mapping[str, object]) -> str:
+    """A test run's log: passing tests, then the failure and its traceback at the end."""
+    turn = int(str(arguments.get("turn", 0)))
+    passed = [f"billing/tests/test_case_{n}.py::test_{n} PASSED" for n in range(80 + turn % 40)]
+    failure = ["FAILED billing/tests/test_refunds.py::test_partial - AssertionError",
+               "    assert cents(10.005) == 1001", "E   assert 1000 == 1001",
+               f"=== 1 failed, {len(passed)} passed in 3.{turn % 10}s ==="]
+    return "\n".join(passed + failure)
+
+
+def grep(arguments: Mapping[str, object]) -> str:
+    word = str(arguments.get("pattern"))
+    return "\n".join(f"{FILES[n % len(FILES)]}:{10 + n * 7}: {word} = compute({n})"
+                     for n in range(8))
+
+
+TOOLS = {
+    "read_file": (read_file, "Read a file of the repository."),
+    "run_tests": (run_tests, "Run the test suite and return its log."),
+    "grep": (grep, "Search the repository for a pattern."),
+}
+
+
+def plan_for(turn: int) -> list[tuple[str, dict[str, Any]]]:
+    """The tool calls the model makes in turn ``turn``, one per round."""
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("read_file", {"path": FILES[turn % len(FILES)], "turn": turn})]
+    if turn % 2:
+        calls.append(("run_tests", {"turn": turn}))
+    if turn % 3 == 0:
+        calls.append(("grep", {"pattern": f"retry_{turn}"}))
+    return calls
+
+
+def turn_of(user: str) -> int | None:
+    if user.startswith("[") and "]" in user:
+        head = user[1:user.index("]")]
+        return int(head) if head.isdigit() else None
+    return None
+
+
+def results_since_user(body: dict[str, Any]) -> int:
+    """Tool results after the last user text message (either dialect)."""
+    count = 0
+    for message in reversed(body.get("messages") or []):
+        content = message.get("content")
+        if message.get("role") == "tool":
+            count += 1
+            continue
+        if isinstance(content, list) and any(b.get("type") == "tool_result" for b in content):
+            count += sum(1 for b in content if b.get("type") == "tool_result")
+            if any(b.get("type") == "text" for b in content):
+                break
+            continue
+        if message.get("role") == "user":
+            break
+    return count
+
+
+@dataclass
+class Model:
+    """The scripted model: tools first, then a short answer; valid summaries."""
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        if system_of(body).startswith("You write the summary"):
+            return text(summary_text(120, marker="summarized"))
+        user = last_user_text(body)
+        if user.startswith("CONTEXT RESTORATION"):
+            return text("Restored the summary: invoices, retries, tests. Ready to continue.")
+        turn = turn_of(user)
+        if turn is None:
+            return text("ok")
+        done = results_since_user(body)
+        plan = plan_for(turn)
+        if done < len(plan):
+            name, args = plan[done]
+            return tool(name, args, tool_id=f"call_{turn}_{done}")
+        return text(f"Turn {turn}: the failure is in cents(); rounding half-even loses a cent. "
+                    "I would switch to Decimal quantize with ROUND_HALF_UP and add a test.")
+
+
+def canonical(body: dict[str, Any]) -> list[str]:
+    """The request's input in the order a provider reads it, as JSON pieces, without the
+    cache_control markers (they say where to cache, they are not cached content)."""
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "cache_control"}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    pieces = [json.dumps(strip(body.get("tools") or []), sort_keys=True),
+              json.dumps(strip(body.get("system") or ""), sort_keys=True)]
+    pieces += [json.dumps(strip(m), sort_keys=True) for m in body.get("messages") or []]
+    return pieces
+
+
+def shared_share(previous: dict[str, Any], current: dict[str, Any]) -> float:
+    """The share of ``current``'s serialized input that starts exactly as ``previous``."""
+    a, b = "".join(canonical(previous)), "".join(canonical(current))
+    return len(os.path.commonprefix([a, b])) / len(b)
+
+
+def run(dialect_name: str, turns: int, window: int) -> dict[str, Any]:
+    dialect = OpenAIDialect() if dialect_name == "openai" else AnthropicDialect()
+    with tempfile.TemporaryDirectory() as tmp, WireServer(
+            dialect, window=window, responder=Model(), strict_tools=True) as server:
+        session = start(Path(tmp), server, window=window, max_output=2000)
+        engine = session.app.session.engine
+        for name, (fn, description) in TOOLS.items():
+            engine.tools[name] = Tool(ToolSpec(name, description, {"type": "object"}), fn)
+        for i in range(turns):
+            reply = session.built.send(f"[{i}] next step on the refund rounding bug")
+            assert reply.status == "ok", (i, reply.error)
+        assert server.rejected == [], "a request was refused"
+        shares: list[float] = []
+        previous: dict[str, Any] | None = None
+        for body in server.bodies:
+            if system_of(body).startswith("You write the summary") or \
+                    last_user_text(body).startswith("CONTEXT RESTORATION"):
+                previous = None  # a compaction: the prefix starts again
+                continue
+            if previous is not None:
+                shares.append(shared_share(previous, body))
+            previous = body
+        sizes = [len("".join(canonical(b))) for b in server.bodies]
+        return {"dialect": dialect_name, "requests": len(server.bodies),
+                "compactions": len(session.built.compactions), "pairs": len(shares),
+                "mean": statistics.fmean(shares), "median": statistics.median(shares),
+                "min": min(shares), "at_least_90": sum(s >= 0.9 for s in shares) / len(shares),
+                "largest_request_chars": max(sizes)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=60)
+    parser.add_argument("--window", type=int, default=32_000)
+    args = parser.parse_args()
+    for name in ("openai", "anthropic"):
+        r = run(name, args.turns, args.window)
+        print(f"{r['dialect']:9} {args.turns} turns, window {args.window:,}: "
+              f"{r['requests']} requests, {r['compactions']} compactions, {r['pairs']} pairs "
+              f"between compactions; prefix share mean {r['mean']:.1%}, median "
+              f"{r['median']:.1%}, min {r['min']:.1%}; pairs >= 90%: {r['at_least_90']:.0%}")
+
+
+if __name__ == "__main__":
+    main()
