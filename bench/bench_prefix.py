@@ -153,10 +153,13 @@ def canonical(body: dict[str, Any]) -> list[str]:
     return pieces
 
 
-def shared_share(previous: dict[str, Any], current: dict[str, Any]) -> float:
-    """The share of ``current``'s serialized input that starts exactly as ``previous``."""
+def shared(previous: dict[str, Any], current: dict[str, Any]) -> tuple[float, float]:
+    """The share of ``current``'s serialized input that starts exactly as ``previous``, and
+    the share of ``previous`` that ``current`` starts with (100%: nothing sent before was
+    changed, only new messages added: the most a prompt cache can give)."""
     a, b = "".join(canonical(previous)), "".join(canonical(current))
-    return len(os.path.commonprefix([a, b])) / len(b)
+    common = len(os.path.commonprefix([a, b]))
+    return common / len(b), common / len(a)
 
 
 def run(dialect_name: str, turns: int, window: int) -> dict[str, Any]:
@@ -172,21 +175,30 @@ def run(dialect_name: str, turns: int, window: int) -> dict[str, Any]:
             assert reply.status == "ok", (i, reply.error)
         assert server.rejected == [], "a request was refused"
         shares: list[float] = []
+        kept: list[float] = []
+        sizes: list[int] = []
         previous: dict[str, Any] | None = None
+        restorations = 0
         for body in server.bodies:
-            if system_of(body).startswith("You write the summary") or \
-                    last_user_text(body).startswith("CONTEXT RESTORATION"):
+            if system_of(body).startswith("You write the summary"):
+                continue
+            if last_user_text(body).startswith("CONTEXT RESTORATION"):
+                restorations += 1
                 previous = None  # a compaction: the prefix starts again
                 continue
             if previous is not None:
-                shares.append(shared_share(previous, body))
+                share, whole = shared(previous, body)
+                shares.append(share)
+                kept.append(whole)
+                sizes.append(len("".join(canonical(body))))
             previous = body
-        sizes = [len("".join(canonical(b))) for b in server.bodies]
+        weighted = sum(s * n for s, n in zip(shares, sizes)) / sum(sizes)
         return {"dialect": dialect_name, "requests": len(server.bodies),
-                "compactions": len(session.built.compactions), "pairs": len(shares),
+                "compactions": restorations, "pairs": len(shares),
                 "mean": statistics.fmean(shares), "median": statistics.median(shares),
                 "min": min(shares), "at_least_90": sum(s >= 0.9 for s in shares) / len(shares),
-                "largest_request_chars": max(sizes)}
+                "weighted": weighted, "kept": statistics.fmean(kept),
+                "kept_whole": sum(k == 1.0 for k in kept) / len(kept)}
 
 
 def main() -> None:
@@ -199,7 +211,9 @@ def main() -> None:
         print(f"{r['dialect']:9} {args.turns} turns, window {args.window:,}: "
               f"{r['requests']} requests, {r['compactions']} compactions, {r['pairs']} pairs "
               f"between compactions; prefix share mean {r['mean']:.1%}, median "
-              f"{r['median']:.1%}, min {r['min']:.1%}; pairs >= 90%: {r['at_least_90']:.0%}")
+              f"{r['median']:.1%}, min {r['min']:.1%}, by size {r['weighted']:.1%}; "
+              f"pairs >= 90%: {r['at_least_90']:.0%}; previous request repeated whole: "
+              f"{r['kept_whole']:.0%} of pairs (on average {r['kept']:.1%} of it)")
 
 
 if __name__ == "__main__":

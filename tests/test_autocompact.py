@@ -268,13 +268,16 @@ def test_tool_result_larger_than_the_budget_is_cut_with_a_note(tmp_path: Path) -
     follow_up = [r for r in provider.of("chat") if r.messages[-1].role == "tool"]
     assert len(follow_up) == 1
     result = follow_up[0].messages[-1].content
-    assert "[cut to fit the context: showed" in result
-    assert f"of {len(log)} chars" in result
-    assert result.startswith(log[:200])
+    assert "cut from the middle of this result to fit the context" in result
+    assert f"of {len(log):,} chars" in result
+    assert result.startswith(log[:200]) and result.endswith(log[-100:])
+    assert COUNTER.count_text(result) <= built.session.output.limit
     size = COUNTER.count_messages(SYSTEM, follow_up[0].messages, follow_up[0].tools)
     assert size <= built.session.budget.window - built.session.budget.max_output_tokens
     tool_messages = [m for m in built.session.engine.context.messages if m.role == "tool"]
     assert tool_messages and tool_messages[0].content == result
+    [saved] = [parse(p.read_text()) for p in built.store.root.glob("*.md")]
+    assert saved.turns[0].tools[0].result == log  # the transcript keeps it whole
 
 
 def test_small_window_with_long_turns_does_not_compact_every_turn(tmp_path: Path) -> None:

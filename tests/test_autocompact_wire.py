@@ -369,7 +369,8 @@ def test_summary_too_big_for_one_request_is_chunked_at_100_percent(
 # ---------------------------------------------------------------- Anthropic prompt caching
 
 
-def test_anthropic_cache_breakpoints_on_system_and_restored_prefix(tmp_path: Path) -> None:
+def test_anthropic_cache_breakpoints_on_system_restored_prefix_and_last_message(
+        tmp_path: Path) -> None:
     with WireServer(AnthropicDialect(), window=WINDOW, responder=Script()) as server:
         session = start(tmp_path, server)
         send_all(session, [realistic(i) for i in range(40)])
@@ -384,4 +385,4 @@ def test_anthropic_cache_breakpoints_on_system_and_restored_prefix(tmp_path: Pat
         assert body["messages"][1]["role"] == "assistant"
         assert "Restored the summary" in prefix_end["text"]
         marked = [b for m in body["messages"] for b in m["content"] if "cache_control" in b]
-        assert len(marked) == 1
+        assert marked == [prefix_end, body["messages"][-1]["content"][-1]]  # and the newest

@@ -64,7 +64,7 @@ def test_turn_streams_and_updates_context() -> None:
     assert [m.role for m in engine.context.messages] == ["user", "assistant"]
     assert engine.context.last_prompt_tokens == 42
     # the reported 42 tokens covered the user message: only the answer is new
-    assert engine.context.added_since == [Message("assistant", "hellothere")]
+    assert engine.context.unreported() == [Message("assistant", "hellothere")]
     assert provider.requests[0].system == "sys"
     assert len([e for e in seen if isinstance(e, TextDelta)]) == 2
 
@@ -74,7 +74,7 @@ def test_unreported_call_counts_everything_added() -> None:
     engine = _engine(provider)
     run_turn(engine.chat("hi"), lambda e: None)
     assert engine.context.last_prompt_tokens is None
-    assert [m.role for m in engine.context.added_since] == ["user", "assistant"]
+    assert [m.role for m in engine.context.unreported()] == ["user", "assistant"]
 
 
 def test_requests_are_cleaned_of_orphan_tool_results() -> None:

@@ -1,12 +1,17 @@
 from rollchat.domain import Message, ToolCall
+import json
+import re
+
 from rollchat.hygiene import (
     MISSING_RESULT,
-    clean,
     drop_leading_orphans,
     fit_tool_result,
+    missing_results,
     pair_tool_calls,
-    truncate_old_tool_results,
+    repair,
+    shorten,
 )
+from rollchat.tokens import TokenCounter
 
 
 def _call(i: str) -> Message:
@@ -17,14 +22,14 @@ def _result(i: str, text: str = "result") -> Message:
     return Message("tool", text, tool_call_id=i, name="read")
 
 
-def test_old_tool_results_truncated_last_two_kept() -> None:
-    msgs = [Message("user", "q")]
-    for i in "abcd":
-        msgs += [_call(i), _result(i, i * 50)]
-    out = truncate_old_tool_results(msgs, keep_last=2)
-    results = [m.content for m in out if m.role == "tool"]
-    assert results == ["[read: truncated, was 50 chars]"] * 2 + ["c" * 50, "d" * 50]
-    assert truncate_old_tool_results(out, 2) == out  # idempotent
+def test_a_shortened_result_says_how_to_read_it_whole_and_is_shortened_once() -> None:
+    result = _result("call_7", "x" * 5000)
+    short = shorten(result)
+    assert short.content == ('[read result shortened to save context: 5,000 chars; the whole '
+                             'result: session_archive_read {"tool_call": "call_7"}]')
+    assert shorten(short) == short  # once: the same bytes in every later request
+    assert short.tool_call_id == "call_7" and short.name == "read"
+    assert shorten(Message("user", "x" * 5000)).content == "x" * 5000
 
 
 def test_leading_orphan_results_removed() -> None:
@@ -46,17 +51,50 @@ def test_result_for_unknown_call_removed() -> None:
     assert out[-1] == Message("assistant", "done")
 
 
-def test_clean_keeps_valid_history_unchanged() -> None:
+def test_repair_keeps_valid_history_unchanged() -> None:
     msgs = [Message("user", "q"), _call("a"), _result("a"), Message("assistant", "ok")]
-    assert clean(msgs) == msgs
+    assert repair(msgs) == msgs
 
 
-def test_oversized_tool_result_cut_to_fit_with_note() -> None:
-    def count(s: str) -> int:
-        return len(s) // 4
+def test_missing_results_of_the_last_calls() -> None:
+    two = Message("assistant", "", tool_calls=(ToolCall("a", "read", {}),
+                                               ToolCall("b", "grep", {})))
+    assert missing_results([Message("user", "q"), two, _result("a")]) == [
+        Message("tool", MISSING_RESULT, tool_call_id="b", name="grep")]
+    assert missing_results([Message("user", "q"), two, _result("a"), _result("b")]) == []
+    assert missing_results([Message("user", "q")]) == []
 
+
+COUNTER = TokenCounter("test-model")
+
+
+def build_log(lines: int) -> str:
+    passed = [f"tests/test_case_{n}.py::test_{n} PASSED" for n in range(lines)]
+    return "\n".join(["$ make test", *passed, "FAILED tests/test_refunds.py::test_partial",
+                      "E   assert 1000 == 1001", "=== 1 failed, 2 passed ==="])
+
+
+def test_an_oversized_result_keeps_its_head_and_its_tail_around_a_marker() -> None:
+    log = build_log(20_000)
+    cut = fit_tool_result(log, 500, COUNTER.count_text, "call_9")
+    assert COUNTER.count_text(cut) <= 500
+    assert cut.startswith("$ make test\ntests/test_case_0.py::test_0 PASSED\n")
+    assert cut.endswith("E   assert 1000 == 1001\n=== 1 failed, 2 passed ===")  # the failure
+    [marker] = re.findall(r"\n\[\.\.\. .* reads on from here \.\.\.\]\n", cut)
+    head, tail = cut.split(marker)
+    removed = len(log) - len(head) - len(tail)
+    assert f"{removed:,} of {len(log):,} chars" in marker
+    assert f"({log[len(head):len(log) - len(tail)].count(chr(10)) + 1:,} lines)" in marker
+    hint = json.loads(marker.split("session_archive_read ")[1].split(" reads on")[0])
+    assert hint == {"tool_call": "call_9", "offset": len(head)}
+    assert log[:len(head)] == head and log.endswith(tail)  # nothing rewritten, only cut
+    assert head.endswith("\n") and tail.startswith("tests/")  # cut at line breaks
+
+
+def test_a_result_that_fits_is_unchanged_and_no_room_says_where_it_is() -> None:
+    assert fit_tool_result("small", 500, COUNTER.count_text) == "small"
     text = "x" * 10_000
-    cut = fit_tool_result(text, 500, count)
-    assert count(cut) <= 500 and "cut to fit" in cut and "of 10000 chars" in cut
-    assert fit_tool_result("small", 500, count) == "small"
-    assert "no room" in fit_tool_result(text, 0, count)
+    none = fit_tool_result(text, 0, COUNTER.count_text, "c1")
+    assert "no room" in none and '{"tool_call": "c1", "offset": 0}' in none
+    dense = "€😀" * 3000  # several tokens per character: still within the limit
+    assert COUNTER.count_text(fit_tool_result(dense, 300, COUNTER.count_text)) <= 300

@@ -73,7 +73,8 @@ def test_system_prompt_is_cached_and_request_shape(anthropic_server: WireServer)
     collect(provider(anthropic_server), ask(temperature=0.2, max_output_tokens=77))
     body = anthropic_server.bodies[0]
     assert body["system"] == [{"type": "text", "text": "You are terse.", "cache_control": CACHE}]
-    assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hello"}]}]
+    assert body["messages"] == [{"role": "user", "content": [
+        {"type": "text", "text": "hello", "cache_control": CACHE}]}]  # the newest message
     assert body["max_tokens"] == 77
     assert body["temperature"] == 0.2
     assert body["stream"] is True
@@ -88,7 +89,7 @@ def test_cache_breakpoint_ends_the_stable_prefix(anthropic_server: WireServer) -
     messages = anthropic_server.bodies[0]["messages"]
     assert "cache_control" not in messages[0]["content"][-1]
     assert messages[1]["content"][-1]["cache_control"] == CACHE
-    assert "cache_control" not in messages[2]["content"][-1]
+    assert messages[2]["content"][-1]["cache_control"] == CACHE  # the newest: next turn's hit
     assert "temperature" not in anthropic_server.bodies[0]
 
 
@@ -114,7 +115,8 @@ def test_tool_call_round_trip(anthropic_server: WireServer) -> None:
         {"type": "tool_use", "id": "toolu_7", "name": "search",
          "input": {"query": "rate limiter"}}]}
     assert sent[2] == {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_7", "content": "token bucket, 10/s"}]}
+        {"type": "tool_result", "tool_use_id": "toolu_7", "content": "token bucket, 10/s",
+         "cache_control": CACHE}]}
 
 
 def test_messages_alternate_and_merge() -> None:

@@ -83,7 +83,7 @@ def test_name_matches_the_offline_model_and_spec_is_a_json_schema(tmp_path: Path
     assert ARCHIVE_TOOL_NAME == ARCHIVE_TOOL == tool.spec.name
     params = tool.spec.parameters
     assert params["type"] == "object" and params.get("required") in (None, [])
-    assert set(params["properties"]) == {"query", "offset", "limit"}
+    assert set(params["properties"]) == {"query", "offset", "limit", "tool_call"}
     assert "previous session" in tool.spec.description
 
 

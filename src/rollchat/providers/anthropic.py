@@ -43,7 +43,8 @@ def request_params(request: ChatRequest) -> dict[str, Any]:
     """The keyword arguments of ``messages.create`` for ``request``."""
     params: dict[str, Any] = {"model": request.model, "max_tokens": request.max_output_tokens,
                               "messages": message_params(request.messages,
-                                                         request.cache_prefix_messages),
+                                                         request.cache_prefix_messages,
+                                                         cache_last=request.purpose == "chat"),
                               "stream": True}
     if request.system:
         params["system"] = [{"type": "text", "text": request.system, "cache_control": _CACHE}]
@@ -71,12 +72,16 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
     return blocks
 
 
-def message_params(messages: Iterable[Message], cache_prefix: int = 0) -> list[dict[str, Any]]:
+def message_params(messages: Iterable[Message], cache_prefix: int = 0, *,
+                   cache_last: bool = False) -> list[dict[str, Any]]:
     """Our messages as alternating user/assistant messages.
 
     Tool results become user ``tool_result`` blocks; consecutive same-role messages merge;
     messages with no content are dropped. The last block of message ``cache_prefix - 1``
-    carries a ``cache_control`` breakpoint (the end of the stable prefix).
+    carries a ``cache_control`` breakpoint (the end of the stable prefix); with
+    ``cache_last`` so does the last block of all: a chat request starts with the whole
+    previous one, so the next request reads this one from the cache (with the system
+    prompt's, three of the four breakpoints the API allows).
     """
     out: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
@@ -90,6 +95,8 @@ def message_params(messages: Iterable[Message], cache_prefix: int = 0) -> list[d
             out[-1]["content"].extend(blocks)
         else:
             out.append({"role": role, "content": blocks})
+    if cache_last and out:
+        out[-1]["content"][-1] = {**out[-1]["content"][-1], "cache_control": _CACHE}
     return out
 
 

@@ -35,9 +35,8 @@ ARCHIVE_DESCRIPTION = (
     "resumed from), for details the summary leaves out. Returns turns as plain text: the "
     "query number, the user's words and the answer. Use 'query' to get only the turns that "
     "contain all of its words (case-insensitive); page with 'offset' (0-based index into the "
-    "turns returned) and 'limit'. With no arguments it returns the first turns. With "
-    "'tool_call' (the id a cut or shortened tool result names) it returns that tool result "
-    "whole, a page at a time from the character 'offset'."
+    "turns returned) and 'limit'. With no arguments it returns the first turns. "
+    "'tool_call': read that call's whole result instead, from character 'offset'."
 )
 ARCHIVE_PARAMETERS: Mapping[str, object] = {
     "type": "object",
@@ -48,9 +47,7 @@ ARCHIVE_PARAMETERS: Mapping[str, object] = {
                    "first turn to return, among the (matching) turns. Default 0."},
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
                   "description": f"How many turns to return. Default {DEFAULT_LIMIT}."},
-        "tool_call": {"type": "string", "description": "The id of a tool call (this session's "
-                      "or the previous one's) whose result to read whole; 'offset' is then "
-                      "the character to start from."},
+        "tool_call": {"type": "string", "description": "A tool call id."},
     },
     "additionalProperties": False,
 }
