@@ -243,6 +243,13 @@ def test_anchors_and_merge_keys_work(tmp_path: Path) -> None:
     assert config.agents["derived"].max_output_tokens == 200
 
 
+def test_tools_section(tmp_path: Path) -> None:
+    assert load(tmp_path).tools.max_result_tokens is None  # a tenth of the window
+    config = load(tmp_path, "tools:\n  max_result_tokens: 2500\n")
+    assert config.tools.max_result_tokens == 2500
+    assert load(tmp_path, "tools: {max_result_tokens: null}\n").tools.max_result_tokens is None
+
+
 def test_models_section(tmp_path: Path) -> None:
     config = load(tmp_path, "models:\n  llama3:8b:\n    context_window: 8192\n")
     assert config.models == {"llama3:8b": ModelConfig(context_window=8192)}
@@ -284,6 +291,11 @@ def test_models_section(tmp_path: Path) -> None:
     ("retry:\n  base_delay: 5\n  max_delay: 2\n",
      "rollchat.yml:3: retry.max_delay: must be >= retry.base_delay (got 2.0 < 5.0)"),
     ("ui: {offline_word_delay: -1}\n", "ui.offline_word_delay: must be a number of seconds"),
+    ("tools:\n  max_result_tokens: 50\n",
+     "rollchat.yml:2: tools.max_result_tokens: must be an integer >= 100, or null (a tenth of "
+     "the context window) (got 50)"),
+    ("tools: {max_result_tokens: 2.5}\n", "tools.max_result_tokens: must be an integer"),
+    ("tools: {max_result_token: 500}\n", "tools.max_result_token: unknown key (did you mean"),
     ("session: [1, 2]\n", "rollchat.yml:1: session: must be a mapping (got a list)"),
     ("sesion: {}\n", "rollchat.yml:1: sesion: unknown key (did you mean 'session'?)"),
     ("session:\n  compact_treshold: 0.5\n",
@@ -383,7 +395,7 @@ def test_example_file_documents_every_key() -> None:
     text = EXAMPLE.read_text(encoding="utf-8")
     defaults = Config()
     for section in (AgentConfig(), defaults.session, defaults.summary, defaults.retry,
-                    defaults.ui):
+                    defaults.ui, defaults.tools):
         for f in dataclasses.fields(section):
             if f.name != "key":
                 assert re.search(rf"^\s+{f.name}:", text, re.M), f.name

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 WINDOW_SHARE = 10  # by default one result takes at most a tenth of the window
 OLDER_RESULTS = 2  # older results stay whole up to this many times the limit, then shortened
-CHARS_PER_TOKEN = 3  # a page of a result read back must fit the limit: count few per token
+PAGE_MARGIN = 20  # tokens a page read back leaves for its message's overhead
 
 
 class ToolOutput:
@@ -29,6 +29,7 @@ class ToolOutput:
                  window: int) -> None:
         self.config = config
         self.engine = engine
+        self.counter = counter
         self.limit = 1
         engine.context.count = counter.count_text
         self.resize(window)
@@ -63,4 +64,5 @@ class ToolOutput:
             return None
 
         engine.tools[ARCHIVE_TOOL_NAME] = archive_tool(
-            store, parent_id, current=find, page_chars=lambda: self.limit * CHARS_PER_TOKEN)
+            store, parent_id, current=find, count=self.counter.count_text,
+            page_tokens=lambda: max(self.limit - PAGE_MARGIN, 1))

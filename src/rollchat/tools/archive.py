@@ -123,7 +123,8 @@ class ArchiveReader:
 
     def __init__(self, store: Store, session_id: str | None, *, max_chars: int = 8000,
                  current: Lookup | None = None,
-                 page_chars: Callable[[], int] | None = None) -> None:
+                 page_tokens: Callable[[], int] | None = None,
+                 count: Callable[[str], int] | None = None) -> None:
         if max_chars < MIN_MAX_CHARS:
             raise ConfigError(f"archive tool: max_chars must be at least {MIN_MAX_CHARS}, "
                               f"got {max_chars}")
@@ -131,7 +132,8 @@ class ArchiveReader:
         self.session_id = session_id
         self.max_chars = max_chars
         self.current = current
-        self.page_chars = page_chars or (lambda: max_chars)
+        self.page_tokens = page_tokens  # a page of a tool result fits this many tokens
+        self.count = count
 
     def __call__(self, arguments: Mapping[str, object]) -> str:
         """The tool's result: the selected turns, or ``error: ...`` (never raises)."""
@@ -152,8 +154,18 @@ class ArchiveReader:
         if found is None:
             return (f"error: no tool call {_shown(args.tool_call)} in this session"
                     f"{' or the previous one' if self.session_id else ''}")
-        page = max(min(self.page_chars(), self.max_chars), MIN_PAGE_CHARS)
-        return _result_page(found, args, page)
+        tokens = self.page_tokens() if self.page_tokens is not None else None
+        count = self.count
+        if tokens is None or count is None:
+            return _result_page(found, args, self.max_chars)
+        low, high = 1, max(tokens * 4, MIN_PAGE_CHARS)  # the most chars whose page fits
+        while low < high:
+            mid = (low + high + 1) // 2
+            if count(_result_page(found, args, mid)) <= tokens:
+                low = mid
+            else:
+                high = mid - 1
+        return _result_page(found, args, max(low, 1))
 
     def _load(self) -> Transcript:
         if self.session_id is None:
@@ -169,14 +181,14 @@ class ArchiveReader:
 
 
 def archive_tool(store: Store, session_id: str | None, *, max_chars: int = 8000,
-                 current: Lookup | None = None,
-                 page_chars: Callable[[], int] | None = None) -> Tool:
+                 current: Lookup | None = None, page_tokens: Callable[[], int] | None = None,
+                 count: Callable[[str], int] | None = None) -> Tool:
     """The ``session_archive_read`` tool bound to the session ``session_id`` of ``store`` and
     to the current session's whole tool results (``current``). With no previous session it
     is a companion: offered only alongside other tools (whose results it reads back)."""
     spec = ToolSpec(ARCHIVE_TOOL_NAME, ARCHIVE_DESCRIPTION, ARCHIVE_PARAMETERS)
     reader = ArchiveReader(store, session_id, max_chars=max_chars, current=current,
-                           page_chars=page_chars)
+                           page_tokens=page_tokens, count=count)
     return Tool(spec, reader, companion=session_id is None)
 
 
