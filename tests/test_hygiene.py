@@ -1,7 +1,7 @@
-from rollchat.domain import Message, ToolCall
 import json
 import re
 
+from rollchat.domain import Message, ToolCall
 from rollchat.hygiene import (
     MISSING_RESULT,
     drop_leading_orphans,

@@ -371,3 +371,63 @@ def test_offline_model_reads_the_parent_through_the_engine(tmp_path: Path) -> No
     assert "Turn 1 of 1 turn matching the query" in turn.tools[0].result
     assert "We store the shared counters in Valkey with a TTL of 60 seconds." in turn.assistant
     assert "From the previous session's transcript" in turn.assistant
+
+
+# ---------------------------------------------------------------- whole tool results
+
+
+def test_a_tool_result_of_the_previous_session_is_read_whole_page_by_page(
+        tmp_path: Path) -> None:
+    log = "".join(f"line {n}: compiling module {n}\n" for n in range(2000)) + "BUILD FAILED"
+    build = ToolExchange(ToolCall("call_build", "build", {}), log)
+    path = parent_file(tmp_path, [query(1, "build it", "It failed.", (build,))])
+    tool = archive(path)
+    first = read(tool, tool_call="call_build")
+    assert first.startswith(f"Tool result of call_build (build, Query 1 of session {SID}): "
+                            f"chars 0-8,000 of {len(log):,}\n")
+    assert first.split("\n", 1)[1].startswith(log[:7000])
+    assert first.endswith(f'chars more: {ARCHIVE_TOOL_NAME} {{"tool_call": "call_build", '
+                          '"offset": 8000}]')
+    pages, offset = [], 0
+    while True:  # following the hints gives the result back whole
+        page = read(tool, tool_call="call_build", offset=offset)
+        pages.append(page.split("\n", 1)[1].rsplit("\n", 1)[0])
+        more = re.search(r'"offset": (\d+)\}\]$', page)
+        if more is None:
+            assert page.endswith("BUILD FAILED\n[end of the result]")
+            break
+        offset = int(more[1])
+    assert "".join(pages) == log
+
+
+def test_tool_call_reads_the_current_session_first_and_says_what_is_missing(
+        tmp_path: Path) -> None:
+    from rollchat.tools.archive import Found
+
+    mine = ToolExchange(ToolCall("call_1", "grep", {}), "x" * 50)
+    current = {"call_1": Found("query 3 of this session", mine)}
+    tool = archive_tool(MemoryStore(), None, current=current.get)
+    assert tool.companion  # with no previous session it is offered only beside other tools
+    page = read(tool, tool_call="call_1")
+    assert page == ("Tool result of call_1 (grep, query 3 of this session): chars 0-50 of 50\n"
+                    + "x" * 50 + "\n[end of the result]")
+    assert read(tool, tool_call="call_9") == 'error: no tool call "call_9" in this session'
+    assert read(tool, tool_call="call_1", offset=51).startswith(
+        "error: offset 51 is past the end: the result of call_1 has 50 chars")
+    assert read(tool, tool_call=7).startswith("error: 'tool_call' must be a tool call id")
+    assert read(tool).startswith("error: there is no previous session")
+    assert not archive(parent_file(tmp_path)).companion
+
+
+def test_a_page_fits_the_token_limit_it_is_given(tmp_path: Path) -> None:
+    from rollchat.tokens import TokenCounter
+    from rollchat.tools.archive import Found
+
+    count = TokenCounter("test-model").count_text
+    dense = ToolExchange(ToolCall("c", "dump", {}), "".join(f"{n:08x}" for n in range(5000)))
+    tool = archive_tool(MemoryStore(), None, current={"c": Found("here", dense)}.get,
+                        page_tokens=lambda: 300, count=count)
+    page = read(tool, tool_call="c", offset=100)
+    assert 250 < count(page) <= 300
+    body = page.split("\n", 1)[1].rsplit("\n", 1)[0]
+    assert dense.result[100:].startswith(body)
