@@ -78,6 +78,11 @@ class Context:
         self.whole = [(i, size) for i, size in self.whole if i < mark]
         self.covered = min(self.covered, mark)
 
+    @property
+    def reported_size(self) -> int:
+        """The prompt size the provider reported for the last call (0 before any report)."""
+        return self.last_prompt_tokens or 0
+
     def reported(self, prompt_tokens: int) -> None:
         """The provider measured the prompt just sent (all the messages): the new baseline."""
         self.last_prompt_tokens = prompt_tokens
