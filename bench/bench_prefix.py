@@ -29,11 +29,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rollchat.providers.base import ToolSpec  # noqa: E402
-from rollchat.tools import Tool  # noqa: E402
-from tests.test_autocompact import summary_text  # noqa: E402
-from tests.test_autocompact_wire import start, system_of  # noqa: E402
-from tests.wire_servers import (  # noqa: E402
+from tests.test_autocompact import summary_text
+from tests.test_autocompact_wire import start, system_of
+from tests.wire_servers import (
     AnthropicDialect,
     OpenAIDialect,
     Reply,
@@ -42,6 +40,9 @@ from tests.wire_servers import (  # noqa: E402
     text,
     tool,
 )
+
+from rollchat.providers.base import ToolSpec
+from rollchat.tools import Tool
 
 FILES = ("billing/api/handlers.py", "billing/retry.py", "billing/models.py",
          "billing/tests/test_refunds.py", "billing/migrations/0042_ledger.py")
@@ -158,7 +159,7 @@ def shared(previous: dict[str, Any], current: dict[str, Any]) -> tuple[float, fl
     the share of ``previous`` that ``current`` starts with (100%: nothing sent before was
     changed, only new messages added: the most a prompt cache can give)."""
     a, b = "".join(canonical(previous)), "".join(canonical(current))
-    common = len(os.path.commonprefix([a, b]))
+    common = len(os.path.commonprefix([a, b]))  # noqa: RUF071 (strings, by character)
     return common / len(b), common / len(a)
 
 
@@ -192,7 +193,7 @@ def run(dialect_name: str, turns: int, window: int) -> dict[str, Any]:
                 kept.append(whole)
                 sizes.append(len("".join(canonical(body))))
             previous = body
-        weighted = sum(s * n for s, n in zip(shares, sizes)) / sum(sizes)
+        weighted = sum(s * n for s, n in zip(shares, sizes, strict=True)) / sum(sizes)
         return {"dialect": dialect_name, "requests": len(server.bodies),
                 "compactions": restorations, "pairs": len(shares),
                 "mean": statistics.fmean(shares), "median": statistics.median(shares),
