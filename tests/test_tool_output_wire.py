@@ -326,3 +326,22 @@ def _calls(bodies: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                 if b.get("type") == "tool_use" and b["name"] == "read_file":
                     out[b["id"]] = b["input"]
     return out
+
+
+def test_ctrl_c_while_a_tool_runs_leaves_a_request_the_provider_accepts(
+        tmp_path: Path, server: WireServer) -> None:
+    session = with_tools(start(tmp_path, server))
+
+    def stopped(arguments: Mapping[str, object]) -> str:
+        raise KeyboardInterrupt  # the user pressed Ctrl-C while the tool ran
+
+    session.app.session.engine.tools["read_file"] = Tool(SPECS["read_file"], stopped)
+    turn = session.built.send("[0] work 2")
+    assert turn.status == "interrupted" and turn.tools == ()
+    session.app.session.engine.tools["read_file"] = Tool(SPECS["read_file"], read_file)
+    assert session.built.send("[1] work 1").status == "ok"
+    assert server.rejected == []  # the call that got no result was answered with an error
+    sent = results_of(chat_bodies(server)[-1])
+    assert "error: the tool call got no result (interrupted or lost)" in sent.values()
+    [saved] = [parse(p.read_text()) for p in session.built.store.root.glob("*.md")]
+    assert [t.status for t in saved.turns] == ["interrupted", "ok"]
