@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rollchat.config_fields import MODEL, PROVIDER, URL, Field, coerce, nonempty, resolve, show
+from rollchat.config_mcp import McpServerConfig, merged
 from rollchat.errors import ConfigError
 from rollchat.providers import AUTO, PROVIDER_CHOICES
 
@@ -34,6 +35,7 @@ class AgentConfig:
     system_prompt_file: Path | None = None
     max_output_tokens: int = 4096
     temperature: float | None = None
+    mcp_servers: tuple[McpServerConfig, ...] = ()  # the agent's own (after the top level's)
 
 
 NO_SAVE_LOCATION = "memory only (--no-save)"
@@ -93,6 +95,7 @@ class Config:
     summary: SummaryConfig = field(default_factory=SummaryConfig)
     retry: RetryConfig = field(default_factory=RetryConfig)
     ui: UIConfig = field(default_factory=UIConfig)
+    mcp_servers: tuple[McpServerConfig, ...] = ()  # for every agent
     source: Path | None = None  # the config file read, if any
     source_sha256: str | None = None  # the hash of the bytes read from it
     ignored_settings: tuple[str, ...] = ()  # what an untrusted project file could not set
@@ -102,6 +105,12 @@ class Config:
     def agent(self) -> AgentConfig:
         """The agent this run uses (``default_agent`` after --agent / $ROLLCHAT_AGENT)."""
         return self.agents[self.default_agent]
+
+    @property
+    def agent_mcp_servers(self) -> tuple[McpServerConfig, ...]:
+        """The MCP servers of this run's agent: the top level's, then the agent's own (which
+        replace a top-level server of the same name)."""
+        return merged(self.mcp_servers, self.agent.mcp_servers)
 
     def context_window_override(self, model: str) -> int | None:
         entry = self.models.get(model)
