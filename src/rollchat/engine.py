@@ -101,14 +101,21 @@ class Engine:
 
     def _collect_tools(self) -> Generator[Event, None, None]:
         """Add the tools of the sources that are ready (the first time, after waiting for
-        those still starting); new names go after the existing ones, none is replaced."""
+        those still starting, unless Ctrl-C stops the wait); new names go after the existing
+        ones, none is replaced."""
         wait, self._collect = self._collect == "wait", "done"
         for source in self.tool_sources:
             starting = source.waiting_for() if wait else []
-            if starting:
-                yield Notice("detail", f"Waiting for MCP servers to start: "
-                                       f"{', '.join(starting)}")
-            tools, lines = source.collect(wait)
+            try:
+                if starting:
+                    yield Notice("detail", f"Waiting for MCP servers to start: "
+                                           f"{', '.join(starting)}")
+                tools, lines = source.collect(bool(starting))
+            except KeyboardInterrupt as exc:  # those not ready join at the next compaction
+                if isinstance(exc, Terminated):  # a SIGTERM ends the chat
+                    raise
+                wait = False
+                tools, lines = source.collect(False)
             for line in lines:
                 yield Notice("warning", line)
             for name, tool in tools.items():
@@ -133,12 +140,7 @@ class Engine:
         an unanswered message stays in the transcript, to be sent again by the user.
         """
         if self._collect in ("wait", "due"):
-            try:
-                yield from self._collect_tools()
-            except KeyboardInterrupt as exc:  # Ctrl-C: stop waiting (those not ready join at
-                self._collect = "done"  # the next compaction); a SIGTERM ends the chat
-                if isinstance(exc, Terminated):
-                    raise
+            yield from self._collect_tools()
         started = self.clock()
         user = Message("user", text)
         result = yield from self._call([user], "chat")

@@ -132,18 +132,19 @@ class McpServers:
         loop = asyncio.get_running_loop()
         expired = []
 
-        def expire() -> None:
+        def expire() -> None:  # failed at once; stopping its process may take a moment
             if server.state == "starting" and task is not None:
                 expired.append(True)
+                self._settle(server, "failed", f"did not start within "
+                             f"{server.config.startup_timeout:g} s")
                 task.cancel()
 
         timer = loop.call_at(loop.time() + server.config.startup_timeout, expire)
         try:
             await self._connect(server, timer)
         except asyncio.CancelledError:
-            if expired:
-                self._settle(server, "failed", f"did not start within "
-                             f"{server.config.startup_timeout:g} s")
+            if not expired:
+                raise
         except ConfigError as exc:
             self._settle(server, "failed", str(exc).partition(": ")[2] or str(exc))
         except Exception as exc:  # any failure of one server costs one line, never the chat
