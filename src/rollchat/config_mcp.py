@@ -145,6 +145,9 @@ def check_server(name: str, raw: Any, *, base_dir: Path, origin: str,
     for key in raw:
         if key not in _KEYS:
             raise ServerProblem(str(key), f"unknown key; known keys: {', '.join(_KEYS)}")
+    if "type" not in raw and "command" in raw and "url" in raw:
+        raise ServerProblem("url", "set command (a stdio server) or url (an HTTP server), "
+                            "not both")
     kind = raw.get("type") or ("http" if "url" in raw else "stdio")
     if not isinstance(kind, str) or kind not in TRANSPORTS:
         raise ServerProblem("type", "must be stdio, http (streamable HTTP) or sse")
