@@ -96,7 +96,8 @@ def test_bad_server_settings_stop_rollchat_with_the_line_and_key(tmp_path: Path)
         "      Authorization: Bearer sk-literal\n":
             ("c.yml:3: mcp_servers.x.headers.Authorization: holds a literal value that looks "
              "like a secret; write ${VAR}"),
-        "agents:\n  a:\n    mcp_servers:\n      y:\n        command: tool\n        args: [\"${A\"]\n":
+        "agents:\n  a:\n    mcp_servers:\n      y:\n        command: tool\n"
+        "        args: [\"${A\"]\n":
             "c.yml:5: agents.a.mcp_servers.y.args[0]: has a '${' without its closing '}'",
         "mcp_servers:\n  z:\n    command: tool\n    url: http://127.0.0.1:1\n":
             "mcp_servers.z.url: set command (a stdio server) or url (an HTTP server), not both",
@@ -127,7 +128,7 @@ def test_sigterm_stops_the_servers(tmp_path: Path) -> None:
     process, pid = _piped_process(tmp_path)
     time.sleep(1.0)
     process.send_signal(signal.SIGTERM)
-    out, err = process.communicate(timeout=60)
+    _, err = process.communicate(timeout=60)
     assert process.returncode == 128 + signal.SIGTERM, err
     assert gone_within(pid, 5)
 

@@ -80,7 +80,7 @@ def test_an_mcp_json_file_and_inline_servers(tmp_path: Path) -> None:
 def test_a_bad_mcp_json_names_the_file_and_the_server(tmp_path: Path, document: object,
                                                       expected: str) -> None:
     (tmp_path / "m.json").write_text(json.dumps(document))
-    with pytest.raises(ConfigError, match="c.yml:1: mcp_servers_file: ") as caught:
+    with pytest.raises(ConfigError, match=r"c\.yml:1: mcp_servers_file: ") as caught:
         load(tmp_path, "mcp_servers_file: m.json\n")
     assert expected in str(caught.value)
 
