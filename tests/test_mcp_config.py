@@ -108,3 +108,18 @@ def test_an_untrusted_project_file_holds_its_servers(tmp_path: Path) -> None:
     assert server.held == "rollchat.yml is not trusted; run `rollchat trust` to start it"
     assert config.ignored_settings == ("mcp_servers_file", "mcp_servers")
     assert config.trust_notice is not None and "start MCP servers" in config.trust_notice
+
+
+def test_servers_reach_an_agent_through_a_merge_key(tmp_path: Path) -> None:
+    text = """\
+agents:
+  base: &base
+    max_output_tokens: 100
+    mcp_servers:
+      a: {command: x}
+  derived:
+    <<: *base
+    name: Derived
+"""
+    servers = load(tmp_path, text, "derived")
+    assert [s.command for s in servers] == ["x"]

@@ -169,12 +169,15 @@ class _Doc:
         return converted
 
     def fields(self, node: yaml.Node, key: str, specs: Mapping[str, Field],
-               skip: Iterable[str] = ()) -> tuple[dict[str, Any], dict[str, yaml.Node]]:
+               skip: Iterable[str] = (),
+               entries: Mapping[str, tuple[yaml.Node, yaml.Node]] | None = None,
+               ) -> tuple[dict[str, Any], dict[str, yaml.Node]]:
         """Read a mapping of known fields: (values, value nodes). Unknown keys are errors;
-        the keys in ``skip`` are read by someone else."""
+        the keys in ``skip`` are read by someone else (``entries``: the mapping's items,
+        when the caller read them already)."""
         values: dict[str, Any] = {}
         nodes: dict[str, yaml.Node] = {}
-        for name, (knode, vnode) in self.items(node, key).items():
+        for name, (knode, vnode) in (entries or self.items(node, key)).items():
             if name in skip:
                 continue
             if name not in specs:
@@ -277,9 +280,10 @@ def _agents(doc: _Doc, node: yaml.Node) -> dict[str, AgentConfig]:
 
 def _agent(doc: _Doc, key: str, node: yaml.Node) -> AgentConfig:
     dotted = f"agents.{key}"
-    values, nodes = doc.fields(node, dotted, _AGENT_FIELDS, skip=_MCP_KEYS)
+    entries = doc.items(node, dotted)  # (once: reading a mapping resolves its merges)
+    values, nodes = doc.fields(node, dotted, _AGENT_FIELDS, skip=_MCP_KEYS, entries=entries)
     confine(values, dotted, doc.base_dir, doc.untrusted, doc.ignored)
-    values["mcp_servers"] = _servers(doc, doc.items(node, dotted), f"{dotted}.")
+    values["mcp_servers"] = _servers(doc, entries, f"{dotted}.")
     values.setdefault("name", re.sub(r"[-_]+", " ", key).title())
     prompt_file = values.get("system_prompt_file")
     if prompt_file is not None:
@@ -301,10 +305,11 @@ def _servers(doc: _Doc, entries: Mapping[str, tuple[yaml.Node, yaml.Node]],
     if "mcp_servers_file" in entries:
         node = entries["mcp_servers_file"][1]
         key = f"{prefix}mcp_servers_file"
-        path = doc.scalar(node, key, Field("path", "must be a file path", nonempty))
-        if doc.untrusted is not None:
+        path = doc.scalar(node, key, Field("path", "must be a file path, or null", nonempty,
+                                           nullable=True))
+        if path is not None and doc.untrusted is not None:
             doc.ignored.append(key)
-        else:
+        elif path is not None:
             for server in read_servers_file(resolve(doc.base_dir, path),
                                             f"{doc.display}:{node.start_mark.line + 1}: {key}"):
                 out[server.name] = server
