@@ -155,7 +155,9 @@ def test_streamable_http_with_a_header_from_the_environment(servers) -> None:
         turn = drain(engine.chat('use add {"a": 20, "b": 22}'), events.append).turn
         assert turn.tools[0].result == "42"
         warnings = [e.text for e in events if isinstance(e, Notice) and e.level == "warning"]
-        assert len(warnings) == 1 and warnings[0].startswith("MCP server 'wrong' did not start")
+        assert len(warnings) == 1, warnings
+        assert warnings[0].startswith(f"MCP server 'wrong' did not start: {url}: ")
+        assert "nope" not in warnings[0]
         entries = {e.source: e.state for e in source.entries(engine.tools)}
         assert entries["mcp:remote"] == "ready" and entries["mcp:wrong"].startswith("failed: ")
         source.close()

@@ -24,6 +24,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 from rollchat.config_mcp import McpServerConfig
 from rollchat.errors import ConfigError
 from rollchat.providers.base import ToolSpec
+from rollchat.text import redact_url, redact_urls
 from rollchat.tools import Tool
 from rollchat.tools.mcp_convert import McpToolError, chosen, exposed_name, result_text
 from rollchat.tools.sources import ToolEntry
@@ -85,6 +86,10 @@ class McpServers:
         ready.wait()
 
     def _run(self, todo: list[_Server], ready: threading.Event) -> None:
+        import logging
+
+        for name in ("mcp", "httpx2"):  # the SDK's log lines never reach the terminal: a
+            logging.getLogger(name).addHandler(logging.NullHandler())  # failure is one line
         loop = asyncio.new_event_loop()
         self._loop = loop
         self._all_stopped = asyncio.Event()
@@ -148,7 +153,9 @@ class McpServers:
         except ConfigError as exc:
             self._settle(server, "failed", str(exc).partition(": ")[2] or str(exc))
         except Exception as exc:  # any failure of one server costs one line, never the chat
-            self._settle(server, "failed", _reason(exc, server.errlog))
+            where = (f"{redact_url(server.config.url)}: " if server.config.transport == "http"
+                     and server.config.url and "${" not in server.config.url else "")
+            self._settle(server, "failed", where + _reason(exc, server.errlog))
         finally:
             timer.cancel()
             with self._lock:
@@ -323,7 +330,7 @@ def _reason(exc: BaseException, errlog: IO[str] | None) -> str:
     line the server wrote to stderr, when it wrote one."""
     while getattr(exc, "exceptions", None):  # an exception group (anyio's task groups)
         exc = exc.exceptions[0]  # type: ignore[attr-defined]
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = redact_urls(" ".join(str(exc).split())) or type(exc).__name__
     last = ""
     if errlog is not None:
         try:
