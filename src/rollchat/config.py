@@ -10,12 +10,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rollchat.config_fields import MODEL, PROVIDER, URL, Field, coerce, nonempty, resolve, show
-from rollchat.config_mcp import McpServerConfig, merged
 from rollchat.errors import ConfigError
 from rollchat.providers import AUTO, PROVIDER_CHOICES
+
+if TYPE_CHECKING:  # read from a file only (config_file imports it)
+    from rollchat.config_mcp import McpServerConfig
 
 PROVIDERS = PROVIDER_CHOICES
 PROJECT_FILE = "rollchat.yml"  # the project config, read from the working directory untrusted
@@ -110,6 +112,8 @@ class Config:
     def agent_mcp_servers(self) -> tuple[McpServerConfig, ...]:
         """The MCP servers of this run's agent: the top level's, then the agent's own (which
         replace a top-level server of the same name)."""
+        from rollchat.config_mcp import merged
+
         return merged(self.mcp_servers, self.agent.mcp_servers)
 
     def context_window_override(self, model: str) -> int | None:
