@@ -199,7 +199,8 @@ def run_once(argv: list[str], script: list[str], env: dict[str, str], cwd: Path,
     # 0: it had just ended by itself; -signum: the signal came before rollchat's handlers were
     # installed (Python starting) or after they were removed (everything saved)
     if killed and proc.returncode not in (expected, 0, -signum):
-        err += f"\nexit status {proc.returncode} after {signal.Signals(signum).name}"
+        err += (f"\nexit status {proc.returncode} after {signal.Signals(signum).name} "
+                f"(pid {proc.pid})")
     killed = killed and proc.returncode in (expected, -signum)
     return Outcome(buf.decode("utf-8", "replace").splitlines(), killed, err)
 

@@ -120,3 +120,22 @@ def test_direct_lines_wrap_at_words_like_rich(capsys, monkeypatch) -> None:  # t
     Renderer(interactive=True).warn("the configured window leaves no room for the answer")
     assert capsys.readouterr().out == ("Warning: the configured window\n"
                                        "leaves no room for the answer\n")
+
+
+def test_an_interrupted_build_in_the_caller_is_built_again() -> None:
+    """A Ctrl-C or an ending signal while the chat is built in the caller's thread (piped
+    input, --resume) stops that build only: the chat is still needed to save and exit."""
+    out, _ = _renderer()
+    attempts: list[int] = []
+
+    def build():  # type: ignore[no-untyped-def]
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise KeyboardInterrupt
+        return "app", []
+
+    chat = Starting(build, label="", out=out)
+    with pytest.raises(KeyboardInterrupt):
+        chat.get()
+    assert chat.ready is None
+    assert chat.get() == "app" and len(attempts) == 2

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from enum import Enum
 from pathlib import Path
@@ -222,8 +223,9 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
                     where=cfg.session.location, server=providers.server_url(name, agent, env))
     if cfg.trust_notice:
         renderer.warn(cfg.trust_notice)
+    closers: list[Callable[[], None]] = []  # what the chat started (MCP servers)
     chat = Starting(lambda: _build_chat(cfg, env, name, model, renderer, interactive=interactive,
-                                        yes=yes, no_fork=no_fork),
+                                        yes=yes, no_fork=no_fork, closers=closers),
                     label=f" starting · {agent.name} · {model} ", out=renderer)
     with ending_signals():  # SIGTERM, SIGHUP: saved and summarized like exit
         try:
@@ -236,13 +238,25 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
                 run_piped(chat, sys.stdin.buffer)
         except Terminated:  # before the chat loop began, or one put off until after it
             finish(chat.get())
+        finally:
+            _close(closers)
     signum = ending()
     return 0 if signum is None else 128 + signum
 
 
+def _close(closers: list[Callable[[], None]]) -> None:
+    """Stop what the chat started; a Ctrl-C or a signal here cannot cut it short (that would
+    leave server processes behind)."""
+    from rollchat.interrupts import sigint_deferred
+
+    with sigint_deferred(deliver=False):
+        while closers:
+            closers.pop()()
+
+
 def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, renderer: Renderer,
-                *, interactive: bool, yes: bool,
-                no_fork: bool = False) -> tuple[ChatApp, list[str]]:
+                *, interactive: bool, yes: bool, no_fork: bool = False,
+                closers: list[Callable[[], None]] | None = None) -> tuple[ChatApp, list[str]]:
     """The session core and its terminal adapter, and what the user should be told first."""
     from rollchat import providers
     from rollchat.context import Context
@@ -268,10 +282,20 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
     except StoreError as exc:  # e.g. a read-only directory: the chat goes on in memory
         store_problem = str(exc)
     retry = cfg.retry
+    sources = []
+    if cfg.agent_mcp_servers:  # started now, in the background: the SDK loads there
+        from rollchat.tools.mcp import McpServers
+
+        servers = McpServers(cfg.agent_mcp_servers, env)
+        if closers is not None:
+            closers.append(servers.close)
+        servers.start()
+        sources.append(servers)
     engine = Engine(
         provider, model=model, context=Context(system=agent.system_prompt),
         max_output_tokens=agent.max_output_tokens, temperature=agent.temperature,
         retry=RetryPolicy(retry.max_retries, retry.base_delay, retry.max_delay),
+        tool_sources=sources,
     )
 
     def confirm(question: str) -> bool:

@@ -10,11 +10,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rollchat.config_fields import MODEL, PROVIDER, URL, Field, coerce, nonempty, resolve, show
 from rollchat.errors import ConfigError
 from rollchat.providers import AUTO, PROVIDER_CHOICES
+
+if TYPE_CHECKING:  # read from a file only (config_file imports it)
+    from rollchat.config_mcp import McpServerConfig
 
 PROVIDERS = PROVIDER_CHOICES
 PROJECT_FILE = "rollchat.yml"  # the project config, read from the working directory untrusted
@@ -34,6 +37,7 @@ class AgentConfig:
     system_prompt_file: Path | None = None
     max_output_tokens: int = 4096
     temperature: float | None = None
+    mcp_servers: tuple[McpServerConfig, ...] = ()  # the agent's own (after the top level's)
 
 
 NO_SAVE_LOCATION = "memory only (--no-save)"
@@ -99,6 +103,7 @@ class Config:
     retry: RetryConfig = field(default_factory=RetryConfig)
     ui: UIConfig = field(default_factory=UIConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
+    mcp_servers: tuple[McpServerConfig, ...] = ()  # for every agent
     source: Path | None = None  # the config file read, if any
     source_sha256: str | None = None  # the hash of the bytes read from it
     ignored_settings: tuple[str, ...] = ()  # what an untrusted project file could not set
@@ -108,6 +113,14 @@ class Config:
     def agent(self) -> AgentConfig:
         """The agent this run uses (``default_agent`` after --agent / $ROLLCHAT_AGENT)."""
         return self.agents[self.default_agent]
+
+    @property
+    def agent_mcp_servers(self) -> tuple[McpServerConfig, ...]:
+        """The MCP servers of this run's agent: the top level's, then the agent's own (which
+        replace a top-level server of the same name)."""
+        from rollchat.config_mcp import merged
+
+        return merged(self.mcp_servers, self.agent.mcp_servers)
 
     def context_window_override(self, model: str) -> int | None:
         entry = self.models.get(model)

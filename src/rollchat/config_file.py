@@ -38,6 +38,7 @@ from rollchat.config_fields import (
     resolve,
     show,
 )
+from rollchat.config_mcp import McpServerConfig, ServerProblem, check_server, read_servers_file
 from rollchat.config_trust import TrustCheck, Untrusted, confine, notice
 from rollchat.config_yaml import compose, read_text
 from rollchat.errors import ConfigError
@@ -112,7 +113,8 @@ _SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
         ),
     }),
 }
-_TOP_KEYS = ("default_agent", "agents", "models", *_SECTIONS)
+_MCP_KEYS = ("mcp_servers", "mcp_servers_file")
+_TOP_KEYS = ("default_agent", "agents", "models", *_SECTIONS, *_MCP_KEYS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,11 +176,17 @@ class _Doc:
         return converted
 
     def fields(self, node: yaml.Node, key: str, specs: Mapping[str, Field],
+               skip: Iterable[str] = (),
+               entries: Mapping[str, tuple[yaml.Node, yaml.Node]] | None = None,
                ) -> tuple[dict[str, Any], dict[str, yaml.Node]]:
-        """Read a mapping of known fields: (values, value nodes). Unknown keys are errors."""
+        """Read a mapping of known fields: (values, value nodes). Unknown keys are errors;
+        the keys in ``skip`` are read by someone else (``entries``: the mapping's items,
+        when the caller read them already)."""
         values: dict[str, Any] = {}
         nodes: dict[str, yaml.Node] = {}
-        for name, (knode, vnode) in self.items(node, key).items():
+        for name, (knode, vnode) in (entries or self.items(node, key)).items():
+            if name in skip:
+                continue
             if name not in specs:
                 raise self.error(knode, _join(key, name), _unknown(name, specs))
             values[name] = self.scalar(vnode, _join(key, name), specs[name])
@@ -238,7 +246,7 @@ def _parse_file(doc: _Doc, root: yaml.Node) -> Config:
         if default not in known:
             raise doc.error(node, "default_agent",
                             f"unknown agent {default!r}; known agents: {', '.join(known)}")
-    return Config(default_agent=default, **kwargs)
+    return Config(default_agent=default, mcp_servers=_servers(doc, top, ""), **kwargs)
 
 
 def _section(doc: _Doc, name: str, node: yaml.Node, cls: type[Any],
@@ -279,8 +287,10 @@ def _agents(doc: _Doc, node: yaml.Node) -> dict[str, AgentConfig]:
 
 def _agent(doc: _Doc, key: str, node: yaml.Node) -> AgentConfig:
     dotted = f"agents.{key}"
-    values, nodes = doc.fields(node, dotted, _AGENT_FIELDS)
+    entries = doc.items(node, dotted)  # (once: reading a mapping resolves its merges)
+    values, nodes = doc.fields(node, dotted, _AGENT_FIELDS, skip=_MCP_KEYS, entries=entries)
     confine(values, dotted, doc.base_dir, doc.untrusted, doc.ignored)
+    values["mcp_servers"] = _servers(doc, entries, f"{dotted}.")
     values.setdefault("name", re.sub(r"[-_]+", " ", key).title())
     prompt_file = values.get("system_prompt_file")
     if prompt_file is not None:
@@ -291,6 +301,40 @@ def _agent(doc: _Doc, key: str, node: yaml.Node) -> AgentConfig:
         values["system_prompt_file"] = path
         values["system_prompt"] = _read_prompt(doc, nodes["system_prompt_file"], dotted, path)
     return AgentConfig(key=key, **values)
+
+
+def _servers(doc: _Doc, entries: Mapping[str, tuple[yaml.Node, yaml.Node]],
+             prefix: str) -> tuple[McpServerConfig, ...]:
+    """``mcp_servers`` and ``mcp_servers_file`` of one mapping (the top level or an agent):
+    the file's servers first, then the inline ones. An untrusted project file's servers are
+    kept but held (never started) and its servers file is not read."""
+    out: dict[str, McpServerConfig] = {}
+    if "mcp_servers_file" in entries:
+        node = entries["mcp_servers_file"][1]
+        key = f"{prefix}mcp_servers_file"
+        path = doc.scalar(node, key, Field("path", "must be a file path, or null", nonempty,
+                                           nullable=True))
+        if path is not None and doc.untrusted is not None:
+            doc.ignored.append(key)
+        elif path is not None:
+            for server in read_servers_file(resolve(doc.base_dir, path),
+                                            f"{doc.display}:{node.start_mark.line + 1}: {key}"):
+                out[server.name] = server
+    if "mcp_servers" in entries:
+        key = f"{prefix}mcp_servers"
+        held = None
+        if doc.untrusted is not None:
+            doc.ignored.append(key)
+            held = f"{doc.display} {doc.untrusted.reason}; run `rollchat trust` to start it"
+        for name, (knode, vnode) in doc.items(entries["mcp_servers"][1], key).items():
+            raw = doc.loader.construct_object(vnode, deep=True)
+            try:
+                out[name] = check_server(name, raw, base_dir=doc.base_dir, origin=doc.display,
+                                         held=held)
+            except ServerProblem as exc:
+                dotted = f"{key}.{name}" + (f".{exc.key}" if exc.key else "")
+                raise doc.error(vnode if exc.key else knode, dotted, str(exc)) from None
+    return tuple(out.values())
 
 
 def _read_prompt(doc: _Doc, node: yaml.Node, dotted: str, path: Path) -> str:

@@ -65,9 +65,12 @@ def notice(display: str, untrusted: Untrusted, ignored: list[str]) -> str | None
     if untrusted.reason == CHANGED:
         return (f"{display} changed since you trusted it, so {keys} {_were(ignored)} ignored; "
                 f"review the file, then run `{TRUST_COMMAND}` to apply {_them(ignored)}")
+    what = ("send your API key elsewhere or use files outside this directory"
+            if not any(k.rsplit(".", 1)[-1].startswith("mcp_servers") for k in ignored)
+            else "send your API key elsewhere, use files outside this directory or start "
+                 "MCP servers")
     return (f"{display} is not trusted, so {keys} {_were(ignored)} ignored (settings that "
-            "send your API key elsewhere or use files outside this directory); if you trust "
-            f"the file, run `{TRUST_COMMAND}` to apply {_them(ignored)}")
+            f"{what}); if you trust the file, run `{TRUST_COMMAND}` to apply {_them(ignored)}")
 
 
 def _were(items: list[str]) -> str:

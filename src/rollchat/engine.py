@@ -15,8 +15,9 @@ from datetime import datetime, timezone
 from rollchat.clean import StreamCleaner, clean, clean_value
 from rollchat.context import Context
 from rollchat.domain import Message, ToolCall, ToolExchange, Turn, TurnKind, TurnStatus, Usage
-from rollchat.events import Event, Retrying, ToolFinished, ToolStarted
+from rollchat.events import Event, Notice, Retrying, ToolFinished, ToolStarted
 from rollchat.hygiene import fit_tool_result, repair
+from rollchat.interrupts import Terminated
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -32,6 +33,7 @@ from rollchat.providers.base import (
     stream_with_retries,
 )
 from rollchat.tools import Tool
+from rollchat.tools.sources import ToolSource
 
 INTERRUPTED_NOTE = "[interrupted by user]"
 ROUND_SEPARATOR = "\n\n"
@@ -79,6 +81,7 @@ class Engine:
         # tokens a new tool result may take now (the turn in flight is in the context)
         tool_result_limit: Callable[[], int] | None = None,
         count: Callable[[str], int] | None = None,
+        tool_sources: Sequence[ToolSource] = (),
     ) -> None:
         self.provider = provider
         self.model = model
@@ -92,6 +95,11 @@ class Engine:
         self.tool_result_limit = tool_result_limit
         self.count = count  # the token counter the budget is measured with
         self.current_tools: list[ToolExchange] = []  # the turn in flight's, results whole
+        # Tools that come later (MCP servers): collected when a context starts, i.e. before the
+        # first message, then after each compaction or resume; never in between, so the
+        # request prefix (the tool specs among it) stays byte-stable.
+        self.tool_sources = list(tool_sources)
+        self._collect: str | None = "wait" if self.tool_sources else None  # "due", "done"
 
     def offered(self) -> tuple[ToolSpec, ...]:
         """The tools' specs sent with chat requests: none when only companions are registered
@@ -100,6 +108,28 @@ class Engine:
         if all(t.companion for t in tools):
             return ()
         return tuple(t.spec for t in tools)
+
+    def _collect_tools(self) -> Generator[Event, None, None]:
+        """Add the tools of the sources that are ready (the first time, after waiting for
+        those still starting, unless Ctrl-C stops the wait); new names go after the existing
+        ones, none is replaced."""
+        wait, self._collect = self._collect == "wait", "done"
+        for source in self.tool_sources:
+            starting = source.waiting_for() if wait else []
+            try:
+                if starting:
+                    yield Notice("detail", f"Waiting for MCP servers to start: "
+                                           f"{', '.join(starting)}")
+                tools, lines = source.collect(bool(starting))
+            except KeyboardInterrupt as exc:  # those not ready join at the next compaction
+                if isinstance(exc, Terminated):  # a SIGTERM ends the chat
+                    raise
+                wait = False
+                tools, lines = source.collect(False)
+            for line in lines:
+                yield Notice("warning", line)
+            for name, tool in tools.items():
+                self.tools.setdefault(name, tool)
 
     def request(self, messages: Sequence[Message], purpose: Purpose = "chat") -> ChatRequest:
         return ChatRequest(
@@ -121,6 +151,8 @@ class Engine:
         message stays only when the model answered (fully or partly): an unanswered message
         stays in the transcript, to be sent again by the user.
         """
+        if self._collect in ("wait", "due"):
+            yield from self._collect_tools()
         started = self.clock()
         context = self.context
         mark = context.mark()
@@ -148,6 +180,8 @@ class Engine:
         result = yield from self._call(flight.append, lambda: repair(flight), "restore")
         ack = result.text or "(no acknowledgment: " + (result.note or "interrupted") + ")"
         self.context.reset([user, Message("assistant", ack)], prefix_len=2)
+        if self._collect == "done":  # a new context: servers ready since then join now
+            self._collect = "due"
         return Answer(self._turn("restored", started, "", result), result.error)
 
     def _turn(self, kind: TurnKind, started: datetime, user: str, result: CallResult) -> Turn:

@@ -20,6 +20,7 @@ ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
 ENDING_SUMMARY_SECONDS = 3.0  # ending on a signal: the model's summary if it is this quick
 
 _received: list[int] = []  # the ending signal, once one arrived
+_settled: list[bool] = []  # not empty once nothing is to be interrupted any more
 
 
 class Terminated(KeyboardInterrupt):
@@ -61,8 +62,10 @@ def _detach_terminal() -> None:
 
 
 def settle() -> None:
-    """The chat is now ending: an ending signal whose raise was put off (see
-    ``_raise_when_safe``) is not raised any more."""
+    """The chat is saving for good (or has ended): ending signals are recorded (for the exit
+    status) but raise nothing any more, and one whose raise was put off (see
+    ``_raise_when_safe``) is dropped."""
+    _settled.append(True)
     if hasattr(signal, "setitimer"):
         signal.setitimer(signal.ITIMER_REAL, 0)
 
@@ -76,6 +79,8 @@ def _raise_when_safe(frame: Any) -> None:
     """Raise ``Terminated``, unless the main thread is inside the import machinery: an
     exception there breaks its module locks (a KeyError instead of the interruption, with the
     turn lost). Then it is raised a moment later, once the import is done."""
+    if _settled:
+        return
     inner = frame
     while inner is not None:
         if inner.f_code.co_filename.startswith("<frozen importlib"):

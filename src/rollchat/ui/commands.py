@@ -79,6 +79,12 @@ def _context(app: ChatApp, arg: str) -> bool:
     return False
 
 
+def _tools(app: ChatApp, arg: str) -> bool:
+    from rollchat.ui.tools_command import run_tools
+
+    return run_tools(app, arg)
+
+
 def _compact(app: ChatApp, arg: str) -> bool:
     app.compact(arg.strip() or None)
     return False
@@ -112,6 +118,7 @@ COMMANDS: dict[str, Command] = {
         Command("context", "context", "token figures: session, last prompt, window", _context),
         Command("compact", "compact [focus]", "summarize this session and continue in a new "
                 "one (focus text steers the summary)", _compact, takes_arg=True),
+        Command("tools", "tools", "list the tools: source and state", _tools),
         Command("sessions", "sessions", "list saved sessions, most recent first", _sessions),
         Command("resume", "resume N|ID", "continue a saved session from its summary", _resume,
                 takes_arg=True, bare_arg=lambda a: bool(_REF.match(a.strip()))),

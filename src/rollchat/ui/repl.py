@@ -58,9 +58,9 @@ def finish(app: ChatApp) -> None:
     """End the chat: save with a summary. Ctrl-C here falls back, never loses the file. Ending
     on a signal (SIGTERM, SIGHUP) the summary is the model's only if it comes quickly."""
     signum = ending()
-    if app.session.finished:  # (a signal after the chat ended)
-        return
     try:
+        if app.session.finished:  # (a signal after the chat ended)
+            return
         if signum is not None:
             settle()
             app.out.warn(f"{signal.Signals(signum).name} received: saving the session, then "
@@ -69,6 +69,7 @@ def finish(app: ChatApp) -> None:
     except KeyboardInterrupt:
         app.out.warn("interrupted while saving; the transcript is on disk")
     finally:
+        settle()  # the chat is over: a signal from now on only sets the exit status
         app.out.close()
 
 
@@ -124,10 +125,13 @@ class Starting:
         if build:
             try:
                 self._app, self._notices = self._build()
+            except KeyboardInterrupt:  # (only in the caller's thread) not a failed build:
+                with self._lock:       # the next ``get`` builds again
+                    self._started = False
+                raise
             except BaseException as exc:  # re-raised by ``get`` in the caller's thread
                 self._error = exc
-            finally:
-                self._done.set()
+            self._done.set()
         self._done.wait()
         if then is not None and self._app is not None:
             then(self._app)

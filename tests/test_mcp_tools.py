@@ -1,0 +1,188 @@
+"""MCP servers as tool sources, against the test server (written with the SDK's MCPServer)
+run as a real stdio subprocess and over streamable HTTP on 127.0.0.1: the engine calls their
+tools like any other, errors come back as error results, timeouts and Ctrl-C cancel a call,
+a failed server costs one line, and the tool list changes only when a context starts."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from rollchat.events import Event, Notice
+from rollchat.tools.mcp import McpServers
+from tests.drive import drain
+from tests.mcp_helpers import engine_with, gone_within, http_server, stdio, wait_for_file
+
+
+@pytest.fixture
+def servers() -> list[McpServers]:
+    made: list[McpServers] = []
+    yield made
+    for server in made:
+        server.close()
+
+
+def start(made: list[McpServers], *configs, env=None) -> McpServers:  # type: ignore[no-untyped-def]
+    source = McpServers(configs, env or {})
+    made.append(source)
+    source.start()
+    return source
+
+
+def test_a_stdio_tool_is_called_by_the_engine_like_any_other(servers, tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    source = start(servers, stdio("testing", "--pid-file", str(pid_file)))
+    engine = engine_with(source)
+    events: list[Event] = []
+    turn = drain(engine.chat('use add {"a": 2, "b": 40}'), events.append).turn
+    assert [t.result for t in turn.tools] == ["42"]
+    assert turn.tools[0].call.name == "mcp__testing__add"
+    assert "42" in turn.assistant
+    names = [spec.name for spec in engine.request([]).tools]
+    assert names == sorted(names) and "mcp__testing__add" in names  # a stable order
+    assert not [e for e in events if isinstance(e, Notice) and e.level == "warning"]
+    pid = int(wait_for_file(pid_file))
+    source.close()
+    assert gone_within(pid, 5)
+
+
+def test_an_is_error_result_goes_back_to_the_model_as_an_error(servers) -> None:
+    engine = engine_with(start(servers, stdio()))
+    turn = drain(engine.chat('use fail {"message": "disk full"}')).turn
+    error = "error: Error executing tool fail: disk full"  # the server's own wording
+    assert turn.tools[0].result == error
+    tool_message = [m for m in engine.context.messages if m.role == "tool"][-1]
+    assert tool_message.content == error
+    assert "failed" in turn.assistant
+
+
+def test_include_and_exclude_choose_the_tools(servers) -> None:
+    engine = engine_with(start(servers, stdio(include_tools=["add", "s*", "nothing*"],
+                                              exclude_tools=["sleep"])))
+    events: list[Event] = []
+    drain(engine.chat("hello"), events.append)
+    assert list(engine.tools) == ["mcp__testing__add"]
+    warnings = [e.text for e in events if isinstance(e, Notice) and e.level == "warning"]
+    assert warnings == ["MCP server 'testing': include_tools nothing* matched no tool"]
+
+
+def test_a_call_past_its_timeout_is_cancelled_and_the_server_goes_on(servers) -> None:
+    engine = engine_with(start(servers, stdio(call_timeout=0.5)))
+    t0 = time.monotonic()
+    turn = drain(engine.chat('use sleep {"seconds": 20}')).turn
+    assert time.monotonic() - t0 < 15
+    assert turn.tools[0].result == ("error: sleep on MCP server 'testing' timed out after "
+                                    "0.5 s")
+    assert drain(engine.chat('use add {"a": 1, "b": 1}')).turn.tools[0].result == "2"
+
+
+def test_ctrl_c_stops_a_call_and_the_turn_is_kept_as_interrupted(servers) -> None:
+    engine = engine_with(start(servers, stdio()))
+    drain(engine.chat("hello"))  # the tools are collected
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))  # a real Ctrl-C
+    timer.start()
+    t0 = time.monotonic()
+    turn = drain(engine.chat('use sleep {"seconds": 30}')).turn
+    timer.join()
+    assert turn.status == "interrupted" and time.monotonic() - t0 < 10
+    assert drain(engine.chat('use add {"a": 3, "b": 4}')).turn.tools[0].result == "7"
+
+
+def test_a_server_that_does_not_start_in_time_costs_one_line_and_is_stopped(
+        servers, tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    source = start(servers, stdio("slow", "--slow-start", "30", "--pid-file", str(pid_file),
+                                  startup_timeout=1.5),
+                   stdio("quick"))
+    engine = engine_with(source)
+    events: list[Event] = []
+    turn = drain(engine.chat('use add {"a": 1, "b": 2}'), events.append).turn
+    assert turn.tools[0].result == "3"  # the quick server's tool
+    lines = [e.text for e in events if isinstance(e, Notice)]
+    assert "Waiting for MCP servers to start: slow, quick" in lines[0]
+    assert ("MCP server 'slow' did not start: did not start within 1.5 s; the chat goes on "
+            "without its tools") in lines
+    assert gone_within(int(wait_for_file(pid_file)), 5)
+    assert all(not name.startswith("mcp__slow") for name in engine.tools)
+
+
+def test_a_server_that_crashes_says_why_in_one_line(servers) -> None:
+    tools, lines = start(servers, stdio("db", "--crash")).collect(wait=True)
+    assert tools == {}
+    assert len(lines) == 1 and lines[0].startswith("MCP server 'db' did not start: ")
+    assert "(stderr: cannot open the database)" in lines[0]
+
+
+def test_the_child_gets_a_minimal_environment_plus_env(servers, monkeypatch) -> None:
+    monkeypatch.setenv("ROLLCHAT_TEST_SECRET", "s3cret")
+    engine = engine_with(start(servers, stdio(env={"GREETING": "${HELLO:-hi}",
+                                                   "OTHER": "${UNSET_VAR:-fallback}"}),
+                               env={"HELLO": "hey"}))
+    results = [drain(engine.chat(f'use env {{"name": "{name}"}}')).turn.tools[0].result
+               for name in ("GREETING", "OTHER", "ROLLCHAT_TEST_SECRET", "PATH")]
+    assert results[:3] == ["hey", "fallback", "<unset>"] and results[3] != "<unset>"
+
+
+def test_a_variable_not_set_stops_only_that_server(servers) -> None:
+    tools, lines = start(servers, stdio("keyed", env={"API_TOKEN": "${NOPE_TOKEN}"}),
+                         stdio("plain")).collect(wait=True)
+    assert lines == ["MCP server 'keyed' did not start: ${NOPE_TOKEN} is not set in the "
+                     "environment; the chat goes on without its tools"]
+    assert "mcp__plain__add" in tools
+
+
+def test_cwd_is_where_the_server_runs(servers, tmp_path: Path) -> None:
+    engine = engine_with(start(servers, stdio(cwd=str(tmp_path))))
+    assert drain(engine.chat("use cwd")).turn.tools[0].result == str(tmp_path)
+
+
+def test_streamable_http_with_a_header_from_the_environment(servers) -> None:
+    from rollchat.config_mcp import check_server
+
+    with http_server("--require-header", "Authorization=Bearer t0k") as url:
+        good = check_server("remote", {"url": url, "headers": {
+            "Authorization": "Bearer ${REMOTE_TOKEN}"}}, base_dir=Path.cwd(), origin="t")
+        bad = check_server("wrong", {"type": "http", "url": url, "headers": {
+            "Authorization": "Bearer ${WRONG_TOKEN:-nope}"}}, base_dir=Path.cwd(), origin="t")
+        source = start(servers, good, bad, env={"REMOTE_TOKEN": "t0k"})
+        engine = engine_with(source)
+        events: list[Event] = []
+        turn = drain(engine.chat('use add {"a": 20, "b": 22}'), events.append).turn
+        assert turn.tools[0].result == "42"
+        warnings = [e.text for e in events if isinstance(e, Notice) and e.level == "warning"]
+        assert len(warnings) == 1, warnings
+        assert warnings[0].startswith(f"MCP server 'wrong' did not start: {url}: ")
+        assert "nope" not in warnings[0]
+        entries = {e.source: e.state for e in source.entries(engine.tools)}
+        assert entries["mcp:remote"] == "ready" and entries["mcp:wrong"].startswith("failed: ")
+        source.close()
+        assert drain(engine.chat('use add {"a": 1, "b": 1}')).turn.tools[0].result.startswith(
+            "error: MCP server 'remote' is not running")
+
+
+def test_a_server_ready_late_joins_at_the_next_context_never_mid_context(servers) -> None:
+    source = start(servers, stdio("quick"), stdio("late", "--slow-start", "3"))
+    engine = engine_with(source)
+    deadline = time.monotonic() + 30
+    while source.waiting_for() != ["late"] and time.monotonic() < deadline:
+        time.sleep(0.05)  # the quick one is ready, the late one still starting
+
+    def stop_waiting(event: Event) -> None:  # Ctrl-C while the first message waits
+        if isinstance(event, Notice) and event.text.startswith("Waiting"):
+            raise KeyboardInterrupt
+
+    drain(engine.chat("hello"), stop_waiting)
+    first = [spec.name for spec in engine.request([]).tools]
+    assert first and all(name.startswith("mcp__quick__") for name in first)
+    source.collect(wait=True)  # the late server is ready now
+    drain(engine.chat("hello again"))
+    assert [spec.name for spec in engine.request([]).tools] == first  # the prefix is stable
+    drain(engine.restore("Here is the summary of our previous session."))
+    drain(engine.chat("and now?"))
+    after = [spec.name for spec in engine.request([]).tools]
+    assert after[:len(first)] == first and any(n.startswith("mcp__late__") for n in after)
