@@ -431,3 +431,15 @@ def test_a_page_fits_the_token_limit_it_is_given(tmp_path: Path) -> None:
     assert 250 < count(page) <= 300
     body = page.split("\n", 1)[1].rsplit("\n", 1)[0]
     assert dense.result[100:].startswith(body)
+
+
+def test_the_tools_listing_says_when_the_archive_tool_is_offered() -> None:
+    from rollchat.providers.base import ToolSpec
+    from rollchat.tools.sources import WITH_OTHERS, tool_entries
+
+    companion = archive_tool(MemoryStore(), None)
+    [entry] = tool_entries({ARCHIVE_TOOL_NAME: companion}, [])
+    assert entry.state == WITH_OTHERS  # alone it is not sent to the model
+    grep = Tool(ToolSpec("grep", "Search.", {"type": "object"}), lambda arguments: "")
+    listed = tool_entries({ARCHIVE_TOOL_NAME: companion, "grep": grep}, [])
+    assert {e.name: e.state for e in listed} == {ARCHIVE_TOOL_NAME: "ready", "grep": "ready"}

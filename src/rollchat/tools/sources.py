@@ -11,6 +11,7 @@ from typing import Protocol
 from rollchat.tools import ARCHIVE_TOOL_NAME, Tool
 
 BUILT_IN = "built-in"
+WITH_OTHERS = "offered beside other tools, or after a compact or resume"  # a companion alone
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,9 @@ def tool_entries(tools: Mapping[str, Tool], sources: Sequence[ToolSource]) -> li
     then each source's own entries."""
     from_sources = [entry for source in sources for entry in source.entries(tools)]
     claimed = {entry.name for entry in from_sources}
-    built_in = [ToolEntry(name, BUILT_IN, "ready", _first_line(tool.spec.description))
+    alone = all(tool.companion for tool in tools.values())
+    built_in = [ToolEntry(name, BUILT_IN, WITH_OTHERS if tool.companion and alone else "ready",
+                          _first_line(tool.spec.description))
                 for name, tool in tools.items() if name not in claimed]
     if ARCHIVE_TOOL_NAME not in tools:
         built_in.append(ToolEntry(ARCHIVE_TOOL_NAME, BUILT_IN,

@@ -21,7 +21,8 @@ def run_tools(app: ChatApp, arg: str) -> bool:
     names = [e.name or NO_TOOL for e in entries]
     width = max((len(n) for n in names), default=0)
     source_width = max((len(e.source) for e in entries), default=0)
-    offered = sum(1 for e in entries if e.name in engine.tools)
+    names_offered = {spec.name for spec in engine.offered()}
+    offered = sum(1 for e in entries if e.name in names_offered)
     app.out.info(f"Tools: {plural(offered, 'tool')} offered to the model")
     for name, entry in zip(names, entries, strict=True):
         line = f"  {name:<{width}}  {entry.source:<{source_width}}  {entry.state}"
