@@ -18,8 +18,9 @@ TRUST_FILE = "trusted.json"
 TRUST_COMMAND = "rollchat trust"
 # Settings that can send the API key (or another secret) somewhere else: never from an
 # untrusted file. Paths are allowed while they stay inside the project directory.
-KEY_SETTINGS = ("base_url", "api_key_env")
-PATH_SETTINGS = ("system_prompt_file", "history_file", "dir")
+# An agent file is code, and approval and allow let tools run unasked: never untrusted either.
+KEY_SETTINGS = ("base_url", "api_key_env", "file", "approval", "allow")
+PATH_SETTINGS = ("system_prompt_file", "history_file", "dir", "skills_dir")
 
 
 @dataclass(frozen=True)

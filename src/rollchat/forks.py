@@ -36,7 +36,7 @@ def open_file(store: Store, state: SessionState, agent: AgentConfig, model: str,
     its header, its parent's forward link, then what comes before the query (the restored
     summary's acknowledgment, turns carried over from the parent)."""
     live = state.live = store.new_session(
-        agent_key=agent.key, agent=agent.name, agent_path=f"config:{agent.key}", model=model,
+        agent_key=agent.key, agent=agent.name, agent_path=agent.agent_path, model=model,
         provider=provider, now=state.started, resumed_from=state.resumed_from,
         previous_session=state.previous_session, forked=state.forked)
     yield from link_parent(store, state)
