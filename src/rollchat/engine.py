@@ -292,5 +292,9 @@ def _tool_messages(tools: Sequence[ToolExchange]) -> list[Message]:
     return out
 
 
-def describe_call(call: ToolCall) -> str:
-    return f"{call.name}({json.dumps(dict(call.arguments), ensure_ascii=False)})"
+def describe_call(call: ToolCall, *, full: bool = False, limit: int = 100) -> str:
+    """``name(arguments)``: compact (long values cut to ``limit`` characters), or ``full``."""
+    args = json.dumps(dict(call.arguments), ensure_ascii=False, indent=2 if full else None)
+    if not full and len(args) > limit:
+        args = args[:limit - 1] + "…"
+    return f"{call.name}({args})"

@@ -65,7 +65,7 @@ def _arguments_model(fn: Callable[..., Any], name: str) -> tuple[type[pydantic.B
         fields[param.name] = (annotation, pydantic.Field(default,
                                                          description=described.get(param.name)))
     try:
-        model = pydantic.create_model(  # type: ignore[call-overload]
+        model = pydantic.create_model(
             f"{name}_arguments", __config__=pydantic.ConfigDict(extra="forbid"), **fields)
         model.model_json_schema()
     except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError,
