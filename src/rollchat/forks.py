@@ -31,7 +31,7 @@ def check_open(store: Store, info: SessionInfo,
 
 
 def open_file(store: Store, state: SessionState, agent: AgentConfig, model: str,
-              provider: str) -> Generator[Event, None, LiveSession]:
+              provider: str, *, in_progress: bool = False) -> Generator[Event, None, LiveSession]:
     """Create the session's file (at its first query, held by this process from then on):
     its header, its parent's forward link, then what comes before the query (the restored
     summary's acknowledgment, turns carried over from the parent)."""
@@ -42,7 +42,9 @@ def open_file(store: Store, state: SessionState, agent: AgentConfig, model: str,
     yield from link_parent(store, state)
     if state.restored is not None:
         live.append_turn(state.restored, agent.name)
-    for earlier in state.turns[:-1]:  # turns carried over from the parent
+    # turns carried over from the parent (the last turn is the query being saved, unless the
+    # file is made for a turn still in progress: see checkpoint.py)
+    for earlier in state.turns if in_progress else state.turns[:-1]:
         live.append_turn(earlier, agent.name)
     return live
 

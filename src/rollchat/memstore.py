@@ -36,10 +36,20 @@ class MemorySession:
         self.header = header
         self.session_id = header.session_id
         self.file_name = f"{header.session_id}.md"
+        self._pending_at: int | None = None
 
     def append_turn(self, turn: Turn, agent_name: str) -> None:
-        """Append one turn block to the session's text."""
-        self._store.append(self.session_id, encode(render_turn(turn, agent_name)))
+        """Append one turn block to the session's text (replacing the provisional one)."""
+        self._store.append(self.session_id, encode(render_turn(turn, agent_name)),
+                           at=self._pending_at)
+        self._pending_at = None
+
+    def write_pending(self, turn: Turn, agent_name: str) -> None:
+        """The turn in progress, replaced by the next write (see FileSession)."""
+        if self._pending_at is None:
+            self._pending_at = len(self._store._bytes(self.session_id))
+        self._store.append(self.session_id, encode(render_turn(turn, agent_name)),
+                           at=self._pending_at)
 
     def close(self) -> None:
         """Nothing to let go of: no other process sees this store."""
@@ -86,10 +96,14 @@ class MemoryStore:
         with self._lock:
             return bytes(self._data(session_id))
 
-    def append(self, session_id: str, block: bytes) -> None:
-        """Add ``block`` (a rendered turn) at the end of the session's text."""
+    def append(self, session_id: str, block: bytes, at: int | None = None) -> None:
+        """Add ``block`` (a rendered turn) at the end of the session's text, or in place of
+        everything from offset ``at`` (a provisional block)."""
         with self._lock:
-            self._data(session_id).extend(block)
+            data = self._data(session_id)
+            if at is not None:
+                del data[at:]
+            data.extend(block)
 
     def _text(self, session_id: str) -> str:
         try:

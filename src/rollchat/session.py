@@ -8,6 +8,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
 
 from rollchat import policy
+from rollchat.checkpoint import checkpointed  # each tool call on disk as it ends
 from rollchat.clean import clean
 from rollchat.compaction.summarizer import Background, Summarizer, SummaryOutcome
 from rollchat.config import AgentConfig, Config
@@ -145,7 +146,7 @@ class Session:
             self.summarizer.start_background(self.state.background, self.state.turns,
                                              self.state.parent_summary)
         yield AnswerStarted(self.agent.name)
-        answer: Answer = yield from self.engine.chat(text)
+        answer: Answer = yield from checkpointed(self.engine.chat(text), self, text)
         if answer.turn.status == "unanswered" and isinstance(answer.error, ContextTooLongError):
             from rollchat.refusal import after_refusal
 

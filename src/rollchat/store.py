@@ -16,15 +16,13 @@ import re
 import secrets
 import stat
 import time
-import weakref
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 from rollchat.clean import encode
-from rollchat.domain import SessionHeader, Summary, Transcript, Turn
+from rollchat.domain import SessionHeader, Summary, Transcript
 from rollchat.errors import StoreError, TranscriptError
-from rollchat.interrupts import sigint_deferred
 from rollchat.listing import (
     SESSION_ID_RE,
     Listing,
@@ -39,6 +37,7 @@ from rollchat.listing import (
 from rollchat.locks import SessionBusyError, SessionLocks, pid_alive
 from rollchat.memstore import MemorySession, MemoryStore
 from rollchat.store_api import LiveSession, Store
+from rollchat.store_file import _NOFOLLOW, FileSession, _fsync_dir, _write_all
 from rollchat.transcript import (
     decode,
     glance,
@@ -46,7 +45,6 @@ from rollchat.transcript import (
     render_finalized,
     render_header,
     render_linked,
-    render_turn,
     tail_summary,
 )
 
@@ -57,72 +55,6 @@ __all__ = ["MAX_FILE_BYTES", "FileSession", "Listing", "LiveSession", "MemorySes
 MAX_FILE_BYTES = 64 * 1024 * 1024  # load_transcript refuses a larger file
 TEMP_MAX_AGE = 30.0
 _TMP_RE = re.compile(r"\..+\.md\.tmp-([0-9]+)-[0-9a-f]+")
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-
-
-# ---------------------------------------------------------------- files
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    except OSError:  # some filesystems cannot fsync a directory; the rename is still done
-        pass
-    finally:
-        os.close(fd)
-
-
-def _no_lock(session_id: str) -> None:
-    """What closing a FileSession made without a lock does."""
-
-
-class FileSession:
-    """A session file being written: each completed turn is appended and fsynced. ``locks``:
-    where its lock is held, until ``close`` (or until this object is dropped)."""
-
-    def __init__(self, path: Path, header: SessionHeader,
-                 locks: SessionLocks | None = None) -> None:
-        self.path = path
-        self.header = header
-        self.session_id = header.session_id
-        self.file_name = path.name
-        self._release = weakref.finalize(self, locks.release if locks else _no_lock,
-                                         self.session_id)
-
-    def close(self) -> None:
-        """Let go of the session: another process may write it from now on."""
-        self._release()
-
-    def append_turn(self, turn: Turn, agent_name: str) -> None:
-        """Append one turn block (O_APPEND + fsync); never reads or rewrites the file. A
-        Ctrl-C or an ending signal arriving meanwhile waits until the block is written."""
-        data = encode(render_turn(turn, agent_name))
-        with sigint_deferred():
-            self._append(data)
-
-    def _append(self, data: bytes) -> None:
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | _NOFOLLOW)
-        except OSError as e:
-            raise StoreError(f"cannot open {self.path} to save the turn: {e.strerror}") from None
-        try:
-            size = os.fstat(fd).st_size
-            try:
-                _write_all(fd, data)
-                os.fsync(fd)
-            except OSError as e:
-                with contextlib.suppress(OSError):  # never leave half a block behind
-                    os.ftruncate(fd, size)
-                raise StoreError(f"cannot save the turn to {self.path}: {e.strerror}") from None
-        finally:
-            os.close(fd)
 
 
 class SessionStore:

@@ -21,6 +21,9 @@ class LiveSession(Protocol):
     def file_name(self) -> str: ...  # "<session_id>.md": what a child's header links to
 
     def append_turn(self, turn: Turn, agent_name: str) -> None: ...  # never rewrites
+    # the turn in progress (its tool calls so far), replaced by the next write_pending or
+    # by append_turn: a crash in a tool loop keeps every completed call
+    def write_pending(self, turn: Turn, agent_name: str) -> None: ...
 
     def close(self) -> None: ...  # let go of it (safe to call twice); writes nothing
 

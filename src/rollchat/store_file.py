@@ -1,0 +1,120 @@
+"""The session file being written (``FileSession``): completed turns appended with O_APPEND
+and fsync, never re-read; and the turn in progress (its tool calls so far) written as a
+provisional block that the next write replaces, so a crash in the middle of a tool loop loses
+no completed call. Also the low-level file helpers the store shares."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import weakref
+from pathlib import Path
+
+from rollchat.clean import encode
+from rollchat.domain import SessionHeader, Turn
+from rollchat.errors import StoreError
+from rollchat.interrupts import sigint_deferred
+from rollchat.locks import SessionLocks
+from rollchat.transcript import render_turn
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError:  # some filesystems cannot fsync a directory; the rename is still done
+        pass
+    finally:
+        os.close(fd)
+
+
+def _no_lock(session_id: str) -> None:
+    """What closing a FileSession made without a lock does."""
+
+
+class FileSession:
+    """A session file being written: each completed turn is appended and fsynced. ``locks``:
+    where its lock is held, until ``close`` (or until this object is dropped)."""
+
+    def __init__(self, path: Path, header: SessionHeader,
+                 locks: SessionLocks | None = None) -> None:
+        self.path = path
+        self.header = header
+        self.session_id = header.session_id
+        self.file_name = path.name
+        self._release = weakref.finalize(self, locks.release if locks else _no_lock,
+                                         self.session_id)
+        self._pending_at: int | None = None  # where the turn in progress was written
+
+    def close(self) -> None:
+        """Let go of the session: another process may write it from now on."""
+        self._release()
+
+    def append_turn(self, turn: Turn, agent_name: str) -> None:
+        """Append one turn block (O_APPEND + fsync); never reads or rewrites the file. A
+        Ctrl-C or an ending signal arriving meanwhile waits until the block is written."""
+        data = encode(render_turn(turn, agent_name))
+        with sigint_deferred():
+            if self._pending_at is not None:  # the finished turn replaces its provisional block
+                self._overwrite(self._pending_at, data)
+                self._pending_at = None
+            else:
+                self._append(data)
+
+    def write_pending(self, turn: Turn, agent_name: str) -> None:
+        """Write the turn in progress (marked interrupted: what a crash now would leave) as a
+        provisional block, replacing the previous one; ``append_turn`` replaces it at last.
+        One write call, then a truncation when the block got shorter, then fsync: a killed
+        process leaves the previous block or the new one."""
+        data = encode(render_turn(turn, agent_name))
+        with sigint_deferred():
+            if self._pending_at is None:
+                self._pending_at = self._size()
+            self._overwrite(self._pending_at, data)
+
+    def _size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except OSError as e:
+            raise StoreError(f"cannot read {self.path}: {e.strerror}") from None
+
+    def _overwrite(self, offset: int, data: bytes) -> None:
+        try:
+            fd = os.open(self.path, os.O_WRONLY | _NOFOLLOW)
+        except OSError as e:
+            raise StoreError(f"cannot open {self.path} to save the turn: {e.strerror}") from None
+        try:
+            os.pwrite(fd, data, offset)  # one call: a kill leaves it whole or not begun
+            written = offset + len(data)
+            if os.fstat(fd).st_size > written:
+                os.ftruncate(fd, written)
+            os.fsync(fd)
+        except OSError as e:
+            raise StoreError(f"cannot save the turn to {self.path}: {e.strerror}") from None
+        finally:
+            os.close(fd)
+
+    def _append(self, data: bytes) -> None:
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | _NOFOLLOW)
+        except OSError as e:
+            raise StoreError(f"cannot open {self.path} to save the turn: {e.strerror}") from None
+        try:
+            size = os.fstat(fd).st_size
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            except OSError as e:
+                with contextlib.suppress(OSError):  # never leave half a block behind
+                    os.ftruncate(fd, size)
+                raise StoreError(f"cannot save the turn to {self.path}: {e.strerror}") from None
+        finally:
+            os.close(fd)
