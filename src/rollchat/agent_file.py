@@ -173,7 +173,8 @@ def apply_agent_file(agent: AgentConfig, loaded: LoadedAgent,
     """``agent`` with the agent file's settings; ``keep``: settings a flag or the environment
     set (provider, model), which win over the file."""
     s = loaded.settings
-    changes: dict[str, Any] = {"file": loaded.path}
+    changes: dict[str, Any] = {"file": loaded.path,
+                               "tool_names": tuple(t.name for t in loaded.tools)}
     for key in ("name", "system_prompt", "provider", "model", "approval", "allow", "deny",
                 "max_tool_rounds"):
         if key in s and key not in keep:

@@ -40,6 +40,7 @@ class AgentConfig:
     deny: tuple[str, ...] = ()  # tool names or globs that never run
     max_tool_rounds: int = 25  # model calls with tool results in one turn
     skills_dir: Path | None = None  # a folder of skills (skills/NAME/SKILL.md)
+    tool_names: tuple[str, ...] | None = None  # an agent file's tools (None: no agent file)
 
     @property
     def agent_path(self) -> str:

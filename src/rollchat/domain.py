@@ -139,6 +139,7 @@ class SessionHeader:
     total_tokens: int = 0
     forked: bool = False
     continued_in: tuple[str, ...] = ()
+    tools: tuple[str, ...] | None = None  # the agent's own tools (None: not recorded)
 
 
 @dataclass(frozen=True)

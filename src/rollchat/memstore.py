@@ -74,13 +74,15 @@ class MemoryStore:
     def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
                     provider: str, now: datetime, resumed_from: str | None = None,
                     previous_session: str | None = None, forked: bool = False,
+                    tools: tuple[str, ...] | None = None,
                     ) -> MemorySession:
         """A new session (an id as SessionStore makes them) holding its header."""
         with self._lock:
             for sid in new_ids(agent_key, now):
                 if sid not in self._texts:
                     header = SessionHeader(sid, now, agent, agent_path, model, provider,
-                                           resumed_from, previous_session, forked=forked)
+                                           resumed_from, previous_session, forked=forked,
+                                           tools=tools)
                     self._texts[sid] = bytearray(encode(render_header(header)))
                     return MemorySession(self, header)
         raise StoreError("could not find a free session id in memory")

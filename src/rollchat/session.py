@@ -29,7 +29,7 @@ from rollchat.events import (
     SummaryStarted,
     TurnFinished,
 )
-from rollchat.forks import check_open, open_file
+from rollchat.forks import agent_change, check_open, open_file
 from rollchat.interrupts import sigint_deferred
 from rollchat.policy import Plan, PolicyState, Situation
 from rollchat.providers.base import ContextTooLongError, Provider, ToolSpec
@@ -355,10 +355,8 @@ class Session:
 
         listing = self.store.list_sessions(exclude=self.state.session_id)
         info = resolve(ref, listing)
-        if info.agent != self.agent.name and not self.confirm(
-            f"Session {info.session_id} was with agent {info.agent!r}, "
-            f"not {self.agent.name!r}. Continue? (y/n) "
-        ):
+        question = agent_change(info, self.agent)
+        if question is not None and not self.confirm(question):
             yield Notice("info", "Resume cancelled.")
             return
         yield Notice("info", "Loading session...")
