@@ -177,7 +177,7 @@ def apply_agent_file(agent: AgentConfig, loaded: LoadedAgent,
                                "tool_names": tuple(t.name for t in loaded.tools)}
     for key in ("name", "system_prompt", "provider", "model", "approval", "allow", "deny",
                 "max_tool_rounds"):
-        if key in s and key not in keep:
+        if key in s and key not in keep and key not in agent.set_in_config:
             changes[key] = s[key]
     if "skills" in s:
         changes["skills_dir"] = s["skills"]

@@ -41,6 +41,8 @@ class AgentConfig:
     max_tool_rounds: int = 25  # model calls with tool results in one turn
     skills_dir: Path | None = None  # a folder of skills (skills/NAME/SKILL.md)
     tool_names: tuple[str, ...] | None = None  # an agent file's tools (None: no agent file)
+    set_in_config: frozenset[str] = frozenset()  # the keys the config file set (they win
+    # over the agent file's settings, as flags win over both)
 
     @property
     def agent_path(self) -> str:

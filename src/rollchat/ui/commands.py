@@ -105,6 +105,30 @@ def _resume(app: ChatApp, arg: str) -> bool:
     return False
 
 
+_TOOLS_ARGS = ("verbose", "quiet")
+
+
+def _tools(app: ChatApp, arg: str) -> bool:
+    word = arg.strip().lower()
+    if word:
+        if word not in _TOOLS_ARGS:
+            raise UsageError("usage: tools [verbose|quiet]")
+        app.out.show_tools = word == "verbose"
+        app.out.info("Tool calls are shown in full (arguments and results)." if
+                     app.out.show_tools else "Tool calls are shown compactly.")
+        return False
+    engine = app.session.engine
+    if not engine.tools:
+        app.out.info("This agent has no tools.")
+        return False
+    gate = engine.gate
+    app.out.info(f"Tools (approval: {gate.mode}; at most {engine.max_tool_rounds} rounds of "
+                 "tool calls per turn):")
+    for tool in engine.tools.values():
+        app.out.info(f"  {tool.name:<24} {tool.source:<10} {gate.rule(tool)}")
+    return False
+
+
 COMMANDS: dict[str, Command] = {
     c.name: c
     for c in (
@@ -115,6 +139,9 @@ COMMANDS: dict[str, Command] = {
         Command("sessions", "sessions", "list saved sessions, most recent first", _sessions),
         Command("resume", "resume N|ID", "continue a saved session from its summary", _resume,
                 takes_arg=True, bare_arg=lambda a: bool(_REF.match(a.strip()))),
+        Command("tools", "tools [verbose|quiet]", "list the agent's tools and what each call "
+                "needs; verbose shows calls in full", _tools, takes_arg=True,
+                bare_arg=lambda a: a.strip().lower() in _TOOLS_ARGS),
         Command("exit", "exit", "save (with a summary) and quit", _exit),
         Command("quit", "quit", "same as exit", _exit),
     )
