@@ -40,9 +40,11 @@ class AgentConfig:
     deny: tuple[str, ...] = ()  # tool names or globs that never run
     max_tool_rounds: int = 25  # model calls with tool results in one turn
     skills_dir: Path | None = None  # a folder of skills (skills/NAME/SKILL.md)
-    tool_names: tuple[str, ...] | None = None  # an agent file's tools (None: no agent file)
-    set_in_config: frozenset[str] = frozenset()  # the keys the config file set (they win
-    # over the agent file's settings, as flags win over both)
+    # an agent file's tools (None: no agent file); not a config key, like set_in_config
+    tool_names: tuple[str, ...] | None = field(default=None, metadata={"derived": True})
+    # the keys the config file set: they win over the agent file's, as flags win over both
+    set_in_config: frozenset[str] = field(default=frozenset(), compare=False,
+                                          metadata={"derived": True})
 
     @property
     def agent_path(self) -> str:
