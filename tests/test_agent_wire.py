@@ -13,14 +13,9 @@ import pytest
 
 from rollchat.transcript import parse
 from tests.e2e import clean_env, run_piped
-from tests.wire_servers import (  # noqa: F401 - the server fixtures
-    WireServer,
-    anthropic_server,
-    openai_server,
-    text,
-    tool,
-    tools,
-)
+from tests.wire_servers import WireServer, anthropic_server, openai_server, text, tool, tools
+
+__all__ = ["anthropic_server", "openai_server"]  # the fixtures, imported for pytest
 
 AGENT = '''
 """A test agent."""
