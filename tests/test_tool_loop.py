@@ -27,7 +27,7 @@ from rollchat.transcript import parse
 from tests.drive import drain
 from tests.e2e import clean_env
 from tests.test_session import make
-from tests.wire_servers import WireServer, openai_server, text, tools
+from tests.wire_servers import WireServer, openai_server, tools
 
 __all__ = ["openai_server"]  # the fixture, imported for pytest
 
