@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+import rollchat.session_file
 import rollchat.store
-import rollchat.store_file
 from rollchat.domain import Summary, Turn, Usage
 from rollchat.events import Event, TurnFinished
 from rollchat.store import SessionStore
@@ -64,7 +64,7 @@ class RecordingOS:
 def rec(monkeypatch: pytest.MonkeyPatch) -> RecordingOS:
     proxy = RecordingOS()
     monkeypatch.setattr(rollchat.store, "os", proxy)
-    monkeypatch.setattr(rollchat.store_file, "os", proxy)  # FileSession's appends
+    monkeypatch.setattr(rollchat.session_file, "os", proxy)  # appends and header totals
     return proxy
 
 

@@ -1,6 +1,6 @@
 """The turn in progress on disk: after each tool call of a turn, the turn so far (the user's
 message, the text and every call with its result) is written as a provisional block marked
-interrupted, which the finished turn replaces (store_file.FileSession.write_pending). A crash
+interrupted, which the finished turn replaces (session_file.FileSession.write_pending). A crash
 or SIGKILL during a long tool loop then loses no completed call, and resume parses them back.
 """
 

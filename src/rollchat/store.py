@@ -36,8 +36,9 @@ from rollchat.listing import (
 )
 from rollchat.locks import SessionBusyError, SessionLocks, pid_alive
 from rollchat.memstore import MemorySession, MemoryStore
+from rollchat.session_file import NOFOLLOW as _NOFOLLOW
+from rollchat.session_file import FileSession, fsync_dir, write_all
 from rollchat.store_api import LiveSession, Store
-from rollchat.store_file import _NOFOLLOW, FileSession, _fsync_dir, _write_all
 from rollchat.transcript import (
     decode,
     glance,
@@ -88,7 +89,7 @@ class SessionStore:
         with contextlib.suppress(FileExistsError):
             fd = os.open(self.root / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
-                _write_all(fd, b"# rollchat transcripts are private: never commit them\n*\n")
+                write_all(fd, b"# rollchat transcripts are private: never commit them\n*\n")
             except OSError:  # disk full: leave no directory whose .gitignore ignores nothing
                 with contextlib.suppress(OSError):
                     os.unlink(self.root / ".gitignore")
@@ -161,7 +162,7 @@ class SessionStore:
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-        _fsync_dir(self.root)
+        fsync_dir(self.root)
         return True
 
     def _create_excl(self, path: Path, data: bytes) -> bool:
@@ -176,7 +177,7 @@ class SessionStore:
         try:
             try:
                 os.fchmod(fd, 0o600)
-                _write_all(fd, data)
+                write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -187,10 +188,11 @@ class SessionStore:
         return True
 
     def finalize(self, session_id: str, summary: Summary, *, total_queries: int,
-                 total_tokens: int) -> None:
+                 total_tokens: int, context_tokens: int | None = None) -> None:
         """Atomically rewrite the file: header totals updated, summary block at the end."""
         self._rewrite(session_id, lambda text: render_finalized(
-            text, summary, total_queries=total_queries, total_tokens=total_tokens))
+            text, summary, total_queries=total_queries, total_tokens=total_tokens,
+            context_tokens=context_tokens))
 
     def link_child(self, session_id: str, child_id: str) -> None:
         """Atomically add ``child_id`` to the session's ``Continued In`` header line."""
@@ -217,12 +219,12 @@ class SessionStore:
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
             try:
-                _write_all(fd, data)
+                write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)
             os.replace(tmp, path)
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
         except BaseException as e:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)

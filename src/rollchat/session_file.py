@@ -1,7 +1,6 @@
-"""The session file being written (``FileSession``): completed turns appended with O_APPEND
-and fsync, never re-read; and the turn in progress (its tool calls so far) written as a
-provisional block that the next write replaces, so a crash in the middle of a tool loop loses
-no completed call. Also the low-level file helpers the store shares."""
+"""A session file being written by this process: each completed turn appended (O_APPEND,
+fsync), the header's totals refreshed in place; and the low-level write helpers the store
+shares."""
 
 from __future__ import annotations
 
@@ -15,18 +14,22 @@ from rollchat.domain import SessionHeader, Turn
 from rollchat.errors import StoreError
 from rollchat.interrupts import sigint_deferred
 from rollchat.locks import SessionLocks
-from rollchat.transcript import render_turn
+from rollchat.transcript import render_header, render_totals, render_turn, totals_span
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = NOFOLLOW
 
 
-def _write_all(fd: int, data: bytes) -> None:
+# ---------------------------------------------------------------- files
+
+
+def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -50,13 +53,33 @@ class FileSession:
         self.header = header
         self.session_id = header.session_id
         self.file_name = path.name
+        self._totals = _totals_at(header)
+        self._pending_at: int | None = None  # where the turn in progress was written
         self._release = weakref.finalize(self, locks.release if locks else _no_lock,
                                          self.session_id)
-        self._pending_at: int | None = None  # where the turn in progress was written
 
     def close(self) -> None:
         """Let go of the session: another process may write it from now on."""
         self._release()
+
+    def set_totals(self, queries: int, billed: int, context: int) -> None:
+        """Refresh the header's totals in place (same length: see render_totals), so that the
+        header of a live or crashed session tells the truth. Best effort: the turns are what
+        matters, and finalizing writes the totals again."""
+        if self._totals is None:
+            return
+        start, old = self._totals
+        new = encode(render_totals(queries, billed, context))
+        if len(new) != len(old) or new == old:
+            return  # a number outgrew its width, or nothing changed
+        with sigint_deferred(), contextlib.suppress(OSError):
+            fd = os.open(self.path, os.O_WRONLY | _NOFOLLOW)
+            try:
+                os.pwrite(fd, new, start)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self._totals = (start, new)
 
     def append_turn(self, turn: Turn, agent_name: str) -> None:
         """Append one turn block (O_APPEND + fsync); never reads or rewrites the file. A
@@ -73,18 +96,15 @@ class FileSession:
         """Write the turn in progress (marked interrupted: what a crash now would leave) as a
         provisional block, replacing the previous one; ``append_turn`` replaces it at last.
         One write call, then a truncation when the block got shorter, then fsync: a killed
-        process leaves the previous block or the new one."""
+        process leaves the previous block or the new one (see checkpoint.py)."""
         data = encode(render_turn(turn, agent_name))
         with sigint_deferred():
             if self._pending_at is None:
-                self._pending_at = self._size()
+                try:
+                    self._pending_at = self.path.stat().st_size
+                except OSError as e:
+                    raise StoreError(f"cannot read {self.path}: {e.strerror}") from None
             self._overwrite(self._pending_at, data)
-
-    def _size(self) -> int:
-        try:
-            return self.path.stat().st_size
-        except OSError as e:
-            raise StoreError(f"cannot read {self.path}: {e.strerror}") from None
 
     def _overwrite(self, offset: int, data: bytes) -> None:
         try:
@@ -110,7 +130,7 @@ class FileSession:
         try:
             size = os.fstat(fd).st_size
             try:
-                _write_all(fd, data)
+                write_all(fd, data)
                 os.fsync(fd)
             except OSError as e:
                 with contextlib.suppress(OSError):  # never leave half a block behind
@@ -118,3 +138,12 @@ class FileSession:
                 raise StoreError(f"cannot save the turn to {self.path}: {e.strerror}") from None
         finally:
             os.close(fd)
+
+
+def _totals_at(header: SessionHeader) -> tuple[int, bytes] | None:
+    """The byte offset and bytes of the totals in the file's header as it was written."""
+    text = render_header(header)
+    span = totals_span(text)
+    if span is None:
+        return None
+    return len(encode(text[:span[0]])), encode(text[span[0]:span[1]])
