@@ -48,3 +48,15 @@ def test_find_notes_needs_no_approval_but_add_note_does(tmp_path: Path) -> None:
     done = run_piped(tmp_path, 'use add_note text="x"\nuse find_notes on x\n', agent)
     assert "← add_note: refused" in done.stdout
     assert "no notes match 'x'" in done.stdout  # allowed by the agent's rule
+
+
+def test_tools_verbose_in_chat_shows_calls_in_full(tmp_path: Path) -> None:
+    agent = str(ROOT / "examples" / "notes_agent" / "agent.py")
+    long = "w" * 120
+    done = run_piped(tmp_path, f'tools verbose\nuse find_notes query="{long}"\ntools quiet\n'
+                     f'use find_notes query="{long}"\n', agent)
+    assert done.returncode == 0, done.stderr
+    verbose, quiet = done.stdout.split("Tool calls are shown compactly.")
+    assert "Tool calls are shown in full" in verbose
+    assert f'"query": "{long}"' in verbose and "← find_notes (ok, " in verbose
+    assert f'"query": "{long}"' not in quiet and "← find_notes: " in quiet
