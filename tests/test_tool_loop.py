@@ -134,3 +134,27 @@ def test_sigkill_during_a_tool_call_loses_no_completed_call(openai_server: WireS
     assert "Restoring context" in done.stdout
     summaries = [b for b in openai_server.bodies if "done two" in str(b["messages"])]
     assert summaries  # the summary request saw the completed calls' results
+
+
+def test_ctrl_c_in_the_first_of_two_calls_records_both_and_keeps_the_pairing() -> None:
+    core, store, _ = make()
+    core.engine.provider = TwoCalls()
+    ran: list[str] = []
+
+    def first(arguments: Mapping[str, object]) -> str:
+        raise KeyboardInterrupt  # what Ctrl-C does inside a running tool
+
+    core.engine.tools = {"first": Tool(ToolSpec("first", "", {}), first),
+                         "second": Tool(ToolSpec("second", "", {}),
+                                        lambda a: ran.append("second") or "x")}
+    drain(core.turn("go"))
+    assert ran == []
+    [info] = store.list_sessions().sessions
+    [turn] = parse(store._text(info.session_id)).turns
+    assert turn.status == "interrupted"
+    assert [(t.call.id, t.result.split(":")[0]) for t in turn.tools] == [
+        ("c1", "[interrupted by user"), ("c2", "[not run")]
+    messages = core.engine.context.messages
+    calls = [c.id for m in messages for c in m.tool_calls]
+    results = [m.tool_call_id for m in messages if m.role == "tool"]
+    assert calls == results == ["c1", "c2"]
