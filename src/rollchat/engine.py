@@ -32,11 +32,14 @@ from rollchat.providers.base import (
     stream_with_retries,
 )
 from rollchat.tools import Tool
+from rollchat.tools.approval import Gate
+from rollchat.tools.runner import CallInterrupted, CallOutcome, run_call
 from rollchat.tools.sources import ToolSource
 
 INTERRUPTED_NOTE = "[interrupted by user]"
 ROUND_SEPARATOR = "\n\n"
-MAX_TOOL_ROUNDS = 8
+MAX_TOOL_ROUNDS = 25  # the default of an agent's max_tool_rounds
+NOT_RUN = "[not run: the turn was interrupted before this call]"
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,8 @@ class Engine:
         self.temperature = temperature
         self.retry = retry
         self.tools = dict(tools or {})
+        self.gate = Gate()  # approval: every tool call passes through it (tools/approval.py)
+        self.max_tool_rounds = MAX_TOOL_ROUNDS
         self.clock = clock
         self.sleep = sleep
         self.tool_result_limit = tool_result_limit
@@ -195,7 +200,8 @@ class Engine:
         error: ProviderError | None = None
         self._reported = False
         try:
-            for round_number in range(MAX_TOOL_ROUNDS + 1):
+            rounds = self.max_tool_rounds
+            for round_number in range(rounds + 1):
                 if round_number and "".join(text).strip():
                     text.append(ROUND_SEPARATOR)  # the text before a tool call stays its own
                     yield TextDelta(ROUND_SEPARATOR)  # paragraph, on screen and on disk
@@ -206,16 +212,29 @@ class Engine:
                 usage = usage + round_usage
                 if not calls:
                     break
+                if round_number == rounds:  # the model wants more: the limit answers it
+                    note = f"stopped after {rounds} tool rounds (max_tool_rounds)"
+                    yield Notice("warning", f"The agent stopped after {rounds} rounds of tool "
+                                            "calls (max_tool_rounds); its last calls were not "
+                                            "run.")
+                    break
                 round_text = "".join(text[mark:])
                 in_flight.append(Message("assistant", round_text, tool_calls=tuple(calls)))
-                for call in calls:
+                for index, call in enumerate(calls):  # several calls of one reply, in order
                     yield ToolStarted(call)
-                    exchange = self._run_tool(call, in_flight)
+                    try:
+                        exchange, outcome = self._run_tool(call, in_flight)
+                    except CallInterrupted as stop:  # recorded as interrupted, and every
+                        for rest, result in ((call, stop.outcome.result),  # call after it
+                                             *((c, NOT_RUN) for c in calls[index + 1:])):
+                            tools.append(ToolExchange(rest, result))  # as not run, so each
+                            in_flight.extend(_tool_messages(tools[-1:])[1:])  # has a result
+                        yield ToolFinished(call, stop.outcome.result, stop.outcome.elapsed,
+                                           "interrupted")
+                        raise KeyboardInterrupt from None
                     tools.append(exchange)  # recorded before it is shown: a Ctrl-C while
                     in_flight.extend(_tool_messages([exchange])[1:])  # it is drawn keeps it
-                    yield ToolFinished(call, exchange.result)
-            else:
-                note = f"stopped after {MAX_TOOL_ROUNDS} tool rounds"
+                    yield ToolFinished(call, exchange.result, outcome.elapsed, outcome.status)
         except KeyboardInterrupt:
             status = "interrupted"
         except ProviderError as exc:
@@ -264,19 +283,14 @@ class Engine:
             yield TextDelta(rest)
         return calls, usage
 
-    def _run_tool(self, call: ToolCall, messages: Sequence[Message]) -> ToolExchange:
-        tool = self.tools.get(call.name)
-        if tool is None:
-            result = f"error: unknown tool {call.name!r}"
-        else:
-            try:
-                result = tool.run(call.arguments)
-            except Exception as exc:  # a tool's failure is reported to the model, not raised
-                result = f"error: {exc}"
-        result = clean(result)  # tool output (and files tools read) enters here
+    def _run_tool(self, call: ToolCall, messages: Sequence[Message],
+                  ) -> tuple[ToolExchange, CallOutcome]:
+        """Approval, the call and its failures: tools/runner.py; the result enters here."""
+        outcome = run_call(call, self.tools, self.gate)
+        result = clean(outcome.result)  # tool output (and files tools read) enters here
         if self.tool_result_limit is not None:
             result = self._fit(result, messages)
-        return ToolExchange(call, result)
+        return ToolExchange(call, result), outcome
 
     def _fit(self, result: str, messages: Sequence[Message]) -> str:
         assert self.tool_result_limit is not None
@@ -312,5 +326,9 @@ def _tool_messages(tools: Sequence[ToolExchange]) -> list[Message]:
     return out
 
 
-def describe_call(call: ToolCall) -> str:
-    return f"{call.name}({json.dumps(dict(call.arguments), ensure_ascii=False)})"
+def describe_call(call: ToolCall, *, full: bool = False, limit: int = 100) -> str:
+    """``name(arguments)``: compact (long values cut to ``limit`` characters), or ``full``."""
+    args = json.dumps(dict(call.arguments), ensure_ascii=False, indent=2 if full else None)
+    if not full and len(args) > limit:
+        args = args[:limit - 1] + "…"
+    return f"{call.name}({args})"

@@ -128,7 +128,7 @@ class ArchiveReader:
 def archive_tool(store: Store, session_id: str, *, max_chars: int = 8000) -> Tool:
     """The ``session_archive_read`` tool bound to the session ``session_id`` of ``store``."""
     spec = ToolSpec(ARCHIVE_TOOL_NAME, ARCHIVE_DESCRIPTION, ARCHIVE_PARAMETERS)
-    return Tool(spec, ArchiveReader(store, session_id, max_chars=max_chars))
+    return Tool(spec, ArchiveReader(store, session_id, max_chars=max_chars), read_only=True)
 
 
 # ---------------------------------------------------------------- formatting

@@ -44,7 +44,8 @@ def tool_entries(tools: Mapping[str, Tool], sources: Sequence[ToolSource]) -> li
     then each source's own entries."""
     from_sources = [entry for source in sources for entry in source.entries(tools)]
     claimed = {entry.name for entry in from_sources}
-    built_in = [ToolEntry(name, BUILT_IN, "ready", _first_line(tool.spec.description))
+    built_in = [ToolEntry(name, BUILT_IN if tool.source == "builtin" else tool.source, "ready",
+                          _first_line(tool.spec.description))
                 for name, tool in tools.items() if name not in claimed]
     if ARCHIVE_TOOL_NAME not in tools:
         built_in.append(ToolEntry(ARCHIVE_TOOL_NAME, BUILT_IN,
