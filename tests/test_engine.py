@@ -10,6 +10,7 @@ from rollchat.context import Context
 from rollchat.domain import Message, ToolCall, Usage
 from rollchat.engine import INTERRUPTED_NOTE, Engine
 from rollchat.events import Event as EngineEvent
+from rollchat.events import Notice
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -159,13 +160,25 @@ def test_restore_resets_context_and_baseline() -> None:
     assert engine.context.last_prompt_tokens is None
 
 
-@pytest.mark.parametrize("rounds", [20])
-def test_tool_rounds_are_capped(rounds: int) -> None:
+@pytest.mark.parametrize("rounds", [1, 3])
+def test_tool_rounds_are_capped_with_one_line_saying_so(rounds: int) -> None:
     call = ToolCall("c", "echo", {})
-    scripts = [[ToolCallEvent(call), Done("tool_use")] for _ in range(rounds)]
-    tool = Tool(ToolSpec("echo", "", {}), lambda args: "x")
-    turn = run_turn(_engine(Scripted(*scripts), {"echo": tool}).chat("loop"))
-    assert turn.error is not None and "tool rounds" in turn.error
+    scripts = [[ToolCallEvent(call), Done("tool_use")] for _ in range(rounds + 1)]
+    runs: list[str] = []
+    tool = Tool(ToolSpec("echo", "", {}), lambda args: runs.append("x") or "x")
+    provider = Scripted(*scripts)
+    engine = _engine(provider, {"echo": tool})
+    engine.max_tool_rounds = rounds
+    events: list[object] = []
+    turn = run_turn(engine.chat("loop"), events.append)
+    assert turn.error is not None and f"after {rounds} tool rounds" in turn.error
+    assert len(runs) == rounds and len(provider.requests) == rounds + 1
+    notices = [e for e in events if isinstance(e, Notice)]
+    assert len(notices) == 1 and "max_tool_rounds" in notices[0].text
+    # every call in the context has its result: the next request is well formed
+    calls = sum(len(m.tool_calls) for m in engine.context.messages)
+    results = [m for m in engine.context.messages if m.role == "tool"]
+    assert calls == len(results) == rounds
 
 
 def test_text_around_a_tool_call_stays_in_separate_paragraphs() -> None:

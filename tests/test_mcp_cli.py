@@ -25,6 +25,9 @@ PY = sys.executable
 def notes_config(tmp_path: Path, name: str = "config.yml", **extra: str) -> Path:
     pid = tmp_path / "server.pid"
     return write_config(tmp_path / name, f"""\
+agents:
+  assistant:
+    allow: ["mcp__notes__*"]  # approval: the notes tools run without asking (piped)
 mcp_servers:
   notes:
     command: {PY}
@@ -63,11 +66,11 @@ def test_a_claude_code_mcp_json_works_as_is(tmp_path: Path) -> None:
     }}))
     config = write_config(tmp_path / "c.yml", "mcp_servers_file: .mcp.json\n")
     done = run_piped(tmp_path, 'use add {"a": 2, "b": 3}\nuse env {"name": "GREETING"}\n'
-                     "tools\nexit\n", "--config", str(config),
+                     "tools\nexit\n", "--config", str(config), "--yes",
                      env=env_for(tmp_path, HELLO="bonjour"))
     assert done.returncode == 0, done.stderr
-    assert "mcp__testing__add: 1 chars · 5" in done.stdout
-    assert "mcp__testing__env: 7 chars · bonjour" in done.stdout
+    assert re.search(r"mcp__testing__add: 1 chars in [0-9.]+s · 5", done.stdout)
+    assert re.search(r"mcp__testing__env: 7 chars in [0-9.]+s · bonjour", done.stdout)
     assert ("MCP server 'old' did not start: MCP server 'old': the sse transport is not "
             "supported") not in done.stdout + done.stderr  # one line, not repeated
     lines = [line for line in (done.stdout + done.stderr).splitlines() if "'old'" in line]
@@ -79,14 +82,14 @@ def test_an_untrusted_project_file_starts_no_server_until_trusted(tmp_path: Path
     env = env_for(tmp_path)
     done = run_piped(tmp_path, "tools\nuse list_notes\nexit\n", env=env)
     assert done.returncode == 0, done.stderr
-    assert "mcp_servers was ignored" in done.stdout + done.stderr
-    assert "start MCP servers" in done.stdout + done.stderr
+    assert "agents.assistant.allow, mcp_servers were ignored" in done.stdout + done.stderr
+    assert "start MCP servers or run code or tools without asking" in done.stdout + done.stderr
     assert "held: rollchat.yml is not trusted; run `rollchat trust` to start it" in done.stdout
     assert "→ tool" not in done.stdout  # no tool was offered to call
     assert not (tmp_path / "server.pid").exists()  # no process was ever started
     trusted = subprocess.run([PY, "-m", "rollchat", "trust"], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=60)
-    assert trusted.returncode == 0 and "mcp_servers now applies" in trusted.stdout
+    assert trusted.returncode == 0 and "mcp_servers now apply" in trusted.stdout
     done = run_piped(tmp_path, "use list_notes\nexit\n", env=env)
     assert "No notes yet." in done.stdout
     assert gone_within(int(wait_for_file(tmp_path / "server.pid")), 5)
@@ -206,7 +209,8 @@ app(["--config", sys.argv[1]], prog_name="rollchat")
 
 def test_the_sdk_is_imported_only_in_the_background(tmp_path: Path) -> None:
     config = write_config(tmp_path / "c.yml", f"mcp_servers:\n  t:\n    command: {PY}\n"
-                          f"    args: [{SERVER}]\n")
+                          f"    args: [{SERVER}]\n"
+                          "agents:\n  assistant:\n    allow: [\"mcp__*\"]\n")
     child = pexpect.spawn(PY, ["-c", PROBE, str(config)], cwd=str(tmp_path),
                           env=env_for(tmp_path), encoding="utf-8", timeout=60,
                           preexec_fn=default_signals)
@@ -214,7 +218,7 @@ def test_the_sdk_is_imported_only_in_the_background(tmp_path: Path) -> None:
     assert child.match.group(1) == "False"
     child.expect("IMPORTED-IN (\\S+)")
     assert child.match.group(1) == "rollchat-mcp"
-    child.expect("returned")
+    child.expect("mcp__t__add says:")  # the offline model quotes the result
     child.expect(pexpect.EOF)
 
 

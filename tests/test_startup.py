@@ -25,7 +25,8 @@ import rollchat.ui.repl as repl
 def report(chat, **kwargs):
     heavy = sorted(m for m in sys.modules if m.startswith(
         ("rich", "rollchat.session", "rollchat.engine", "rollchat.store", "rollchat.events",
-         "rollchat.providers.offline", "rollchat.compaction", "openai", "anthropic")))
+         "rollchat.providers.offline", "rollchat.compaction", "openai", "anthropic",
+         "pydantic", "docstring_parser", "rollchat.agent_file", "rollchat.tools.python")))
     print("LOADED", heavy, flush=True)
     app = chat.get()
     repl.handle_line(app, "my favourite colour is teal")

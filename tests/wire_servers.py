@@ -33,6 +33,7 @@ class Reply:
     tool_args: dict[str, Any] = field(default_factory=dict)
     tool_id: str = "call_1"
     raw_args: str | None = None  # tool arguments sent verbatim instead of json(tool_args)
+    more_tools: tuple[tuple[str, str, dict[str, Any]], ...] = ()  # parallel calls: (id, name, args)
     usage: bool = True
     input_tokens: int = 11
     output_tokens: int = 7
@@ -54,6 +55,19 @@ def text(text: str, **kw: Any) -> Reply:
 
 def tool(name: str, args: dict[str, Any], *, tool_id: str = "call_1", **kw: Any) -> Reply:
     return Reply("tool", tool_name=name, tool_args=args, tool_id=tool_id, **kw)
+
+
+def tools(*calls: tuple[str, str, dict[str, Any]], **kw: Any) -> Reply:
+    """One reply with several tool calls (parallel tool calls), each ``(id, name, args)``."""
+    first, *rest = calls
+    return Reply("tool", tool_id=first[0], tool_name=first[1], tool_args=first[2],
+                 more_tools=tuple(rest), **kw)
+
+
+def _calls(r: Reply) -> list[tuple[str, str, str]]:
+    """Every tool call of a reply: (id, name, JSON arguments)."""
+    return [(r.tool_id, r.tool_name, _args(r)),
+            *((i, n, json.dumps(a)) for i, n, a in r.more_tools)]
 
 
 def error(status: int, message: str, *, error_type: str = "", code: str | None = None,
@@ -131,13 +145,13 @@ class OpenAIDialect:
         finish = r.stop or "stop"
         if r.kind == "tool":
             finish = r.stop or "tool_calls"
-            args = _args(r)
-            head = {"index": 0, "id": r.tool_id, "type": "function",
-                    "function": {"name": r.tool_name, "arguments": ""}}
-            frames.append(self._chunk({"tool_calls": [head]}))
-            for piece in split_text(args, 4):
-                frames.append(self._chunk(
-                    {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
+            for index, (call_id, name, args) in enumerate(_calls(r)):
+                head = {"index": index, "id": call_id, "type": "function",
+                        "function": {"name": name, "arguments": ""}}
+                frames.append(self._chunk({"tool_calls": [head]}))
+                for piece in split_text(args, 4):
+                    frames.append(self._chunk(
+                        {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
         frames.append(self._chunk({}, finish))
         wants_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         if r.usage and wants_usage:
@@ -153,8 +167,8 @@ class OpenAIDialect:
         finish = r.stop or "stop"
         if r.kind == "tool":
             finish = r.stop or "tool_calls"
-            message["tool_calls"] = [{"id": r.tool_id, "type": "function", "function": {
-                "name": r.tool_name, "arguments": _args(r)}}]
+            message["tool_calls"] = [{"id": i, "type": "function", "function": {
+                "name": n, "arguments": a}} for i, n, a in _calls(r)]
         out: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1,
                                "model": "test-model", "choices": [
                                    {"index": 0, "message": message, "finish_reason": finish}]}
@@ -194,10 +208,10 @@ class AnthropicDialect:
             deltas = [{"type": "text_delta", "text": p} for p in split_text(r.text)]
             blocks.append(({"type": "text", "text": ""}, deltas))
         if r.kind == "tool":
-            start = {"type": "tool_use", "id": r.tool_id, "name": r.tool_name, "input": {}}
-            pieces = split_text(_args(r), 4)
-            blocks.append((start, [{"type": "input_json_delta", "partial_json": p}
-                                   for p in pieces]))
+            for call_id, name, args in _calls(r):
+                start = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+                blocks.append((start, [{"type": "input_json_delta", "partial_json": p}
+                                       for p in split_text(args, 4)]))
         return blocks
 
     def events(self, r: Reply, body: dict[str, Any]) -> list[str]:
@@ -226,8 +240,8 @@ class AnthropicDialect:
         if r.text:
             content.append({"type": "text", "text": r.text})
         if r.kind == "tool":
-            content.append({"type": "tool_use", "id": r.tool_id, "name": r.tool_name,
-                            "input": r.tool_args})
+            content += [{"type": "tool_use", "id": i, "name": n, "input": json.loads(a)}
+                        for i, n, a in _calls(r)]
         stop = r.stop or ("tool_use" if r.kind == "tool" else "end_turn")
         msg = self._message(r, content, stop)
         if r.usage:

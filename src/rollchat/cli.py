@@ -22,6 +22,7 @@ from rollchat.errors import ConfigError, RollchatError, StoreError, UsageError
 from rollchat.providers import PROVIDER_CHOICES
 
 if TYPE_CHECKING:  # imported when the chat starts, not for --help or sessions
+    from rollchat.agent_tools import Equipment
     from rollchat.config import Config, ConfigOverrides
     from rollchat.ui.app import ChatApp
     from rollchat.ui.render import Renderer
@@ -84,6 +85,13 @@ def main(
         typer.Option("--resume", help="Start by resuming session N or ID."),
     ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Answer yes to questions.")] = False,
+    agent_file: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--agent-file", help="An agent file (Python): its settings and tools. "
+                     "Also: rollchat path/to/agent.py"),
+    ] = None,
+    show_tools: Annotated[bool, typer.Option(
+        "--show-tools", help="Print the full arguments and results of tool calls.")] = False,
     no_fork: Annotated[bool, typer.Option(
         "--no-fork", help="Refuse to resume a session open in another rollchat process "
         "(instead of continuing in a fork).")] = False,
@@ -101,7 +109,8 @@ def main(
                                 model=model, base_url=base_url, sessions_dir=sessions_dir,
                                 no_save=no_save)
     try:
-        code = start_chat(config, overrides, resume=resume, yes=yes, no_fork=no_fork)
+        code = start_chat(config, overrides, resume=resume, yes=yes, no_fork=no_fork,
+                          agent_file=agent_file, show_tools=show_tools)
     except ConfigError as exc:
         fail(str(exc))
     except UsageError as exc:
@@ -154,6 +163,19 @@ def sessions_command(
     Renderer(console, interactive=False).sessions(listing.sessions, listing.problems)
 
 
+@app.command("init-agent")
+def init_agent_command(
+    path: Annotated[Path, typer.Argument(help="Where to write the agent file.")],
+) -> None:
+    """Write a commented example agent file with one tool (never over an existing file)."""
+    from rollchat.agent_setup import init_agent
+
+    try:
+        print(init_agent(path))
+    except UsageError as exc:
+        fail(str(exc), 1)
+
+
 @app.command("trust")
 def trust_command(
     path: Annotated[
@@ -188,6 +210,27 @@ def _warm_up(chat: ChatApp) -> None:
         importlib.import_module(module)
 
 
+def with_agent_file(args: list[str]) -> list[str]:
+    """``rollchat path/to/agent.py ...`` is ``rollchat --agent-file path/to/agent.py ...``:
+    the first word that is not an option or an option's value, when it names a .py file."""
+    takes_value = {"--agent", "--provider", "--model", "--base-url", "--config",
+                   "--sessions-dir", "--resume", "--agent-file"}
+    index = 0
+    while index < len(args):
+        word = args[index]
+        if word == "--":
+            return args
+        if word in takes_value:
+            index += 2
+            continue
+        if not word.startswith("-"):
+            if word.endswith(".py"):
+                return [*args[:index], "--agent-file", word, *args[index + 1:]]
+            return args  # a subcommand (sessions, trust, init-agent) or a mistake
+        index += 1
+    return args
+
+
 def fork_refusal(*, no_fork: bool, interactive: bool, yes: bool) -> str | None:
     """Why a session open in another process is not to be forked; None: fork it."""
     if no_fork:
@@ -200,7 +243,8 @@ def fork_refusal(*, no_fork: bool, interactive: bool, yes: bool) -> str | None:
 
 
 def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: str | None,
-               yes: bool, no_fork: bool = False) -> int:
+               yes: bool, no_fork: bool = False, agent_file: Path | None = None,
+               show_tools: bool = False) -> int:
     """Check the configuration, draw the banner, and run the chat until it ends. In a terminal
     the session core is built behind the first prompt (see ``Starting``)."""
     from rollchat import providers
@@ -211,6 +255,11 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
 
     env = dict(os.environ)
     cfg = load_config(config_path=config_path, env=env, cwd=Path.cwd(), overrides=overrides)
+    loaded = None
+    if agent_file is not None or cfg.agent.file is not None:  # user code: checked up front
+        from rollchat.agent_setup import with_agent_file
+
+        cfg, loaded = with_agent_file(cfg, agent_file, overrides, env, Path.cwd())
     agent = cfg.agent
     name, reason = providers.resolve_provider_name(agent, env)
     providers.check_provider(name, agent, env)
@@ -219,13 +268,20 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     providers.check_provider(summary_name, agent, env)
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     renderer = Renderer(interactive=interactive)  # rich is loaded with the first answer
+    renderer.show_tools = show_tools
     renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
                     where=cfg.session.location, server=providers.server_url(name, agent, env))
     if cfg.trust_notice:
         renderer.warn(cfg.trust_notice)
     closers: list[Callable[[], None]] = []  # what the chat started (MCP servers)
+    equipment = None
+    if loaded is not None or agent.skills_dir is not None:  # (not on the bare path)
+        from rollchat.agent_tools import gather
+
+        equipment = gather(agent, loaded.tools if loaded is not None else ())
     chat = Starting(lambda: _build_chat(cfg, env, name, model, renderer, interactive=interactive,
-                                        yes=yes, no_fork=no_fork, closers=closers),
+                                        yes=yes, no_fork=no_fork, closers=closers,
+                                        equipment=equipment),
                     label=f" starting · {agent.name} · {model} ", out=renderer)
     with ending_signals():  # SIGTERM, SIGHUP: saved and summarized like exit
         try:
@@ -256,7 +312,8 @@ def _close(closers: list[Callable[[], None]]) -> None:
 
 def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, renderer: Renderer,
                 *, interactive: bool, yes: bool, no_fork: bool = False,
-                closers: list[Callable[[], None]] | None = None) -> tuple[ChatApp, list[str]]:
+                closers: list[Callable[[], None]] | None = None,
+                equipment: Equipment | None = None) -> tuple[ChatApp, list[str]]:
     """The session core and its terminal adapter, and what the user should be told first."""
     from rollchat import providers
     from rollchat.context import Context
@@ -266,6 +323,7 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
     from rollchat.store import MemoryStore, SessionStore, Store
     from rollchat.tokens import context_window
     from rollchat.ui.app import ChatApp
+    from rollchat.ui.approve import piped_asker, terminal_asker
 
     agent = cfg.agent
     provider = providers.build_provider(name, agent, cfg, env)
@@ -297,6 +355,11 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
         retry=RetryPolicy(retry.max_retries, retry.base_delay, retry.max_delay),
         tool_sources=sources,
     )
+    from rollchat.agent_tools import Equipment, equip
+
+    equip(engine, agent, equipment or Equipment(), ask=(piped_asker(yes=True) if yes else
+                                     terminal_asker(renderer) if interactive else
+                                     piped_asker(yes=False)))
 
     def confirm(question: str) -> bool:
         if yes:

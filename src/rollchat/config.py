@@ -38,6 +38,22 @@ class AgentConfig:
     max_output_tokens: int = 4096
     temperature: float | None = None
     mcp_servers: tuple[McpServerConfig, ...] = ()  # the agent's own (after the top level's)
+    file: Path | None = None  # an agent file (Python): its settings and tools (agent_file.py)
+    approval: str = "ask"  # ask | auto | never: what a tool call needs (tools/approval.py)
+    allow: tuple[str, ...] = ()  # tool names or globs that run without asking
+    deny: tuple[str, ...] = ()  # tool names or globs that never run
+    max_tool_rounds: int = 25  # model calls with tool results in one turn
+    skills_dir: Path | None = None  # a folder of skills (skills/NAME/SKILL.md)
+    # an agent file's tools (None: no agent file); not a config key, like set_in_config
+    tool_names: tuple[str, ...] | None = field(default=None, metadata={"derived": True})
+    # the keys the config file set: they win over the agent file's, as flags win over both
+    set_in_config: frozenset[str] = field(default=frozenset(), compare=False,
+                                          metadata={"derived": True})
+
+    @property
+    def agent_path(self) -> str:
+        """What the session header's ``Agent Path`` says: the agent file, or the config key."""
+        return str(self.file) if self.file is not None else f"config:{self.key}"
 
 
 NO_SAVE_LOCATION = "memory only (--no-save)"

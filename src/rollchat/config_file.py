@@ -68,6 +68,14 @@ _AGENT_FIELDS: dict[str, Field] = {
     "system_prompt": Field("str", "must be a string"),
     "system_prompt_file": Field("path", "must be a file path, or null", nonempty, nullable=True),
     "max_output_tokens": POSITIVE,
+    "file": Field("path", "must be the path of an agent file (.py), or null", nonempty,
+                  nullable=True),
+    "approval": Field("str", "must be one of ask, auto, never",
+                      lambda v: v in ("ask", "auto", "never")),
+    "allow": Field("list", "must be a list of tool names or globs"),
+    "deny": Field("list", "must be a list of tool names or globs"),
+    "max_tool_rounds": POSITIVE,
+    "skills_dir": Field("path", "must be a folder path, or null", nonempty, nullable=True),
     "temperature": Field(
         "float", "must be a number from 0 to 2, or null", lambda v: 0 <= v <= 2, nullable=True
     ),
@@ -175,6 +183,16 @@ class _Doc:
             raise self.error(node, key, f"{spec.need} (got {show(value)})")
         return converted
 
+    def names(self, node: yaml.Node, key: str, spec: Field) -> tuple[str, ...]:
+        """A list of non-empty strings (tool names or globs)."""
+        if not isinstance(node, yaml.SequenceNode):
+            raise self.error(node, key, f"{spec.need} (got {_describe(node)})")
+        out = []
+        for item in node.value:
+            value = self.scalar(item, key, Field("str", spec.need, nonempty))
+            out.append(value)
+        return tuple(out)
+
     def fields(self, node: yaml.Node, key: str, specs: Mapping[str, Field],
                skip: Iterable[str] = (),
                entries: Mapping[str, tuple[yaml.Node, yaml.Node]] | None = None,
@@ -189,7 +207,9 @@ class _Doc:
                 continue
             if name not in specs:
                 raise self.error(knode, _join(key, name), _unknown(name, specs))
-            values[name] = self.scalar(vnode, _join(key, name), specs[name])
+            values[name] = (self.names(vnode, _join(key, name), specs[name])
+                            if specs[name].kind == "list"
+                            else self.scalar(vnode, _join(key, name), specs[name]))
             nodes[name] = vnode
         return values, nodes
 
@@ -290,6 +310,7 @@ def _agent(doc: _Doc, key: str, node: yaml.Node) -> AgentConfig:
     entries = doc.items(node, dotted)  # (once: reading a mapping resolves its merges)
     values, nodes = doc.fields(node, dotted, _AGENT_FIELDS, skip=_MCP_KEYS, entries=entries)
     confine(values, dotted, doc.base_dir, doc.untrusted, doc.ignored)
+    explicit = frozenset(values)
     values["mcp_servers"] = _servers(doc, entries, f"{dotted}.")
     values.setdefault("name", re.sub(r"[-_]+", " ", key).title())
     prompt_file = values.get("system_prompt_file")
@@ -300,7 +321,10 @@ def _agent(doc: _Doc, key: str, node: yaml.Node) -> AgentConfig:
         path = resolve(doc.base_dir, prompt_file)
         values["system_prompt_file"] = path
         values["system_prompt"] = _read_prompt(doc, nodes["system_prompt_file"], dotted, path)
-    return AgentConfig(key=key, **values)
+    for name in ("file", "skills_dir"):
+        if values.get(name) is not None:
+            values[name] = resolve(doc.base_dir, values[name])
+    return AgentConfig(key=key, set_in_config=explicit, **values)
 
 
 def _servers(doc: _Doc, entries: Mapping[str, tuple[yaml.Node, yaml.Node]],

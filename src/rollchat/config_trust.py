@@ -18,8 +18,9 @@ TRUST_FILE = "trusted.json"
 TRUST_COMMAND = "rollchat trust"
 # Settings that can send the API key (or another secret) somewhere else: never from an
 # untrusted file. Paths are allowed while they stay inside the project directory.
-KEY_SETTINGS = ("base_url", "api_key_env")
-PATH_SETTINGS = ("system_prompt_file", "history_file", "dir")
+# An agent file is code, and approval and allow let tools run unasked: never untrusted either.
+KEY_SETTINGS = ("base_url", "api_key_env", "file", "approval", "allow")
+PATH_SETTINGS = ("system_prompt_file", "history_file", "dir", "skills_dir")
 
 
 @dataclass(frozen=True)
@@ -65,10 +66,13 @@ def notice(display: str, untrusted: Untrusted, ignored: list[str]) -> str | None
     if untrusted.reason == CHANGED:
         return (f"{display} changed since you trusted it, so {keys} {_were(ignored)} ignored; "
                 f"review the file, then run `{TRUST_COMMAND}` to apply {_them(ignored)}")
-    what = ("send your API key elsewhere or use files outside this directory"
-            if not any(k.rsplit(".", 1)[-1].startswith("mcp_servers") for k in ignored)
-            else "send your API key elsewhere, use files outside this directory or start "
-                 "MCP servers")
+    names = {k.rsplit(".", 1)[-1] for k in ignored}
+    risks = ["send your API key elsewhere", "use files outside this directory"]
+    if any(n.startswith("mcp_servers") for n in names):
+        risks.append("start MCP servers")
+    if names & {"file", "approval", "allow"}:
+        risks.append("run code or tools without asking")
+    what = ", ".join(risks[:-1]) + " or " + risks[-1]
     return (f"{display} is not trusted, so {keys} {_were(ignored)} ignored (settings that "
             f"{what}); if you trust the file, run `{TRUST_COMMAND}` to apply {_them(ignored)}")
 

@@ -140,6 +140,7 @@ class SessionHeader:
     forked: bool = False
     continued_in: tuple[str, ...] = ()
     context_tokens: int = 0  # the context's size: the prompt of the session's last call
+    tools: tuple[str, ...] | None = None  # the agent's own tools (None: not recorded)
 
 
 @dataclass(frozen=True)

@@ -33,11 +33,14 @@ from rollchat.providers.base import (
     stream_with_retries,
 )
 from rollchat.tools import Tool
+from rollchat.tools.approval import Gate
+from rollchat.tools.runner import CallInterrupted, CallOutcome, run_call
 from rollchat.tools.sources import ToolSource
 
 INTERRUPTED_NOTE = "[interrupted by user]"
 ROUND_SEPARATOR = "\n\n"
-MAX_TOOL_ROUNDS = 8
+MAX_TOOL_ROUNDS = 25  # the default of an agent's max_tool_rounds
+NOT_RUN = "[not run: the turn was interrupted before this call]"
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,8 @@ class Engine:
         self.temperature = temperature
         self.retry = retry
         self.tools = dict(tools or {})
+        self.gate = Gate()  # approval: every tool call passes through it (tools/approval.py)
+        self.max_tool_rounds = MAX_TOOL_ROUNDS
         self.clock = clock
         self.sleep = sleep
         self.tool_result_limit = tool_result_limit
@@ -211,7 +216,8 @@ class Engine:
         error: ProviderError | None = None
         mark = 0
         try:
-            for round_number in range(MAX_TOOL_ROUNDS + 1):
+            rounds = self.max_tool_rounds
+            for round_number in range(rounds + 1):
                 if round_number and "".join(text).strip():
                     text.append(ROUND_SEPARATOR)  # the text before a tool call stays its own
                     yield TextDelta(ROUND_SEPARATOR)  # paragraph, on screen and on disk
@@ -220,17 +226,31 @@ class Engine:
                 usage = usage + round_usage
                 if not calls:
                     break
+                if round_number == rounds:  # the model wants more: the limit answers it
+                    note = f"stopped after {rounds} tool rounds (max_tool_rounds)"
+                    yield Notice("warning", f"The agent stopped after {rounds} rounds of tool "
+                                            "calls (max_tool_rounds); its last calls were not "
+                                            "run.")
+                    break
                 add(Message("assistant", "".join(text[mark:]), tool_calls=tuple(calls)))
                 mark = len(text)
-                for call in calls:
+                for index, call in enumerate(calls):  # several calls of one reply, in order
                     yield ToolStarted(call)
-                    exchange, sent = self._run_tool(call)
+                    try:
+                        exchange, sent, outcome = self._run_tool(call)
+                    except CallInterrupted as stop:  # recorded as interrupted, and every
+                        for rest, result in ((call, stop.outcome.result),  # call after it
+                                             *((c, NOT_RUN) for c in calls[index + 1:])):
+                            tools.append(ToolExchange(rest, result))  # as not run, so each
+                            add(Message("tool", result, tool_call_id=rest.id,  # has a result
+                                        name=rest.name))
+                        yield ToolFinished(call, stop.outcome.result, stop.outcome.elapsed,
+                                           "interrupted")
+                        raise KeyboardInterrupt from None
                     tools.append(exchange)  # recorded before it is shown: a Ctrl-C while
                     self.current_tools.append(exchange)  # it is drawn keeps it
                     add(Message("tool", sent, tool_call_id=call.id, name=call.name))
-                    yield ToolFinished(call, exchange.result)
-            else:
-                note = f"stopped after {MAX_TOOL_ROUNDS} tool rounds"
+                    yield ToolFinished(call, exchange.result, outcome.elapsed, outcome.status)
         except KeyboardInterrupt:
             status = "interrupted"
         except ProviderError as exc:
@@ -279,18 +299,12 @@ class Engine:
             yield TextDelta(rest)
         return calls, usage
 
-    def _run_tool(self, call: ToolCall) -> tuple[ToolExchange, str]:
-        """The exchange (its result whole: the transcript keeps it) and the result as sent to
-        the model: cut to its head and tail when it is larger than the limit."""
-        tool = self.tools.get(call.name)
-        if tool is None:
-            result = f"error: unknown tool {call.name!r}"
-        else:
-            try:
-                result = tool.run(call.arguments)
-            except Exception as exc:  # a tool's failure is reported to the model, not raised
-                result = f"error: {exc}"
-        result = clean(result)  # tool output (and files tools read) enters here
+    def _run_tool(self, call: ToolCall) -> tuple[ToolExchange, str, CallOutcome]:
+        """Approval, the call and its failures: tools/runner.py. The exchange keeps the result
+        whole (the transcript keeps it); the result as sent to the model is cut to its head
+        and tail when it is larger than the limit."""
+        outcome = run_call(call, self.tools, self.gate)
+        result = clean(outcome.result)  # tool output (and files tools read) enters here
         sent = result
         if self.tool_result_limit is not None:
             count = self.count
@@ -299,7 +313,7 @@ class Engine:
 
                 count = TokenCounter(self.model).count_text
             sent = fit_tool_result(result, self.tool_result_limit(), count, call.id)
-        return ToolExchange(call, result), sent
+        return ToolExchange(call, result), sent, outcome
 
 
 def quietly(flow: Stream) -> Stream:
@@ -315,5 +329,9 @@ def quietly(flow: Stream) -> Stream:
             yield event
 
 
-def describe_call(call: ToolCall) -> str:
-    return f"{call.name}({json.dumps(dict(call.arguments), ensure_ascii=False)})"
+def describe_call(call: ToolCall, *, full: bool = False, limit: int = 100) -> str:
+    """``name(arguments)``: compact (long values cut to ``limit`` characters), or ``full``."""
+    args = json.dumps(dict(call.arguments), ensure_ascii=False, indent=2 if full else None)
+    if not full and len(args) > limit:
+        args = args[:limit - 1] + "…"
+    return f"{call.name}({args})"

@@ -49,8 +49,13 @@ class ToolStarted:
 
 @dataclass(frozen=True)
 class ToolFinished:
+    """A tool call ended; ``status``: ok, error (the tool failed), refused (approval or a
+    rule), interrupted (Ctrl-C)."""
+
     call: ToolCall
     result: str
+    elapsed: float = 0.0
+    status: str = "ok"
 
 
 @dataclass(frozen=True)

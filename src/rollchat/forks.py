@@ -30,19 +30,40 @@ def check_open(store: Store, info: SessionInfo,
     return True
 
 
+def agent_change(info: SessionInfo, agent: AgentConfig) -> str | None:
+    """Why resuming ``info`` with ``agent`` needs the user's yes (another agent, another agent
+    file, or another tool set: the seed's edge case), as a question; None when it does not."""
+    if info.agent != agent.name or (info.agent_path != agent.agent_path and not (
+            info.agent_path.startswith("config:") and agent.file is None)):
+        was = info.agent_path if not info.agent_path.startswith("config:") else ""
+        now = agent.agent_path if agent.file is not None else ""
+        return (f"Session {info.session_id} was with agent {info.agent!r}"
+                f"{f' ({was})' if was else ''}, not {agent.name!r}{f' ({now})' if now else ''}"
+                ". Continue? (y/n) ")
+    if info.tools is not None and agent.tool_names is not None and \
+            sorted(info.tools) != sorted(agent.tool_names):
+        return (f"Session {info.session_id} was with the tools "
+                f"{', '.join(info.tools) or '(none)'}; the agent now has "
+                f"{', '.join(agent.tool_names) or '(none)'}. Continue? (y/n) ")
+    return None
+
+
 def open_file(store: Store, state: SessionState, agent: AgentConfig, model: str,
-              provider: str) -> Generator[Event, None, LiveSession]:
+              provider: str, *, in_progress: bool = False) -> Generator[Event, None, LiveSession]:
     """Create the session's file (at its first query, held by this process from then on):
     its header, its parent's forward link, then what comes before the query (the restored
     summary's acknowledgment, turns carried over from the parent)."""
     live = state.live = store.new_session(
-        agent_key=agent.key, agent=agent.name, agent_path=f"config:{agent.key}", model=model,
+        agent_key=agent.key, agent=agent.name, agent_path=agent.agent_path, model=model,
         provider=provider, now=state.started, resumed_from=state.resumed_from,
-        previous_session=state.previous_session, forked=state.forked)
+        previous_session=state.previous_session, forked=state.forked,
+        tools=agent.tool_names)
     yield from link_parent(store, state)
     if state.restored is not None:
         live.append_turn(state.restored, agent.name)
-    for earlier in state.turns[:-1]:  # turns carried over from the parent
+    # turns carried over from the parent (the last turn is the query being saved, unless the
+    # file is made for a turn still in progress: see checkpoint.py)
+    for earlier in state.turns if in_progress else state.turns[:-1]:
         live.append_turn(earlier, agent.name)
     return live
 

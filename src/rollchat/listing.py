@@ -62,6 +62,7 @@ class SessionInfo:
     forked: bool = False  # its parent was open in another process when it was made
     continued_in: tuple[str, ...] = ()  # the sessions that continue it
     context_tokens: int = 0  # the context's size at its last call (tokens: billed in all)
+    tools: tuple[str, ...] | None = None  # the agent's own tools, when recorded
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def session_info(file_name: str, path: Path | None, seen: Glance) -> SessionInfo
     return SessionInfo(0, h.session_id, file_name, path, h.agent, h.agent_path, h.model,
                        h.provider, h.date, queries, tokens, preview, seen.has_summary,
                        h.resumed_from, h.previous_session, seen.summary_problem, exact,
-                       h.forked, h.continued_in, h.context_tokens)
+                       h.forked, h.continued_in, h.context_tokens, tools=h.tools)
 
 
 def numbered(found: list[SessionInfo], problems: list[tuple[str, str]]) -> Listing:

@@ -38,10 +38,20 @@ class MemorySession:
         self.header = header
         self.session_id = header.session_id
         self.file_name = f"{header.session_id}.md"
+        self._pending_at: int | None = None
 
     def append_turn(self, turn: Turn, agent_name: str) -> None:
-        """Append one turn block to the session's text."""
-        self._store.append(self.session_id, encode(render_turn(turn, agent_name)))
+        """Append one turn block to the session's text (replacing the provisional one)."""
+        self._store.append(self.session_id, encode(render_turn(turn, agent_name)),
+                           at=self._pending_at)
+        self._pending_at = None
+
+    def write_pending(self, turn: Turn, agent_name: str) -> None:
+        """The turn in progress, replaced by the next write (see FileSession)."""
+        if self._pending_at is None:
+            self._pending_at = len(self._store._bytes(self.session_id))
+        self._store.append(self.session_id, encode(render_turn(turn, agent_name)),
+                           at=self._pending_at)
 
     def set_totals(self, queries: int, billed: int, context: int) -> None:
         """Refresh the header's totals, as a file session does."""
@@ -70,13 +80,15 @@ class MemoryStore:
     def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
                     provider: str, now: datetime, resumed_from: str | None = None,
                     previous_session: str | None = None, forked: bool = False,
+                    tools: tuple[str, ...] | None = None,
                     ) -> MemorySession:
         """A new session (an id as SessionStore makes them) holding its header."""
         with self._lock:
             for sid in new_ids(agent_key, now):
                 if sid not in self._texts:
                     header = SessionHeader(sid, now, agent, agent_path, model, provider,
-                                           resumed_from, previous_session, forked=forked)
+                                           resumed_from, previous_session, forked=forked,
+                                           tools=tools)
                     self._texts[sid] = bytearray(encode(render_header(header)))
                     return MemorySession(self, header)
         raise StoreError("could not find a free session id in memory")
@@ -92,10 +104,14 @@ class MemoryStore:
         with self._lock:
             return bytes(self._data(session_id))
 
-    def append(self, session_id: str, block: bytes) -> None:
-        """Add ``block`` (a rendered turn) at the end of the session's text."""
+    def append(self, session_id: str, block: bytes, at: int | None = None) -> None:
+        """Add ``block`` (a rendered turn) at the end of the session's text, or in place of
+        everything from offset ``at`` (a provisional block)."""
         with self._lock:
-            self._data(session_id).extend(block)
+            data = self._data(session_id)
+            if at is not None:
+                del data[at:]
+            data.extend(block)
 
     def set_totals(self, session_id: str, queries: int, billed: int, context: int) -> None:
         """Refresh a session's header totals in place (see MemorySession.set_totals)."""

@@ -8,6 +8,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
 
 from rollchat import policy
+from rollchat.checkpoint import checkpointed  # each tool call on disk as it ends
 from rollchat.clean import clean
 from rollchat.compaction.summarizer import Background, Summarizer, SummaryOutcome
 from rollchat.config import AgentConfig, Config
@@ -28,7 +29,7 @@ from rollchat.events import (
     SummaryStarted,
     TurnFinished,
 )
-from rollchat.forks import check_open, open_file
+from rollchat.forks import agent_change, check_open, open_file
 from rollchat.interrupts import sigint_deferred
 from rollchat.policy import Plan, PolicyState, Situation
 from rollchat.providers.base import ContextTooLongError, Provider, ToolSpec
@@ -148,7 +149,7 @@ class Session:
             self.summarizer.start_background(self.state.background, self.state.turns,
                                              self.state.parent_summary)
         yield AnswerStarted(self.agent.name)
-        answer: Answer = yield from self.engine.chat(text)
+        answer: Answer = yield from checkpointed(self.engine.chat(text), self, text)
         if answer.turn.status == "unanswered" and isinstance(answer.error, ContextTooLongError):
             from rollchat.refusal import after_refusal
 
@@ -356,10 +357,8 @@ class Session:
 
         listing = self.store.list_sessions(exclude=self.state.session_id)
         info = resolve(ref, listing)
-        if info.agent != self.agent.name and not self.confirm(
-            f"Session {info.session_id} was with agent {info.agent!r}, "
-            f"not {self.agent.name!r}. Continue? (y/n) "
-        ):
+        question = agent_change(info, self.agent)
+        if question is not None and not self.confirm(question):
             yield Notice("info", "Resume cancelled.")
             return
         yield Notice("info", "Loading session...")

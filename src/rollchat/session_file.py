@@ -54,6 +54,7 @@ class FileSession:
         self.session_id = header.session_id
         self.file_name = path.name
         self._totals = _totals_at(header)
+        self._pending_at: int | None = None  # where the turn in progress was written
         self._release = weakref.finalize(self, locks.release if locks else _no_lock,
                                          self.session_id)
 
@@ -85,7 +86,41 @@ class FileSession:
         Ctrl-C or an ending signal arriving meanwhile waits until the block is written."""
         data = encode(render_turn(turn, agent_name))
         with sigint_deferred():
-            self._append(data)
+            if self._pending_at is not None:  # the finished turn replaces its provisional block
+                self._overwrite(self._pending_at, data)
+                self._pending_at = None
+            else:
+                self._append(data)
+
+    def write_pending(self, turn: Turn, agent_name: str) -> None:
+        """Write the turn in progress (marked interrupted: what a crash now would leave) as a
+        provisional block, replacing the previous one; ``append_turn`` replaces it at last.
+        One write call, then a truncation when the block got shorter, then fsync: a killed
+        process leaves the previous block or the new one (see checkpoint.py)."""
+        data = encode(render_turn(turn, agent_name))
+        with sigint_deferred():
+            if self._pending_at is None:
+                try:
+                    self._pending_at = self.path.stat().st_size
+                except OSError as e:
+                    raise StoreError(f"cannot read {self.path}: {e.strerror}") from None
+            self._overwrite(self._pending_at, data)
+
+    def _overwrite(self, offset: int, data: bytes) -> None:
+        try:
+            fd = os.open(self.path, os.O_WRONLY | _NOFOLLOW)
+        except OSError as e:
+            raise StoreError(f"cannot open {self.path} to save the turn: {e.strerror}") from None
+        try:
+            os.pwrite(fd, data, offset)  # one call: a kill leaves it whole or not begun
+            written = offset + len(data)
+            if os.fstat(fd).st_size > written:
+                os.ftruncate(fd, written)
+            os.fsync(fd)
+        except OSError as e:
+            raise StoreError(f"cannot save the turn to {self.path}: {e.strerror}") from None
+        finally:
+            os.close(fd)
 
     def _append(self, data: bytes) -> None:
         try:

@@ -21,6 +21,9 @@ class LiveSession(Protocol):
     def file_name(self) -> str: ...  # "<session_id>.md": what a child's header links to
 
     def append_turn(self, turn: Turn, agent_name: str) -> None: ...  # never rewrites
+    # the turn in progress (its tool calls so far), replaced by the next write_pending or
+    # by append_turn: a crash in a tool loop keeps every completed call
+    def write_pending(self, turn: Turn, agent_name: str) -> None: ...
 
     def set_totals(self, queries: int, billed: int, context: int) -> None: ...  # in place
 
@@ -40,6 +43,7 @@ class Store(Protocol):
     def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
                     provider: str, now: datetime, resumed_from: str | None,
                     previous_session: str | None, forked: bool = False,
+                    tools: tuple[str, ...] | None = None,
                     ) -> LiveSession: ...  # holding its header, held by this process
 
     def finalize(self, session_id: str, summary: Summary, *, total_queries: int,

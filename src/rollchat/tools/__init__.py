@@ -1,5 +1,15 @@
 """What the agent may call: one ``Tool`` type (its spec for the model and the function that
-runs it). The engine sees only ``Tool``; built-ins live in submodules (``archive``)."""
+runs it). The engine sees only ``Tool``; built-ins live in submodules (``archive``), an agent
+file's typed Python functions become tools in ``python``, and every call goes through
+``runner.ToolRunner`` (approval, timing, errors) whatever made the tool.
+
+For tool sources (agent files, MCP servers): ``run`` takes the decoded JSON arguments and
+returns the result text; it may block (an async tool runs its own event loop inside ``run``),
+raise (the error goes back to the model as the result), or be interrupted by Ctrl-C
+(KeyboardInterrupt: the call is recorded as interrupted). ``read_only`` tools (they change
+nothing outside rollchat) never need approval; ``source`` says where a tool came from
+("builtin", "agent", "mcp:NAME", ...) for listings.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +19,7 @@ from dataclasses import dataclass
 from rollchat.providers.base import ToolSpec
 
 ARCHIVE_TOOL_NAME = "session_archive_read"
+SKILL_TOOL_NAME = "load_skill"
 
 
 @dataclass(frozen=True)
@@ -18,3 +29,9 @@ class Tool:
     spec: ToolSpec
     run: Callable[[Mapping[str, object]], str]
     companion: bool = False  # offered only when a tool that is not a companion is registered
+    read_only: bool = False  # True: changes nothing, so it runs without approval
+    source: str = "builtin"
+
+    @property
+    def name(self) -> str:
+        return self.spec.name

@@ -189,7 +189,7 @@ def archive_tool(store: Store, session_id: str | None, *, max_chars: int = 8000,
     spec = ToolSpec(ARCHIVE_TOOL_NAME, ARCHIVE_DESCRIPTION, ARCHIVE_PARAMETERS)
     reader = ArchiveReader(store, session_id, max_chars=max_chars, current=current,
                            page_tokens=page_tokens, count=count)
-    return Tool(spec, reader, companion=session_id is None)
+    return Tool(spec, reader, companion=session_id is None, read_only=True)
 
 
 def _in_transcript(transcript: Transcript, call_id: str) -> Found | None:

@@ -46,7 +46,8 @@ def tool_entries(tools: Mapping[str, Tool], sources: Sequence[ToolSource]) -> li
     from_sources = [entry for source in sources for entry in source.entries(tools)]
     claimed = {entry.name for entry in from_sources}
     alone = all(tool.companion for tool in tools.values())
-    built_in = [ToolEntry(name, BUILT_IN, WITH_OTHERS if tool.companion and alone else "ready",
+    built_in = [ToolEntry(name, BUILT_IN if tool.source == "builtin" else tool.source,
+                          WITH_OTHERS if tool.companion and alone else "ready",
                           _first_line(tool.spec.description))
                 for name, tool in tools.items() if name not in claimed]
     if ARCHIVE_TOOL_NAME not in tools:

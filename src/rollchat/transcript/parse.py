@@ -102,7 +102,15 @@ def _header(fields: dict[str, str]) -> SessionHeader:
                                 else "Total Tokens"),  # (its name in older files)
         context_tokens=_int_field(fields, "Context Tokens"),
         forked=opt["Resumed From"] is None and opt["Forked From"] is not None,
-        continued_in=tuple(uninline(c) for c in children.split(", ")) if children else ())
+        continued_in=tuple(uninline(c) for c in children.split(", ")) if children else (),
+        tools=_tools(fields.get("Tools")))
+
+
+def _tools(value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    value = value.strip()
+    return () if value in ("", "(none)") else tuple(uninline(t) for t in value.split(", "))
 
 
 def _first_query(lines: list[str], start: int) -> str | None:

@@ -40,6 +40,8 @@ def render_header(h: SessionHeader) -> str:
              f"**Date:** {aware(h.date, 'Date')}",
              f"**Agent:** {inline(h.agent)}",
              f"**Agent Path:** {inline(h.agent_path)}",
+             *([f"**Tools:** {', '.join(inline(t) for t in h.tools) or '(none)'}"]
+               if h.tools is not None else []),
              f"**Model:** {inline(h.model, '()')} ({inline(h.provider, '()')})"]
     if h.resumed_from is not None:
         lines.append(f"**{'Forked From' if h.forked else 'Resumed From'}:** "

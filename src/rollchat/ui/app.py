@@ -92,9 +92,9 @@ class ChatApp:
         elif isinstance(event, Retrying):
             out.dim(f"{event.error}; retrying in {event.wait:.1f}s (attempt {event.attempt})")
         elif isinstance(event, ToolStarted):
-            out.tool_call(describe_call(event.call))
+            out.tool_call(describe_call(event.call, full=out.show_tools))
         elif isinstance(event, ToolFinished):
-            out.tool_result(event.call.name, event.result)
+            out.tool_result(event.call.name, event.result, event.elapsed, event.status)
         elif isinstance(event, SummaryStarted):
             self._step = self._spinner.enter_context(out.spinner(SUMMARY_STEP))
         elif isinstance(event, SummaryFinished):

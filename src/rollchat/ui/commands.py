@@ -118,10 +118,12 @@ COMMANDS: dict[str, Command] = {
         Command("context", "context", "token figures: session, last prompt, window", _context),
         Command("compact", "compact [focus]", "summarize this session and continue in a new "
                 "one (focus text steers the summary)", _compact, takes_arg=True),
-        Command("tools", "tools", "list the tools: source and state", _tools),
         Command("sessions", "sessions", "list saved sessions, most recent first", _sessions),
         Command("resume", "resume N|ID", "continue a saved session from its summary", _resume,
                 takes_arg=True, bare_arg=lambda a: bool(_REF.match(a.strip()))),
+        Command("tools", "tools [verbose|quiet]", "list the agent's tools and what each call "
+                "needs; verbose shows calls in full", _tools, takes_arg=True,
+                bare_arg=lambda a: a.strip().lower() in ("verbose", "quiet")),
         Command("exit", "exit", "save (with a summary) and quit", _exit),
         Command("quit", "quit", "same as exit", _exit),
     )

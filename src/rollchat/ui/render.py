@@ -137,6 +137,7 @@ class Renderer:
         self._stream: MarkdownStream | None = None
         self._terminal_fd = terminal_fd
         self._quiet: QuietTerminal | None = None
+        self.show_tools = False  # --show-tools / `tools verbose`: full arguments and results
 
     @property
     def console(self) -> Console:
@@ -238,6 +239,22 @@ class Renderer:
         finally:
             self._restore_terminal()
 
+    def suspend_answer(self) -> bool:
+        """Stop drawing a streamed answer for a question (its text so far stays printed, the
+        terminal gets its echo back); True when one was streaming (see ``resume_answer``)."""
+        if self._stream is None:
+            return False
+        self._close_stream()
+        return True
+
+    def resume_answer(self) -> None:
+        """Continue drawing the answer suspended by ``suspend_answer``."""
+        from rollchat.ui.stream import MarkdownStream
+
+        if self._quiet is not None:
+            self._quiet.quiet()
+        self._stream = MarkdownStream(self.console, live=self.interactive)
+
     def answer_delta(self, text: str) -> None:
         if self._stream is not None:
             self._stream.feed(text)
@@ -267,13 +284,24 @@ class Renderer:
             self._stream.flush()
         self.dim(f"→ tool {description}")
 
-    def tool_result(self, name: str, result: str) -> None:
+    def tool_result(self, name: str, result: str, elapsed: float = 0.0,
+                    status: str = "ok") -> None:
         if self._stream is not None:
             self._stream.flush()
-        head = f"← {name}: {len(result):,} chars"
+        if self.show_tools:  # debugging: the whole result
+            self.dim(f"← {name} ({status}, {elapsed:.1f}s):")
+            self.line((result, ""))
+            return
+        if status == "refused":  # the whole reason: it may say what to do
+            self.line((f"← {name}: {one_line(result)}", "yellow"))
+            return
+        size = f"{len(result):,} chars in {elapsed:.1f}s"
+        head = {"interrupted": f"← {name}: interrupted",
+                "error": f"← {name}: failed ({size})"}.get(status, f"← {name}: {size}")
         first = result.strip().splitlines()[0] if result.strip() else ""
         room = max(min(80, self.console.width - len(head) - 4), 16)
-        self.dim(head + (f" · {preview(first, room)}" if first else ""))
+        line = head + (f" · {preview(first, room)}" if first else "")
+        self.line((line, "yellow" if status in ("refused", "error") else "dim"))
 
     # ------------------------------------------------------------ tables
     def sessions(self, infos: Sequence[SessionInfo], problems: Sequence[tuple[str, str]]) -> None:

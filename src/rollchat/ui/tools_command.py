@@ -1,11 +1,13 @@
 """The in-chat ``tools`` command: every tool the agent has or may get, with its source
-(built-in, mcp:SERVER) and its state (ready, starting, failed and why, not started until the
-project file is trusted). The rows come from ``tools.sources.tool_entries``."""
+(built-in, agent, skills, mcp:SERVER), its state (ready, starting, failed and why, not started
+until the project file is trusted) and what a call needs (the approval rule). The rows come from
+``tools.sources.tool_entries``. ``tools verbose`` / ``tools quiet``: how calls are shown."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rollchat.errors import UsageError
 from rollchat.text import plural
 from rollchat.tools.sources import tool_entries
 
@@ -15,17 +17,32 @@ if TYPE_CHECKING:
 NO_TOOL = "(no tools)"
 
 
+TOOLS_ARGS = ("verbose", "quiet")
+
+
 def run_tools(app: ChatApp, arg: str) -> bool:
+    word = arg.strip().lower()
+    if word:
+        if word not in TOOLS_ARGS:
+            raise UsageError("usage: tools [verbose|quiet]")
+        app.out.show_tools = word == "verbose"
+        app.out.info("Tool calls are shown in full (arguments and results)." if
+                     app.out.show_tools else "Tool calls are shown compactly.")
+        return False
     engine = app.session.engine
+    gate = engine.gate
     entries = tool_entries(engine.tools, engine.tool_sources)
     names = [e.name or NO_TOOL for e in entries]
     width = max((len(n) for n in names), default=0)
     source_width = max((len(e.source) for e in entries), default=0)
     names_offered = {spec.name for spec in engine.offered()}
     offered = sum(1 for e in entries if e.name in names_offered)
-    app.out.info(f"Tools: {plural(offered, 'tool')} offered to the model")
+    app.out.info(f"Tools: {plural(offered, 'tool')} offered to the model (approval: "
+                 f"{gate.mode}; at most {engine.max_tool_rounds} rounds of tool calls per turn)")
     for name, entry in zip(names, entries, strict=True):
-        line = f"  {name:<{width}}  {entry.source:<{source_width}}  {entry.state}"
+        tool = engine.tools.get(entry.name)
+        rule = f"  {gate.rule(tool)}" if tool is not None else ""
+        line = f"  {name:<{width}}  {entry.source:<{source_width}}  {entry.state}{rule}"
         app.out.info(line)
         if entry.description:
             app.out.dim(f"  {'':<{width}}  {'':<{source_width}}  {entry.description}")

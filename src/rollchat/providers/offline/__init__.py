@@ -22,7 +22,7 @@ from rollchat.providers.base import (
     ToolCallEvent,
     UsageEvent,
 )
-from rollchat.providers.offline import phrases, tool_use
+from rollchat.providers.offline import phrases, tool_use, tooluse
 from rollchat.tokens import TokenCounter
 from rollchat.tools import ARCHIVE_TOOL_NAME as ARCHIVE_TOOL
 from rollchat.transcript import SUMMARY_START, parse_summary_body, render_summary_block
@@ -168,14 +168,19 @@ class OfflineProvider:
             return "Hello! I'm the offline model. What would you like to talk about?", None
         last = users[-1]
         if messages[-1].role == "tool":
-            if messages[-1].name and messages[-1].name != ARCHIVE_TOOL:
-                return tool_use.tool_answer(messages[-1].name, messages[-1].content), None
+            tool = tooluse.last_tool_name(messages)
+            if tool != ARCHIVE_TOOL:
+                return tooluse.answer_from_result(messages[-1].content, tool), None
             return _answer_from_tool(messages[-1].content, messages[last].content), None
         requested = tool_use.requested_call(messages[last].content, request.tools,
                                             f"offline_call_{len(messages)}")
         if requested is not None:
             return requested
         latest = phrases.plain_text(messages[last].content)
+        wanted = tooluse.asked_tool(latest, request.tools, skip=(ARCHIVE_TOOL,))
+        if wanted is not None:
+            call = tooluse.tool_call(latest, wanted, f"offline_call_{len(messages)}")
+            return f"Let me use {wanted.name}.", call
         recall = _recall_answer(messages[:last], latest)
         if recall is not None:
             return f"{recall}\n\n{OFFLINE_NOTE}", None

@@ -13,7 +13,6 @@ from rollchat.domain import ToolCall
 from rollchat.providers.base import ToolSpec
 
 _USE = re.compile(r"\s*use\s+([A-Za-z0-9_.-]+)\s*(\{.*\})?\s*", re.DOTALL | re.IGNORECASE)
-_SHOWN_LINES = 12
 
 
 def requested_call(text: str, tools: Sequence[ToolSpec], call_id: str,
@@ -36,14 +35,3 @@ def requested_call(text: str, tools: Sequence[ToolSpec], call_id: str,
     if not isinstance(arguments, dict):
         return "The arguments must be a JSON object.", None
     return f"Calling `{found[0]}`.", ToolCall(call_id, found[0], arguments)
-
-
-def tool_answer(name: str, result: str) -> str:
-    """What the offline model says after a tool call: the result, quoted."""
-    failed = result.startswith("error: ")
-    lines = (result[len("error: "):] if failed else result).strip().splitlines() or ["(empty)"]
-    shown = [f"> {line}" if line else ">" for line in lines[:_SHOWN_LINES]]
-    if len(lines) > _SHOWN_LINES:
-        shown.append(f"> ... ({len(lines) - _SHOWN_LINES} more lines)")
-    head = f"The tool `{name}` failed:" if failed else f"The tool `{name}` returned:"
-    return head + "\n\n" + "\n".join(shown)

@@ -1,0 +1,125 @@
+"""The offline model's tool use: when the user asks it to use one of the agent's tools by
+name ("use word_count on 'some text'", "call get_weather city=Paris"), it calls that tool
+with arguments read from the message and the tool's JSON schema, then reports the result.
+Deterministic, so the whole agent loop (approval, validation, results, the transcript) can be
+exercised without a network."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rollchat.domain import Message, ToolCall
+from rollchat.providers.base import ToolSpec
+
+_PAIR = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*(\"[^\"]*\"|'[^']*'|[^\s,;]+)")
+_QUOTED = re.compile(r"\"([^\"]*)\"|'([^']*)'|“([^”]*)”")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])")
+_FILLER = re.compile(r"^(?:tool\b)?\s*(?:on|for|with|about|to|of|the|:)?\s*", re.IGNORECASE)
+
+
+def asked_tool(text: str, tools: Sequence[ToolSpec], skip: Sequence[str] = ()) -> ToolSpec | None:
+    """The tool the user names in ``text`` (its name, or with spaces for underscores)."""
+    lowered = text.lower()
+    for spec in sorted(tools, key=lambda t: -len(t.name)):  # the longest name first
+        if spec.name in skip:
+            continue
+        for form in {spec.name.lower(), spec.name.lower().replace("_", " ")}:
+            if re.search(rf"(?<![\w]){re.escape(form)}(?![\w])", lowered):
+                return spec
+    return None
+
+
+def tool_call(text: str, spec: ToolSpec, call_id: str) -> ToolCall:
+    """The call of ``spec`` the message asks for: named values (``key=value``), else quoted
+    text, numbers, enum values mentioned, else the words after the tool's name."""
+    props: Mapping[str, Any] = spec.parameters.get("properties", {}) or {}
+    required = list(spec.parameters.get("required", []) or [])
+    pairs = {k: _unquote(v) for k, v in _PAIR.findall(text) if k in props}
+    quoted = [next(g for g in m.groups() if g is not None) for m in _QUOTED.finditer(text)]
+    numbers = _NUMBER.findall(text)
+    rest = _after_name(text, spec.name)
+    args: dict[str, Any] = {}
+    for name, schema in props.items():
+        kind = _kind(schema)
+        if name in pairs:
+            args[name] = _convert(pairs[name], kind)
+            continue
+        enum = _enum(schema)
+        if enum:
+            hit = next((v for v in enum if isinstance(v, str) and re.search(
+                rf"(?<![\w]){re.escape(v.lower())}(?![\w])", text.lower())), None)
+            if hit is not None and (hit != rest.strip().lower() or name in required):
+                args[name] = hit
+            continue
+        if kind in ("integer", "number") and numbers:
+            args[name] = _convert(numbers.pop(0), kind)
+        elif kind == "string" and name in required:
+            if quoted:
+                args[name] = quoted.pop(0)
+            elif rest:
+                args[name], rest = rest, ""
+    return ToolCall(call_id, spec.name, args)
+
+
+def answer_from_result(result: str, tool: str) -> str:
+    """What the offline model says after a tool ran: its result, quoted."""
+    lines = [line for line in result.strip().splitlines() if line.strip()][:12]
+    if not lines:
+        return f"{tool} returned nothing."
+    if lines[0].startswith(("refused:", "error:")):
+        return f"I could not use {tool}: {lines[0]}"
+    quoted = "\n".join(f"> {line}" for line in lines)
+    return f"{tool} says:\n\n{quoted}"
+
+
+def last_tool_name(messages: Sequence[Message]) -> str:
+    return next((m.name for m in reversed(messages) if m.role == "tool" and m.name), "the tool")
+
+
+def _after_name(text: str, name: str) -> str:
+    lowered = text.lower()
+    for form in (name.lower(), name.lower().replace("_", " ")):
+        index = lowered.find(form)
+        if index >= 0:
+            tail = _PAIR.sub("", text[index + len(form):]).strip()
+            return _FILLER.sub("", tail).strip().rstrip("?.!").strip()
+    return ""
+
+
+def _kind(schema: Mapping[str, Any]) -> str:
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return kind
+    for option in schema.get("anyOf", []) or []:  # Optional[X]: the X
+        if isinstance(option, dict) and option.get("type") not in (None, "null"):
+            return str(option["type"])
+    return "string"
+
+
+def _enum(schema: Mapping[str, Any]) -> list[Any]:
+    if "enum" in schema:
+        return list(schema["enum"])
+    for option in schema.get("anyOf", []) or []:
+        if isinstance(option, dict) and "enum" in option:
+            return list(option["enum"])
+    return []
+
+
+def _unquote(value: str) -> str:
+    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'" \
+        else value
+
+
+def _convert(value: str, kind: str) -> Any:
+    try:
+        if kind == "integer":
+            return int(value)
+        if kind == "number":
+            return float(value)
+    except ValueError:
+        return value  # left to the tool's validation, which tells the model
+    if kind == "boolean":
+        return value.lower() in ("true", "yes", "1", "on")
+    return value

@@ -1,0 +1,72 @@
+"""Approval: whether a tool call may run. One place every call passes through (``Gate``,
+used by ``runner.run_call``), whatever made the tool (built-in, agent file, MCP server).
+
+Order: a ``deny`` rule refuses; a read-only tool runs; an ``allow`` rule runs; a tool the
+user approved "always" in this session runs; then the mode decides: ``auto`` runs,
+``never`` refuses, ``ask`` asks the user (y: once, a: always for this tool in this session,
+n: no). With nobody to ask (piped input without --yes) a call that needs asking is refused:
+never approved silently. A refusal goes back to the model as the tool's result."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Literal
+
+from rollchat.domain import ToolCall
+from rollchat.tools import Tool
+
+Mode = Literal["ask", "auto", "never"]
+Reply = Literal["y", "a", "n"]
+# Asks the user about one call: y (once), a (always for this tool), n (no); None: nobody to
+# ask (no terminal), so the call is refused.
+Asker = Callable[[ToolCall, Tool], "Reply | None"]
+
+
+def matches(name: str, patterns: Sequence[str]) -> bool:
+    """Whether a tool name matches one of ``patterns`` (exact names or globs: ``github.*``)."""
+    return any(fnmatchcase(name, pattern) for pattern in patterns)
+
+
+@dataclass
+class Gate:
+    """The approval policy of one agent, and what the user approved in this session."""
+
+    mode: Mode = "auto"
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    ask: Asker | None = None
+    always: set[str] = field(default_factory=set)
+
+    def rule(self, tool: Tool) -> str:
+        """What would happen to a call of ``tool`` now, in words (for the ``tools`` listing)."""
+        if matches(tool.name, self.deny):
+            return "denied by a rule"
+        if tool.read_only:
+            return "read-only: runs"
+        if matches(tool.name, self.allow):
+            return "allowed by a rule"
+        if tool.name in self.always:
+            return "approved for this session"
+        return {"auto": "runs (approval: auto)", "never": "refused (approval: never)",
+                "ask": "asks first"}[self.mode]
+
+    def check(self, call: ToolCall, tool: Tool) -> str | None:
+        """None when the call may run, else why not (the text the model gets back)."""
+        name = tool.name
+        if matches(name, self.deny):
+            return f"refused: the tool {name} is denied by the agent's rules"
+        if tool.read_only or matches(name, self.allow) or name in self.always:
+            return None
+        if self.mode == "auto":
+            return None
+        if self.mode == "never":
+            return "refused: tool calls are not allowed for this agent (approval: never)"
+        reply = self.ask(call, tool) if self.ask is not None else None
+        if reply is None:
+            return (f"refused: the tool {name} needs the user's approval and there is no "
+                    "terminal to ask (the user can pass --yes or allow the tool)")
+        if reply == "a":
+            self.always.add(name)
+        return None if reply in ("y", "a") else f"refused: the user declined to run {name}"

@@ -1,0 +1,62 @@
+"""Running one tool call: look the tool up, ask the approval gate, run it, time it, and turn
+every failure into a result the model reads (unknown tool, refusal, bad arguments, an
+exception). A Ctrl-C while it runs is recorded as an interrupted call and re-raised."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from rollchat.domain import ToolCall
+from rollchat.tools import Tool
+from rollchat.tools.approval import Gate
+
+CallStatus = Literal["ok", "error", "refused", "interrupted"]
+INTERRUPTED_RESULT = "[interrupted by user: the tool call was cancelled]"
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    result: str
+    status: CallStatus
+    elapsed: float
+
+
+class CallInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a tool call (or its approval prompt), with the call's recorded outcome."""
+
+    def __init__(self, outcome: CallOutcome) -> None:
+        super().__init__()
+        self.outcome = outcome
+
+
+def run_call(call: ToolCall, tools: Mapping[str, Tool], gate: Gate) -> CallOutcome:
+    """The outcome of ``call``; raises CallInterrupted on Ctrl-C."""
+    t0 = time.monotonic()
+    tool = tools.get(call.name)
+    if tool is None:
+        known = ", ".join(sorted(tools)) or "none"
+        return CallOutcome(f"error: unknown tool {call.name!r} (tools: {known})", "error", 0.0)
+    try:
+        refusal = gate.check(call, tool)
+        if refusal is not None:
+            return CallOutcome(refusal, "refused", time.monotonic() - t0)
+        try:
+            result = tool.run(call.arguments)
+        except Exception as exc:  # a tool's failure is reported to the model, not raised
+            return CallOutcome(error_text(exc), "error", time.monotonic() - t0)
+    except KeyboardInterrupt:
+        raise CallInterrupted(CallOutcome(INTERRUPTED_RESULT, "interrupted",
+                                          time.monotonic() - t0)) from None
+    return CallOutcome(result if isinstance(result, str) else str(result), "ok",
+                       time.monotonic() - t0)
+
+
+def error_text(exc: Exception) -> str:
+    """An exception as the model reads it: rollchat's own errors (bad arguments, an archive
+    read) by their message, any other by its type and message."""
+    if type(exc).__module__.startswith("rollchat."):
+        return f"error: {exc}"
+    return f"error: {type(exc).__name__}: {exc}"

@@ -1,0 +1,54 @@
+"""Asking the user whether a tool call may run (approval: ask): one prompt, y (once), a
+(always for this tool in this session), n (no: the refusal goes back to the model)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from rollchat.ui.sanitize import harmless
+
+if TYPE_CHECKING:
+    from rollchat.domain import ToolCall
+    from rollchat.tools import Tool
+    from rollchat.tools.approval import Asker, Reply
+    from rollchat.ui.render import Renderer
+
+QUESTION = "Allow? [y]es once, [a]lways for this tool, [n]o: "
+
+
+def terminal_asker(out: Renderer) -> Asker:
+    """Ask in the terminal, showing the call's full arguments first."""
+
+    def ask(call: ToolCall, tool: Tool) -> Reply | None:
+        from prompt_toolkit import prompt
+
+        streaming = out.suspend_answer()
+        try:
+            args = json.dumps(dict(call.arguments), ensure_ascii=False, indent=2)
+            out.line((f"The agent wants to run {call.name}", "bold yellow"),
+                     (f" ({tool.source})" if tool.source != "builtin" else "", "dim"))
+            for line in args.splitlines():
+                out.line(("  " + line, ""))
+            while True:
+                answer = prompt(harmless(QUESTION)).strip().lower()
+                if answer in ("y", "yes", "a", "always", "n", "no"):
+                    reply: Reply = "a" if answer.startswith("a") else (
+                        "y" if answer.startswith("y") else "n")
+                    return reply
+                out.dim("Type y, a or n.")
+        finally:
+            if streaming:
+                out.resume_answer()
+
+    return ask
+
+
+def piped_asker(*, yes: bool) -> Asker:
+    """No terminal: --yes approves; otherwise nobody can be asked, so the call is refused (the
+    one line saying so is the refused call's result line)."""
+
+    def ask(call: ToolCall, tool: Tool) -> Reply | None:
+        return "y" if yes else None
+
+    return ask

@@ -1,0 +1,133 @@
+"""Approval the way a user meets it: the prompt in a terminal (y once, a always, n no, with
+the refusal going back to the model), rules that allow or deny, read-only built-ins, and
+Ctrl-C during a tool call in the terminal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pexpect
+
+from rollchat.domain import ToolCall
+from rollchat.providers.base import ToolSpec
+from rollchat.tools import Tool
+from rollchat.tools.approval import Gate
+from rollchat.transcript import parse
+from tests.e2e import PROMPT, spawn
+
+AGENT = '''
+import time
+
+name = "Helper"
+deny = ["wipe_*"]
+
+
+def word_count(text: str) -> str:
+    """Count words.
+
+    Args:
+        text: The text.
+    """
+    return f"{len(text.split())} words"
+
+
+def wipe_disk(path: str) -> str:
+    """Never runs."""
+    return "wiped"
+
+
+def nap(seconds: int) -> str:
+    """Sleep.
+
+    Args:
+        seconds: How long.
+    """
+    open("napping", "w").close()
+    time.sleep(seconds)
+    return "rested"
+'''
+
+
+def test_ask_once_always_and_no_in_a_terminal(tmp_path: Path) -> None:
+    (tmp_path / "helper.py").write_text(AGENT)
+    child = spawn(tmp_path, "helper.py")
+    child.expect(PROMPT)
+    child.sendline('use word_count on "a b c"')
+    child.expect(r"The agent wants to run word_count")
+    child.expect(r'"text": "a b c"')
+    child.expect(r"Allow\? \[y\]es once, \[a\]lways for this tool, \[n\]o:")
+    child.sendline("n")
+    child.expect("refused: the user declined to run word_count")
+    child.expect(PROMPT)
+    child.sendline('use word_count on "a b"')
+    child.expect("Allow")
+    child.sendline("maybe")
+    child.expect("Type y, a or n.")
+    child.sendline("a")
+    child.expect("2 words")
+    child.expect(PROMPT)
+    child.sendline('use word_count on "one"')  # always: no question this time
+    index = child.expect(["Allow", "1 words"])
+    assert index == 1
+    child.expect(PROMPT)
+    child.sendline('use wipe_disk on "/"')  # a deny rule: never asked, never run
+    index = child.expect(["Allow", "denied by the agent's rules"])
+    assert index == 1
+    child.expect(PROMPT)
+    child.sendline("exit")
+    child.expect(pexpect.EOF)
+    [session] = (tmp_path / "sessions").glob("*.md")
+    results = [t.result for turn in parse(session.read_text()).turns for t in turn.tools]
+    assert results[0] == "refused: the user declined to run word_count"
+    assert results[1:3] == ["2 words", "1 words"]
+    assert results[3].startswith("refused: the tool wipe_disk is denied")
+
+
+def test_ctrl_c_during_a_tool_call_cancels_it_and_records_it(tmp_path: Path) -> None:
+    (tmp_path / "helper.py").write_text(AGENT.replace('deny = ["wipe_*"]', 'allow = ["nap"]'))
+    child = spawn(tmp_path, "helper.py")
+    child.expect(PROMPT)
+    child.sendline("use nap seconds=30")
+    child.expect(r"→ tool nap\(")
+    deadline = 100
+    while not (tmp_path / "napping").exists() and deadline:
+        child.expect([pexpect.TIMEOUT], timeout=0.1)
+        deadline -= 1
+    child.sendintr()
+    child.expect("interrupted")
+    child.expect(PROMPT)
+    child.sendline("exit")
+    child.expect(pexpect.EOF, timeout=30)
+    [session] = (tmp_path / "sessions").glob("*.md")
+    [turn] = parse(session.read_text()).turns
+    assert turn.status == "interrupted"
+    [exchange] = turn.tools
+    assert exchange.call.name == "nap" and exchange.call.arguments == {"seconds": 30}
+    assert exchange.result.startswith("[interrupted by user")
+
+
+def _tool(name: str, read_only: bool = False) -> Tool:
+    return Tool(ToolSpec(name, "", {}), lambda args: "ran", read_only=read_only)
+
+
+def test_the_gate_rules_in_order() -> None:
+    asked: list[str] = []
+
+    def ask(call: ToolCall, tool: Tool) -> None:
+        asked.append(call.name)
+        return None
+
+    gate = Gate(mode="ask", allow=("github.*", "read_file"), deny=("github.delete*",),
+                ask=ask)
+    call = ToolCall("1", "x", {})
+    assert gate.check(call, _tool("read_file")) is None
+    assert gate.check(call, _tool("github.search")) is None
+    refusal = gate.check(call, _tool("github.delete_repo"))
+    assert refusal is not None and "denied" in refusal
+    assert gate.check(call, _tool("session_archive_read", read_only=True)) is None
+    refusal = gate.check(ToolCall("2", "shell", {}), _tool("shell"))
+    assert refusal is not None and "no terminal" in refusal and asked == ["shell"]
+    assert Gate(mode="never").check(call, _tool("shell")) is not None
+    assert Gate(mode="never").check(call, _tool("memory_search", read_only=True)) is None
+    assert Gate(mode="auto").check(call, _tool("shell")) is None
+    assert Gate(mode="auto", deny=("*",)).check(call, _tool("shell")) is not None
