@@ -263,11 +263,12 @@ def extract_block(text: str) -> str:
     return text[start + len(SUMMARY_START):end].strip()
 
 
-def parse_summary_reply(text: str, *, max_words: int) -> Summary:
+def parse_summary_reply(text: str, *, max_words: int, allowance: int = 0) -> Summary:
     """Extract and validate a model's summary (see ``extract_block`` for which pair):
     every section present and non-empty ("- None" is allowed and parses as an empty
-    tuple) and at most 1.5x ``max_words``
-    words. Raises SummaryError with the specific problem."""
+    tuple) and at most 1.5x ``max_words`` words plus ``allowance`` (the words of the
+    decisions and pending items it must carry from the parent's summary). Raises
+    SummaryError with the specific problem."""
     body = extract_block(text)
     try:
         summary = parse_summary_body(body)
@@ -275,9 +276,7 @@ def parse_summary_reply(text: str, *, max_words: int) -> Summary:
         raise SummaryError(f"summary reply is malformed: {error}") from error
     if not summary.background.strip():
         raise SummaryError("summary reply has an empty Background Context")
-    words = len(body.split())
-    if words > _word_limit(max_words):
-        raise SummaryError(
-            f"summary reply is {words} words, over the limit of {_word_limit(max_words)}"
-        )
+    words, limit = len(body.split()), _word_limit(max_words) + allowance
+    if words > limit:
+        raise SummaryError(f"summary reply is {words} words, over the limit of {limit}")
     return summary

@@ -90,8 +90,10 @@ def render_summary_block(s: Summary) -> str:
     lines += ["**Background Context:** " + _sum_line(first), *[_sum_line(x) for x in rest], "",
               "**Current Session Summary:**", "**Topics Discussed:**", *_bullets(s.topics), "",
               "**Decisions Made:**", *_bullets(s.decisions), "",
-              "**Pending:**", *_bullets(s.pending), "",
-              f"**{ARTIFACTS}:**", *_bullets(s.artifacts), SUMMARY_END, ""]
+              "**Pending:**", *_bullets(s.pending)]
+    if s.artifacts:  # written only when there are some: older readers never see it empty
+        lines += ["", f"**{ARTIFACTS}:**", *_bullets(s.artifacts)]
+    lines += [SUMMARY_END, ""]
     return "\n".join(lines)
 
 
