@@ -85,7 +85,8 @@ def words_of(summary: Summary) -> int:
 def fit_words(summary: Summary, max_words: int) -> Summary:
     """``summary`` within ``max_words`` if it can be without losing a decision or a pending
     item: near-duplicates merged, then the last topics dropped (the lists hold the most
-    recent first), then the last artifacts; the counts are recorded in the summary."""
+    recent first; topics naming nothing go first), then the last artifacts, and the first
+    topic (the focus, or the latest) last; the counts are recorded in the summary."""
     summary = replace(summary, topics=tuple(union([summary.topics])),
                       decisions=tuple(union([summary.decisions])),
                       pending=tuple(union([summary.pending])),
@@ -94,8 +95,8 @@ def fit_words(summary: Summary, max_words: int) -> Summary:
     over = words_of(summary) - max_words
     dropped_topics = dropped_artifacts = 0
     plain = [i for i, topic in enumerate(topics) if i and not has_named(topic)]
-    while over > 0 and (topics or artifacts):  # plain topics, then named ones, then artifacts
-        if plain or topics:
+    while over > 0 and (topics or artifacts):  # plain topics, named ones, artifacts, the first
+        if plain or len(topics) > 1 or not artifacts:
             removed = topics.pop(plain.pop()) if plain else topics.pop()
             dropped_topics += 1
         else:
