@@ -153,6 +153,40 @@ def sessions_command(
     Renderer(console, interactive=False).sessions(listing.sessions, listing.problems)
 
 
+@app.command("audit")
+def audit_command(
+    session: Annotated[str, typer.Argument(help="Session number (see 'sessions'), id or id "
+                                                "prefix.")],
+    sessions_dir: SessionsDirOpt = None,
+    config: ConfigOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Compare a session's summary with its own transcript: the named items (decisions, open
+    tasks, preferences, names, numbers, paths) it kept and lost. Exit status 1 when a
+    decision or an open task is lost."""
+    from rollchat.audit import audit_session, report
+    from rollchat.config import ConfigOverrides, load_config
+    from rollchat.store import SessionStore
+
+    try:
+        cfg = load_config(config_path=config, env=os.environ, cwd=Path.cwd(),
+                          overrides=ConfigOverrides(sessions_dir=sessions_dir))
+        result = audit_session(SessionStore(cfg.session.dir), session)
+    except ConfigError as exc:
+        fail(str(exc))
+    except RollchatError as exc:
+        fail(str(exc), 2)
+    if as_json:
+        print(json.dumps({key: [{"text": i.text, "kind": i.kind} for i in items]
+                          for key, items in (("kept", result.kept), ("lost", result.lost))},
+                         indent=2, ensure_ascii=False))
+    else:
+        from rollchat.ui.sanitize import harmless
+
+        print("\n".join(harmless(line) for line in report(result)))
+    raise typer.Exit(1 if result.failed else 0)
+
+
 @app.command("trust")
 def trust_command(
     path: Annotated[

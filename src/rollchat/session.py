@@ -8,6 +8,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
 
 from rollchat import policy
+from rollchat.audit import audit, audit_line
 from rollchat.clean import clean
 from rollchat.compaction.summarizer import Background, Summarizer, SummaryOutcome
 from rollchat.config import AgentConfig, Config
@@ -313,6 +314,7 @@ class Session:
                                 self.budget.window)
         summary = yield from self._finalize(focus)
         assert summary is not None
+        yield Notice("info", audit_line(audit(state.turns, summary, state.parent_summary)))
         sid = state.session_id or UNSAVED
         yield Notice("info", f"Saved session: {sid} ({plural(state.queries, 'query')}, "
                              f"{human_tokens(state.tokens)} tokens)")

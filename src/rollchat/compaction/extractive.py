@@ -49,7 +49,8 @@ def _fact(sentence: str) -> bool:
         named.names(sentence) or named.numbers(sentence) or named.paths(sentence))
 
 
-def _decided(sentence: str) -> bool:
+def decided(sentence: str) -> bool:
+    """A decision-like statement (not a question)."""
     return not sentence.endswith("?") and bool(
         DECISION.search(sentence) or named.DECISION_MORE.search(sentence))
 
@@ -60,12 +61,12 @@ def _decisions(turns: Sequence[Turn]) -> list[str]:
     users: list[str] = []
     for turn in turns:
         for sentence in prose_sentences(turn.user):
-            if _decided(sentence):
+            if decided(sentence):
                 users.append(tidy(sentence))
             elif named.PREFERENCE.search(sentence) and not sentence.endswith("?"):
                 users.append(tidy(f"Preference: {sentence}"))
     replies = [tidy(s) for t in turns for s in prose_sentences(t.assistant, reply=True)
-               if _decided(s)]
+               if decided(s)]
     mine = unique(users)
     return mine + unique(replies, seen=mine)
 

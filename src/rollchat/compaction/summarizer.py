@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rollchat.clean import clean
-from rollchat.compaction.carry import fit_words, merge_summaries
+from rollchat.compaction.carry import merge_summaries
 from rollchat.compaction.chunks import chunk_turns, turn_tokens
 from rollchat.domain import Summary, Turn, Usage
 from rollchat.interrupts import sigint_deferred

@@ -59,8 +59,14 @@ IDENTIFIER = re.compile(r"\b[A-Z][A-Z0-9]+-\d+\b|#\d{2,}\b|\b[a-z]+(?:_[a-z0-9]+
                         r"\b[a-z]+[A-Z][A-Za-z0-9]+\b|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b")
 _NOT_PATHS = frozenset(("and/or", "n/a", "req/s", "w/o", "i/o", "km/h", "either/or", "tcp/ip",
                         "24/7", "read/write", "on/off", "yes/no", "true/false"))
+
+
+def _word_set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 # Capitalised words that are ordinary English, never a name of a person or a system.
-COMMON_CAPITALISED = frozenset("""
+COMMON_CAPITALISED = _word_set("""
 i i'm i'd i'll i've a an the we we'll we're we've let's lets let ok okay so also and but or
 if then this that these those it it's its my our your you he she they there here what when
 where which who why how can could would should will shall may might must do does did is are
@@ -72,15 +78,15 @@ next last after before once all any some every each both either neither none ano
 in on at by for from to of with about as into onto over under up down out off via per
 api apis url urls ui cli db sql http https json yaml ci cd pr id ids todo fixme tbd asap eta
 faq tl;dr readme changelog license ttl kb mb gb tb ms rps qps cpu gpu ram
-""".split())
+""")
 _CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*[\w]")
 # words that say nothing about which task or item is meant
-_FILLER_WORDS = frozenset("""
+_FILLER_WORDS = _word_set("""
 the and for with that this from into then than them they their there have has had was were
 will would should could can need needs still pending todo later soon next step steps also
 just some any all our your you its it's about what when where which who why how not yet
 done finished complete completed let's lets we'll we're make sure still please thing things
-""".split())
+""")
 
 
 def content_words(text: str) -> list[str]:

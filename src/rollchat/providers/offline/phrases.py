@@ -51,7 +51,9 @@ _LABEL = re.compile(r"^(?:last request|unanswered|answer cut off \(\w+\)|todo|to
                     r"next steps?|next)\s*:\s*", re.IGNORECASE)
 _LEAD = re.compile(
     r"^(?:(?:ok(?:ay)?|so|well|also|and|now|hi|hey|please|btw|right)[,!.]?\s+)*"
-    r"(?:(?:can|could|would|will) you (?:please )?|i(?:'m| am) (?:working on|trying to) |"
+    r"(?:(?:let'?s|let us|can we|could we|i (?:want|need|would like|'d like) to) "
+    r"(?:talk|chat|think|speak) (?:about|over|through) |"
+    r"(?:can|could|would|will) you (?:please )?|i(?:'m| am) (?:working on|trying to) |"
     r"i(?:'m| am) (?=\w+ing\b)|"
     r"i (?:want|need|would like|'d like) "
     r"(?:you )?to |let's |let us |we (?:decided|agreed|need|have|want) to |we'll |we will |"
@@ -214,6 +216,8 @@ def topic_phrase(sentence: str) -> str:
     """A concise topic phrase: lead-in words dropped, long sentences cut at a clause or to
     TOPIC_WORDS words, with the exact names (files, numbers, identifiers) of the rest kept."""
     text = _LEAD.sub("", sentence.strip()).rstrip(" .!?;:") or sentence
+    aside = re.split(r"[,;]\s+(?=(?:i|we|and|but|so|it|that)\b)", text, flags=re.I)[0]
+    text = aside if len(aside.split()) >= 2 else text  # "the logo colours, I like teal"
     words = text.split()
     if len(words) > TOPIC_WORDS:
         clause = re.split(r"[,;]\s|\s(?:because|so that|which|since|but)\s|\s-\s", text)[0]
