@@ -369,3 +369,21 @@ def test_acknowledgment_keeps_the_oldest_topic_among_many() -> None:
     reply = offline._acknowledgment(summary)
     assert "Main topics: Deploy on Friday; Building a tokenizer in Rust; Cache the parsed " \
            "tables." in reply
+
+
+@pytest.mark.parametrize("text", [
+    "I like teal", "Lets talk about the logo colours, I like teal.",
+    "Write a haiku about autumn leaves", "How do I center a div in CSS?",
+    "The staging box has 64 GB now."])
+def test_no_archive_lookup_for_statements_or_new_requests(text: str) -> None:
+    events = chat(*restored_history(), Message("user", text), tools=(ARCHIVE,))
+    assert not any(isinstance(e, ToolCallEvent) for e in events)
+
+
+@pytest.mark.parametrize("text", [
+    "Which kubernetes namespace did we pick?", "Remind me, what was the deploy target?",
+    "where is the flowerpot?", "Did we settle the retry budget earlier?"])
+def test_archive_lookup_when_asked_about_earlier_work(text: str) -> None:
+    events = chat(*restored_history(), Message("user", text), tools=(ARCHIVE,))
+    assert [e.call.name for e in events if isinstance(e, ToolCallEvent)] == [
+        "session_archive_read"]

@@ -99,6 +99,16 @@ _CHOICE_RECALL = re.compile(
 # "Remind me: what ...?", "remind me which ...": a recall question whatever its verb.
 _REMIND_ME = re.compile(r"^\W*(?:\w+[,!.]?\s+){0,2}?remind me\b[\s:,\-]*"
                         r"(?:again\s+)?(?:what|which|who|where|when|why)\b", re.IGNORECASE)
+# A question about earlier work, the only kind the offline model looks up in the previous
+# session's transcript: recall words or the past tense ("what was the namespace?", "did we
+# pick a port?", "remind me of the plan"), or what/where/which a particular thing is.
+EARLIER_WORK = re.compile(
+    r"\b(?:earlier|before|previous(?:ly)?|last (?:time|session|week)|remind|again|remember|"
+    r"recall|mentioned|we (?:said|decided|picked|chose|agreed|discussed|talked)|"
+    r"(?:you|i) (?:said|told|wrote)|(?:did|had|have) (?:we|i|you)|was|were|had)\b|"
+    r"^\W*(?:(?:so|and|ok(?:ay)?|hey|now)[,!.]?\s+)*(?:where|which|what|who)(?:'s| is| are) "
+    r"(?:the|our|my|that|those|this)\b",
+    re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 FOCUS_LEAD = re.compile(
     r"^(?:(?:please|and|also|just)\s+)*(?:(?:keep|focus|focusing|focused|on|remember|"
@@ -266,6 +276,13 @@ REQUEST_WORDS = frozenset((
     "recommend", "remind", "can", "could", "would", "will", "please", "how", "what", "why",
     "where", "when", "which", "who", "is", "are", "do", "does", "did", "should", "shall",
 ))
+
+
+def asks_about_earlier(text: str) -> bool:
+    """Whether ``text`` asks about earlier work (``EARLIER_WORK``), not a statement ("I like
+    teal") or a new request ("write the parser")."""
+    question = text.rstrip().endswith("?") or bool(_RECALL_LEAD.match(text))
+    return question and bool(EARLIER_WORK.search(text))
 
 
 def is_request(text: str) -> bool:
