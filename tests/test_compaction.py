@@ -152,7 +152,10 @@ def test_extractive_summary_content() -> None:
     assert summary.fallback
     assert "Auth refactoring with JWT" in summary.background
     assert summary.topics == ("Redis for the counters",
-                              "Implement the rate limiter in src/limiter.py", "Allow 10 req/s.")
+                              "Implement the rate limiter in src/limiter.py", "Allow 10 req/s.",
+                              "Auth refactoring with JWT")  # the parent's, naming something
+    assert "Use Redis for sessions" in summary.decisions  # carried from the parent
+    assert "None" not in summary.pending
     assert "src/limiter.py" in summary.artifacts
     assert any("RateLimiter.acquire()" in d for d in summary.decisions)
     assert any(p.startswith("Unanswered: What about Redis") for p in summary.pending)

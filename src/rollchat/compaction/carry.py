@@ -17,6 +17,8 @@ from rollchat.providers.offline.phrases import (
     same_word,
 )
 
+LAST_REQUEST = "last request:"
+_NONE = frozenset(("none", "none.", "n/a", "-", ""))
 _LABELS = re.compile(r"^(?:last request|unanswered|answer cut off \(\w+\))\s*:\s*", re.I)
 
 
@@ -46,10 +48,12 @@ def resolved(item: str, turns: Sequence[Turn]) -> bool:
 
 def carried(parent: Sequence[str], own: Sequence[str], turns: Sequence[Turn]) -> list[str]:
     """``own`` items, then the parent's not resolved in ``turns`` and not already in ``own``
-    (near-duplicates count as the same item)."""
+    (near-duplicates count as the same item), except its "Last request" item."""
     keys = [item_key(item) for item in own]
     out = list(own)
     for item in parent:
+        if item.lower().startswith(LAST_REQUEST) or item.strip().lower() in _NONE:
+            continue  # the parent's last message: answered by the session that followed
         key = item_key(item)
         if key and not any(near_duplicates(key, k) for k in keys) and not resolved(item, turns):
             keys.append(key)

@@ -170,15 +170,19 @@ def extractive_summary(
     queries (most recent first), decision-like statements (the user's first), pending items
     (cut-off turns, the last request, to-dos), near-duplicates dropped and items matching
     ``focus`` first, the first topic naming the focus ("Focus on the parser table: ...");
-    the parent condensed as background. Reply lines that only talk about
+    the parent condensed as background, its decisions, open tasks (until a turn resolves
+    them), artifacts and topics naming something carried (``carry.fit_words`` drops topics
+    first, counted, when over ``max_words``). Reply lines that only talk about
     the conversation (``is_meta_line``) are never mined. Bullets are plain single lines that
     cannot contain summary markers; an empty section is an empty tuple ("- None")."""
     queries = [turn for turn in turns if turn.kind != "restored"]
     parent = parent_summary or Summary("", (), (), ())
     background = condense(parent_summary) if parent_summary else "Initial session."
     words = focus_words(focus)
+    facts = [t for t in parent.topics if named.has_named(t) and not _FOCUS_TOPIC.match(t)]
     lists = [_focus_first(found, words) for found in
-             (_topics(queries, words), union([_decisions(queries), parent.decisions]),
+             (union([_topics(queries, words), facts]),
+              union([_decisions(queries), parent.decisions]),
               carried(parent.pending, _pending(queries), queries))]
     if focus and words:  # a focus of only filler ("keep the details") names nothing
         lists[0] = _focus_bullet(focus_subject(focus), lists, words)
