@@ -26,6 +26,7 @@ from rollchat.config import AgentConfig, Config, SessionConfig, UIConfig
 from rollchat.context import Context
 from rollchat.domain import Summary
 from rollchat.engine import Engine
+from rollchat.errors import RollchatError
 from rollchat.events import TextDelta
 from rollchat.providers.base import Provider, RetryPolicy
 from rollchat.session import Session
@@ -155,7 +156,11 @@ def main() -> None:
         name, _why = providers.resolve_provider_name(agent, os.environ)
     model = args.model or providers.DEFAULT_MODELS[name]
     config = Config(agents={"bench": agent}, ui=replace(UIConfig(), offline_word_delay=0.0))
-    provider = providers.build_provider(name, agent, config, os.environ)
+    try:
+        providers.check_provider(name, agent, os.environ)
+        provider = providers.build_provider(name, agent, config, os.environ)
+    except RollchatError as error:
+        sys.exit(f"fidelity: {error}")
     first, last, probes, auto, final = Score(), Score(), Score(), Score(), Score()
     compactions = 0
     for seed in range(args.seeds):

@@ -7,7 +7,7 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-from rollchat.audit import audit, find_items
+from rollchat.audit import audit, audit_line, find_items
 from rollchat.compaction.carry import merge_summaries, resolves
 from rollchat.domain import Summary, ToolCall, ToolExchange, Turn
 from rollchat.events import Notice
@@ -127,3 +127,77 @@ def test_audit_command(tmp_path: Path) -> None:
     assert text.returncode == 0 and "Kept (" in text.stdout
     missing = run_piped(tmp_path, "", "audit", "nope")
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1
+
+
+def test_audit_line_says_what_was_left_out() -> None:
+    turns = [turn(1, "We decided to keep the queue on port 5672.")]
+    summary = Summary("Initial session.", (), ("We decided to keep the queue on port 5672.",),
+                      (), dropped_topics=3)
+    line = audit_line(audit(turns, summary))
+    assert line.startswith("The summary keeps 2 of 2 named items (3 topics and 0 artifacts left")
+    lost = audit_line(audit(turns, Summary("Initial session.", (), (), ())))
+    assert "lost: decision We decided to keep the queue on port" in lost
+
+
+def test_tool_calls_reach_the_summary_request_and_its_artifacts() -> None:
+    from rollchat.compaction.request import build_summary_request
+    from rollchat.compaction.summarizer import summarize
+    from rollchat.providers.offline import OfflineProvider
+
+    call = ToolCall("c1", "read_file", {"path": "services/api/handlers.py", "lines": 40})
+    turns = [turn(1, "Look at the handler and tell me what it returns.", "It returns JSON.",
+                  tools=(ToolExchange(call, "def handle(): return jsonify(rows) " * 50),))]
+    request = build_summary_request(turns, parent_summary=None, focus=None, model="offline",
+                                    max_words=200, max_output_tokens=500)
+    prompt = request.messages[0].content
+    assert "read_file" in prompt and "services/api/handlers.py" in prompt
+    assert "chars in all" in prompt  # the result shortened
+    outcome = summarize(OfflineProvider(), turns, parent_summary=None, focus=None,
+                        model="offline", max_words=200, timeout_seconds=10,
+                        max_output_tokens=500)
+    assert not outcome.fallback_used
+    assert "services/api/handlers.py" in outcome.summary.artifacts
+
+
+def test_fidelity_bench_runs_and_prints_its_table() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "bench/fidelity.py", "--seeds", "1",
+                           "--compactions", "2"], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr
+    assert "| decision | 100% (2/2) |" in done.stdout
+    assert "still pending after 2 compactions: manual 100%" in done.stdout
+    missing = subprocess.run([sys.executable, "bench/fidelity.py", "--provider", "anthropic"],
+                             capture_output=True, text=True, timeout=60,
+                             env={"PATH": "/usr/bin:/bin"},
+                             cwd=Path(__file__).resolve().parents[1])
+    assert missing.returncode == 1 and missing.stderr.startswith("fidelity:")
+
+
+def test_offline_summary_of_a_realistic_planning_chat() -> None:
+    from rollchat.compaction.extractive import extractive_summary
+
+    chat = [
+        ("Morning! Quick sync on the checkout rewrite before standup.", "Sure."),
+        ("Okay so the payments people, mainly Ingrid and Batu, want the new flow behind a "
+         "flag first.", "Makes sense."),
+        ("How big should the canary be?", "Start with 5% of traffic for 2 days."),
+        ("Alright, 5% for 2 days it is, then we ramp to half.", "Noted."),
+        ("Don't forget to ping the fraud team about the new 3DS step.", "Will do."),
+        ("The old handler in legacy/checkout/views.py can go once the canary is clean.", ""),
+        ("Honestly I'd prefer we don't touch the tax code this sprint.", "Understood."),
+        ("Oh and remember to bump the timeout on the card vault client to 8 seconds.", "Ok."),
+    ]
+    turns = [turn(i + 1, user, reply) for i, (user, reply) in enumerate(chat)]
+    summary = extractive_summary(turns, parent_summary=None, focus=None, max_words=300,
+                                 fallback=False)
+    everything = "\n".join((*summary.topics, *summary.decisions, *summary.pending,
+                            *summary.artifacts))
+    assert "Ingrid" in everything and "Batu" in everything
+    assert any("5%" in d and "2 days" in d for d in summary.decisions)
+    assert any("tax code" in d for d in summary.decisions)  # a preference
+    assert any("fraud team" in p for p in summary.pending)
+    assert any("8 seconds" in p for p in summary.pending)
+    assert "legacy/checkout/views.py" in summary.artifacts

@@ -28,6 +28,8 @@ class Item:
 class Audit:
     kept: tuple[Item, ...]
     lost: tuple[Item, ...]
+    dropped_topics: int = 0  # left out of the summary to fit its budget (the block says so)
+    dropped_artifacts: int = 0
 
     @property
     def failed(self) -> bool:
@@ -107,13 +109,17 @@ def kept(item: Item, summary: Summary) -> bool:
 def audit(turns: Sequence[Turn], summary: Summary, parent: Summary | None = None) -> Audit:
     items = find_items(turns, parent)
     return Audit(tuple(i for i in items if kept(i, summary)),
-                 tuple(i for i in items if not kept(i, summary)))
+                 tuple(i for i in items if not kept(i, summary)),
+                 summary.dropped_topics, summary.dropped_artifacts)
 
 
 def audit_line(result: Audit, limit: int = 4) -> str:
     """One line for the chat: "The summary keeps 14 of 15 named items (lost: port 8443)"."""
     total = len(result.kept) + len(result.lost)
     line = f"The summary keeps {len(result.kept)} of {total} named items"
+    if result.dropped_topics or result.dropped_artifacts:
+        line += (f" ({result.dropped_topics} topics and {result.dropped_artifacts} artifacts "
+                 "left out to fit its budget)")
     if not result.lost:
         return line + "."
     lost = sorted(result.lost, key=lambda i: i.kind not in MUST_KEEP)

@@ -38,9 +38,17 @@ def _topics(turns: Sequence[Turn], focus: set[str]) -> list[str]:
         if focus:
             found.extend(topic_phrase(s) for s in sentences if mentions_focus(s, focus))
         if sentences:
-            found.append(topic_phrase(sentences[0]))
+            found.append(_topic(sentences[0]))
         found.extend(tidy(s) for s in sentences[1:] if _fact(s))
     return unique(found)
+
+
+def _topic(sentence: str) -> str:
+    """The topic phrase of ``sentence``, or the whole of it when the phrase would lose a
+    name, a number or a path it holds."""
+    phrase = topic_phrase(sentence)
+    named_items = [*named.names(sentence), *named.numbers(sentence), *named.paths(sentence)]
+    return phrase if all(n in phrase for n in named_items) else tidy(sentence)
 
 
 def _fact(sentence: str) -> bool:

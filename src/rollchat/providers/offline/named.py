@@ -23,6 +23,7 @@ DECISION_MORE = re.compile(
     r"\b(?:(?:we|i) (?:picked|pick|chose|choose|selected|went for|go for)|picked|"
     r"let's do|we(?:'re| are) doing|landed on|the plan is|it's settled|that's settled|"
     r"sticking with|going forward|from now on|in the end we|final call|it is then|"
+    r"(?<!what )(?<!how )(?<!where )(?<!who )it is(?=[,.!;]|\s+then\b|$)|"
     r"(?:we|i)(?:'ll| will) (?:use|keep|run|ship|release|deploy|move|host|store|call))\b",
     re.IGNORECASE)
 # A later sentence saying an open task is finished ("the billing migration is done").

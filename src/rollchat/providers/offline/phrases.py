@@ -32,7 +32,8 @@ DECISION = re.compile(
 TODO = re.compile(
     r"\b(?:todo|to-do|fixme|tbd|next step|next steps|next,|next up|next we|still need|"
     r"still needs|need to|needs to|remaining|not yet|pending|follow up|follow-up|"
-    r"open question|unresolved|come back to|tomorrow)\b",
+    r"open question|unresolved|come back to|tomorrow|don't forget|do not forget|remember to|"
+    r"action item|on my list|at some point|haven't (?:yet )?\w+ed)\b",
     re.IGNORECASE,
 )
 # Lines that talk about the conversation rather than its content: the offline model's
