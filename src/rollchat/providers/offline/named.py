@@ -15,7 +15,7 @@ PREFERENCE = re.compile(
     r"i (?:really )?(?:like|love|hate|dislike)\b(?! (?:you|to know|to ask)\b)|"
     r"i don't (?:like|want)|my preference|i'm not a fan|not a fan of|"
     r"(?:please )?(?:always|never) (?:use|answer|write|reply|put|call|add)|"
-    r"keep (?:it|them|the \w+|things) (?:short|simple|small|in|as|under|below)|"
+    r"keep (?:it|them|things|the (?:\w+ ){0,3}?\w+) (?:short|simple|small|in|as|under|below)|"
     r"i want (?:it|them|the \w+) (?:to be|in|as|kept))",
     re.IGNORECASE)
 # Decisions in natural phrasing that phrases.DECISION does not cover.
