@@ -218,12 +218,13 @@ def test_exit_writes_the_summary_and_shows_the_totals(tmp_path: Path) -> None:
     assert state.queries == 1 and state.restoration_tokens > 0
     out = h.output
     assert f"Saved session: {state.session_id}" in out
-    assert (f"Queries: 1 | Session tokens: {state.tokens:,} | Restoration tokens: "
-            f"{state.restoration_tokens:,} | Total: {state.tokens + state.restoration_tokens:,}"
-            in out)
+    billed = state.tokens + state.restoration_tokens
+    assert (f"Queries: 1 | Tokens billed: {billed:,} ({state.tokens:,} for the queries, "
+            f"{state.restoration_tokens:,} restoring the context)" in out)
     assert out.rstrip().endswith("Goodbye!")
     child = parse(h.store.path_for(str(state.session_id)).read_text())
-    assert child.header.total_queries == 1 and child.header.total_tokens == state.tokens
+    assert child.header.total_queries == 1 and child.header.total_tokens == billed
+    assert child.header.context_tokens == h.app.session.engine.context.last_prompt_tokens > 0
     assert child.summary is not None and not child.summary.fallback
     assert child.turns[0].kind == "restored"
     assert child.turns[0].usage.total == state.restoration_tokens

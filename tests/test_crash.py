@@ -25,6 +25,7 @@ T0 = datetime(2026, 11, 22, 14, 30, tzinfo=timezone.utc)
 HELPER = r"""
 import os, sys, time
 from datetime import datetime, timezone
+from rollchat import session_file as sf
 from rollchat import store as st
 from rollchat.domain import SessionHeader, Summary, Turn, Usage
 
@@ -49,12 +50,12 @@ elif mode == "fsync":
     os.fsync = block
     store.finalize(sid, summary, total_queries=2, total_tokens=30)
 elif mode == "append":
-    st._write_all = half_then_block
+    sf.write_all = half_then_block
     header = SessionHeader(sid, now, "Assistant", "config:assistant", "offline", "offline")
     st.FileSession(store.path_for(sid), header).append_turn(turn, "Assistant")
 elif mode in ("create", "link"):
     if mode == "create":
-        st._write_all = block
+        st.write_all = block
     else:
         os.link = block
     store.new_session(agent_key="assistant", agent="Assistant", agent_path="config:assistant",

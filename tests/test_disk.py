@@ -20,6 +20,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+import rollchat.session_file
 import rollchat.store
 from rollchat import cli
 from rollchat.config import AgentConfig, Config, UIConfig
@@ -96,6 +97,7 @@ class FaultyOS:
 def fs(monkeypatch: pytest.MonkeyPatch) -> FaultyOS:
     proxy = FaultyOS()
     monkeypatch.setattr(rollchat.store, "os", proxy)
+    monkeypatch.setattr(rollchat.session_file, "os", proxy)  # appends and header totals
     return proxy
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import rollchat.session_file
 import rollchat.store
 from rollchat.domain import Summary, Turn, Usage
 from rollchat.events import Event, TurnFinished
@@ -63,6 +64,7 @@ class RecordingOS:
 def rec(monkeypatch: pytest.MonkeyPatch) -> RecordingOS:
     proxy = RecordingOS()
     monkeypatch.setattr(rollchat.store, "os", proxy)
+    monkeypatch.setattr(rollchat.session_file, "os", proxy)  # appends and header totals
     return proxy
 
 

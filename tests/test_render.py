@@ -232,11 +232,11 @@ def test_notices_are_not_number_highlighted() -> None:
     console = Console(file=buf, force_terminal=True, color_system="truecolor", width=100)
     r = Renderer(console, interactive=False)
     r.dim(usage_line(0.3, Usage(1200, 34)))
-    r.info("Queries: 3 | Session tokens: 1,234")
+    r.info("Queries: 3 | Tokens billed: 1,234")
     r.warn("compaction left 12 of 10 tokens")
     out = buf.getvalue()
     assert "Time: 0.3s | Tokens: 1,234 (in: 1,200, out: 34)" in out
-    assert "Queries: 3 | Session tokens: 1,234" in out and "left 12 of 10 tokens" in out
+    assert "Queries: 3 | Tokens billed: 1,234" in out and "left 12 of 10 tokens" in out
 
 
 def test_banner_wording() -> None:

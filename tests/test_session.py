@@ -89,6 +89,10 @@ def test_a_turn_streams_saves_then_finishes() -> None:
     transcript = store.load_transcript(info.session_id)
     assert [t.user for t in transcript.turns] == ["we decided to use redis for the cache"]
     assert transcript.turns[0].assistant == text
+    run(core.turn("and postgres for the rest"))  # the header's totals are kept up to date
+    h = store.load_transcript(info.session_id).header
+    assert (h.total_queries, h.total_tokens) == (2, core.state.billed) and h.total_tokens > 0
+    assert h.context_tokens == core.engine.context.last_prompt_tokens > 0
 
 
 def test_compact_summarizes_and_continues_in_a_linked_child() -> None:

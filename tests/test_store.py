@@ -325,7 +325,7 @@ def test_listing_counts_tokens_of_sessions_without_summary(tmp_path: Path) -> No
     for n in (1, 2, 3):
         live.append_turn(_turn(n, user=forged), "Assistant")
     info = store.list_sessions().sessions[0]
-    assert (info.queries, info.tokens, info.tokens_exact) == (3, 90, True)
+    assert (info.queries, info.tokens, info.tokens_exact) == (3, 1090, True)  # billed
     # after finalize, the header's total
     store.finalize(live.session_id, SUMMARY, total_queries=3, total_tokens=77)
     assert store.list_sessions().sessions[0].tokens == 77

@@ -95,7 +95,8 @@ def test_appended_turns_load_and_list(store: Store) -> None:
         live.append_turn(turn, "Assistant")
     assert store.load_transcript(live.session_id).turns == tuple(turns)
     [info] = store.list_sessions().sessions
-    assert (info.queries, info.tokens, info.tokens_exact) == (2, 60, True)  # not the restoration
+    assert (info.queries, info.tokens, info.tokens_exact) == (2, 1060, True)  # billed: with
+    # the restoration (its footer's 1,000), read from the footers (the header is not refreshed)
     assert not info.has_summary and info.summary_problem is None  # FAKE is only content
     assert info.first_query_preview == ("first question " + "q" * 80)[:59] + "…"
     assert store.load_summary(info) is None
@@ -224,3 +225,38 @@ def test_both_stores_give_the_same_results_for_the_same_operations(tmp_path: Pat
             [store.load_summary(i) for i in listing.sessions],
             [_normalized(store.load_transcript(i.session_id)) for i in listing.sessions]))
     assert results[0] == results[1]
+
+
+def test_live_header_totals_are_refreshed_in_place(store: Store) -> None:
+    """After every saved turn the header tells the truth (a crash leaves it right); the
+    refresh never moves a byte of the turns, and finalize sets the final figures."""
+    live = _new(store)
+    assert store.load_transcript(live.session_id).header.total_queries == 0
+    live.append_turn(_turn(1), "Assistant")
+    live.set_totals(1, 30, 1_234)
+    h = store.load_transcript(live.session_id).header
+    assert (h.total_queries, h.total_tokens, h.context_tokens) == (1, 30, 1_234)
+    live.append_turn(_turn(2), "Assistant")
+    live.set_totals(2, 60, 9_876_543_210_987)  # too wide for its padding: left as it was
+    t = store.load_transcript(live.session_id)
+    assert (t.header.total_queries, t.header.context_tokens) == (1, 1_234)
+    assert t.turns == (_turn(1), _turn(2))  # the turns are untouched
+    [info] = store.list_sessions().sessions
+    assert (info.queries, info.tokens, info.context_tokens) == (2, 60, 1_234)
+    store.finalize(live.session_id, SUMMARY, total_queries=2, total_tokens=60)
+    h = store.load_transcript(live.session_id).header  # context None: the header's own kept
+    assert (h.total_queries, h.total_tokens, h.context_tokens) == (2, 60, 1_234)
+
+
+def test_older_files_name_the_tokens_billed_total_tokens(tmp_path: Path) -> None:
+    from rollchat.transcript import parse, render_finalized
+
+    old = ("# Assistant Conversation\n\n**Session ID:** assistant_20261121_101500_c01d\n"
+           "**Date:** 2026-11-21T10:15:00+00:00\n**Agent:** Assistant\n"
+           "**Agent Path:** config:assistant\n**Model:** m (anthropic)\n"
+           "**Total Queries:** 3\n**Total Tokens:** 345\n\n---\n\n")
+    assert (parse(old).header.total_tokens, parse(old).header.context_tokens) == (345, 0)
+    new = render_finalized(old, SUMMARY, total_queries=3, total_tokens=400, context_tokens=50)
+    assert "Total Tokens" not in new and "**Tokens Billed:** 400 " in new
+    h = parse(new).header
+    assert (h.total_queries, h.total_tokens, h.context_tokens) == (3, 400, 50)

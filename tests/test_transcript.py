@@ -307,7 +307,8 @@ def test_glance_and_tail_summary_read_what_the_parser_reads(t: Transcript) -> No
     assert seen.last_query == (queries[-1].number if queries else 0)
     assert seen.has_summary == (t.summary is not None) and seen.summary_problem is None
     if seen.whole:
-        assert seen.query_tokens == (0 if t.summary else sum(x.usage.total for x in queries))
+        billed = [x for x in t.turns if x.kind != "carried"]  # carried: billed in the parent
+        assert seen.query_tokens == (0 if t.summary else sum(x.usage.total for x in billed))
     assert tail_summary(read_at, len(data)) == t.summary
 
 

@@ -136,7 +136,7 @@ def sessions_command(
             "sessions": [
                 {"number": i.number, "id": i.session_id, "file": i.file_name, "agent": i.agent,
                  "date": i.date.isoformat(), "queries": i.queries, "tokens": i.tokens,
-                 "tokens_exact": i.tokens_exact,
+                 "tokens_exact": i.tokens_exact, "context_tokens": i.context_tokens,
                  "first_query": i.first_query_preview, "has_summary": i.has_summary,
                  "parent": i.resumed_from, "forked": i.forked,
                  "continued_in": list(i.continued_in), "summary_problem": i.summary_problem}

@@ -44,6 +44,11 @@ class Context:
         if not counted:
             self.added_since.append(message)
 
+    @property
+    def reported_size(self) -> int:
+        """The prompt size the provider reported for the last call (0 before any report)."""
+        return self.last_prompt_tokens or 0
+
     def reported(self, prompt_tokens: int) -> None:
         """The provider measured the prompt just sent: it becomes the new baseline."""
         self.last_prompt_tokens = prompt_tokens

@@ -142,9 +142,10 @@ class SessionHeader:
     resumed_from: str | None = None
     previous_session: str | None = None
     total_queries: int = 0
-    total_tokens: int = 0
+    total_tokens: int = 0  # billed: input + output over every model call of the session
     forked: bool = False
     continued_in: tuple[str, ...] = ()
+    context_tokens: int = 0  # the context's size: the prompt of the session's last call
 
 
 @dataclass(frozen=True)

@@ -87,21 +87,32 @@ def _raise_when_safe(frame: Any) -> None:
 
 
 @contextmanager
-def ending_signals() -> Iterator[None]:
-    """While the chat runs: SIGTERM and SIGHUP raise ``Terminated`` (once; the next ones are
-    ignored, so that saving finishes). The previous handlers come back afterwards."""
+def _handling(handlers: dict[int, Any]) -> Iterator[None]:
+    """``handlers`` (signal number -> handler) for the block, the previous ones after it.
+    Outside the main thread (where Python cannot set handlers) nothing changes."""
     try:
-        previous = {s: signal.signal(s, _on_ending) for s in ENDING_SIGNALS}
-        previous[signal.SIGALRM] = signal.getsignal(signal.SIGALRM)
+        previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
     except ValueError:  # not the main thread
         yield
         return
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+@contextmanager
+def ending_signals() -> Iterator[None]:
+    """While the chat runs: SIGTERM and SIGHUP raise ``Terminated`` (once; the next ones are
+    ignored, so that saving finishes). The previous handlers come back afterwards."""
+    handlers: dict[int, Any] = dict.fromkeys(ENDING_SIGNALS, _on_ending)
+    handlers[signal.SIGALRM] = signal.getsignal(signal.SIGALRM)  # (used by _raise_when_safe)
+    with _handling(handlers):
+        try:
+            yield
+        finally:
+            settle()
 
 
 @contextmanager
@@ -116,16 +127,8 @@ def sigint_deferred(deliver: bool = True) -> Iterator[None]:
         pending.append(signum)
 
     ours = [s for s in ENDING_SIGNALS if signal.getsignal(s) is _on_ending]
-    try:
-        previous = {s: signal.signal(s, hold) for s in (signal.SIGINT, *ours)}
-    except ValueError:  # not the main thread
+    with _handling(dict.fromkeys((signal.SIGINT, *ours), hold)):
         yield
-        return
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
     ended = [s for s in pending if s != signal.SIGINT]
     if ended and _receive(ended[0]) and deliver:
         raise Terminated(ended[0])

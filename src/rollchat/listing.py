@@ -61,6 +61,7 @@ class SessionInfo:
     tokens_exact: bool = True
     forked: bool = False  # its parent was open in another process when it was made
     continued_in: tuple[str, ...] = ()  # the sessions that continue it
+    context_tokens: int = 0  # the context's size at its last call (tokens: billed in all)
 
 
 @dataclass(frozen=True)
@@ -81,9 +82,10 @@ def session_info(file_name: str, path: Path | None, seen: Glance) -> SessionInfo
     if preview is not None and len(preview) > _PREVIEW_CHARS:
         preview = preview[:_PREVIEW_CHARS - 1] + "…"
     queries = h.total_queries if seen.has_summary else max(h.total_queries, seen.last_query)
-    # The header's totals are only written at finalize: without a summary (a live or crashed
-    # session) count the footers; exact from the whole file, else a lower bound.
-    if seen.has_summary:
+    # The header's totals are refreshed after every saved turn: they are exact when they count
+    # the last query (a crash between a turn's append and the refresh leaves them one behind);
+    # else count the footers: exact from the whole file, else a lower bound.
+    if seen.has_summary or (h.total_queries and h.total_queries >= seen.last_query):
         tokens, exact = h.total_tokens, True
     elif seen.whole:
         tokens, exact = seen.query_tokens, True
@@ -92,7 +94,7 @@ def session_info(file_name: str, path: Path | None, seen: Glance) -> SessionInfo
     return SessionInfo(0, h.session_id, file_name, path, h.agent, h.agent_path, h.model,
                        h.provider, h.date, queries, tokens, preview, seen.has_summary,
                        h.resumed_from, h.previous_session, seen.summary_problem, exact,
-                       h.forked, h.continued_in)
+                       h.forked, h.continued_in, h.context_tokens)
 
 
 def numbered(found: list[SessionInfo], problems: list[tuple[str, str]]) -> Listing:

@@ -19,8 +19,10 @@ from rollchat.transcript import (
     render_finalized,
     render_header,
     render_linked,
+    render_totals,
     render_turn,
     tail_summary,
+    totals_span,
 )
 
 
@@ -40,6 +42,10 @@ class MemorySession:
     def append_turn(self, turn: Turn, agent_name: str) -> None:
         """Append one turn block to the session's text."""
         self._store.append(self.session_id, encode(render_turn(turn, agent_name)))
+
+    def set_totals(self, queries: int, billed: int, context: int) -> None:
+        """Refresh the header's totals, as a file session does."""
+        self._store.set_totals(self.session_id, queries, billed, context)
 
     def close(self) -> None:
         """Nothing to let go of: no other process sees this store."""
@@ -91,6 +97,19 @@ class MemoryStore:
         with self._lock:
             self._data(session_id).extend(block)
 
+    def set_totals(self, session_id: str, queries: int, billed: int, context: int) -> None:
+        """Refresh a session's header totals in place (see MemorySession.set_totals)."""
+        with self._lock:
+            data = self._data(session_id)
+            head = decode(bytes(data[:data.find(b"\n---\n") + 1]), binary_check=False)
+            span = totals_span(head)
+            new = encode(render_totals(queries, billed, context))
+            if span is not None:
+                start = len(encode(head[:span[0]]))
+                end = start + len(encode(head[span[0]:span[1]]))
+                if end - start == len(new):
+                    data[start:end] = new
+
     def _text(self, session_id: str) -> str:
         try:
             return decode(self._bytes(session_id), binary_check=False)
@@ -98,11 +117,11 @@ class MemoryStore:
             raise StoreError(f"{session_id}.md: {e}") from None
 
     def finalize(self, session_id: str, summary: Summary, *, total_queries: int,
-                 total_tokens: int) -> None:
+                 total_tokens: int, context_tokens: int | None = None) -> None:
         """Header totals updated, summary block at the end, as SessionStore.finalize does.
         (The text was rendered here, so it always has its header.)"""
         new = render_finalized(self._text(session_id), summary, total_queries=total_queries,
-                               total_tokens=total_tokens)
+                               total_tokens=total_tokens, context_tokens=context_tokens)
         with self._lock:
             self._texts[session_id] = bytearray(encode(new))
 

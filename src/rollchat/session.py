@@ -178,6 +178,7 @@ class Session:
             live = state.live or (yield from open_file(self.store, state, self.agent,
                                                        self.engine.model, self.provider_name))
             live.append_turn(turn, self.agent.name)
+            live.set_totals(state.queries, state.billed, self.engine.context.reported_size)
         except StoreError as exc:
             state.save_failed = True
             yield Notice("error", f"{exc} — the chat goes on in memory; nothing is saved "
@@ -294,7 +295,8 @@ class Session:
             try:
                 with sigint_deferred():
                     self.store.finalize(state.live.session_id, outcome.summary,
-                                        total_queries=state.queries, total_tokens=state.tokens)
+                                        total_queries=state.queries, total_tokens=state.billed,
+                                        context_tokens=self.engine.context.reported_size)
             except StoreError as exc:
                 state.summary_failed = True
                 yield Notice("error", f"could not write the summary: {exc}")

@@ -59,6 +59,11 @@ class SessionState:
         return self.restored.usage.total if self.restored else 0
 
     @property
+    def billed(self) -> int:
+        """Tokens billed in this session: its queries and its restoration."""
+        return self.tokens + self.restoration_tokens
+
+    @property
     def session_id(self) -> str | None:
         return self.live.session_id if self.live else None
 

@@ -16,15 +16,13 @@ import re
 import secrets
 import stat
 import time
-import weakref
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 from rollchat.clean import encode
-from rollchat.domain import SessionHeader, Summary, Transcript, Turn
+from rollchat.domain import SessionHeader, Summary, Transcript
 from rollchat.errors import StoreError, TranscriptError
-from rollchat.interrupts import sigint_deferred
 from rollchat.listing import (
     SESSION_ID_RE,
     Listing,
@@ -38,6 +36,8 @@ from rollchat.listing import (
 )
 from rollchat.locks import SessionBusyError, SessionLocks, pid_alive
 from rollchat.memstore import MemorySession, MemoryStore
+from rollchat.session_file import NOFOLLOW as _NOFOLLOW
+from rollchat.session_file import FileSession, fsync_dir, write_all
 from rollchat.store_api import LiveSession, Store
 from rollchat.transcript import (
     decode,
@@ -46,7 +46,6 @@ from rollchat.transcript import (
     render_finalized,
     render_header,
     render_linked,
-    render_turn,
     tail_summary,
 )
 
@@ -57,72 +56,6 @@ __all__ = ["MAX_FILE_BYTES", "FileSession", "Listing", "LiveSession", "MemorySes
 MAX_FILE_BYTES = 64 * 1024 * 1024  # load_transcript refuses a larger file
 TEMP_MAX_AGE = 30.0
 _TMP_RE = re.compile(r"\..+\.md\.tmp-([0-9]+)-[0-9a-f]+")
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-
-
-# ---------------------------------------------------------------- files
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    except OSError:  # some filesystems cannot fsync a directory; the rename is still done
-        pass
-    finally:
-        os.close(fd)
-
-
-def _no_lock(session_id: str) -> None:
-    """What closing a FileSession made without a lock does."""
-
-
-class FileSession:
-    """A session file being written: each completed turn is appended and fsynced. ``locks``:
-    where its lock is held, until ``close`` (or until this object is dropped)."""
-
-    def __init__(self, path: Path, header: SessionHeader,
-                 locks: SessionLocks | None = None) -> None:
-        self.path = path
-        self.header = header
-        self.session_id = header.session_id
-        self.file_name = path.name
-        self._release = weakref.finalize(self, locks.release if locks else _no_lock,
-                                         self.session_id)
-
-    def close(self) -> None:
-        """Let go of the session: another process may write it from now on."""
-        self._release()
-
-    def append_turn(self, turn: Turn, agent_name: str) -> None:
-        """Append one turn block (O_APPEND + fsync); never reads or rewrites the file. A
-        Ctrl-C or an ending signal arriving meanwhile waits until the block is written."""
-        data = encode(render_turn(turn, agent_name))
-        with sigint_deferred():
-            self._append(data)
-
-    def _append(self, data: bytes) -> None:
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | _NOFOLLOW)
-        except OSError as e:
-            raise StoreError(f"cannot open {self.path} to save the turn: {e.strerror}") from None
-        try:
-            size = os.fstat(fd).st_size
-            try:
-                _write_all(fd, data)
-                os.fsync(fd)
-            except OSError as e:
-                with contextlib.suppress(OSError):  # never leave half a block behind
-                    os.ftruncate(fd, size)
-                raise StoreError(f"cannot save the turn to {self.path}: {e.strerror}") from None
-        finally:
-            os.close(fd)
 
 
 class SessionStore:
@@ -156,7 +89,7 @@ class SessionStore:
         with contextlib.suppress(FileExistsError):
             fd = os.open(self.root / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
-                _write_all(fd, b"# rollchat transcripts are private: never commit them\n*\n")
+                write_all(fd, b"# rollchat transcripts are private: never commit them\n*\n")
             except OSError:  # disk full: leave no directory whose .gitignore ignores nothing
                 with contextlib.suppress(OSError):
                     os.unlink(self.root / ".gitignore")
@@ -227,7 +160,7 @@ class SessionStore:
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-        _fsync_dir(self.root)
+        fsync_dir(self.root)
         return True
 
     def _create_excl(self, path: Path, data: bytes) -> bool:
@@ -242,7 +175,7 @@ class SessionStore:
         try:
             try:
                 os.fchmod(fd, 0o600)
-                _write_all(fd, data)
+                write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -253,10 +186,11 @@ class SessionStore:
         return True
 
     def finalize(self, session_id: str, summary: Summary, *, total_queries: int,
-                 total_tokens: int) -> None:
+                 total_tokens: int, context_tokens: int | None = None) -> None:
         """Atomically rewrite the file: header totals updated, summary block at the end."""
         self._rewrite(session_id, lambda text: render_finalized(
-            text, summary, total_queries=total_queries, total_tokens=total_tokens))
+            text, summary, total_queries=total_queries, total_tokens=total_tokens,
+            context_tokens=context_tokens))
 
     def link_child(self, session_id: str, child_id: str) -> None:
         """Atomically add ``child_id`` to the session's ``Continued In`` header line."""
@@ -283,12 +217,12 @@ class SessionStore:
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
             try:
-                _write_all(fd, data)
+                write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)
             os.replace(tmp, path)
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
         except BaseException as e:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)

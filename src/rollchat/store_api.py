@@ -22,6 +22,8 @@ class LiveSession(Protocol):
 
     def append_turn(self, turn: Turn, agent_name: str) -> None: ...  # never rewrites
 
+    def set_totals(self, queries: int, billed: int, context: int) -> None: ...  # in place
+
     def close(self) -> None: ...  # let go of it (safe to call twice); writes nothing
 
 
@@ -41,7 +43,8 @@ class Store(Protocol):
                     ) -> LiveSession: ...  # holding its header, held by this process
 
     def finalize(self, session_id: str, summary: Summary, *, total_queries: int,
-                 total_tokens: int) -> None: ...  # header totals + summary block, atomically
+                 total_tokens: int, context_tokens: int | None = None,
+                 ) -> None: ...  # header totals + summary block, atomically
 
     def link_child(self, session_id: str, child_id: str) -> None: ...  # "Continued In", atomically
 

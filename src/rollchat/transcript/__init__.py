@@ -31,7 +31,9 @@ from rollchat.transcript.render import (
     render_finalized,
     render_header,
     render_linked,
+    render_totals,
     render_turn,
+    totals_span,
 )
 from rollchat.transcript.scan import (
     HEAD_BYTES,
@@ -69,6 +71,8 @@ __all__ = [
     "render_header",
     "render_linked",
     "render_summary_block",
+    "render_totals",
     "render_turn",
     "tail_summary",
+    "totals_span",
 ]

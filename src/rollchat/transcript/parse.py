@@ -74,7 +74,7 @@ def _header_fields(lines: list[str]) -> tuple[dict[str, str], int]:
 
 
 def _int_field(fields: dict[str, str], name: str) -> int:
-    value = fields.get(name, "0")
+    value = fields.get(name, "0").rstrip(" ")  # totals are padded (render_totals)
     if not re.fullmatch(r"[0-9]{1,18}", value):
         raise TranscriptError(f"header field '{name}' is not a number: {value[:40]!r}")
     return int(value)
@@ -98,7 +98,9 @@ def _header(fields: dict[str, str]) -> SessionHeader:
                       else opt["Forked From"]),
         previous_session=opt["Previous Session"],
         total_queries=_int_field(fields, "Total Queries"),
-        total_tokens=_int_field(fields, "Total Tokens"),
+        total_tokens=_int_field(fields, "Tokens Billed" if "Tokens Billed" in fields
+                                else "Total Tokens"),  # (its name in older files)
+        context_tokens=_int_field(fields, "Context Tokens"),
         forked=opt["Resumed From"] is None and opt["Forked From"] is not None,
         continued_in=tuple(uninline(c) for c in children.split(", ")) if children else ())
 

@@ -10,7 +10,12 @@ from rollchat.errors import TranscriptError
 from rollchat.transcript.summary import render_summary_block
 from rollchat.transcript.syntax import RESERVED_LABELS, aware, esc_line, first_marker, inline
 
-_TOTALS = ("**Total Queries:**", "**Total Tokens:**")
+# The header's totals: queries, tokens billed (input + output over every model call) and the
+# context's size (the prompt of the last call). Each number is padded to a fixed width so that
+# a live session's totals are refreshed in place after every turn (see ``render_totals``).
+_TOTALS = ("**Total Queries:**", "**Tokens Billed:**", "**Context Tokens:**")
+_LEGACY_TOTALS = ("**Total Tokens:**",)  # what older files call the tokens billed
+_TOTAL_WIDTHS = (9, 15, 12)
 CONTINUED_IN = "**Continued In:**"  # the ids of the sessions continuing this one, ", "-separated
 
 
@@ -43,9 +48,27 @@ def render_header(h: SessionHeader) -> str:
         lines.append(f"**Previous Session:** {inline(h.previous_session)}")
     if h.continued_in:
         lines.append(f"{CONTINUED_IN} {', '.join(inline(c) for c in h.continued_in)}")
-    lines += [f"{_TOTALS[0]} {h.total_queries}", f"{_TOTALS[1]} {h.total_tokens}",
-              "", "---", "", ""]
+    lines += [render_totals(h.total_queries, h.total_tokens, h.context_tokens), "", "---", "",
+              ""]
     return "\n".join(lines)
+
+
+def render_totals(queries: int, billed: int, context: int) -> str:
+    """The header's totals lines (no final newline), each number padded to its fixed width
+    (trailing spaces, invisible in rendered markdown) so that a later refresh has the same
+    length and can overwrite them in place."""
+    return "\n".join(f"{label} {value:<{width}}" for label, value, width
+                     in zip(_TOTALS, (queries, billed, context), _TOTAL_WIDTHS, strict=True))
+
+
+def totals_span(header: str) -> tuple[int, int] | None:
+    """Where ``render_totals``'s lines are in a rendered ``header`` (character offsets), or
+    None when it has none."""
+    start = header.find(f"\n{_TOTALS[0]} ")
+    if start == -1:
+        return None
+    end = header.find("\n", header.find(f"\n{_TOTALS[-1]} ", start) + 1)
+    return (start + 1, end) if end != -1 else None
 
 
 def _footer(t: Turn) -> str:
@@ -57,7 +80,8 @@ def _footer(t: Turn) -> str:
         parts += f", cache write: {u.cache_write_tokens}"
     status = "" if t.status == "ok" else f" | {t.status}"
     # A failed turn the provider sent no usage for says so, rather than "Tokens: 0".
-    tokens = "not reported" if not u.total and t.status != "ok" else f"{u.total} ({parts})"
+    unreported = not (u.total or u.cache_read_tokens or u.cache_write_tokens)
+    tokens = "not reported" if unreported and t.status != "ok" else f"{u.total} ({parts})"
     return (f"*Time: {t.elapsed:.1f}s | Tokens: {tokens}{status}"
             f" | at {aware(t.started, 'Turn.started')}*")
 
@@ -113,16 +137,20 @@ def render(t: Transcript) -> str:
 
 
 def render_finalized(text: str, summary: Summary, *, total_queries: int,
-                     total_tokens: int) -> str:
-    """The session file ``text`` finalized: its header totals set, a torn last block and any
-    earlier summary block (whole or corrupted) dropped, ``summary``'s block at the end. Only
-    the header lines and the block boundaries are read: the turns are not parsed."""
+                     total_tokens: int, context_tokens: int | None = None) -> str:
+    """The session file ``text`` finalized: its header totals set (``context_tokens`` None:
+    the header's own), a torn last block and any earlier summary block (whole or corrupted)
+    dropped, ``summary``'s block at the end. Only the header lines and the block boundaries
+    are read: the turns are not parsed."""
     lines = text.split("\n")
     sep = _header_end(lines)
-    header = [x for x in lines[:sep] if not x.startswith(_TOTALS)]
+    if context_tokens is None:
+        known = [x[len(_TOTALS[2]):].strip() for x in lines[:sep] if x.startswith(_TOTALS[2])]
+        context_tokens = int(known[0]) if known and known[0].isascii() and known[0].isdigit() else 0
+    header = [x for x in lines[:sep] if not x.startswith(_TOTALS + _LEGACY_TOTALS)]
     while header and header[-1] == "":
         header.pop()
-    header += [f"{_TOTALS[0]} {total_queries}", f"{_TOTALS[1]} {total_tokens}", ""]
+    header += [render_totals(total_queries, total_tokens, context_tokens), ""]
     body_text = "\n".join(lines[sep:])
     cut = first_marker(body_text)
     body = (body_text if cut is None else body_text[:cut]).split("\n")
@@ -149,6 +177,7 @@ def render_linked(text: str, child_id: str) -> str:
                 return text
             lines[i] = f"{CONTINUED_IN} {ids + ', ' if ids else ''}{inline(child_id)}"
             return "\n".join(lines)
-    at = next((i for i, x in enumerate(lines[:sep]) if x.startswith(_TOTALS)), sep)
+    at = next((i for i, x in enumerate(lines[:sep]) if x.startswith(_TOTALS + _LEGACY_TOTALS)),
+              sep)
     lines.insert(at, f"{CONTINUED_IN} {inline(child_id)}")
     return "\n".join(lines)

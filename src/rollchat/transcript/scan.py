@@ -21,7 +21,7 @@ TAIL_MAX_BYTES = 1024 * 1024
 ReadAt = Callable[[int, int], bytes]
 _QUERY_RE = re.compile(r"## Query ([0-9]{1,12}) \(")
 # Turn headings and footers, to add up the tokens of the query turns a tail holds.
-_TURN_MARK_RE = re.compile(r"^(?:(## Query [0-9]{1,12} \()|## Session Restored \("
+_TURN_MARK_RE = re.compile(r"^(?:(## Query [0-9]{1,12} \(|## Session Restored \()"
                            r"|\*Time: [0-9]+(?:\.[0-9]+)?s \| Tokens: ([0-9]{1,18}) \()",
                            re.MULTILINE)
 
@@ -142,9 +142,10 @@ def _scan_tail(text: str, whole: bool, read_at: ReadAt, size: int, parse_body: b
 
 
 def _query_tokens(text: str) -> int:
-    """The sum of the footers' token counts of the query turns in ``text``. A footer counts
-    only after its own ``## Query`` heading: restorations are not queries, and a block cut by
-    the start of a tail window is skipped. Content lines are escaped, so cannot match."""
+    """The sum of the footers' token counts of the query and restoration turns in ``text``
+    (the tokens billed; carried-over turns were billed in their parent). A footer counts only
+    after its own heading: a block cut by the start of a tail window is skipped. Content lines
+    are escaped, so cannot match."""
     total, in_query = 0, False
     for m in _TURN_MARK_RE.finditer(text):
         if m[2] is None:

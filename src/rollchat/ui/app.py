@@ -118,10 +118,11 @@ class ChatApp:
 
     def _goodbye(self, end: Ended) -> None:
         if end.queries or end.restored:
-            lines = [f"Queries: {end.queries}", f"Session tokens: {end.tokens:,}"]
+            billed = f"Tokens billed: {end.tokens + end.restoration_tokens:,}"
             if end.restoration_tokens:
-                lines.append(f"Restoration tokens: {end.restoration_tokens:,}")
-                lines.append(f"Total: {end.tokens + end.restoration_tokens:,}")
+                billed += (f" ({end.tokens:,} for the queries, {end.restoration_tokens:,} "
+                           "restoring the context)")
+            lines = [f"Queries: {end.queries}", billed]
             if end.session_id and end.save_failed:
                 self.out.warn(f"Session {end.session_id} holds only the turns saved before "
                               "the error; the later ones were not saved")

@@ -21,7 +21,7 @@ def session_rows(info: SessionInfo) -> list[Row]:
     problem = one_line(info.summary_problem or "")
     summary = "summary" if info.has_summary else (
         "no summary" + (f" ({problem})" if problem else ""))
-    tokens = f"{'' if info.tokens_exact else '≥'}{human_tokens(info.tokens)} tokens"
+    tokens = f"{'' if info.tokens_exact else '≥'}{human_tokens(info.tokens)} tokens billed"
     rows: list[Row] = [(
         (f"{info.number:>3}. ", "bold"), (one_line(info.session_id), "cyan"),
         (f" · {one_line(info.agent)} · {info.date:%Y-%m-%d %H:%M} · "

@@ -1,0 +1,114 @@
+"""A session file being written by this process: each completed turn appended (O_APPEND,
+fsync), the header's totals refreshed in place; and the low-level write helpers the store
+shares."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import weakref
+from pathlib import Path
+
+from rollchat.clean import encode
+from rollchat.domain import SessionHeader, Turn
+from rollchat.errors import StoreError
+from rollchat.interrupts import sigint_deferred
+from rollchat.locks import SessionLocks
+from rollchat.transcript import render_header, render_totals, render_turn, totals_span
+
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = NOFOLLOW
+
+
+# ---------------------------------------------------------------- files
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError:  # some filesystems cannot fsync a directory; the rename is still done
+        pass
+    finally:
+        os.close(fd)
+
+
+def _no_lock(session_id: str) -> None:
+    """What closing a FileSession made without a lock does."""
+
+
+class FileSession:
+    """A session file being written: each completed turn is appended and fsynced. ``locks``:
+    where its lock is held, until ``close`` (or until this object is dropped)."""
+
+    def __init__(self, path: Path, header: SessionHeader,
+                 locks: SessionLocks | None = None) -> None:
+        self.path = path
+        self.header = header
+        self.session_id = header.session_id
+        self.file_name = path.name
+        self._totals = _totals_at(header)
+        self._release = weakref.finalize(self, locks.release if locks else _no_lock,
+                                         self.session_id)
+
+    def close(self) -> None:
+        """Let go of the session: another process may write it from now on."""
+        self._release()
+
+    def set_totals(self, queries: int, billed: int, context: int) -> None:
+        """Refresh the header's totals in place (same length: see render_totals), so that the
+        header of a live or crashed session tells the truth. Best effort: the turns are what
+        matters, and finalizing writes the totals again."""
+        if self._totals is None:
+            return
+        start, old = self._totals
+        new = encode(render_totals(queries, billed, context))
+        if len(new) != len(old) or new == old:
+            return  # a number outgrew its width, or nothing changed
+        with sigint_deferred(), contextlib.suppress(OSError):
+            fd = os.open(self.path, os.O_WRONLY | _NOFOLLOW)
+            try:
+                os.pwrite(fd, new, start)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self._totals = (start, new)
+
+    def append_turn(self, turn: Turn, agent_name: str) -> None:
+        """Append one turn block (O_APPEND + fsync); never reads or rewrites the file. A
+        Ctrl-C or an ending signal arriving meanwhile waits until the block is written."""
+        data = encode(render_turn(turn, agent_name))
+        with sigint_deferred():
+            self._append(data)
+
+    def _append(self, data: bytes) -> None:
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | _NOFOLLOW)
+        except OSError as e:
+            raise StoreError(f"cannot open {self.path} to save the turn: {e.strerror}") from None
+        try:
+            size = os.fstat(fd).st_size
+            try:
+                write_all(fd, data)
+                os.fsync(fd)
+            except OSError as e:
+                with contextlib.suppress(OSError):  # never leave half a block behind
+                    os.ftruncate(fd, size)
+                raise StoreError(f"cannot save the turn to {self.path}: {e.strerror}") from None
+        finally:
+            os.close(fd)
+
+
+def _totals_at(header: SessionHeader) -> tuple[int, bytes] | None:
+    """The byte offset and bytes of the totals in the file's header as it was written."""
+    text = render_header(header)
+    span = totals_span(text)
+    if span is None:
+        return None
+    return len(encode(text[:span[0]])), encode(text[span[0]:span[1]])
