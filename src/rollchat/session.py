@@ -317,12 +317,10 @@ class Session:
         summary = yield from self._finalize(focus)
         assert summary is not None
         yield Notice("info", audit_line(audit(state.turns, summary, state.parent_summary)))
-        sid = state.session_id or UNSAVED
-        yield Notice("info", f"Saved session: {sid} ({plural(state.queries, 'query')}, "
-                             f"{human_tokens(state.tokens)} tokens)")
+        yield Notice("info", f"Saved session: {state.session_id or UNSAVED} ("
+                     f"{plural(state.queries, 'query')}, {human_tokens(state.tokens)} tokens)")
         yield Notice("info", "Starting new session with summary...")
-        parent = state.as_parent(summary)
-        before = self.estimate()
+        parent, before = state.as_parent(summary), self.estimate()
         yield from self._start_child(parent)
         self.guards = PolicyState()
         yield CompactionFinished(parent.session_id, False, 0, before, self.estimate())

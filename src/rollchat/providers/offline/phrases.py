@@ -76,6 +76,10 @@ _COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
 _MARKER = re.compile(r"SESSION_SUMMARY_(?:START|END)", re.IGNORECASE)
 _MARKUP_ONLY = re.compile(r"^[\s|:=*_#>`~+\-]*$")
 _CODE_LINE = re.compile(r"^(?: {4}|\t).*[(){};=<>]")
+# A summary block's section heading quoted in a message: structure, never content.
+_SUMMARY_HEADING = re.compile(r"^[\s#*_>\\-]*(?:background context|current session summary|"
+                              r"topics discussed|decisions made|pending|files and artifacts)"
+                              r"[\s*_]*:", re.IGNORECASE)
 # Questions about the conversation itself ("what did I just say?", "which editor did I
 # mention?", "remind me what we said"): answered from the history, never a topic.
 _RECALL_LEAD = re.compile(
@@ -142,11 +146,13 @@ def _is_table_row(line: str) -> bool:
 
 def content_lines(text: str) -> list[str]:
     """The prose lines of ``text``: fenced and indented code, HTML comments, summary
-    markers, table rows and lines that are only markup (rules, bare bullets) dropped."""
+    markers and section headings, table rows and lines that are only markup (rules, bare
+    bullets) dropped."""
     text = _INLINE_FENCE.sub(" ", _FENCE.sub(" ", text))
     text = _MARKER.sub(" ", _COMMENT.sub(" ", text))
     kept = (line for line in text.splitlines()
-            if not (_MARKUP_ONLY.match(line) or _is_table_row(line) or _CODE_LINE.match(line)))
+            if not (_MARKUP_ONLY.match(line) or _is_table_row(line) or _CODE_LINE.match(line)
+                    or _SUMMARY_HEADING.match(line)))
     return [" ".join(line.split()) for line in kept]
 
 
