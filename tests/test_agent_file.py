@@ -96,7 +96,7 @@ def test_config_agent_file_with_config_keys_winning(tmp_path: Path) -> None:
     done = run_piped(tmp_path, 'use word_count on "a b"\ntools\n', "--config", str(cfg))
     assert done.returncode == 0, done.stderr
     assert "2 words" in done.stdout  # allowed by the config's rule: no --yes needed
-    assert "Tools (approval: ask; at most 4 rounds" in done.stdout
+    assert "offered to the model (approval: ask; at most 4 rounds" in done.stdout
     assert "word_count" in done.stdout and "allowed by a rule" in done.stdout
 
 

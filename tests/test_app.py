@@ -204,7 +204,9 @@ def test_compact_three_times_links_four_sessions(tmp_path: Path) -> None:
         assert isinstance(parent_record, dict) and parent.summary is not None
         assert parent_record["topics"] == list(parent.summary.topics)
     third = chain[2].summary
-    assert third is not None and "bravo" in third.background and "alpha" not in third.background
+    assert third is not None and "bravo" in third.background
+    # only the parent's summary is sent (above), but decisions are carried along the chain
+    assert any("alpha_core" in d for d in third.decisions)
 
 
 # ---------------------------------------------------------------- exit
@@ -335,8 +337,9 @@ def test_resume_sends_only_the_n_minus_1_summary(tmp_path: Path) -> None:
     assert prompt.count(SUMMARY_START) == 1
     assert render_summary_block(parent) in prompt
     assert f"This session was resumed from: {grandparent_id}" in prompt
-    assert "zulu" not in prompt  # the grandparent's pending item: only condensed topics pass
+    # the grandparent's open task reaches it only as carried by the parent's own summary
     assert any("zulu" in item for item in grandparent.pending)
+    assert any("zulu" in item for item in parent.pending)
     assert "Found: " in r.output and " · Assistant · " in r.output
     assert "Restoring context..." in r.output
     chat(r, "next step?")

@@ -152,7 +152,11 @@ def test_extractive_summary_content() -> None:
     assert summary.fallback
     assert "Auth refactoring with JWT" in summary.background
     assert summary.topics == ("Redis for the counters",
-                              "Implement the rate limiter in src/limiter.py")
+                              "Implement the rate limiter in src/limiter.py", "Allow 10 req/s.",
+                              "Auth refactoring with JWT")  # the parent's, naming something
+    assert "Use Redis for sessions" in summary.decisions  # carried from the parent
+    assert "None" not in summary.pending
+    assert "src/limiter.py" in summary.artifacts
     assert any("RateLimiter.acquire()" in d for d in summary.decisions)
     assert any(p.startswith("Unanswered: What about Redis") for p in summary.pending)
     assert any("write tests" in p for p in summary.pending)
@@ -174,9 +178,13 @@ def test_extractive_summary_respects_max_words_and_focus() -> None:
                      f"option {i}.", f"Next step {i}: we need to test it.") for i in range(1, 60)]
     summary = extractive_summary(turns, parent_summary=None, focus="module_42.py",
                                  max_words=120, fallback=False)
-    body = render_summary_block(summary)
-    assert len(body.split()) <= 120 + 20
-    assert "module_42.py" in summary.topics[0]
+    # every decision and pending item is kept; topics and artifacts go, and are counted
+    assert len(summary.decisions) == 59 and summary.pending
+    assert summary.topics == () and summary.dropped_topics > 0
+    assert "dropped" in render_summary_block(summary)
+    small = extractive_summary(turns[:3], parent_summary=None, focus="module_2.py",
+                               max_words=50, fallback=False)
+    assert len(small.decisions) == 3 and "module_2.py" in small.topics[0]
 
 
 def test_hostile_content_cannot_forge_the_extractive_block() -> None:
@@ -340,7 +348,8 @@ def test_focus_words_ignore_filler_and_surface_matching_sentences() -> None:
              turn(2, "Let's bump the chart version to 2.3.1.", "ok")]
     plain = extractive_summary(turns, parent_summary=None, focus="keep the details",
                                max_words=300, fallback=False)
-    assert plain.topics == ("Bump the chart version to 2.3.1", "Deploy to staging first")
+    assert plain.topics == ("Bump the chart version to 2.3.1", "Deploy to staging first",
+                            "The Grafana dashboard id is 4471.")
     focused = extractive_summary(turns, parent_summary=None, focus="the grafana dashboard",
                                  max_words=300, fallback=False)
     assert focused.topics[0] == "Focus on the grafana dashboard: The Grafana dashboard id is 4471"

@@ -73,7 +73,7 @@ def turns(draw: st.DrawFn) -> Turn:
 
 bullets = st.lists(hostile_text, max_size=3).map(tuple)
 summaries = st.builds(Summary, hostile_text.filter(bool), bullets, bullets, bullets,
-                      st.booleans())
+                      st.booleans(), bullets, st.integers(0, 10**4), st.integers(0, 10**4))
 session_ids = st.from_regex(r"[A-Za-z0-9_-]{1,40}", fullmatch=True)
 headers = st.builds(SessionHeader, hostile_text, aware, hostile_text, hostile_text, hostile_text,
                     hostile_text, opt_text, opt_text, st.integers(0, 10**6),
@@ -310,3 +310,22 @@ def test_glance_and_tail_summary_read_what_the_parser_reads(t: Transcript) -> No
         billed = [x for x in t.turns if x.kind != "carried"]  # carried: billed in the parent
         assert seen.query_tokens == (0 if t.summary else sum(x.usage.total for x in billed))
     assert tail_summary(read_at, len(data)) == t.summary
+
+
+def test_summary_without_artifacts_section_still_parses() -> None:
+    """A block written before "Files and artifacts" existed parses, with no artifacts."""
+    body = ("**Background Context:** Initial session.\n\n**Current Session Summary:**\n"
+            "**Topics Discussed:**\n- billing\n\n**Decisions Made:**\n- Postgres 16\n\n"
+            "**Pending:**\n- migrate the billing database\n")
+    s = parse_summary_body(body)
+    assert s.artifacts == () and s.dropped_topics == 0
+    assert s.pending == ("migrate the billing database",)
+
+
+def test_artifacts_and_dropped_count_are_in_the_block() -> None:
+    s = Summary("Initial session.", ("a",), ("b",), ("c",), artifacts=("src/app.py",),
+                dropped_topics=3)
+    block = render_summary_block(s)
+    assert "**Files and artifacts:**\n- src/app.py" in block
+    assert "<!-- rollchat: dropped 3 topics, 0 artifacts to fit the summary budget -->" in block
+    assert parse_summary_body("\n".join(block.split("\n")[1:-2])) == s

@@ -5,9 +5,7 @@ No logic of its own; user mistakes exit 2 with one line naming the problem.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -35,7 +33,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-_JSON_SURROGATE = re.compile(r"[\ud800-\udfff]")
 # Built from the registry's names; mypy cannot read members of an Enum built this way.
 ProviderChoice = Enum("ProviderChoice", {n: n for n in PROVIDER_CHOICES}, type=str)  # type: ignore[misc]
 
@@ -118,81 +115,6 @@ def main(
     except RollchatError as exc:
         fail(str(exc), 1)
     raise typer.Exit(code)
-
-
-@app.command("sessions")
-def sessions_command(
-    sessions_dir: SessionsDirOpt = None,
-    config: ConfigOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-) -> None:
-    """List saved sessions, most recent first (the numbers 'resume N' uses)."""
-    from rollchat.config import ConfigOverrides, load_config
-    from rollchat.store import SessionStore
-
-    try:
-        cfg = load_config(config_path=config, env=os.environ, cwd=Path.cwd(),
-                          overrides=ConfigOverrides(sessions_dir=sessions_dir))
-        if cfg.trust_notice:
-            sys.stderr.write(f"rollchat: warning: {cfg.trust_notice}\n")
-        store = SessionStore(cfg.session.dir)
-        listing = store.list_sessions()
-    except ConfigError as exc:
-        fail(str(exc))
-    except RollchatError as exc:
-        fail(str(exc), 1)
-    if as_json:  # exact: a lone surrogate (a file name that is not UTF-8) is a \u escape
-        print(_JSON_SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}", json.dumps({
-            "sessions": [
-                {"number": i.number, "id": i.session_id, "file": i.file_name, "agent": i.agent,
-                 "date": i.date.isoformat(), "queries": i.queries, "tokens": i.tokens,
-                 "tokens_exact": i.tokens_exact, "context_tokens": i.context_tokens,
-                 "first_query": i.first_query_preview, "has_summary": i.has_summary,
-                 "parent": i.resumed_from, "forked": i.forked,
-                 "continued_in": list(i.continued_in), "summary_problem": i.summary_problem}
-                for i in listing.sessions
-            ],
-            "problems": [{"file": name, "reason": why} for name, why in listing.problems],
-        }, indent=2, ensure_ascii=False)))
-        return
-    from rich.console import Console
-
-    from rollchat.ui.render import Renderer, plain_console
-
-    console = Console() if sys.stdout.isatty() else plain_console()
-    Renderer(console, interactive=False).sessions(listing.sessions, listing.problems)
-
-
-@app.command("init-agent")
-def init_agent_command(
-    path: Annotated[Path, typer.Argument(help="Where to write the agent file.")],
-) -> None:
-    """Write a commented example agent file with one tool (never over an existing file)."""
-    from rollchat.agent_setup import init_agent
-
-    try:
-        print(init_agent(path))
-    except UsageError as exc:
-        fail(str(exc), 1)
-
-
-@app.command("trust")
-def trust_command(
-    path: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Argument(help="The project config file (default: ./rollchat.yml)."),
-    ] = None,
-) -> None:
-    """Trust a project config file: its base_url, api_key_env and paths outside its directory
-    apply from now on, until the file changes."""
-    from rollchat.config import PROJECT_FILE, default_user_config_dir
-    from rollchat.config_trust import trust_file
-
-    try:
-        print(trust_file(path or Path(PROJECT_FILE), cwd=Path.cwd(),
-                         user_config_dir=default_user_config_dir()))
-    except ConfigError as exc:
-        fail(str(exc))
 
 
 def _warm_up(chat: ChatApp) -> None:
@@ -390,3 +312,8 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
         notices.append(f"{store_problem}: the chat goes on in memory; nothing is saved")
         session.state.save_failed = True
     return ChatApp(session, renderer), notices
+
+
+# The subcommands besides the chat (sessions, audit, trust, init-agent) live in subcommands.py;
+# importing it registers them on ``app``.
+from rollchat import subcommands  # noqa: E402,F401

@@ -109,7 +109,10 @@ class Summary:
     """The structured summary of a session (the SESSION_SUMMARY block).
 
     ``fallback`` is True when it was written by the local extractive summarizer because the
-    model's summary failed; the block says so.
+    model's summary failed; the block says so. ``artifacts``: the files, paths, URLs,
+    commands and identifiers the session mentioned or changed (the "Files and artifacts"
+    section; absent in older files). ``dropped_topics`` / ``dropped_artifacts``: how many
+    items were left out to fit the summary budget (an HTML comment in the block).
     """
 
     background: str
@@ -117,6 +120,9 @@ class Summary:
     decisions: tuple[str, ...]
     pending: tuple[str, ...]
     fallback: bool = False
+    artifacts: tuple[str, ...] = ()
+    dropped_topics: int = 0
+    dropped_artifacts: int = 0
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
 
 from rollchat import policy
+from rollchat.audit import audit, audit_line
 from rollchat.checkpoint import checkpointed  # each tool call on disk as it ends
 from rollchat.clean import clean
 from rollchat.compaction.summarizer import Background, Summarizer, SummaryOutcome
@@ -319,12 +320,11 @@ class Session:
                                 self.budget.window)
         summary = yield from self._finalize(focus)
         assert summary is not None
-        sid = state.session_id or UNSAVED
-        yield Notice("info", f"Saved session: {sid} ({plural(state.queries, 'query')}, "
-                             f"{human_tokens(state.tokens)} tokens)")
+        yield Notice("info", audit_line(audit(state.turns, summary, state.parent_summary)))
+        yield Notice("info", f"Saved session: {state.session_id or UNSAVED} ("
+                     f"{plural(state.queries, 'query')}, {human_tokens(state.tokens)} tokens)")
         yield Notice("info", "Starting new session with summary...")
-        parent = state.as_parent(summary)
-        before = self.estimate()
+        parent, before = state.as_parent(summary), self.estimate()
         yield from self._start_child(parent)
         self.guards = PolicyState()
         yield CompactionFinished(parent.session_id, False, 0, before, self.estimate())

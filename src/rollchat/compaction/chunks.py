@@ -1,12 +1,12 @@
-"""Sessions too large for one summary request: turns sized, cut and grouped into chunks, and
-the chunks' summaries merged back into one."""
+"""Sessions too large for one summary request: turns sized, cut and grouped into chunks (their
+summaries are merged back into one by compaction/carry.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from rollchat.domain import Summary, Turn
+from rollchat.domain import Turn
 from rollchat.tokens import TokenCounter
 
 TURN_OVERHEAD_TOKENS = 12
@@ -46,23 +46,3 @@ def chunk_turns(turns: Sequence[Turn], limit: int, counter: TokenCounter) -> lis
         chunks[-1].append(turn)
         size += tokens
     return [c for c in chunks if c]
-
-
-def merge_summaries(parts: Sequence[Summary], max_items: int = 12) -> Summary:
-    """Fold chunk summaries (oldest first) into one: the first chunk's background, every
-    chunk's topics and decisions (latest first when over ``max_items``), the last pending."""
-    def union(items: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
-        seen: dict[str, None] = {}
-        for group in items:
-            for item in group:
-                seen.setdefault(item, None)
-        merged = list(seen)
-        return tuple(merged[-max_items:])
-
-    return Summary(
-        background=parts[0].background,
-        topics=union([p.topics for p in parts]),
-        decisions=union([p.decisions for p in parts]),
-        pending=parts[-1].pending,
-        fallback=any(p.fallback for p in parts),
-    )

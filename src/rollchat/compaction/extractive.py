@@ -5,9 +5,11 @@ the fallback when the model's summary fails. The English it reads is providers/o
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
+from rollchat.compaction.carry import carried, fit_words, resolved, union
 from rollchat.domain import Summary, Turn
+from rollchat.providers.offline import named
 from rollchat.providers.offline.phrases import (
     DECISION,
     FOCUS_LEAD,
@@ -36,17 +38,41 @@ def _topics(turns: Sequence[Turn], focus: set[str]) -> list[str]:
         if focus:
             found.extend(topic_phrase(s) for s in sentences if mentions_focus(s, focus))
         if sentences:
-            found.append(topic_phrase(sentences[0]))
+            found.append(_topic(sentences[0]))
+        found.extend(tidy(s) for s in sentences[1:] if _fact(s))
     return unique(found)
+
+
+def _topic(sentence: str) -> str:
+    """The topic phrase of ``sentence``, or the whole of it when the phrase would lose a
+    name, a number or a path it holds."""
+    phrase = topic_phrase(sentence)
+    named_items = [*named.names(sentence), *named.numbers(sentence), *named.paths(sentence)]
+    return phrase if all(n in phrase for n in named_items) else tidy(sentence)
+
+
+def _fact(sentence: str) -> bool:
+    """A statement naming a person or system, a number with its unit, or a path."""
+    return not sentence.endswith("?") and bool(
+        named.names(sentence) or named.numbers(sentence) or named.paths(sentence))
+
+
+def decided(sentence: str) -> bool:
+    """A decision-like statement (not a question)."""
+    return not sentence.endswith("?") and bool(
+        DECISION.search(sentence) or named.DECISION_MORE.search(sentence))
 
 
 def _decisions(turns: Sequence[Turn]) -> list[str]:
     """Decision-like statements: the user's first, then the assistant's (never its meta
     lines, nor a restatement of a decision the user made)."""
-    def decided(sentence: str) -> bool:
-        return not sentence.endswith("?") and bool(DECISION.search(sentence))
-
-    users = [tidy(s) for t in turns for s in prose_sentences(t.user) if decided(s)]
+    users: list[str] = []
+    for turn in turns:
+        for sentence in prose_sentences(turn.user):
+            if decided(sentence):
+                users.append(tidy(sentence))
+            elif named.PREFERENCE.search(sentence) and not sentence.endswith("?"):
+                users.append(tidy(f"Preference: {sentence}"))
     replies = [tidy(s) for t in turns for s in prose_sentences(t.assistant, reply=True)
                if decided(s)]
     mine = unique(users)
@@ -79,10 +105,25 @@ def _pending(turns: Sequence[Turn]) -> list[str]:
             found.append(tidy(f"Answer cut off ({turn.status}): {first}"))
     if turns and turns[-1].status == "ok":
         found.extend(item for item in [_request(turns[-1])] if item)
-    for turn in reversed(turns):
+    for index in range(len(turns) - 1, -1, -1):
+        turn, later = turns[index], turns[index + 1:]
         texts = (prose_sentences(turn.user), prose_sentences(turn.assistant, reply=True))
-        found.extend(tidy(s) for sentences in texts for s in sentences if TODO.search(s))
+        found.extend(tidy(s) for sentences in texts for s in sentences
+                     if TODO.search(s) and not named.DONE.search(s) and not resolved(s, later))
     return unique(found)
+
+
+def _artifacts(turns: Sequence[Turn]) -> list[str]:
+    """Paths, URLs, commands and identifiers of the turns and their tool calls, most recent
+    first."""
+    found: list[str] = []
+    for turn in reversed(turns):
+        texts = [turn.user, turn.assistant]
+        for tool in turn.tools:
+            texts += [str(v) for v in tool.call.arguments.values()]
+            texts.append(tool.result[:2000])
+        found += [clean_item(a, 8) for text in texts for a in named.artifacts(text)]
+    return list(dict.fromkeys(a for a in found if a))
 
 
 def _focus_first(items: list[str], focus: set[str]) -> list[str]:
@@ -106,26 +147,6 @@ def _focus_bullet(subject: str, lists: list[list[str]], focus: set[str]) -> list
         return [f"{FOCUS_LABEL} {subject}: {topics[0]}", *topics[1:]]
     match = next((i for items in lists[1:] for i in items if mentions_focus(i, focus)), None)
     return [f"{FOCUS_LABEL} {subject}: {match or NOT_MENTIONED}", *topics]
-
-
-def _words(items: Iterable[str]) -> int:
-    return sum(len(item.split()) + 1 for item in items)  # +1 for the bullet dash
-
-
-def _fit(background: str, lists: list[list[str]], max_words: int) -> list[list[str]]:
-    """Drop the last items of the longest lists, then shorten items, until the bullets and
-    the background fit in ``max_words`` (a non-empty list keeps at least one item)."""
-    budget = max_words - len(background.split())
-    while _words(item for items in lists for item in items) > budget:
-        longest = max(lists, key=len)
-        if len(longest) > 1:
-            longest.pop()
-            continue
-        size = max((len(item.split()) for items in lists for item in items), default=0)
-        if size <= 4:
-            break
-        lists = [[clean_item(item, size // 2) for item in items] for items in lists]
-    return lists
 
 
 def condense(summary: Summary) -> str:
@@ -157,15 +178,22 @@ def extractive_summary(
     queries (most recent first), decision-like statements (the user's first), pending items
     (cut-off turns, the last request, to-dos), near-duplicates dropped and items matching
     ``focus`` first, the first topic naming the focus ("Focus on the parser table: ...");
-    the parent condensed as background. Reply lines that only talk about
+    the parent condensed as background, its decisions, open tasks (until a turn resolves
+    them), artifacts and topics naming something carried (``carry.fit_words`` drops topics
+    first, counted, when over ``max_words``). Reply lines that only talk about
     the conversation (``is_meta_line``) are never mined. Bullets are plain single lines that
     cannot contain summary markers; an empty section is an empty tuple ("- None")."""
     queries = [turn for turn in turns if turn.kind != "restored"]
+    parent = parent_summary or Summary("", (), (), ())
     background = condense(parent_summary) if parent_summary else "Initial session."
     words = focus_words(focus)
+    facts = [t for t in parent.topics if named.has_named(t) and not _FOCUS_TOPIC.match(t)]
     lists = [_focus_first(found, words) for found in
-             (_topics(queries, words), _decisions(queries), _pending(queries))]
+             (union([_topics(queries, words), facts]),
+              union([_decisions(queries), parent.decisions]),
+              carried(parent.pending, _pending(queries), queries))]
     if focus and words:  # a focus of only filler ("keep the details") names nothing
         lists[0] = _focus_bullet(focus_subject(focus), lists, words)
-    topics, decisions, pending = _fit(background, lists, max_words)
-    return Summary(background, tuple(topics), tuple(decisions), tuple(pending), fallback)
+    artifacts = union([_artifacts(queries), parent.artifacts])
+    return fit_words(Summary(background, tuple(lists[0]), tuple(lists[1]), tuple(lists[2]),
+                             fallback, tuple(artifacts)), max_words)

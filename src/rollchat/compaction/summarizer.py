@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rollchat.clean import clean
-from rollchat.compaction.chunks import chunk_turns, merge_summaries, turn_tokens
+from rollchat.compaction.carry import merge_summaries
+from rollchat.compaction.chunks import chunk_turns, turn_tokens
 from rollchat.domain import Summary, Turn, Usage
 from rollchat.interrupts import sigint_deferred
 from rollchat.providers.base import (
@@ -99,11 +100,14 @@ def summarize(
     usage = Usage()
     reason = "no attempt made"
     refused: ContextTooLongError | None = None
+    carried = (*parent_summary.decisions, *parent_summary.pending) if parent_summary else ()
+    allowance = sum(len(item.split()) + 1 for item in carried)
     for _attempt in range(2):
         try:
             text, call_usage = _collect(provider, request, timeout_seconds)
             usage += call_usage
-            summary = summary_request.parse_summary_reply(text, max_words=max_words)
+            summary = summary_request.parse_summary_reply(text, max_words=max_words,
+                                                          allowance=allowance)
             return SummaryOutcome(summary, False, None, usage)
         except KeyboardInterrupt:
             reason = "interrupted"
@@ -234,7 +238,7 @@ class Summarizer:
                     or o.summary.pending] or outcomes[:1]
         if len(outcomes) == 1:
             return outcomes[0]
-        merged = merge_summaries([o.summary for o in outcomes])
+        merged = merge_summaries([o.summary for o in outcomes], self.words, turns)
         usage = sum((o.usage for o in outcomes), Usage())
         reason = failed[0].reason if failed else None
         return self.fit(SummaryOutcome(merged, bool(failed), reason, usage), turns, parent,

@@ -13,11 +13,17 @@ from rollchat.transcript.syntax import SUMMARY_END, SUMMARY_START, make_escaper,
 FALLBACK_NOTE = (
     "*[summary written by the local extractive summarizer because the model's summary failed]*"
 )
+ARTIFACTS = "Files and artifacts"  # optional: files written before it parse without it
 _SECTIONS = ("Background Context", "Current Session Summary", "Topics Discussed",
-             "Decisions Made", "Pending")
+             "Decisions Made", "Pending", ARTIFACTS)
+_OPTIONAL = ("Current Session Summary", ARTIFACTS)
 _SECTION_RE = re.compile(
     r"(#{1,6}[ \t]*)?(\*\*)?[ \t]*(background context|current session summary|topics discussed"
-    r"|decisions made|pending)[ \t]*(:?)[ \t]*(\*\*)?[ \t]*(:?)(.*)$", re.IGNORECASE)
+    r"|decisions made|pending|files and artifacts)[ \t]*(:?)[ \t]*(\*\*)?[ \t]*(:?)(.*)$",
+    re.IGNORECASE)
+# What was left out to fit the summary budget: one HTML comment line inside the block.
+_DROPPED_RE = re.compile(r"<!-- rollchat: dropped (\d+) topics?, (\d+) artifacts? to fit the "
+                         r"summary budget -->")
 _NONE_WORDS = frozenset({"none", "none.", "n/a", "-"})
 
 
@@ -67,16 +73,27 @@ def _bullets(items: Sequence[str]) -> list[str]:
     return out
 
 
+def dropped_note(topics: int, artifacts: int) -> str:
+    """The comment line recording how many items were left out to fit the budget."""
+    return (f"<!-- rollchat: dropped {topics} topic{'' if topics == 1 else 's'}, {artifacts} "
+            f"artifact{'' if artifacts == 1 else 's'} to fit the summary budget -->")
+
+
 def render_summary_block(s: Summary) -> str:
     """The summary block, markers included, ending with a newline."""
     first, *rest = s.background.split("\n")
     lines = [SUMMARY_START]
     if s.fallback:
         lines += [FALLBACK_NOTE, ""]
+    if s.dropped_topics or s.dropped_artifacts:
+        lines += [dropped_note(s.dropped_topics, s.dropped_artifacts), ""]
     lines += ["**Background Context:** " + _sum_line(first), *[_sum_line(x) for x in rest], "",
               "**Current Session Summary:**", "**Topics Discussed:**", *_bullets(s.topics), "",
               "**Decisions Made:**", *_bullets(s.decisions), "",
-              "**Pending:**", *_bullets(s.pending), SUMMARY_END, ""]
+              "**Pending:**", *_bullets(s.pending)]
+    if s.artifacts:  # written only when there are some: older readers never see it empty
+        lines += ["", f"**{ARTIFACTS}:**", *_bullets(s.artifacts)]
+    lines += [SUMMARY_END, ""]
     return "\n".join(lines)
 
 
@@ -87,12 +104,17 @@ def _split_sections(lines: list[str]) -> dict[str, list[str]]:
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
     fallback = False
+    dropped: list[str] = []
     for raw in lines:
         line = raw.rstrip(" \t\r")
         if line in (SUMMARY_START, SUMMARY_END):
             raise TranscriptError("summary body contains a summary marker line")
         if line == FALLBACK_NOTE:
             fallback = True
+            continue
+        counts = _DROPPED_RE.fullmatch(line)
+        if counts is not None:
+            dropped = [counts[1], counts[2]]
             continue
         sec = _section(line)
         if sec is not None:
@@ -102,6 +124,7 @@ def _split_sections(lines: list[str]) -> dict[str, list[str]]:
         elif current is not None and line and not line.startswith("```"):
             current.append(line)
     sections["\0fallback"] = ["yes"] if fallback else []
+    sections["\0dropped"] = dropped
     return sections
 
 
@@ -125,14 +148,19 @@ def _parse_bullets(name: str, lines: list[str]) -> tuple[str, ...]:
 def parse_summary_body(text: str) -> Summary:
     """Parse the text between the summary markers (as a model writes it)."""
     sections = _split_sections(text.split("\n"))
-    missing = [s for s in _SECTIONS if s not in sections and s != "Current Session Summary"]
+    missing = [s for s in _SECTIONS if s not in sections and s not in _OPTIONAL]
     if missing:
         raise TranscriptError(f"summary is missing the section(s): {', '.join(missing)}")
     background = sections["Background Context"]
+    dropped = sections["\0dropped"]
     if not background:
         raise TranscriptError("summary section 'Background Context' is empty")
     return Summary(background="\n".join(_sum_unline(x) for x in background),
                    topics=_parse_bullets("Topics Discussed", sections["Topics Discussed"]),
                    decisions=_parse_bullets("Decisions Made", sections["Decisions Made"]),
                    pending=_parse_bullets("Pending", sections["Pending"]),
-                   fallback=bool(sections["\0fallback"]))
+                   fallback=bool(sections["\0fallback"]),
+                   artifacts=(_parse_bullets(ARTIFACTS, sections[ARTIFACTS])
+                              if ARTIFACTS in sections else ()),
+                   dropped_topics=int(dropped[0]) if dropped else 0,
+                   dropped_artifacts=int(dropped[1]) if dropped else 0)

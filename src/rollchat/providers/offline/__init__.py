@@ -195,7 +195,8 @@ class OfflineProvider:
             line = _best_line("\n".join(_summary_lines(summary)), words)
             if line:
                 found = [f'The summary of our previous session says: "{line}"']
-            elif any(tool.name == ARCHIVE_TOOL for tool in request.tools) and words:
+            elif (any(tool.name == ARCHIVE_TOOL for tool in request.tools) and words
+                  and phrases.asks_about_earlier(latest)):
                 call = ToolCall(f"offline_call_{len(messages)}", ARCHIVE_TOOL,
                                 {"query": " ".join(words)})
                 text = f"Let me look for {_bold(words)} in the previous session's transcript."

@@ -32,7 +32,8 @@ DECISION = re.compile(
 TODO = re.compile(
     r"\b(?:todo|to-do|fixme|tbd|next step|next steps|next,|next up|next we|still need|"
     r"still needs|need to|needs to|remaining|not yet|pending|follow up|follow-up|"
-    r"open question|unresolved|come back to|tomorrow)\b",
+    r"open question|unresolved|come back to|tomorrow|don't forget|do not forget|remember to|"
+    r"action item|on my list|at some point|haven't (?:yet )?\w+ed)\b",
     re.IGNORECASE,
 )
 # Lines that talk about the conversation rather than its content: the offline model's
@@ -51,7 +52,9 @@ _LABEL = re.compile(r"^(?:last request|unanswered|answer cut off \(\w+\)|todo|to
                     r"next steps?|next)\s*:\s*", re.IGNORECASE)
 _LEAD = re.compile(
     r"^(?:(?:ok(?:ay)?|so|well|also|and|now|hi|hey|please|btw|right)[,!.]?\s+)*"
-    r"(?:(?:can|could|would|will) you (?:please )?|i(?:'m| am) (?:working on|trying to) |"
+    r"(?:(?:let'?s|let us|can we|could we|i (?:want|need|would like|'d like) to) "
+    r"(?:talk|chat|think|speak) (?:about|over|through) |"
+    r"(?:can|could|would|will) you (?:please )?|i(?:'m| am) (?:working on|trying to) |"
     r"i(?:'m| am) (?=\w+ing\b)|"
     r"i (?:want|need|would like|'d like) "
     r"(?:you )?to |let's |let us |we (?:decided|agreed|need|have|want) to |we'll |we will |"
@@ -73,6 +76,10 @@ _COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
 _MARKER = re.compile(r"SESSION_SUMMARY_(?:START|END)", re.IGNORECASE)
 _MARKUP_ONLY = re.compile(r"^[\s|:=*_#>`~+\-]*$")
 _CODE_LINE = re.compile(r"^(?: {4}|\t).*[(){};=<>]")
+# A summary block's section heading quoted in a message: structure, never content.
+_SUMMARY_HEADING = re.compile(r"^[\s#*_>\\-]*(?:background context|current session summary|"
+                              r"topics discussed|decisions made|pending|files and artifacts)"
+                              r"[\s*_]*:", re.IGNORECASE)
 # Questions about the conversation itself ("what did I just say?", "which editor did I
 # mention?", "remind me what we said"): answered from the history, never a topic.
 _RECALL_LEAD = re.compile(
@@ -97,6 +104,16 @@ _CHOICE_RECALL = re.compile(
 # "Remind me: what ...?", "remind me which ...": a recall question whatever its verb.
 _REMIND_ME = re.compile(r"^\W*(?:\w+[,!.]?\s+){0,2}?remind me\b[\s:,\-]*"
                         r"(?:again\s+)?(?:what|which|who|where|when|why)\b", re.IGNORECASE)
+# A question about earlier work, the only kind the offline model looks up in the previous
+# session's transcript: recall words or the past tense ("what was the namespace?", "did we
+# pick a port?", "remind me of the plan"), or what/where/which a particular thing is.
+EARLIER_WORK = re.compile(
+    r"\b(?:earlier|before|previous(?:ly)?|last (?:time|session|week)|remind|again|remember|"
+    r"recall|mentioned|we (?:said|decided|picked|chose|agreed|discussed|talked)|"
+    r"(?:you|i) (?:said|told|wrote)|(?:did|had|have) (?:we|i|you)|was|were|had)\b|"
+    r"^\W*(?:(?:so|and|ok(?:ay)?|hey|now)[,!.]?\s+)*(?:where|which|what|who)(?:'s| is| are) "
+    r"(?:the|our|my|that|those|this)\b",
+    re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 FOCUS_LEAD = re.compile(
     r"^(?:(?:please|and|also|just)\s+)*(?:(?:keep|focus|focusing|focused|on|remember|"
@@ -129,11 +146,13 @@ def _is_table_row(line: str) -> bool:
 
 def content_lines(text: str) -> list[str]:
     """The prose lines of ``text``: fenced and indented code, HTML comments, summary
-    markers, table rows and lines that are only markup (rules, bare bullets) dropped."""
+    markers and section headings, table rows and lines that are only markup (rules, bare
+    bullets) dropped."""
     text = _INLINE_FENCE.sub(" ", _FENCE.sub(" ", text))
     text = _MARKER.sub(" ", _COMMENT.sub(" ", text))
     kept = (line for line in text.splitlines()
-            if not (_MARKUP_ONLY.match(line) or _is_table_row(line) or _CODE_LINE.match(line)))
+            if not (_MARKUP_ONLY.match(line) or _is_table_row(line) or _CODE_LINE.match(line)
+                    or _SUMMARY_HEADING.match(line)))
     return [" ".join(line.split()) for line in kept]
 
 
@@ -214,6 +233,8 @@ def topic_phrase(sentence: str) -> str:
     """A concise topic phrase: lead-in words dropped, long sentences cut at a clause or to
     TOPIC_WORDS words, with the exact names (files, numbers, identifiers) of the rest kept."""
     text = _LEAD.sub("", sentence.strip()).rstrip(" .!?;:") or sentence
+    aside = re.split(r"[,;]\s+(?=(?:i|we|and|but|so|it|that)\b)", text, flags=re.I)[0]
+    text = aside if len(aside.split()) >= 2 else text  # "the logo colours, I like teal"
     words = text.split()
     if len(words) > TOPIC_WORDS:
         clause = re.split(r"[,;]\s|\s(?:because|so that|which|since|but)\s|\s-\s", text)[0]
@@ -262,6 +283,13 @@ REQUEST_WORDS = frozenset((
     "recommend", "remind", "can", "could", "would", "will", "please", "how", "what", "why",
     "where", "when", "which", "who", "is", "are", "do", "does", "did", "should", "shall",
 ))
+
+
+def asks_about_earlier(text: str) -> bool:
+    """Whether ``text`` asks about earlier work (``EARLIER_WORK``), not a statement ("I like
+    teal") or a new request ("write the parser")."""
+    question = text.rstrip().endswith("?") or bool(_RECALL_LEAD.match(text))
+    return question and bool(EARLIER_WORK.search(text))
 
 
 def is_request(text: str) -> bool:
