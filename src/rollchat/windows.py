@@ -60,7 +60,22 @@ class WindowBook:
         return tokens if isinstance(tokens, int) and tokens >= MIN_WINDOW else None
 
     def remember(self, base_url: str | None, model: str, tokens: int, *, stated: bool) -> None:
-        """Record ``tokens`` as the window of ``model`` at ``base_url``. Raises OSError."""
+        """Record ``tokens`` as the window of ``model`` at ``base_url``. Raises OSError. Two
+        processes learning at once both keep what they learned: the read-modify-write holds
+        a lock file next to the data (``windows.json.lock``)."""
+        if self.path is None:
+            self._remember(base_url, model, tokens, stated)
+            return
+        from filelock import FileLock, Timeout
+
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            with FileLock(f"{self.path}.lock", timeout=10, mode=0o600):
+                self._remember(base_url, model, tokens, stated)
+        except Timeout:
+            raise OSError(f"{self.path} is locked by another process") from None
+
+    def _remember(self, base_url: str | None, model: str, tokens: int, stated: bool) -> None:
         windows = self._read()
         windows[_key(base_url, model)] = {
             "model": model, "base_url": redact_url(base_url) if base_url else None,
@@ -69,7 +84,6 @@ class WindowBook:
         if self.path is None:
             self._memory = windows
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         data = json.dumps({"version": VERSION, "windows": windows}, indent=1, sort_keys=True)
         fd, temp = tempfile.mkstemp(prefix=".windows-", suffix=".tmp", dir=self.path.parent)
         try:
