@@ -98,7 +98,8 @@ def main(
     ] = False,
 ) -> None:
     """Start the chat (offline model when no API key is configured)."""
-    if ctx.invoked_subcommand is not None:
+    if ctx.invoked_subcommand is not None:  # `rollchat --config X sessions`: X still counts
+        ctx.obj = {"config": config, "sessions_dir": sessions_dir}
         return
     from rollchat.config import ConfigOverrides
 

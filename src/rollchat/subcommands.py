@@ -18,8 +18,17 @@ from rollchat.errors import ConfigError, RollchatError, UsageError
 
 _JSON_SURROGATE = re.compile(r"[\ud800-\udfff]")  # written as \u escapes: the JSON stays exact
 
+def _given(ctx: typer.Context, name: str, value: Path | None) -> Path | None:
+    """An option given to the subcommand, else the same one given before it."""
+    if value is not None:
+        return value
+    before: Path | None = (ctx.obj or {}).get(name)
+    return before
+
+
 @app.command("sessions")
 def sessions_command(
+    ctx: typer.Context,
     sessions_dir: SessionsDirOpt = None,
     config: ConfigOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
@@ -29,8 +38,9 @@ def sessions_command(
     from rollchat.store import SessionStore
 
     try:
-        cfg = load_config(config_path=config, env=os.environ, cwd=Path.cwd(),
-                          overrides=ConfigOverrides(sessions_dir=sessions_dir))
+        cfg = load_config(config_path=_given(ctx, "config", config), env=os.environ,
+                          cwd=Path.cwd(), overrides=ConfigOverrides(
+                              sessions_dir=_given(ctx, "sessions_dir", sessions_dir)))
         if cfg.trust_notice:
             sys.stderr.write(f"rollchat: warning: {cfg.trust_notice}\n")
         store = SessionStore(cfg.session.dir)
@@ -76,6 +86,7 @@ def init_agent_command(
 
 @app.command("audit")
 def audit_command(
+    ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="Session number (see 'sessions'), id or id "
                                                 "prefix.")],
     sessions_dir: SessionsDirOpt = None,
@@ -90,8 +101,9 @@ def audit_command(
     from rollchat.store import SessionStore
 
     try:
-        cfg = load_config(config_path=config, env=os.environ, cwd=Path.cwd(),
-                          overrides=ConfigOverrides(sessions_dir=sessions_dir))
+        cfg = load_config(config_path=_given(ctx, "config", config), env=os.environ,
+                          cwd=Path.cwd(), overrides=ConfigOverrides(
+                              sessions_dir=_given(ctx, "sessions_dir", sessions_dir)))
         result = audit_session(SessionStore(cfg.session.dir), session)
     except ConfigError as exc:
         fail(str(exc))
