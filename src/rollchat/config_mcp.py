@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rollchat.config_fields import is_url, resolve
+from rollchat.config_yaml import read_capped
 from rollchat.errors import ConfigError
 
 DEFAULT_STARTUP_TIMEOUT = 10.0  # seconds for a server to start and list its tools
@@ -194,11 +195,10 @@ def read_servers_file(path: Path, display: str) -> tuple[McpServerConfig, ...]:
     """The servers of a Claude Code ``.mcp.json`` (``{"mcpServers": {name: entry}}``), in
     file order; ConfigError naming the file and the server for anything wrong."""
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_SERVERS_FILE_BYTES + 1)
+        data = read_capped(path, MAX_SERVERS_FILE_BYTES)
     except OSError as exc:
         raise ConfigError(f"{display}: cannot read {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_SERVERS_FILE_BYTES:
+    if data is None:
         raise ConfigError(f"{display}: {path} is too large for an MCP servers file "
                           "(limit 256 KiB)")
     try:

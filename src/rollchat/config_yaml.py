@@ -30,16 +30,23 @@ class RawFile:
     sha256: str
 
 
+def read_capped(path: Path, limit: int) -> bytes | None:
+    """The file's bytes, or None when it holds more than ``limit`` (never reading more than
+    that). OSError as raised."""
+    with path.open("rb") as handle:
+        data = handle.read(limit + 1)
+    return data if len(data) <= limit else None
+
+
 def read_config_bytes(path: Path, display: str) -> bytes:
     """The file's bytes, or a ConfigError for a directory, an unreadable or a huge file."""
     try:
         if path.is_dir():
             raise ConfigError(f"{display}: is a directory, not a config file")
-        with path.open("rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
+        data = read_capped(path, MAX_FILE_BYTES)
     except OSError as exc:
         raise ConfigError(f"{display}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_FILE_BYTES:
+    if data is None:
         raise ConfigError(f"{display}: too large for a config file (limit {MAX_FILE_BYTES // 1024}"
                           " KiB); put a long system prompt in system_prompt_file")
     return data
