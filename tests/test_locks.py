@@ -254,29 +254,52 @@ def test_a_session_of_this_process_nests_its_own_writes(tmp_path: Path) -> None:
     assert not SessionStore(tmp_path).open_elsewhere(live.session_id)
 
 
-def _child_sees(root: str, sid: str) -> bool:
-    from rollchat.locks import SessionLocks
+_FORKING_PARENT = """
+import os, sys
+from datetime import datetime, timezone
+from pathlib import Path
+import rollchat.locks
+from rollchat.locks import SessionLocks
+from rollchat.store import SessionStore
 
-    return SessionLocks(Path(root)).held_elsewhere(sid)
+rollchat.locks.BRIEF_WAIT = 0.2
+root = Path(sys.argv[1])
+live = SessionStore(root).new_session(agent_key="a", agent="A", agent_path="config:a",
+                                      model="m", provider="offline",
+                                      now=datetime(2026, 11, 22, tzinfo=timezone.utc))
+pid = os.fork()
+if pid == 0:
+    # the child is another process: the parent's session is open elsewhere for it
+    os._exit(0 if SessionLocks(root).held_elsewhere(live.session_id) else 3)
+_, status = os.waitpid(pid, 0)
+print(live.session_id, os.waitstatus_to_exitcode(status), flush=True)
+sys.stdin.readline()  # hold the session until the test has looked
+live.close()
+"""
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
-def test_a_forked_child_neither_shares_nor_drops_its_parents_locks(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import multiprocessing
-
-    monkeypatch.setattr("rollchat.locks.BRIEF_WAIT", 0.2)
-    store = SessionStore(tmp_path)
-    live = store.new_session(agent_key="a", agent="A", agent_path="config:a", model="m",
-                             provider="offline", now=datetime(2026, 11, 22, tzinfo=timezone.utc))
-    with multiprocessing.get_context("fork").Pool(1) as pool:
-        # the child is another process: the parent's session is open elsewhere for it
-        assert pool.apply(_child_sees, (str(tmp_path), live.session_id)) is True
-    # the child has exited: the parent still holds its session (a fresh process checks)
-    check = subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; "
-                            "from rollchat.locks import SessionLocks; "
-                            "print(SessionLocks(Path(sys.argv[1])).held_elsewhere(sys.argv[2]))",
-                            str(tmp_path), live.session_id], capture_output=True, text=True,
-                           timeout=60)
-    assert check.stdout.strip() == "True", check.stderr
-    live.close()
+def test_a_forked_child_neither_shares_nor_drops_its_parents_locks(tmp_path: Path) -> None:
+    # Forked in a fresh interpreter: forking this test process, which may hold threads of
+    # other tests' HTTP servers, can deadlock the child on a lock one of them held.
+    parent = subprocess.Popen([sys.executable, "-c", _FORKING_PARENT, str(tmp_path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        line = parent.stdout.readline().split()
+        assert len(line) == 2, parent.communicate(timeout=30)
+        sid, child_status = line
+        assert child_status == "0"  # the child saw the session as held by another process
+        # the child has exited: the parent still holds its session (a fresh process checks)
+        check = subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; "
+                                "from rollchat.locks import SessionLocks; "
+                                "print(SessionLocks(Path(sys.argv[1])).held_elsewhere(sys.argv[2]))",
+                                str(tmp_path), sid], capture_output=True, text=True, timeout=60)
+        assert check.stdout.strip() == "True", check.stderr
+        parent.communicate("\n", timeout=60)
+        assert parent.returncode == 0
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
