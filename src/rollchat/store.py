@@ -261,6 +261,14 @@ class SessionStore:
 
     def _read_text(self, path: Path, *, follow: bool, limit: int | None) -> str:
         """The whole file as text (strict UTF-8); ``limit``: refuse a larger file."""
+        data = self._read_data(path, follow=follow, limit=limit)
+        try:
+            return decode(data, binary_check=False)
+        except TranscriptError as e:
+            raise StoreError(f"{path.name}: {e}") from None
+
+    def _read_data(self, path: Path, *, follow: bool, limit: int | None) -> bytes:
+        """The whole file's bytes; ``limit``: refuse a larger file."""
         with os.fdopen(self._open(path, follow=follow), "rb") as f:
             size = os.fstat(f.fileno()).st_size
             try:
@@ -270,10 +278,7 @@ class SessionStore:
         if limit is not None and max(size, len(data)) > limit:
             raise StoreError(f"{path.name} is too large to read ({max(size, len(data))} "
                              f"bytes, limit {limit})")
-        try:
-            return decode(data, binary_check=False)
-        except TranscriptError as e:
-            raise StoreError(f"{path.name}: {e}") from None
+        return data
 
     def list_sessions(self, exclude: str | None = None) -> Listing:
         """Sessions most recent first (numbered 1..), and files that are not sessions."""
@@ -304,6 +309,11 @@ class SessionStore:
             raise StoreError(f"{info.file_name}: {e}") from None
         finally:
             os.close(fd)
+
+    def read_bytes(self, session_id: str) -> bytes:
+        """The session file's bytes as they are, read as ``load_transcript`` reads them (a
+        regular file inside the directory, at most ``max_read_bytes``), without parsing."""
+        return self._read_data(self.path_for(session_id), follow=True, limit=self.max_read_bytes)
 
     def load_transcript(self, session_id: str) -> Transcript:
         """The whole session, parsed; a corrupted summary block is dropped (the turns remain).

@@ -137,3 +137,7 @@ def trust_command(
                          user_config_dir=default_user_config_dir()))
     except ConfigError as exc:
         fail(str(exc))
+
+
+# ``compact`` and ``mcp`` live in compact_commands.py; importing it registers them on ``app``.
+from rollchat import compact_commands  # noqa: E402,F401
