@@ -16,11 +16,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from rollchat.domain import Summary
+from rollchat.domain import Summary, Transcript, Turn
 from rollchat.errors import RollchatError, StoreError, TranscriptError
 from rollchat.listing import Listing, SessionInfo, resolve
 
 if TYPE_CHECKING:
+    from rollchat.compaction.summarizer import SummaryOutcome
     from rollchat.config import Config, SummaryConfig
     from rollchat.providers.base import Provider
     from rollchat.store import SessionStore
@@ -180,7 +181,7 @@ def compact(store: SessionStore, ref: str, model: SummaryModel, *, focus: str | 
     return replace(result, notes=tuple(notes))
 
 
-def _read(store: SessionStore, info: SessionInfo) -> tuple[Any, bytes]:
+def _read(store: SessionStore, info: SessionInfo) -> tuple[Transcript, bytes]:
     from rollchat.transcript import decode, parse_lenient
 
     data = store.read_bytes(info.session_id)
@@ -210,8 +211,8 @@ def _parent_summary(store: SessionStore, info: SessionInfo, listing: Listing,
     return summary
 
 
-def _summarize(model: SummaryModel, turns: list[Any], parent: Summary | None,
-               focus: str | None, words: int) -> Any:
+def _summarize(model: SummaryModel, turns: list[Turn], parent: Summary | None,
+               focus: str | None, words: int) -> SummaryOutcome:
     from rollchat import policy
     from rollchat.compaction.summarizer import Summarizer
     from rollchat.tokens import TokenCounter
