@@ -5,10 +5,12 @@ continue it), ``show`` (read one) and ``export`` (print one, or its whole lineag
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -95,3 +97,105 @@ def _store(ctx: typer.Context, config: Path | None, sessions_dir: Path | None,
     if cfg.trust_notice:
         sys.stderr.write(f"rollchat: warning: {cfg.trust_notice}\n")
     return SessionStore(cfg.session.dir)
+
+
+SessionArg = Annotated[str, typer.Argument(
+    metavar="N|ID", help="Session number (see 'sessions'), id or unique id prefix.")]
+
+
+class Format(str, Enum):
+    md = "md"
+    json = "json"
+
+
+def _document_of(ctx: typer.Context, session: str, config: Path | None,
+                 sessions_dir: Path | None) -> tuple[SessionStore, str]:
+    """The store and the id of the session ``session`` names; exits with a message if none."""
+    from rollchat.store import resolve
+
+    try:
+        store = _store(ctx, config, sessions_dir)
+    except ConfigError as exc:
+        fail(str(exc))
+    try:
+        return store, resolve(session, store.list_sessions()).session_id
+    except RollchatError as exc:
+        fail(str(exc), 1)
+
+
+@app.command("show")
+def show_command(
+    ctx: typer.Context,
+    session: SessionArg,
+    sessions_dir: SessionsDirOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Show a saved session for reading: header, turns, summary. In a terminal through the pager
+    ($PAGER, else less); plain text when piped."""
+    from rollchat.export import read_document
+
+    store, session_id = _document_of(ctx, session, config, sessions_dir)
+    try:
+        transcript = read_document(store, session_id).transcript
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    from rollchat.ui.render import plain_console
+    from rollchat.ui.show import paged, session_view
+
+    if sys.stdout.isatty():
+        from rich.console import Console
+
+        paged(Console(), transcript)
+    else:
+        console = plain_console()
+        for part in session_view(transcript):
+            console.print(part)
+
+
+@app.command("export")
+def export_command(
+    ctx: typer.Context,
+    session: SessionArg,
+    chain: Annotated[bool, typer.Option(
+        "--chain", help="The whole lineage of the session (its parents back to the first), "
+        "oldest first.")] = False,
+    fmt: Annotated[Format, typer.Option(
+        "--format", help="md: the session files as they are; json: the parsed sessions "
+        "(header, turns with their messages and tokens, summary).")] = Format.md,
+    sessions_dir: SessionsDirOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Print a saved session as one document (markdown or JSON); with --chain, its whole
+    lineage. A missing or unreadable ancestor ends the chain with a warning."""
+    from rollchat.export import (
+        Lineage,
+        chain_json,
+        chain_markdown,
+        lineage,
+        read_document,
+        session_json,
+    )
+
+    store, session_id = _document_of(ctx, session, config, sessions_dir)
+    try:
+        found = lineage(store, session_id) if chain else Lineage([read_document(store,
+                                                                                session_id)])
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    if found.broken is not None:
+        from rollchat.ui.sanitize import harmless
+
+        sys.stderr.write(f"rollchat: warning: {harmless(found.broken)}\n")
+    if fmt is Format.json:
+        document = (chain_json(found) if chain
+                    else session_json(found.documents[0].transcript))
+        text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    else:
+        text = chain_markdown(found) if chain else found.documents[0].text
+    if sys.stdout.isatty():  # a terminal interprets what a file holds: made harmless
+        from rollchat.ui.sanitize import harmless
+
+        text = harmless(text)
+    sys.stdout.flush()
+    sys.stdout.buffer.write(text.encode("utf-8"))
+    sys.stdout.buffer.flush()
