@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 _SEP = "\x00"  # between the fields of an entry's haystack: no match spans two fields
-_WORD_START = frozenset(" _-./:\t" + _SEP)
+_STARTS = re.escape(" _-./:\t" + _SEP)  # what a word starts after
 
 
 @dataclass(frozen=True)
@@ -36,37 +36,42 @@ class Matcher:
                         key=lambda i: (candidates[i].when, candidates[i].key), reverse=True)
         self.candidates = [candidates[i] for i in recent]
         self._hay = [c.haystack for c in self.candidates]
+        self._last: tuple[str, list[int]] = ("", list(range(len(self.candidates))))
 
     def rank(self, query: str) -> list[Candidate]:
         """The candidates every word of ``query`` matches, best first (ties: most recent)."""
         words = query.lower().split()
         if not words:
             return list(self.candidates)
+        # typing on only narrows: what matches "redis p" matched "redis " and "redi"
+        last, pool = self._last
+        if not query.startswith(last):
+            pool = range(len(self.candidates))  # type: ignore[assignment]
         screens = [_pattern(w) for w in words]
-        scored: list[tuple[int, int]] = []
-        for index, hay in enumerate(self._hay):
-            if all(s.search(hay) for s in screens):
-                scored.append((-sum(_score(w, hay) for w in words), index))
-        scored.sort()
+        hay = self._hay
+        found = [i for i in pool if all(s.search(hay[i]) for s in screens)]
+        self._last = (query, found)
+        starts = [(w, re.compile(f"(?:^|[{_STARTS}]){re.escape(w)}")) for w in words]
+        scored = sorted((-sum(_score(w, at_start, hay[i]) for w, at_start in starts), i)
+                        for i in found)
         return [self.candidates[i] for _, i in scored]
 
 
 def _pattern(word: str) -> re.Pattern[str]:
-    """The word's characters in order, within one field."""
-    return re.compile(f"[^{_SEP}]*?".join(re.escape(ch) for ch in word))
+    """The word's characters in order, within one field: each gap is ``[^SEP c]*c``, which
+    never backtracks (the earliest next ``c``), so a search stays linear."""
+    first, *rest = (re.escape(ch) for ch in word)
+    return re.compile(first + "".join(f"[^{_SEP}{ch}]*{ch}" for ch in rest))
 
 
-def _score(word: str, hay: str) -> int:
-    """How well ``word`` matches its best field: a whole-word start beats a substring, which
-    beats letters spread out (the tighter the better)."""
+def _score(word: str, at_start: re.Pattern[str], hay: str) -> int:
+    """How well ``word`` matches its best field: at the start of a word beats inside one,
+    which beats letters spread out (the tighter the better)."""
+    if at_start.search(hay):
+        return 1000
+    if word in hay:
+        return 600
     best = 0
-    start = hay.find(word)
-    while start != -1 and best < 1000:
-        at_start = start == 0 or hay[start - 1] in _WORD_START
-        best = max(best, 1000 if at_start else 600)
-        start = hay.find(word, start + 1)
-    if best:
-        return best
     for field in hay.split(_SEP):
         span = _tightest(word, field)
         if span is not None:

@@ -39,7 +39,8 @@ def candidates(infos: Sequence[SessionInfo], titles: dict[str, str] | None = Non
     """What the filter matches for each session: title, id, date, first user line, agent."""
     titles = titles or {}
     return [Candidate(i.session_id, (titles.get(i.session_id, ""), i.session_id,
-                                     f"{i.date:%Y-%m-%d %H:%M}", i.first_query_preview or "",
+                                     i.date.isoformat(" ", "minutes")[:16],
+                                     i.first_query_preview or "",
                                      i.agent), i.date)
             for i in infos]
 
