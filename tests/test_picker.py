@@ -186,15 +186,18 @@ def test_pty_picker_filters_previews_and_resumes_the_chosen_session(tmp_path: Pa
     assert parse(new.read_text()).header.resumed_from == REDIS
 
 
-def test_pty_pick_cancelled_starts_no_chat(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("key", "status"), [("\x1b", 1), ("\x03", 130)])
+def test_pty_pick_cancelled_starts_no_chat(tmp_path: Path, key: str, status: int) -> None:
     cfg = write_config(tmp_path / "rollchat.yml", FAST)
     _three(tmp_path)
     child = spawn(tmp_path, "--config", str(cfg), "pick", timeout=60)
     child.expect_exact("3 of 3 sessions")
-    child.send("\x1b")
+    child.send("garden")
+    child.expect_exact("tomatoes by the wall")
+    child.send(key)
     child.expect_exact("no session chosen")
     child.expect(pexpect.EOF)
     child.close()
-    assert child.exitstatus == 1
+    assert child.exitstatus == status
     assert PROMPT not in (child.before or "")
     assert len(list(tmp_path.glob("sessions/*.md"))) == 3
