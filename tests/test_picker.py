@@ -169,11 +169,14 @@ def test_pty_picker_filters_previews_and_resumes_the_chosen_session(tmp_path: Pa
     child = spawn(tmp_path, "--config", str(cfg), "--resume", timeout=60)
     child.expect_exact("3 of 3 sessions")
     child.expect_exact("No summary yet")  # the newest is highlighted first
-    child.send("rds cache")  # fuzzy: r-d-s of "redis", then "cache"
+    child.send("rds")  # fuzzy: "redis" (tight), "garden beds" (spread out); not NEWEST
     child.expect_exact("redis listens on port 6380")  # the preview: its decisions
     child.expect_exact("write the eviction tests")
+    child.send("\x1b[B")  # Down: the garden session
+    child.send("\x1b[A")  # Up: back to redis
+    child.send("\x1b[B")  # Down again
     child.send("\r")
-    child.expect_exact(f"Found: {REDIS}")
+    child.expect_exact(f"Found: {OLD}")
     child.expect_exact(PROMPT)
     child.sendline("and now?")
     child.expect_exact("Tokens: ")
@@ -183,7 +186,7 @@ def test_pty_picker_filters_previews_and_resumes_the_chosen_session(tmp_path: Pa
     child.close()
     assert child.exitstatus == 0
     [new] = [p for p in sessions.glob("*.md") if p.stem not in (OLD, REDIS, NEWEST)]
-    assert parse(new.read_text()).header.resumed_from == REDIS
+    assert parse(new.read_text()).header.resumed_from == OLD
 
 
 @pytest.mark.parametrize(("key", "status"), [("\x1b", 1), ("\x03", 130)])
