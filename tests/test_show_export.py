@@ -181,3 +181,21 @@ def test_export_bad_input_is_refused_with_the_reason(tmp_path: Path) -> None:
     (sessions / "assistant_20260501_093000_dddd.md").write_text("# not\x1b[31m a session\n")
     code, out, err = _cli(tmp_path, "export", "dddd")
     assert code == 1 and out == "" and "cannot be used" in err and "\x1b" not in err
+
+
+def test_show_says_when_a_summary_block_is_corrupted(tmp_path: Path) -> None:
+    sessions = _chain(tmp_path)
+    path = sessions / f"{ROOT}.md"
+    path.write_text(path.read_text().replace("<!-- SESSION_SUMMARY_END -->", ""))
+    code, out, _ = _cli(tmp_path, "show", ROOT)
+    assert code == 0 and "You: plan the garden beds" in out
+    assert "summary block is corrupted" in out and "tomatoes" not in out
+
+
+def test_export_to_a_terminal_makes_escape_sequences_harmless(tmp_path: Path) -> None:
+    _chain(tmp_path)
+    child = spawn(tmp_path, "export", MIDDLE, "--sessions-dir", "sessions")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    _made_harmless(child.before or "")

@@ -136,20 +136,17 @@ def show_command(
 
     store, session_id = _document_of(ctx, session, config, sessions_dir)
     try:
-        transcript = read_document(store, session_id).transcript
+        document = read_document(store, session_id)
     except RollchatError as exc:
         fail(str(exc), 1)
+    from rich.console import Console
+
     from rollchat.ui.render import plain_console
-    from rollchat.ui.show import paged, session_view
+    from rollchat.ui.show import show
 
-    if sys.stdout.isatty():
-        from rich.console import Console
-
-        paged(Console(), transcript)
-    else:
-        console = plain_console()
-        for part in session_view(transcript):
-            console.print(part)
+    terminal = sys.stdout.isatty()
+    show(Console() if terminal else plain_console(), document.transcript,
+         summary_dropped=document.summary_dropped, pager=terminal)
 
 
 @app.command("export")

@@ -13,7 +13,7 @@ from typing import Any
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn
 from rollchat.errors import StoreError, TranscriptError
 from rollchat.store import SessionStore
-from rollchat.transcript import parse_lenient
+from rollchat.transcript import SUMMARY_START, parse_lenient
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,11 @@ class Document:
     session_id: str
     text: str
     transcript: Transcript
+
+    @property
+    def summary_dropped(self) -> bool:
+        """The file has a summary block that could not be read (the transcript has none)."""
+        return self.transcript.summary is None and f"\n{SUMMARY_START}" in self.text
 
 
 @dataclass(frozen=True)

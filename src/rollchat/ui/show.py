@@ -20,8 +20,10 @@ if TYPE_CHECKING:
 _RESULT_LINES = 12  # of a tool result; ``rollchat export`` prints them whole
 
 
-def session_view(t: Transcript) -> Iterator[RenderableType]:
-    """What ``show`` prints, in order."""
+def session_view(t: Transcript, *, summary_dropped: bool = False,
+                 ) -> Iterator[RenderableType]:
+    """What ``show`` prints, in order. ``summary_dropped``: the file's summary block could not
+    be read."""
     from rich.rule import Rule
     from rich.table import Table
     from rich.text import Text
@@ -48,6 +50,9 @@ def session_view(t: Transcript) -> Iterator[RenderableType]:
     yield Text("")
     if t.summary is not None:
         yield _summary(t.summary)
+    elif summary_dropped:
+        yield Rule("Its summary block is corrupted: not shown ('rollchat export' prints the "
+                   "file as it is)", style="yellow")
     elif t.turns:
         yield Rule("No summary (the session ended without one)", style="dim")
 
@@ -105,10 +110,15 @@ def _summary(s: Summary) -> RenderableType:
     return Panel(Group(*parts), title=title, title_align="left", border_style="magenta")
 
 
-def paged(console: Console, t: Transcript) -> None:
-    """Print the session through the pager ($PAGER, else less; less shows colours unless
-    $LESS says otherwise, and quits at once when it fits on one screen)."""
+def show(console: Console, t: Transcript, *, summary_dropped: bool, pager: bool) -> None:
+    """Print the session; ``pager``: through the pager ($PAGER, else less; less shows colours
+    unless $LESS says otherwise, and quits at once when it all fits on the screen)."""
+    parts = session_view(t, summary_dropped=summary_dropped)
+    if not pager:
+        for part in parts:
+            console.print(part)
+        return
     os.environ.setdefault("LESS", "-FRX")
     with console.pager(styles=True):
-        for part in session_view(t):
+        for part in parts:
             console.print(part)
