@@ -139,14 +139,10 @@ def show_command(
         document = read_document(store, session_id)
     except RollchatError as exc:
         fail(str(exc), 1)
-    from rich.console import Console
-
-    from rollchat.ui.render import plain_console
     from rollchat.ui.show import show
 
-    terminal = sys.stdout.isatty()
-    show(Console() if terminal else plain_console(), document.transcript,
-         summary_dropped=document.summary_dropped, pager=terminal)
+    show(document.transcript, summary_dropped=document.summary_dropped,
+         terminal=sys.stdout.isatty())
 
 
 @app.command("export")

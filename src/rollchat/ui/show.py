@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 
 from rollchat.domain import Summary, Transcript, Turn
 from rollchat.text import plural
-from rollchat.ui.render import usage_line
+from rollchat.ui.render import plain_console, usage_line
 from rollchat.ui.sanitize import harmless, one_line
 
 if TYPE_CHECKING:
-    from rich.console import Console, RenderableType
+    from rich.console import RenderableType
 
 _RESULT_LINES = 12  # of a tool result; ``rollchat export`` prints them whole
 
@@ -110,14 +110,19 @@ def _summary(s: Summary) -> RenderableType:
     return Panel(Group(*parts), title=title, title_align="left", border_style="magenta")
 
 
-def show(console: Console, t: Transcript, *, summary_dropped: bool, pager: bool) -> None:
-    """Print the session; ``pager``: through the pager ($PAGER, else less; less shows colours
-    unless $LESS says otherwise, and quits at once when it all fits on the screen)."""
+def show(t: Transcript, *, summary_dropped: bool, terminal: bool) -> None:
+    """Print the session to stdout: plain text, or for a ``terminal`` through the pager ($PAGER,
+    else less; less shows colours unless $LESS says otherwise, and quits at once when it all
+    fits on the screen)."""
     parts = session_view(t, summary_dropped=summary_dropped)
-    if not pager:
+    if not terminal:
+        plain = plain_console()
         for part in parts:
-            console.print(part)
+            plain.print(part)
         return
+    from rich.console import Console
+
+    console = Console()
     os.environ.setdefault("LESS", "-FRX")
     with console.pager(styles=True):
         for part in parts:
