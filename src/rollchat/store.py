@@ -315,11 +315,15 @@ class SessionStore:
         regular file inside the directory, at most ``max_read_bytes``), without parsing."""
         return self._read_data(self.path_for(session_id), follow=True, limit=self.max_read_bytes)
 
+    def read_text(self, session_id: str) -> str:
+        """The session's file as it is, read as ``load_transcript`` reads it."""
+        return self._read_text(self.path_for(session_id), follow=True, limit=self.max_read_bytes)
+
     def load_transcript(self, session_id: str) -> Transcript:
         """The whole session, parsed; a corrupted summary block is dropped (the turns remain).
         Only a regular file inside the directory, at most ``max_read_bytes``, is read."""
         path = self.path_for(session_id)
-        text = self._read_text(path, follow=True, limit=self.max_read_bytes)
+        text = self.read_text(session_id)
         try:
             return parse_lenient(text)
         except TranscriptError as e:
