@@ -167,7 +167,7 @@ def fork_refusal(*, no_fork: bool, interactive: bool, yes: bool) -> str | None:
 
 def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: str | None,
                yes: bool, no_fork: bool = False, agent_file: Path | None = None,
-               show_tools: bool = False) -> int:
+               show_tools: bool = False, fork: str | None = None) -> int:
     """Check the configuration, draw the banner, and run the chat until it ends. In a terminal
     the session core is built behind the first prompt (see ``Starting``)."""
     from rollchat import providers
@@ -210,6 +210,8 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
         try:
             if resume is not None:
                 chat.get().resume(resume)
+            if fork is not None:
+                chat.get().fork(fork)
             if interactive:
                 run_interactive(chat, history_file=history_path(cfg.ui.history_file),
                                 on_ready=_warm_up)

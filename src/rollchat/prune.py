@@ -1,9 +1,9 @@
 """Retention that never deletes silently: ``rollchat prune --older-than 30d`` finds the sessions
 not written for that long, lists them, and deletes them only when the user says yes (or ``-y``).
-A session's age is the time since its file was last written (its mtime, never earlier than its
-Date header). Sessions open in another process and files that are not sessions are never
-touched. A child keeps its parent's summary in its own file, so pruning a parent loses no
-context."""
+A session's age is the time since its file was last written (its mtime: a session resumed
+yesterday is young, whenever it began; a copy that did not keep the times is young too).
+Sessions open in another process and files that are not sessions are never touched. A child
+keeps its parent's summary in its own file, so pruning a parent loses no context."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def candidates(store: SessionStore, older_than: timedelta,
             st = os.stat(store.path_for(info.session_id), follow_symlinks=False)
         except OSError:
             continue  # gone meanwhile
-        written = max(datetime.fromtimestamp(st.st_mtime, timezone.utc), info.date)
+        written = datetime.fromtimestamp(st.st_mtime, timezone.utc).astimezone()
         if now - written >= older_than:
             old.append((info, written, st.st_size))
     going = {info.session_id for info, _, _ in old}

@@ -137,3 +137,7 @@ def trust_command(
                          user_config_dir=default_user_config_dir()))
     except ConfigError as exc:
         fail(str(exc))
+
+
+# ``prune`` and ``fork`` (issue 12) live in subcommands_ops.py; importing it registers them.
+from rollchat import subcommands_ops  # noqa: E402,F401
