@@ -158,6 +158,11 @@ def test_fork_from_the_command_line_starts_the_chat_in_a_fork(tmp_path: Path) ->
     assert forked.header.resumed_from == original.stem and forked.header.forked
     assert [t.kind for t in forked.turns] == ["restored", "query"]
     assert original.read_bytes() == before  # left open: no 'Continued In', no change
+    again = run_piped(tmp_path, "hi\nexit\n", "--model", "offline-2", "--sessions-dir",
+                      str(h.store.root), "fork", original.stem)  # options before it count
+    assert again.returncode == 0, again.stderr
+    models = sorted(parse(p.read_text()).header.model for p in h.files())
+    assert models == ["offline", "offline", "offline-2"]
     bad = run_piped(tmp_path, "", "fork", "nosuchsession", "--sessions-dir",
                     str(h.store.root))
     assert bad.returncode == 1 and "no session 'nosuchsession'" in bad.stderr

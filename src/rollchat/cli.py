@@ -99,7 +99,9 @@ def main(
 ) -> None:
     """Start the chat (offline model when no API key is configured)."""
     if ctx.invoked_subcommand is not None:  # `rollchat --config X sessions`: X still counts
-        ctx.obj = {"config": config, "sessions_dir": sessions_dir}
+        ctx.obj = {"config": config, "sessions_dir": sessions_dir, "agent": agent,
+                   "provider": provider.value if provider else None, "model": model,
+                   "base_url": base_url, "yes": yes}  # (the chat's, for `fork`)
         return
     from rollchat.config import ConfigOverrides
 

@@ -113,11 +113,15 @@ def fork_command(
     from rollchat.cli import start_chat
     from rollchat.config import ConfigOverrides
 
-    overrides = ConfigOverrides(agent=agent, model=model,
+    before = ctx.obj or {}  # the chat's options given before `fork` count too
+    overrides = ConfigOverrides(agent=agent or before.get("agent"),
+                                provider=before.get("provider"),
+                                model=model or before.get("model"),
+                                base_url=before.get("base_url"),
                                 sessions_dir=_given(ctx, "sessions_dir", sessions_dir))
     try:
-        code = start_chat(_given(ctx, "config", config), overrides, resume=None, yes=yes,
-                          fork=session)
+        code = start_chat(_given(ctx, "config", config), overrides, resume=None,
+                          yes=yes or bool(before.get("yes")), fork=session)
     except (ConfigError, UsageError) as exc:
         fail(str(exc))
     except RollchatError as exc:
