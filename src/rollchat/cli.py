@@ -211,10 +211,12 @@ def fork_refusal(*, no_fork: bool, interactive: bool, yes: bool) -> str | None:
 
 def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: str | None,
                yes: bool, no_fork: bool = False, agent_file: Path | None = None,
-               show_tools: bool = False, choose: str | None = None) -> int:
+               show_tools: bool = False, choose: str | None = None,
+               fork: str | None = None) -> int:
     """Check the configuration, draw the banner, and run the chat until it ends. In a terminal
     the session core is built behind the first prompt (see ``Starting``). ``choose``: "last"
-    resumes the most recent session, "pick" the one chosen in the picker."""
+    resumes the most recent session, "pick" the one chosen in the picker. ``fork``: the
+    session to continue in a fork of (``rollchat fork``)."""
     from rollchat import providers
     from rollchat.config import load_config
     from rollchat.interrupts import Terminated, ending, ending_signals
@@ -259,6 +261,8 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
         try:
             if resume is not None:
                 chat.get().resume(resume)
+            if fork is not None:
+                chat.get().fork(fork)
             if interactive:
                 run_interactive(chat, history_file=history_path(cfg.ui.history_file),
                                 on_ready=_warm_up)

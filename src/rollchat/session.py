@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from rollchat import policy
 from rollchat.audit import audit, audit_line
@@ -49,6 +50,9 @@ from rollchat.text import human_tokens, plural
 from rollchat.tokens import TokenCounter
 from rollchat.tool_output import ToolOutput
 from rollchat.windows import WindowBook, WindowLearner
+
+if TYPE_CHECKING:
+    from rollchat.session_ops import UndoPoint
 
 Flow = Generator[Event, None, None]
 
@@ -97,6 +101,7 @@ class Session:
         if summary_provider is engine.provider and summary_model == engine.model:
             self.summarizer.refused = self.windows.summary_refused
         self.guards = PolicyState()
+        self.undo: UndoPoint | None = None  # what the last compact replaced (session_ops)
 
     def _budget(self, window: int) -> policy.Budget:
         cfg = self.config.session
@@ -345,14 +350,17 @@ class Session:
         restoring = self.engine.restore(prompt)
         answer: Answer = yield from (quietly(restoring) if quiet else restoring)
         context = restored_context(parent, automatic=quiet)
-        turn = replace(answer.turn, context=context, previous_session=parent.file_name)
+        # the prompt is kept in the child's file: it holds the parent's summary (see prune)
+        turn = replace(answer.turn, context=context, previous_session=parent.file_name,
+                       user=prompt)
         if not quiet:
             yield TurnFinished(turn)
         self.state.restored = turn
 
     # ------------------------------------------------------------------ resume
-    def resume(self, ref: str) -> Flow:
-        """Continue a saved session from its summary, in a new linked session."""
+    def resume(self, ref: str, fork: bool = False) -> Flow:
+        """Continue a saved session from its summary, in a new linked session (``fork``: a
+        fork, which leaves the session open: no ``Continued In`` link is written to it)."""
         from rollchat.store import resolve
 
         listing = self.store.list_sessions(exclude=self.state.session_id)
@@ -362,7 +370,7 @@ class Session:
             yield Notice("info", "Resume cancelled.")
             return
         yield Notice("info", "Loading session...")
-        forked = yield from check_open(self.store, info, self.fork_refusal)
+        elsewhere = yield from check_open(self.store, info, None if fork else self.fork_refusal)
         if info.summary_problem:
             yield Notice("warning", f"{info.file_name}: {info.summary_problem}; treating it as "
                                     "unsummarized")
@@ -373,7 +381,7 @@ class Session:
         if summary is None:
             from rollchat.unsummarized import summarize_unsummarized
 
-            summary = yield from summarize_unsummarized(self, info, save=not forked)
+            summary = yield from summarize_unsummarized(self, info, save=not elsewhere)
         if self.state.queries:
             yield from self._finalize()
             yield Notice("info", f"Saved the current session: {self.state.session_id} "
@@ -384,8 +392,9 @@ class Session:
                              f"{human_tokens(info.tokens)} tokens)")
         yield Notice("info", "Restoring context...")
         yield from self._start_child(Parent(info.session_id, info.file_name, summary, info.date,
-                                            info.queries, info.tokens, info.resumed_from, forked))
-        self.guards = PolicyState()
+                                            info.queries, info.tokens, info.resumed_from,
+                                            elsewhere or fork, by_user=fork and not elsewhere))
+        self.guards, self.undo = PolicyState(), None
 
     # ------------------------------------------------------------------ exit
     def exit(self, within: float | None = None) -> Flow:

@@ -85,6 +85,7 @@ class Parent:
     tokens: int
     grandparent: str | None
     forked: bool = False  # open in another process: the child is a fork, the file not written
+    by_user: bool = False  # forked by the user's ``fork`` (not because it was open elsewhere)
 
 
 def restoration_prompt(parent: Parent, *, archive_tool: bool) -> str:
@@ -102,7 +103,7 @@ def restored_context(parent: Parent, *, automatic: bool) -> str:
     """The ``Context:`` line of a child's first entry: where it was restored from."""
     how = ("Compacted automatically from" if automatic else "Forked from" if parent.forked
            else "Resumed from")
-    note = "open in another process; " if parent.forked else ""
+    note = "open in another process; " if parent.forked and not parent.by_user else ""
     return (f"{how} {parent.session_id or UNSAVED} ({note}{plural(parent.queries, 'query')}, "
             f"{human_tokens(parent.tokens)} tokens)")
 

@@ -34,7 +34,7 @@ from rollchat.listing import (
     session_info,
     slug,
 )
-from rollchat.locks import SessionBusyError, SessionLocks, pid_alive
+from rollchat.locks import BRIEF_WAIT, SessionBusyError, SessionLocks, busy_message, pid_alive
 from rollchat.memstore import MemorySession, MemoryStore
 from rollchat.session_file import NOFOLLOW as _NOFOLLOW
 from rollchat.session_file import FileSession, fsync_dir, write_all
@@ -42,10 +42,12 @@ from rollchat.store_api import LiveSession, Store
 from rollchat.transcript import (
     decode,
     glance,
+    parse_head,
     parse_lenient,
     render_finalized,
     render_header,
     render_linked,
+    render_resummarized,
     tail_summary,
 )
 
@@ -197,6 +199,50 @@ class SessionStore:
     def link_child(self, session_id: str, child_id: str) -> None:
         """Atomically add ``child_id`` to the session's ``Continued In`` header line."""
         self._rewrite(session_id, lambda text: render_linked(text, check_id(child_id)))
+
+    def replace_summary(self, session_id: str, summary: Summary) -> None:
+        """Atomically replace the session's summary block; the rest stays byte for byte."""
+        self._rewrite(session_id, lambda text: render_resummarized(text, summary))
+
+    def snapshot(self, session_id: str) -> bytes:
+        """The session file's exact bytes (to put back with ``reopen``)."""
+        path = self.path_for(session_id)
+        with os.fdopen(self._open(path, follow=False), "rb") as f:
+            try:
+                return f.read()
+            except OSError as e:
+                raise StoreError(f"cannot read {path}: {e.strerror}") from None
+
+    def reopen(self, session_id: str, data: bytes) -> FileSession:
+        """Put ``data`` (a ``snapshot`` of a live session) back as the session's file,
+        atomically, and hold the session again to write on (undoing a compaction);
+        SessionBusyError when another process has it open meanwhile."""
+        path = self.path_for(session_id)
+        if not self.locks.acquire(session_id, BRIEF_WAIT):
+            raise SessionBusyError(f"{busy_message(session_id)}; it was not changed")
+        try:
+            header = parse_head(decode(data, binary_check=False)).header
+            self._atomic_write(path, data)
+        except BaseException:
+            self.locks.release(session_id)
+            raise
+        live = FileSession(path, header, self.locks)
+        live.check_totals(data)
+        return live
+
+    def delete(self, session_id: str) -> None:
+        """Remove the session's file and its lock file (``rollchat prune``); SessionBusyError
+        when another process has it open."""
+        path = self.path_for(session_id)
+        with self.locks.claim(session_id):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                raise StoreError(f"cannot delete {path}: {e.strerror}") from None
+            fsync_dir(self.root)
+        self.locks.discard(session_id)
 
     def open_elsewhere(self, session_id: str) -> bool:
         """Whether another process has the session open (and so is the only one to write it)."""

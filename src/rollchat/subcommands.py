@@ -139,5 +139,6 @@ def trust_command(
         fail(str(exc))
 
 
-# ``compact`` and ``mcp`` live in compact_commands.py; importing it registers them on ``app``.
-from rollchat import compact_commands  # noqa: E402,F401
+# More subcommands, each registered on ``app`` when its module is imported:
+# ``compact`` and ``mcp`` (compact_commands.py), ``prune`` and ``fork`` (subcommands_ops.py).
+from rollchat import compact_commands, subcommands_ops  # noqa: E402,F401
