@@ -33,7 +33,7 @@ def summarize_unsummarized(session: Session, info: SessionInfo, *, save: bool = 
     yield Notice("info", f"{info.session_id} has no summary; summarizing its transcript now"
                          f"{note}.")
     transcript = session.store.load_transcript(info.session_id)
-    turns = [t for t in transcript.turns if t.kind != "restored"]
+    turns = [t for t in transcript.turns if t.kind in ("query", "carried")]
     if not turns:
         raise RollchatError(f"session {info.session_id} has no queries to resume from")
     summarizer = session.summarizer
