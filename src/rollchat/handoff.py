@@ -29,6 +29,18 @@ if TYPE_CHECKING:
 _MENTION = re.compile(r"@([A-Za-z0-9][A-Za-z0-9_-]{0,63})(?=\s|$)")
 _WORD = re.compile(r"\w+")
 _MAX_TERMS = 64  # query words given to bm25 (a pasted essay does not make a huge query)
+# Words left out of the query: with them every turn would match (bm25 orders the turns that
+# match; which turns match is decided by the words that say something).
+_COMMON_WORDS = """
+a about above after again all also am an and any are as at be because been before being
+below between both but by can could did do does doing done down during each few for from
+further had has have having he her here hers him his how i if in into is it its itself just
+let lets me more most my no nor not now of off on once only or other our ours out over own
+please same she should so some such than that the their theirs them then there these they
+this those through to too under until up us very was we were what when where which while
+who whom why will with would you your yours yourself
+"""
+_STOPWORDS = frozenset(_COMMON_WORDS.split())
 CONTEXT_TAG = "handoff-context"
 TRIMMED = " […cut to fit handoff.max_tokens]"
 
@@ -121,18 +133,20 @@ def last_turns(texts: Sequence[str], n: int, limit: int, count: Count) -> list[i
 
 
 def relevant_turns(texts: Sequence[str], query: str, limit: int, count: Count) -> list[int]:
-    """The indexes of the texts most relevant to ``query`` (SQLite FTS5's bm25 ranking, in an
-    in-memory database) that fit ``limit`` tokens together, in their original order; empty
-    when no text shares a word with the query."""
+    """The indexes of the texts that share a word with ``query`` (common words aside), the
+    most relevant first by SQLite FTS5's bm25 (an in-memory database) while they fit ``limit``
+    tokens together, returned in their original order; empty when none matches."""
     import sqlite3
 
-    terms = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))[:_MAX_TERMS]
+    terms = list(dict.fromkeys(w for w in (w.lower() for w in _WORD.findall(clean(query)))
+                               if w not in _STOPWORDS))[:_MAX_TERMS]
     if not terms or not texts:
         return []
     db = sqlite3.connect(":memory:")
     try:
         db.execute("CREATE VIRTUAL TABLE turns USING fts5(body)")
-        db.executemany("INSERT INTO turns(rowid, body) VALUES (?, ?)", enumerate(texts))
+        db.executemany("INSERT INTO turns(rowid, body) VALUES (?, ?)",  # (valid Unicode)
+                       ((i, clean(text)) for i, text in enumerate(texts)))
         match = " OR ".join(f'"{t}"' for t in terms)  # \w+ words: no quote inside
         ranked = [row[0] for row in db.execute(
             "SELECT rowid FROM turns WHERE turns MATCH ? ORDER BY bm25(turns)", (match,))]
