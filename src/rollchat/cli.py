@@ -364,6 +364,6 @@ class _SessionBuilder:
         return session
 
 
-# The subcommands besides the chat (sessions, audit, trust, init-agent) live in subcommands.py;
-# importing it registers them on ``app``.
-from rollchat import subcommands  # noqa: E402,F401
+# The subcommands besides the chat (sessions, audit, trust, init-agent) live in subcommands.py,
+# ``import`` in import_cli.py; importing them registers them on ``app``.
+from rollchat import import_cli, subcommands  # noqa: E402,F401
