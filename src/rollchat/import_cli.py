@@ -31,10 +31,14 @@ def _read(path: Path) -> bytes:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UsageError(f"{path} is not a regular file")
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UsageError(f"{path} is not a regular file")
-        data = f.read(MAX_FILE_BYTES + 1)
+        try:
+            data = f.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror}") from None
     if len(data) > MAX_FILE_BYTES:
         raise UsageError(f"{path} is too large to import (limit {MAX_FILE_BYTES:,} bytes)")
     return data

@@ -312,16 +312,17 @@ def read_transcript(data: bytes, name: str) -> Imported:
     if b"\0" in data:
         raise UsageError(f"{name} is a binary file; rollchat import reads {SUPPORTED}")
     text = clean(data.decode("utf-8", errors="replace").removeprefix("\ufeff"))
-    first = next((line for line in text.split("\n") if line.strip()), "")
-    if first.lstrip().startswith(("{", "[")):
+    head = [line for line in text.split("\n", 200)[:200] if line.strip()][:50]
+    if any(line.lstrip().startswith("{") for line in head):  # JSON lines (some maybe broken)
         lines = list(_lines(text))
         kind = next((k for _, v in lines for k in [_kind(v)] if k is not None), None)
-        if kind is None:
+        if kind is not None:
+            out = Imported(kind)
+            (_claude if kind == "claude-code" else _codex)(lines, out)
+            return out
+        if _MD_LABEL.search(text) is None:
             raise UsageError(f"{name}: unknown format: no line is a Claude Code or Codex "
                              f"message; rollchat import reads {SUPPORTED}")
-        out = Imported(kind)
-        (_claude if kind == "claude-code" else _codex)(lines, out)
-        return out
     if _MD_LABEL.search(text) is None:
         raise UsageError(f"{name}: unknown format; rollchat import reads {SUPPORTED}")
     out = Imported("markdown")
