@@ -110,6 +110,10 @@ class ChatApp:
         before = target.recorded
         try:
             self.run(hand_off(self.session, target, message, previous))
+        except RollchatError:  # e.g. its earlier session could not be resumed: not sent
+            if target.recorded == before:
+                self.unsent_input = line
+            raise
         finally:
             if target.recorded > before:  # the message is the target's now: talk to it
                 self.sessions[key] = self.session = target
