@@ -246,7 +246,7 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
     from rollchat.store import MemoryStore, SessionStore, Store
     from rollchat.tokens import context_window
     from rollchat.ui.app import ChatApp
-    from rollchat.ui.approve import piped_asker, terminal_asker
+    from rollchat.ui.approve import piped_asker, terminal_asker, terminal_compact_asker
 
     agent = cfg.agent
     provider = providers.build_provider(name, agent, cfg, env)
@@ -306,6 +306,7 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
         summary_model=summary_agent.model or model, provider_name=name, store=store,
         confirm=confirm, context_window=context_window(model, override), windows=windows,
         fork_refusal=fork_refusal(no_fork=no_fork, interactive=interactive, yes=yes),
+        ask_compact=terminal_compact_asker(renderer) if interactive else None,
     )
     if session.budget.warning:
         notices.append(session.budget.warning)

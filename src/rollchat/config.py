@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from rollchat.config_fields import MODEL, PROVIDER, URL, Field, coerce, nonempty, resolve, show
 from rollchat.errors import ConfigError
@@ -58,6 +58,16 @@ class AgentConfig:
 
 NO_SAVE_LOCATION = "memory only (--no-save)"
 
+AutoCompact = Literal["on", "off", "ask"]
+AUTO_COMPACT_CHOICES: tuple[AutoCompact, ...] = ("on", "off", "ask")
+
+
+def auto_mode(setting: bool | str) -> AutoCompact:
+    """``session.auto_compact`` (true, false or "ask") as a mode: on, off or ask."""
+    if setting == "ask":
+        return "ask"
+    return "on" if setting is True or setting == "on" else "off"
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -68,7 +78,7 @@ class ModelConfig:
 class SessionConfig:
     dir: Path = Path("sessions")
     auto_save: bool = True
-    auto_compact: bool = True
+    auto_compact: bool | Literal["ask"] = True  # ask: at the threshold, the user decides
     compact_threshold: float = 0.8
     safety_margin_tokens: int = 1000
     compact_every_turns: int = 0

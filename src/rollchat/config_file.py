@@ -24,6 +24,7 @@ from rollchat.config import (
     UIConfig,
 )
 from rollchat.config_fields import (
+    AUTO_COMPACT,
     BOOL,
     DELAY,
     MODEL,
@@ -87,7 +88,7 @@ _SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
     "session": (SessionConfig, {
         "dir": Field("path", "must be a directory path", nonempty),
         "auto_save": BOOL,
-        "auto_compact": BOOL,
+        "auto_compact": AUTO_COMPACT,
         "compact_threshold": Field(
             "float", "must be a number between 0 and 1", lambda v: 0 < v <= 1
         ),

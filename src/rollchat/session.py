@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
+from typing import Literal
 
 from rollchat import policy
 from rollchat.audit import audit, audit_line
 from rollchat.checkpoint import checkpointed  # each tool call on disk as it ends
 from rollchat.clean import clean
 from rollchat.compaction.summarizer import Background, Summarizer, SummaryOutcome
-from rollchat.config import AgentConfig, Config
+from rollchat.config import AgentConfig, AutoCompact, Config, auto_mode
 from rollchat.context import estimate_prompt, tail_sizes, tail_start
 from rollchat.domain import Message, Summary, Turn
 from rollchat.engine import Answer, Engine, quietly
@@ -51,6 +52,10 @@ from rollchat.tool_output import ToolOutput
 from rollchat.windows import WindowBook, WindowLearner
 
 Flow = Generator[Event, None, None]
+CompactChoice = Literal["compact", "later", "off"]
+# Asks the user whether to compact now (auto_compact: ask), given the one-line question; None
+# when nobody can be asked (piped input): that counts as "later".
+CompactAsker = Callable[[str], CompactChoice | None]
 
 
 class Session:
@@ -70,6 +75,7 @@ class Session:
         context_window: int,
         fork_refusal: str | None = None,  # why not to fork a session open elsewhere; None: fork
         windows: WindowBook | None = None,  # learned windows (None: in memory only)
+        ask_compact: CompactAsker | None = None,  # auto_compact: ask (None: nobody to ask)
     ) -> None:
         self.config = config
         self.agent = agent
@@ -97,6 +103,14 @@ class Session:
         if summary_provider is engine.provider and summary_model == engine.model:
             self.summarizer.refused = self.windows.summary_refused
         self.guards = PolicyState()
+        self.ask_compact = ask_compact
+        self.auto_override: AutoCompact | None = None  # set by `auto on|off|ask` in the chat
+
+    @property
+    def auto_mode(self) -> AutoCompact:
+        """Automatic compaction in this session: on, off or ask (the config's, unless the
+        chat changed it)."""
+        return self.auto_override or auto_mode(self.config.session.auto_compact)
 
     def _budget(self, window: int) -> policy.Budget:
         cfg = self.config.session
@@ -144,6 +158,8 @@ class Session:
         situation = self._situation(pending)
         decided = policy.plan(situation)
         yield Planned(situation.estimate, self.budget.tokens, decided.compact, decided.reason)
+        if decided.compact and decided.ask:
+            decided = yield from self._propose(decided, situation)
         if decided.compact:
             yield from self._auto_compact(decided, pending)
         elif decided.presummarize:
@@ -209,10 +225,34 @@ class Session:
             fixed_after=self._fixed_after(summary),
             pending=self.counter.count_message(pending),
             tail=tail_sizes(self.counter, self.engine.context, cfg.keep_recent_turns),
-            keep_turns=cfg.keep_recent_turns, enabled=cfg.auto_compact,
+            keep_turns=cfg.keep_recent_turns, enabled=self.auto_mode != "off",
+            ask=self.auto_mode == "ask",
             every_turns=cfg.compact_every_turns, has_turns=self.state.query_turns > 0,
             refused=refused,
         )
+
+    def _propose(self, decided: Plan, situation: Situation) -> Generator[Event, None, Plan]:
+        """auto_compact: ask. One question (see ``proposal``); the plan the answer makes:
+        compact now; later (asked again at the next gauge level, see policy); or off for
+        this session. Nobody to ask (piped input) counts as later."""
+        question = proposal(situation.estimate, self.budget.window)
+        choice = self.ask_compact(question) if self.ask_compact is not None else None
+        if choice == "compact":
+            return decided
+        level = policy.gauge_level(situation.estimate, self.budget.window)
+        if choice == "off":
+            self.auto_override = "off"
+            yield Notice("info", "Automatic compaction is off for this session ('auto on' "
+                                 "or 'auto ask' turns it back on; 'compact' compacts now).")
+        else:
+            self.guards = replace(self.guards, put_off_level=level)
+            who = "" if choice == "later" else " (auto_compact: ask, and no terminal to ask)"
+            when = ("compacting only once the next request would not fit otherwise"
+                    if level >= len(policy.GAUGE_LEVELS)
+                    else f"asking again when {policy.asked_again(level)}")
+            yield Notice("info", f"Not compacting now{who}; {when}. 'compact' compacts at "
+                                 "any time.")
+        return replace(decided, compact=False, reason="put off by the user")
 
     def _auto_compact(self, decided: Plan, pending: Message) -> Generator[Event, None, bool]:
         """Summarize and continue in a child session that keeps the last turns verbatim.
@@ -257,6 +297,14 @@ class Session:
                                     f"{self.budget.tokens:,} tokens)")
         yield CompactionFinished(parent_id, True, len(carried), before, after)
         return True
+
+    def set_auto(self, mode: AutoCompact) -> AutoCompact:
+        """Change automatic compaction for this session (``auto on|off|ask``); the mode it
+        had. A compaction put off before is proposed again at the next threshold."""
+        previous = self.auto_mode
+        self.auto_override = mode
+        self.guards = replace(self.guards, put_off_level=None)
+        return previous
 
     # ------------------------------------------------------------------ summaries
     def _summarize(self, turns: list[Turn], parent: Summary | None, focus: str | None, *,
@@ -397,3 +445,10 @@ class Session:
             state.close()
             yield Ended(state.session_id, state.queries, state.tokens, state.restoration_tokens,
                         state.save_failed, state.restored is not None, state.summary_failed)
+
+
+def proposal(estimate: int, window: int) -> str:
+    """The one-line question of auto_compact: ask (the answers: see CompactChoice)."""
+    return (f"Context at {estimate / window:.0%} (≈{human_tokens(estimate)} of "
+            f"{human_tokens(window)} tokens). Compact now? [c]ompact / [l]ater / "
+            "[o]ff for this session: ")
