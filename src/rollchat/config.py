@@ -18,6 +18,7 @@ from rollchat.providers import AUTO, PROVIDER_CHOICES
 
 if TYPE_CHECKING:  # read from a file only (config_file imports it)
     from rollchat.config_mcp import McpServerConfig
+    from rollchat.prices import Price
 
 PROVIDERS = PROVIDER_CHOICES
 PROJECT_FILE = "rollchat.yml"  # the project config, read from the working directory untrusted
@@ -71,7 +72,10 @@ def auto_mode(setting: bool | str) -> AutoCompact:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    context_window: int
+    """One model's settings under ``models:`` (each optional; at least one is set)."""
+
+    context_window: int | None = None
+    price: Price | None = None  # dollars per million tokens (see prices.py)
 
 
 @dataclass(frozen=True)
@@ -151,6 +155,11 @@ class Config:
     def context_window_override(self, model: str) -> int | None:
         entry = self.models.get(model)
         return entry.context_window if entry else None
+
+    @property
+    def prices(self) -> dict[str, Price]:
+        """The prices set under ``models:`` (they win over prices.PRICES)."""
+        return {name: m.price for name, m in self.models.items() if m.price is not None}
 
 
 @dataclass(frozen=True)

@@ -147,6 +147,7 @@ class SessionHeader:
     continued_in: tuple[str, ...] = ()
     context_tokens: int = 0  # the context's size: the prompt of the session's last call
     tools: tuple[str, ...] | None = None  # the agent's own tools (None: not recorded)
+    cost: float | None = None  # dollars for the tokens billed (None: the price is unknown)
 
 
 @dataclass(frozen=True)

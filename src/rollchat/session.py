@@ -15,7 +15,7 @@ from rollchat.clean import clean
 from rollchat.compaction.summarizer import Background, Summarizer, SummaryOutcome
 from rollchat.config import AgentConfig, AutoCompact, Config, auto_mode
 from rollchat.context import estimate_prompt, tail_sizes, tail_start
-from rollchat.domain import Message, Summary, Turn
+from rollchat.domain import Message, Summary, Turn, Usage
 from rollchat.engine import Answer, Engine, quietly
 from rollchat.errors import RollchatError, StoreError
 from rollchat.events import (
@@ -34,6 +34,7 @@ from rollchat.events import (
 from rollchat.forks import agent_change, check_open, open_file
 from rollchat.interrupts import sigint_deferred
 from rollchat.policy import Plan, PolicyState, Situation
+from rollchat.prices import ChainCost, chain_of, cost, price_for
 from rollchat.providers.base import ContextTooLongError, Provider, ToolSpec
 from rollchat.state import (
     UNSAVED,
@@ -103,6 +104,8 @@ class Session:
         if summary_provider is engine.provider and summary_model == engine.model:
             self.summarizer.refused = self.windows.summary_refused
         self.guards = PolicyState()
+        self.price = price_for(engine.model, config.prices)  # None: unknown (no cost shown)
+        self.chain = ChainCost()  # the sessions this one continues (see prices.chain_of)
         self.ask_compact = ask_compact
         self.auto_override: AutoCompact | None = None  # set by `auto on|off|ask` in the chat
 
@@ -132,6 +135,13 @@ class Session:
         """The size of the next prompt (see context.estimate_prompt)."""
         return estimate_prompt(self.counter, self.engine.context, list(pending),
                                self._tool_specs())
+
+    def cost(self, usage: Usage | None = None) -> float | None:
+        """Dollars for ``usage`` (default: this session's billed tokens); None when the
+        model's price is unknown."""
+        if self.price is None:
+            return None
+        return cost(self.state.billed_usage if usage is None else usage, self.price)
 
     def _tool_room(self) -> int:
         """Tokens a new tool result may take in the current tool loop (see ToolOutput)."""
@@ -182,7 +192,7 @@ class Session:
                               turns_since_compaction=self.guards.turns_since_compaction + 1)
         yield from self._save(turn)  # on disk before the footer tells the user it is done
         self.recorded += 1
-        yield TurnFinished(turn, hint)
+        yield TurnFinished(turn, hint, self.cost(turn.usage))
 
     def unsent(self, text: str) -> Flow:
         """Keep a message the chat ended before sending (a signal right after Enter)."""
@@ -196,9 +206,11 @@ class Session:
             return
         try:
             live = state.live or (yield from open_file(self.store, state, self.agent,
-                                                       self.engine.model, self.provider_name))
+                                                       self.engine.model, self.provider_name,
+                                                       cost=self.cost()))
             live.append_turn(turn, self.agent.name)
-            live.set_totals(state.queries, state.billed, self.engine.context.reported_size)
+            live.set_totals(state.queries, state.billed, self.engine.context.reported_size,
+                            self.cost())
         except StoreError as exc:
             state.save_failed = True
             yield Notice("error", f"{exc} — the chat goes on in memory; nothing is saved "
@@ -348,7 +360,8 @@ class Session:
                 with sigint_deferred():
                     self.store.finalize(state.live.session_id, outcome.summary,
                                         total_queries=state.queries, total_tokens=state.billed,
-                                        context_tokens=self.engine.context.reported_size)
+                                        context_tokens=self.engine.context.reported_size,
+                                        cost=self.cost())
             except StoreError as exc:
                 state.summary_failed = True
                 yield Notice("error", f"could not write the summary: {exc}")
@@ -380,6 +393,7 @@ class Session:
     def _start_child(self, parent: Parent, quiet: bool = False) -> Flow:
         """Start a child session: the agent gets the restoration prompt (and the archive tool
         for the parent's transcript) and its acknowledgment becomes the first entry."""
+        self.chain = self.chain.plus(self.cost())  # the chain goes on (resume replaces it)
         self.state.close()
         self.state = SessionState(started=now(), resumed_from=parent.session_id,
                                   previous_session=parent.file_name,
@@ -433,6 +447,7 @@ class Session:
         yield Notice("info", "Restoring context...")
         yield from self._start_child(Parent(info.session_id, info.file_name, summary, info.date,
                                             info.queries, info.tokens, info.resumed_from, forked))
+        self.chain = chain_of(info, listing.sessions)  # the chain continued, as recorded
         self.guards = PolicyState()
 
     # ------------------------------------------------------------------ exit
@@ -443,8 +458,12 @@ class Session:
             if state.queries and not state.save_failed:
                 yield from self._finalize(within=within)
             state.close()
+            spent = self.cost()
+            chain = self.chain.plus(spent)
             yield Ended(state.session_id, state.queries, state.tokens, state.restoration_tokens,
-                        state.save_failed, state.restored is not None, state.summary_failed)
+                        state.save_failed, state.restored is not None, state.summary_failed,
+                        cost=spent, chain_cost=chain.spent if chain.known else None,
+                        chain_sessions=chain.sessions, chain_unpriced=chain.unpriced)
 
 
 def proposal(estimate: int, window: int) -> str:
