@@ -130,7 +130,7 @@ class Ended:
     summary_failed: bool = False  # every turn saved, but not the summary
     cost: float | None = None  # dollars for the tokens billed (None: the price is unknown)
     # the chain: this session and those it continues (through compactions and resumes)
-    chain_cost: float | None = None  # their known costs summed (None: not a chain, or unknown)
+    chain_cost: float | None = None  # their known costs summed (None: none known)
     chain_sessions: int = 1
     chain_unpriced: int = 0  # sessions of the chain with no cost recorded
 
