@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -235,3 +236,28 @@ def test_offline_shows_no_cost_and_json_says_null(tmp_path: Path) -> None:
                             env=clean_env(tmp_path / "home"), timeout=60)
     [session] = json.loads(listed.stdout)["sessions"]
     assert session["cost"] is None and session["chain_cost"] is None
+
+
+# ---------------------------------------------------------------- the header line
+
+
+def test_cost_header_line_round_trips_and_refuses_garbage(tmp_path: Path) -> None:
+    from rollchat.domain import SessionHeader, Summary
+    from rollchat.errors import TranscriptError
+    from rollchat.transcript import render_finalized, render_header, render_totals, totals_span
+
+    header = SessionHeader("a_20260101_000000_abcd", datetime(2026, 1, 1, tzinfo=timezone.utc),
+                           "A", "config:a", "m", "p", total_queries=2, total_tokens=300,
+                           context_tokens=200, cost=0.0123)
+    text = render_header(header)
+    assert "**Cost:** $0.0123" in text and parse_head(text).header.cost == 0.0123
+    span = totals_span(text)
+    assert span is not None and text[span[0]:span[1]] == render_totals(2, 300, 200, 0.0123)
+    assert len(render_totals(3, 400, 250, 1.5)) == len(render_totals(2, 300, 200, 0.0123))
+    # finalized by another process that knows no price: the recorded cost stays
+    summary = Summary("bg", ("t",), (), ())
+    final = render_finalized(text + "## Query 1 (00:00:00)\n**You:** hi\n\n---\n\n", summary,
+                             total_queries=1, total_tokens=300)
+    assert parse_head(final).header.cost == 0.0123 and final.count("**Cost:**") == 1
+    with pytest.raises(TranscriptError, match="header field 'Cost' is not an amount"):
+        parse_head(text.replace("$0.0123", "lots"))

@@ -167,9 +167,9 @@ class Session:
             return
         situation = self._situation(pending)
         decided = policy.plan(situation)
-        yield Planned(situation.estimate, self.budget.tokens, decided.compact, decided.reason)
         if decided.compact and decided.ask:
             decided = yield from self._propose(decided, situation)
+        yield Planned(situation.estimate, self.budget.tokens, decided.compact, decided.reason)
         if decided.compact:
             yield from self._auto_compact(decided, pending)
         elif decided.presummarize:
