@@ -79,8 +79,14 @@ def main(
     no_save: Annotated[bool, typer.Option("--no-save", help="Write nothing to disk.")] = False,
     resume: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option("--resume", help="Start by resuming session N or ID."),
+        typer.Option("--resume", metavar="[N|ID]", help="Start by resuming session N or ID "
+                     "(a number, an id or a unique id prefix); with no value, choose it in a "
+                     "picker (as 'rollchat pick')."),
     ] = None,
+    continue_last: Annotated[bool, typer.Option(
+        "--continue", "-c", help="Start by resuming the most recent session.")] = False,
+    pick: Annotated[bool, typer.Option(  # what a bare --resume becomes (chat_args)
+        "--pick", hidden=True, help="Choose the session to resume in a picker.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Answer yes to questions.")] = False,
     agent_file: Annotated[
         Optional[Path],  # noqa: UP045
@@ -98,17 +104,27 @@ def main(
     ] = False,
 ) -> None:
     """Start the chat (offline model when no API key is configured)."""
+    starts = [name for name, given in (("--resume", resume is not None and not pick),
+                                       ("--continue", continue_last),
+                                       ("--resume (no value)", pick)) if given]
     if ctx.invoked_subcommand is not None:  # `rollchat --config X sessions`: X still counts
-        ctx.obj = {"config": config, "sessions_dir": sessions_dir}
+        ctx.obj = {"config": config, "sessions_dir": sessions_dir, "starts": starts,
+                   "chat": {"agent": agent, "provider": provider.value if provider else None,
+                            "model": model, "base_url": base_url, "no_save": no_save,
+                            "yes": yes, "no_fork": no_fork, "agent_file": agent_file,
+                            "show_tools": show_tools}}
         return
+    if len(starts) > 1:
+        fail(f"{' and '.join(starts)} cannot be used together: give one")
     from rollchat.config import ConfigOverrides
 
     overrides = ConfigOverrides(agent=agent, provider=provider.value if provider else None,
                                 model=model, base_url=base_url, sessions_dir=sessions_dir,
                                 no_save=no_save)
+    choose = "pick" if pick else "last" if continue_last else None
     try:
         code = start_chat(config, overrides, resume=resume, yes=yes, no_fork=no_fork,
-                          agent_file=agent_file, show_tools=show_tools)
+                          agent_file=agent_file, show_tools=show_tools, choose=choose)
     except ConfigError as exc:
         fail(str(exc))
     except UsageError as exc:
@@ -133,11 +149,39 @@ def _warm_up(chat: ChatApp) -> None:
         importlib.import_module(module)
 
 
+def chat_args(args: list[str]) -> list[str]:
+    """The command line as typed, made parseable: a bare ``--resume`` (last, or followed by an
+    option) is ``--pick``, and ``rollchat path/to/agent.py`` is ``--agent-file`` (click has no
+    option whose value may be left out)."""
+    out = list(args)
+    takes_value = _TAKES_VALUE - {"--resume"}
+    index = 0
+    while index < len(out):
+        word = out[index]
+        if word == "--":
+            break
+        if word in takes_value:
+            index += 2
+            continue
+        if word == "--resume":
+            if index + 1 == len(out) or out[index + 1].startswith("-"):
+                out[index] = "--pick"
+            else:
+                index += 1
+        elif not word.startswith("-"):
+            break  # a subcommand, an agent file or a mistake
+        index += 1
+    return with_agent_file(out)
+
+
+_TAKES_VALUE = frozenset({"--agent", "--provider", "--model", "--base-url", "--config",
+                          "--sessions-dir", "--resume", "--agent-file"})
+
+
 def with_agent_file(args: list[str]) -> list[str]:
     """``rollchat path/to/agent.py ...`` is ``rollchat --agent-file path/to/agent.py ...``:
     the first word that is not an option or an option's value, when it names a .py file."""
-    takes_value = {"--agent", "--provider", "--model", "--base-url", "--config",
-                   "--sessions-dir", "--resume", "--agent-file"}
+    takes_value = _TAKES_VALUE
     index = 0
     while index < len(args):
         word = args[index]
@@ -167,9 +211,12 @@ def fork_refusal(*, no_fork: bool, interactive: bool, yes: bool) -> str | None:
 
 def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: str | None,
                yes: bool, no_fork: bool = False, agent_file: Path | None = None,
-               show_tools: bool = False) -> int:
+               show_tools: bool = False, choose: str | None = None,
+               fork: str | None = None) -> int:
     """Check the configuration, draw the banner, and run the chat until it ends. In a terminal
-    the session core is built behind the first prompt (see ``Starting``)."""
+    the session core is built behind the first prompt (see ``Starting``). ``choose``: "last"
+    resumes the most recent session, "pick" the one chosen in the picker. ``fork``: the
+    session to continue in a fork of (``rollchat fork``)."""
     from rollchat import providers
     from rollchat.config import load_config
     from rollchat.interrupts import Terminated, ending, ending_signals
@@ -190,6 +237,10 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     summary_name = cfg.summary.provider or name
     providers.check_provider(summary_name, agent, env)
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    if choose is not None:
+        from rollchat.cmd_sessions import choose_session
+
+        resume = choose_session(cfg, choose, interactive=interactive)
     renderer = Renderer(interactive=interactive)  # rich is loaded with the first answer
     renderer.show_tools = show_tools
     renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
@@ -210,6 +261,8 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
         try:
             if resume is not None:
                 chat.get().resume(resume)
+            if fork is not None:
+                chat.get().fork(fork)
             if interactive:
                 run_interactive(chat, history_file=history_path(cfg.ui.history_file),
                                 on_ready=_warm_up)
@@ -316,6 +369,6 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
     return ChatApp(session, renderer), notices
 
 
-# The subcommands besides the chat (sessions, audit, trust, init-agent) live in subcommands.py;
-# importing it registers them on ``app``.
-from rollchat import subcommands  # noqa: E402,F401
+# The subcommands besides the chat (sessions, audit, trust, init-agent) live in subcommands.py,
+# pick, show and export in cmd_sessions.py; importing them registers them on ``app``.
+from rollchat import cmd_sessions, subcommands  # noqa: E402,F401

@@ -113,6 +113,8 @@ class Summary:
     commands and identifiers the session mentioned or changed (the "Files and artifacts"
     section; absent in older files). ``dropped_topics`` / ``dropped_artifacts``: how many
     items were left out to fit the summary budget (an HTML comment in the block).
+    ``edited``: when the user last edited it (``summary edit``; ISO 8601, "" if never), an
+    HTML comment in the block too.
     """
 
     background: str
@@ -123,6 +125,7 @@ class Summary:
     artifacts: tuple[str, ...] = ()
     dropped_topics: int = 0
     dropped_artifacts: int = 0
+    edited: str = ""
 
 
 @dataclass(frozen=True)

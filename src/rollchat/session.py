@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from rollchat import policy
 from rollchat.audit import audit, audit_line
@@ -34,7 +34,7 @@ from rollchat.events import (
 from rollchat.forks import agent_change, check_open, open_file
 from rollchat.interrupts import sigint_deferred
 from rollchat.policy import Plan, PolicyState, Situation
-from rollchat.prices import ChainCost, chain_of, cost, price_for
+from rollchat.prices import chain_of, cost, price_for
 from rollchat.providers.base import ContextTooLongError, Provider, ToolSpec
 from rollchat.state import (
     UNSAVED,
@@ -51,6 +51,9 @@ from rollchat.text import human_tokens, plural
 from rollchat.tokens import TokenCounter
 from rollchat.tool_output import ToolOutput
 from rollchat.windows import WindowBook, WindowLearner
+
+if TYPE_CHECKING:
+    from rollchat.session_ops import UndoPoint
 
 Flow = Generator[Event, None, None]
 CompactChoice = Literal["compact", "later", "off"]
@@ -104,8 +107,8 @@ class Session:
         if summary_provider is engine.provider and summary_model == engine.model:
             self.summarizer.refused = self.windows.summary_refused
         self.guards = PolicyState()
+        self.undo: UndoPoint | None = None  # what the last compact replaced (session_ops)
         self.price = price_for(engine.model, config.prices)  # None: unknown (no cost shown)
-        self.chain = ChainCost()  # the sessions this one continues (see prices.chain_of)
         self.ask_compact = ask_compact
         self.auto_override: AutoCompact | None = None  # set by `auto on|off|ask` in the chat
 
@@ -393,11 +396,12 @@ class Session:
     def _start_child(self, parent: Parent, quiet: bool = False) -> Flow:
         """Start a child session: the agent gets the restoration prompt (and the archive tool
         for the parent's transcript) and its acknowledgment becomes the first entry."""
-        self.chain = self.chain.plus(self.cost())  # the chain goes on (resume replaces it)
+        chain = self.state.chain.plus(self.cost())  # the chain goes on (resume replaces it)
         self.state.close()
         self.state = SessionState(started=now(), resumed_from=parent.session_id,
                                   previous_session=parent.file_name,
-                                  parent_summary=parent.summary, forked=parent.forked)
+                                  parent_summary=parent.summary, forked=parent.forked,
+                                  chain=chain)
         readable = parent.session_id is not None and parent.file_name is not None
         self.output.install_archive(self.store, parent.session_id if readable else None,
                                     lambda: self.state.turns)
@@ -407,14 +411,17 @@ class Session:
         restoring = self.engine.restore(prompt)
         answer: Answer = yield from (quietly(restoring) if quiet else restoring)
         context = restored_context(parent, automatic=quiet)
-        turn = replace(answer.turn, context=context, previous_session=parent.file_name)
+        # the prompt is kept in the child's file: it holds the parent's summary (see prune)
+        turn = replace(answer.turn, context=context, previous_session=parent.file_name,
+                       user=prompt)
         if not quiet:
             yield TurnFinished(turn)
         self.state.restored = turn
 
     # ------------------------------------------------------------------ resume
-    def resume(self, ref: str) -> Flow:
-        """Continue a saved session from its summary, in a new linked session."""
+    def resume(self, ref: str, fork: bool = False) -> Flow:
+        """Continue a saved session from its summary, in a new linked session (``fork``: a
+        fork, which leaves the session open: no ``Continued In`` link is written to it)."""
         from rollchat.store import resolve
 
         listing = self.store.list_sessions(exclude=self.state.session_id)
@@ -424,7 +431,7 @@ class Session:
             yield Notice("info", "Resume cancelled.")
             return
         yield Notice("info", "Loading session...")
-        forked = yield from check_open(self.store, info, self.fork_refusal)
+        elsewhere = yield from check_open(self.store, info, None if fork else self.fork_refusal)
         if info.summary_problem:
             yield Notice("warning", f"{info.file_name}: {info.summary_problem}; treating it as "
                                     "unsummarized")
@@ -435,7 +442,7 @@ class Session:
         if summary is None:
             from rollchat.unsummarized import summarize_unsummarized
 
-            summary = yield from summarize_unsummarized(self, info, save=not forked)
+            summary = yield from summarize_unsummarized(self, info, save=not elsewhere)
         if self.state.queries:
             yield from self._finalize()
             yield Notice("info", f"Saved the current session: {self.state.session_id} "
@@ -446,9 +453,10 @@ class Session:
                              f"{human_tokens(info.tokens)} tokens)")
         yield Notice("info", "Restoring context...")
         yield from self._start_child(Parent(info.session_id, info.file_name, summary, info.date,
-                                            info.queries, info.tokens, info.resumed_from, forked))
-        self.chain = chain_of(info, listing.sessions)  # the chain continued, as recorded
-        self.guards = PolicyState()
+                                            info.queries, info.tokens, info.resumed_from,
+                                            elsewhere or fork, by_user=fork and not elsewhere))
+        self.state.chain = chain_of(info, listing.sessions)  # the chain continued, as recorded
+        self.guards, self.undo = PolicyState(), None
 
     # ------------------------------------------------------------------ exit
     def exit(self, within: float | None = None) -> Flow:
@@ -459,7 +467,7 @@ class Session:
                 yield from self._finalize(within=within)
             state.close()
             spent = self.cost()
-            chain = self.chain.plus(spent)
+            chain = state.chain.plus(spent)
             yield Ended(state.session_id, state.queries, state.tokens, state.restoration_tokens,
                         state.save_failed, state.restored is not None, state.summary_failed,
                         cost=spent, chain_cost=chain.spent if chain.known else None,

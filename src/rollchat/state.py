@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 
 from rollchat.compaction.summarizer import Background
 from rollchat.domain import Summary, Turn, Usage
+from rollchat.prices import ChainCost
 from rollchat.providers.base import AuthError, ContextTooLongError, ProviderError
 from rollchat.store import LiveSession
 from rollchat.text import human_tokens, plural
@@ -40,6 +41,7 @@ class SessionState:
     queries: int = 0  # queries asked in this session (carried-over turns excluded)
     tokens: int = 0  # tokens of those queries
     usage: Usage = field(default_factory=Usage)  # their usage, summed
+    chain: ChainCost = field(default_factory=ChainCost)  # the sessions this one continues
 
     def add(self, turn: Turn) -> None:
         """Record a turn; the totals are kept as it goes (no rescans on the hot path)."""
@@ -92,6 +94,7 @@ class Parent:
     tokens: int
     grandparent: str | None
     forked: bool = False  # open in another process: the child is a fork, the file not written
+    by_user: bool = False  # forked by the user's ``fork`` (not because it was open elsewhere)
 
 
 def restoration_prompt(parent: Parent, *, archive_tool: bool) -> str:
@@ -109,7 +112,7 @@ def restored_context(parent: Parent, *, automatic: bool) -> str:
     """The ``Context:`` line of a child's first entry: where it was restored from."""
     how = ("Compacted automatically from" if automatic else "Forked from" if parent.forked
            else "Resumed from")
-    note = "open in another process; " if parent.forked else ""
+    note = "open in another process; " if parent.forked and not parent.by_user else ""
     return (f"{how} {parent.session_id or UNSAVED} ({note}{plural(parent.queries, 'query')}, "
             f"{human_tokens(parent.tokens)} tokens)")
 

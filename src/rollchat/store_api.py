@@ -55,6 +55,16 @@ class Store(Protocol):
 
     def link_child(self, session_id: str, child_id: str) -> None: ...  # "Continued In", atomically
 
+    def replace_summary(self, session_id: str, summary: Summary,
+                        ) -> None: ...  # the summary block only, atomically (summary edit)
+
+    def snapshot(self, session_id: str) -> bytes: ...  # the file's exact bytes
+
+    # put a snapshot back, atomically, and hold the session again (undo of a compaction)
+    def reopen(self, session_id: str, data: bytes) -> LiveSession: ...
+
+    def delete(self, session_id: str) -> None: ...  # remove it (prune); busy: SessionBusyError
+
     def open_elsewhere(self, session_id: str) -> bool: ...  # does another process write it
 
     def list_sessions(self, exclude: str | None = None) -> Listing: ...  # newest first, 1..

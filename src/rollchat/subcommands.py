@@ -151,3 +151,8 @@ def trust_command(
                          user_config_dir=default_user_config_dir()))
     except ConfigError as exc:
         fail(str(exc))
+
+
+# More subcommands, each registered on ``app`` when its module is imported:
+# ``compact`` and ``mcp`` (compact_commands.py), ``prune`` and ``fork`` (subcommands_ops.py).
+from rollchat import compact_commands, subcommands_ops  # noqa: E402,F401

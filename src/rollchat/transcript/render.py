@@ -173,6 +173,15 @@ def render_finalized(text: str, summary: Summary, *, total_queries: int,
     return "\n".join(header + body[:last + 1]) + "\n\n" + render_summary_block(summary)
 
 
+def render_resummarized(text: str, summary: Summary) -> str:
+    """The finalized session file ``text`` with its summary block replaced by ``summary``'s
+    (``summary edit``); everything before the block is left byte for byte."""
+    cut = first_marker(text)
+    if cut is None:
+        raise TranscriptError("has no summary block to replace")
+    return text[:cut] + render_summary_block(summary)
+
+
 def _header_end(lines: list[str]) -> int:
     try:
         return lines.index("---")

@@ -47,7 +47,34 @@ class ChatApp:
         self.run(self.session.turn(text))
 
     def compact(self, focus: str | None = None) -> None:
-        self.run(self.session.compact(focus))
+        from rollchat import session_ops
+
+        self.run(session_ops.compact(self.session, focus))
+
+    def fork(self, ref: str | None = None) -> None:
+        from rollchat import session_ops
+
+        self.run(session_ops.fork(self.session, ref))
+
+    def clear(self) -> None:
+        from rollchat import session_ops
+
+        self.run(session_ops.clear(self.session))
+
+    def undo(self) -> None:
+        from rollchat import session_ops
+
+        self.run(session_ops.undo(self.session))
+
+    def summary(self, edit: bool = False) -> None:
+        from rollchat import session_ops
+
+        if not edit:
+            self.run(session_ops.show_summary(self.session))
+            return
+        from rollchat.ui.editor import edit_text
+
+        self.run(session_ops.edit_summary(self.session, edit_text))
 
     def resume(self, ref: str) -> None:
         self.run(self.session.resume(ref))
