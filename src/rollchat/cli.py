@@ -22,6 +22,8 @@ from rollchat.providers import PROVIDER_CHOICES
 if TYPE_CHECKING:  # imported when the chat starts, not for --help or sessions
     from rollchat.agent_tools import Equipment
     from rollchat.config import Config, ConfigOverrides
+    from rollchat.session import Session
+    from rollchat.store import Store
     from rollchat.ui.app import ChatApp
     from rollchat.ui.render import Renderer
 
@@ -265,7 +267,7 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
                 chat.get().fork(fork)
             if interactive:
                 run_interactive(chat, history_file=history_path(cfg.ui.history_file),
-                                on_ready=_warm_up)
+                                on_ready=_warm_up, agents=cfg.agents)
             else:
                 run_piped(chat, sys.stdin.buffer)
         except Terminated:  # before the chat loop began, or one put off until after it
@@ -290,24 +292,11 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
                 *, interactive: bool, yes: bool, no_fork: bool = False,
                 closers: list[Callable[[], None]] | None = None,
                 equipment: Equipment | None = None) -> tuple[ChatApp, list[str]]:
-    """The session core and its terminal adapter, and what the user should be told first."""
-    from rollchat import providers
-    from rollchat.context import Context
-    from rollchat.engine import Engine
-    from rollchat.providers.base import RetryPolicy
-    from rollchat.session import Session
-    from rollchat.store import MemoryStore, SessionStore, Store
-    from rollchat.tokens import context_window
+    """The session core and its terminal adapter, and what the user should be told first.
+    The chat can build the session of any other agent of the config (``@NAME message``)."""
+    from rollchat.store import MemoryStore, SessionStore
     from rollchat.ui.app import ChatApp
-    from rollchat.ui.approve import piped_asker, terminal_asker, terminal_compact_asker
 
-    agent = cfg.agent
-    provider = providers.build_provider(name, agent, cfg, env)
-    summary_agent = replace(agent, provider=cfg.summary.provider or name,
-                            model=cfg.summary.model or model)
-    summary_name = cfg.summary.provider or name
-    summary_provider = (provider if (summary_name, summary_agent.model) == (name, model)
-                        else providers.build_provider(summary_name, summary_agent, cfg, env))
     notices: list[str] = []
     store: Store = SessionStore(cfg.session.dir) if cfg.session.auto_save else MemoryStore()
     store_problem = None
@@ -315,60 +304,121 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
         store.ensure()
     except StoreError as exc:  # e.g. a read-only directory: the chat goes on in memory
         store_problem = str(exc)
-    retry = cfg.retry
-    sources = []
-    if cfg.agent_mcp_servers:  # started now, in the background: the SDK loads there
-        from rollchat.tools.mcp import McpServers
-
-        servers = McpServers(cfg.agent_mcp_servers, env)
-        if closers is not None:
-            closers.append(servers.close)
-        servers.start()
-        sources.append(servers)
-    engine = Engine(
-        provider, model=model, context=Context(system=agent.system_prompt),
-        max_output_tokens=agent.max_output_tokens, temperature=agent.temperature,
-        retry=RetryPolicy(retry.max_retries, retry.base_delay, retry.max_delay),
-        tool_sources=sources,
-    )
-    from rollchat.agent_tools import Equipment, equip
-
-    equip(engine, agent, equipment or Equipment(), ask=(piped_asker(yes=True) if yes else
-                                     terminal_asker(renderer) if interactive else
-                                     piped_asker(yes=False)))
-
-    def confirm(question: str) -> bool:
-        if yes:
-            return True
-        if not interactive:
-            renderer.error(question.replace("Continue? (y/n) ", "").strip()
-                           + " Refused without a terminal; pass --yes to continue anyway.")
-            return False
-        from prompt_toolkit.shortcuts import confirm as pt_confirm
-
-        from rollchat.ui.sanitize import harmless  # the question names another agent
-
-        return bool(pt_confirm(harmless(question.replace(" (y/n) ", ""))))
-
-    from rollchat.windows import WindowBook, default_path
-
-    windows = WindowBook(default_path())  # windows learned from this server's refusals
-    override = cfg.context_window_override(model) or windows.get(agent.base_url, model)
-    session = Session(
-        config=cfg, agent=agent, engine=engine, summary_provider=summary_provider,
-        summary_model=summary_agent.model or model, provider_name=name, store=store,
-        confirm=confirm, context_window=context_window(model, override), windows=windows,
-        fork_refusal=fork_refusal(no_fork=no_fork, interactive=interactive, yes=yes),
-        ask_compact=terminal_compact_asker(renderer) if interactive else None,
-    )
+    build = _SessionBuilder(env, renderer, store, interactive=interactive, yes=yes,
+                            no_fork=no_fork, closers=closers,
+                            save_failed=store_problem is not None)
+    session = build.session(cfg, name, model, equipment)
     if session.budget.warning:
         notices.append(session.budget.warning)
     if store_problem is not None:
         notices.append(f"{store_problem}: the chat goes on in memory; nothing is saved")
-        session.state.save_failed = True
-    return ChatApp(session, renderer), notices
+    return ChatApp(session, renderer, build=lambda key: build.agent(cfg, key)), notices
+
+
+class _SessionBuilder:
+    """Builds the Session of one agent (its provider, model, tools and system prompt) over the
+    chat's one store: the starting agent, and each agent the chat hands over to."""
+
+    def __init__(self, env: dict[str, str], renderer: Renderer, store: Store, *,
+                 interactive: bool, yes: bool, no_fork: bool,
+                 closers: list[Callable[[], None]] | None, save_failed: bool) -> None:
+        self.env, self.renderer, self.store = env, renderer, store
+        self.interactive, self.yes, self.no_fork = interactive, yes, no_fork
+        self.closers, self.save_failed = closers, save_failed
+
+    def agent(self, cfg: Config, key: str) -> Session:
+        """The session of agent ``key`` of the config (its agent file loaded, if it has one);
+        ConfigError / UsageError when it cannot be used."""
+        from rollchat import providers
+        from rollchat.config import ConfigOverrides
+
+        cfg = replace(cfg, default_agent=key)
+        loaded = None
+        if cfg.agent.file is not None:
+            from rollchat.agent_setup import with_agent_file
+
+            cfg, loaded = with_agent_file(cfg, None, ConfigOverrides(), self.env, Path.cwd())
+        agent = cfg.agent
+        name, _ = providers.resolve_provider_name(agent, self.env)
+        providers.check_provider(name, agent, self.env)
+        providers.check_provider(cfg.summary.provider or name, agent, self.env)
+        equipment = None
+        if loaded is not None or agent.skills_dir is not None:
+            from rollchat.agent_tools import gather
+
+            equipment = gather(agent, loaded.tools if loaded is not None else ())
+        return self.session(cfg, name, agent.model or providers.DEFAULT_MODELS[name],
+                            equipment)
+
+    def session(self, cfg: Config, name: str, model: str,
+                equipment: Equipment | None) -> Session:
+        from rollchat import providers
+        from rollchat.context import Context
+        from rollchat.engine import Engine
+        from rollchat.providers.base import RetryPolicy
+        from rollchat.session import Session
+        from rollchat.tokens import context_window
+        from rollchat.ui.approve import piped_asker, terminal_asker, terminal_compact_asker
+
+        agent, renderer, env = cfg.agent, self.renderer, self.env
+        interactive, yes = self.interactive, self.yes
+        provider = providers.build_provider(name, agent, cfg, env)
+        summary_agent = replace(agent, provider=cfg.summary.provider or name,
+                                model=cfg.summary.model or model)
+        summary_name = cfg.summary.provider or name
+        summary_provider = (provider if (summary_name, summary_agent.model) == (name, model)
+                            else providers.build_provider(summary_name, summary_agent, cfg, env))
+        retry = cfg.retry
+        sources = []
+        if cfg.agent_mcp_servers:  # started now, in the background: the SDK loads there
+            from rollchat.tools.mcp import McpServers
+
+            servers = McpServers(cfg.agent_mcp_servers, env)
+            if self.closers is not None:
+                self.closers.append(servers.close)
+            servers.start()
+            sources.append(servers)
+        engine = Engine(
+            provider, model=model, context=Context(system=agent.system_prompt),
+            max_output_tokens=agent.max_output_tokens, temperature=agent.temperature,
+            retry=RetryPolicy(retry.max_retries, retry.base_delay, retry.max_delay),
+            tool_sources=sources,
+        )
+        from rollchat.agent_tools import Equipment, equip
+
+        equip(engine, agent, equipment or Equipment(), ask=(piped_asker(yes=True) if yes else
+                                         terminal_asker(renderer) if interactive else
+                                         piped_asker(yes=False)))
+
+        def confirm(question: str) -> bool:
+            if yes:
+                return True
+            if not interactive:
+                renderer.error(question.replace("Continue? (y/n) ", "").strip()
+                               + " Refused without a terminal; pass --yes to continue anyway.")
+                return False
+            from prompt_toolkit.shortcuts import confirm as pt_confirm
+
+            from rollchat.ui.sanitize import harmless  # the question names another agent
+
+            return bool(pt_confirm(harmless(question.replace(" (y/n) ", ""))))
+
+        from rollchat.windows import WindowBook, default_path
+
+        windows = WindowBook(default_path())  # windows learned from this server's refusals
+        override = cfg.context_window_override(model) or windows.get(agent.base_url, model)
+        session = Session(
+            config=cfg, agent=agent, engine=engine, summary_provider=summary_provider,
+            summary_model=summary_agent.model or model, provider_name=name, store=self.store,
+            confirm=confirm, context_window=context_window(model, override), windows=windows,
+            fork_refusal=fork_refusal(no_fork=self.no_fork, interactive=interactive, yes=yes),
+            ask_compact=terminal_compact_asker(renderer) if interactive else None,
+        )
+        session.state.save_failed = self.save_failed
+        return session
 
 
 # The subcommands besides the chat (sessions, audit, trust, init-agent) live in subcommands.py,
-# pick, show and export in cmd_sessions.py; importing them registers them on ``app``.
-from rollchat import cmd_sessions, subcommands  # noqa: E402,F401
+# pick, show and export in cmd_sessions.py, ``import`` in import_cli.py; importing them
+# registers them on ``app``.
+from rollchat import cmd_sessions, import_cli, subcommands  # noqa: E402,F401

@@ -83,7 +83,9 @@ class MemoryStore:
     def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
                     provider: str, now: datetime, resumed_from: str | None = None,
                     previous_session: str | None = None, forked: bool = False,
-                    tools: tuple[str, ...] | None = None, cost: float | None = None,
+                    tools: tuple[str, ...] | None = None, handed_from: str | None = None,
+                    imported_from: str | None = None,
+                    cost: float | None = None,
                     ) -> MemorySession:
         """A new session (an id as SessionStore makes them) holding its header."""
         with self._lock:
@@ -91,7 +93,8 @@ class MemoryStore:
                 if sid not in self._texts:
                     header = SessionHeader(sid, now, agent, agent_path, model, provider,
                                            resumed_from, previous_session, forked=forked,
-                                           tools=tools, cost=cost)
+                                           tools=tools, handed_from=handed_from,
+                                           imported_from=imported_from, cost=cost)
                     self._texts[sid] = bytearray(encode(render_header(header)))
                     return MemorySession(self, header)
         raise StoreError("could not find a free session id in memory")

@@ -53,6 +53,7 @@ from rollchat.tool_output import ToolOutput
 from rollchat.windows import WindowBook, WindowLearner
 
 if TYPE_CHECKING:
+    from rollchat.handoff import Handed
     from rollchat.session_ops import UndoPoint
 
 Flow = Generator[Event, None, None]
@@ -155,17 +156,21 @@ class Session:
         return list(listing.sessions), list(listing.problems)
 
     # ------------------------------------------------------------------ a turn
-    def turn(self, text: str) -> Flow:
+    def turn(self, text: str, handed: Handed | None = None) -> Flow:
         """Send one user message (cleaned: see rollchat.clean), stream the answer, save the
         turn. Compacts first when the plan says so, and once more (then sends again) if the
-        provider still answers that the context is too long."""
+        provider still answers that the context is too long. ``handed``: the context another
+        agent's session handed over (see handoff.py), sent before the message in the same
+        user message and kept as the turn's ``Context`` in the transcript."""
         text = clean(text)
-        pending = Message("user", text)
+        sent, note = (text, "") if handed is None else (handed.wrap(text), handed.note)
+        pending = Message("user", sent)
         size = self.counter.count_messages(self.engine.context.system, [pending],
                                            self._tool_specs())
         error = policy.too_big(size, self.budget, self.engine.model)
         if error is not None:
-            turn = Turn("query", 0, now(), text, "", status="unanswered", error=error)
+            turn = Turn("query", 0, now(), text, "", status="unanswered", error=error,
+                        context=note)
             yield from self._record(turn, failure_hint(None, True))
             return
         situation = self._situation(pending)
@@ -179,13 +184,14 @@ class Session:
             self.summarizer.start_background(self.state.background, self.state.turns,
                                              self.state.parent_summary)
         yield AnswerStarted(self.agent.name)
-        answer: Answer = yield from checkpointed(self.engine.chat(text), self, text)
+        answer: Answer = yield from checkpointed(self.engine.chat(sent), self, text, note)
         if answer.turn.status == "unanswered" and isinstance(answer.error, ContextTooLongError):
             from rollchat.refusal import after_refusal
 
             answer = yield from after_refusal(self, answer, pending)
         hint = failure_hint(answer.error, False) if answer.turn.status == "unanswered" else None
-        yield from self._record(answer.turn, hint)
+        turn = answer.turn if handed is None else replace(answer.turn, user=text, context=note)
+        yield from self._record(turn, hint)
 
     def _record(self, turn: Turn, hint: str | None) -> Flow:
         turn = replace(turn, number=self.state.queries + 1)
@@ -201,6 +207,25 @@ class Session:
         """Keep a message the chat ended before sending (a signal right after Enter)."""
         yield from self._record(Turn("query", 0, now(), clean(text), "", status="interrupted"),
                                 None)
+
+    def record_entry(self, turn: Turn) -> Flow:
+        """Keep an entry that is not a query (a handoff to another agent) in the transcript."""
+        self.state.add(turn)
+        yield from self._save(turn)
+
+    def ensure_file(self) -> Generator[Event, None, str | None]:
+        """Make the session's file now (normally made at its first query); its id, or None
+        when nothing is saved."""
+        state = self.state
+        if state.live is None and not state.save_failed:
+            try:
+                yield from open_file(self.store, state, self.agent, self.engine.model,
+                                     self.provider_name, in_progress=True)
+            except StoreError as exc:
+                state.save_failed = True
+                yield Notice("error", f"{exc} — the chat goes on in memory; nothing is saved "
+                                      "from now on.")
+        return state.session_id
 
     def _save(self, turn: Turn) -> Flow:
         """Append the turn to the session file (creating it at the first query)."""

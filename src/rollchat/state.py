@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 from rollchat.compaction.summarizer import Background
-from rollchat.domain import Summary, Turn, Usage
+from rollchat.domain import QUERY_KINDS, Summary, Turn, Usage
 from rollchat.prices import ChainCost
 from rollchat.providers.base import AuthError, ContextTooLongError, ProviderError
 from rollchat.store import LiveSession
@@ -30,6 +30,7 @@ class SessionState:
     previous_session: str | None = None
     parent_summary: Summary | None = None
     forked: bool = False  # the parent was open in another process: it is not written
+    handed_from: str | None = None  # the session that handed the conversation here (@NAME)
     turns: list[Turn] = field(default_factory=list)
     restored: Turn | None = None
     live: LiveSession | None = None
@@ -46,7 +47,7 @@ class SessionState:
     def add(self, turn: Turn) -> None:
         """Record a turn; the totals are kept as it goes (no rescans on the hot path)."""
         self.turns.append(turn)
-        if turn.kind != "restored":
+        if turn.kind in QUERY_KINDS:
             self.query_turns += 1
         if turn.kind == "query":
             self.queries += 1
@@ -121,7 +122,7 @@ def carried_turns(turns: Sequence[Turn], count: int, parent_id: str) -> list[Tur
     """The last ``count`` answered queries, to be recorded again in the child session (with
     zero tokens: they were paid for, and are counted, in the parent). A turn with no answer
     is never carried: the model never saw it."""
-    answered = [t for t in turns if t.kind != "restored" and t.status != "unanswered"]
+    answered = [t for t in turns if t.kind in QUERY_KINDS and t.status != "unanswered"]
     kept = answered[-count:] if count > 0 else []
     return [replace(t, kind="carried", number=i + 1, usage=Usage(),
                     context=f"{CARRIED_PREFIX}{parent_id}")

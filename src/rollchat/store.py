@@ -126,7 +126,8 @@ class SessionStore:
     def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
                     provider: str, now: datetime, resumed_from: str | None = None,
                     previous_session: str | None = None, forked: bool = False,
-                    tools: tuple[str, ...] | None = None,
+                    tools: tuple[str, ...] | None = None, handed_from: str | None = None,
+                    imported_from: str | None = None,
                     cost: float | None = None) -> FileSession:
         """Create ``{slug}_{YYYYMMDD_HHMMSS}_{hex}.md`` (O_EXCL, 0600) with its header, fsynced,
         locked before it exists: from its first byte it is this process's to write."""
@@ -136,7 +137,8 @@ class SessionStore:
             path = self.root / f"{sid}.md"
             header = SessionHeader(sid, now, agent, agent_path, model, provider,
                                    resumed_from, previous_session, forked=forked,
-                                   tools=tools, cost=cost)
+                                   tools=tools, handed_from=handed_from,
+                                   imported_from=imported_from, cost=cost)
             if not self.locks.acquire(sid):
                 continue
             made = False

@@ -44,7 +44,8 @@ class Store(Protocol):
     def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
                     provider: str, now: datetime, resumed_from: str | None,
                     previous_session: str | None, forked: bool = False,
-                    tools: tuple[str, ...] | None = None,
+                    tools: tuple[str, ...] | None = None, handed_from: str | None = None,
+                    imported_from: str | None = None,
                     cost: float | None = None,  # None: no price, no Cost line in the header
                     ) -> LiveSession: ...  # holding its header, held by this process
 

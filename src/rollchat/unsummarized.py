@@ -36,7 +36,7 @@ def summarize_unsummarized(session: Session, info: SessionInfo, *, save: bool = 
 
     transcript = session.store.load_transcript(info.session_id)
     parent = restored_summary(transcript)  # its parent's summary, kept in its own file
-    turns = [t for t in transcript.turns if t.kind != "restored"]
+    turns = [t for t in transcript.turns if t.kind in ("query", "carried")]
     if not turns:
         raise RollchatError(f"session {info.session_id} has no queries to resume from")
     summarizer = session.summarizer

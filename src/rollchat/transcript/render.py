@@ -18,6 +18,8 @@ _TOTALS = ("**Total Queries:**", "**Tokens Billed:**", "**Context Tokens:**")
 _LEGACY_TOTALS = ("**Total Tokens:**",)  # what older files call the tokens billed
 _TOTAL_WIDTHS = (9, 15, 12)
 CONTINUED_IN = "**Continued In:**"  # the ids of the sessions continuing this one, ", "-separated
+HANDED_FROM = "**Handed From:**"  # the session that handed the conversation over (@NAME)
+IMPORTED_FROM = "**Imported From:**"  # "<format> <file name>" of an imported transcript
 # The cost of the tokens billed, in dollars, after the totals when the model's price is known
 # (see prices.py): "**Cost:** $0.0123", padded like the totals.
 COST = "**Cost:**"
@@ -51,6 +53,10 @@ def render_header(h: SessionHeader) -> str:
     if h.resumed_from is not None:
         lines.append(f"**{'Forked From' if h.forked else 'Resumed From'}:** "
                      f"{inline(h.resumed_from)}")
+    if h.handed_from is not None:
+        lines.append(f"{HANDED_FROM} {inline(h.handed_from)}")
+    if h.imported_from is not None:
+        lines.append(f"{IMPORTED_FROM} {inline(h.imported_from)}")
     if h.previous_session is not None:
         lines.append(f"**Previous Session:** {inline(h.previous_session)}")
     if h.continued_in:
@@ -123,17 +129,19 @@ def render_turn(t: Turn, agent_name: str) -> str:
     if t.kind in ("query", "carried"):
         title = "Query" if t.kind == "query" else "Carried Over"
         lines += [f"## {title} {t.number} ({clock})", *_field("**You:** ", t.user)]
-    if t.kind == "restored" or t.context:
+    if t.kind in ("restored", "handoff") or t.context:
         if t.kind == "restored":
             lines.append(f"## Session Restored ({clock})")
+        elif t.kind == "handoff":
+            lines.append(f"## Handed Off ({clock})")
         lines += _field("**Context:** ", t.context)
     if t.previous_session is not None:
         lines += [f"**Previous Session:** {inline(t.previous_session)}", ""]
-    if t.kind == "restored" and t.user:
+    if t.kind in ("restored", "handoff") and t.user:
         lines += _field("**You:** ", t.user)
     for ex in t.tools:
         lines += _tool_lines(ex)
-    if not (t.status == "unanswered" and t.assistant == ""):
+    if t.kind != "handoff" and not (t.status == "unanswered" and t.assistant == ""):
         lines += _field(f"**{_agent_label(agent_name)}:** ", t.assistant)
     lines += [*_status_lines(t), _footer(t), "", "---", "", ""]
     return "\n".join(lines)
