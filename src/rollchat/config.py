@@ -73,6 +73,7 @@ class SessionConfig:
     safety_margin_tokens: int = 1000
     compact_every_turns: int = 0
     keep_recent_turns: int = 2
+    history: str = "all"  # all | relevant: which earlier exchanges each request sends
 
     @property
     def location(self) -> str:

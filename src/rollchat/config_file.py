@@ -94,6 +94,8 @@ _SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
         "safety_margin_tokens": NONNEG,
         "compact_every_turns": Field("int", "must be an integer >= 0 (0: off)", lambda v: v >= 0),
         "keep_recent_turns": NONNEG,
+        "history": Field("str", "must be one of all, relevant (relevant forgoes prompt "
+                         "caching)", lambda v: v in ("all", "relevant")),
     }),
     "summary": (SummaryConfig, {
         "provider": dataclasses.replace(PROVIDER, need=PROVIDER.need + ", or null",

@@ -32,6 +32,7 @@ from rollchat.events import (
 )
 from rollchat.forks import agent_change, check_open, open_file
 from rollchat.interrupts import sigint_deferred
+from rollchat.memory.layers import MemoryLayers, system_prompt, with_block
 from rollchat.policy import Plan, PolicyState, Situation
 from rollchat.providers.base import ContextTooLongError, Provider, ToolSpec
 from rollchat.state import (
@@ -70,6 +71,7 @@ class Session:
         context_window: int,
         fork_refusal: str | None = None,  # why not to fork a session open elsewhere; None: fork
         windows: WindowBook | None = None,  # learned windows (None: in memory only)
+        memory: MemoryLayers | None = None,  # the memory layers of each request (None: off)
     ) -> None:
         self.config = config
         self.agent = agent
@@ -97,6 +99,27 @@ class Session:
         if summary_provider is engine.provider and summary_model == engine.model:
             self.summarizer.refused = self.windows.summary_refused
         self.guards = PolicyState()
+        self.memory = memory
+        self.persona = engine.context.system  # the agent's system prompt (skills included)
+        self._freeze_profile()
+        if config.session.history == "relevant":
+            from rollchat.history import RelevantHistory
+
+            engine.context.select = RelevantHistory()
+
+    def _freeze_profile(self) -> None:
+        """The system prompt of the context starting now: the persona and, with memory on,
+        the user profile as it is now (frozen until the next compaction or resume, so the
+        request prefix stays byte-identical; see memory/layers.py)."""
+        if self.memory is not None:
+            profile = self.memory.freeze(self.budget.window, self.counter.count_text)
+            self.engine.context.system = system_prompt(self.persona, profile)
+
+    def _block(self, text: str) -> str:
+        """The context block of the user message ``text`` ("" with memory off)."""
+        if self.memory is None:
+            return ""
+        return self.memory.block(text, self.budget.window, self.counter.count_text)
 
     def _budget(self, window: int) -> policy.Budget:
         cfg = self.config.session
@@ -133,7 +156,8 @@ class Session:
         turn. Compacts first when the plan says so, and once more (then sends again) if the
         provider still answers that the context is too long."""
         text = clean(text)
-        pending = Message("user", text)
+        block = self._block(text)
+        pending = Message("user", with_block(block, text))
         size = self.counter.count_messages(self.engine.context.system, [pending],
                                            self._tool_specs())
         error = policy.too_big(size, self.budget, self.engine.model)
@@ -150,11 +174,12 @@ class Session:
             self.summarizer.start_background(self.state.background, self.state.turns,
                                              self.state.parent_summary)
         yield AnswerStarted(self.agent.name)
-        answer: Answer = yield from checkpointed(self.engine.chat(text), self, text)
+        answer: Answer = yield from checkpointed(self.engine.chat(text, block), self, text,
+                                                 block)
         if answer.turn.status == "unanswered" and isinstance(answer.error, ContextTooLongError):
             from rollchat.refusal import after_refusal
 
-            answer = yield from after_refusal(self, answer, pending)
+            answer = yield from after_refusal(self, answer, pending, text, block)
         hint = failure_hint(answer.error, False) if answer.turn.status == "unanswered" else None
         yield from self._record(answer.turn, hint)
 
@@ -340,6 +365,7 @@ class Session:
         self.output.install_archive(self.store, parent.session_id if readable else None,
                                     lambda: self.state.turns)
         prompt = restoration_prompt(parent, archive_tool=readable)
+        self._freeze_profile()
         if not quiet:
             yield AnswerStarted(self.agent.name)
         restoring = self.engine.restore(prompt)

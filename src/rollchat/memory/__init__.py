@@ -1,0 +1,1 @@
+"""Memory: facts and episodes kept across sessions (the store), and how they enter requests."""
