@@ -6,6 +6,7 @@ transcript as context, not as something the user typed."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -143,7 +144,7 @@ def test_the_prefix_holds_from_turn_to_turn_even_when_a_fact_is_remembered() -> 
     requests = chats(provider)
     assert len({r.system for r in requests}) == 1  # frozen profile: byte-identical
     assert "short answers" not in requests[-1].system
-    for previous, current in zip(requests, requests[1:], strict=False):
+    for previous, current in itertools.pairwise(requests):
         before, now = flat(previous), flat(current)
         assert now.startswith(before)  # the whole previous request, then the new messages
         assert len(before) / len(now) > 0.5
