@@ -156,3 +156,27 @@ def test_a_bad_history_mode_exits_2(tmp_path: Path) -> None:
     assert done.stderr == ("rollchat: error: bad.yml:2: session.history: must be one of all, "
                            "relevant (relevant forgoes prompt caching) (got 'most')\n")
 
+
+
+def test_the_context_command_says_relevant_mode_forgoes_prompt_caching() -> None:
+    import io
+
+    from rich.console import Console
+
+    from rollchat.ui.app import ChatApp
+    from rollchat.ui.render import Renderer
+    from rollchat.ui.repl import handle_line
+
+    for mode, expected in (("relevant", "History: relevant (a different history is sent each "
+                                        "turn, so it forgoes prompt caching"),
+                           ("all", "History: all (each request repeats the previous one")):
+        core, _, _ = make(history=mode)
+        buffer = io.StringIO()
+        app = ChatApp(core, Renderer(Console(file=buffer, width=300, color_system=None),
+                                     interactive=False))
+        for topic in TOPICS[:6]:
+            list(core.turn(f"we use {topic}"))
+        handle_line(app, "context")
+        assert expected in buffer.getvalue()
+        if mode == "relevant":
+            assert "messages sent now" in buffer.getvalue()

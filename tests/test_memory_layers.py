@@ -253,3 +253,27 @@ def test_the_default_clock_is_in_the_local_time_zone(monkeypatch: pytest.MonkeyP
         monkeypatch.undo()
         time.tzset()
     assert os.environ.get("TZ") != "Asia/Kolkata"
+
+
+def test_the_context_command_shows_the_memory_layers() -> None:
+    import io
+
+    from rich.console import Console
+
+    from rollchat.ui.app import ChatApp
+    from rollchat.ui.render import Renderer
+    from rollchat.ui.repl import handle_line
+
+    core, _, _ = make(Facts(list(FACTS)), window=100_000)
+    buffer = io.StringIO()
+    app = ChatApp(core, Renderer(Console(file=buffer, width=300, color_system=None),
+                                 interactive=False))
+    list(core.turn("which port does postgres use in staging?"))
+    handle_line(app, "context")
+    out = buffer.getvalue()
+    assert "Memory layers: at most 10,000 tokens (10% of the window); user profile 2 facts" in out
+    assert "(frozen until the next compaction)" in out
+    assert "Last context block: " in out and "1 relevant fact" in out
+    core.memory = None
+    handle_line(app, "context")
+    assert "Memory layers: off" in buffer.getvalue()

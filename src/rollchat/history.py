@@ -22,8 +22,8 @@ from rollchat.memory.layers import split_block
 HISTORY_MODES = ("all", "relevant")
 KEEP_RECENT = 3
 MOST_OLDER = 20
-CACHE_NOTE = ("history: relevant — a different history is sent each turn, so the provider's "
-              "prompt cache is not reused")
+CACHE_NOTE = ("History: relevant (a different history is sent each turn, so it forgoes "
+              "prompt caching: the provider's prompt cache is not reused)")
 _WORD = re.compile(r"\w+")
 _STOP = frozenset((
     "the", "and", "for", "are", "but", "not", "you", "your", "with", "this", "that", "have",

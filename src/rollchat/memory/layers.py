@@ -158,6 +158,8 @@ class MemoryLayers:
     clock: Callable[[], datetime] = local_now
     frozen: frozenset[str] = field(default_factory=frozenset)  # the facts in the profile
     profile: str = ""
+    last_block: str = ""  # the block of the last message (for the ``context`` command)
+    last_facts: int = 0  # how many facts it held
 
     def limit(self, window: int) -> int:
         return int(window * self.share)
@@ -184,4 +186,5 @@ class MemoryLayers:
             block = render_block(now, [])
         if kept:
             self.source.mark_used([f.id for f in facts[:kept]])
+        self.last_block, self.last_facts = block, kept
         return block

@@ -15,6 +15,7 @@ from rollchat.errors import UsageError
 from rollchat.text import human_tokens, plural
 
 if TYPE_CHECKING:
+    from rollchat.session import Session
     from rollchat.ui.app import ChatApp
 
 _REF = re.compile(r"^\S+$")  # one word: "resume ../x" is rejected, never sent to the model
@@ -74,9 +75,35 @@ def _context(app: ChatApp, arg: str) -> bool:
     else:
         lines.append(f"Last prompt: {last:,} tokens ({last / window:.0%} of "
                      f"{human_tokens(window)})")
+    lines += layer_lines(session)
     for line in lines:
         app.out.info(line)
     return False
+
+
+def layer_lines(session: Session) -> list[str]:
+    """What the memory layers and the history mode add to each request (issue 16)."""
+    from rollchat.history import CACHE_NOTE
+
+    count, memory = session.counter.count_text, session.memory
+    if memory is None:
+        lines = ["Memory layers: off"]
+    else:
+        limit = memory.limit(session.budget.window)
+        lines = [f"Memory layers: at most {limit:,} tokens ({memory.share:.0%} of the window); "
+                 f"user profile {plural(len(memory.frozen), 'fact')}, {count(memory.profile):,} "
+                 "tokens in the system prompt (frozen until the next compaction)"]
+        if memory.last_block:
+            lines.append(f"Last context block: {count(memory.last_block):,} tokens (date and "
+                         f"time, {plural(memory.last_facts, 'relevant fact')}), in its message")
+    if session.config.session.history == "relevant":
+        ctx = session.engine.context
+        sent = len(ctx.request_messages())
+        lines.append(f"{CACHE_NOTE}; {sent} of {len(ctx.messages)} messages sent now")
+    else:
+        lines.append("History: all (each request repeats the previous one: prompt caching "
+                      "works)")
+    return lines
 
 
 def _tools(app: ChatApp, arg: str) -> bool:
