@@ -1,0 +1,2 @@
+"""Memory across sessions: facts and episodes per agent (store.py), what the model or the
+offline rules extract from a conversation (extract.py), and searching them (search.py)."""
