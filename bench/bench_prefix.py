@@ -48,8 +48,8 @@ from tests.wire_servers import (
     tool_pairing_error,
 )
 
-from rollchat.history import rank
 from rollchat.memory.layers import MemoryLayers, split_block
+from rollchat.memory.search import rank
 from rollchat.providers.base import ToolSpec
 from rollchat.tools import Tool
 
@@ -102,7 +102,7 @@ def plan_for(turn: int) -> list[tuple[str, dict[str, Any]]]:
 
 @dataclass(frozen=True)
 class Fact:
-    id: str
+    id: int
     text: str
     category: str
     scope: str
@@ -116,12 +116,12 @@ SUBJECTS = ("refund", "invoice", "retry", "ledger", "rounding", "migration", "we
 
 def facts() -> list[Fact]:
     """60 remembered facts: 8 about the user (the profile), the rest about the project."""
-    out = [Fact(f"u{n}", f"The user prefers {what}", "preference", "user",
+    out = [Fact(n + 1, f"The user prefers {what}", "preference", "user",
                 "rollo_20261101_090000_0001", n + 1)
            for n, what in enumerate(("tabs over spaces", "short answers", "Decimal for money",
                                      "pytest over unittest", "type hints everywhere",
                                      "small commits", "British spelling", "no emojis"))]
-    out += [Fact(f"p{n}", f"The {SUBJECTS[n % len(SUBJECTS)]} code in billing/"
+    out += [Fact(n + 100, f"The {SUBJECTS[n % len(SUBJECTS)]} code in billing/"
                           f"{SUBJECTS[(n * 3) % len(SUBJECTS)]}.py was changed in sprint {n} "
                           f"to handle case {n * 7}", "fact", "project",
                  f"rollo_202611{n % 28 + 1:02d}_100000_00{n % 90 + 10}", n % 9 + 1)

@@ -9,8 +9,9 @@ import itertools
 from pathlib import Path
 
 from rollchat.domain import Message, ToolCall
-from rollchat.history import MOST_OLDER, RelevantHistory, rank
+from rollchat.history import MOST_OLDER, RelevantHistory
 from rollchat.memory.layers import split_block
+from rollchat.memory.search import rank
 from tests.e2e import clean_env, run_piped
 from tests.test_config import error, load
 from tests.test_memory_layers import FACTS, Facts, chats

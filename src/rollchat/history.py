@@ -3,8 +3,9 @@
 The stable prefix (the restored summary exchange) and the last ``KEEP_RECENT`` exchanges (the
 current one included) always go verbatim; of the older exchanges, at most ``MOST_OLDER`` are
 sent: those most similar to the current message (BM25 through SQLite FTS5's ``bm25()``), in
-their original order, or the last ``MOST_OLDER`` when none matches. An exchange is a user
-message with everything up to the next one, so a tool call never travels without its result.
+their original order, or the last ``MOST_OLDER`` when none matches (the ranking of the
+memory store: memory/search.py). An exchange is a user message with everything up to the
+next one, so a tool call never travels without its result.
 
 This mode sends a different history each turn, so a request rarely starts with the previous
 one: it forgoes the provider's prompt caching (the default, ``all``, keeps it).
@@ -12,25 +13,18 @@ one: it forgoes the provider's prompt caching (the default, ``all``, keeps it).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rollchat.domain import Message
 from rollchat.memory.layers import split_block
+from rollchat.memory.search import rank
 
 HISTORY_MODES = ("all", "relevant")
 KEEP_RECENT = 3
 MOST_OLDER = 20
 CACHE_NOTE = ("History: relevant (a different history is sent each turn, so it forgoes "
               "prompt caching: the provider's prompt cache is not reused)")
-_WORD = re.compile(r"\w+")
-_STOP = frozenset((
-    "the", "and", "for", "are", "but", "not", "you", "your", "with", "this", "that", "have",
-    "has", "had", "was", "were", "what", "when", "where", "which", "who", "why", "how", "can",
-    "could", "would", "should", "will", "about", "from", "into", "does", "did", "our", "their",
-    "there", "then", "than", "them", "they", "its", "also", "just", "some", "any", "all", "now",
-))
 
 
 def exchange_starts(messages: Sequence[Message], prefix_len: int) -> list[int]:
@@ -49,33 +43,6 @@ def exchange_text(messages: Sequence[Message]) -> str:
             parts.append(m.content)
             parts += [f"{c.name} {c.arguments}" for c in m.tool_calls]
     return "\n".join(parts)
-
-
-def query_terms(text: str) -> list[str]:
-    """The words of the current message that can match (stopwords and 1-2 letters dropped)."""
-    words = [w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP]
-    return list(dict.fromkeys(words))
-
-
-def rank(documents: Sequence[str], query: str, most: int) -> list[int]:
-    """The indices of the ``most`` documents that best match ``query`` by BM25 (FTS5), best
-    first; documents matching no word of the query are left out."""
-    terms = query_terms(query)
-    if not terms or not documents:
-        return []
-    import sqlite3
-
-    con = sqlite3.connect(":memory:")
-    try:
-        con.execute("CREATE VIRTUAL TABLE doc USING fts5(body, tokenize='unicode61')")
-        con.executemany("INSERT INTO doc(rowid, body) VALUES (?, ?)",
-                        ((i, text) for i, text in enumerate(documents)))
-        match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
-        rows = con.execute("SELECT rowid FROM doc WHERE doc MATCH ? ORDER BY bm25(doc), rowid "
-                           "LIMIT ?", (match, most)).fetchall()
-    finally:
-        con.close()
-    return [int(row[0]) for row in rows]
 
 
 @dataclass

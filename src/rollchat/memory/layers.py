@@ -34,7 +34,7 @@ BLOCK_OPEN = "<context>"
 BLOCK_CLOSE = "</context>"
 PROFILE_HEADING = "What you know about the user (remembered from earlier sessions):"
 RELEVANT_HEADING = "Relevant memory (remembered facts, with their source):"
-PROFILE_CATEGORIES = frozenset({"preference", "background"})
+PROFILE_CATEGORIES = frozenset({"preference", "background"})  # memory.records.PERSONAL
 RELEVANT_FACTS = 5
 DEFAULT_SHARE = 0.1
 
@@ -43,7 +43,7 @@ class FactLike(Protocol):
     """What the layers read of a remembered fact (rollchat.memory.store.Fact)."""
 
     @property
-    def id(self) -> str: ...
+    def id(self) -> int: ...
     @property
     def text(self) -> str: ...
     @property
@@ -62,7 +62,7 @@ class FactSource(Protocol):
 
     def facts(self) -> Sequence[FactLike]: ...
     def relevant(self, query: str, k: int = 5) -> Sequence[FactLike]: ...
-    def mark_used(self, ids: Iterable[str]) -> None: ...
+    def mark_used(self, ids: Iterable[int]) -> None: ...
 
 
 def local_now() -> datetime:
@@ -78,7 +78,7 @@ def one_line(text: str) -> str:
 
 def source_of(fact: FactLike) -> str:
     if not fact.source_session:
-        return "stated by the user"
+        return "added by hand"
     turn = f", turn {fact.source_turn}" if fact.source_turn else ""
     return f"session {fact.source_session}{turn}"
 
@@ -156,7 +156,7 @@ class MemoryLayers:
     source: FactSource
     share: float = DEFAULT_SHARE
     clock: Callable[[], datetime] = local_now
-    frozen: frozenset[str] = field(default_factory=frozenset)  # the facts in the profile
+    frozen: frozenset[int] = field(default_factory=frozenset)  # the facts in the profile
     profile: str = ""
     last_block: str = ""  # the block of the last message (for the ``context`` command)
     last_facts: int = 0  # how many facts it held
