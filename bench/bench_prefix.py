@@ -15,6 +15,7 @@ with the date and time and the facts most relevant to it, from a store of 60 fac
 moves a minute per turn, so every block differs from the one before).
 
 Run: .venv/bin/python bench/bench_prefix.py [--turns 60] [--window 32000] [--memory]
+     [--dialect openai]
      (from the repository root; PYTHONPATH=/path/to/other/tree/src:/path/to/other/tree measures
      another tree with the same script)
 """
@@ -278,10 +279,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=60)
     parser.add_argument("--window", type=int, default=32_000)
+    parser.add_argument("--dialect", choices=("openai", "anthropic"), action="append",
+                        help="only this dialect (repeatable; default both)")
     parser.add_argument("--memory", action="store_true",
                         help="also run with the memory layers, side by side")
     args = parser.parse_args()
-    runs = [(name, memory) for name in ("openai", "anthropic")
+    runs = [(name, memory) for name in (args.dialect or ("openai", "anthropic"))
             for memory in ((False, True) if args.memory else (False,))]
     for name, memory in runs:
         r = run(name, args.turns, args.window, memory)

@@ -296,3 +296,39 @@ def test_with_the_real_store(tmp_path: Path) -> None:
     assert "- The deploy script lives in ops/deploy.sh (session a_1, turn 4)" in block
     [deploy] = [f for f in store.facts() if "deploy" in f.text]
     assert deploy.last_used is not None  # the store knows it was given to the model
+
+
+def test_a_fact_is_sent_once_per_context() -> None:
+    core, _, provider = make(Facts(list(FACTS)))
+    list(core.turn("which port does postgres use in staging?"))
+    list(core.turn("and postgres in staging again: which port?"))
+    first, second = (split_block(r.messages[-1].content)[0] for r in chats(provider))
+    assert "port 5433" in first
+    assert "port 5433" not in second and second.startswith(BLOCK_OPEN + "\nNow: ")
+    assert "port 5433" in chats(provider)[-1].messages[0].content  # still in the request
+    list(core.compact())  # a new context: the fact is sent again when relevant
+    list(core.turn("postgres port in staging?"))
+    assert "port 5433" in chats(provider)[-1].messages[-1].content
+
+
+def test_in_relevant_history_mode_facts_are_repeated() -> None:
+    core, _, provider = make(Facts(list(FACTS)), history="relevant")
+    list(core.turn("which port does postgres use in staging?"))
+    list(core.turn("and postgres in staging again: which port?"))
+    assert all("port 5433" in r.messages[-1].content for r in chats(provider))
+
+
+def test_blocks_in_the_context_count_against_the_share() -> None:
+    counter = TokenCounter("offline")
+    facts = Facts([Fact(i, f"Refund retry rule {i}: " + "details " * 40) for i in range(40)])
+    layers = MemoryLayers(facts, share=0.1, clock=Clock())
+    layers.freeze(8_000, counter.count_text)
+    sizes = []
+    for n in range(8):
+        block = layers.block(f"refund retry rule {n}", 8_000, counter.count_text)
+        layers.sent(counter.count_text)
+        sizes.append(counter.count_text(block))
+    date_only = counter.count_text(layers.block("nothing matches here", 8_000,
+                                                counter.count_text))
+    assert sum(size - date_only for size in sizes) <= 800  # the facts: within the share
+    assert sizes[-1] == date_only  # once it is spent, only the date and time

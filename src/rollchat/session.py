@@ -100,6 +100,8 @@ class Session:
             self.summarizer.refused = self.windows.summary_refused
         self.guards = PolicyState()
         self.memory = memory
+        if memory is not None and config.session.history == "relevant":
+            memory.dedupe = False  # an earlier message (and its block) may not be sent
         self.persona = engine.context.system  # the agent's system prompt (skills included)
         self._freeze_profile()
         if config.session.history == "relevant":
@@ -169,7 +171,10 @@ class Session:
         decided = policy.plan(situation)
         yield Planned(situation.estimate, self.budget.tokens, decided.compact, decided.reason)
         if decided.compact:
-            yield from self._auto_compact(decided, pending)
+            compacted = yield from self._auto_compact(decided, pending)
+            if compacted and block:  # a new context: its own profile, nothing sent yet
+                block = self._block(text)
+                pending = Message("user", with_block(block, text))
         elif decided.presummarize:
             self.summarizer.start_background(self.state.background, self.state.turns,
                                              self.state.parent_summary)
@@ -180,6 +185,8 @@ class Session:
             from rollchat.refusal import after_refusal
 
             answer = yield from after_refusal(self, answer, pending, text, block)
+        if self.memory is not None and answer.turn.status != "unanswered":
+            self.memory.sent(self.counter.count_text)
         hint = failure_hint(answer.error, False) if answer.turn.status == "unanswered" else None
         yield from self._record(answer.turn, hint)
 

@@ -150,16 +150,23 @@ def system_prompt(persona: str, profile: str) -> str:
 class MemoryLayers:
     """Builds the profile layer (frozen per context) and each turn's block from ``source``.
 
-    ``share``: the part of the context window both layers may take together.
+    ``share``: the part of the context window the memory layers may take together: the
+    profile, and the blocks of the messages in the context. ``dedupe``: a fact already in the
+    context (in an earlier message's block, sent again with it in every request) is not
+    repeated; off when the history is chosen per turn (``session.history: relevant``), since
+    that earlier message may not be sent.
     """
 
     source: FactSource
     share: float = DEFAULT_SHARE
     clock: Callable[[], datetime] = local_now
+    dedupe: bool = True
     frozen: frozenset[int] = field(default_factory=frozenset)  # the facts in the profile
     profile: str = ""
+    in_context: set[int] = field(default_factory=set)  # facts in the context's blocks
+    spent: int = 0  # tokens of the blocks in the context
     last_block: str = ""  # the block of the last message (for the ``context`` command)
-    last_facts: int = 0  # how many facts it held
+    last_facts: tuple[int, ...] = ()  # the facts it holds
 
     def limit(self, window: int) -> int:
         return int(window * self.share)
@@ -170,15 +177,16 @@ class MemoryLayers:
         self.profile, kept = fit([fact_line(f) for f in facts], render_profile, count,
                                  self.limit(window) // 2)
         self.frozen = frozenset(f.id for f in facts[:kept])
+        self.in_context, self.spent = set(), 0
         return self.profile
 
     def block(self, text: str, window: int, count: Callable[[str], int]) -> str:
-        """The context block for a user message ``text``: now, and the facts most relevant to
-        it that the profile does not already hold, as many of the best as fit."""
-        extra = len(self.frozen)
-        facts = [f for f in self.source.relevant(text, k=RELEVANT_FACTS + extra)
-                 if f.id not in self.frozen][:RELEVANT_FACTS]
-        room = max(self.limit(window) - count(self.profile), 0)
+        """The context block for a user message ``text``: now, and of the facts most relevant
+        to it those the context does not hold yet (in the profile or an earlier block), as many
+        of the best as fit in what is left of the share."""
+        known = self.frozen | self.in_context if self.dedupe else self.frozen
+        facts = [f for f in self.source.relevant(text, k=RELEVANT_FACTS) if f.id not in known]
+        room = max(self.limit(window) - count(self.profile) - self.spent, 0)
         now = self.clock()
         block, kept = fit([fact_line(f) for f in facts], lambda ls: render_block(now, ls),
                           count, room)
@@ -186,5 +194,10 @@ class MemoryLayers:
             block = render_block(now, [])
         if kept:
             self.source.mark_used([f.id for f in facts[:kept]])
-        self.last_block, self.last_facts = block, kept
+        self.last_block, self.last_facts = block, tuple(f.id for f in facts[:kept])
         return block
+
+    def sent(self, count: Callable[[str], int]) -> None:
+        """The last block's message stays in the context (it was answered)."""
+        self.in_context.update(self.last_facts)
+        self.spent += count(self.last_block)

@@ -95,7 +95,8 @@ def layer_lines(session: Session) -> list[str]:
                  "tokens in the system prompt (frozen until the next compaction)"]
         if memory.last_block:
             lines.append(f"Last context block: {count(memory.last_block):,} tokens (date and "
-                         f"time, {plural(memory.last_facts, 'relevant fact')}), in its message")
+                         f"time, {plural(len(memory.last_facts), 'relevant fact')}), in its "
+                         "message")
     if session.config.session.history == "relevant":
         ctx = session.engine.context
         sent = len(ctx.request_messages())
