@@ -301,11 +301,17 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
 
     windows = WindowBook(default_path())  # windows learned from this server's refusals
     override = cfg.context_window_override(model) or windows.get(agent.base_url, model)
+    memory = None
+    if cfg.memory.enabled and cfg.session.auto_save and store_problem is None:
+        from rollchat.memory.keeper import open_memory
+
+        memory = open_memory(cfg, summary_provider, summary_agent.model or model)
     session = Session(
         config=cfg, agent=agent, engine=engine, summary_provider=summary_provider,
         summary_model=summary_agent.model or model, provider_name=name, store=store,
         confirm=confirm, context_window=context_window(model, override), windows=windows,
         fork_refusal=fork_refusal(no_fork=no_fork, interactive=interactive, yes=yes),
+        memory=memory,
     )
     if session.budget.warning:
         notices.append(session.budget.warning)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from rollchat import policy
 from rollchat.audit import audit, audit_line
@@ -16,7 +17,7 @@ from rollchat.config import AgentConfig, Config
 from rollchat.context import estimate_prompt, tail_sizes, tail_start
 from rollchat.domain import Message, Summary, Turn
 from rollchat.engine import Answer, Engine, quietly
-from rollchat.errors import RollchatError, StoreError
+from rollchat.errors import RollchatError, StoreError, UsageError
 from rollchat.events import (
     AnswerStarted,
     CompactionFinished,
@@ -50,6 +51,9 @@ from rollchat.tokens import TokenCounter
 from rollchat.tool_output import ToolOutput
 from rollchat.windows import WindowBook, WindowLearner
 
+if TYPE_CHECKING:
+    from rollchat.memory.keeper import Memory
+
 Flow = Generator[Event, None, None]
 
 
@@ -70,6 +74,7 @@ class Session:
         context_window: int,
         fork_refusal: str | None = None,  # why not to fork a session open elsewhere; None: fork
         windows: WindowBook | None = None,  # learned windows (None: in memory only)
+        memory: Memory | None = None,  # facts and episodes across sessions (memory/)
     ) -> None:
         self.config = config
         self.agent = agent
@@ -97,6 +102,9 @@ class Session:
         if summary_provider is engine.provider and summary_model == engine.model:
             self.summarizer.refused = self.windows.summary_refused
         self.guards = PolicyState()
+        self.memory = memory
+        if memory is not None:
+            memory.install(engine)
 
     def _budget(self, window: int) -> policy.Budget:
         cfg = self.config.session
@@ -308,6 +316,9 @@ class Session:
                 yield Saved(state.live.session_id, state.live.file_name)
         if stop:
             raise KeyboardInterrupt
+        if self.memory is not None:  # facts from the last turns, the summary as an episode
+            yield from self.memory.at_summary(state.turns, state.session_id, outcome.summary,
+                                              local=within is not None)
         return outcome.summary
 
     # ------------------------------------------------------------------ compact
@@ -339,6 +350,8 @@ class Session:
         readable = parent.session_id is not None and parent.file_name is not None
         self.output.install_archive(self.store, parent.session_id if readable else None,
                                     lambda: self.state.turns)
+        if self.memory is not None:
+            self.memory.install(self.engine)
         prompt = restoration_prompt(parent, archive_tool=readable)
         if not quiet:
             yield AnswerStarted(self.agent.name)
@@ -386,6 +399,28 @@ class Session:
         yield from self._start_child(Parent(info.session_id, info.file_name, summary, info.date,
                                             info.queries, info.tokens, info.resumed_from, forked))
         self.guards = PolicyState()
+
+    # ------------------------------------------------------------------ memory
+    def _memory(self) -> Memory:
+        if self.memory is None:
+            raise UsageError("memory is off (memory.enabled is false, or --no-save)")
+        return self.memory
+
+    def remember(self, text: str) -> Flow:
+        """``remember TEXT``: keep a fact (see memory/keeper.py)."""
+        state = self.state
+        yield from self._memory().remember(clean(text), state.session_id,
+                                           state.queries or None)
+
+    def forget(self, fact_id: int) -> Flow:
+        yield from self._memory().forget(fact_id)
+
+    def extract_memory(self) -> list[Event]:
+        """Facts from the latest turns (the REPL calls this from a thread when the chat is
+        idle): the events to draw; none when there is nothing new or memory is off."""
+        if self.memory is None or self.finished:
+            return []
+        return self.memory.extract(list(self.state.turns), self.state.session_id, wait=0)
 
     # ------------------------------------------------------------------ exit
     def exit(self, within: float | None = None) -> Flow:
