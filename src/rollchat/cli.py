@@ -212,7 +212,9 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
                 chat.get().resume(resume)
             if interactive:
                 run_interactive(chat, history_file=history_path(cfg.ui.history_file),
-                                on_ready=_warm_up)
+                                on_ready=_warm_up,
+                                idle_seconds=cfg.memory.idle_seconds if cfg.memory.enabled
+                                and cfg.session.auto_save else 0.0)
             else:
                 run_piped(chat, sys.stdin.buffer)
         except Terminated:  # before the chat loop began, or one put off until after it
