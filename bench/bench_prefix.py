@@ -238,7 +238,7 @@ def run(dialect_name: str, turns: int, window: int, memory: bool = False) -> dic
         core = session.app.session
         engine = core.engine
         if memory:
-            core.memory = MemoryLayers(Facts(facts()), clock=Clock())
+            core.layers = MemoryLayers(Facts(facts()), clock=Clock())
             core._freeze_profile()
         for name, (fn, description) in TOOLS.items():
             engine.tools[name] = Tool(ToolSpec(name, description, {"type": "object"}), fn)

@@ -94,7 +94,7 @@ def make(facts: Facts, window: int = 128_000, share: float = 0.1,
     core = Session(config=config, agent=agent, engine=engine, summary_provider=provider,
                    summary_model="offline", provider_name="offline", store=store,
                    confirm=lambda question: False, context_window=window,
-                   memory=MemoryLayers(source or facts, share=share, clock=Clock()))
+                   layers=MemoryLayers(source or facts, share=share, clock=Clock()))
     return core, store, provider
 
 
@@ -278,7 +278,7 @@ def test_the_context_command_shows_the_memory_layers() -> None:
     assert "Memory layers: at most 10,000 tokens (10% of the window); user profile 2 facts" in out
     assert "(frozen until the next compaction)" in out
     assert "Last context block: " in out and "1 relevant fact" in out
-    core.memory = None
+    core.layers = None
     handle_line(app, "context")
     assert "Memory layers: off" in buffer.getvalue()
 

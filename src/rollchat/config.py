@@ -109,6 +109,18 @@ class UIConfig:
 
 
 @dataclass(frozen=True)
+class MemoryConfig:
+    """Memory across sessions (src/rollchat/memory/): facts and episodes per agent."""
+
+    enabled: bool = True
+    scope: str = "project"  # project | user: where preferences and background facts go
+    idle_seconds: float = 300.0  # extract facts after this long without input (0: never)
+    max_age_days: int | None = None  # facts unused this long are listed by `memory prune`
+    max_share: float = 0.1  # the most of the context window remembered facts may take
+    user_dir: Path | None = None  # the user-level facts; None: the user data directory
+
+
+@dataclass(frozen=True)
 class Config:
     agents: Mapping[str, AgentConfig] = field(
         default_factory=lambda: {"assistant": AgentConfig()}
@@ -120,6 +132,7 @@ class Config:
     retry: RetryConfig = field(default_factory=RetryConfig)
     ui: UIConfig = field(default_factory=UIConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
     mcp_servers: tuple[McpServerConfig, ...] = ()  # for every agent
     source: Path | None = None  # the config file read, if any
     source_sha256: str | None = None  # the hash of the bytes read from it

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from rollchat import policy
 from rollchat.audit import audit, audit_line
@@ -16,7 +17,7 @@ from rollchat.config import AgentConfig, Config
 from rollchat.context import estimate_prompt, tail_sizes, tail_start
 from rollchat.domain import Message, Summary, Turn
 from rollchat.engine import Answer, Engine, quietly
-from rollchat.errors import RollchatError, StoreError
+from rollchat.errors import RollchatError, StoreError, UsageError
 from rollchat.events import (
     AnswerStarted,
     CompactionFinished,
@@ -51,6 +52,9 @@ from rollchat.tokens import TokenCounter
 from rollchat.tool_output import ToolOutput
 from rollchat.windows import WindowBook, WindowLearner
 
+if TYPE_CHECKING:
+    from rollchat.memory.keeper import Memory
+
 Flow = Generator[Event, None, None]
 
 
@@ -71,7 +75,9 @@ class Session:
         context_window: int,
         fork_refusal: str | None = None,  # why not to fork a session open elsewhere; None: fork
         windows: WindowBook | None = None,  # learned windows (None: in memory only)
-        memory: MemoryLayers | None = None,  # the memory layers of each request (None: off)
+        memory: Memory | None = None,  # facts and episodes across sessions (memory/)
+        # the memory layers of each request; None: from ``memory``'s store (off without it)
+        layers: MemoryLayers | None = None,
     ) -> None:
         self.config = config
         self.agent = agent
@@ -100,8 +106,13 @@ class Session:
             self.summarizer.refused = self.windows.summary_refused
         self.guards = PolicyState()
         self.memory = memory
-        if memory is not None and config.session.history == "relevant":
-            memory.dedupe = False  # an earlier message (and its block) may not be sent
+        if memory is not None:
+            memory.install(engine)
+        if layers is None and memory is not None:
+            layers = MemoryLayers(memory.store, share=config.memory.max_share)
+        self.layers = layers
+        if layers is not None and config.session.history == "relevant":
+            layers.dedupe = False  # an earlier message (and its block) may not be sent
         self.persona = engine.context.system  # the agent's system prompt (skills included)
         self._freeze_profile()
         if config.session.history == "relevant":
@@ -113,15 +124,15 @@ class Session:
         """The system prompt of the context starting now: the persona and, with memory on,
         the user profile as it is now (frozen until the next compaction or resume, so the
         request prefix stays byte-identical; see memory/layers.py)."""
-        if self.memory is not None:
-            profile = self.memory.freeze(self.budget.window, self.counter.count_text)
+        if self.layers is not None:
+            profile = self.layers.freeze(self.budget.window, self.counter.count_text)
             self.engine.context.system = system_prompt(self.persona, profile)
 
     def _block(self, text: str) -> str:
         """The context block of the user message ``text`` ("" with memory off)."""
-        if self.memory is None:
+        if self.layers is None:
             return ""
-        return self.memory.block(text, self.budget.window, self.counter.count_text)
+        return self.layers.block(text, self.budget.window, self.counter.count_text)
 
     def _budget(self, window: int) -> policy.Budget:
         cfg = self.config.session
@@ -185,8 +196,8 @@ class Session:
             from rollchat.refusal import after_refusal
 
             answer = yield from after_refusal(self, answer, pending, text, block)
-        if self.memory is not None and answer.turn.status != "unanswered":
-            self.memory.sent(self.counter.count_text)
+        if self.layers is not None and answer.turn.status != "unanswered":
+            self.layers.sent(self.counter.count_text)
         hint = failure_hint(answer.error, False) if answer.turn.status == "unanswered" else None
         yield from self._record(answer.turn, hint)
 
@@ -340,6 +351,9 @@ class Session:
                 yield Saved(state.live.session_id, state.live.file_name)
         if stop:
             raise KeyboardInterrupt
+        if self.memory is not None:  # facts from the last turns, the summary as an episode
+            yield from self.memory.at_summary(state.turns, state.session_id, outcome.summary,
+                                              local=within is not None)
         return outcome.summary
 
     # ------------------------------------------------------------------ compact
@@ -371,6 +385,8 @@ class Session:
         readable = parent.session_id is not None and parent.file_name is not None
         self.output.install_archive(self.store, parent.session_id if readable else None,
                                     lambda: self.state.turns)
+        if self.memory is not None:
+            self.memory.install(self.engine)
         prompt = restoration_prompt(parent, archive_tool=readable)
         self._freeze_profile()
         if not quiet:
@@ -419,6 +435,28 @@ class Session:
         yield from self._start_child(Parent(info.session_id, info.file_name, summary, info.date,
                                             info.queries, info.tokens, info.resumed_from, forked))
         self.guards = PolicyState()
+
+    # ------------------------------------------------------------------ memory
+    def _memory(self) -> Memory:
+        if self.memory is None:
+            raise UsageError("memory is off (memory.enabled is false, or --no-save)")
+        return self.memory
+
+    def remember(self, text: str) -> Flow:
+        """``remember TEXT``: keep a fact (see memory/keeper.py)."""
+        state = self.state
+        yield from self._memory().remember(clean(text), state.session_id,
+                                           state.queries or None)
+
+    def forget(self, fact_id: int) -> Flow:
+        yield from self._memory().forget(fact_id)
+
+    def extract_memory(self) -> list[Event]:
+        """Facts from the latest turns (the REPL calls this from a thread when the chat is
+        idle): the events to draw; none when there is nothing new or memory is off."""
+        if self.memory is None or self.finished:
+            return []
+        return self.memory.extract(list(self.state.turns), self.state.session_id, wait=0)
 
     # ------------------------------------------------------------------ exit
     def exit(self, within: float | None = None) -> Flow:

@@ -137,3 +137,8 @@ def trust_command(
                          user_config_dir=default_user_config_dir()))
     except ConfigError as exc:
         fail(str(exc))
+
+
+from rollchat.cmd_memory import memory_app  # noqa: E402
+
+app.add_typer(memory_app, name="memory")

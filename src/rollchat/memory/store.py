@@ -208,8 +208,17 @@ class MemoryStore:
         every other line (damaged ones too) as it was: temporary file, fsync, rename."""
         lines = [fact_line(changed[i]).encode("utf-8") if i in changed else raw
                  for i, raw in enumerate(read.lines)]
-        data = b"".join(line + b"\n" for line in lines)
-        temp = read.path.parent / f".{read.path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        self._write(read.path, b"".join(line + b"\n" for line in lines))
+
+    def _write_text(self, path: Path, text: str) -> None:
+        """Replace the file with ``text`` (the caller holds its lock)."""
+        try:
+            self._write(path, text.encode("utf-8"))
+        except OSError as e:
+            raise MemoryStoreError(f"cannot write {path}: {e.strerror or e}") from None
+
+    def _write(self, path: Path, data: bytes) -> None:
+        temp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
             try:
@@ -219,7 +228,7 @@ class MemoryStore:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            os.replace(temp, read.path)
+            os.replace(temp, path)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temp)

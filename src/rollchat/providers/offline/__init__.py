@@ -118,9 +118,13 @@ class OfflineProvider:
             reply, call = self._summary(request), None
         elif request.purpose == "restore":
             reply, call = self._restore(request), None
+        elif request.purpose == "memory":  # facts to remember: the phrase rules, as JSON
+            from rollchat.memory.extract import answer_offline
+
+            reply, call = answer_offline(request), None
         else:
             reply, call = self._chat(request)
-        pieces, delay = self._pieces(reply, by_line=request.purpose == "summary")
+        pieces, delay = self._pieces(reply, by_line=request.purpose in ("summary", "memory"))
         for index, piece in enumerate(pieces):
             if index and delay > 0:
                 time.sleep(delay)
