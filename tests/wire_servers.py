@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 import pytest
 
+from rollchat.memory.layers import split_block
+
 ReplyKind = Literal[
     "text", "tool", "error", "garbage", "truncated", "drop", "stall", "stream_error"
 ]
@@ -450,16 +452,17 @@ class WireServer:
 
 
 def last_user_text(body: dict[str, Any]) -> str:
-    """The text of the last user message of a request body (either dialect)."""
+    """The text of the last user message of a request body (either dialect), without the
+    context block rollchat puts before it (date and time, remembered facts): what was typed."""
     for message in reversed(body.get("messages") or []):
         if message.get("role") != "user":
             continue
         content = message.get("content")
         if isinstance(content, str):
-            return content
+            return split_block(content)[1]
         texts = [b.get("text", "") for b in content or [] if b.get("type") == "text"]
         if texts:
-            return texts[-1]
+            return split_block(texts[-1])[1]
     return ""
 
 
