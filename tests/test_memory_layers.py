@@ -332,3 +332,25 @@ def test_blocks_in_the_context_count_against_the_share() -> None:
                                                 counter.count_text))
     assert sum(size - date_only for size in sizes) <= 800  # the facts: within the share
     assert sizes[-1] == date_only  # once it is spent, only the date and time
+
+
+class Broken(Facts):
+    def relevant(self, query: str, k: int = 5) -> Sequence[Fact]:
+        from rollchat.memory.store import MemoryStoreError
+
+        raise MemoryStoreError("memory/assistant.facts.jsonl: permission denied")
+
+
+def test_an_unreadable_store_costs_a_warning_and_the_message_still_goes() -> None:
+    from rollchat.events import Notice
+
+    core, _, provider = make(Broken(list(FACTS)))
+    events = list(core.turn("which port does postgres use in staging?"))
+    warnings = [e.text for e in events if isinstance(e, Notice) and e.level == "warning"]
+    assert warnings == ["memory: memory/assistant.facts.jsonl: permission denied; this "
+                        "message goes without remembered facts"]
+    [request] = chats(provider)
+    block, typed = split_block(request.messages[-1].content)
+    assert typed == "which port does postgres use in staging?" and "Relevant" not in block
+    [finished] = [e for e in events if isinstance(e, TurnFinished)]
+    assert finished.turn.status == "ok"

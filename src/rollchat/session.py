@@ -171,6 +171,9 @@ class Session:
         text = clean(text)
         block = self._block(text)
         pending = Message("user", with_block(block, text))
+        if self.layers is not None:
+            for problem in self.layers.take_problems():
+                yield Notice("warning", problem)
         size = self.counter.count_messages(self.engine.context.system, [pending],
                                            self._tool_specs())
         error = policy.too_big(size, self.budget, self.engine.model)

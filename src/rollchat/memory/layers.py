@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Protocol
 
+from rollchat.errors import RollchatError
+
 BLOCK_OPEN = "<context>"
 BLOCK_CLOSE = "</context>"
 PROFILE_HEADING = "What you know about the user (remembered from earlier sessions):"
@@ -167,13 +169,19 @@ class MemoryLayers:
     spent: int = 0  # tokens of the blocks in the context
     last_block: str = ""  # the block of the last message (for the ``context`` command)
     last_facts: tuple[int, ...] = ()  # the facts it holds
+    problems: list[str] = field(default_factory=list)  # store errors not told yet
 
     def limit(self, window: int) -> int:
         return int(window * self.share)
 
     def freeze(self, window: int, count: Callable[[str], int]) -> str:
         """The profile layer for the context starting now (kept until the next one)."""
-        facts = [f for f in self.source.facts() if is_profile(f)]
+        try:
+            facts = [f for f in self.source.facts() if is_profile(f)]
+        except RollchatError as e:  # an unreadable store: the persona alone, said once
+            self.problems.append(f"memory: {e}; the user profile is left out until the next "
+                                 "compaction")
+            facts = []
         self.profile, kept = fit([fact_line(f) for f in facts], render_profile, count,
                                  self.limit(window) // 2)
         self.frozen = frozenset(f.id for f in facts[:kept])
@@ -185,7 +193,12 @@ class MemoryLayers:
         to it those the context does not hold yet (in the profile or an earlier block), as many
         of the best as fit in what is left of the share."""
         known = self.frozen | self.in_context if self.dedupe else self.frozen
-        facts = [f for f in self.source.relevant(text, k=RELEVANT_FACTS) if f.id not in known]
+        try:
+            facts = [f for f in self.source.relevant(text, k=RELEVANT_FACTS)
+                     if f.id not in known]
+        except RollchatError as e:  # the message goes with the date and time only
+            self.problems.append(f"memory: {e}; this message goes without remembered facts")
+            facts = []
         room = max(self.limit(window) - count(self.profile) - self.spent, 0)
         now = self.clock()
         block, kept = fit([fact_line(f) for f in facts], lambda ls: render_block(now, ls),
@@ -193,9 +206,16 @@ class MemoryLayers:
         if not block:  # the date and time are always sent
             block = render_block(now, [])
         if kept:
-            self.source.mark_used([f.id for f in facts[:kept]])
+            try:
+                self.source.mark_used([f.id for f in facts[:kept]])
+            except RollchatError as e:
+                self.problems.append(f"memory: {e}")
         self.last_block, self.last_facts = block, tuple(f.id for f in facts[:kept])
         return block
+
+    def take_problems(self) -> list[str]:
+        problems, self.problems = self.problems, []
+        return problems
 
     def sent(self, count: Callable[[str], int]) -> None:
         """The last block's message stays in the context (it was answered)."""
