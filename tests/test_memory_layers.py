@@ -275,9 +275,15 @@ def test_the_context_command_shows_the_memory_layers() -> None:
     list(core.turn("which port does postgres use in staging?"))
     handle_line(app, "context")
     out = buffer.getvalue()
-    assert "Memory layers: at most 10,000 tokens (10% of the window); user profile 2 facts" in out
-    assert "(frozen until the next compaction)" in out
-    assert "Last context block: " in out and "1 relevant fact" in out
+    profile = next(line for line in out.splitlines() if "Memory: user profile" in line)
+    assert "(2 facts, frozen until the next compaction)" in profile
+    assert int(profile.split()[3].replace(",", "")) == core.counter.count_text(
+        core.layers.profile if core.layers else "") > 0
+    blocks = next(line for line in out.splitlines() if "Memory: context blocks" in line)
+    assert "(1 in their messages: date, time, relevant facts)" in blocks
+    assert ("Memory layers: at most 10,000 tokens (10% of the window) for the user profile "
+            "and the context blocks together") in out
+    assert "Last context block: " in out and "1 relevant fact)" in out
     core.layers = None
     handle_line(app, "context")
     assert "Memory layers: off" in buffer.getvalue()

@@ -15,7 +15,6 @@ from rollchat.errors import UsageError
 from rollchat.text import human_tokens, plural
 
 if TYPE_CHECKING:
-    from rollchat.session import Session
     from rollchat.ui.app import ChatApp
 
 _REF = re.compile(r"^\S+$")  # one word: "resume ../x" is rejected, never sent to the model
@@ -52,59 +51,17 @@ def _help(app: ChatApp, arg: str) -> bool:
 
 
 def _context(app: ChatApp, arg: str) -> bool:
+    from rollchat.breakdown import breakdown, lines
+
     session = app.session
-    ctx = session.engine.context
-    budget = session.budget
-    window = budget.window
-    last = ctx.last_prompt_tokens
-    estimate = session.estimate()
-    state = session.state
-    lines = [
-        f"Model: {session.engine.model} (context window {window:,} tokens)",
-        f"Budget: {budget.tokens:,} tokens before automatic compaction "
-        f"({'on' if session.config.session.auto_compact else 'off'}); "
-        f"{budget.max_output_tokens:,} reserved for the answer",
-        f"Next prompt (estimate): {estimate:,} tokens ({estimate / window:.0%} of the window, "
-        f"{estimate / budget.tokens:.0%} of the budget; counted with {session.counter.method})",
-        f"Session: {plural(state.queries, 'query')}, {state.tokens:,} tokens"
-        + (f", restoration {state.restoration_tokens:,}" if state.restored else ""),
-        f"Working context: {len(ctx.messages)} messages",
-    ]
-    if last is None:
-        lines.append("Last prompt: none reported yet")
-    else:
-        lines.append(f"Last prompt: {last:,} tokens ({last / window:.0%} of "
-                     f"{human_tokens(window)})")
-    lines += layer_lines(session)
-    for line in lines:
+    for line in lines(breakdown(session), model=session.engine.model,
+                      method=session.counter.method, auto=session.config.session.auto_compact):
         app.out.info(line)
+    state = session.state
+    app.out.dim(f"Session: {plural(state.queries, 'query')}, {human_tokens(state.tokens)} "
+                "tokens billed" + (f" (+{human_tokens(state.restoration_tokens)} restoring)"
+                                   if state.restored else ""))
     return False
-
-
-def layer_lines(session: Session) -> list[str]:
-    """What the memory layers and the history mode add to each request (issue 16)."""
-    from rollchat.history import CACHE_NOTE
-
-    count, memory = session.counter.count_text, session.layers
-    if memory is None:
-        lines = ["Memory layers: off"]
-    else:
-        limit = memory.limit(session.budget.window)
-        lines = [f"Memory layers: at most {limit:,} tokens ({memory.share:.0%} of the window); "
-                 f"user profile {plural(len(memory.frozen), 'fact')}, {count(memory.profile):,} "
-                 "tokens in the system prompt (frozen until the next compaction)"]
-        if memory.last_block:
-            lines.append(f"Last context block: {count(memory.last_block):,} tokens (date and "
-                         f"time, {plural(len(memory.last_facts), 'relevant fact')}), in its "
-                         "message")
-    if session.config.session.history == "relevant":
-        ctx = session.engine.context
-        sent = len(ctx.request_messages())
-        lines.append(f"{CACHE_NOTE}; {sent} of {len(ctx.messages)} messages sent now")
-    else:
-        lines.append("History: all (each request repeats the previous one: prompt caching "
-                      "works)")
-    return lines
 
 
 def _tools(app: ChatApp, arg: str) -> bool:
@@ -128,6 +85,29 @@ def _sessions(app: ChatApp, arg: str) -> bool:
                     else f"No other saved sessions (the current one is {current}).")
     elif not infos and not problems:
         app.out.sessions(infos, problems)  # "No saved sessions."
+    return False
+
+
+def _fork(app: ChatApp, arg: str) -> bool:
+    app.fork(arg.strip() or None)
+    return False
+
+
+def _clear(app: ChatApp, arg: str) -> bool:
+    app.clear()
+    return False
+
+
+def _undo(app: ChatApp, arg: str) -> bool:
+    app.undo()
+    return False
+
+
+def _summary(app: ChatApp, arg: str) -> bool:
+    word = arg.strip().lower()
+    if word not in ("", "edit"):
+        raise UsageError("usage: summary [edit]")
+    app.summary(edit=word == "edit")
     return False
 
 
@@ -166,9 +146,20 @@ COMMANDS: dict[str, Command] = {
     c.name: c
     for c in (
         Command("help", "help", "show this help", _help),
-        Command("context", "context", "token figures: session, last prompt, window", _context),
+        Command("context", "context", "what the next request holds: system prompt, tools, "
+                "summary, turns, tool results, free space", _context),
+        Command("summary", "summary [edit]", "show the summary this session was restored "
+                "from; edit opens it in $EDITOR", _summary, takes_arg=True,
+                bare_arg=lambda a: a.strip().lower() == "edit"),
         Command("compact", "compact [focus]", "summarize this session and continue in a new "
                 "one (focus text steers the summary)", _compact, takes_arg=True),
+        Command("undo", "undo", "right after compact: go back to the session as it was",
+                _undo),
+        Command("fork", "fork [N|ID]", "continue in a new session from this one's summary (or "
+                "a saved one's), leaving it open", _fork, takes_arg=True,
+                bare_arg=lambda a: bool(_REF.match(a.strip()))),
+        Command("clear", "clear", "save this session and start a fresh one, nothing carried",
+                _clear),
         Command("sessions", "sessions", "list saved sessions, most recent first", _sessions),
         Command("resume", "resume N|ID", "continue a saved session from its summary", _resume,
                 takes_arg=True, bare_arg=lambda a: bool(_REF.match(a.strip()))),

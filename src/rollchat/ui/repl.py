@@ -40,6 +40,12 @@ def handle_line(app: ChatApp, line: str) -> bool:
 
 
 def _run_line(app: ChatApp, line: str) -> bool:
+    from rollchat.handoff import mention
+
+    handed = mention(line)
+    if handed is not None:  # "@NAME message": hand the conversation to agent NAME
+        app.handoff(*handed, line)
+        return False
     parsed = commands.parse(line)
     if parsed is None:
         if line.strip():
@@ -171,6 +177,15 @@ def toolbar_text(app: ChatApp) -> str:
             f"{session.agent.name} · {session.engine.model} · {sid} ")
 
 
+def prompt_text(chat: Starting) -> str:
+    """The prompt: ``You: ``, and once the conversation was handed to another agent, which
+    agent it talks to (``You → Reviewer: ``)."""
+    app = chat.ready
+    if app is None or not app.handed:
+        return "You: "
+    return harmless(f"You → {app.session.agent.name}: ")
+
+
 def history_path(configured: Path | None) -> Path:
     if configured is not None:
         return configured.expanduser()
@@ -195,6 +210,7 @@ def run_interactive(
     on_ready: Callable[[ChatApp], None] | None = None,
     input: Input | None = None,
     output: Output | None = None,
+    agents: Iterable[str] = (),
     idle_seconds: float = 0.0,
 ) -> None:
     """The REPL: Enter sends, Alt+Enter / Esc Enter inserts a newline, Ctrl-C clears the
@@ -204,6 +220,7 @@ def run_interactive(
     then runs in the background (warm-up work the first message would otherwise wait for).
     After ``idle_seconds`` at the prompt (0: never) facts are extracted in the background
     (see ui/idle.py).
+    Tab completes commands and ``@`` + the ``agents``' names.
     """
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import WordCompleter
@@ -224,7 +241,8 @@ def run_interactive(
         history = InMemoryHistory()
     session: PromptSession[str] = PromptSession(
         history=history,
-        completer=WordCompleter(commands.completions(), sentence=True),
+        completer=WordCompleter([*commands.completions(), *(f"@{a}" for a in agents)],
+                                sentence=True),
         complete_while_typing=False,
         key_bindings=bindings,
         bottom_toolbar=lambda: _toolbar(chat),
@@ -249,7 +267,9 @@ def run_interactive(
         while True:
             idle.arm()
             try:
-                line = session.prompt("You: ")
+                app = chat.ready
+                line = session.prompt(lambda: prompt_text(chat),
+                                      default=app.take_unsent() if app is not None else "")
             except KeyboardInterrupt:
                 if ending():
                     break
@@ -273,7 +293,7 @@ def _handle(chat: Starting, line: str, stop_on_interrupt: bool = False) -> bool:
     before = None
     try:
         app = chat.get()
-        before = app.session.recorded
+        before = app.recorded
         return handle_line(app, line)
     except KeyboardInterrupt:
         if not ending():
@@ -282,7 +302,7 @@ def _handle(chat: Starting, line: str, stop_on_interrupt: bool = False) -> bool:
     finally:
         if ending() and line.strip() and commands.parse(line) is None:
             app = chat.get()
-            if before is None or app.session.recorded == before:
+            if before is None or app.recorded == before:
                 app.keep_unsent(line)
 
 
