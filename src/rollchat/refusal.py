@@ -24,7 +24,7 @@ def after_refusal(session: Session, answer: Answer, pending: Message, text: str,
     once more when that can help; returns the answer the user gets."""
     assert isinstance(answer.error, ContextTooLongError)
     learned = session.windows.refused(answer.error, session.estimate([pending]))
-    if not session.config.session.auto_compact:
+    if session.auto_mode == "off":
         if learned is not None:
             yield Notice("warning", learned.line("automatic compaction is off, so the message "
                                                  "was not sent again"))
