@@ -101,6 +101,20 @@ class ToolsConfig:
     max_result_tokens: int | None = None  # None: a tenth of the model's context window
 
 
+HANDOFF_STRATEGIES = ("summary", "bm25", "last_n")
+
+
+@dataclass(frozen=True)
+class HandoffConfig:
+    """What ``@NAME message`` hands to agent NAME (see handoff.py): a summary of the session,
+    the turns most relevant to the message (bm25) or the last ``last_n`` turns verbatim; the
+    turns handed are at most ``max_tokens``."""
+
+    strategy: str = "summary"
+    last_n: int = 6
+    max_tokens: int = 4000
+
+
 @dataclass(frozen=True)
 class UIConfig:
     history_file: Path | None = None  # None: history in the user data directory
@@ -132,6 +146,7 @@ class Config:
     ui: UIConfig = field(default_factory=UIConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
+    handoff: HandoffConfig = field(default_factory=HandoffConfig)
     mcp_servers: tuple[McpServerConfig, ...] = ()  # for every agent
     source: Path | None = None  # the config file read, if any
     source_sha256: str | None = None  # the hash of the bytes read from it

@@ -14,8 +14,10 @@ from typing import Any
 import yaml
 
 from rollchat.config import (
+    HANDOFF_STRATEGIES,
     AgentConfig,
     Config,
+    HandoffConfig,
     MemoryConfig,
     ModelConfig,
     RetryConfig,
@@ -114,6 +116,12 @@ _SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
             "int", "must be an integer >= 100, or null (a tenth of the context window)",
             lambda v: v >= 100, nullable=True,
         ),
+    }),
+    "handoff": (HandoffConfig, {
+        "strategy": Field("str", f"must be one of {', '.join(HANDOFF_STRATEGIES)}",
+                          lambda v: v in HANDOFF_STRATEGIES),
+        "last_n": POSITIVE,
+        "max_tokens": Field("int", "must be an integer >= 100", lambda v: v >= 100),
     }),
     "ui": (UIConfig, {
         "history_file": Field("path", "must be a file path, or null", nonempty, nullable=True),

@@ -63,6 +63,7 @@ class SessionInfo:
     continued_in: tuple[str, ...] = ()  # the sessions that continue it
     context_tokens: int = 0  # the context's size at its last call (tokens: billed in all)
     tools: tuple[str, ...] | None = None  # the agent's own tools, when recorded
+    handed_from: str | None = None  # the session that handed the conversation to it (@NAME)
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,8 @@ def session_info(file_name: str, path: Path | None, seen: Glance) -> SessionInfo
     return SessionInfo(0, h.session_id, file_name, path, h.agent, h.agent_path, h.model,
                        h.provider, h.date, queries, tokens, preview, seen.has_summary,
                        h.resumed_from, h.previous_session, seen.summary_problem, exact,
-                       h.forked, h.continued_in, h.context_tokens, tools=h.tools)
+                       h.forked, h.continued_in, h.context_tokens, tools=h.tools,
+                       handed_from=h.handed_from)
 
 
 def numbered(found: list[SessionInfo], problems: list[tuple[str, str]]) -> Listing:

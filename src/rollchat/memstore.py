@@ -15,10 +15,12 @@ from rollchat.transcript import (
     ReadAt,
     decode,
     glance,
+    parse_head,
     parse_lenient,
     render_finalized,
     render_header,
     render_linked,
+    render_resummarized,
     render_totals,
     render_turn,
     tail_summary,
@@ -80,7 +82,8 @@ class MemoryStore:
     def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
                     provider: str, now: datetime, resumed_from: str | None = None,
                     previous_session: str | None = None, forked: bool = False,
-                    tools: tuple[str, ...] | None = None,
+                    tools: tuple[str, ...] | None = None, handed_from: str | None = None,
+                    imported_from: str | None = None,
                     ) -> MemorySession:
         """A new session (an id as SessionStore makes them) holding its header."""
         with self._lock:
@@ -88,7 +91,8 @@ class MemoryStore:
                 if sid not in self._texts:
                     header = SessionHeader(sid, now, agent, agent_path, model, provider,
                                            resumed_from, previous_session, forked=forked,
-                                           tools=tools)
+                                           tools=tools, handed_from=handed_from,
+                                   imported_from=imported_from)
                     self._texts[sid] = bytearray(encode(render_header(header)))
                     return MemorySession(self, header)
         raise StoreError("could not find a free session id in memory")
@@ -146,6 +150,31 @@ class MemoryStore:
         new = render_linked(self._text(session_id), check_id(child_id))
         with self._lock:
             self._texts[session_id] = bytearray(encode(new))
+
+    def replace_summary(self, session_id: str, summary: Summary) -> None:
+        """Replace the session's summary block (the rest stays byte for byte)."""
+        try:
+            new = render_resummarized(self._text(session_id), summary)
+        except TranscriptError as e:
+            raise StoreError(f"{session_id}.md {e}") from None
+        with self._lock:
+            self._texts[session_id] = bytearray(encode(new))
+
+    def snapshot(self, session_id: str) -> bytes:
+        """The session's exact bytes (to put back with ``reopen``)."""
+        return self._bytes(session_id)
+
+    def reopen(self, session_id: str, data: bytes) -> MemorySession:
+        """Put ``data`` back as the session's text and write on (undoing a compaction)."""
+        header = parse_head(decode(data, binary_check=False)).header
+        with self._lock:
+            self._texts[check_id(session_id)] = bytearray(data)
+        return MemorySession(self, header)
+
+    def delete(self, session_id: str) -> None:
+        """Forget the session."""
+        with self._lock:
+            self._texts.pop(check_id(session_id), None)
 
     def open_elsewhere(self, session_id: str) -> bool:
         """Never: no other process sees this store."""

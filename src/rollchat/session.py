@@ -52,7 +52,9 @@ from rollchat.tool_output import ToolOutput
 from rollchat.windows import WindowBook, WindowLearner
 
 if TYPE_CHECKING:
+    from rollchat.handoff import Handed
     from rollchat.memory.keeper import Memory
+    from rollchat.session_ops import UndoPoint
 
 Flow = Generator[Event, None, None]
 
@@ -102,6 +104,7 @@ class Session:
         if summary_provider is engine.provider and summary_model == engine.model:
             self.summarizer.refused = self.windows.summary_refused
         self.guards = PolicyState()
+        self.undo: UndoPoint | None = None  # what the last compact replaced (session_ops)
         self.memory = memory
         if memory is not None:
             memory.install(engine)
@@ -136,17 +139,21 @@ class Session:
         return list(listing.sessions), list(listing.problems)
 
     # ------------------------------------------------------------------ a turn
-    def turn(self, text: str) -> Flow:
+    def turn(self, text: str, handed: Handed | None = None) -> Flow:
         """Send one user message (cleaned: see rollchat.clean), stream the answer, save the
         turn. Compacts first when the plan says so, and once more (then sends again) if the
-        provider still answers that the context is too long."""
+        provider still answers that the context is too long. ``handed``: the context another
+        agent's session handed over (see handoff.py), sent before the message in the same
+        user message and kept as the turn's ``Context`` in the transcript."""
         text = clean(text)
-        pending = Message("user", text)
+        sent, note = (text, "") if handed is None else (handed.wrap(text), handed.note)
+        pending = Message("user", sent)
         size = self.counter.count_messages(self.engine.context.system, [pending],
                                            self._tool_specs())
         error = policy.too_big(size, self.budget, self.engine.model)
         if error is not None:
-            turn = Turn("query", 0, now(), text, "", status="unanswered", error=error)
+            turn = Turn("query", 0, now(), text, "", status="unanswered", error=error,
+                        context=note)
             yield from self._record(turn, failure_hint(None, True))
             return
         situation = self._situation(pending)
@@ -158,13 +165,14 @@ class Session:
             self.summarizer.start_background(self.state.background, self.state.turns,
                                              self.state.parent_summary)
         yield AnswerStarted(self.agent.name)
-        answer: Answer = yield from checkpointed(self.engine.chat(text), self, text)
+        answer: Answer = yield from checkpointed(self.engine.chat(sent), self, text, note)
         if answer.turn.status == "unanswered" and isinstance(answer.error, ContextTooLongError):
             from rollchat.refusal import after_refusal
 
             answer = yield from after_refusal(self, answer, pending)
         hint = failure_hint(answer.error, False) if answer.turn.status == "unanswered" else None
-        yield from self._record(answer.turn, hint)
+        turn = answer.turn if handed is None else replace(answer.turn, user=text, context=note)
+        yield from self._record(turn, hint)
 
     def _record(self, turn: Turn, hint: str | None) -> Flow:
         turn = replace(turn, number=self.state.queries + 1)
@@ -180,6 +188,25 @@ class Session:
         """Keep a message the chat ended before sending (a signal right after Enter)."""
         yield from self._record(Turn("query", 0, now(), clean(text), "", status="interrupted"),
                                 None)
+
+    def record_entry(self, turn: Turn) -> Flow:
+        """Keep an entry that is not a query (a handoff to another agent) in the transcript."""
+        self.state.add(turn)
+        yield from self._save(turn)
+
+    def ensure_file(self) -> Generator[Event, None, str | None]:
+        """Make the session's file now (normally made at its first query); its id, or None
+        when nothing is saved."""
+        state = self.state
+        if state.live is None and not state.save_failed:
+            try:
+                yield from open_file(self.store, state, self.agent, self.engine.model,
+                                     self.provider_name, in_progress=True)
+            except StoreError as exc:
+                state.save_failed = True
+                yield Notice("error", f"{exc} — the chat goes on in memory; nothing is saved "
+                                      "from now on.")
+        return state.session_id
 
     def _save(self, turn: Turn) -> Flow:
         """Append the turn to the session file (creating it at the first query)."""
@@ -358,14 +385,17 @@ class Session:
         restoring = self.engine.restore(prompt)
         answer: Answer = yield from (quietly(restoring) if quiet else restoring)
         context = restored_context(parent, automatic=quiet)
-        turn = replace(answer.turn, context=context, previous_session=parent.file_name)
+        # the prompt is kept in the child's file: it holds the parent's summary (see prune)
+        turn = replace(answer.turn, context=context, previous_session=parent.file_name,
+                       user=prompt)
         if not quiet:
             yield TurnFinished(turn)
         self.state.restored = turn
 
     # ------------------------------------------------------------------ resume
-    def resume(self, ref: str) -> Flow:
-        """Continue a saved session from its summary, in a new linked session."""
+    def resume(self, ref: str, fork: bool = False) -> Flow:
+        """Continue a saved session from its summary, in a new linked session (``fork``: a
+        fork, which leaves the session open: no ``Continued In`` link is written to it)."""
         from rollchat.store import resolve
 
         listing = self.store.list_sessions(exclude=self.state.session_id)
@@ -375,7 +405,7 @@ class Session:
             yield Notice("info", "Resume cancelled.")
             return
         yield Notice("info", "Loading session...")
-        forked = yield from check_open(self.store, info, self.fork_refusal)
+        elsewhere = yield from check_open(self.store, info, None if fork else self.fork_refusal)
         if info.summary_problem:
             yield Notice("warning", f"{info.file_name}: {info.summary_problem}; treating it as "
                                     "unsummarized")
@@ -386,7 +416,7 @@ class Session:
         if summary is None:
             from rollchat.unsummarized import summarize_unsummarized
 
-            summary = yield from summarize_unsummarized(self, info, save=not forked)
+            summary = yield from summarize_unsummarized(self, info, save=not elsewhere)
         if self.state.queries:
             yield from self._finalize()
             yield Notice("info", f"Saved the current session: {self.state.session_id} "
@@ -397,8 +427,9 @@ class Session:
                              f"{human_tokens(info.tokens)} tokens)")
         yield Notice("info", "Restoring context...")
         yield from self._start_child(Parent(info.session_id, info.file_name, summary, info.date,
-                                            info.queries, info.tokens, info.resumed_from, forked))
-        self.guards = PolicyState()
+                                            info.queries, info.tokens, info.resumed_from,
+                                            elsewhere or fork, by_user=fork and not elsewhere))
+        self.guards, self.undo = PolicyState(), None
 
     # ------------------------------------------------------------------ memory
     def _memory(self) -> Memory:

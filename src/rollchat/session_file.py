@@ -62,6 +62,17 @@ class FileSession:
         """Let go of the session: another process may write it from now on."""
         self._release()
 
+    def check_totals(self, data: bytes) -> None:
+        """The file holds ``data`` (put back by ``reopen``): find its totals there."""
+        try:
+            head = data[:data.index(b"\n---\n") + 1].decode("utf-8")
+        except ValueError:
+            self._totals = None
+            return
+        span = totals_span(head)
+        self._totals = None if span is None else (
+            len(encode(head[:span[0]])), encode(head[span[0]:span[1]]))
+
     def set_totals(self, queries: int, billed: int, context: int) -> None:
         """Refresh the header's totals in place (same length: see render_totals), so that the
         header of a live or crashed session tells the truth. Best effort: the turns are what

@@ -34,7 +34,7 @@ from rollchat.listing import (
     session_info,
     slug,
 )
-from rollchat.locks import SessionBusyError, SessionLocks, pid_alive
+from rollchat.locks import BRIEF_WAIT, SessionBusyError, SessionLocks, busy_message, pid_alive
 from rollchat.memstore import MemorySession, MemoryStore
 from rollchat.session_file import NOFOLLOW as _NOFOLLOW
 from rollchat.session_file import FileSession, fsync_dir, write_all
@@ -42,10 +42,12 @@ from rollchat.store_api import LiveSession, Store
 from rollchat.transcript import (
     decode,
     glance,
+    parse_head,
     parse_lenient,
     render_finalized,
     render_header,
     render_linked,
+    render_resummarized,
     tail_summary,
 )
 
@@ -124,7 +126,8 @@ class SessionStore:
     def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
                     provider: str, now: datetime, resumed_from: str | None = None,
                     previous_session: str | None = None, forked: bool = False,
-                    tools: tuple[str, ...] | None = None) -> FileSession:
+                    tools: tuple[str, ...] | None = None, handed_from: str | None = None,
+                    imported_from: str | None = None) -> FileSession:
         """Create ``{slug}_{YYYYMMDD_HHMMSS}_{hex}.md`` (O_EXCL, 0600) with its header, fsynced,
         locked before it exists: from its first byte it is this process's to write."""
         if not self._ensured:
@@ -133,7 +136,8 @@ class SessionStore:
             path = self.root / f"{sid}.md"
             header = SessionHeader(sid, now, agent, agent_path, model, provider,
                                    resumed_from, previous_session, forked=forked,
-                                   tools=tools)
+                                   tools=tools, handed_from=handed_from,
+                                   imported_from=imported_from)
             if not self.locks.acquire(sid):
                 continue
             made = False
@@ -198,6 +202,50 @@ class SessionStore:
         """Atomically add ``child_id`` to the session's ``Continued In`` header line."""
         self._rewrite(session_id, lambda text: render_linked(text, check_id(child_id)))
 
+    def replace_summary(self, session_id: str, summary: Summary) -> None:
+        """Atomically replace the session's summary block; the rest stays byte for byte."""
+        self._rewrite(session_id, lambda text: render_resummarized(text, summary))
+
+    def snapshot(self, session_id: str) -> bytes:
+        """The session file's exact bytes (to put back with ``reopen``)."""
+        path = self.path_for(session_id)
+        with os.fdopen(self._open(path, follow=False), "rb") as f:
+            try:
+                return f.read()
+            except OSError as e:
+                raise StoreError(f"cannot read {path}: {e.strerror}") from None
+
+    def reopen(self, session_id: str, data: bytes) -> FileSession:
+        """Put ``data`` (a ``snapshot`` of a live session) back as the session's file,
+        atomically, and hold the session again to write on (undoing a compaction);
+        SessionBusyError when another process has it open meanwhile."""
+        path = self.path_for(session_id)
+        if not self.locks.acquire(session_id, BRIEF_WAIT):
+            raise SessionBusyError(f"{busy_message(session_id)}; it was not changed")
+        try:
+            header = parse_head(decode(data, binary_check=False)).header
+            self._atomic_write(path, data)
+        except BaseException:
+            self.locks.release(session_id)
+            raise
+        live = FileSession(path, header, self.locks)
+        live.check_totals(data)
+        return live
+
+    def delete(self, session_id: str) -> None:
+        """Remove the session's file and its lock file (``rollchat prune``); SessionBusyError
+        when another process has it open."""
+        path = self.path_for(session_id)
+        with self.locks.claim(session_id):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                raise StoreError(f"cannot delete {path}: {e.strerror}") from None
+            fsync_dir(self.root)
+        self.locks.discard(session_id)
+
     def open_elsewhere(self, session_id: str) -> bool:
         """Whether another process has the session open (and so is the only one to write it)."""
         return self.locks.held_elsewhere(check_id(session_id))
@@ -261,6 +309,14 @@ class SessionStore:
 
     def _read_text(self, path: Path, *, follow: bool, limit: int | None) -> str:
         """The whole file as text (strict UTF-8); ``limit``: refuse a larger file."""
+        data = self._read_data(path, follow=follow, limit=limit)
+        try:
+            return decode(data, binary_check=False)
+        except TranscriptError as e:
+            raise StoreError(f"{path.name}: {e}") from None
+
+    def _read_data(self, path: Path, *, follow: bool, limit: int | None) -> bytes:
+        """The whole file's bytes; ``limit``: refuse a larger file."""
         with os.fdopen(self._open(path, follow=follow), "rb") as f:
             size = os.fstat(f.fileno()).st_size
             try:
@@ -270,10 +326,7 @@ class SessionStore:
         if limit is not None and max(size, len(data)) > limit:
             raise StoreError(f"{path.name} is too large to read ({max(size, len(data))} "
                              f"bytes, limit {limit})")
-        try:
-            return decode(data, binary_check=False)
-        except TranscriptError as e:
-            raise StoreError(f"{path.name}: {e}") from None
+        return data
 
     def list_sessions(self, exclude: str | None = None) -> Listing:
         """Sessions most recent first (numbered 1..), and files that are not sessions."""
@@ -305,11 +358,20 @@ class SessionStore:
         finally:
             os.close(fd)
 
+    def read_bytes(self, session_id: str) -> bytes:
+        """The session file's bytes as they are, read as ``load_transcript`` reads them (a
+        regular file inside the directory, at most ``max_read_bytes``), without parsing."""
+        return self._read_data(self.path_for(session_id), follow=True, limit=self.max_read_bytes)
+
+    def read_text(self, session_id: str) -> str:
+        """The session's file as it is, read as ``load_transcript`` reads it."""
+        return self._read_text(self.path_for(session_id), follow=True, limit=self.max_read_bytes)
+
     def load_transcript(self, session_id: str) -> Transcript:
         """The whole session, parsed; a corrupted summary block is dropped (the turns remain).
         Only a regular file inside the directory, at most ``max_read_bytes``, is read."""
         path = self.path_for(session_id)
-        text = self._read_text(path, follow=True, limit=self.max_read_bytes)
+        text = self.read_text(session_id)
         try:
             return parse_lenient(text)
         except TranscriptError as e:

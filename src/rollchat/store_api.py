@@ -43,7 +43,8 @@ class Store(Protocol):
     def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
                     provider: str, now: datetime, resumed_from: str | None,
                     previous_session: str | None, forked: bool = False,
-                    tools: tuple[str, ...] | None = None,
+                    tools: tuple[str, ...] | None = None, handed_from: str | None = None,
+                    imported_from: str | None = None,
                     ) -> LiveSession: ...  # holding its header, held by this process
 
     def finalize(self, session_id: str, summary: Summary, *, total_queries: int,
@@ -51,6 +52,16 @@ class Store(Protocol):
                  ) -> None: ...  # header totals + summary block, atomically
 
     def link_child(self, session_id: str, child_id: str) -> None: ...  # "Continued In", atomically
+
+    def replace_summary(self, session_id: str, summary: Summary,
+                        ) -> None: ...  # the summary block only, atomically (summary edit)
+
+    def snapshot(self, session_id: str) -> bytes: ...  # the file's exact bytes
+
+    # put a snapshot back, atomically, and hold the session again (undo of a compaction)
+    def reopen(self, session_id: str, data: bytes) -> LiveSession: ...
+
+    def delete(self, session_id: str) -> None: ...  # remove it (prune); busy: SessionBusyError
 
     def open_elsewhere(self, session_id: str) -> bool: ...  # does another process write it
 

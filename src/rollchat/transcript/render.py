@@ -17,6 +17,8 @@ _TOTALS = ("**Total Queries:**", "**Tokens Billed:**", "**Context Tokens:**")
 _LEGACY_TOTALS = ("**Total Tokens:**",)  # what older files call the tokens billed
 _TOTAL_WIDTHS = (9, 15, 12)
 CONTINUED_IN = "**Continued In:**"  # the ids of the sessions continuing this one, ", "-separated
+HANDED_FROM = "**Handed From:**"  # the session that handed the conversation over (@NAME)
+IMPORTED_FROM = "**Imported From:**"  # "<format> <file name>" of an imported transcript
 
 
 def _agent_label(name: str) -> str:
@@ -46,6 +48,10 @@ def render_header(h: SessionHeader) -> str:
     if h.resumed_from is not None:
         lines.append(f"**{'Forked From' if h.forked else 'Resumed From'}:** "
                      f"{inline(h.resumed_from)}")
+    if h.handed_from is not None:
+        lines.append(f"{HANDED_FROM} {inline(h.handed_from)}")
+    if h.imported_from is not None:
+        lines.append(f"{IMPORTED_FROM} {inline(h.imported_from)}")
     if h.previous_session is not None:
         lines.append(f"**Previous Session:** {inline(h.previous_session)}")
     if h.continued_in:
@@ -113,17 +119,19 @@ def render_turn(t: Turn, agent_name: str) -> str:
     if t.kind in ("query", "carried"):
         title = "Query" if t.kind == "query" else "Carried Over"
         lines += [f"## {title} {t.number} ({clock})", *_field("**You:** ", t.user)]
-    if t.kind == "restored" or t.context:
+    if t.kind in ("restored", "handoff") or t.context:
         if t.kind == "restored":
             lines.append(f"## Session Restored ({clock})")
+        elif t.kind == "handoff":
+            lines.append(f"## Handed Off ({clock})")
         lines += _field("**Context:** ", t.context)
     if t.previous_session is not None:
         lines += [f"**Previous Session:** {inline(t.previous_session)}", ""]
-    if t.kind == "restored" and t.user:
+    if t.kind in ("restored", "handoff") and t.user:
         lines += _field("**You:** ", t.user)
     for ex in t.tools:
         lines += _tool_lines(ex)
-    if not (t.status == "unanswered" and t.assistant == ""):
+    if t.kind != "handoff" and not (t.status == "unanswered" and t.assistant == ""):
         lines += _field(f"**{_agent_label(agent_name)}:** ", t.assistant)
     lines += [*_status_lines(t), _footer(t), "", "---", "", ""]
     return "\n".join(lines)
@@ -158,6 +166,15 @@ def render_finalized(text: str, summary: Summary, *, total_queries: int,
     body = (body_text if cut is None else body_text[:cut]).split("\n")
     last = max(i for i, x in enumerate(body) if x == "---")  # drops a truncated last block
     return "\n".join(header + body[:last + 1]) + "\n\n" + render_summary_block(summary)
+
+
+def render_resummarized(text: str, summary: Summary) -> str:
+    """The finalized session file ``text`` with its summary block replaced by ``summary``'s
+    (``summary edit``); everything before the block is left byte for byte."""
+    cut = first_marker(text)
+    if cut is None:
+        raise TranscriptError("has no summary block to replace")
+    return text[:cut] + render_summary_block(summary)
 
 
 def _header_end(lines: list[str]) -> int:

@@ -51,31 +51,16 @@ def _help(app: ChatApp, arg: str) -> bool:
 
 
 def _context(app: ChatApp, arg: str) -> bool:
+    from rollchat.breakdown import breakdown, lines
+
     session = app.session
-    ctx = session.engine.context
-    budget = session.budget
-    window = budget.window
-    last = ctx.last_prompt_tokens
-    estimate = session.estimate()
-    state = session.state
-    lines = [
-        f"Model: {session.engine.model} (context window {window:,} tokens)",
-        f"Budget: {budget.tokens:,} tokens before automatic compaction "
-        f"({'on' if session.config.session.auto_compact else 'off'}); "
-        f"{budget.max_output_tokens:,} reserved for the answer",
-        f"Next prompt (estimate): {estimate:,} tokens ({estimate / window:.0%} of the window, "
-        f"{estimate / budget.tokens:.0%} of the budget; counted with {session.counter.method})",
-        f"Session: {plural(state.queries, 'query')}, {state.tokens:,} tokens"
-        + (f", restoration {state.restoration_tokens:,}" if state.restored else ""),
-        f"Working context: {len(ctx.messages)} messages",
-    ]
-    if last is None:
-        lines.append("Last prompt: none reported yet")
-    else:
-        lines.append(f"Last prompt: {last:,} tokens ({last / window:.0%} of "
-                     f"{human_tokens(window)})")
-    for line in lines:
+    for line in lines(breakdown(session), model=session.engine.model,
+                      method=session.counter.method, auto=session.config.session.auto_compact):
         app.out.info(line)
+    state = session.state
+    app.out.dim(f"Session: {plural(state.queries, 'query')}, {human_tokens(state.tokens)} "
+                "tokens billed" + (f" (+{human_tokens(state.restoration_tokens)} restoring)"
+                                   if state.restored else ""))
     return False
 
 
@@ -100,6 +85,29 @@ def _sessions(app: ChatApp, arg: str) -> bool:
                     else f"No other saved sessions (the current one is {current}).")
     elif not infos and not problems:
         app.out.sessions(infos, problems)  # "No saved sessions."
+    return False
+
+
+def _fork(app: ChatApp, arg: str) -> bool:
+    app.fork(arg.strip() or None)
+    return False
+
+
+def _clear(app: ChatApp, arg: str) -> bool:
+    app.clear()
+    return False
+
+
+def _undo(app: ChatApp, arg: str) -> bool:
+    app.undo()
+    return False
+
+
+def _summary(app: ChatApp, arg: str) -> bool:
+    word = arg.strip().lower()
+    if word not in ("", "edit"):
+        raise UsageError("usage: summary [edit]")
+    app.summary(edit=word == "edit")
     return False
 
 
@@ -138,9 +146,20 @@ COMMANDS: dict[str, Command] = {
     c.name: c
     for c in (
         Command("help", "help", "show this help", _help),
-        Command("context", "context", "token figures: session, last prompt, window", _context),
+        Command("context", "context", "what the next request holds: system prompt, tools, "
+                "summary, turns, tool results, free space", _context),
+        Command("summary", "summary [edit]", "show the summary this session was restored "
+                "from; edit opens it in $EDITOR", _summary, takes_arg=True,
+                bare_arg=lambda a: a.strip().lower() == "edit"),
         Command("compact", "compact [focus]", "summarize this session and continue in a new "
                 "one (focus text steers the summary)", _compact, takes_arg=True),
+        Command("undo", "undo", "right after compact: go back to the session as it was",
+                _undo),
+        Command("fork", "fork [N|ID]", "continue in a new session from this one's summary (or "
+                "a saved one's), leaving it open", _fork, takes_arg=True,
+                bare_arg=lambda a: bool(_REF.match(a.strip()))),
+        Command("clear", "clear", "save this session and start a fresh one, nothing carried",
+                _clear),
         Command("sessions", "sessions", "list saved sessions, most recent first", _sessions),
         Command("resume", "resume N|ID", "continue a saved session from its summary", _resume,
                 takes_arg=True, bare_arg=lambda a: bool(_REF.match(a.strip()))),

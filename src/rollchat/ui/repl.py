@@ -40,6 +40,12 @@ def handle_line(app: ChatApp, line: str) -> bool:
 
 
 def _run_line(app: ChatApp, line: str) -> bool:
+    from rollchat.handoff import mention
+
+    handed = mention(line)
+    if handed is not None:  # "@NAME message": hand the conversation to agent NAME
+        app.handoff(*handed, line)
+        return False
     parsed = commands.parse(line)
     if parsed is None:
         if line.strip():
@@ -171,6 +177,15 @@ def toolbar_text(app: ChatApp) -> str:
             f"{session.agent.name} · {session.engine.model} · {sid} ")
 
 
+def prompt_text(chat: Starting) -> str:
+    """The prompt: ``You: ``, and once the conversation was handed to another agent, which
+    agent it talks to (``You → Reviewer: ``)."""
+    app = chat.ready
+    if app is None or not app.handed:
+        return "You: "
+    return harmless(f"You → {app.session.agent.name}: ")
+
+
 def history_path(configured: Path | None) -> Path:
     if configured is not None:
         return configured.expanduser()
@@ -196,12 +211,14 @@ def run_interactive(
     input: Input | None = None,
     output: Output | None = None,
     idle_seconds: float = 0.0,
+    agents: Iterable[str] = (),
 ) -> None:
     """The REPL: Enter sends, Alt+Enter / Esc Enter inserts a newline, Ctrl-C clears the
     line (or stops an answer), Ctrl-D exits.
 
     The chat is built (if it is not yet) once the first prompt is on the screen; ``on_ready``
     then runs in the background (warm-up work the first message would otherwise wait for).
+    Tab completes commands and ``@`` + the ``agents``' names.
     After ``idle_seconds`` at the prompt (0: never) facts are extracted in the background
     (see ui/idle.py).
     """
@@ -224,7 +241,8 @@ def run_interactive(
         history = InMemoryHistory()
     session: PromptSession[str] = PromptSession(
         history=history,
-        completer=WordCompleter(commands.completions(), sentence=True),
+        completer=WordCompleter([*commands.completions(), *(f"@{a}" for a in agents)],
+                                sentence=True),
         complete_while_typing=False,
         key_bindings=bindings,
         bottom_toolbar=lambda: _toolbar(chat),
@@ -249,7 +267,9 @@ def run_interactive(
         while True:
             idle.arm()
             try:
-                line = session.prompt("You: ")
+                app = chat.ready
+                line = session.prompt(lambda: prompt_text(chat),
+                                      default=app.take_unsent() if app is not None else "")
             except KeyboardInterrupt:
                 if ending():
                     break
@@ -273,7 +293,7 @@ def _handle(chat: Starting, line: str, stop_on_interrupt: bool = False) -> bool:
     before = None
     try:
         app = chat.get()
-        before = app.session.recorded
+        before = app.recorded
         return handle_line(app, line)
     except KeyboardInterrupt:
         if not ending():
@@ -282,7 +302,7 @@ def _handle(chat: Starting, line: str, stop_on_interrupt: bool = False) -> bool:
     finally:
         if ending() and line.strip() and commands.parse(line) is None:
             app = chat.get()
-            if before is None or app.session.recorded == before:
+            if before is None or app.recorded == before:
                 app.keep_unsent(line)
 
 
