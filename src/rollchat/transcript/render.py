@@ -9,7 +9,14 @@ import re
 from rollchat.domain import SessionHeader, Summary, ToolExchange, Transcript, Turn
 from rollchat.errors import TranscriptError
 from rollchat.transcript.summary import render_summary_block
-from rollchat.transcript.syntax import RESERVED_LABELS, aware, esc_line, first_marker, inline
+from rollchat.transcript.syntax import (
+    CONTEXT_BLOCK,
+    RESERVED_LABELS,
+    aware,
+    esc_line,
+    first_marker,
+    inline,
+)
 
 # The header's totals: queries, tokens billed (input + output over every model call) and the
 # context's size (the prompt of the last call). Each number is padded to a fixed width so that
@@ -129,6 +136,8 @@ def render_turn(t: Turn, agent_name: str) -> str:
     if t.kind in ("query", "carried"):
         title = "Query" if t.kind == "query" else "Carried Over"
         lines += [f"## {title} {t.number} ({clock})", *_field("**You:** ", t.user)]
+        if t.context_block:  # sent with the message, not typed: a field of its own
+            lines += _field(f"{CONTEXT_BLOCK} ", t.context_block)
     if t.kind in ("restored", "handoff") or t.context:
         if t.kind == "restored":
             lines.append(f"## Session Restored ({clock})")
