@@ -204,3 +204,26 @@ def test_pty_pick_cancelled_starts_no_chat(tmp_path: Path, key: str, status: int
     assert child.exitstatus == status
     assert PROMPT not in (child.before or "")
     assert len(list(tmp_path.glob("sessions/*.md"))) == 3
+
+
+def test_continue_resumes_the_session_used_last_not_the_one_started_last(
+        tmp_path: Path) -> None:
+    """A long chat begun in the morning and used until now beats a quick one begun later and
+    long closed; a session already continued elsewhere (its summary edited since) is not it."""
+    import os
+    from dataclasses import replace
+
+    from rollchat.transcript import render
+
+    cfg = write_config(tmp_path / "rollchat.yml", FAST)
+    sessions = _three(tmp_path)  # OLD (09:00), REDIS (09:10), NEWEST (09:20)
+    edited = sessions / f"{REDIS}.md"  # continued in NEWEST, then its summary edited
+    t = parse(edited.read_text())
+    edited.write_text(render(replace(t, header=replace(t.header, continued_in=(NEWEST,)))))
+    hour = 3600
+    stamp = os.path.getmtime(edited)
+    for name, ago in ((NEWEST, 2 * hour), (OLD, hour), (REDIS, 0)):
+        os.utime(sessions / f"{name}.md", (stamp - ago, stamp - ago))
+    result = run_piped(tmp_path, "and now?\nexit\n", "--config", str(cfg), "-c")
+    assert result.returncode == 0, result.stderr
+    assert f"Found: {OLD}" in result.stdout
