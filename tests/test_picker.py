@@ -227,3 +227,19 @@ def test_continue_resumes_the_session_used_last_not_the_one_started_last(
     result = run_piped(tmp_path, "and now?\nexit\n", "--config", str(cfg), "-c")
     assert result.returncode == 0, result.stderr
     assert f"Found: {OLD}" in result.stdout
+
+
+def test_a_first_question_longer_than_the_head_window_is_still_listed_and_matched(
+        tmp_path: Path) -> None:
+    """A session whose first question was pasted whole (a 1 MB log) was listed with no first
+    line, and the picker showed '(no queries)' for it; its start is shown and matched now."""
+    sessions = tmp_path / "sessions"
+    write_session(sessions, OLD, ["why does this crash? " + "Traceback é " * 90_000])
+    listed = run_piped(tmp_path, "", "sessions", "--sessions-dir", "sessions")
+    assert listed.returncode == 0, listed.stderr
+    assert '"why does this crash? Traceback é' in listed.stdout
+    infos = SessionStore(sessions).list_sessions().sessions
+    picker = Picker(infos, lambda info: None)
+    picker.filter("crash")
+    assert picker.current is not None and picker.current.session_id == OLD
+    assert "why does this crash?" in picker.row_text(picker.current, 200)
