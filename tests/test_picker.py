@@ -243,3 +243,17 @@ def test_a_first_question_longer_than_the_head_window_is_still_listed_and_matche
     picker.filter("crash")
     assert picker.current is not None and picker.current.session_id == OLD
     assert "why does this crash?" in picker.row_text(picker.current, 200)
+
+
+def test_picker_preview_of_a_huge_summary_item_stays_short_and_counts_read_well(
+        tmp_path: Path) -> None:
+    """One 50 KB decision filled the whole preview pane (and pushed the rest off it); a
+    session of one query read '1 queries'."""
+    sessions = tmp_path / "sessions"
+    write_session(sessions, OLD, ["plan"], summary=summary(
+        decisions=("x" * 50_000,), pending=("write the eviction tests",)))
+    picker = Picker(_infos(sessions), SessionStore(sessions).load_summary)
+    lines = [t for _, t in picker.preview()]
+    assert max(len(t) for t in lines) < 600
+    assert "- write the eviction tests" in lines
+    assert any("1 query  ·" in t for t in lines) and not any("1 queries" in t for t in lines)
