@@ -203,3 +203,9 @@ def test_prune_keeps_a_session_written_while_the_question_waited(tmp_path: Path)
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 1 and path.exists()
+
+
+def test_fork_help_names_its_argument_as_show_and_export_do() -> None:
+    done = CliRunner().invoke(cli.app, ["fork", "--help"])
+    assert done.exit_code == 0
+    assert "fork [OPTIONS] N|ID" in done.stdout and "SESSION" not in done.stdout

@@ -106,8 +106,8 @@ def prune_command(
 @app.command("fork")
 def fork_command(
     ctx: typer.Context,
-    session: Annotated[str, typer.Argument(help="Session number (see 'sessions'), id or id "
-                                                "prefix.")],
+    session: Annotated[str, typer.Argument(metavar="N|ID", help="Session number (see "
+                                                "'sessions'), id or unique id prefix.")],
     agent: Annotated[Optional[str], typer.Option(help="Agent name from the config.")  # noqa: UP045
                      ] = None,
     model: Annotated[Optional[str], typer.Option(help="Model name.")] = None,  # noqa: UP045
