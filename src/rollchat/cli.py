@@ -86,7 +86,8 @@ def main(
                      "picker (as 'rollchat pick')."),
     ] = None,
     continue_last: Annotated[bool, typer.Option(
-        "--continue", "-c", help="Start by resuming the most recent session.")] = False,
+        "--continue", "-c",
+        help="Start by resuming the most recent session (the one used last).")] = False,
     pick: Annotated[bool, typer.Option(  # what a bare --resume becomes (chat_args)
         "--pick", hidden=True, help="Choose the session to resume in a picker.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Answer yes to questions.")] = False,
