@@ -62,6 +62,8 @@ async def _session(params: StdioServerParameters, errlog: Any) -> dict[str, Any]
         seen["compact"] = _json(await client.call_tool("compact_session", {"session": child}))
         seen["compact_again"] = _json(await client.call_tool("compact_session",
                                                              {"session": child}))
+        seen["by_number"] = _json(await client.call_tool("compact_session", {"session": 1}))
+        seen["read_by_number"] = _text(await client.call_tool("read_session", {"session": 2}))
         seen["compact_focus"] = _json(await client.call_tool(
             "compact_session", {"session": child, "focus": "port", "max_words": 60}))
         seen["resources"] = (await client.list_resources()).resources
@@ -118,6 +120,9 @@ def test_the_mcp_server_through_the_sdk_stdio_client(tmp_path: Path) -> None:
     first, again = seen["compact"], seen["compact_again"]
     assert first["method"] == "model" and first["cached"] is False
     assert again == {**first, "cached": True}
+    # "number" in list_sessions is a JSON number: a client passes it as one
+    assert seen["by_number"] == again
+    assert seen["read_by_number"] == (made.root / f"{made.parent}.md").read_text(encoding="utf-8")
     assert PARENT_SUMMARY.pending[0] in first["pending"]  # the parent's open task, carried
     focused = seen["compact_focus"]
     assert focused["focus"] == "port" and focused["max_words"] == 60

@@ -198,9 +198,9 @@ def build_server(cfg: Config, model: SummaryModel) -> SessionsServer:
     store = SessionStore(cfg.session.dir)
     server = SessionsServer(store)
 
-    def find(ref: str) -> SessionInfo:
+    def find(ref: str | int) -> SessionInfo:
         try:
-            return resolve(ref, store.list_sessions())
+            return resolve(str(ref), store.list_sessions())
         except StoreError as exc:
             raise ToolError(str(exc)) from None
 
@@ -222,7 +222,7 @@ def build_server(cfg: Config, model: SummaryModel) -> SessionsServer:
         return {"hits": search(store, query, limit)}
 
     @server.tool(structured_output=False)
-    def read_session(session: str, format: Literal["markdown", "json"] = "markdown",
+    def read_session(session: str | int, format: Literal["markdown", "json"] = "markdown",
                      offset: int = 0, max_chars: int = PAGE_CHARS) -> str:
         """The transcript of a session (a number from list_sessions, an id or a unique part
         of one), a page at a time: its markdown file from character ``offset``, or JSON
@@ -245,14 +245,14 @@ def build_server(cfg: Config, model: SummaryModel) -> SessionsServer:
             raise ToolError(str(exc)) from None
 
     @server.tool()
-    def compact_session(session: str, focus: str | None = None, max_words: int | None = None,
+    def compact_session(session: str | int, focus: str | None = None, max_words: int | None = None,
                         refresh: bool = False) -> dict[str, Any]:
         """The structured summary of a session (background, topics, decisions, pending
         items, files) with its parent's context carried, as JSON. Answered from the session's
         own summary or a cache when possible ("cached": true); "focus" steers a new summary,
         "max_words" bounds it, "refresh" writes it again. Changes no session file."""
         try:
-            return compact(store, session, model, focus=focus, max_words=max_words,
+            return compact(store, str(session), model, focus=focus, max_words=max_words,
                            refresh=refresh).as_json()
         except RollchatError as exc:
             raise ToolError(str(exc)) from None
