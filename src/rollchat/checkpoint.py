@@ -60,7 +60,7 @@ def _write(session: Session, turn: Turn) -> Generator[Event, None, None]:
     try:
         live = state.live or (yield from open_file(
             session.store, state, session.agent, session.engine.model, session.provider_name,
-            in_progress=True))
+            in_progress=True, cost=session.cost()))
         live.write_pending(turn, session.agent.name)
     except StoreError:
         pass  # the turn's own save at its end reports a failing disk

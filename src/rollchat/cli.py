@@ -358,7 +358,7 @@ class _SessionBuilder:
         from rollchat.providers.base import RetryPolicy
         from rollchat.session import Session
         from rollchat.tokens import context_window
-        from rollchat.ui.approve import piped_asker, terminal_asker
+        from rollchat.ui.approve import piped_asker, terminal_asker, terminal_compact_asker
 
         agent, renderer, env = cfg.agent, self.renderer, self.env
         interactive, yes = self.interactive, self.yes
@@ -412,6 +412,7 @@ class _SessionBuilder:
             summary_model=summary_agent.model or model, provider_name=name, store=self.store,
             confirm=confirm, context_window=context_window(model, override), windows=windows,
             fork_refusal=fork_refusal(no_fork=self.no_fork, interactive=interactive, yes=yes),
+            ask_compact=terminal_compact_asker(renderer) if interactive else None,
         )
         session.state.save_failed = self.save_failed
         return session

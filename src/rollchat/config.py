@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from rollchat.config_fields import MODEL, PROVIDER, URL, Field, coerce, nonempty, resolve, show
 from rollchat.errors import ConfigError
@@ -18,6 +18,7 @@ from rollchat.providers import AUTO, PROVIDER_CHOICES
 
 if TYPE_CHECKING:  # read from a file only (config_file imports it)
     from rollchat.config_mcp import McpServerConfig
+    from rollchat.prices import Price
 
 PROVIDERS = PROVIDER_CHOICES
 PROJECT_FILE = "rollchat.yml"  # the project config, read from the working directory untrusted
@@ -58,17 +59,30 @@ class AgentConfig:
 
 NO_SAVE_LOCATION = "memory only (--no-save)"
 
+AutoCompact = Literal["on", "off", "ask"]
+AUTO_COMPACT_CHOICES: tuple[AutoCompact, ...] = ("on", "off", "ask")
+
+
+def auto_mode(setting: bool | str) -> AutoCompact:
+    """``session.auto_compact`` (true, false or "ask") as a mode: on, off or ask."""
+    if setting == "ask":
+        return "ask"
+    return "on" if setting is True or setting == "on" else "off"
+
 
 @dataclass(frozen=True)
 class ModelConfig:
-    context_window: int
+    """One model's settings under ``models:`` (each optional; at least one is set)."""
+
+    context_window: int | None = None
+    price: Price | None = None  # dollars per million tokens (see prices.py)
 
 
 @dataclass(frozen=True)
 class SessionConfig:
     dir: Path = Path("sessions")
     auto_save: bool = True
-    auto_compact: bool = True
+    auto_compact: bool | Literal["ask"] = True  # ask: at the threshold, the user decides
     compact_threshold: float = 0.8
     safety_margin_tokens: int = 1000
     compact_every_turns: int = 0
@@ -156,6 +170,11 @@ class Config:
     def context_window_override(self, model: str) -> int | None:
         entry = self.models.get(model)
         return entry.context_window if entry else None
+
+    @property
+    def prices(self) -> dict[str, Price]:
+        """The prices set under ``models:`` (they win over prices.PRICES)."""
+        return {name: m.price for name, m in self.models.items() if m.price is not None}
 
 
 @dataclass(frozen=True)

@@ -155,6 +155,7 @@ class SessionHeader:
     tools: tuple[str, ...] | None = None  # the agent's own tools (None: not recorded)
     handed_from: str | None = None  # the session that handed the conversation to this one
     imported_from: str | None = None  # "<format> <file name>" of an imported transcript
+    cost: float | None = None  # dollars for the tokens billed (None: the price is unknown)
 
 
 @dataclass(frozen=True)

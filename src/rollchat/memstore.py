@@ -55,9 +55,10 @@ class MemorySession:
         self._store.append(self.session_id, encode(render_turn(turn, agent_name)),
                            at=self._pending_at)
 
-    def set_totals(self, queries: int, billed: int, context: int) -> None:
+    def set_totals(self, queries: int, billed: int, context: int,
+                   cost: float | None = None) -> None:
         """Refresh the header's totals, as a file session does."""
-        self._store.set_totals(self.session_id, queries, billed, context)
+        self._store.set_totals(self.session_id, queries, billed, context, cost)
 
     def close(self) -> None:
         """Nothing to let go of: no other process sees this store."""
@@ -84,6 +85,7 @@ class MemoryStore:
                     previous_session: str | None = None, forked: bool = False,
                     tools: tuple[str, ...] | None = None, handed_from: str | None = None,
                     imported_from: str | None = None,
+                    cost: float | None = None,
                     ) -> MemorySession:
         """A new session (an id as SessionStore makes them) holding its header."""
         with self._lock:
@@ -92,7 +94,7 @@ class MemoryStore:
                     header = SessionHeader(sid, now, agent, agent_path, model, provider,
                                            resumed_from, previous_session, forked=forked,
                                            tools=tools, handed_from=handed_from,
-                                   imported_from=imported_from)
+                                           imported_from=imported_from, cost=cost)
                     self._texts[sid] = bytearray(encode(render_header(header)))
                     return MemorySession(self, header)
         raise StoreError("could not find a free session id in memory")
@@ -117,13 +119,14 @@ class MemoryStore:
                 del data[at:]
             data.extend(block)
 
-    def set_totals(self, session_id: str, queries: int, billed: int, context: int) -> None:
+    def set_totals(self, session_id: str, queries: int, billed: int, context: int,
+                   cost: float | None = None) -> None:
         """Refresh a session's header totals in place (see MemorySession.set_totals)."""
         with self._lock:
             data = self._data(session_id)
             head = decode(bytes(data[:data.find(b"\n---\n") + 1]), binary_check=False)
             span = totals_span(head)
-            new = encode(render_totals(queries, billed, context))
+            new = encode(render_totals(queries, billed, context, cost))
             if span is not None:
                 start = len(encode(head[:span[0]]))
                 end = start + len(encode(head[span[0]:span[1]]))
@@ -137,11 +140,13 @@ class MemoryStore:
             raise StoreError(f"{session_id}.md: {e}") from None
 
     def finalize(self, session_id: str, summary: Summary, *, total_queries: int,
-                 total_tokens: int, context_tokens: int | None = None) -> None:
+                 total_tokens: int, context_tokens: int | None = None,
+                 cost: float | None = None) -> None:
         """Header totals updated, summary block at the end, as SessionStore.finalize does.
         (The text was rendered here, so it always has its header.)"""
         new = render_finalized(self._text(session_id), summary, total_queries=total_queries,
-                               total_tokens=total_tokens, context_tokens=context_tokens)
+                               total_tokens=total_tokens, context_tokens=context_tokens,
+                               cost=cost)
         with self._lock:
             self._texts[session_id] = bytearray(encode(new))
 

@@ -73,14 +73,15 @@ class FileSession:
         self._totals = None if span is None else (
             len(encode(head[:span[0]])), encode(head[span[0]:span[1]]))
 
-    def set_totals(self, queries: int, billed: int, context: int) -> None:
+    def set_totals(self, queries: int, billed: int, context: int,
+                   cost: float | None = None) -> None:
         """Refresh the header's totals in place (same length: see render_totals), so that the
         header of a live or crashed session tells the truth. Best effort: the turns are what
         matters, and finalizing writes the totals again."""
         if self._totals is None:
             return
         start, old = self._totals
-        new = encode(render_totals(queries, billed, context))
+        new = encode(render_totals(queries, billed, context, cost))
         if len(new) != len(old) or new == old:
             return  # a number outgrew its width, or nothing changed
         with sigint_deferred(), contextlib.suppress(OSError):

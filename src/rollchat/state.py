@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 
 from rollchat.compaction.summarizer import Background
 from rollchat.domain import QUERY_KINDS, Summary, Turn, Usage
+from rollchat.prices import ChainCost
 from rollchat.providers.base import AuthError, ContextTooLongError, ProviderError
 from rollchat.store import LiveSession
 from rollchat.text import human_tokens, plural
@@ -40,6 +41,8 @@ class SessionState:
     query_turns: int = 0  # turns with a query: asked here, or carried over from the parent
     queries: int = 0  # queries asked in this session (carried-over turns excluded)
     tokens: int = 0  # tokens of those queries
+    usage: Usage = field(default_factory=Usage)  # their usage, summed
+    chain: ChainCost = field(default_factory=ChainCost)  # the sessions this one continues
 
     def add(self, turn: Turn) -> None:
         """Record a turn; the totals are kept as it goes (no rescans on the hot path)."""
@@ -49,6 +52,7 @@ class SessionState:
         if turn.kind == "query":
             self.queries += 1
             self.tokens += turn.usage.total
+            self.usage += turn.usage
 
     def close(self) -> None:
         """Let go of the session file (saved): other processes may resume or link it now."""
@@ -63,6 +67,11 @@ class SessionState:
     def billed(self) -> int:
         """Tokens billed in this session: its queries and its restoration."""
         return self.tokens + self.restoration_tokens
+
+    @property
+    def billed_usage(self) -> Usage:
+        """The usage of this session's queries and its restoration (see ``billed``)."""
+        return self.usage + self.restored.usage if self.restored else self.usage
 
     @property
     def session_id(self) -> str | None:

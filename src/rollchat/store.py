@@ -127,7 +127,8 @@ class SessionStore:
                     provider: str, now: datetime, resumed_from: str | None = None,
                     previous_session: str | None = None, forked: bool = False,
                     tools: tuple[str, ...] | None = None, handed_from: str | None = None,
-                    imported_from: str | None = None) -> FileSession:
+                    imported_from: str | None = None,
+                    cost: float | None = None) -> FileSession:
         """Create ``{slug}_{YYYYMMDD_HHMMSS}_{hex}.md`` (O_EXCL, 0600) with its header, fsynced,
         locked before it exists: from its first byte it is this process's to write."""
         if not self._ensured:
@@ -137,7 +138,7 @@ class SessionStore:
             header = SessionHeader(sid, now, agent, agent_path, model, provider,
                                    resumed_from, previous_session, forked=forked,
                                    tools=tools, handed_from=handed_from,
-                                   imported_from=imported_from)
+                                   imported_from=imported_from, cost=cost)
             if not self.locks.acquire(sid):
                 continue
             made = False
@@ -192,11 +193,12 @@ class SessionStore:
         return True
 
     def finalize(self, session_id: str, summary: Summary, *, total_queries: int,
-                 total_tokens: int, context_tokens: int | None = None) -> None:
+                 total_tokens: int, context_tokens: int | None = None,
+                 cost: float | None = None) -> None:
         """Atomically rewrite the file: header totals updated, summary block at the end."""
         self._rewrite(session_id, lambda text: render_finalized(
             text, summary, total_queries=total_queries, total_tokens=total_tokens,
-            context_tokens=context_tokens))
+            context_tokens=context_tokens, cost=cost))
 
     def link_child(self, session_id: str, child_id: str) -> None:
         """Atomically add ``child_id`` to the session's ``Continued In`` header line."""

@@ -25,7 +25,8 @@ class LiveSession(Protocol):
     # by append_turn: a crash in a tool loop keeps every completed call
     def write_pending(self, turn: Turn, agent_name: str) -> None: ...
 
-    def set_totals(self, queries: int, billed: int, context: int) -> None: ...  # in place
+    def set_totals(self, queries: int, billed: int, context: int,
+                   cost: float | None = None) -> None: ...  # in place
 
     def close(self) -> None: ...  # let go of it (safe to call twice); writes nothing
 
@@ -45,10 +46,12 @@ class Store(Protocol):
                     previous_session: str | None, forked: bool = False,
                     tools: tuple[str, ...] | None = None, handed_from: str | None = None,
                     imported_from: str | None = None,
+                    cost: float | None = None,  # None: no price, no Cost line in the header
                     ) -> LiveSession: ...  # holding its header, held by this process
 
     def finalize(self, session_id: str, summary: Summary, *, total_queries: int,
                  total_tokens: int, context_tokens: int | None = None,
+                 cost: float | None = None,
                  ) -> None: ...  # header totals + summary block, atomically
 
     def link_child(self, session_id: str, child_id: str) -> None: ...  # "Continued In", atomically

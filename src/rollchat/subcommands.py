@@ -9,12 +9,15 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from rollchat.cli import ConfigOpt, SessionsDirOpt, app, fail
 from rollchat.errors import ConfigError, RollchatError, UsageError
+
+if TYPE_CHECKING:
+    from rollchat.listing import SessionInfo
 
 _JSON_SURROGATE = re.compile(r"[\ud800-\udfff]")  # written as \u escapes: the JSON stays exact
 
@@ -57,7 +60,8 @@ def sessions_command(
                  "tokens_exact": i.tokens_exact, "context_tokens": i.context_tokens,
                  "first_query": i.first_query_preview, "has_summary": i.has_summary,
                  "parent": i.resumed_from, "forked": i.forked,
-                 "continued_in": list(i.continued_in), "summary_problem": i.summary_problem}
+                 "continued_in": list(i.continued_in), "summary_problem": i.summary_problem,
+                 **_costs(i, listing.sessions)}
                 for i in listing.sessions
             ],
             "problems": [{"file": name, "reason": why} for name, why in listing.problems],
@@ -82,6 +86,16 @@ def init_agent_command(
         print(init_agent(path))
     except UsageError as exc:
         fail(str(exc), 1)
+
+
+def _costs(info: SessionInfo, sessions: list[SessionInfo]) -> dict[str, float | None]:
+    """A listed session's cost in dollars and its chain's (itself and the sessions it
+    continues: the known costs summed); null when no price was known."""
+    from rollchat.prices import chain_of
+
+    chain = chain_of(info, sessions)
+    return {"cost": None if info.cost is None else round(info.cost, 6),
+            "chain_cost": round(chain.spent, 6) if chain.known else None}
 
 
 @app.command("audit")

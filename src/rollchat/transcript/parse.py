@@ -19,6 +19,7 @@ from rollchat.domain import (
     Usage,
 )
 from rollchat.errors import TranscriptError
+from rollchat.transcript.render import amount
 from rollchat.transcript.summary import parse_summary_body
 from rollchat.transcript.syntax import (
     RAW_STRUCT,
@@ -106,7 +107,17 @@ def _header(fields: dict[str, str]) -> SessionHeader:
         forked=opt["Resumed From"] is None and opt["Forked From"] is not None,
         continued_in=tuple(uninline(c) for c in children.split(", ")) if children else (),
         tools=_tools(fields.get("Tools")), handed_from=opt["Handed From"],
-        imported_from=opt["Imported From"])
+        imported_from=opt["Imported From"], cost=_cost(fields.get("Cost")))
+
+
+def _cost(value: str | None) -> float | None:
+    if value is None:
+        return None
+    dollars = amount(value)
+    if dollars is None:
+        raise TranscriptError(f"header field 'Cost' is not an amount like $0.0123: "
+                              f"{value.strip()[:40]!r}")
+    return dollars
 
 
 def _tools(value: str | None) -> tuple[str, ...] | None:

@@ -25,6 +25,7 @@ from rollchat.events import (
     ToolStarted,
     TurnFinished,
 )
+from rollchat.prices import money
 from rollchat.providers.base import TextDelta
 from rollchat.session import Session
 from rollchat.text import human_tokens, plural
@@ -179,7 +180,7 @@ class ChatApp:
         elif isinstance(event, AnswerStarted):
             out.answer_start(event.agent)
         elif isinstance(event, TurnFinished):
-            out.answer_end(event.turn, event.hint)
+            out.answer_end(event.turn, event.hint, event.cost)
         elif isinstance(event, AnswerAborted):
             out.answer_abort()
         elif isinstance(event, Notice):
@@ -218,7 +219,7 @@ class ChatApp:
             if end.restoration_tokens:
                 billed += (f" ({end.tokens:,} for the queries, {end.restoration_tokens:,} "
                            "restoring the context)")
-            lines = [f"Queries: {end.queries}", billed]
+            lines = [f"Queries: {end.queries}", billed, *_costs(end)]
             if end.session_id and end.save_failed:
                 self.out.warn(f"Session {end.session_id} holds only the turns saved before "
                               "the error; the later ones were not saved")
@@ -229,6 +230,18 @@ class ChatApp:
                 self.out.info(f"Saved session: {end.session_id}")
             self.out.info(" | ".join(lines))
         self.out.info("Goodbye!")
+
+
+def _costs(end: Ended) -> list[str]:
+    """The session's cost and its chain's, when the price is known."""
+    if end.cost is None:
+        return []
+    out = [f"Cost: {money(end.cost)}"]
+    if end.chain_sessions > 1 and end.chain_cost is not None:
+        unpriced = (f"; {plural(end.chain_unpriced, 'session')} without a recorded cost"
+                    if end.chain_unpriced else "")
+        out.append(f"Chain ({end.chain_sessions} sessions{unpriced}): {money(end.chain_cost)}")
+    return out
 
 
 def _ended_quietly(flow: Generator[Event, None, None]) -> Generator[Event, None, None]:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from rollchat.errors import UsageError
 from rollchat.text import human_tokens, plural
 
 if TYPE_CHECKING:
+    from rollchat.config import AutoCompact
     from rollchat.ui.app import ChatApp
 
 _REF = re.compile(r"^\S+$")  # one word: "resume ../x" is rejected, never sent to the model
@@ -55,12 +56,38 @@ def _context(app: ChatApp, arg: str) -> bool:
 
     session = app.session
     for line in lines(breakdown(session), model=session.engine.model,
-                      method=session.counter.method, auto=session.config.session.auto_compact):
+                      method=session.counter.method, auto=session.auto_mode != "off"):
         app.out.info(line)
     state = session.state
     app.out.dim(f"Session: {plural(state.queries, 'query')}, {human_tokens(state.tokens)} "
                 "tokens billed" + (f" (+{human_tokens(state.restoration_tokens)} restoring)"
                                    if state.restored else ""))
+    return False
+
+
+_AUTO_SAYS = {
+    "on": "compacts automatically when the next prompt would pass the budget",
+    "off": "never compacts on its own ('compact' still does)",
+    "ask": "asks at the budget: compact now, later, or off for this session",
+}
+
+
+def _auto(app: ChatApp, arg: str) -> bool:
+    session = app.session
+    budget = f"the budget is {session.budget.tokens:,} tokens"
+    mode = arg.strip().lower()
+    if not mode:
+        where = "set in this chat" if session.auto_override else "from the config"
+        app.out.info(f"Automatic compaction: {session.auto_mode} ({where}): "
+                     f"{_AUTO_SAYS[session.auto_mode]}; {budget}. 'auto on|off|ask' "
+                     "changes it for this session.")
+        return False
+    if mode not in _AUTO_SAYS:
+        raise UsageError(f"usage: auto [on|off|ask] (got {arg.strip()[:40]!r})")
+    previous = session.set_auto(cast("AutoCompact", mode))
+    change = "unchanged" if previous == mode else f"was {previous}"
+    app.out.info(f"Automatic compaction: {mode} for this session ({change}): "
+                 f"{_AUTO_SAYS[mode]}.")
     return False
 
 
@@ -140,6 +167,9 @@ COMMANDS: dict[str, Command] = {
         Command("sessions", "sessions", "list saved sessions, most recent first", _sessions),
         Command("resume", "resume N|ID", "continue a saved session from its summary", _resume,
                 takes_arg=True, bare_arg=lambda a: bool(_REF.match(a.strip()))),
+        Command("auto", "auto [on|off|ask]", "automatic compaction for this session: show it, "
+                "or turn it on, off, or ask first", _auto, takes_arg=True,
+                bare_arg=lambda a: a.strip().lower() in _AUTO_SAYS),
         Command("tools", "tools [verbose|quiet]", "list the agent's tools and what each call "
                 "needs; verbose shows calls in full", _tools, takes_arg=True,
                 bare_arg=lambda a: a.strip().lower() in ("verbose", "quiet")),

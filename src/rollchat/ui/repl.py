@@ -20,6 +20,7 @@ from rollchat.ui import commands
 from rollchat.ui.sanitize import harmless
 
 if TYPE_CHECKING:
+    from prompt_toolkit.formatted_text import AnyFormattedText, StyleAndTextTuples
     from prompt_toolkit.input import Input
     from prompt_toolkit.output import Output
 
@@ -158,20 +159,44 @@ class Starting:
         return self._app
 
 
-def toolbar_text(app: ChatApp) -> str:
-    """Context use first (it matters most and survives a narrow terminal), then the rest.
-    Before any usage report (start, after compact or resume) the figure is the estimate."""
+# The gauge's hint and style per level (see policy.gauge_level: 70%, 85%, 95% of the window).
+GAUGE_HINTS = (None, "compact soon", "type compact", "type compact now")
+GAUGE_STYLES = ("", "noreverse bg:ansiyellow fg:ansiblack",
+                "noreverse bg:#ff8700 fg:ansiblack bold", "noreverse bg:ansired fg:ansiwhite bold")
+
+
+def gauge(used: int, window: int) -> tuple[int, str | None]:
+    """The context gauge's level (0-3) and its hint (None below 70% of the window)."""
+    from rollchat.policy import gauge_level
+
+    level = gauge_level(used, window)
+    return level, GAUGE_HINTS[level]
+
+
+def toolbar_parts(app: ChatApp) -> StyleAndTextTuples:
+    """The toolbar as (style, text) fragments: context use first (it matters most and
+    survives a narrow terminal), coloured from 70% of the window on, with a hint; then the
+    rest. Before any usage report (start, after compact or resume) the figure is the
+    estimate."""
     session = app.session
     window = session.budget.window
     used = session.engine.context.last_prompt_tokens
     approx = "" if used is not None else "~"
     if used is None:  # (no count before the first message: the tokenizer loads after the prompt)
         used = session.estimate() if session.engine.context.messages else 0
+    level, hint = gauge(used, window)
+    figure = f" context {approx}{human_tokens(used)}/{human_tokens(window)} ({used / window:.0%}"
+    figure += f" · {hint}) " if hint else ") "
     queries = session.state.queries
     sid = session.state.session_id or "new session"
-    return harmless(f" context {approx}{human_tokens(used)}/{human_tokens(window)} "
-            f"({used / window:.0%}) · {plural(queries, 'query')} · "
-            f"{session.agent.name} · {session.engine.model} · {sid} ")
+    rest = (f"· {plural(queries, 'query')} · {session.agent.name} · {session.engine.model} · "
+            f"{sid} ")
+    return [(GAUGE_STYLES[level], harmless(figure)), ("", harmless(rest))]
+
+
+def toolbar_text(app: ChatApp) -> str:
+    """The toolbar's text (see ``toolbar_parts``)."""
+    return "".join(part[1] for part in toolbar_parts(app))
 
 
 def prompt_text(chat: Starting) -> str:
@@ -292,6 +317,6 @@ def _handle(chat: Starting, line: str, stop_on_interrupt: bool = False) -> bool:
                 app.keep_unsent(line)
 
 
-def _toolbar(chat: Starting) -> str:
+def _toolbar(chat: Starting) -> AnyFormattedText:
     app = chat.ready
-    return toolbar_text(app) if app is not None else chat.label
+    return toolbar_parts(app) if app is not None else chat.label
