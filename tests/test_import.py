@@ -212,3 +212,17 @@ def test_an_imported_session_resumes(tmp_path: Path) -> None:
     assert "redis" in result.stdout
     child = next(p for p in (tmp_path / "sessions").glob("*.md") if p.stem != session_id)
     assert parse(child.read_text()).header.resumed_from == session_id
+
+
+def test_a_label_inside_a_code_block_is_code_not_the_next_message(tmp_path: Path) -> None:
+    """An answer showing a chat template in a fenced block stays one answer."""
+    source = tmp_path / "chat.md"
+    answer = ("Here is the template:\n\n````markdown\n## User\n{question}\n```\n## Assistant\n"
+              "```\n{answer}\n````\n\nand a tilde block:\n\n~~~\n**User:** not a message\n~~~")
+    source.write_text(f"## User\nShow me a chat template.\n\n## Assistant\n{answer}\n\n"
+                      "## User\nthanks\n\n## Assistant\nYou're welcome.\n", encoding="utf-8")
+    code, _, err = run(tmp_path, str(source))
+    assert code == 0, err
+    t = parse(only_session(tmp_path).read_text())
+    assert [(x.user, x.assistant) for x in t.turns] == [
+        ("Show me a chat template.", answer), ("thanks", "You're welcome.")]

@@ -290,9 +290,31 @@ def _codex(lines: list[tuple[int, Any]], out: Imported) -> None:
     out.turns = build.turns
 
 
+_FENCE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
+
+
+def _fenced(text: str) -> list[tuple[int, int]]:
+    """The spans of the fenced code blocks of ``text`` (an unclosed one runs to the end): a
+    ``## User`` in an answer's code block is code, not the next message."""
+    spans: list[tuple[int, int]] = []
+    opened: re.Match[str] | None = None
+    for fence in _FENCE.finditer(text):
+        if opened is None:
+            opened = fence
+        elif fence[1][0] == opened[1][0] and len(fence[1]) >= len(opened[1]) and \
+                not fence[2].strip():  # a closing fence: as long, nothing after it
+            spans.append((opened.start(), fence.end()))
+            opened = None
+    if opened is not None:
+        spans.append((opened.start(), len(text)))
+    return spans
+
+
 def _markdown(text: str, out: Imported) -> None:
     build = _Builder()
-    matches = list(_MD_LABEL.finditer(text))
+    fenced = _fenced(text)
+    matches = [m for m in _MD_LABEL.finditer(text)
+               if not any(start < m.start() < end for start, end in fenced)]
     for i, m in enumerate(matches):
         speaker = (m[1] or m[2]).lower()
         end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
