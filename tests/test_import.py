@@ -182,6 +182,10 @@ def test_nothing_to_import_and_bad_arguments(tmp_path: Path) -> None:
     assert code == 2 and "no messages found in this claude-code file; nothing imported" in err
     assert "line 2: a message without content (skipped)" in err
     assert not list((tmp_path / "sessions").glob("*.md"))
+    for name, content in (("empty.jsonl", b""), ("blank.md", b"\xef\xbb\xbf \n\n\t\n")):
+        (tmp_path / name).write_bytes(content)
+        code, _, err = run(tmp_path, str(tmp_path / name))
+        assert code == 2 and f"{name} is empty: nothing to import" in err, err
     code, _, err = run(tmp_path, str(tmp_path / "missing.jsonl"))
     assert code == 2 and "cannot read" in err
     code, _, err = run(tmp_path, str(tmp_path))

@@ -334,6 +334,8 @@ def read_transcript(data: bytes, name: str) -> Imported:
     if b"\0" in data:
         raise UsageError(f"{name} is a binary file; rollchat import reads {SUPPORTED}")
     text = clean(data.decode("utf-8", errors="replace").removeprefix("\ufeff"))
+    if not text.strip():
+        raise UsageError(f"{name} is empty: nothing to import")
     head = [line for line in text.split("\n", 200)[:200] if line.strip()][:50]
     if any(line.lstrip().startswith("{") for line in head):  # JSON lines (some maybe broken)
         lines = list(_lines(text))
