@@ -12,10 +12,12 @@ Formats (detected from the content, not the name):
 * ``codex``: Codex session files (``~/.codex/sessions/**/rollout-*.jsonl``): lines
   ``{"type": "response_item", "payload": {"type": "message", "role", "content": [{"type":
   "input_text"|"output_text", "text"}]}}``, ``function_call`` / ``function_call_output`` paired
-  by ``call_id``; ``session_meta``, ``turn_context`` (its ``model``) and ``event_msg`` lines (they
-  repeat the messages) are not turns. Older files: the same items one per line without the
-  envelope (``{"type": "message", "role", "content"}``). Codex's own preamble messages
-  (``<environment_context>``, ``<user_instructions>``) are left out.
+  by ``call_id`` (so are ``custom_tool_call`` / ``custom_tool_call_output``, the freeform
+  ``apply_patch``, and ``local_shell_call``); ``session_meta``, ``turn_context`` (its
+  ``model``) and ``event_msg`` lines (they repeat the messages) are not turns. Older files:
+  the same items one per line without the envelope (``{"type": "message", "role",
+  "content"}``). Codex's own preamble messages (``<environment_context>``,
+  ``<user_instructions>``) are left out.
 * ``markdown``: a chat in markdown, each message opened by a heading ``# User`` / ``## User``
   (any level 1-4, optional trailing colon) or a bold label ``**User:**`` at the start of a
   line, text after the label included. Speakers: User, You, Human, Me (the user); Assistant,
@@ -280,7 +282,13 @@ def _codex(lines: list[tuple[int, Any]], out: Imported) -> None:
         elif kind == "function_call":
             build.call(str(item.get("call_id", "")), str(item.get("name", "")),
                        item.get("arguments", {}))
-        elif kind == "function_call_output":
+        elif kind == "custom_tool_call":  # a freeform tool (apply_patch): its text input
+            build.call(str(item.get("call_id", "")), str(item.get("name", "")),
+                       {"input": item.get("input", "")})
+        elif kind == "local_shell_call":  # {"action": {"type": "exec", "command": [...]}}
+            build.call(str(item.get("call_id") or item.get("id") or ""), "local_shell",
+                       item.get("action", {}))
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             output = item.get("output", "")
             if isinstance(output, dict):  # {"output": "...", "metadata": {...}}
                 output = output.get("output", json.dumps(_bounded(output), ensure_ascii=False))
