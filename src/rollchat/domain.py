@@ -123,6 +123,10 @@ class Summary:
     artifacts: tuple[str, ...] = ()
     dropped_topics: int = 0
     dropped_artifacts: int = 0
+    # the session's short title as the summary's writer proposed it (the model's ``**Title:**``
+    # line; the local summarizer's is the first query's first line). Not part of the block:
+    # finalizing writes it to the header's Title field when the session has none yet.
+    title: str | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,7 @@ class SessionHeader:
     continued_in: tuple[str, ...] = ()
     context_tokens: int = 0  # the context's size: the prompt of the session's last call
     tools: tuple[str, ...] | None = None  # the agent's own tools (None: not recorded)
+    title: str | None = None  # the ``**Title:**`` field (None: none yet; see titles.py)
 
 
 @dataclass(frozen=True)

@@ -103,7 +103,8 @@ def _header(fields: dict[str, str]) -> SessionHeader:
         context_tokens=_int_field(fields, "Context Tokens"),
         forked=opt["Resumed From"] is None and opt["Forked From"] is not None,
         continued_in=tuple(uninline(c) for c in children.split(", ")) if children else (),
-        tools=_tools(fields.get("Tools")))
+        tools=_tools(fields.get("Tools")),
+        title=uninline(fields["Title"]) if "Title" in fields else None)
 
 
 def _tools(value: str | None) -> tuple[str, ...] | None:
@@ -113,7 +114,8 @@ def _tools(value: str | None) -> tuple[str, ...] | None:
     return () if value in ("", "(none)") else tuple(uninline(t) for t in value.split(", "))
 
 
-def _first_query(lines: list[str], start: int) -> str | None:
+def first_query_line(lines: list[str], start: int) -> str | None:
+    """The first line of the first query at or after line index ``start``, or None."""
     for i in range(start, len(lines) - 1):
         if _HEADING_Q.match(lines[i]) and lines[i + 1].startswith("**You:**"):
             return unesc_line(lines[i + 1][len("**You:** "):])
@@ -125,7 +127,7 @@ def parse_head(text: str) -> Head:
     lines = text.split("\n")
     try:
         fields, body = _header_fields(lines)
-        return Head(_header(fields), _first_query(lines, body))
+        return Head(_header(fields), first_query_line(lines, body))
     except TranscriptError:
         raise
     except Exception as e:  # any input string: only our own error type escapes
