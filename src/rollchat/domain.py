@@ -125,8 +125,9 @@ class Summary:
     dropped_artifacts: int = 0
     # the session's short title as the summary's writer proposed it (the model's ``**Title:**``
     # line; the local summarizer's is the first query's first line). Not part of the block:
-    # finalizing writes it to the header's Title field when the session has none yet.
-    title: str | None = None
+    # finalizing writes it to the header's Title field when the session has none yet. Not
+    # compared: two summaries with the same content are equal whatever title came with them.
+    title: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

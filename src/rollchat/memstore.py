@@ -19,6 +19,7 @@ from rollchat.transcript import (
     render_finalized,
     render_header,
     render_linked,
+    render_titled,
     render_totals,
     render_turn,
     tail_summary,
@@ -57,6 +58,10 @@ class MemorySession:
         """Refresh the header's totals, as a file session does."""
         self._store.set_totals(self.session_id, queries, billed, context)
 
+    def set_title(self, title: str) -> None:
+        """Set the header's Title, as a file session does."""
+        self._store.set_title(self.session_id, title)
+
     def close(self) -> None:
         """Nothing to let go of: no other process sees this store."""
 
@@ -80,7 +85,7 @@ class MemoryStore:
     def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
                     provider: str, now: datetime, resumed_from: str | None = None,
                     previous_session: str | None = None, forked: bool = False,
-                    tools: tuple[str, ...] | None = None,
+                    tools: tuple[str, ...] | None = None, title: str | None = None,
                     ) -> MemorySession:
         """A new session (an id as SessionStore makes them) holding its header."""
         with self._lock:
@@ -88,7 +93,7 @@ class MemoryStore:
                 if sid not in self._texts:
                     header = SessionHeader(sid, now, agent, agent_path, model, provider,
                                            resumed_from, previous_session, forked=forked,
-                                           tools=tools)
+                                           tools=tools, title=title)
                     self._texts[sid] = bytearray(encode(render_header(header)))
                     return MemorySession(self, header)
         raise StoreError("could not find a free session id in memory")
@@ -138,6 +143,12 @@ class MemoryStore:
         (The text was rendered here, so it always has its header.)"""
         new = render_finalized(self._text(session_id), summary, total_queries=total_queries,
                                total_tokens=total_tokens, context_tokens=context_tokens)
+        with self._lock:
+            self._texts[session_id] = bytearray(encode(new))
+
+    def set_title(self, session_id: str, title: str) -> None:
+        """Set the session's header Title."""
+        new = render_titled(self._text(session_id), title)
         with self._lock:
             self._texts[session_id] = bytearray(encode(new))
 

@@ -16,7 +16,7 @@ from rollchat.config import AgentConfig, Config
 from rollchat.context import estimate_prompt, tail_sizes, tail_start
 from rollchat.domain import Message, Summary, Turn
 from rollchat.engine import Answer, Engine, quietly
-from rollchat.errors import RollchatError, StoreError
+from rollchat.errors import RollchatError, StoreError, UsageError
 from rollchat.events import (
     AnswerStarted,
     CompactionFinished,
@@ -126,6 +126,31 @@ class Session:
     def list_sessions(self) -> tuple[list[SessionInfo], list[tuple[str, str]]]:
         listing = self.store.list_sessions(exclude=self.state.session_id)
         return list(listing.sessions), list(listing.problems)
+
+    def set_title(self, text: str) -> str:
+        """Give this session the title ``text`` (one line, trimmed: see titles.py), in its
+        header now or, before its file exists, when the file is made. UsageError when the
+        text is empty; StoreError when the file cannot be rewritten."""
+        from rollchat.titles import user_title
+
+        try:
+            title = user_title(text)
+        except ValueError as exc:
+            raise UsageError(f"{exc}: title NEW TITLE") from None
+        if self.state.live is not None:
+            self.state.live.set_title(title)
+        self.state.title = title
+        return title
+
+    @property
+    def title(self) -> str | None:
+        """The title this session has so far: the user's, else its first query's first line."""
+        from rollchat.titles import first_line_title
+
+        if self.state.title:
+            return self.state.title
+        first = next((t.user for t in self.state.turns if t.kind == "query"), None)
+        return first_line_title(first) or None
 
     # ------------------------------------------------------------------ a turn
     def turn(self, text: str) -> Flow:
@@ -332,10 +357,13 @@ class Session:
     def _start_child(self, parent: Parent, quiet: bool = False) -> Flow:
         """Start a child session: the agent gets the restoration prompt (and the archive tool
         for the parent's transcript) and its acknowledgment becomes the first entry."""
+        # a title given before anything was saved names the session that takes its place
+        title = self.state.title if self.state.live is None else None
         self.state.close()
         self.state = SessionState(started=now(), resumed_from=parent.session_id,
                                   previous_session=parent.file_name,
-                                  parent_summary=parent.summary, forked=parent.forked)
+                                  parent_summary=parent.summary, forked=parent.forked,
+                                  title=title)
         readable = parent.session_id is not None and parent.file_name is not None
         self.output.install_archive(self.store, parent.session_id if readable else None,
                                     lambda: self.state.turns)
@@ -355,8 +383,9 @@ class Session:
         """Continue a saved session from its summary, in a new linked session."""
         from rollchat.store import resolve
 
-        listing = self.store.list_sessions(exclude=self.state.session_id)
-        info = resolve(ref, listing)
+        index = getattr(self.store, "index", None)  # the files' index: no full listing
+        info = (index.resolve(ref, exclude=self.state.session_id) if index is not None
+                else resolve(ref, self.store.list_sessions(exclude=self.state.session_id)))
         question = agent_change(info, self.agent)
         if question is not None and not self.confirm(question):
             yield Notice("info", "Resume cancelled.")

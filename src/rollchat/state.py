@@ -39,6 +39,7 @@ class SessionState:
     query_turns: int = 0  # turns with a query: asked here, or carried over from the parent
     queries: int = 0  # queries asked in this session (carried-over turns excluded)
     tokens: int = 0  # tokens of those queries
+    title: str | None = None  # set by the user (``title``): the header's Title from then on
 
     def add(self, turn: Turn) -> None:
         """Record a turn; the totals are kept as it goes (no rescans on the hot path)."""

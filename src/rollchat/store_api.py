@@ -27,6 +27,8 @@ class LiveSession(Protocol):
 
     def set_totals(self, queries: int, billed: int, context: int) -> None: ...  # in place
 
+    def set_title(self, title: str) -> None: ...  # the header's Title (between turns)
+
     def close(self) -> None: ...  # let go of it (safe to call twice); writes nothing
 
 
@@ -43,7 +45,7 @@ class Store(Protocol):
     def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
                     provider: str, now: datetime, resumed_from: str | None,
                     previous_session: str | None, forked: bool = False,
-                    tools: tuple[str, ...] | None = None,
+                    tools: tuple[str, ...] | None = None, title: str | None = None,
                     ) -> LiveSession: ...  # holding its header, held by this process
 
     def finalize(self, session_id: str, summary: Summary, *, total_queries: int,
@@ -51,6 +53,8 @@ class Store(Protocol):
                  ) -> None: ...  # header totals + summary block, atomically
 
     def link_child(self, session_id: str, child_id: str) -> None: ...  # "Continued In", atomically
+
+    def set_title(self, session_id: str, title: str) -> None: ...  # the header's Title
 
     def open_elsewhere(self, session_id: str) -> bool: ...  # does another process write it
 
