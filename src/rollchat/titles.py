@@ -21,7 +21,7 @@ def one_line_title(text: str, limit: int = TITLE_CHARS) -> str:
         return title
     cut = title[:limit - 1]
     space = cut.rfind(" ")
-    if space >= limit // 2:
+    if title[limit - 1] != " " and space >= limit // 2:  # not in the middle of a word
         cut = cut[:space]
     return cut.rstrip(" ,;:.-") + "…"
 
