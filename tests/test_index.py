@@ -335,3 +335,22 @@ def test_in_chat_sessions_arguments_parse(ref: str) -> None:
     parsed = commands.parse(f"sessions {ref}".strip())
     assert parsed is not None and not isinstance(parsed, commands.Unknown)
     assert parsed[0].name == "sessions" and parsed[1] == ref
+
+
+def test_a_large_file_saved_without_its_text_is_still_found(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             ) -> None:
+    import rollchat.index
+
+    monkeypatch.setattr(rollchat.index, "SAVE_TEXT_MAX_BYTES", 0)  # every file is "large"
+    root = tmp_path / "s"
+    write_session(root, 0)
+    store = SessionStore(root)
+    assert store.index.page().total == 1
+    live = store.new_session(agent_key="assistant", agent="Assistant", agent_path="x",
+                             model="m", provider="offline", now=T0 + timedelta(days=1))
+    live.append_turn(Turn("query", 1, T0, "narwhals", "tusks", usage=Usage(1, 2)), "Assistant")
+    with closing(sqlite3.connect(root / INDEX_NAME)) as db:  # the save left the text out
+        assert not db.execute("SELECT count(*) FROM docs WHERE docs MATCH 'narwhals'").fetchone()[0]
+    assert [h.session_id for h in store.index.search("narwhals")] == [live.session_id]
+    live.close()

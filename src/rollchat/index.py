@@ -38,6 +38,9 @@ RACY_NS = 2_000_000_000  # a row indexed this soon after its file's mtime is che
 BATCH = 500  # files indexed per write transaction (other processes wait at most one batch)
 READ_BUSY_MS = 10_000
 SAVE_BUSY_MS = 200  # a save waits this long for the index at most, then leaves it to the reads
+# a save re-indexes the text of a file up to this size; a larger one's row is marked and its
+# text re-read by the next listing or search (its row is racy: see _refresh)
+SAVE_TEXT_MAX_BYTES = 256 * 1024
 DEFAULT_LIMIT = 20
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -331,7 +334,8 @@ class SessionIndex:
             st = os.lstat(path)
             conn = self._open(SAVE_BUSY_MS)
             try:
-                self._write(conn, [(path, st)], [], text=text)
+                self._write(conn, [(path, st)], [],
+                            text=text and st.st_size <= SAVE_TEXT_MAX_BYTES)
             finally:
                 conn.close()
 
