@@ -256,7 +256,7 @@ def test_models_section(tmp_path: Path) -> None:
     assert config.context_window_override("llama3:8b") == 8192
     assert config.context_window_override("other") is None
     assert error(tmp_path, "models:\n  m: {}\n") == (
-        "rollchat.yml:2: models.m.context_window: is required")
+        "rollchat.yml:2: models.m: set context_window, price, or both")
 
 
 # --- validation messages ------------------------------------------------------------------
@@ -395,7 +395,7 @@ def test_example_file_documents_every_key() -> None:
     text = EXAMPLE.read_text(encoding="utf-8")
     defaults = Config()
     for section in (AgentConfig(), defaults.session, defaults.summary, defaults.retry,
-                    defaults.ui, defaults.tools):
+                    defaults.ui, defaults.tools, defaults.handoff):
         for f in dataclasses.fields(section):
             if f.name != "key" and not f.metadata.get("derived"):  # not keys of the file
                 assert re.search(rf"^\s+{f.name}:", text, re.M), f.name

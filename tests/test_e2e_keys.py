@@ -24,7 +24,7 @@ def test_tab_completes_a_command(tmp_path: Path) -> None:
     child.send("\t")
     child.expect("ext")  # the completion is drawn (it runs asynchronously: wait for it)
     child.send("\r")
-    child.expect("context window")  # '/cont' + Tab became '/context'
+    child.expect("Next request to")  # '/cont' + Tab became '/context'
     child.expect(PROMPT)
     child.sendline("exit")
     child.expect(pexpect.EOF)

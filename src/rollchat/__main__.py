@@ -12,9 +12,9 @@ def main() -> None:
 
         print(f"rollchat {__version__}")
         return
-    from rollchat.cli import app, with_agent_file
+    from rollchat.cli import app, chat_args
 
-    app(args=with_agent_file(sys.argv[1:]), prog_name="rollchat")
+    app(args=chat_args(sys.argv[1:]), prog_name="rollchat")
 
 
 if __name__ == "__main__":

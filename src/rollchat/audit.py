@@ -39,7 +39,7 @@ class Audit:
 def find_items(turns: Sequence[Turn], parent: Summary | None = None) -> list[Item]:
     """The named items of ``turns`` (the restoration entry excluded), and the parent's open
     tasks that no turn resolved."""
-    turns = [t for t in turns if t.kind != "restored"]
+    turns = [t for t in turns if t.kind in ("query", "carried")]
     said = [(i, s, who) for i, t in enumerate(turns)
             for who, text in (("user", t.user), ("assistant", t.assistant))
             for s in prose_sentences(text, reply=who == "assistant")]

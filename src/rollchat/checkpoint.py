@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 
 def checkpointed(flow: Generator[Event, None, T], session: Session,
-                 user: str) -> Generator[Event, None, T]:
+                 user: str, context: str = "") -> Generator[Event, None, T]:
     """``flow`` (the engine's call for ``user``'s message), unchanged for its caller (events,
     Ctrl-C thrown in, its result), with the turn so far written after each tool call ends."""
     text: list[str] = []
@@ -37,7 +37,7 @@ def checkpointed(flow: Generator[Event, None, T], session: Session,
             elif isinstance(event, ToolFinished):
                 tools.append(ToolExchange(event.call, event.result))
                 turn = Turn("query", session.state.queries + 1, started, user, "".join(text),
-                            status="interrupted", tools=tuple(tools))
+                            status="interrupted", tools=tuple(tools), context=context)
                 yield from _write(session, turn)
             try:
                 yield event
@@ -60,7 +60,7 @@ def _write(session: Session, turn: Turn) -> Generator[Event, None, None]:
     try:
         live = state.live or (yield from open_file(
             session.store, state, session.agent, session.engine.model, session.provider_name,
-            in_progress=True))
+            in_progress=True, cost=session.cost()))
         live.write_pending(turn, session.agent.name)
     except StoreError:
         pass  # the turn's own save at its end reports a failing disk

@@ -22,6 +22,8 @@ from rollchat.providers import PROVIDER_CHOICES
 if TYPE_CHECKING:  # imported when the chat starts, not for --help or sessions
     from rollchat.agent_tools import Equipment
     from rollchat.config import Config, ConfigOverrides
+    from rollchat.session import Session
+    from rollchat.store import Store
     from rollchat.ui.app import ChatApp
     from rollchat.ui.render import Renderer
 
@@ -79,8 +81,14 @@ def main(
     no_save: Annotated[bool, typer.Option("--no-save", help="Write nothing to disk.")] = False,
     resume: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option("--resume", help="Start by resuming session N or ID."),
+        typer.Option("--resume", metavar="[N|ID]", help="Start by resuming session N or ID "
+                     "(a number, an id or a unique id prefix); with no value, choose it in a "
+                     "picker (as 'rollchat pick')."),
     ] = None,
+    continue_last: Annotated[bool, typer.Option(
+        "--continue", "-c", help="Start by resuming the most recent session.")] = False,
+    pick: Annotated[bool, typer.Option(  # what a bare --resume becomes (chat_args)
+        "--pick", hidden=True, help="Choose the session to resume in a picker.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Answer yes to questions.")] = False,
     agent_file: Annotated[
         Optional[Path],  # noqa: UP045
@@ -98,17 +106,27 @@ def main(
     ] = False,
 ) -> None:
     """Start the chat (offline model when no API key is configured)."""
+    starts = [name for name, given in (("--resume", resume is not None and not pick),
+                                       ("--continue", continue_last),
+                                       ("--resume (no value)", pick)) if given]
     if ctx.invoked_subcommand is not None:  # `rollchat --config X sessions`: X still counts
-        ctx.obj = {"config": config, "sessions_dir": sessions_dir}
+        ctx.obj = {"config": config, "sessions_dir": sessions_dir, "starts": starts,
+                   "chat": {"agent": agent, "provider": provider.value if provider else None,
+                            "model": model, "base_url": base_url, "no_save": no_save,
+                            "yes": yes, "no_fork": no_fork, "agent_file": agent_file,
+                            "show_tools": show_tools}}
         return
+    if len(starts) > 1:
+        fail(f"{' and '.join(starts)} cannot be used together: give one")
     from rollchat.config import ConfigOverrides
 
     overrides = ConfigOverrides(agent=agent, provider=provider.value if provider else None,
                                 model=model, base_url=base_url, sessions_dir=sessions_dir,
                                 no_save=no_save)
+    choose = "pick" if pick else "last" if continue_last else None
     try:
         code = start_chat(config, overrides, resume=resume, yes=yes, no_fork=no_fork,
-                          agent_file=agent_file, show_tools=show_tools)
+                          agent_file=agent_file, show_tools=show_tools, choose=choose)
     except ConfigError as exc:
         fail(str(exc))
     except UsageError as exc:
@@ -133,11 +151,39 @@ def _warm_up(chat: ChatApp) -> None:
         importlib.import_module(module)
 
 
+def chat_args(args: list[str]) -> list[str]:
+    """The command line as typed, made parseable: a bare ``--resume`` (last, or followed by an
+    option) is ``--pick``, and ``rollchat path/to/agent.py`` is ``--agent-file`` (click has no
+    option whose value may be left out)."""
+    out = list(args)
+    takes_value = _TAKES_VALUE - {"--resume"}
+    index = 0
+    while index < len(out):
+        word = out[index]
+        if word == "--":
+            break
+        if word in takes_value:
+            index += 2
+            continue
+        if word == "--resume":
+            if index + 1 == len(out) or out[index + 1].startswith("-"):
+                out[index] = "--pick"
+            else:
+                index += 1
+        elif not word.startswith("-"):
+            break  # a subcommand, an agent file or a mistake
+        index += 1
+    return with_agent_file(out)
+
+
+_TAKES_VALUE = frozenset({"--agent", "--provider", "--model", "--base-url", "--config",
+                          "--sessions-dir", "--resume", "--agent-file"})
+
+
 def with_agent_file(args: list[str]) -> list[str]:
     """``rollchat path/to/agent.py ...`` is ``rollchat --agent-file path/to/agent.py ...``:
     the first word that is not an option or an option's value, when it names a .py file."""
-    takes_value = {"--agent", "--provider", "--model", "--base-url", "--config",
-                   "--sessions-dir", "--resume", "--agent-file"}
+    takes_value = _TAKES_VALUE
     index = 0
     while index < len(args):
         word = args[index]
@@ -167,9 +213,12 @@ def fork_refusal(*, no_fork: bool, interactive: bool, yes: bool) -> str | None:
 
 def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: str | None,
                yes: bool, no_fork: bool = False, agent_file: Path | None = None,
-               show_tools: bool = False) -> int:
+               show_tools: bool = False, choose: str | None = None,
+               fork: str | None = None) -> int:
     """Check the configuration, draw the banner, and run the chat until it ends. In a terminal
-    the session core is built behind the first prompt (see ``Starting``)."""
+    the session core is built behind the first prompt (see ``Starting``). ``choose``: "last"
+    resumes the most recent session, "pick" the one chosen in the picker. ``fork``: the
+    session to continue in a fork of (``rollchat fork``)."""
     from rollchat import providers
     from rollchat.config import load_config
     from rollchat.interrupts import Terminated, ending, ending_signals
@@ -190,6 +239,10 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     summary_name = cfg.summary.provider or name
     providers.check_provider(summary_name, agent, env)
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    if choose is not None:
+        from rollchat.cmd_sessions import choose_session
+
+        resume = choose_session(cfg, choose, interactive=interactive)
     renderer = Renderer(interactive=interactive)  # rich is loaded with the first answer
     renderer.show_tools = show_tools
     renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
@@ -210,9 +263,11 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
         try:
             if resume is not None:
                 chat.get().resume(resume)
+            if fork is not None:
+                chat.get().fork(fork)
             if interactive:
                 run_interactive(chat, history_file=history_path(cfg.ui.history_file),
-                                on_ready=_warm_up)
+                                on_ready=_warm_up, agents=cfg.agents)
             else:
                 run_piped(chat, sys.stdin.buffer)
         except Terminated:  # before the chat loop began, or one put off until after it
@@ -237,24 +292,11 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
                 *, interactive: bool, yes: bool, no_fork: bool = False,
                 closers: list[Callable[[], None]] | None = None,
                 equipment: Equipment | None = None) -> tuple[ChatApp, list[str]]:
-    """The session core and its terminal adapter, and what the user should be told first."""
-    from rollchat import providers
-    from rollchat.context import Context
-    from rollchat.engine import Engine
-    from rollchat.providers.base import RetryPolicy
-    from rollchat.session import Session
-    from rollchat.store import MemoryStore, SessionStore, Store
-    from rollchat.tokens import context_window
+    """The session core and its terminal adapter, and what the user should be told first.
+    The chat can build the session of any other agent of the config (``@NAME message``)."""
+    from rollchat.store import MemoryStore, SessionStore
     from rollchat.ui.app import ChatApp
-    from rollchat.ui.approve import piped_asker, terminal_asker
 
-    agent = cfg.agent
-    provider = providers.build_provider(name, agent, cfg, env)
-    summary_agent = replace(agent, provider=cfg.summary.provider or name,
-                            model=cfg.summary.model or model)
-    summary_name = cfg.summary.provider or name
-    summary_provider = (provider if (summary_name, summary_agent.model) == (name, model)
-                        else providers.build_provider(summary_name, summary_agent, cfg, env))
     notices: list[str] = []
     store: Store = SessionStore(cfg.session.dir) if cfg.session.auto_save else MemoryStore()
     store_problem = None
@@ -262,59 +304,121 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
         store.ensure()
     except StoreError as exc:  # e.g. a read-only directory: the chat goes on in memory
         store_problem = str(exc)
-    retry = cfg.retry
-    sources = []
-    if cfg.agent_mcp_servers:  # started now, in the background: the SDK loads there
-        from rollchat.tools.mcp import McpServers
-
-        servers = McpServers(cfg.agent_mcp_servers, env)
-        if closers is not None:
-            closers.append(servers.close)
-        servers.start()
-        sources.append(servers)
-    engine = Engine(
-        provider, model=model, context=Context(system=agent.system_prompt),
-        max_output_tokens=agent.max_output_tokens, temperature=agent.temperature,
-        retry=RetryPolicy(retry.max_retries, retry.base_delay, retry.max_delay),
-        tool_sources=sources,
-    )
-    from rollchat.agent_tools import Equipment, equip
-
-    equip(engine, agent, equipment or Equipment(), ask=(piped_asker(yes=True) if yes else
-                                     terminal_asker(renderer) if interactive else
-                                     piped_asker(yes=False)))
-
-    def confirm(question: str) -> bool:
-        if yes:
-            return True
-        if not interactive:
-            renderer.error(question.replace("Continue? (y/n) ", "").strip()
-                           + " Refused without a terminal; pass --yes to continue anyway.")
-            return False
-        from prompt_toolkit.shortcuts import confirm as pt_confirm
-
-        from rollchat.ui.sanitize import harmless  # the question names another agent
-
-        return bool(pt_confirm(harmless(question.replace(" (y/n) ", ""))))
-
-    from rollchat.windows import WindowBook, default_path
-
-    windows = WindowBook(default_path())  # windows learned from this server's refusals
-    override = cfg.context_window_override(model) or windows.get(agent.base_url, model)
-    session = Session(
-        config=cfg, agent=agent, engine=engine, summary_provider=summary_provider,
-        summary_model=summary_agent.model or model, provider_name=name, store=store,
-        confirm=confirm, context_window=context_window(model, override), windows=windows,
-        fork_refusal=fork_refusal(no_fork=no_fork, interactive=interactive, yes=yes),
-    )
+    build = _SessionBuilder(env, renderer, store, interactive=interactive, yes=yes,
+                            no_fork=no_fork, closers=closers,
+                            save_failed=store_problem is not None)
+    session = build.session(cfg, name, model, equipment)
     if session.budget.warning:
         notices.append(session.budget.warning)
     if store_problem is not None:
         notices.append(f"{store_problem}: the chat goes on in memory; nothing is saved")
-        session.state.save_failed = True
-    return ChatApp(session, renderer), notices
+    return ChatApp(session, renderer, build=lambda key: build.agent(cfg, key)), notices
 
 
-# The subcommands besides the chat (sessions, audit, trust, init-agent) live in subcommands.py;
-# importing it registers them on ``app``.
-from rollchat import subcommands  # noqa: E402,F401
+class _SessionBuilder:
+    """Builds the Session of one agent (its provider, model, tools and system prompt) over the
+    chat's one store: the starting agent, and each agent the chat hands over to."""
+
+    def __init__(self, env: dict[str, str], renderer: Renderer, store: Store, *,
+                 interactive: bool, yes: bool, no_fork: bool,
+                 closers: list[Callable[[], None]] | None, save_failed: bool) -> None:
+        self.env, self.renderer, self.store = env, renderer, store
+        self.interactive, self.yes, self.no_fork = interactive, yes, no_fork
+        self.closers, self.save_failed = closers, save_failed
+
+    def agent(self, cfg: Config, key: str) -> Session:
+        """The session of agent ``key`` of the config (its agent file loaded, if it has one);
+        ConfigError / UsageError when it cannot be used."""
+        from rollchat import providers
+        from rollchat.config import ConfigOverrides
+
+        cfg = replace(cfg, default_agent=key)
+        loaded = None
+        if cfg.agent.file is not None:
+            from rollchat.agent_setup import with_agent_file
+
+            cfg, loaded = with_agent_file(cfg, None, ConfigOverrides(), self.env, Path.cwd())
+        agent = cfg.agent
+        name, _ = providers.resolve_provider_name(agent, self.env)
+        providers.check_provider(name, agent, self.env)
+        providers.check_provider(cfg.summary.provider or name, agent, self.env)
+        equipment = None
+        if loaded is not None or agent.skills_dir is not None:
+            from rollchat.agent_tools import gather
+
+            equipment = gather(agent, loaded.tools if loaded is not None else ())
+        return self.session(cfg, name, agent.model or providers.DEFAULT_MODELS[name],
+                            equipment)
+
+    def session(self, cfg: Config, name: str, model: str,
+                equipment: Equipment | None) -> Session:
+        from rollchat import providers
+        from rollchat.context import Context
+        from rollchat.engine import Engine
+        from rollchat.providers.base import RetryPolicy
+        from rollchat.session import Session
+        from rollchat.tokens import context_window
+        from rollchat.ui.approve import piped_asker, terminal_asker, terminal_compact_asker
+
+        agent, renderer, env = cfg.agent, self.renderer, self.env
+        interactive, yes = self.interactive, self.yes
+        provider = providers.build_provider(name, agent, cfg, env)
+        summary_agent = replace(agent, provider=cfg.summary.provider or name,
+                                model=cfg.summary.model or model)
+        summary_name = cfg.summary.provider or name
+        summary_provider = (provider if (summary_name, summary_agent.model) == (name, model)
+                            else providers.build_provider(summary_name, summary_agent, cfg, env))
+        retry = cfg.retry
+        sources = []
+        if cfg.agent_mcp_servers:  # started now, in the background: the SDK loads there
+            from rollchat.tools.mcp import McpServers
+
+            servers = McpServers(cfg.agent_mcp_servers, env)
+            if self.closers is not None:
+                self.closers.append(servers.close)
+            servers.start()
+            sources.append(servers)
+        engine = Engine(
+            provider, model=model, context=Context(system=agent.system_prompt),
+            max_output_tokens=agent.max_output_tokens, temperature=agent.temperature,
+            retry=RetryPolicy(retry.max_retries, retry.base_delay, retry.max_delay),
+            tool_sources=sources,
+        )
+        from rollchat.agent_tools import Equipment, equip
+
+        equip(engine, agent, equipment or Equipment(), ask=(piped_asker(yes=True) if yes else
+                                         terminal_asker(renderer) if interactive else
+                                         piped_asker(yes=False)))
+
+        def confirm(question: str) -> bool:
+            if yes:
+                return True
+            if not interactive:
+                renderer.error(question.replace("Continue? (y/n) ", "").strip()
+                               + " Refused without a terminal; pass --yes to continue anyway.")
+                return False
+            from prompt_toolkit.shortcuts import confirm as pt_confirm
+
+            from rollchat.ui.sanitize import harmless  # the question names another agent
+
+            return bool(pt_confirm(harmless(question.replace(" (y/n) ", ""))))
+
+        from rollchat.windows import WindowBook, default_path
+
+        windows = WindowBook(default_path())  # windows learned from this server's refusals
+        override = cfg.context_window_override(model) or windows.get(agent.base_url, model)
+        session = Session(
+            config=cfg, agent=agent, engine=engine, summary_provider=summary_provider,
+            summary_model=summary_agent.model or model, provider_name=name, store=self.store,
+            confirm=confirm, context_window=context_window(model, override), windows=windows,
+            fork_refusal=fork_refusal(no_fork=self.no_fork, interactive=interactive, yes=yes),
+            ask_compact=terminal_compact_asker(renderer) if interactive else None,
+        )
+        session.state.save_failed = self.save_failed
+        return session
+
+
+# The subcommands besides the chat (sessions, audit, trust, init-agent) live in subcommands.py,
+# pick, show and export in cmd_sessions.py, ``import`` in import_cli.py; importing them
+# registers them on ``app``.
+from rollchat import cmd_sessions, import_cli, subcommands  # noqa: E402,F401

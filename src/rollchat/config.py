@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from rollchat.config_fields import MODEL, PROVIDER, URL, Field, coerce, nonempty, resolve, show
 from rollchat.errors import ConfigError
@@ -18,6 +18,7 @@ from rollchat.providers import AUTO, PROVIDER_CHOICES
 
 if TYPE_CHECKING:  # read from a file only (config_file imports it)
     from rollchat.config_mcp import McpServerConfig
+    from rollchat.prices import Price
 
 PROVIDERS = PROVIDER_CHOICES
 PROJECT_FILE = "rollchat.yml"  # the project config, read from the working directory untrusted
@@ -58,17 +59,30 @@ class AgentConfig:
 
 NO_SAVE_LOCATION = "memory only (--no-save)"
 
+AutoCompact = Literal["on", "off", "ask"]
+AUTO_COMPACT_CHOICES: tuple[AutoCompact, ...] = ("on", "off", "ask")
+
+
+def auto_mode(setting: bool | str) -> AutoCompact:
+    """``session.auto_compact`` (true, false or "ask") as a mode: on, off or ask."""
+    if setting == "ask":
+        return "ask"
+    return "on" if setting is True or setting == "on" else "off"
+
 
 @dataclass(frozen=True)
 class ModelConfig:
-    context_window: int
+    """One model's settings under ``models:`` (each optional; at least one is set)."""
+
+    context_window: int | None = None
+    price: Price | None = None  # dollars per million tokens (see prices.py)
 
 
 @dataclass(frozen=True)
 class SessionConfig:
     dir: Path = Path("sessions")
     auto_save: bool = True
-    auto_compact: bool = True
+    auto_compact: bool | Literal["ask"] = True  # ask: at the threshold, the user decides
     compact_threshold: float = 0.8
     safety_margin_tokens: int = 1000
     compact_every_turns: int = 0
@@ -101,6 +115,20 @@ class ToolsConfig:
     max_result_tokens: int | None = None  # None: a tenth of the model's context window
 
 
+HANDOFF_STRATEGIES = ("summary", "bm25", "last_n")
+
+
+@dataclass(frozen=True)
+class HandoffConfig:
+    """What ``@NAME message`` hands to agent NAME (see handoff.py): a summary of the session,
+    the turns most relevant to the message (bm25) or the last ``last_n`` turns verbatim; the
+    turns handed are at most ``max_tokens``."""
+
+    strategy: str = "summary"
+    last_n: int = 6
+    max_tokens: int = 4000
+
+
 @dataclass(frozen=True)
 class UIConfig:
     history_file: Path | None = None  # None: history in the user data directory
@@ -119,6 +147,7 @@ class Config:
     retry: RetryConfig = field(default_factory=RetryConfig)
     ui: UIConfig = field(default_factory=UIConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
+    handoff: HandoffConfig = field(default_factory=HandoffConfig)
     mcp_servers: tuple[McpServerConfig, ...] = ()  # for every agent
     source: Path | None = None  # the config file read, if any
     source_sha256: str | None = None  # the hash of the bytes read from it
@@ -141,6 +170,11 @@ class Config:
     def context_window_override(self, model: str) -> int | None:
         entry = self.models.get(model)
         return entry.context_window if entry else None
+
+    @property
+    def prices(self) -> dict[str, Price]:
+        """The prices set under ``models:`` (they win over prices.PRICES)."""
+        return {name: m.price for name, m in self.models.items() if m.price is not None}
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from rollchat.text import has_secret_in_url
 class Field:
     """What one setting accepts: its type, the rule in words, and the rule as a predicate."""
 
-    kind: str  # "str" | "int" | "float" | "bool" | "path"
+    kind: str  # "str" | "int" | "float" | "bool" | "path" | "scalar" (a bool or a string)
     need: str  # the rule, as shown in error messages ("must be ...")
     ok: Callable[[Any], bool] = lambda _v: True
     nullable: bool = False
@@ -34,6 +34,8 @@ def is_url(v: Any) -> bool:
 
 
 BOOL = Field("bool", "must be true or false")
+AUTO_COMPACT = Field("scalar", "must be true, false or ask (on/off work too)",
+                     lambda v: isinstance(v, bool) or v == "ask")
 POSITIVE = Field("int", "must be a positive integer", lambda v: v > 0)
 NONNEG = Field("int", "must be an integer >= 0", lambda v: v >= 0)
 SECONDS = Field("float", "must be a number of seconds > 0", lambda v: v > 0)
@@ -50,6 +52,8 @@ def coerce(spec: Field, value: Any) -> tuple[bool, Any]:
         return spec.nullable, None
     if spec.kind == "bool":
         good = isinstance(value, bool)
+    elif spec.kind == "scalar":
+        good = isinstance(value, (bool, str))
     elif spec.kind in ("int", "float"):
         good = isinstance(value, int) and not isinstance(value, bool)
         if spec.kind == "float" and (good or isinstance(value, float)):

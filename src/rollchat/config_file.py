@@ -14,8 +14,10 @@ from typing import Any
 import yaml
 
 from rollchat.config import (
+    HANDOFF_STRATEGIES,
     AgentConfig,
     Config,
+    HandoffConfig,
     ModelConfig,
     RetryConfig,
     SessionConfig,
@@ -24,6 +26,7 @@ from rollchat.config import (
     UIConfig,
 )
 from rollchat.config_fields import (
+    AUTO_COMPACT,
     BOOL,
     DELAY,
     MODEL,
@@ -42,6 +45,7 @@ from rollchat.config_mcp import McpServerConfig, ServerProblem, check_server, re
 from rollchat.config_trust import TrustCheck, Untrusted, confine, notice
 from rollchat.config_yaml import compose, read_text
 from rollchat.errors import ConfigError
+from rollchat.prices import Price
 
 _MAX_PROMPT_BYTES = 1024 * 1024
 _AGENT_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
@@ -82,12 +86,17 @@ _AGENT_FIELDS: dict[str, Field] = {
 }
 _MODEL_FIELDS = {
     "context_window": Field("int", "must be an integer >= 1024", lambda v: v >= 1024),
+    "price": Field("map", "must be a mapping: input, output, cached, cache_write"),
 }
+_DOLLARS = Field("float", "must be a number >= 0 (dollars per million tokens)",
+                 lambda v: v >= 0)
+_PRICE_FIELDS = {"input": _DOLLARS, "output": _DOLLARS, "cached": _DOLLARS,
+                 "cache_write": _DOLLARS}
 _SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
     "session": (SessionConfig, {
         "dir": Field("path", "must be a directory path", nonempty),
         "auto_save": BOOL,
-        "auto_compact": BOOL,
+        "auto_compact": AUTO_COMPACT,
         "compact_threshold": Field(
             "float", "must be a number between 0 and 1", lambda v: 0 < v <= 1
         ),
@@ -113,6 +122,12 @@ _SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
             "int", "must be an integer >= 100, or null (a tenth of the context window)",
             lambda v: v >= 100, nullable=True,
         ),
+    }),
+    "handoff": (HandoffConfig, {
+        "strategy": Field("str", f"must be one of {', '.join(HANDOFF_STRATEGIES)}",
+                          lambda v: v in HANDOFF_STRATEGIES),
+        "last_n": POSITIVE,
+        "max_tokens": Field("int", "must be an integer >= 100", lambda v: v >= 100),
     }),
     "ui": (UIConfig, {
         "history_file": Field("path", "must be a file path, or null", nonempty, nullable=True),
@@ -288,11 +303,27 @@ def _models(doc: _Doc, node: yaml.Node) -> dict[str, ModelConfig]:
     for name, (knode, vnode) in doc.items(node, "models").items():
         if not name.strip():
             raise doc.error(knode, "models", "model names must not be empty")
-        values, _ = doc.fields(vnode, f"models.{name}", _MODEL_FIELDS)
-        if "context_window" not in values:
-            raise doc.error(vnode, f"models.{name}.context_window", "is required")
+        dotted = f"models.{name}"
+        entries = doc.items(vnode, dotted)
+        values, _ = doc.fields(vnode, dotted, _MODEL_FIELDS, skip=("price",), entries=entries)
+        if "price" in entries:
+            values["price"] = _price(doc, entries["price"][1], f"{dotted}.price")
+        if not values:
+            raise doc.error(vnode, dotted, "set context_window, price, or both")
         models[name] = ModelConfig(**values)
     return models
+
+
+def _price(doc: _Doc, node: yaml.Node, dotted: str) -> Price:
+    """A model's price: input and output required, cached and cache_write default to the
+    input price (no discount for cache reads, no surcharge for writes)."""
+    values, _ = doc.fields(node, dotted, _PRICE_FIELDS)
+    for required in ("input", "output"):
+        if required not in values:
+            raise doc.error(node, f"{dotted}.{required}", "is required (dollars per million "
+                                                          "tokens)")
+    return Price(values["input"], values["output"], values.get("cached", values["input"]),
+                 values.get("cache_write"))
 
 
 def _agents(doc: _Doc, node: yaml.Node) -> dict[str, AgentConfig]:

@@ -100,6 +100,12 @@ class Context:
             self.append(message)
         self.prefix_len = prefix_len
 
+    def rewrite(self, i: int, message: Message) -> None:
+        """Replace message ``i`` (an edited summary): the requests' prefix changes, so the
+        provider's last report no longer describes it (the next estimate counts it all)."""
+        self.messages[i] = message
+        self.last_prompt_tokens, self.covered, self.shrunk = None, 0, 0
+
     def request_messages(self) -> list[Message]:
         """The messages of the next request (the context is kept well formed as it grows)."""
         return list(self.messages)

@@ -21,7 +21,10 @@ TurnStatus = Literal["ok", "interrupted", "unanswered", "error"]
 # summary, the first entry of a session created by compact or resume (not counted as a query).
 # "carried": a query of the parent kept verbatim by an automatic compaction (in the working
 # context and the transcript; counted, with its tokens, in the parent only).
-TurnKind = Literal["query", "restored", "carried"]
+# "handoff": the conversation was handed to another agent here (``@NAME message``): ``user`` is
+# the message, ``context`` says to whom and in which session (not a query, no model call).
+TurnKind = Literal["query", "restored", "carried", "handoff"]
+QUERY_KINDS = ("query", "carried")  # the turns that hold an exchange with the model
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,8 @@ class Summary:
     commands and identifiers the session mentioned or changed (the "Files and artifacts"
     section; absent in older files). ``dropped_topics`` / ``dropped_artifacts``: how many
     items were left out to fit the summary budget (an HTML comment in the block).
+    ``edited``: when the user last edited it (``summary edit``; ISO 8601, "" if never), an
+    HTML comment in the block too.
     """
 
     background: str
@@ -123,6 +128,7 @@ class Summary:
     artifacts: tuple[str, ...] = ()
     dropped_topics: int = 0
     dropped_artifacts: int = 0
+    edited: str = ""
     # the session's short title as the summary's writer proposed it (the model's ``**Title:**``
     # line; the local summarizer's is the first query's first line). Not part of the block:
     # finalizing writes it to the header's Title field when the session has none yet. Not
@@ -152,6 +158,9 @@ class SessionHeader:
     continued_in: tuple[str, ...] = ()
     context_tokens: int = 0  # the context's size: the prompt of the session's last call
     tools: tuple[str, ...] | None = None  # the agent's own tools (None: not recorded)
+    handed_from: str | None = None  # the session that handed the conversation to this one
+    imported_from: str | None = None  # "<format> <file name>" of an imported transcript
+    cost: float | None = None  # dollars for the tokens billed (None: the price is unknown)
     title: str | None = None  # the ``**Title:**`` field (None: none yet; see titles.py)
 
 

@@ -189,6 +189,12 @@ class Engine:
             self._collect = "due"
         return Answer(self._turn("restored", started, "", result), result.error)
 
+    def clear(self) -> None:
+        """An empty working context (``clear``): the system prompt and the tools only."""
+        self.context.reset([], prefix_len=0)
+        if self._collect == "done":  # a new context: servers ready since then join now
+            self._collect = "due"
+
     def _turn(self, kind: TurnKind, started: datetime, user: str, result: CallResult) -> Turn:
         return Turn(
             kind=kind,

@@ -64,6 +64,7 @@ class TurnFinished:
 
     turn: Turn
     hint: str | None = None
+    cost: float | None = None  # dollars for the turn's tokens (None: the price is unknown)
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,11 @@ class Ended:
     save_failed: bool
     restored: bool
     summary_failed: bool = False  # every turn saved, but not the summary
+    cost: float | None = None  # dollars for the tokens billed (None: the price is unknown)
+    # the chain: this session and those it continues (through compactions and resumes)
+    chain_cost: float | None = None  # their known costs summed (None: none known)
+    chain_sessions: int = 1
+    chain_unpriced: int = 0  # sessions of the chain with no cost recorded
 
 
 Event = (Notice | AnswerStarted | AnswerAborted | TextDelta | UsageEvent | Retrying

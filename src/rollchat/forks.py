@@ -49,15 +49,18 @@ def agent_change(info: SessionInfo, agent: AgentConfig) -> str | None:
 
 
 def open_file(store: Store, state: SessionState, agent: AgentConfig, model: str,
-              provider: str, *, in_progress: bool = False) -> Generator[Event, None, LiveSession]:
+              provider: str, *, in_progress: bool = False,
+              cost: float | None = None) -> Generator[Event, None, LiveSession]:
     """Create the session's file (at its first query, held by this process from then on):
     its header, its parent's forward link, then what comes before the query (the restored
-    summary's acknowledgment, turns carried over from the parent)."""
+    summary's acknowledgment, turns carried over from the parent). ``cost``: what the session
+    cost so far, None when the model's price is unknown (the header then has no Cost line)."""
     live = state.live = store.new_session(
         agent_key=agent.key, agent=agent.name, agent_path=agent.agent_path, model=model,
         provider=provider, now=state.started, resumed_from=state.resumed_from,
         previous_session=state.previous_session, forked=state.forked,
-        tools=agent.tool_names, title=state.title)
+        tools=agent.tool_names, handed_from=state.handed_from, cost=cost,
+        title=state.title)
     yield from link_parent(store, state)
     if state.restored is not None:
         live.append_turn(state.restored, agent.name)

@@ -331,11 +331,17 @@ class SessionIndex:
             if not self.path.exists():
                 return  # no index yet: the first read builds it whole
             path = self.root / file_name
-            st = os.lstat(path)
+            try:
+                st: os.stat_result | None = os.lstat(path)
+            except FileNotFoundError:
+                st = None  # deleted: forget it
             conn = self._open(SAVE_BUSY_MS)
             try:
-                self._write(conn, [(path, st)], [],
-                            text=text and st.st_size <= SAVE_TEXT_MAX_BYTES)
+                if st is None:
+                    self._write(conn, [], [file_name])
+                else:
+                    self._write(conn, [(path, st)], [],
+                                text=text and st.st_size <= SAVE_TEXT_MAX_BYTES)
             finally:
                 conn.close()
 
@@ -365,6 +371,21 @@ class SessionIndex:
         """Every session, most recent first, numbered 1.. (``Store.list_sessions``)."""
         page = self.page(None, exclude)
         return Listing(page.sessions, page.problems)
+
+    def lineage(self, sessions: Sequence[SessionInfo]) -> list[SessionInfo]:
+        """``sessions`` and every session they continue (their parents, and theirs...), as far
+        as the files go; the ancestors unnumbered (0)."""
+        found = {s.session_id: s for s in sessions}
+        wanted = {s.resumed_from for s in sessions if s.resumed_from} - set(found)
+        with self._connection() as conn:
+            while wanted:
+                marks = ", ".join("?" * len(wanted))
+                rows = conn.execute(f"SELECT info FROM files WHERE info IS NOT NULL AND id IN "
+                                    f"({marks})", sorted(wanted)).fetchall()
+                new = [_decode_info(self.root, 0, row[0]) for row in rows]
+                found.update((s.session_id, s) for s in new)
+                wanted = {s.resumed_from for s in new if s.resumed_from} - set(found)
+        return list(found.values())
 
     def resolve(self, ref: str, exclude: str | None = None) -> SessionInfo:
         """The session ``ref`` names: a listing number, an id, a unique id prefix (or

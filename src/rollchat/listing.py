@@ -67,6 +67,8 @@ class SessionInfo:
     continued_in: tuple[str, ...] = ()  # the sessions that continue it
     context_tokens: int = 0  # the context's size at its last call (tokens: billed in all)
     tools: tuple[str, ...] | None = None  # the agent's own tools, when recorded
+    handed_from: str | None = None  # the session that handed the conversation to it (@NAME)
+    cost: float | None = None  # dollars, as its header records them (None: price unknown)
     # the header's Title, else the first query's first line trimmed ("" with no query yet)
     title: str = ""
 
@@ -102,6 +104,7 @@ def session_info(file_name: str, path: Path | None, seen: Glance) -> SessionInfo
                        h.provider, h.date, queries, tokens, preview, seen.has_summary,
                        h.resumed_from, h.previous_session, seen.summary_problem, exact,
                        h.forked, h.continued_in, h.context_tokens, tools=h.tools,
+                       handed_from=h.handed_from, cost=h.cost,
                        title=h.title or first_line_title(seen.first_query))
 
 

@@ -8,6 +8,7 @@ is held by a process, not by an object: holding it twice in one process nests.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Iterator
@@ -88,6 +89,12 @@ class SessionLocks:
         lock = self._lock(session_id)
         if lock.is_locked:
             lock.release()
+
+    def discard(self, session_id: str) -> None:
+        """Remove the lock file of a deleted session (best effort: a lock left behind is
+        harmless)."""
+        with contextlib.suppress(OSError):
+            os.unlink(self.dir / f"{session_id}.lock")
 
     def held_elsewhere(self, session_id: str) -> bool:
         """Whether another process holds the session (for longer than a short write takes).

@@ -15,10 +15,12 @@ from rollchat.transcript import (
     ReadAt,
     decode,
     glance,
+    parse_head,
     parse_lenient,
     render_finalized,
     render_header,
     render_linked,
+    render_resummarized,
     render_titled,
     render_totals,
     render_turn,
@@ -54,9 +56,10 @@ class MemorySession:
         self._store.append(self.session_id, encode(render_turn(turn, agent_name)),
                            at=self._pending_at)
 
-    def set_totals(self, queries: int, billed: int, context: int) -> None:
+    def set_totals(self, queries: int, billed: int, context: int,
+                   cost: float | None = None) -> None:
         """Refresh the header's totals, as a file session does."""
-        self._store.set_totals(self.session_id, queries, billed, context)
+        self._store.set_totals(self.session_id, queries, billed, context, cost)
 
     def set_title(self, title: str) -> None:
         """Set the header's Title, as a file session does."""
@@ -85,7 +88,10 @@ class MemoryStore:
     def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
                     provider: str, now: datetime, resumed_from: str | None = None,
                     previous_session: str | None = None, forked: bool = False,
-                    tools: tuple[str, ...] | None = None, title: str | None = None,
+                    tools: tuple[str, ...] | None = None, handed_from: str | None = None,
+                    imported_from: str | None = None,
+                    cost: float | None = None,
+                    title: str | None = None,
                     ) -> MemorySession:
         """A new session (an id as SessionStore makes them) holding its header."""
         with self._lock:
@@ -93,7 +99,9 @@ class MemoryStore:
                 if sid not in self._texts:
                     header = SessionHeader(sid, now, agent, agent_path, model, provider,
                                            resumed_from, previous_session, forked=forked,
-                                           tools=tools, title=title)
+                                           tools=tools, handed_from=handed_from,
+                                           imported_from=imported_from, cost=cost,
+                                           title=title)
                     self._texts[sid] = bytearray(encode(render_header(header)))
                     return MemorySession(self, header)
         raise StoreError("could not find a free session id in memory")
@@ -118,13 +126,14 @@ class MemoryStore:
                 del data[at:]
             data.extend(block)
 
-    def set_totals(self, session_id: str, queries: int, billed: int, context: int) -> None:
+    def set_totals(self, session_id: str, queries: int, billed: int, context: int,
+                   cost: float | None = None) -> None:
         """Refresh a session's header totals in place (see MemorySession.set_totals)."""
         with self._lock:
             data = self._data(session_id)
             head = decode(bytes(data[:data.find(b"\n---\n") + 1]), binary_check=False)
             span = totals_span(head)
-            new = encode(render_totals(queries, billed, context))
+            new = encode(render_totals(queries, billed, context, cost))
             if span is not None:
                 start = len(encode(head[:span[0]]))
                 end = start + len(encode(head[span[0]:span[1]]))
@@ -138,11 +147,13 @@ class MemoryStore:
             raise StoreError(f"{session_id}.md: {e}") from None
 
     def finalize(self, session_id: str, summary: Summary, *, total_queries: int,
-                 total_tokens: int, context_tokens: int | None = None) -> None:
+                 total_tokens: int, context_tokens: int | None = None,
+                 cost: float | None = None) -> None:
         """Header totals updated, summary block at the end, as SessionStore.finalize does.
         (The text was rendered here, so it always has its header.)"""
         new = render_finalized(self._text(session_id), summary, total_queries=total_queries,
-                               total_tokens=total_tokens, context_tokens=context_tokens)
+                               total_tokens=total_tokens, context_tokens=context_tokens,
+                               cost=cost)
         with self._lock:
             self._texts[session_id] = bytearray(encode(new))
 
@@ -157,6 +168,31 @@ class MemoryStore:
         new = render_linked(self._text(session_id), check_id(child_id))
         with self._lock:
             self._texts[session_id] = bytearray(encode(new))
+
+    def replace_summary(self, session_id: str, summary: Summary) -> None:
+        """Replace the session's summary block (the rest stays byte for byte)."""
+        try:
+            new = render_resummarized(self._text(session_id), summary)
+        except TranscriptError as e:
+            raise StoreError(f"{session_id}.md {e}") from None
+        with self._lock:
+            self._texts[session_id] = bytearray(encode(new))
+
+    def snapshot(self, session_id: str) -> bytes:
+        """The session's exact bytes (to put back with ``reopen``)."""
+        return self._bytes(session_id)
+
+    def reopen(self, session_id: str, data: bytes) -> MemorySession:
+        """Put ``data`` back as the session's text and write on (undoing a compaction)."""
+        header = parse_head(decode(data, binary_check=False)).header
+        with self._lock:
+            self._texts[check_id(session_id)] = bytearray(data)
+        return MemorySession(self, header)
+
+    def delete(self, session_id: str) -> None:
+        """Forget the session."""
+        with self._lock:
+            self._texts.pop(check_id(session_id), None)
 
     def open_elsewhere(self, session_id: str) -> bool:
         """Never: no other process sees this store."""

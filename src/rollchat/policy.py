@@ -7,7 +7,7 @@ background pre-summaries start. No clock, no environment: the caller passes the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 MIN_SAVING = 0.10  # skip a compaction that would save less than 10% of the prompt
 MAX_FAILURES = 3  # after this many failed compactions in a row, warn and carry on
@@ -17,6 +17,16 @@ PRESUMMARY_SHARE = 0.7  # start the summary in the background past this share of
 POST_COMPACTION_SHARE = 0.5  # a compaction keeps fewer turns rather than leave more than this
 SUMMARY_SHARE = 1 / 3  # a summary takes at most this share of the budget
 RESTORATION_TOKENS = 400  # the restoration prompt's text and the acknowledgment, roughly
+# Shares of the context window where the toolbar's gauge changes colour; with auto_compact:
+# ask, a compaction put off ("later") is proposed again when the context reaches the next one.
+GAUGE_LEVELS = (0.70, 0.85, 0.95)
+
+
+def gauge_level(used: int, window: int) -> int:
+    """How full the context is: 0 below 70% of the window, 1 from 70%, 2 from 85%, 3 from
+    95% (see GAUGE_LEVELS)."""
+    share = used / window if window > 0 else 1.0
+    return sum(1 for level in GAUGE_LEVELS if share >= level)
 
 
 @dataclass(frozen=True)
@@ -55,6 +65,7 @@ class PolicyState:
     consecutive_failures: int = 0
     tool_call_pending: bool = False
     tokens_after_compaction: int = 0  # the estimate right after the last compaction
+    put_off_level: int | None = None  # the gauge level at which the user said "later"
 
 
 @dataclass(frozen=True)
@@ -65,6 +76,8 @@ class Situation:
     context holds besides the kept turns (system prompt, summary, restoration exchange).
     ``tail``: sizes of the last turns that could be kept verbatim, oldest first. ``refused``:
     the provider just answered that the context is too long (compact whatever the guards say).
+    ``ask``: auto_compact is "ask": a compaction the guards allow is proposed to the user
+    first, unless the request could not be sent without it.
     """
 
     estimate: int
@@ -75,6 +88,7 @@ class Situation:
     tail: Sequence[int] = ()
     keep_turns: int = 2
     enabled: bool = True
+    ask: bool = False
     every_turns: int = 0
     has_turns: bool = True
     refused: bool = False
@@ -90,6 +104,7 @@ class Plan:
     summary_tokens: int = 0  # the most the summary may take
     expected_after: int = 0  # the prompt right after compacting
     presummarize: bool = False  # summarize the turns so far in the background
+    ask: bool = False  # compact only if the user says so (auto_compact: ask)
 
 
 def kept_turns(tail: Sequence[int], keep: int, base: int, budget: Budget) -> int:
@@ -148,9 +163,24 @@ def plan(s: Situation) -> Plan:
     grown = s.estimate - state.tokens_after_compaction
     if over and not must_fit and grown < MIN_GROWTH * budget.tokens:
         return stop("too little new since the last compaction")
-    if over:
-        return go(f"context {s.estimate / budget.window:.0%} of {budget.window:,} tokens")
-    return go(f"every {s.every_turns} turns")
+    reason = (f"context {s.estimate / budget.window:.0%} of {budget.window:,} tokens" if over
+              else f"every {s.every_turns} turns")
+    if not s.ask:
+        return go(reason)
+    if must_fit:
+        return go(f"{reason}: the next request would not fit without compacting")
+    level = gauge_level(s.estimate, budget.window)
+    if state.put_off_level is not None and level <= state.put_off_level:
+        return stop(f"put off until {asked_again(state.put_off_level)}")
+    return replace(go(reason), ask=True)
+
+
+def asked_again(level: int) -> str:
+    """When a compaction put off at gauge ``level`` is proposed again (or, past the last
+    level, done without asking)."""
+    if level < len(GAUGE_LEVELS):
+        return f"the context reaches {GAUGE_LEVELS[level]:.0%} of the window"
+    return "the next request would not fit"
 
 
 def too_big(size: int, budget: Budget, model: str) -> str | None:

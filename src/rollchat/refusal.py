@@ -23,7 +23,7 @@ def after_refusal(session: Session, answer: Answer, pending: Message,
     once more when that can help; returns the answer the user gets."""
     assert isinstance(answer.error, ContextTooLongError)
     learned = session.windows.refused(answer.error, session.estimate([pending]))
-    if not session.config.session.auto_compact:
+    if session.auto_mode == "off":
         if learned is not None:
             yield Notice("warning", learned.line("automatic compaction is off, so the message "
                                                  "was not sent again"))

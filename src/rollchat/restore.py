@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from rollchat.domain import Summary
+from rollchat.domain import Summary, Transcript
+from rollchat.errors import TranscriptError
 from rollchat.text import human_tokens, plural
 from rollchat.tools import ARCHIVE_TOOL_NAME
-from rollchat.transcript import render_summary_block
+from rollchat.transcript import SUMMARY_END, SUMMARY_START, parse_summary_body, render_summary_block
 
 ARCHIVE_SENTENCE = (
     f"The {ARCHIVE_TOOL_NAME} tool can read the previous session's full transcript if you "
@@ -51,3 +52,19 @@ def build_restoration_prompt(
         "Keep your response concise.",
     ]
     return "\n".join(lines)
+
+
+def restored_summary(transcript: Transcript) -> Summary | None:
+    """The parent's summary a session was started from, read from its own file: its first
+    entry records the restoration prompt (so a child loses no context when its parent's file
+    is pruned). None when there is none or it cannot be read."""
+    first = transcript.turns[0] if transcript.turns else None
+    if first is None or first.kind != "restored":
+        return None
+    lines = first.user.split("\n")
+    try:
+        start = lines.index(SUMMARY_START)
+        end = lines.index(SUMMARY_END, start)
+        return parse_summary_body("\n".join(lines[start + 1:end]))
+    except (ValueError, TranscriptError):
+        return None

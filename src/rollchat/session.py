@@ -6,15 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING, Literal
 
 from rollchat import policy
 from rollchat.audit import audit, audit_line
 from rollchat.checkpoint import checkpointed  # each tool call on disk as it ends
 from rollchat.clean import clean
 from rollchat.compaction.summarizer import Background, Summarizer, SummaryOutcome
-from rollchat.config import AgentConfig, Config
+from rollchat.config import AgentConfig, AutoCompact, Config, auto_mode
 from rollchat.context import estimate_prompt, tail_sizes, tail_start
-from rollchat.domain import Message, Summary, Turn
+from rollchat.domain import Message, Summary, Turn, Usage
 from rollchat.engine import Answer, Engine, quietly
 from rollchat.errors import RollchatError, StoreError, UsageError
 from rollchat.events import (
@@ -33,6 +34,7 @@ from rollchat.events import (
 from rollchat.forks import agent_change, check_open, open_file
 from rollchat.interrupts import sigint_deferred
 from rollchat.policy import Plan, PolicyState, Situation
+from rollchat.prices import chain_of, cost, price_for
 from rollchat.providers.base import ContextTooLongError, Provider, ToolSpec
 from rollchat.state import (
     UNSAVED,
@@ -50,7 +52,15 @@ from rollchat.tokens import TokenCounter
 from rollchat.tool_output import ToolOutput
 from rollchat.windows import WindowBook, WindowLearner
 
+if TYPE_CHECKING:
+    from rollchat.handoff import Handed
+    from rollchat.session_ops import UndoPoint
+
 Flow = Generator[Event, None, None]
+CompactChoice = Literal["compact", "later", "off"]
+# Asks the user whether to compact now (auto_compact: ask), given the one-line question; None
+# when nobody can be asked (piped input): that counts as "later".
+CompactAsker = Callable[[str], CompactChoice | None]
 
 
 class Session:
@@ -70,6 +80,7 @@ class Session:
         context_window: int,
         fork_refusal: str | None = None,  # why not to fork a session open elsewhere; None: fork
         windows: WindowBook | None = None,  # learned windows (None: in memory only)
+        ask_compact: CompactAsker | None = None,  # auto_compact: ask (None: nobody to ask)
     ) -> None:
         self.config = config
         self.agent = agent
@@ -97,6 +108,16 @@ class Session:
         if summary_provider is engine.provider and summary_model == engine.model:
             self.summarizer.refused = self.windows.summary_refused
         self.guards = PolicyState()
+        self.undo: UndoPoint | None = None  # what the last compact replaced (session_ops)
+        self.price = price_for(engine.model, config.prices)  # None: unknown (no cost shown)
+        self.ask_compact = ask_compact
+        self.auto_override: AutoCompact | None = None  # set by `auto on|off|ask` in the chat
+
+    @property
+    def auto_mode(self) -> AutoCompact:
+        """Automatic compaction in this session: on, off or ask (the config's, unless the
+        chat changed it)."""
+        return self.auto_override or auto_mode(self.config.session.auto_compact)
 
     def _budget(self, window: int) -> policy.Budget:
         cfg = self.config.session
@@ -118,6 +139,13 @@ class Session:
         """The size of the next prompt (see context.estimate_prompt)."""
         return estimate_prompt(self.counter, self.engine.context, list(pending),
                                self._tool_specs())
+
+    def cost(self, usage: Usage | None = None) -> float | None:
+        """Dollars for ``usage`` (default: this session's billed tokens); None when the
+        model's price is unknown."""
+        if self.price is None:
+            return None
+        return cost(self.state.billed_usage if usage is None else usage, self.price)
 
     def _tool_room(self) -> int:
         """Tokens a new tool result may take in the current tool loop (see ToolOutput)."""
@@ -153,21 +181,27 @@ class Session:
         return first_line_title(first) or None
 
     # ------------------------------------------------------------------ a turn
-    def turn(self, text: str) -> Flow:
+    def turn(self, text: str, handed: Handed | None = None) -> Flow:
         """Send one user message (cleaned: see rollchat.clean), stream the answer, save the
         turn. Compacts first when the plan says so, and once more (then sends again) if the
-        provider still answers that the context is too long."""
+        provider still answers that the context is too long. ``handed``: the context another
+        agent's session handed over (see handoff.py), sent before the message in the same
+        user message and kept as the turn's ``Context`` in the transcript."""
         text = clean(text)
-        pending = Message("user", text)
+        sent, note = (text, "") if handed is None else (handed.wrap(text), handed.note)
+        pending = Message("user", sent)
         size = self.counter.count_messages(self.engine.context.system, [pending],
                                            self._tool_specs())
         error = policy.too_big(size, self.budget, self.engine.model)
         if error is not None:
-            turn = Turn("query", 0, now(), text, "", status="unanswered", error=error)
+            turn = Turn("query", 0, now(), text, "", status="unanswered", error=error,
+                        context=note)
             yield from self._record(turn, failure_hint(None, True))
             return
         situation = self._situation(pending)
         decided = policy.plan(situation)
+        if decided.compact and decided.ask:
+            decided = yield from self._propose(decided, situation)
         yield Planned(situation.estimate, self.budget.tokens, decided.compact, decided.reason)
         if decided.compact:
             yield from self._auto_compact(decided, pending)
@@ -175,13 +209,14 @@ class Session:
             self.summarizer.start_background(self.state.background, self.state.turns,
                                              self.state.parent_summary)
         yield AnswerStarted(self.agent.name)
-        answer: Answer = yield from checkpointed(self.engine.chat(text), self, text)
+        answer: Answer = yield from checkpointed(self.engine.chat(sent), self, text, note)
         if answer.turn.status == "unanswered" and isinstance(answer.error, ContextTooLongError):
             from rollchat.refusal import after_refusal
 
             answer = yield from after_refusal(self, answer, pending)
         hint = failure_hint(answer.error, False) if answer.turn.status == "unanswered" else None
-        yield from self._record(answer.turn, hint)
+        turn = answer.turn if handed is None else replace(answer.turn, user=text, context=note)
+        yield from self._record(turn, hint)
 
     def _record(self, turn: Turn, hint: str | None) -> Flow:
         turn = replace(turn, number=self.state.queries + 1)
@@ -191,12 +226,31 @@ class Session:
                               turns_since_compaction=self.guards.turns_since_compaction + 1)
         yield from self._save(turn)  # on disk before the footer tells the user it is done
         self.recorded += 1
-        yield TurnFinished(turn, hint)
+        yield TurnFinished(turn, hint, self.cost(turn.usage))
 
     def unsent(self, text: str) -> Flow:
         """Keep a message the chat ended before sending (a signal right after Enter)."""
         yield from self._record(Turn("query", 0, now(), clean(text), "", status="interrupted"),
                                 None)
+
+    def record_entry(self, turn: Turn) -> Flow:
+        """Keep an entry that is not a query (a handoff to another agent) in the transcript."""
+        self.state.add(turn)
+        yield from self._save(turn)
+
+    def ensure_file(self) -> Generator[Event, None, str | None]:
+        """Make the session's file now (normally made at its first query); its id, or None
+        when nothing is saved."""
+        state = self.state
+        if state.live is None and not state.save_failed:
+            try:
+                yield from open_file(self.store, state, self.agent, self.engine.model,
+                                     self.provider_name, in_progress=True)
+            except StoreError as exc:
+                state.save_failed = True
+                yield Notice("error", f"{exc} — the chat goes on in memory; nothing is saved "
+                                      "from now on.")
+        return state.session_id
 
     def _save(self, turn: Turn) -> Flow:
         """Append the turn to the session file (creating it at the first query)."""
@@ -205,9 +259,11 @@ class Session:
             return
         try:
             live = state.live or (yield from open_file(self.store, state, self.agent,
-                                                       self.engine.model, self.provider_name))
+                                                       self.engine.model, self.provider_name,
+                                                       cost=self.cost()))
             live.append_turn(turn, self.agent.name)
-            live.set_totals(state.queries, state.billed, self.engine.context.reported_size)
+            live.set_totals(state.queries, state.billed, self.engine.context.reported_size,
+                            self.cost())
         except StoreError as exc:
             state.save_failed = True
             yield Notice("error", f"{exc} — the chat goes on in memory; nothing is saved "
@@ -234,10 +290,34 @@ class Session:
             fixed_after=self._fixed_after(summary),
             pending=self.counter.count_message(pending),
             tail=tail_sizes(self.counter, self.engine.context, cfg.keep_recent_turns),
-            keep_turns=cfg.keep_recent_turns, enabled=cfg.auto_compact,
+            keep_turns=cfg.keep_recent_turns, enabled=self.auto_mode != "off",
+            ask=self.auto_mode == "ask",
             every_turns=cfg.compact_every_turns, has_turns=self.state.query_turns > 0,
             refused=refused,
         )
+
+    def _propose(self, decided: Plan, situation: Situation) -> Generator[Event, None, Plan]:
+        """auto_compact: ask. One question (see ``proposal``); the plan the answer makes:
+        compact now; later (asked again at the next gauge level, see policy); or off for
+        this session. Nobody to ask (piped input) counts as later."""
+        question = proposal(situation.estimate, self.budget.window)
+        choice = self.ask_compact(question) if self.ask_compact is not None else None
+        if choice == "compact":
+            return decided
+        level = policy.gauge_level(situation.estimate, self.budget.window)
+        if choice == "off":
+            self.auto_override = "off"
+            yield Notice("info", "Automatic compaction is off for this session ('auto on' "
+                                 "or 'auto ask' turns it back on; 'compact' compacts now).")
+        else:
+            self.guards = replace(self.guards, put_off_level=level)
+            who = "" if choice == "later" else " (auto_compact: ask, and no terminal to ask)"
+            when = ("compacting only once the next request would not fit otherwise"
+                    if level >= len(policy.GAUGE_LEVELS)
+                    else f"asking again when {policy.asked_again(level)}")
+            yield Notice("info", f"Not compacting now{who}; {when}. 'compact' compacts at "
+                                 "any time.")
+        return replace(decided, compact=False, reason="put off by the user")
 
     def _auto_compact(self, decided: Plan, pending: Message) -> Generator[Event, None, bool]:
         """Summarize and continue in a child session that keeps the last turns verbatim.
@@ -283,6 +363,14 @@ class Session:
         yield CompactionFinished(parent_id, True, len(carried), before, after)
         return True
 
+    def set_auto(self, mode: AutoCompact) -> AutoCompact:
+        """Change automatic compaction for this session (``auto on|off|ask``); the mode it
+        had. A compaction put off before is proposed again at the next threshold."""
+        previous = self.auto_mode
+        self.auto_override = mode
+        self.guards = replace(self.guards, put_off_level=None)
+        return previous
+
     # ------------------------------------------------------------------ summaries
     def _summarize(self, turns: list[Turn], parent: Summary | None, focus: str | None, *,
                    background: Background | None = None, quick: bool = False,
@@ -325,7 +413,8 @@ class Session:
                 with sigint_deferred():
                     self.store.finalize(state.live.session_id, outcome.summary,
                                         total_queries=state.queries, total_tokens=state.billed,
-                                        context_tokens=self.engine.context.reported_size)
+                                        context_tokens=self.engine.context.reported_size,
+                                        cost=self.cost())
             except StoreError as exc:
                 state.summary_failed = True
                 yield Notice("error", f"could not write the summary: {exc}")
@@ -357,13 +446,14 @@ class Session:
     def _start_child(self, parent: Parent, quiet: bool = False) -> Flow:
         """Start a child session: the agent gets the restoration prompt (and the archive tool
         for the parent's transcript) and its acknowledgment becomes the first entry."""
+        chain = self.state.chain.plus(self.cost())  # the chain goes on (resume replaces it)
         # a title given before anything was saved names the session that takes its place
         title = self.state.title if self.state.live is None else None
         self.state.close()
         self.state = SessionState(started=now(), resumed_from=parent.session_id,
                                   previous_session=parent.file_name,
                                   parent_summary=parent.summary, forked=parent.forked,
-                                  title=title)
+                                  chain=chain, title=title)
         readable = parent.session_id is not None and parent.file_name is not None
         self.output.install_archive(self.store, parent.session_id if readable else None,
                                     lambda: self.state.turns)
@@ -373,25 +463,32 @@ class Session:
         restoring = self.engine.restore(prompt)
         answer: Answer = yield from (quietly(restoring) if quiet else restoring)
         context = restored_context(parent, automatic=quiet)
-        turn = replace(answer.turn, context=context, previous_session=parent.file_name)
+        # the prompt is kept in the child's file: it holds the parent's summary (see prune)
+        turn = replace(answer.turn, context=context, previous_session=parent.file_name,
+                       user=prompt)
         if not quiet:
             yield TurnFinished(turn)
         self.state.restored = turn
 
     # ------------------------------------------------------------------ resume
-    def resume(self, ref: str) -> Flow:
-        """Continue a saved session from its summary, in a new linked session."""
+    def resume(self, ref: str, fork: bool = False) -> Flow:
+        """Continue a saved session from its summary, in a new linked session (``fork``: a
+        fork, which leaves the session open: no ``Continued In`` link is written to it)."""
         from rollchat.store import resolve
 
         index = getattr(self.store, "index", None)  # the files' index: no full listing
-        info = (index.resolve(ref, exclude=self.state.session_id) if index is not None
-                else resolve(ref, self.store.list_sessions(exclude=self.state.session_id)))
+        if index is not None:
+            info = index.resolve(ref, exclude=self.state.session_id)
+            lineage = index.lineage([info])  # it and the sessions it continues
+        else:
+            listing = self.store.list_sessions(exclude=self.state.session_id)
+            info, lineage = resolve(ref, listing), listing.sessions
         question = agent_change(info, self.agent)
         if question is not None and not self.confirm(question):
             yield Notice("info", "Resume cancelled.")
             return
         yield Notice("info", "Loading session...")
-        forked = yield from check_open(self.store, info, self.fork_refusal)
+        elsewhere = yield from check_open(self.store, info, None if fork else self.fork_refusal)
         if info.summary_problem:
             yield Notice("warning", f"{info.file_name}: {info.summary_problem}; treating it as "
                                     "unsummarized")
@@ -402,7 +499,7 @@ class Session:
         if summary is None:
             from rollchat.unsummarized import summarize_unsummarized
 
-            summary = yield from summarize_unsummarized(self, info, save=not forked)
+            summary = yield from summarize_unsummarized(self, info, save=not elsewhere)
         if self.state.queries:
             yield from self._finalize()
             yield Notice("info", f"Saved the current session: {self.state.session_id} "
@@ -413,8 +510,10 @@ class Session:
                              f"{human_tokens(info.tokens)} tokens)")
         yield Notice("info", "Restoring context...")
         yield from self._start_child(Parent(info.session_id, info.file_name, summary, info.date,
-                                            info.queries, info.tokens, info.resumed_from, forked))
-        self.guards = PolicyState()
+                                            info.queries, info.tokens, info.resumed_from,
+                                            elsewhere or fork, by_user=fork and not elsewhere))
+        self.state.chain = chain_of(info, lineage)  # the chain continued, as recorded
+        self.guards, self.undo = PolicyState(), None
 
     # ------------------------------------------------------------------ exit
     def exit(self, within: float | None = None) -> Flow:
@@ -424,5 +523,16 @@ class Session:
             if state.queries and not state.save_failed:
                 yield from self._finalize(within=within)
             state.close()
+            spent = self.cost()
+            chain = state.chain.plus(spent)
             yield Ended(state.session_id, state.queries, state.tokens, state.restoration_tokens,
-                        state.save_failed, state.restored is not None, state.summary_failed)
+                        state.save_failed, state.restored is not None, state.summary_failed,
+                        cost=spent, chain_cost=chain.spent if chain.known else None,
+                        chain_sessions=chain.sessions, chain_unpriced=chain.unpriced)
+
+
+def proposal(estimate: int, window: int) -> str:
+    """The one-line question of auto_compact: ask (the answers: see CompactChoice)."""
+    return (f"Context at {estimate / window:.0%} (≈{human_tokens(estimate)} of "
+            f"{human_tokens(window)} tokens). Compact now? [c]ompact / [l]ater / "
+            "[o]ff for this session: ")

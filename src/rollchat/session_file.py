@@ -101,14 +101,26 @@ class FileSession:
         """Let go of the session: another process may write it from now on."""
         self._release()
 
-    def set_totals(self, queries: int, billed: int, context: int) -> None:
+    def check_totals(self, data: bytes) -> None:
+        """The file holds ``data`` (put back by ``reopen``): find its totals there."""
+        try:
+            head = data[:data.index(b"\n---\n") + 1].decode("utf-8")
+        except ValueError:
+            self._totals = None
+            return
+        span = totals_span(head)
+        self._totals = None if span is None else (
+            len(encode(head[:span[0]])), encode(head[span[0]:span[1]]))
+
+    def set_totals(self, queries: int, billed: int, context: int,
+                   cost: float | None = None) -> None:
         """Refresh the header's totals in place (same length: see render_totals), so that the
         header of a live or crashed session tells the truth. Best effort: the turns are what
         matters, and finalizing writes the totals again."""
         if self._totals is None:
             return
         start, old = self._totals
-        new = encode(render_totals(queries, billed, context))
+        new = encode(render_totals(queries, billed, context, cost))
         if len(new) != len(old) or new == old:
             return  # a number outgrew its width, or nothing changed
         with sigint_deferred(), contextlib.suppress(OSError):
@@ -133,7 +145,7 @@ class FileSession:
                                  f"{getattr(e, 'strerror', None) or e}") from None
             atomic_write(self.path, new)
             self.header = replace(self.header, title=title)
-            self._totals = _totals_in(new)
+            self.check_totals(new)
         self._saved(self.file_name)
 
     def append_turn(self, turn: Turn, agent_name: str) -> None:
@@ -194,16 +206,6 @@ class FileSession:
                 raise StoreError(f"cannot save the turn to {self.path}: {e.strerror}") from None
         finally:
             os.close(fd)
-
-
-def _totals_in(data: bytes) -> tuple[int, bytes] | None:
-    """The byte offset and bytes of the totals in a file's header, as it is now."""
-    end = data.find(b"\n---\n")
-    head = data[:end + 1].decode("utf-8", "replace")
-    span = totals_span(head)
-    if end < 0 or span is None:
-        return None
-    return len(encode(head[:span[0]])), encode(head[span[0]:span[1]])
 
 
 def _totals_at(header: SessionHeader) -> tuple[int, bytes] | None:

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 from rollchat.compaction.summarizer import Background
-from rollchat.domain import Summary, Turn, Usage
+from rollchat.domain import QUERY_KINDS, Summary, Turn, Usage
+from rollchat.prices import ChainCost
 from rollchat.providers.base import AuthError, ContextTooLongError, ProviderError
 from rollchat.store import LiveSession
 from rollchat.text import human_tokens, plural
@@ -29,6 +30,7 @@ class SessionState:
     previous_session: str | None = None
     parent_summary: Summary | None = None
     forked: bool = False  # the parent was open in another process: it is not written
+    handed_from: str | None = None  # the session that handed the conversation here (@NAME)
     turns: list[Turn] = field(default_factory=list)
     restored: Turn | None = None
     live: LiveSession | None = None
@@ -39,16 +41,19 @@ class SessionState:
     query_turns: int = 0  # turns with a query: asked here, or carried over from the parent
     queries: int = 0  # queries asked in this session (carried-over turns excluded)
     tokens: int = 0  # tokens of those queries
+    usage: Usage = field(default_factory=Usage)  # their usage, summed
+    chain: ChainCost = field(default_factory=ChainCost)  # the sessions this one continues
     title: str | None = None  # set by the user (``title``): the header's Title from then on
 
     def add(self, turn: Turn) -> None:
         """Record a turn; the totals are kept as it goes (no rescans on the hot path)."""
         self.turns.append(turn)
-        if turn.kind != "restored":
+        if turn.kind in QUERY_KINDS:
             self.query_turns += 1
         if turn.kind == "query":
             self.queries += 1
             self.tokens += turn.usage.total
+            self.usage += turn.usage
 
     def close(self) -> None:
         """Let go of the session file (saved): other processes may resume or link it now."""
@@ -63,6 +68,11 @@ class SessionState:
     def billed(self) -> int:
         """Tokens billed in this session: its queries and its restoration."""
         return self.tokens + self.restoration_tokens
+
+    @property
+    def billed_usage(self) -> Usage:
+        """The usage of this session's queries and its restoration (see ``billed``)."""
+        return self.usage + self.restored.usage if self.restored else self.usage
 
     @property
     def session_id(self) -> str | None:
@@ -86,6 +96,7 @@ class Parent:
     tokens: int
     grandparent: str | None
     forked: bool = False  # open in another process: the child is a fork, the file not written
+    by_user: bool = False  # forked by the user's ``fork`` (not because it was open elsewhere)
 
 
 def restoration_prompt(parent: Parent, *, archive_tool: bool) -> str:
@@ -103,7 +114,7 @@ def restored_context(parent: Parent, *, automatic: bool) -> str:
     """The ``Context:`` line of a child's first entry: where it was restored from."""
     how = ("Compacted automatically from" if automatic else "Forked from" if parent.forked
            else "Resumed from")
-    note = "open in another process; " if parent.forked else ""
+    note = "open in another process; " if parent.forked and not parent.by_user else ""
     return (f"{how} {parent.session_id or UNSAVED} ({note}{plural(parent.queries, 'query')}, "
             f"{human_tokens(parent.tokens)} tokens)")
 
@@ -112,7 +123,7 @@ def carried_turns(turns: Sequence[Turn], count: int, parent_id: str) -> list[Tur
     """The last ``count`` answered queries, to be recorded again in the child session (with
     zero tokens: they were paid for, and are counted, in the parent). A turn with no answer
     is never carried: the model never saw it."""
-    answered = [t for t in turns if t.kind != "restored" and t.status != "unanswered"]
+    answered = [t for t in turns if t.kind in QUERY_KINDS and t.status != "unanswered"]
     kept = answered[-count:] if count > 0 else []
     return [replace(t, kind="carried", number=i + 1, usage=Usage(),
                     context=f"{CARRIED_PREFIX}{parent_id}")

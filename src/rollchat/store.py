@@ -34,17 +34,19 @@ from rollchat.listing import (
     resolve,
     slug,
 )
-from rollchat.locks import SessionBusyError, SessionLocks, pid_alive
+from rollchat.locks import BRIEF_WAIT, SessionBusyError, SessionLocks, busy_message, pid_alive
 from rollchat.memstore import MemorySession, MemoryStore
 from rollchat.session_file import NOFOLLOW as _NOFOLLOW
 from rollchat.session_file import FileSession, atomic_write, fsync_dir, write_all
 from rollchat.store_api import LiveSession, Store
 from rollchat.transcript import (
     decode,
+    parse_head,
     parse_lenient,
     render_finalized,
     render_header,
     render_linked,
+    render_resummarized,
     render_titled,
     tail_summary,
 )
@@ -125,7 +127,9 @@ class SessionStore:
     def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
                     provider: str, now: datetime, resumed_from: str | None = None,
                     previous_session: str | None = None, forked: bool = False,
-                    tools: tuple[str, ...] | None = None,
+                    tools: tuple[str, ...] | None = None, handed_from: str | None = None,
+                    imported_from: str | None = None,
+                    cost: float | None = None,
                     title: str | None = None) -> FileSession:
         """Create ``{slug}_{YYYYMMDD_HHMMSS}_{hex}.md`` (O_EXCL, 0600) with its header, fsynced,
         locked before it exists: from its first byte it is this process's to write."""
@@ -135,7 +139,8 @@ class SessionStore:
             path = self.root / f"{sid}.md"
             header = SessionHeader(sid, now, agent, agent_path, model, provider,
                                    resumed_from, previous_session, forked=forked,
-                                   tools=tools, title=title)
+                                   tools=tools, handed_from=handed_from,
+                                   imported_from=imported_from, cost=cost, title=title)
             if not self.locks.acquire(sid):
                 continue
             made = False
@@ -191,11 +196,12 @@ class SessionStore:
         return True
 
     def finalize(self, session_id: str, summary: Summary, *, total_queries: int,
-                 total_tokens: int, context_tokens: int | None = None) -> None:
+                 total_tokens: int, context_tokens: int | None = None,
+                 cost: float | None = None) -> None:
         """Atomically rewrite the file: header totals updated, summary block at the end."""
         self._rewrite(session_id, lambda text: render_finalized(
             text, summary, total_queries=total_queries, total_tokens=total_tokens,
-            context_tokens=context_tokens))
+            context_tokens=context_tokens, cost=cost))
 
     def set_title(self, session_id: str, title: str) -> None:
         """Atomically set the session's header Title (``rollchat rename``); SessionBusyError
@@ -205,6 +211,52 @@ class SessionStore:
     def link_child(self, session_id: str, child_id: str) -> None:
         """Atomically add ``child_id`` to the session's ``Continued In`` header line."""
         self._rewrite(session_id, lambda text: render_linked(text, check_id(child_id)))
+
+    def replace_summary(self, session_id: str, summary: Summary) -> None:
+        """Atomically replace the session's summary block; the rest stays byte for byte."""
+        self._rewrite(session_id, lambda text: render_resummarized(text, summary))
+
+    def snapshot(self, session_id: str) -> bytes:
+        """The session file's exact bytes (to put back with ``reopen``)."""
+        path = self.path_for(session_id)
+        with os.fdopen(self._open(path, follow=False), "rb") as f:
+            try:
+                return f.read()
+            except OSError as e:
+                raise StoreError(f"cannot read {path}: {e.strerror}") from None
+
+    def reopen(self, session_id: str, data: bytes) -> FileSession:
+        """Put ``data`` (a ``snapshot`` of a live session) back as the session's file,
+        atomically, and hold the session again to write on (undoing a compaction);
+        SessionBusyError when another process has it open meanwhile."""
+        path = self.path_for(session_id)
+        if not self.locks.acquire(session_id, BRIEF_WAIT):
+            raise SessionBusyError(f"{busy_message(session_id)}; it was not changed")
+        try:
+            header = parse_head(decode(data, binary_check=False)).header
+            atomic_write(path, data)
+        except BaseException:
+            self.locks.release(session_id)
+            raise
+        self.index.saved(path.name)
+        live = FileSession(path, header, self.locks, self.index.saved)
+        live.check_totals(data)
+        return live
+
+    def delete(self, session_id: str) -> None:
+        """Remove the session's file and its lock file (``rollchat prune``); SessionBusyError
+        when another process has it open."""
+        path = self.path_for(session_id)
+        with self.locks.claim(session_id):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                raise StoreError(f"cannot delete {path}: {e.strerror}") from None
+            fsync_dir(self.root)
+        self.locks.discard(session_id)
+        self.index.saved(path.name)  # forgets it
 
     def open_elsewhere(self, session_id: str) -> bool:
         """Whether another process has the session open (and so is the only one to write it)."""
@@ -251,6 +303,14 @@ class SessionStore:
 
     def _read_text(self, path: Path, *, follow: bool, limit: int | None) -> str:
         """The whole file as text (strict UTF-8); ``limit``: refuse a larger file."""
+        data = self._read_data(path, follow=follow, limit=limit)
+        try:
+            return decode(data, binary_check=False)
+        except TranscriptError as e:
+            raise StoreError(f"{path.name}: {e}") from None
+
+    def _read_data(self, path: Path, *, follow: bool, limit: int | None) -> bytes:
+        """The whole file's bytes; ``limit``: refuse a larger file."""
         with os.fdopen(self._open(path, follow=follow), "rb") as f:
             size = os.fstat(f.fileno()).st_size
             try:
@@ -260,10 +320,7 @@ class SessionStore:
         if limit is not None and max(size, len(data)) > limit:
             raise StoreError(f"{path.name} is too large to read ({max(size, len(data))} "
                              f"bytes, limit {limit})")
-        try:
-            return decode(data, binary_check=False)
-        except TranscriptError as e:
-            raise StoreError(f"{path.name}: {e}") from None
+        return data
 
     def list_sessions(self, exclude: str | None = None) -> Listing:
         """Sessions most recent first (numbered 1..), and files that are not sessions, through
@@ -280,11 +337,20 @@ class SessionStore:
         finally:
             os.close(fd)
 
+    def read_bytes(self, session_id: str) -> bytes:
+        """The session file's bytes as they are, read as ``load_transcript`` reads them (a
+        regular file inside the directory, at most ``max_read_bytes``), without parsing."""
+        return self._read_data(self.path_for(session_id), follow=True, limit=self.max_read_bytes)
+
+    def read_text(self, session_id: str) -> str:
+        """The session's file as it is, read as ``load_transcript`` reads it."""
+        return self._read_text(self.path_for(session_id), follow=True, limit=self.max_read_bytes)
+
     def load_transcript(self, session_id: str) -> Transcript:
         """The whole session, parsed; a corrupted summary block is dropped (the turns remain).
         Only a regular file inside the directory, at most ``max_read_bytes``, is read."""
         path = self.path_for(session_id)
-        text = self._read_text(path, follow=True, limit=self.max_read_bytes)
+        text = self.read_text(session_id)
         try:
             return parse_lenient(text)
         except TranscriptError as e:

@@ -25,7 +25,8 @@ class LiveSession(Protocol):
     # by append_turn: a crash in a tool loop keeps every completed call
     def write_pending(self, turn: Turn, agent_name: str) -> None: ...
 
-    def set_totals(self, queries: int, billed: int, context: int) -> None: ...  # in place
+    def set_totals(self, queries: int, billed: int, context: int,
+                   cost: float | None = None) -> None: ...  # in place
 
     def set_title(self, title: str) -> None: ...  # the header's Title (between turns)
 
@@ -45,14 +46,28 @@ class Store(Protocol):
     def new_session(self, *, agent_key: str, agent: str, agent_path: str, model: str,
                     provider: str, now: datetime, resumed_from: str | None,
                     previous_session: str | None, forked: bool = False,
-                    tools: tuple[str, ...] | None = None, title: str | None = None,
+                    tools: tuple[str, ...] | None = None, handed_from: str | None = None,
+                    imported_from: str | None = None,
+                    cost: float | None = None,  # None: no price, no Cost line in the header
+                    title: str | None = None,
                     ) -> LiveSession: ...  # holding its header, held by this process
 
     def finalize(self, session_id: str, summary: Summary, *, total_queries: int,
                  total_tokens: int, context_tokens: int | None = None,
+                 cost: float | None = None,
                  ) -> None: ...  # header totals + summary block, atomically
 
     def link_child(self, session_id: str, child_id: str) -> None: ...  # "Continued In", atomically
+
+    def replace_summary(self, session_id: str, summary: Summary,
+                        ) -> None: ...  # the summary block only, atomically (summary edit)
+
+    def snapshot(self, session_id: str) -> bytes: ...  # the file's exact bytes
+
+    # put a snapshot back, atomically, and hold the session again (undo of a compaction)
+    def reopen(self, session_id: str, data: bytes) -> LiveSession: ...
+
+    def delete(self, session_id: str) -> None: ...  # remove it (prune); busy: SessionBusyError
 
     def set_title(self, session_id: str, title: str) -> None: ...  # the header's Title
 

@@ -17,6 +17,7 @@ from rollchat.cli import ConfigOpt, SessionsDirOpt, app, fail
 from rollchat.errors import ConfigError, RollchatError, UsageError
 
 if TYPE_CHECKING:
+    from rollchat.listing import SessionInfo
     from rollchat.ui.render import Renderer
 
 _JSON_SURROGATE = re.compile(r"[\ud800-\udfff]")  # written as \u escapes: the JSON stays exact
@@ -81,11 +82,12 @@ def sessions_command(
     if show_all and limit is not None:
         fail("use either --all or --limit N, not both")
     try:
-        page = SessionIndex(_sessions_dir(ctx, config, sessions_dir)).page(
-            None if show_all else limit or DEFAULT_LIMIT)
+        index = SessionIndex(_sessions_dir(ctx, config, sessions_dir))
+        page = index.page(None if show_all else limit or DEFAULT_LIMIT)
     except RollchatError as exc:
         fail(str(exc), 1)
     if as_json:
+        lineage = index.lineage(page.sessions)  # and their ancestors, for the chain costs
         _json({
             "sessions": [
                 {"number": i.number, "id": i.session_id, "file": i.file_name, "agent": i.agent,
@@ -94,7 +96,8 @@ def sessions_command(
                  "tokens_exact": i.tokens_exact, "context_tokens": i.context_tokens,
                  "first_query": i.first_query_preview, "has_summary": i.has_summary,
                  "parent": i.resumed_from, "forked": i.forked,
-                 "continued_in": list(i.continued_in), "summary_problem": i.summary_problem}
+                 "continued_in": list(i.continued_in), "summary_problem": i.summary_problem,
+                 **_costs(i, lineage)}
                 for i in page.sessions
             ],
             "problems": [{"file": name, "reason": why} for name, why in page.problems],
@@ -189,6 +192,16 @@ def init_agent_command(
         fail(str(exc), 1)
 
 
+def _costs(info: SessionInfo, sessions: list[SessionInfo]) -> dict[str, float | None]:
+    """A listed session's cost in dollars and its chain's (itself and the sessions it
+    continues: the known costs summed); null when no price was known."""
+    from rollchat.prices import chain_of
+
+    chain = chain_of(info, sessions)
+    return {"cost": None if info.cost is None else round(info.cost, 6),
+            "chain_cost": round(chain.spent, 6) if chain.known else None}
+
+
 @app.command("audit")
 def audit_command(
     ctx: typer.Context,
@@ -242,3 +255,8 @@ def trust_command(
                          user_config_dir=default_user_config_dir()))
     except ConfigError as exc:
         fail(str(exc))
+
+
+# More subcommands, each registered on ``app`` when its module is imported:
+# ``compact`` and ``mcp`` (compact_commands.py), ``prune`` and ``fork`` (subcommands_ops.py).
+from rollchat import compact_commands, subcommands_ops  # noqa: E402,F401

@@ -32,8 +32,11 @@ def summarize_unsummarized(session: Session, info: SessionInfo, *, save: bool = 
     note = "" if save else " (for the fork only: its file is not touched)"
     yield Notice("info", f"{info.session_id} has no summary; summarizing its transcript now"
                          f"{note}.")
+    from rollchat.restore import restored_summary
+
     transcript = session.store.load_transcript(info.session_id)
-    turns = [t for t in transcript.turns if t.kind != "restored"]
+    parent = restored_summary(transcript)  # its parent's summary, kept in its own file
+    turns = [t for t in transcript.turns if t.kind in ("query", "carried")]
     if not turns:
         raise RollchatError(f"session {info.session_id} has no queries to resume from")
     summarizer = session.summarizer
@@ -57,7 +60,7 @@ def summarize_unsummarized(session: Session, info: SessionInfo, *, save: bool = 
                                  f"({plural(CHEAP_CALLS, 'call')}); the {older:,} before them "
                                  f"are summarized locally{read} (the agent's "
                                  f"{ARCHIVE_TOOL_NAME} tool reads them all).")
-    outcome, stop = yield from session._summarize(turns, None, None, chunks=chunks,
+    outcome, stop = yield from session._summarize(turns, parent, None, chunks=chunks,
                                                   model_calls=model_calls)
     tokens = sum(t.usage.total for t in turns)
     try:

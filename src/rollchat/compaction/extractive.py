@@ -185,7 +185,7 @@ def extractive_summary(
     first, counted, when over ``max_words``). Reply lines that only talk about
     the conversation (``is_meta_line``) are never mined. Bullets are plain single lines that
     cannot contain summary markers; an empty section is an empty tuple ("- None")."""
-    queries = [turn for turn in turns if turn.kind != "restored"]
+    queries = [turn for turn in turns if turn.kind in ("query", "carried")]
     parent = parent_summary or Summary("", (), (), ())
     background = condense(parent_summary) if parent_summary else "Initial session."
     words = focus_words(focus)

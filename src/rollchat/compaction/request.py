@@ -161,7 +161,7 @@ def build_summary_request(
     if parent_summary is not None:
         sections.append(f"<parent-summary>\n{_dumps(_summary_record(parent_summary))}\n"
                         "</parent-summary>")
-    records = [_turn_record(turn) for turn in turns if turn.kind != "restored"]
+    records = [_turn_record(turn) for turn in turns if turn.kind in ("query", "carried")]
     sections.append(f"<conversation>\n{_dumps(records)}\n</conversation>")
     prompt = SUMMARY_USER_TEMPLATE.format(
         max_words=max_words,

@@ -242,8 +242,8 @@ def _tool_line(ex: ToolExchange) -> str:
 
 
 def _title(turn: Turn) -> str:
-    return {"query": f"Query {turn.number}", "carried": f"Carried over {turn.number}"}.get(
-        turn.kind, "Session restored")
+    return {"query": f"Query {turn.number}", "carried": f"Carried over {turn.number}",
+            "handoff": "Handed off"}.get(turn.kind, "Session restored")
 
 
 def _block(index: int, turn: Turn) -> str:

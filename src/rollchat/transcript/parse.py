@@ -19,6 +19,7 @@ from rollchat.domain import (
     Usage,
 )
 from rollchat.errors import TranscriptError
+from rollchat.transcript.render import amount
 from rollchat.transcript.summary import parse_summary_body
 from rollchat.transcript.syntax import (
     RAW_STRUCT,
@@ -36,6 +37,7 @@ _STATUSES: dict[str, TurnStatus] = {
 _HEADING_Q = re.compile(r"## Query ([0-9]+) \(([0-9]{2}:[0-9]{2}:[0-9]{2})\)$")
 _HEADING_R = re.compile(r"## Session Restored \(([0-9]{2}:[0-9]{2}:[0-9]{2})\)$")
 _HEADING_C = re.compile(r"## Carried Over ([0-9]+) \(([0-9]{2}:[0-9]{2}:[0-9]{2})\)$")
+_HEADING_H = re.compile(r"## Handed Off \(([0-9]{2}:[0-9]{2}:[0-9]{2})\)$")
 _FOOTER = re.compile(
     r"\*Time: ([0-9]+(?:\.[0-9]+)?)s \| Tokens: (?:([0-9]+) \(in: ([0-9]+), out: ([0-9]+)"
     r"(?:, cache read: ([0-9]+))?(?:, cache write: ([0-9]+))?\)|not reported)"
@@ -88,7 +90,8 @@ def _header(fields: dict[str, str]) -> SessionHeader:
     if m is None:
         raise TranscriptError("header field 'Model' is not '<model> (<provider>)'")
     opt = {k: uninline(fields[k]) if k in fields else None
-           for k in ("Resumed From", "Forked From", "Previous Session")}
+           for k in ("Resumed From", "Forked From", "Previous Session", "Handed From",
+                     "Imported From")}
     children = fields.get("Continued In", "").strip()
     return SessionHeader(
         session_id=uninline(fields["Session ID"]), date=parse_date(fields["Date"], "Date"),
@@ -103,8 +106,19 @@ def _header(fields: dict[str, str]) -> SessionHeader:
         context_tokens=_int_field(fields, "Context Tokens"),
         forked=opt["Resumed From"] is None and opt["Forked From"] is not None,
         continued_in=tuple(uninline(c) for c in children.split(", ")) if children else (),
-        tools=_tools(fields.get("Tools")),
+        tools=_tools(fields.get("Tools")), handed_from=opt["Handed From"],
+        imported_from=opt["Imported From"], cost=_cost(fields.get("Cost")),
         title=uninline(fields["Title"]) if "Title" in fields else None)
+
+
+def _cost(value: str | None) -> float | None:
+    if value is None:
+        return None
+    dollars = amount(value)
+    if dollars is None:
+        raise TranscriptError(f"header field 'Cost' is not an amount like $0.0123: "
+                              f"{value.strip()[:40]!r}")
+    return dollars
 
 
 def _tools(value: str | None) -> tuple[str, ...] | None:
@@ -237,14 +251,17 @@ def _collect(lines: list[str], start: int, end: int) -> _Fields:
 def _turn(lines: list[str], start: int, end: int) -> Turn:
     head = lines[start]
     q, r = _HEADING_Q.match(head) or _HEADING_C.match(head), _HEADING_R.match(head)
+    h = _HEADING_H.match(head)
     f = _collect(lines, start + 1, end)
     m = f.footer
     if m is None or f.pending_tool is not None:
         raise TranscriptError(f"line {start + 1}: turn block has no footer or a broken tool call")
-    if (q is not None and f.user is None) or (r is not None and f.context is None):
+    if (q is not None and f.user is None) or (r is not None and f.context is None) or (
+            h is not None and (f.context is None or f.answer is not None)):
         raise TranscriptError(f"line {start + 1}: turn block lacks its user/context line")
     usage = Usage(int(m[3] or 0), int(m[4] or 0), int(m[5] or 0), int(m[6] or 0))
-    kind: TurnKind = ("query" if head.startswith("## Query") else "carried") if q else "restored"
+    kind: TurnKind = (("query" if head.startswith("## Query") else "carried") if q
+                      else "handoff" if h else "restored")
     return Turn(kind=kind, number=int(q[1]) if q else 0,
                 started=parse_date(m[8], f"line {start + 1}: turn time"),
                 user=f.user or "", assistant=f.answer or "", status=_STATUSES[m[7] or "ok"],
@@ -279,7 +296,8 @@ def _body(lines: list[str], k: int) -> tuple[list[Turn], Summary | None]:
         line = lines[k]
         if line == "":
             k += 1
-        elif _HEADING_Q.match(line) or _HEADING_R.match(line) or _HEADING_C.match(line):
+        elif (_HEADING_Q.match(line) or _HEADING_R.match(line) or _HEADING_C.match(line)
+              or _HEADING_H.match(line)):
             end = _block_end(lines, k)
             if end is None:  # truncated last block (crash mid-append): ignored
                 break

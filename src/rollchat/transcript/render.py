@@ -4,6 +4,7 @@ finalized file (header totals set, summary block appended) from a file's current
 from __future__ import annotations
 
 import json
+import re
 
 from rollchat.domain import SessionHeader, Summary, ToolExchange, Transcript, Turn
 from rollchat.errors import TranscriptError
@@ -19,6 +20,12 @@ _TOTALS = ("**Total Queries:**", "**Tokens Billed:**", "**Context Tokens:**")
 _LEGACY_TOTALS = ("**Total Tokens:**",)  # what older files call the tokens billed
 _TOTAL_WIDTHS = (9, 15, 12)
 CONTINUED_IN = "**Continued In:**"  # the ids of the sessions continuing this one, ", "-separated
+HANDED_FROM = "**Handed From:**"  # the session that handed the conversation over (@NAME)
+IMPORTED_FROM = "**Imported From:**"  # "<format> <file name>" of an imported transcript
+# The cost of the tokens billed, in dollars, after the totals when the model's price is known
+# (see prices.py): "**Cost:** $0.0123", padded like the totals.
+COST = "**Cost:**"
+_COST_WIDTH = 12
 TITLE = "**Title:**"  # the session's title: one line (see titles.py), after the Session ID
 _SESSION_ID = "**Session ID:**"
 
@@ -51,21 +58,28 @@ def render_header(h: SessionHeader) -> str:
     if h.resumed_from is not None:
         lines.append(f"**{'Forked From' if h.forked else 'Resumed From'}:** "
                      f"{inline(h.resumed_from)}")
+    if h.handed_from is not None:
+        lines.append(f"{HANDED_FROM} {inline(h.handed_from)}")
+    if h.imported_from is not None:
+        lines.append(f"{IMPORTED_FROM} {inline(h.imported_from)}")
     if h.previous_session is not None:
         lines.append(f"**Previous Session:** {inline(h.previous_session)}")
     if h.continued_in:
         lines.append(f"{CONTINUED_IN} {', '.join(inline(c) for c in h.continued_in)}")
-    lines += [render_totals(h.total_queries, h.total_tokens, h.context_tokens), "", "---", "",
-              ""]
+    lines += [render_totals(h.total_queries, h.total_tokens, h.context_tokens, h.cost), "",
+              "---", "", ""]
     return "\n".join(lines)
 
 
-def render_totals(queries: int, billed: int, context: int) -> str:
+def render_totals(queries: int, billed: int, context: int, cost: float | None = None) -> str:
     """The header's totals lines (no final newline), each number padded to its fixed width
     (trailing spaces, invisible in rendered markdown) so that a later refresh has the same
-    length and can overwrite them in place."""
-    return "\n".join(f"{label} {value:<{width}}" for label, value, width
-                     in zip(_TOTALS, (queries, billed, context), _TOTAL_WIDTHS, strict=True))
+    length and can overwrite them in place; then the cost, when known."""
+    lines = [f"{label} {value:<{width}}" for label, value, width
+             in zip(_TOTALS, (queries, billed, context), _TOTAL_WIDTHS, strict=True)]
+    if cost is not None:
+        lines.append(f"{COST} {f'${cost:.4f}':<{_COST_WIDTH}}")
+    return "\n".join(lines)
 
 
 def totals_span(header: str) -> tuple[int, int] | None:
@@ -75,6 +89,8 @@ def totals_span(header: str) -> tuple[int, int] | None:
     if start == -1:
         return None
     end = header.find("\n", header.find(f"\n{_TOTALS[-1]} ", start) + 1)
+    if end != -1 and header.startswith(f"\n{COST} ", end):
+        end = header.find("\n", end + 1)
     return (start + 1, end) if end != -1 else None
 
 
@@ -118,17 +134,19 @@ def render_turn(t: Turn, agent_name: str) -> str:
     if t.kind in ("query", "carried"):
         title = "Query" if t.kind == "query" else "Carried Over"
         lines += [f"## {title} {t.number} ({clock})", *_field("**You:** ", t.user)]
-    if t.kind == "restored" or t.context:
+    if t.kind in ("restored", "handoff") or t.context:
         if t.kind == "restored":
             lines.append(f"## Session Restored ({clock})")
+        elif t.kind == "handoff":
+            lines.append(f"## Handed Off ({clock})")
         lines += _field("**Context:** ", t.context)
     if t.previous_session is not None:
         lines += [f"**Previous Session:** {inline(t.previous_session)}", ""]
-    if t.kind == "restored" and t.user:
+    if t.kind in ("restored", "handoff") and t.user:
         lines += _field("**You:** ", t.user)
     for ex in t.tools:
         lines += _tool_lines(ex)
-    if not (t.status == "unanswered" and t.assistant == ""):
+    if t.kind != "handoff" and not (t.status == "unanswered" and t.assistant == ""):
         lines += _field(f"**{_agent_label(agent_name)}:** ", t.assistant)
     lines += [*_status_lines(t), _footer(t), "", "---", "", ""]
     return "\n".join(lines)
@@ -144,12 +162,13 @@ def render(t: Transcript) -> str:
 
 
 def render_finalized(text: str, summary: Summary, *, total_queries: int,
-                     total_tokens: int, context_tokens: int | None = None) -> str:
-    """The session file ``text`` finalized: its header totals set (``context_tokens`` None:
-    the header's own), a Title when it has none (the summary's, else the first query's first
-    line), a torn last block and any earlier summary block (whole or corrupted) dropped,
-    ``summary``'s block at the end. Only the header lines, the first query's line and the
-    block boundaries are read: the turns are not parsed."""
+                     total_tokens: int, context_tokens: int | None = None,
+                     cost: float | None = None) -> str:
+    """The session file ``text`` finalized: its header totals set (``context_tokens`` and
+    ``cost`` None: the header's own), a Title when it has none (the summary's, else the first
+    query's first line), a torn last block and any earlier summary block (whole or corrupted)
+    dropped, ``summary``'s block at the end. Only the header lines, the first query's line and
+    the block boundaries are read: the turns are not parsed."""
     lines = text.split("\n")
     sep = _header_end(lines)
     if not any(x.startswith(TITLE) for x in lines[:sep]):
@@ -161,15 +180,26 @@ def render_finalized(text: str, summary: Summary, *, total_queries: int,
     if context_tokens is None:
         known = [x[len(_TOTALS[2]):].strip() for x in lines[:sep] if x.startswith(_TOTALS[2])]
         context_tokens = int(known[0]) if known and known[0].isascii() and known[0].isdigit() else 0
-    header = [x for x in lines[:sep] if not x.startswith(_TOTALS + _LEGACY_TOTALS)]
+    if cost is None:
+        cost = next((amount(x[len(COST):]) for x in lines[:sep] if x.startswith(COST)), None)
+    header = [x for x in lines[:sep] if not x.startswith((*_TOTALS, *_LEGACY_TOTALS, COST))]
     while header and header[-1] == "":
         header.pop()
-    header += [render_totals(total_queries, total_tokens, context_tokens), ""]
+    header += [render_totals(total_queries, total_tokens, context_tokens, cost), ""]
     body_text = "\n".join(lines[sep:])
     cut = first_marker(body_text)
     body = (body_text if cut is None else body_text[:cut]).split("\n")
     last = max(i for i, x in enumerate(body) if x == "---")  # drops a truncated last block
     return "\n".join(header + body[:last + 1]) + "\n\n" + render_summary_block(summary)
+
+
+def render_resummarized(text: str, summary: Summary) -> str:
+    """The finalized session file ``text`` with its summary block replaced by ``summary``'s
+    (``summary edit``); everything before the block is left byte for byte."""
+    cut = first_marker(text)
+    if cut is None:
+        raise TranscriptError("has no summary block to replace")
+    return text[:cut] + render_summary_block(summary)
 
 
 def _header_end(lines: list[str]) -> int:
@@ -212,3 +242,11 @@ def render_linked(text: str, child_id: str) -> str:
               sep)
     lines.insert(at, f"{CONTINUED_IN} {inline(child_id)}")
     return "\n".join(lines)
+
+
+def amount(value: str) -> float | None:
+    """The dollars of a ``Cost`` header value ("$0.0123", padded), None if it is not one."""
+    value = value.strip()
+    if not re.fullmatch(r"\$[0-9]{1,12}(?:\.[0-9]{1,8})?", value):
+        return None
+    return float(value[1:])

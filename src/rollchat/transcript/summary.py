@@ -24,6 +24,8 @@ _SECTION_RE = re.compile(
 # What was left out to fit the summary budget: one HTML comment line inside the block.
 _DROPPED_RE = re.compile(r"<!-- rollchat: dropped (\d+) topics?, (\d+) artifacts? to fit the "
                          r"summary budget -->")
+# The user edited the summary (``summary edit``): one HTML comment line inside the block.
+_EDITED_RE = re.compile(r"<!-- rollchat: edited by the user at ([0-9T:.+\-]{10,40}) -->")
 _NONE_WORDS = frozenset({"none", "none.", "n/a", "-"})
 
 
@@ -79,10 +81,17 @@ def dropped_note(topics: int, artifacts: int) -> str:
             f"artifact{'' if artifacts == 1 else 's'} to fit the summary budget -->")
 
 
+def edited_note(when: str) -> str:
+    """The comment line saying the user edited the summary (``when``: ISO 8601)."""
+    return f"<!-- rollchat: edited by the user at {when} -->"
+
+
 def render_summary_block(s: Summary) -> str:
     """The summary block, markers included, ending with a newline."""
     first, *rest = s.background.split("\n")
     lines = [SUMMARY_START]
+    if s.edited and _EDITED_RE.fullmatch(edited_note(s.edited)):
+        lines += [edited_note(s.edited), ""]
     if s.fallback:
         lines += [FALLBACK_NOTE, ""]
     if s.dropped_topics or s.dropped_artifacts:
@@ -105,12 +114,17 @@ def _split_sections(lines: list[str]) -> dict[str, list[str]]:
     current: list[str] | None = None
     fallback = False
     dropped: list[str] = []
+    edited = ""
     for raw in lines:
         line = raw.rstrip(" \t\r")
         if line in (SUMMARY_START, SUMMARY_END):
             raise TranscriptError("summary body contains a summary marker line")
         if line == FALLBACK_NOTE:
             fallback = True
+            continue
+        when = _EDITED_RE.fullmatch(line)
+        if when is not None:
+            edited = when[1]
             continue
         counts = _DROPPED_RE.fullmatch(line)
         if counts is not None:
@@ -125,6 +139,7 @@ def _split_sections(lines: list[str]) -> dict[str, list[str]]:
             current.append(line)
     sections["\0fallback"] = ["yes"] if fallback else []
     sections["\0dropped"] = dropped
+    sections["\0edited"] = [edited] if edited else []
     return sections
 
 
@@ -163,4 +178,5 @@ def parse_summary_body(text: str) -> Summary:
                    artifacts=(_parse_bullets(ARTIFACTS, sections[ARTIFACTS])
                               if ARTIFACTS in sections else ()),
                    dropped_topics=int(dropped[0]) if dropped else 0,
-                   dropped_artifacts=int(dropped[1]) if dropped else 0)
+                   dropped_artifacts=int(dropped[1]) if dropped else 0,
+                   edited=sections["\0edited"][0] if sections["\0edited"] else "")

@@ -9,6 +9,7 @@ from collections.abc import Callable, Generator
 from contextlib import ExitStack
 
 from rollchat.engine import describe_call
+from rollchat.errors import RollchatError, StoreError
 from rollchat.events import (
     AnswerAborted,
     AnswerStarted,
@@ -24,6 +25,7 @@ from rollchat.events import (
     ToolStarted,
     TurnFinished,
 )
+from rollchat.prices import money
 from rollchat.providers.base import TextDelta
 from rollchat.session import Session
 from rollchat.text import human_tokens, plural
@@ -33,20 +35,63 @@ SUMMARY_STEP = "Generating session summary..."
 
 
 class ChatApp:
-    """One chat on one screen: runs the session's flows and draws their events."""
+    """One chat on one screen: runs the session's flows and draws their events. ``session``
+    is the agent the chat talks to; ``@NAME message`` hands the conversation to another
+    agent's session (made by ``build`` from its key), which the chat talks to from then on."""
 
-    def __init__(self, session: Session, renderer: Renderer) -> None:
+    def __init__(self, session: Session, renderer: Renderer,
+                 build: Callable[[str], Session] | None = None) -> None:
         self.session = session
         self.out = renderer
+        self.build = build
+        self.sessions: dict[str, Session] = {session.agent.key: session}  # this chat's agents
+        self.handed = False  # a handoff happened: the prompt names the agent
+        self.unsent_input: str | None = None  # typed text not sent, for the next prompt
         self._spinner = ExitStack()
         self._step: Step | None = None
+
+    @property
+    def recorded(self) -> int:
+        """User messages recorded by all of this chat's sessions."""
+        return sum(s.recorded for s in self.sessions.values())
+
+    def take_unsent(self) -> str:
+        text, self.unsent_input = self.unsent_input or "", None
+        return text
 
     # ------------------------------------------------------------------ flows
     def send(self, text: str) -> None:
         self.run(self.session.turn(text))
 
     def compact(self, focus: str | None = None) -> None:
-        self.run(self.session.compact(focus))
+        from rollchat import session_ops
+
+        self.run(session_ops.compact(self.session, focus))
+
+    def fork(self, ref: str | None = None) -> None:
+        from rollchat import session_ops
+
+        self.run(session_ops.fork(self.session, ref))
+
+    def clear(self) -> None:
+        from rollchat import session_ops
+
+        self.run(session_ops.clear(self.session))
+
+    def undo(self) -> None:
+        from rollchat import session_ops
+
+        self.run(session_ops.undo(self.session))
+
+    def summary(self, edit: bool = False) -> None:
+        from rollchat import session_ops
+
+        if not edit:
+            self.run(session_ops.show_summary(self.session))
+            return
+        from rollchat.ui.editor import edit_text
+
+        self.run(session_ops.edit_summary(self.session, edit_text))
 
     def resume(self, ref: str) -> None:
         self.run(self.session.resume(ref))
@@ -54,7 +99,59 @@ class ChatApp:
     def keep_unsent(self, text: str) -> None:
         self.run(self.session.unsent(text))
 
+    def handoff(self, key: str, message: str, line: str) -> None:
+        """``@key message``: hand the conversation to agent ``key`` (see handoff.py) and talk
+        to it from now on. An unknown agent or a missing message sends nothing and puts
+        ``line`` back in the input."""
+        from rollchat.handoff import hand_off, latest_in_chain
+
+        agents = self.session.config.agents
+        if key not in agents:
+            folded = [k for k in agents if k.casefold() == key.casefold()]
+            key = folded[0] if len(folded) == 1 else key
+        if key not in agents:
+            self.unsent_input = line
+            self.out.error(f"no agent {key}; agents: {', '.join(agents)} (nothing was sent)")
+            return
+        if not message:
+            self.unsent_input = line
+            self.out.error(f"@{key} needs a message: @{key} MESSAGE (nothing was sent)")
+            return
+        if key == self.session.agent.key:
+            self.out.info(f"Already talking to {self.session.agent.name}.")
+            self.send(message)
+            return
+        target, previous = self.sessions.get(key), None
+        if target is None:
+            try:
+                if self.build is None:
+                    raise RollchatError("this chat cannot hand over to another agent")
+                target = self.build(key)
+                previous = latest_in_chain(target.store, self.session.state, target.agent)
+            except StoreError as exc:
+                self.out.warn(f"earlier sessions of {key} not looked up: {exc}")
+            except RollchatError as exc:
+                self.unsent_input = line
+                self.out.error(f"cannot hand over to {key}: {exc} (nothing was sent)")
+                return
+        assert target is not None
+        before = target.recorded
+        try:
+            self.run(hand_off(self.session, target, message, previous))
+        except RollchatError:  # e.g. its earlier session could not be resumed: not sent
+            if target.recorded == before:
+                self.unsent_input = line
+            raise
+        finally:
+            if target.recorded > before:  # the message is the target's now: talk to it
+                self.sessions[key] = self.session = target
+                self.handed = True
+
     def exit(self, within: float | None = None) -> None:
+        """Save every session of the chat with its summary, the current one last."""
+        for other in list(self.sessions.values()):
+            if other is not self.session:
+                self.run(_ended_quietly(other.exit(within)))
         self.run(self.session.exit(within))
 
     def run(self, flow: Generator[Event, None, None]) -> None:
@@ -83,7 +180,7 @@ class ChatApp:
         elif isinstance(event, AnswerStarted):
             out.answer_start(event.agent)
         elif isinstance(event, TurnFinished):
-            out.answer_end(event.turn, event.hint)
+            out.answer_end(event.turn, event.hint, event.cost)
         elif isinstance(event, AnswerAborted):
             out.answer_abort()
         elif isinstance(event, Notice):
@@ -122,7 +219,7 @@ class ChatApp:
             if end.restoration_tokens:
                 billed += (f" ({end.tokens:,} for the queries, {end.restoration_tokens:,} "
                            "restoring the context)")
-            lines = [f"Queries: {end.queries}", billed]
+            lines = [f"Queries: {end.queries}", billed, *_costs(end)]
             if end.session_id and end.save_failed:
                 self.out.warn(f"Session {end.session_id} holds only the turns saved before "
                               "the error; the later ones were not saved")
@@ -133,6 +230,42 @@ class ChatApp:
                 self.out.info(f"Saved session: {end.session_id}")
             self.out.info(" | ".join(lines))
         self.out.info("Goodbye!")
+
+
+def _costs(end: Ended) -> list[str]:
+    """The session's cost and its chain's, when the price is known."""
+    if end.cost is None:
+        return []
+    out = [f"Cost: {money(end.cost)}"]
+    if end.chain_sessions > 1 and end.chain_cost is not None:
+        unpriced = (f"; {plural(end.chain_unpriced, 'session')} without a recorded cost"
+                    if end.chain_unpriced else "")
+        out.append(f"Chain ({end.chain_sessions} sessions{unpriced}): {money(end.chain_cost)}")
+    return out
+
+
+def _ended_quietly(flow: Generator[Event, None, None]) -> Generator[Event, None, None]:
+    """An exit flow of a session the chat no longer talks to, its end told in one line (no
+    goodbye); a Ctrl-C while an event is drawn goes on to the flow, as ``run`` does."""
+    try:
+        event = next(flow)
+        while True:
+            shown: Event | None = event
+            if isinstance(event, Ended):
+                shown = Notice("info", f"Saved session: {event.session_id}") \
+                    if event.session_id else None
+            try:
+                if shown is not None:
+                    yield shown
+            except GeneratorExit:
+                flow.close()
+                raise
+            except BaseException as exc:  # handed to the flow where it stopped
+                event = flow.throw(exc)
+            else:
+                event = next(flow)
+    except StopIteration:
+        return
 
 
 def _thrower(flow: Generator[Event, None, None]) -> Callable[[], Event]:

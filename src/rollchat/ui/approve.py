@@ -1,15 +1,18 @@
-"""Asking the user whether a tool call may run (approval: ask): one prompt, y (once), a
-(always for this tool in this session), n (no: the refusal goes back to the model)."""
+"""Asking the user in the terminal: whether a tool call may run (approval: ask): one prompt, y
+(once), a (always for this tool in this session), n (no: the refusal goes back to the model);
+and whether to compact now (auto_compact: ask): c (now), l (later), o (off for this session)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rollchat.ui.sanitize import harmless
 
 if TYPE_CHECKING:
     from rollchat.domain import ToolCall
+    from rollchat.session import CompactChoice
     from rollchat.tools import Tool
     from rollchat.tools.approval import Asker, Reply
     from rollchat.ui.render import Renderer
@@ -50,5 +53,29 @@ def piped_asker(*, yes: bool) -> Asker:
 
     def ask(call: ToolCall, tool: Tool) -> Reply | None:
         return "y" if yes else None
+
+    return ask
+
+
+_COMPACT_ANSWERS: dict[str, CompactChoice] = {
+    "c": "compact", "compact": "compact", "l": "later", "later": "later", "o": "off",
+    "off": "off"}
+
+
+def terminal_compact_asker(out: Renderer) -> Callable[[str], CompactChoice | None]:
+    """Ask the one-line compaction question at the prompt. Ctrl-C or Ctrl-D there means
+    later: the message the user typed is sent either way."""
+
+    def ask(question: str) -> CompactChoice | None:
+        from prompt_toolkit import prompt
+
+        while True:
+            try:
+                answer = prompt(harmless(question)).strip().lower()
+            except (KeyboardInterrupt, EOFError):
+                return "later"
+            if answer in _COMPACT_ANSWERS:
+                return _COMPACT_ANSWERS[answer]
+            out.dim("Type c (compact now), l (later) or o (off for this session).")
 
     return ask

@@ -9,12 +9,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from rollchat.errors import UsageError
 from rollchat.text import human_tokens, plural
 
 if TYPE_CHECKING:
+    from rollchat.config import AutoCompact
     from rollchat.ui.app import ChatApp
 
 _REF = re.compile(r"^\S+$")  # one word: "resume ../x" is rejected, never sent to the model
@@ -51,31 +52,42 @@ def _help(app: ChatApp, arg: str) -> bool:
 
 
 def _context(app: ChatApp, arg: str) -> bool:
+    from rollchat.breakdown import breakdown, lines
+
     session = app.session
-    ctx = session.engine.context
-    budget = session.budget
-    window = budget.window
-    last = ctx.last_prompt_tokens
-    estimate = session.estimate()
-    state = session.state
-    lines = [
-        f"Model: {session.engine.model} (context window {window:,} tokens)",
-        f"Budget: {budget.tokens:,} tokens before automatic compaction "
-        f"({'on' if session.config.session.auto_compact else 'off'}); "
-        f"{budget.max_output_tokens:,} reserved for the answer",
-        f"Next prompt (estimate): {estimate:,} tokens ({estimate / window:.0%} of the window, "
-        f"{estimate / budget.tokens:.0%} of the budget; counted with {session.counter.method})",
-        f"Session: {plural(state.queries, 'query')}, {state.tokens:,} tokens"
-        + (f", restoration {state.restoration_tokens:,}" if state.restored else ""),
-        f"Working context: {len(ctx.messages)} messages",
-    ]
-    if last is None:
-        lines.append("Last prompt: none reported yet")
-    else:
-        lines.append(f"Last prompt: {last:,} tokens ({last / window:.0%} of "
-                     f"{human_tokens(window)})")
-    for line in lines:
+    for line in lines(breakdown(session), model=session.engine.model,
+                      method=session.counter.method, auto=session.auto_mode != "off"):
         app.out.info(line)
+    state = session.state
+    app.out.dim(f"Session: {plural(state.queries, 'query')}, {human_tokens(state.tokens)} "
+                "tokens billed" + (f" (+{human_tokens(state.restoration_tokens)} restoring)"
+                                   if state.restored else ""))
+    return False
+
+
+_AUTO_SAYS = {
+    "on": "compacts automatically when the next prompt would pass the budget",
+    "off": "never compacts on its own ('compact' still does)",
+    "ask": "asks at the budget: compact now, later, or off for this session",
+}
+
+
+def _auto(app: ChatApp, arg: str) -> bool:
+    session = app.session
+    budget = f"the budget is {session.budget.tokens:,} tokens"
+    mode = arg.strip().lower()
+    if not mode:
+        where = "set in this chat" if session.auto_override else "from the config"
+        app.out.info(f"Automatic compaction: {session.auto_mode} ({where}): "
+                     f"{_AUTO_SAYS[session.auto_mode]}; {budget}. 'auto on|off|ask' "
+                     "changes it for this session.")
+        return False
+    if mode not in _AUTO_SAYS:
+        raise UsageError(f"usage: auto [on|off|ask] (got {arg.strip()[:40]!r})")
+    previous = session.set_auto(cast("AutoCompact", mode))
+    change = "unchanged" if previous == mode else f"was {previous}"
+    app.out.info(f"Automatic compaction: {mode} for this session ({change}): "
+                 f"{_AUTO_SAYS[mode]}.")
     return False
 
 
@@ -156,6 +168,29 @@ def _search(app: ChatApp, arg: str) -> bool:
     return False
 
 
+def _fork(app: ChatApp, arg: str) -> bool:
+    app.fork(arg.strip() or None)
+    return False
+
+
+def _clear(app: ChatApp, arg: str) -> bool:
+    app.clear()
+    return False
+
+
+def _undo(app: ChatApp, arg: str) -> bool:
+    app.undo()
+    return False
+
+
+def _summary(app: ChatApp, arg: str) -> bool:
+    word = arg.strip().lower()
+    if word not in ("", "edit"):
+        raise UsageError("usage: summary [edit]")
+    app.summary(edit=word == "edit")
+    return False
+
+
 def _resume(app: ChatApp, arg: str) -> bool:
     ref = arg.strip()
     if not ref:
@@ -168,9 +203,20 @@ COMMANDS: dict[str, Command] = {
     c.name: c
     for c in (
         Command("help", "help", "show this help", _help),
-        Command("context", "context", "token figures: session, last prompt, window", _context),
+        Command("context", "context", "what the next request holds: system prompt, tools, "
+                "summary, turns, tool results, free space", _context),
+        Command("summary", "summary [edit]", "show the summary this session was restored "
+                "from; edit opens it in $EDITOR", _summary, takes_arg=True,
+                bare_arg=lambda a: a.strip().lower() == "edit"),
         Command("compact", "compact [focus]", "summarize this session and continue in a new "
                 "one (focus text steers the summary)", _compact, takes_arg=True),
+        Command("undo", "undo", "right after compact: go back to the session as it was",
+                _undo),
+        Command("fork", "fork [N|ID]", "continue in a new session from this one's summary (or "
+                "a saved one's), leaving it open", _fork, takes_arg=True,
+                bare_arg=lambda a: bool(_REF.match(a.strip()))),
+        Command("clear", "clear", "save this session and start a fresh one, nothing carried",
+                _clear),
         Command("sessions", "sessions [all|N]", "list saved sessions, most recent first (20, "
                 "all, or the N most recent)", _sessions, takes_arg=True,
                 bare_arg=lambda a: a.strip().lower() == "all" or a.strip().isdigit()),
@@ -180,6 +226,9 @@ COMMANDS: dict[str, Command] = {
                 "titles)", _search, takes_arg=True),
         Command("resume", "resume N|ID", "continue a saved session from its summary", _resume,
                 takes_arg=True, bare_arg=lambda a: bool(_REF.match(a.strip()))),
+        Command("auto", "auto [on|off|ask]", "automatic compaction for this session: show it, "
+                "or turn it on, off, or ask first", _auto, takes_arg=True,
+                bare_arg=lambda a: a.strip().lower() in _AUTO_SAYS),
         Command("tools", "tools [verbose|quiet]", "list the agent's tools and what each call "
                 "needs; verbose shows calls in full", _tools, takes_arg=True,
                 bare_arg=lambda a: a.strip().lower() in ("verbose", "quiet")),

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, cast
 
+from rollchat.prices import money
 from rollchat.providers import OFFLINE
 from rollchat.text import redact_url
 from rollchat.ui.sanitize import harmless, one_line
@@ -259,8 +260,10 @@ class Renderer:
         if self._stream is not None:
             self._stream.feed(text)
 
-    def answer_end(self, turn: Turn, hint: str | None = None) -> None:
-        """Close the answer and say how it ended; ``hint``: what to do about a failure."""
+    def answer_end(self, turn: Turn, hint: str | None = None, cost: float | None = None,
+                   ) -> None:
+        """Close the answer and say how it ended; ``hint``: what to do about a failure;
+        ``cost``: the turn's, in dollars (None: unknown, not shown)."""
         self._close_stream()
         if turn.status == "interrupted":
             note = "interrupted: partial answer kept" if turn.assistant else \
@@ -271,7 +274,8 @@ class Renderer:
             if hint:
                 self.dim(hint)
         if turn.usage.total or turn.status == "ok":
-            self.dim(usage_line(turn.elapsed, turn.usage))
+            price = f" · {money(cost)}" if cost is not None and turn.usage.total else ""
+            self.dim(usage_line(turn.elapsed, turn.usage) + price)
         else:  # the provider never said (interrupted or failed before its usage report)
             self.dim(f"Time: {turn.elapsed:.1f}s | Tokens: not reported")
 

@@ -20,6 +20,7 @@ from rollchat.ui import commands
 from rollchat.ui.sanitize import harmless
 
 if TYPE_CHECKING:
+    from prompt_toolkit.formatted_text import AnyFormattedText, StyleAndTextTuples
     from prompt_toolkit.input import Input
     from prompt_toolkit.output import Output
 
@@ -37,6 +38,12 @@ def handle_line(app: ChatApp, line: str) -> bool:
 
 
 def _run_line(app: ChatApp, line: str) -> bool:
+    from rollchat.handoff import mention
+
+    handed = mention(line)
+    if handed is not None:  # "@NAME message": hand the conversation to agent NAME
+        app.handoff(*handed, line)
+        return False
     parsed = commands.parse(line)
     if parsed is None:
         if line.strip():
@@ -152,20 +159,53 @@ class Starting:
         return self._app
 
 
-def toolbar_text(app: ChatApp) -> str:
-    """Context use first (it matters most and survives a narrow terminal), then the rest.
-    Before any usage report (start, after compact or resume) the figure is the estimate."""
+# The gauge's hint and style per level (see policy.gauge_level: 70%, 85%, 95% of the window).
+GAUGE_HINTS = (None, "compact soon", "type compact", "type compact now")
+GAUGE_STYLES = ("", "noreverse bg:ansiyellow fg:ansiblack",
+                "noreverse bg:#ff8700 fg:ansiblack bold", "noreverse bg:ansired fg:ansiwhite bold")
+
+
+def gauge(used: int, window: int) -> tuple[int, str | None]:
+    """The context gauge's level (0-3) and its hint (None below 70% of the window)."""
+    from rollchat.policy import gauge_level
+
+    level = gauge_level(used, window)
+    return level, GAUGE_HINTS[level]
+
+
+def toolbar_parts(app: ChatApp) -> StyleAndTextTuples:
+    """The toolbar as (style, text) fragments: context use first (it matters most and
+    survives a narrow terminal), coloured from 70% of the window on, with a hint; then the
+    rest. Before any usage report (start, after compact or resume) the figure is the
+    estimate."""
     session = app.session
     window = session.budget.window
     used = session.engine.context.last_prompt_tokens
     approx = "" if used is not None else "~"
     if used is None:  # (no count before the first message: the tokenizer loads after the prompt)
         used = session.estimate() if session.engine.context.messages else 0
+    level, hint = gauge(used, window)
+    figure = f" context {approx}{human_tokens(used)}/{human_tokens(window)} ({used / window:.0%}"
+    figure += f" · {hint}) " if hint else ") "
     queries = session.state.queries
     sid = session.state.session_id or "new session"
-    return harmless(f" context {approx}{human_tokens(used)}/{human_tokens(window)} "
-            f"({used / window:.0%}) · {plural(queries, 'query')} · "
-            f"{session.agent.name} · {session.engine.model} · {sid} ")
+    rest = (f"· {plural(queries, 'query')} · {session.agent.name} · {session.engine.model} · "
+            f"{sid} ")
+    return [(GAUGE_STYLES[level], harmless(figure)), ("", harmless(rest))]
+
+
+def toolbar_text(app: ChatApp) -> str:
+    """The toolbar's text (see ``toolbar_parts``)."""
+    return "".join(part[1] for part in toolbar_parts(app))
+
+
+def prompt_text(chat: Starting) -> str:
+    """The prompt: ``You: ``, and once the conversation was handed to another agent, which
+    agent it talks to (``You → Reviewer: ``)."""
+    app = chat.ready
+    if app is None or not app.handed:
+        return "You: "
+    return harmless(f"You → {app.session.agent.name}: ")
 
 
 def history_path(configured: Path | None) -> Path:
@@ -192,12 +232,14 @@ def run_interactive(
     on_ready: Callable[[ChatApp], None] | None = None,
     input: Input | None = None,
     output: Output | None = None,
+    agents: Iterable[str] = (),
 ) -> None:
     """The REPL: Enter sends, Alt+Enter / Esc Enter inserts a newline, Ctrl-C clears the
     line (or stops an answer), Ctrl-D exits.
 
     The chat is built (if it is not yet) once the first prompt is on the screen; ``on_ready``
     then runs in the background (warm-up work the first message would otherwise wait for).
+    Tab completes commands and ``@`` + the ``agents``' names.
     """
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import WordCompleter
@@ -218,7 +260,8 @@ def run_interactive(
         history = InMemoryHistory()
     session: PromptSession[str] = PromptSession(
         history=history,
-        completer=WordCompleter(commands.completions(), sentence=True),
+        completer=WordCompleter([*commands.completions(), *(f"@{a}" for a in agents)],
+                                sentence=True),
         complete_while_typing=False,
         key_bindings=bindings,
         bottom_toolbar=lambda: _toolbar(chat),
@@ -240,7 +283,9 @@ def run_interactive(
     session.app.after_render += first_render
     while True:
         try:
-            line = session.prompt("You: ")
+            app = chat.ready
+            line = session.prompt(lambda: prompt_text(chat),
+                                  default=app.take_unsent() if app is not None else "")
         except KeyboardInterrupt:
             if ending():
                 break
@@ -259,7 +304,7 @@ def _handle(chat: Starting, line: str, stop_on_interrupt: bool = False) -> bool:
     before = None
     try:
         app = chat.get()
-        before = app.session.recorded
+        before = app.recorded
         return handle_line(app, line)
     except KeyboardInterrupt:
         if not ending():
@@ -268,10 +313,10 @@ def _handle(chat: Starting, line: str, stop_on_interrupt: bool = False) -> bool:
     finally:
         if ending() and line.strip() and commands.parse(line) is None:
             app = chat.get()
-            if before is None or app.session.recorded == before:
+            if before is None or app.recorded == before:
                 app.keep_unsent(line)
 
 
-def _toolbar(chat: Starting) -> str:
+def _toolbar(chat: Starting) -> AnyFormattedText:
     app = chat.ready
-    return toolbar_text(app) if app is not None else chat.label
+    return toolbar_parts(app) if app is not None else chat.label

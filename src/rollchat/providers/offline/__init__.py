@@ -180,12 +180,14 @@ class OfflineProvider:
                                             f"offline_call_{len(messages)}")
         if requested is not None:
             return requested
-        latest = phrases.plain_text(messages[last].content)
+        handed, latest = _handed(messages[last].content)
+        latest = phrases.plain_text(latest)
+        history = [*messages[:last], *([Message("user", handed)] if handed else [])]
         wanted = tooluse.asked_tool(latest, request.tools, skip=(ARCHIVE_TOOL,))
         if wanted is not None:
             call = tooluse.tool_call(latest, wanted, f"offline_call_{len(messages)}")
             return f"Let me use {wanted.name}.", call
-        recall = _recall_answer(messages[:last], latest)
+        recall = _recall_answer(history, latest)
         if recall is not None:
             return f"{recall}\n\n{OFFLINE_NOTE}", None
         words = salient_words(latest)
@@ -194,7 +196,7 @@ class OfflineProvider:
                     "What would you like to talk about?"), None
         restored = [m for m in messages[:last] if m.role == "user" and _is_restoration(m)]
         summary = _summary_in(restored[-1].content) if restored else None
-        found = _recall(messages[:last], words)
+        found = _recall(history, words)
         if not found and summary is not None:
             line = _best_line("\n".join(_summary_lines(summary)), words)
             if line:
@@ -206,6 +208,15 @@ class OfflineProvider:
                 text = f"Let me look for {_bold(words)} in the previous session's transcript."
                 return text, call
         return _compose(latest, words, found), None
+
+
+def _handed(text: str) -> tuple[str, str]:
+    """(the context another agent handed over, the message) of a user message that opens with
+    a handoff context block (see rollchat.handoff); ("", text) for any other."""
+    from rollchat.handoff import CONTEXT_TAG
+
+    m = re.match(rf"<{CONTEXT_TAG} [^>\n]*>\n(.*?)\n</{CONTEXT_TAG}>\n\n", text, re.DOTALL)
+    return (m[1], text[m.end():]) if m else ("", text)
 
 
 def _recall_answer(history: Sequence[Message], latest: str) -> str | None:

@@ -64,7 +64,7 @@ _LEAD = re.compile(
 )
 _FILLER = re.compile(r"^(?:(?:ok(?:ay)?|so|well|also|and|now|right|alright|hmm|great|"
                      r"good|cool|fine|sure|yes|btw)[,!.]?\s+)+(?=\w)", re.IGNORECASE)
-NAME = re.compile(r"`[^`]+`|\S*[./_\\:\d]\S*|\b[a-z]+[A-Z]\w*|\b[A-Z]\w*[A-Z]\w*")
+NAME = re.compile(r"`[^`]+`|(?<!\S)\S*[./_\\:\d]\S*|\b[a-z]+[A-Z]\w*|\b[A-Z]\w*[A-Z]\w*")
 _FOCUS_STOP = frozenset((
     "the", "and", "for", "with", "about", "keep", "focus", "detail", "details", "all",
     "everything", "important", "stuff", "things", "info", "information", "mention", "remember",

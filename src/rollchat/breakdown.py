@@ -1,0 +1,92 @@
+"""What the next request holds, layer by layer (the ``context`` command): system prompt, tool
+schemas, restored summary, kept turns, tool results, the conversation, and the free space to
+the compaction budget and to the window. Counted locally, with the session's counter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rollchat.tokens import PER_MESSAGE_TOKENS, REPLY_PRIMING_TOKENS
+
+if TYPE_CHECKING:
+    from rollchat.domain import Message
+    from rollchat.session import Session
+
+
+@dataclass(frozen=True)
+class Layer:
+    name: str
+    tokens: int
+    detail: str = ""  # e.g. "3 messages"
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    layers: list[Layer]  # adding up to ``total``
+    total: int
+    window: int
+    budget: int  # automatic compaction starts past it
+    reserved: int  # for the answer
+    reported: int | None  # the provider's figure for the last request sent, if any
+
+
+def _messages(n: int) -> str:
+    return f"{n} message{'' if n == 1 else 's'}"
+
+
+def breakdown(session: Session) -> Breakdown:
+    """The next request (without a new message), in layers that add up to its total."""
+    counter, context = session.counter, session.engine.context
+    specs = session.engine.offered()
+    system = PER_MESSAGE_TOKENS + counter.count_text(context.system) if context.system else 0
+    tools = counter.count_messages("", [], specs) - REPLY_PRIMING_TOKENS
+    prefix = context.messages[:context.prefix_len]
+    rest = context.messages[context.prefix_len:]
+    carried = sum(1 for t in session.state.turns if t.kind == "carried")
+    cut, users = len(rest), 0
+    for i, message in enumerate(rest):  # the kept turns end where this session's begin
+        if message.role == "user":
+            if users == carried:
+                cut = i
+                break
+            users += 1
+    kept, own = rest[:cut], rest[cut:]
+    results = [m for m in own if m.role == "tool"]
+    talk = [m for m in own if m.role != "tool"]
+
+    def size(messages: list[Message]) -> int:
+        return sum(counter.count_message(m) for m in messages)
+
+    layers = [
+        Layer("System prompt", system),
+        Layer("Tools (schemas)", tools, f"{len(specs)} tool{'' if len(specs) == 1 else 's'}"),
+        Layer("Restored summary", size(prefix), "summary + acknowledgment" if prefix else ""),
+        Layer("Kept turns", size(kept), f"{carried} carried over" if carried else ""),
+        Layer("Tool results", size(results), _messages(len(results)) if results else ""),
+        Layer("Conversation", size(talk) + REPLY_PRIMING_TOKENS,
+              _messages(len(talk)) if talk else ""),
+    ]
+    budget = session.budget
+    return Breakdown(layers, sum(layer.tokens for layer in layers), budget.window,
+                     budget.tokens, budget.max_output_tokens, context.last_prompt_tokens)
+
+
+def lines(b: Breakdown, *, model: str, method: str, auto: bool) -> list[str]:
+    """The breakdown as aligned lines: tokens and share of the window for each layer."""
+    def row(name: str, tokens: int, detail: str = "") -> str:
+        share = tokens / b.window if b.window else 0.0
+        return f"  {name:<28} {tokens:>10,}  {share:>6.1%}" + (f"  ({detail})" if detail else "")
+
+    out = [f"Next request to {model} (window {b.window:,} tokens; counted with {method}):",
+           f"  {'':<28} {'tokens':>10}  {'window':>6}"]
+    out += [row(layer.name, layer.tokens, layer.detail) for layer in b.layers]
+    out.append(row("Total", b.total))
+    out.append(row("Free to the budget", max(b.budget - b.total, 0),
+                   f"automatic compaction {'at' if auto else 'off; budget'} "
+                   f"{b.budget:,}"))
+    out.append(row("Free in the window", max(b.window - b.total, 0),
+                   f"{b.reserved:,} of it reserved for the answer"))
+    if b.reported is not None:
+        out.append(f"  The provider counted {b.reported:,} tokens for the last request sent.")
+    return out

@@ -1,0 +1,205 @@
+"""``rollchat mcp``: the saved sessions over the Model Context Protocol (stdio), served with the
+official SDK's ``MCPServer``. Tools: list_sessions, search_sessions, read_session and
+compact_session (the JSON of ``rollchat compact --json``); each session is also a resource,
+``rollchat://sessions/{id}`` (its markdown). Stdout is the protocol's channel: nothing here
+prints, and the SDK logs to stderr."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp_types import Resource
+
+from rollchat import __version__
+from rollchat.compact_op import SummaryModel, compact, title_of
+from rollchat.errors import RollchatError, StoreError
+from rollchat.listing import SessionInfo, resolve
+from rollchat.store import SessionStore
+
+if TYPE_CHECKING:
+    from rollchat.config import Config
+    from rollchat.domain import Transcript
+
+URI_PREFIX = "rollchat://sessions/"
+URI_TEMPLATE = URI_PREFIX + "{session_id}"
+MAX_LIMIT = 500  # list_sessions and search_sessions answer at most this many at once
+SNIPPET_CHARS = 160
+INSTRUCTIONS = (
+    "rollchat's saved chat sessions. list_sessions and search_sessions find a session; "
+    "compact_session gives its structured summary (topics, decisions, pending items, files), "
+    "which is usually what you need; read_session gives the whole transcript.")
+
+
+class SessionsServer(MCPServer[Any]):
+    """MCPServer whose resource list is the sessions directory as it is now."""
+
+    def __init__(self, store: SessionStore) -> None:
+        super().__init__("rollchat", instructions=INSTRUCTIONS, version=__version__,
+                         log_level="WARNING")
+        self.store = store
+
+    async def list_resources(self) -> list[Resource]:
+        import anyio.to_thread
+
+        listing = await anyio.to_thread.run_sync(self.store.list_sessions)
+        return [Resource(uri=URI_PREFIX + info.session_id, name=info.session_id,
+                         title=title_of(info), mime_type="text/markdown",
+                         description=_describe(info)) for info in listing.sessions]
+
+
+def _describe(info: SessionInfo) -> str:
+    summary = "summarized" if info.has_summary else "no summary yet"
+    return (f"{info.agent}, {info.date:%Y-%m-%d %H:%M}, {info.queries} "
+            f"quer{'y' if info.queries == 1 else 'ies'}, {summary}")
+
+
+def _check_limit(limit: int, offset: int = 0) -> None:
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ToolError(f"limit must be between 1 and {MAX_LIMIT} (got {limit})")
+    if offset < 0:
+        raise ToolError(f"offset must be 0 or more (got {offset})")
+
+
+def session_entry(info: SessionInfo) -> dict[str, Any]:
+    return {"id": info.session_id, "number": info.number, "title": title_of(info),
+            "date": info.date.isoformat(), "agent": info.agent, "model": info.model,
+            "queries": info.queries, "tokens": info.tokens, "has_summary": info.has_summary,
+            "parent": info.resumed_from, "continued_in": list(info.continued_in)}
+
+
+def transcript_json(transcript: Transcript) -> dict[str, Any]:
+    """A parsed session as JSON: header, turns (tool calls included) and summary."""
+    h, s = transcript.header, transcript.summary
+    return {
+        "id": h.session_id, "date": h.date.isoformat(), "agent": h.agent, "model": h.model,
+        "provider": h.provider, "parent": h.resumed_from, "forked": h.forked,
+        "continued_in": list(h.continued_in), "queries": h.total_queries,
+        "tokens": h.total_tokens,
+        "turns": [{"kind": t.kind, "number": t.number, "started": t.started.isoformat(),
+                   "user": t.user, "assistant": t.assistant, "status": t.status,
+                   "error": t.error, "tokens": t.usage.total,
+                   "tools": [{"name": x.call.name, "arguments": dict(x.call.arguments),
+                              "result": x.result} for x in t.tools]}
+                  for t in transcript.turns],
+        "summary": None if s is None else {
+            "background": s.background, "topics": list(s.topics),
+            "decisions": list(s.decisions), "pending": list(s.pending),
+            "files": list(s.artifacts), "fallback": s.fallback},
+    }
+
+
+def search(store: SessionStore, query: str, limit: int) -> list[dict[str, Any]]:
+    """Sessions whose turns or summary hold every word of ``query`` (case-insensitive), the
+    most matches first, then the newest; each with a snippet around its first match."""
+    words = query.casefold().split()
+    if not words:
+        raise ToolError("the query is empty: give one or more words to look for")
+    scored: list[tuple[int, SessionInfo, str]] = []
+    for info in store.list_sessions().sessions:
+        try:
+            transcript = store.load_transcript(info.session_id)
+        except RollchatError:
+            continue  # unreadable now: list_sessions names the files that are not sessions
+        texts = [text for t in transcript.turns for text in (t.user, t.assistant) if text]
+        if transcript.summary is not None:
+            s = transcript.summary
+            texts += [s.background, *s.topics, *s.decisions, *s.pending, *s.artifacts]
+        folded = [text.casefold() for text in texts]
+        if not all(any(w in f for f in folded) for w in words):
+            continue
+        hits = sum(f.count(w) for f in folded for w in words)
+        first = next(i for i, f in enumerate(folded) if words[0] in f)
+        scored.append((hits, info, _snippet(texts[first], folded[first].find(words[0]))))
+    scored.sort(key=lambda x: (-x[0], -x[1].date.timestamp(), x[1].session_id))
+    return [{"id": info.session_id, "title": title_of(info), "date": info.date.isoformat(),
+             "matches": hits, "snippet": snippet} for hits, info, snippet in scored[:limit]]
+
+
+def _snippet(text: str, at: int) -> str:
+    start = max(0, at - SNIPPET_CHARS // 3)
+    end = min(len(text), start + SNIPPET_CHARS)
+    snippet = " ".join(text[start:end].split())
+    return ("…" if start else "") + snippet + ("…" if end < len(text) else "")
+
+
+def build_server(cfg: Config, model: SummaryModel) -> SessionsServer:
+    """The server over ``cfg``'s sessions directory; ``model`` writes summaries."""
+    store = SessionStore(cfg.session.dir)
+    server = SessionsServer(store)
+
+    def find(ref: str) -> SessionInfo:
+        try:
+            return resolve(ref, store.list_sessions())
+        except StoreError as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool()
+    def list_sessions(limit: int = 50, offset: int = 0) -> dict[str, Any]:
+        """List saved sessions, most recent first: id, title, date, agent, queries, whether it
+        has a summary, and its parent session (the one it continues)."""
+        _check_limit(limit, offset)
+        listing = store.list_sessions()
+        return {"total": len(listing.sessions),
+                "sessions": [session_entry(i) for i in listing.sessions[offset:offset + limit]],
+                "problems": [{"file": name, "reason": why} for name, why in listing.problems]}
+
+    @server.tool()
+    def search_sessions(query: str, limit: int = 10) -> dict[str, Any]:
+        """Find sessions whose messages or summary contain every word of the query; each hit
+        with its id, title, date and a snippet."""
+        _check_limit(limit)
+        return {"hits": search(store, query, limit)}
+
+    @server.tool(structured_output=False)
+    def read_session(session: str, format: Literal["markdown", "json"] = "markdown") -> str:
+        """The whole transcript of a session (a number from list_sessions, an id or a unique
+        part of one): its markdown file, or JSON (header, turns with tool calls, summary)."""
+        info = find(session)
+        try:
+            if format == "json":
+                return json.dumps(transcript_json(store.load_transcript(info.session_id)),
+                                  indent=1, ensure_ascii=False)
+            return _markdown(store, info.session_id)
+        except RollchatError as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool()
+    def compact_session(session: str, focus: str | None = None, max_words: int | None = None,
+                        refresh: bool = False) -> dict[str, Any]:
+        """The structured summary of a session (background, topics, decisions, pending
+        items, files) with its parent's context carried, as JSON. Answered from the session's
+        own summary or a cache when possible ("cached": true); "focus" steers a new summary,
+        "max_words" bounds it, "refresh" writes it again. Changes no session file."""
+        try:
+            return compact(store, session, model, focus=focus, max_words=max_words,
+                           refresh=refresh).as_json()
+        except RollchatError as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.resource(URI_TEMPLATE, name="session", mime_type="text/markdown",
+                     description="A saved session's transcript (markdown).")
+    def session_resource(session_id: str) -> str:
+        try:
+            return _markdown(store, session_id)
+        except StoreError as exc:
+            raise ResourceNotFoundError(str(exc)) from None
+
+    return server
+
+
+def _markdown(store: SessionStore, session_id: str) -> str:
+    from rollchat.transcript import decode
+
+    data = store.read_bytes(session_id)
+    try:
+        return decode(data, binary_check=False)
+    except RollchatError as exc:
+        raise StoreError(f"{session_id}.md: {exc}") from None
+
+
+def serve(cfg: Config, model: SummaryModel) -> None:
+    """Serve over stdio until the client closes the connection."""
+    build_server(cfg, model).run("stdio")

@@ -1,0 +1,129 @@
+"""``rollchat show``: a saved session drawn with rich, for reading: its header fields, each turn
+(the answers as markdown), and the summary as a section of its own. Every text from the file
+passes ``sanitize`` first."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from rollchat.domain import Summary, Transcript, Turn
+from rollchat.text import plural
+from rollchat.ui.render import plain_console, usage_line
+from rollchat.ui.sanitize import harmless, one_line
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+_RESULT_LINES = 12  # of a tool result; ``rollchat export`` prints them whole
+
+
+def session_view(t: Transcript, *, summary_dropped: bool = False,
+                 ) -> Iterator[RenderableType]:
+    """What ``show`` prints, in order. ``summary_dropped``: the file's summary block could not
+    be read."""
+    from rich.rule import Rule
+    from rich.table import Table
+    from rich.text import Text
+
+    h = t.header
+    yield Rule(f"{one_line(h.agent)} conversation · {one_line(h.session_id)}", style="bold")
+    fields = Table.grid(padding=(0, 2))
+    fields.add_column(style="bold")
+    fields.add_column()
+    rows = [("Date", f"{h.date:%Y-%m-%d %H:%M:%S %z}"),
+            ("Agent", f"{h.agent} ({h.agent_path})"), ("Model", f"{h.model} ({h.provider})")]
+    if h.resumed_from is not None:
+        rows.append(("Forked from" if h.forked else "Resumed from", h.resumed_from))
+    if h.continued_in:
+        rows.append(("Continued in", ", ".join(h.continued_in)))
+    rows += [("Queries", f"{h.total_queries}"), ("Tokens billed", f"{h.total_tokens:,}")]
+    if h.context_tokens:
+        rows.append(("Context tokens", f"{h.context_tokens:,}"))
+    for name, value in rows:
+        fields.add_row(name, one_line(value))
+    yield fields
+    for turn in t.turns:
+        yield from _turn(turn, h.agent)
+    yield Text("")
+    if t.summary is not None:
+        yield _summary(t.summary)
+    elif summary_dropped:
+        yield Rule("Its summary block is corrupted: not shown ('rollchat export' prints the "
+                   "file as it is)", style="yellow")
+    elif t.turns:
+        yield Rule("No summary (the session ended without one)", style="dim")
+
+
+def _turn(turn: Turn, agent: str) -> Iterator[RenderableType]:
+    from rich.markdown import Markdown
+    from rich.rule import Rule
+    from rich.text import Text
+
+    when = f"{turn.started:%Y-%m-%d %H:%M:%S}"
+    title = {"query": f"Query {turn.number}", "carried": f"Carried over {turn.number}",
+             "restored": "Session restored"}[turn.kind]
+    yield Text("")
+    yield Rule(f"{title} · {when}", style="cyan", align="left")
+    if turn.kind == "restored":
+        yield Text.assemble(("Context: ", "bold"), harmless(turn.context))
+    else:
+        yield Text.assemble(("You: ", "bold cyan"), harmless(turn.user))
+    for exchange in turn.tools:
+        call = exchange.call
+        args = json.dumps(dict(call.arguments), ensure_ascii=False)
+        yield Text(f"→ tool {one_line(call.name)}({one_line(args)})", style="dim")
+        lines = harmless(exchange.result).split("\n")
+        shown = "\n".join(lines[:_RESULT_LINES])
+        if len(lines) > _RESULT_LINES:
+            shown += f"\n… {plural(len(lines) - _RESULT_LINES, 'more line')} (rollchat export)"
+        yield Text(shown, style="dim")
+    yield Text(f"{one_line(agent)}:", style="bold green")
+    if turn.assistant:
+        yield Markdown(harmless(turn.assistant))
+    if turn.status != "ok":
+        why = f": {one_line(turn.error)}" if turn.error else ""
+        yield Text(f"[{turn.status}{why}]", style="yellow")
+    yield Text(usage_line(turn.elapsed, turn.usage), style="dim")
+
+
+def _summary(s: Summary) -> RenderableType:
+    from rich.console import Group
+    from rich.panel import Panel
+    from rich.text import Text
+
+    parts: list[RenderableType] = [Text("Background", style="bold"), Text(harmless(s.background))]
+    for head, items in (("Topics discussed", s.topics), ("Decisions made", s.decisions),
+                        ("Pending", s.pending), ("Files and artifacts", s.artifacts)):
+        parts.append(Text(f"\n{head}", style="bold"))
+        if not items:
+            parts.append(Text("(none)", style="dim"))
+        parts.extend(Text(f"• {harmless(item)}") for item in items)
+    dropped = [plural(n, what) for n, what in ((s.dropped_topics, "topic"),
+                                               (s.dropped_artifacts, "artifact")) if n]
+    if dropped:
+        parts.append(Text(f"\n({' and '.join(dropped)} left out to fit the summary budget)",
+                          style="dim"))
+    title = "Summary" + (" (written locally: the model's summary failed)" if s.fallback else "")
+    return Panel(Group(*parts), title=title, title_align="left", border_style="magenta")
+
+
+def show(t: Transcript, *, summary_dropped: bool, terminal: bool) -> None:
+    """Print the session to stdout: plain text, or for a ``terminal`` through the pager ($PAGER,
+    else less; less shows colours unless $LESS says otherwise, and quits at once when it all
+    fits on the screen)."""
+    parts = session_view(t, summary_dropped=summary_dropped)
+    if not terminal:
+        plain = plain_console()
+        for part in parts:
+            plain.print(part)
+        return
+    from rich.console import Console
+
+    console = Console()
+    os.environ.setdefault("LESS", "-FRX")
+    with console.pager(styles=True):
+        for part in parts:
+            console.print(part)

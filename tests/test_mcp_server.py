@@ -1,0 +1,167 @@
+"""``rollchat mcp``: a real server process driven by the official SDK's stdio client, as an MCP
+client (Claude Code, an IDE) drives it: tools, their JSON, resources and errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from typer.testing import CliRunner
+
+from rollchat import cli
+from tests.compact_fixtures import OFFLINE_CONFIG, PARENT_SUMMARY, make_sessions, snapshot
+
+TOOLS = {"list_sessions", "search_sessions", "read_session", "compact_session"}
+
+
+def _params(tmp_path: Path, sessions: Path, config: Path, **env: str) -> StdioServerParameters:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "rollchat", "mcp", "--sessions-dir", str(sessions),
+                                      "--config", str(config)],
+        env={"HOME": str(home), "XDG_CONFIG_HOME": str(home / "config"),
+             "XDG_DATA_HOME": str(home / "data"), "PYTHONPATH": os.pathsep.join(sys.path),
+             **env},
+        cwd=str(tmp_path))
+
+
+def _text(result: Any) -> str:
+    return "".join(block.text for block in result.content if block.type == "text")
+
+
+def _json(result: Any) -> Any:
+    assert not result.is_error, _text(result)
+    return json.loads(_text(result))
+
+
+async def _session(params: StdioServerParameters, errlog: Any) -> dict[str, Any]:
+    """Everything a client does, in one server process; what it saw, by step."""
+    seen: dict[str, Any] = {}
+    async with Client(stdio_client(params, errlog=errlog)) as client:
+        seen["tools"] = {t.name: t for t in (await client.list_tools()).tools}
+        seen["list"] = _json(await client.call_tool("list_sessions", {}))
+        seen["page"] = _json(await client.call_tool("list_sessions", {"limit": 1,
+                                                                      "offset": 1}))
+        seen["search"] = _json(await client.call_tool("search_sessions",
+                                                      {"query": "SYSLOG rejected"}))
+        seen["search_none"] = _json(await client.call_tool("search_sessions",
+                                                           {"query": "kubernetes"}))
+        child = seen["list"]["sessions"][0]["id"]
+        seen["read_md"] = _text(await client.call_tool("read_session", {"session": child}))
+        seen["read_json"] = _json(await client.call_tool(
+            "read_session", {"session": child, "format": "json"}))
+        seen["compact"] = _json(await client.call_tool("compact_session", {"session": child}))
+        seen["compact_again"] = _json(await client.call_tool("compact_session",
+                                                             {"session": child}))
+        seen["compact_focus"] = _json(await client.call_tool(
+            "compact_session", {"session": child, "focus": "port", "max_words": 60}))
+        seen["resources"] = (await client.list_resources()).resources
+        seen["templates"] = (await client.list_resource_templates()).resource_templates
+        seen["resource"] = (await client.read_resource(f"rollchat://sessions/{child}")).contents
+        seen["unknown"] = await client.call_tool("compact_session", {"session": "nosuch"})
+        seen["bad_read"] = await client.call_tool("read_session", {"session": "../x"})
+        seen["bad_limit"] = await client.call_tool("list_sessions", {"limit": 0})
+        seen["empty_query"] = await client.call_tool("search_sessions", {"query": "  "})
+        seen["bad_words"] = await client.call_tool("compact_session",
+                                                   {"session": child, "max_words": 3})
+        try:
+            await client.read_resource("rollchat://sessions/nosuch_session")
+        except Exception as exc:  # the SDK raises the server's error
+            seen["resource_error"] = str(exc)
+        seen["still_alive"] = _json(await client.call_tool("list_sessions", {}))["total"]
+    return seen
+
+
+def test_the_mcp_server_through_the_sdk_stdio_client(tmp_path: Path) -> None:
+    made = make_sessions(tmp_path / "sessions")
+    config = tmp_path / "config.yml"
+    config.write_text(OFFLINE_CONFIG, encoding="utf-8")
+    before = snapshot(made.root)
+    errlog = (tmp_path / "server.err").open("w+", encoding="utf-8")
+    with errlog:
+        seen = asyncio.run(asyncio.wait_for(
+            _session(_params(tmp_path, made.root, config), errlog), 90))
+
+    assert set(seen["tools"]) == TOOLS
+    compact_schema = seen["tools"]["compact_session"].input_schema["properties"]
+    assert {"session", "focus", "max_words", "refresh"} <= set(compact_schema)
+    assert seen["tools"]["list_sessions"].description.startswith("List saved sessions")
+
+    listed = seen["list"]
+    assert listed["total"] == 2 and listed["problems"] == []
+    child, parent = listed["sessions"]
+    assert (child["id"], parent["id"]) == (made.child, made.parent)
+    assert child["parent"] == made.parent and parent["has_summary"] is True
+    assert child["title"] == "The gateway listens on port 8443 behind the load balancer."
+    assert child["queries"] == 2 and child["agent"] == "Assistant"
+    assert [s["id"] for s in seen["page"]["sessions"]] == [made.parent]
+
+    (hit,) = seen["search"]["hits"]
+    assert hit["id"] == made.child and "syslog" in hit["snippet"].lower()
+    assert seen["search_none"]["hits"] == []
+
+    assert seen["read_md"] == (made.root / f"{made.child}.md").read_text(encoding="utf-8")
+    transcript = seen["read_json"]
+    assert transcript["id"] == made.child and transcript["parent"] == made.parent
+    assert [t["kind"] for t in transcript["turns"]] == ["restored", "query", "query"]
+    assert transcript["turns"][2]["user"] == "We decided to log rejected requests to syslog."
+
+    first, again = seen["compact"], seen["compact_again"]
+    assert first["method"] == "model" and first["cached"] is False
+    assert again == {**first, "cached": True}
+    assert PARENT_SUMMARY.pending[0] in first["pending"]  # the parent's open task, carried
+    focused = seen["compact_focus"]
+    assert focused["focus"] == "port" and focused["max_words"] == 60
+    assert "8443" in focused["summary"] and focused["summary"] != first["summary"]
+    # the same JSON as `rollchat compact --json`, which now answers from the same cache
+    cli_out = CliRunner().invoke(cli.app, ["compact", made.child, "--json", "--sessions-dir",
+                                           str(made.root), "--config", str(config)])
+    assert json.loads(cli_out.stdout) == again
+
+    resources = {r.uri: r for r in seen["resources"]}
+    assert set(resources) == {f"rollchat://sessions/{made.child}",
+                              f"rollchat://sessions/{made.parent}"}
+    assert resources[f"rollchat://sessions/{made.child}"].mime_type == "text/markdown"
+    assert [t.uri_template for t in seen["templates"]] == ["rollchat://sessions/{session_id}"]
+    (content,) = seen["resource"]
+    assert content.text == seen["read_md"]
+
+    for key, message in (("unknown", "no session 'nosuch'"),
+                         ("bad_read", "invalid session id"),
+                         ("bad_limit", "limit must be between 1 and 500 (got 0)"),
+                         ("empty_query", "the query is empty"),
+                         ("bad_words", "max words must be at least 20 (got 3)")):
+        assert seen[key].is_error and message in _text(seen[key]), (key, _text(seen[key]))
+    assert "nosuch_session.md" in seen["resource_error"]
+    assert seen["still_alive"] == 2
+    assert snapshot(made.root) == before  # the server wrote no session file
+
+
+def test_mcp_refuses_a_provider_it_cannot_use(tmp_path: Path) -> None:
+    config = tmp_path / "config.yml"
+    config.write_text("agents:\n  assistant:\n    provider: anthropic\n", encoding="utf-8")
+    result = CliRunner().invoke(cli.app, ["mcp", "--sessions-dir", str(tmp_path),
+                                          "--config", str(config)])
+    assert result.exit_code == 2
+    assert "provider anthropic needs an API key" in result.stderr
+
+
+@pytest.mark.parametrize("module", ["rollchat.mcp_server", "rollchat.compact_op"])
+def test_the_server_modules_draw_nothing(module: str) -> None:
+    """The server's stdout is the protocol: its modules never import the terminal layer."""
+    import subprocess
+
+    code = (f"import sys, {module}\n"
+            "bad = [m for m in sys.modules if m.startswith(('prompt_toolkit', 'rollchat.ui'))]\n"
+            "print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"

@@ -1,0 +1,206 @@
+"""Choosing the session a chat starts from: ``rollchat -c`` (the most recent), a bare
+``--resume`` and ``rollchat pick`` (the picker: fuzzy filter, summary preview), in a terminal
+and without one; the fuzzy ranking and the picker's state on their own."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from rollchat.cli import chat_args
+from rollchat.domain import Summary
+from rollchat.fuzzy import Candidate, Matcher
+from rollchat.listing import SessionInfo
+from rollchat.store import SessionStore
+from rollchat.transcript import parse
+from rollchat.ui.picker import Picker
+from tests.e2e import PROMPT, run_piped, spawn, write_config
+from tests.sessions_helpers import summary, write_session
+
+FAST = "ui:\n  offline_word_delay: 0\n"
+OLD = "assistant_20260501_090000_a1a1"
+REDIS = "assistant_20260501_091000_b2b2"
+NEWEST = "assistant_20260501_092000_c3c3"
+
+
+def _three(tmp_path: Path) -> Path:
+    sessions = tmp_path / "sessions"
+    write_session(sessions, OLD, ["plan the garden beds"], minutes=0,
+                  summary=summary(topics=("garden layout",), decisions=("tomatoes by the wall",)))
+    write_session(sessions, REDIS, ["set up the redis cache", "which port?"], minutes=10,
+                  summary=summary(topics=("redis caching",),
+                                  decisions=("redis listens on port 6380",),
+                                  pending=("write the eviction tests",)))
+    write_session(sessions, NEWEST, ["draft the release notes"], minutes=20)  # no summary
+    return sessions
+
+
+# ------------------------------------------------------------------ fuzzy ranking
+
+def _cand(key: str, *fields: str, minutes: int = 0) -> Candidate:
+    return Candidate(key, fields, datetime(2026, 1, 1, tzinfo=timezone.utc)
+                     + timedelta(minutes=minutes))
+
+
+def test_fuzzy_every_word_must_match_within_one_field_best_first_then_recent() -> None:
+    matcher = Matcher([
+        _cand("a", "set up the redis cache", minutes=1),
+        _cand("b", "rewrite docs", minutes=2),  # r..e..d..s spread out: weaker than "redis"
+        _cand("c", "red", "is", minutes=3),  # "redis" only across two fields: no match
+        _cand("d", "Redis tuning", minutes=0),  # a word start, older than a
+    ])
+    assert [c.key for c in matcher.rank("")] == ["c", "b", "a", "d"]  # most recent first
+    assert [c.key for c in matcher.rank("redis")] == ["a", "d"]
+    assert [c.key for c in matcher.rank("rds")] == ["a", "d", "b"]  # tight spans rank first
+    assert [c.key for c in matcher.rank("redis tun")] == ["d"]  # every word must match
+    assert matcher.rank("zzz") == []
+
+
+def test_fuzzy_ranks_a_word_start_above_a_substring_inside_a_word() -> None:
+    matcher = Matcher([_cand("inside", "preparing", minutes=5), _cand("start", "a par", minutes=0)])
+    assert [c.key for c in matcher.rank("par")] == ["start", "inside"]
+
+
+# ------------------------------------------------------------------ the picker's state
+
+def _infos(sessions: Path) -> list[SessionInfo]:
+    return SessionStore(sessions).list_sessions().sessions
+
+
+def test_picker_reads_a_summary_only_when_its_session_is_highlighted(tmp_path: Path) -> None:
+    sessions = _three(tmp_path)
+    store = SessionStore(sessions)
+    read: list[str] = []
+
+    def load(info: SessionInfo) -> Summary | None:
+        read.append(info.session_id)
+        return store.load_summary(info)
+
+    picker = Picker(_infos(sessions), load)
+    assert picker.current is not None and picker.current.session_id == NEWEST
+    text = "\n".join(t for _, t in picker.preview())
+    assert "No summary yet" in text and read == []  # NEWEST has none: nothing read
+    picker.move(1)
+    text = "\n".join(t for _, t in picker.preview())
+    assert "- redis listens on port 6380" in text and "- write the eviction tests" in text
+    picker.preview()
+    assert read == [REDIS]  # once, cached
+    picker.filter("garden")
+    assert [c.key for c in picker.matches] == [OLD] and picker.selected == 0
+    assert "tomatoes by the wall" in "\n".join(t for _, t in picker.preview())
+    assert read == [REDIS, OLD]
+    picker.filter("nothing like this")
+    assert picker.current is None and "No session matches" in picker.preview()[0][1]
+
+
+def test_picker_scrolls_and_shows_hostile_text_harmlessly(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    for n in range(30):
+        write_session(sessions, f"assistant_20260501_0900{n:02d}_{n:04x}",
+                      [f"question {n} \x1b]0;pwned\x07 \u202eevil"], minutes=n,
+                      summary=summary(topics=("a \x1b[2J topic",)))
+    picker = Picker(_infos(sessions), SessionStore(sessions).load_summary)
+    picker.move(12)
+    rows = picker.rows(5)
+    assert len(rows) == 5 and rows[-1][0] and rows[-1][1].session_id.endswith("_0011")
+    picker.move(-12)
+    assert picker.rows(5)[0][0]  # scrolled back up to the selection
+    shown = [picker.row_text(info, 200) for _, info in rows]
+    shown += [t for _, t in picker.preview()]
+    assert not any("\x1b" in s or "\x07" in s or "\u202e" in s for s in shown)
+    assert any("^[]0;pwned^G" in s for s in shown) and any("^[[2J" in s for s in shown)
+
+
+# ------------------------------------------------------------------ the command line
+
+def test_a_bare_resume_becomes_the_picker_and_a_resume_with_a_value_stays() -> None:
+    assert chat_args(["--resume"]) == ["--pick"]
+    assert chat_args(["--resume", "--yes"]) == ["--pick", "--yes"]
+    assert chat_args(["--resume", "3", "--yes"]) == ["--resume", "3", "--yes"]
+    assert chat_args(["--resume=ab12"]) == ["--resume=ab12"]
+    assert chat_args(["--model", "--resume"]) == ["--model", "--resume"]  # a value
+    assert chat_args(["--resume", "--model", "m", "agent.py"]) == [
+        "--pick", "--model", "m", "--agent-file", "agent.py"]
+    assert chat_args(["show", "--resume"]) == ["show", "--resume"]  # a subcommand's words
+
+
+def test_continue_resumes_the_most_recent_session(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "rollchat.yml", FAST)
+    sessions = _three(tmp_path)
+    result = run_piped(tmp_path, "and now?\nexit\n", "--config", str(cfg), "-c")
+    assert result.returncode == 0, result.stderr
+    assert f"Found: {NEWEST}" in result.stdout
+    [child] = [p for p in sessions.glob("*.md") if p.stem not in (OLD, REDIS, NEWEST)]
+    assert parse(child.read_text()).header.resumed_from == NEWEST
+
+
+def test_continue_without_sessions_says_so_and_starts_nothing(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "rollchat.yml", FAST)
+    result = run_piped(tmp_path, "hello\n", "--config", str(cfg), "--continue")
+    assert result.returncode == 1
+    assert "no saved sessions in" in result.stderr and "nothing to continue" in result.stderr
+    assert result.stdout == "" and not list(tmp_path.glob("sessions/*.md"))
+
+
+@pytest.mark.parametrize("args", [["--resume"], ["pick"], ["--yes", "--resume"]])
+def test_choosing_without_a_terminal_is_refused(tmp_path: Path, args: list[str]) -> None:
+    _three(tmp_path)
+    result = run_piped(tmp_path, "hello\n", *args)
+    assert result.returncode == 2
+    assert "choosing a session needs a terminal" in result.stderr
+    assert len(list(tmp_path.glob("sessions/*.md"))) == 3  # no chat was started
+
+
+@pytest.mark.parametrize("args", [["-c", "--resume", "2"], ["-c", "--resume"], ["-c", "pick"]])
+def test_two_ways_to_choose_at_once_are_refused(tmp_path: Path, args: list[str]) -> None:
+    result = run_piped(tmp_path, "", *args)
+    assert result.returncode == 2 and "rollchat: error:" in result.stderr
+    assert "--continue" in result.stderr
+
+
+# ------------------------------------------------------------------ in a terminal
+
+def test_pty_picker_filters_previews_and_resumes_the_chosen_session(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "rollchat.yml", FAST)
+    sessions = _three(tmp_path)
+    child = spawn(tmp_path, "--config", str(cfg), "--resume", timeout=60)
+    child.expect_exact("3 of 3 sessions")
+    child.expect_exact("No summary yet")  # the newest is highlighted first
+    child.send("rds")  # fuzzy: "redis" (tight), "garden beds" (spread out); not NEWEST
+    child.expect_exact("redis listens on port 6380")  # the preview: its decisions
+    child.expect_exact("write the eviction tests")
+    child.send("\x1b[B")  # Down: the garden session
+    child.send("\x1b[A")  # Up: back to redis
+    child.send("\x1b[B")  # Down again
+    child.send("\r")
+    child.expect_exact(f"Found: {OLD}")
+    child.expect_exact(PROMPT)
+    child.sendline("and now?")
+    child.expect_exact("Tokens: ")
+    child.expect_exact(PROMPT)
+    child.sendline("exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    [new] = [p for p in sessions.glob("*.md") if p.stem not in (OLD, REDIS, NEWEST)]
+    assert parse(new.read_text()).header.resumed_from == OLD
+
+
+@pytest.mark.parametrize(("key", "status"), [("\x1b", 1), ("\x03", 130)])
+def test_pty_pick_cancelled_starts_no_chat(tmp_path: Path, key: str, status: int) -> None:
+    cfg = write_config(tmp_path / "rollchat.yml", FAST)
+    _three(tmp_path)
+    child = spawn(tmp_path, "--config", str(cfg), "pick", timeout=60)
+    child.expect_exact("3 of 3 sessions")
+    child.send("garden")
+    child.expect_exact("tomatoes by the wall")
+    child.send(key)
+    child.expect_exact("no session chosen")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == status
+    assert PROMPT not in (child.before or "")
+    assert len(list(tmp_path.glob("sessions/*.md"))) == 3
