@@ -28,7 +28,7 @@ from rollchat.transcript import (
     render_turn,
     tail_summary,
 )
-from rollchat.transcript.parse import first_query_line
+from rollchat.transcript.syntax import first_query_line
 
 UTC = timezone.utc
 T0 = datetime(2026, 11, 22, 14, 30, 22, tzinfo=UTC)

@@ -27,6 +27,7 @@ from rollchat.transcript.syntax import (
     SUMMARY_END,
     SUMMARY_START,
     first_marker,
+    first_query_line,
     parse_date,
     unesc_line,
     uninline,
@@ -126,14 +127,6 @@ def _tools(value: str | None) -> tuple[str, ...] | None:
         return None
     value = value.strip()
     return () if value in ("", "(none)") else tuple(uninline(t) for t in value.split(", "))
-
-
-def first_query_line(lines: list[str], start: int) -> str | None:
-    """The first line of the first query at or after line index ``start``, or None."""
-    for i in range(start, len(lines) - 1):
-        if _HEADING_Q.match(lines[i]) and lines[i + 1].startswith("**You:**"):
-            return unesc_line(lines[i + 1][len("**You:** "):])
-    return None
 
 
 def parse_head(text: str) -> Head:

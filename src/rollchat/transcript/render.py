@@ -9,9 +9,15 @@ import re
 from rollchat.domain import SessionHeader, Summary, ToolExchange, Transcript, Turn
 from rollchat.errors import TranscriptError
 from rollchat.titles import first_line_title, model_title
-from rollchat.transcript.parse import first_query_line
 from rollchat.transcript.summary import render_summary_block
-from rollchat.transcript.syntax import RESERVED_LABELS, aware, esc_line, first_marker, inline
+from rollchat.transcript.syntax import (
+    RESERVED_LABELS,
+    aware,
+    esc_line,
+    first_marker,
+    first_query_line,
+    inline,
+)
 
 # The header's totals: queries, tokens billed (input + output over every model call) and the
 # context's size (the prompt of the last call). Each number is padded to a fixed width so that
