@@ -87,7 +87,8 @@ def sessions_command(
     except RollchatError as exc:
         fail(str(exc), 1)
     if as_json:
-        lineage = index.lineage(page.sessions)  # and their ancestors, for the chain costs
+        # they and their ancestors by id, for the chain costs
+        lineage = {s.session_id: s for s in index.lineage(page.sessions)}
         _json({
             "sessions": [
                 {"number": i.number, "id": i.session_id, "file": i.file_name, "agent": i.agent,
@@ -192,7 +193,7 @@ def init_agent_command(
         fail(str(exc), 1)
 
 
-def _costs(info: SessionInfo, sessions: list[SessionInfo]) -> dict[str, float | None]:
+def _costs(info: SessionInfo, sessions: dict[str, SessionInfo]) -> dict[str, float | None]:
     """A listed session's cost in dollars and its chain's (itself and the sessions it
     continues: the known costs summed); null when no price was known."""
     from rollchat.prices import chain_of
