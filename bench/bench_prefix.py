@@ -9,7 +9,13 @@ chat request with no compaction in between, the share of its input (tools, syste
 messages, serialized as sent; Anthropic cache_control markers ignored) that is byte for byte
 the start of the previous request is what a provider's prompt cache can reuse.
 
-Run: .venv/bin/python bench/bench_prefix.py [--turns 60] [--window 32000]
+``--memory`` runs each dialect twice, side by side: without memory, and with the memory layers
+of issue 16 (a user profile in the system prompt and, in every user message, a context block
+with the date and time and the facts most relevant to it, from a store of 60 facts; the clock
+moves a minute per turn, so every block differs from the one before).
+
+Run: .venv/bin/python bench/bench_prefix.py [--turns 60] [--window 32000] [--memory]
+     [--dialect openai]
      (from the repository root; PYTHONPATH=/path/to/other/tree/src:/path/to/other/tree measures
      another tree with the same script)
 """
@@ -24,6 +30,7 @@ import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +49,8 @@ from tests.wire_servers import (
     tool_pairing_error,
 )
 
+from rollchat.memory.layers import MemoryLayers, split_block
+from rollchat.memory.search import rank
 from rollchat.providers.base import ToolSpec
 from rollchat.tools import Tool
 
@@ -92,7 +101,64 @@ def plan_for(turn: int) -> list[tuple[str, dict[str, Any]]]:
     return calls
 
 
-def turn_of(user: str) -> int | None:
+@dataclass(frozen=True)
+class Fact:
+    id: int
+    text: str
+    category: str
+    scope: str
+    source_session: str | None
+    source_turn: int | None
+
+
+SUBJECTS = ("refund", "invoice", "retry", "ledger", "rounding", "migration", "webhook", "tax",
+            "currency", "report")
+
+
+def facts() -> list[Fact]:
+    """60 remembered facts: 8 about the user (the profile), the rest about the project."""
+    out = [Fact(n + 1, f"The user prefers {what}", "preference", "user",
+                "rollo_20261101_090000_0001", n + 1)
+           for n, what in enumerate(("tabs over spaces", "short answers", "Decimal for money",
+                                     "pytest over unittest", "type hints everywhere",
+                                     "small commits", "British spelling", "no emojis"))]
+    out += [Fact(n + 100, f"The {SUBJECTS[n % len(SUBJECTS)]} code in billing/"
+                          f"{SUBJECTS[(n * 3) % len(SUBJECTS)]}.py was changed in sprint {n} "
+                          f"to handle case {n * 7}", "fact", "project",
+                 f"rollo_202611{n % 28 + 1:02d}_100000_00{n % 90 + 10}", n % 9 + 1)
+            for n in range(52)]
+    return out
+
+
+@dataclass
+class Facts:
+    """The fact store of the run: BM25 (FTS5) over the facts' text."""
+
+    items: list[Fact]
+
+    def facts(self) -> list[Fact]:
+        return self.items
+
+    def relevant(self, query: str, k: int = 5) -> list[Fact]:
+        return [self.items[i] for i in rank([f.text for f in self.items], query, k)]
+
+    def mark_used(self, ids: object) -> None:
+        pass
+
+
+class Clock:
+    """A minute later at each call."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 11, 23, 9, 0, tzinfo=timezone(timedelta(hours=1), "CET"))
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(minutes=1)
+        return self.now
+
+
+def turn_of(content: str) -> int | None:
+    user = split_block(content)[1]
     if user.startswith("[") and "]" in user:
         head = user[1:user.index("]")]
         return int(head) if head.isdigit() else None
@@ -164,12 +230,16 @@ def shared(previous: dict[str, Any], current: dict[str, Any]) -> tuple[float, fl
     return common / len(b), common / len(a)
 
 
-def run(dialect_name: str, turns: int, window: int) -> dict[str, Any]:
+def run(dialect_name: str, turns: int, window: int, memory: bool = False) -> dict[str, Any]:
     dialect = OpenAIDialect() if dialect_name == "openai" else AnthropicDialect()
     with tempfile.TemporaryDirectory() as tmp, WireServer(
             dialect, window=window, responder=Model(), strict_tools=True) as server:
         session = start(Path(tmp), server, window=window, max_output=2000)
-        engine = session.app.session.engine
+        core = session.app.session
+        engine = core.engine
+        if memory:
+            core.layers = MemoryLayers(Facts(facts()), clock=Clock())
+            core._freeze_profile()
         for name, (fn, description) in TOOLS.items():
             engine.tools[name] = Tool(ToolSpec(name, description, {"type": "object"}), fn)
         for i in range(turns):
@@ -196,7 +266,8 @@ def run(dialect_name: str, turns: int, window: int) -> dict[str, Any]:
                 sizes.append(len("".join(canonical(body))))
             previous = body
         weighted = sum(s * n for s, n in zip(shares, sizes, strict=True)) / sum(sizes)
-        return {"dialect": dialect_name, "requests": len(server.bodies),
+        return {"dialect": dialect_name + (" +memory" if memory else ""),
+                "requests": len(server.bodies),
                 "compactions": restorations, "pairs": len(shares),
                 "mean": statistics.fmean(shares), "median": statistics.median(shares),
                 "min": min(shares), "at_least_90": sum(s >= 0.9 for s in shares) / len(shares),
@@ -208,10 +279,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=60)
     parser.add_argument("--window", type=int, default=32_000)
+    parser.add_argument("--dialect", choices=("openai", "anthropic"), action="append",
+                        help="only this dialect (repeatable; default both)")
+    parser.add_argument("--memory", action="store_true",
+                        help="also run with the memory layers, side by side")
     args = parser.parse_args()
-    for name in ("openai", "anthropic"):
-        r = run(name, args.turns, args.window)
-        print(f"{r['dialect']:9} {args.turns} turns, window {args.window:,}: "
+    runs = [(name, memory) for name in (args.dialect or ("openai", "anthropic"))
+            for memory in ((False, True) if args.memory else (False,))]
+    for name, memory in runs:
+        r = run(name, args.turns, args.window, memory)
+        print(f"{r['dialect']:17} {args.turns} turns, window {args.window:,}: "
               f"{r['requests']} requests, {r['compactions']} compactions, {r['pairs']} pairs "
               f"between compactions; prefix share mean {r['mean']:.1%}, median "
               f"{r['median']:.1%}, min {r['min']:.1%}, by size {r['weighted']:.1%}; "

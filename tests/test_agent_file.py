@@ -116,7 +116,7 @@ AGENT_A = "name = 'Alpha'\n\ndef ping(host: str) -> str:\n    '''Ping.'''\n    r
 def test_resuming_with_another_agent_file_or_tool_set_asks_first(tmp_path: Path) -> None:
     (tmp_path / "alpha.py").write_text(AGENT_A)
     (tmp_path / "beta.py").write_text(AGENT_A.replace("Alpha", "Beta"))
-    first = run_piped(tmp_path, "remember the lighthouse\n", "alpha.py")
+    first = run_piped(tmp_path, "note the lighthouse\n", "alpha.py")
     assert first.returncode == 0, first.stderr
     other = run_piped(tmp_path, "resume 1\n", "beta.py")
     assert "was with agent 'Alpha'" in other.stdout + other.stderr

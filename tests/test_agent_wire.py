@@ -126,8 +126,10 @@ def test_typed_tools_run_in_parallel_and_land_in_the_transcript(
     assert code == 0, err
     first = server.bodies[0]
     schema = specs(first)
-    # the file's order, then the archive tool (it reads back cut or shortened results)
-    assert list(schema) == ["forecast", "slow_echo", "explode", "session_archive_read"]
+    # the file's order, then the archive tool (it reads back cut or shortened results) and
+    # the memory's search
+    assert list(schema) == ["forecast", "slow_echo", "explode", "session_archive_read",
+                            "memory_search"]
     f = schema["forecast"]
     assert f["description"] == "Forecast the weather."
     assert f["required"] == ["city"]

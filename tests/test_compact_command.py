@@ -260,3 +260,34 @@ def test_the_summary_shape_is_the_summary_type() -> None:
     text_ = summary_markdown(Summary("Bg.", ("a\nb",), (), ("p",)))
     assert text_ == ("**Background Context:** Bg.\n\n**Topics Discussed:**\n- a\n  b\n\n"
                      "**Decisions Made:**\n- None\n\n**Pending:**\n- p\n")
+
+
+def test_a_huge_session_costs_the_model_one_call_not_dozens(
+        tmp_path: Path, openai_server: WireServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session needing many summary calls (a client's one compact_session could cost dozens
+    of requests): the model summarizes its last part, the older turns locally, and says so."""
+    root = tmp_path / "sessions"
+    store = SessionStore(root)
+    live = store.new_session(agent_key="assistant", agent="Assistant",
+                             agent_path="config:assistant", model="offline",
+                             provider="offline", now=T0)
+    for n in range(1, 41):
+        live.append_turn(turn(n, f"Step {n} of the migration: " + "lorem ipsum " * 300,
+                              f"Done step {n}. " + "dolor sit amet " * 300, T0), "Assistant")
+    live.close()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    config = _config(tmp_path, "agents:\n  assistant:\n    provider: openai\n"
+                               f"    base_url: {openai_server.url}\n    model: small-window\n"
+                               "    max_output_tokens: 512\n"
+                               "models:\n  small-window:\n    context_window: 8192\n"
+                               + OFFLINE_CONFIG)
+    for _ in range(40):
+        openai_server.push(text(SUMMARY_REPLY))
+    result = CliRunner().invoke(cli.app, ["compact", live.session_id, "--json",
+                                          "--sessions-dir", str(root), "--config", str(config)])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["method"] == "model"
+    assert len(openai_server.requests) == 1
+    assert any("summarized locally" in note for note in out["notes"]), out["notes"]
+    assert "summary calls: the model summarized its last part" in result.stderr

@@ -10,6 +10,7 @@ import pexpect
 import pytest
 
 from rollchat.compaction.request import SUMMARY_SYSTEM_PROMPT
+from rollchat.memory.layers import split_block
 from rollchat.transcript import FALLBACK_NOTE, SUMMARY_END, SUMMARY_START, parse
 from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
 from tests.wire_servers import (
@@ -117,6 +118,9 @@ def test_compact_and_resume_send_only_what_they_should(
     restore_prompt = conversation(bodies[3])[1][0][1]
     assert S1 in restore_prompt
     system, after = conversation(bodies[4])
+    block, typed = split_block(after[2][1])  # the turn's context block, then what was typed
+    assert block.startswith("<context>\nNow: ") and typed == "how many retries?"
+    after[2] = ("user", typed)
     assert after == [("user", restore_prompt),
                      ("assistant", "Acknowledged: we picked rabbitmq. Ready to continue."),
                      ("user", "how many retries?")]

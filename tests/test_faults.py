@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from rollchat.domain import Turn
+from rollchat.memory.layers import split_block
 from rollchat.transcript import parse
 from tests.e2e import clean_env, run_piped, write_config
 from tests.wire_servers import (
@@ -187,12 +188,13 @@ def _next_body(result: Run, line: str) -> dict[str, Any]:
 
 
 def _contents(body: dict[str, Any]) -> list[str]:
+    """Each message's text; a user message's without its context block (date, memory)."""
     out = []
     for m in body["messages"]:
         content = m.get("content")
         if isinstance(content, list):
             content = "".join(b.get("text", "") for b in content if isinstance(b, dict))
-        out.append(content or "")
+        out.append(split_block(content or "")[1] if m.get("role") == "user" else content or "")
     return out
 
 

@@ -18,6 +18,7 @@ from rollchat import cli, providers
 from rollchat.config import AgentConfig, Config, ConfigOverrides, load_config
 from rollchat.domain import SessionHeader, Transcript, Turn
 from rollchat.handoff import CONTEXT_TAG, mention, relevant_turns
+from rollchat.memory.layers import split_block
 from rollchat.providers.base import ChatRequest, StreamEvent
 from rollchat.providers.offline import OfflineProvider
 from rollchat.transcript import parse, render
@@ -101,7 +102,7 @@ def start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: str = "",
 
 
 def handed_block(request: ChatRequest) -> str:
-    last = request.messages[-1].content
+    last = split_block(request.messages[-1].content)[1]  # after the turn's context block
     m = re.match(rf'<{CONTEXT_TAG} from="[^"]*" session="[^"]*" strategy="([a-z_0-9]+)">\n'
                  rf"(.*)\n</{CONTEXT_TAG}>\n\n", last, re.DOTALL)
     assert m is not None, last[:200]

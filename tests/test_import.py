@@ -182,6 +182,10 @@ def test_nothing_to_import_and_bad_arguments(tmp_path: Path) -> None:
     assert code == 2 and "no messages found in this claude-code file; nothing imported" in err
     assert "line 2: a message without content (skipped)" in err
     assert not list((tmp_path / "sessions").glob("*.md"))
+    for name, content in (("empty.jsonl", b""), ("blank.md", b"\xef\xbb\xbf \n\n\t\n")):
+        (tmp_path / name).write_bytes(content)
+        code, _, err = run(tmp_path, str(tmp_path / name))
+        assert code == 2 and f"{name} is empty: nothing to import" in err, err
     code, _, err = run(tmp_path, str(tmp_path / "missing.jsonl"))
     assert code == 2 and "cannot read" in err
     code, _, err = run(tmp_path, str(tmp_path))
@@ -212,3 +216,53 @@ def test_an_imported_session_resumes(tmp_path: Path) -> None:
     assert "redis" in result.stdout
     child = next(p for p in (tmp_path / "sessions").glob("*.md") if p.stem != session_id)
     assert parse(child.read_text()).header.resumed_from == session_id
+
+
+def test_a_label_inside_a_code_block_is_code_not_the_next_message(tmp_path: Path) -> None:
+    """An answer showing a chat template in a fenced block stays one answer."""
+    source = tmp_path / "chat.md"
+    answer = ("Here is the template:\n\n````markdown\n## User\n{question}\n```\n## Assistant\n"
+              "```\n{answer}\n````\n\nand a tilde block:\n\n~~~\n**User:** not a message\n~~~")
+    source.write_text(f"## User\nShow me a chat template.\n\n## Assistant\n{answer}\n\n"
+                      "## User\nthanks\n\n## Assistant\nYou're welcome.\n", encoding="utf-8")
+    code, _, err = run(tmp_path, str(source))
+    assert code == 0, err
+    t = parse(only_session(tmp_path).read_text())
+    assert [(x.user, x.assistant) for x in t.turns] == [
+        ("Show me a chat template.", answer), ("thanks", "You're welcome.")]
+
+
+def test_codex_apply_patch_and_local_shell_calls_are_kept(tmp_path: Path) -> None:
+    """Newer Codex files edit files with the freeform apply_patch (custom_tool_call) and run
+    commands with local_shell_call: what was changed is what a resumed session needs."""
+    patch = "*** Begin Patch\n*** Update File: src/app.py\n-old\n+new\n*** End Patch"
+
+    def item(payload: dict[str, object]) -> dict[str, object]:
+        return {"timestamp": "2025-10-29T01:00:00Z", "type": "response_item",
+                "payload": payload}
+
+    rows: list[object] = [
+        item({"type": "message", "role": "user",
+              "content": [{"type": "input_text", "text": "rename old to new in app.py"}]}),
+        item({"type": "reasoning", "summary": [], "encrypted_content": "xyz"}),
+        item({"type": "local_shell_call", "call_id": "sh1", "status": "completed",
+              "action": {"type": "exec", "command": ["grep", "-n", "old", "src/app.py"]}}),
+        item({"type": "function_call_output", "call_id": "sh1",
+              "output": '{"output":"3:old","metadata":{"exit_code":0}}'}),
+        item({"type": "custom_tool_call", "status": "completed", "call_id": "p1",
+              "name": "apply_patch", "input": patch}),
+        item({"type": "custom_tool_call_output", "call_id": "p1",
+              "output": "Success. Updated the following files:\nM src/app.py"}),
+        item({"type": "message", "role": "assistant",
+              "content": [{"type": "output_text", "text": "Renamed it."}]}),
+    ]
+    code, _, err = run(tmp_path, str(jsonl(tmp_path / "rollout-x.jsonl", rows)))
+    assert code == 0, err
+    [turn] = parse(only_session(tmp_path).read_text()).turns
+    shell, edit = turn.tools
+    assert shell.call.name == "local_shell"
+    assert shell.call.arguments["command"] == ["grep", "-n", "old", "src/app.py"]
+    assert "3:old" in shell.result
+    assert edit.call.name == "apply_patch" and edit.call.arguments == {"input": patch}
+    assert edit.result.endswith("M src/app.py")
+    assert turn.assistant == "Renamed it."

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,8 @@ async def _session(params: StdioServerParameters, errlog: Any) -> dict[str, Any]
         seen["compact"] = _json(await client.call_tool("compact_session", {"session": child}))
         seen["compact_again"] = _json(await client.call_tool("compact_session",
                                                              {"session": child}))
+        seen["by_number"] = _json(await client.call_tool("compact_session", {"session": 1}))
+        seen["read_by_number"] = _text(await client.call_tool("read_session", {"session": 2}))
         seen["compact_focus"] = _json(await client.call_tool(
             "compact_session", {"session": child, "focus": "port", "max_words": 60}))
         seen["resources"] = (await client.list_resources()).resources
@@ -117,6 +120,9 @@ def test_the_mcp_server_through_the_sdk_stdio_client(tmp_path: Path) -> None:
     first, again = seen["compact"], seen["compact_again"]
     assert first["method"] == "model" and first["cached"] is False
     assert again == {**first, "cached": True}
+    # "number" in list_sessions is a JSON number: a client passes it as one
+    assert seen["by_number"] == again
+    assert seen["read_by_number"] == (made.root / f"{made.parent}.md").read_text(encoding="utf-8")
     assert PARENT_SUMMARY.pending[0] in first["pending"]  # the parent's open task, carried
     focused = seen["compact_focus"]
     assert focused["focus"] == "port" and focused["max_words"] == 60
@@ -165,3 +171,75 @@ def test_the_server_modules_draw_nothing(module: str) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def _big_session(root: Path) -> str:
+    """A 2 MB session: 40 long turns, one with a 600,000-character tool result."""
+    from rollchat.domain import ToolCall, ToolExchange
+    from rollchat.store import SessionStore
+    from tests.compact_fixtures import T0, turn
+
+    store = SessionStore(root)
+    live = store.new_session(agent_key="assistant", agent="Assistant",
+                             agent_path="config:assistant", model="offline",
+                             provider="offline", now=T0)
+    for n in range(1, 41):
+        t = turn(n, f"step {n} " + "lorem ipsum " * 2000, f"done {n} " + "dolor " * 2000, T0)
+        if n == 20:
+            from dataclasses import replace
+            t = replace(t, tools=(ToolExchange(ToolCall("c1", "read_log", {"path": "x.log"}),
+                                               "log line\n" * 60_000),))
+        live.append_turn(t, "Assistant")
+    live.close()
+    return live.session_id
+
+
+async def _pages(params: StdioServerParameters, errlog: Any, sid: str) -> dict[str, Any]:
+    seen: dict[str, Any] = {"md": [], "json": []}
+    async with Client(stdio_client(params, errlog=errlog)) as client:
+        offset: int | None = 0
+        while offset is not None:
+            text = _text(await client.call_tool("read_session",
+                                                {"session": sid, "offset": offset}))
+            seen["md"].append(text)
+            found = re.search(r"\n\n\[rollchat: characters [\d,]+-[\d,]+ of [\d,]+; read on "
+                              rf'with read_session\(session="{sid}", offset=(\d+)\)\]$', text)
+            offset = int(found[1]) if found else None
+        offset = 0
+        while offset is not None:
+            page = _json(await client.call_tool("read_session", {
+                "session": sid, "format": "json", "offset": offset}))
+            seen["json"].append(page)
+            offset = page["next_offset"]
+        seen["past_end"] = await client.call_tool("read_session",
+                                                  {"session": sid, "offset": 10**9})
+        seen["tiny"] = await client.call_tool("read_session",
+                                              {"session": sid, "max_chars": 10})
+    return seen
+
+
+def test_read_session_answers_a_bounded_page_and_says_how_to_read_on(tmp_path: Path) -> None:
+    """A client puts a tool's answer in its model's context: a 2 MB session comes a page at a
+    time, not as one 2 MB answer, and the pages put together are the whole file."""
+    root = tmp_path / "sessions"
+    sid = _big_session(root)
+    config = tmp_path / "config.yml"
+    config.write_text(OFFLINE_CONFIG, encoding="utf-8")
+    whole = (root / f"{sid}.md").read_text(encoding="utf-8")
+    assert len(whole) > 1_900_000
+    with (tmp_path / "server.err").open("w+", encoding="utf-8") as errlog:
+        seen = asyncio.run(asyncio.wait_for(_pages(_params(tmp_path, root, config), errlog,
+                                                   sid), 120))
+    pages = seen["md"]
+    assert len(pages) > 20 and all(len(p) <= 80_200 for p in pages)
+    assert "".join(p.rsplit("\n\n[rollchat: characters", 1)[0] for p in pages[:-1]) \
+        + pages[-1] == whole
+    turns = [t for page in seen["json"] for t in page["turns"]]
+    assert [t["number"] for t in turns] == list(range(1, 41))
+    assert all(len(json.dumps(p, indent=1, ensure_ascii=False)) <= 100_000
+               for p in seen["json"])
+    (big,) = [t for t in turns if t["tools"]]
+    assert "[…cut: 540,000 characters" in big["tools"][0]["result"]
+    assert seen["json"][0]["turns_total"] == 40
+    assert seen["past_end"].is_error and "past the end" in _text(seen["past_end"])
+    assert seen["tiny"].is_error and "max_chars must be between" in _text(seen["tiny"])

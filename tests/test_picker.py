@@ -204,3 +204,56 @@ def test_pty_pick_cancelled_starts_no_chat(tmp_path: Path, key: str, status: int
     assert child.exitstatus == status
     assert PROMPT not in (child.before or "")
     assert len(list(tmp_path.glob("sessions/*.md"))) == 3
+
+
+def test_continue_resumes_the_session_used_last_not_the_one_started_last(
+        tmp_path: Path) -> None:
+    """A long chat begun in the morning and used until now beats a quick one begun later and
+    long closed; a session already continued elsewhere (its summary edited since) is not it."""
+    import os
+    from dataclasses import replace
+
+    from rollchat.transcript import render
+
+    cfg = write_config(tmp_path / "rollchat.yml", FAST)
+    sessions = _three(tmp_path)  # OLD (09:00), REDIS (09:10), NEWEST (09:20)
+    edited = sessions / f"{REDIS}.md"  # continued in NEWEST, then its summary edited
+    t = parse(edited.read_text())
+    edited.write_text(render(replace(t, header=replace(t.header, continued_in=(NEWEST,)))))
+    hour = 3600
+    stamp = os.path.getmtime(edited)
+    for name, ago in ((NEWEST, 2 * hour), (OLD, hour), (REDIS, 0)):
+        os.utime(sessions / f"{name}.md", (stamp - ago, stamp - ago))
+    result = run_piped(tmp_path, "and now?\nexit\n", "--config", str(cfg), "-c")
+    assert result.returncode == 0, result.stderr
+    assert f"Found: {OLD}" in result.stdout
+
+
+def test_a_first_question_longer_than_the_head_window_is_still_listed_and_matched(
+        tmp_path: Path) -> None:
+    """A session whose first question was pasted whole (a 1 MB log) was listed with no first
+    line, and the picker showed '(no queries)' for it; its start is shown and matched now."""
+    sessions = tmp_path / "sessions"
+    write_session(sessions, OLD, ["why does this crash? " + "Traceback é " * 90_000])
+    listed = run_piped(tmp_path, "", "sessions", "--sessions-dir", "sessions")
+    assert listed.returncode == 0, listed.stderr
+    assert '"why does this crash? Traceback é' in listed.stdout
+    infos = SessionStore(sessions).list_sessions().sessions
+    picker = Picker(infos, lambda info: None)
+    picker.filter("crash")
+    assert picker.current is not None and picker.current.session_id == OLD
+    assert "why does this crash?" in picker.row_text(picker.current, 200)
+
+
+def test_picker_preview_of_a_huge_summary_item_stays_short_and_counts_read_well(
+        tmp_path: Path) -> None:
+    """One 50 KB decision filled the whole preview pane (and pushed the rest off it); a
+    session of one query read '1 queries'."""
+    sessions = tmp_path / "sessions"
+    write_session(sessions, OLD, ["plan"], summary=summary(
+        decisions=("x" * 50_000,), pending=("write the eviction tests",)))
+    picker = Picker(_infos(sessions), SessionStore(sessions).load_summary)
+    lines = [t for _, t in picker.preview()]
+    assert max(len(t) for t in lines) < 600
+    assert "- write the eviction tests" in lines
+    assert any("1 query  ·" in t for t in lines) and not any("1 queries" in t for t in lines)

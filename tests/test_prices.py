@@ -198,7 +198,7 @@ def test_piped_chat_over_the_anthropic_wire_then_sessions_json(
     anthropic_server.push(text("Noted.", input_tokens=10, output_tokens=6, cache_read=100,
                                cache_write=20))
     env = clean_env(tmp_path / "home", ANTHROPIC_API_KEY="sk-ant-test-0123456789")
-    done = run_piped(tmp_path, "remember the port is 8443\nexit\n", "--provider", "anthropic",
+    done = run_piped(tmp_path, "note the port is 8443\nexit\n", "--provider", "anthropic",
                      "--model", "claude-sonnet-4-5", "--base-url", anthropic_server.url,
                      env=env)
     assert done.returncode == 0, done.stderr

@@ -128,7 +128,7 @@ def test_prune_asks_on_a_terminal(tmp_path: Path) -> None:
     env = clean_env(tmp_path / "home")
     args = ("prune", "--older-than", "48h", "--sessions-dir", str(h.store.root))
     child = spawn(tmp_path, *args, env=env)
-    child.expect(r"Delete these 1 sessions\? \[y/N\]")
+    child.expect(r"Delete this session\? \[y/N\]")
     child.sendline("")  # the default is no
     child.expect("Nothing deleted.")
     child.expect(pexpect.EOF)
@@ -166,3 +166,46 @@ def test_fork_from_the_command_line_starts_the_chat_in_a_fork(tmp_path: Path) ->
     bad = run_piped(tmp_path, "", "fork", "nosuchsession", "--sessions-dir",
                     str(h.store.root))
     assert bad.returncode == 1 and "no session 'nosuchsession'" in bad.stderr
+
+
+def test_prune_ctrl_c_at_the_question_deletes_nothing_and_says_so(tmp_path: Path) -> None:
+    h = make_app(tmp_path)
+    chat(h, DECISION)
+    h.app.exit()
+    [path] = h.files()
+    _age(path, 3)
+    child = spawn(tmp_path, "prune", "--older-than", "48h", "--sessions-dir",
+                  str(h.store.root), env=clean_env(tmp_path / "home"))
+    child.expect(r"Delete this session\? \[y/N\]")
+    child.sendintr()
+    child.expect("Nothing deleted.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert "Aborted" not in (child.before or "")
+    assert child.exitstatus == 130 and path.exists()
+
+
+def test_prune_keeps_a_session_written_while_the_question_waited(tmp_path: Path) -> None:
+    """The list the user said yes to is what goes: a session written meanwhile (resumed,
+    its summary edited) is young again, and is kept with a warning."""
+    h = make_app(tmp_path)
+    chat(h, DECISION)
+    h.app.exit()
+    [path] = h.files()
+    _age(path, 3)
+    child = spawn(tmp_path, "prune", "--older-than", "48h", "--sessions-dir",
+                  str(h.store.root), env=clean_env(tmp_path / "home"))
+    child.expect(r"\[y/N\]")
+    path.write_bytes(path.read_bytes())  # written now
+    child.sendline("y")
+    child.expect("written since it was listed")
+    child.expect("Deleted 0 sessions")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1 and path.exists()
+
+
+def test_fork_help_names_its_argument_as_show_and_export_do() -> None:
+    done = CliRunner().invoke(cli.app, ["fork", "--help"])
+    assert done.exit_code == 0
+    assert "fork [OPTIONS] N|ID" in done.stdout and "SESSION" not in done.stdout

@@ -258,3 +258,25 @@ def test_undo_without_saving(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "Undone: back in" in done.stdout and "Queries: 2" in done.stdout
     assert not (tmp_path / "sessions").exists()
+
+
+@pytest.mark.parametrize("change", [
+    "'REMEMBER: the deadline is Friday\\n' + p.read_text()",  # above the first section
+    "p.read_text().replace('**Current Session Summary:**', "
+    "'**Current Session Summary:** REMEMBER: the deadline is Friday', 1)",
+])
+def test_summary_edit_with_text_outside_the_sections_is_not_silently_dropped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str) -> None:
+    """What the user typed where no section takes it was dropped, and the edit reported as
+    'Summary unchanged.'; now the edit cannot be used as it is, and the question says why."""
+    _editor(tmp_path, monkeypatch, f"p.write_text({change})\n")
+    questions: list[str] = []
+    h = make_app(tmp_path, confirm=lambda q: bool(questions.append(q)))
+    chat(h, "we decided to use redis for the cache", "compact")
+    parent = _session_file(h, h.app.session.state.resumed_from)
+    before = parent.read_bytes()
+    chat(h, "summary edit")
+    assert "Summary unchanged." not in h.output
+    assert questions and "REMEMBER: the deadline is Friday" in questions[0]
+    assert "outside the sections" in questions[0]
+    assert "Edit discarded" in h.output and parent.read_bytes() == before

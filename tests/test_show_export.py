@@ -199,3 +199,23 @@ def test_export_to_a_terminal_makes_escape_sequences_harmless(tmp_path: Path) ->
     child.close()
     assert child.exitstatus == 0
     _made_harmless(child.before or "")
+
+
+def test_show_piped_keeps_every_word_of_long_items_answers_and_summaries(
+        tmp_path: Path) -> None:
+    """Piped, nothing is cut at the width: long list items, quotes and code lines of an answer
+    and long summary items all arrive whole (they were cropped to one 80-column line)."""
+    words = " ".join(f"w{n}" for n in range(60))
+    sessions = tmp_path / "sessions"
+    write_session(sessions, ROOT, [words], minutes=0,
+                  answer=f"Para {words}\n\n- item {words}\n\n> quote {words}\n\n"
+                         f"```\ncode {words}\n```\n",
+                  summary=summary(background=f"bg {words}", topics=(f"topic {words}",),
+                                  decisions=(f"decision {words}",)))
+    result = run_piped(tmp_path, "", "show", "1", "--sessions-dir", "sessions")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for lead in ("Para", "item", "quote", "code", "bg", "topic", "decision"):
+        at = out.index(f"{lead} w0")
+        following = out[at:at + 2000]
+        assert all(f"w{n}" in following.split() for n in range(60)), (lead, following)

@@ -101,7 +101,7 @@ def test_a_second_signal_while_saving_does_not_cut_the_save(tmp_path: Path) -> N
         env=clean_env(tmp_path / "home"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
     assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write("remember that the release is on monday\n")
+    proc.stdin.write("note that the release is on monday\n")
     proc.stdin.flush()
     while "Time:" not in proc.stdout.readline():
         pass

@@ -38,7 +38,8 @@ def test_skills_are_listed_and_loaded_on_demand(openai_server: WireServer,
                            "- release: Cut a release of the project.\n</available_skills>")
     assert third["messages"][0]["content"] == system  # the prefix is stable
     assert [t["function"]["name"] for t in first["tools"]] == ["load_skill",
-                                                              "session_archive_read"]
+                                                              "session_archive_read",
+                                                              "memory_search"]
     result = next(m for m in second["messages"] if m["role"] == "tool")["content"]
     # read-only: runs piped, without --yes, even with approval: never
     assert result.startswith("# Skill: pdf-forms\n\nStep one: open the form.")

@@ -26,7 +26,8 @@ def report(chat, **kwargs):
     heavy = sorted(m for m in sys.modules if m.startswith(
         ("rich", "rollchat.session", "rollchat.engine", "rollchat.store", "rollchat.events",
          "rollchat.providers.offline", "rollchat.compaction", "openai", "anthropic",
-         "pydantic", "docstring_parser", "rollchat.agent_file", "rollchat.tools.python")))
+         "pydantic", "docstring_parser", "rollchat.agent_file", "rollchat.tools.python",
+         "rollchat.memory", "sqlite3")))
     print("LOADED", heavy, flush=True)
     app = chat.get()
     repl.handle_line(app, "my favourite colour is teal")

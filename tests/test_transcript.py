@@ -70,7 +70,8 @@ def turns(draw: st.DrawFn) -> Turn:
                 status=draw(st.sampled_from(["ok", "interrupted", "unanswered", "error"])),
                 elapsed=draw(st.integers(0, 10**6)) / 10, usage=draw(usage),
                 tools=tuple(draw(st.lists(tools, max_size=2))), context=draw(hostile_text),
-                previous_session=draw(opt_text), error=draw(opt_text))
+                previous_session=draw(opt_text), error=draw(opt_text),
+                context_block=draw(hostile_text) if kind in ("query", "carried") else "")
 
 
 bullets = st.lists(hostile_text, max_size=3).map(tuple)

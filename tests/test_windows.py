@@ -203,4 +203,4 @@ def test_the_next_run_starts_with_the_learned_window(tmp_path: Path,
     second = run_piped(tmp_path, "context\nexit\n", "--base-url", openai_server.url,
                        "--model", "mystery-7b", env=env)
     assert second.returncode == 0, second.stderr
-    assert f"context window {WINDOW:,} tokens" in second.stdout
+    assert f"(window {WINDOW:,} tokens;" in second.stdout

@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 import pytest
 
+from rollchat.memory.layers import split_block
+
 ReplyKind = Literal[
     "text", "tool", "error", "garbage", "truncated", "drop", "stall", "stream_error"
 ]
@@ -278,6 +280,10 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = {"_raw": raw.decode("utf-8", "replace")}
         owner = self.server.owner
+        if is_extraction(body):  # a fact-extraction call: apart from the scripted chat
+            owner.extractions.append(body)
+            self._reply(text(owner.extraction_reply), body)
+            return
         counted = prompt_tokens(body) if owner.counting else None
         owner.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()},
                                        body, counted))
@@ -377,7 +383,10 @@ class WireServer:
     """A scripted wire-format server on 127.0.0.1.
 
     ``queue`` holds the next replies in order; when it is empty the server answers with
-    ``echo: <last user text>`` (or asks ``responder``). ``requests`` records every request.
+    ``echo: <last user text>`` (or asks ``responder``). ``requests`` records every request,
+    except the memory's fact-extraction calls (memory/extract.py): those are answered with
+    ``extraction_reply`` (no facts) and recorded in ``extractions``, so a test that scripts
+    the chat and its summaries need not script them.
 
     Counting mode (``counting=True`` or a ``window``): each request's prompt is counted with
     cl100k (``prompt_tokens``), reported as its input tokens, and a prompt above ``window``
@@ -399,6 +408,8 @@ class WireServer:
         self.rejected: list[Recorded] = []  # requests refused (too long, orphan tools)
         self.queue: list[Reply] = []
         self.requests: list[Recorded] = []
+        self.extractions: list[dict[str, Any]] = []
+        self.extraction_reply = "[]"
         self.released = threading.Event()
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _Handler)
@@ -450,16 +461,17 @@ class WireServer:
 
 
 def last_user_text(body: dict[str, Any]) -> str:
-    """The text of the last user message of a request body (either dialect)."""
+    """The text of the last user message of a request body (either dialect), without the
+    context block rollchat puts before it (date and time, remembered facts): what was typed."""
     for message in reversed(body.get("messages") or []):
         if message.get("role") != "user":
             continue
         content = message.get("content")
         if isinstance(content, str):
-            return content
+            return split_block(content)[1]
         texts = [b.get("text", "") for b in content or [] if b.get("type") == "text"]
         if texts:
-            return texts[-1]
+            return split_block(texts[-1])[1]
     return ""
 
 
@@ -512,6 +524,20 @@ def _message_tokens(message: dict[str, Any]) -> int:
         total += (_PER_TOOL_CALL + _tokens(call.get("id")) + _tokens(function.get("name"))
                   + _tokens(function.get("arguments")))
     return total + _tokens(message.get("tool_call_id"))
+
+
+def is_extraction(body: dict[str, Any]) -> bool:
+    """Whether a request body (either dialect) is the memory's fact-extraction call."""
+    from rollchat.memory.extract import EXTRACT_SYSTEM
+
+    system = body.get("system")
+    if isinstance(system, list):
+        system = "".join(b.get("text", "") for b in system if isinstance(b, dict))
+    if system is None:
+        first = (body.get("messages") or [{}])[0]
+        system = first.get("content") if isinstance(first, dict) and \
+            first.get("role") == "system" else None
+    return system == EXTRACT_SYSTEM
 
 
 def prompt_tokens(body: dict[str, Any]) -> int:

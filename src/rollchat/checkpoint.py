@@ -23,7 +23,8 @@ T = TypeVar("T")
 
 
 def checkpointed(flow: Generator[Event, None, T], session: Session,
-                 user: str, context: str = "") -> Generator[Event, None, T]:
+                 user: str, context: str = "", block: str = "",
+                 ) -> Generator[Event, None, T]:
     """``flow`` (the engine's call for ``user``'s message), unchanged for its caller (events,
     Ctrl-C thrown in, its result), with the turn so far written after each tool call ends."""
     text: list[str] = []
@@ -37,7 +38,8 @@ def checkpointed(flow: Generator[Event, None, T], session: Session,
             elif isinstance(event, ToolFinished):
                 tools.append(ToolExchange(event.call, event.result))
                 turn = Turn("query", session.state.queries + 1, started, user, "".join(text),
-                            status="interrupted", tools=tuple(tools), context=context)
+                            status="interrupted", tools=tuple(tools), context=context,
+                            context_block=block)
                 yield from _write(session, turn)
             try:
                 yield event

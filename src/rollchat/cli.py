@@ -86,7 +86,8 @@ def main(
                      "picker (as 'rollchat pick')."),
     ] = None,
     continue_last: Annotated[bool, typer.Option(
-        "--continue", "-c", help="Start by resuming the most recent session.")] = False,
+        "--continue", "-c",
+        help="Start by resuming the most recent session (the one used last).")] = False,
     pick: Annotated[bool, typer.Option(  # what a bare --resume becomes (chat_args)
         "--pick", hidden=True, help="Choose the session to resume in a picker.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Answer yes to questions.")] = False,
@@ -267,7 +268,9 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
                 chat.get().fork(fork)
             if interactive:
                 run_interactive(chat, history_file=history_path(cfg.ui.history_file),
-                                on_ready=_warm_up, agents=cfg.agents)
+                                on_ready=_warm_up, agents=cfg.agents,
+                                idle_seconds=cfg.memory.idle_seconds if cfg.memory.enabled
+                                and cfg.session.auto_save else 0.0)
             else:
                 run_piped(chat, sys.stdin.buffer)
         except Terminated:  # before the chat loop began, or one put off until after it
@@ -407,11 +410,17 @@ class _SessionBuilder:
 
         windows = WindowBook(default_path())  # windows learned from this server's refusals
         override = cfg.context_window_override(model) or windows.get(agent.base_url, model)
+        memory = None
+        if cfg.memory.enabled and cfg.session.auto_save and not self.save_failed:
+            from rollchat.memory.keeper import open_memory
+
+            memory = open_memory(cfg, summary_provider, summary_agent.model or model)
         session = Session(
             config=cfg, agent=agent, engine=engine, summary_provider=summary_provider,
             summary_model=summary_agent.model or model, provider_name=name, store=self.store,
             confirm=confirm, context_window=context_window(model, override), windows=windows,
             fork_refusal=fork_refusal(no_fork=self.no_fork, interactive=interactive, yes=yes),
+            memory=memory,
             ask_compact=terminal_compact_asker(renderer) if interactive else None,
         )
         session.state.save_failed = self.save_failed

@@ -19,6 +19,7 @@ from rollchat.errors import ConfigError, RollchatError, UsageError
 
 if TYPE_CHECKING:
     from rollchat.config import Config
+    from rollchat.listing import SessionInfo
     from rollchat.store import SessionStore
 
 
@@ -43,7 +44,7 @@ def choose_session(cfg: Config, how: str, *, interactive: bool) -> str:
                             f"{'continue' if how == 'last' else 'choose from'}; start one "
                             "with 'rollchat'")
     if how == "last":
-        return listing.sessions[0].session_id
+        return last_used(store, listing.sessions).session_id
     from rollchat.ui.picker import pick
 
     picked = pick(listing.sessions, store.load_summary)
@@ -51,6 +52,22 @@ def choose_session(cfg: Config, how: str, *, interactive: bool) -> str:
         sys.stderr.write("rollchat: no session chosen\n")
         raise typer.Exit(130 if picked.cancelled == "interrupt" else 1)
     return picked.info.session_id
+
+
+def last_used(store: SessionStore, sessions: list[SessionInfo]) -> SessionInfo:
+    """The session used last: the one whose file was written last (a long chat begun this
+    morning beats a quick one begun later and closed), among those not continued in another
+    session (editing a parent's summary writes its file, but its child is where it goes on).
+    Ties, and files that cannot be read, go to the most recently started."""
+    heads = [s for s in sessions if not s.continued_in] or sessions
+
+    def written(info: SessionInfo) -> int:
+        try:
+            return os.stat(store.path_for(info.session_id), follow_symlinks=False).st_mtime_ns
+        except OSError:
+            return 0
+
+    return max(heads, key=lambda s: (written(s), s.date, s.session_id))
 
 
 @app.command("pick")

@@ -170,7 +170,7 @@ def compact(store: SessionStore, ref: str, model: SummaryModel, *, focus: str | 
         hit = cache.get(key)
         if hit is not None:
             return replace(hit, title=title, cached=True, notes=tuple(notes))
-    outcome = _summarize(model, turns, parent, focus, words)
+    outcome = _summarize(model, turns, parent, focus, words, notes)
     method: Method = "extractive" if outcome.fallback_used else "model"
     result = _done(info, title, outcome.summary, method, model, focus, words,
                    reason=outcome.reason, cached=False, counter=model.model)
@@ -212,17 +212,28 @@ def _parent_summary(store: SessionStore, info: SessionInfo, listing: Listing,
 
 
 def _summarize(model: SummaryModel, turns: list[Turn], parent: Summary | None,
-               focus: str | None, words: int) -> SummaryOutcome:
+               focus: str | None, words: int, notes: list[str]) -> SummaryOutcome:
+    """The summary; a session needing more than CONFIRM_CALLS model calls gets CHEAP_CALLS of
+    them (its last part) and a local summary of the rest, as ``import`` does: nobody is asked
+    here, and a client's one tool call must not cost dozens of requests."""
     from rollchat import policy
     from rollchat.compaction.summarizer import Summarizer
+    from rollchat.text import plural
     from rollchat.tokens import TokenCounter
+    from rollchat.unsummarized import CHEAP_CALLS, CONFIRM_CALLS
 
     budget = policy.compute_budget(model.window, model.max_output_tokens, model.threshold,
                                    model.safety_margin)
     summarizer = Summarizer(model.build(), model=model.model,
                             config=replace(model.config, max_words=words), budget=budget,
                             counter=TokenCounter(model.model))
-    return summarizer.summarize(turns, parent, focus)
+    chunks = summarizer.plan(turns)
+    if len(chunks) <= CONFIRM_CALLS:
+        return summarizer.summarize(turns, parent, focus, chunks=chunks)
+    notes.append(f"the session would need {plural(len(chunks), 'summary call')}: the model "
+                 f"summarized its last part ({plural(CHEAP_CALLS, 'call')}), the older turns "
+                 "were summarized locally")
+    return summarizer.summarize(turns, parent, focus, chunks=chunks, model_calls=CHEAP_CALLS)
 
 
 def _done(info: SessionInfo, title: str | None, summary: Summary, method: Method,

@@ -87,6 +87,7 @@ class SessionConfig:
     safety_margin_tokens: int = 1000
     compact_every_turns: int = 0
     keep_recent_turns: int = 2
+    history: str = "all"  # all | relevant: which earlier exchanges each request sends
 
     @property
     def location(self) -> str:
@@ -136,6 +137,18 @@ class UIConfig:
 
 
 @dataclass(frozen=True)
+class MemoryConfig:
+    """Memory across sessions (src/rollchat/memory/): facts and episodes per agent."""
+
+    enabled: bool = True
+    scope: str = "project"  # project | user: where preferences and background facts go
+    idle_seconds: float = 300.0  # extract facts after this long without input (0: never)
+    max_age_days: int | None = None  # facts unused this long are listed by `memory prune`
+    max_share: float = 0.1  # the most of the context window remembered facts may take
+    user_dir: Path | None = None  # the user-level facts; None: the user data directory
+
+
+@dataclass(frozen=True)
 class Config:
     agents: Mapping[str, AgentConfig] = field(
         default_factory=lambda: {"assistant": AgentConfig()}
@@ -147,6 +160,7 @@ class Config:
     retry: RetryConfig = field(default_factory=RetryConfig)
     ui: UIConfig = field(default_factory=UIConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
     handoff: HandoffConfig = field(default_factory=HandoffConfig)
     mcp_servers: tuple[McpServerConfig, ...] = ()  # for every agent
     source: Path | None = None  # the config file read, if any

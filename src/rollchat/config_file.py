@@ -18,6 +18,7 @@ from rollchat.config import (
     AgentConfig,
     Config,
     HandoffConfig,
+    MemoryConfig,
     ModelConfig,
     RetryConfig,
     SessionConfig,
@@ -103,6 +104,8 @@ _SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
         "safety_margin_tokens": NONNEG,
         "compact_every_turns": Field("int", "must be an integer >= 0 (0: off)", lambda v: v >= 0),
         "keep_recent_turns": NONNEG,
+        "history": Field("str", "must be one of all, relevant (relevant forgoes prompt "
+                         "caching)", lambda v: v in ("all", "relevant")),
     }),
     "summary": (SummaryConfig, {
         "provider": dataclasses.replace(PROVIDER, need=PROVIDER.need + ", or null",
@@ -134,6 +137,18 @@ _SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
         "offline_word_delay": Field(
             "float", "must be a number of seconds from 0 to 10", lambda v: 0 <= v <= 10
         ),
+    }),
+    "memory": (MemoryConfig, {
+        "enabled": BOOL,
+        "scope": Field("str", "must be project or user", lambda v: v in ("project", "user")),
+        "idle_seconds": Field("float", "must be a number of seconds >= 0 (0: never)",
+                              lambda v: v >= 0),
+        "max_age_days": Field("int", "must be a positive number of days, or null (off)",
+                              lambda v: v > 0, nullable=True),
+        "max_share": Field("float", "must be a number between 0 and 0.5 (a share of the "
+                                    "context window)", lambda v: 0 <= v <= 0.5),
+        "user_dir": Field("path", "must be a directory path, or null", nonempty,
+                          nullable=True),
     }),
 }
 _MCP_KEYS = ("mcp_servers", "mcp_servers_file")
@@ -288,8 +303,9 @@ def _section(doc: _Doc, name: str, node: yaml.Node, cls: type[Any],
              specs: Mapping[str, Field]) -> Any:
     values, nodes = doc.fields(node, name, specs)
     confine(values, name, doc.base_dir, doc.untrusted, doc.ignored)
-    if values.get("history_file") is not None:
-        values["history_file"] = resolve(doc.base_dir, values["history_file"])
+    for path_key in ("history_file", "user_dir"):
+        if values.get(path_key) is not None:
+            values[path_key] = resolve(doc.base_dir, values[path_key])
     section = dataclasses.replace(cls(), **values)
     if isinstance(section, RetryConfig) and section.max_delay < section.base_delay:
         raise doc.error(nodes.get("max_delay") or nodes["base_delay"], "retry.max_delay",

@@ -20,7 +20,7 @@ TRUST_COMMAND = "rollchat trust"
 # untrusted file. Paths are allowed while they stay inside the project directory.
 # An agent file is code, and approval and allow let tools run unasked: never untrusted either.
 KEY_SETTINGS = ("base_url", "api_key_env", "file", "approval", "allow")
-PATH_SETTINGS = ("system_prompt_file", "history_file", "dir", "skills_dir")
+PATH_SETTINGS = ("system_prompt_file", "history_file", "dir", "skills_dir", "user_dir")
 
 
 @dataclass(frozen=True)

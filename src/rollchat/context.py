@@ -40,6 +40,8 @@ class Context:
     allowance: int = 0  # tokens older results may take whole before they are shortened
     count: Callable[[str], int] = _quarter
     whole: list[tuple[int, int]] = field(default_factory=list)  # (position, tokens), oldest first
+    # which messages a request sends (session.history: relevant, see history.py); None: all
+    select: Callable[[Sequence[Message], int], list[Message]] | None = None
 
     def append(self, message: Message) -> None:
         """Add a message (it is sent as it is from now on).
@@ -106,16 +108,21 @@ class Context:
         self.messages[i] = message
         self.last_prompt_tokens, self.covered, self.shrunk = None, 0, 0
 
-    def request_messages(self) -> list[Message]:
-        """The messages of the next request (the context is kept well formed as it grows)."""
-        return list(self.messages)
+    def request_messages(self, pending: Sequence[Message] = ()) -> list[Message]:
+        """The messages of the next request (the context is kept well formed as it grows),
+        ``pending`` messages added: all of them, or the relevant history's choice."""
+        messages = [*self.messages, *pending]
+        return messages if self.select is None else self.select(messages, self.prefix_len)
 
 
 def estimate_prompt(counter: TokenCounter, context: Context, pending: Sequence[Message],
                     tools: Sequence[ToolSpec] = ()) -> int:
     """The size of the next prompt: the provider's last report plus a local count of what was
     added since; with no report (first call, after resume or compaction) a full local count
-    (the tools' schemas included)."""
+    (the tools' schemas included). A relevant history (``context.select``) sends a different
+    choice of messages each turn, so its requests are always counted whole, locally."""
+    if context.select is not None:
+        return counter.count_messages(context.system, context.request_messages(pending), tools)
     if context.last_prompt_tokens is None:
         return counter.count_messages(context.system, [*context.messages, *pending], tools)
     added = [*context.unreported(), *pending]

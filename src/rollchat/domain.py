@@ -91,6 +91,9 @@ class Turn:
     For kind "restored", ``number`` is 0, ``user`` is empty and ``context`` holds the
     "Resumed from ..." line; ``assistant`` is the agent's acknowledgment.
     ``error`` is the one-line provider error for status "unanswered"/"error".
+    ``context_block`` is the marked per-turn context block (date and time, relevant memory)
+    sent before the user's text in the same message: context, not something the user typed;
+    it is sent again byte for byte with the message in later requests.
     """
 
     kind: TurnKind
@@ -105,6 +108,7 @@ class Turn:
     context: str = ""
     previous_session: str | None = None
     error: str | None = None
+    context_block: str = ""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
 from rollchat.clean import StreamCleaner, clean, clean_value
@@ -18,6 +18,7 @@ from rollchat.domain import Message, ToolCall, ToolExchange, Turn, TurnKind, Tur
 from rollchat.events import Event, Notice, Retrying, ToolFinished, ToolStarted
 from rollchat.hygiene import fit_tool_result, repair
 from rollchat.interrupts import Terminated
+from rollchat.memory.layers import with_block
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -148,8 +149,11 @@ class Engine:
             cache_prefix_messages=self.context.prefix_len,
         )
 
-    def chat(self, text: str) -> Stream:
+    def chat(self, text: str, block: str = "") -> Stream:
         """Send the user's ``text`` in the working context; yields events, returns the answer.
+
+        ``block``: the turn's context block (see memory/layers.py), sent at the start of the
+        same user message and kept with it, so later requests repeat it byte for byte.
 
         The turn's messages join the context as they happen (the user message, each round's
         tool calls and results, as sent), so the next request starts with this one. The user
@@ -162,7 +166,7 @@ class Engine:
         context = self.context
         mark = context.mark()
         self.current_tools = []
-        context.append(Message("user", text))
+        context.append(Message("user", with_block(block, text)))
         result = yield from self._call(context.append, context.request_messages, "chat")
         if result.status == "unanswered":
             context.rollback(mark)
@@ -175,7 +179,8 @@ class Engine:
                 content = f"{content}\n\n{note}" if content else note
             if content:
                 context.append(Message("assistant", content))
-        return Answer(self._turn("query", started, text, result), result.error)
+        turn = replace(self._turn("query", started, text, result), context_block=block)
+        return Answer(turn, result.error)
 
     def restore(self, prompt: str) -> Stream:
         """Send a restoration prompt in a fresh context; the exchange becomes the prefix."""

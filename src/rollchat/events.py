@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rollchat.domain import Summary, ToolCall, Turn
+from rollchat.memory.records import Fact
 from rollchat.providers.base import TextDelta, UsageEvent
 
 Level = Literal["info", "detail", "warning", "error"]
@@ -135,6 +136,13 @@ class Ended:
     chain_unpriced: int = 0  # sessions of the chain with no cost recorded
 
 
+@dataclass(frozen=True)
+class FactRemembered:
+    """A new fact is in the memory (``remember``, or extracted): always shown, never silent."""
+
+    fact: Fact
+
+
 Event = (Notice | AnswerStarted | AnswerAborted | TextDelta | UsageEvent | Retrying
          | ToolStarted | ToolFinished | TurnFinished | SummaryStarted | SummaryFinished
-         | Planned | CompactionStarted | CompactionFinished | Saved | Ended)
+         | Planned | CompactionStarted | CompactionFinished | Saved | Ended | FactRemembered)

@@ -12,10 +12,12 @@ Formats (detected from the content, not the name):
 * ``codex``: Codex session files (``~/.codex/sessions/**/rollout-*.jsonl``): lines
   ``{"type": "response_item", "payload": {"type": "message", "role", "content": [{"type":
   "input_text"|"output_text", "text"}]}}``, ``function_call`` / ``function_call_output`` paired
-  by ``call_id``; ``session_meta``, ``turn_context`` (its ``model``) and ``event_msg`` lines (they
-  repeat the messages) are not turns. Older files: the same items one per line without the
-  envelope (``{"type": "message", "role", "content"}``). Codex's own preamble messages
-  (``<environment_context>``, ``<user_instructions>``) are left out.
+  by ``call_id`` (so are ``custom_tool_call`` / ``custom_tool_call_output``, the freeform
+  ``apply_patch``, and ``local_shell_call``); ``session_meta``, ``turn_context`` (its
+  ``model``) and ``event_msg`` lines (they repeat the messages) are not turns. Older files:
+  the same items one per line without the envelope (``{"type": "message", "role",
+  "content"}``). Codex's own preamble messages (``<environment_context>``,
+  ``<user_instructions>``) are left out.
 * ``markdown``: a chat in markdown, each message opened by a heading ``# User`` / ``## User``
   (any level 1-4, optional trailing colon) or a bold label ``**User:**`` at the start of a
   line, text after the label included. Speakers: User, You, Human, Me (the user); Assistant,
@@ -280,7 +282,13 @@ def _codex(lines: list[tuple[int, Any]], out: Imported) -> None:
         elif kind == "function_call":
             build.call(str(item.get("call_id", "")), str(item.get("name", "")),
                        item.get("arguments", {}))
-        elif kind == "function_call_output":
+        elif kind == "custom_tool_call":  # a freeform tool (apply_patch): its text input
+            build.call(str(item.get("call_id", "")), str(item.get("name", "")),
+                       {"input": item.get("input", "")})
+        elif kind == "local_shell_call":  # {"action": {"type": "exec", "command": [...]}}
+            build.call(str(item.get("call_id") or item.get("id") or ""), "local_shell",
+                       item.get("action", {}))
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             output = item.get("output", "")
             if isinstance(output, dict):  # {"output": "...", "metadata": {...}}
                 output = output.get("output", json.dumps(_bounded(output), ensure_ascii=False))
@@ -290,9 +298,31 @@ def _codex(lines: list[tuple[int, Any]], out: Imported) -> None:
     out.turns = build.turns
 
 
+_FENCE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
+
+
+def _fenced(text: str) -> list[tuple[int, int]]:
+    """The spans of the fenced code blocks of ``text`` (an unclosed one runs to the end): a
+    ``## User`` in an answer's code block is code, not the next message."""
+    spans: list[tuple[int, int]] = []
+    opened: re.Match[str] | None = None
+    for fence in _FENCE.finditer(text):
+        if opened is None:
+            opened = fence
+        elif fence[1][0] == opened[1][0] and len(fence[1]) >= len(opened[1]) and \
+                not fence[2].strip():  # a closing fence: as long, nothing after it
+            spans.append((opened.start(), fence.end()))
+            opened = None
+    if opened is not None:
+        spans.append((opened.start(), len(text)))
+    return spans
+
+
 def _markdown(text: str, out: Imported) -> None:
     build = _Builder()
-    matches = list(_MD_LABEL.finditer(text))
+    fenced = _fenced(text)
+    matches = [m for m in _MD_LABEL.finditer(text)
+               if not any(start < m.start() < end for start, end in fenced)]
     for i, m in enumerate(matches):
         speaker = (m[1] or m[2]).lower()
         end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
@@ -312,6 +342,8 @@ def read_transcript(data: bytes, name: str) -> Imported:
     if b"\0" in data:
         raise UsageError(f"{name} is a binary file; rollchat import reads {SUPPORTED}")
     text = clean(data.decode("utf-8", errors="replace").removeprefix("\ufeff"))
+    if not text.strip():
+        raise UsageError(f"{name} is empty: nothing to import")
     head = [line for line in text.split("\n", 200)[:200] if line.strip()][:50]
     if any(line.lstrip().startswith("{") for line in head):  # JSON lines (some maybe broken)
         lines = list(_lines(text))

@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 URI_PREFIX = "rollchat://sessions/"
 URI_TEMPLATE = URI_PREFIX + "{session_id}"
 MAX_LIMIT = 500  # list_sessions and search_sessions answer at most this many at once
+# read_session answers a page at a time: a client puts the answer in a model's context (Claude
+# Code refuses a tool result over 25,000 tokens), and a session file can be 64 MiB
+PAGE_CHARS = 80_000
+MAX_PAGE_CHARS = 1_000_000
 SNIPPET_CHARS = 160
 INSTRUCTIONS = (
     "rollchat's saved chat sessions. list_sessions and search_sessions find a session; "
@@ -91,6 +95,70 @@ def transcript_json(transcript: Transcript) -> dict[str, Any]:
     }
 
 
+def markdown_page(text: str, session_id: str, offset: int, max_chars: int) -> str:
+    """Characters ``offset`` to ``offset + max_chars`` of a session's markdown; when more
+    follows, a last line says where the page ends and how to read on."""
+    if offset and offset >= len(text):
+        raise ToolError(f"offset {offset:,} is past the end of the session "
+                        f"({len(text):,} characters)")
+    end = min(len(text), offset + max_chars)
+    page = text[offset:end]
+    if end < len(text):
+        page += (f"\n\n[rollchat: characters {offset:,}-{end:,} of {len(text):,}; read on with "
+                 f'read_session(session="{session_id}", offset={end})]')
+    return page
+
+
+def transcript_page(transcript: Transcript, offset: int, max_chars: int) -> dict[str, Any]:
+    """``transcript_json`` from turn ``offset``, as many turns as fit ``max_chars`` (one at
+    least, its long texts cut, saying so); ``next_offset``: the turn to read on from."""
+    whole = transcript_json(transcript)
+    turns = whole["turns"]
+    if offset and offset >= len(turns):
+        raise ToolError(f"offset {offset} is past the last turn (the session has "
+                        f"{len(turns)})")
+    page: list[dict[str, Any]] = []
+    used = len(json.dumps({**whole, "turns": []}, ensure_ascii=False))
+    for item in turns[offset:]:
+        size = len(json.dumps(item, ensure_ascii=False))
+        if page and used + size > max_chars:
+            break
+        if size > max_chars - used:
+            item = _cut_turn(item, max(max_chars - used, 1_000))
+            size = len(json.dumps(item, ensure_ascii=False))
+        page.append(item)
+        used += size
+    after = offset + len(page)
+    return {**whole, "turns": page, "turns_total": len(turns), "offset": offset,
+            "next_offset": after if after < len(turns) else None}
+
+
+def _cut_turn(item: dict[str, Any], room: int) -> dict[str, Any]:
+    """A turn made to fit ``room`` characters: its texts cut (saying how long they were),
+    then, if it still does not fit, its last tool calls left out (counted)."""
+    def size(value: Any) -> int:
+        return len(json.dumps(value, ensure_ascii=False))
+
+    limit = max(room // (3 + 2 * len(item["tools"])), 200)
+
+    def cut(text: Any) -> Any:
+        if not isinstance(text, str) or len(text) <= limit:
+            return text
+        return (text[:limit] + f" […cut: {len(text):,} characters; read_session with "
+                               "format=markdown gives them whole]")
+
+    tools = [{**x, "arguments": x["arguments"] if size(x["arguments"]) <= limit
+              else {"cut": cut(json.dumps(x["arguments"], ensure_ascii=False))},
+              "result": cut(x["result"])} for x in item["tools"]]
+    out = {**item, "user": cut(item["user"]), "assistant": cut(item["assistant"]),
+           "error": cut(item["error"]), "tools": tools}
+    while out["tools"] and size(out) > room:
+        out["tools"] = out["tools"][:len(out["tools"]) // 2]
+    if len(out["tools"]) < len(tools):
+        out["tools_left_out"] = len(tools) - len(out["tools"])
+    return out
+
+
 def search(store: SessionStore, query: str, limit: int) -> list[dict[str, Any]]:
     """Sessions whose turns or summary hold every word of ``query`` (case-insensitive), the
     most matches first, then the newest; each with a snippet around its first match."""
@@ -130,9 +198,9 @@ def build_server(cfg: Config, model: SummaryModel) -> SessionsServer:
     store = SessionStore(cfg.session.dir)
     server = SessionsServer(store)
 
-    def find(ref: str) -> SessionInfo:
+    def find(ref: str | int) -> SessionInfo:
         try:
-            return resolve(ref, store.list_sessions())
+            return resolve(str(ref), store.list_sessions())
         except StoreError as exc:
             raise ToolError(str(exc)) from None
 
@@ -154,27 +222,37 @@ def build_server(cfg: Config, model: SummaryModel) -> SessionsServer:
         return {"hits": search(store, query, limit)}
 
     @server.tool(structured_output=False)
-    def read_session(session: str, format: Literal["markdown", "json"] = "markdown") -> str:
-        """The whole transcript of a session (a number from list_sessions, an id or a unique
-        part of one): its markdown file, or JSON (header, turns with tool calls, summary)."""
+    def read_session(session: str | int, format: Literal["markdown", "json"] = "markdown",
+                     offset: int = 0, max_chars: int = PAGE_CHARS) -> str:
+        """The transcript of a session (a number from list_sessions, an id or a unique part
+        of one), a page at a time: its markdown file from character ``offset``, or JSON
+        (header, turns with tool calls, summary) from turn number ``offset`` (0: the first).
+        A page holds at most ``max_chars`` characters and says how to read on."""
+        if offset < 0:
+            raise ToolError(f"offset must be 0 or more (got {offset})")
+        if not 1_000 <= max_chars <= MAX_PAGE_CHARS:
+            raise ToolError(f"max_chars must be between 1000 and {MAX_PAGE_CHARS} "
+                            f"(got {max_chars})")
         info = find(session)
         try:
             if format == "json":
-                return json.dumps(transcript_json(store.load_transcript(info.session_id)),
+                return json.dumps(transcript_page(store.load_transcript(info.session_id),
+                                                  offset, max_chars),
                                   indent=1, ensure_ascii=False)
-            return _markdown(store, info.session_id)
+            return markdown_page(_markdown(store, info.session_id), info.session_id, offset,
+                                 max_chars)
         except RollchatError as exc:
             raise ToolError(str(exc)) from None
 
     @server.tool()
-    def compact_session(session: str, focus: str | None = None, max_words: int | None = None,
+    def compact_session(session: str | int, focus: str | None = None, max_words: int | None = None,
                         refresh: bool = False) -> dict[str, Any]:
         """The structured summary of a session (background, topics, decisions, pending
         items, files) with its parent's context carried, as JSON. Answered from the session's
         own summary or a cache when possible ("cached": true); "focus" steers a new summary,
         "max_words" bounds it, "refresh" writes it again. Changes no session file."""
         try:
-            return compact(store, session, model, focus=focus, max_words=max_words,
+            return compact(store, str(session), model, focus=focus, max_words=max_words,
                            refresh=refresh).as_json()
         except RollchatError as exc:
             raise ToolError(str(exc)) from None

@@ -38,6 +38,7 @@ class Candidate:
 
     info: SessionInfo
     written: datetime  # when its file was last written
+    written_ns: int  # the same, exactly: a file written since the listing is kept
     size: int  # bytes
     busy: bool  # open in another rollchat process: never deleted
     children: tuple[str, ...]  # sessions that stay and continue it (they keep its summary)
@@ -48,7 +49,7 @@ def candidates(store: SessionStore, older_than: timedelta,
     """The sessions last written ``older_than`` ago or earlier, oldest first."""
     now = now or datetime.now(timezone.utc)
     listing = store.list_sessions()
-    old: list[tuple[SessionInfo, datetime, int]] = []
+    old: list[tuple[SessionInfo, datetime, int, int]] = []
     for info in listing.sessions:
         try:
             st = os.stat(store.path_for(info.session_id), follow_symlinks=False)
@@ -56,14 +57,14 @@ def candidates(store: SessionStore, older_than: timedelta,
             continue  # gone meanwhile
         written = datetime.fromtimestamp(st.st_mtime, timezone.utc).astimezone()
         if now - written >= older_than:
-            old.append((info, written, st.st_size))
-    going = {info.session_id for info, _, _ in old}
+            old.append((info, written, st.st_mtime_ns, st.st_size))
+    going = {info.session_id for info, *_ in old}
     out = []
-    for info, written, size in sorted(old, key=lambda c: (c[1], c[0].session_id)):
+    for info, written, written_ns, size in sorted(old, key=lambda c: (c[1], c[0].session_id)):
         children = tuple(s.session_id for s in listing.sessions
                          if s.resumed_from == info.session_id and s.session_id not in going)
-        out.append(Candidate(info, written, size, store.open_elsewhere(info.session_id),
-                             children))
+        out.append(Candidate(info, written, written_ns, size,
+                             store.open_elsewhere(info.session_id), children))
     return out
 
 
@@ -82,7 +83,7 @@ def prune(store: SessionStore, going: list[Candidate]) -> Pruned:
             skipped.append((c, "open in another rollchat process"))
             continue
         try:
-            store.delete(c.info.session_id)
+            store.delete(c.info.session_id, written_ns=c.written_ns)
         except SessionBusyError:
             skipped.append((c, "open in another rollchat process"))
         except StoreError as exc:

@@ -16,9 +16,10 @@ if TYPE_CHECKING:
     from rollchat.session import Session
 
 
-def after_refusal(session: Session, answer: Answer, pending: Message,
-                  ) -> Generator[Event, None, Answer]:
-    """``answer`` is the unanswered turn of ``pending``, refused as too long. Learns the
+def after_refusal(session: Session, answer: Answer, pending: Message, text: str,
+                  block: str = "") -> Generator[Event, None, Answer]:
+    """``answer`` is the unanswered turn of ``pending`` (the user's ``text`` after its context
+    ``block``), refused as too long. Learns the
     window (the one the server states, else half the assumption), then compacts and sends
     once more when that can help; returns the answer the user gets."""
     assert isinstance(answer.error, ContextTooLongError)
@@ -47,7 +48,7 @@ def after_refusal(session: Session, answer: Answer, pending: Message,
     yield Notice("info", learned.line("compacted and retried") if learned is not None
                  else "Sending your message again.")
     yield AnswerStarted(session.agent.name)
-    again: Answer = yield from session.engine.chat(pending.content)
+    again: Answer = yield from session.engine.chat(text, block)
     if again.turn.status == "unanswered" and isinstance(again.error, ContextTooLongError):
         more = session.windows.refused(again.error, session.estimate([pending]))
         if more is not None:  # remembered for the next message; not sent a third time

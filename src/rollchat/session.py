@@ -33,6 +33,7 @@ from rollchat.events import (
 )
 from rollchat.forks import agent_change, check_open, open_file
 from rollchat.interrupts import sigint_deferred
+from rollchat.memory.layers import MemoryLayers, system_prompt, with_block
 from rollchat.policy import Plan, PolicyState, Situation
 from rollchat.prices import chain_of, cost, price_for
 from rollchat.providers.base import ContextTooLongError, Provider, ToolSpec
@@ -54,6 +55,7 @@ from rollchat.windows import WindowBook, WindowLearner
 
 if TYPE_CHECKING:
     from rollchat.handoff import Handed
+    from rollchat.memory.keeper import Memory
     from rollchat.session_ops import UndoPoint
 
 Flow = Generator[Event, None, None]
@@ -80,6 +82,9 @@ class Session:
         context_window: int,
         fork_refusal: str | None = None,  # why not to fork a session open elsewhere; None: fork
         windows: WindowBook | None = None,  # learned windows (None: in memory only)
+        memory: Memory | None = None,  # facts and episodes across sessions (memory/)
+        # the memory layers of each request; None: from ``memory``'s store (off without it)
+        layers: MemoryLayers | None = None,
         ask_compact: CompactAsker | None = None,  # auto_compact: ask (None: nobody to ask)
     ) -> None:
         self.config = config
@@ -109,9 +114,37 @@ class Session:
             self.summarizer.refused = self.windows.summary_refused
         self.guards = PolicyState()
         self.undo: UndoPoint | None = None  # what the last compact replaced (session_ops)
+        self.memory = memory
+        if memory is not None:
+            memory.install(engine)
+        if layers is None and memory is not None:
+            layers = MemoryLayers(memory.store, share=config.memory.max_share)
+        self.layers = layers
+        if layers is not None and config.session.history == "relevant":
+            layers.dedupe = False  # an earlier message (and its block) may not be sent
+        self.persona = engine.context.system  # the agent's system prompt (skills included)
+        self._freeze_profile()
+        if config.session.history == "relevant":
+            from rollchat.history import RelevantHistory
+
+            engine.context.select = RelevantHistory()
         self.price = price_for(engine.model, config.prices)  # None: unknown (no cost shown)
         self.ask_compact = ask_compact
         self.auto_override: AutoCompact | None = None  # set by `auto on|off|ask` in the chat
+
+    def _freeze_profile(self) -> None:
+        """The system prompt of the context starting now: the persona and, with memory on,
+        the user profile as it is now (frozen until the next compaction or resume, so the
+        request prefix stays byte-identical; see memory/layers.py)."""
+        if self.layers is not None:
+            profile = self.layers.freeze(self.budget.window, self.counter.count_text)
+            self.engine.context.system = system_prompt(self.persona, profile)
+
+    def _block(self, text: str) -> str:
+        """The context block of the user message ``text`` ("" with memory off)."""
+        if self.layers is None:
+            return ""
+        return self.layers.block(text, self.budget.window, self.counter.count_text)
 
     @property
     def auto_mode(self) -> AutoCompact:
@@ -189,7 +222,11 @@ class Session:
         user message and kept as the turn's ``Context`` in the transcript."""
         text = clean(text)
         sent, note = (text, "") if handed is None else (handed.wrap(text), handed.note)
-        pending = Message("user", sent)
+        block = self._block(text)
+        pending = Message("user", with_block(block, sent))
+        if self.layers is not None:
+            for problem in self.layers.take_problems():
+                yield Notice("warning", problem)
         size = self.counter.count_messages(self.engine.context.system, [pending],
                                            self._tool_specs())
         error = policy.too_big(size, self.budget, self.engine.model)
@@ -204,16 +241,22 @@ class Session:
             decided = yield from self._propose(decided, situation)
         yield Planned(situation.estimate, self.budget.tokens, decided.compact, decided.reason)
         if decided.compact:
-            yield from self._auto_compact(decided, pending)
+            compacted = yield from self._auto_compact(decided, pending)
+            if compacted and block:  # a new context: its own profile, nothing sent yet
+                block = self._block(text)
+                pending = Message("user", with_block(block, sent))
         elif decided.presummarize:
             self.summarizer.start_background(self.state.background, self.state.turns,
                                              self.state.parent_summary)
         yield AnswerStarted(self.agent.name)
-        answer: Answer = yield from checkpointed(self.engine.chat(sent), self, text, note)
+        answer: Answer = yield from checkpointed(self.engine.chat(sent, block), self, text,
+                                                 note, block)
         if answer.turn.status == "unanswered" and isinstance(answer.error, ContextTooLongError):
             from rollchat.refusal import after_refusal
 
-            answer = yield from after_refusal(self, answer, pending)
+            answer = yield from after_refusal(self, answer, pending, sent, block)
+        if self.layers is not None and answer.turn.status != "unanswered":
+            self.layers.sent(self.counter.count_text)
         hint = failure_hint(answer.error, False) if answer.turn.status == "unanswered" else None
         turn = answer.turn if handed is None else replace(answer.turn, user=text, context=note)
         yield from self._record(turn, hint)
@@ -422,6 +465,9 @@ class Session:
                 yield Saved(state.live.session_id, state.live.file_name)
         if stop:
             raise KeyboardInterrupt
+        if self.memory is not None:  # facts from the last turns, the summary as an episode
+            yield from self.memory.at_summary(state.turns, state.session_id, outcome.summary,
+                                              local=within is not None)
         return outcome.summary
 
     # ------------------------------------------------------------------ compact
@@ -457,7 +503,10 @@ class Session:
         readable = parent.session_id is not None and parent.file_name is not None
         self.output.install_archive(self.store, parent.session_id if readable else None,
                                     lambda: self.state.turns)
+        if self.memory is not None:
+            self.memory.install(self.engine)
         prompt = restoration_prompt(parent, archive_tool=readable)
+        self._freeze_profile()
         if not quiet:
             yield AnswerStarted(self.agent.name)
         restoring = self.engine.restore(prompt)
@@ -514,6 +563,28 @@ class Session:
                                             elsewhere or fork, by_user=fork and not elsewhere))
         self.state.chain = chain_of(info, lineage)  # the chain continued, as recorded
         self.guards, self.undo = PolicyState(), None
+
+    # ------------------------------------------------------------------ memory
+    def _memory(self) -> Memory:
+        if self.memory is None:
+            raise UsageError("memory is off (memory.enabled is false, or --no-save)")
+        return self.memory
+
+    def remember(self, text: str) -> Flow:
+        """``remember TEXT``: keep a fact (see memory/keeper.py)."""
+        state = self.state
+        yield from self._memory().remember(clean(text), state.session_id,
+                                           state.queries or None)
+
+    def forget(self, fact_id: int) -> Flow:
+        yield from self._memory().forget(fact_id)
+
+    def extract_memory(self) -> list[Event]:
+        """Facts from the latest turns (the REPL calls this from a thread when the chat is
+        idle): the events to draw; none when there is nothing new or memory is off."""
+        if self.memory is None or self.finished:
+            return []
+        return self.memory.extract(list(self.state.turns), self.state.session_id, wait=0)
 
     # ------------------------------------------------------------------ exit
     def exit(self, within: float | None = None) -> Flow:

@@ -182,10 +182,23 @@ def show_summary(session: Session) -> Flow:
 
 
 def _parse_edit(text: str) -> Summary:
-    from rollchat.transcript import SUMMARY_END, SUMMARY_START, parse_summary_body
+    from rollchat.transcript import (
+        SUMMARY_END,
+        SUMMARY_START,
+        parse_summary_body,
+        unplaced_lines,
+    )
 
     lines = [x for x in text.split("\n") if x.strip() not in (SUMMARY_START, SUMMARY_END)]
-    return parse_summary_body("\n".join(lines))
+    body = "\n".join(lines)
+    summary = parse_summary_body(body)
+    lost = unplaced_lines(body)
+    if lost:  # what the user wrote where no section keeps it would be dropped unseen
+        raise TranscriptError(
+            f"{plural(len(lost), 'line')} outside the sections would be lost (first: "
+            f"{lost[0][:60]!r}); put them under Background Context, Topics Discussed, "
+            "Decisions Made or Pending")
+    return summary
 
 
 def edit_summary(session: Session, edit: Callable[[str], str]) -> Generator[Event, None, None]:

@@ -243,12 +243,16 @@ class SessionStore:
         live.check_totals(data)
         return live
 
-    def delete(self, session_id: str) -> None:
+    def delete(self, session_id: str, *, written_ns: int | None = None) -> None:
         """Remove the session's file and its lock file (``rollchat prune``); SessionBusyError
-        when another process has it open."""
+        when another process has it open; StoreError, and nothing deleted, when ``written_ns``
+        is given and the file was written since (its mtime is another)."""
         path = self.path_for(session_id)
         with self.locks.claim(session_id):
             try:
+                if (written_ns is not None
+                        and os.stat(path, follow_symlinks=False).st_mtime_ns != written_ns):
+                    raise StoreError("written since it was listed")
                 os.unlink(path)
             except FileNotFoundError:
                 pass

@@ -261,3 +261,6 @@ def trust_command(
 # More subcommands, each registered on ``app`` when its module is imported:
 # ``compact`` and ``mcp`` (compact_commands.py), ``prune`` and ``fork`` (subcommands_ops.py).
 from rollchat import compact_commands, subcommands_ops  # noqa: E402,F401
+from rollchat.cmd_memory import memory_app  # noqa: E402
+
+app.add_typer(memory_app, name="memory")

@@ -84,7 +84,14 @@ def prune_command(
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             fail("not deleting without a terminal to ask: pass -y to delete them (or "
                  "--dry-run to only list them)", 1)
-        if not typer.confirm(f"Delete these {len(going)} sessions?", default=False):
+        question = ("Delete this session?" if len(going) == 1
+                    else f"Delete these {len(going)} sessions?")
+        try:
+            sure = typer.confirm(question, default=False)
+        except typer.Abort:  # Ctrl-C or end of input at the question
+            print("\nNothing deleted.")
+            raise typer.Exit(130) from None
+        if not sure:
             print("Nothing deleted.")
             raise typer.Exit(1)
     done = prune(store, going)
@@ -99,8 +106,8 @@ def prune_command(
 @app.command("fork")
 def fork_command(
     ctx: typer.Context,
-    session: Annotated[str, typer.Argument(help="Session number (see 'sessions'), id or id "
-                                                "prefix.")],
+    session: Annotated[str, typer.Argument(metavar="N|ID", help="Session number (see "
+                                                "'sessions'), id or unique id prefix.")],
     agent: Annotated[Optional[str], typer.Option(help="Agent name from the config.")  # noqa: UP045
                      ] = None,
     model: Annotated[Optional[str], typer.Option(help="Model name.")] = None,  # noqa: UP045

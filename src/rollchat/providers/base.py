@@ -16,7 +16,7 @@ from rollchat.errors import RollchatError
 
 # Why a request is made. Real providers ignore it; the offline model uses it to decide what
 # to write (a chat answer, a summary block, an acknowledgment of a restored summary).
-Purpose = Literal["chat", "summary", "restore"]
+Purpose = Literal["chat", "summary", "restore", "memory"]  # memory: fact extraction
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from rollchat.providers.base import ToolSpec
 
 ARCHIVE_TOOL_NAME = "session_archive_read"
 SKILL_TOOL_NAME = "load_skill"
+MEMORY_TOOL_NAME = "memory_search"
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,12 @@ from rollchat.transcript.scan import (
     glance,
     tail_summary,
 )
-from rollchat.transcript.summary import FALLBACK_NOTE, parse_summary_body, render_summary_block
+from rollchat.transcript.summary import (
+    FALLBACK_NOTE,
+    parse_summary_body,
+    render_summary_block,
+    unplaced_lines,
+)
 from rollchat.transcript.syntax import SUMMARY_END, SUMMARY_START
 
 __all__ = [
@@ -79,4 +84,5 @@ __all__ = [
     "render_turn",
     "tail_summary",
     "totals_span",
+    "unplaced_lines",
 ]

@@ -22,6 +22,7 @@ from rollchat.errors import TranscriptError
 from rollchat.transcript.render import amount
 from rollchat.transcript.summary import parse_summary_body
 from rollchat.transcript.syntax import (
+    CONTEXT_BLOCK,
     RAW_STRUCT,
     RESERVED_LABELS,
     SUMMARY_END,
@@ -156,6 +157,7 @@ class _Fields:
     footer: re.Match[str] | None = None
     tools: list[ToolExchange] | None = None
     pending_tool: list[str] | None = None
+    block: str | None = None
 
 
 def _text(first: str, rest: list[str]) -> str:
@@ -214,6 +216,8 @@ def _star_field(f: _Fields, line: str, rest: list[str], lineno: int) -> None:
                       re.DOTALL)
     if tool is not None:
         _tool_field(f, tool[1], tool[2] or "", rest, lineno)
+    elif line.startswith(CONTEXT_BLOCK) and f.block is None and f.user is not None:
+        f.block = _text(line[len(CONTEXT_BLOCK) + 1:], rest)
     elif marker is not None and all(x == "" for x in rest):
         if marker[2] is not None:
             f.error = uninline(marker[2])
@@ -259,7 +263,8 @@ def _turn(lines: list[str], start: int, end: int) -> Turn:
                 started=parse_date(m[8], f"line {start + 1}: turn time"),
                 user=f.user or "", assistant=f.answer or "", status=_STATUSES[m[7] or "ok"],
                 elapsed=float(m[1]), usage=usage, tools=tuple(f.tools or ()),
-                context=f.context or "", previous_session=f.previous, error=f.error)
+                context=f.context or "", previous_session=f.previous, error=f.error,
+                context_block=f.block or "")
 
 
 def _summary(lines: list[str], start: int) -> Summary:

@@ -11,6 +11,7 @@ from rollchat.errors import TranscriptError
 from rollchat.titles import first_line_title, model_title
 from rollchat.transcript.summary import render_summary_block
 from rollchat.transcript.syntax import (
+    CONTEXT_BLOCK,
     RESERVED_LABELS,
     aware,
     esc_line,
@@ -140,6 +141,8 @@ def render_turn(t: Turn, agent_name: str) -> str:
     if t.kind in ("query", "carried"):
         title = "Query" if t.kind == "query" else "Carried Over"
         lines += [f"## {title} {t.number} ({clock})", *_field("**You:** ", t.user)]
+        if t.context_block:  # sent with the message, not typed: a field of its own
+            lines += _field(f"{CONTEXT_BLOCK} ", t.context_block)
     if t.kind in ("restored", "handoff") or t.context:
         if t.kind == "restored":
             lines.append(f"## Session Restored ({clock})")

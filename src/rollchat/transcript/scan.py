@@ -82,9 +82,24 @@ def _read_head(read_at: ReadAt, size: int) -> Head:
     data = read_at(0, HEAD_BYTES)
     if len(data) < size and b"\n---\n" not in data:
         data = read_at(0, HEAD_MAX_BYTES)
+    cut = ""
     if len(data) < size:  # drop a last line cut in the middle (maybe mid-character)
-        data = data[:data.rfind(b"\n") + 1]
-    return _head_of(decode(data))
+        at = data.rfind(b"\n") + 1
+        data, rest = data[:at], data[at:]
+        if rest.startswith(b"**You:** "):  # the first question, longer than the window:
+            cut = _whole_characters(rest)  # its start is enough to list and match it
+            cut = "" if "\0" in cut else cut
+    return _head_of(decode(data) + cut)
+
+
+def _whole_characters(data: bytes) -> str:
+    """``data`` cut anywhere, as text: an incomplete last character dropped."""
+    for end in range(len(data), max(len(data) - 4, 0), -1):
+        try:
+            return data[:end].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return ""
 
 
 def _head_of(text: str) -> Head:

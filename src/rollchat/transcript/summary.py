@@ -143,6 +143,27 @@ def _split_sections(lines: list[str]) -> dict[str, list[str]]:
     return sections
 
 
+def unplaced_lines(text: str) -> list[str]:
+    """The lines of a summary body (as a user edits it) that no section keeps, so that
+    ``parse_summary_body`` would drop them: text above the first section, and text under
+    ``Current Session Summary`` (a heading only)."""
+    out: list[str] = []
+    current: str | None = None
+    for raw in text.split("\n"):
+        line = raw.rstrip(" \t\r")
+        if (not line.strip() or line == FALLBACK_NOTE or _EDITED_RE.fullmatch(line)
+                or _DROPPED_RE.fullmatch(line)):
+            continue
+        sec = _section(line)
+        if sec is not None:
+            current = sec[0]
+            if current == "Current Session Summary" and sec[1]:
+                out.append(sec[1])
+        elif current in (None, "Current Session Summary") and not line.startswith("```"):
+            out.append(line.strip())
+    return out
+
+
 def _parse_bullets(name: str, lines: list[str]) -> tuple[str, ...]:
     items: list[list[str]] = []
     for line in lines:

@@ -13,6 +13,9 @@ SUMMARY_START = "<!-- SESSION_SUMMARY_START -->"
 SUMMARY_END = "<!-- SESSION_SUMMARY_END -->"
 # Labels that are structure, never an agent's name.
 RESERVED_LABELS = frozenset({"You", "Context", "Previous Session"})
+# The per-turn context block sent with a query (date and time, relevant memory): a star field,
+# which no older file holds (content lines starting so are escaped) and no agent name can be.
+CONTEXT_BLOCK = "*Context block:*"
 # The start of a line that could be structure: a content line starting so gets escaped.
 RAW_STRUCT = re.compile(r"#|\*\*|\*[^ *\t]|---|<!--")
 _MARKER_PREFIX = "\n<!-- SESSION_SUMMARY_"

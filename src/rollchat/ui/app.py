@@ -17,6 +17,7 @@ from rollchat.events import (
     CompactionStarted,
     Ended,
     Event,
+    FactRemembered,
     Notice,
     Retrying,
     SummaryFinished,
@@ -95,6 +96,12 @@ class ChatApp:
 
     def resume(self, ref: str) -> None:
         self.run(self.session.resume(ref))
+
+    def remember(self, text: str) -> None:
+        self.run(self.session.remember(text))
+
+    def forget(self, fact_id: int) -> None:
+        self.run(self.session.forget(fact_id))
 
     def keep_unsent(self, text: str) -> None:
         self.run(self.session.unsent(text))
@@ -206,6 +213,8 @@ class ChatApp:
                     else "no recent turn kept: too large for this window")
             out.info(f"Compacted {event.parent_id or 'this session'} into a summary; "
                      f"continuing in a new session ({kept}).")
+        elif isinstance(event, FactRemembered):
+            out.dim(f"Remembered: {event.fact.text} (forget {event.fact.id})")
         elif isinstance(event, Ended):
             self._goodbye(event)
 

@@ -199,6 +199,29 @@ def _resume(app: ChatApp, arg: str) -> bool:
     return False
 
 
+def _remember(app: ChatApp, arg: str) -> bool:
+    if not arg.strip():
+        raise UsageError("usage: remember TEXT (or remember CATEGORY: TEXT; categories: "
+                         "preference, background, project, decision, contact, pattern)")
+    app.remember(arg.strip())
+    return False
+
+
+def _forget(app: ChatApp, arg: str) -> bool:
+    ref = arg.strip()
+    if not ref.isdigit():
+        raise UsageError("usage: forget ID (the number 'memory' shows)")
+    app.forget(int(ref))
+    return False
+
+
+def _memory(app: ChatApp, arg: str) -> bool:
+    from rollchat.ui.memory_view import show_facts
+
+    show_facts(app)
+    return False
+
+
 COMMANDS: dict[str, Command] = {
     c.name: c
     for c in (
@@ -232,6 +255,12 @@ COMMANDS: dict[str, Command] = {
         Command("tools", "tools [verbose|quiet]", "list the agent's tools and what each call "
                 "needs; verbose shows calls in full", _tools, takes_arg=True,
                 bare_arg=lambda a: a.strip().lower() in ("verbose", "quiet")),
+        Command("memory", "memory", "list the facts remembered across sessions", _memory),
+        Command("remember", "remember TEXT", "remember a fact in later sessions (CATEGORY: "
+                "TEXT names its category)", _remember, takes_arg=True,
+                bare_arg=lambda a: not a.rstrip().endswith("?")),
+        Command("forget", "forget ID", "forget a remembered fact for good", _forget,
+                takes_arg=True, bare_arg=lambda a: a.strip().isdigit()),
         Command("exit", "exit", "save (with a summary) and quit", _exit),
         Command("quit", "quit", "same as exit", _exit),
     )

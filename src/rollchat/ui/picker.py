@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from rollchat.domain import Summary
 from rollchat.fuzzy import Candidate, Matcher
 from rollchat.listing import SessionInfo
+from rollchat.text import plural
 from rollchat.ui.sanitize import one_line
 
 if TYPE_CHECKING:
@@ -24,6 +25,12 @@ if TYPE_CHECKING:
 
 SummaryLoader = Callable[[SessionInfo], "Summary | None"]
 _PREVIEW_ITEMS = 6  # per summary section
+_PREVIEW_CHARS = 300  # of one item or the background: 'rollchat show' has them whole
+
+
+def _short(text: str) -> str:
+    line = one_line(text)
+    return line if len(line) <= _PREVIEW_CHARS else line[:_PREVIEW_CHARS - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -100,7 +107,8 @@ class Picker:
         return self._summaries[info.session_id]
 
     def row_text(self, info: SessionInfo, width: int) -> str:
-        title = self.titles.get(info.session_id) or info.first_query_preview or "(no queries)"
+        title = (self.titles.get(info.session_id) or info.first_query_preview
+                 or ("(no queries)" if not info.queries else "(first question not readable)"))
         text = (f"{info.date:%Y-%m-%d %H:%M}  {info.session_id}  {info.queries:>3}q  "
                 f"{one_line(title)}")
         return text[:max(1, width)]
@@ -116,7 +124,7 @@ class Picker:
             lines.append(("class:title", one_line(title)))
         lines.append(("class:title", f"{one_line(info.session_id)}  ·  {one_line(info.agent)}"
                                      f"  ·  {one_line(info.model)}"))
-        lines.append(("", f"{info.date:%Y-%m-%d %H:%M}  ·  {info.queries} queries  ·  "
+        lines.append(("", f"{info.date:%Y-%m-%d %H:%M}  ·  {plural(info.queries, 'query')}  ·  "
                           f"{info.tokens:,} tokens"))
         if info.first_query_preview:
             lines.append(("", f"First: {one_line(info.first_query_preview)}"))
@@ -129,13 +137,13 @@ class Picker:
         else:
             if summary.background:
                 lines.append(("class:head", "Background"))
-                lines.append(("", one_line(summary.background)))
+                lines.append(("", _short(summary.background)))
             for head, items in (("Topics", summary.topics), ("Decisions", summary.decisions),
                                 ("Pending", summary.pending)):
                 if not items:
                     continue
                 lines.append(("class:head", head))
-                lines.extend(("", f"- {one_line(item)}") for item in items[:_PREVIEW_ITEMS])
+                lines.extend(("", f"- {_short(item)}") for item in items[:_PREVIEW_ITEMS])
                 if len(items) > _PREVIEW_ITEMS:
                     lines.append(("class:dim", f"  … {len(items) - _PREVIEW_ITEMS} more"))
         return lines

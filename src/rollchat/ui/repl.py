@@ -17,7 +17,10 @@ from rollchat.errors import RollchatError
 from rollchat.interrupts import ENDING_SUMMARY_SECONDS, ending, settle
 from rollchat.text import human_tokens, plural
 from rollchat.ui import commands
+from rollchat.ui.idle import IdleExtraction
 from rollchat.ui.sanitize import harmless
+
+IDLE_WAIT_SECONDS = 5.0  # at exit, how long an idle extraction under way may still take
 
 if TYPE_CHECKING:
     from prompt_toolkit.formatted_text import AnyFormattedText, StyleAndTextTuples
@@ -233,12 +236,15 @@ def run_interactive(
     input: Input | None = None,
     output: Output | None = None,
     agents: Iterable[str] = (),
+    idle_seconds: float = 0.0,
 ) -> None:
     """The REPL: Enter sends, Alt+Enter / Esc Enter inserts a newline, Ctrl-C clears the
     line (or stops an answer), Ctrl-D exits.
 
     The chat is built (if it is not yet) once the first prompt is on the screen; ``on_ready``
     then runs in the background (warm-up work the first message would otherwise wait for).
+    After ``idle_seconds`` at the prompt (0: never) facts are extracted in the background
+    (see ui/idle.py).
     Tab completes commands and ``@`` + the ``agents``' names.
     """
     from prompt_toolkit import PromptSession
@@ -281,20 +287,28 @@ def run_interactive(
             on_ready(app)
 
     session.app.after_render += first_render
-    while True:
-        try:
-            app = chat.ready
-            line = session.prompt(lambda: prompt_text(chat),
-                                  default=app.take_unsent() if app is not None else "")
-        except KeyboardInterrupt:
-            if ending():
+    idle = IdleExtraction(chat, session.app, idle_seconds)
+    try:
+        while True:
+            idle.arm()
+            try:
+                app = chat.ready
+                line = session.prompt(lambda: prompt_text(chat),
+                                      default=app.take_unsent() if app is not None else "")
+            except KeyboardInterrupt:
+                if ending():
+                    break
+                continue
+            except EOFError:
                 break
-            continue
-        except EOFError:
-            break
-        if _handle(chat, line) or ending():
-            break
-    finish(chat.get())
+            finally:
+                idle.disarm()
+            if _handle(chat, line) or ending():
+                break
+        idle.stop(IDLE_WAIT_SECONDS)  # what an extraction under way finds is shown first
+        finish(chat.get())
+    finally:
+        idle.disarm()
 
 
 def _handle(chat: Starting, line: str, stop_on_interrupt: bool = False) -> bool:

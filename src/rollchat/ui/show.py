@@ -117,8 +117,8 @@ def show(t: Transcript, *, summary_dropped: bool, terminal: bool) -> None:
     parts = session_view(t, summary_dropped=summary_dropped)
     if not terminal:
         plain = plain_console()
-        for part in parts:
-            plain.print(part)
+        for part in parts:  # wrapped at the width: a soft-wrapped box or list item is cropped
+            plain.print(part, soft_wrap=False)
         return
     from rich.console import Console
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 
 from rollchat.domain import Message, Summary, ToolCall, Turn, Usage
+from rollchat.memory.layers import split_block
 from rollchat.providers import OFFLINE
 from rollchat.providers.base import (
     ChatRequest,
@@ -116,9 +118,13 @@ class OfflineProvider:
             reply, call = self._summary(request), None
         elif request.purpose == "restore":
             reply, call = self._restore(request), None
+        elif request.purpose == "memory":  # facts to remember: the phrase rules, as JSON
+            from rollchat.memory.extract import answer_offline
+
+            reply, call = answer_offline(request), None
         else:
             reply, call = self._chat(request)
-        pieces, delay = self._pieces(reply, by_line=request.purpose == "summary")
+        pieces, delay = self._pieces(reply, by_line=request.purpose in ("summary", "memory"))
         for index, piece in enumerate(pieces):
             if index and delay > 0:
                 time.sleep(delay)
@@ -166,7 +172,10 @@ class OfflineProvider:
     # ------------------------------------------------------------ chat
 
     def _chat(self, request: ChatRequest) -> tuple[str, ToolCall | None]:
-        messages = request.messages
+        # each user message's context block (date, remembered facts) is context, not what the
+        # user said: the offline model reflects the user's own words
+        messages = [replace(m, content=split_block(m.content)[1]) if m.role == "user" else m
+                    for m in request.messages]
         users = [i for i, m in enumerate(messages) if m.role == "user"]
         if not users:
             return "Hello! I'm the offline model. What would you like to talk about?", None

@@ -1,0 +1,76 @@
+"""``rollchat memory edit``: the facts file in $EDITOR, checked on save, and merged by id with
+what other processes wrote meanwhile (a fact they changed that you did not keeps their change;
+a line you delete is forgotten, so it is not extracted again). No terminal here: the caller
+runs the editor and asks what to do about a file that does not check out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from rollchat.memory.records import Stored, check_facts_file, fact_line, parse_fact
+from rollchat.memory.store import MemoryStore, MemoryStoreError, now
+
+
+@dataclass(frozen=True)
+class Outcome:
+    changed: bool
+    forgotten: int = 0  # lines deleted in the editor
+    merged: int = 0  # lines other processes added meanwhile
+
+
+def _records(text: str, scope: str) -> dict[int, tuple[str, Stored]]:
+    out: dict[int, tuple[str, Stored]] = {}
+    for line in text.splitlines():
+        if line.strip():
+            try:
+                stored = parse_fact(line, scope)
+            except ValueError:
+                continue
+            out.setdefault(stored.fact.id, (line, stored))
+    return out
+
+
+def check(text: str, scope: str) -> list[str]:
+    """The problems of an edited facts file (``line N: what``); [] when it is good."""
+    return check_facts_file(text, scope)
+
+
+def save(store: MemoryStore, path: Path, scope: str, base: str, mine: str) -> Outcome:
+    """Write the edited text ``mine`` (checked already) of ``path``, which held ``base`` when
+    the edit began, merging what changed in the file since. MemoryStoreError on a clash."""
+    if mine == base:
+        return Outcome(False)
+    with store._locked(path):
+        try:
+            theirs_text = path.read_text(encoding="utf-8") if path.exists() else ""
+        except (OSError, UnicodeDecodeError) as e:
+            raise MemoryStoreError(f"cannot read {path}: {e}") from None
+        before, edited, current = (_records(base, scope), _records(mine, scope),
+                                   _records(theirs_text, scope))
+        lines: list[str] = []
+        for ident, (line, stored) in edited.items():
+            if ident in before and before[ident][1] == stored and ident in current:
+                lines.append(current[ident][0])  # untouched here: theirs, as it is now
+            elif ident not in before and ident in current:
+                raise MemoryStoreError(f"fact id {ident} was added by another process while "
+                                       "you edited; give yours another id")
+            else:
+                lines.append(line)
+        forgotten = 0
+        for ident in before:
+            if ident not in edited and ident in current:
+                old = current[ident][1]
+                lines.append(fact_line(old if old.forgotten else
+                                       replace(old, forgotten=now().replace(microsecond=0))))
+                forgotten += old.forgotten is None
+        added = [line for ident, (line, _) in current.items()
+                 if ident not in before and ident not in edited]
+        base_lines = set(base.splitlines())
+        damaged_new = [line for line in theirs_text.splitlines()
+                       if line.strip() and line not in base_lines
+                       and not any(line == v[0] for v in current.values())]
+        lines += added + damaged_new
+        data = "".join(line + "\n" for line in lines)
+        store._write_text(path, data)
+    return Outcome(True, forgotten, len(added))

@@ -1,0 +1,365 @@
+"""The memory of one agent: facts and episodes, as JSON Lines files in the sessions directory
+(``memory/<agent>.facts.jsonl``, ``memory/<agent>.episodes.jsonl``), so they travel with the
+project, plus facts about the person (preferences, background) in a user-level file when
+``memory.scope`` is ``user``.
+
+Every change holds the file's lock (``<file>.lock``, flock through filelock): a new fact or
+episode is appended as one line; forgetting and marking facts used rewrite the file through a
+temporary file and an atomic rename, keeping every other line as it was, damaged ones too. So
+two processes writing at once lose nothing, and a damaged line is reported, skipped and kept.
+Project fact ids count from 1, user-level ones from 100001, so ids never collide and never
+change; a forgotten fact keeps its id and its line (a tombstone) and is never added again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from rollchat.errors import RollchatError
+from rollchat.listing import slug
+from rollchat.memory import search
+from rollchat.memory.records import (
+    PERSONAL,
+    SCOPES,
+    Episode,
+    Fact,
+    RecordError,
+    Stored,
+    check_fact_fields,
+    episode_line,
+    fact_line,
+    id_in_damaged,
+    normalized,
+    parse_episode,
+    parse_fact,
+)
+
+__all__ = ["Episode", "Fact", "MemoryStore", "MemoryStoreError", "default_user_dir"]
+
+MEMORY_DIR = "memory"
+USER_FILE = "user.facts.jsonl"
+USER_ID_BASE = 100_000
+LOCK_WAIT = 10.0  # seconds a write waits for another process's write
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+class MemoryStoreError(RollchatError):
+    """A memory file cannot be read or written, or a fact id or value is wrong."""
+
+
+def default_user_dir() -> Path:
+    """Where user-level facts live: ``memory/`` in the user data directory."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("rollchat")) / MEMORY_DIR
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc).astimezone()
+
+
+@dataclass
+class _File:
+    """One facts file as read: every line (raw bytes), the records parsed from them."""
+
+    path: Path
+    scope: str
+    lines: list[bytes] = field(default_factory=list)
+    records: dict[int, Stored] = field(default_factory=dict)  # line index -> record
+    taken: set[int] = field(default_factory=set)  # ids in use, damaged lines' too
+
+
+class MemoryStore:
+    """Facts and episodes of one agent (see the module docstring). ``user_dir``: where the
+    user-level facts file is (None: no user-level store); ``scope``: where new preferences and
+    background facts go ("project", or "user": the user-level file)."""
+
+    def __init__(self, sessions_dir: Path, agent_key: str, *, user_dir: Path | None = None,
+                 scope: str = "project") -> None:
+        if scope not in SCOPES:
+            raise MemoryStoreError(f"memory scope must be project or user, not {scope!r}")
+        if scope == "user" and user_dir is None:
+            raise MemoryStoreError("memory scope user needs a user directory")
+        self.dir = sessions_dir / MEMORY_DIR
+        name = slug(agent_key)
+        self.facts_path = self.dir / f"{name}.facts.jsonl"
+        self.episodes_path = self.dir / f"{name}.episodes.jsonl"
+        self.user_path = user_dir / USER_FILE if user_dir is not None else None
+        self.scope = scope
+        self.problems: list[str] = []  # damaged lines met by the latest read
+        self._told: set[str] = set()
+
+    # ------------------------------------------------------------ reading
+    def _paths(self) -> list[tuple[Path, str]]:
+        paths = [(self.facts_path, "project")]
+        if self.user_path is not None:
+            paths.append((self.user_path, "user"))
+        return paths
+
+    def _read_lines(self, path: Path) -> list[bytes]:
+        try:
+            fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+        except FileNotFoundError:
+            return []
+        except OSError as e:
+            raise MemoryStoreError(f"cannot read {path}: {e.strerror or e}") from None
+        try:
+            with os.fdopen(fd, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise MemoryStoreError(f"cannot read {path}: {e.strerror or e}") from None
+        lines = data.split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        return lines
+
+    def _note(self, path: Path, number: int, problem: str) -> None:
+        self.problems.append(f"{path} line {number}: {problem}; skipped")
+
+    def _read_facts(self, path: Path, scope: str) -> _File:
+        read = _File(path, scope, self._read_lines(path))
+        for index, raw in enumerate(read.lines):
+            if not raw.strip():
+                continue
+            try:
+                stored = parse_fact(raw.decode("utf-8"), scope)
+            except (RecordError, UnicodeDecodeError) as e:
+                text = raw.decode("utf-8", "replace")
+                self._note(path, index + 1, str(e) if isinstance(e, RecordError)
+                           else "not UTF-8")
+                damaged = id_in_damaged(text)
+                if damaged is not None:
+                    read.taken.add(damaged)
+                continue
+            if stored.fact.id in read.taken:
+                self._note(path, index + 1, f"id {stored.fact.id} is used by an earlier line")
+                continue
+            read.taken.add(stored.fact.id)
+            read.records[index] = stored
+        return read
+
+    def _read_all(self) -> list[_File]:
+        self.problems = []
+        return [self._read_facts(path, scope) for path, scope in self._paths()]
+
+    def take_problems(self) -> list[str]:
+        """Problems of the latest read not yet taken (each damaged line is told once)."""
+        new = [p for p in self.problems if p not in self._told]
+        self._told.update(new)
+        return new
+
+    def _stored(self) -> list[Stored]:
+        return sorted((s for f in self._read_all() for s in f.records.values()),
+                      key=lambda s: s.fact.id)
+
+    def facts(self) -> list[Fact]:
+        """The live facts of both stores, by id (forgotten ones left out)."""
+        return [s.fact for s in self._stored() if s.forgotten is None]
+
+    def forgotten(self) -> list[Fact]:
+        return [s.fact for s in self._stored() if s.forgotten is not None]
+
+    def known(self) -> set[str]:
+        """The normalized texts of every fact, forgotten ones too (see ``add``)."""
+        return {normalized(s.fact.text) for s in self._stored()}
+
+    def get(self, fact_id: int) -> Fact | None:
+        return next((f for f in self.facts() if f.id == fact_id), None)
+
+    # ------------------------------------------------------------ writing
+    @contextmanager
+    def _locked(self, path: Path) -> Iterator[None]:
+        from filelock import FileLock, Timeout
+
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with FileLock(f"{path}.lock", timeout=LOCK_WAIT, mode=0o600):
+                yield
+        except Timeout:
+            raise MemoryStoreError(f"{path} is locked by another process") from None
+        except OSError as e:
+            raise MemoryStoreError(f"cannot write {path}: {e.strerror or e}") from None
+
+    def _append(self, path: Path, line: str) -> None:
+        """Append one line (holding the lock), after a newline if a damaged last line has
+        none, fsynced."""
+        data = line.encode("utf-8") + b"\n"
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o600)
+        try:
+            size = os.fstat(fd).st_size
+            if size and _last_byte(path, size) != b"\n":
+                data = b"\n" + data
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _rewrite(self, read: _File, changed: dict[int, Stored]) -> None:
+        """Write ``read``'s file with the records at ``changed`` line indexes replaced and
+        every other line (damaged ones too) as it was: temporary file, fsync, rename."""
+        lines = [fact_line(changed[i]).encode("utf-8") if i in changed else raw
+                 for i, raw in enumerate(read.lines)]
+        self._write(read.path, b"".join(line + b"\n" for line in lines))
+
+    def _write_text(self, path: Path, text: str) -> None:
+        """Replace the file with ``text`` (the caller holds its lock)."""
+        try:
+            self._write(path, text.encode("utf-8"))
+        except OSError as e:
+            raise MemoryStoreError(f"cannot write {path}: {e.strerror or e}") from None
+
+    def _write(self, path: Path, data: bytes) -> None:
+        temp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+
+    def _target(self, category: str) -> tuple[Path, str]:
+        if self.scope == "user" and category in PERSONAL and self.user_path is not None:
+            return self.user_path, "user"
+        return self.facts_path, "project"
+
+    def add(self, text: str, category: str, *, confidence: float = 1.0,
+            source_session: str | None = None, source_turn: int | None = None) -> Fact | None:
+        """Keep a new fact; None when the same text is known already (a forgotten fact
+        included: forgetting is for good). MemoryStoreError on a bad value."""
+        try:
+            text = check_fact_fields(text, category, confidence)
+        except RecordError as e:
+            raise MemoryStoreError(f"not a valid fact: {e}") from None
+        path, scope = self._target(category)
+        key = normalized(text)
+        with self._locked(path):
+            files = self._read_all()
+            if any(normalized(s.fact.text) == key for f in files for s in f.records.values()):
+                return None
+            own = next(f for f in files if f.path == path)
+            base = USER_ID_BASE if scope == "user" else 0
+            ident = max((i for i in own.taken if i > base), default=base) + 1
+            if scope == "project" and ident >= USER_ID_BASE:
+                raise MemoryStoreError(f"{path} holds {USER_ID_BASE - 1} facts, the most it "
+                                       "can: prune or forget some")
+            fact = Fact(ident, text, category, float(confidence), source_session, source_turn,
+                        now().replace(microsecond=0), None, scope)
+            self._append(path, fact_line(Stored(fact, None)))
+        return fact
+
+    def _change(self, ids: Iterable[int],
+                change: Callable[[Stored], Stored | None]) -> list[Stored]:
+        """Apply ``change`` to the records with these ids (None: leave it), file by file,
+        each under its lock; the records as changed."""
+        wanted = set(ids)
+        done: list[Stored] = []
+        for path, scope in self._paths():
+            mine = {i for i in wanted if (i > USER_ID_BASE) == (scope == "user")}
+            if not mine or not path.exists():
+                continue
+            with self._locked(path):
+                read = self._read_facts(path, scope)
+                changed = {}
+                for index, stored in read.records.items():
+                    if stored.fact.id in mine:
+                        new = change(stored)
+                        if new is not None:
+                            changed[index] = new
+                if changed:
+                    self._rewrite(read, changed)
+                done.extend(changed.values())
+        return done
+
+    def forget(self, fact_id: int) -> Fact:
+        """Forget a fact for good (its line stays, marked forgotten, so it is never extracted
+        again). MemoryStoreError when there is no such live fact."""
+        self.problems = []
+        when = now().replace(microsecond=0)
+        found: list[Stored] = []
+
+        def tombstone(stored: Stored) -> Stored | None:
+            found.append(stored)
+            return replace(stored, forgotten=when) if stored.forgotten is None else None
+
+        changed = self._change([fact_id], tombstone)
+        if not found:
+            raise MemoryStoreError(f"there is no fact {fact_id} (`memory` lists them)")
+        if not changed:
+            raise MemoryStoreError(f"fact {fact_id} is already forgotten")
+        return changed[0].fact
+
+    def mark_used(self, ids: Iterable[int]) -> None:
+        """Record that these facts were given to the model now (see ``stale``)."""
+        when = now().replace(microsecond=0)
+
+        def used(stored: Stored) -> Stored | None:
+            if stored.forgotten is not None:
+                return None
+            return replace(stored, fact=replace(stored.fact, last_used=when))
+
+        self._change(ids, used)
+
+    def stale(self, max_age_days: int, at: datetime | None = None) -> list[Fact]:
+        """Live facts not used (or, never used, not made) in the last ``max_age_days``."""
+        cutoff = (at or now()) - timedelta(days=max_age_days)
+        return [f for f in self.facts() if (f.last_used or f.created) < cutoff]
+
+    # ------------------------------------------------------------ searching
+    def relevant(self, query: str, k: int = 5) -> list[Fact]:
+        """The ``k`` live facts that match ``query`` best (FTS5 bm25); [] when none does."""
+        facts = self.facts()
+        return [facts[i] for i in search.rank([f.text for f in facts], query, k)]
+
+    def search(self, query: str, k: int = 5) -> tuple[list[Fact], list[Episode]]:
+        """The facts and the episodes that match ``query`` best (the memory_search tool)."""
+        episodes = self.episodes()
+        texts = [f"{e.title or ''}\n{e.summary}" for e in episodes]
+        return (self.relevant(query, k),
+                [episodes[i] for i in search.rank(texts, query, k)])
+
+    # ------------------------------------------------------------ episodes
+    def episodes(self) -> list[Episode]:
+        """Every episode, oldest first (damaged lines reported in ``problems``, skipped)."""
+        self.problems = []
+        found = []
+        for index, raw in enumerate(self._read_lines(self.episodes_path)):
+            if not raw.strip():
+                continue
+            try:
+                found.append(parse_episode(raw.decode("utf-8")))
+            except (RecordError, UnicodeDecodeError) as e:
+                self._note(self.episodes_path, index + 1,
+                           str(e) if isinstance(e, RecordError) else "not UTF-8")
+        return found
+
+    def add_episode(self, session_id: str, summary: str, *, title: str | None = None,
+                    span: str = "", created: datetime | None = None) -> Episode:
+        """Keep one session's summary as an episode (at a compaction or an exit)."""
+        episode = Episode(session_id, title, summary, span,
+                          created or now().replace(microsecond=0))
+        with self._locked(self.episodes_path):
+            self._append(self.episodes_path, episode_line(episode))
+        return episode
+
+
+def _last_byte(path: Path, size: int) -> bytes:
+    with path.open("rb") as f:
+        f.seek(size - 1)
+        return f.read(1)

@@ -1,0 +1,59 @@
+"""Facts and episodes on the screen: the in-chat ``memory`` command and ``rollchat memory``
+draw them through Renderer.line (one fact a line, its id first: what ``forget`` takes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from rollchat.text import plural
+from rollchat.ui.sanitize import one_line
+
+if TYPE_CHECKING:
+    from rollchat.memory.records import Episode, Fact
+    from rollchat.ui.app import ChatApp
+    from rollchat.ui.render import Renderer
+
+Row = tuple[tuple[str, str], ...]
+
+
+def fact_row(fact: Fact) -> Row:
+    scope = " · user-level" if fact.scope == "user" else ""
+    return ((f"{fact.id:>4}  ", "bold"), (one_line(fact.text), ""),
+            (f"  {fact.category}{scope} · {one_line(fact.source)} · "
+             f"{fact.created:%Y-%m-%d}", "dim"))
+
+
+def draw_facts(out: Renderer, facts: Sequence[Fact], problems: Sequence[str]) -> None:
+    if not facts:
+        out.info("No facts remembered yet (remember TEXT adds one).")
+    for fact in facts:
+        out.line(*fact_row(fact))
+    if facts:
+        out.dim(f"{plural(len(facts), 'fact')}; forget ID forgets one for good.")
+    for problem in problems:
+        out.warn(problem)
+
+
+def draw_episodes(out: Renderer, episodes: Sequence[Episode], problems: Sequence[str]) -> None:
+    if not episodes:
+        out.info("No episodes yet (one is kept at every compaction and exit).")
+    for e in episodes:
+        title = f" · {one_line(e.title)}" if e.title else ""
+        out.line((one_line(e.session_id), "cyan"), (f"{title} · {one_line(e.span)}", ""))
+        for line in e.summary.splitlines():
+            if line.strip():
+                out.line((f"    {line}", "dim"))
+    for problem in problems:
+        out.warn(problem)
+
+
+def show_facts(app: ChatApp) -> None:
+    """The in-chat ``memory`` command."""
+    from rollchat.errors import UsageError
+
+    memory = app.session.memory
+    if memory is None:
+        raise UsageError("memory is off (memory.enabled is false, or --no-save)")
+    facts = memory.store.facts()
+    draw_facts(app.out, facts, memory.store.take_problems())
