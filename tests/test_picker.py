@@ -257,3 +257,55 @@ def test_picker_preview_of_a_huge_summary_item_stays_short_and_counts_read_well(
     assert max(len(t) for t in lines) < 600
     assert "- write the eviction tests" in lines
     assert any("1 query  ·" in t for t in lines) and not any("1 queries" in t for t in lines)
+
+
+# ------------------------------------------------------------------ titles (the sessions index)
+
+def test_picker_rows_show_titles_and_the_filter_matches_them(tmp_path: Path) -> None:
+    """The picker lists through the sessions index, which holds each session's title (the
+    header's Title, else its first line): a row shows it, the filter matches it, and a
+    hostile title (escapes, a newline) is drawn harmlessly."""
+    sessions = _three(tmp_path)
+    write_session(sessions, "assistant_20260501_093000_d4d4", ["help me with the cluster"],
+                  minutes=30, title="Kubernetes upgrade plan")
+    write_session(sessions, "assistant_20260501_094000_e5e5", ["hi"], minutes=40,
+                  title="\x1b]0;pwned\x07 sneaky\nsecond line \u202eevil")
+    picker = Picker(_infos(sessions), SessionStore(sessions).load_summary)
+    picker.filter("kubernetes upgrade")  # words only the title holds
+    assert [c.key for c in picker.matches] == ["assistant_20260501_093000_d4d4"]
+    assert picker.current is not None
+    assert "Kubernetes upgrade plan" in picker.row_text(picker.current, 200)
+    assert "help me with the cluster" not in picker.row_text(picker.current, 200)
+    preview = [t for _, t in picker.preview()]
+    assert preview[0] == "Kubernetes upgrade plan" and "First: help me with the cluster" in preview
+    picker.filter("kbup")  # letters in order, within the title
+    assert picker.current is not None and picker.current.session_id.endswith("_d4d4")
+    picker.filter("sneaky")
+    assert picker.current is not None
+    shown = [picker.row_text(picker.current, 200), *(t for _, t in picker.preview())]
+    assert not any(ch in s for s in shown for ch in ("\x1b", "\x07", "\n", "\u202e"))
+    assert "^[]0;pwned^G sneaky" in shown[0]
+    picker.filter("redis")  # an untitled session: its first line is its title
+    assert picker.current is not None and "set up the redis cache" in picker.row_text(
+        picker.current, 200)
+
+
+def test_pty_picker_shows_a_title_and_finds_the_session_by_it(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "rollchat.yml", FAST)
+    sessions = _three(tmp_path)
+    titled = "assistant_20260501_085500_d4d4"  # the oldest: not highlighted at first
+    write_session(sessions, titled, ["help me with the cluster"], minutes=-5,
+                  title="Kubernetes upgrade plan")
+    child = spawn(tmp_path, "--config", str(cfg), "pick", timeout=60)
+    child.expect_exact("4 of 4 sessions")
+    child.expect_exact("Kubernetes upgrade plan")  # its row
+    child.expect_exact("No summary yet")  # the newest is highlighted first
+    child.send("upgrade")  # a word only its title holds
+    child.expect_exact("First: help me with")  # it is highlighted now (its preview)
+    child.send("\r")
+    child.expect_exact(f"Found: {titled}")
+    child.expect_exact(PROMPT)
+    child.sendline("exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0

@@ -43,9 +43,10 @@ class Picked:
 
 def candidates(infos: Sequence[SessionInfo], titles: dict[str, str] | None = None,
                ) -> list[Candidate]:
-    """What the filter matches for each session: title, id, date, first user line, agent."""
+    """What the filter matches for each session: title (``titles``' else its own), id, date,
+    first user line, agent."""
     titles = titles or {}
-    return [Candidate(i.session_id, (titles.get(i.session_id, ""), i.session_id,
+    return [Candidate(i.session_id, (titles.get(i.session_id) or i.title, i.session_id,
                                      i.date.isoformat(" ", "minutes")[:16],
                                      i.first_query_preview or "",
                                      i.agent), i.date)
@@ -106,8 +107,13 @@ class Picker:
                     self._summaries[info.session_id] = f"cannot read it: {exc}"
         return self._summaries[info.session_id]
 
+    def title(self, info: SessionInfo) -> str:
+        """The session's title: the one given to the picker, else its own (the header's
+        Title, else its first question's first line)."""
+        return self.titles.get(info.session_id) or info.title
+
     def row_text(self, info: SessionInfo, width: int) -> str:
-        title = (self.titles.get(info.session_id) or info.first_query_preview
+        title = (self.title(info) or info.first_query_preview
                  or ("(no queries)" if not info.queries else "(first question not readable)"))
         text = (f"{info.date:%Y-%m-%d %H:%M}  {info.session_id}  {info.queries:>3}q  "
                 f"{one_line(title)}")
@@ -119,14 +125,14 @@ class Picker:
         if info is None:
             return [("class:dim", "No session matches the filter.")]
         lines: list[tuple[str, str]] = []
-        title = self.titles.get(info.session_id)
+        title = self.title(info)
         if title:
             lines.append(("class:title", one_line(title)))
         lines.append(("class:title", f"{one_line(info.session_id)}  ·  {one_line(info.agent)}"
                                      f"  ·  {one_line(info.model)}"))
         lines.append(("", f"{info.date:%Y-%m-%d %H:%M}  ·  {plural(info.queries, 'query')}  ·  "
                           f"{info.tokens:,} tokens"))
-        if info.first_query_preview:
+        if info.first_query_preview and info.first_query_preview != title:
             lines.append(("", f"First: {one_line(info.first_query_preview)}"))
         summary = self.summary(info)
         if isinstance(summary, str):
