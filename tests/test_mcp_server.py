@@ -243,3 +243,55 @@ def test_read_session_answers_a_bounded_page_and_says_how_to_read_on(tmp_path: P
     assert seen["json"][0]["turns_total"] == 40
     assert seen["past_end"].is_error and "past the end" in _text(seen["past_end"])
     assert seen["tiny"].is_error and "max_chars must be between" in _text(seen["tiny"])
+
+
+async def _titled_session(params: StdioServerParameters, errlog: Any, child: str,
+                          ) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    async with Client(stdio_client(params, errlog=errlog)) as client:
+        seen["list"] = _json(await client.call_tool("list_sessions", {}))
+        seen["by_title"] = _json(await client.call_tool("search_sessions",
+                                                        {"query": "edge proxy"}))
+        seen["by_text"] = _json(await client.call_tool("search_sessions",
+                                                       {"query": "syslog", "limit": 5}))
+        seen["none"] = _json(await client.call_tool("search_sessions",
+                                                    {"query": "AND \"( NEAR"}))
+        seen["no_word"] = await client.call_tool("search_sessions", {"query": "?!"})
+        seen["compact"] = _json(await client.call_tool("compact_session", {"session": child}))
+        seen["resources"] = (await client.list_resources()).resources
+    return seen
+
+
+def test_mcp_titles_and_search_come_from_the_sessions_index(tmp_path: Path) -> None:
+    """A session renamed with 'rollchat rename' is listed, found and compacted under that
+    title; search_sessions goes through the index (the title is searched too, any text is
+    safe, each hit is id, title, date, number and a snippet)."""
+    made = make_sessions(tmp_path / "sessions")
+    config = tmp_path / "config.yml"
+    config.write_text(OFFLINE_CONFIG, encoding="utf-8")
+    renamed = CliRunner().invoke(cli.app, ["rename", made.child, "Edge", "proxy", "rollout",
+                                           "--sessions-dir", str(made.root)])
+    assert renamed.exit_code == 0, renamed.output
+    errlog = (tmp_path / "server.err").open("w+", encoding="utf-8")
+    with errlog:
+        seen = asyncio.run(asyncio.wait_for(_titled_session(
+            _params(tmp_path, made.root, config), errlog, made.child), 90))
+
+    child, parent = seen["list"]["sessions"]
+    assert child["title"] == "Edge proxy rollout"  # the header's Title, not the first query
+    assert parent["title"] == "Let's design the rate limiter for the gateway."
+    (hit,) = seen["by_title"]["hits"]  # words only the title holds
+    assert set(hit) == {"id", "title", "date", "number", "snippet"}
+    assert (hit["id"], hit["title"], hit["number"]) == (made.child, "Edge proxy rollout", 1)
+    assert hit["snippet"] == "**Edge** **proxy** rollout"
+    (text_hit,) = seen["by_text"]["hits"]
+    assert text_hit["id"] == made.child and "**syslog**" in text_hit["snippet"]
+    assert seen["none"]["hits"] == []  # FTS5 syntax is just words here
+    assert seen["no_word"].is_error and "needs a word" in _text(seen["no_word"])
+    assert seen["compact"]["title"] == "Edge proxy rollout"
+    titles = {r.name: r.title for r in seen["resources"]}
+    assert titles[made.child] == "Edge proxy rollout"
+    out = CliRunner().invoke(cli.app, ["compact", made.child, "--json", "--sessions-dir",
+                                       str(made.root), "--config", str(config)])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["title"] == "Edge proxy rollout"

@@ -130,8 +130,9 @@ def summary_markdown(s: Summary) -> str:
 
 
 def title_of(info: SessionInfo) -> str | None:
-    """A session's title: what its first query began with."""
-    return info.first_query_preview
+    """A session's title: its header's Title field (given by the user or written by the model
+    with the summary), else its first query's first line; None before any query."""
+    return info.title or None
 
 
 # ---------------------------------------------------------------- the operation

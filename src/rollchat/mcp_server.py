@@ -16,7 +16,7 @@ from mcp_types import Resource
 from rollchat import __version__
 from rollchat.compact_op import SummaryModel, compact, title_of
 from rollchat.errors import RollchatError, StoreError
-from rollchat.listing import SessionInfo, resolve
+from rollchat.listing import SessionInfo
 from rollchat.store import SessionStore
 
 if TYPE_CHECKING:
@@ -30,7 +30,6 @@ MAX_LIMIT = 500  # list_sessions and search_sessions answer at most this many at
 # Code refuses a tool result over 25,000 tokens), and a session file can be 64 MiB
 PAGE_CHARS = 80_000
 MAX_PAGE_CHARS = 1_000_000
-SNIPPET_CHARS = 160
 INSTRUCTIONS = (
     "rollchat's saved chat sessions. list_sessions and search_sessions find a session; "
     "compact_session gives its structured summary (topics, decisions, pending items, files), "
@@ -160,37 +159,18 @@ def _cut_turn(item: dict[str, Any], room: int) -> dict[str, Any]:
 
 
 def search(store: SessionStore, query: str, limit: int) -> list[dict[str, Any]]:
-    """Sessions whose turns or summary hold every word of ``query`` (case-insensitive), the
-    most matches first, then the newest; each with a snippet around its first match."""
-    words = query.casefold().split()
-    if not words:
+    """Sessions whose title, summary or messages hold every word of ``query`` (else, when none
+    does, any of them), best first, through the sessions index (``SessionIndex.search``); each
+    with its number in the listing and a snippet of its best matching text (the matched
+    words between ``**``)."""
+    if not query.strip():
         raise ToolError("the query is empty: give one or more words to look for")
-    scored: list[tuple[int, SessionInfo, str]] = []
-    for info in store.list_sessions().sessions:
-        try:
-            transcript = store.load_transcript(info.session_id)
-        except RollchatError:
-            continue  # unreadable now: list_sessions names the files that are not sessions
-        texts = [text for t in transcript.turns for text in (t.user, t.assistant) if text]
-        if transcript.summary is not None:
-            s = transcript.summary
-            texts += [s.background, *s.topics, *s.decisions, *s.pending, *s.artifacts]
-        folded = [text.casefold() for text in texts]
-        if not all(any(w in f for f in folded) for w in words):
-            continue
-        hits = sum(f.count(w) for f in folded for w in words)
-        first = next(i for i, f in enumerate(folded) if words[0] in f)
-        scored.append((hits, info, _snippet(texts[first], folded[first].find(words[0]))))
-    scored.sort(key=lambda x: (-x[0], -x[1].date.timestamp(), x[1].session_id))
-    return [{"id": info.session_id, "title": title_of(info), "date": info.date.isoformat(),
-             "matches": hits, "snippet": snippet} for hits, info, snippet in scored[:limit]]
-
-
-def _snippet(text: str, at: int) -> str:
-    start = max(0, at - SNIPPET_CHARS // 3)
-    end = min(len(text), start + SNIPPET_CHARS)
-    snippet = " ".join(text[start:end].split())
-    return ("…" if start else "") + snippet + ("…" if end < len(text) else "")
+    try:
+        hits = store.index.search(query, limit)
+    except StoreError as exc:
+        raise ToolError(str(exc)) from None
+    return [{"id": hit.session_id, "title": hit.title or None, "date": hit.date.isoformat(),
+             "number": hit.number, "snippet": hit.snippet} for hit in hits]
 
 
 def build_server(cfg: Config, model: SummaryModel) -> SessionsServer:
@@ -200,7 +180,7 @@ def build_server(cfg: Config, model: SummaryModel) -> SessionsServer:
 
     def find(ref: str | int) -> SessionInfo:
         try:
-            return resolve(str(ref), store.list_sessions())
+            return store.index.resolve(str(ref))
         except StoreError as exc:
             raise ToolError(str(exc)) from None
 
@@ -209,15 +189,19 @@ def build_server(cfg: Config, model: SummaryModel) -> SessionsServer:
         """List saved sessions, most recent first: id, title, date, agent, queries, whether it
         has a summary, and its parent session (the one it continues)."""
         _check_limit(limit, offset)
-        listing = store.list_sessions()
-        return {"total": len(listing.sessions),
-                "sessions": [session_entry(i) for i in listing.sessions[offset:offset + limit]],
-                "problems": [{"file": name, "reason": why} for name, why in listing.problems]}
+        try:
+            page = store.index.page(offset + limit)  # the index: no file opened
+        except StoreError as exc:
+            raise ToolError(str(exc)) from None
+        return {"total": page.total,
+                "sessions": [session_entry(i) for i in page.sessions[offset:]],
+                "problems": [{"file": name, "reason": why} for name, why in page.problems]}
 
     @server.tool()
     def search_sessions(query: str, limit: int = 10) -> dict[str, Any]:
-        """Find sessions whose messages or summary contain every word of the query; each hit
-        with its id, title, date and a snippet."""
+        """Find sessions whose title, summary or messages contain every word of the query
+        (else, when none does, any of them), best matches first; each hit with its id, title,
+        date, number and a snippet (matched words between **)."""
         _check_limit(limit)
         return {"hits": search(store, query, limit)}
 
