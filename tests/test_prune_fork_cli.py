@@ -209,3 +209,44 @@ def test_fork_help_names_its_argument_as_show_and_export_do() -> None:
     done = CliRunner().invoke(cli.app, ["fork", "--help"])
     assert done.exit_code == 0
     assert "fork [OPTIONS] N|ID" in done.stdout and "SESSION" not in done.stdout
+
+
+def test_prune_lists_titles_and_search_no_longer_finds_a_pruned_session(
+        tmp_path: Path) -> None:
+    """prune's list names each session by its title (a hostile one drawn harmlessly), and a
+    pruned session leaves the sessions index with its file: `search` and `sessions` no
+    longer show it."""
+    import json
+
+    from tests.sessions_helpers import write_session
+
+    root = tmp_path / "sessions"
+    old = "assistant_20260501_090000_a1a1"
+    hostile = "assistant_20260501_091000_b2b2"
+    kept = "assistant_20260501_092000_c3c3"
+    _age(write_session(root, old, ["help with the cluster"], title="Kubernetes upgrade plan"),
+         40)
+    _age(write_session(root, hostile, ["hi"], minutes=10,
+                       title="\x1b]0;pwned\x07 zebra\nfence"), 40)
+    write_session(root, kept, ["kubernetes notes for later"], minutes=20)
+
+    def search(*words: str) -> list[str]:
+        done = CliRunner().invoke(cli.app, ["search", *words, "--json", "--sessions-dir",
+                                            str(root)])
+        assert done.exit_code == 0, done.output
+        return [hit["id"] for hit in json.loads(done.stdout)]
+
+    assert search("upgrade") == [old]  # the index is built, the title searched
+    code, out, _ = _prune(root, "--older-than", "30d", "--dry-run")
+    assert code == 0
+    assert f'{old} · ' in out and '· "Kubernetes upgrade plan"' in out
+    assert "help with the cluster" not in out  # the title, not the first question
+    [line] = [x for x in out.splitlines() if hostile in x]  # its title's newline: shown
+    assert line.endswith('"^[]0;pwned^G zebra\\nfence"') and "\x1b" not in out
+    assert "\x07" not in out
+    code, out, _ = _prune(root, "--older-than", "30d", "-y")
+    assert code == 0 and "Deleted 2 sessions" in out
+    assert search("upgrade") == [] and search("zebra") == []
+    assert search("kubernetes") == [kept]
+    listed = CliRunner().invoke(cli.app, ["sessions", "--json", "--sessions-dir", str(root)])
+    assert [s["id"] for s in json.loads(listed.stdout)["sessions"]] == [kept]

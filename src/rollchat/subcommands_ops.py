@@ -67,7 +67,7 @@ def prune_command(
           f"{words} ago or earlier ({_size(total)}):")
     for c in found:
         info = c.info
-        title = f' · "{one_line(info.first_query_preview)}"' if info.first_query_preview else ""
+        title = f' · "{one_line(info.title)}"' if info.title else ""
         kept = " · KEPT: open in another rollchat process" if c.busy else ""
         print(f"  {info.session_id} · {c.written:%Y-%m-%d %H:%M} · {info.queries} "
               f"quer{'y' if info.queries == 1 else 'ies'} · {_size(c.size)}{title}{kept}")
