@@ -238,3 +238,19 @@ def test_idle_extraction_in_a_terminal_never_blocks_input(tmp_path: Path) -> Non
     assert "Remembered" not in output
     store = MemoryStore(tmp_path / "sessions", "assistant", user_dir=tmp_path / "user")
     assert [f.text for f in store.facts()] == ["prefers dark mode in every editor"]
+
+
+def test_episodes_carry_the_titles_of_their_sessions(tmp_path: Path) -> None:
+    """An episode is named by its session's title, as the sessions index lists it: the one
+    given with 'title', else the one written with the summary."""
+    chat = make_chat(tmp_path)
+    chat.type("We decided to deploy on Fridays.")
+    chat.type("title Release train")
+    chat.type("compact")
+    chat.type("What about rollbacks?")
+    chat.exit()
+    episodes = chat.memory.episodes()
+    assert len(episodes) == 2 and episodes[0].title == "Release train"
+    listed = {s.session_id: s.title for s in SessionStore(tmp_path / "sessions").index.recent()}
+    assert [e.title for e in episodes] == [listed[e.session_id] for e in episodes]
+    assert episodes[1].title  # the child's: from its summary, or its first line

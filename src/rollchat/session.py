@@ -213,6 +213,15 @@ class Session:
         first = next((t.user for t in self.state.turns if t.kind == "query"), None)
         return first_line_title(first) or None
 
+    def _saved_title(self, summary: Summary) -> str | None:
+        """The title this session's file has once ``summary`` is saved (see
+        ``render_finalized``): the one it was given, else the summary's, else its first
+        query's first line."""
+        from rollchat.titles import model_title
+
+        return (self.state.title or (model_title(summary.title) if summary.title else None)
+                or self.title)
+
     # ------------------------------------------------------------------ a turn
     def turn(self, text: str, handed: Handed | None = None) -> Flow:
         """Send one user message (cleaned: see rollchat.clean), stream the answer, save the
@@ -467,7 +476,8 @@ class Session:
             raise KeyboardInterrupt
         if self.memory is not None:  # facts from the last turns, the summary as an episode
             yield from self.memory.at_summary(state.turns, state.session_id, outcome.summary,
-                                              local=within is not None)
+                                              local=within is not None,
+                                              title=self._saved_title(outcome.summary))
         return outcome.summary
 
     # ------------------------------------------------------------------ compact
