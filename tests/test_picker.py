@@ -309,3 +309,46 @@ def test_pty_picker_shows_a_title_and_finds_the_session_by_it(tmp_path: Path) ->
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+# ------------------------------------------------------------------ a bare resume in the chat
+
+def test_pty_a_bare_resume_in_the_chat_opens_the_picker(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "rollchat.yml", FAST)
+    sessions = _three(tmp_path)
+    child = spawn(tmp_path, "--config", str(cfg), timeout=60)
+    child.expect_exact(PROMPT)
+    child.sendline("resume")
+    child.expect_exact("3 of 3 sessions")  # the picker, over the saved sessions
+    child.send("garden")
+    child.expect_exact("tomatoes by the wall")
+    child.send("\x1b")  # Esc: back to the chat, nothing resumed
+    child.expect_exact("No session chosen.")
+    child.expect_exact(PROMPT)
+    child.sendline("/resume")
+    child.expect_exact("3 of 3 sessions")
+    child.send("garden")
+    child.expect_exact("tomatoes by the wall")
+    child.send("\r")
+    child.expect_exact("Loading session...")
+    child.expect_exact("Restoring context...")
+    child.expect_exact(PROMPT)
+    child.sendline("and now?")
+    child.expect_exact("Tokens: ")
+    child.expect_exact(PROMPT)
+    child.sendline("exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    [new] = [p for p in sessions.glob("*.md") if p.stem not in (OLD, REDIS, NEWEST)]
+    assert parse(new.read_text()).header.resumed_from == OLD
+
+
+def test_a_bare_resume_in_a_piped_chat_is_a_usage_error(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "rollchat.yml", FAST)
+    _three(tmp_path)
+    result = run_piped(tmp_path, "resume\nexit\n", "--config", str(cfg))
+    assert result.returncode == 0, result.stderr
+    assert "usage: resume N | ID | ID-PREFIX" in result.stdout + result.stderr
+    assert "Loading session" not in result.stdout
+    assert len(list(tmp_path.glob("sessions/*.md"))) == 3  # nothing resumed, nothing saved

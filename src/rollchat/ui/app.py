@@ -9,7 +9,7 @@ from collections.abc import Callable, Generator
 from contextlib import ExitStack
 
 from rollchat.engine import describe_call
-from rollchat.errors import RollchatError, StoreError
+from rollchat.errors import RollchatError, StoreError, UsageError
 from rollchat.events import (
     AnswerAborted,
     AnswerStarted,
@@ -96,6 +96,25 @@ class ChatApp:
 
     def resume(self, ref: str) -> None:
         self.run(self.session.resume(ref))
+
+    def pick_session(self) -> str | None:
+        """The id of a saved session chosen in the picker (a bare ``resume``), or None when
+        there is none to choose or the picker was cancelled. Only in a terminal: UsageError
+        otherwise (a piped chat says ``resume N``)."""
+        if not self.out.interactive:
+            raise UsageError("usage: resume N | ID | ID-PREFIX (see 'sessions' for the "
+                             "numbers; in a terminal a bare 'resume' opens the picker)")
+        sessions, _ = self.session.list_sessions()  # this session left out
+        if not sessions:
+            self.out.info("No other saved session to resume.")
+            return None
+        from rollchat.ui.picker import pick
+
+        picked = pick(sessions, self.session.store.load_summary)
+        if picked.info is None:
+            self.out.info("No session chosen.")
+            return None
+        return picked.info.session_id
 
     def remember(self, text: str) -> None:
         self.run(self.session.remember(text))

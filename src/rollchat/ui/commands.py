@@ -192,10 +192,9 @@ def _summary(app: ChatApp, arg: str) -> bool:
 
 
 def _resume(app: ChatApp, arg: str) -> bool:
-    ref = arg.strip()
-    if not ref:
-        raise UsageError("usage: resume N | ID | ID-PREFIX (see 'sessions' for the numbers)")
-    app.resume(ref)
+    ref = arg.strip() or app.pick_session()  # bare: the picker, in a terminal
+    if ref is not None:
+        app.resume(ref)
     return False
 
 
@@ -247,7 +246,8 @@ COMMANDS: dict[str, Command] = {
                 _title, takes_arg=True),
         Command("search", "search TEXT", "search the saved sessions (transcripts, summaries, "
                 "titles)", _search, takes_arg=True),
-        Command("resume", "resume N|ID", "continue a saved session from its summary", _resume,
+        Command("resume", "resume [N|ID]", "continue a saved session from its summary (bare: "
+                "choose it in a picker)", _resume,
                 takes_arg=True, bare_arg=lambda a: bool(_REF.match(a.strip()))),
         Command("auto", "auto [on|off|ask]", "automatic compaction for this session: show it, "
                 "or turn it on, off, or ask first", _auto, takes_arg=True,
