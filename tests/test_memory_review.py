@@ -34,3 +34,72 @@ def test_remember_still_keeps_a_fact(tmp_path: Path, line: str) -> None:
     chat = make_chat(tmp_path)
     assert "Remembered:" in chat.type(line)
     assert len(chat.memory.facts()) == 1
+
+
+def test_a_secret_said_in_the_chat_is_never_remembered(tmp_path: Path) -> None:
+    chat = make_chat(tmp_path)
+    chat.type("My password is hunter2.")
+    chat.type("My API token is ghp_abcdefghijklmnopqrstuvwxyz0123456789.")
+    chat.type("I prefer tabs over spaces.")
+    shown = chat.type("compact")
+    assert "Remembered: prefers tabs over spaces" in shown
+    remembered = [line for line in shown.splitlines() if "Remembered" in line]
+    assert not [line for line in remembered if "hunter2" in line or "ghp_" in line]
+    assert "Not remembered: 2 facts that looked like a secret" in shown
+    assert [f.text for f in chat.memory.facts()] == ["prefers tabs over spaces"]
+    assert "hunter2" not in chat.memory.facts_path.read_text(encoding="utf-8")
+    # the next request's system prompt (the profile) holds no secret either
+    assert "hunter2" not in chat.app.session.engine.context.system
+
+
+@pytest.mark.parametrize(("line", "what"), [
+    ("remember the staging password is Tr0ub4dor&3", "a password"),
+    ("remember OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuv", "an API key"),
+    ("/remember the db is postgres://admin:s3cret@db.internal:5432/app", "a password in a URL"),
+])
+def test_remember_refuses_a_secret_and_says_why(tmp_path: Path, line: str, what: str) -> None:
+    chat = make_chat(tmp_path)
+    shown = chat.type(line)
+    assert "Remembered" not in shown
+    assert f"Error: not remembered: it looks like {what}" in shown
+    assert chat.memory.facts() == []
+
+
+@pytest.mark.parametrize("text", ["the API key is in the .env file",
+                                  "the access token is rotated daily",
+                                  "prefers token-based auth over sessions",
+                                  "release commit is 0546dd8a3c5e9b0f1e2d3c4b5a69788776655443"])
+def test_facts_about_secrets_without_one_are_kept(tmp_path: Path, text: str) -> None:
+    chat = make_chat(tmp_path)
+    assert f"Remembered: {text}" in chat.type(f"/remember {text}")
+
+
+def test_a_secret_in_the_models_extraction_is_dropped(tmp_path: Path) -> None:
+    import json
+    from collections.abc import Iterator
+    from dataclasses import dataclass
+
+    from rollchat.providers.base import ChatRequest, Done, StreamEvent, TextDelta
+    from tests.test_memory_chat import BrokenExtraction
+
+    @dataclass
+    class Leaky(BrokenExtraction):
+        def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
+            if request.purpose != "memory":
+                yield from self.inner.stream(request)
+                return
+            assert "Never write down a secret" in request.messages[-1].content
+            items = [{"text": "the prod API key is sk-live-abcdefghijklmnopqrstuvwx",
+                      "category": "project", "confidence": 0.99, "turn": 1},
+                     {"text": "deploys with ops/deploy.sh", "category": "project",
+                      "confidence": 0.9, "turn": 1}]
+            yield TextDelta(json.dumps(items))
+            yield Done("end")
+
+    chat = make_chat(tmp_path, Leaky("ok"))
+    chat.type("We deploy with ops/deploy.sh; the key is in the vault.")
+    shown = chat.type("compact")
+    assert "Remembered: deploys with ops/deploy.sh (forget 1)" in shown
+    assert "sk-live" not in shown and "Warning" not in shown
+    assert "Not remembered: 1 fact that looked like a secret" in shown
+    assert [f.text for f in chat.memory.facts()] == ["deploys with ops/deploy.sh"]

@@ -16,7 +16,7 @@ from rollchat.errors import RollchatError
 from rollchat.events import Event, FactRemembered, Notice
 from rollchat.memory.extract import ExtractionError, extract, latest_messages
 from rollchat.memory.rules import Candidate, extract_rules
-from rollchat.memory.store import MemoryStore
+from rollchat.memory.store import MemoryStore, SecretRefused
 from rollchat.providers.base import Provider
 from rollchat.text import plural
 
@@ -140,16 +140,23 @@ class Memory:
 
     def _keep(self, found: list[Candidate], session_id: str | None) -> list[Event]:
         events: list[Event] = []
+        secrets = 0
         for candidate in found:
             try:
                 fact = self.store.add(candidate.text, candidate.category,
                                       confidence=candidate.confidence,
                                       source_session=session_id, source_turn=candidate.turn)
+            except SecretRefused:  # said, but no secret goes into memory
+                secrets += 1
+                continue
             except RollchatError as e:
                 events.append(Notice("warning", f"memory: {e}"))
                 break
             if fact is not None:
                 events.append(FactRemembered(fact))
+        if secrets:
+            events.append(Notice("info", f"Not remembered: {plural(secrets, 'fact')} that "
+                                         "looked like a secret (a password, a key or a token)."))
         return events
 
     def at_summary(self, turns: Sequence[Turn], session_id: str | None,

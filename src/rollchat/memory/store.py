@@ -40,8 +40,10 @@ from rollchat.memory.records import (
     parse_episode,
     parse_fact,
 )
+from rollchat.memory.sensitive import secret_in
 
-__all__ = ["Episode", "Fact", "MemoryStore", "MemoryStoreError", "default_user_dir"]
+__all__ = ["Episode", "Fact", "MemoryStore", "MemoryStoreError", "SecretRefused",
+           "default_user_dir"]
 
 MEMORY_DIR = "memory"
 USER_FILE = "user.facts.jsonl"
@@ -52,6 +54,10 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 class MemoryStoreError(RollchatError):
     """A memory file cannot be read or written, or a fact id or value is wrong."""
+
+
+class SecretRefused(MemoryStoreError):
+    """A fact that states a secret (a password, an API key): never kept (see sensitive.py)."""
 
 
 def default_user_dir() -> Path:
@@ -247,6 +253,11 @@ class MemoryStore:
             text = check_fact_fields(text, category, confidence)
         except RecordError as e:
             raise MemoryStoreError(f"not a valid fact: {e}") from None
+        secret = secret_in(text)
+        if secret is not None:
+            raise SecretRefused(f"not remembered: it looks like {secret}, and remembered facts "
+                                "are sent to the model in later requests and kept in a plain "
+                                "file; keep secrets out of memory")
         path, scope = self._target(category)
         key = normalized(text)
         with self._locked(path):
