@@ -103,3 +103,33 @@ def test_a_secret_in_the_models_extraction_is_dropped(tmp_path: Path) -> None:
     assert "sk-live" not in shown and "Warning" not in shown
     assert "Not remembered: 1 fact that looked like a secret" in shown
     assert [f.text for f in chat.memory.facts()] == ["deploys with ops/deploy.sh"]
+
+
+@pytest.mark.parametrize("message", [
+    "I never said that.",
+    "You never listen.",
+    "I never got an answer from the server, so I retried.",
+    "my question is whether this works.",
+    "Here is the code:\n```python\n# we decided to use retries here\nmy_value = 3\n"
+    "always = True\n```\nwhy does it fail",
+    "The log says: \"we picked the wrong shard\" and stops.",
+    "> we decided to drop py3.8\n\nis this from the changelog",
+    "Error: you never set the env var",
+    "`never` is a keyword in that language.",
+])
+def test_the_offline_rules_keep_no_false_facts(tmp_path: Path, message: str) -> None:
+    chat = make_chat(tmp_path)
+    chat.type(message)
+    assert "Remembered" not in chat.type("compact")
+    assert chat.memory.facts() == []
+
+
+def test_the_offline_rules_still_find_what_the_user_states(tmp_path: Path) -> None:
+    chat = make_chat(tmp_path)
+    chat.type("My editor is vim and I never said otherwise.")
+    chat.type("I never need the verbose flag. Please always answer in English.")
+    chat.type("I'd rather use `pytest` than nose.")
+    chat.type("compact")
+    assert [f.text for f in chat.memory.facts()] == [
+        "user's editor is vim and I never said otherwise", "never need the verbose flag",
+        "always answer in English", "would rather use `pytest` than nose"]
