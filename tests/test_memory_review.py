@@ -133,3 +133,31 @@ def test_the_offline_rules_still_find_what_the_user_states(tmp_path: Path) -> No
     assert [f.text for f in chat.memory.facts()] == [
         "user's editor is vim and I never said otherwise", "never need the verbose flag",
         "always answer in English", "would rather use `pytest` than nose"]
+
+
+def test_ctrl_c_during_extraction_at_exit_loses_nothing(tmp_path: Path) -> None:
+    from collections.abc import Iterator
+    from dataclasses import dataclass
+
+    from rollchat.providers.base import ChatRequest, StreamEvent
+    from rollchat.transcript import parse
+    from tests.test_memory_chat import BrokenExtraction
+
+    @dataclass
+    class Interrupted(BrokenExtraction):
+        def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
+            if request.purpose == "memory":
+                raise KeyboardInterrupt  # the user presses Ctrl-C while the model extracts
+            yield from self.inner.stream(request)
+
+    chat = make_chat(tmp_path, Interrupted("ctrl-c"))
+    chat.type("I prefer tabs over spaces.")
+    end = chat.exit()
+    assert "Warning: fact extraction interrupted" in end
+    assert "Remembered: prefers tabs over spaces (forget 1)" in end  # the rules' facts
+    assert "Saved session" in end and "Goodbye" in end
+    [file] = (tmp_path / "sessions").glob("*.md")
+    saved = parse(file.read_text(encoding="utf-8"))
+    assert saved.summary is not None and [t.user for t in saved.turns] == [
+        "I prefer tabs over spaces."]
+    assert [e.session_id for e in chat.memory.episodes()] == [file.stem]

@@ -162,16 +162,24 @@ class Memory:
     def at_summary(self, turns: Sequence[Turn], session_id: str | None,
                    summary: Summary | None, *, local: bool = False,
                    title: str | None = None) -> Flow:
-        """At a compaction or an exit: facts from the last turns, and the session's summary
-        as an episode."""
-        yield from self.extract(turns, session_id, local=local, wait=None if not local else 1)
-        if summary is None or session_id is None:
-            return
+        """At a compaction or an exit: the session's summary as an episode (first: it is
+        quick and local), then facts from the last turns. Ctrl-C while the model extracts them
+        falls back to the phrase rules (instant), so the exit or compaction goes on."""
+        events: list[Event] = []
+        if summary is not None and session_id is not None:
+            try:
+                self.store.add_episode(session_id, episode_text(summary), title=title,
+                                       span=span(turns))
+            except RollchatError as e:
+                events.append(Notice("warning", f"memory: the episode was not kept: {e}"))
         try:
-            self.store.add_episode(session_id, episode_text(summary), title=title,
-                                   span=span(turns))
-        except RollchatError as e:
-            yield Notice("warning", f"memory: the episode was not kept: {e}")
+            events += self.extract(turns, session_id, local=local,
+                                   wait=None if not local else 1)
+        except KeyboardInterrupt:
+            events.append(Notice("warning", "fact extraction interrupted: only explicit "
+                                            "statements were remembered this time"))
+            events += self.extract(turns, session_id, local=True, wait=1)
+        yield from events
 
     # ------------------------------------------------------------ the tool
     def install(self, engine: Engine) -> None:
