@@ -161,3 +161,23 @@ def test_ctrl_c_during_extraction_at_exit_loses_nothing(tmp_path: Path) -> None:
     assert saved.summary is not None and [t.user for t in saved.turns] == [
         "I prefer tabs over spaces."]
     assert [e.session_id for e in chat.memory.episodes()] == [file.stem]
+
+
+def test_a_facts_file_made_a_symlink_is_named_as_one_and_never_followed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.test_memory_cli import run
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("root:x:0:0:root:/root:/bin/bash\n", encoding="utf-8")
+    memory_dir = tmp_path / "sessions" / "memory"
+    memory_dir.mkdir(parents=True)
+    (memory_dir / "assistant.facts.jsonl").symlink_to(target)
+    code, _, err = run("memory")
+    assert code == 1
+    assert "assistant.facts.jsonl: it is a symbolic link, which memory never follows" in err
+    chat = make_chat(tmp_path)  # the chat goes on, and the target is never written
+    assert "symbolic link" in chat.type("remember prefers tabs over spaces")
+    assert "Noted" in chat.type("I prefer tabs over spaces.")
+    assert target.read_text(encoding="utf-8") == "root:x:0:0:root:/root:/bin/bash\n"

@@ -115,12 +115,12 @@ class MemoryStore:
         except FileNotFoundError:
             return []
         except OSError as e:
-            raise MemoryStoreError(f"cannot read {path}: {e.strerror or e}") from None
+            raise MemoryStoreError(f"cannot read {path}: {_why(e, path)}") from None
         try:
             with os.fdopen(fd, "rb") as f:
                 data = f.read()
         except OSError as e:
-            raise MemoryStoreError(f"cannot read {path}: {e.strerror or e}") from None
+            raise MemoryStoreError(f"cannot read {path}: {_why(e, path)}") from None
         lines = data.split(b"\n")
         if lines and lines[-1] == b"":
             lines.pop()
@@ -191,7 +191,7 @@ class MemoryStore:
         except Timeout:
             raise MemoryStoreError(f"{path} is locked by another process") from None
         except OSError as e:
-            raise MemoryStoreError(f"cannot write {path}: {e.strerror or e}") from None
+            raise MemoryStoreError(f"cannot write {path}: {_why(e, path)}") from None
 
     def _append(self, path: Path, line: str) -> None:
         """Append one line (holding the lock), after a newline if a damaged last line has
@@ -221,7 +221,7 @@ class MemoryStore:
         try:
             self._write(path, text.encode("utf-8"))
         except OSError as e:
-            raise MemoryStoreError(f"cannot write {path}: {e.strerror or e}") from None
+            raise MemoryStoreError(f"cannot write {path}: {_why(e, path)}") from None
 
     def _write(self, path: Path, data: bytes) -> None:
         temp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
@@ -368,6 +368,17 @@ class MemoryStore:
         with self._locked(self.episodes_path):
             self._append(self.episodes_path, episode_line(episode))
         return episode
+
+
+def _why(error: OSError, path: Path) -> str:
+    """What went wrong, for people: a symbolic link (never followed) is named as one."""
+    import errno
+
+    if error.errno in (errno.ELOOP, errno.EMLINK) or (
+            error.errno is not None and path.is_symlink()):
+        return ("it is a symbolic link, which memory never follows (make it a regular file, "
+                "or delete it to start afresh)")
+    return str(error.strerror or error)
 
 
 def _last_byte(path: Path, size: int) -> bytes:
