@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from rollchat.prices import PRICES, price_for
 from tests.e2e import clean_env, run_piped, write_config
-from tests.wire_servers import WireServer, openai_server
+from tests.wire_servers import WireServer, openai_server, text
 
 __all__ = ["openai_server"]
 
@@ -33,3 +36,42 @@ def test_auto_off_and_a_refusal_says_to_compact_not_to_shorten_the_message(
         == len(openai_server.rejected)
     [path] = (tmp_path / "sessions").glob("*.md")
     assert path.read_text().count("**You:** The billing pipeline") == 5  # none lost
+
+
+@pytest.mark.parametrize(("model", "entry"), [
+    ("o1-pro", "o1-pro"),  # not o1's price, a tenth of it
+    ("o1-pro-2025-03-19", "o1-pro"),
+    ("gpt-5-pro", "gpt-5-pro"),  # not gpt-5's
+    ("gpt-4o-2024-05-13", "gpt-4o-2024-05-13"),  # the first gpt-4o: $5/$15
+    ("gpt-5-codex", "gpt-5-codex"),
+    ("gpt-5-chat-latest", "gpt-5-chat"),
+    ("claude-sonnet-4-0", "claude-sonnet-4"),
+    ("claude-3-5-sonnet-v2@20241022", "claude-3-5-sonnet"),
+    ("us.anthropic.claude-sonnet-4-20250514-v1:0", "claude-sonnet-4"),  # Bedrock
+    ("anthropic/claude-sonnet-4.5", "claude-sonnet-4-5"),  # OpenRouter
+    ("anthropic/claude-3.5-haiku", "claude-3-5-haiku"),
+])
+def test_model_ids_of_the_same_model_get_its_price(model: str, entry: str) -> None:
+    assert price_for(model) == PRICES[entry]
+
+
+@pytest.mark.parametrize("model", [
+    "o3-deep-research", "o4-mini-deep-research", "gpt-4o-realtime-preview",
+    "gpt-4o-mini-realtime-preview", "claude-opus-4-9", "gpt-4o-mini-tts", "gpt-4.1-turbo",
+    "openai/gpt-4o:free",
+])
+def test_a_different_model_of_the_same_family_gets_no_price(model: str) -> None:
+    """Another model whose id starts with a listed one is priced differently: showing the
+    listed one's price would be wrong, so nothing is shown."""
+    assert price_for(model) is None
+
+
+def test_a_sibling_model_in_a_chat_shows_no_cost(tmp_path: Path,
+                                                 openai_server: WireServer) -> None:
+    openai_server.push(text("Found it.", input_tokens=100_000, output_tokens=40_000))
+    done = run_piped(tmp_path, "research the port\n", "--model", "o3-deep-research",
+                     "--base-url", openai_server.url,
+                     env=clean_env(tmp_path / "home", OPENAI_API_KEY=KEY))
+    assert done.returncode == 0, done.stderr
+    assert "Tokens: 140,000" in done.stdout
+    assert "$" not in done.stdout and "Cost" not in done.stdout  # was o3's $0.52
