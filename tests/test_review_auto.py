@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from rollchat.prices import PRICES, price_for
+from rollchat.prices import PRICES, Price, price_for
 from tests.e2e import clean_env, run_piped, write_config
-from tests.wire_servers import WireServer, openai_server, text
+from tests.wire_servers import WireServer, anthropic_server, openai_server, text
 
-__all__ = ["openai_server"]
+__all__ = ["anthropic_server", "openai_server"]
 
 KEY = "sk-test-key-0123456789"
 
@@ -75,3 +75,21 @@ def test_a_sibling_model_in_a_chat_shows_no_cost(tmp_path: Path,
     assert done.returncode == 0, done.stderr
     assert "Tokens: 140,000" in done.stdout
     assert "$" not in done.stdout and "Cost" not in done.stdout  # was o3's $0.52
+
+
+def test_a_price_set_for_a_model_holds_for_its_dated_ids(tmp_path: Path,
+                                                         anthropic_server: WireServer) -> None:
+    """A price set in the config for claude-sonnet-4-5 (a negotiated one) is the price of
+    claude-sonnet-4-5-20250929 too, not the table's list price."""
+    anthropic_server.push(text("Noted.", input_tokens=1_000_000, output_tokens=0))
+    config = write_config(tmp_path / "c.yml", "models:\n  claude-sonnet-4-5:\n"
+                          "    price: {input: 1, output: 5}\n")
+    done = run_piped(tmp_path, "note the port is 8443\n", "--config", str(config),
+                     "--provider", "anthropic", "--model", "claude-sonnet-4-5-20250929",
+                     "--base-url", anthropic_server.url,
+                     env=clean_env(tmp_path / "home", ANTHROPIC_API_KEY="sk-ant-test-0123456789"))
+    assert done.returncode == 0, done.stderr
+    assert "Cost: $1.00" in done.stdout  # the list price would say $3.00
+    assert price_for("claude-sonnet-4-5-20250929", {"claude-sonnet-4-5": Price(1, 5, 1)}) \
+        == Price(1, 5, 1)
+    assert price_for("gpt-4o-mini", {"gpt-4o": Price(1, 5, 1)}) == PRICES["gpt-4o-mini"]

@@ -104,11 +104,16 @@ def _match(name: str, table: Mapping[str, Price]) -> Price | None:
 
 
 def price_for(model: str, overrides: Mapping[str, Price] | None = None) -> Price | None:
-    """The price of ``model``: the config's for that exact name, else the table's (see
-    PRICES); None when unknown or free."""
-    found = (overrides or {}).get(model)
+    """The price of ``model``: the config's (that exact name, else matched like the table's,
+    so a price set for claude-sonnet-4-5 holds for claude-sonnet-4-5-20250929 too), else the
+    table's (see PRICES); None when unknown or free."""
+    overrides = overrides or {}
+    found = overrides.get(model)
     if found is None:
-        found = _match(_name(model), PRICES)
+        name = _name(model)
+        found = _match(name, {_name(k): v for k, v in overrides.items()})
+        if found is None:
+            found = _match(name, PRICES)
     return None if found is None or found.free else found
 
 
