@@ -63,11 +63,14 @@ def make_sessions(root: Path) -> Sessions:
 
 
 def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
-    """Every file of the sessions directory but the cache: bytes and mtime."""
+    """Every file of the sessions directory but the caches (``.cache/``, the sessions index):
+    bytes and mtime."""
     found: dict[str, tuple[bytes, int]] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d != ".cache"]
         for name in filenames:
+            if name.startswith(".index.sqlite"):
+                continue
             path = Path(dirpath) / name
             found[str(path.relative_to(root))] = (path.read_bytes(), path.stat().st_mtime_ns)
     return found

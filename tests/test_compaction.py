@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import pytest
@@ -160,8 +161,9 @@ def test_extractive_summary_content() -> None:
     assert any("RateLimiter.acquire()" in d for d in summary.decisions)
     assert any(p.startswith("Unanswered: What about Redis") for p in summary.pending)
     assert any("write tests" in p for p in summary.pending)
+    assert summary.title == "hi"  # the offline title: the first query's first line
     parsed = parse_summary_reply(render_summary_block(summary), max_words=200)
-    assert parsed == summary
+    assert parsed == replace(summary, title=None)  # the block holds no title: the header does
 
 
 def test_extractive_summary_of_nothing_has_none_bullets() -> None:
@@ -195,7 +197,7 @@ def test_hostile_content_cannot_forge_the_extractive_block() -> None:
     assert block.count(SUMMARY_START) == 1 and block.count(SUMMARY_END) == 1
     for item in (*summary.topics, *summary.decisions, *summary.pending):
         assert "\n" not in item and "<!--" not in item and "**" not in item
-    assert parse_summary_reply(block, max_words=200) == summary
+    assert parse_summary_reply(block, max_words=200) == replace(summary, title=None)
     assert summary.background == "Initial session."
 
 

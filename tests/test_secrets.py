@@ -144,8 +144,8 @@ def _mode(path: Path) -> int:
 
 
 def assert_private(tmp_path: Path) -> None:
-    """The sessions directory 0700 and every file in it 0600 (its .locks directory 0700, the
-    lock files in it 0600); the history file 0600 in a 0700 directory (the umask of the run
+    """The sessions directory and every directory in it 0700, every file in them 0600; the
+    history file 0600 in a 0700 directory (the umask of the run
     was 0)."""
     sessions = tmp_path / "sessions"
     assert _mode(sessions) == 0o700
@@ -154,9 +154,8 @@ def assert_private(tmp_path: Path) -> None:
     assert ".gitignore" in {p.name for p in entries}
     locks = sessions / ".locks"
     assert _mode(locks) == 0o700 and len(list(locks.iterdir())) == 5
-    for path in [*entries, *locks.iterdir()]:
-        if path != locks:
-            assert _mode(path) == 0o600, path
+    for path in sessions.rglob("*"):  # memory/, .cache/, the index too
+        assert _mode(path) == (0o700 if path.is_dir() else 0o600), path
     history = tmp_path / "home" / "data" / "rollchat" / "history"
     assert "after compact" in history.read_text()
     assert _mode(history) == 0o600

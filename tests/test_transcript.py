@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from rollchat.domain import SessionHeader, Summary, ToolCall, ToolExchange, Transcript, Turn, Usage
 from rollchat.errors import TranscriptError
+from rollchat.titles import first_line_title, model_title
 from rollchat.transcript import (
     SUMMARY_END,
     SUMMARY_START,
@@ -27,6 +28,7 @@ from rollchat.transcript import (
     render_turn,
     tail_summary,
 )
+from rollchat.transcript.syntax import first_query_line
 
 UTC = timezone.utc
 T0 = datetime(2026, 11, 22, 14, 30, 22, tzinfo=UTC)
@@ -80,7 +82,7 @@ headers = st.builds(SessionHeader, hostile_text, aware, hostile_text, hostile_te
                     hostile_text, opt_text, opt_text, st.integers(0, 10**6),
                     st.integers(0, 10**9), forked=st.booleans(),
                     continued_in=st.lists(session_ids, max_size=3).map(tuple),
-                    ).filter(lambda h: h.resumed_from is not None or not h.forked)
+                    title=opt_text).filter(lambda h: h.resumed_from is not None or not h.forked)
 transcripts = st.builds(Transcript, headers, st.lists(turns(), max_size=4).map(tuple),
                         st.none() | summaries)
 SETTINGS = settings(max_examples=250, deadline=None,
@@ -267,7 +269,14 @@ def test_finalized_text_is_the_rendering_of_the_finalized_session(
         extra = render_turn(Turn("query", 99, T0, "torn\n---", "turn"), t.header.agent)
         text += extra[:data.draw(st.integers(0, len(extra) - 1))]
     queries, tokens = data.draw(st.integers(0, 10**6)), data.draw(st.integers(0, 10**9))
-    header = replace(t.header, total_queries=queries, total_tokens=tokens)
+    summary = replace(summary, title=data.draw(opt_text))
+    # a header without a Title gets the summary's, else the first query's first line
+    title = t.header.title
+    if title is None:
+        first = first_query_line(text.split("\n"), 0)
+        title = ((model_title(summary.title) if summary.title else "")
+                 or first_line_title(first) or None)
+    header = replace(t.header, total_queries=queries, total_tokens=tokens, title=title)
     expected = render(Transcript(header, parse(text).turns, summary))
     assert render_finalized(text, summary, total_queries=queries,
                             total_tokens=tokens) == expected

@@ -133,6 +133,11 @@ class Summary:
     dropped_topics: int = 0
     dropped_artifacts: int = 0
     edited: str = ""
+    # the session's short title as the summary's writer proposed it (the model's ``**Title:**``
+    # line; the local summarizer's is the first query's first line). Not part of the block:
+    # finalizing writes it to the header's Title field when the session has none yet. Not
+    # compared: two summaries with the same content are equal whatever title came with them.
+    title: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -160,6 +165,7 @@ class SessionHeader:
     handed_from: str | None = None  # the session that handed the conversation to this one
     imported_from: str | None = None  # "<format> <file name>" of an imported transcript
     cost: float | None = None  # dollars for the tokens billed (None: the price is unknown)
+    title: str | None = None  # the ``**Title:**`` field (None: none yet; see titles.py)
 
 
 @dataclass(frozen=True)

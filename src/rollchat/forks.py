@@ -59,7 +59,8 @@ def open_file(store: Store, state: SessionState, agent: AgentConfig, model: str,
         agent_key=agent.key, agent=agent.name, agent_path=agent.agent_path, model=model,
         provider=provider, now=state.started, resumed_from=state.resumed_from,
         previous_session=state.previous_session, forked=state.forked,
-        tools=agent.tool_names, handed_from=state.handed_from, cost=cost)
+        tools=agent.tool_names, handed_from=state.handed_from, cost=cost,
+        title=state.title)
     yield from link_parent(store, state)
     if state.restored is not None:
         live.append_turn(state.restored, agent.name)

@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
+import stat
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
 from rollchat.errors import StoreError
-from rollchat.transcript import Glance
+from rollchat.titles import first_line_title
+from rollchat.transcript import Glance, glance
 
 # A session id, as it names a file ``<id>.md``: nothing that could leave a directory.
 SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]+")
@@ -65,6 +69,8 @@ class SessionInfo:
     tools: tuple[str, ...] | None = None  # the agent's own tools, when recorded
     handed_from: str | None = None  # the session that handed the conversation to it (@NAME)
     cost: float | None = None  # dollars, as its header records them (None: price unknown)
+    # the header's Title, else the first query's first line trimmed ("" with no query yet)
+    title: str = ""
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,33 @@ def session_info(file_name: str, path: Path | None, seen: Glance) -> SessionInfo
                        h.provider, h.date, queries, tokens, preview, seen.has_summary,
                        h.resumed_from, h.previous_session, seen.summary_problem, exact,
                        h.forked, h.continued_in, h.context_tokens, tools=h.tools,
-                       handed_from=h.handed_from, cost=h.cost)
+                       handed_from=h.handed_from, cost=h.cost,
+                       title=h.title or first_line_title(seen.first_query))
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def file_info(path: Path, st: os.stat_result) -> SessionInfo:
+    """The (unnumbered) listing entry of the file ``path`` named ``<id>.md``, whose lstat is
+    ``st``, from its head and tail; StoreError or TranscriptError saying why it is not a
+    session."""
+    name = path.name
+    if stat.S_ISLNK(st.st_mode):
+        raise StoreError(f"symbolic link to {os.readlink(path)!r}, not followed")
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError("not a regular file")
+    if not SESSION_ID_RE.fullmatch(name[:-3]):
+        raise StoreError("file name is not a session id")
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise StoreError(f"cannot open: {e.strerror}") from None
+    try:
+        seen = glance(lambda at, n: os.pread(fd, n, at), os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+    return session_info(name, path, seen)
 
 
 def numbered(found: list[SessionInfo], problems: list[tuple[str, str]]) -> Listing:
@@ -117,34 +149,44 @@ def _matching(ref: str, ids: list[str]) -> list[str]:
     return []
 
 
-def resolve(ref: str, listing: Listing) -> SessionInfo:
-    """A listing number (1-based), or a session id: the full id, else a unique prefix, else a
-    unique suffix (``d57d``), else a unique substring -> the session. Digits are a number when
-    in range, else they may name the whole random part of an id (``4821``)."""
+def choose(ref: str, total: int, ids: Sequence[str],
+           problems: Sequence[tuple[str, str]] = ()) -> int | str:
+    """What ``ref`` (what a user typed) names among ``total`` listed sessions whose ids are
+    ``ids``: a listing number (1-based), or the id it names: the full id, else a unique
+    prefix, else a unique suffix (``d57d``), else a unique substring. Digits are a number when
+    in range, else they may name the whole random part of an id (``4821``). StoreError saying
+    why otherwise (an ambiguous ref lists the ids it matches)."""
     ref = ref.strip()
-    sessions = listing.sessions
     if ref.isascii() and ref.isdigit():
-        if not sessions:
+        if not total:
             raise StoreError("there are no saved sessions to choose from")
         n = int(ref)
-        if 1 <= n <= len(sessions):
-            return sessions[n - 1]
-        if not any(s.session_id.endswith(f"_{ref}") for s in sessions):
-            raise StoreError(f"no session number {n}: choose between 1 and {len(sessions)}")
+        if 1 <= n <= total:
+            return n
+        if not any(i.endswith(f"_{ref}") for i in ids):
+            raise StoreError(f"no session number {n}: choose between 1 and {total}")
         ref = f"_{ref}"  # only a whole random part: "3" must not match "..._143022_..."
     ref = ref.removesuffix(".md")
     if "/" in ref or "\\" in ref or ".." in ref or not SESSION_ID_RE.fullmatch(ref):
         raise StoreError(f"invalid session id: {ref[:80]!r}")
-    matches = _matching(ref, [s.session_id for s in sessions])
+    matches = _matching(ref, list(ids))
     if len(matches) == 1:
-        return next(s for s in sessions if s.session_id == matches[0])
+        return matches[0]
     if matches:
         more = f" and {len(matches) - 10} more" if len(matches) > 10 else ""
         raise StoreError(f"ambiguous session id {ref!r}: it matches "
                          f"{', '.join(matches[:10])}{more}")
-    bad = _matching(ref, [name.removesuffix(".md") for name, _ in listing.problems])
+    bad = _matching(ref, [name.removesuffix(".md") for name, _ in problems])
     if bad:
-        why = next(w for name, w in listing.problems if name.removesuffix(".md") == bad[0])
+        why = next(w for name, w in problems if name.removesuffix(".md") == bad[0])
         raise StoreError(f"session {ref!r} cannot be used: {why}")
     raise StoreError(f"no session {ref!r} (see 'sessions' for the list)")
 
+
+def resolve(ref: str, listing: Listing) -> SessionInfo:
+    """The session ``ref`` names in ``listing`` (see ``choose``)."""
+    sessions = listing.sessions
+    found = choose(ref, len(sessions), [s.session_id for s in sessions], listing.problems)
+    if isinstance(found, int):
+        return sessions[found - 1]
+    return next(s for s in sessions if s.session_id == found)

@@ -21,6 +21,7 @@ from rollchat.transcript import (
     render_header,
     render_linked,
     render_resummarized,
+    render_titled,
     render_totals,
     render_turn,
     tail_summary,
@@ -60,6 +61,10 @@ class MemorySession:
         """Refresh the header's totals, as a file session does."""
         self._store.set_totals(self.session_id, queries, billed, context, cost)
 
+    def set_title(self, title: str) -> None:
+        """Set the header's Title, as a file session does."""
+        self._store.set_title(self.session_id, title)
+
     def close(self) -> None:
         """Nothing to let go of: no other process sees this store."""
 
@@ -86,6 +91,7 @@ class MemoryStore:
                     tools: tuple[str, ...] | None = None, handed_from: str | None = None,
                     imported_from: str | None = None,
                     cost: float | None = None,
+                    title: str | None = None,
                     ) -> MemorySession:
         """A new session (an id as SessionStore makes them) holding its header."""
         with self._lock:
@@ -94,7 +100,8 @@ class MemoryStore:
                     header = SessionHeader(sid, now, agent, agent_path, model, provider,
                                            resumed_from, previous_session, forked=forked,
                                            tools=tools, handed_from=handed_from,
-                                           imported_from=imported_from, cost=cost)
+                                           imported_from=imported_from, cost=cost,
+                                           title=title)
                     self._texts[sid] = bytearray(encode(render_header(header)))
                     return MemorySession(self, header)
         raise StoreError("could not find a free session id in memory")
@@ -147,6 +154,12 @@ class MemoryStore:
         new = render_finalized(self._text(session_id), summary, total_queries=total_queries,
                                total_tokens=total_tokens, context_tokens=context_tokens,
                                cost=cost)
+        with self._lock:
+            self._texts[session_id] = bytearray(encode(new))
+
+    def set_title(self, session_id: str, title: str) -> None:
+        """Set the session's header Title."""
+        new = render_titled(self._text(session_id), title)
         with self._lock:
             self._texts[session_id] = bytearray(encode(new))
 

@@ -155,10 +155,11 @@ class ChainCost:
         return self.sessions > self.unpriced
 
 
-def chain_of(info: SessionInfo, sessions: Iterable[SessionInfo]) -> ChainCost:
+def chain_of(info: SessionInfo,
+             sessions: Iterable[SessionInfo] | Mapping[str, SessionInfo]) -> ChainCost:
     """The chain ending at ``info``, from the listed sessions' recorded costs (a missing
-    parent ends it)."""
-    by_id = {s.session_id: s for s in sessions}
+    parent ends it). ``sessions`` by id (a Mapping) when asking for many chains."""
+    by_id = sessions if isinstance(sessions, Mapping) else {s.session_id: s for s in sessions}
     lineage: list[SessionInfo] = []
     seen: set[str] = set()
     current: SessionInfo | None = info

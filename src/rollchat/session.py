@@ -188,6 +188,31 @@ class Session:
         listing = self.store.list_sessions(exclude=self.state.session_id)
         return list(listing.sessions), list(listing.problems)
 
+    def set_title(self, text: str) -> str:
+        """Give this session the title ``text`` (one line, trimmed: see titles.py), in its
+        header now or, before its file exists, when the file is made. UsageError when the
+        text is empty; StoreError when the file cannot be rewritten."""
+        from rollchat.titles import user_title
+
+        try:
+            title = user_title(text)
+        except ValueError as exc:
+            raise UsageError(f"{exc}: title NEW TITLE") from None
+        if self.state.live is not None:
+            self.state.live.set_title(title)
+        self.state.title = title
+        return title
+
+    @property
+    def title(self) -> str | None:
+        """The title this session has so far: the user's, else its first query's first line."""
+        from rollchat.titles import first_line_title
+
+        if self.state.title:
+            return self.state.title
+        first = next((t.user for t in self.state.turns if t.kind == "query"), None)
+        return first_line_title(first) or None
+
     # ------------------------------------------------------------------ a turn
     def turn(self, text: str, handed: Handed | None = None) -> Flow:
         """Send one user message (cleaned: see rollchat.clean), stream the answer, save the
@@ -474,11 +499,13 @@ class Session:
         """Start a child session: the agent gets the restoration prompt (and the archive tool
         for the parent's transcript) and its acknowledgment becomes the first entry."""
         chain = self.state.chain.plus(self.cost())  # the chain goes on (resume replaces it)
+        # a title given before anything was saved names the session that takes its place
+        title = self.state.title if self.state.live is None else None
         self.state.close()
         self.state = SessionState(started=now(), resumed_from=parent.session_id,
                                   previous_session=parent.file_name,
                                   parent_summary=parent.summary, forked=parent.forked,
-                                  chain=chain)
+                                  chain=chain, title=title)
         readable = parent.session_id is not None and parent.file_name is not None
         self.output.install_archive(self.store, parent.session_id if readable else None,
                                     lambda: self.state.turns)
@@ -504,8 +531,13 @@ class Session:
         fork, which leaves the session open: no ``Continued In`` link is written to it)."""
         from rollchat.store import resolve
 
-        listing = self.store.list_sessions(exclude=self.state.session_id)
-        info = resolve(ref, listing)
+        index = getattr(self.store, "index", None)  # the files' index: no full listing
+        if index is not None:
+            info = index.resolve(ref, exclude=self.state.session_id)
+            lineage = index.lineage([info])  # it and the sessions it continues
+        else:
+            listing = self.store.list_sessions(exclude=self.state.session_id)
+            info, lineage = resolve(ref, listing), listing.sessions
         question = agent_change(info, self.agent)
         if question is not None and not self.confirm(question):
             yield Notice("info", "Resume cancelled.")
@@ -535,7 +567,7 @@ class Session:
         yield from self._start_child(Parent(info.session_id, info.file_name, summary, info.date,
                                             info.queries, info.tokens, info.resumed_from,
                                             elsewhere or fork, by_user=fork and not elsewhere))
-        self.state.chain = chain_of(info, listing.sessions)  # the chain continued, as recorded
+        self.state.chain = chain_of(info, lineage)  # the chain continued, as recorded
         self.guards, self.undo = PolicyState(), None
 
     # ------------------------------------------------------------------ memory

@@ -6,15 +6,25 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import weakref
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from rollchat.clean import encode
 from rollchat.domain import SessionHeader, Turn
-from rollchat.errors import StoreError
+from rollchat.errors import StoreError, TranscriptError
 from rollchat.interrupts import sigint_deferred
 from rollchat.locks import SessionLocks
-from rollchat.transcript import render_header, render_totals, render_turn, totals_span
+from rollchat.transcript import (
+    decode,
+    render_header,
+    render_titled,
+    render_totals,
+    render_turn,
+    totals_span,
+)
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = NOFOLLOW
@@ -43,13 +53,42 @@ def _no_lock(session_id: str) -> None:
     """What closing a FileSession made without a lock does."""
 
 
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` by a file holding ``data``: a temporary file beside it, fsync, rename,
+    directory fsync. StoreError (the file left unchanged) when it cannot."""
+    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        fsync_dir(path.parent)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise StoreError(f"cannot rewrite {path} (left unchanged): "
+                             f"{e.strerror or e}") from None
+        raise
+
+
+def _not_indexed(file_name: str, *, text: bool = True) -> None:
+    """What a FileSession made without an index does after a save."""
+
+
 class FileSession:
     """A session file being written: each completed turn is appended and fsynced. ``locks``:
-    where its lock is held, until ``close`` (or until this object is dropped)."""
+    where its lock is held, until ``close`` (or until this object is dropped). ``saved``: told
+    the file name after each write (the sessions index; it never raises)."""
 
     def __init__(self, path: Path, header: SessionHeader,
-                 locks: SessionLocks | None = None) -> None:
+                 locks: SessionLocks | None = None,
+                 saved: Callable[..., None] = _not_indexed) -> None:
         self.path = path
+        self._saved = saved
         self.header = header
         self.session_id = header.session_id
         self.file_name = path.name
@@ -92,6 +131,22 @@ class FileSession:
             finally:
                 os.close(fd)
             self._totals = (start, new)
+            self._saved(self.file_name, text=False)
+
+    def set_title(self, title: str) -> None:
+        """Set the header's Title (an atomic rewrite of the file, between turns)."""
+        with sigint_deferred():
+            try:
+                with open(self.path, "rb") as f:
+                    text = decode(f.read(), binary_check=False)
+                new = encode(render_titled(text, title))
+            except (OSError, TranscriptError) as e:
+                raise StoreError(f"cannot set the title of {self.path.name}: "
+                                 f"{getattr(e, 'strerror', None) or e}") from None
+            atomic_write(self.path, new)
+            self.header = replace(self.header, title=title)
+            self.check_totals(new)
+        self._saved(self.file_name)
 
     def append_turn(self, turn: Turn, agent_name: str) -> None:
         """Append one turn block (O_APPEND + fsync); never reads or rewrites the file. A
@@ -103,6 +158,7 @@ class FileSession:
                 self._pending_at = None
             else:
                 self._append(data)
+        self._saved(self.file_name)
 
     def write_pending(self, turn: Turn, agent_name: str) -> None:
         """Write the turn in progress (marked interrupted: what a crash now would leave) as a

@@ -43,6 +43,7 @@ class SessionState:
     tokens: int = 0  # tokens of those queries
     usage: Usage = field(default_factory=Usage)  # their usage, summed
     chain: ChainCost = field(default_factory=ChainCost)  # the sessions this one continues
+    title: str | None = None  # set by the user (``title``): the header's Title from then on
 
     def add(self, turn: Turn) -> None:
         """Record a turn; the totals are kept as it goes (no rescans on the hot path)."""

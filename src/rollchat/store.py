@@ -5,7 +5,8 @@ A session is written by one process only: the one holding its lock (locks.py).
 
 New files are hard-linked from a complete temporary file (O_EXCL ids); appends use O_APPEND +
 fsync and never re-read; finalize rewrites through ``.<name>.tmp-<pid>-<hex>``, fsync,
-os.replace and a directory fsync. Listing reads only each file's head and tail.
+os.replace and a directory fsync. Listing goes through the sessions index (index.py), which
+reads only the files that are new or changed.
 """
 
 from __future__ import annotations
@@ -23,31 +24,30 @@ from pathlib import Path
 from rollchat.clean import encode
 from rollchat.domain import SessionHeader, Summary, Transcript
 from rollchat.errors import StoreError, TranscriptError
+from rollchat.index import SessionIndex
 from rollchat.listing import (
     SESSION_ID_RE,
     Listing,
     SessionInfo,
     check_id,
     new_ids,
-    numbered,
     resolve,
-    session_info,
     slug,
 )
 from rollchat.locks import BRIEF_WAIT, SessionBusyError, SessionLocks, busy_message, pid_alive
 from rollchat.memstore import MemorySession, MemoryStore
 from rollchat.session_file import NOFOLLOW as _NOFOLLOW
-from rollchat.session_file import FileSession, fsync_dir, write_all
+from rollchat.session_file import FileSession, atomic_write, fsync_dir, write_all
 from rollchat.store_api import LiveSession, Store
 from rollchat.transcript import (
     decode,
-    glance,
     parse_head,
     parse_lenient,
     render_finalized,
     render_header,
     render_linked,
     render_resummarized,
+    render_titled,
     tail_summary,
 )
 
@@ -68,6 +68,7 @@ class SessionStore:
         self.location = str(self.root)  # for the banner
         self.max_read_bytes = max_read_bytes
         self.locks = SessionLocks(self.root)
+        self.index = SessionIndex(self.root)  # listing and search; updated after each save
         self._ensured = False
 
     def ensure(self) -> None:
@@ -128,7 +129,8 @@ class SessionStore:
                     previous_session: str | None = None, forked: bool = False,
                     tools: tuple[str, ...] | None = None, handed_from: str | None = None,
                     imported_from: str | None = None,
-                    cost: float | None = None) -> FileSession:
+                    cost: float | None = None,
+                    title: str | None = None) -> FileSession:
         """Create ``{slug}_{YYYYMMDD_HHMMSS}_{hex}.md`` (O_EXCL, 0600) with its header, fsynced,
         locked before it exists: from its first byte it is this process's to write."""
         if not self._ensured:
@@ -138,7 +140,7 @@ class SessionStore:
             header = SessionHeader(sid, now, agent, agent_path, model, provider,
                                    resumed_from, previous_session, forked=forked,
                                    tools=tools, handed_from=handed_from,
-                                   imported_from=imported_from, cost=cost)
+                                   imported_from=imported_from, cost=cost, title=title)
             if not self.locks.acquire(sid):
                 continue
             made = False
@@ -148,7 +150,8 @@ class SessionStore:
                 if not made:
                     self.locks.release(sid)
             if made:
-                return FileSession(path, header, self.locks)
+                self.index.saved(path.name)
+                return FileSession(path, header, self.locks, self.index.saved)
         raise StoreError(f"could not find a free session id in {self.root}")
 
     def _create(self, path: Path, data: bytes) -> bool:
@@ -200,6 +203,11 @@ class SessionStore:
             text, summary, total_queries=total_queries, total_tokens=total_tokens,
             context_tokens=context_tokens, cost=cost))
 
+    def set_title(self, session_id: str, title: str) -> None:
+        """Atomically set the session's header Title (``rollchat rename``); SessionBusyError
+        when another process has it open."""
+        self._rewrite(session_id, lambda text: render_titled(text, title))
+
     def link_child(self, session_id: str, child_id: str) -> None:
         """Atomically add ``child_id`` to the session's ``Continued In`` header line."""
         self._rewrite(session_id, lambda text: render_linked(text, check_id(child_id)))
@@ -226,11 +234,12 @@ class SessionStore:
             raise SessionBusyError(f"{busy_message(session_id)}; it was not changed")
         try:
             header = parse_head(decode(data, binary_check=False)).header
-            self._atomic_write(path, data)
+            atomic_write(path, data)
         except BaseException:
             self.locks.release(session_id)
             raise
-        live = FileSession(path, header, self.locks)
+        self.index.saved(path.name)
+        live = FileSession(path, header, self.locks, self.index.saved)
         live.check_totals(data)
         return live
 
@@ -251,6 +260,7 @@ class SessionStore:
                 raise StoreError(f"cannot delete {path}: {e.strerror}") from None
             fsync_dir(self.root)
         self.locks.discard(session_id)
+        self.index.saved(path.name)  # forgets it
 
     def open_elsewhere(self, session_id: str) -> bool:
         """Whether another process has the session open (and so is the only one to write it)."""
@@ -266,26 +276,8 @@ class SessionStore:
                 new = change(text)
             except TranscriptError as e:
                 raise StoreError(f"{path.name} {e}") from None
-            self._atomic_write(path, encode(new))
-
-    def _atomic_write(self, path: Path, data: bytes) -> None:
-        tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
-            try:
-                write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, path)
-            fsync_dir(path.parent)
-        except BaseException as e:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            if isinstance(e, OSError):
-                raise StoreError(f"cannot rewrite {path} (left unchanged): "
-                                 f"{e.strerror or e}") from None
-            raise
+            atomic_write(path, encode(new))
+        self.index.saved(path.name)
 
     # ------------------------------------------------------------ reading
 
@@ -335,24 +327,9 @@ class SessionStore:
         return data
 
     def list_sessions(self, exclude: str | None = None) -> Listing:
-        """Sessions most recent first (numbered 1..), and files that are not sessions."""
-        found: list[SessionInfo] = []
-        problems: list[tuple[str, str]] = []
-        try:
-            entries = sorted(os.scandir(self.root), key=lambda e: e.name)
-        except FileNotFoundError:
-            return Listing()
-        except OSError as e:
-            raise StoreError(f"cannot read sessions directory {self.root}: {e.strerror}") from None
-        for entry in entries:
-            name = entry.name
-            if name.startswith(".") or not name.endswith(".md") or name[:-3] == exclude:
-                continue
-            try:
-                found.append(_read_info(entry))
-            except (StoreError, TranscriptError) as e:
-                problems.append((name, str(e)))
-        return numbered(found, problems)
+        """Sessions most recent first (numbered 1..), and files that are not sessions, through
+        the index (which re-reads only the files changed since it last saw them)."""
+        return self.index.listing(exclude)
 
     def load_summary(self, info: SessionInfo) -> Summary | None:
         """The session's summary from the file's tail, or None (none, or corrupted markers)."""
@@ -382,22 +359,3 @@ class SessionStore:
             return parse_lenient(text)
         except TranscriptError as e:
             raise TranscriptError(f"{path.name}: {e}") from None
-
-
-def _read_info(entry: os.DirEntry[str]) -> SessionInfo:
-    name = entry.name
-    if entry.is_symlink():
-        raise StoreError(f"symbolic link to {os.readlink(entry.path)!r}, not followed")
-    if not entry.is_file(follow_symlinks=False):
-        raise StoreError("not a regular file")
-    if not SESSION_ID_RE.fullmatch(name[:-3]):
-        raise StoreError("file name is not a session id")
-    try:
-        fd = os.open(entry.path, os.O_RDONLY | _NOFOLLOW)
-    except OSError as e:
-        raise StoreError(f"cannot open: {e.strerror}") from None
-    try:
-        seen = glance(lambda at, n: os.pread(fd, n, at), os.fstat(fd).st_size)
-    finally:
-        os.close(fd)
-    return session_info(name, Path(entry.path), seen)

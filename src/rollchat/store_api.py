@@ -28,6 +28,8 @@ class LiveSession(Protocol):
     def set_totals(self, queries: int, billed: int, context: int,
                    cost: float | None = None) -> None: ...  # in place
 
+    def set_title(self, title: str) -> None: ...  # the header's Title (between turns)
+
     def close(self) -> None: ...  # let go of it (safe to call twice); writes nothing
 
 
@@ -47,6 +49,7 @@ class Store(Protocol):
                     tools: tuple[str, ...] | None = None, handed_from: str | None = None,
                     imported_from: str | None = None,
                     cost: float | None = None,  # None: no price, no Cost line in the header
+                    title: str | None = None,
                     ) -> LiveSession: ...  # holding its header, held by this process
 
     def finalize(self, session_id: str, summary: Summary, *, total_queries: int,
@@ -65,6 +68,8 @@ class Store(Protocol):
     def reopen(self, session_id: str, data: bytes) -> LiveSession: ...
 
     def delete(self, session_id: str) -> None: ...  # remove it (prune); busy: SessionBusyError
+
+    def set_title(self, session_id: str, title: str) -> None: ...  # the header's Title
 
     def open_elsewhere(self, session_id: str) -> bool: ...  # does another process write it
 

@@ -129,5 +129,7 @@ def merge_summaries(parts: Sequence[Summary], max_words: int, turns: Sequence[Tu
         artifacts=tuple(union(reversed([p.artifacts for p in parts]))),
         dropped_topics=sum(p.dropped_topics for p in parts),
         dropped_artifacts=sum(p.dropped_artifacts for p in parts),
+        # the latest part's title names the whole session best (it saw the most of it)
+        title=next((p.title for p in reversed(parts) if p.title), None),
     )
     return fit_words(merged, max_words)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rollchat.compaction.carry import carried, fit_words, resolved, union
 from rollchat.domain import Summary, Turn
@@ -24,6 +25,7 @@ from rollchat.providers.offline.phrases import (
     topic_phrase,
     unique,
 )
+from rollchat.titles import first_line_title
 
 NONE_ITEM = "None"
 NOT_MENTIONED = "not mentioned in this session"
@@ -195,5 +197,8 @@ def extractive_summary(
     if focus and words:  # a focus of only filler ("keep the details") names nothing
         lists[0] = _focus_bullet(focus_subject(focus), lists, words)
     artifacts = union([_artifacts(queries), parent.artifacts])
-    return fit_words(Summary(background, tuple(lists[0]), tuple(lists[1]), tuple(lists[2]),
-                             fallback, tuple(artifacts)), max_words)
+    fitted = fit_words(Summary(background, tuple(lists[0]), tuple(lists[1]), tuple(lists[2]),
+                               fallback, tuple(artifacts)), max_words)
+    # the offline title: the first query's first line, trimmed
+    title = next((t for t in (first_line_title(q.user) for q in queries) if t), None)
+    return replace(fitted, title=title)

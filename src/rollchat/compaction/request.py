@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -40,10 +40,13 @@ Drop: greetings, small talk, reasoning chatter, redundant or bulky tool output, 
 request for a summary.
 
 Reply with exactly the block below and nothing else. Every section must be present; \
-write "- None" for an empty list. The Background Context condenses the previous session's \
+write "- None" for an empty list. The Title names what this session is about in at most 8 \
+words (plain text, one line). The Background Context condenses the previous session's \
 summary to 1-2 sentences, or says "Initial session." when there is none.
 
 {SUMMARY_START}
+**Title:** <a short title for this session>
+
 **Background Context:** <1-2 sentences, or "Initial session.">
 
 **Current Session Summary:**
@@ -283,13 +286,35 @@ def extract_block(text: str) -> str:
     return text[start + len(SUMMARY_START):end].strip()
 
 
+# The model's title line: "**Title:** ...", "Title: ...", "## Title: ..." (any case).
+_TITLE_LINE = re.compile(r"^[ \t]*(?:#{1,6}[ \t]*)?(?:\*\*)?[ \t]*title[ \t]*"
+                         r"(?::[ \t]*\*\*|\*\*[ \t]*:|:)[ \t]*(.*)$", re.IGNORECASE | re.MULTILINE)
+
+
+def take_title(body: str, before: str = "") -> tuple[str | None, str]:
+    """(the title line's text, ``body`` without it): the first Title line in the block's
+    ``body``, else the last one in the text ``before`` the block; (None, body) when there is
+    none or it is empty (the session then gets the first query's first line)."""
+    from rollchat.titles import model_title
+
+    found = _TITLE_LINE.search(body)
+    if found is not None:
+        body = (body[:found.start()] + body[found.end():]).strip("\n")
+        title = model_title(found[1])
+    else:
+        last = list(_TITLE_LINE.finditer(before))
+        title = model_title(last[-1][1]) if last else ""
+    return title or None, body
+
+
 def parse_summary_reply(text: str, *, max_words: int, allowance: int = 0) -> Summary:
     """Extract and validate a model's summary (see ``extract_block`` for which pair):
     every section present and non-empty ("- None" is allowed and parses as an empty
     tuple) and at most 1.5x ``max_words`` words plus ``allowance`` (the words of the
-    decisions and pending items it must carry from the parent's summary). Raises
-    SummaryError with the specific problem."""
-    body = extract_block(text)
+    decisions and pending items it must carry from the parent's summary). Its Title line
+    is optional (``Summary.title``, see ``take_title``). Raises SummaryError with the
+    specific problem."""
+    title, body = take_title(extract_block(text), text[:text.rfind(SUMMARY_START)])
     try:
         summary = parse_summary_body(body)
     except TranscriptError as error:
@@ -299,4 +324,4 @@ def parse_summary_reply(text: str, *, max_words: int, allowance: int = 0) -> Sum
     words, limit = len(body.split()), _word_limit(max_words) + allowance
     if words > limit:
         raise SummaryError(f"summary reply is {words} words, over the limit of {limit}")
-    return summary
+    return replace(summary, title=title)

@@ -28,6 +28,7 @@ from rollchat.transcript.syntax import (
     SUMMARY_END,
     SUMMARY_START,
     first_marker,
+    first_query_line,
     parse_date,
     unesc_line,
     uninline,
@@ -108,7 +109,8 @@ def _header(fields: dict[str, str]) -> SessionHeader:
         forked=opt["Resumed From"] is None and opt["Forked From"] is not None,
         continued_in=tuple(uninline(c) for c in children.split(", ")) if children else (),
         tools=_tools(fields.get("Tools")), handed_from=opt["Handed From"],
-        imported_from=opt["Imported From"], cost=_cost(fields.get("Cost")))
+        imported_from=opt["Imported From"], cost=_cost(fields.get("Cost")),
+        title=uninline(fields["Title"]) if "Title" in fields else None)
 
 
 def _cost(value: str | None) -> float | None:
@@ -128,19 +130,12 @@ def _tools(value: str | None) -> tuple[str, ...] | None:
     return () if value in ("", "(none)") else tuple(uninline(t) for t in value.split(", "))
 
 
-def _first_query(lines: list[str], start: int) -> str | None:
-    for i in range(start, len(lines) - 1):
-        if _HEADING_Q.match(lines[i]) and lines[i + 1].startswith("**You:**"):
-            return unesc_line(lines[i + 1][len("**You:** "):])
-    return None
-
-
 def parse_head(text: str) -> Head:
     """Parse the start of a session file: the header and the first query's first line."""
     lines = text.split("\n")
     try:
         fields, body = _header_fields(lines)
-        return Head(_header(fields), _first_query(lines, body))
+        return Head(_header(fields), first_query_line(lines, body))
     except TranscriptError:
         raise
     except Exception as e:  # any input string: only our own error type escapes

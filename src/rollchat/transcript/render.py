@@ -8,6 +8,7 @@ import re
 
 from rollchat.domain import SessionHeader, Summary, ToolExchange, Transcript, Turn
 from rollchat.errors import TranscriptError
+from rollchat.titles import first_line_title, model_title
 from rollchat.transcript.summary import render_summary_block
 from rollchat.transcript.syntax import (
     CONTEXT_BLOCK,
@@ -15,6 +16,7 @@ from rollchat.transcript.syntax import (
     aware,
     esc_line,
     first_marker,
+    first_query_line,
     inline,
 )
 
@@ -31,6 +33,8 @@ IMPORTED_FROM = "**Imported From:**"  # "<format> <file name>" of an imported tr
 # (see prices.py): "**Cost:** $0.0123", padded like the totals.
 COST = "**Cost:**"
 _COST_WIDTH = 12
+TITLE = "**Title:**"  # the session's title: one line (see titles.py), after the Session ID
+_SESSION_ID = "**Session ID:**"
 
 
 def _agent_label(name: str) -> str:
@@ -51,6 +55,7 @@ def render_header(h: SessionHeader) -> str:
     """The header block, ending with ``---`` and a blank line."""
     lines = [f"# {inline(h.agent)} Conversation", "",
              f"**Session ID:** {inline(h.session_id)}",
+             *([f"{TITLE} {inline(h.title)}"] if h.title is not None else []),
              f"**Date:** {aware(h.date, 'Date')}",
              f"**Agent:** {inline(h.agent)}",
              f"**Agent Path:** {inline(h.agent_path)}",
@@ -169,11 +174,18 @@ def render_finalized(text: str, summary: Summary, *, total_queries: int,
                      total_tokens: int, context_tokens: int | None = None,
                      cost: float | None = None) -> str:
     """The session file ``text`` finalized: its header totals set (``context_tokens`` and
-    ``cost`` None: the header's own), a torn last block and any earlier summary block (whole
-    or corrupted) dropped, ``summary``'s block at the end. Only the header lines and the
-    block boundaries are read: the turns are not parsed."""
+    ``cost`` None: the header's own), a Title when it has none (the summary's, else the first
+    query's first line), a torn last block and any earlier summary block (whole or corrupted)
+    dropped, ``summary``'s block at the end. Only the header lines, the first query's line and
+    the block boundaries are read: the turns are not parsed."""
     lines = text.split("\n")
     sep = _header_end(lines)
+    if not any(x.startswith(TITLE) for x in lines[:sep]):
+        title = (model_title(summary.title) if summary.title else "") or first_line_title(
+            first_query_line(lines, sep))
+        if title:
+            lines = _titled(lines, sep, title)
+            sep += 1
     if context_tokens is None:
         known = [x[len(_TOTALS[2]):].strip() for x in lines[:sep] if x.startswith(_TOTALS[2])]
         context_tokens = int(known[0]) if known and known[0].isascii() and known[0].isdigit() else 0
@@ -204,6 +216,23 @@ def _header_end(lines: list[str]) -> int:
         return lines.index("---")
     except ValueError:
         raise TranscriptError("has no header: not a session file") from None
+
+
+def _titled(lines: list[str], sep: int, title: str) -> list[str]:
+    """``lines`` with the header's Title line set to ``title`` (after the Session ID)."""
+    value = f"{TITLE} {inline(title)}"
+    for i, line in enumerate(lines[:sep]):
+        if line.startswith(TITLE):
+            return [*lines[:i], value, *lines[i + 1:]]
+    at = next((i + 1 for i, x in enumerate(lines[:sep]) if x.startswith(_SESSION_ID)), 1)
+    return [*lines[:at], value, *lines[at:]]
+
+
+def render_titled(text: str, title: str) -> str:
+    """The session file ``text`` with its header's Title set to ``title`` (one line: see
+    titles.user_title). Only the header is read and changed."""
+    lines = text.split("\n")
+    return "\n".join(_titled(lines, _header_end(lines), title))
 
 
 def render_linked(text: str, child_id: str) -> str:

@@ -96,3 +96,15 @@ def first_marker(text: str) -> int | None:
     """The offset of the first raw summary marker line in ``text``, or None."""
     marks = marker_lines(text)
     return marks[0][0] if marks else None
+
+
+_FIRST_QUERY = re.compile(r"## Query [0-9]+ \([0-9]{2}:[0-9]{2}:[0-9]{2}\)$")
+
+
+def first_query_line(lines: list[str], start: int) -> str | None:
+    """The first line of the first query at or after line index ``start`` of a session file's
+    ``lines``, unescaped, or None."""
+    for i in range(start, len(lines) - 1):
+        if _FIRST_QUERY.match(lines[i]) and lines[i + 1].startswith("**You:**"):
+            return unesc_line(lines[i + 1][len("**You:** "):])
+    return None

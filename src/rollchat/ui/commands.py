@@ -103,15 +103,68 @@ def _compact(app: ChatApp, arg: str) -> bool:
 
 
 def _sessions(app: ChatApp, arg: str) -> bool:
-    infos, problems = app.session.list_sessions()
+    choice = arg.strip().lower()
+    if choice and choice != "all" and not (choice.isascii() and choice.isdigit()
+                                           and int(choice) > 0):
+        raise UsageError("usage: sessions [all | N] (the N most recent; default 20)")
+    current = app.session.state.session_id
+    index = getattr(app.session.store, "index", None)  # None: --no-save keeps no files
+    if index is not None:
+        from rollchat.index import DEFAULT_LIMIT
+        from rollchat.ui.table import more_line
+
+        page = index.page(None if choice == "all" else int(choice or DEFAULT_LIMIT),
+                          exclude=current)
+        infos, problems = page.sessions, page.problems
+        more = more_line(page, "'sessions all' lists them all, 'sessions N' the N most recent")
+    else:
+        infos, problems = app.session.list_sessions()
+        more = None
     if infos or problems:
         app.out.sessions(infos, problems)
-    current = app.session.state.session_id
+    if more:
+        app.out.dim(more)
     if current:
         app.out.dim(f"The current session, {current}, is not listed." if infos or problems
                     else f"No other saved sessions (the current one is {current}).")
     elif not infos and not problems:
         app.out.sessions(infos, problems)  # "No saved sessions."
+    return False
+
+
+def _title(app: ChatApp, arg: str) -> bool:
+    session = app.session
+    if not arg.strip():
+        title = session.title
+        app.out.info(f"Title: {title}" if title else
+                     "This session has no title yet (its first message will be one).")
+        app.out.dim("'title NEW TITLE' changes it.")
+        return False
+    title = session.set_title(arg)
+    app.out.info(f"Title: {title}" + ("" if session.state.live else
+                                      " (saved with the session's first message)"))
+    return False
+
+
+def _search(app: ChatApp, arg: str) -> bool:
+    text = arg.strip()
+    if not text:
+        raise UsageError("usage: search TEXT (words to look for in the saved sessions)")
+    index = getattr(app.session.store, "index", None)
+    if index is None:
+        app.out.info("Nothing is saved in this chat (--no-save): there are no saved sessions "
+                     "to search.")
+        return False
+    from rollchat.ui.table import hit_rows
+
+    hits = index.search(text)
+    if not hits:
+        app.out.info(f"No saved session matches {text!r}.")
+    for hit in hits:
+        for row in hit_rows(hit):
+            app.out.line(*row)
+    if hits:
+        app.out.dim("'resume N' continues one of them.")
     return False
 
 
@@ -187,7 +240,13 @@ COMMANDS: dict[str, Command] = {
                 bare_arg=lambda a: bool(_REF.match(a.strip()))),
         Command("clear", "clear", "save this session and start a fresh one, nothing carried",
                 _clear),
-        Command("sessions", "sessions", "list saved sessions, most recent first", _sessions),
+        Command("sessions", "sessions [all|N]", "list saved sessions, most recent first (20, "
+                "all, or the N most recent)", _sessions, takes_arg=True,
+                bare_arg=lambda a: a.strip().lower() == "all" or a.strip().isdigit()),
+        Command("title", "title [TEXT]", "show this session's title, or change it",
+                _title, takes_arg=True),
+        Command("search", "search TEXT", "search the saved sessions (transcripts, summaries, "
+                "titles)", _search, takes_arg=True),
         Command("resume", "resume N|ID", "continue a saved session from its summary", _resume,
                 takes_arg=True, bare_arg=lambda a: bool(_REF.match(a.strip()))),
         Command("auto", "auto [on|off|ask]", "automatic compaction for this session: show it, "

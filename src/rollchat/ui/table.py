@@ -10,14 +10,15 @@ from rollchat.text import human_tokens, plural
 from rollchat.ui.sanitize import one_line
 
 if TYPE_CHECKING:
+    from rollchat.index import Hit, Page
     from rollchat.store import SessionInfo
 
 Row = tuple[tuple[str, str], ...]
 
 
 def session_rows(info: SessionInfo) -> list[Row]:
-    """The head line (number, id, agent, date, figures, summary) and, when there is one, the
-    detail line (parent, first query)."""
+    """The head line (number, id, agent, date, figures, summary), the title line and, when
+    there is one, the detail line (parent, first query when it is not the title)."""
     problem = one_line(info.summary_problem or "")
     summary = "summary" if info.has_summary else (
         "no summary" + (f" ({problem})" if problem else ""))
@@ -27,11 +28,32 @@ def session_rows(info: SessionInfo) -> list[Row]:
         (f" · {one_line(info.agent)} · {info.date:%Y-%m-%d %H:%M} · "
          f"{plural(info.queries, 'query')} · {tokens} · {summary}", ""),
     )]
+    title = one_line(info.title)
+    rows.append(((f"     {title}" if title else "     (untitled: no query yet)",
+                  "bold" if title else "dim"),))
     parent = one_line(info.resumed_from or "")
     preview = one_line(info.first_query_preview or "")
     details = [f"parent: {parent}"] if parent else []
-    if preview:
+    if preview and not title.startswith(preview.rstrip("…")):
         details.append(f'"{preview}"')
     if details:
         rows.append(((f"     {' · '.join(details)}", "dim"),))
     return rows
+
+
+def more_line(page: Page, command: str) -> str | None:
+    """The line under a page of the listing saying how many sessions it leaves out and how to
+    see them (``command``: how to ask for all of them, or for the N most recent)."""
+    if page.more <= 0:
+        return None
+    return (f"... {plural(page.more, 'more session')} ({page.total:,} in all): "
+            f"{command}")
+
+
+def hit_rows(hit: Hit) -> list[Row]:
+    """A search hit: its number, id, date and title, then its snippet."""
+    return [
+        ((f"{hit.number:>3}. ", "bold"), (one_line(hit.session_id), "cyan"),
+         (f" · {hit.date:%Y-%m-%d %H:%M} · ", ""), (one_line(hit.title) or "(untitled)", "bold")),
+        ((f"     {one_line(hit.snippet)}", "dim"),),
+    ]

@@ -155,7 +155,11 @@ class OfflineProvider:
             data.turns, parent_summary=data.parent_summary, focus=data.focus,
             max_words=data.max_words, fallback=False,
         )
-        return render_summary_block(summary)
+        block = render_summary_block(summary)
+        if summary.title:  # the model's title line opens the block (see request.py)
+            start, _, rest = block.partition("\n")
+            block = f"{start}\n**Title:** {summary.title}\n\n{rest}"
+        return block
 
     def _restore(self, request: ChatRequest) -> str:
         prompt = next((m.content for m in reversed(request.messages) if m.role == "user"), "")

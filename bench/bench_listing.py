@@ -1,0 +1,127 @@
+"""Whole-process listing and search over 10,000 sessions through the sessions index (issue 12:
+`rollchat sessions` and `sessions --json` at most 0.5 s each).
+
+Makes N realistic session files (4-8 turns of varied text, a summary on most, a title on some,
+~2-5 KB each) in a temporary directory, then times whole processes (`python -m rollchat ...`):
+cold (no index: the first run builds it) once, then warm (median of --runs). Also the
+per-turn cost the index adds to a save (append + totals refresh, with and without an index).
+
+Run: .venv/bin/python bench/bench_listing.py [--sessions 10000] [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from rollchat.domain import SessionHeader, Summary, Transcript, Turn, Usage
+from rollchat.index import INDEX_NAME
+from rollchat.store import SessionStore
+from rollchat.transcript import render
+
+T0 = datetime(2026, 1, 1, 9, 0, tzinfo=timezone.utc)
+VOCAB = ("redis kafka postgres nginx terraform grafana docker ansible limiter bucket cache "
+         "schema migration deploy rollback latency budget queue worker cron backup index "
+         "token session parser lexer compiler test fixture release branch merge review "
+         "invoice billing customer report dashboard alert metric trace span").split()
+
+
+def _text(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(VOCAB) for _ in range(words)).capitalize() + "."
+
+
+def write_sessions(root: Path, count: int, seed: int = 1) -> None:
+    rng = random.Random(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        when = T0 + timedelta(minutes=7 * i, seconds=rng.randrange(60))
+        sid = f"assistant_{when:%Y%m%d_%H%M%S}_{rng.getrandbits(16):04x}"
+        turns = tuple(Turn("query", n, when + timedelta(minutes=n), _text(rng, rng.randint(8, 40)),
+                           "\n\n".join(_text(rng, rng.randint(20, 60))
+                                       for _ in range(rng.randint(1, 3))),
+                           elapsed=1.5, usage=Usage(rng.randint(100, 4000), rng.randint(50, 800)))
+                      for n in range(1, rng.randint(4, 8) + 1))
+        summary = None if i % 10 == 0 else Summary(
+            "Initial session.", tuple(_text(rng, 5) for _ in range(3)), (_text(rng, 8),),
+            (_text(rng, 6),))
+        header = SessionHeader(sid, when, "Assistant", "config:assistant", "claude-sonnet-4-5",
+                               "anthropic", total_queries=len(turns),
+                               total_tokens=sum(t.usage.total for t in turns),
+                               title=_text(rng, 4) if i % 3 == 0 else None)
+        (root / f"{sid}.md").write_text(render(Transcript(header, turns, summary)))
+
+
+def run(root: Path, *args: str) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "rollchat", *args, "--sessions-dir", str(root)],
+                   check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+COMMANDS = (("sessions",), ("sessions", "--json"), ("sessions", "--all", "--json"),
+            ("search", "redis"), ("search", "limiter", "bucket", "--json"))
+
+
+def bench_processes(root: Path, runs: int) -> None:
+    size = sum(p.stat().st_size for p in root.glob("*.md"))
+    print(f"{len(list(root.glob('*.md'))):,} sessions, {size / 1e6:.1f} MB")
+    os.environ.pop("ROLLCHAT_SESSIONS_DIR", None)
+    print(f"cold `rollchat sessions` (builds the index): {run(root, 'sessions'):.2f} s")
+    time.sleep(2.5)  # past the racy window: rows indexed right after a write are re-read once
+    run(root, "sessions")
+    print("warm, whole process, median of", runs)
+    for args in COMMANDS:
+        times = [run(root, *args) for _ in range(runs)]
+        print(f"  rollchat {' '.join(args):<32} {statistics.median(times):.3f} s "
+              f"(min {min(times):.3f}, max {max(times):.3f})")
+    (root / INDEX_NAME).write_bytes(b"corrupt" * 100)
+    print(f"corrupt index, `rollchat sessions` (rebuilds it): {run(root, 'sessions'):.2f} s")
+    print(f"`rollchat --version` (process floor): "
+          f"{statistics.median(run(root, '--version') for _ in range(runs)):.3f} s")
+
+
+def bench_save(root: Path, turns: int = 50) -> None:
+    """The per-turn save (append + totals) with the index present, and without one."""
+    for with_index in (False, True):
+        with tempfile.TemporaryDirectory() as tmp:
+            store = SessionStore(Path(tmp))
+            write_sessions(Path(tmp), 100, seed=2)
+            if with_index:
+                store.index.page()
+            live = store.new_session(agent_key="a", agent="A", agent_path="x", model="m",
+                                     provider="offline", now=T0)
+            costs = []
+            for n in range(1, turns + 1):
+                turn = Turn("query", n, T0, "question " * 20, "answer " * 300, usage=Usage(1, 2))
+                start = time.perf_counter()
+                live.append_turn(turn, "A")
+                live.set_totals(n, 3 * n, 1)
+                costs.append(time.perf_counter() - start)
+            live.close()
+            print(f"save a turn ({'with' if with_index else 'without'} an index, {turns} turns of "
+                  f"~2 KB): median {statistics.median(costs) * 1000:.2f} ms, last "
+                  f"{costs[-1] * 1000:.2f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sessions", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "sessions"
+        write_sessions(root, args.sessions)
+        bench_processes(root, args.runs)
+    bench_save(Path(tmp))
+
+
+if __name__ == "__main__":
+    main()
