@@ -4,12 +4,15 @@ the config for a model family."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from rollchat.prices import PRICES, Price, price_for
+from rollchat.ui.repl import handle_line
 from tests.e2e import clean_env, run_piped, write_config
+from tests.test_autocompact import FakeProvider, build_app
 from tests.wire_servers import WireServer, anthropic_server, openai_server, text
 
 __all__ = ["anthropic_server", "openai_server"]
@@ -93,3 +96,15 @@ def test_a_price_set_for_a_model_holds_for_its_dated_ids(tmp_path: Path,
     assert price_for("claude-sonnet-4-5-20250929", {"claude-sonnet-4-5": Price(1, 5, 1)}) \
         == Price(1, 5, 1)
     assert price_for("gpt-4o-mini", {"gpt-4o": Price(1, 5, 1)}) == PRICES["gpt-4o-mini"]
+
+
+def test_the_restoration_after_compact_and_resume_shows_its_cost(tmp_path: Path) -> None:
+    """The restoration's model call is billed and counted in the session's cost; its footer
+    shows it like any turn's."""
+    built = build_app(tmp_path, FakeProvider(), model="gpt-4o", window=200_000)
+    built.send("hello")
+    handle_line(built.app, "compact")
+    handle_line(built.app, "resume 1")
+    shown = re.findall(r"Time: .*", built.output)
+    assert len(shown) == 3  # the turn, then two restorations
+    assert all(re.search(r" · \$\d\.\d{4}$", f) for f in shown), shown

@@ -522,7 +522,7 @@ class Session:
         turn = replace(answer.turn, context=context, previous_session=parent.file_name,
                        user=prompt)
         if not quiet:
-            yield TurnFinished(turn)
+            yield TurnFinished(turn, None, self.cost(turn.usage))
         self.state.restored = turn
 
     # ------------------------------------------------------------------ resume
