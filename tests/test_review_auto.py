@@ -4,16 +4,28 @@ the config for a model family."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from rollchat.prices import PRICES, Price, price_for
+from rollchat.prices import PRICES, Price, money, price_for
 from rollchat.ui.repl import handle_line
 from tests.e2e import clean_env, run_piped, write_config
 from tests.test_autocompact import FakeProvider, build_app
-from tests.wire_servers import WireServer, anthropic_server, openai_server, text
+from tests.wire_servers import (
+    Reply,
+    WireServer,
+    anthropic_server,
+    last_user_text,
+    openai_server,
+    prompt_tokens,
+    text,
+)
 
 __all__ = ["anthropic_server", "openai_server"]
 
@@ -108,3 +120,31 @@ def test_the_restoration_after_compact_and_resume_shows_its_cost(tmp_path: Path)
     shown = re.findall(r"Time: .*", built.output)
     assert len(shown) == 3  # the turn, then two restorations
     assert all(re.search(r" · \$\d\.\d{4}$", f) for f in shown), shown
+
+
+def test_the_chain_cost_at_exit_is_the_one_sessions_json_gives(
+        tmp_path: Path, anthropic_server: WireServer) -> None:
+    """Through automatic compactions, the goodbye's chain total and ``sessions --json``'s
+    ``chain_cost`` (summed from the headers) are the same figure."""
+    def respond(body: dict[str, Any]) -> Reply:
+        n = prompt_tokens(body)
+        return text(f"<summary>ok</summary> echo: {last_user_text(body)[:30]}",
+                    input_tokens=n // 4, cache_read=n // 2, cache_write=n - n // 4 - n // 2,
+                    output_tokens=50)
+
+    anthropic_server.responder, anthropic_server.counting = respond, True
+    config = write_config(tmp_path / "c.yml", "agents:\n  assistant:\n    max_output_tokens: 200\n"
+                          "models:\n  claude-3-5-haiku-20241022:\n    context_window: 3000\n")
+    line = "The deployment pipeline for the billing service runs on Tuesdays. " * 5
+    env = clean_env(tmp_path / "home", ANTHROPIC_API_KEY="sk-ant-test-0123456789")
+    done = run_piped(tmp_path, "".join(f"{line}{i}\n" for i in range(40)), "--config",
+                     str(config), "--provider", "anthropic", "--model",
+                     "claude-3-5-haiku-20241022", "--base-url", anthropic_server.url, env=env,
+                     timeout=120)
+    assert done.returncode == 0, done.stderr
+    end = re.search(r"Chain \((\d+) sessions\): (\$\S+)", done.stdout)
+    assert end is not None and int(end[1]) >= 3, done.stdout[-600:]
+    listed = subprocess.run([sys.executable, "-m", "rollchat", "sessions", "--json"],
+                            cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
+    newest = json.loads(listed.stdout)["sessions"][0]
+    assert end[2] == money(newest["chain_cost"])

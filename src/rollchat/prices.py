@@ -146,8 +146,10 @@ class ChainCost:
     unpriced: int = 0
 
     def plus(self, cost: float | None) -> ChainCost:
-        """This chain continued by a session that cost ``cost`` (None: unknown)."""
-        return ChainCost(self.spent + (cost or 0.0), self.sessions + 1,
+        """This chain continued by a session that cost ``cost`` (None: unknown), counted as
+        its header records it (to the hundredth of a cent), so that the chain's total is the
+        same at exit, after a resume and in ``sessions --json``."""
+        return ChainCost(self.spent + round(cost or 0.0, 4), self.sessions + 1,
                          self.unpriced + (cost is None))
 
     @property
