@@ -148,3 +148,17 @@ def test_the_chain_cost_at_exit_is_the_one_sessions_json_gives(
                             cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
     newest = json.loads(listed.stdout)["sessions"][0]
     assert end[2] == money(newest["chain_cost"])
+
+
+def test_auto_set_in_the_chat_holds_through_compact_and_resume(tmp_path: Path) -> None:
+    """As the README says: `auto off` holds for the rest of the chat (a compaction or a
+    resume does not turn automatic compaction back on); a new chat starts from the config."""
+    built = build_app(tmp_path, FakeProvider())
+    built.send("hello")
+    handle_line(built.app, "auto off")
+    handle_line(built.app, "compact")
+    handle_line(built.app, "resume 1")
+    assert built.session.auto_mode == "off"
+    handle_line(built.app, "auto")
+    assert "Automatic compaction: off (set in this chat)" in built.output
+    assert build_app(tmp_path, FakeProvider()).session.auto_mode == "on"
