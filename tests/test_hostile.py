@@ -36,7 +36,7 @@ from rollchat.providers.base import (
 from rollchat.store import SessionStore
 from rollchat.tools import ARCHIVE_TOOL_NAME
 from rollchat.tools.archive import archive_tool
-from rollchat.transcript import HEAD_MAX_BYTES, TAIL_BYTES, TAIL_MAX_BYTES, parse, render
+from rollchat.transcript import HEAD_MAX_BYTES, TAIL_MAX_BYTES, parse, render
 from tests.drive import drain
 from tests.e2e import PROMPT, clean_env, default_signals, run_piped, write_config
 from tests.wire_servers import WireServer, openai_server, text
@@ -247,12 +247,19 @@ def test_listing_a_200_mb_file_reads_no_more_than_a_small_one(
     zeros.mkdir()
     with open(zeros / f"{GOOD}.md", "wb") as f:
         f.truncate(200 * 1024 * 1024)
+    from rollchat.index import TEXT_MAX_BYTES
+
+    for root in (small, big, zeros):  # written a while ago (a file written within the last
+        path = root / f"{GOOD}.md"  # 2 s is re-read at every listing: see index.RACY_NS)
+        os.utime(path, (path.stat().st_mtime - 60, path.stat().st_mtime - 60))
+    # The first listing indexes each file: its head, tail and at most TEXT_MAX_BYTES of its
+    # text for search, whatever the file's size; later listings read nothing of it again.
     cost_small = _bytes_read_listing(monkeypatch, small)
     cost_big = _bytes_read_listing(monkeypatch, big)
     cost_zeros = _bytes_read_listing(monkeypatch, zeros)
-    limit = HEAD_MAX_BYTES + TAIL_MAX_BYTES + 2
+    limit = HEAD_MAX_BYTES + TAIL_MAX_BYTES + TEXT_MAX_BYTES + 2
     assert cost_small <= limit and cost_big <= limit and cost_zeros <= limit
-    assert cost_big <= cost_small + 2 * TAIL_BYTES + 2
+    assert _bytes_read_listing(monkeypatch, big) <= cost_small  # indexed: not read again
     [info] = SessionStore(big).list_sessions().sessions
     assert info.has_summary and info.session_id == GOOD
 

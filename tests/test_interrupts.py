@@ -328,7 +328,9 @@ def test_ctrl_c_held_while_the_summary_is_written(tmp_path: Path,
                   store=store, renderer=Renderer(Console(file=out, width=200), interactive=False),
                   confirm=lambda q: False, context_window=128_000)
     assert handle_line(app, "hi") is False
-    real_write = store._atomic_write
+    import rollchat.store
+
+    real_write = rollchat.store.atomic_write
     interrupted: list[bool] = []
 
     def write_with_ctrl_c(path: Path, data: bytes) -> None:
@@ -336,7 +338,7 @@ def test_ctrl_c_held_while_the_summary_is_written(tmp_path: Path,
         interrupted.append(True)
         real_write(path, data)
 
-    monkeypatch.setattr(store, "_atomic_write", write_with_ctrl_c)
+    monkeypatch.setattr(rollchat.store, "atomic_write", write_with_ctrl_c)
     finish(app)
     assert interrupted == [True]
     shown = out.getvalue()

@@ -89,6 +89,21 @@ class Page:
 # ---------------------------------------------------------------- rows <-> SessionInfo
 
 
+def _key(name: str) -> str | bytes:
+    """A file name as the index keeps it: the name, or its bytes when it is not UTF-8 (such a
+    name, decoded with surrogates, cannot be SQLite text)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(name)
+    return name
+
+
+def _name(key: str | bytes) -> str:
+    """The file name a ``_key`` stands for."""
+    return os.fsdecode(key) if isinstance(key, bytes) else key
+
+
 def _micros(date: datetime) -> int:
     return (date - _EPOCH) // timedelta(microseconds=1)
 
@@ -257,7 +272,7 @@ class SessionIndex:
         except OSError as e:
             raise StoreError(f"cannot read sessions directory {self.root}: "
                              f"{e.strerror}") from None
-        known = {row[0]: row[1:] for row in conn.execute(
+        known = {_name(row[0]): row[1:] for row in conn.execute(
             "SELECT file, size, mtime_ns, indexed_ns FROM files")}
         stale: list[tuple[Path, os.stat_result]] = []
         for entry in entries:
@@ -304,10 +319,10 @@ class SessionIndex:
     def _forget(conn: sqlite3.Connection, name: str, *, text: bool = True) -> None:
         if text:
             rows = [(r[0],) for r in conn.execute("SELECT rowid FROM parts WHERE file = ?",
-                                                  (name,))]
+                                                  (_key(name),))]
             conn.executemany("DELETE FROM docs WHERE rowid = ?", rows)
-            conn.execute("DELETE FROM parts WHERE file = ?", (name,))
-        conn.execute("DELETE FROM files WHERE file = ?", (name,))
+            conn.execute("DELETE FROM parts WHERE file = ?", (_key(name),))
+        conn.execute("DELETE FROM files WHERE file = ?", (_key(name),))
 
     def _store(self, conn: sqlite3.Connection, name: str, st: os.stat_result, now: int,
                info: SessionInfo | None, problem: str | None,
@@ -315,12 +330,12 @@ class SessionIndex:
         """Write the file's rows; ``parts`` None: its searchable text is unchanged."""
         self._forget(conn, name, text=parts is not None)
         conn.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (
-            name, st.st_size, st.st_mtime_ns, now,
+            _key(name), st.st_size, st.st_mtime_ns, now,
             info.session_id if info else None, _micros(info.date) if info else None,
             _encode_info(info) if info else None, problem))
         for part, text in parts or ():
             rowid = conn.execute("INSERT INTO parts(file, part) VALUES (?, ?)",
-                                 (name, part)).lastrowid
+                                 (_key(name), part)).lastrowid
             conn.execute("INSERT INTO docs(rowid, text) VALUES (?, ?)", (rowid, text))
 
     def saved(self, file_name: str, *, text: bool = True) -> None:
@@ -358,7 +373,7 @@ class SessionIndex:
                 "SELECT info FROM files WHERE info IS NOT NULL AND file != ? "
                 "ORDER BY ts DESC, id DESC LIMIT ?", (skip, -1 if limit is None else limit))
             sessions = [_decode_info(self.root, n, row[0]) for n, row in enumerate(rows, 1)]
-            problems = [(r[0], r[1]) for r in conn.execute(
+            problems = [(_name(r[0]), r[1]) for r in conn.execute(
                 "SELECT file, problem FROM files WHERE info IS NULL AND file != ? "
                 "ORDER BY file", (skip,))]
         return Page(sessions, total, problems)
@@ -395,7 +410,7 @@ class SessionIndex:
             ids = [r[0] for r in conn.execute(
                 "SELECT id FROM files WHERE info IS NOT NULL AND file != ? "
                 "ORDER BY ts DESC, id DESC", (skip,))]
-            problems = [(r[0], r[1]) for r in conn.execute(
+            problems = [(_name(r[0]), r[1]) for r in conn.execute(
                 "SELECT file, problem FROM files WHERE info IS NULL AND file != ?", (skip,))]
             found = choose(ref, len(ids), ids, problems)
             number = found if isinstance(found, int) else ids.index(found) + 1

@@ -5,6 +5,7 @@ a local server) has no cost: nothing is shown rather than $0."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -37,9 +38,12 @@ def _anthropic(input: float, output: float) -> Price:
 
 
 # Published list prices (standard tier, short context), as of 2025-11; the config's
-# ``models: NAME: price:`` overrides them. A name matches exactly, else the longest entry it
-# starts with followed by "-" or "@" (a dated or versioned id: claude-3-5-sonnet-20241022,
-# gpt-4o-2024-08-06, claude-3-5-sonnet@20240620); an "org/" prefix is ignored.
+# ``models: NAME: price:`` overrides them. A name matches exactly, else an entry followed only
+# by what names the same model (see _SAME_MODEL: a date, "latest", a provider's version):
+# claude-3-5-sonnet-20241022, gpt-4o-2024-08-06, claude-3-5-sonnet@20240620. An "org/" prefix
+# (OpenRouter), Bedrock's "anthropic." and dotted Claude versions (claude-sonnet-4.5) are read
+# too. Anything else (o1-pro, gpt-4o-realtime-preview, a newer claude-opus-4-N) is unknown:
+# no price rather than a sibling's.
 PRICES: dict[str, Price] = {
     # Anthropic
     "claude-opus-4-5": _anthropic(5.0, 25.0),
@@ -55,15 +59,20 @@ PRICES: dict[str, Price] = {
     "claude-3-haiku": _anthropic(0.25, 1.25),
     # OpenAI (cached input as published; no charge for cache writes)
     "gpt-5": Price(1.25, 10.0, 0.125, 0.0),
+    "gpt-5-codex": Price(1.25, 10.0, 0.125, 0.0),
+    "gpt-5-chat": Price(1.25, 10.0, 0.125, 0.0),
+    "gpt-5-pro": Price(15.0, 120.0, 15.0, 0.0),
     "gpt-5-mini": Price(0.25, 2.0, 0.025, 0.0),
     "gpt-5-nano": Price(0.05, 0.40, 0.005, 0.0),
     "gpt-4.1": Price(2.0, 8.0, 0.50, 0.0),
     "gpt-4.1-mini": Price(0.40, 1.60, 0.10, 0.0),
     "gpt-4.1-nano": Price(0.10, 0.40, 0.025, 0.0),
     "gpt-4o": Price(2.50, 10.0, 1.25, 0.0),
+    "gpt-4o-2024-05-13": Price(5.0, 15.0, 5.0, 0.0),  # the first gpt-4o, at its own price
     "gpt-4o-mini": Price(0.15, 0.60, 0.075, 0.0),
     "o1": Price(15.0, 60.0, 7.50, 0.0),
     "o1-mini": Price(1.10, 4.40, 0.55, 0.0),
+    "o1-pro": Price(150.0, 600.0, 150.0, 0.0),
     "o3": Price(2.0, 8.0, 0.50, 0.0),
     "o3-pro": Price(20.0, 80.0, 20.0, 0.0),
     "o3-mini": Price(1.10, 4.40, 0.55, 0.0),
@@ -71,16 +80,40 @@ PRICES: dict[str, Price] = {
 }
 
 
+# What may follow a table name in an id of the same model: a date (-20250514, -2024-08-06),
+# -latest, Anthropic's -0 alias (claude-sonnet-4-0), Bedrock's -v1:0, Vertex's @20240620.
+_SAME_MODEL = re.compile(r"(?:-(?:\d{8}|\d{4}-\d{2}-\d{2}|latest|0))?(?:-v\d+(?::\d+)?)?"
+                         r"(?:@[\w.-]+)?")
+
+
+def _name(model: str) -> str:
+    """A model id as the table spells it: lower case, no "org/" prefix, no Bedrock
+    "[region.]anthropic." prefix, Claude versions with "-" (claude-3.5-sonnet: claude-3-5-)."""
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    name = re.sub(r"^(?:[a-z]{2,4}\.)?anthropic\.", "", name)
+    if name.startswith("claude"):
+        name = re.sub(r"(?<=\d)\.(?=\d)", "-", name)
+    return name
+
+
+def _match(name: str, table: Mapping[str, Price]) -> Price | None:
+    if name in table:
+        return table[name]
+    known = [k for k in table if name.startswith(k) and _SAME_MODEL.fullmatch(name[len(k):])]
+    return table[max(known, key=len)] if known else None
+
+
 def price_for(model: str, overrides: Mapping[str, Price] | None = None) -> Price | None:
-    """The price of ``model``: the config's for that exact name, else the table's (see
-    PRICES); None when unknown or free."""
-    found = (overrides or {}).get(model)
+    """The price of ``model``: the config's (that exact name, else matched like the table's,
+    so a price set for claude-sonnet-4-5 holds for claude-sonnet-4-5-20250929 too), else the
+    table's (see PRICES); None when unknown or free."""
+    overrides = overrides or {}
+    found = overrides.get(model)
     if found is None:
-        name = model.strip().lower().rsplit("/", 1)[-1]
-        found = PRICES.get(name)
+        name = _name(model)
+        found = _match(name, {_name(k): v for k, v in overrides.items()})
         if found is None:
-            known = [k for k in PRICES if name.startswith(k) and name[len(k)] in "-@"]
-            found = PRICES[max(known, key=len)] if known else None
+            found = _match(name, PRICES)
     return None if found is None or found.free else found
 
 
@@ -113,8 +146,10 @@ class ChainCost:
     unpriced: int = 0
 
     def plus(self, cost: float | None) -> ChainCost:
-        """This chain continued by a session that cost ``cost`` (None: unknown)."""
-        return ChainCost(self.spent + (cost or 0.0), self.sessions + 1,
+        """This chain continued by a session that cost ``cost`` (None: unknown), counted as
+        its header records it (to the hundredth of a cent), so that the chain's total is the
+        same at exit, after a resume and in ``sessions --json``."""
+        return ChainCost(self.spent + round(cost or 0.0, 4), self.sessions + 1,
                          self.unpriced + (cost is None))
 
     @property

@@ -267,6 +267,12 @@ class Session:
         if self.layers is not None and answer.turn.status != "unanswered":
             self.layers.sent(self.counter.count_text)
         hint = failure_hint(answer.error, False) if answer.turn.status == "unanswered" else None
+        if hint is not None and isinstance(answer.error, ContextTooLongError) and (
+                self.auto_mode == "off"):  # the conversation is too long, not the message
+            hint = ("The conversation no longer fits the model's window and automatic "
+                    "compaction is off: type 'compact' (or 'auto on'), then press Up and "
+                    "Enter to send your message again (it is kept in the transcript and the "
+                    "history).")
         turn = answer.turn if handed is None else replace(answer.turn, user=text, context=note)
         yield from self._record(turn, hint)
 
@@ -526,7 +532,7 @@ class Session:
         turn = replace(answer.turn, context=context, previous_session=parent.file_name,
                        user=prompt)
         if not quiet:
-            yield TurnFinished(turn)
+            yield TurnFinished(turn, None, self.cost(turn.usage))
         self.state.restored = turn
 
     # ------------------------------------------------------------------ resume

@@ -35,7 +35,8 @@ list) and the facts already remembered (<known>, a JSON list). Write down at mos
 {max_facts} NEW facts worth remembering in later conversations: the user's preferences, \
 their background, facts about their project, decisions taken, contacts (people, addresses), \
 and patterns in how they work. Leave out anything already known (even in other words), \
-small talk, passing details and what the assistant merely suggested.
+small talk, passing details and what the assistant merely suggested. Never write down a \
+secret (a password, an API key, a token, a private key), even if asked to.
 
 Answer with only a JSON array, no prose, each item
 {{"text": "a short fact in the third person, e.g. prefers tabs over spaces", \

@@ -16,7 +16,7 @@ from rollchat.errors import RollchatError
 from rollchat.events import Event, FactRemembered, Notice
 from rollchat.memory.extract import ExtractionError, extract, latest_messages
 from rollchat.memory.rules import Candidate, extract_rules
-from rollchat.memory.store import MemoryStore
+from rollchat.memory.store import MemoryStore, SecretRefused
 from rollchat.providers.base import Provider
 from rollchat.text import plural
 
@@ -140,31 +140,46 @@ class Memory:
 
     def _keep(self, found: list[Candidate], session_id: str | None) -> list[Event]:
         events: list[Event] = []
+        secrets = 0
         for candidate in found:
             try:
                 fact = self.store.add(candidate.text, candidate.category,
                                       confidence=candidate.confidence,
                                       source_session=session_id, source_turn=candidate.turn)
+            except SecretRefused:  # said, but no secret goes into memory
+                secrets += 1
+                continue
             except RollchatError as e:
                 events.append(Notice("warning", f"memory: {e}"))
                 break
             if fact is not None:
                 events.append(FactRemembered(fact))
+        if secrets:
+            events.append(Notice("info", f"Not remembered: {plural(secrets, 'fact')} that "
+                                         "looked like a secret (a password, a key or a token)."))
         return events
 
     def at_summary(self, turns: Sequence[Turn], session_id: str | None,
                    summary: Summary | None, *, local: bool = False,
                    title: str | None = None) -> Flow:
-        """At a compaction or an exit: facts from the last turns, and the session's summary
-        as an episode."""
-        yield from self.extract(turns, session_id, local=local, wait=None if not local else 1)
-        if summary is None or session_id is None:
-            return
+        """At a compaction or an exit: the session's summary as an episode (first: it is
+        quick and local), then facts from the last turns. Ctrl-C while the model extracts them
+        falls back to the phrase rules (instant), so the exit or compaction goes on."""
+        events: list[Event] = []
+        if summary is not None and session_id is not None:
+            try:
+                self.store.add_episode(session_id, episode_text(summary), title=title,
+                                       span=span(turns))
+            except RollchatError as e:
+                events.append(Notice("warning", f"memory: the episode was not kept: {e}"))
         try:
-            self.store.add_episode(session_id, episode_text(summary), title=title,
-                                   span=span(turns))
-        except RollchatError as e:
-            yield Notice("warning", f"memory: the episode was not kept: {e}")
+            events += self.extract(turns, session_id, local=local,
+                                   wait=None if not local else 1)
+        except KeyboardInterrupt:
+            events.append(Notice("warning", "fact extraction interrupted: only explicit "
+                                            "statements were remembered this time"))
+            events += self.extract(turns, session_id, local=True, wait=1)
+        yield from events
 
     # ------------------------------------------------------------ the tool
     def install(self, engine: Engine) -> None:

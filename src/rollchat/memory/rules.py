@@ -16,6 +16,22 @@ CONTACT_WORDS = frozenset((
     "github", "partner", "wife", "husband", "friend", "assistant", "doctor", "client",
 ))
 _SENTENCES = re.compile(r"[^.!?;\n]+[.!?;]?")
+# what the user quotes or pastes rather than states: code blocks (fenced, indented), quoted
+# lines ("> ...") and quotations ("...", “...”); inline `code` stays (a name in a sentence)
+_QUOTED = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|^(?:>|    |\t).*$|"
+                     r'"[^"\n]*"|“[^”\n]*”', re.S | re.M)
+# "I never said that", "I always got an error": what happened, not a habit or a preference
+_PAST = re.compile(r"(?:(?!(?:embed|shed|bed|red|wed)\b)\w*[^e\W]ed|said|got|saw|told|did|"
+                   r"had|was|were|knew|thought|meant|made|went|heard|found|wrote|asked|came|gave|took|ran|sent|left|put|read|forgot|"
+                   r"understood|became|began|kept|lost|paid|won|been)\b", re.I)
+# "my question is ...", "my point is ...": talk about the conversation, not about the user
+_MY_TALK = frozenset((
+    "question", "point", "guess", "problem", "issue", "concern", "bad", "fault", "mistake",
+    "answer", "code", "output", "error", "understanding", "impression", "feeling", "take",
+    "thought", "thoughts", "worry", "request", "suggestion", "idea", "reply", "message",
+    "test", "tests", "result", "results", "log", "logs", "input", "attempt", "fix", "change",
+    "script", "function", "query", "first", "last", "next", "second", "only",
+))
 _LEAD = r"(?:^|\b(?:and|but|so|also|please|really|actually|generally|usually|just)\s+)"
 
 
@@ -37,12 +53,16 @@ def _rather(m: re.Match[str]) -> tuple[str, str]:
     return f"would rather {m['rest']}", "preference"
 
 
-def _always(m: re.Match[str]) -> tuple[str, str]:
+def _always(m: re.Match[str]) -> tuple[str, str] | None:
+    if _PAST.match(m["rest"]):
+        return None
     return f"{m['word'].lower()} {m['rest']}", "preference"
 
 
-def _my(m: re.Match[str]) -> tuple[str, str]:
+def _my(m: re.Match[str]) -> tuple[str, str] | None:
     thing = m["thing"].lower()
+    if thing.split()[0] in _MY_TALK:
+        return None
     category = "contact" if set(thing.split()) & CONTACT_WORDS else "background"
     return f"user's {thing} is {m['rest']}", category
 
@@ -51,13 +71,13 @@ def _decided(m: re.Match[str]) -> tuple[str, str]:
     return f"{m['verb'].lower()} {m['rest']}", "decision"
 
 
-Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], tuple[str, str]]]
+Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], tuple[str, str] | None]]
 RULES: tuple[Rule, ...] = (
     (re.compile(_LEAD + r"i\s+(?:really\s+|generally\s+|usually\s+)?prefer\s+(?P<rest>.+)",
                 re.I), _prefer),
     (re.compile(_LEAD + r"i(?:'d|’d|\s+would)\s+(?:much\s+)?rather\s+(?P<rest>.+)", re.I),
      _rather),
-    (re.compile(r"(?:^|\b(?:please|and|but|so|i|we|you|should)\s+)(?P<word>always|never)\s+"
+    (re.compile(r"(?:^|\b(?:please|and|but|so|i|we|should)\s+)(?P<word>always|never)\s+"
                 r"(?P<rest>\w.+)", re.I), _always),
     (re.compile(r"(?:^|\b(?:and|but|so|also|btw)\s+)my\s+(?P<thing>[\w-]+(?:\s+[\w-]+)?)\s+"
                 r"(?:is|are)\s+(?P<rest>.+)", re.I), _my),
@@ -72,17 +92,19 @@ def _tidy(text: str) -> str:
 
 
 def statements(text: str) -> list[tuple[str, str]]:
-    """The facts (text, category) the rules find in one message of the user's."""
+    """The facts (text, category) the rules find in one message of the user's: in what they
+    write themselves, not in the code, the quoted lines or the quotations it holds."""
     found: list[tuple[str, str]] = []
-    for sentence in _SENTENCES.findall(text):
+    for sentence in _SENTENCES.findall(_QUOTED.sub(" … ", text)):
         sentence = sentence.strip()
         if not sentence or sentence.endswith("?") or len(sentence.split()) > MAX_WORDS:
             continue
         for pattern, make in RULES:
             match = pattern.search(sentence)
-            if match is not None and match["rest"].strip(" .;!,"):
-                fact, category = make(match)
-                found.append((_tidy(fact), category))
+            made = make(match) if match is not None and match["rest"].strip(" .;!,") \
+                else None
+            if made is not None:
+                found.append((_tidy(made[0]), made[1]))
                 break
     return found
 

@@ -40,8 +40,10 @@ from rollchat.memory.records import (
     parse_episode,
     parse_fact,
 )
+from rollchat.memory.sensitive import secret_in
 
-__all__ = ["Episode", "Fact", "MemoryStore", "MemoryStoreError", "default_user_dir"]
+__all__ = ["Episode", "Fact", "MemoryStore", "MemoryStoreError", "SecretRefused",
+           "default_user_dir"]
 
 MEMORY_DIR = "memory"
 USER_FILE = "user.facts.jsonl"
@@ -52,6 +54,10 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 class MemoryStoreError(RollchatError):
     """A memory file cannot be read or written, or a fact id or value is wrong."""
+
+
+class SecretRefused(MemoryStoreError):
+    """A fact that states a secret (a password, an API key): never kept (see sensitive.py)."""
 
 
 def default_user_dir() -> Path:
@@ -109,12 +115,12 @@ class MemoryStore:
         except FileNotFoundError:
             return []
         except OSError as e:
-            raise MemoryStoreError(f"cannot read {path}: {e.strerror or e}") from None
+            raise MemoryStoreError(f"cannot read {path}: {_why(e, path)}") from None
         try:
             with os.fdopen(fd, "rb") as f:
                 data = f.read()
         except OSError as e:
-            raise MemoryStoreError(f"cannot read {path}: {e.strerror or e}") from None
+            raise MemoryStoreError(f"cannot read {path}: {_why(e, path)}") from None
         lines = data.split(b"\n")
         if lines and lines[-1] == b"":
             lines.pop()
@@ -185,7 +191,7 @@ class MemoryStore:
         except Timeout:
             raise MemoryStoreError(f"{path} is locked by another process") from None
         except OSError as e:
-            raise MemoryStoreError(f"cannot write {path}: {e.strerror or e}") from None
+            raise MemoryStoreError(f"cannot write {path}: {_why(e, path)}") from None
 
     def _append(self, path: Path, line: str) -> None:
         """Append one line (holding the lock), after a newline if a damaged last line has
@@ -215,7 +221,7 @@ class MemoryStore:
         try:
             self._write(path, text.encode("utf-8"))
         except OSError as e:
-            raise MemoryStoreError(f"cannot write {path}: {e.strerror or e}") from None
+            raise MemoryStoreError(f"cannot write {path}: {_why(e, path)}") from None
 
     def _write(self, path: Path, data: bytes) -> None:
         temp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
@@ -247,6 +253,11 @@ class MemoryStore:
             text = check_fact_fields(text, category, confidence)
         except RecordError as e:
             raise MemoryStoreError(f"not a valid fact: {e}") from None
+        secret = secret_in(text)
+        if secret is not None:
+            raise SecretRefused(f"not remembered: it looks like {secret}, and remembered facts "
+                                "are sent to the model in later requests and kept in a plain "
+                                "file; keep secrets out of memory")
         path, scope = self._target(category)
         key = normalized(text)
         with self._locked(path):
@@ -357,6 +368,17 @@ class MemoryStore:
         with self._locked(self.episodes_path):
             self._append(self.episodes_path, episode_line(episode))
         return episode
+
+
+def _why(error: OSError, path: Path) -> str:
+    """What went wrong, for people: a symbolic link (never followed) is named as one."""
+    import errno
+
+    if error.errno in (errno.ELOOP, errno.EMLINK) or (
+            error.errno is not None and path.is_symlink()):
+        return ("it is a symbolic link, which memory never follows (make it a regular file, "
+                "or delete it to start afresh)")
+    return str(error.strerror or error)
 
 
 def _last_byte(path: Path, size: int) -> bytes:

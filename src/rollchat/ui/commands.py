@@ -19,6 +19,17 @@ if TYPE_CHECKING:
     from rollchat.ui.app import ChatApp
 
 _REF = re.compile(r"^\S+$")  # one word: "resume ../x" is rejected, never sent to the model
+# "remember when we fixed the bug": reminiscing or asking, not a fact to keep (it goes to the
+# model; "/remember ..." always keeps it)
+_RECALLING = re.compile(r"(?:when|what|what's|whats|how|why|where|who|whom|whose|which|whether|"
+                        r"if|me|us|him|her|them|that\s+(?:time|day|bug|one|thing)|"
+                        r"the\s+(?:time|day))\b", re.I)
+
+
+def _remember_bare(arg: str) -> bool:
+    """Whether a bare ``remember ARG`` line is the command: not a question, not reminiscing."""
+    text = arg.strip()
+    return not text.rstrip().endswith("?") and _RECALLING.match(text) is None
 
 
 @dataclass(frozen=True)
@@ -258,7 +269,7 @@ COMMANDS: dict[str, Command] = {
         Command("memory", "memory", "list the facts remembered across sessions", _memory),
         Command("remember", "remember TEXT", "remember a fact in later sessions (CATEGORY: "
                 "TEXT names its category)", _remember, takes_arg=True,
-                bare_arg=lambda a: not a.rstrip().endswith("?")),
+                bare_arg=_remember_bare),
         Command("forget", "forget ID", "forget a remembered fact for good", _forget,
                 takes_arg=True, bare_arg=lambda a: a.strip().isdigit()),
         Command("exit", "exit", "save (with a summary) and quit", _exit),
