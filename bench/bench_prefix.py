@@ -185,7 +185,10 @@ def results_since_user(body: dict[str, Any]) -> int:
 
 @dataclass
 class Model:
-    """The scripted model: tools first, then a short answer; valid summaries."""
+    """The scripted model: tools first (unless ``calls_tools`` is off: a plain chat), then a
+    short answer; valid summaries."""
+
+    calls_tools: bool = True
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         if system_of(body).startswith("You write the summary"):
@@ -197,7 +200,7 @@ class Model:
         if turn is None:
             return text("ok")
         done = results_since_user(body)
-        plan = plan_for(turn)
+        plan = plan_for(turn) if self.calls_tools else []
         if done < len(plan):
             name, args = plan[done]
             return tool(name, args, tool_id=f"call_{turn}_{done}")
@@ -230,10 +233,12 @@ def shared(previous: dict[str, Any], current: dict[str, Any]) -> tuple[float, fl
     return common / len(b), common / len(a)
 
 
-def run(dialect_name: str, turns: int, window: int, memory: bool = False) -> dict[str, Any]:
+def run(dialect_name: str, turns: int, window: int, memory: bool = False,
+        chat: bool = False) -> dict[str, Any]:
     dialect = OpenAIDialect() if dialect_name == "openai" else AnthropicDialect()
     with tempfile.TemporaryDirectory() as tmp, WireServer(
-            dialect, window=window, responder=Model(), strict_tools=True) as server:
+            dialect, window=window, responder=Model(calls_tools=not chat),
+            strict_tools=True) as server:
         session = start(Path(tmp), server, window=window, max_output=2000)
         core = session.app.session
         engine = core.engine
@@ -266,7 +271,8 @@ def run(dialect_name: str, turns: int, window: int, memory: bool = False) -> dic
                 sizes.append(len("".join(canonical(body))))
             previous = body
         weighted = sum(s * n for s, n in zip(shares, sizes, strict=True)) / sum(sizes)
-        return {"dialect": dialect_name + (" +memory" if memory else ""),
+        label = dialect_name + (" chat" if chat else "") + (" +memory" if memory else "")
+        return {"dialect": label,
                 "requests": len(server.bodies),
                 "compactions": restorations, "pairs": len(shares),
                 "mean": statistics.fmean(shares), "median": statistics.median(shares),
@@ -283,12 +289,14 @@ def main() -> None:
                         help="only this dialect (repeatable; default both)")
     parser.add_argument("--memory", action="store_true",
                         help="also run with the memory layers, side by side")
+    parser.add_argument("--chat", action="store_true",
+                        help="a plain chat: the model calls no tools")
     args = parser.parse_args()
     runs = [(name, memory) for name in (args.dialect or ("openai", "anthropic"))
             for memory in ((False, True) if args.memory else (False,))]
     for name, memory in runs:
-        r = run(name, args.turns, args.window, memory)
-        print(f"{r['dialect']:17} {args.turns} turns, window {args.window:,}: "
+        r = run(name, args.turns, args.window, memory, args.chat)
+        print(f"{r['dialect']:22} {args.turns} turns, window {args.window:,}: "
               f"{r['requests']} requests, {r['compactions']} compactions, {r['pairs']} pairs "
               f"between compactions; prefix share mean {r['mean']:.1%}, median "
               f"{r['median']:.1%}, min {r['min']:.1%}, by size {r['weighted']:.1%}; "
