@@ -13,7 +13,7 @@ from rollchat.audit import audit, audit_line
 from rollchat.checkpoint import checkpointed  # each tool call on disk as it ends
 from rollchat.clean import clean
 from rollchat.compaction.summarizer import Background, Summarizer, SummaryOutcome
-from rollchat.config import AgentConfig, AutoCompact, Config, auto_mode
+from rollchat.config import NO_SAVE_LOCATION, AgentConfig, AutoCompact, Config, auto_mode
 from rollchat.context import estimate_prompt, tail_sizes, tail_start
 from rollchat.domain import Message, Summary, Turn, Usage
 from rollchat.engine import Answer, Engine, quietly
@@ -615,7 +615,8 @@ class Session:
             yield Ended(state.session_id, state.queries, state.tokens, state.restoration_tokens,
                         state.save_failed, state.restored is not None, state.summary_failed,
                         cost=spent, chain_cost=chain.spent if chain.known else None,
-                        chain_sessions=chain.sessions, chain_unpriced=chain.unpriced)
+                        chain_sessions=chain.sessions, chain_unpriced=chain.unpriced,
+                        in_memory=self.store.location == NO_SAVE_LOCATION)
 
 
 def proposal(estimate: int, window: int) -> str:
