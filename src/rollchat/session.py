@@ -423,8 +423,11 @@ class Session:
 
     def set_auto(self, mode: AutoCompact) -> AutoCompact:
         """Change automatic compaction for this session (``auto on|off|ask``); the mode it
-        had. A compaction put off before is proposed again at the next threshold."""
+        had. A compaction put off before is proposed again at the next threshold. The mode it
+        already has changes nothing (a "later" answer stands)."""
         previous = self.auto_mode
+        if mode == previous:
+            return previous
         self.auto_override = mode
         self.guards = replace(self.guards, put_off_level=None)
         return previous
