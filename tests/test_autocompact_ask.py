@@ -174,6 +174,26 @@ def test_off_for_this_session_stops_asking_until_auto_ask(tmp_path: Path) -> Non
     assert len(asker.questions) == 2 and len(built.compactions) == 1
 
 
+def test_auto_ask_while_asking_keeps_a_later_answer(tmp_path: Path) -> None:
+    built, asker = asking(tmp_path, "later")
+    i = 0
+    while not asker.questions:
+        assert built.send(user_message(i)).status == "ok"
+        i += 1
+    assert built.session.guards.put_off_level is not None
+    handle_line(built.app, "auto ask")  # the mode it has: nothing changes
+    assert ("Automatic compaction: ask for this session (unchanged): asks at the budget: "
+            "compact now, later, or off for this session; the compaction put off is proposed "
+            "again when the context reaches 85% of the window.") in " ".join(
+                built.output.split())
+    built.send(user_message(i))  # the very next turn: still put off, not asked again
+    assert len(asker.questions) == 1
+    handle_line(built.app, "auto on")
+    handle_line(built.app, "auto ask")  # a change of mode: the put-off answer is dropped
+    built.send(user_message(i + 1))
+    assert len(asker.questions) == 2
+
+
 def test_nobody_to_ask_counts_as_later_and_says_so(tmp_path: Path) -> None:
     built, _ = asking(tmp_path, None)
     for i in range(48):

@@ -291,3 +291,17 @@ def test_a_huge_session_costs_the_model_one_call_not_dozens(
     assert len(openai_server.requests) == 1
     assert any("summarized locally" in note for note in out["notes"]), out["notes"]
     assert "summary calls: the model summarized its last part" in result.stderr
+
+
+def test_the_session_and_its_parent_are_found_through_the_index_not_a_full_listing(
+        sessions: Sessions, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # as resume does: with 10,000 sessions, decoding every listed one per compact is slow
+    def whole_listing(*args: object, **kwargs: object) -> None:
+        raise AssertionError("compact read the whole listing")
+
+    monkeypatch.setattr(SessionStore, "list_sessions", whole_listing)
+    config = _config(tmp_path)
+    by_number = compact_json(sessions, config, "1")  # the most recent: the child
+    assert by_number["session"] == sessions.child and by_number["parent"] == sessions.parent
+    assert "Write integration tests for the auth service" in by_number["pending"]
+    assert compact_json(sessions, config, sessions.parent[-4:])["session"] == sessions.parent

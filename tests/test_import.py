@@ -4,6 +4,7 @@ resuming it, and the errors for what it cannot read."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -107,7 +108,9 @@ def test_claude_code_file_with_malformed_lines(tmp_path: Path) -> None:
     path = only_session(tmp_path)
     assert f"as session {path.stem}" in out and f"rollchat --resume {path.stem}" in out
     t = parse(path.read_text(encoding="utf-8"))
-    assert t.header.imported_from == "claude-code 4f35e220.jsonl"
+    assert t.header.imported_from.startswith(  # type: ignore[union-attr]
+        f"claude-code 4f35e220.jsonl (sha256 {hashlib.sha256(source.read_bytes()).hexdigest()}, "
+        "imported ")
     assert t.header.model == "claude-sonnet-4-5" and t.header.total_queries == 2
     first, second = t.turns
     assert first.user == "Add a redis cache to the parser on port 6380"
@@ -159,7 +162,7 @@ def test_markdown_chats(tmp_path: Path) -> None:
     assert [(x.user, x.assistant) for x in t.turns] == [
         ("How do I rotate logs?", "Use logrotate with a weekly rule.\n\n```\n# not a label\n```"),
         ("and compression?", "Add `compress`.")]
-    assert t.header.imported_from == "markdown chat.md"
+    assert t.header.imported_from.startswith("markdown chat.md (sha256 ")  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(("content", "says"), [
@@ -266,3 +269,31 @@ def test_codex_apply_patch_and_local_shell_calls_are_kept(tmp_path: Path) -> Non
     assert edit.call.name == "apply_patch" and edit.call.arguments == {"input": patch}
     assert edit.result.endswith("M src/app.py")
     assert turn.assistant == "Renamed it."
+
+
+def test_the_same_file_twice_is_refused_unless_again(tmp_path: Path) -> None:
+    source = jsonl(tmp_path / "s.jsonl", CLAUDE, {4: "not json at all"})
+    code, _, err = run(tmp_path, str(source), "--local-summary")
+    assert code == 0, err
+    first = only_session(tmp_path)
+    imported_from = parse(first.read_text()).header.imported_from or ""
+    when = imported_from.rsplit("imported ", 1)[1].rstrip(")")
+    code, out, err = run(tmp_path, str(source), "--local-summary")
+    assert code == 1 and out == ""
+    assert (f"{source} was already imported as {first.stem} (on {when}); use --again to "
+            "import it anew") in err
+    assert "line 4" not in err  # refused before its lines are reported
+    assert only_session(tmp_path) == first  # nothing written
+    copy = tmp_path / "elsewhere.jsonl"  # the same bytes under another name: the same file
+    copy.write_bytes(source.read_bytes())
+    code, _, err = run(tmp_path, str(copy), "--local-summary")
+    assert code == 1 and f"already imported as {first.stem}" in err
+    code, out, err = run(tmp_path, str(source), "--local-summary", "--again")
+    assert code == 0, err
+    [second] = [p for p in (tmp_path / "sessions").glob("*.md") if p != first]
+    assert f"as session {second.stem}" in out
+    code, _, err = run(tmp_path, str(source), "--local-summary")
+    assert code == 1 and "already imported as " in err
+    changed = jsonl(tmp_path / "s.jsonl", CLAUDE)  # other bytes: another file
+    code, _, err = run(tmp_path, str(changed), "--local-summary")
+    assert code == 0, err

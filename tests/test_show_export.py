@@ -11,6 +11,7 @@ import pexpect
 from typer.testing import CliRunner
 
 from rollchat.cli import app
+from rollchat.transcript import parse
 from tests.e2e import clean_env, run_piped, spawn
 from tests.sessions_helpers import summary, write_session
 
@@ -109,13 +110,32 @@ def test_export_md_prints_the_file_exactly(tmp_path: Path) -> None:
     assert code == 0 and out == (sessions / f"{MIDDLE}.md").read_text(encoding="utf-8")
 
 
+def test_export_piped_ends_with_exactly_one_newline(tmp_path: Path) -> None:
+    sessions = _chain(tmp_path)
+    middle, leaf = sessions / f"{MIDDLE}.md", sessions / f"{LEAF}.md"
+    kept = middle.read_text(encoding="utf-8").rstrip("\n")
+    middle.write_text(kept, encoding="utf-8")  # saved by an editor that adds no newline
+    leaf.write_text(leaf.read_text(encoding="utf-8") + "\n\n", encoding="utf-8")  # or blanks
+    for args in ((MIDDLE,), (LEAF,), (LEAF, "--chain"), (MIDDLE, "--format", "json"),
+                 (LEAF, "--chain", "--format", "json")):
+        done = run_piped(tmp_path, "", "export", *args, "--sessions-dir", "sessions")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.endswith("\n") and not done.stdout.endswith("\n\n"), args
+    done = run_piped(tmp_path, "", "export", MIDDLE, "--sessions-dir", "sessions")
+    assert done.stdout == kept + "\n"  # the file's text, with its one final newline
+    done = run_piped(tmp_path, "", "export", LEAF, "--sessions-dir", "sessions")
+    assert parse(done.stdout) == parse(leaf.read_text(encoding="utf-8"))  # the same session
+    chained = run_piped(tmp_path, "", "export", LEAF, "--chain", "--sessions-dir", "sessions")
+    assert f"{kept}\n\n<!-- rollchat export: session 3 of 3" in chained.stdout
+
+
 def test_export_chain_md_is_every_file_of_the_lineage_oldest_first(tmp_path: Path) -> None:
     sessions = _chain(tmp_path)
     code, out, err = _cli(tmp_path, "export", "1", "--chain")
     assert code == 0 and err == ""
     expected = "\n".join(
         f"<!-- rollchat export: session {n} of 3: {sid}.md -->\n\n"
-        + (sessions / f"{sid}.md").read_text(encoding="utf-8")
+        + (sessions / f"{sid}.md").read_text(encoding="utf-8").rstrip("\n") + "\n"
         for n, sid in enumerate((ROOT, MIDDLE, LEAF), 1))
     assert out == expected
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
 
 import typer
+import typer.core
 
 from rollchat import __version__
 from rollchat.errors import ConfigError, RollchatError, StoreError, UsageError
@@ -26,6 +27,12 @@ if TYPE_CHECKING:  # imported when the chat starts, not for --help or sessions
     from rollchat.store import Store
     from rollchat.ui.app import ChatApp
     from rollchat.ui.render import Renderer
+
+# Plain help (rich_markup_mode=None, so that neither --help nor the chat's start imports rich).
+# Typer still escapes each parameter's "[required]" / "[default: …]" for rich whenever rich is
+# installed, importing it to do so, and the plain help then shows "\[required]". Its other uses
+# of this flag (rich help and errors) are off with rich_markup_mode=None anyway.
+typer.core.HAS_RICH = False
 
 app = typer.Typer(
     add_completion=False,

@@ -181,6 +181,7 @@ def export_command(
         Lineage,
         chain_json,
         chain_markdown,
+        file_markdown,
         lineage,
         read_document,
         session_json,
@@ -201,7 +202,7 @@ def export_command(
                     else session_json(found.documents[0].transcript))
         text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     else:
-        text = chain_markdown(found) if chain else found.documents[0].text
+        text = chain_markdown(found) if chain else file_markdown(found.documents[0])
     if sys.stdout.isatty():  # a terminal interprets what a file holds: made harmless
         from rollchat.ui.sanitize import harmless
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from rollchat.domain import Summary, Transcript, Turn
 from rollchat.errors import RollchatError, StoreError, TranscriptError
-from rollchat.listing import Listing, SessionInfo, resolve
+from rollchat.listing import SessionInfo
 
 if TYPE_CHECKING:
     from rollchat.compaction.summarizer import SummaryOutcome
@@ -139,8 +139,7 @@ def title_of(info: SessionInfo) -> str | None:
 
 
 def compact(store: SessionStore, ref: str, model: SummaryModel, *, focus: str | None = None,
-            max_words: int | None = None, refresh: bool = False,
-            listing: Listing | None = None) -> Compacted:
+            max_words: int | None = None, refresh: bool = False) -> Compacted:
     """The summary of session ``ref`` (a number, an id or a unique part of one). Writes no
     session file: only the cache entry of a summary the model wrote. RollchatError for an
     unknown or unreadable session, one with no queries, or a bad ``focus``/``max_words``."""
@@ -152,8 +151,7 @@ def compact(store: SessionStore, ref: str, model: SummaryModel, *, focus: str | 
             raise RollchatError("the focus is empty: give some text, or leave it out")
     if max_words is not None and max_words < MIN_WORDS:
         raise RollchatError(f"max words must be at least {MIN_WORDS} (got {max_words})")
-    listing = listing if listing is not None else store.list_sessions()
-    info = resolve(ref, listing)
+    info = store.index.resolve(ref)  # through the index, as resume: no full listing read
     transcript, data = _read(store, info)
     title = title_of(info)
     if transcript.summary is not None and focus is None and max_words is None and not refresh:
@@ -163,7 +161,7 @@ def compact(store: SessionStore, ref: str, model: SummaryModel, *, focus: str | 
     if not any(t.kind in ("query", "carried") for t in turns):
         raise RollchatError(f"session {info.session_id} has no queries to summarize")
     notes: list[str] = []
-    parent = _parent_summary(store, info, listing, notes)
+    parent = _parent_summary(store, info, notes)
     words = max_words if max_words is not None else model.config.max_words
     cache = CompactCache(store.root)
     key = cache_key(data, parent, focus, words, model.key)
@@ -192,12 +190,13 @@ def _read(store: SessionStore, info: SessionInfo) -> tuple[Transcript, bytes]:
         raise StoreError(f"{info.file_name}: {e}") from None
 
 
-def _parent_summary(store: SessionStore, info: SessionInfo, listing: Listing,
+def _parent_summary(store: SessionStore, info: SessionInfo,
                     notes: list[str]) -> Summary | None:
     """The parent's summary (the chain's context a compaction carries), or None."""
     if info.resumed_from is None:
         return None
-    parent = next((s for s in listing.sessions if s.session_id == info.resumed_from), None)
+    parent = next((s for s in store.index.lineage([info])
+                   if s.session_id == info.resumed_from), None)
     if parent is None:
         notes.append(f"its parent {info.resumed_from} is missing: summarized without the "
                      "parent's summary")

@@ -134,6 +134,7 @@ class Ended:
     chain_cost: float | None = None  # their known costs summed (None: none known)
     chain_sessions: int = 1
     chain_unpriced: int = 0  # sessions of the chain with no cost recorded
+    in_memory: bool = False  # kept in memory only (--no-save): nothing was written
 
 
 @dataclass(frozen=True)

@@ -129,6 +129,12 @@ def chain_json(found: Lineage) -> dict[str, Any]:
 # ------------------------------------------------------------------ markdown
 
 
+def file_markdown(doc: Document) -> str:
+    """The session's file as exported: its text, ending with exactly one newline (a file saved
+    without one, or with blank lines after it, would run into what follows it)."""
+    return doc.text.rstrip("\n") + "\n"
+
+
 def chain_markdown(found: Lineage) -> str:
     """The files of the lineage, oldest first, each after a comment line naming it (and the
     break, when the chain does not reach its root)."""
@@ -138,7 +144,7 @@ def chain_markdown(found: Lineage) -> str:
     total = len(found.documents)
     for n, doc in enumerate(found.documents, 1):
         parts.append(f"<!-- rollchat export: session {n} of {total}: {doc.session_id}.md -->\n\n")
-        parts.append(doc.text if doc.text.endswith("\n") else doc.text + "\n")
+        parts.append(file_markdown(doc))
         if n < total:
             parts.append("\n")
     return "".join(parts)

@@ -4,7 +4,9 @@ Registered on ``cli.app`` when cli is imported."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import stat
 import sys
 from dataclasses import replace
@@ -21,6 +23,9 @@ if TYPE_CHECKING:
     from rollchat.importer import Imported
 
 MAX_REPORTED = 20  # skipped lines named one by one; the rest counted
+# what an import adds to the header's Imported From after "<format> <file name>": the source
+# file's digest (a second import of the same bytes is refused) and when it was imported
+_SOURCE = re.compile(r"\(sha256 ([0-9a-f]{64}), imported ([^()]*)\)\Z")
 
 
 def _read(path: Path) -> bytes:
@@ -53,11 +58,14 @@ def import_command(
         help="The agent that continues it (default: the config's).")] = None,
     local_summary: Annotated[bool, typer.Option(
         "--local-summary", help="Summarize locally (no model call).")] = False,
+    again: Annotated[bool, typer.Option(
+        "--again", help="Import a file already imported (another session).")] = False,
     sessions_dir: SessionsDirOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Import another tool's transcript as a session with a summary; 'resume ID' continues
-    it. Malformed lines are reported by number and skipped."""
+    it. Malformed lines are reported by number and skipped. The same file again is refused
+    (--again imports it anew)."""
     from rollchat.config import ConfigOverrides, load_config
     from rollchat.importer import read_transcript
 
@@ -66,10 +74,15 @@ def import_command(
         cfg = load_config(config_path=config or obj.get("config"), env=os.environ,
                           cwd=Path.cwd(), overrides=ConfigOverrides(
                               agent=agent, sessions_dir=sessions_dir or obj.get("sessions_dir")))
-        imported = read_transcript(_read(file), str(file))
+        data = _read(file)
+        imported = read_transcript(data, str(file))
     except (ConfigError, UsageError) as exc:
         fail(str(exc))
     from rollchat.ui.sanitize import harmless
+
+    digest = hashlib.sha256(data).hexdigest()
+    if not again:
+        _refuse_a_second_import(cfg.session.dir, file, digest)
 
     for number, why in imported.skipped[:MAX_REPORTED]:
         sys.stderr.write(harmless(f"rollchat: {file}: line {number}: {why}") + "\n")
@@ -79,7 +92,7 @@ def import_command(
     if not imported.turns:
         fail(f"{file}: no messages found in this {imported.format} file; nothing imported")
     try:
-        session_id, note = _save(cfg, imported, file.name, local=local_summary)
+        session_id, note = _save(cfg, imported, file.name, digest, local=local_summary)
     except RollchatError as exc:
         fail(str(exc), 1)
     turns = len(imported.turns)
@@ -89,12 +102,33 @@ def import_command(
           "the chat)")
 
 
-def _save(cfg: Config, imported: Imported, file_name: str, *, local: bool) -> tuple[str, str]:
-    """Summarize the imported turns, then write the session (header, turns, summary); its id
-    and a note on how it was summarized."""
+def _refuse_a_second_import(sessions: Path, file: Path, digest: str) -> None:
+    """Exit 1 (nothing written, no model called) when a session was imported from a file
+    with these very bytes, found through the sessions index."""
+    from rollchat.index import SessionIndex
+    from rollchat.ui.sanitize import harmless
+
+    try:
+        found = SessionIndex(sessions).imported(f"(sha256 {digest},")
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    if not found:
+        return
+    earlier = found[0]
+    source = _SOURCE.search(earlier.imported_from or "")
+    when = source[2] if source else f"{earlier.date:%Y-%m-%d %H:%M}"
+    fail(harmless(f"{file} was already imported as {earlier.session_id} (on {when}); "
+                  "use --again to import it anew"), 1)
+
+
+def _save(cfg: Config, imported: Imported, file_name: str, digest: str, *,
+          local: bool) -> tuple[str, str]:
+    """Summarize the imported turns, then write the session (header, turns, summary, the
+    source's digest); its id and a note on how it was summarized."""
     from rollchat import providers
     from rollchat.compaction.summarizer import Summarizer
     from rollchat.policy import compute_budget
+    from rollchat.state import now
     from rollchat.store import SessionStore
     from rollchat.tokens import TokenCounter, context_window
     from rollchat.unsummarized import CHEAP_CALLS, CONFIRM_CALLS
@@ -126,9 +160,11 @@ def _save(cfg: Config, imported: Imported, file_name: str, *, local: bool) -> tu
                 else f", summarized by {model}" + (" (its last part; the rest locally)"
                                                    if cheap else ""))
     store = SessionStore(cfg.session.dir)
+    source = f"(sha256 {digest}, imported {now():%Y-%m-%d %H:%M})"
     live = store.new_session(agent_key=agent.key, agent=agent.name, agent_path=agent.agent_path,
                              model=imported.model or "unknown", provider=imported.format,
-                             now=turns[0].started, imported_from=f"{imported.format} {file_name}")
+                             now=turns[0].started,
+                             imported_from=f"{imported.format} {file_name} {source}")
     try:
         for turn in turns:
             live.append_turn(turn, agent.name)

@@ -32,7 +32,7 @@ from rollchat.errors import StoreError, TranscriptError
 from rollchat.listing import Listing, SessionInfo, choose, file_info
 
 INDEX_NAME = ".index.sqlite"
-SCHEMA = "rollchat-index 1"
+SCHEMA = "rollchat-index 2"  # 2: SessionInfo.imported_from
 TEXT_MAX_BYTES = 4 * 1024 * 1024  # of a file's text indexed for search (its summary always)
 RACY_NS = 2_000_000_000  # a row indexed this soon after its file's mtime is checked again
 BATCH = 500  # files indexed per write transaction (other processes wait at most one batch)
@@ -418,6 +418,17 @@ class SessionIndex:
                 "SELECT info FROM files WHERE info IS NOT NULL AND file != ? "
                 "ORDER BY ts DESC, id DESC LIMIT 1 OFFSET ?", (skip, number - 1)).fetchone()
         return _decode_info(self.root, number, row[0])
+
+    def imported(self, marker: str) -> list[SessionInfo]:
+        """The sessions whose Imported From holds ``marker`` (an import's digest, see
+        import_cli), most recent first, unnumbered (0)."""
+        with self._connection() as conn:  # LIKE narrows (its % and _ only widen); then checked
+            rows = conn.execute(
+                "SELECT info FROM files WHERE info IS NOT NULL AND info LIKE ? "
+                "ORDER BY ts DESC, id DESC", (f"%{marker}%",)).fetchall()
+        found = (_decode_info(self.root, 0, text) for (text,) in rows)
+        # (a row can hold the marker elsewhere: in a title, a preview)
+        return [info for info in found if marker in (info.imported_from or "")]
 
     def search(self, text: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
         """Sessions whose title, summary or turns hold every word of ``text`` (else, when

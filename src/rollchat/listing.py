@@ -71,6 +71,7 @@ class SessionInfo:
     cost: float | None = None  # dollars, as its header records them (None: price unknown)
     # the header's Title, else the first query's first line trimmed ("" with no query yet)
     title: str = ""
+    imported_from: str | None = None  # the header's Imported From (an imported transcript)
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,8 @@ def session_info(file_name: str, path: Path | None, seen: Glance) -> SessionInfo
                        h.resumed_from, h.previous_session, seen.summary_problem, exact,
                        h.forked, h.continued_in, h.context_tokens, tools=h.tools,
                        handed_from=h.handed_from, cost=h.cost,
-                       title=h.title or first_line_title(seen.first_query))
+                       title=h.title or first_line_title(seen.first_query),
+                       imported_from=h.imported_from)
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)

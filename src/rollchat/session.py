@@ -13,7 +13,7 @@ from rollchat.audit import audit, audit_line
 from rollchat.checkpoint import checkpointed  # each tool call on disk as it ends
 from rollchat.clean import clean
 from rollchat.compaction.summarizer import Background, Summarizer, SummaryOutcome
-from rollchat.config import AgentConfig, AutoCompact, Config, auto_mode
+from rollchat.config import NO_SAVE_LOCATION, AgentConfig, AutoCompact, Config, auto_mode
 from rollchat.context import estimate_prompt, tail_sizes, tail_start
 from rollchat.domain import Message, Summary, Turn, Usage
 from rollchat.engine import Answer, Engine, quietly
@@ -423,8 +423,11 @@ class Session:
 
     def set_auto(self, mode: AutoCompact) -> AutoCompact:
         """Change automatic compaction for this session (``auto on|off|ask``); the mode it
-        had. A compaction put off before is proposed again at the next threshold."""
+        had. A compaction put off before is proposed again at the next threshold. The mode it
+        already has changes nothing (a "later" answer stands)."""
         previous = self.auto_mode
+        if mode == previous:
+            return previous
         self.auto_override = mode
         self.guards = replace(self.guards, put_off_level=None)
         return previous
@@ -615,7 +618,8 @@ class Session:
             yield Ended(state.session_id, state.queries, state.tokens, state.restoration_tokens,
                         state.save_failed, state.restored is not None, state.summary_failed,
                         cost=spent, chain_cost=chain.spent if chain.known else None,
-                        chain_sessions=chain.sessions, chain_unpriced=chain.unpriced)
+                        chain_sessions=chain.sessions, chain_unpriced=chain.unpriced,
+                        in_memory=self.store.location == NO_SAVE_LOCATION)
 
 
 def proposal(estimate: int, window: int) -> str:

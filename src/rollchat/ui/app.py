@@ -248,7 +248,10 @@ class ChatApp:
                 billed += (f" ({end.tokens:,} for the queries, {end.restoration_tokens:,} "
                            "restoring the context)")
             lines = [f"Queries: {end.queries}", billed, *_costs(end)]
-            if end.session_id and end.save_failed:
+            if end.session_id and end.in_memory:
+                self.out.info(f"Nothing was saved: session {end.session_id} was kept in memory "
+                              "only (--no-save)")
+            elif end.session_id and end.save_failed:
                 self.out.warn(f"Session {end.session_id} holds only the turns saved before "
                               "the error; the later ones were not saved")
             elif end.session_id and end.summary_failed:
@@ -280,8 +283,9 @@ def _ended_quietly(flow: Generator[Event, None, None]) -> Generator[Event, None,
         while True:
             shown: Event | None = event
             if isinstance(event, Ended):
-                shown = Notice("info", f"Saved session: {event.session_id}") \
-                    if event.session_id else None
+                shown = None if not event.session_id else Notice(
+                    "info", f"Session {event.session_id} ended; nothing was saved (memory only, "
+                    "--no-save)" if event.in_memory else f"Saved session: {event.session_id}")
             try:
                 if shown is not None:
                     yield shown

@@ -97,8 +97,14 @@ def _auto(app: ChatApp, arg: str) -> bool:
         raise UsageError(f"usage: auto [on|off|ask] (got {arg.strip()[:40]!r})")
     previous = session.set_auto(cast("AutoCompact", mode))
     change = "unchanged" if previous == mode else f"was {previous}"
+    put_off = session.guards.put_off_level
+    still = ""
+    if previous == mode == "ask" and put_off is not None:
+        from rollchat.policy import asked_again
+
+        still = f"; the compaction put off is proposed again when {asked_again(put_off)}"
     app.out.info(f"Automatic compaction: {mode} for this session ({change}): "
-                 f"{_AUTO_SAYS[mode]}.")
+                 f"{_AUTO_SAYS[mode]}{still}.")
     return False
 
 
