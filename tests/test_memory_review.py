@@ -136,16 +136,15 @@ def test_the_offline_rules_still_find_what_the_user_states(tmp_path: Path) -> No
 
 
 def test_ctrl_c_during_extraction_at_exit_loses_nothing(tmp_path: Path) -> None:
+    import os
+    import signal
+    import threading
     from collections.abc import Iterator
     from dataclasses import dataclass
 
     from rollchat.providers.base import ChatRequest, StreamEvent
     from rollchat.transcript import parse
     from tests.test_memory_chat import BrokenExtraction
-
-    import os
-    import signal
-    import threading
 
     released = threading.Event()
 
