@@ -43,10 +43,17 @@ class Chat:
     buffer: io.StringIO
     memory: MemoryStore
 
-    def type(self, line: str) -> str:
-        """One line at the prompt; what it drew."""
+    def type(self, line: str, settle: bool = True) -> str:
+        """One line at the prompt; what it drew, and (``settle``) what the extractions it
+        started in the background found, drawn once they are done (as before the next
+        prompt)."""
         start = len(self.buffer.getvalue())
         handle_line(self.app, line)
+        memory = self.app.session.memory
+        if settle and memory is not None:
+            assert memory.wait(10)
+            for event in memory.take():
+                self.app.draw(event)
         return self.buffer.getvalue()[start:]
 
     def exit(self) -> str:
@@ -56,7 +63,7 @@ class Chat:
 
 
 def make_chat(tmp_path: Path, provider: object | None = None, *,
-              timeout: float = 30.0) -> Chat:
+              timeout: float = 30.0, exit_seconds: float = 10.0) -> Chat:
     sessions = tmp_path / "sessions"
     agent = AgentConfig(provider="offline", model="offline")
     config = Config(session=SessionConfig(dir=sessions),
@@ -70,7 +77,8 @@ def make_chat(tmp_path: Path, provider: object | None = None, *,
     session = Session(config=config, agent=agent, engine=engine, summary_provider=provider,  # type: ignore[arg-type]
                       summary_model="offline", provider_name="offline", store=store,
                       confirm=lambda q: False, context_window=32_000,
-                      memory=Memory(memory, provider, model="offline", timeout=timeout))  # type: ignore[arg-type]
+                      memory=Memory(memory, provider, model="offline", timeout=timeout,
+                                    exit_seconds=exit_seconds))  # type: ignore[arg-type]
     buffer = io.StringIO()
     renderer = Renderer(Console(file=buffer, width=200, color_system=None,
                                 force_terminal=False), interactive=False)

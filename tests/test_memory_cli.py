@@ -227,6 +227,8 @@ def test_edit_with_a_failing_editor_changes_nothing(project: Path,
 @pytest.mark.parametrize(("text", "message"), [
     ("memory:\n  scope: team\n", "memory.scope: must be project or user"),
     ("memory:\n  idle_seconds: -1\n", "memory.idle_seconds: must be a number of seconds >= 0"),
+    ("memory:\n  extract_timeout_seconds: -2\n",
+     "memory.extract_timeout_seconds: must be a number of seconds >= 0"),
     ("memory:\n  max_age_days: 0\n", "memory.max_age_days: must be a positive number of days"),
     ("memory:\n  max_share: 0.9\n", "memory.max_share: must be a number between 0 and 0.5"),
     ("memory:\n  enabled: maybe\n", "memory.enabled: must be true or false"),

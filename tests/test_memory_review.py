@@ -136,6 +136,9 @@ def test_the_offline_rules_still_find_what_the_user_states(tmp_path: Path) -> No
 
 
 def test_ctrl_c_during_extraction_at_exit_loses_nothing(tmp_path: Path) -> None:
+    import os
+    import signal
+    import threading
     from collections.abc import Iterator
     from dataclasses import dataclass
 
@@ -143,17 +146,22 @@ def test_ctrl_c_during_extraction_at_exit_loses_nothing(tmp_path: Path) -> None:
     from rollchat.transcript import parse
     from tests.test_memory_chat import BrokenExtraction
 
+    released = threading.Event()
+
     @dataclass
     class Interrupted(BrokenExtraction):
         def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
-            if request.purpose == "memory":
-                raise KeyboardInterrupt  # the user presses Ctrl-C while the model extracts
+            if request.purpose == "memory":  # the user presses Ctrl-C while the model extracts
+                os.kill(os.getpid(), signal.SIGINT)
+                released.wait(5)
+                return
             yield from self.inner.stream(request)
 
     chat = make_chat(tmp_path, Interrupted("ctrl-c"))
     chat.type("I prefer tabs over spaces.")
     end = chat.exit()
-    assert "Warning: fact extraction interrupted" in end
+    released.set()
+    assert "Warning: memory: fact extraction interrupted" in end
     assert "Remembered: prefers tabs over spaces (forget 1)" in end  # the rules' facts
     assert "Saved session" in end and "Goodbye" in end
     [file] = (tmp_path / "sessions").glob("*.md")

@@ -282,7 +282,8 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         if is_extraction(body):  # a fact-extraction call: apart from the scripted chat
             owner.extractions.append(body)
-            self._reply(text(owner.extraction_reply), body)
+            self._reply(stall(owner.extraction_stall, text=owner.extraction_reply)
+                        if owner.extraction_stall else text(owner.extraction_reply), body)
             return
         counted = prompt_tokens(body) if owner.counting else None
         owner.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()},
@@ -385,8 +386,8 @@ class WireServer:
     ``queue`` holds the next replies in order; when it is empty the server answers with
     ``echo: <last user text>`` (or asks ``responder``). ``requests`` records every request,
     except the memory's fact-extraction calls (memory/extract.py): those are answered with
-    ``extraction_reply`` (no facts) and recorded in ``extractions``, so a test that scripts
-    the chat and its summaries need not script them.
+    ``extraction_reply`` (no facts; after ``extraction_stall`` seconds when set) and recorded
+    in ``extractions``, so a test that scripts the chat and its summaries need not script them.
 
     Counting mode (``counting=True`` or a ``window``): each request's prompt is counted with
     cl100k (``prompt_tokens``), reported as its input tokens, and a prompt above ``window``
@@ -410,6 +411,7 @@ class WireServer:
         self.requests: list[Recorded] = []
         self.extractions: list[dict[str, Any]] = []
         self.extraction_reply = "[]"
+        self.extraction_stall = 0.0  # seconds before the extraction reply (a slow model)
         self.released = threading.Event()
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _Handler)

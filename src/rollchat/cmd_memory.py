@@ -95,7 +95,10 @@ def memory_list(
     except RollchatError as exc:
         fail(str(exc), 1)
     if as_json:
-        _warn(store.take_problems())
+        from rollchat.ui.memory_view import secrets_warning
+
+        warning = secrets_warning(facts)
+        _warn([*store.take_problems(), *([warning] if warning else [])])
         _print_json({"facts": [f.as_json() for f in facts]})
         return
     from rollchat.ui.memory_view import draw_facts
@@ -156,12 +159,19 @@ def memory_prune(
     days: Annotated[Optional[int],  # noqa: UP045
                     typer.Option("--days", min=1, help="Unused for this many days "
                                  "(default: memory.max_age_days).")] = None,
+    secrets: Annotated[bool, typer.Option(
+        "--secrets", help="Instead: the facts that look like a secret (kept before secrets "
+                          "were refused), removed from the file, forgotten ones too.")] = False,
     sessions_dir: SessionsDirOpt = None,
     config: ConfigOpt = None,
     agent: AgentOpt = None,
 ) -> None:
-    """List the facts unused for memory.max_age_days and, when asked, forget them."""
+    """List the facts unused for memory.max_age_days and, when asked, forget them
+    (--secrets: the facts that look like a secret, removed)."""
     cfg = _config(ctx, config, sessions_dir, agent)
+    if secrets:
+        _prune_secrets(_store(cfg), dry_run=dry_run, yes=yes)
+        return
     age = days or cfg.memory.max_age_days
     if age is None:
         fail("memory.max_age_days is not set (pruning is off): set it in the config or pass "
@@ -197,6 +207,40 @@ def memory_prune(
         except RollchatError as exc:
             out.warn(str(exc))
     out.info(f"Forgot {len(stale)} facts.")
+
+
+def _prune_secrets(store: MemoryStore, *, dry_run: bool, yes: bool) -> None:
+    """``prune --secrets``: remove the lines, not only forget the facts (a forgotten fact
+    keeps its text in the file)."""
+    try:
+        found = store.secrets()
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    _warn(store.take_problems())
+    from rollchat.ui.memory_view import fact_row
+
+    out = _renderer()
+    if not found:
+        out.info("No fact looks like a secret.")
+        return
+    out.info("These facts look like a secret:")
+    for fact, what, forgotten in found:
+        out.line(*fact_row(fact), (f"  ({what}{', forgotten' if forgotten else ''})", "dim"))
+    if dry_run:
+        out.dim(f"{len(found)} to remove; nothing changed (--dry-run).")
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            fail(f"{len(found)} facts would be removed from the file: pass --yes to confirm, "
+                 "or --dry-run to only list them", 1)
+        if not typer.confirm(f"Remove these {len(found)} facts from the file?"):
+            out.info("Nothing changed.")
+            return
+    try:
+        removed = store.drop_secrets()
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    out.info(f"Removed {len(removed)} facts from the file.")
 
 
 @memory_app.command("edit")
@@ -243,6 +287,8 @@ def memory_edit(
         print("No changes.")
         return
     notes = [f"{outcome.forgotten} deleted fact(s) forgotten"] if outcome.forgotten else []
+    if outcome.removed:
+        notes.append(f"{outcome.removed} deleted fact(s) holding a secret removed")
     if outcome.merged:
         notes.append(f"{outcome.merged} fact(s) added meanwhile kept")
     print(f"Saved {path}" + (f" ({'; '.join(notes)})" if notes else "") + ".")

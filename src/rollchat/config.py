@@ -143,6 +143,7 @@ class MemoryConfig:
     enabled: bool = True
     scope: str = "project"  # project | user: where preferences and background facts go
     idle_seconds: float = 300.0  # extract facts after this long without input (0: never)
+    extract_timeout_seconds: float = 10.0  # at exit, fact extraction (then the offline rules)
     max_age_days: int | None = None  # facts unused this long are listed by `memory prune`
     max_share: float = 0.1  # the most of the context window remembered facts may take
     user_dir: Path | None = None  # the user-level facts; None: the user data directory

@@ -143,6 +143,8 @@ _SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
         "scope": Field("str", "must be project or user", lambda v: v in ("project", "user")),
         "idle_seconds": Field("float", "must be a number of seconds >= 0 (0: never)",
                               lambda v: v >= 0),
+        "extract_timeout_seconds": Field("float", "must be a number of seconds >= 0 (0: the "
+                                         "offline rules only)", lambda v: v >= 0),
         "max_age_days": Field("int", "must be a positive number of days, or null (off)",
                               lambda v: v > 0, nullable=True),
         "max_share": Field("float", "must be a number between 0 and 0.5 (a share of the "

@@ -4,6 +4,7 @@ MCP server drive the same Session; policy.plan decides, the store saves, the eng
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
@@ -461,11 +462,15 @@ class Session:
         return outcome, False
 
     def _finalize(self, focus: str | None = None, quick: bool = False,
-                  within: float | None = None) -> Generator[Event, None, Summary | None]:
-        """Summarize the live session (see Summarizer) and save it; None if empty."""
+                  within: float | None = None,
+                  ending: bool = False) -> Generator[Event, None, Summary | None]:
+        """Summarize the live session (see Summarizer) and save it; None if empty.
+        ``ending``: the chat ends (fact extraction gets a deadline, not the background;
+        ``within``: the seconds summary and extraction have together)."""
         state = self.state
         if not state.query_turns:
             return None
+        started = time.monotonic()
         outcome, stop = yield from self._summarize(state.turns, state.parent_summary, focus,
                                                    background=state.background, quick=quick,
                                                    within=within)
@@ -484,8 +489,9 @@ class Session:
         if stop:
             raise KeyboardInterrupt
         if self.memory is not None:  # facts from the last turns, the summary as an episode
+            left = None if within is None else within - (time.monotonic() - started)
             yield from self.memory.at_summary(state.turns, state.session_id, outcome.summary,
-                                              local=within is not None,
+                                              ending=ending, within=left,
                                               title=self._saved_title(outcome.summary))
         return outcome.summary
 
@@ -598,12 +604,17 @@ class Session:
     def forget(self, fact_id: int) -> Flow:
         yield from self._memory().forget(fact_id)
 
-    def extract_memory(self) -> list[Event]:
-        """Facts from the latest turns (the REPL calls this from a thread when the chat is
-        idle): the events to draw; none when there is nothing new or memory is off."""
+    def extract_memory(self) -> bool:
+        """Facts from the latest turns, in the background (the REPL calls this when the chat
+        is idle); their events come from ``take_memory_events``. False when nothing started:
+        nothing new, an extraction under way, or memory off."""
         if self.memory is None or self.finished:
-            return []
-        return self.memory.extract(list(self.state.turns), self.state.session_id, wait=0)
+            return False
+        return self.memory.start(self.state.turns, self.state.session_id, queue=False)
+
+    def take_memory_events(self) -> list[Event]:
+        """What the background extractions found since the last call (to draw)."""
+        return self.memory.take() if self.memory is not None else []
 
     # ------------------------------------------------------------------ exit
     def exit(self, within: float | None = None) -> Flow:
@@ -611,7 +622,7 @@ class Session:
         if not self.finished:
             self.finished, state = True, self.state
             if state.queries and not state.save_failed:
-                yield from self._finalize(within=within)
+                yield from self._finalize(within=within, ending=True)
             state.close()
             spent = self.cost()
             chain = state.chain.plus(spent)

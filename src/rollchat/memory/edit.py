@@ -1,6 +1,7 @@
 """``rollchat memory edit``: the facts file in $EDITOR, checked on save, and merged by id with
 what other processes wrote meanwhile (a fact they changed that you did not keeps their change;
-a line you delete is forgotten, so it is not extracted again). No terminal here: the caller
+a line you delete is forgotten, so it is not extracted again, unless it holds a secret: that
+line goes). A fact that looks like a secret is refused on save. No terminal here: the caller
 runs the editor and asks what to do about a file that does not check out."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rollchat.memory.records import Stored, check_facts_file, fact_line, parse_fact
+from rollchat.memory.sensitive import secret_in
 from rollchat.memory.store import MemoryStore, MemoryStoreError, now
 
 
@@ -17,6 +19,7 @@ class Outcome:
     changed: bool
     forgotten: int = 0  # lines deleted in the editor
     merged: int = 0  # lines other processes added meanwhile
+    removed: int = 0  # lines deleted in the editor that held a secret: gone, not forgotten
 
 
 def _records(text: str, scope: str) -> dict[int, tuple[str, Stored]]:
@@ -32,8 +35,27 @@ def _records(text: str, scope: str) -> dict[int, tuple[str, Stored]]:
 
 
 def check(text: str, scope: str) -> list[str]:
-    """The problems of an edited facts file (``line N: what``); [] when it is good."""
-    return check_facts_file(text, scope)
+    """The problems of an edited facts file (``line N: what``); [] when it is good. A fact
+    (not forgotten) that looks like it holds a secret is one: remembered facts are sent to
+    the model in later requests and kept in a plain file."""
+    problems = [(_number(p), p) for p in check_facts_file(text, scope)]
+    for number, line in enumerate(text.splitlines(), 1):
+        try:
+            stored = parse_fact(line, scope)
+        except ValueError:
+            continue
+        what = secret_in(stored.fact.text)
+        if what is not None and stored.forgotten is None:
+            problems.append((number, f"line {number}: fact {stored.fact.id} looks like it "
+                                     f"holds {what}; facts are sent to the model in later "
+                                     "requests and kept in a plain file: take the secret "
+                                     "out (or delete the line)"))
+    return [p for _, p in sorted(problems, key=lambda item: item[0])]
+
+
+def _number(problem: str) -> int:
+    head = problem.removeprefix("line ").partition(":")[0]
+    return int(head) if head.isdigit() else 0
 
 
 def save(store: MemoryStore, path: Path, scope: str, base: str, mine: str) -> Outcome:
@@ -57,10 +79,13 @@ def save(store: MemoryStore, path: Path, scope: str, base: str, mine: str) -> Ou
                                        "you edited; give yours another id")
             else:
                 lines.append(line)
-        forgotten = 0
+        forgotten = removed = 0
         for ident in before:
             if ident not in edited and ident in current:
                 old = current[ident][1]
+                if secret_in(old.fact.text) is not None:  # a tombstone would keep it
+                    removed += 1
+                    continue
                 lines.append(fact_line(old if old.forgotten else
                                        replace(old, forgotten=now().replace(microsecond=0))))
                 forgotten += old.forgotten is None
@@ -73,4 +98,4 @@ def save(store: MemoryStore, path: Path, scope: str, base: str, mine: str) -> Ou
         lines += added + damaged_new
         data = "".join(line + "\n" for line in lines)
         store._write_text(path, data)
-    return Outcome(True, forgotten, len(added))
+    return Outcome(True, forgotten, len(added), removed)

@@ -1,13 +1,23 @@
 """What a session remembers with: ``remember`` and ``forget`` from the chat, fact extraction at
 a compaction, at exit and when the chat is idle (one at a time, only when there are new
 turns), an episode per summary, and the ``memory_search`` tool. Its flows yield events; no
-terminal here."""
+terminal here.
+
+Extraction never holds the chat up: at a compaction (and a resume, fork or clear) and when
+idle it runs in a background thread, whose events wait in ``take()`` (``notify`` is called when
+some are ready). At exit it has a deadline (``memory.extract_timeout_seconds``, or what is left
+of the summary's budget on SIGTERM/SIGHUP) shared with the extractions still under way; one
+dim line says so when it takes a moment, and when the model misses the deadline the offline
+phrase rules extract the explicit statements instead (instant) and the model's facts are lost
+for that exit."""
 
 from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Generator, Sequence
+import time
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -26,6 +36,8 @@ if TYPE_CHECKING:
 
 Flow = Generator[Event, None, None]
 MAX_EXTRACT_SECONDS = 30.0
+EXIT_EXTRACT_SECONDS = 10.0  # the default of memory.extract_timeout_seconds
+QUIET_SECONDS = 0.3  # an exit extraction quicker than this is not announced
 PREFERENCE_START = re.compile(r"\s*(?:prefers?|likes?|dislikes?|hates?|loves?|wants?|"
                               r"would rather|always|never)\b", re.I)
 
@@ -64,18 +76,35 @@ def categorize(text: str) -> tuple[str, str]:
     return "project", text
 
 
+@dataclass
+class _Job:
+    """An extraction running (or queued) in the background."""
+
+    turns: list[Turn]
+    session_id: str | None
+    thread: threading.Thread | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
 class Memory:
     """The memory of one chat (see the module docstring). ``provider``/``model``: the
-    extraction call's (the summarizer's); ``timeout``: seconds it may take."""
+    extraction call's (the summarizer's); ``timeout``: seconds it may take in the background;
+    ``exit_seconds``: at exit, extractions under way included."""
 
     def __init__(self, store: MemoryStore, provider: Provider, *, model: str,
-                 timeout: float = MAX_EXTRACT_SECONDS) -> None:
+                 timeout: float = MAX_EXTRACT_SECONDS,
+                 exit_seconds: float = EXIT_EXTRACT_SECONDS) -> None:
         self.store = store
         self.provider = provider
         self.model = model
         self.timeout = min(timeout, MAX_EXTRACT_SECONDS)
+        self.exit_seconds = exit_seconds
         self._running = threading.Lock()  # one extraction at a time
         self._last: datetime | None = None  # the newest turn already extracted from
+        self._guard = threading.Lock()  # the jobs and the events they left
+        self._jobs: list[_Job] = []
+        self._done: list[Event] = []
+        self.notify: Callable[[], None] | None = None  # events are waiting in take()
 
     def _problems(self) -> list[Event]:
         return [Notice("warning", f"memory: {p}") for p in self.store.take_problems()]
@@ -104,20 +133,27 @@ class Memory:
 
     # ------------------------------------------------------------ extraction
     def extract(self, turns: Sequence[Turn], session_id: str | None, *, local: bool = False,
-                wait: float | None = None) -> list[Event]:
-        """New facts from the latest turns: the model's (``local``: the rules', no call). Only
-        when there are turns since the last extraction; with another extraction under way it
-        waits ``wait`` seconds (None: as long as it takes), then gives up."""
-        if not self._running.acquire(timeout=-1 if wait is None else wait):
-            return []
+                wait: float | None = None, timeout: float | None = None) -> list[Event] | None:
+        """New facts from the latest turns: the model's (``local``: the rules', no call;
+        ``timeout``: the model's seconds, else ``self.timeout``). Only when there are turns
+        since the last extraction; with another extraction under way it waits ``wait``
+        seconds (None: as long as it takes), then gives up: None."""
+        if not self._running.acquire(timeout=-1 if wait is None else max(wait, 0.0)):
+            return None
         try:
-            return self._extract(list(turns), session_id, local)
+            return self._extract(list(turns), session_id, local, timeout)
         finally:
             self._running.release()
 
-    def _extract(self, turns: list[Turn], session_id: str | None, local: bool) -> list[Event]:
+    def _due(self, turns: Sequence[Turn]) -> bool:
+        """Turns since the last extraction?"""
         queries = [t for t in turns if t.kind == "query"]
-        if not queries or (self._last is not None and queries[-1].started <= self._last):
+        return bool(queries) and (self._last is None or queries[-1].started > self._last)
+
+    def _extract(self, turns: list[Turn], session_id: str | None, local: bool,
+                 timeout: float | None = None) -> list[Event]:
+        queries = [t for t in turns if t.kind == "query"]
+        if not self._due(turns):
             return []
         events: list[Event] = []
         try:
@@ -126,7 +162,7 @@ class Memory:
                 found, invalid = extract_rules(latest_messages(turns))[:5], 0
             else:
                 found, invalid = extract(self.provider, turns, known, model=self.model,
-                                         timeout=self.timeout)
+                                         timeout=self.timeout if timeout is None else timeout)
         except ExtractionError as e:
             return [*self._problems(), Notice("warning", f"no facts extracted this time: {e}")]
         except RollchatError as e:
@@ -159,12 +195,64 @@ class Memory:
                                          "looked like a secret (a password, a key or a token)."))
         return events
 
+    # ------------------------------------------------------------ in the background
+    def start(self, turns: Sequence[Turn], session_id: str | None, *,
+              queue: bool = True) -> bool:
+        """Extract from ``turns`` in a background thread; its events wait in ``take()``.
+        ``queue``: after the extraction under way (a compaction's turns must not be skipped),
+        else not at all when one is under way (idle). False when nothing was started."""
+        turns = list(turns)
+        if not self._due(turns) or (not queue and self._running.locked()):
+            return False
+        job = _Job(turns, session_id)
+        job.thread = threading.Thread(target=self._work, args=(job, None if queue else 0),
+                                      name="rollchat-memory", daemon=True)
+        with self._guard:
+            self._jobs.append(job)
+        job.thread.start()
+        return True
+
+    def _work(self, job: _Job, wait: float | None) -> None:
+        try:
+            events = self.extract(job.turns, job.session_id, wait=wait) or []
+        except Exception as e:  # a bug must not kill the chat from a thread
+            events = [Notice("warning", f"no facts extracted this time: {e}")]
+        with self._guard:
+            self._done += events
+            self._jobs.remove(job)
+            notify = self.notify
+        job.done.set()
+        if events and notify is not None:
+            notify()
+
+    def take(self) -> list[Event]:
+        """The events of the background extractions finished since the last call."""
+        with self._guard:
+            events, self._done = self._done, []
+        return events
+
+    def busy(self) -> bool:
+        """An extraction is under way (or queued) in the background."""
+        with self._guard:
+            return bool(self._jobs)
+
+    def wait(self, seconds: float) -> bool:
+        """Wait for the background extractions up to ``seconds``; True when none is left."""
+        deadline = time.monotonic() + seconds
+        with self._guard:
+            jobs = list(self._jobs)
+        for job in jobs:
+            job.done.wait(max(0.0, deadline - time.monotonic()))
+        return not self.busy()
+
+    # ------------------------------------------------------------ compaction, exit
     def at_summary(self, turns: Sequence[Turn], session_id: str | None,
-                   summary: Summary | None, *, local: bool = False,
-                   title: str | None = None) -> Flow:
+                   summary: Summary | None, *, ending: bool = False,
+                   within: float | None = None, title: str | None = None) -> Flow:
         """At a compaction or an exit: the session's summary as an episode (first: it is
-        quick and local), then facts from the last turns. Ctrl-C while the model extracts them
-        falls back to the phrase rules (instant), so the exit or compaction goes on."""
+        quick and local), then facts from the last turns: in the background at a compaction
+        (the chat goes on), within a deadline at an exit (``ending``; ``within``: the seconds
+        left on SIGTERM/SIGHUP, else ``exit_seconds``)."""
         events: list[Event] = []
         if summary is not None and session_id is not None:
             try:
@@ -172,14 +260,61 @@ class Memory:
                                        span=span(turns))
             except RollchatError as e:
                 events.append(Notice("warning", f"memory: the episode was not kept: {e}"))
-        try:
-            events += self.extract(turns, session_id, local=local,
-                                   wait=None if not local else 1)
-        except KeyboardInterrupt:
-            events.append(Notice("warning", "fact extraction interrupted: only explicit "
-                                            "statements were remembered this time"))
-            events += self.extract(turns, session_id, local=True, wait=1)
         yield from events
+        if not ending:
+            self.start(turns, session_id)
+            return
+        seconds = self.exit_seconds if within is None else min(within, self.exit_seconds)
+        yield from self._at_exit(list(turns), session_id, seconds)
+
+    def _at_exit(self, turns: list[Turn], session_id: str | None, seconds: float) -> Flow:
+        """The exit's extraction, the background ones still under way first, all within
+        ``seconds``; past it (or on Ctrl-C) the offline rules instead, on their turns too."""
+        if not self.busy() and not self._due(turns):
+            yield from self.take()
+            return
+        deadline, shown = time.monotonic() + seconds, f"{round(seconds, 1):g}s"
+        result: list[list[Event] | None] = []
+
+        def work() -> None:
+            self.wait(max(0.0, deadline - time.monotonic()))
+            left = deadline - time.monotonic()
+            try:
+                result.append(self.extract(turns, session_id, wait=left, timeout=left)
+                              if left > 0 else None)
+            except Exception as e:  # (a bug) told, as a failed extraction is
+                result.append([Notice("warning", f"no facts extracted this time: {e}")])
+
+        worker = threading.Thread(target=work, name="rollchat-memory-exit", daemon=True)
+        try:
+            if seconds > 0:  # a daemon: a call that hangs must not hold the exit
+                worker.start()
+                worker.join(min(QUIET_SECONDS, seconds))
+                if worker.is_alive():
+                    yield Notice("detail", f"Remembering… (at most {shown}; Ctrl-C "
+                                           "skips it)")
+                    worker.join(max(0.0, deadline - time.monotonic()) + 0.2)
+            yield from self.take()
+            if result and result[0] is not None:
+                yield from result[0]
+                return
+            why = (f"the model did not answer within {shown}" if seconds > 0
+                   else "no time left at exit")
+        except KeyboardInterrupt:
+            why = "fact extraction interrupted"
+        yield Notice("warning", f"memory: {why}: only explicit statements were remembered "
+                                "this time (by the offline rules)")
+        yield from self._by_rules(turns, session_id)
+
+    def _by_rules(self, turns: list[Turn], session_id: str | None) -> list[Event]:
+        """The offline rules on the turns of the extractions given up on (oldest first),
+        then on ``turns``. Their threads are left to end with the process."""
+        with self._guard:
+            jobs = list(self._jobs)
+        events: list[Event] = []
+        for job in jobs:
+            events += self._extract(job.turns, job.session_id, True)
+        return [*events, *self._extract(turns, session_id, True)]
 
     # ------------------------------------------------------------ the tool
     def install(self, engine: Engine) -> None:
@@ -208,4 +343,5 @@ def open_store(cfg: Config) -> MemoryStore:
 def open_memory(cfg: Config, provider: Provider, model: str) -> Memory:
     """The chat's Memory: the store, and the summarizer's provider for extraction."""
     return Memory(open_store(cfg), provider, model=model,
-                  timeout=cfg.summary.timeout_seconds)
+                  timeout=cfg.summary.timeout_seconds,
+                  exit_seconds=cfg.memory.extract_timeout_seconds)

@@ -327,6 +327,40 @@ class MemoryStore:
 
         self._change(ids, used)
 
+    def secrets(self) -> list[tuple[Fact, str, bool]]:
+        """The facts, forgotten ones too, that look like they hold a secret (kept before the
+        filter of ``add`` existed, or written by hand): (fact, what it seems, forgotten)."""
+        found: list[tuple[Fact, str, bool]] = []
+        for stored in self._stored():
+            what = secret_in(stored.fact.text)
+            if what is not None:
+                found.append((stored.fact, what, stored.forgotten is not None))
+        return found
+
+    def drop_secrets(self) -> list[Fact]:
+        """Remove from the files the lines of the facts that look like they hold a secret,
+        forgotten ones too (a forgotten fact keeps its text, so its line must go). The facts
+        removed; the extraction filter keeps them from coming back."""
+        self.problems = []
+        dropped: list[Fact] = []
+        for path, scope in self._paths():
+            if not path.exists():
+                continue
+            with self._locked(path):
+                read = self._read_facts(path, scope)
+                gone = sorted(i for i, stored in read.records.items()
+                              if secret_in(stored.fact.text) is not None)
+                if not gone:
+                    continue
+                data = b"".join(raw + b"\n" for i, raw in enumerate(read.lines)
+                                if i not in gone)
+                try:
+                    self._write(path, data)
+                except OSError as e:
+                    raise MemoryStoreError(f"cannot write {path}: {_why(e, path)}") from None
+                dropped += [read.records[i].fact for i in gone]
+        return dropped
+
     def stale(self, max_age_days: int, at: datetime | None = None) -> list[Fact]:
         """Live facts not used (or, never used, not made) in the last ``max_age_days``."""
         cutoff = (at or now()) - timedelta(days=max_age_days)

@@ -189,6 +189,8 @@ class ChatApp:
                 try:
                     event = resume()
                 except StopIteration:
+                    for found in self.session.take_memory_events():  # (in the background)
+                        self.draw(found)
                     return
                 try:
                     self.draw(event)

@@ -1,7 +1,8 @@
 """Fact extraction while the chat is idle: after ``memory.idle_seconds`` at the prompt with no
-input, a background thread asks the session for new facts (the prompt stays responsive), and
-their lines are drawn above the prompt (prompt_toolkit's ``in_terminal``), or before the next
-prompt when the user has moved on meanwhile."""
+input, the session starts a background extraction (the prompt stays responsive). What the
+background extractions find (idle ones, and those a compaction started) is drawn above the
+prompt (prompt_toolkit's ``in_terminal``), or before the next prompt when the user has moved
+on meanwhile."""
 
 from __future__ import annotations
 
@@ -22,12 +23,17 @@ class IdleExtraction:
         self.seconds = seconds
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
-        self._worker: threading.Thread | None = None
         self._pending: list[Event] = []
         self._prompting = False
 
     def arm(self) -> None:
         """The prompt waits for input: extraction starts after ``seconds`` of it."""
+        app = self.chat.ready
+        if app is not None and app.session.memory is not None:
+            app.session.memory.notify = self._wake
+            found = app.session.take_memory_events()
+            with self._lock:
+                self._pending.extend(found)
         self.draw_pending()
         with self._lock:
             self._prompting = True
@@ -46,14 +52,18 @@ class IdleExtraction:
                 self._timer = None
 
     def _fire(self) -> None:
-        with self._lock:
-            self._worker = threading.current_thread()
         try:
             app = self.chat.ready
-            events = app.session.extract_memory() if app is not None else []
+            if app is not None:
+                app.session.extract_memory()  # its events come through _wake
         finally:
             with self._lock:
                 self._timer = None
+
+    def _wake(self) -> None:
+        """(A background extraction's thread) events are ready: draw them."""
+        app = self.chat.ready
+        events = app.session.take_memory_events() if app is not None else []
         if events:
             self._deliver(events)
 
@@ -98,12 +108,13 @@ class IdleExtraction:
         if events:
             self._draw(events)
 
-    def stop(self, wait: float = 0.0) -> None:
-        """No more extraction from idleness; wait for one under way up to ``wait`` seconds,
-        then draw what it found."""
+    def stop(self) -> None:
+        """No more extraction from idleness, nor drawing from here: what the extractions
+        still under way find is drawn by the exit, which waits for them within its deadline."""
         self.disarm()
-        with self._lock:
-            worker = self._worker
-        if worker is not None and worker is not threading.current_thread():
-            worker.join(wait)
+        app = self.chat.ready
+        if app is not None:
+            for session in app.sessions.values():
+                if session.memory is not None:
+                    session.memory.notify = None
         self.draw_pending()

@@ -31,8 +31,26 @@ def draw_facts(out: Renderer, facts: Sequence[Fact], problems: Sequence[str]) ->
         out.line(*fact_row(fact))
     if facts:
         out.dim(f"{plural(len(facts), 'fact')}; forget ID forgets one for good.")
+    warning = secrets_warning(facts)
+    if warning:
+        out.warn(warning)
     for problem in problems:
         out.warn(problem)
+
+
+def secrets_warning(facts: Sequence[Fact]) -> str | None:
+    """One line naming the facts that look like they hold a secret (stored before secrets
+    were refused, or written by hand), and how to remove them; None when there are none."""
+    from rollchat.memory.sensitive import secret_in
+
+    found = [(f.id, what) for f in facts if (what := secret_in(f.text)) is not None]
+    if not found:
+        return None
+    which = "; ".join(f"{ident}: {what}" for ident, what in found)
+    return (f"{plural(len(found), 'fact')} {'looks' if len(found) == 1 else 'look'} like "
+            f"{'it holds' if len(found) == 1 else 'they hold'} a secret ({which}), and facts "
+            "are sent to the model in later requests: 'rollchat memory prune --secrets' "
+            "removes them from the file")
 
 
 def draw_episodes(out: Renderer, episodes: Sequence[Episode], problems: Sequence[str]) -> None:

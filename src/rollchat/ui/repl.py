@@ -20,8 +20,6 @@ from rollchat.ui import commands
 from rollchat.ui.idle import IdleExtraction
 from rollchat.ui.sanitize import harmless
 
-IDLE_WAIT_SECONDS = 5.0  # at exit, how long an idle extraction under way may still take
-
 if TYPE_CHECKING:
     from prompt_toolkit.formatted_text import AnyFormattedText, StyleAndTextTuples
     from prompt_toolkit.input import Input
@@ -305,7 +303,7 @@ def run_interactive(
                 idle.disarm()
             if _handle(chat, line) or ending():
                 break
-        idle.stop(IDLE_WAIT_SECONDS)  # what an extraction under way finds is shown first
+        idle.stop()  # the exit waits for an extraction under way, within its deadline
         finish(chat.get())
     finally:
         idle.disarm()
