@@ -27,15 +27,17 @@ def report(chat, **kwargs):
         ("rich", "rollchat.session", "rollchat.engine", "rollchat.store", "rollchat.events",
          "rollchat.providers.offline", "rollchat.compaction", "openai", "anthropic",
          "pydantic", "docstring_parser", "rollchat.agent_file", "rollchat.tools.python",
-         "rollchat.memory", "sqlite3")))
+         "rollchat.memory", "sqlite3", "rollchat.domain", "rollchat.subcommands",
+         "rollchat.cmd_sessions", "rollchat.import_cli", "rollchat.compact_commands")))
     print("LOADED", heavy, flush=True)
     app = chat.get()
     repl.handle_line(app, "my favourite colour is teal")
     print("BUILT", type(app.session).__name__, app.session.state.queries, flush=True)
 
 repl.run_interactive = report
-from rollchat.cli import app
-app(["--sessions-dir", "s"], prog_name="rollchat")
+sys.argv = ["rollchat", "--sessions-dir", "s"]
+from rollchat.__main__ import main
+main()
 """
 
 
@@ -141,3 +143,36 @@ def test_an_interrupted_build_in_the_caller_is_built_again() -> None:
         chat.get()
     assert chat.ready is None
     assert chat.get() == "app" and len(attempts) == 2
+
+
+@pytest.mark.parametrize(("args", "only"), [
+    ([], True),
+    (["--sessions-dir", "s", "--resume", "3", "-y"], True),
+    (["--model=gpt-4o", "-c", "--no-save", "--pick"], True),
+    (["--agent-file", "agent.py", "--show-tools"], True),
+    (["sessions"], False),
+    (["--config", "c.yml", "search", "x"], False),
+    (["--help"], False),
+    (["--install-completion"], False),
+])
+def test_the_subcommands_are_registered_only_when_the_line_may_name_one(
+        args: list[str], only: bool) -> None:
+    from rollchat.cli import chat_only
+
+    assert chat_only(args) is only
+
+
+def test_through_the_entry_point_subcommands_and_help_still_work(tmp_path: Path) -> None:
+    import subprocess
+
+    env = clean_env(tmp_path / "home")
+    listed = subprocess.run([sys.executable, "-m", "rollchat", "--sessions-dir", "s", "sessions",
+                             "--json"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert listed.returncode == 0 and '"sessions": []' in listed.stdout, listed.stderr
+    helped = subprocess.run([sys.executable, "-m", "rollchat", "--help"], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert helped.returncode == 0
+    for name in ("sessions", "search", "show", "export", "compact", "mcp", "import", "memory",
+                 "prune", "fork", "pick"):
+        assert name in helped.stdout, name

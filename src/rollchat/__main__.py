@@ -12,9 +12,15 @@ def main() -> None:
 
         print(f"rollchat {__version__}")
         return
-    from rollchat.cli import app, chat_args
+    import rollchat
 
-    app(args=chat_args(sys.argv[1:]), prog_name="rollchat")
+    rollchat.subcommands_later = True
+    from rollchat.cli import app, chat_args, chat_only, register_subcommands
+
+    args = chat_args(sys.argv[1:])
+    if not chat_only(args):
+        register_subcommands()
+    app(args=args, prog_name="rollchat")
 
 
 if __name__ == "__main__":

@@ -434,7 +434,36 @@ class _SessionBuilder:
         return session
 
 
-# The subcommands besides the chat (sessions, audit, trust, init-agent) live in subcommands.py,
-# pick, show and export in cmd_sessions.py, ``import`` in import_cli.py; importing them
-# registers them on ``app``.
-from rollchat import cmd_sessions, import_cli, subcommands  # noqa: E402,F401
+def register_subcommands() -> None:
+    """Register the subcommands besides the chat on ``app``: sessions, audit, trust, init-agent
+    (subcommands.py, which imports more of them), pick, show and export (cmd_sessions.py),
+    ``import`` (import_cli.py)."""
+    from rollchat import cmd_sessions, import_cli, subcommands  # noqa: F401
+
+
+_CHAT_FLAGS = frozenset({"--no-save", "--continue", "-c", "--pick", "--yes", "-y",
+                         "--show-tools", "--no-fork", "--version"})
+
+
+def chat_only(args: list[str]) -> bool:
+    """Whether the command line (after ``chat_args``) holds the chat's options and nothing
+    else: no subcommand, no --help. Then the subcommands are not registered, because typer
+    builds a click command for every registered one at each start (about 15 ms for them, on
+    the way to the first prompt)."""
+    index = 0
+    while index < len(args):
+        word = args[index]
+        name = word.split("=", 1)[0]
+        if name in _TAKES_VALUE:
+            index += 1 if "=" in word else 2
+        elif word in _CHAT_FLAGS:
+            index += 1
+        else:
+            return False
+    return True
+
+
+import rollchat  # noqa: E402
+
+if not rollchat.subcommands_later:  # imported as a library (tests): the whole app
+    register_subcommands()

@@ -4,7 +4,6 @@ Registered on ``cli.app`` when cli is imported."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
@@ -78,6 +77,8 @@ def import_command(
         imported = read_transcript(data, str(file))
     except (ConfigError, UsageError) as exc:
         fail(str(exc))
+    import hashlib
+
     from rollchat.ui.sanitize import harmless
 
     digest = hashlib.sha256(data).hexdigest()

@@ -10,9 +10,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rollchat.domain import Usage
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (the footer's ``money`` is drawn by the renderer, loaded before the prompt)
+    from rollchat.domain import Usage
     from rollchat.listing import SessionInfo
 
 
