@@ -258,6 +258,18 @@ def test_undo_without_saving(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "Undone: back in" in done.stdout and "Queries: 2" in done.stdout
     assert not (tmp_path / "sessions").exists()
+    # compact said what became of the session: kept in memory, not "Saved session"
+    assert "Saved session" not in done.stdout
+    assert "(1 query, " in done.stdout and "was kept in memory only (--no-save)" in done.stdout
+
+
+@pytest.mark.parametrize("command", ["fork", "clear"])
+def test_fork_and_clear_without_saving_never_claim_a_save(tmp_path: Path, command: str) -> None:
+    done = run_piped(tmp_path, f"we decided to use redis\n{command}\nexit\n", "--no-save")
+    assert done.returncode == 0, done.stderr
+    assert "Saved session" not in done.stdout
+    assert "was kept in memory only (--no-save): nothing was written" in done.stdout
+    assert not (tmp_path / "sessions").exists()
 
 
 @pytest.mark.parametrize("change", [

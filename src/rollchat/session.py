@@ -506,13 +506,29 @@ class Session:
         summary = yield from self._finalize(focus)
         assert summary is not None
         yield Notice("info", audit_line(audit(state.turns, summary, state.parent_summary)))
-        yield Notice("info", f"Saved session: {state.session_id or UNSAVED} ("
-                     f"{plural(state.queries, 'query')}, {human_tokens(state.tokens)} tokens)")
+        yield self.saved_notice()
         yield Notice("info", "Starting new session with summary...")
         parent, before = state.as_parent(summary), self.estimate()
         yield from self._start_child(parent)
         self.guards = PolicyState()
         yield CompactionFinished(parent.session_id, False, 0, before, self.estimate())
+
+    def saved_notice(self) -> Notice:
+        """What became of the session just summarized (compact, fork, clear): saved, kept in
+        memory only (--no-save), or saved only in part; never "saved" when it was not."""
+        state = self.state
+        name = state.session_id or UNSAVED
+        size = f"{plural(state.queries, 'query')}, {human_tokens(state.tokens)} tokens"
+        if self.store.location == NO_SAVE_LOCATION:
+            return Notice("info", f"Session {name} ({size}) was kept in memory only "
+                                  "(--no-save): nothing was written")
+        if state.save_failed:
+            return Notice("warning", f"Session {name} ({size}) holds only the turns saved "
+                                     "before the error; the later ones were not saved")
+        if state.summary_failed:
+            return Notice("warning", f"Session {name} ({size}) holds every turn but no "
+                                     "summary; resuming it summarizes it then")
+        return Notice("info", f"Saved session: {name} ({size})")
 
     def _start_child(self, parent: Parent, quiet: bool = False) -> Flow:
         """Start a child session: the agent gets the restoration prompt (and the archive tool

@@ -15,7 +15,7 @@ from rollchat.errors import RollchatError, StoreError, TranscriptError, UsageErr
 from rollchat.events import Event, Notice
 from rollchat.policy import PolicyState
 from rollchat.state import SessionState, now
-from rollchat.text import human_tokens, plural
+from rollchat.text import plural
 
 if TYPE_CHECKING:
     from collections.abc import Generator
@@ -43,12 +43,6 @@ def _copy(context: Context) -> Context:
 def _put_back(context: Context, saved: Context) -> None:
     for f in fields(Context):
         setattr(context, f.name, getattr(saved, f.name))
-
-
-def _saved(session: Session) -> str:
-    state = session.state
-    return (f"Saved session: {state.session_id} ({plural(state.queries, 'query')}, "
-            f"{human_tokens(state.tokens)} tokens)")
 
 
 # ---------------------------------------------------------------------- compact (undoable)
@@ -131,7 +125,7 @@ def fork(session: Session, ref: str | None = None) -> Flow:
                          "a saved session).")
     summary = yield from session._finalize()
     assert summary is not None
-    yield Notice("info", _saved(session))
+    yield session.saved_notice()
     session.undo = None
     parent = replace(state.as_parent(summary), forked=True, by_user=True)
     yield from session._start_child(parent)
@@ -148,7 +142,7 @@ def clear(session: Session) -> Flow:
     state = session.state
     if state.queries:
         yield from session._finalize()
-        yield Notice("info", _saved(session))
+        yield session.saved_notice()
     state.close()
     session.state = SessionState(started=now())
     session.engine.clear()
