@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+# A shell that starts pytest in the background (``pytest &``) makes it ignore SIGINT, and
+# Python then installs no KeyboardInterrupt handler: the tests that press Ctrl-C on this very
+# process (os.kill(os.getpid(), SIGINT)) would test nothing. Give it the disposition it has
+# when started from a terminal; the children the pty tests start reset theirs (e2e.py).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
