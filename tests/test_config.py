@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rollchat.config import (
+    OFFLINE_WORD_DELAY,
     PROVIDERS,
     AgentConfig,
     Config,
@@ -20,6 +21,7 @@ from rollchat.config import (
     ModelConfig,
     find_config_file,
     load_config,
+    word_delay,
 )
 from rollchat.config_trust import record_trust
 from rollchat.errors import ConfigError
@@ -175,6 +177,18 @@ def test_no_save_turns_auto_save_off(tmp_path: Path) -> None:
     assert load(tmp_path).session.auto_save is True
     assert load(tmp_path, overrides=ConfigOverrides(no_save=True)).session.auto_save is False
     assert load(tmp_path, "session: {auto_save: false}\n").session.auto_save is False
+
+
+def test_the_offline_word_delay_streams_only_where_someone_watches(tmp_path: Path) -> None:
+    unset = load(tmp_path).ui
+    assert unset.offline_word_delay is None
+    assert word_delay(unset, terminal=True) == OFFLINE_WORD_DELAY > 0
+    assert word_delay(unset, terminal=False) == 0.0  # piped: a script never waits for it
+    for text in ("ui: {offline_word_delay: 0.1}\n", "ui: {offline_word_delay: 0}\n"):
+        set_ = load(tmp_path, text).ui
+        assert word_delay(set_, terminal=True) == word_delay(set_, terminal=False) \
+            == set_.offline_word_delay  # as configured, everywhere
+    assert load(tmp_path, "ui: {offline_word_delay: null}\n").ui.offline_word_delay is None
 
 
 def test_bad_environment_and_flag_values_name_their_source(tmp_path: Path) -> None:

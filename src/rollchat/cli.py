@@ -363,6 +363,7 @@ class _SessionBuilder:
     def session(self, cfg: Config, name: str, model: str,
                 equipment: Equipment | None) -> Session:
         from rollchat import providers
+        from rollchat.config import word_delay
         from rollchat.context import Context
         from rollchat.engine import Engine
         from rollchat.providers.base import RetryPolicy
@@ -370,6 +371,8 @@ class _SessionBuilder:
         from rollchat.tokens import context_window
         from rollchat.ui.approve import piped_asker, terminal_asker, terminal_compact_asker
 
+        cfg = replace(cfg, ui=replace(cfg.ui, offline_word_delay=word_delay(
+            cfg.ui, sys.stdout.isatty())))
         agent, renderer, env = cfg.agent, self.renderer, self.env
         interactive, yes = self.interactive, self.yes
         provider = providers.build_provider(name, agent, cfg, env)

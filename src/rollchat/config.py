@@ -133,7 +133,21 @@ class HandoffConfig:
 @dataclass(frozen=True)
 class UIConfig:
     history_file: Path | None = None  # None: history in the user data directory
-    offline_word_delay: float = 0.02  # seconds between the offline model's streamed words
+    # seconds between the offline model's streamed words; None: OFFLINE_WORD_DELAY when the
+    # answer is drawn in a terminal, none when the output goes to a pipe or a file
+    offline_word_delay: float | None = None
+
+
+OFFLINE_WORD_DELAY = 0.02
+
+
+def word_delay(ui: UIConfig, terminal: bool) -> float:
+    """The offline model's delay between streamed words: as configured, else a short one when
+    the answer is drawn in a terminal and none when it goes to a pipe or a file (nobody watches
+    it stream, and a script should not wait)."""
+    if ui.offline_word_delay is not None:
+        return ui.offline_word_delay
+    return OFFLINE_WORD_DELAY if terminal else 0.0
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,8 @@ _SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
     "ui": (UIConfig, {
         "history_file": Field("path", "must be a file path, or null", nonempty, nullable=True),
         "offline_word_delay": Field(
-            "float", "must be a number of seconds from 0 to 10", lambda v: 0 <= v <= 10
+            "float", "must be a number of seconds from 0 to 10, or null (a short delay in a "
+            "terminal, none when the output is piped)", lambda v: 0 <= v <= 10, nullable=True
         ),
     }),
     "memory": (MemoryConfig, {

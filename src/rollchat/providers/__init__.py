@@ -163,7 +163,7 @@ def build_provider(name: str, agent: AgentConfig, config: Config,
     settings = ProviderSettings(
         model=agent.model or DEFAULT_MODELS[name], api_key=key,
         base_url=server_url(name, agent, env),  # given to the SDK: the banner shows the same
-        timeout=config.retry.request_timeout, word_delay=config.ui.offline_word_delay)
+        timeout=config.retry.request_timeout, word_delay=config.ui.offline_word_delay or 0.0)
     return factory(settings)
 
 
