@@ -220,9 +220,11 @@ def test_exit_writes_the_summary_and_shows_the_totals(tmp_path: Path) -> None:
     assert state.queries == 1 and state.restoration_tokens > 0
     out = h.output
     assert f"Saved session: {state.session_id}" in out
-    billed = state.tokens + state.restoration_tokens
+    assert state.summary_tokens > 0  # the exit's summary call, billed too
+    billed = state.tokens + state.restoration_tokens + state.summary_tokens
     assert (f"Queries: 1 | Tokens billed: {billed:,} ({state.tokens:,} for the queries, "
-            f"{state.restoration_tokens:,} restoring the context)" in out)
+            f"{state.restoration_tokens:,} restoring the context, {state.summary_tokens:,} "
+            "for summaries)" in out)
     assert out.rstrip().endswith("Goodbye!")
     child = parse(h.store.path_for(str(state.session_id)).read_text())
     assert child.header.total_queries == 1 and child.header.total_tokens == billed

@@ -145,7 +145,7 @@ def test_compact_and_resume_send_only_what_they_should(
     assert S2 in resume_prompt and resume_prompt.count(SUMMARY_START) == 1
     assert "zulu" not in resume_prompt and "rabbitmq 3.13" not in resume_prompt  # only n-1
     assert f"This session was resumed from: {parent.header.session_id}" in resume_prompt
-    assert "restoring the context)" in out
+    assert "restoring the context, 18 for summaries)" in out  # 11 in, 7 out: the summary
 
 
 @pytest.mark.parametrize("bad", [garbage(), error(400, "summaries are not allowed here"),

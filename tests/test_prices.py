@@ -23,7 +23,13 @@ from rollchat.transcript import parse, parse_head
 from rollchat.ui.repl import handle_line
 from tests.drive import tapped
 from tests.e2e import clean_env, run_piped, write_config
-from tests.test_autocompact import FakeProvider, build_app, run_turns, user_message
+from tests.test_autocompact import (
+    FakeProvider,
+    build_app,
+    run_turns,
+    summary_text,
+    user_message,
+)
 from tests.test_config import load
 from tests.wire_servers import WireServer, anthropic_server, openai_server, text
 
@@ -148,13 +154,21 @@ def test_turn_footer_session_header_and_exit_show_the_cost(tmp_path: Path) -> No
     events: list[Event] = []
     built.app.run(tapped(built.session.exit(), events))
     [end] = [e for e in events if isinstance(e, Ended)]
+    # the summary at exit is a model call too: billed, and in the cost
+    [summary] = [Usage(size, 20) for r, size in zip(provider.requests, provider.sizes,
+                                                     strict=True) if r.purpose == "summary"]
+    expected.append(cost(summary, SONNET))
     assert end.cost == pytest.approx(sum(expected))
     assert end.chain_cost == round(sum(expected), 4)  # as the header records it
-    assert end.chain_sessions == 1
-    assert f"Queries: 3 | Tokens billed: {sum(t.usage.total for t in turns):,} | Cost: " \
-        f"{money(sum(expected))}" in built.output
+    assert end.chain_sessions == 1 and end.summary_tokens == summary.total
+    queries = sum(t.usage.total for t in turns)
+    assert f"Queries: 3 | Tokens billed: {queries + summary.total:,} ({queries:,} for the " \
+        f"queries, {summary.total:,} for summaries) | Cost: {money(sum(expected))}" \
+        in built.output
     assert "Chain" not in built.output
-    assert parse(path.read_text()).header.cost == pytest.approx(sum(expected), abs=1e-4)
+    saved = parse(path.read_text()).header
+    assert saved.cost == pytest.approx(sum(expected), abs=1e-4)
+    assert saved.total_tokens == queries + summary.total
 
 
 def test_chain_cost_after_automatic_compaction_and_resume(tmp_path: Path) -> None:
@@ -196,27 +210,34 @@ def test_no_price_no_cost_anywhere(tmp_path: Path) -> None:
 
 def test_piped_chat_over_the_anthropic_wire_then_sessions_json(
         tmp_path: Path, anthropic_server: WireServer) -> None:
-    anthropic_server.push(text("Noted.", input_tokens=10, output_tokens=6, cache_read=100,
-                               cache_write=20))
+    anthropic_server.push(
+        text("Noted.", input_tokens=10, output_tokens=6, cache_read=100, cache_write=20),
+        text(summary_text(40), input_tokens=900, output_tokens=60))  # the summary at exit: a
+    # model call, billed like a turn
     env = clean_env(tmp_path / "home", ANTHROPIC_API_KEY="sk-ant-test-0123456789")
     done = run_piped(tmp_path, "note the port is 8443\nexit\n", "--provider", "anthropic",
                      "--model", "claude-sonnet-4-5", "--base-url", anthropic_server.url,
                      env=env)
     assert done.returncode == 0, done.stderr
     turn = cost(Usage(130, 6, 100, 20), SONNET)
+    summary = cost(Usage(900, 60), SONNET)
     assert f"Time: 0.0s | Tokens: 136 (in: 130, out: 6, cache read: 100, write: 20) · " \
         f"{money(turn)}" in re.sub(r"Time: \d+\.\ds", "Time: 0.0s", done.stdout)
-    assert f"Cost: {money(turn)}" in done.stdout
+    assert "Tokens billed: 1,096 (136 for the queries, 960 for summaries)" in done.stdout
+    assert f"Cost: {money(turn + summary)}" in done.stdout
+    [file] = (tmp_path / "sessions").glob("*.md")
+    assert parse_head(file.read_text(encoding="utf-8")).header.total_tokens == 1_096
     listed = subprocess.run([sys.executable, "-m", "rollchat", "sessions", "--json"],
                             cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
     [session] = json.loads(listed.stdout)["sessions"]
-    assert session["cost"] == pytest.approx(turn, abs=1e-4)
+    assert session["cost"] == pytest.approx(turn + summary, abs=1e-4)
     assert session["chain_cost"] == session["cost"]
 
 
 def test_a_price_from_the_config_for_a_local_model(tmp_path: Path,
                                                    openai_server: WireServer) -> None:
-    openai_server.push(text("Sure.", input_tokens=1000, output_tokens=500, cache_read=400))
+    openai_server.push(text("Sure.", input_tokens=1000, output_tokens=500, cache_read=400),
+                       text(summary_text(40), usage=False))  # the exit's summary: no usage
     config = write_config(tmp_path / "c.yml", "models:\n  my-llama:\n"
                           "    price: {input: 2, output: 4, cached: 1}\n")
     env = clean_env(tmp_path / "home", OPENAI_API_KEY="sk-test-key-0123456789")

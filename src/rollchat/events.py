@@ -126,6 +126,7 @@ class Ended:
     queries: int
     tokens: int
     restoration_tokens: int
+    summary_tokens: int  # the summary calls' (compact, automatic compaction, exit)
     save_failed: bool
     restored: bool
     summary_failed: bool = False  # every turn saved, but not the summary

@@ -449,6 +449,7 @@ class Session:
                                                 model_calls=model_calls, within=within)
         except KeyboardInterrupt:
             outcome = self.summarizer.interrupted(turns, parent, focus)
+        self.state.summary_usage += outcome.usage  # billed: counted in the totals and cost
         try:
             yield SummaryFinished(outcome.summary,
                                   outcome.reason if outcome.fallback_used else None)
@@ -518,7 +519,7 @@ class Session:
         memory only (--no-save), or saved only in part; never "saved" when it was not."""
         state = self.state
         name = state.session_id or UNSAVED
-        size = f"{plural(state.queries, 'query')}, {human_tokens(state.tokens)} tokens"
+        size = f"{plural(state.queries, 'query')}, {human_tokens(state.billed)} tokens billed"
         if self.store.location == NO_SAVE_LOCATION:
             return Notice("info", f"Session {name} ({size}) was kept in memory only "
                                   "(--no-save): nothing was written")
@@ -643,6 +644,7 @@ class Session:
             spent = self.cost()
             chain = state.chain.plus(spent)
             yield Ended(state.session_id, state.queries, state.tokens, state.restoration_tokens,
+                        state.summary_tokens,
                         state.save_failed, state.restored is not None, state.summary_failed,
                         cost=spent, chain_cost=chain.spent if chain.known else None,
                         chain_sessions=chain.sessions, chain_unpriced=chain.unpriced,

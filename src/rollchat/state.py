@@ -42,6 +42,9 @@ class SessionState:
     queries: int = 0  # queries asked in this session (carried-over turns excluded)
     tokens: int = 0  # tokens of those queries
     usage: Usage = field(default_factory=Usage)  # their usage, summed
+    # the model calls made for this session besides its queries: its summaries (compact, exit,
+    # automatic compaction, background pre-summaries); billed too
+    summary_usage: Usage = field(default_factory=Usage)
     chain: ChainCost = field(default_factory=ChainCost)  # the sessions this one continues
     title: str | None = None  # set by the user (``title``): the header's Title from then on
 
@@ -65,14 +68,19 @@ class SessionState:
         return self.restored.usage.total if self.restored else 0
 
     @property
+    def summary_tokens(self) -> int:
+        return self.summary_usage.total
+
+    @property
     def billed(self) -> int:
-        """Tokens billed in this session: its queries and its restoration."""
-        return self.tokens + self.restoration_tokens
+        """Tokens billed in this session: its queries, its restoration and its summaries."""
+        return self.tokens + self.restoration_tokens + self.summary_tokens
 
     @property
     def billed_usage(self) -> Usage:
-        """The usage of this session's queries and its restoration (see ``billed``)."""
-        return self.usage + self.restored.usage if self.restored else self.usage
+        """The usage of this session's queries, restoration and summaries (see ``billed``)."""
+        usage = self.usage + self.summary_usage
+        return usage + self.restored.usage if self.restored else usage
 
     @property
     def session_id(self) -> str | None:

@@ -245,10 +245,13 @@ class ChatApp:
 
     def _goodbye(self, end: Ended) -> None:
         if end.queries or end.restored:
-            billed = f"Tokens billed: {end.tokens + end.restoration_tokens:,}"
-            if end.restoration_tokens:
-                billed += (f" ({end.tokens:,} for the queries, {end.restoration_tokens:,} "
-                           "restoring the context)")
+            billed = (f"Tokens billed: "
+                      f"{end.tokens + end.restoration_tokens + end.summary_tokens:,}")
+            parts = [f"{end.restoration_tokens:,} restoring the context"] * bool(
+                end.restoration_tokens) + [f"{end.summary_tokens:,} for summaries"] * bool(
+                end.summary_tokens)
+            if parts:
+                billed += f" ({', '.join([f'{end.tokens:,} for the queries', *parts])})"
             lines = [f"Queries: {end.queries}", billed, *_costs(end)]
             if end.session_id and end.in_memory:
                 self.out.info(f"Nothing was saved: session {end.session_id} was kept in memory "

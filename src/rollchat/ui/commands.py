@@ -70,9 +70,10 @@ def _context(app: ChatApp, arg: str) -> bool:
                       method=session.counter.method, auto=session.auto_mode != "off"):
         app.out.info(line)
     state = session.state
+    extra = [f"+{human_tokens(state.restoration_tokens)} restoring"] * bool(state.restored) \
+        + [f"+{human_tokens(state.summary_tokens)} for summaries"] * bool(state.summary_tokens)
     app.out.dim(f"Session: {plural(state.queries, 'query')}, {human_tokens(state.tokens)} "
-                "tokens billed" + (f" (+{human_tokens(state.restoration_tokens)} restoring)"
-                                   if state.restored else ""))
+                "tokens billed" + (f" ({', '.join(extra)})" if extra else ""))
     return False
 
 
