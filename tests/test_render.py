@@ -20,7 +20,7 @@ from rollchat.providers.base import ChatRequest, RetryPolicy, StreamEvent
 from rollchat.providers.offline import OfflineProvider
 from rollchat.store import MemoryStore
 from rollchat.text import human_tokens
-from rollchat.ui.render import Renderer, harmless, preview, usage_line
+from rollchat.ui.render import Renderer, harmless, plain_console, preview, usage_line
 from rollchat.ui.stream import MarkdownStream
 from tests.drive import chat_app
 
@@ -291,3 +291,18 @@ def test_sessions_mark_a_lower_bound_token_count(tmp_path) -> None:  # type: ign
                        tokens_exact=False)
     Renderer(console, interactive=False).sessions([info], [])
     assert "≥1.5K tokens" in buf.getvalue()
+
+
+def test_help_rows_wrap_under_their_column_in_a_terminal_and_stay_whole_piped() -> None:
+    text = ("summarize this session and continue in a new one (focus text steers the "
+            "summary)")
+    console, buf = _console()  # 80 columns
+    Renderer(console, interactive=True).entry("compact [focus]", text)
+    rows = buf.getvalue().splitlines()
+    assert rows[0].startswith("  compact [focus]        summarize") and len(rows) == 2
+    assert rows[1].startswith(" " * 25) and rows[1][25] != " "  # under the text, not at 0
+    assert all(len(row) <= 80 for row in rows)
+    assert " ".join(" ".join(rows).split()) == f"compact [focus] {text}"
+    buf = io.StringIO()
+    Renderer(plain_console(buf), interactive=False).entry("compact [focus]", text)
+    assert buf.getvalue() == f"  compact [focus]        {text}\n"  # piped: one line each

@@ -55,7 +55,7 @@ def _help(app: ChatApp, arg: str) -> bool:
     for command in COMMANDS.values():
         if command.name != "quit":
             usage = "exit, quit" if command.name == "exit" else command.usage
-            app.out.info(f"  {usage:<22} {command.help}")
+            app.out.entry(usage, command.help)
     app.out.dim("Commands work bare (exit) or with a slash (/exit); Tab completes them. "
                 "Enter sends; Alt+Enter (or Esc then Enter) inserts a newline; Up recalls "
                 "earlier input; Ctrl-C stops an answer or clears the line; Ctrl-D exits.")

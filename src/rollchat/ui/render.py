@@ -191,6 +191,21 @@ class Renderer:
     def info(self, message: str) -> None:
         self.line((message, ""))
 
+    def entry(self, term: str, text: str, column: int = 25) -> None:
+        """One row of a two-column list (``help``): ``term`` indented by two, ``text`` from
+        ``column`` on; in a terminal, lines of ``text`` too long for it wrap back to
+        ``column``, not to the left edge."""
+        head = f"  {term:<{column - 3}} "
+        width = (self._console.width if self._console is not None
+                 else shutil.get_terminal_size().columns) if self.interactive else 0
+        if width - len(head) < 20:  # piped, or a terminal too narrow for two columns
+            self.info(head + text)
+            return
+        import textwrap
+
+        rows = textwrap.wrap(text, width - len(head)) or [""]
+        self.info(head + ("\n" + " " * len(head)).join(rows))
+
     def dim(self, message: str) -> None:
         self.line((message, "dim"))
 
