@@ -171,6 +171,34 @@ def test_context_shows_what_the_next_request_holds(tmp_path: Path) -> None:
         session.engine.offered())
 
 
+def test_context_in_an_80_column_terminal_wraps_each_detail_under_itself(
+        tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from rollchat.breakdown import DETAIL_COLUMN
+    from rollchat.ui.render import Renderer
+
+    h = make_app(tmp_path)
+    chat(h, "we decided to use redis for the cache")
+    screen = io.StringIO()
+    h.app.out = Renderer(Console(file=screen, width=80, color_system=None,
+                                 force_terminal=False), interactive=True)
+    chat(h, "context")
+    lines = screen.getvalue().splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    free = next(i for i, line in enumerate(lines) if line.startswith("  Free in the window"))
+    following = lines[free + 1]
+    assert following.startswith(" " * DETAIL_COLUMN) and following[DETAIL_COLUMN] != " ", lines
+    assert lines[free][DETAIL_COLUMN - 1] == "("  # the detail's text starts at that column
+    # no line of the breakdown starts at the left edge but its heading and notes
+    assert [line for line in lines if line and not line.startswith(" ")] == [
+        line for line in lines if line.startswith(("Next request", "Memory layers",
+                                                   "Last context block", "History",
+                                                   "Session"))]
+
+
 # ---------------------------------------------------------------- summary
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from rollchat.memory.layers import split_block
+from rollchat.text import plural
 from rollchat.tokens import PER_MESSAGE_TOKENS, REPLY_PRIMING_TOKENS
 
 if TYPE_CHECKING:
@@ -72,9 +73,9 @@ def breakdown(session: Session) -> Breakdown:
     layers = [
         Layer("System prompt", system - profile),
         Layer("Memory: user profile", profile,
-              f"{len(layered.frozen)} facts, frozen until the next compaction"
+              f"{plural(len(layered.frozen), 'fact')}, frozen until the next compaction"
               if layered is not None else "memory off"),
-        Layer("Tools (schemas)", tools, f"{len(specs)} tool{'' if len(specs) == 1 else 's'}"),
+        Layer("Tools (schemas)", tools, plural(len(specs), "tool")),
         Layer("Restored summary", size(prefix), "summary + acknowledgment" if prefix else ""),
         Layer("Kept turns", size(kept), f"{carried} carried over" if carried else ""),
         Layer("Tool results", size(results), _messages(len(results)) if results else ""),
@@ -103,8 +104,8 @@ def notes(session: Session, held: int, sent: int) -> list[str]:
                "for the user profile and the context blocks together"]
         if layered.last_block:
             out.append(f"Last context block: {session.counter.count_text(layered.last_block):,}"
-                       f" tokens (date and time, {len(layered.last_facts)} relevant fact"
-                       f"{'' if len(layered.last_facts) == 1 else 's'}), in its message")
+                       f" tokens (date and time, "
+                       f"{plural(len(layered.last_facts), 'relevant fact')}), in its message")
     if session.config.session.history == "relevant":
         out.append(f"{CACHE_NOTE}; {sent} of {held} messages sent now")
     else:
@@ -113,8 +114,12 @@ def notes(session: Session, held: int, sent: int) -> list[str]:
     return out
 
 
+DETAIL_COLUMN = 52  # where a row's detail starts: its continuation lines go on from there
+
+
 def lines(b: Breakdown, *, model: str, method: str, auto: bool) -> list[str]:
-    """The breakdown as aligned lines: tokens and share of the window for each layer."""
+    """The breakdown as aligned lines: tokens and share of the window for each layer (its
+    detail, in parentheses, from DETAIL_COLUMN on)."""
     def row(name: str, tokens: int, detail: str = "") -> str:
         share = tokens / b.window if b.window else 0.0
         return f"  {name:<28} {tokens:>10,}  {share:>6.1%}" + (f"  ({detail})" if detail else "")

@@ -63,12 +63,13 @@ def _help(app: ChatApp, arg: str) -> bool:
 
 
 def _context(app: ChatApp, arg: str) -> bool:
-    from rollchat.breakdown import breakdown, lines
+    from rollchat.breakdown import DETAIL_COLUMN, breakdown, lines
 
     session = app.session
     for line in lines(breakdown(session), model=session.engine.model,
                       method=session.counter.method, auto=session.auto_mode != "off"):
-        app.out.info(line)
+        row = line[DETAIL_COLUMN - 3:DETAIL_COLUMN] == "  ("  # a layer's row with its detail
+        app.out.hanging(line, DETAIL_COLUMN if row else 2)
     state = session.state
     extra = [f"+{human_tokens(state.restoration_tokens)} restoring"] * bool(state.restored) \
         + [f"+{human_tokens(state.summary_tokens)} for summaries"] * bool(state.summary_tokens)

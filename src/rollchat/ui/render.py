@@ -193,18 +193,22 @@ class Renderer:
 
     def entry(self, term: str, text: str, column: int = 25) -> None:
         """One row of a two-column list (``help``): ``term`` indented by two, ``text`` from
-        ``column`` on; in a terminal, lines of ``text`` too long for it wrap back to
-        ``column``, not to the left edge."""
+        ``column`` on (see ``hanging``)."""
         head = f"  {term:<{column - 3}} "
+        self.hanging(head + text, len(head))
+
+    def hanging(self, text: str, column: int) -> None:
+        """A line whose continuation, when a terminal is too narrow for it, goes on from
+        ``column`` (under its text, not at the left edge); piped, it stays one line."""
         width = (self._console.width if self._console is not None
                  else shutil.get_terminal_size().columns) if self.interactive else 0
-        if width - len(head) < 20:  # piped, or a terminal too narrow for two columns
-            self.info(head + text)
+        if width - column < 20 or len(text) <= width:  # piped, too narrow, or it fits
+            self.info(text)
             return
         import textwrap
 
-        rows = textwrap.wrap(text, width - len(head)) or [""]
-        self.info(head + ("\n" + " " * len(head)).join(rows))
+        rows = textwrap.wrap(text, width, subsequent_indent=" " * column)
+        self.info("\n".join(rows))
 
     def dim(self, message: str) -> None:
         self.line((message, "dim"))
