@@ -269,6 +269,25 @@ def test_search_ranks_hits_with_id_title_date_and_snippet(tmp_path: Path) -> Non
     assert "  3. " + a in out
 
 
+def test_search_marks_only_the_matched_words_bold_in_a_terminal(tmp_path: Path) -> None:
+    """The matched words are marked apart from the text: a ``**`` the session itself holds
+    (markdown) is not taken for a match; a terminal shows matches in bold, a pipe between
+    ``**`` as before."""
+    from rollchat.ui.table import hit_rows
+
+    root = tmp_path / "s"
+    write_session(root, 0, topic="**bold** kafka")
+    [hit] = SessionIndex(root).search("kafka")
+    matched = [text for text, is_match in hit.parts if is_match]
+    assert matched and {t.lower() for t in matched} == {"kafka"}
+    assert any("**bold**" in text for text, is_match in hit.parts if not is_match)
+    assert "**kafka**" in hit.snippet and "**bold**" in hit.snippet
+    shown = hit_rows(hit, terminal=True)[1]
+    assert ("kafka", "bold") in shown and not any("**kafka**" in t for t, _ in shown)
+    piped = hit_rows(hit, terminal=False)[1]
+    assert ("**kafka**", "dim") in piped and all(style != "bold" for _, style in piped)
+
+
 def test_search_text_is_never_query_syntax(tmp_path: Path) -> None:
     root = tmp_path / "s"
     write_session(root, 0, topic="kafka")

@@ -306,3 +306,18 @@ def test_help_rows_wrap_under_their_column_in_a_terminal_and_stay_whole_piped() 
     buf = io.StringIO()
     Renderer(plain_console(buf), interactive=False).entry("compact [focus]", text)
     assert buf.getvalue() == f"  compact [focus]        {text}\n"  # piped: one line each
+
+
+def test_wrapping_before_rich_is_loaded_hangs_the_continuation_lines() -> None:
+    from rollchat.ui.render import _wrapped
+
+    segments = [("  1. ", "bold"), ("assistant_x", "cyan"),
+                (" · Assistant · 2026-11-24 01:04 · 1 query · 1.2K tokens billed", "")]
+    out = _wrapped(segments, 40, hang=5)
+    assert [style for _, style in out] == ["bold", "cyan", ""]  # styles kept, in order
+    lines = "".join(text for text, _ in out).split("\n")
+    assert len(lines) == 3 and all(len(line) <= 40 for line in lines)
+    assert all(line.startswith("     ") and line[5] != " " for line in lines[1:])
+    assert " ".join("".join(lines).split()) == " ".join(
+        "".join(t for t, _ in segments).split())  # nothing lost
+    assert "\n     " not in "".join(t for t, _ in _wrapped(segments, 22, hang=5))  # too narrow

@@ -69,6 +69,24 @@ class Hit:
     snippet: str
     number: int  # its number in the full listing (``resume N``)
     file_name: str
+    # the snippet as (text, matched) parts, to draw the matched words in bold (a ``**`` in the
+    # session's own text is not a mark there)
+    parts: tuple[tuple[str, bool], ...] = ()
+
+
+_MARK = re.compile("\x02([^\x02\x03]*)\x03")
+
+
+def _snippet_parts(marked: str) -> tuple[tuple[str, bool], ...]:
+    """FTS5's snippet with \\x02 and \\x03 around each match, as (text, matched) parts."""
+    parts: list[tuple[str, bool]] = []
+    at = 0
+    for match in _MARK.finditer(marked):
+        parts += [(marked[at:match.start()], False), (match[1], True)]
+        at = match.end()
+    parts.append((marked[at:], False))
+    return tuple((text.replace("\x02", "").replace("\x03", ""), matched)
+                 for text, matched in parts if text)
 
 
 @dataclass(frozen=True)
@@ -447,7 +465,7 @@ class SessionIndex:
 
     def _matches(self, conn: sqlite3.Connection, query: str, limit: int) -> list[Hit]:
         rows = conn.execute(
-            "SELECT parts.file, snippet(docs, 0, '**', '**', '…', 16) FROM docs "
+            "SELECT parts.file, snippet(docs, 0, char(2), char(3), '…', 16) FROM docs "
             "JOIN parts ON parts.rowid = docs.rowid WHERE docs MATCH ? ORDER BY rank "
             "LIMIT ?", (query, max(limit, 1) * 50))
         best: dict[str, str] = {}
@@ -466,6 +484,8 @@ class SessionIndex:
                                   "(ts > ? OR (ts = ? AND id > ?))",
                                   (row[1], row[1], row[2])).fetchone()[0] + 1
             info = _decode_info(self.root, number, row[0])
+            parts = _snippet_parts(" ".join(snippet.split()))
             hits.append(Hit(info.session_id, info.title, info.date,
-                            " ".join(snippet.split()), number, info.file_name))
+                            "".join(f"**{t}**" if m else t for t, m in parts), number,
+                            info.file_name, parts))
         return hits

@@ -170,14 +170,14 @@ def search_command(
         _json([{"id": h.session_id, "title": h.title, "date": h.date.isoformat(),
                 "snippet": h.snippet, "number": h.number} for h in hits])
         return
-    from rollchat.ui.table import hit_rows
+    from rollchat.ui.table import ROW_INDENT, hit_rows
 
     out = _console()
     if not hits:
         out.info(f"No saved session matches {query!r}.")
     for hit in hits:
-        for row in hit_rows(hit):
-            out.line(*row)
+        for row in hit_rows(hit, out.terminal):
+            out.line(*row, hang=ROW_INDENT)
 
 
 @app.command("init-agent")

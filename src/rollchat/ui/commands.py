@@ -69,7 +69,7 @@ def _context(app: ChatApp, arg: str) -> bool:
     for line in lines(breakdown(session), model=session.engine.model,
                       method=session.counter.method, auto=session.auto_mode != "off"):
         row = line[DETAIL_COLUMN - 3:DETAIL_COLUMN] == "  ("  # a layer's row with its detail
-        app.out.hanging(line, DETAIL_COLUMN if row else 2)
+        app.out.line((line, ""), hang=DETAIL_COLUMN if row else 2)
     state = session.state
     extra = [f"+{human_tokens(state.restoration_tokens)} restoring"] * bool(state.restored) \
         + [f"+{human_tokens(state.summary_tokens)} for summaries"] * bool(state.summary_tokens)
@@ -174,14 +174,14 @@ def _search(app: ChatApp, arg: str) -> bool:
         app.out.info("Nothing is saved in this chat (--no-save): there are no saved sessions "
                      "to search.")
         return False
-    from rollchat.ui.table import hit_rows
+    from rollchat.ui.table import ROW_INDENT, hit_rows
 
     hits = index.search(text)
     if not hits:
         app.out.info(f"No saved session matches {text!r}.")
     for hit in hits:
-        for row in hit_rows(hit):
-            app.out.line(*row)
+        for row in hit_rows(hit, app.out.terminal):
+            app.out.line(*row, hang=ROW_INDENT)
     if hits:
         app.out.dim("'resume N' continues one of them.")
     return False

@@ -19,7 +19,7 @@ from rollchat.prices import money
 from rollchat.providers import OFFLINE
 from rollchat.text import redact_url
 from rollchat.ui.sanitize import harmless, one_line
-from rollchat.ui.table import session_rows
+from rollchat.ui.table import ROW_INDENT, session_rows
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -94,25 +94,28 @@ _SGR = {"bold": "1", "dim": "2", "yellow": "33", "red": "31", "green": "32", "cy
 Segment = tuple[str, str]  # (text, style; "" for none)
 
 
-def _wrapped(segments: Sequence[Segment], width: int) -> list[Segment]:
+def _wrapped(segments: Sequence[Segment], width: int, hang: int = 0) -> list[Segment]:
     """``segments`` with the spaces where a line of ``width`` columns ends turned into line
-    breaks (as rich wraps: at words; a word longer than a line is left to the terminal)."""
+    breaks (as rich wraps: at words; a word longer than a line is left to the terminal). The
+    lines a break starts are indented by ``hang`` columns (unless that leaves less than 20)."""
     text = "".join(t for t, _ in segments)
+    hang = hang if width - hang >= 20 else 0
     breaks: set[int] = set()
-    start = 0
-    while len(text) - start > width:
-        newline = text.find("\n", start, start + width + 1)
-        cut = text.rfind(" ", start + 1, start + width + 1)
+    start, limit = 0, width
+    while len(text) - start > limit:
+        newline = text.find("\n", start, start + limit + 1)
+        cut = text.rfind(" ", start + 1, start + limit + 1)
         if newline != -1:
-            start = newline + 1
+            start, limit = newline + 1, width
         elif cut == -1:
-            start += width
+            start, limit = start + limit, width
         else:
             breaks.add(cut)
-            start = cut + 1
+            start, limit = cut + 1, width - hang
+    indent = "\n" + " " * hang
     out, offset = [], 0
     for part, style in segments:
-        out.append(("".join("\n" if offset + i in breaks else c for i, c in enumerate(part)),
+        out.append(("".join(indent if offset + i in breaks else c for i, c in enumerate(part)),
                     style))
         offset += len(part)
     return out
@@ -158,13 +161,22 @@ class Renderer:
         finally:
             self._restore_terminal()
 
-    def line(self, *segments: Segment) -> None:
+    @property
+    def terminal(self) -> bool:
+        """Whether the lines go to a terminal (styles shown, long lines wrapped)."""
+        return self.interactive or (self._console is not None and self._console.is_terminal)
+
+    def line(self, *segments: Segment, hang: int = 0) -> None:
         """One line of styled plain text (never markup: brackets in it are shown as typed), made
-        harmless: every notice, error and table line is drawn through here."""
+        harmless: every notice, error and table line is drawn through here. In a terminal too
+        narrow for it, it wraps at words, and ``hang`` indents the lines after the first (so
+        that they go on under their column, not at the left edge); piped, it is one line."""
         segments = tuple((harmless(text), style) for text, style in segments)
+        if self.terminal and (self._console is None or hang):
+            width = (self._console.width if self._console is not None
+                     else shutil.get_terminal_size().columns)
+            segments = tuple(_wrapped(segments, width, hang))
         if self._console is None:
-            if self.interactive:
-                segments = tuple(_wrapped(segments, shutil.get_terminal_size().columns))
             colour = self.interactive and _colours_wanted()
             sys.stdout.write("".join(
                 f"\x1b[{_SGR[style]}m{text}\x1b[0m" if colour and style else text
@@ -193,22 +205,9 @@ class Renderer:
 
     def entry(self, term: str, text: str, column: int = 25) -> None:
         """One row of a two-column list (``help``): ``term`` indented by two, ``text`` from
-        ``column`` on (see ``hanging``)."""
+        ``column`` on, its continuation lines too (see ``line``)."""
         head = f"  {term:<{column - 3}} "
-        self.hanging(head + text, len(head))
-
-    def hanging(self, text: str, column: int) -> None:
-        """A line whose continuation, when a terminal is too narrow for it, goes on from
-        ``column`` (under its text, not at the left edge); piped, it stays one line."""
-        width = (self._console.width if self._console is not None
-                 else shutil.get_terminal_size().columns) if self.interactive else 0
-        if width - column < 20 or len(text) <= width:  # piped, too narrow, or it fits
-            self.info(text)
-            return
-        import textwrap
-
-        rows = textwrap.wrap(text, width, subsequent_indent=" " * column)
-        self.info("\n".join(rows))
+        self.line((head + text, ""), hang=len(head))
 
     def dim(self, message: str) -> None:
         self.line((message, "dim"))
@@ -333,6 +332,6 @@ class Renderer:
             self.info("No saved sessions.")
         for info in infos:
             for row in session_rows(info):
-                self.line(*row)
+                self.line(*row, hang=ROW_INDENT)
         for name, reason in problems:
             self.warn(f"{one_line(name)}: {one_line(reason)}")

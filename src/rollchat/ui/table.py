@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from rollchat.store import SessionInfo
 
 Row = tuple[tuple[str, str], ...]
+ROW_INDENT = 5  # where a row's second line starts, and its continuation lines in a terminal
 
 
 def session_rows(info: SessionInfo) -> list[Row]:
@@ -50,10 +51,13 @@ def more_line(page: Page, command: str) -> str | None:
             f"{command}")
 
 
-def hit_rows(hit: Hit) -> list[Row]:
-    """A search hit: its number, id, date and title, then its snippet."""
+def hit_rows(hit: Hit, terminal: bool) -> list[Row]:
+    """A search hit: its number, id, date and title, then its snippet, the matched words in
+    bold in a terminal and between ``**`` elsewhere."""
     return [
         ((f"{hit.number:>3}. ", "bold"), (one_line(hit.session_id), "cyan"),
          (f" · {hit.date:%Y-%m-%d %H:%M} · ", ""), (one_line(hit.title) or "(untitled)", "bold")),
-        ((f"     {one_line(hit.snippet)}", "dim"),),
+        (("     ", ""), *((one_line(text), "bold") if matched and terminal else
+                         (f"**{one_line(text)}**" if matched else one_line(text), "dim")
+                         for text, matched in hit.parts)),
     ]

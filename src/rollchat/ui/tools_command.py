@@ -45,5 +45,6 @@ def run_tools(app: ChatApp, arg: str) -> bool:
         line = f"  {name:<{width}}  {entry.source:<{source_width}}  {entry.state}{rule}"
         app.out.info(line)
         if entry.description:
-            app.out.dim(f"  {'':<{width}}  {'':<{source_width}}  {entry.description}")
+            column = width + source_width + 6
+            app.out.line((f"{'':<{column}}{entry.description}", "dim"), hang=column)
     return False
