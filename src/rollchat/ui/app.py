@@ -247,9 +247,11 @@ class ChatApp:
         if end.queries or end.restored:
             billed = (f"Tokens billed: "
                       f"{end.tokens + end.restoration_tokens + end.summary_tokens:,}")
-            parts = [f"{end.restoration_tokens:,} restoring the context"] * bool(
-                end.restoration_tokens) + [f"{end.summary_tokens:,} for summaries"] * bool(
-                end.summary_tokens)
+            parts = []
+            if end.restoration_tokens:
+                parts.append(f"{end.restoration_tokens:,} restoring the context")
+            if end.summary_tokens:
+                parts.append(f"{end.summary_tokens:,} for summaries")
             if parts:
                 billed += f" ({', '.join([f'{end.tokens:,} for the queries', *parts])})"
             lines = [f"Queries: {end.queries}", billed, *_costs(end)]

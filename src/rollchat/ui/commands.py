@@ -71,8 +71,11 @@ def _context(app: ChatApp, arg: str) -> bool:
         row = line[DETAIL_COLUMN - 3:DETAIL_COLUMN] == "  ("  # a layer's row with its detail
         app.out.line((line, ""), hang=DETAIL_COLUMN if row else 2)
     state = session.state
-    extra = [f"+{human_tokens(state.restoration_tokens)} restoring"] * bool(state.restored) \
-        + [f"+{human_tokens(state.summary_tokens)} for summaries"] * bool(state.summary_tokens)
+    extra = []
+    if state.restored:
+        extra.append(f"+{human_tokens(state.restoration_tokens)} restoring")
+    if state.summary_tokens:
+        extra.append(f"+{human_tokens(state.summary_tokens)} for summaries")
     app.out.dim(f"Session: {plural(state.queries, 'query')}, {human_tokens(state.tokens)} "
                 "tokens billed" + (f" ({', '.join(extra)})" if extra else ""))
     return False
