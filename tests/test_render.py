@@ -321,3 +321,18 @@ def test_wrapping_before_rich_is_loaded_hangs_the_continuation_lines() -> None:
     assert " ".join("".join(lines).split()) == " ".join(
         "".join(t for t, _ in segments).split())  # nothing lost
     assert "\n     " not in "".join(t for t, _ in _wrapped(segments, 22, hang=5))  # too narrow
+
+
+def test_a_long_fact_wraps_under_its_text_in_a_terminal() -> None:
+    from rollchat.memory.records import Fact
+    from rollchat.ui.memory_view import FACT_INDENT, draw_facts
+
+    fact = Fact(12, "prefers tabs over spaces in every Go and Python file of the billing "
+                "service", "preference", 1.0, "assistant_20261124_005457_fff2", 1,
+                datetime(2026, 11, 24, tzinfo=timezone.utc), None)
+    console, buf = _console()  # 80 columns
+    draw_facts(Renderer(console, interactive=True), [fact], [])
+    rows = buf.getvalue().splitlines()
+    assert rows[0].startswith("  12  prefers tabs") and len(rows) >= 3
+    assert all(row.startswith(" " * FACT_INDENT) and row[FACT_INDENT] != " "
+               for row in rows[1:-1]) and all(len(row) <= 80 for row in rows)

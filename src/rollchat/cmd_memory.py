@@ -182,7 +182,7 @@ def memory_prune(
     except RollchatError as exc:
         fail(str(exc), 1)
     _warn(store.take_problems())
-    from rollchat.ui.memory_view import fact_row
+    from rollchat.ui.memory_view import FACT_INDENT, fact_row
 
     out = _renderer()
     if not stale:
@@ -190,7 +190,7 @@ def memory_prune(
         return
     out.info(f"Unused for {age} days or more:")
     for fact in stale:
-        out.line(*fact_row(fact))
+        out.line(*fact_row(fact), hang=FACT_INDENT)
     if dry_run:
         out.dim(f"{len(stale)} to prune; nothing changed (--dry-run).")
         return
@@ -217,7 +217,7 @@ def _prune_secrets(store: MemoryStore, *, dry_run: bool, yes: bool) -> None:
     except RollchatError as exc:
         fail(str(exc), 1)
     _warn(store.take_problems())
-    from rollchat.ui.memory_view import fact_row
+    from rollchat.ui.memory_view import FACT_INDENT, fact_row
 
     out = _renderer()
     if not found:
@@ -225,7 +225,8 @@ def _prune_secrets(store: MemoryStore, *, dry_run: bool, yes: bool) -> None:
         return
     out.info("These facts look like a secret:")
     for fact, what, forgotten in found:
-        out.line(*fact_row(fact), (f"  ({what}{', forgotten' if forgotten else ''})", "dim"))
+        out.line(*fact_row(fact), (f"  ({what}{', forgotten' if forgotten else ''})", "dim"),
+                 hang=FACT_INDENT)
     if dry_run:
         out.dim(f"{len(found)} to remove; nothing changed (--dry-run).")
         return

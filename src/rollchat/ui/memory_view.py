@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 Row = tuple[tuple[str, str], ...]
 
 
+FACT_INDENT = 6  # where a fact's text starts, and its continuation lines in a terminal
+
+
 def fact_row(fact: Fact) -> Row:
     scope = " · user-level" if fact.scope == "user" else ""
     return ((f"{fact.id:>4}  ", "bold"), (one_line(fact.text), ""),
@@ -28,7 +31,7 @@ def draw_facts(out: Renderer, facts: Sequence[Fact], problems: Sequence[str]) ->
     if not facts:
         out.info("No facts remembered yet (remember TEXT adds one).")
     for fact in facts:
-        out.line(*fact_row(fact))
+        out.line(*fact_row(fact), hang=FACT_INDENT)
     if facts:
         out.dim(f"{plural(len(facts), 'fact')}; forget ID forgets one for good.")
     warning = secrets_warning(facts)
