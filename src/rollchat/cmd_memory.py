@@ -191,22 +191,33 @@ def memory_prune(
     out.info(f"Unused for {age} days or more:")
     for fact in stale:
         out.line(*fact_row(fact), hang=FACT_INDENT)
-    if dry_run:
-        out.dim(f"{len(stale)} to prune; nothing changed (--dry-run).")
+    if not _go_ahead(out, dry_run=dry_run, yes=yes, listed=f"{len(stale)} to prune",
+                     refusal=f"{len(stale)} facts would be forgotten",
+                     question=f"Forget these {len(stale)} facts for good?"):
         return
-    if not yes:
-        if not sys.stdin.isatty():
-            fail(f"{len(stale)} facts would be forgotten: pass --yes to confirm, or "
-                 "--dry-run to only list them", 1)
-        if not typer.confirm(f"Forget these {len(stale)} facts for good?"):
-            out.info("Nothing changed.")
-            return
     for fact in stale:
         try:
             store.forget(fact.id)
         except RollchatError as exc:
             out.warn(str(exc))
     out.info(f"Forgot {len(stale)} facts.")
+
+
+def _go_ahead(out: Renderer, *, dry_run: bool, yes: bool, listed: str, refusal: str,
+              question: str) -> bool:
+    """Whether a prune listed above goes ahead: not on --dry-run (``listed``: how many it
+    would change, said then), at once with --yes, else when the user says yes; without a
+    terminal to ask, it fails with ``refusal`` and how to go on."""
+    if dry_run:
+        out.dim(f"{listed}; nothing changed (--dry-run).")
+        return False
+    if not yes:
+        if not sys.stdin.isatty():
+            fail(f"{refusal}: pass --yes to confirm, or --dry-run to only list them", 1)
+        if not typer.confirm(question):
+            out.info("Nothing changed.")
+            return False
+    return True
 
 
 def _prune_secrets(store: MemoryStore, *, dry_run: bool, yes: bool) -> None:
@@ -227,16 +238,10 @@ def _prune_secrets(store: MemoryStore, *, dry_run: bool, yes: bool) -> None:
     for fact, what, forgotten in found:
         out.line(*fact_row(fact), (f"  ({what}{', forgotten' if forgotten else ''})", "dim"),
                  hang=FACT_INDENT)
-    if dry_run:
-        out.dim(f"{len(found)} to remove; nothing changed (--dry-run).")
+    if not _go_ahead(out, dry_run=dry_run, yes=yes, listed=f"{len(found)} to remove",
+                     refusal=f"{len(found)} facts would be removed from the file",
+                     question=f"Remove these {len(found)} facts from the file?"):
         return
-    if not yes:
-        if not sys.stdin.isatty():
-            fail(f"{len(found)} facts would be removed from the file: pass --yes to confirm, "
-                 "or --dry-run to only list them", 1)
-        if not typer.confirm(f"Remove these {len(found)} facts from the file?"):
-            out.info("Nothing changed.")
-            return
     try:
         removed = store.drop_secrets()
     except RollchatError as exc:

@@ -10,7 +10,6 @@ import contextlib
 import hashlib
 import json
 import os
-import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from rollchat.domain import Summary, Transcript, Turn
 from rollchat.errors import RollchatError, StoreError, TranscriptError
 from rollchat.listing import SessionInfo
+from rollchat.session_file import NOFOLLOW, atomic_write
 
 if TYPE_CHECKING:
     from rollchat.compaction.summarizer import SummaryOutcome
@@ -276,7 +276,7 @@ class CompactCache:
 
     def get(self, key: str) -> Compacted | None:
         try:
-            fd = os.open(self.path(key), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            fd = os.open(self.path(key), os.O_RDONLY | NOFOLLOW)
         except OSError:
             return None
         with os.fdopen(fd, "rb") as f:
@@ -293,20 +293,13 @@ class CompactCache:
         """Write the entry; None, or why it could not be written (not fatal: it is a cache)."""
         entry = {"version": CACHE_VERSION, "key": key, "result": result.as_json()}
         data = json.dumps(entry, ensure_ascii=False, indent=1).encode("utf-8", "surrogatepass")
-        tmp = self.dir / f".{key}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
         try:
             self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                         | getattr(os, "O_NOFOLLOW", 0), 0o600)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                os.replace(tmp, self.path(key))
-            finally:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+            atomic_write(self.path(key), data)
         except OSError as e:
             return f"could not cache the summary in {self.dir}: {e.strerror or e}"
+        except StoreError as e:
+            return f"could not cache the summary: {e}"
         self._prune()
         return None
 

@@ -208,15 +208,21 @@ def _kind(value: Any) -> str | None:
 # ------------------------------------------------------------------ the formats
 
 
-def _claude(lines: list[tuple[int, Any]], out: Imported) -> None:
-    build = _Builder()
+def _objects(lines: list[tuple[int, Any]], out: Imported) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The lines that are JSON objects, with their numbers; the others are recorded in
+    ``out.skipped`` with the reason."""
     for number, value in lines:
         if isinstance(value, _Bad):
             out.skipped.append((number, f"{value.why} (skipped)"))
-            continue
-        if not isinstance(value, dict):
+        elif not isinstance(value, dict):
             out.skipped.append((number, "not a JSON object (skipped)"))
-            continue
+        else:
+            yield number, value
+
+
+def _claude(lines: list[tuple[int, Any]], out: Imported) -> None:
+    build = _Builder()
+    for number, value in _objects(lines, out):
         if value.get("type") not in _CLAUDE_TYPES or value.get("isSidechain") is True:
             continue  # summaries, system lines, snapshots, sub-agents
         message = value.get("message")
@@ -255,13 +261,7 @@ def _claude_content(build: _Builder, role: str, content: str | list[Any]) -> Non
 
 def _codex(lines: list[tuple[int, Any]], out: Imported) -> None:
     build = _Builder()
-    for number, value in lines:
-        if isinstance(value, _Bad):
-            out.skipped.append((number, f"{value.why} (skipped)"))
-            continue
-        if not isinstance(value, dict):
-            out.skipped.append((number, "not a JSON object (skipped)"))
-            continue
+    for number, value in _objects(lines, out):
         build.when(value.get("timestamp"))
         item = value.get("payload") if value.get("type") in _CODEX_TYPES else value
         if value.get("type") == "turn_context" and isinstance(item, dict) and \

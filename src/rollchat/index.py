@@ -30,6 +30,7 @@ from typing import Any
 
 from rollchat.errors import StoreError, TranscriptError
 from rollchat.listing import Listing, SessionInfo, choose, file_info
+from rollchat.session_file import NOFOLLOW
 
 INDEX_NAME = ".index.sqlite"
 SCHEMA = "rollchat-index 2"  # 2: SessionInfo.imported_from
@@ -161,7 +162,7 @@ def _parts(path: str, info: SessionInfo) -> list[tuple[str, str]]:
 
     parts = [("title", info.title)] if info.title else []
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW)
     except OSError:
         return parts
     try:

@@ -117,14 +117,20 @@ def check_fact_fields(text: Any, category: Any, confidence: Any) -> str:
     return clean_text(text)
 
 
-def parse_fact(line: str, scope: str) -> Stored:
-    """A facts-file line as a Stored fact; RecordError when it is not one."""
+def _object(line: str) -> dict[str, Any]:
+    """A line's JSON object; RecordError when it is not one."""
     try:
         data = json.loads(line)
     except ValueError as e:
         raise RecordError(f"not JSON ({e})") from None
     if not isinstance(data, dict):
         raise RecordError("not a JSON object")
+    return data
+
+
+def parse_fact(line: str, scope: str) -> Stored:
+    """A facts-file line as a Stored fact; RecordError when it is not one."""
+    data = _object(line)
     unknown = sorted(set(data) - set(FACT_KEYS))
     if unknown:
         raise RecordError(f"unknown key {unknown[0]!r}")
@@ -165,12 +171,7 @@ def id_in_damaged(line: str) -> int | None:
 
 
 def parse_episode(line: str) -> Episode:
-    try:
-        data = json.loads(line)
-    except ValueError as e:
-        raise RecordError(f"not JSON ({e})") from None
-    if not isinstance(data, dict):
-        raise RecordError("not a JSON object")
+    data = _object(line)
     session_id, summary = data.get("session_id"), data.get("summary")
     if not isinstance(session_id, str) or not session_id:
         raise RecordError('"session_id" must be a non-empty string')

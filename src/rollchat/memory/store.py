@@ -13,16 +13,14 @@ change; a forgotten fact keeps its id and its line (a tombstone) and is never ad
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from rollchat.errors import RollchatError
+from rollchat.errors import RollchatError, StoreError
 from rollchat.listing import slug
 from rollchat.memory import search
 from rollchat.memory.records import (
@@ -41,6 +39,7 @@ from rollchat.memory.records import (
     parse_fact,
 )
 from rollchat.memory.sensitive import secret_in
+from rollchat.session_file import NOFOLLOW, atomic_write, write_all
 
 __all__ = ["Episode", "Fact", "MemoryStore", "MemoryStoreError", "SecretRefused",
            "default_user_dir"]
@@ -49,7 +48,6 @@ MEMORY_DIR = "memory"
 USER_FILE = "user.facts.jsonl"
 USER_ID_BASE = 100_000
 LOCK_WAIT = 10.0  # seconds a write waits for another process's write
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 class MemoryStoreError(RollchatError):
@@ -111,7 +109,7 @@ class MemoryStore:
 
     def _read_lines(self, path: Path) -> list[bytes]:
         try:
-            fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+            fd = os.open(path, os.O_RDONLY | NOFOLLOW)
         except FileNotFoundError:
             return []
         except OSError as e:
@@ -197,14 +195,12 @@ class MemoryStore:
         """Append one line (holding the lock), after a newline if a damaged last line has
         none, fsynced."""
         data = line.encode("utf-8") + b"\n"
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600)
         try:
             size = os.fstat(fd).st_size
             if size and _last_byte(path, size) != b"\n":
                 data = b"\n" + data
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -218,27 +214,15 @@ class MemoryStore:
 
     def _write_text(self, path: Path, text: str) -> None:
         """Replace the file with ``text`` (the caller holds its lock)."""
-        try:
-            self._write(path, text.encode("utf-8"))
-        except OSError as e:
-            raise MemoryStoreError(f"cannot write {path}: {_why(e, path)}") from None
+        self._write(path, text.encode("utf-8"))
 
     def _write(self, path: Path, data: bytes) -> None:
-        temp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        """Replace the file with ``data`` (a temporary file, fsync, rename); the caller holds
+        its lock. MemoryStoreError, the file left unchanged, when it cannot."""
         try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(temp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
+            atomic_write(path, data)
+        except StoreError as e:
+            raise MemoryStoreError(str(e)) from None
 
     def _target(self, category: str) -> tuple[Path, str]:
         if self.scope == "user" and category in PERSONAL and self.user_path is not None:
@@ -354,10 +338,7 @@ class MemoryStore:
                     continue
                 data = b"".join(raw + b"\n" for i, raw in enumerate(read.lines)
                                 if i not in gone)
-                try:
-                    self._write(path, data)
-                except OSError as e:
-                    raise MemoryStoreError(f"cannot write {path}: {_why(e, path)}") from None
+                self._write(path, data)
                 dropped += [read.records[i].fact for i in gone]
         return dropped
 
