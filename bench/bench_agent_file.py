@@ -20,10 +20,10 @@ from pathlib import Path
 AGENT = Path(__file__).resolve().parents[1] / "examples" / "notes_agent" / "agent.py"
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 LOAD = ("import time; t0 = time.perf_counter(); from pathlib import Path; "
-        "from rollchat.agent_file import load_agent_file; "
+        "from rollchat.agents.file import load_agent_file; "
         f"a = load_agent_file(Path({str(AGENT)!r})); "
         "print(time.perf_counter() - t0, len(a.tools))")
-BASE = ("import time; t0 = time.perf_counter(); import rollchat.config; "
+BASE = ("import time; t0 = time.perf_counter(); import rollchat.config.settings; "
         "print(time.perf_counter() - t0, 0)")
 
 
@@ -41,7 +41,7 @@ def main() -> None:
     _in_fresh_interpreter(LOAD)  # warm the byte-code caches
     base = [_in_fresh_interpreter(BASE) for _ in range(args.runs)]
     load = [_in_fresh_interpreter(LOAD) for _ in range(args.runs)]
-    print(f"import rollchat.config        median {statistics.median(base) * 1000:7.1f} ms")
+    print(f"import rollchat.config.settings        median {statistics.median(base) * 1000:7.1f} ms")
     print(f"load the example agent file  median {statistics.median(load) * 1000:7.1f} ms   "
           f"min {min(load) * 1000:7.1f} ms  (3 tools, pydantic + docstring_parser imported)")
 

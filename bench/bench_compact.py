@@ -26,8 +26,8 @@ from tests.compact_fixtures import T0, make_sessions, turn
 from tests.test_compact_command import SUMMARY_REPLY
 from tests.wire_servers import OpenAIDialect, Reply, WireServer
 
-from rollchat.store import SessionStore
-from rollchat.transcript import render_turn
+from rollchat.storage.store import SessionStore
+from rollchat.storage.transcript import render_turn
 
 FOCUS = "port"
 

@@ -23,15 +23,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn, Usage
-from rollchat.index import INDEX_NAME
-from rollchat.store import SessionStore
-from rollchat.transcript import render
+from rollchat.storage.index import INDEX_NAME
+from rollchat.storage.store import SessionStore
+from rollchat.storage.transcript import render
 
 T0 = datetime(2026, 1, 1, 9, 0, tzinfo=timezone.utc)
-VOCAB = ("redis kafka postgres nginx terraform grafana docker ansible limiter bucket cache "
-         "schema migration deploy rollback latency budget queue worker cron backup index "
-         "token session parser lexer compiler test fixture release branch merge review "
-         "invoice billing customer report dashboard alert metric trace span").split()
+VOCAB = ["redis", "kafka", "postgres", "nginx", "terraform", "grafana", "docker", "ansible", "limiter", "bucket", "cache", "schema", "migration", "deploy", "rollback", "latency", "budget", "queue", "worker", "cron", "backup", "index", "token", "session", "parser", "lexer", "compiler", "test", "fixture", "release", "branch", "merge", "review", "invoice", "billing", "customer", "report", "dashboard", "alert", "metric", "trace", "span"]
 
 
 def _text(rng: random.Random, words: int) -> str:

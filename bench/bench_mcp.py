@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from rollchat.config_mcp import check_server
+from rollchat.config.mcp_servers import check_server
 from rollchat.providers.base import ToolSpec
 from rollchat.tools import Tool
 from rollchat.tools.mcp import McpServers

@@ -19,7 +19,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from rollchat.listing import SessionInfo
+from rollchat.storage.listing import SessionInfo
 from rollchat.ui.picker import Picker
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -53,8 +53,8 @@ def listing(count: int) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_listing import write_sessions
 
-    from rollchat.listing import file_info, numbered
-    from rollchat.store import SessionStore
+    from rollchat.storage.listing import file_info, numbered
+    from rollchat.storage.store import SessionStore
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "sessions"

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.test_autocompact import COUNTER, FakeProvider, build_app, user_message
 
-from rollchat import policy as policy_module
+from rollchat.compaction import policy as policy_module
 from rollchat.providers.base import ChatRequest, StreamEvent, TextDelta
 
 THINK_SECONDS = 0.2

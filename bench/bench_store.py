@@ -11,8 +11,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn, Usage
-from rollchat.store import SessionStore
-from rollchat.transcript import render
+from rollchat.storage.store import SessionStore
+from rollchat.storage.transcript import render
 
 T0 = datetime(2026, 11, 22, 14, 30, 22, tzinfo=timezone.utc)
 SUMMARY = Summary("Initial session.", ("rate limiter", "token buckets"), ("use Redis",),

@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from rollchat.config import AgentConfig, Config
-from rollchat.context import Context
+from rollchat.compaction.policy import plan
+from rollchat.config.settings import AgentConfig, Config
 from rollchat.domain import Message, ToolCall, Turn, Usage
-from rollchat.engine import Engine
-from rollchat.policy import plan
+from rollchat.engine.context import Context
+from rollchat.engine.core import Engine
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -26,8 +26,8 @@ from rollchat.providers.base import (
     TextDelta,
     UsageEvent,
 )
-from rollchat.session import Session
-from rollchat.store import MemoryStore
+from rollchat.session.core import Session
+from rollchat.storage.store import MemoryStore
 
 SIZES = (10, 1_000, 10_000)
 REPEATS = 30

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rollchat.errors import RollchatError
-from rollchat.store import SessionStore
-from rollchat.transcript import parse
+from rollchat.storage.store import SessionStore
+from rollchat.storage.transcript import parse
 
 TOPICS = ("we decided to use postgres for the queue", "what about the rate limiter?",
           "the cache layer needs a TTL of five minutes", "how do we test the retry logic?",

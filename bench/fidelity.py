@@ -22,15 +22,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.fidelity_data import KINDS, Plant, conversation
 
 from rollchat import providers
-from rollchat.config import AgentConfig, Config, SessionConfig, UIConfig
-from rollchat.context import Context
+from rollchat.config.settings import AgentConfig, Config, SessionConfig, UIConfig
 from rollchat.domain import Summary
-from rollchat.engine import Engine
+from rollchat.engine.context import Context
+from rollchat.engine.core import Engine
 from rollchat.errors import RollchatError
 from rollchat.events import TextDelta
 from rollchat.providers.base import Provider, RetryPolicy
-from rollchat.session import Session
-from rollchat.store import MemoryStore
+from rollchat.session.core import Session
+from rollchat.storage.store import MemoryStore
 
 SYSTEM = "You are a helpful engineering assistant. Answer briefly."
 

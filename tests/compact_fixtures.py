@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from rollchat.domain import Summary, Turn, Usage
-from rollchat.store import SessionStore
+from rollchat.storage.store import SessionStore
 
 T0 = datetime(2026, 11, 22, 14, 30, 0, tzinfo=timezone.utc)
 PARENT_SUMMARY = Summary(

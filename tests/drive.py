@@ -6,9 +6,9 @@ from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
 from rollchat.domain import Turn
-from rollchat.engine import Answer
+from rollchat.engine.core import Answer
 from rollchat.events import Event
-from rollchat.session import Session
+from rollchat.session.core import Session
 from rollchat.ui.app import ChatApp
 from rollchat.ui.render import Renderer
 

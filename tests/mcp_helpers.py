@@ -13,9 +13,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from rollchat.config_mcp import McpServerConfig, check_server
-from rollchat.context import Context
-from rollchat.engine import Engine
+from rollchat.config.mcp_servers import McpServerConfig, check_server
+from rollchat.engine.context import Context
+from rollchat.engine.core import Engine
 from rollchat.providers.base import RetryPolicy
 from rollchat.providers.offline import OfflineProvider
 from rollchat.tools.mcp import McpServers

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn, Usage
-from rollchat.transcript import render
+from rollchat.storage.transcript import render
 
 BASE = datetime(2026, 5, 1, 9, 0, tzinfo=timezone.utc)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rollchat.transcript import parse
+from rollchat.storage.transcript import parse
 from tests.e2e import run_piped, write_config
 
 

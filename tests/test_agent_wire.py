@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from rollchat.transcript import parse
+from rollchat.storage.transcript import parse
 from tests.e2e import clean_env, run_piped
 from tests.wire_servers import WireServer, anthropic_server, openai_server, text, tool, tools
 

@@ -16,15 +16,15 @@ from rich.console import Console
 
 from rollchat.compaction.extractive import condense
 from rollchat.compaction.request import SUMMARY_SYSTEM_PROMPT
-from rollchat.config import AgentConfig, Config
-from rollchat.context import Context
+from rollchat.config.settings import AgentConfig, Config
 from rollchat.domain import Message, Summary
-from rollchat.engine import Engine
+from rollchat.engine.context import Context
+from rollchat.engine.core import Engine
 from rollchat.providers.base import ChatRequest, RetryPolicy, ServerError, StreamEvent, TextDelta
 from rollchat.providers.offline import OfflineProvider
-from rollchat.session import Session
-from rollchat.store import SessionStore
-from rollchat.transcript import (
+from rollchat.session.core import Session
+from rollchat.storage.store import SessionStore
+from rollchat.storage.transcript import (
     FALLBACK_NOTE,
     SUMMARY_END,
     SUMMARY_START,

@@ -10,9 +10,9 @@ import pexpect
 
 from rollchat.domain import ToolCall
 from rollchat.providers.base import ToolSpec
+from rollchat.storage.transcript import parse
 from rollchat.tools import Tool
 from rollchat.tools.approval import Gate
-from rollchat.transcript import parse
 from tests.e2e import PROMPT, spawn
 
 AGENT = '''

@@ -15,12 +15,13 @@ import pytest
 from rich.console import Console
 
 from rollchat.compaction.request import HEADING_WORDS
-from rollchat.config import AgentConfig, Config, ModelConfig, SessionConfig
-from rollchat.context import Context
+from rollchat.config.settings import AgentConfig, Config, ModelConfig, SessionConfig
 from rollchat.domain import ToolCall, Turn, Usage
-from rollchat.engine import Engine
+from rollchat.engine.context import Context
+from rollchat.engine.core import Engine
 from rollchat.errors import RollchatError
 from rollchat.events import CompactionStarted, Event, Planned, TurnFinished
+from rollchat.models.tokens import TokenCounter, context_window
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -31,11 +32,10 @@ from rollchat.providers.base import (
     ToolSpec,
     UsageEvent,
 )
-from rollchat.session import Session
-from rollchat.store import SessionStore
-from rollchat.tokens import TokenCounter, context_window
+from rollchat.session.core import Session
+from rollchat.storage.store import SessionStore
+from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse
 from rollchat.tools import Tool
-from rollchat.transcript import SUMMARY_END, SUMMARY_START, parse
 from rollchat.ui.app import ChatApp
 from rollchat.ui.render import Renderer
 from tests.drive import chat_app, tapped

@@ -16,11 +16,11 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from rollchat.config import SessionConfig, auto_mode
+from rollchat.compaction.policy import GAUGE_LEVELS, PolicyState, gauge_level, plan
+from rollchat.config.settings import SessionConfig, auto_mode
 from rollchat.errors import ConfigError
 from rollchat.events import CompactionStarted
-from rollchat.policy import GAUGE_LEVELS, PolicyState, gauge_level, plan
-from rollchat.session import CompactChoice
+from rollchat.session.core import CompactChoice
 from rollchat.ui.repl import gauge, handle_line, toolbar_parts, toolbar_text
 from tests.e2e import PROMPT, clean_env, spawn, write_config
 from tests.test_autocompact import Built, FakeProvider, build_app, user_message

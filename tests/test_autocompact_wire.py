@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from rollchat.config import SessionConfig
+from rollchat.config.settings import SessionConfig
 from rollchat.domain import Message, Turn
 from rollchat.events import AnswerStarted, Event, Planned
 from rollchat.providers.anthropic import AnthropicProvider
 from rollchat.providers.openai import OpenAIProvider
-from rollchat.state import CARRIED_PREFIX
+from rollchat.session.state import CARRIED_PREFIX
+from rollchat.storage.transcript import parse
 from rollchat.tools import ARCHIVE_TOOL_NAME
-from rollchat.transcript import parse
 from rollchat.ui.app import ChatApp
 from tests.test_autocompact import COUNTER, SYSTEM, TOPICS, Built, build_app, summary_text
 from tests.wire_servers import (

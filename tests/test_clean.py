@@ -1,4 +1,5 @@
-"""rollchat.clean: what any text becomes where it enters, and that the session file keeps it."""
+"""rollchat.text.clean: what any text becomes where it enters, and that the session file keeps
+it."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from datetime import datetime, timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rollchat.clean import StreamCleaner, clean, clean_value, decode, encode
 from rollchat.domain import SessionHeader, Summary, ToolCall, ToolExchange, Transcript, Turn, Usage
-from rollchat.transcript import glance, parse, render
+from rollchat.storage.transcript import glance, parse, render
+from rollchat.text.clean import StreamCleaner, clean, clean_value, decode, encode
 
 # Every code point, surrogates included (hypothesis leaves them out by default).
 ANY_CHAR = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=())

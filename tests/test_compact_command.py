@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from rollchat import cli
-from rollchat.compact_op import CACHE_DIR
+from rollchat.cli import main as cli
+from rollchat.compaction.saved import CACHE_DIR
 from rollchat.domain import Summary
-from rollchat.store import SessionStore
-from rollchat.transcript import render_turn
+from rollchat.storage.store import SessionStore
+from rollchat.storage.transcript import render_turn
 from tests.compact_fixtures import (
     OFFLINE_CONFIG,
     PARENT_SUMMARY,
@@ -238,7 +238,7 @@ def test_a_session_open_in_another_process_is_summarized_read_only(
         sessions: Sessions, tmp_path: Path) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time\nfrom pathlib import Path\n"
-         "from rollchat.locks import SessionLocks\n"
+         "from rollchat.storage.locks import SessionLocks\n"
          "assert SessionLocks(Path(sys.argv[1])).acquire(sys.argv[2])\n"
          "print('held', flush=True)\ntime.sleep(60)\n", str(sessions.root), sessions.child],
         stdout=subprocess.PIPE, text=True)
@@ -255,7 +255,7 @@ def test_a_session_open_in_another_process_is_summarized_read_only(
 
 
 def test_the_summary_shape_is_the_summary_type() -> None:
-    from rollchat.compact_op import summary_markdown
+    from rollchat.compaction.saved import summary_markdown
 
     text_ = summary_markdown(Summary("Bg.", ("a\nb",), (), ("p",)))
     assert text_ == ("**Background Context:** Bg.\n\n**Topics Discussed:**\n- a\n  b\n\n"

@@ -11,7 +11,7 @@ import pytest
 
 from rollchat.compaction.request import SUMMARY_SYSTEM_PROMPT
 from rollchat.memory.layers import split_block
-from rollchat.transcript import FALLBACK_NOTE, SUMMARY_END, SUMMARY_START, parse
+from rollchat.storage.transcript import FALLBACK_NOTE, SUMMARY_END, SUMMARY_START, parse
 from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
 from tests.wire_servers import (
     WireServer,

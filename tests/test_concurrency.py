@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from rollchat.domain import Summary, Transcript, Turn, Usage
-from rollchat.store import SessionStore
-from rollchat.transcript import parse
+from rollchat.storage.store import SessionStore
+from rollchat.storage.transcript import parse
 from tests.e2e import clean_env, write_config
 
 PROCS = 8
@@ -25,7 +25,7 @@ WRITER = r"""
 import sys, time
 from datetime import datetime, timezone
 from pathlib import Path
-from rollchat.store import SessionStore
+from rollchat.storage.store import SessionStore
 from rollchat.domain import Summary, Transcript, Turn, Usage
 
 root, who, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])

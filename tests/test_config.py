@@ -12,7 +12,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rollchat.config import (
+from rollchat.config.settings import (
     OFFLINE_WORD_DELAY,
     PROVIDERS,
     AgentConfig,
@@ -23,7 +23,7 @@ from rollchat.config import (
     load_config,
     word_delay,
 )
-from rollchat.config_trust import record_trust
+from rollchat.config.trust import record_trust
 from rollchat.errors import ConfigError
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "config.example.yml"

@@ -15,8 +15,8 @@ from types import ModuleType
 import pytest
 
 from rollchat.domain import Summary, Turn, Usage
-from rollchat.store import SessionStore
-from rollchat.transcript import parse
+from rollchat.storage.store import SessionStore
+from rollchat.storage.transcript import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = datetime(2026, 11, 22, 14, 30, tzinfo=timezone.utc)
@@ -25,8 +25,8 @@ T0 = datetime(2026, 11, 22, 14, 30, tzinfo=timezone.utc)
 HELPER = r"""
 import os, sys, time
 from datetime import datetime, timezone
-from rollchat import session_file as sf
-from rollchat import store as st
+from rollchat.storage import session_file as sf
+from rollchat.storage import store as st
 from rollchat.domain import SessionHeader, Summary, Turn, Usage
 
 def block(*args, **kwargs):

@@ -1,7 +1,8 @@
 """Disk full (ENOSPC) and a read-only sessions directory: a clear message, the chat goes on in
 memory, nothing already saved is truncated, a failed summary rewrite leaves the file intact.
 
-The faults are injected by replacing the ``os`` module inside ``rollchat.store`` with a proxy
+The faults are injected by replacing the ``os`` module inside ``rollchat.storage.store`` with a
+proxy
 (root ignores directory permissions, so a chmod alone proves nothing here).
 """
 
@@ -20,17 +21,17 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-import rollchat.session_file
-import rollchat.store
-from rollchat import cli
-from rollchat.config import AgentConfig, Config, UIConfig
-from rollchat.context import Context
+import rollchat.storage.session_file
+import rollchat.storage.store
+from rollchat.cli import main as cli
+from rollchat.config.settings import AgentConfig, Config, UIConfig
 from rollchat.domain import Message
-from rollchat.engine import Engine
+from rollchat.engine.context import Context
+from rollchat.engine.core import Engine
 from rollchat.providers.base import ChatRequest, RetryPolicy
 from rollchat.providers.offline import OfflineProvider
-from rollchat.store import SessionStore
-from rollchat.transcript import parse
+from rollchat.storage.store import SessionStore
+from rollchat.storage.transcript import parse
 from rollchat.ui.app import ChatApp
 from rollchat.ui.render import Renderer
 from rollchat.ui.repl import handle_line
@@ -40,7 +41,7 @@ SYSTEM = "You are a disk test assistant."
 
 
 class FaultyOS:
-    """The ``os`` module as ``rollchat.store`` sees it, with injectable faults.
+    """The ``os`` module as ``rollchat.storage.store`` sees it, with injectable faults.
 
     ``space``: bytes that may still be written to files ``target`` accepts (None: unlimited);
     a write past it writes what fits, then fails with ENOSPC. ``fail_fsync``: fsync of a
@@ -96,8 +97,8 @@ class FaultyOS:
 @pytest.fixture
 def fs(monkeypatch: pytest.MonkeyPatch) -> FaultyOS:
     proxy = FaultyOS()
-    monkeypatch.setattr(rollchat.store, "os", proxy)
-    monkeypatch.setattr(rollchat.session_file, "os", proxy)  # appends and header totals
+    monkeypatch.setattr(rollchat.storage.store, "os", proxy)
+    monkeypatch.setattr(rollchat.storage.session_file, "os", proxy)  # appends and header totals
     return proxy
 
 
@@ -205,7 +206,7 @@ def test_enospc_writing_gitignore_leaves_no_unprotected_directory(tmp_path: Path
     root = tmp_path / "sessions"
     fs.target = lambda path: path.name == ".gitignore"
     fs.space = 12  # "# rollchat t" fits, the "*" line does not
-    with pytest.raises(rollchat.store.StoreError, match="No space left on device"):
+    with pytest.raises(rollchat.storage.store.StoreError, match="No space left on device"):
         SessionStore(root).ensure()
     assert not root.exists()  # the next start creates it again, .gitignore included
     fs.space = None
@@ -251,7 +252,7 @@ def test_failed_rewrite_keeps_an_earlier_summary(tmp_path: Path, fs: FaultyOS) -
     assert summary is not None
     fs.target = lambda p: p.name.startswith(".")
     fs.space = 0
-    with pytest.raises(rollchat.store.StoreError, match="left unchanged"):
+    with pytest.raises(rollchat.storage.store.StoreError, match="left unchanged"):
         store.finalize(path.stem, summary, total_queries=9, total_tokens=9)
     assert path.read_bytes() == first
 

@@ -1,4 +1,4 @@
-"""Durability where a user meets it, with the ``os`` module of rollchat.store replaced by a
+"""Durability where a user meets it, with the ``os`` module of rollchat.storage.store replaced by a
 recorder: a turn is fsynced before the user is told it is done; every rewrite (summary, forward
 link) fsyncs its temporary file, renames it, then fsyncs the directory; a new file is linked,
 then the directory fsynced; and an id collision never truncates the session already there,
@@ -13,18 +13,19 @@ from typing import Any
 
 import pytest
 
-import rollchat.session_file
-import rollchat.store
+import rollchat.storage.session_file
+import rollchat.storage.store
 from rollchat.domain import Summary, Turn, Usage
 from rollchat.events import Event, TurnFinished
-from rollchat.store import SessionStore
-from rollchat.transcript import parse
+from rollchat.storage.store import SessionStore
+from rollchat.storage.transcript import parse
 from tests.drive import drain
 from tests.test_session import make
 
 
 class RecordingOS:
-    """``os`` as rollchat.store sees it, logging (what, file name) for writes, fsyncs, links and
+    """``os`` as rollchat.storage.store sees it, logging (what, file name) for writes, fsyncs,
+    links and
     renames, in order. ``links``: False makes every hard link fail as on a filesystem without
     them (EPERM)."""
 
@@ -63,8 +64,8 @@ class RecordingOS:
 @pytest.fixture
 def rec(monkeypatch: pytest.MonkeyPatch) -> RecordingOS:
     proxy = RecordingOS()
-    monkeypatch.setattr(rollchat.store, "os", proxy)
-    monkeypatch.setattr(rollchat.session_file, "os", proxy)  # appends and header totals
+    monkeypatch.setattr(rollchat.storage.store, "os", proxy)
+    monkeypatch.setattr(rollchat.storage.session_file, "os", proxy)  # appends and header totals
     return proxy
 
 
@@ -131,7 +132,7 @@ def test_an_id_collision_never_truncates_the_session_there(
     before = (root / old.file_name).read_bytes()
     fresh = f"{old.session_id[:-4]}beef" if not old.session_id.endswith("beef") else "x_1_2_3"
     # the new session is offered the taken id first
-    monkeypatch.setattr(rollchat.store, "new_ids", lambda key, now: [old.session_id, fresh])
+    monkeypatch.setattr(rollchat.storage.store, "new_ids", lambda key, now: [old.session_id, fresh])
     rec.links = links
     core, _, _ = make()
     core.store = store

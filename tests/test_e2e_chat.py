@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pexpect
 
-from rollchat.transcript import parse
+from rollchat.storage.transcript import parse
 from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
 
 ESC = re.compile(r"\x1b")

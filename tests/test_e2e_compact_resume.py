@@ -10,7 +10,7 @@ from pathlib import Path
 import pexpect
 
 from rollchat.domain import Transcript
-from rollchat.transcript import SUMMARY_END, SUMMARY_START, parse
+from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse
 from tests.e2e import PROMPT, run_piped, spawn, write_config
 
 FAST = "ui:\n  offline_word_delay: 0\n"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pexpect
 
-from rollchat.transcript import parse
+from rollchat.storage.transcript import parse
 from tests.e2e import PROMPT, clean_env, spawn, write_config
 from tests.wire_servers import WireServer, error, openai_server, text
 

@@ -6,9 +6,9 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
-from rollchat.context import Context
 from rollchat.domain import Message, ToolCall, Usage
-from rollchat.engine import INTERRUPTED_NOTE, Engine
+from rollchat.engine.context import Context
+from rollchat.engine.core import INTERRUPTED_NOTE, Engine
 from rollchat.events import Event as EngineEvent
 from rollchat.events import Notice
 from rollchat.providers.base import (

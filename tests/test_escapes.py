@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn, Usage
-from rollchat.transcript import render
+from rollchat.storage.transcript import render
 from rollchat.ui.sanitize import harmless, one_line
 from tests.e2e import clean_env, run_piped, write_config
 

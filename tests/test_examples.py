@@ -7,7 +7,7 @@ import re
 import shlex
 from pathlib import Path
 
-from rollchat.transcript import parse
+from rollchat.storage.transcript import parse
 from tests.e2e import run_piped
 
 ROOT = Path(__file__).resolve().parents[1]

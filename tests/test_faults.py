@@ -16,7 +16,7 @@ import pytest
 
 from rollchat.domain import Turn
 from rollchat.memory.layers import split_block
-from rollchat.transcript import parse
+from rollchat.storage.transcript import parse
 from tests.e2e import clean_env, run_piped, write_config
 from tests.wire_servers import (
     AnthropicDialect,

@@ -7,7 +7,7 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-from rollchat.audit import audit, audit_line, find_items
+from rollchat.compaction.audit import audit, audit_line, find_items
 from rollchat.compaction.carry import merge_summaries, resolves
 from rollchat.domain import Summary, ToolCall, ToolExchange, Turn
 from rollchat.events import Notice

@@ -14,14 +14,15 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from rollchat import cli, providers
-from rollchat.config import AgentConfig, Config, ConfigOverrides, load_config
+from rollchat import providers
+from rollchat.cli import main as cli
+from rollchat.config.settings import AgentConfig, Config, ConfigOverrides, load_config
 from rollchat.domain import SessionHeader, Transcript, Turn
-from rollchat.handoff import CONTEXT_TAG, mention, relevant_turns
 from rollchat.memory.layers import split_block
 from rollchat.providers.base import ChatRequest, StreamEvent
 from rollchat.providers.offline import OfflineProvider
-from rollchat.transcript import parse, render
+from rollchat.session.handoff import CONTEXT_TAG, mention, relevant_turns
+from rollchat.storage.transcript import parse, render
 from rollchat.ui.app import ChatApp
 from rollchat.ui.render import Renderer
 from rollchat.ui.repl import Starting, handle_line, prompt_text

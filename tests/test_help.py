@@ -25,7 +25,7 @@ def test_help_is_plain_text(tmp_path: Path, command: list[str]) -> None:
 
 PROBE = """
 import sys
-from rollchat.cli import app
+from rollchat.cli.main import app
 try:
     app(["show", "--help"], prog_name="rollchat")
 except SystemExit:

@@ -9,7 +9,7 @@ import itertools
 from pathlib import Path
 
 from rollchat.domain import Message, ToolCall
-from rollchat.history import MOST_OLDER, RelevantHistory
+from rollchat.engine.history import MOST_OLDER, RelevantHistory
 from rollchat.memory.layers import split_block
 from rollchat.memory.search import rank
 from tests.e2e import clean_env, run_piped

@@ -18,12 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rollchat import store as store_module
-from rollchat.clean import clean
-from rollchat.config import load_config
-from rollchat.context import Context
+from rollchat.config.settings import load_config
 from rollchat.domain import SessionHeader, Summary, ToolCall, Transcript, Turn, Usage
-from rollchat.engine import Engine
+from rollchat.engine.context import Context
+from rollchat.engine.core import Engine
 from rollchat.errors import ConfigError, TranscriptError
 from rollchat.providers.base import (
     ChatRequest,
@@ -33,10 +31,12 @@ from rollchat.providers.base import (
     TextDelta,
     ToolCallEvent,
 )
-from rollchat.store import SessionStore
+from rollchat.storage import store as store_module
+from rollchat.storage.store import SessionStore
+from rollchat.storage.transcript import HEAD_MAX_BYTES, TAIL_MAX_BYTES, parse, render
+from rollchat.text.clean import clean
 from rollchat.tools import ARCHIVE_TOOL_NAME
 from rollchat.tools.archive import archive_tool
-from rollchat.transcript import HEAD_MAX_BYTES, TAIL_MAX_BYTES, parse, render
 from tests.drive import drain
 from tests.e2e import PROMPT, clean_env, default_signals, run_piped, write_config
 from tests.wire_servers import WireServer, openai_server, text
@@ -247,7 +247,7 @@ def test_listing_a_200_mb_file_reads_no_more_than_a_small_one(
     zeros.mkdir()
     with open(zeros / f"{GOOD}.md", "wb") as f:
         f.truncate(200 * 1024 * 1024)
-    from rollchat.index import TEXT_MAX_BYTES
+    from rollchat.storage.index import TEXT_MAX_BYTES
 
     for root in (small, big, zeros):  # written a while ago (a file written within the last
         path = root / f"{GOOD}.md"  # 2 s is re-read at every listing: see index.RACY_NS)

@@ -2,7 +2,7 @@ import json
 import re
 
 from rollchat.domain import Message, ToolCall
-from rollchat.hygiene import (
+from rollchat.engine.hygiene import (
     MISSING_RESULT,
     drop_leading_orphans,
     fit_tool_result,
@@ -11,7 +11,7 @@ from rollchat.hygiene import (
     repair,
     shorten,
 )
-from rollchat.tokens import TokenCounter
+from rollchat.models.tokens import TokenCounter
 
 
 def _call(i: str) -> Message:

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rollchat import cli
-from rollchat.importer import read_transcript
-from rollchat.transcript import parse
+from rollchat.cli import main as cli
+from rollchat.storage.importer import read_transcript
+from rollchat.storage.transcript import parse
 from tests.e2e import clean_env, run_piped
 
 CLAUDE = [

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rollchat import cli
+from rollchat.cli import main as cli
 from rollchat.compaction.request import SUMMARY_SYSTEM_PROMPT, parse_summary_reply
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn, Usage
-from rollchat.index import INDEX_NAME, SessionIndex
-from rollchat.store import SessionStore
-from rollchat.transcript import SUMMARY_END, SUMMARY_START, parse, render
+from rollchat.storage.index import INDEX_NAME, SessionIndex
+from rollchat.storage.store import SessionStore
+from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse, render
 from tests.e2e import clean_env, run_piped
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
@@ -359,9 +359,9 @@ def test_in_chat_sessions_arguments_parse(ref: str) -> None:
 def test_a_large_file_saved_without_its_text_is_still_found(tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch,
                                                              ) -> None:
-    import rollchat.index
+    import rollchat.storage.index
 
-    monkeypatch.setattr(rollchat.index, "SAVE_TEXT_MAX_BYTES", 0)  # every file is "large"
+    monkeypatch.setattr(rollchat.storage.index, "SAVE_TEXT_MAX_BYTES", 0)  # every file is "large"
     root = tmp_path / "s"
     write_session(root, 0)
     store = SessionStore(root)

@@ -16,14 +16,14 @@ import pexpect
 import pytest
 from rich.console import Console
 
-from rollchat.config import AgentConfig, Config
-from rollchat.context import Context
+from rollchat.config.settings import AgentConfig, Config
 from rollchat.domain import Transcript
-from rollchat.engine import Engine
+from rollchat.engine.context import Context
+from rollchat.engine.core import Engine
 from rollchat.providers.base import ChatRequest, RetryPolicy, StreamEvent
 from rollchat.providers.offline import OfflineProvider
-from rollchat.store import SessionStore
-from rollchat.transcript import parse, render_linked
+from rollchat.storage.store import SessionStore
+from rollchat.storage.transcript import parse, render_linked
 from rollchat.ui.render import Renderer
 from rollchat.ui.repl import finish, handle_line
 from tests.drive import chat_app
@@ -328,9 +328,9 @@ def test_ctrl_c_held_while_the_summary_is_written(tmp_path: Path,
                   store=store, renderer=Renderer(Console(file=out, width=200), interactive=False),
                   confirm=lambda q: False, context_window=128_000)
     assert handle_line(app, "hi") is False
-    import rollchat.store
+    import rollchat.storage.store
 
-    real_write = rollchat.store.atomic_write
+    real_write = rollchat.storage.store.atomic_write
     interrupted: list[bool] = []
 
     def write_with_ctrl_c(path: Path, data: bytes) -> None:
@@ -338,7 +338,7 @@ def test_ctrl_c_held_while_the_summary_is_written(tmp_path: Path,
         interrupted.append(True)
         real_write(path, data)
 
-    monkeypatch.setattr(rollchat.store, "atomic_write", write_with_ctrl_c)
+    monkeypatch.setattr(rollchat.storage.store, "atomic_write", write_with_ctrl_c)
     finish(app)
     assert interrupted == [True]
     shown = out.getvalue()
@@ -361,13 +361,13 @@ def test_second_ctrl_c_during_the_local_fallback_keeps_the_summary(
 
     from rollchat.compaction import extractive
     from rollchat.compaction import request as summary_request
-    from rollchat.config import AgentConfig, Config
-    from rollchat.context import Context
-    from rollchat.engine import Engine
+    from rollchat.config.settings import AgentConfig, Config
+    from rollchat.engine.context import Context
+    from rollchat.engine.core import Engine
     from rollchat.providers.base import RetryPolicy
     from rollchat.providers.offline import OfflineProvider
-    from rollchat.store import SessionStore
-    from rollchat.transcript import parse
+    from rollchat.storage.store import SessionStore
+    from rollchat.storage.transcript import parse
     from rollchat.ui.render import Renderer
     from rollchat.ui.repl import finish, handle_line
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from rollchat.providers.base import ToolSpec
-from rollchat.state import CARRIED_PREFIX
+from rollchat.session.state import CARRIED_PREFIX
+from rollchat.storage.transcript import parse
 from rollchat.tools import ARCHIVE_TOOL_NAME, Tool
-from rollchat.transcript import parse
 from tests.test_autocompact_wire import (
     WINDOW,
     Script,

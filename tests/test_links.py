@@ -9,11 +9,11 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from rollchat import cli
+from rollchat.cli import main as cli
 from rollchat.events import Notice
-from rollchat.session import Session
-from rollchat.store import MemoryStore, SessionStore, Store
-from rollchat.transcript import parse, render_linked
+from rollchat.session.core import Session
+from rollchat.storage.store import MemoryStore, SessionStore, Store
+from rollchat.storage.transcript import parse, render_linked
 from tests.test_session import make, run
 
 README_HEADER = """# Assistant Conversation

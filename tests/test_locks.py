@@ -16,8 +16,8 @@ import pexpect
 import pytest
 
 from rollchat.domain import Summary, Transcript
-from rollchat.store import SessionBusyError, SessionStore
-from rollchat.transcript import parse
+from rollchat.storage.store import SessionBusyError, SessionStore
+from rollchat.storage.transcript import parse
 from tests.e2e import PROMPT, clean_env, write_config
 
 FORK_LINE = "is open in another rollchat process: continuing in a fork"
@@ -198,7 +198,7 @@ HOLD = r"""
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from rollchat.store import SessionStore
+from rollchat.storage.store import SessionStore
 from rollchat.domain import Turn, Usage
 
 store = SessionStore(Path(sys.argv[1]))
@@ -216,7 +216,7 @@ sys.stdin.readline()
 
 def test_store_writes_refuse_a_session_another_process_holds(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("rollchat.locks.BRIEF_WAIT", 0.2)
+    monkeypatch.setattr("rollchat.storage.locks.BRIEF_WAIT", 0.2)
     root = tmp_path / "sessions"
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(root)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
@@ -258,11 +258,11 @@ _FORKING_PARENT = """
 import os, sys
 from datetime import datetime, timezone
 from pathlib import Path
-import rollchat.locks
-from rollchat.locks import SessionLocks
-from rollchat.store import SessionStore
+import rollchat.storage.locks
+from rollchat.storage.locks import SessionLocks
+from rollchat.storage.store import SessionStore
 
-rollchat.locks.BRIEF_WAIT = 0.2
+rollchat.storage.locks.BRIEF_WAIT = 0.2
 root = Path(sys.argv[1])
 live = SessionStore(root).new_session(agent_key="a", agent="A", agent_path="config:a",
                                       model="m", provider="offline",
@@ -293,7 +293,7 @@ def test_a_forked_child_neither_shares_nor_drops_its_parents_locks(tmp_path: Pat
         assert child_status == "0"  # the child saw the session as held by another process
         # the child has exited: the parent still holds its session (a fresh process checks)
         check = subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; "
-                                "from rollchat.locks import SessionLocks; "
+                                "from rollchat.storage.locks import SessionLocks; "
                                 "print(SessionLocks(Path(sys.argv[1])).held_elsewhere(sys.argv[2]))",
                                 str(tmp_path), sid], capture_output=True, text=True, timeout=60)
         assert check.stdout.strip() == "True", check.stderr

@@ -202,7 +202,7 @@ def report(chat, **kwargs):
     repl.finish(app)
 
 repl.run_interactive = report
-from rollchat.cli import app
+from rollchat.cli.main import app
 app(["--config", sys.argv[1]], prog_name="rollchat")
 """
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rollchat.config import load_config
-from rollchat.config_mcp import McpServerConfig, expand
+from rollchat.config.mcp_servers import McpServerConfig, expand
+from rollchat.config.settings import load_config
 from rollchat.errors import ConfigError
 
 

@@ -16,7 +16,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from typer.testing import CliRunner
 
-from rollchat import cli
+from rollchat.cli import main as cli
 from tests.compact_fixtures import OFFLINE_CONFIG, PARENT_SUMMARY, make_sessions, snapshot
 
 TOOLS = {"list_sessions", "search_sessions", "read_session", "compact_session"}
@@ -160,7 +160,7 @@ def test_mcp_refuses_a_provider_it_cannot_use(tmp_path: Path) -> None:
     assert "provider anthropic needs an API key" in result.stderr
 
 
-@pytest.mark.parametrize("module", ["rollchat.mcp_server", "rollchat.compact_op"])
+@pytest.mark.parametrize("module", ["rollchat.server.mcp", "rollchat.compaction.saved"])
 def test_the_server_modules_draw_nothing(module: str) -> None:
     """The server's stdout is the protocol: its modules never import the terminal layer."""
     import subprocess
@@ -176,7 +176,7 @@ def test_the_server_modules_draw_nothing(module: str) -> None:
 def _big_session(root: Path) -> str:
     """A 2 MB session: 40 long turns, one with a 600,000-character tool result."""
     from rollchat.domain import ToolCall, ToolExchange
-    from rollchat.store import SessionStore
+    from rollchat.storage.store import SessionStore
     from tests.compact_fixtures import T0, turn
 
     store = SessionStore(root)

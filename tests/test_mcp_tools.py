@@ -142,7 +142,7 @@ def test_cwd_is_where_the_server_runs(servers, tmp_path: Path) -> None:
 
 
 def test_streamable_http_with_a_header_from_the_environment(servers) -> None:
-    from rollchat.config_mcp import check_server
+    from rollchat.config.mcp_servers import check_server
 
     with http_server("--require-header", "Authorization=Bearer t0k") as url:
         good = check_server("remote", {"url": url, "headers": {

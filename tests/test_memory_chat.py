@@ -14,10 +14,10 @@ from pathlib import Path
 import pexpect
 from rich.console import Console
 
-from rollchat.config import AgentConfig, Config, MemoryConfig, SessionConfig
-from rollchat.context import Context
+from rollchat.config.settings import AgentConfig, Config, MemoryConfig, SessionConfig
 from rollchat.domain import Usage
-from rollchat.engine import Engine
+from rollchat.engine.context import Context
+from rollchat.engine.core import Engine
 from rollchat.memory.keeper import Memory
 from rollchat.memory.store import MemoryStore
 from rollchat.providers.base import (
@@ -29,8 +29,8 @@ from rollchat.providers.base import (
     UsageEvent,
 )
 from rollchat.providers.offline import OfflineProvider
-from rollchat.session import Session
-from rollchat.store import SessionStore
+from rollchat.session.core import Session
+from rollchat.storage.store import SessionStore
 from rollchat.ui.app import ChatApp
 from rollchat.ui.render import Renderer
 from rollchat.ui.repl import handle_line

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rollchat.cli import app
+from rollchat.cli.main import app
 from rollchat.memory.store import MemoryStore
 
 runner = CliRunner()
@@ -23,11 +23,11 @@ runner = CliRunner()
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "rollchat.yml").write_text("memory:\n  user_dir: user\n")
-    from rollchat.config_trust import trust_file
+    from rollchat.config.trust import trust_file
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    from rollchat.config import default_user_config_dir
+    from rollchat.config.settings import default_user_config_dir
 
     trust_file(tmp_path / "rollchat.yml", cwd=tmp_path, user_config_dir=default_user_config_dir())
     return tmp_path

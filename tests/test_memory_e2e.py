@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from rollchat import cli, providers
+from rollchat import providers
+from rollchat.cli import main as cli
 from rollchat.memory.layers import PROFILE_HEADING, split_block
 from rollchat.memory.store import MemoryStore
 from rollchat.providers.base import ChatRequest, StreamEvent
-from rollchat.transcript import parse
+from rollchat.storage.transcript import parse
 
 CONFIG = """\
 models:

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from rollchat.config import AgentConfig, Config, SessionConfig
-from rollchat.context import Context
+from rollchat.config.settings import AgentConfig, Config, SessionConfig
 from rollchat.domain import Message
-from rollchat.engine import Engine
+from rollchat.engine.context import Context
+from rollchat.engine.core import Engine
 from rollchat.events import TurnFinished
 from rollchat.memory.layers import (
     BLOCK_CLOSE,
@@ -32,11 +32,11 @@ from rollchat.memory.layers import (
 )
 from rollchat.memory.search import rank
 from rollchat.memory.store import MemoryStore as FactStore
+from rollchat.models.tokens import TokenCounter
 from rollchat.providers.base import ChatRequest, RetryPolicy
-from rollchat.session import Session
-from rollchat.store import MemoryStore
-from rollchat.tokens import TokenCounter
-from rollchat.transcript import parse, render_turn
+from rollchat.session.core import Session
+from rollchat.storage.store import MemoryStore
+from rollchat.storage.transcript import parse, render_turn
 from tests.test_session import SYSTEM, Recording
 
 BERLIN = timezone(timedelta(hours=1), "CET")

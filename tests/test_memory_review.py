@@ -143,7 +143,7 @@ def test_ctrl_c_during_extraction_at_exit_loses_nothing(tmp_path: Path) -> None:
     from dataclasses import dataclass
 
     from rollchat.providers.base import ChatRequest, StreamEvent
-    from rollchat.transcript import parse
+    from rollchat.storage.transcript import parse
     from tests.test_memory_chat import BrokenExtraction
 
     released = threading.Event()

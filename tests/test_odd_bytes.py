@@ -1,5 +1,5 @@
 """Odd bytes (issue 10, point 2): a NUL, invalid UTF-8, a lone surrogate or an escape sequence,
-typed, piped or answered, is kept (cleaned once where it enters: rollchat.clean), and the
+typed, piped or answered, is kept (cleaned once where it enters: rollchat.text.clean), and the
 session stays listed, parseable, compactable and resumable."""
 
 from __future__ import annotations
@@ -16,11 +16,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rollchat.clean import clean
-from rollchat.config import AgentConfig, Config, SessionConfig
-from rollchat.context import Context
+from rollchat.config.settings import AgentConfig, Config, SessionConfig
 from rollchat.domain import Usage
-from rollchat.engine import Engine
+from rollchat.engine.context import Context
+from rollchat.engine.core import Engine
 from rollchat.events import Event, Notice
 from rollchat.providers.base import (
     ChatRequest,
@@ -31,9 +30,10 @@ from rollchat.providers.base import (
     UsageEvent,
 )
 from rollchat.providers.offline import OfflineProvider
-from rollchat.session import Session
-from rollchat.store import SessionStore
-from rollchat.transcript import parse
+from rollchat.session.core import Session
+from rollchat.storage.store import SessionStore
+from rollchat.storage.transcript import parse
+from rollchat.text.clean import clean
 from tests.drive import drain
 from tests.e2e import clean_env, write_config
 from tests.wire_servers import WireServer, openai_server, text

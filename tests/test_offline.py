@@ -10,6 +10,7 @@ import pytest
 import rollchat.providers.offline as offline
 from rollchat.compaction import extractive
 from rollchat.compaction.request import build_summary_request, parse_summary_reply
+from rollchat.compaction.restore import build_restoration_prompt
 from rollchat.domain import Message, Summary, ToolCall, Turn
 from rollchat.providers.base import (
     ChatRequest,
@@ -20,8 +21,8 @@ from rollchat.providers.base import (
     ToolSpec,
     UsageEvent,
 )
-from rollchat.providers.offline import OfflineProvider, phrases
-from rollchat.restore import build_restoration_prompt
+from rollchat.providers.offline import OfflineProvider
+from rollchat.text import phrases
 
 ARCHIVE = ToolSpec("session_archive_read", "Read the previous session's transcript.")
 SUMMARY = Summary("Initial session.", ("Rate limiter design for src/limiter.py",),

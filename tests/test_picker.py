@@ -10,12 +10,12 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from rollchat.cli import chat_args
+from rollchat.cli.main import chat_args
 from rollchat.domain import Summary
-from rollchat.fuzzy import Candidate, Matcher
-from rollchat.listing import SessionInfo
-from rollchat.store import SessionStore
-from rollchat.transcript import parse
+from rollchat.storage.listing import SessionInfo
+from rollchat.storage.store import SessionStore
+from rollchat.storage.transcript import parse
+from rollchat.text.fuzzy import Candidate, Matcher
 from rollchat.ui.picker import Picker
 from tests.e2e import PROMPT, run_piped, spawn, write_config
 from tests.sessions_helpers import summary, write_session
@@ -213,7 +213,7 @@ def test_continue_resumes_the_session_used_last_not_the_one_started_last(
     import os
     from dataclasses import replace
 
-    from rollchat.transcript import render
+    from rollchat.storage.transcript import render
 
     cfg = write_config(tmp_path / "rollchat.yml", FAST)
     sessions = _three(tmp_path)  # OLD (09:00), REDIS (09:10), NEWEST (09:20)

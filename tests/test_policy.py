@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from rollchat.policy import (
+from rollchat.compaction.policy import (
     MAX_FAILURES,
     Budget,
     Plan,

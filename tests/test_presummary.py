@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rollchat import policy as policy_module
+from rollchat.compaction import policy as policy_module
 from rollchat.compaction.request import parse_summary_request
-from rollchat.transcript import parse
+from rollchat.storage.transcript import parse
 from tests.test_autocompact import FakeProvider, build_app, user_message
 
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from rollchat.config import ModelConfig
+from rollchat.config.settings import ModelConfig
 from rollchat.domain import Usage
 from rollchat.errors import ConfigError
 from rollchat.events import Ended, Event
-from rollchat.prices import PRICES, ChainCost, Price, cost, money, price_for
-from rollchat.transcript import parse, parse_head
+from rollchat.models.prices import PRICES, ChainCost, Price, cost, money, price_for
+from rollchat.storage.transcript import parse, parse_head
 from rollchat.ui.repl import handle_line
 from tests.drive import tapped
 from tests.e2e import clean_env, run_piped, write_config
@@ -266,7 +266,12 @@ def test_offline_shows_no_cost_and_json_says_null(tmp_path: Path) -> None:
 def test_cost_header_line_round_trips_and_refuses_garbage(tmp_path: Path) -> None:
     from rollchat.domain import SessionHeader, Summary
     from rollchat.errors import TranscriptError
-    from rollchat.transcript import render_finalized, render_header, render_totals, totals_span
+    from rollchat.storage.transcript import (
+        render_finalized,
+        render_header,
+        render_totals,
+        totals_span,
+    )
 
     header = SessionHeader("a_20260101_000000_abcd", datetime(2026, 1, 1, tzinfo=timezone.utc),
                            "A", "config:a", "m", "p", total_queries=2, total_tokens=300,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import rollchat.providers as providers
-from rollchat.config import AgentConfig, Config, RetryConfig, UIConfig
+from rollchat.config.settings import AgentConfig, Config, RetryConfig, UIConfig
 from rollchat.errors import ConfigError
 from rollchat.providers import (
     DEFAULT_MODELS,
@@ -81,7 +81,7 @@ def test_every_provider_answers_to_its_registry_name() -> None:
 
 
 def test_cli_and_config_accept_the_registry_names() -> None:
-    from rollchat.config import PROVIDERS
+    from rollchat.config.settings import PROVIDERS
 
     assert PROVIDERS == PROVIDER_CHOICES == ("auto", *PROVIDER_NAMES)
     env = {**os.environ, "COLUMNS": "200"}

@@ -14,8 +14,8 @@ import pexpect
 import pytest
 from typer.testing import CliRunner
 
-from rollchat import cli
-from rollchat.transcript import parse
+from rollchat.cli import main as cli
+from rollchat.storage.transcript import parse
 from tests.e2e import clean_env, run_piped, spawn
 from tests.test_app import Harness, chat, make_app
 
@@ -92,7 +92,7 @@ def test_a_pruned_parent_loses_no_context(tmp_path: Path, finish: bool) -> None:
 
 HOLD = """import sys
 from pathlib import Path
-from rollchat.locks import SessionLocks
+from rollchat.storage.locks import SessionLocks
 locks = SessionLocks(Path(sys.argv[1]))
 assert locks.acquire(sys.argv[2])
 print("held", flush=True)
@@ -102,7 +102,7 @@ sys.stdin.readline()
 
 def test_a_session_open_in_another_process_is_kept(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("rollchat.locks.BRIEF_WAIT", 0.2)
+    monkeypatch.setattr("rollchat.storage.locks.BRIEF_WAIT", 0.2)
     h = make_app(tmp_path)
     chat(h, DECISION)
     h.app.exit()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rollchat.transcript import parse
+from rollchat.storage.transcript import parse
 from rollchat.ui import commands
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")

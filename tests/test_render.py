@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from rollchat.config import AgentConfig, Config
-from rollchat.context import Context
+from rollchat.config.settings import AgentConfig, Config
 from rollchat.domain import Turn, Usage
-from rollchat.engine import Engine
+from rollchat.engine.context import Context
+from rollchat.engine.core import Engine
 from rollchat.providers.base import ChatRequest, RetryPolicy, StreamEvent
 from rollchat.providers.offline import OfflineProvider
-from rollchat.store import MemoryStore
-from rollchat.text import human_tokens
+from rollchat.storage.store import MemoryStore
+from rollchat.text.wording import human_tokens
 from rollchat.ui.render import Renderer, harmless, plain_console, preview, usage_line
 from rollchat.ui.stream import MarkdownStream
 from tests.drive import chat_app
@@ -282,7 +282,7 @@ def test_lines_before_rich_is_loaded(capsys, monkeypatch) -> None:  # type: igno
 
 
 def test_sessions_mark_a_lower_bound_token_count(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from rollchat.store import SessionInfo
+    from rollchat.storage.store import SessionInfo
 
     console, buf = _console()
     now = datetime.now(timezone.utc)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from rollchat.compaction.restore import build_restoration_prompt
 from rollchat.domain import Summary
-from rollchat.restore import build_restoration_prompt
-from rollchat.text import human_tokens
-from rollchat.transcript import SUMMARY_END, SUMMARY_START
+from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START
+from rollchat.text.wording import human_tokens
 
 SUMMARY = Summary("Initial session.", ("Auth refactoring",), ("Use JWT",), ())
 WHEN = datetime(2026, 11, 21, 10, 15, tzinfo=timezone.utc)

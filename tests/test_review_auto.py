@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from rollchat.prices import PRICES, Price, money, price_for
+from rollchat.models.prices import PRICES, Price, money, price_for
 from rollchat.ui.repl import handle_line
 from tests.e2e import clean_env, run_piped, write_config
 from tests.test_autocompact import FakeProvider, build_app

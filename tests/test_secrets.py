@@ -16,7 +16,7 @@ from typing import Any
 import pexpect
 import pytest
 
-from rollchat.transcript import parse
+from rollchat.storage.transcript import parse
 from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
 from tests.wire_servers import (
     AnthropicDialect,

@@ -8,9 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from rollchat.config import AgentConfig, Config, SessionConfig
-from rollchat.context import Context
-from rollchat.engine import Engine
+from rollchat.config.settings import AgentConfig, Config, SessionConfig
+from rollchat.engine.context import Context
+from rollchat.engine.core import Engine
 from rollchat.events import (
     AnswerStarted,
     CompactionFinished,
@@ -28,8 +28,8 @@ from rollchat.events import (
 )
 from rollchat.providers.base import ChatRequest, RetryPolicy, StreamEvent, TextDelta
 from rollchat.providers.offline import OfflineProvider
-from rollchat.session import Session
-from rollchat.store import MemoryStore
+from rollchat.session.core import Session
+from rollchat.storage.store import MemoryStore
 from rollchat.tools import ARCHIVE_TOOL_NAME
 
 SYSTEM = "You are a test assistant."

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rollchat.config import SessionConfig
-from rollchat.transcript import parse
+from rollchat.config.settings import SessionConfig
+from rollchat.storage.transcript import parse
 from rollchat.ui.repl import handle_line
 from tests.e2e import run_piped
 from tests.test_app import Harness, chat, make_app, summary_of
@@ -177,7 +177,7 @@ def test_context_in_an_80_column_terminal_wraps_each_detail_under_itself(
 
     from rich.console import Console
 
-    from rollchat.breakdown import DETAIL_COLUMN
+    from rollchat.session.breakdown import DETAIL_COLUMN
     from rollchat.ui.render import Renderer
 
     h = make_app(tmp_path)

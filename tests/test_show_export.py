@@ -10,8 +10,8 @@ from pathlib import Path
 import pexpect
 from typer.testing import CliRunner
 
-from rollchat.cli import app
-from rollchat.transcript import parse
+from rollchat.cli.main import app
+from rollchat.storage.transcript import parse
 from tests.e2e import clean_env, run_piped, spawn
 from tests.sessions_helpers import summary, write_session
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pexpect
 
-from rollchat.transcript import parse
+from rollchat.storage.transcript import parse
 from tests.e2e import PROMPT, clean_env, default_signals, spawn, write_config
 from tests.wire_servers import WireServer, openai_server, stall, text
 

@@ -24,11 +24,12 @@ import rollchat.ui.repl as repl
 
 def report(chat, **kwargs):
     heavy = sorted(m for m in sys.modules if m.startswith(
-        ("rich", "rollchat.session", "rollchat.engine", "rollchat.store", "rollchat.events",
+        ("rich", "rollchat.session.core", "rollchat.engine.core", "rollchat.storage.store",
+        "rollchat.events",
          "rollchat.providers.offline", "rollchat.compaction", "openai", "anthropic",
-         "pydantic", "docstring_parser", "rollchat.agent_file", "rollchat.tools.python",
-         "rollchat.memory", "sqlite3", "rollchat.domain", "rollchat.subcommands",
-         "rollchat.cmd_sessions", "rollchat.import_cli", "rollchat.compact_commands")))
+         "pydantic", "docstring_parser", "rollchat.agents.file", "rollchat.tools.python",
+         "rollchat.memory", "sqlite3", "rollchat.domain", "rollchat.cli.sessions",
+         "rollchat.cli.reading", "rollchat.cli.importing", "rollchat.cli.compact")))
     print("LOADED", heavy, flush=True)
     app = chat.get()
     repl.handle_line(app, "my favourite colour is teal")
@@ -157,7 +158,7 @@ def test_an_interrupted_build_in_the_caller_is_built_again() -> None:
 ])
 def test_the_subcommands_are_registered_only_when_the_line_may_name_one(
         args: list[str], only: bool) -> None:
-    from rollchat.cli import chat_only
+    from rollchat.cli.main import chat_only
 
     assert chat_only(args) is only
 

@@ -1,4 +1,5 @@
-"""Tests of the sessions directory (rollchat.store): ids, modes, appends, finalize, listing."""
+"""Tests of the sessions directory (rollchat.storage.store): ids, modes, appends, finalize,
+listing."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ import pytest
 
 from rollchat.domain import Summary, Turn, Usage
 from rollchat.errors import StoreError
-from rollchat.store import FileSession, SessionStore, resolve
-from rollchat.transcript import SUMMARY_END, SUMMARY_START, parse, render_summary_block
+from rollchat.storage.store import FileSession, SessionStore, resolve
+from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse, render_summary_block
 
 UTC = timezone.utc
 T0 = datetime(2026, 11, 22, 14, 30, 22, tzinfo=UTC)
@@ -129,7 +130,7 @@ def test_append_never_reads_or_rewrites(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(Path, "read_bytes", no_read)
     live.append_turn(_turn(2), "Assistant")
     monkeypatch.undo()
-    from rollchat.transcript import render_turn
+    from rollchat.storage.transcript import render_turn
     assert live.path.read_bytes() == bytes(data) + render_turn(_turn(2), "Assistant").encode()
 
 

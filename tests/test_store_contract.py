@@ -14,8 +14,15 @@ import pytest
 
 from rollchat.domain import Summary, Transcript, Turn, Usage
 from rollchat.errors import StoreError
-from rollchat.store import LiveSession, MemoryStore, SessionInfo, SessionStore, Store, resolve
-from rollchat.transcript import render_summary_block
+from rollchat.storage.store import (
+    LiveSession,
+    MemoryStore,
+    SessionInfo,
+    SessionStore,
+    Store,
+    resolve,
+)
+from rollchat.storage.transcript import render_summary_block
 
 T0 = datetime(2026, 11, 22, 14, 30, 22, tzinfo=timezone.utc)
 SUMMARY = Summary("Initial session.", ("rate limiter",), ("use Redis",), ("write tests",))
@@ -249,7 +256,7 @@ def test_live_header_totals_are_refreshed_in_place(store: Store) -> None:
 
 
 def test_older_files_name_the_tokens_billed_total_tokens(tmp_path: Path) -> None:
-    from rollchat.transcript import parse, render_finalized
+    from rollchat.storage.transcript import parse, render_finalized
 
     old = ("# Assistant Conversation\n\n**Session ID:** assistant_20261121_101500_c01d\n"
            "**Date:** 2026-11-21T10:15:00+00:00\n**Agent:** Assistant\n"

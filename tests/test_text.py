@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rollchat.providers.sdk import split_query
-from rollchat.text import has_secret_in_url, plural, redact_url, redact_urls
+from rollchat.text.wording import has_secret_in_url, plural, redact_url, redact_urls
 
 OLLAMA = "http://localhost:11434/v1"
 

@@ -7,16 +7,16 @@ from typing import Any
 
 import pytest
 
-from rollchat import tokens
 from rollchat.domain import Message, ToolCall
-from rollchat.providers.base import ToolSpec
-from rollchat.tokens import (
+from rollchat.models import tokens
+from rollchat.models.tokens import (
     CONTEXT_WINDOWS,
     DEFAULT_CONTEXT_WINDOW,
     TokenCounter,
     context_window,
     estimate_tokens,
 )
+from rollchat.providers.base import ToolSpec
 
 
 @pytest.fixture

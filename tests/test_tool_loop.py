@@ -22,8 +22,8 @@ from rollchat.providers.base import (
     ToolSpec,
     UsageEvent,
 )
+from rollchat.storage.transcript import parse
 from rollchat.tools import Tool
-from rollchat.transcript import parse
 from tests.drive import drain
 from tests.e2e import clean_env
 from tests.test_session import make

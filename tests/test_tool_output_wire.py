@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from rollchat.config import SessionConfig, ToolsConfig
+from rollchat.config.settings import SessionConfig, ToolsConfig
 from rollchat.domain import Message
 from rollchat.providers.base import ToolSpec
+from rollchat.storage.transcript import parse
 from rollchat.tools import ARCHIVE_TOOL_NAME, Tool
-from rollchat.transcript import parse
 from tests.test_autocompact import COUNTER, summary_text
 from tests.test_autocompact_wire import (
     WINDOW,

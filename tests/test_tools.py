@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rollchat.context import Context
+from rollchat.compaction.restore import build_restoration_prompt
 from rollchat.domain import (
     SessionHeader,
     Summary,
@@ -20,16 +20,16 @@ from rollchat.domain import (
     Turn,
     Usage,
 )
-from rollchat.engine import Engine
+from rollchat.engine.context import Context
+from rollchat.engine.core import Engine
 from rollchat.errors import ConfigError
 from rollchat.events import Event
 from rollchat.providers.base import RetryPolicy
 from rollchat.providers.offline import ARCHIVE_TOOL, OfflineProvider
-from rollchat.restore import build_restoration_prompt
-from rollchat.store import MemoryStore, SessionStore, Store
+from rollchat.storage.store import MemoryStore, SessionStore, Store
+from rollchat.storage.transcript import render
 from rollchat.tools import ARCHIVE_TOOL_NAME, Tool
 from rollchat.tools.archive import MAX_LIMIT, archive_tool
-from rollchat.transcript import render
 from tests.drive import drain
 
 T0 = datetime(2026, 11, 22, 14, 30, 0, tzinfo=timezone.utc)
@@ -420,7 +420,7 @@ def test_tool_call_reads_the_current_session_first_and_says_what_is_missing(
 
 
 def test_a_page_fits_the_token_limit_it_is_given(tmp_path: Path) -> None:
-    from rollchat.tokens import TokenCounter
+    from rollchat.models.tokens import TokenCounter
     from rollchat.tools.archive import Found
 
     count = TokenCounter("test-model").count_text

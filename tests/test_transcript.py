@@ -1,4 +1,5 @@
-"""Round-trip and hostile-content tests for the session file format (rollchat.transcript)."""
+"""Round-trip and hostile-content tests for the session file format
+(rollchat.storage.transcript)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from hypothesis import strategies as st
 
 from rollchat.domain import SessionHeader, Summary, ToolCall, ToolExchange, Transcript, Turn, Usage
 from rollchat.errors import TranscriptError
-from rollchat.titles import first_line_title, model_title
-from rollchat.transcript import (
+from rollchat.storage.titles import first_line_title, model_title
+from rollchat.storage.transcript import (
     SUMMARY_END,
     SUMMARY_START,
     TAIL_BYTES,
@@ -28,7 +29,7 @@ from rollchat.transcript import (
     render_turn,
     tail_summary,
 )
-from rollchat.transcript.syntax import first_query_line
+from rollchat.storage.transcript.syntax import first_query_line
 
 UTC = timezone.utc
 T0 = datetime(2026, 11, 22, 14, 30, 22, tzinfo=UTC)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rollchat.config import ConfigOverrides, load_config
+from rollchat.config.settings import ConfigOverrides, load_config
 from rollchat.errors import ConfigError
 from tests.e2e import clean_env, run_piped
 from tests.wire_servers import OpenAIDialect, WireServer

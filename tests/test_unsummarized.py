@@ -9,9 +9,9 @@ from pathlib import Path
 
 from rollchat.domain import Turn, Usage
 from rollchat.events import Event, Notice
-from rollchat.store import SessionStore
-from rollchat.transcript import parse
-from rollchat.unsummarized import CONFIRM_CALLS
+from rollchat.session.unsummarized import CONFIRM_CALLS
+from rollchat.storage.store import SessionStore
+from rollchat.storage.transcript import parse
 from tests.drive import drain
 from tests.e2e import run_piped
 from tests.test_autocompact import TOPICS, FakeProvider, build_app

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from rollchat.models.tokens import DEFAULT_CONTEXT_WINDOW
+from rollchat.models.windows import MIN_WINDOW, WindowBook, smaller_window
 from rollchat.providers.base import ContextTooLongError
-from rollchat.tokens import DEFAULT_CONTEXT_WINDOW
-from rollchat.windows import MIN_WINDOW, WindowBook, smaller_window
 from tests.e2e import clean_env, run_piped
 from tests.test_autocompact import Built, build_app
 from tests.test_autocompact_wire import Script, make_provider, realistic, system_of
@@ -165,7 +165,7 @@ def test_the_file_keeps_no_credentials_and_survives_garbage(tmp_path: Path) -> N
 WRITER = """
 import sys
 from pathlib import Path
-from rollchat.windows import WindowBook
+from rollchat.models.windows import WindowBook
 book = WindowBook(Path(sys.argv[1]))
 for i in range(150):
     book.remember(f"http://127.0.0.1:{sys.argv[2]}/v1", f"model-{i}", 2048 + i, stated=True)

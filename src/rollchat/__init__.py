@@ -2,6 +2,6 @@
 
 __version__ = "0.1.0"
 
-# Set by the entry point (``__main__``) before it imports ``rollchat.cli``: the subcommands are
+# Set by the entry point (``__main__``) before it imports ``rollchat.cli.main``: the subcommands are
 # then registered only when the command line may name one (see ``cli.chat_only``).
 subcommands_later = False

@@ -9,13 +9,12 @@ import sys
 def main() -> None:
     if sys.argv[1:] == ["--version"]:
         from rollchat import __version__
-
         print(f"rollchat {__version__}")
         return
     import rollchat
 
     rollchat.subcommands_later = True
-    from rollchat.cli import app, chat_args, chat_only, register_subcommands
+    from rollchat.cli.main import app, chat_args, chat_only, register_subcommands
 
     args = chat_args(sys.argv[1:])
     if not chat_only(args):

@@ -9,8 +9,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from rollchat.domain import Summary, Turn
-from rollchat.providers.offline.named import DONE, NOT_DONE, content_words, has_named
-from rollchat.providers.offline.phrases import (
+from rollchat.text.named import DONE, NOT_DONE, content_words, has_named
+from rollchat.text.phrases import (
     item_key,
     near_duplicates,
     prose_sentences,

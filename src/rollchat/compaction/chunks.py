@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from rollchat.domain import Turn
-from rollchat.tokens import TokenCounter
+from rollchat.models.tokens import TokenCounter
 
 TURN_OVERHEAD_TOKENS = 12
 

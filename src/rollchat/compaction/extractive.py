@@ -10,8 +10,9 @@ from dataclasses import replace
 
 from rollchat.compaction.carry import carried, fit_words, resolved, union
 from rollchat.domain import Summary, Turn
-from rollchat.providers.offline import named
-from rollchat.providers.offline.phrases import (
+from rollchat.storage.titles import first_line_title
+from rollchat.text import named
+from rollchat.text.phrases import (
     DECISION,
     FOCUS_LEAD,
     TODO,
@@ -25,7 +26,6 @@ from rollchat.providers.offline.phrases import (
     topic_phrase,
     unique,
 )
-from rollchat.titles import first_line_title
 
 NONE_ITEM = "None"
 NOT_MENTIONED = "not mentioned in this session"

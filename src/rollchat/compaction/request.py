@@ -16,7 +16,7 @@ from typing import Any
 from rollchat.domain import Message, Summary, ToolCall, ToolExchange, Turn
 from rollchat.errors import RollchatError, TranscriptError
 from rollchat.providers.base import ChatRequest
-from rollchat.transcript import SUMMARY_END, SUMMARY_START, parse_summary_body
+from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse_summary_body
 
 
 class SummaryError(RollchatError):
@@ -295,7 +295,7 @@ def take_title(body: str, before: str = "") -> tuple[str | None, str]:
     """(the title line's text, ``body`` without it): the first Title line in the block's
     ``body``, else the last one in the text ``before`` the block; (None, body) when there is
     none or it is empty (the session then gets the first query's first line)."""
-    from rollchat.titles import model_title
+    from rollchat.storage.titles import model_title
 
     found = _TITLE_LINE.search(body)
     if found is not None:

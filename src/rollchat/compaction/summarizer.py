@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rollchat.clean import clean
 from rollchat.compaction.carry import merge_summaries
 from rollchat.compaction.chunks import chunk_turns, turn_tokens
 from rollchat.domain import Summary, Turn, Usage
@@ -26,14 +25,15 @@ from rollchat.providers.base import (
     TextDelta,
     UsageEvent,
 )
-from rollchat.transcript import render_summary_block
+from rollchat.storage.transcript import render_summary_block
+from rollchat.text.clean import clean
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from rollchat.config import SummaryConfig
-    from rollchat.policy import Budget
-    from rollchat.tokens import TokenCounter
+    from rollchat.compaction.policy import Budget
+    from rollchat.config.settings import SummaryConfig
+    from rollchat.models.tokens import TokenCounter
 
 @dataclass(frozen=True)
 class SummaryOutcome:

@@ -12,12 +12,12 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from rollchat.clean import clean
 from rollchat.domain import Message, Turn
 from rollchat.errors import RollchatError
 from rollchat.memory.records import CATEGORIES, MAX_TEXT, clean_text
 from rollchat.memory.rules import Candidate, extract_rules
 from rollchat.providers.base import ChatRequest, Provider, ProviderError, TextDelta
+from rollchat.text.clean import clean
 
 MAX_FACTS = 5
 MIN_CONFIDENCE = 0.7

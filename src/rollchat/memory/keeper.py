@@ -28,11 +28,11 @@ from rollchat.memory.extract import ExtractionError, extract, latest_messages
 from rollchat.memory.rules import Candidate, extract_rules
 from rollchat.memory.store import MemoryStore, SecretRefused
 from rollchat.providers.base import Provider
-from rollchat.text import plural
+from rollchat.text.wording import plural
 
 if TYPE_CHECKING:
-    from rollchat.config import Config
-    from rollchat.engine import Engine
+    from rollchat.config.settings import Config
+    from rollchat.engine.core import Engine
 
 Flow = Generator[Event, None, None]
 MAX_EXTRACT_SECONDS = 30.0
@@ -44,7 +44,7 @@ PREFERENCE_START = re.compile(r"\s*(?:prefers?|likes?|dislikes?|hates?|loves?|wa
 
 def episode_text(summary: Summary) -> str:
     """A summary as an episode keeps it: the block's markdown without its markers."""
-    from rollchat.transcript import render_summary_block
+    from rollchat.storage.transcript import render_summary_block
 
     lines = render_summary_block(summary).strip("\n").split("\n")
     return "\n".join(lines[1:-1]).strip()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from rollchat.text import has_secret_in_url
+from rollchat.text.wording import has_secret_in_url
 
 # a secret named, then its value: "password is hunter2", "API key: sk-...", "token = abc"
 _NAMED = re.compile(

@@ -21,7 +21,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from rollchat.errors import RollchatError, StoreError
-from rollchat.listing import slug
 from rollchat.memory import search
 from rollchat.memory.records import (
     PERSONAL,
@@ -39,7 +38,8 @@ from rollchat.memory.records import (
     parse_fact,
 )
 from rollchat.memory.sensitive import secret_in
-from rollchat.session_file import NOFOLLOW, atomic_write, write_all
+from rollchat.storage.listing import slug
+from rollchat.storage.session_file import NOFOLLOW, atomic_write, write_all
 
 __all__ = ["Episode", "Fact", "MemoryStore", "MemoryStoreError", "SecretRefused",
            "default_user_dir"]

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rollchat.errors import ConfigError
-from rollchat.text import redact_url
+from rollchat.text.wording import redact_url
 
 if TYPE_CHECKING:  # not at run time: cli and config import the names above, and must stay cheap
-    from rollchat.config import AgentConfig, Config
+    from rollchat.config.settings import AgentConfig, Config
     from rollchat.providers.base import Provider
 
 # The providers' names, spelled here only. AUTO picks one by the keys set (see below).

@@ -34,7 +34,7 @@ from rollchat.providers.base import (
     UsageEvent,
 )
 from rollchat.providers.context_errors import is_context_error, stated_limit
-from rollchat.text import redact_urls
+from rollchat.text.wording import redact_urls
 
 # Arguments that are not a JSON object are passed on under this key (the tool loop answers
 # the model with an error instead of the whole turn failing).

@@ -19,7 +19,7 @@ from rollchat.providers.base import ToolSpec
 from rollchat.tools import ARCHIVE_TOOL_NAME, Tool
 
 if TYPE_CHECKING:
-    from rollchat.store import Store
+    from rollchat.storage.store import Store
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 50

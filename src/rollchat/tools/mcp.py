@@ -21,10 +21,10 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
-from rollchat.config_mcp import McpServerConfig
+from rollchat.config.mcp_servers import McpServerConfig
 from rollchat.errors import ConfigError
 from rollchat.providers.base import ToolSpec
-from rollchat.text import redact_url, redact_urls
+from rollchat.text.wording import redact_url, redact_urls
 from rollchat.tools import Tool
 from rollchat.tools.mcp_convert import McpToolError, chosen, exposed_name, result_text
 from rollchat.tools.sources import ToolEntry
@@ -169,7 +169,6 @@ class McpServers:
         from mcp.types import Implementation
 
         from rollchat import __version__
-
         config = server.config.expanded(self._env)
         async with self._transport(config, server) as transport:
             client = Client(transport, cache=None,

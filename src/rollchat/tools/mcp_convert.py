@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from rollchat.config_mcp import McpServerConfig
+from rollchat.config.mcp_servers import McpServerConfig
 
 PREFIX = "mcp"
 MAX_NAME = 64  # what both providers accept: ^[A-Za-z0-9_-]{1,64}$

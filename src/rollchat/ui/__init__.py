@@ -1,4 +1,4 @@
-"""The terminal layer: the only importer of rich and prompt_toolkit (with ``rollchat.cli``).
+"""The terminal layer: the only importer of rich and prompt_toolkit (with ``rollchat.cli.main``).
 
 ``app`` adapts a Session to the screen, ``repl`` reads input, ``render`` draws, ``commands``
 holds the in-chat commands.

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from contextlib import ExitStack
 
-from rollchat.engine import describe_call
+from rollchat.engine.core import describe_call
 from rollchat.errors import RollchatError, StoreError, UsageError
 from rollchat.events import (
     AnswerAborted,
@@ -26,10 +26,10 @@ from rollchat.events import (
     ToolStarted,
     TurnFinished,
 )
-from rollchat.prices import money
+from rollchat.models.prices import money
 from rollchat.providers.base import TextDelta
-from rollchat.session import Session
-from rollchat.text import human_tokens, plural
+from rollchat.session.core import Session
+from rollchat.text.wording import human_tokens, plural
 from rollchat.ui.render import Renderer, Step
 
 SUMMARY_STEP = "Generating session summary..."
@@ -65,28 +65,23 @@ class ChatApp:
         self.run(self.session.turn(text))
 
     def compact(self, focus: str | None = None) -> None:
-        from rollchat import session_ops
-
+        from rollchat.session import ops as session_ops
         self.run(session_ops.compact(self.session, focus))
 
     def fork(self, ref: str | None = None) -> None:
-        from rollchat import session_ops
-
+        from rollchat.session import ops as session_ops
         self.run(session_ops.fork(self.session, ref))
 
     def clear(self) -> None:
-        from rollchat import session_ops
-
+        from rollchat.session import ops as session_ops
         self.run(session_ops.clear(self.session))
 
     def undo(self) -> None:
-        from rollchat import session_ops
-
+        from rollchat.session import ops as session_ops
         self.run(session_ops.undo(self.session))
 
     def summary(self, edit: bool = False) -> None:
-        from rollchat import session_ops
-
+        from rollchat.session import ops as session_ops
         if not edit:
             self.run(session_ops.show_summary(self.session))
             return
@@ -129,7 +124,7 @@ class ChatApp:
         """``@key message``: hand the conversation to agent ``key`` (see handoff.py) and talk
         to it from now on. An unknown agent or a missing message sends nothing and puts
         ``line`` back in the input."""
-        from rollchat.handoff import hand_off, latest_in_chain
+        from rollchat.session.handoff import hand_off, latest_in_chain
 
         agents = self.session.config.agents
         if key not in agents:

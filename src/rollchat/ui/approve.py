@@ -12,7 +12,7 @@ from rollchat.ui.sanitize import harmless
 
 if TYPE_CHECKING:
     from rollchat.domain import ToolCall
-    from rollchat.session import CompactChoice
+    from rollchat.session.core import CompactChoice
     from rollchat.tools import Tool
     from rollchat.tools.approval import Asker, Reply
     from rollchat.ui.render import Renderer

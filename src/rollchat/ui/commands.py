@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from rollchat.errors import UsageError
-from rollchat.text import human_tokens, plural
+from rollchat.text.wording import human_tokens, plural
 
 if TYPE_CHECKING:
-    from rollchat.config import AutoCompact
+    from rollchat.config.settings import AutoCompact
     from rollchat.ui.app import ChatApp
 
 _REF = re.compile(r"^\S+$")  # one word: "resume ../x" is rejected, never sent to the model
@@ -63,7 +63,7 @@ def _help(app: ChatApp, arg: str) -> bool:
 
 
 def _context(app: ChatApp, arg: str) -> bool:
-    from rollchat.breakdown import DETAIL_COLUMN, breakdown, lines
+    from rollchat.session.breakdown import DETAIL_COLUMN, breakdown, lines
 
     session = app.session
     for line in lines(breakdown(session), model=session.engine.model,
@@ -105,7 +105,7 @@ def _auto(app: ChatApp, arg: str) -> bool:
     put_off = session.guards.put_off_level
     still = ""
     if previous == mode == "ask" and put_off is not None:
-        from rollchat.policy import asked_again
+        from rollchat.compaction.policy import asked_again
 
         still = f"; the compaction put off is proposed again when {asked_again(put_off)}"
     app.out.info(f"Automatic compaction: {mode} for this session ({change}): "
@@ -132,7 +132,7 @@ def _sessions(app: ChatApp, arg: str) -> bool:
     current = app.session.state.session_id
     index = getattr(app.session.store, "index", None)  # None: --no-save keeps no files
     if index is not None:
-        from rollchat.index import DEFAULT_LIMIT
+        from rollchat.storage.index import DEFAULT_LIMIT
         from rollchat.ui.table import more_line
 
         page = index.page(None if choice == "all" else int(choice or DEFAULT_LIMIT),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rollchat.text import plural
+from rollchat.text.wording import plural
 from rollchat.ui.sanitize import one_line
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """The session picker (``rollchat pick``, a bare ``--resume``): a filter line, the sessions
-most recent first, filtered fuzzily as you type (``rollchat.fuzzy``), and a preview of the
+most recent first, filtered fuzzily as you type (``rollchat.text.fuzzy``), and a preview of the
 highlighted session's summary, read from its file only when it is highlighted.
 
 Keys: type to filter; Up/Down (Ctrl-P/Ctrl-N), PageUp/PageDown, Home/End move; Enter chooses;
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from rollchat.domain import Summary
-from rollchat.fuzzy import Candidate, Matcher
-from rollchat.listing import SessionInfo
-from rollchat.text import plural
+from rollchat.storage.listing import SessionInfo
+from rollchat.text.fuzzy import Candidate, Matcher
+from rollchat.text.wording import plural
 from rollchat.ui.sanitize import one_line
 
 if TYPE_CHECKING:

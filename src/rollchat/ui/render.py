@@ -15,9 +15,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, cast
 
-from rollchat.prices import money
+from rollchat.models.prices import money
 from rollchat.providers import OFFLINE
-from rollchat.text import redact_url
+from rollchat.text.wording import redact_url
 from rollchat.ui.sanitize import harmless, one_line
 from rollchat.ui.table import ROW_INDENT, session_rows
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from rollchat.domain import Turn, Usage
-    from rollchat.store import SessionInfo
+    from rollchat.storage.store import SessionInfo
     from rollchat.ui.stream import MarkdownStream, QuietTerminal
 
 

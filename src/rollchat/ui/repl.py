@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rollchat.clean import decode
 from rollchat.errors import RollchatError
 from rollchat.interrupts import ENDING_SUMMARY_SECONDS, ending, settle
-from rollchat.text import human_tokens, plural
+from rollchat.text.clean import decode
+from rollchat.text.wording import human_tokens, plural
 from rollchat.ui import commands
 from rollchat.ui.idle import IdleExtraction
 from rollchat.ui.sanitize import harmless
@@ -39,7 +39,7 @@ def handle_line(app: ChatApp, line: str) -> bool:
 
 
 def _run_line(app: ChatApp, line: str) -> bool:
-    from rollchat.handoff import mention
+    from rollchat.session.handoff import mention
 
     handed = mention(line)
     if handed is not None:  # "@NAME message": hand the conversation to agent NAME
@@ -83,7 +83,7 @@ def finish(app: ChatApp) -> None:
 
 def run_piped(chat: Starting, lines: Iterable[bytes]) -> None:
     """Answer each line of a non-terminal input (bytes: what is not UTF-8 becomes U+FFFD, see
-    rollchat.clean), then save and exit. A Ctrl-C ends it (after saving)."""
+    rollchat.text.clean), then save and exit. A Ctrl-C ends it (after saving)."""
     try:
         for raw in lines:
             line = decode(raw.rstrip(b"\r\n"))
@@ -168,7 +168,7 @@ GAUGE_STYLES = ("", "noreverse bg:ansiyellow fg:ansiblack",
 
 def gauge(used: int, window: int) -> tuple[int, str | None]:
     """The context gauge's level (0-3) and its hint (None below 70% of the window)."""
-    from rollchat.policy import gauge_level
+    from rollchat.compaction.policy import gauge_level
 
     level = gauge_level(used, window)
     return level, GAUGE_HINTS[level]

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from rollchat.domain import Summary, Transcript, Turn
-from rollchat.text import plural
+from rollchat.text.wording import plural
 from rollchat.ui.render import plain_console, usage_line
 from rollchat.ui.sanitize import harmless, one_line
 

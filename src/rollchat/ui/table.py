@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rollchat.text import human_tokens, plural
+from rollchat.text.wording import human_tokens, plural
 from rollchat.ui.sanitize import one_line
 
 if TYPE_CHECKING:
-    from rollchat.index import Hit, Page
-    from rollchat.store import SessionInfo
+    from rollchat.storage.index import Hit, Page
+    from rollchat.storage.store import SessionInfo
 
 Row = tuple[tuple[str, str], ...]
 ROW_INDENT = 5  # where a row's second line starts, and its continuation lines in a terminal

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rollchat.errors import UsageError
-from rollchat.text import plural
+from rollchat.text.wording import plural
 from rollchat.tools.sources import tool_entries
 
 if TYPE_CHECKING:

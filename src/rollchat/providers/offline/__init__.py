@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 
 from rollchat.domain import Message, Summary, ToolCall, Turn, Usage
 from rollchat.memory.layers import split_block
+from rollchat.models.tokens import TokenCounter
 from rollchat.providers import OFFLINE
 from rollchat.providers.base import (
     ChatRequest,
@@ -24,10 +25,10 @@ from rollchat.providers.base import (
     ToolCallEvent,
     UsageEvent,
 )
-from rollchat.providers.offline import phrases, tool_use, tooluse
-from rollchat.tokens import TokenCounter
+from rollchat.providers.offline import tool_use, tooluse
+from rollchat.storage.transcript import SUMMARY_START, parse_summary_body, render_summary_block
+from rollchat.text import phrases
 from rollchat.tools import ARCHIVE_TOOL_NAME as ARCHIVE_TOOL
-from rollchat.transcript import SUMMARY_START, parse_summary_body, render_summary_block
 
 RESTORE_MARK = "CONTEXT RESTORATION"
 _STOPWORDS = frozenset((
@@ -221,8 +222,8 @@ class OfflineProvider:
 
 def _handed(text: str) -> tuple[str, str]:
     """(the context another agent handed over, the message) of a user message that opens with
-    a handoff context block (see rollchat.handoff); ("", text) for any other."""
-    from rollchat.handoff import CONTEXT_TAG
+    a handoff context block (see rollchat.session.handoff); ("", text) for any other."""
+    from rollchat.session.handoff import CONTEXT_TAG
 
     m = re.match(rf"<{CONTEXT_TAG} [^>\n]*>\n(.*?)\n</{CONTEXT_TAG}>\n\n", text, re.DOTALL)
     return (m[1], text[m.end():]) if m else ("", text)

@@ -1,0 +1,1 @@
+"""Agents: agent files, skills, and equipping an agent with its tools."""

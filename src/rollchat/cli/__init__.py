@@ -1,0 +1,1 @@
+"""The command line: one Typer app (main), its subcommands registered explicitly, one option set."""

@@ -1,0 +1,175 @@
+"""``rollchat import FILE``: another tool's transcript (see importer.py for the formats) saved
+as a rollchat session with a summary, so that ``resume`` continues work begun elsewhere.
+Registered on ``cli.app`` when cli is imported."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from rollchat.cli.main import ConfigOpt, SessionsDirOpt, app, fail
+from rollchat.errors import ConfigError, RollchatError, UsageError
+
+if TYPE_CHECKING:
+    from rollchat.config.settings import Config
+    from rollchat.storage.importer import Imported
+
+MAX_REPORTED = 20  # skipped lines named one by one; the rest counted
+# what an import adds to the header's Imported From after "<format> <file name>": the source
+# file's digest (a second import of the same bytes is refused) and when it was imported
+_SOURCE = re.compile(r"\(sha256 ([0-9a-f]{64}), imported ([^()]*)\)\Z")
+
+
+def _read(path: Path) -> bytes:
+    """The file's bytes: a regular file, at most the store's size cap."""
+    from rollchat.storage.store import MAX_FILE_BYTES
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UsageError(f"{path} is not a regular file")
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = f.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise UsageError(f"{path} is too large to import (limit {MAX_FILE_BYTES:,} bytes)")
+    return data
+
+
+@app.command("import")
+def import_command(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="A Claude Code or Codex session file (JSONL), "
+                                              "or a markdown chat.")],
+    agent: Annotated[Optional[str], typer.Option(  # noqa: UP045 - typer needs Optional
+        help="The agent that continues it (default: the config's).")] = None,
+    local_summary: Annotated[bool, typer.Option(
+        "--local-summary", help="Summarize locally (no model call).")] = False,
+    again: Annotated[bool, typer.Option(
+        "--again", help="Import a file already imported (another session).")] = False,
+    sessions_dir: SessionsDirOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Import another tool's transcript as a session with a summary; 'resume ID' continues
+    it. Malformed lines are reported by number and skipped. The same file again is refused
+    (--again imports it anew)."""
+    from rollchat.config.settings import ConfigOverrides, load_config
+    from rollchat.storage.importer import read_transcript
+
+    obj = ctx.obj or {}
+    try:
+        cfg = load_config(config_path=config or obj.get("config"), env=os.environ,
+                          cwd=Path.cwd(), overrides=ConfigOverrides(
+                              agent=agent, sessions_dir=sessions_dir or obj.get("sessions_dir")))
+        data = _read(file)
+        imported = read_transcript(data, str(file))
+    except (ConfigError, UsageError) as exc:
+        fail(str(exc))
+    import hashlib
+
+    from rollchat.ui.sanitize import harmless
+
+    digest = hashlib.sha256(data).hexdigest()
+    if not again:
+        _refuse_a_second_import(cfg.session.dir, file, digest)
+
+    for number, why in imported.skipped[:MAX_REPORTED]:
+        sys.stderr.write(harmless(f"rollchat: {file}: line {number}: {why}") + "\n")
+    if len(imported.skipped) > MAX_REPORTED:
+        sys.stderr.write(f"rollchat: {harmless(str(file))}: "
+                         f"{len(imported.skipped) - MAX_REPORTED:,} more lines skipped\n")
+    if not imported.turns:
+        fail(f"{file}: no messages found in this {imported.format} file; nothing imported")
+    try:
+        session_id, note = _save(cfg, imported, file.name, digest, local=local_summary)
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    turns = len(imported.turns)
+    print(harmless(f"Imported {turns:,} turn{'s' if turns != 1 else ''} from {file} "
+                   f"({imported.format}) as session {session_id}{note}."))
+    print(f"Continue it with: rollchat --resume {session_id}   (or 'resume {session_id}' in "
+          "the chat)")
+
+
+def _refuse_a_second_import(sessions: Path, file: Path, digest: str) -> None:
+    """Exit 1 (nothing written, no model called) when a session was imported from a file
+    with these very bytes, found through the sessions index."""
+    from rollchat.storage.index import SessionIndex
+    from rollchat.ui.sanitize import harmless
+
+    try:
+        found = SessionIndex(sessions).imported(f"(sha256 {digest},")
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    if not found:
+        return
+    earlier = found[0]
+    source = _SOURCE.search(earlier.imported_from or "")
+    when = source[2] if source else f"{earlier.date:%Y-%m-%d %H:%M}"
+    fail(harmless(f"{file} was already imported as {earlier.session_id} (on {when}); "
+                  "use --again to import it anew"), 1)
+
+
+def _save(cfg: Config, imported: Imported, file_name: str, digest: str, *,
+          local: bool) -> tuple[str, str]:
+    """Summarize the imported turns, then write the session (header, turns, summary, the
+    source's digest); its id and a note on how it was summarized."""
+    from rollchat import providers
+    from rollchat.compaction.policy import compute_budget
+    from rollchat.compaction.summarizer import Summarizer
+    from rollchat.models.tokens import TokenCounter, context_window
+    from rollchat.session.state import now
+    from rollchat.session.unsummarized import CHEAP_CALLS, CONFIRM_CALLS
+    from rollchat.storage.store import SessionStore
+
+    agent, env = cfg.agent, dict(os.environ)
+    turns = imported.turns
+    if local:
+        from rollchat.compaction.extractive import extractive_summary
+
+        summary = extractive_summary(turns, parent_summary=None, focus=None,
+                                     max_words=cfg.summary.max_words, fallback=False)
+        note = ", summarized locally"
+    else:
+        name = cfg.summary.provider or providers.resolve_provider_name(agent, env)[0]
+        summary_agent = replace(agent, provider=name, model=cfg.summary.model or agent.model)
+        provider = providers.build_provider(name, summary_agent, cfg, env)
+        model = summary_agent.model or providers.DEFAULT_MODELS[name]
+        window = context_window(model, cfg.context_window_override(model))
+        budget = compute_budget(window, agent.max_output_tokens,
+                                cfg.session.compact_threshold, cfg.session.safety_margin_tokens)
+        summarizer = Summarizer(provider, model=model, config=cfg.summary, budget=budget,
+                                counter=TokenCounter(model))
+        calls = len(summarizer.plan(turns))
+        cheap = calls > CONFIRM_CALLS  # the model summarizes the last part, the rest locally
+        outcome = summarizer.summarize(turns, None, None,
+                                       model_calls=CHEAP_CALLS if cheap else None)
+        summary = outcome.summary
+        note = (f", summarized locally ({outcome.reason})" if outcome.fallback_used
+                else f", summarized by {model}" + (" (its last part; the rest locally)"
+                                                   if cheap else ""))
+    store = SessionStore(cfg.session.dir)
+    source = f"(sha256 {digest}, imported {now():%Y-%m-%d %H:%M})"
+    live = store.new_session(agent_key=agent.key, agent=agent.name, agent_path=agent.agent_path,
+                             model=imported.model or "unknown", provider=imported.format,
+                             now=turns[0].started,
+                             imported_from=f"{imported.format} {file_name} {source}")
+    try:
+        for turn in turns:
+            live.append_turn(turn, agent.name)
+        store.finalize(live.session_id, summary, total_queries=len(turns), total_tokens=0)
+    finally:
+        live.close()
+    return live.session_id, note

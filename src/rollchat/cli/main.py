@@ -1,0 +1,471 @@
+"""The ``rollchat`` command: parse flags, load config, build the objects, start the chat.
+
+No logic of its own; user mistakes exit 2 with one line naming the problem.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
+
+import typer
+import typer.core
+
+from rollchat import __version__
+from rollchat.errors import ConfigError, RollchatError, StoreError, UsageError
+from rollchat.providers import PROVIDER_CHOICES
+
+if TYPE_CHECKING:  # imported when the chat starts, not for --help or sessions
+    from rollchat.agents.equip import Equipment
+    from rollchat.config.settings import Config, ConfigOverrides
+    from rollchat.session.core import Session
+    from rollchat.storage.store import Store
+    from rollchat.ui.app import ChatApp
+    from rollchat.ui.render import Renderer
+
+# Plain help (rich_markup_mode=None, so that neither --help nor the chat's start imports rich).
+# Typer still escapes each parameter's "[required]" / "[default: …]" for rich whenever rich is
+# installed, importing it to do so, and the plain help then shows "\[required]". Its other uses
+# of this flag (rich help and errors) are off with rich_markup_mode=None anyway.
+typer.core.HAS_RICH = False
+
+app = typer.Typer(
+    add_completion=False,
+    help="A terminal chat loop for LLM agents that never runs out of context.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+# Built from the registry's names; mypy cannot read members of an Enum built this way.
+ProviderChoice = Enum("ProviderChoice", {n: n for n in PROVIDER_CHOICES}, type=str)  # type: ignore[misc]
+
+
+SessionsDirOpt = Annotated[
+    Optional[Path],  # noqa: UP045 - typer needs Optional on 3.10
+    typer.Option("--sessions-dir", help="Sessions directory (default: ./sessions)."),
+]
+ConfigOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--config", help="Config file (default: $ROLLCHAT_CONFIG, ./rollchat.yml, "
+                 "then the user config directory)."),
+]
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    from rollchat.ui.sanitize import harmless  # a message may quote a config or session file
+
+    sys.stderr.write(f"rollchat: error: {harmless(message)}\n")
+    raise typer.Exit(code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"rollchat {__version__}")
+        raise typer.Exit()
+
+
+@app.callback(invoke_without_command=True)
+def main(
+    ctx: typer.Context,
+    agent: Annotated[Optional[str], typer.Option(help="Agent name from the config.")] = None,  # noqa: UP045
+    provider: Annotated[
+        Optional[ProviderChoice],  # noqa: UP045
+        typer.Option(help="Model provider (auto picks by the API keys set)."),
+    ] = None,
+    model: Annotated[Optional[str], typer.Option(help="Model name.")] = None,  # noqa: UP045
+    base_url: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--base-url", help="OpenAI-compatible server URL."),
+    ] = None,
+    config: ConfigOpt = None,
+    sessions_dir: SessionsDirOpt = None,
+    no_save: Annotated[bool, typer.Option("--no-save", help="Write nothing to disk.")] = False,
+    resume: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--resume", metavar="[N|ID]", help="Start by resuming session N or ID "
+                     "(a number, an id or a unique id prefix); with no value, choose it in a "
+                     "picker (as 'rollchat pick')."),
+    ] = None,
+    continue_last: Annotated[bool, typer.Option(
+        "--continue", "-c",
+        help="Start by resuming the most recent session (the one used last).")] = False,
+    pick: Annotated[bool, typer.Option(  # what a bare --resume becomes (chat_args)
+        "--pick", hidden=True, help="Choose the session to resume in a picker.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Answer yes to questions.")] = False,
+    agent_file: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--agent-file", help="An agent file (Python): its settings and tools. "
+                     "Also: rollchat path/to/agent.py"),
+    ] = None,
+    show_tools: Annotated[bool, typer.Option(
+        "--show-tools", help="Print the full arguments and results of tool calls.")] = False,
+    no_fork: Annotated[bool, typer.Option(
+        "--no-fork", help="Refuse to resume a session open in another rollchat process "
+        "(instead of continuing in a fork).")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True,
+                           help="Show the version and exit."),
+    ] = False,
+) -> None:
+    """Start the chat (offline model when no API key is configured)."""
+    starts = [name for name, given in (("--resume", resume is not None and not pick),
+                                       ("--continue", continue_last),
+                                       ("--resume (no value)", pick)) if given]
+    if ctx.invoked_subcommand is not None:  # `rollchat --config X sessions`: X still counts
+        ctx.obj = {"config": config, "sessions_dir": sessions_dir, "starts": starts,
+                   "chat": {"agent": agent, "provider": provider.value if provider else None,
+                            "model": model, "base_url": base_url, "no_save": no_save,
+                            "yes": yes, "no_fork": no_fork, "agent_file": agent_file,
+                            "show_tools": show_tools}}
+        return
+    if len(starts) > 1:
+        fail(f"{' and '.join(starts)} cannot be used together: give one")
+    from rollchat.config.settings import ConfigOverrides
+
+    overrides = ConfigOverrides(agent=agent, provider=provider.value if provider else None,
+                                model=model, base_url=base_url, sessions_dir=sessions_dir,
+                                no_save=no_save)
+    choose = "pick" if pick else "last" if continue_last else None
+    try:
+        code = start_chat(config, overrides, resume=resume, yes=yes, no_fork=no_fork,
+                          agent_file=agent_file, show_tools=show_tools, choose=choose)
+    except ConfigError as exc:
+        fail(str(exc))
+    except UsageError as exc:
+        fail(str(exc))
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    raise typer.Exit(code)
+
+
+def _warm_up(chat: ChatApp) -> None:
+    """Once the prompt is up: import the SDK and load the tokenizer in the background."""
+    import importlib
+
+    from rollchat import providers
+    session = chat.session
+    providers.prefetch_sdks(session.provider_name)
+    session.counter.count_text("warm up")  # what the first message needs: the tokenizer,
+    for module in ("rich.console", "rich.live", "rich.markdown",  # the renderer, the summarizer
+                   "rollchat.compaction.request", "rollchat.compaction.extractive",
+                   "rollchat.compaction.restore", "rollchat.tools.archive", "filelock"):
+        importlib.import_module(module)
+
+
+def chat_args(args: list[str]) -> list[str]:
+    """The command line as typed, made parseable: a bare ``--resume`` (last, or followed by an
+    option) is ``--pick``, and ``rollchat path/to/agent.py`` is ``--agent-file`` (click has no
+    option whose value may be left out)."""
+    out = list(args)
+    takes_value = _TAKES_VALUE - {"--resume"}
+    index = 0
+    while index < len(out):
+        word = out[index]
+        if word == "--":
+            break
+        if word in takes_value:
+            index += 2
+            continue
+        if word == "--resume":
+            if index + 1 == len(out) or out[index + 1].startswith("-"):
+                out[index] = "--pick"
+            else:
+                index += 1
+        elif not word.startswith("-"):
+            break  # a subcommand, an agent file or a mistake
+        index += 1
+    return with_agent_file(out)
+
+
+_TAKES_VALUE = frozenset({"--agent", "--provider", "--model", "--base-url", "--config",
+                          "--sessions-dir", "--resume", "--agent-file"})
+
+
+def with_agent_file(args: list[str]) -> list[str]:
+    """``rollchat path/to/agent.py ...`` is ``rollchat --agent-file path/to/agent.py ...``:
+    the first word that is not an option or an option's value, when it names a .py file."""
+    takes_value = _TAKES_VALUE
+    index = 0
+    while index < len(args):
+        word = args[index]
+        if word == "--":
+            return args
+        if word in takes_value:
+            index += 2
+            continue
+        if not word.startswith("-"):
+            if word.endswith(".py"):
+                return [*args[:index], "--agent-file", word, *args[index + 1:]]
+            return args  # a subcommand (sessions, trust, init-agent) or a mistake
+        index += 1
+    return args
+
+
+def fork_refusal(*, no_fork: bool, interactive: bool, yes: bool) -> str | None:
+    """Why a session open in another process is not to be forked; None: fork it."""
+    if no_fork:
+        return ("--no-fork was given (exit it there first, or resume without --no-fork to "
+                "continue in a fork)")
+    if not interactive and not yes:
+        return ("without a terminal a fork needs --yes (exit it there first, or pass --yes to "
+                "continue in a fork)")
+    return None
+
+
+def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: str | None,
+               yes: bool, no_fork: bool = False, agent_file: Path | None = None,
+               show_tools: bool = False, choose: str | None = None,
+               fork: str | None = None) -> int:
+    """Check the configuration, draw the banner, and run the chat until it ends. In a terminal
+    the session core is built behind the first prompt (see ``Starting``). ``choose``: "last"
+    resumes the most recent session, "pick" the one chosen in the picker. ``fork``: the
+    session to continue in a fork of (``rollchat fork``)."""
+    from rollchat import providers
+    from rollchat.config.settings import load_config
+    from rollchat.interrupts import Terminated, ending, ending_signals
+    from rollchat.ui.render import Renderer
+    from rollchat.ui.repl import Starting, finish, history_path, run_interactive, run_piped
+
+    env = dict(os.environ)
+    cfg = load_config(config_path=config_path, env=env, cwd=Path.cwd(), overrides=overrides)
+    loaded = None
+    if agent_file is not None or cfg.agent.file is not None:  # user code: checked up front
+        from rollchat.agents.setup import with_agent_file
+
+        cfg, loaded = with_agent_file(cfg, agent_file, overrides, env, Path.cwd())
+    agent = cfg.agent
+    name, reason = providers.resolve_provider_name(agent, env)
+    providers.check_provider(name, agent, env)
+    model = agent.model or providers.DEFAULT_MODELS[name]
+    summary_name = cfg.summary.provider or name
+    providers.check_provider(summary_name, agent, env)
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    if choose is not None:
+        from rollchat.cli.reading import choose_session
+
+        resume = choose_session(cfg, choose, interactive=interactive)
+    renderer = Renderer(interactive=interactive)  # rich is loaded with the first answer
+    renderer.show_tools = show_tools
+    renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
+                    where=cfg.session.location, server=providers.server_url(name, agent, env))
+    if cfg.trust_notice:
+        renderer.warn(cfg.trust_notice)
+    closers: list[Callable[[], None]] = []  # what the chat started (MCP servers)
+    equipment = None
+    if loaded is not None or agent.skills_dir is not None:  # (not on the bare path)
+        from rollchat.agents.equip import gather
+
+        equipment = gather(agent, loaded.tools if loaded is not None else ())
+    chat = Starting(lambda: _build_chat(cfg, env, name, model, renderer, interactive=interactive,
+                                        yes=yes, no_fork=no_fork, closers=closers,
+                                        equipment=equipment),
+                    label=f" starting · {agent.name} · {model} ", out=renderer)
+    with ending_signals():  # SIGTERM, SIGHUP: saved and summarized like exit
+        try:
+            if resume is not None:
+                chat.get().resume(resume)
+            if fork is not None:
+                chat.get().fork(fork)
+            if interactive:
+                run_interactive(chat, history_file=history_path(cfg.ui.history_file),
+                                on_ready=_warm_up, agents=cfg.agents,
+                                idle_seconds=cfg.memory.idle_seconds if cfg.memory.enabled
+                                and cfg.session.auto_save else 0.0)
+            else:
+                run_piped(chat, sys.stdin.buffer)
+        except Terminated:  # before the chat loop began, or one put off until after it
+            finish(chat.get())
+        finally:
+            _close(closers)
+    signum = ending()
+    return 0 if signum is None else 128 + signum
+
+
+def _close(closers: list[Callable[[], None]]) -> None:
+    """Stop what the chat started; a Ctrl-C or a signal here cannot cut it short (that would
+    leave server processes behind)."""
+    from rollchat.interrupts import sigint_deferred
+
+    with sigint_deferred(deliver=False):
+        while closers:
+            closers.pop()()
+
+
+def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, renderer: Renderer,
+                *, interactive: bool, yes: bool, no_fork: bool = False,
+                closers: list[Callable[[], None]] | None = None,
+                equipment: Equipment | None = None) -> tuple[ChatApp, list[str]]:
+    """The session core and its terminal adapter, and what the user should be told first.
+    The chat can build the session of any other agent of the config (``@NAME message``)."""
+    from rollchat.storage.store import MemoryStore, SessionStore
+    from rollchat.ui.app import ChatApp
+
+    notices: list[str] = []
+    store: Store = SessionStore(cfg.session.dir) if cfg.session.auto_save else MemoryStore()
+    store_problem = None
+    try:
+        store.ensure()
+    except StoreError as exc:  # e.g. a read-only directory: the chat goes on in memory
+        store_problem = str(exc)
+    build = _SessionBuilder(env, renderer, store, interactive=interactive, yes=yes,
+                            no_fork=no_fork, closers=closers,
+                            save_failed=store_problem is not None)
+    session = build.session(cfg, name, model, equipment)
+    if session.budget.warning:
+        notices.append(session.budget.warning)
+    if store_problem is not None:
+        notices.append(f"{store_problem}: the chat goes on in memory; nothing is saved")
+    return ChatApp(session, renderer, build=lambda key: build.agent(cfg, key)), notices
+
+
+class _SessionBuilder:
+    """Builds the Session of one agent (its provider, model, tools and system prompt) over the
+    chat's one store: the starting agent, and each agent the chat hands over to."""
+
+    def __init__(self, env: dict[str, str], renderer: Renderer, store: Store, *,
+                 interactive: bool, yes: bool, no_fork: bool,
+                 closers: list[Callable[[], None]] | None, save_failed: bool) -> None:
+        self.env, self.renderer, self.store = env, renderer, store
+        self.interactive, self.yes, self.no_fork = interactive, yes, no_fork
+        self.closers, self.save_failed = closers, save_failed
+
+    def agent(self, cfg: Config, key: str) -> Session:
+        """The session of agent ``key`` of the config (its agent file loaded, if it has one);
+        ConfigError / UsageError when it cannot be used."""
+        from rollchat import providers
+        from rollchat.config.settings import ConfigOverrides
+
+        cfg = replace(cfg, default_agent=key)
+        loaded = None
+        if cfg.agent.file is not None:
+            from rollchat.agents.setup import with_agent_file
+
+            cfg, loaded = with_agent_file(cfg, None, ConfigOverrides(), self.env, Path.cwd())
+        agent = cfg.agent
+        name, _ = providers.resolve_provider_name(agent, self.env)
+        providers.check_provider(name, agent, self.env)
+        providers.check_provider(cfg.summary.provider or name, agent, self.env)
+        equipment = None
+        if loaded is not None or agent.skills_dir is not None:
+            from rollchat.agents.equip import gather
+
+            equipment = gather(agent, loaded.tools if loaded is not None else ())
+        return self.session(cfg, name, agent.model or providers.DEFAULT_MODELS[name],
+                            equipment)
+
+    def session(self, cfg: Config, name: str, model: str,
+                equipment: Equipment | None) -> Session:
+        from rollchat import providers
+        from rollchat.config.settings import word_delay
+        from rollchat.engine.context import Context
+        from rollchat.engine.core import Engine
+        from rollchat.models.tokens import context_window
+        from rollchat.providers.base import RetryPolicy
+        from rollchat.session.core import Session
+        from rollchat.ui.approve import piped_asker, terminal_asker, terminal_compact_asker
+
+        cfg = replace(cfg, ui=replace(cfg.ui, offline_word_delay=word_delay(
+            cfg.ui, sys.stdout.isatty())))
+        agent, renderer, env = cfg.agent, self.renderer, self.env
+        interactive, yes = self.interactive, self.yes
+        provider = providers.build_provider(name, agent, cfg, env)
+        summary_agent = replace(agent, provider=cfg.summary.provider or name,
+                                model=cfg.summary.model or model)
+        summary_name = cfg.summary.provider or name
+        summary_provider = (provider if (summary_name, summary_agent.model) == (name, model)
+                            else providers.build_provider(summary_name, summary_agent, cfg, env))
+        retry = cfg.retry
+        sources = []
+        if cfg.agent_mcp_servers:  # started now, in the background: the SDK loads there
+            from rollchat.tools.mcp import McpServers
+
+            servers = McpServers(cfg.agent_mcp_servers, env)
+            if self.closers is not None:
+                self.closers.append(servers.close)
+            servers.start()
+            sources.append(servers)
+        engine = Engine(
+            provider, model=model, context=Context(system=agent.system_prompt),
+            max_output_tokens=agent.max_output_tokens, temperature=agent.temperature,
+            retry=RetryPolicy(retry.max_retries, retry.base_delay, retry.max_delay),
+            tool_sources=sources,
+        )
+        from rollchat.agents.equip import Equipment, equip
+
+        equip(engine, agent, equipment or Equipment(), ask=(piped_asker(yes=True) if yes else
+                                         terminal_asker(renderer) if interactive else
+                                         piped_asker(yes=False)))
+
+        def confirm(question: str) -> bool:
+            if yes:
+                return True
+            if not interactive:
+                renderer.error(question.replace("Continue? (y/n) ", "").strip()
+                               + " Refused without a terminal; pass --yes to continue anyway.")
+                return False
+            from prompt_toolkit.shortcuts import confirm as pt_confirm
+
+            from rollchat.ui.sanitize import harmless  # the question names another agent
+
+            return bool(pt_confirm(harmless(question.replace(" (y/n) ", ""))))
+
+        from rollchat.models.windows import WindowBook, default_path
+
+        windows = WindowBook(default_path())  # windows learned from this server's refusals
+        override = cfg.context_window_override(model) or windows.get(agent.base_url, model)
+        memory = None
+        if cfg.memory.enabled and cfg.session.auto_save and not self.save_failed:
+            from rollchat.memory.keeper import open_memory
+
+            memory = open_memory(cfg, summary_provider, summary_agent.model or model)
+        session = Session(
+            config=cfg, agent=agent, engine=engine, summary_provider=summary_provider,
+            summary_model=summary_agent.model or model, provider_name=name, store=self.store,
+            confirm=confirm, context_window=context_window(model, override), windows=windows,
+            fork_refusal=fork_refusal(no_fork=self.no_fork, interactive=interactive, yes=yes),
+            memory=memory,
+            ask_compact=terminal_compact_asker(renderer) if interactive else None,
+        )
+        session.state.save_failed = self.save_failed
+        return session
+
+
+def register_subcommands() -> None:
+    """Register the subcommands besides the chat on ``app``: sessions, audit, trust, init-agent
+    (subcommands.py, which imports more of them), pick, show and export (cmd_sessions.py),
+    ``import`` (import_cli.py)."""
+    from rollchat.cli import importing, reading, sessions  # noqa: F401
+
+
+_CHAT_FLAGS = frozenset({"--no-save", "--continue", "-c", "--pick", "--yes", "-y",
+                         "--show-tools", "--no-fork", "--version"})
+
+
+def chat_only(args: list[str]) -> bool:
+    """Whether the command line (after ``chat_args``) holds the chat's options and nothing
+    else: no subcommand, no --help. Then the subcommands are not registered, because typer
+    builds a click command for every registered one at each start (about 15 ms for them, on
+    the way to the first prompt)."""
+    index = 0
+    while index < len(args):
+        word = args[index]
+        name = word.split("=", 1)[0]
+        if name in _TAKES_VALUE:
+            index += 1 if "=" in word else 2
+        elif word in _CHAT_FLAGS:
+            index += 1
+        else:
+            return False
+    return True
+
+
+import rollchat  # noqa: E402
+
+if not rollchat.subcommands_later:  # imported as a library (tests): the whole app
+    register_subcommands()

@@ -1,0 +1,212 @@
+"""Subcommands about saved sessions besides the listing: ``pick`` (choose one in a picker and
+continue it), ``show`` (read one) and ``export`` (print one, or its whole lineage); and how
+``--continue`` and a bare ``--resume`` choose the session the chat starts from. Registered on
+``cli.app`` when cli is imported; each imports what it needs when it runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from rollchat.cli.main import ConfigOpt, SessionsDirOpt, app, fail
+from rollchat.errors import ConfigError, RollchatError, UsageError
+
+if TYPE_CHECKING:
+    from rollchat.config.settings import Config
+    from rollchat.storage.listing import SessionInfo
+    from rollchat.storage.store import SessionStore
+
+
+def choose_session(cfg: Config, how: str, *, interactive: bool) -> str:
+    """The id of the session the chat starts from: the most recent (``how`` "last") or the one
+    chosen in the picker ("pick"). UsageError when it cannot be chosen here; RollchatError when
+    there is nothing to choose; a cancelled picker ends the program (exit 1, or 130 for
+    Ctrl-C) without starting a chat."""
+    what = "--continue" if how == "last" else "choosing a session"
+    if not cfg.session.auto_save:
+        raise UsageError(f"{what} reads the sessions directory: not with --no-save")
+    if how == "pick" and not interactive:
+        raise UsageError("choosing a session needs a terminal (stdin and stdout); give "
+                         "--resume N|ID, or -c for the most recent")
+    from rollchat.storage.store import SessionStore
+
+    store = SessionStore(cfg.session.dir)
+    listing = store.list_sessions()
+    if not listing.sessions:
+        bad = f" ({len(listing.problems)} unreadable files)" if listing.problems else ""
+        raise RollchatError(f"no saved sessions in {cfg.session.dir}{bad}: nothing to "
+                            f"{'continue' if how == 'last' else 'choose from'}; start one "
+                            "with 'rollchat'")
+    if how == "last":
+        return last_used(store, listing.sessions).session_id
+    from rollchat.ui.picker import pick
+
+    picked = pick(listing.sessions, store.load_summary)
+    if picked.info is None:
+        sys.stderr.write("rollchat: no session chosen\n")
+        raise typer.Exit(130 if picked.cancelled == "interrupt" else 1)
+    return picked.info.session_id
+
+
+def last_used(store: SessionStore, sessions: list[SessionInfo]) -> SessionInfo:
+    """The session used last: the one whose file was written last (a long chat begun this
+    morning beats a quick one begun later and closed), among those not continued in another
+    session (editing a parent's summary writes its file, but its child is where it goes on).
+    Ties, and files that cannot be read, go to the most recently started."""
+    heads = [s for s in sessions if not s.continued_in] or sessions
+
+    def written(info: SessionInfo) -> int:
+        try:
+            return os.stat(store.path_for(info.session_id), follow_symlinks=False).st_mtime_ns
+        except OSError:
+            return 0
+
+    return max(heads, key=lambda s: (written(s), s.date, s.session_id))
+
+
+@app.command("pick")
+def pick_command(
+    ctx: typer.Context,
+    sessions_dir: SessionsDirOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Choose a saved session in a picker (type to filter; Enter resumes it, Esc cancels) and
+    continue it in the chat. The chat's options go before 'pick': rollchat --yes pick."""
+    from rollchat.cli.main import start_chat
+    from rollchat.config.settings import ConfigOverrides
+
+    before: dict[str, Any] = ctx.obj or {}
+    if before.get("starts"):
+        fail(f"'pick' chooses the session itself: not with {before['starts'][0]}")
+    chat = before.get("chat", {})
+    overrides = ConfigOverrides(
+        agent=chat.get("agent"), provider=chat.get("provider"), model=chat.get("model"),
+        base_url=chat.get("base_url"), no_save=chat.get("no_save", False),
+        sessions_dir=sessions_dir or before.get("sessions_dir"))
+    try:
+        code = start_chat(config or before.get("config"), overrides, resume=None,
+                          yes=chat.get("yes", False), no_fork=chat.get("no_fork", False),
+                          agent_file=chat.get("agent_file"),
+                          show_tools=chat.get("show_tools", False), choose="pick")
+    except (ConfigError, UsageError) as exc:
+        fail(str(exc))
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    raise typer.Exit(code)
+
+
+def _store(ctx: typer.Context, config: Path | None, sessions_dir: Path | None,
+           ) -> SessionStore:
+    """The sessions directory the options (given to the subcommand or before it) name."""
+    from rollchat.config.settings import ConfigOverrides, load_config
+    from rollchat.storage.store import SessionStore
+
+    before: dict[str, Any] = ctx.obj or {}
+    cfg = load_config(config_path=config or before.get("config"), env=os.environ,
+                      cwd=Path.cwd(), overrides=ConfigOverrides(
+                          sessions_dir=sessions_dir or before.get("sessions_dir")))
+    if cfg.trust_notice:
+        sys.stderr.write(f"rollchat: warning: {cfg.trust_notice}\n")
+    return SessionStore(cfg.session.dir)
+
+
+SessionArg = Annotated[str, typer.Argument(
+    metavar="N|ID", help="Session number (see 'sessions'), id or unique id prefix.")]
+
+
+class Format(str, Enum):
+    md = "md"
+    json = "json"
+
+
+def _document_of(ctx: typer.Context, session: str, config: Path | None,
+                 sessions_dir: Path | None) -> tuple[SessionStore, str]:
+    """The store and the id of the session ``session`` names; exits with a message if none."""
+    from rollchat.storage.store import resolve
+
+    try:
+        store = _store(ctx, config, sessions_dir)
+    except ConfigError as exc:
+        fail(str(exc))
+    try:
+        return store, resolve(session, store.list_sessions()).session_id
+    except RollchatError as exc:
+        fail(str(exc), 1)
+
+
+@app.command("show")
+def show_command(
+    ctx: typer.Context,
+    session: SessionArg,
+    sessions_dir: SessionsDirOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Show a saved session for reading: header, turns, summary. In a terminal through the pager
+    ($PAGER, else less); plain text when piped."""
+    from rollchat.storage.export import read_document
+
+    store, session_id = _document_of(ctx, session, config, sessions_dir)
+    try:
+        document = read_document(store, session_id)
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    from rollchat.ui.show import show
+
+    show(document.transcript, summary_dropped=document.summary_dropped,
+         terminal=sys.stdout.isatty())
+
+
+@app.command("export")
+def export_command(
+    ctx: typer.Context,
+    session: SessionArg,
+    chain: Annotated[bool, typer.Option(
+        "--chain", help="The whole lineage of the session (its parents back to the first), "
+        "oldest first.")] = False,
+    fmt: Annotated[Format, typer.Option(
+        "--format", help="md: the session files as they are; json: the parsed sessions "
+        "(header, turns with their messages and tokens, summary).")] = Format.md,
+    sessions_dir: SessionsDirOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Print a saved session as one document (markdown or JSON); with --chain, its whole
+    lineage. A missing or unreadable ancestor ends the chain with a warning."""
+    from rollchat.storage.export import (
+        Lineage,
+        chain_json,
+        chain_markdown,
+        file_markdown,
+        lineage,
+        read_document,
+        session_json,
+    )
+
+    store, session_id = _document_of(ctx, session, config, sessions_dir)
+    try:
+        found = lineage(store, session_id) if chain else Lineage([read_document(store,
+                                                                                session_id)])
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    if found.broken is not None:
+        from rollchat.ui.sanitize import harmless
+
+        sys.stderr.write(f"rollchat: warning: {harmless(found.broken)}\n")
+    if fmt is Format.json:
+        document = (chain_json(found) if chain
+                    else session_json(found.documents[0].transcript))
+        text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    else:
+        text = chain_markdown(found) if chain else file_markdown(found.documents[0])
+    if sys.stdout.isatty():  # a terminal interprets what a file holds: made harmless
+        from rollchat.ui.sanitize import harmless
+
+        text = harmless(text)
+    sys.stdout.flush()
+    sys.stdout.buffer.write(text.encode("utf-8"))
+    sys.stdout.buffer.flush()

@@ -1,0 +1,266 @@
+"""The ``rollchat`` subcommands besides the chat: ``sessions``, ``rename``, ``search``,
+``audit``, ``trust`` and ``init-agent``. Registered on ``cli.app`` when cli is imported;
+each imports what it needs when it runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from rollchat.cli.main import ConfigOpt, SessionsDirOpt, app, fail
+from rollchat.errors import ConfigError, RollchatError, UsageError
+
+if TYPE_CHECKING:
+    from rollchat.storage.listing import SessionInfo
+    from rollchat.ui.render import Renderer
+
+_JSON_SURROGATE = re.compile(r"[\ud800-\udfff]")  # written as \u escapes: the JSON stays exact
+
+def _given(ctx: typer.Context, name: str, value: Path | None) -> Path | None:
+    """An option given to the subcommand, else the same one given before it."""
+    if value is not None:
+        return value
+    before: Path | None = (ctx.obj or {}).get(name)
+    return before
+
+
+def _sessions_dir(ctx: typer.Context, config: Path | None, sessions_dir: Path | None) -> Path:
+    """The sessions directory the config and the options name (exit 2 on a config mistake)."""
+    from rollchat.config.settings import ConfigOverrides, load_config
+
+    try:
+        cfg = load_config(config_path=_given(ctx, "config", config), env=os.environ,
+                          cwd=Path.cwd(), overrides=ConfigOverrides(
+                              sessions_dir=_given(ctx, "sessions_dir", sessions_dir)))
+    except ConfigError as exc:
+        fail(str(exc))
+    if cfg.trust_notice:
+        sys.stderr.write(f"rollchat: warning: {cfg.trust_notice}\n")
+    return cfg.session.dir
+
+
+def _json(value: object) -> None:
+    """``value`` as JSON on stdout, exact: a lone surrogate (a file name that is not UTF-8)
+    is a \\u escape."""
+    print(_JSON_SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}",
+                              json.dumps(value, indent=2, ensure_ascii=False)))
+
+
+def _console() -> Renderer:
+    from rich.console import Console
+
+    from rollchat.ui.render import Renderer, plain_console
+
+    return Renderer(Console() if sys.stdout.isatty() else plain_console(), interactive=False)
+
+
+LimitOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--limit", min=1, help="Show the N most recent (default: 20)."),
+]
+
+
+@app.command("sessions")
+def sessions_command(
+    ctx: typer.Context,
+    sessions_dir: SessionsDirOpt = None,
+    config: ConfigOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    show_all: Annotated[bool, typer.Option("--all", help="Show every session.")] = False,
+    limit: LimitOpt = None,
+) -> None:
+    """List saved sessions, most recent first (the numbers 'resume N' uses): the 20 most
+    recent, or --limit N, or --all."""
+    from rollchat.storage.index import DEFAULT_LIMIT, SessionIndex
+
+    if show_all and limit is not None:
+        fail("use either --all or --limit N, not both")
+    try:
+        index = SessionIndex(_sessions_dir(ctx, config, sessions_dir))
+        page = index.page(None if show_all else limit or DEFAULT_LIMIT)
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    if as_json:
+        # they and their ancestors by id, for the chain costs
+        lineage = {s.session_id: s for s in index.lineage(page.sessions)}
+        _json({
+            "sessions": [
+                {"number": i.number, "id": i.session_id, "file": i.file_name, "agent": i.agent,
+                 "title": i.title,
+                 "date": i.date.isoformat(), "queries": i.queries, "tokens": i.tokens,
+                 "tokens_exact": i.tokens_exact, "context_tokens": i.context_tokens,
+                 "first_query": i.first_query_preview, "has_summary": i.has_summary,
+                 "parent": i.resumed_from, "forked": i.forked,
+                 "continued_in": list(i.continued_in), "summary_problem": i.summary_problem,
+                 **_costs(i, lineage)}
+                for i in page.sessions
+            ],
+            "problems": [{"file": name, "reason": why} for name, why in page.problems],
+            "total": page.total,
+        })
+        return
+    from rollchat.ui.table import more_line
+
+    out = _console()
+    out.sessions(page.sessions, page.problems)
+    more = more_line(page, "'rollchat sessions --all' lists them all, '--limit N' the N "
+                           "most recent")
+    if more:
+        out.dim(more)
+
+
+@app.command("rename")
+def rename_command(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session number (see 'sessions'), id or id "
+                                                "prefix.")],
+    title: Annotated[list[str], typer.Argument(help="The new title (its words).")],
+    sessions_dir: SessionsDirOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Give a saved session a new title (its header's Title field)."""
+    from rollchat.storage.locks import SessionBusyError
+    from rollchat.storage.store import SessionStore
+    from rollchat.storage.titles import user_title
+
+    try:
+        new = user_title(" ".join(title))
+    except ValueError as exc:
+        fail(str(exc))
+    store = SessionStore(_sessions_dir(ctx, config, sessions_dir))
+    try:
+        info = store.index.resolve(session)
+        store.set_title(info.session_id, new)
+    except SessionBusyError:
+        fail(f"session {session} is open in another rollchat process: set its title there "
+             "with 'title TEXT'", 1)
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    from rollchat.ui.sanitize import harmless
+
+    print(harmless(f"{info.session_id}: {new}"))
+
+
+@app.command("search")
+def search_command(
+    ctx: typer.Context,
+    text: Annotated[list[str], typer.Argument(help="The words to look for.")],
+    sessions_dir: SessionsDirOpt = None,
+    config: ConfigOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    limit: LimitOpt = None,
+) -> None:
+    """Search the saved sessions' transcripts, summaries and titles: the best matches first,
+    each with its number, id, date, title and the matching text."""
+    from rollchat.storage.index import DEFAULT_LIMIT, SessionIndex
+
+    query = " ".join(text)
+    try:
+        hits = SessionIndex(_sessions_dir(ctx, config, sessions_dir)).search(
+            query, limit or DEFAULT_LIMIT)
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    if as_json:
+        _json([{"id": h.session_id, "title": h.title, "date": h.date.isoformat(),
+                "snippet": h.snippet, "number": h.number} for h in hits])
+        return
+    from rollchat.ui.table import ROW_INDENT, hit_rows
+
+    out = _console()
+    if not hits:
+        out.info(f"No saved session matches {query!r}.")
+    for hit in hits:
+        for row in hit_rows(hit, out.terminal):
+            out.line(*row, hang=ROW_INDENT)
+
+
+@app.command("init-agent")
+def init_agent_command(
+    path: Annotated[Path, typer.Argument(help="Where to write the agent file.")],
+) -> None:
+    """Write a commented example agent file with one tool (never over an existing file)."""
+    from rollchat.agents.setup import init_agent
+
+    try:
+        print(init_agent(path))
+    except UsageError as exc:
+        fail(str(exc), 1)
+
+
+def _costs(info: SessionInfo, sessions: dict[str, SessionInfo]) -> dict[str, float | None]:
+    """A listed session's cost in dollars and its chain's (itself and the sessions it
+    continues: the known costs summed); null when no price was known."""
+    from rollchat.models.prices import chain_of
+
+    chain = chain_of(info, sessions)
+    return {"cost": None if info.cost is None else round(info.cost, 6),
+            "chain_cost": round(chain.spent, 6) if chain.known else None}
+
+
+@app.command("audit")
+def audit_command(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session number (see 'sessions'), id or id "
+                                                "prefix.")],
+    sessions_dir: SessionsDirOpt = None,
+    config: ConfigOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Compare a session's summary with its own transcript: the named items (decisions, open
+    tasks, preferences, names, numbers, paths) it kept and lost. Exit status 1 when a
+    decision or an open task is lost."""
+    from rollchat.compaction.audit import audit_session, report
+    from rollchat.config.settings import ConfigOverrides, load_config
+    from rollchat.storage.store import SessionStore
+
+    try:
+        cfg = load_config(config_path=_given(ctx, "config", config), env=os.environ,
+                          cwd=Path.cwd(), overrides=ConfigOverrides(
+                              sessions_dir=_given(ctx, "sessions_dir", sessions_dir)))
+        result = audit_session(SessionStore(cfg.session.dir), session)
+    except ConfigError as exc:
+        fail(str(exc))
+    except RollchatError as exc:
+        fail(str(exc), 2)
+    if as_json:
+        print(json.dumps({key: [{"text": i.text, "kind": i.kind} for i in items]
+                          for key, items in (("kept", result.kept), ("lost", result.lost))},
+                         indent=2, ensure_ascii=False))
+    else:
+        from rollchat.ui.sanitize import harmless
+
+        print("\n".join(harmless(line) for line in report(result)))
+    raise typer.Exit(1 if result.failed else 0)
+
+
+@app.command("trust")
+def trust_command(
+    path: Annotated[
+        Optional[Path],  # noqa: UP045 - typer needs Optional on 3.10
+        typer.Argument(help="The project config file (default: ./rollchat.yml)."),
+    ] = None,
+) -> None:
+    """Trust a project config file: its base_url, api_key_env and paths outside its directory
+    apply from now on, until the file changes."""
+    from rollchat.config.settings import PROJECT_FILE, default_user_config_dir
+    from rollchat.config.trust import trust_file
+
+    try:
+        print(trust_file(path or Path(PROJECT_FILE), cwd=Path.cwd(),
+                         user_config_dir=default_user_config_dir()))
+    except ConfigError as exc:
+        fail(str(exc))
+
+
+# More subcommands, each registered on ``app`` when its module is imported:
+# ``compact`` and ``mcp`` (compact_commands.py), ``prune`` and ``fork`` (subcommands_ops.py).
+from rollchat.cli import compact, ops  # noqa: E402,F401
+from rollchat.cli.memory import memory_app  # noqa: E402
+
+app.add_typer(memory_app, name="memory")

@@ -1,0 +1,1 @@
+"""Configuration: defaults < file < environment < flags, resolved once into a frozen Config."""

@@ -1,0 +1,454 @@
+"""The config file layer: validate every key of the YAML document (read with bounds by
+config_yaml) against its Field, and build a Config over the defaults; errors name the file, line
+and key."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rollchat.config.fields import (
+    AUTO_COMPACT,
+    BOOL,
+    DELAY,
+    MODEL,
+    NONNEG,
+    POSITIVE,
+    PROVIDER,
+    SECONDS,
+    URL,
+    Field,
+    coerce,
+    nonempty,
+    resolve,
+    show,
+)
+from rollchat.config.mcp_servers import (
+    McpServerConfig,
+    ServerProblem,
+    check_server,
+    read_servers_file,
+)
+from rollchat.config.settings import (
+    HANDOFF_STRATEGIES,
+    AgentConfig,
+    Config,
+    HandoffConfig,
+    MemoryConfig,
+    ModelConfig,
+    RetryConfig,
+    SessionConfig,
+    SummaryConfig,
+    ToolsConfig,
+    UIConfig,
+)
+from rollchat.config.trust import TrustCheck, Untrusted, confine, notice
+from rollchat.config.yamlfile import compose, read_text
+from rollchat.errors import ConfigError
+from rollchat.models.prices import Price
+
+_MAX_PROMPT_BYTES = 1024 * 1024
+_AGENT_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SECRET_WORDS = ("apikey", "secret", "password", "credential")
+_SECRET_NAMES = ("key", "token", "apitoken", "accesstoken", "authtoken", "bearertoken")
+_KEY_HINT = (
+    "API keys are never read from the config file: set ANTHROPIC_API_KEY or OPENAI_API_KEY "
+    "in the environment, or name your own variable with api_key_env"
+)
+
+# ---------------------------------------------------------------------------------------------
+# The fields of each part of the file (the rules shared with the flags are in config_fields).
+
+_AGENT_FIELDS: dict[str, Field] = {
+    "name": Field("str", "must be a non-empty string", nonempty),
+    "provider": PROVIDER,
+    "model": MODEL,
+    "base_url": URL,
+    "api_key_env": Field(
+        "str", "must be the NAME of an environment variable (not the key), or null",
+        lambda v: bool(_ENV_NAME.fullmatch(v)), nullable=True,
+    ),
+    "system_prompt": Field("str", "must be a string"),
+    "system_prompt_file": Field("path", "must be a file path, or null", nonempty, nullable=True),
+    "max_output_tokens": POSITIVE,
+    "file": Field("path", "must be the path of an agent file (.py), or null", nonempty,
+                  nullable=True),
+    "approval": Field("str", "must be one of ask, auto, never",
+                      lambda v: v in ("ask", "auto", "never")),
+    "allow": Field("list", "must be a list of tool names or globs"),
+    "deny": Field("list", "must be a list of tool names or globs"),
+    "max_tool_rounds": POSITIVE,
+    "skills_dir": Field("path", "must be a folder path, or null", nonempty, nullable=True),
+    "temperature": Field(
+        "float", "must be a number from 0 to 2, or null", lambda v: 0 <= v <= 2, nullable=True
+    ),
+}
+_MODEL_FIELDS = {
+    "context_window": Field("int", "must be an integer >= 1024", lambda v: v >= 1024),
+    "price": Field("map", "must be a mapping: input, output, cached, cache_write"),
+}
+_DOLLARS = Field("float", "must be a number >= 0 (dollars per million tokens)",
+                 lambda v: v >= 0)
+_PRICE_FIELDS = {"input": _DOLLARS, "output": _DOLLARS, "cached": _DOLLARS,
+                 "cache_write": _DOLLARS}
+_SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
+    "session": (SessionConfig, {
+        "dir": Field("path", "must be a directory path", nonempty),
+        "auto_save": BOOL,
+        "auto_compact": AUTO_COMPACT,
+        "compact_threshold": Field(
+            "float", "must be a number between 0 and 1", lambda v: 0 < v <= 1
+        ),
+        "safety_margin_tokens": NONNEG,
+        "compact_every_turns": Field("int", "must be an integer >= 0 (0: off)", lambda v: v >= 0),
+        "keep_recent_turns": NONNEG,
+        "history": Field("str", "must be one of all, relevant (relevant forgoes prompt "
+                         "caching)", lambda v: v in ("all", "relevant")),
+    }),
+    "summary": (SummaryConfig, {
+        "provider": dataclasses.replace(PROVIDER, need=PROVIDER.need + ", or null",
+                                       nullable=True),
+        "model": MODEL,
+        "max_words": POSITIVE,
+        "timeout_seconds": SECONDS,
+    }),
+    "retry": (RetryConfig, {
+        "max_retries": NONNEG,
+        "base_delay": DELAY,
+        "max_delay": DELAY,
+        "request_timeout": SECONDS,
+    }),
+    "tools": (ToolsConfig, {
+        "max_result_tokens": Field(
+            "int", "must be an integer >= 100, or null (a tenth of the context window)",
+            lambda v: v >= 100, nullable=True,
+        ),
+    }),
+    "handoff": (HandoffConfig, {
+        "strategy": Field("str", f"must be one of {', '.join(HANDOFF_STRATEGIES)}",
+                          lambda v: v in HANDOFF_STRATEGIES),
+        "last_n": POSITIVE,
+        "max_tokens": Field("int", "must be an integer >= 100", lambda v: v >= 100),
+    }),
+    "ui": (UIConfig, {
+        "history_file": Field("path", "must be a file path, or null", nonempty, nullable=True),
+        "offline_word_delay": Field(
+            "float", "must be a number of seconds from 0 to 10, or null (a short delay in a "
+            "terminal, none when the output is piped)", lambda v: 0 <= v <= 10, nullable=True
+        ),
+    }),
+    "memory": (MemoryConfig, {
+        "enabled": BOOL,
+        "scope": Field("str", "must be project or user", lambda v: v in ("project", "user")),
+        "idle_seconds": Field("float", "must be a number of seconds >= 0 (0: never)",
+                              lambda v: v >= 0),
+        "extract_timeout_seconds": Field("float", "must be a number of seconds >= 0 (0: the "
+                                         "offline rules only)", lambda v: v >= 0),
+        "max_age_days": Field("int", "must be a positive number of days, or null (off)",
+                              lambda v: v > 0, nullable=True),
+        "max_share": Field("float", "must be a number between 0 and 0.5 (a share of the "
+                                    "context window)", lambda v: 0 <= v <= 0.5),
+        "user_dir": Field("path", "must be a directory path, or null", nonempty,
+                          nullable=True),
+    }),
+}
+_MCP_KEYS = ("mcp_servers", "mcp_servers_file")
+_TOP_KEYS = ("default_agent", "agents", "models", *_SECTIONS, *_MCP_KEYS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the YAML document with line numbers.
+
+
+class _Doc:
+    """The config file being read: its display name, its directory and a scalar constructor."""
+
+    def __init__(self, display: str, base_dir: Path, untrusted: Untrusted | None = None) -> None:
+        self.display = display
+        self.base_dir = base_dir
+        self.loader = yaml.SafeLoader("")
+        self.untrusted = untrusted  # a project file not trusted: some settings are ignored
+        self.ignored: list[str] = []  # the dotted keys ignored for that reason
+
+    def error(self, node: yaml.Node | None, key: str, msg: str) -> ConfigError:
+        where = f"{self.display}:{node.start_mark.line + 1}" if node is not None else self.display
+        return ConfigError(f"{where}: {key}: {msg}" if key else f"{where}: {msg}")
+
+    def items(self, node: yaml.Node, key: str) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+        """The entries of a mapping node by name (null counts as empty); merges resolved."""
+        if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null":
+            return {}
+        if not isinstance(node, yaml.MappingNode):
+            raise self.error(node, key, f"must be a mapping (got {_describe(node)})")
+        seen: dict[str, yaml.Node] = {}
+        for knode, _ in node.value:
+            if not isinstance(knode, yaml.ScalarNode) or knode.tag.endswith(":merge"):
+                continue
+            if knode.value in seen:
+                first = seen[knode.value].start_mark.line + 1
+                raise self.error(knode, _join(key, knode.value),
+                                 f"duplicate key (first set on line {first})")
+            seen[knode.value] = knode
+        try:
+            self.loader.flatten_mapping(node)
+        except yaml.YAMLError as exc:
+            raise self.error(node, key, f"invalid merge: {getattr(exc, 'problem', exc)}") from None
+        out: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+        for knode, vnode in node.value:
+            if not isinstance(knode, yaml.ScalarNode):
+                raise self.error(knode, key, f"keys must be plain names (got {_describe(knode)})")
+            out[knode.value] = (knode, vnode)
+        return out
+
+    def scalar(self, node: yaml.Node, key: str, spec: Field) -> Any:
+        """The checked value of a scalar node, or a ConfigError naming the rule."""
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.error(node, key, f"{spec.need} (got {_describe(node)})")
+        try:
+            value = self.loader.construct_object(node, deep=True)
+        except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
+            reason = getattr(exc, "problem", None) or str(exc)
+            raise self.error(node, key, f"{spec.need} (got an invalid value: {reason})") from None
+        good, converted = coerce(spec, value)
+        if not good:
+            raise self.error(node, key, f"{spec.need} (got {show(value)})")
+        return converted
+
+    def names(self, node: yaml.Node, key: str, spec: Field) -> tuple[str, ...]:
+        """A list of non-empty strings (tool names or globs)."""
+        if not isinstance(node, yaml.SequenceNode):
+            raise self.error(node, key, f"{spec.need} (got {_describe(node)})")
+        out = []
+        for item in node.value:
+            value = self.scalar(item, key, Field("str", spec.need, nonempty))
+            out.append(value)
+        return tuple(out)
+
+    def fields(self, node: yaml.Node, key: str, specs: Mapping[str, Field],
+               skip: Iterable[str] = (),
+               entries: Mapping[str, tuple[yaml.Node, yaml.Node]] | None = None,
+               ) -> tuple[dict[str, Any], dict[str, yaml.Node]]:
+        """Read a mapping of known fields: (values, value nodes). Unknown keys are errors;
+        the keys in ``skip`` are read by someone else (``entries``: the mapping's items,
+        when the caller read them already)."""
+        values: dict[str, Any] = {}
+        nodes: dict[str, yaml.Node] = {}
+        for name, (knode, vnode) in (entries or self.items(node, key)).items():
+            if name in skip:
+                continue
+            if name not in specs:
+                raise self.error(knode, _join(key, name), _unknown(name, specs))
+            values[name] = (self.names(vnode, _join(key, name), specs[name])
+                            if specs[name].kind == "list"
+                            else self.scalar(vnode, _join(key, name), specs[name]))
+            nodes[name] = vnode
+        return values, nodes
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _describe(node: yaml.Node) -> str:
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    return repr(str(node.value)[:40])
+
+
+def _unknown(name: str, known: Iterable[str]) -> str:
+    squashed = re.sub(r"[^a-z]", "", name.lower())
+    if squashed in _SECRET_NAMES or any(w in squashed for w in _SECRET_WORDS):
+        return f"unknown key; {_KEY_HINT}"
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown key{hint}; known keys: {', '.join(known)}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The file layer: the document turned into a Config over the defaults.
+
+
+def _parse_file(doc: _Doc, root: yaml.Node) -> Config:
+    if not isinstance(root, (yaml.MappingNode, yaml.ScalarNode)) or (
+        isinstance(root, yaml.ScalarNode) and root.tag != "tag:yaml.org,2002:null"
+    ):
+        raise doc.error(root, "", "the top level must be a mapping of settings "
+                                  f"(got {_describe(root)})")
+    top = doc.items(root, "")
+    for name, (knode, _) in top.items():
+        if name not in _TOP_KEYS:
+            raise doc.error(knode, name, _unknown(name, _TOP_KEYS))
+    kwargs: dict[str, Any] = {}
+    for name, (cls, specs) in _SECTIONS.items():
+        if name in top:
+            kwargs[name] = _section(doc, name, top[name][1], cls, specs)
+    if "models" in top:
+        kwargs["models"] = _models(doc, top["models"][1])
+    agents = _agents(doc, top["agents"][1]) if "agents" in top else {}
+    if agents:
+        kwargs["agents"] = agents
+    default = "assistant" if not agents or "assistant" in agents else next(iter(agents))
+    if "default_agent" in top:
+        node = top["default_agent"][1]
+        default = doc.scalar(node, "default_agent", Field("str", "must be an agent name"))
+        known = list(agents or ["assistant"])
+        if default not in known:
+            raise doc.error(node, "default_agent",
+                            f"unknown agent {default!r}; known agents: {', '.join(known)}")
+    return Config(default_agent=default, mcp_servers=_servers(doc, top, ""), **kwargs)
+
+
+def _section(doc: _Doc, name: str, node: yaml.Node, cls: type[Any],
+             specs: Mapping[str, Field]) -> Any:
+    values, nodes = doc.fields(node, name, specs)
+    confine(values, name, doc.base_dir, doc.untrusted, doc.ignored)
+    for path_key in ("history_file", "user_dir"):
+        if values.get(path_key) is not None:
+            values[path_key] = resolve(doc.base_dir, values[path_key])
+    section = dataclasses.replace(cls(), **values)
+    if isinstance(section, RetryConfig) and section.max_delay < section.base_delay:
+        raise doc.error(nodes.get("max_delay") or nodes["base_delay"], "retry.max_delay",
+                        f"must be >= retry.base_delay (got {section.max_delay} < "
+                        f"{section.base_delay})")
+    return section
+
+
+def _models(doc: _Doc, node: yaml.Node) -> dict[str, ModelConfig]:
+    models: dict[str, ModelConfig] = {}
+    for name, (knode, vnode) in doc.items(node, "models").items():
+        if not name.strip():
+            raise doc.error(knode, "models", "model names must not be empty")
+        dotted = f"models.{name}"
+        entries = doc.items(vnode, dotted)
+        values, _ = doc.fields(vnode, dotted, _MODEL_FIELDS, skip=("price",), entries=entries)
+        if "price" in entries:
+            values["price"] = _price(doc, entries["price"][1], f"{dotted}.price")
+        if not values:
+            raise doc.error(vnode, dotted, "set context_window, price, or both")
+        models[name] = ModelConfig(**values)
+    return models
+
+
+def _price(doc: _Doc, node: yaml.Node, dotted: str) -> Price:
+    """A model's price: input and output required, cached and cache_write default to the
+    input price (no discount for cache reads, no surcharge for writes)."""
+    values, _ = doc.fields(node, dotted, _PRICE_FIELDS)
+    for required in ("input", "output"):
+        if required not in values:
+            raise doc.error(node, f"{dotted}.{required}", "is required (dollars per million "
+                                                          "tokens)")
+    return Price(values["input"], values["output"], values.get("cached", values["input"]),
+                 values.get("cache_write"))
+
+
+def _agents(doc: _Doc, node: yaml.Node) -> dict[str, AgentConfig]:
+    agents: dict[str, AgentConfig] = {}
+    for key, (knode, vnode) in doc.items(node, "agents").items():
+        if not _AGENT_KEY.fullmatch(key):
+            raise doc.error(knode, f"agents.{key}", "agent names are 1-64 letters, digits, "
+                                                    "'-' or '_', starting with a letter or digit")
+        agents[key] = _agent(doc, key, vnode)
+    return agents
+
+
+def _agent(doc: _Doc, key: str, node: yaml.Node) -> AgentConfig:
+    dotted = f"agents.{key}"
+    entries = doc.items(node, dotted)  # (once: reading a mapping resolves its merges)
+    values, nodes = doc.fields(node, dotted, _AGENT_FIELDS, skip=_MCP_KEYS, entries=entries)
+    confine(values, dotted, doc.base_dir, doc.untrusted, doc.ignored)
+    explicit = frozenset(values)
+    values["mcp_servers"] = _servers(doc, entries, f"{dotted}.")
+    values.setdefault("name", re.sub(r"[-_]+", " ", key).title())
+    prompt_file = values.get("system_prompt_file")
+    if prompt_file is not None:
+        if "system_prompt" in values:
+            raise doc.error(nodes["system_prompt_file"], dotted,
+                            "set system_prompt or system_prompt_file, not both")
+        path = resolve(doc.base_dir, prompt_file)
+        values["system_prompt_file"] = path
+        values["system_prompt"] = _read_prompt(doc, nodes["system_prompt_file"], dotted, path)
+    for name in ("file", "skills_dir"):
+        if values.get(name) is not None:
+            values[name] = resolve(doc.base_dir, values[name])
+    return AgentConfig(key=key, set_in_config=explicit, **values)
+
+
+def _servers(doc: _Doc, entries: Mapping[str, tuple[yaml.Node, yaml.Node]],
+             prefix: str) -> tuple[McpServerConfig, ...]:
+    """``mcp_servers`` and ``mcp_servers_file`` of one mapping (the top level or an agent):
+    the file's servers first, then the inline ones. An untrusted project file's servers are
+    kept but held (never started) and its servers file is not read."""
+    out: dict[str, McpServerConfig] = {}
+    if "mcp_servers_file" in entries:
+        node = entries["mcp_servers_file"][1]
+        key = f"{prefix}mcp_servers_file"
+        path = doc.scalar(node, key, Field("path", "must be a file path, or null", nonempty,
+                                           nullable=True))
+        if path is not None and doc.untrusted is not None:
+            doc.ignored.append(key)
+        elif path is not None:
+            for server in read_servers_file(resolve(doc.base_dir, path),
+                                            f"{doc.display}:{node.start_mark.line + 1}: {key}"):
+                out[server.name] = server
+    if "mcp_servers" in entries:
+        key = f"{prefix}mcp_servers"
+        held = None
+        if doc.untrusted is not None:
+            doc.ignored.append(key)
+            held = f"{doc.display} {doc.untrusted.reason}; run `rollchat trust` to start it"
+        for name, (knode, vnode) in doc.items(entries["mcp_servers"][1], key).items():
+            raw = doc.loader.construct_object(vnode, deep=True)
+            try:
+                out[name] = check_server(name, raw, base_dir=doc.base_dir, origin=doc.display,
+                                         held=held)
+            except ServerProblem as exc:
+                dotted = f"{key}.{name}" + (f".{exc.key}" if exc.key else "")
+                raise doc.error(vnode if exc.key else knode, dotted, str(exc)) from None
+    return tuple(out.values())
+
+
+def _read_prompt(doc: _Doc, node: yaml.Node, dotted: str, path: Path) -> str:
+    key = f"{dotted}.system_prompt_file"
+    try:
+        if path.is_dir():
+            raise doc.error(node, key, f"{path} is a directory, not a file")
+        with path.open("rb") as handle:
+            data = handle.read(_MAX_PROMPT_BYTES + 1)
+    except OSError as exc:
+        raise doc.error(node, key, f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > _MAX_PROMPT_BYTES:
+        raise doc.error(node, key, f"{path} is too large for a system prompt (limit 1 MiB)")
+    try:
+        return data.decode("utf-8-sig").rstrip()
+    except UnicodeDecodeError:
+        raise doc.error(node, key, f"{path} is not valid UTF-8") from None
+
+
+def load_file(path: Path, display: str, trust: TrustCheck | None = None) -> Config:
+    """The Config in the file at ``path`` over the defaults; ``display`` names it in errors.
+    ``trust`` (for a project file): given the hash of the bytes read, None when the file is
+    trusted, else what confines it; the settings it could not set are named in
+    ``Config.trust_notice``."""
+    raw = read_text(path, display)
+    untrusted = trust(raw.sha256) if trust is not None else None
+    try:
+        root = compose(raw.text, display)
+        if root is None:
+            return Config(source=path, source_sha256=raw.sha256)
+        doc = _Doc(display, path.parent, untrusted)
+        config = _parse_file(doc, root)
+        line = notice(display, untrusted, doc.ignored) if untrusted is not None else None
+        return dataclasses.replace(config, source=path, source_sha256=raw.sha256,
+                                   ignored_settings=tuple(doc.ignored), trust_notice=line)
+    except RecursionError:
+        raise ConfigError(f"{display}: invalid YAML: nested too deeply") from None
+

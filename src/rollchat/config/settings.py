@@ -1,0 +1,340 @@
+"""Configuration: defaults < YAML file < environment < flags, resolved once into a frozen Config.
+
+Errors name the file, the line and the key (ConfigError; the CLI exits 2 on it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from rollchat.config.fields import MODEL, PROVIDER, URL, Field, coerce, nonempty, resolve, show
+from rollchat.errors import ConfigError
+from rollchat.providers import AUTO, PROVIDER_CHOICES
+
+if TYPE_CHECKING:  # read from a file only (config_file imports it)
+    from rollchat.config.mcp_servers import McpServerConfig
+    from rollchat.models.prices import Price
+
+PROVIDERS = PROVIDER_CHOICES
+PROJECT_FILE = "rollchat.yml"  # the project config, read from the working directory untrusted
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """One agent. ``key`` is its name in the ``agents:`` mapping (used in session ids)."""
+
+    key: str = "assistant"
+    name: str = "Assistant"
+    provider: str = AUTO
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    system_prompt: str = "You are a helpful assistant."
+    system_prompt_file: Path | None = None
+    max_output_tokens: int = 4096
+    temperature: float | None = None
+    mcp_servers: tuple[McpServerConfig, ...] = ()  # the agent's own (after the top level's)
+    file: Path | None = None  # an agent file (Python): its settings and tools (agent_file.py)
+    approval: str = "ask"  # ask | auto | never: what a tool call needs (tools/approval.py)
+    allow: tuple[str, ...] = ()  # tool names or globs that run without asking
+    deny: tuple[str, ...] = ()  # tool names or globs that never run
+    max_tool_rounds: int = 25  # model calls with tool results in one turn
+    skills_dir: Path | None = None  # a folder of skills (skills/NAME/SKILL.md)
+    # an agent file's tools (None: no agent file); not a config key, like set_in_config
+    tool_names: tuple[str, ...] | None = field(default=None, metadata={"derived": True})
+    # the keys the config file set: they win over the agent file's, as flags win over both
+    set_in_config: frozenset[str] = field(default=frozenset(), compare=False,
+                                          metadata={"derived": True})
+
+    @property
+    def agent_path(self) -> str:
+        """What the session header's ``Agent Path`` says: the agent file, or the config key."""
+        return str(self.file) if self.file is not None else f"config:{self.key}"
+
+
+NO_SAVE_LOCATION = "memory only (--no-save)"
+
+AutoCompact = Literal["on", "off", "ask"]
+AUTO_COMPACT_CHOICES: tuple[AutoCompact, ...] = ("on", "off", "ask")
+
+
+def auto_mode(setting: bool | str) -> AutoCompact:
+    """``session.auto_compact`` (true, false or "ask") as a mode: on, off or ask."""
+    if setting == "ask":
+        return "ask"
+    return "on" if setting is True or setting == "on" else "off"
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """One model's settings under ``models:`` (each optional; at least one is set)."""
+
+    context_window: int | None = None
+    price: Price | None = None  # dollars per million tokens (see prices.py)
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    dir: Path = Path("sessions")
+    auto_save: bool = True
+    auto_compact: bool | Literal["ask"] = True  # ask: at the threshold, the user decides
+    compact_threshold: float = 0.8
+    safety_margin_tokens: int = 1000
+    compact_every_turns: int = 0
+    keep_recent_turns: int = 2
+    history: str = "all"  # all | relevant: which earlier exchanges each request sends
+
+    @property
+    def location(self) -> str:
+        """Where sessions are kept, as the banner says it."""
+        return str(self.dir) if self.auto_save else NO_SAVE_LOCATION
+
+
+@dataclass(frozen=True)
+class SummaryConfig:
+    provider: str | None = None
+    model: str | None = None
+    max_words: int = 500
+    timeout_seconds: float = 60.0
+
+
+@dataclass(frozen=True)
+class RetryConfig:
+    max_retries: int = 3
+    base_delay: float = 1.0
+    max_delay: float = 30.0
+    request_timeout: float = 120.0
+
+
+@dataclass(frozen=True)
+class ToolsConfig:
+    max_result_tokens: int | None = None  # None: a tenth of the model's context window
+
+
+HANDOFF_STRATEGIES = ("summary", "bm25", "last_n")
+
+
+@dataclass(frozen=True)
+class HandoffConfig:
+    """What ``@NAME message`` hands to agent NAME (see handoff.py): a summary of the session,
+    the turns most relevant to the message (bm25) or the last ``last_n`` turns verbatim; the
+    turns handed are at most ``max_tokens``."""
+
+    strategy: str = "summary"
+    last_n: int = 6
+    max_tokens: int = 4000
+
+
+@dataclass(frozen=True)
+class UIConfig:
+    history_file: Path | None = None  # None: history in the user data directory
+    # seconds between the offline model's streamed words; None: OFFLINE_WORD_DELAY when the
+    # answer is drawn in a terminal, none when the output goes to a pipe or a file
+    offline_word_delay: float | None = None
+
+
+OFFLINE_WORD_DELAY = 0.02
+
+
+def word_delay(ui: UIConfig, terminal: bool) -> float:
+    """The offline model's delay between streamed words: as configured, else a short one when
+    the answer is drawn in a terminal and none when it goes to a pipe or a file (nobody watches
+    it stream, and a script should not wait)."""
+    if ui.offline_word_delay is not None:
+        return ui.offline_word_delay
+    return OFFLINE_WORD_DELAY if terminal else 0.0
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """Memory across sessions (src/rollchat/memory/): facts and episodes per agent."""
+
+    enabled: bool = True
+    scope: str = "project"  # project | user: where preferences and background facts go
+    idle_seconds: float = 300.0  # extract facts after this long without input (0: never)
+    extract_timeout_seconds: float = 10.0  # at exit, fact extraction (then the offline rules)
+    max_age_days: int | None = None  # facts unused this long are listed by `memory prune`
+    max_share: float = 0.1  # the most of the context window remembered facts may take
+    user_dir: Path | None = None  # the user-level facts; None: the user data directory
+
+
+@dataclass(frozen=True)
+class Config:
+    agents: Mapping[str, AgentConfig] = field(
+        default_factory=lambda: {"assistant": AgentConfig()}
+    )
+    default_agent: str = "assistant"
+    models: Mapping[str, ModelConfig] = field(default_factory=dict)
+    session: SessionConfig = field(default_factory=SessionConfig)
+    summary: SummaryConfig = field(default_factory=SummaryConfig)
+    retry: RetryConfig = field(default_factory=RetryConfig)
+    ui: UIConfig = field(default_factory=UIConfig)
+    tools: ToolsConfig = field(default_factory=ToolsConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    handoff: HandoffConfig = field(default_factory=HandoffConfig)
+    mcp_servers: tuple[McpServerConfig, ...] = ()  # for every agent
+    source: Path | None = None  # the config file read, if any
+    source_sha256: str | None = None  # the hash of the bytes read from it
+    ignored_settings: tuple[str, ...] = ()  # what an untrusted project file could not set
+    trust_notice: str | None = None  # the line saying which, and how to trust the file
+
+    @property
+    def agent(self) -> AgentConfig:
+        """The agent this run uses (``default_agent`` after --agent / $ROLLCHAT_AGENT)."""
+        return self.agents[self.default_agent]
+
+    @property
+    def agent_mcp_servers(self) -> tuple[McpServerConfig, ...]:
+        """The MCP servers of this run's agent: the top level's, then the agent's own (which
+        replace a top-level server of the same name)."""
+        from rollchat.config.mcp_servers import merged
+
+        return merged(self.mcp_servers, self.agent.mcp_servers)
+
+    def context_window_override(self, model: str) -> int | None:
+        entry = self.models.get(model)
+        return entry.context_window if entry else None
+
+    @property
+    def prices(self) -> dict[str, Price]:
+        """The prices set under ``models:`` (they win over prices.PRICES)."""
+        return {name: m.price for name, m in self.models.items() if m.price is not None}
+
+
+@dataclass(frozen=True)
+class ConfigOverrides:
+    """The command-line flags; each one set wins over the file and the environment."""
+
+    agent: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    sessions_dir: Path | None = None
+    no_save: bool = False
+
+
+_NO_OVERRIDES = ConfigOverrides()
+
+
+# ---------------------------------------------------------------------------------------------
+# The environment and flag layers, the file lookup, and the entry point.
+
+_LAYER_VARS = {
+    "agent": "ROLLCHAT_AGENT",
+    "provider": "ROLLCHAT_PROVIDER",
+    "model": "ROLLCHAT_MODEL",
+    "base_url": "ROLLCHAT_BASE_URL",
+    "sessions_dir": "ROLLCHAT_SESSIONS_DIR",
+}
+_LAYER_SPECS = {
+    "agent": Field("str", "must be an agent name", nonempty),
+    "provider": PROVIDER,
+    "model": dataclasses.replace(MODEL, need="must be a model name"),
+    "base_url": dataclasses.replace(URL, need="must be an http:// or https:// URL"),
+    "sessions_dir": Field("path", "must be a directory path", nonempty),
+}
+
+
+def _layers(env: Mapping[str, str], overrides: ConfigOverrides) -> dict[str, tuple[str, Any]]:
+    """Per setting, the winning (source, checked value): the flag if set, else the variable."""
+    chosen: dict[str, tuple[str, Any]] = {}
+    for name, var in _LAYER_VARS.items():
+        flag = getattr(overrides, name)
+        source, raw = (f"--{name.replace('_', '-')}", flag) if flag is not None else (
+            f"${var}", env.get(var) or None)
+        if raw is None:
+            continue
+        spec = _LAYER_SPECS[name]
+        good, value = coerce(spec, str(raw))
+        if not good:
+            raise ConfigError(f"{source}: {spec.need} (got {show(str(raw))})")
+        chosen[name] = (source, value)
+    return chosen
+
+
+def _apply(config: Config, chosen: Mapping[str, tuple[str, Any]], no_save: bool,
+           cwd: Path) -> Config:
+    key = config.default_agent
+    if "agent" in chosen:
+        source, key = chosen["agent"]
+        if key not in config.agents:
+            raise ConfigError(f"{source}: unknown agent {key!r}; known agents: "
+                              f"{', '.join(config.agents)}")
+    changes = {n: chosen[n][1] for n in ("provider", "model", "base_url") if n in chosen}
+    agents = {**config.agents, key: dataclasses.replace(config.agents[key], **changes)}
+    directory = chosen["sessions_dir"][1] if "sessions_dir" in chosen else config.session.dir
+    session = dataclasses.replace(
+        config.session,
+        dir=resolve(cwd, Path(os.path.expanduser(directory))),
+        auto_save=config.session.auto_save and not no_save,
+    )
+    return dataclasses.replace(config, agents=agents, default_agent=key, session=session)
+
+
+def _exists(path: Path, label: str) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{label}: cannot use {str(path)!r}: {exc}") from None
+
+
+def find_config_file(config_path: Path | None, env: Mapping[str, str], cwd: Path,
+                     user_config_dir: Path) -> Path | None:
+    """The config file to read: --config, else $ROLLCHAT_CONFIG, else ./rollchat.yml, else
+    config.yml in the user config directory; None when there is none. Named files must exist."""
+    named = [("--config", config_path), ("$ROLLCHAT_CONFIG", env.get("ROLLCHAT_CONFIG") or None)]
+    for label, raw in named:
+        if raw is not None:
+            path = resolve(cwd, Path(os.path.expanduser(raw)))
+            if not _exists(path, label):
+                raise ConfigError(f"{label}: no such file: {raw}")
+            return path
+    for candidate in (cwd / PROJECT_FILE, user_config_dir / "config.yml"):
+        if _exists(candidate, "config"):
+            return candidate
+    return None
+
+
+def default_user_config_dir() -> Path:
+    """The user config directory (``~/.config/rollchat`` on Linux)."""
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("rollchat"))
+
+
+def display_path(path: Path, cwd: Path) -> str:
+    try:
+        return str(path.relative_to(cwd))
+    except ValueError:
+        return str(path)
+
+
+def load_config(*, config_path: Path | None, env: Mapping[str, str], cwd: Path,
+                overrides: ConfigOverrides = _NO_OVERRIDES,
+                user_config_dir: Path | None = None) -> Config:
+    """Resolve defaults < file < environment < flags into one validated Config.
+
+    A project file (./rollchat.yml found by the lookup, not named by --config or
+    $ROLLCHAT_CONFIG) is applied without the settings that need trust unless ``rollchat trust``
+    recorded it with its current content (``Config.trust_notice`` then names them).
+    Raises ConfigError (file, line and dotted key in the message) on any bad input.
+    """
+    if user_config_dir is None:
+        user_config_dir = default_user_config_dir()
+    path = find_config_file(config_path, env, cwd, user_config_dir)
+    if path is None:
+        config = Config()
+    else:
+        from rollchat.config.file import load_file  # yaml is imported only to read a file
+        from rollchat.config.trust import trust_check
+
+        named = config_path is not None or bool(env.get("ROLLCHAT_CONFIG"))
+        project = not named and path == cwd / PROJECT_FILE
+        trust = trust_check(path, user_config_dir) if project else None
+        config = load_file(path, display_path(path, cwd), trust)
+    return _apply(config, _layers(env, overrides), overrides.no_save, cwd)

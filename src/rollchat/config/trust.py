@@ -1,0 +1,181 @@
+"""Trust for project config files (./rollchat.yml in the directory rollchat starts in): which
+settings need it, the record of trusted files (path and SHA-256, in the user config directory),
+and the one line that says what an untrusted file could not set."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Callable, MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rollchat.errors import ConfigError
+
+TRUST_FILE = "trusted.json"
+TRUST_COMMAND = "rollchat trust"
+# Settings that can send the API key (or another secret) somewhere else: never from an
+# untrusted file. Paths are allowed while they stay inside the project directory.
+# An agent file is code, and approval and allow let tools run unasked: never untrusted either.
+KEY_SETTINGS = ("base_url", "api_key_env", "file", "approval", "allow")
+PATH_SETTINGS = ("system_prompt_file", "history_file", "dir", "skills_dir", "user_dir")
+
+
+@dataclass(frozen=True)
+class Untrusted:
+    """A project file read without trust: its directory (paths must stay inside it) and why
+    it is not trusted ("is not trusted", "changed since you trusted it")."""
+
+    project_dir: Path
+    reason: str
+
+
+TrustCheck = Callable[[str], "Untrusted | None"]  # the file's SHA-256 -> None when trusted
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except (ValueError, OSError, RuntimeError):  # outside, or a symlink loop
+        return False
+    return True
+
+
+def confine(values: MutableMapping[str, Any], dotted: str, base_dir: Path,
+            untrusted: Untrusted | None, ignored: list[str]) -> None:
+    """Drop from ``values`` (one mapping of the file, at ``dotted``) what an untrusted file may
+    not set, adding the dotted keys to ``ignored``; a no-op for a trusted file."""
+    if untrusted is None:
+        return
+    for name in [n for n in values if n in KEY_SETTINGS or n in PATH_SETTINGS]:
+        value = values[name]
+        if name in PATH_SETTINGS and (value is None or _inside(
+                value if value.is_absolute() else base_dir / value, untrusted.project_dir)):
+            continue
+        del values[name]
+        ignored.append(f"{dotted}.{name}")
+
+
+def notice(display: str, untrusted: Untrusted, ignored: list[str]) -> str | None:
+    """The one line shown when settings were ignored (None when none were)."""
+    if not ignored:
+        return None
+    keys = ", ".join(ignored)
+    if untrusted.reason == CHANGED:
+        return (f"{display} changed since you trusted it, so {keys} {_were(ignored)} ignored; "
+                f"review the file, then run `{TRUST_COMMAND}` to apply {_them(ignored)}")
+    names = {k.rsplit(".", 1)[-1] for k in ignored}
+    risks = ["send your API key elsewhere", "use files outside this directory"]
+    if any(n.startswith("mcp_servers") for n in names):
+        risks.append("start MCP servers")
+    if names & {"file", "approval", "allow"}:
+        risks.append("run code or tools without asking")
+    what = ", ".join(risks[:-1]) + " or " + risks[-1]
+    return (f"{display} is not trusted, so {keys} {_were(ignored)} ignored (settings that "
+            f"{what}); if you trust the file, run `{TRUST_COMMAND}` to apply {_them(ignored)}")
+
+
+def _were(items: list[str]) -> str:
+    return "was" if len(items) == 1 else "were"
+
+
+def _them(items: list[str]) -> str:
+    return "it" if len(items) == 1 else "them"
+
+
+# ---------------------------------------------------------------------------------------------
+# The record of trusted files.
+
+NOT_TRUSTED = "is not trusted"
+CHANGED = "changed since you trusted it"
+
+
+def _record_path(user_config_dir: Path) -> Path:
+    return user_config_dir / TRUST_FILE
+
+
+def _read_record(user_config_dir: Path) -> dict[str, str]:
+    """The trusted files (absolute path -> SHA-256); ConfigError when the record is unreadable
+    or damaged (it is never silently replaced)."""
+    path = _record_path(user_config_dir)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"{path}: cannot read the list of trusted config files ({exc}); "
+                          "fix or delete it, then trust your project files again") from None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        raise ConfigError(f"{path}: not a list of trusted config files; fix or delete it, then "
+                          "trust your project files again")
+    return dict(files)
+
+
+def trust_check(path: Path, user_config_dir: Path) -> TrustCheck:
+    """How load_file asks whether the project file at ``path`` is trusted: its hash must be
+    the one recorded for its path. A damaged record trusts nothing."""
+    key = str(path.resolve())
+
+    def check(sha256: str) -> Untrusted | None:
+        try:
+            recorded = _read_record(user_config_dir).get(key)
+        except ConfigError:
+            recorded = None
+        if recorded == sha256:
+            return None
+        return Untrusted(path.parent, NOT_TRUSTED if recorded is None else CHANGED)
+
+    return check
+
+
+def record_trust(path: Path, sha256: str, user_config_dir: Path) -> Path:
+    """Record ``path`` as trusted with this content hash (replacing an older hash); the record
+    is rewritten atomically, owner-only. Returns the record's path."""
+    files = _read_record(user_config_dir)
+    files[str(path.resolve())] = sha256
+    target = _record_path(user_config_dir)
+    tmp = target.with_name(f".{TRUST_FILE}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        user_config_dir.mkdir(parents=True, mode=0o700, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump({"version": 1, "files": files}, handle, indent=2, sort_keys=True)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ConfigError(f"{target}: cannot record the trust: {exc.strerror or exc}") from None
+    return target
+
+
+def trust_file(path: Path, *, cwd: Path, user_config_dir: Path) -> str:
+    """``rollchat trust PATH``: check the file loads, record its path and hash, and say what
+    now applies. ConfigError for a missing or invalid file (nothing is recorded then)."""
+    from rollchat.config.file import load_file
+    from rollchat.config.settings import display_path
+
+    target = path if path.is_absolute() else cwd / path
+    try:
+        exists = target.is_file() or target.is_dir()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot use it: {exc}") from None
+    if not exists:
+        raise ConfigError(f"{path}: no such file; give the path of a project config file "
+                          "(default: ./rollchat.yml)")
+    display = display_path(target, cwd)
+    confined = load_file(target, display, lambda _sha: Untrusted(target.parent, NOT_TRUSTED))
+    full = load_file(target, display)  # every setting checked, the prompt files read
+    if full.source_sha256 != confined.source_sha256 or full.source_sha256 is None:
+        raise ConfigError(f"{display}: changed while it was read; run `{TRUST_COMMAND}` again")
+    record = record_trust(target, full.source_sha256, user_config_dir)
+    keys = list(confined.ignored_settings)
+    what = (f"{', '.join(keys)} now {'applies' if len(keys) == 1 else 'apply'}" if keys
+            else "nothing in it needed trust")
+    return (f"Trusted {display}: {what} (recorded in {record}); if the file changes, run "
+            f"`{TRUST_COMMAND}` again")

@@ -1,0 +1,348 @@
+"""One model turn: build the request from the working context, stream it, run tools, record.
+
+No terminal and no disk: ``chat`` and ``restore`` are generators that yield events as they
+happen and return an ``Answer`` (the finished turn, and the provider error if one ended it).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+
+from rollchat.domain import Message, ToolCall, ToolExchange, Turn, TurnKind, TurnStatus, Usage
+from rollchat.engine.context import Context
+from rollchat.engine.hygiene import fit_tool_result, repair
+from rollchat.events import Event, Notice, Retrying, ToolFinished, ToolStarted
+from rollchat.interrupts import Terminated
+from rollchat.memory.layers import with_block
+from rollchat.providers.base import (
+    ChatRequest,
+    Done,
+    Provider,
+    ProviderError,
+    Purpose,
+    RetryNotice,
+    RetryPolicy,
+    TextDelta,
+    ToolCallEvent,
+    ToolSpec,
+    UsageEvent,
+    stream_with_retries,
+)
+from rollchat.text.clean import StreamCleaner, clean, clean_value
+from rollchat.tools import Tool
+from rollchat.tools.approval import Gate
+from rollchat.tools.runner import CallInterrupted, CallOutcome, run_call
+from rollchat.tools.sources import ToolSource
+
+INTERRUPTED_NOTE = "[interrupted by user]"
+ROUND_SEPARATOR = "\n\n"
+MAX_TOOL_ROUNDS = 25  # the default of an agent's max_tool_rounds
+NOT_RUN = "[not run: the turn was interrupted before this call]"
+
+
+@dataclass(frozen=True)
+class CallResult:
+    text: str
+    usage: Usage
+    status: TurnStatus
+    error: ProviderError | None
+    note: str | None
+    tools: tuple[ToolExchange, ...]
+    elapsed: float
+    last: str = ""  # the text of the last round (after the last tool calls)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A finished turn and, when the provider failed, its error (to choose what to do)."""
+
+    turn: Turn
+    error: ProviderError | None = None
+
+
+Stream = Generator[Event, None, Answer]
+
+
+class Engine:
+    """Runs model calls against one provider, keeping the working ``Context`` up to date."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        model: str,
+        context: Context,
+        max_output_tokens: int,
+        temperature: float | None,
+        retry: RetryPolicy,
+        tools: Mapping[str, Tool] | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc).astimezone(),
+        sleep: Callable[[float], None] = time.sleep,
+        # tokens a new tool result may take now (the turn in flight is in the context)
+        tool_result_limit: Callable[[], int] | None = None,
+        count: Callable[[str], int] | None = None,
+        tool_sources: Sequence[ToolSource] = (),
+    ) -> None:
+        self.provider = provider
+        self.model = model
+        self.context = context
+        self.max_output_tokens = max_output_tokens
+        self.temperature = temperature
+        self.retry = retry
+        self.tools = dict(tools or {})
+        self.gate = Gate()  # approval: every tool call passes through it (tools/approval.py)
+        self.max_tool_rounds = MAX_TOOL_ROUNDS
+        self.clock = clock
+        self.sleep = sleep
+        self.tool_result_limit = tool_result_limit
+        self.count = count  # the token counter the budget is measured with
+        self.current_tools: list[ToolExchange] = []  # the turn in flight's, results whole
+        # Tools that come later (MCP servers): collected when a context starts, i.e. before the
+        # first message, then after each compaction or resume; never in between, so the
+        # request prefix (the tool specs among it) stays byte-stable.
+        self.tool_sources = list(tool_sources)
+        self._collect: str | None = "wait" if self.tool_sources else None  # "due", "done"
+
+    def offered(self) -> tuple[ToolSpec, ...]:
+        """The tools' specs sent with chat requests: none when only companions are registered
+        (tools offered alongside others, like the archive tool of a session with no parent)."""
+        tools = list(self.tools.values())
+        if all(t.companion for t in tools):
+            return ()
+        return tuple(t.spec for t in tools)
+
+    def _collect_tools(self) -> Generator[Event, None, None]:
+        """Add the tools of the sources that are ready (the first time, after waiting for
+        those still starting, unless Ctrl-C stops the wait); new names go after the existing
+        ones, none is replaced."""
+        wait, self._collect = self._collect == "wait", "done"
+        for source in self.tool_sources:
+            starting = source.waiting_for() if wait else []
+            try:
+                if starting:
+                    yield Notice("detail", f"Waiting for MCP servers to start: "
+                                           f"{', '.join(starting)}")
+                tools, lines = source.collect(bool(starting))
+            except KeyboardInterrupt as exc:  # those not ready join at the next compaction
+                if isinstance(exc, Terminated):  # a SIGTERM ends the chat
+                    raise
+                wait = False
+                tools, lines = source.collect(False)
+            for line in lines:
+                yield Notice("warning", line)
+            for name, tool in tools.items():
+                self.tools.setdefault(name, tool)
+
+    def request(self, messages: Sequence[Message], purpose: Purpose = "chat") -> ChatRequest:
+        return ChatRequest(
+            model=self.model,
+            system=self.context.system,
+            messages=tuple(messages),
+            max_output_tokens=self.max_output_tokens,
+            temperature=self.temperature,
+            tools=self.offered() if purpose == "chat" else (),
+            purpose=purpose,
+            cache_prefix_messages=self.context.prefix_len,
+        )
+
+    def chat(self, text: str, block: str = "") -> Stream:
+        """Send the user's ``text`` in the working context; yields events, returns the answer.
+
+        ``block``: the turn's context block (see memory/layers.py), sent at the start of the
+        same user message and kept with it, so later requests repeat it byte for byte.
+
+        The turn's messages join the context as they happen (the user message, each round's
+        tool calls and results, as sent), so the next request starts with this one. The user
+        message stays only when the model answered (fully or partly): an unanswered message
+        stays in the transcript, to be sent again by the user.
+        """
+        if self._collect in ("wait", "due"):
+            yield from self._collect_tools()
+        started = self.clock()
+        context = self.context
+        mark = context.mark()
+        self.current_tools = []
+        context.append(Message("user", with_block(block, text)))
+        result = yield from self._call(context.append, context.request_messages, "chat")
+        if result.status == "unanswered":
+            context.rollback(mark)
+        else:
+            context.close_calls()
+            content = result.last
+            note = {"interrupted": INTERRUPTED_NOTE,
+                    "error": f"[answer cut off: {result.note}]"}.get(result.status)
+            if note:  # the model must not take a partial answer for a whole one
+                content = f"{content}\n\n{note}" if content else note
+            if content:
+                context.append(Message("assistant", content))
+        turn = replace(self._turn("query", started, text, result), context_block=block)
+        return Answer(turn, result.error)
+
+    def restore(self, prompt: str) -> Stream:
+        """Send a restoration prompt in a fresh context; the exchange becomes the prefix."""
+        started = self.clock()
+        user = Message("user", prompt)
+        flight = [user]
+        result = yield from self._call(flight.append, lambda: repair(flight), "restore")
+        ack = result.text or "(no acknowledgment: " + (result.note or "interrupted") + ")"
+        self.context.reset([user, Message("assistant", ack)], prefix_len=2)
+        if self._collect == "done":  # a new context: servers ready since then join now
+            self._collect = "due"
+        return Answer(self._turn("restored", started, "", result), result.error)
+
+    def clear(self) -> None:
+        """An empty working context (``clear``): the system prompt and the tools only."""
+        self.context.reset([], prefix_len=0)
+        if self._collect == "done":  # a new context: servers ready since then join now
+            self._collect = "due"
+
+    def _turn(self, kind: TurnKind, started: datetime, user: str, result: CallResult) -> Turn:
+        return Turn(
+            kind=kind,
+            number=0,
+            started=started,
+            user=user,
+            assistant=result.text,
+            status=result.status,
+            elapsed=round(result.elapsed, 1),
+            usage=result.usage,
+            tools=result.tools,
+            error=result.note,
+        )
+
+    def _call(self, add: Callable[[Message], None], messages_now: Callable[[], list[Message]],
+              purpose: Purpose) -> Generator[Event, None, CallResult]:
+        """One exchange: the call, then tool rounds. Each round's tool calls and results are
+        given to ``add``; ``messages_now`` is what the next round sends."""
+        t0 = time.monotonic()
+        text: list[str] = []
+        usage = Usage()
+        tools: list[ToolExchange] = []
+        status: TurnStatus = "ok"
+        note: str | None = None
+        error: ProviderError | None = None
+        mark = 0
+        try:
+            rounds = self.max_tool_rounds
+            for round_number in range(rounds + 1):
+                if round_number and "".join(text).strip():
+                    text.append(ROUND_SEPARATOR)  # the text before a tool call stays its own
+                    yield TextDelta(ROUND_SEPARATOR)  # paragraph, on screen and on disk
+                mark = len(text)
+                calls, round_usage = yield from self._stream_once(messages_now(), purpose, text)
+                usage = usage + round_usage
+                if not calls:
+                    break
+                if round_number == rounds:  # the model wants more: the limit answers it
+                    note = f"stopped after {rounds} tool rounds (max_tool_rounds)"
+                    yield Notice("warning", f"The agent stopped after {rounds} rounds of tool "
+                                            "calls (max_tool_rounds); its last calls were not "
+                                            "run.")
+                    break
+                add(Message("assistant", "".join(text[mark:]), tool_calls=tuple(calls)))
+                mark = len(text)
+                for index, call in enumerate(calls):  # several calls of one reply, in order
+                    yield ToolStarted(call)
+                    try:
+                        exchange, sent, outcome = self._run_tool(call)
+                    except CallInterrupted as stop:  # recorded as interrupted, and every
+                        for rest, result in ((call, stop.outcome.result),  # call after it
+                                             *((c, NOT_RUN) for c in calls[index + 1:])):
+                            tools.append(ToolExchange(rest, result))  # as not run, so each
+                            add(Message("tool", result, tool_call_id=rest.id,  # has a result
+                                        name=rest.name))
+                        yield ToolFinished(call, stop.outcome.result, stop.outcome.elapsed,
+                                           "interrupted")
+                        raise KeyboardInterrupt from None
+                    tools.append(exchange)  # recorded before it is shown: a Ctrl-C while
+                    self.current_tools.append(exchange)  # it is drawn keeps it
+                    add(Message("tool", sent, tool_call_id=call.id, name=call.name))
+                    yield ToolFinished(call, exchange.result, outcome.elapsed, outcome.status)
+        except KeyboardInterrupt:
+            status = "interrupted"
+        except ProviderError as exc:
+            error = exc
+            note = exc.one_line()
+            status = "error" if "".join(text) or tools else "unanswered"
+        return CallResult("".join(text), usage, status, error, note, tuple(tools),
+                          time.monotonic() - t0, "".join(text[mark:]))
+
+    def _stream_once(self, messages: Sequence[Message], purpose: Purpose, text: list[str],
+                     ) -> Generator[Event, None, tuple[list[ToolCall], Usage]]:
+        """One model call. Text deltas go into ``text`` as they arrive, so an interruption or
+        an error mid-stream keeps what was received. Retries are announced as they happen."""
+        request = self.request(messages, purpose)
+        calls: list[ToolCall] = []
+        usage = Usage()
+        cleaner = StreamCleaner()  # the model's text is cleaned as it arrives
+        events = stream_with_retries(self.provider, request, self.retry, sleep=self.sleep,
+                                     announce=True)
+        try:
+            for event in events:
+                if isinstance(event, RetryNotice):
+                    yield Retrying(event.attempt, event.wait, event.error.one_line())
+                elif isinstance(event, TextDelta):
+                    piece = cleaner.feed(event.text)
+                    if piece:
+                        text.append(piece)
+                        yield TextDelta(piece)
+                elif isinstance(event, ToolCallEvent):
+                    call = event.call
+                    calls.append(ToolCall(clean(call.id), clean(call.name),
+                                          clean_value(call.arguments)))
+                elif isinstance(event, UsageEvent):
+                    usage = usage + event.usage
+                    if purpose == "chat":
+                        self.context.reported(event.usage.input_tokens)
+                    yield event
+                elif isinstance(event, Done):
+                    break
+        except BaseException:
+            text.append(cleaner.flush())  # a CR or half a pair held back is kept
+            raise
+        rest = cleaner.flush()
+        if rest:
+            text.append(rest)
+            yield TextDelta(rest)
+        return calls, usage
+
+    def _run_tool(self, call: ToolCall) -> tuple[ToolExchange, str, CallOutcome]:
+        """Approval, the call and its failures: tools/runner.py. The exchange keeps the result
+        whole (the transcript keeps it); the result as sent to the model is cut to its head
+        and tail when it is larger than the limit."""
+        outcome = run_call(call, self.tools, self.gate)
+        result = clean(outcome.result)  # tool output (and files tools read) enters here
+        sent = result
+        if self.tool_result_limit is not None:
+            count = self.count
+            if count is None:
+                from rollchat.models.tokens import TokenCounter
+
+                count = TokenCounter(self.model).count_text
+            sent = fit_tool_result(result, self.tool_result_limit(), count, call.id)
+        return ToolExchange(call, result), sent, outcome
+
+
+def quietly(flow: Stream) -> Stream:
+    """A flow whose answer is not shown (the restoration of an automatic compaction): only
+    its retry notices reach the caller, so a wait is never silent; its result is kept."""
+    while True:
+        try:
+            event = next(flow)
+        except StopIteration as stop:
+            answer: Answer = stop.value
+            return answer
+        if isinstance(event, Retrying):
+            yield event
+
+
+def describe_call(call: ToolCall, *, full: bool = False, limit: int = 100) -> str:
+    """``name(arguments)``: compact (long values cut to ``limit`` characters), or ``full``."""
+    args = json.dumps(dict(call.arguments), ensure_ascii=False, indent=2 if full else None)
+    if not full and len(args) > limit:
+        args = args[:limit - 1] + "…"
+    return f"{call.name}({args})"

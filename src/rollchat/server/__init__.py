@@ -1,0 +1,1 @@
+"""rollchat serving its saved sessions to other tools (the MCP server)."""

@@ -1,0 +1,83 @@
+"""Who writes a session. Its file is made at its first query and held by this process from then
+on. A session another process still has open is never written here: resuming it says so in one
+line and continues in a fork (a new child made from its summary, whose header says "Forked
+From"), or refuses with the reason. A parent that is not open elsewhere gets a forward link
+("Continued In") once its child's file exists."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+from rollchat.config.settings import AgentConfig
+from rollchat.errors import StoreError, TranscriptError
+from rollchat.events import Event, Notice
+from rollchat.session.state import SessionState
+from rollchat.storage.locks import SessionBusyError, busy_message
+from rollchat.storage.store import LiveSession, SessionInfo, Store
+
+
+def check_open(store: Store, info: SessionInfo,
+               refusal: str | None) -> Generator[Event, None, bool]:
+    """True when ``info``'s session is open in another process and the resume goes on as a
+    fork (told in one line); SessionBusyError when forks are refused (``refusal`` says why)."""
+    if not store.open_elsewhere(info.session_id):
+        return False
+    if refusal is not None:
+        raise SessionBusyError(f"{busy_message(info.session_id)}; not resumed: {refusal}")
+    yield Notice("warning", f"Session {info.session_id} is open in another rollchat process: "
+                            "continuing in a fork, a new session from its summary (its file is "
+                            "left to that process).")
+    return True
+
+
+def agent_change(info: SessionInfo, agent: AgentConfig) -> str | None:
+    """Why resuming ``info`` with ``agent`` needs the user's yes (another agent, another agent
+    file, or another tool set: the seed's edge case), as a question; None when it does not."""
+    if info.agent != agent.name or (info.agent_path != agent.agent_path and not (
+            info.agent_path.startswith("config:") and agent.file is None)):
+        was = info.agent_path if not info.agent_path.startswith("config:") else ""
+        now = agent.agent_path if agent.file is not None else ""
+        return (f"Session {info.session_id} was with agent {info.agent!r}"
+                f"{f' ({was})' if was else ''}, not {agent.name!r}{f' ({now})' if now else ''}"
+                ". Continue? (y/n) ")
+    if info.tools is not None and agent.tool_names is not None and \
+            sorted(info.tools) != sorted(agent.tool_names):
+        return (f"Session {info.session_id} was with the tools "
+                f"{', '.join(info.tools) or '(none)'}; the agent now has "
+                f"{', '.join(agent.tool_names) or '(none)'}. Continue? (y/n) ")
+    return None
+
+
+def open_file(store: Store, state: SessionState, agent: AgentConfig, model: str,
+              provider: str, *, in_progress: bool = False,
+              cost: float | None = None) -> Generator[Event, None, LiveSession]:
+    """Create the session's file (at its first query, held by this process from then on):
+    its header, its parent's forward link, then what comes before the query (the restored
+    summary's acknowledgment, turns carried over from the parent). ``cost``: what the session
+    cost so far, None when the model's price is unknown (the header then has no Cost line)."""
+    live = state.live = store.new_session(
+        agent_key=agent.key, agent=agent.name, agent_path=agent.agent_path, model=model,
+        provider=provider, now=state.started, resumed_from=state.resumed_from,
+        previous_session=state.previous_session, forked=state.forked,
+        tools=agent.tool_names, handed_from=state.handed_from, cost=cost,
+        title=state.title)
+    yield from link_parent(store, state)
+    if state.restored is not None:
+        live.append_turn(state.restored, agent.name)
+    # turns carried over from the parent (the last turn is the query being saved, unless the
+    # file is made for a turn still in progress: see checkpoint.py)
+    for earlier in state.turns if in_progress else state.turns[:-1]:
+        live.append_turn(earlier, agent.name)
+    return live
+
+
+def link_parent(store: Store, state: SessionState) -> Generator[Event, None, None]:
+    """Once a child's file exists, its parent's header gets ``Continued In: <child>`` (an
+    atomic rewrite). Not for a fork: the parent's file belongs to another process."""
+    if state.live is None or state.resumed_from is None or state.forked:
+        return
+    try:
+        store.link_child(state.resumed_from, state.live.session_id)
+    except (StoreError, TranscriptError) as exc:
+        yield Notice("warning", f"the link from {state.resumed_from} to this session was not "
+                                f"written: {exc}")

@@ -1,0 +1,150 @@
+"""The state of one live session (its turns, file and totals), the parent a child continues
+from, and the small pure rules about turns both the session and its tests use."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+
+from rollchat.compaction.summarizer import Background
+from rollchat.domain import QUERY_KINDS, Summary, Turn, Usage
+from rollchat.models.prices import ChainCost
+from rollchat.providers.base import AuthError, ContextTooLongError, ProviderError
+from rollchat.storage.store import LiveSession
+from rollchat.text.wording import human_tokens, plural
+
+CARRIED_PREFIX = "Carried over verbatim from "
+UNSAVED = "(unsaved)"
+
+def now() -> datetime:
+    return datetime.now(timezone.utc).astimezone()
+
+
+@dataclass
+class SessionState:
+    """The live session: its turns so far and, once the first query is saved, its file."""
+
+    started: datetime
+    resumed_from: str | None = None
+    previous_session: str | None = None
+    parent_summary: Summary | None = None
+    forked: bool = False  # the parent was open in another process: it is not written
+    handed_from: str | None = None  # the session that handed the conversation here (@NAME)
+    turns: list[Turn] = field(default_factory=list)
+    restored: Turn | None = None
+    live: LiveSession | None = None
+    save_failed: bool = False
+    summary_failed: bool = False  # the turns are saved, the summary block could not be
+    # summaries made in the background from ~70% of the budget on (see compaction.summarizer)
+    background: Background = field(default_factory=Background)
+    query_turns: int = 0  # turns with a query: asked here, or carried over from the parent
+    queries: int = 0  # queries asked in this session (carried-over turns excluded)
+    tokens: int = 0  # tokens of those queries
+    usage: Usage = field(default_factory=Usage)  # their usage, summed
+    # the model calls made for this session besides its queries: its summaries (compact, exit,
+    # automatic compaction, background pre-summaries); billed too
+    summary_usage: Usage = field(default_factory=Usage)
+    chain: ChainCost = field(default_factory=ChainCost)  # the sessions this one continues
+    title: str | None = None  # set by the user (``title``): the header's Title from then on
+
+    def add(self, turn: Turn) -> None:
+        """Record a turn; the totals are kept as it goes (no rescans on the hot path)."""
+        self.turns.append(turn)
+        if turn.kind in QUERY_KINDS:
+            self.query_turns += 1
+        if turn.kind == "query":
+            self.queries += 1
+            self.tokens += turn.usage.total
+            self.usage += turn.usage
+
+    def close(self) -> None:
+        """Let go of the session file (saved): other processes may resume or link it now."""
+        if self.live is not None:
+            self.live.close()
+
+    @property
+    def restoration_tokens(self) -> int:
+        return self.restored.usage.total if self.restored else 0
+
+    @property
+    def summary_tokens(self) -> int:
+        return self.summary_usage.total
+
+    @property
+    def billed(self) -> int:
+        """Tokens billed in this session: its queries, its restoration and its summaries."""
+        return self.tokens + self.restoration_tokens + self.summary_tokens
+
+    @property
+    def billed_usage(self) -> Usage:
+        """The usage of this session's queries, restoration and summaries (see ``billed``)."""
+        usage = self.usage + self.summary_usage
+        return usage + self.restored.usage if self.restored else usage
+
+    @property
+    def session_id(self) -> str | None:
+        return self.live.session_id if self.live else None
+
+    def as_parent(self, summary: Summary) -> Parent:
+        """This session, summarized, as the parent of the child that continues it."""
+        return Parent(self.session_id, self.live.file_name if self.live else None, summary,
+                      self.started, self.queries, self.tokens, self.resumed_from)
+
+
+@dataclass(frozen=True)
+class Parent:
+    """The session a child continues from: what its restoration prompt says about it."""
+
+    session_id: str | None
+    file_name: str | None
+    summary: Summary
+    date: datetime
+    queries: int
+    tokens: int
+    grandparent: str | None
+    forked: bool = False  # open in another process: the child is a fork, the file not written
+    by_user: bool = False  # forked by the user's ``fork`` (not because it was open elsewhere)
+
+
+def restoration_prompt(parent: Parent, *, archive_tool: bool) -> str:
+    """The prompt that hands ``parent``'s summary to the agent (see restore.py)."""
+    from rollchat.compaction.restore import build_restoration_prompt
+
+    return build_restoration_prompt(
+        session_id=parent.session_id or UNSAVED, date=parent.date, queries=parent.queries,
+        tokens=parent.tokens, parent_of_parent=parent.grandparent,
+        file_name=parent.file_name or UNSAVED, summary=parent.summary,
+        archive_tool=archive_tool)
+
+
+def restored_context(parent: Parent, *, automatic: bool) -> str:
+    """The ``Context:`` line of a child's first entry: where it was restored from."""
+    how = ("Compacted automatically from" if automatic else "Forked from" if parent.forked
+           else "Resumed from")
+    note = "open in another process; " if parent.forked and not parent.by_user else ""
+    return (f"{how} {parent.session_id or UNSAVED} ({note}{plural(parent.queries, 'query')}, "
+            f"{human_tokens(parent.tokens)} tokens)")
+
+
+def carried_turns(turns: Sequence[Turn], count: int, parent_id: str) -> list[Turn]:
+    """The last ``count`` answered queries, to be recorded again in the child session (with
+    zero tokens: they were paid for, and are counted, in the parent). A turn with no answer
+    is never carried: the model never saw it."""
+    answered = [t for t in turns if t.kind in QUERY_KINDS and t.status != "unanswered"]
+    kept = answered[-count:] if count > 0 else []
+    return [replace(t, kind="carried", number=i + 1, usage=Usage(),
+                    context=f"{CARRIED_PREFIX}{parent_id}")
+            for i, t in enumerate(kept)]
+
+
+def failure_hint(error: ProviderError | None, too_big_message: bool) -> str:
+    """What to do about an answer that failed, by the kind of failure."""
+    if too_big_message or isinstance(error, ContextTooLongError):
+        return "Shorten or split the message (it is kept in the transcript and the history)."
+    if isinstance(error, AuthError):
+        return ("Check the API key: ANTHROPIC_API_KEY, OPENAI_API_KEY or the variable the "
+                "agent's api_key_env names. Your message was kept.")
+    if isinstance(error, ProviderError) and not error.retryable:
+        return "Your message was kept in the transcript and the input history."
+    return "Your message was kept; press Up and Enter to send it again."

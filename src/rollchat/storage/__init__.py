@@ -1,0 +1,2 @@
+"""Where sessions are kept: the transcript format, session files, the index, locks, listing, prune,
+export, import."""

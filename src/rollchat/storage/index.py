@@ -1,0 +1,492 @@
+"""The sessions index: a rebuildable SQLite file, ``<sessions dir>/.index.sqlite``, that lists,
+resolves and searches sessions without opening every file. The markdown files stay the source
+of truth: deleting the index loses nothing, and a corrupt or unreadable one is rebuilt.
+
+Rows are keyed by file name, size and mtime_ns. Every read first compares them with the
+directory (one ``os.scandir``) and re-reads only the files that are new or changed (and
+those changed within ``RACY_NS`` of being indexed, whose mtime may not show a later write);
+rows of vanished files go. Saves update their file's rows too (``SessionStore`` calls
+``saved``), best effort: a save never fails because of the index. SQLite's own locking (WAL,
+a busy timeout) lets several rollchat processes share it. Full-text search is FTS5 over each
+session's title, summary and turns (user and assistant text), ranked by bm25.
+
+Plain Python API for every front end (CLI, chat, MCP server): ``SessionIndex(dir).recent(20)``,
+``.page(limit)``, ``.listing()``, ``.resolve(ref)``, ``.search(text, limit)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from rollchat.errors import StoreError, TranscriptError
+from rollchat.storage.listing import Listing, SessionInfo, choose, file_info
+from rollchat.storage.session_file import NOFOLLOW
+
+INDEX_NAME = ".index.sqlite"
+SCHEMA = "rollchat-index 2"  # 2: SessionInfo.imported_from
+TEXT_MAX_BYTES = 4 * 1024 * 1024  # of a file's text indexed for search (its summary always)
+RACY_NS = 2_000_000_000  # a row indexed this soon after its file's mtime is checked again
+BATCH = 500  # files indexed per write transaction (other processes wait at most one batch)
+READ_BUSY_MS = 10_000
+SAVE_BUSY_MS = 200  # a save waits this long for the index at most, then leaves it to the reads
+# a save re-indexes the text of a file up to this size; a larger one's row is marked and its
+# text re-read by the next listing or search (its row is racy: see _refresh)
+SAVE_TEXT_MAX_BYTES = 256 * 1024
+DEFAULT_LIMIT = 20
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+_DDL = (
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS files(file TEXT PRIMARY KEY, size INTEGER NOT NULL, "
+    "mtime_ns INTEGER NOT NULL, indexed_ns INTEGER NOT NULL, id TEXT, ts INTEGER, "
+    "info TEXT, problem TEXT)",
+    "CREATE INDEX IF NOT EXISTS files_recent ON files(ts DESC, id DESC) WHERE info IS NOT NULL",
+    "CREATE TABLE IF NOT EXISTS parts(rowid INTEGER PRIMARY KEY, file TEXT NOT NULL, "
+    "part TEXT NOT NULL, UNIQUE(file, part))",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(text, "
+    "tokenize='unicode61 remove_diacritics 2')",
+)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: a session, where it is in the listing, and the best matching text
+    (matched words between ``**``)."""
+
+    session_id: str
+    title: str
+    date: datetime
+    snippet: str
+    number: int  # its number in the full listing (``resume N``)
+    file_name: str
+    # the snippet as (text, matched) parts, to draw the matched words in bold (a ``**`` in the
+    # session's own text is not a mark there)
+    parts: tuple[tuple[str, bool], ...] = ()
+
+
+_MARK = re.compile("\x02([^\x02\x03]*)\x03")
+
+
+def _snippet_parts(marked: str) -> tuple[tuple[str, bool], ...]:
+    """FTS5's snippet with \\x02 and \\x03 around each match, as (text, matched) parts."""
+    parts: list[tuple[str, bool]] = []
+    at = 0
+    for match in _MARK.finditer(marked):
+        parts += [(marked[at:match.start()], False), (match[1], True)]
+        at = match.end()
+    parts.append((marked[at:], False))
+    return tuple((text.replace("\x02", "").replace("\x03", ""), matched)
+                 for text, matched in parts if text)
+
+
+@dataclass(frozen=True)
+class Page:
+    """The most recent sessions (numbered 1..), how many there are in all, and the files that
+    are not sessions."""
+
+    sessions: list[SessionInfo] = field(default_factory=list)
+    total: int = 0
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def more(self) -> int:
+        """How many sessions the page leaves out."""
+        return self.total - len(self.sessions)
+
+
+# ---------------------------------------------------------------- rows <-> SessionInfo
+
+
+def _key(name: str) -> str | bytes:
+    """A file name as the index keeps it: the name, or its bytes when it is not UTF-8 (such a
+    name, decoded with surrogates, cannot be SQLite text)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(name)
+    return name
+
+
+def _name(key: str | bytes) -> str:
+    """The file name a ``_key`` stands for."""
+    return os.fsdecode(key) if isinstance(key, bytes) else key
+
+
+def _micros(date: datetime) -> int:
+    return (date - _EPOCH) // timedelta(microseconds=1)
+
+
+def _encode_info(info: SessionInfo) -> str:
+    data = asdict(info)
+    del data["number"], data["path"]
+    data["date"] = info.date.isoformat()
+    return json.dumps(data, ensure_ascii=False)
+
+
+def _decode_info(root: Path, number: int, text: str) -> SessionInfo:
+    data: dict[str, Any] = json.loads(text)
+    data["date"] = datetime.fromisoformat(data["date"])
+    data["continued_in"] = tuple(data["continued_in"])
+    if data["tools"] is not None:
+        data["tools"] = tuple(data["tools"])
+    return SessionInfo(number=number, path=root / data["file_name"], **data)
+
+
+# ---------------------------------------------------------------- what search reads of a file
+
+
+def _unwritable(error: sqlite3.Error) -> bool:
+    """Whether ``error`` says the index cannot be written now (not that it is corrupt)."""
+    text = str(error).lower()
+    return isinstance(error, sqlite3.OperationalError) and any(w in text for w in (
+        "locked", "busy", "readonly", "read-only", "unable to open", "disk i/o", "full",
+        "permission"))
+
+
+def _parts(path: str, info: SessionInfo) -> list[tuple[str, str]]:
+    """(part, text) pairs for the full-text index: the title, the summary, one per turn (its
+    user and assistant text). At most TEXT_MAX_BYTES of the turns; a file whose turns do
+    not parse is indexed as its raw text."""
+    from rollchat.storage.transcript import decode, parse_lenient, tail_summary
+
+    parts = [("title", info.title)] if info.title else []
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW)
+    except OSError:
+        return parts
+    try:
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, min(size, TEXT_MAX_BYTES), 0)
+        summary = None
+        if info.has_summary:
+            with contextlib.suppress(TranscriptError):
+                summary = tail_summary(lambda at, n: os.pread(fd, n, at), size)
+    except OSError:
+        return parts
+    finally:
+        os.close(fd)
+    if len(data) < size:  # cut after the last whole block
+        data = data[:data.rfind(b"\n---\n") + 5]
+    try:
+        text = decode(data, binary_check=False)
+    except TranscriptError:
+        text = data.decode("utf-8", "replace")
+    if summary is not None:
+        items = (summary.background, *summary.topics, *summary.decisions, *summary.pending,
+                 *summary.artifacts)
+        parts.append(("summary", "\n".join(items)))
+    try:
+        turns = parse_lenient(text).turns
+    except TranscriptError:
+        body = text.split("\n---\n", 1)[-1]
+        return [*parts, ("raw", body)]
+    for turn in turns:
+        words = "\n".join(x for x in (turn.user, turn.context, turn.assistant) if x)
+        parts.append((f"{turn.kind}:{turn.number}:{len(parts)}", words))
+    return parts
+
+
+# ---------------------------------------------------------------- the index
+
+
+class SessionIndex:
+    """The index of the sessions directory ``root``. Every method is safe to call with no
+    index file (it is built), a corrupt one (rebuilt) or a read-only directory (kept in
+    memory for this call)."""
+
+    def __init__(self, root: Path, *, path: Path | None = None) -> None:
+        self.root = Path(root)
+        self.path = path or self.root / INDEX_NAME
+
+    # ------------------------------------------------------------ connections
+
+    def _open(self, busy_ms: int) -> sqlite3.Connection:
+        if not self.path.exists():
+            with contextlib.suppress(OSError):  # owner-only: it holds conversation text
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        conn = sqlite3.connect(self.path, timeout=busy_ms / 1000, isolation_level=None,
+                               check_same_thread=False)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_ms)}")
+            row = None
+            with contextlib.suppress(sqlite3.OperationalError):  # no meta table yet
+                row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            if row is None or row[0] != SCHEMA:
+                self._create(conn, fresh=row is not None)
+            conn.execute("PRAGMA synchronous = NORMAL")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _create(self, conn: sqlite3.Connection, *, fresh: bool) -> None:
+        if fresh:  # another schema: start over
+            raise sqlite3.DatabaseError("index of another version")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for ddl in _DDL:
+                conn.execute(ddl)
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA,))
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+
+    def _discard(self) -> None:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(OSError):
+                os.unlink(f"{self.path}{suffix}")
+
+    @contextlib.contextmanager
+    def _connection(self, busy_ms: int = READ_BUSY_MS) -> Iterator[sqlite3.Connection]:
+        """A connection to an index brought up to date with the directory. A corrupt index
+        file is deleted and rebuilt; one that cannot be written (a read-only directory, a
+        full disk, another process holding it too long) is replaced, for this call, by an
+        index in memory."""
+        conn: sqlite3.Connection | None = None
+        for attempt in range(2):
+            try:
+                conn = self._open(busy_ms)
+                self._refresh(conn)
+                break
+            except sqlite3.Error as e:
+                if conn is not None:
+                    conn.close()
+                    conn = None
+                if attempt or _unwritable(e):
+                    break
+                self._discard()  # corrupt, or of another version: rebuilt from the files
+        if conn is None:
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            self._create(conn, fresh=False)
+            self._refresh(conn)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    # ------------------------------------------------------------ keeping it right
+
+    def _refresh(self, conn: sqlite3.Connection) -> None:
+        """Re-read the files that are new or changed since they were indexed; forget the
+        vanished ones."""
+        try:
+            entries = [e for e in os.scandir(self.root)
+                       if e.name.endswith(".md") and not e.name.startswith(".")]
+        except FileNotFoundError:
+            entries = []
+        except OSError as e:
+            raise StoreError(f"cannot read sessions directory {self.root}: "
+                             f"{e.strerror}") from None
+        known = {_name(row[0]): row[1:] for row in conn.execute(
+            "SELECT file, size, mtime_ns, indexed_ns FROM files")}
+        stale: list[tuple[Path, os.stat_result]] = []
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue  # gone meanwhile
+            row = known.pop(entry.name, None)
+            if (row is None or row[0] != st.st_size or row[1] != st.st_mtime_ns
+                    or row[2] - row[1] < RACY_NS):
+                stale.append((Path(entry.path), st))
+        gone = list(known)
+        for start in range(0, max(len(stale), len(gone)), BATCH):
+            self._write(conn, stale[start:start + BATCH], gone[start:start + BATCH])
+
+    def _write(self, conn: sqlite3.Connection, stale: Sequence[tuple[Path, os.stat_result]],
+               gone: Sequence[str], *, text: bool = True) -> None:
+        read = [(path, st, *self._read(path, st, text)) for path, st in stale]  # unlocked
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for name in gone:
+                self._forget(conn, name)
+            now = time.time_ns()
+            for path, st, info, problem, parts in read:
+                self._store(conn, path.name, st, now, info, problem, parts)
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _read(path: Path, st: os.stat_result, text: bool = True,
+              ) -> tuple[SessionInfo | None, str | None, list[tuple[str, str]] | None]:
+        try:
+            info = file_info(path, st)
+        except (StoreError, TranscriptError) as e:
+            return None, str(e), []
+        except OSError as e:  # vanished or unreadable between the listing and the read
+            return None, f"cannot read: {e.strerror}", []
+        return info, None, _parts(str(path), info) if text else None
+
+    @staticmethod
+    def _forget(conn: sqlite3.Connection, name: str, *, text: bool = True) -> None:
+        if text:
+            rows = [(r[0],) for r in conn.execute("SELECT rowid FROM parts WHERE file = ?",
+                                                  (_key(name),))]
+            conn.executemany("DELETE FROM docs WHERE rowid = ?", rows)
+            conn.execute("DELETE FROM parts WHERE file = ?", (_key(name),))
+        conn.execute("DELETE FROM files WHERE file = ?", (_key(name),))
+
+    def _store(self, conn: sqlite3.Connection, name: str, st: os.stat_result, now: int,
+               info: SessionInfo | None, problem: str | None,
+               parts: Sequence[tuple[str, str]] | None) -> None:
+        """Write the file's rows; ``parts`` None: its searchable text is unchanged."""
+        self._forget(conn, name, text=parts is not None)
+        conn.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (
+            _key(name), st.st_size, st.st_mtime_ns, now,
+            info.session_id if info else None, _micros(info.date) if info else None,
+            _encode_info(info) if info else None, problem))
+        for part, text in parts or ():
+            rowid = conn.execute("INSERT INTO parts(file, part) VALUES (?, ?)",
+                                 (_key(name), part)).lastrowid
+            conn.execute("INSERT INTO docs(rowid, text) VALUES (?, ?)", (rowid, text))
+
+    def saved(self, file_name: str, *, text: bool = True) -> None:
+        """Index the file ``file_name`` again after a save (``text`` False: only its header
+        changed, e.g. its totals). Best effort and quick: if the index is busy or broken the
+        next read repairs it; this never raises."""
+        with contextlib.suppress(Exception):
+            if not self.path.exists():
+                return  # no index yet: the first read builds it whole
+            path = self.root / file_name
+            try:
+                st: os.stat_result | None = os.lstat(path)
+            except FileNotFoundError:
+                st = None  # deleted: forget it
+            conn = self._open(SAVE_BUSY_MS)
+            try:
+                if st is None:
+                    self._write(conn, [], [file_name])
+                else:
+                    self._write(conn, [(path, st)], [],
+                                text=text and st.st_size <= SAVE_TEXT_MAX_BYTES)
+            finally:
+                conn.close()
+
+    # ------------------------------------------------------------ reading
+
+    def page(self, limit: int | None = DEFAULT_LIMIT, exclude: str | None = None) -> Page:
+        """The ``limit`` most recent sessions (None: all), numbered 1.., the session
+        ``exclude`` (an id) left out; the total; the files that are not sessions."""
+        skip = f"{exclude}.md" if exclude else ""
+        with self._connection() as conn:
+            total = conn.execute("SELECT count(*) FROM files WHERE info IS NOT NULL "
+                                 "AND file != ?", (skip,)).fetchone()[0]
+            rows = conn.execute(
+                "SELECT info FROM files WHERE info IS NOT NULL AND file != ? "
+                "ORDER BY ts DESC, id DESC LIMIT ?", (skip, -1 if limit is None else limit))
+            sessions = [_decode_info(self.root, n, row[0]) for n, row in enumerate(rows, 1)]
+            problems = [(_name(r[0]), r[1]) for r in conn.execute(
+                "SELECT file, problem FROM files WHERE info IS NULL AND file != ? "
+                "ORDER BY file", (skip,))]
+        return Page(sessions, total, problems)
+
+    def recent(self, limit: int = DEFAULT_LIMIT) -> list[SessionInfo]:
+        """The ``limit`` most recent sessions, numbered 1.."""
+        return self.page(limit).sessions
+
+    def listing(self, exclude: str | None = None) -> Listing:
+        """Every session, most recent first, numbered 1.. (``Store.list_sessions``)."""
+        page = self.page(None, exclude)
+        return Listing(page.sessions, page.problems)
+
+    def lineage(self, sessions: Sequence[SessionInfo]) -> list[SessionInfo]:
+        """``sessions`` and every session they continue (their parents, and theirs...), as far
+        as the files go; the ancestors unnumbered (0)."""
+        found = {s.session_id: s for s in sessions}
+        wanted = {s.resumed_from for s in sessions if s.resumed_from} - set(found)
+        with self._connection() as conn:
+            while wanted:
+                marks = ", ".join("?" * len(wanted))
+                rows = conn.execute(f"SELECT info FROM files WHERE info IS NOT NULL AND id IN "
+                                    f"({marks})", sorted(wanted)).fetchall()
+                new = [_decode_info(self.root, 0, row[0]) for row in rows]
+                found.update((s.session_id, s) for s in new)
+                wanted = {s.resumed_from for s in new if s.resumed_from} - set(found)
+        return list(found.values())
+
+    def resolve(self, ref: str, exclude: str | None = None) -> SessionInfo:
+        """The session ``ref`` names: a listing number, an id, a unique id prefix (or
+        suffix, or substring); StoreError saying why not (an ambiguous one lists the ids)."""
+        skip = f"{exclude}.md" if exclude else ""
+        with self._connection() as conn:
+            ids = [r[0] for r in conn.execute(
+                "SELECT id FROM files WHERE info IS NOT NULL AND file != ? "
+                "ORDER BY ts DESC, id DESC", (skip,))]
+            problems = [(_name(r[0]), r[1]) for r in conn.execute(
+                "SELECT file, problem FROM files WHERE info IS NULL AND file != ?", (skip,))]
+            found = choose(ref, len(ids), ids, problems)
+            number = found if isinstance(found, int) else ids.index(found) + 1
+            row = conn.execute(
+                "SELECT info FROM files WHERE info IS NOT NULL AND file != ? "
+                "ORDER BY ts DESC, id DESC LIMIT 1 OFFSET ?", (skip, number - 1)).fetchone()
+        return _decode_info(self.root, number, row[0])
+
+    def imported(self, marker: str) -> list[SessionInfo]:
+        """The sessions whose Imported From holds ``marker`` (an import's digest, see
+        import_cli), most recent first, unnumbered (0)."""
+        with self._connection() as conn:  # LIKE narrows (its % and _ only widen); then checked
+            rows = conn.execute(
+                "SELECT info FROM files WHERE info IS NOT NULL AND info LIKE ? "
+                "ORDER BY ts DESC, id DESC", (f"%{marker}%",)).fetchall()
+        found = (_decode_info(self.root, 0, text) for (text,) in rows)
+        # (a row can hold the marker elsewhere: in a title, a preview)
+        return [info for info in found if marker in (info.imported_from or "")]
+
+    def search(self, text: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
+        """Sessions whose title, summary or turns hold every word of ``text`` (else, when
+        none does, any of them), best first (bm25), one hit per session with a snippet of
+        its best matching part. Any text is safe: words are quoted, never FTS5 syntax.
+        StoreError when ``text`` has no word to look for."""
+        words = _TOKEN.findall(text)
+        if not words:
+            raise StoreError("search needs a word to look for (letters or digits)")
+        quoted = ['"' + w.replace('"', '""') + '"' for w in words[:64]]
+        with self._connection() as conn:
+            hits = self._matches(conn, " AND ".join(quoted), limit)
+            if not hits and len(quoted) > 1:
+                hits = self._matches(conn, " OR ".join(quoted), limit)
+        return hits
+
+    def _matches(self, conn: sqlite3.Connection, query: str, limit: int) -> list[Hit]:
+        rows = conn.execute(
+            "SELECT parts.file, snippet(docs, 0, char(2), char(3), '…', 16) FROM docs "
+            "JOIN parts ON parts.rowid = docs.rowid WHERE docs MATCH ? ORDER BY rank "
+            "LIMIT ?", (query, max(limit, 1) * 50))
+        best: dict[str, str] = {}
+        for name, snippet in rows:
+            if name not in best:
+                best[name] = snippet
+                if len(best) >= limit:
+                    break
+        hits: list[Hit] = []
+        for name, snippet in best.items():
+            row = conn.execute("SELECT info, ts, id FROM files WHERE file = ? AND info IS NOT "
+                               "NULL", (name,)).fetchone()
+            if row is None:
+                continue
+            number = conn.execute("SELECT count(*) FROM files WHERE info IS NOT NULL AND "
+                                  "(ts > ? OR (ts = ? AND id > ?))",
+                                  (row[1], row[1], row[2])).fetchone()[0] + 1
+            info = _decode_info(self.root, number, row[0])
+            parts = _snippet_parts(" ".join(snippet.split()))
+            hits.append(Hit(info.session_id, info.title, info.date,
+                            "".join(f"**{t}**" if m else t for t, m in parts), number,
+                            info.file_name, parts))
+        return hits

@@ -1,0 +1,194 @@
+"""Sessions as every Store names and lists them: ids (``slug``, new ids), the listing
+(SessionInfo, Listing) from a file's head and tail, and ``resolve`` (what a user typed)."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+
+from rollchat.errors import StoreError
+from rollchat.storage.titles import first_line_title
+from rollchat.storage.transcript import Glance, glance
+
+# A session id, as it names a file ``<id>.md``: nothing that could leave a directory.
+SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]+")
+_PREVIEW_CHARS = 60
+
+
+def slug(agent_key: str) -> str:
+    """The agent key as it appears in session ids: lowercase letters, digits and ``_``."""
+    return re.sub(r"[^a-z0-9]+", "_", agent_key.lower()).strip("_")[:40] or "session"
+
+
+def new_ids(agent_key: str, now: datetime) -> list[str]:
+    """``{slug}_{YYYYMMDD_HHMMSS}_{hex}`` ids for a new session, to try in turn until one is
+    free (a longer random part after 20 are taken)."""
+    base = f"{slug(agent_key)}_{now:%Y%m%d_%H%M%S}"
+    return [f"{base}_{secrets.token_hex(2 if n < 20 else 4)}" for n in range(200)]
+
+
+def check_id(session_id: str) -> str:
+    """``session_id`` if it is one (it names a file: nothing that leaves a directory)."""
+    if not SESSION_ID_RE.fullmatch(session_id) or len(session_id) > 200:
+        raise StoreError(f"invalid session id: {session_id[:80]!r}")
+    return session_id
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One listed session, from its head and tail only."""
+
+    number: int
+    session_id: str
+    file_name: str
+    path: Path | None  # the file; None in a store that keeps nothing on disk
+    agent: str
+    agent_path: str
+    model: str
+    provider: str
+    date: datetime
+    queries: int
+    tokens: int
+    first_query_preview: str | None
+    has_summary: bool
+    resumed_from: str | None
+    previous_session: str | None
+    summary_problem: str | None = None
+    # False when ``tokens`` is a lower bound: a session without a summary whose file is
+    # longer than the tail window (its tokens are added up from the turn footers read).
+    tokens_exact: bool = True
+    forked: bool = False  # its parent was open in another process when it was made
+    continued_in: tuple[str, ...] = ()  # the sessions that continue it
+    context_tokens: int = 0  # the context's size at its last call (tokens: billed in all)
+    tools: tuple[str, ...] | None = None  # the agent's own tools, when recorded
+    handed_from: str | None = None  # the session that handed the conversation to it (@NAME)
+    cost: float | None = None  # dollars, as its header records them (None: price unknown)
+    # the header's Title, else the first query's first line trimmed ("" with no query yet)
+    title: str = ""
+    imported_from: str | None = None  # the header's Imported From (an imported transcript)
+
+
+@dataclass(frozen=True)
+class Listing:
+    """Sessions numbered 1.. (most recent first) and the files that are not sessions."""
+
+    sessions: list[SessionInfo] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+
+def session_info(file_name: str, path: Path | None, seen: Glance) -> SessionInfo:
+    """The (unnumbered) listing entry of the file ``file_name`` from what its head and tail
+    tell; StoreError if its Session ID is not its name."""
+    h = seen.header
+    if h.session_id != file_name.removesuffix(".md"):
+        raise StoreError(f"its Session ID {h.session_id[:60]!r} does not match the file name")
+    preview = seen.first_query
+    if preview is not None and len(preview) > _PREVIEW_CHARS:
+        preview = preview[:_PREVIEW_CHARS - 1] + "…"
+    queries = h.total_queries if seen.has_summary else max(h.total_queries, seen.last_query)
+    # The header's totals are refreshed after every saved turn: they are exact when they count
+    # the last query (a crash between a turn's append and the refresh leaves them one behind);
+    # else count the footers: exact from the whole file, else a lower bound.
+    if seen.has_summary or (h.total_queries and h.total_queries >= seen.last_query):
+        tokens, exact = h.total_tokens, True
+    elif seen.whole:
+        tokens, exact = seen.query_tokens, True
+    else:
+        tokens, exact = max(h.total_tokens, seen.query_tokens), False
+    return SessionInfo(0, h.session_id, file_name, path, h.agent, h.agent_path, h.model,
+                       h.provider, h.date, queries, tokens, preview, seen.has_summary,
+                       h.resumed_from, h.previous_session, seen.summary_problem, exact,
+                       h.forked, h.continued_in, h.context_tokens, tools=h.tools,
+                       handed_from=h.handed_from, cost=h.cost,
+                       title=h.title or first_line_title(seen.first_query),
+                       imported_from=h.imported_from)
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def file_info(path: Path, st: os.stat_result) -> SessionInfo:
+    """The (unnumbered) listing entry of the file ``path`` named ``<id>.md``, whose lstat is
+    ``st``, from its head and tail; StoreError or TranscriptError saying why it is not a
+    session."""
+    name = path.name
+    if stat.S_ISLNK(st.st_mode):
+        raise StoreError(f"symbolic link to {os.readlink(path)!r}, not followed")
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError("not a regular file")
+    if not SESSION_ID_RE.fullmatch(name[:-3]):
+        raise StoreError("file name is not a session id")
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise StoreError(f"cannot open: {e.strerror}") from None
+    try:
+        seen = glance(lambda at, n: os.pread(fd, n, at), os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+    return session_info(name, path, seen)
+
+
+def numbered(found: list[SessionInfo], problems: list[tuple[str, str]]) -> Listing:
+    """The listing: sessions most recent first, numbered from 1."""
+    ordered = sorted(found, key=lambda i: (i.date, i.session_id), reverse=True)
+    return Listing([replace(info, number=n) for n, info in enumerate(ordered, 1)], problems)
+
+
+def _matching(ref: str, ids: list[str]) -> list[str]:
+    """The ids ``ref`` names, from the first rule that matches any: the id itself, then ids
+    starting with it, ending with it (the random part users remember), containing it."""
+    for rule in (str.__eq__, str.startswith, str.endswith, str.__contains__):
+        found = [i for i in ids if rule(i, ref)]
+        if found:
+            return found
+    return []
+
+
+def choose(ref: str, total: int, ids: Sequence[str],
+           problems: Sequence[tuple[str, str]] = ()) -> int | str:
+    """What ``ref`` (what a user typed) names among ``total`` listed sessions whose ids are
+    ``ids``: a listing number (1-based), or the id it names: the full id, else a unique
+    prefix, else a unique suffix (``d57d``), else a unique substring. Digits are a number when
+    in range, else they may name the whole random part of an id (``4821``). StoreError saying
+    why otherwise (an ambiguous ref lists the ids it matches)."""
+    ref = ref.strip()
+    if ref.isascii() and ref.isdigit():
+        if not total:
+            raise StoreError("there are no saved sessions to choose from")
+        n = int(ref)
+        if 1 <= n <= total:
+            return n
+        if not any(i.endswith(f"_{ref}") for i in ids):
+            raise StoreError(f"no session number {n}: choose between 1 and {total}")
+        ref = f"_{ref}"  # only a whole random part: "3" must not match "..._143022_..."
+    ref = ref.removesuffix(".md")
+    if "/" in ref or "\\" in ref or ".." in ref or not SESSION_ID_RE.fullmatch(ref):
+        raise StoreError(f"invalid session id: {ref[:80]!r}")
+    matches = _matching(ref, list(ids))
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        more = f" and {len(matches) - 10} more" if len(matches) > 10 else ""
+        raise StoreError(f"ambiguous session id {ref!r}: it matches "
+                         f"{', '.join(matches[:10])}{more}")
+    bad = _matching(ref, [name.removesuffix(".md") for name, _ in problems])
+    if bad:
+        why = next(w for name, w in problems if name.removesuffix(".md") == bad[0])
+        raise StoreError(f"session {ref!r} cannot be used: {why}")
+    raise StoreError(f"no session {ref!r} (see 'sessions' for the list)")
+
+
+def resolve(ref: str, listing: Listing) -> SessionInfo:
+    """The session ``ref`` names in ``listing`` (see ``choose``)."""
+    sessions = listing.sessions
+    found = choose(ref, len(sessions), [s.session_id for s in sessions], listing.problems)
+    if isinstance(found, int):
+        return sessions[found - 1]
+    return next(s for s in sessions if s.session_id == found)

@@ -1,0 +1,217 @@
+"""A session file being written by this process: each completed turn appended (O_APPEND,
+fsync), the header's totals refreshed in place; and the low-level write helpers the store
+shares."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import weakref
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from rollchat.domain import SessionHeader, Turn
+from rollchat.errors import StoreError, TranscriptError
+from rollchat.interrupts import sigint_deferred
+from rollchat.storage.locks import SessionLocks
+from rollchat.storage.transcript import (
+    decode,
+    render_header,
+    render_titled,
+    render_totals,
+    render_turn,
+    totals_span,
+)
+from rollchat.text.clean import encode
+
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = NOFOLLOW
+
+
+# ---------------------------------------------------------------- files
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError:  # some filesystems cannot fsync a directory; the rename is still done
+        pass
+    finally:
+        os.close(fd)
+
+
+def _no_lock(session_id: str) -> None:
+    """What closing a FileSession made without a lock does."""
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` by a file holding ``data``: a temporary file beside it, fsync, rename,
+    directory fsync. StoreError (the file left unchanged) when it cannot."""
+    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        fsync_dir(path.parent)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise StoreError(f"cannot rewrite {path} (left unchanged): "
+                             f"{e.strerror or e}") from None
+        raise
+
+
+def _not_indexed(file_name: str, *, text: bool = True) -> None:
+    """What a FileSession made without an index does after a save."""
+
+
+class FileSession:
+    """A session file being written: each completed turn is appended and fsynced. ``locks``:
+    where its lock is held, until ``close`` (or until this object is dropped). ``saved``: told
+    the file name after each write (the sessions index; it never raises)."""
+
+    def __init__(self, path: Path, header: SessionHeader,
+                 locks: SessionLocks | None = None,
+                 saved: Callable[..., None] = _not_indexed) -> None:
+        self.path = path
+        self._saved = saved
+        self.header = header
+        self.session_id = header.session_id
+        self.file_name = path.name
+        self._totals = _totals_at(header)
+        self._pending_at: int | None = None  # where the turn in progress was written
+        self._release = weakref.finalize(self, locks.release if locks else _no_lock,
+                                         self.session_id)
+
+    def close(self) -> None:
+        """Let go of the session: another process may write it from now on."""
+        self._release()
+
+    def check_totals(self, data: bytes) -> None:
+        """The file holds ``data`` (put back by ``reopen``): find its totals there."""
+        try:
+            head = data[:data.index(b"\n---\n") + 1].decode("utf-8")
+        except ValueError:
+            self._totals = None
+            return
+        span = totals_span(head)
+        self._totals = None if span is None else (
+            len(encode(head[:span[0]])), encode(head[span[0]:span[1]]))
+
+    def set_totals(self, queries: int, billed: int, context: int,
+                   cost: float | None = None) -> None:
+        """Refresh the header's totals in place (same length: see render_totals), so that the
+        header of a live or crashed session tells the truth. Best effort: the turns are what
+        matters, and finalizing writes the totals again."""
+        if self._totals is None:
+            return
+        start, old = self._totals
+        new = encode(render_totals(queries, billed, context, cost))
+        if len(new) != len(old) or new == old:
+            return  # a number outgrew its width, or nothing changed
+        with sigint_deferred(), contextlib.suppress(OSError):
+            fd = os.open(self.path, os.O_WRONLY | _NOFOLLOW)
+            try:
+                os.pwrite(fd, new, start)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self._totals = (start, new)
+            self._saved(self.file_name, text=False)
+
+    def set_title(self, title: str) -> None:
+        """Set the header's Title (an atomic rewrite of the file, between turns)."""
+        with sigint_deferred():
+            try:
+                with open(self.path, "rb") as f:
+                    text = decode(f.read(), binary_check=False)
+                new = encode(render_titled(text, title))
+            except (OSError, TranscriptError) as e:
+                raise StoreError(f"cannot set the title of {self.path.name}: "
+                                 f"{getattr(e, 'strerror', None) or e}") from None
+            atomic_write(self.path, new)
+            self.header = replace(self.header, title=title)
+            self.check_totals(new)
+        self._saved(self.file_name)
+
+    def append_turn(self, turn: Turn, agent_name: str) -> None:
+        """Append one turn block (O_APPEND + fsync); never reads or rewrites the file. A
+        Ctrl-C or an ending signal arriving meanwhile waits until the block is written."""
+        data = encode(render_turn(turn, agent_name))
+        with sigint_deferred():
+            if self._pending_at is not None:  # the finished turn replaces its provisional block
+                self._overwrite(self._pending_at, data)
+                self._pending_at = None
+            else:
+                self._append(data)
+        self._saved(self.file_name)
+
+    def write_pending(self, turn: Turn, agent_name: str) -> None:
+        """Write the turn in progress (marked interrupted: what a crash now would leave) as a
+        provisional block, replacing the previous one; ``append_turn`` replaces it at last.
+        One write call, then a truncation when the block got shorter, then fsync: a killed
+        process leaves the previous block or the new one (see checkpoint.py)."""
+        data = encode(render_turn(turn, agent_name))
+        with sigint_deferred():
+            if self._pending_at is None:
+                try:
+                    self._pending_at = self.path.stat().st_size
+                except OSError as e:
+                    raise StoreError(f"cannot read {self.path}: {e.strerror}") from None
+            self._overwrite(self._pending_at, data)
+
+    def _overwrite(self, offset: int, data: bytes) -> None:
+        try:
+            fd = os.open(self.path, os.O_WRONLY | _NOFOLLOW)
+        except OSError as e:
+            raise StoreError(f"cannot open {self.path} to save the turn: {e.strerror}") from None
+        try:
+            os.pwrite(fd, data, offset)  # one call: a kill leaves it whole or not begun
+            written = offset + len(data)
+            if os.fstat(fd).st_size > written:
+                os.ftruncate(fd, written)
+            os.fsync(fd)
+        except OSError as e:
+            raise StoreError(f"cannot save the turn to {self.path}: {e.strerror}") from None
+        finally:
+            os.close(fd)
+
+    def _append(self, data: bytes) -> None:
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | _NOFOLLOW)
+        except OSError as e:
+            raise StoreError(f"cannot open {self.path} to save the turn: {e.strerror}") from None
+        try:
+            size = os.fstat(fd).st_size
+            try:
+                write_all(fd, data)
+                os.fsync(fd)
+            except OSError as e:
+                with contextlib.suppress(OSError):  # never leave half a block behind
+                    os.ftruncate(fd, size)
+                raise StoreError(f"cannot save the turn to {self.path}: {e.strerror}") from None
+        finally:
+            os.close(fd)
+
+
+def _totals_at(header: SessionHeader) -> tuple[int, bytes] | None:
+    """The byte offset and bytes of the totals in the file's header as it was written."""
+    text = render_header(header)
+    span = totals_span(text)
+    if span is None:
+        return None
+    return len(encode(text[:span[0]])), encode(text[span[0]:span[1]])

@@ -1,0 +1,261 @@
+"""Render a session to markdown: the header, one block per turn, the whole file; and the
+finalized file (header totals set, summary block appended) from a file's current text."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from rollchat.domain import SessionHeader, Summary, ToolExchange, Transcript, Turn
+from rollchat.errors import TranscriptError
+from rollchat.storage.titles import first_line_title, model_title
+from rollchat.storage.transcript.summary import render_summary_block
+from rollchat.storage.transcript.syntax import (
+    CONTEXT_BLOCK,
+    RESERVED_LABELS,
+    aware,
+    esc_line,
+    first_marker,
+    first_query_line,
+    inline,
+)
+
+# The header's totals: queries, tokens billed (input + output over every model call) and the
+# context's size (the prompt of the last call). Each number is padded to a fixed width so that
+# a live session's totals are refreshed in place after every turn (see ``render_totals``).
+_TOTALS = ("**Total Queries:**", "**Tokens Billed:**", "**Context Tokens:**")
+_LEGACY_TOTALS = ("**Total Tokens:**",)  # what older files call the tokens billed
+_TOTAL_WIDTHS = (9, 15, 12)
+CONTINUED_IN = "**Continued In:**"  # the ids of the sessions continuing this one, ", "-separated
+HANDED_FROM = "**Handed From:**"  # the session that handed the conversation over (@NAME)
+IMPORTED_FROM = "**Imported From:**"  # "<format> <file name>" of an imported transcript
+# The cost of the tokens billed, in dollars, after the totals when the model's price is known
+# (see prices.py): "**Cost:** $0.0123", padded like the totals.
+COST = "**Cost:**"
+_COST_WIDTH = 12
+TITLE = "**Title:**"  # the session's title: one line (see titles.py), after the Session ID
+_SESSION_ID = "**Session ID:**"
+
+
+def _agent_label(name: str) -> str:
+    enc = inline(name, "*:")
+    return "\\" + enc if enc in RESERVED_LABELS else enc
+
+
+def _content(text: str) -> list[str]:
+    return [esc_line(x) for x in text.split("\n")]
+
+
+def _field(label: str, text: str) -> list[str]:
+    lines = _content(text)
+    return [label + lines[0], *lines[1:], ""]
+
+
+def render_header(h: SessionHeader) -> str:
+    """The header block, ending with ``---`` and a blank line."""
+    lines = [f"# {inline(h.agent)} Conversation", "",
+             f"**Session ID:** {inline(h.session_id)}",
+             *([f"{TITLE} {inline(h.title)}"] if h.title is not None else []),
+             f"**Date:** {aware(h.date, 'Date')}",
+             f"**Agent:** {inline(h.agent)}",
+             f"**Agent Path:** {inline(h.agent_path)}",
+             *([f"**Tools:** {', '.join(inline(t) for t in h.tools) or '(none)'}"]
+               if h.tools is not None else []),
+             f"**Model:** {inline(h.model, '()')} ({inline(h.provider, '()')})"]
+    if h.resumed_from is not None:
+        lines.append(f"**{'Forked From' if h.forked else 'Resumed From'}:** "
+                     f"{inline(h.resumed_from)}")
+    if h.handed_from is not None:
+        lines.append(f"{HANDED_FROM} {inline(h.handed_from)}")
+    if h.imported_from is not None:
+        lines.append(f"{IMPORTED_FROM} {inline(h.imported_from)}")
+    if h.previous_session is not None:
+        lines.append(f"**Previous Session:** {inline(h.previous_session)}")
+    if h.continued_in:
+        lines.append(f"{CONTINUED_IN} {', '.join(inline(c) for c in h.continued_in)}")
+    lines += [render_totals(h.total_queries, h.total_tokens, h.context_tokens, h.cost), "",
+              "---", "", ""]
+    return "\n".join(lines)
+
+
+def render_totals(queries: int, billed: int, context: int, cost: float | None = None) -> str:
+    """The header's totals lines (no final newline), each number padded to its fixed width
+    (trailing spaces, invisible in rendered markdown) so that a later refresh has the same
+    length and can overwrite them in place; then the cost, when known."""
+    lines = [f"{label} {value:<{width}}" for label, value, width
+             in zip(_TOTALS, (queries, billed, context), _TOTAL_WIDTHS, strict=True)]
+    if cost is not None:
+        lines.append(f"{COST} {f'${cost:.4f}':<{_COST_WIDTH}}")
+    return "\n".join(lines)
+
+
+def totals_span(header: str) -> tuple[int, int] | None:
+    """Where ``render_totals``'s lines are in a rendered ``header`` (character offsets), or
+    None when it has none."""
+    start = header.find(f"\n{_TOTALS[0]} ")
+    if start == -1:
+        return None
+    end = header.find("\n", header.find(f"\n{_TOTALS[-1]} ", start) + 1)
+    if end != -1 and header.startswith(f"\n{COST} ", end):
+        end = header.find("\n", end + 1)
+    return (start + 1, end) if end != -1 else None
+
+
+def _footer(t: Turn) -> str:
+    u = t.usage
+    parts = f"in: {u.input_tokens}, out: {u.output_tokens}"
+    if u.cache_read_tokens:
+        parts += f", cache read: {u.cache_read_tokens}"
+    if u.cache_write_tokens:
+        parts += f", cache write: {u.cache_write_tokens}"
+    status = "" if t.status == "ok" else f" | {t.status}"
+    # A failed turn the provider sent no usage for says so, rather than "Tokens: 0".
+    unreported = not (u.total or u.cache_read_tokens or u.cache_write_tokens)
+    tokens = "not reported" if unreported and t.status != "ok" else f"{u.total} ({parts})"
+    return (f"*Time: {t.elapsed:.1f}s | Tokens: {tokens}{status}"
+            f" | at {aware(t.started, 'Turn.started')}*")
+
+
+def _status_lines(t: Turn) -> list[str]:
+    err = None if t.error is None else inline(t.error)
+    out: list[str] = []
+    if t.status == "interrupted":
+        out.append("*[interrupted by user]*")
+    if t.status == "unanswered":
+        out.append("*[not answered]*" if err is None else f"*[not answered: {err}]*")
+    elif t.status == "error" or err is not None:
+        out.append("*[error]*" if err is None else f"*[error: {err}]*")
+    return [x for m in out for x in (m, "")]
+
+
+def _tool_lines(ex: ToolExchange) -> list[str]:
+    args = json.dumps(dict(ex.call.arguments), ensure_ascii=False, default=str)
+    return [f"*Tool call:* {inline(ex.call.name)}", "", f"*Call ID:* {inline(ex.call.id)}",
+            "", f"*Arguments:* {args}", "", *_field("*Result:* ", ex.result)]
+
+
+def render_turn(t: Turn, agent_name: str) -> str:
+    """One turn block, ending with ``---`` and a blank line."""
+    clock = t.started.strftime("%H:%M:%S")
+    lines: list[str] = []
+    if t.kind in ("query", "carried"):
+        title = "Query" if t.kind == "query" else "Carried Over"
+        lines += [f"## {title} {t.number} ({clock})", *_field("**You:** ", t.user)]
+        if t.context_block:  # sent with the message, not typed: a field of its own
+            lines += _field(f"{CONTEXT_BLOCK} ", t.context_block)
+    if t.kind in ("restored", "handoff") or t.context:
+        if t.kind == "restored":
+            lines.append(f"## Session Restored ({clock})")
+        elif t.kind == "handoff":
+            lines.append(f"## Handed Off ({clock})")
+        lines += _field("**Context:** ", t.context)
+    if t.previous_session is not None:
+        lines += [f"**Previous Session:** {inline(t.previous_session)}", ""]
+    if t.kind in ("restored", "handoff") and t.user:
+        lines += _field("**You:** ", t.user)
+    for ex in t.tools:
+        lines += _tool_lines(ex)
+    if t.kind != "handoff" and not (t.status == "unanswered" and t.assistant == ""):
+        lines += _field(f"**{_agent_label(agent_name)}:** ", t.assistant)
+    lines += [*_status_lines(t), _footer(t), "", "---", "", ""]
+    return "\n".join(lines)
+
+
+def render(t: Transcript) -> str:
+    """The whole session file."""
+    parts = [render_header(t.header)]
+    parts += [render_turn(turn, t.header.agent) for turn in t.turns]
+    if t.summary is not None:
+        parts.append(render_summary_block(t.summary))
+    return "".join(parts)
+
+
+def render_finalized(text: str, summary: Summary, *, total_queries: int,
+                     total_tokens: int, context_tokens: int | None = None,
+                     cost: float | None = None) -> str:
+    """The session file ``text`` finalized: its header totals set (``context_tokens`` and
+    ``cost`` None: the header's own), a Title when it has none (the summary's, else the first
+    query's first line), a torn last block and any earlier summary block (whole or corrupted)
+    dropped, ``summary``'s block at the end. Only the header lines, the first query's line and
+    the block boundaries are read: the turns are not parsed."""
+    lines = text.split("\n")
+    sep = _header_end(lines)
+    if not any(x.startswith(TITLE) for x in lines[:sep]):
+        title = (model_title(summary.title) if summary.title else "") or first_line_title(
+            first_query_line(lines, sep))
+        if title:
+            lines = _titled(lines, sep, title)
+            sep += 1
+    if context_tokens is None:
+        known = [x[len(_TOTALS[2]):].strip() for x in lines[:sep] if x.startswith(_TOTALS[2])]
+        context_tokens = int(known[0]) if known and known[0].isascii() and known[0].isdigit() else 0
+    if cost is None:
+        cost = next((amount(x[len(COST):]) for x in lines[:sep] if x.startswith(COST)), None)
+    header = [x for x in lines[:sep] if not x.startswith((*_TOTALS, *_LEGACY_TOTALS, COST))]
+    while header and header[-1] == "":
+        header.pop()
+    header += [render_totals(total_queries, total_tokens, context_tokens, cost), ""]
+    body_text = "\n".join(lines[sep:])
+    cut = first_marker(body_text)
+    body = (body_text if cut is None else body_text[:cut]).split("\n")
+    last = max(i for i, x in enumerate(body) if x == "---")  # drops a truncated last block
+    return "\n".join(header + body[:last + 1]) + "\n\n" + render_summary_block(summary)
+
+
+def render_resummarized(text: str, summary: Summary) -> str:
+    """The finalized session file ``text`` with its summary block replaced by ``summary``'s
+    (``summary edit``); everything before the block is left byte for byte."""
+    cut = first_marker(text)
+    if cut is None:
+        raise TranscriptError("has no summary block to replace")
+    return text[:cut] + render_summary_block(summary)
+
+
+def _header_end(lines: list[str]) -> int:
+    try:
+        return lines.index("---")
+    except ValueError:
+        raise TranscriptError("has no header: not a session file") from None
+
+
+def _titled(lines: list[str], sep: int, title: str) -> list[str]:
+    """``lines`` with the header's Title line set to ``title`` (after the Session ID)."""
+    value = f"{TITLE} {inline(title)}"
+    for i, line in enumerate(lines[:sep]):
+        if line.startswith(TITLE):
+            return [*lines[:i], value, *lines[i + 1:]]
+    at = next((i + 1 for i, x in enumerate(lines[:sep]) if x.startswith(_SESSION_ID)), 1)
+    return [*lines[:at], value, *lines[at:]]
+
+
+def render_titled(text: str, title: str) -> str:
+    """The session file ``text`` with its header's Title set to ``title`` (one line: see
+    titles.user_title). Only the header is read and changed."""
+    lines = text.split("\n")
+    return "\n".join(_titled(lines, _header_end(lines), title))
+
+
+def render_linked(text: str, child_id: str) -> str:
+    """The session file ``text`` with ``child_id`` added to its header's ``Continued In`` line
+    (made, before the totals, if there is none yet). Only the header is read and changed."""
+    lines = text.split("\n")
+    sep = _header_end(lines)
+    for i, line in enumerate(lines[:sep]):
+        if line.startswith(CONTINUED_IN):
+            ids = line[len(CONTINUED_IN):].strip()
+            if child_id in ids.split(", "):
+                return text
+            lines[i] = f"{CONTINUED_IN} {ids + ', ' if ids else ''}{inline(child_id)}"
+            return "\n".join(lines)
+    at = next((i for i, x in enumerate(lines[:sep]) if x.startswith(_TOTALS + _LEGACY_TOTALS)),
+              sep)
+    lines.insert(at, f"{CONTINUED_IN} {inline(child_id)}")
+    return "\n".join(lines)
+
+
+def amount(value: str) -> float | None:
+    """The dollars of a ``Cost`` header value ("$0.0123", padded), None if it is not one."""
+    value = value.strip()
+    if not re.fullmatch(r"\$[0-9]{1,12}(?:\.[0-9]{1,8})?", value):
+        return None
+    return float(value[1:])

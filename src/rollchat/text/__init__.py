@@ -1,0 +1,2 @@
+"""Text shared by every layer: cleaning what enters, wording helpers, phrase data, fuzzy
+matching."""
