@@ -3,7 +3,7 @@ run, every tool's schema built) in a fresh interpreter, and the per-call overhea
 validating arguments through the tool's pydantic model.
 
 Usage: python bench/bench_agent_file.py [--runs N] [--calls N]
-The bare `rollchat` path never pays the load (tests/test_startup.py checks pydantic is not
+The bare `rollchat` path never pays the load (tests/cli/test_startup.py checks pydantic is not
 imported before the first prompt); only `rollchat agent.py` does, before its prompt.
 """
 

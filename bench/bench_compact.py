@@ -23,7 +23,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.compact_fixtures import T0, make_sessions, turn
-from tests.test_compact_command import SUMMARY_REPLY
+from tests.cli.test_compact_command import SUMMARY_REPLY
 from tests.wire_servers import OpenAIDialect, Reply, WireServer
 
 from rollchat.storage.store import SessionStore

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests package
 
-from tests.test_autocompact_wire import WINDOW, Script, Session, realistic, send, start
+from tests.compaction.test_autocompact_wire import WINDOW, Script, Session, realistic, send, start
 from tests.wire_servers import AnthropicDialect, OpenAIDialect, WireServer
 
 TURNS = 200

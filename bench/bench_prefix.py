@@ -36,8 +36,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.test_autocompact import summary_text
-from tests.test_autocompact_wire import start, system_of
+from tests.compaction.test_autocompact import summary_text
+from tests.compaction.test_autocompact_wire import start, system_of
 from tests.wire_servers import (
     AnthropicDialect,
     OpenAIDialect,

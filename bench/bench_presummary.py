@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.test_autocompact import COUNTER, FakeProvider, build_app, user_message
+from tests.compaction.test_autocompact import COUNTER, FakeProvider, build_app, user_message
 
 from rollchat.compaction import policy as policy_module
 from rollchat.providers.base import ChatRequest, StreamEvent, TextDelta

@@ -1,0 +1,185 @@
+"""Concurrency: 8 processes creating, appending to and compacting sessions in one directory at
+once (store snippets, then real piped rollchat sessions), and two resumes of one parent (both
+children linked from it). A session open in another process: tests/storage/test_locks.py."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from rollchat.domain import Summary, Transcript, Turn, Usage
+from rollchat.storage.store import SessionStore
+from rollchat.storage.transcript import parse
+from tests.e2e import clean_env, write_config
+
+PROCS = 8
+
+# One writer: waits for the start signal, then 3 sessions x 5 turns, each finalized and
+# followed by a child linked to it (what compact does); lists the directory after every turn.
+WRITER = r"""
+import sys, time
+from datetime import datetime, timezone
+from pathlib import Path
+from rollchat.storage.store import SessionStore
+from rollchat.domain import Summary, Transcript, Turn, Usage
+
+root, who, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+while not go.exists():
+    time.sleep(0.002)
+store = SessionStore(root)
+now = datetime(2026, 11, 22, 14, 30, tzinfo=timezone.utc)  # same second: same id prefix
+parent = None
+for s in range(3):
+    live = store.new_session(
+        agent_key="assistant", agent="Assistant", agent_path="config:assistant",
+        model="offline", provider="offline", now=now,
+        resumed_from=parent.session_id if parent else None,
+        previous_session=parent.file_name if parent else None)
+    for q in range(1, 6):
+        turn = Turn("query", q, now, f"{who} s{s} q{q}", f"{who} answer " * 400,
+                    usage=Usage(3, 4))
+        live.append_turn(turn, "Assistant")
+        for name, why in store.list_sessions().problems:
+            print("PROBLEM", name, why, flush=True)
+    summary = Summary("Initial session.", (f"{who} s{s}",), (), ())
+    store.finalize(live.session_id, summary, total_queries=5, total_tokens=35)
+    parent = live
+    print("SESSION", live.session_id, flush=True)
+"""
+
+
+def _parsed(root: Path) -> dict[str, Transcript]:
+    """Every session file, parsed (a parse error fails the test)."""
+    return {p.name: parse(p.read_text(encoding="utf-8")) for p in sorted(root.glob("*.md"))}
+
+
+def _run_together(commands: list[list[str]], cwd: Path, env: dict[str, str] | None = None,
+                  inputs: list[str] | None = None) -> list[subprocess.CompletedProcess[str]]:
+    """Start every command before waiting for any of them."""
+    procs = [subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for cmd in commands]
+    done = []
+    for i, proc in enumerate(procs):
+        out, err = proc.communicate(inputs[i] if inputs else "", timeout=120)
+        done.append(subprocess.CompletedProcess(commands[i], proc.returncode, out, err))
+    return done
+
+
+def test_eight_store_writers_in_one_directory(tmp_path: Path) -> None:
+    root, go = tmp_path / "sessions", tmp_path / "go"
+    SessionStore(root).ensure()
+    commands = [[sys.executable, "-c", WRITER, str(root), f"p{i}", str(go)]
+                for i in range(PROCS)]
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for c in commands]
+    go.touch()
+    results = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * PROCS, [err for _, err in results]
+    assert "PROBLEM" not in "".join(out for out, _ in results)
+    ids = [line.split()[1] for out, _ in results for line in out.splitlines()]
+    assert len(ids) == len(set(ids)) == PROCS * 3  # unique ids, though all in one second
+    files = _parsed(root)
+    assert sorted(files) == sorted(f"{i}.md" for i in ids)
+    for i, (out, _) in enumerate(results):
+        chain = [line.split()[1] for line in out.splitlines()]
+        for s, sid in enumerate(chain):
+            t = files[f"{sid}.md"]
+            assert [x.user for x in t.turns] == [f"p{i} s{s} q{q}" for q in range(1, 6)]
+            assert all(x.assistant == f"p{i} answer " * 400 for x in t.turns)
+            assert t.summary is not None and t.header.total_queries == 5
+            parent = chain[s - 1] if s else None
+            assert t.header.resumed_from == parent
+    listing = SessionStore(root).list_sessions()
+    assert listing.problems == []
+    assert len(listing.sessions) == PROCS * 3
+    assert all(info.queries == 5 and info.has_summary for info in listing.sessions)
+
+
+def _rollchat(sessions: Path, config: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "rollchat", "--config", str(config), "--sessions-dir",
+            str(sessions), *args]
+
+
+def _setup(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    config = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0\n")
+    return tmp_path / "sessions", config, clean_env(tmp_path / "home")
+
+
+def test_eight_rollchat_sessions_with_compact_at_once(tmp_path: Path) -> None:
+    sessions, config, env = _setup(tmp_path)
+    scripts = [f"p{i} q1: we decided to use postgres\np{i} q2: what about caching?\ncompact\n"
+               f"p{i} q3: carry on with the cache\nexit\n" for i in range(PROCS)]
+    done = _run_together([_rollchat(sessions, config)] * PROCS, tmp_path, env, scripts)
+    assert [r.returncode for r in done] == [0] * PROCS, [r.stderr for r in done]
+    files = _parsed(sessions)
+    assert len(files) == 2 * PROCS  # a parent and its child per process
+    owner: dict[str, str] = {}
+    for name, t in files.items():
+        users = [x.user for x in t.turns if x.kind == "query"]
+        assert users, name
+        who = users[0].split(" ", 1)[0]
+        assert all(u.startswith(f"{who} ") for u in users)  # nothing from another process
+        owner[name] = who
+        assert t.summary is not None
+    counts = Counter(u for t in files.values() for u in (x.user for x in t.turns))
+    for i in range(PROCS):
+        for q, text in enumerate(["we decided to use postgres", "what about caching?",
+                                  "carry on with the cache"], 1):
+            assert counts[f"p{i} q{q}: {text}"] == 1
+    for name, t in files.items():
+        if t.header.previous_session is not None:  # the child: linked to its own parent
+            parent = files[t.header.previous_session]
+            assert owner[t.header.previous_session] == owner[name]
+            assert [x.user.split(":")[0] for x in parent.turns] == [f"{owner[name]} q1",
+                                                                    f"{owner[name]} q2"]
+    listing = SessionStore(sessions).list_sessions()
+    assert listing.problems == [] and len(listing.sessions) == 2 * PROCS
+
+
+def _parent(sessions: Path, summarized: bool) -> str:
+    store = SessionStore(sessions)
+    t0 = datetime(2026, 11, 20, 9, 0, tzinfo=timezone.utc)
+    live = store.new_session(agent_key="assistant", agent="Assistant",
+                             agent_path="config:assistant", model="offline",
+                             provider="offline", now=t0)
+    for q, text in enumerate(["we decided to use postgres", "what about the cache?"], 1):
+        live.append_turn(Turn("query", q, t0 + timedelta(minutes=q), text, f"noted: {text}",
+                              usage=Usage(10, 5)), "Assistant")
+    if summarized:
+        store.finalize(live.session_id, Summary("Initial session.", ("postgres",),
+                                                ("use postgres",), ()),
+                       total_queries=2, total_tokens=30)
+    return live.session_id
+
+
+@pytest.mark.parametrize("summarized", [True, False])
+def test_two_processes_resume_the_same_parent(tmp_path: Path, summarized: bool) -> None:
+    sessions, config, env = _setup(tmp_path)
+    parent = _parent(sessions, summarized)
+    scripts = [f"child {i}: carry on with postgres\nexit\n" for i in range(2)]
+    done = _run_together([_rollchat(sessions, config, "--resume", parent)] * 2, tmp_path, env,
+                         scripts)
+    assert [r.returncode for r in done] == [0, 0], [r.stderr for r in done]
+    files = _parsed(sessions)
+    assert len(files) == 3
+    parent_t = files.pop(f"{parent}.md")
+    assert [x.user for x in parent_t.turns] == ["we decided to use postgres",
+                                                "what about the cache?"]
+    assert parent_t.summary is not None  # (written by one of the two when it had none)
+    children = sorted(files.values(), key=lambda t: t.turns[-1].user)
+    # both links are in the parent: the two header rewrites were serialized by its lock
+    assert sorted(parent_t.header.continued_in) == sorted(c.header.session_id for c in children)
+    for i, child in enumerate(children):
+        assert child.header.resumed_from == parent
+        assert child.header.previous_session == f"{parent}.md"
+        assert [x.kind for x in child.turns] == ["restored", "query"]
+        assert child.turns[-1].user == f"child {i}: carry on with postgres"
+        assert child.summary is not None
+    listing = SessionStore(sessions).list_sessions()
+    assert listing.problems == [] and len(listing.sessions) == 3
