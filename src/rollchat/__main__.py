@@ -1,5 +1,5 @@
 """Entry point for ``rollchat`` and ``python -m rollchat``; ``--version`` answers before any
-heavy import."""
+heavy import, and the subcommands are registered only when the command line may name one."""
 
 from __future__ import annotations
 
@@ -11,15 +11,11 @@ def main() -> None:
         from rollchat import __version__
         print(f"rollchat {__version__}")
         return
-    import rollchat
-
-    rollchat.subcommands_later = True
-    from rollchat.cli.main import app, chat_args, chat_only, register_subcommands
+    from rollchat.cli.app import build_cli
+    from rollchat.cli.argv import chat_args, chat_only
 
     args = chat_args(sys.argv[1:])
-    if not chat_only(args):
-        register_subcommands()
-    app(args=args, prog_name="rollchat")
+    build_cli(subcommands=not chat_only(args))(args=args, prog_name="rollchat")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from rollchat.cli import main as cli
+from rollchat.cli.app import build_cli
 from rollchat.compaction.saved import CACHE_DIR
 from rollchat.domain import Summary
 from rollchat.storage.store import SessionStore
@@ -66,7 +66,7 @@ def _config(tmp_path: Path, text_: str = OFFLINE_CONFIG) -> Path:
 
 
 def run(sessions: Sessions, config: Path, *args: str, code: int = 0) -> Any:
-    result = CliRunner().invoke(cli.app, ["compact", *args, "--sessions-dir",
+    result = CliRunner().invoke(build_cli(), ["compact", *args, "--sessions-dir",
                                           str(sessions.root), "--config", str(config)])
     assert result.exit_code == code, (result.stdout, result.stderr)
     return result
@@ -116,7 +116,7 @@ def test_compact_carries_the_parent_caches_and_changes_no_session_file(
     assert second["cached"] is True
     assert {**second, "cached": False} == first
     # the cache stays out of the listing (and out of git: the directory's .gitignore is "*")
-    listed = json.loads(CliRunner().invoke(cli.app, ["sessions", "--json", "--sessions-dir",
+    listed = json.loads(CliRunner().invoke(build_cli(), ["sessions", "--json", "--sessions-dir",
                                                      str(sessions.root)]).stdout)
     assert {s["id"] for s in listed["sessions"]} == {sessions.parent, sessions.child}
     assert listed["problems"] == []
@@ -283,7 +283,7 @@ def test_a_huge_session_costs_the_model_one_call_not_dozens(
                                + OFFLINE_CONFIG)
     for _ in range(40):
         openai_server.push(text(SUMMARY_REPLY))
-    result = CliRunner().invoke(cli.app, ["compact", live.session_id, "--json",
+    result = CliRunner().invoke(build_cli(), ["compact", live.session_id, "--json",
                                           "--sessions-dir", str(root), "--config", str(config)])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)

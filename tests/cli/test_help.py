@@ -25,9 +25,9 @@ def test_help_is_plain_text(tmp_path: Path, command: list[str]) -> None:
 
 PROBE = """
 import sys
-from rollchat.cli.main import app
+from rollchat.cli.app import build_cli
 try:
-    app(["show", "--help"], prog_name="rollchat")
+    build_cli()(["show", "--help"], prog_name="rollchat")
 except SystemExit:
     pass
 print("RICH", sorted(m for m in sys.modules if m.startswith("rich")))

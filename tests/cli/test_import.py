@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rollchat.cli import main as cli
+from rollchat.cli.app import build_cli
 from rollchat.storage.importer import read_transcript
 from rollchat.storage.transcript import parse
 from tests.e2e import clean_env, run_piped
@@ -78,7 +78,7 @@ def jsonl(path: Path, rows: list[object], bad: dict[int, str] | None = None) -> 
 
 
 def run(tmp_path: Path, *args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli.app, ["import", *args, "--sessions-dir",
+    result = CliRunner().invoke(build_cli(), ["import", *args, "--sessions-dir",
                                           str(tmp_path / "sessions"), "--config",
                                           str(config(tmp_path))])
     return result.exit_code, result.stdout, result.stderr

@@ -202,8 +202,8 @@ def report(chat, **kwargs):
     repl.finish(app)
 
 repl.run_interactive = report
-from rollchat.cli.main import app
-app(["--config", sys.argv[1]], prog_name="rollchat")
+from rollchat.cli.app import build_cli
+build_cli()(["--config", sys.argv[1]], prog_name="rollchat")
 """
 
 

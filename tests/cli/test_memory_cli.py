@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rollchat.cli.main import app
+from rollchat.cli.app import build_cli
 from rollchat.memory.store import MemoryStore
 
 runner = CliRunner()
@@ -38,7 +38,7 @@ def store(root: Path) -> MemoryStore:
 
 
 def run(*args: str, input: str | None = None) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args), input=input)
+    result = runner.invoke(build_cli(), list(args), input=input)
     return result.exit_code, result.stdout, result.stderr
 
 

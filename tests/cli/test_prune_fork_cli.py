@@ -14,7 +14,7 @@ import pexpect
 import pytest
 from typer.testing import CliRunner
 
-from rollchat.cli import main as cli
+from rollchat.cli.app import build_cli
 from rollchat.storage.transcript import parse
 from tests.e2e import clean_env, run_piped, spawn
 from tests.ui.test_app import Harness, chat, make_app
@@ -29,7 +29,7 @@ def _age(path: Path, days: float) -> None:
 
 
 def _prune(root: Path, *args: str) -> tuple[int, str, str]:
-    done = CliRunner().invoke(cli.app, ["prune", *args, "--sessions-dir", str(root)])
+    done = CliRunner().invoke(build_cli(), ["prune", *args, "--sessions-dir", str(root)])
     return done.exit_code, done.stdout, done.stderr
 
 
@@ -206,7 +206,7 @@ def test_prune_keeps_a_session_written_while_the_question_waited(tmp_path: Path)
 
 
 def test_fork_help_names_its_argument_as_show_and_export_do() -> None:
-    done = CliRunner().invoke(cli.app, ["fork", "--help"])
+    done = CliRunner().invoke(build_cli(), ["fork", "--help"])
     assert done.exit_code == 0
     assert "fork [OPTIONS] N|ID" in done.stdout and "SESSION" not in done.stdout
 
@@ -231,7 +231,7 @@ def test_prune_lists_titles_and_search_no_longer_finds_a_pruned_session(
     write_session(root, kept, ["kubernetes notes for later"], minutes=20)
 
     def search(*words: str) -> list[str]:
-        done = CliRunner().invoke(cli.app, ["search", *words, "--json", "--sessions-dir",
+        done = CliRunner().invoke(build_cli(), ["search", *words, "--json", "--sessions-dir",
                                             str(root)])
         assert done.exit_code == 0, done.output
         return [hit["id"] for hit in json.loads(done.stdout)]
@@ -248,5 +248,5 @@ def test_prune_lists_titles_and_search_no_longer_finds_a_pruned_session(
     assert code == 0 and "Deleted 2 sessions" in out
     assert search("upgrade") == [] and search("zebra") == []
     assert search("kubernetes") == [kept]
-    listed = CliRunner().invoke(cli.app, ["sessions", "--json", "--sessions-dir", str(root)])
+    listed = CliRunner().invoke(build_cli(), ["sessions", "--json", "--sessions-dir", str(root)])
     assert [s["id"] for s in json.loads(listed.stdout)["sessions"]] == [kept]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pexpect
 from typer.testing import CliRunner
 
-from rollchat.cli.main import app
+from rollchat.cli.app import build_cli
 from rollchat.storage.transcript import parse
 from tests.e2e import clean_env, run_piped, spawn
 from tests.sessions_helpers import summary, write_session
@@ -37,7 +37,7 @@ def _chain(tmp_path: Path) -> Path:
 
 
 def _cli(tmp_path: Path, *args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, [*args, "--sessions-dir", str(tmp_path / "sessions")])
+    result = CliRunner().invoke(build_cli(), [*args, "--sessions-dir", str(tmp_path / "sessions")])
     return result.exit_code, result.stdout, result.stderr
 
 

@@ -29,7 +29,8 @@ def report(chat, **kwargs):
          "rollchat.providers.offline", "rollchat.compaction", "openai", "anthropic",
          "pydantic", "docstring_parser", "rollchat.agents.file", "rollchat.tools.python",
          "rollchat.memory", "sqlite3", "rollchat.domain", "rollchat.cli.sessions",
-         "rollchat.cli.reading", "rollchat.cli.importing", "rollchat.cli.compact")))
+         "rollchat.cli.reading", "rollchat.cli.importing", "rollchat.cli.compact",
+         "rollchat.cli.memory", "rollchat.cli.prune", "rollchat.cli.setup")))
     print("LOADED", heavy, flush=True)
     app = chat.get()
     repl.handle_line(app, "my favourite colour is teal")
@@ -158,7 +159,7 @@ def test_an_interrupted_build_in_the_caller_is_built_again() -> None:
 ])
 def test_the_subcommands_are_registered_only_when_the_line_may_name_one(
         args: list[str], only: bool) -> None:
-    from rollchat.cli.main import chat_only
+    from rollchat.cli.argv import chat_only
 
     assert chat_only(args) is only
 

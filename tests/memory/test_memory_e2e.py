@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rollchat import providers
-from rollchat.cli import main as cli
+from rollchat.cli.app import build_cli
 from rollchat.memory.layers import PROFILE_HEADING, split_block
 from rollchat.memory.store import MemoryStore
 from rollchat.providers.base import ChatRequest, StreamEvent
@@ -71,7 +71,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[ChatReques
 
 
 def chat(*lines: str) -> str:
-    result = CliRunner().invoke(cli.app, ["--config", "rollchat.yml"],
+    result = CliRunner().invoke(build_cli(), ["--config", "rollchat.yml"],
                                 input="\n".join([*lines, "exit"]) + "\n")
     assert result.exit_code == 0, result.output
     return result.output

@@ -16,7 +16,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from typer.testing import CliRunner
 
-from rollchat.cli import main as cli
+from rollchat.cli.app import build_cli
 from tests.compact_fixtures import OFFLINE_CONFIG, PARENT_SUMMARY, make_sessions, snapshot
 
 TOOLS = {"list_sessions", "search_sessions", "read_session", "compact_session"}
@@ -128,7 +128,7 @@ def test_the_mcp_server_through_the_sdk_stdio_client(tmp_path: Path) -> None:
     assert focused["focus"] == "port" and focused["max_words"] == 60
     assert "8443" in focused["summary"] and focused["summary"] != first["summary"]
     # the same JSON as `rollchat compact --json`, which now answers from the same cache
-    cli_out = CliRunner().invoke(cli.app, ["compact", made.child, "--json", "--sessions-dir",
+    cli_out = CliRunner().invoke(build_cli(), ["compact", made.child, "--json", "--sessions-dir",
                                            str(made.root), "--config", str(config)])
     assert json.loads(cli_out.stdout) == again
 
@@ -154,7 +154,7 @@ def test_the_mcp_server_through_the_sdk_stdio_client(tmp_path: Path) -> None:
 def test_mcp_refuses_a_provider_it_cannot_use(tmp_path: Path) -> None:
     config = tmp_path / "config.yml"
     config.write_text("agents:\n  assistant:\n    provider: anthropic\n", encoding="utf-8")
-    result = CliRunner().invoke(cli.app, ["mcp", "--sessions-dir", str(tmp_path),
+    result = CliRunner().invoke(build_cli(), ["mcp", "--sessions-dir", str(tmp_path),
                                           "--config", str(config)])
     assert result.exit_code == 2
     assert "provider anthropic needs an API key" in result.stderr
@@ -269,7 +269,7 @@ def test_mcp_titles_and_search_come_from_the_sessions_index(tmp_path: Path) -> N
     made = make_sessions(tmp_path / "sessions")
     config = tmp_path / "config.yml"
     config.write_text(OFFLINE_CONFIG, encoding="utf-8")
-    renamed = CliRunner().invoke(cli.app, ["rename", made.child, "Edge", "proxy", "rollout",
+    renamed = CliRunner().invoke(build_cli(), ["rename", made.child, "Edge", "proxy", "rollout",
                                            "--sessions-dir", str(made.root)])
     assert renamed.exit_code == 0, renamed.output
     errlog = (tmp_path / "server.err").open("w+", encoding="utf-8")
@@ -291,7 +291,7 @@ def test_mcp_titles_and_search_come_from_the_sessions_index(tmp_path: Path) -> N
     assert seen["compact"]["title"] == "Edge proxy rollout"
     titles = {r.name: r.title for r in seen["resources"]}
     assert titles[made.child] == "Edge proxy rollout"
-    out = CliRunner().invoke(cli.app, ["compact", made.child, "--json", "--sessions-dir",
+    out = CliRunner().invoke(build_cli(), ["compact", made.child, "--json", "--sessions-dir",
                                        str(made.root), "--config", str(config)])
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["title"] == "Edge proxy rollout"

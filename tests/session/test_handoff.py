@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from rollchat import providers
 from rollchat.cli import main as cli
+from rollchat.cli.app import build_cli
 from rollchat.config.settings import AgentConfig, Config, ConfigOverrides, load_config
 from rollchat.domain import SessionHeader, Transcript, Turn
 from rollchat.memory.layers import split_block
@@ -298,7 +299,7 @@ def test_handoff_turns_and_headers_round_trip() -> None:
 
 def test_bad_strategy_is_a_config_error(tmp_path: Path) -> None:
     config = write_config(tmp_path / "c.yml", "handoff:\n  strategy: random\n")
-    result = CliRunner().invoke(cli.app, ["--config", str(config), "--provider", "offline"],
+    result = CliRunner().invoke(build_cli(), ["--config", str(config), "--provider", "offline"],
                                 input="")
     assert result.exit_code == 2
     assert "handoff.strategy: must be one of summary, bm25, last_n" in result.output

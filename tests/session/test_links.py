@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from rollchat.cli import main as cli
+from rollchat.cli.app import build_cli
 from rollchat.events import Notice
 from rollchat.session.core import Session
 from rollchat.storage.store import MemoryStore, SessionStore, Store
@@ -85,7 +85,7 @@ def test_a_parent_resumed_twice_names_both_children_in_the_json_listing(tmp_path
         children.append(again.state.session_id)
         run(again.exit())
     assert parse((root / f"{parent}.md").read_text()).header.continued_in == tuple(children)
-    out = CliRunner().invoke(cli.app, ["sessions", "--json", "--sessions-dir", str(root)])
+    out = CliRunner().invoke(build_cli(), ["sessions", "--json", "--sessions-dir", str(root)])
     assert out.exit_code == 0, out.output
     listed = {s["id"]: s for s in json.loads(out.stdout)["sessions"]}
     assert listed[parent]["continued_in"] == children and listed[parent]["forked"] is False

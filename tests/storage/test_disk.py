@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 import rollchat.storage.session_file
 import rollchat.storage.store
-from rollchat.cli import main as cli
+from rollchat.cli.app import build_cli
 from rollchat.config.settings import AgentConfig, Config, UIConfig
 from rollchat.domain import Message
 from rollchat.engine.context import Context
@@ -304,7 +304,7 @@ def test_cli_read_only_directory_warns_and_exits_0(tmp_path: Path, fs: FaultyOS,
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / "config"))
     cfg = tmp_path / "rollchat.yml"
     cfg.write_text("ui:\n  offline_word_delay: 0\n", encoding="utf-8")
-    result = CliRunner().invoke(cli.app, ["--config", str(cfg), "--provider", "offline",
+    result = CliRunner().invoke(build_cli(), ["--config", str(cfg), "--provider", "offline",
                                           "--sessions-dir", str(root)],
                                 input="my editor is helix\nwhich editor did I mention?\n")
     screen = " ".join(result.output.split())

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rollchat.cli import main as cli
+from rollchat.cli.app import build_cli
 from rollchat.compaction.request import SUMMARY_SYSTEM_PROMPT, parse_summary_reply
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn, Usage
 from rollchat.storage.index import INDEX_NAME, SessionIndex
@@ -46,7 +46,7 @@ def write_session(root: Path, i: int, *, topic: str | None = None, title: str | 
 
 
 def rollchat(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli.app, list(args))
+    result = CliRunner().invoke(build_cli(), list(args))
     return result.exit_code, result.stdout, result.stderr
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from rollchat.cli.main import chat_args
+from rollchat.cli.argv import chat_args
 from rollchat.domain import Summary
 from rollchat.storage.listing import SessionInfo
 from rollchat.storage.store import SessionStore

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from rollchat.agents.file import LoadedAgent
 
 
-def with_agent_file(config: Config, agent_file: Path | None, overrides: ConfigOverrides,
+def config_with_agent_file(config: Config, agent_file: Path | None, overrides: ConfigOverrides,
                     env: Mapping[str, str], cwd: Path) -> tuple[Config, LoadedAgent | None]:
     """The config whose agent is the agent file's (when there is one), and what it loaded."""
     agent = config.agent

@@ -1,36 +1,20 @@
-"""The ``rollchat compact`` and ``rollchat mcp`` subcommands (registered on ``cli.app`` when
-subcommands.py is imported); each imports what it needs when it runs."""
+"""The ``rollchat`` subcommands over a saved session's summary: ``compact`` (print it, written
+by the model if need be), ``audit`` (what it kept and lost), and ``mcp`` (the sessions and their
+summaries served over MCP). Each imports what it needs when it runs."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 
-from rollchat.cli.main import ConfigOpt, SessionsDirOpt, app, fail
-from rollchat.cli.sessions import _given
+from rollchat.cli.options import ConfigOpt, JsonOpt, SessionsDirOpt, command_config, fail
 from rollchat.errors import ConfigError, RollchatError
 
-if TYPE_CHECKING:
-    from rollchat.config.settings import Config
 
-
-def _config(ctx: typer.Context, config: Path | None, sessions_dir: Path | None) -> Config:
-    from rollchat.config.settings import ConfigOverrides, load_config
-
-    cfg = load_config(config_path=_given(ctx, "config", config), env=os.environ,
-                      cwd=Path.cwd(), overrides=ConfigOverrides(
-                          sessions_dir=_given(ctx, "sessions_dir", sessions_dir)))
-    if cfg.trust_notice:
-        sys.stderr.write(f"rollchat: warning: {cfg.trust_notice}\n")
-    return cfg
-
-
-@app.command("compact")
 def compact_command(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="Session number (see 'sessions'), id or id "
@@ -40,7 +24,7 @@ def compact_command(
     max_words: Annotated[Optional[int], typer.Option(  # noqa: UP045
         "--max-words", help="The summary's size in words (default: summary.max_words).")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonOpt = False,
     refresh: Annotated[bool, typer.Option(
         "--refresh", help="Write the summary again, even when one is cached or in the file."),
     ] = False,
@@ -53,7 +37,7 @@ def compact_command(
     from rollchat.storage.store import SessionStore
 
     try:
-        cfg = _config(ctx, config, sessions_dir)
+        cfg = command_config(ctx, config, sessions_dir)
         model = summary_model(cfg, os.environ)
         result = compact(SessionStore(cfg.session.dir), session, model, focus=focus,
                          max_words=max_words, refresh=refresh)
@@ -80,7 +64,36 @@ def compact_command(
     print("\n".join(harmless(line) for line in result.markdown.rstrip("\n").split("\n")))
 
 
-@app.command("mcp")
+def audit_command(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session number (see 'sessions'), id or id "
+                                                "prefix.")],
+    sessions_dir: SessionsDirOpt = None,
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare a session's summary with its own transcript: the named items (decisions, open
+    tasks, preferences, names, numbers, paths) it kept and lost. Exit status 1 when a
+    decision or an open task is lost."""
+    from rollchat.compaction.audit import audit_session, report
+    from rollchat.storage.store import SessionStore
+
+    cfg = command_config(ctx, config, sessions_dir, trust_warning=False)
+    try:
+        result = audit_session(SessionStore(cfg.session.dir), session)
+    except RollchatError as exc:
+        fail(str(exc), 2)
+    if as_json:
+        print(json.dumps({key: [{"text": i.text, "kind": i.kind} for i in items]
+                          for key, items in (("kept", result.kept), ("lost", result.lost))},
+                         indent=2, ensure_ascii=False))
+    else:
+        from rollchat.ui.sanitize import harmless
+
+        print("\n".join(harmless(line) for line in report(result)))
+    raise typer.Exit(1 if result.failed else 0)
+
+
 def mcp_command(
     ctx: typer.Context,
     sessions_dir: SessionsDirOpt = None,
@@ -92,7 +105,7 @@ def mcp_command(
     from rollchat.compaction.saved import summary_model
 
     try:
-        cfg = _config(ctx, config, sessions_dir)
+        cfg = command_config(ctx, config, sessions_dir)
         model = summary_model(cfg, os.environ)
     except ConfigError as exc:
         fail(str(exc))

@@ -1,6 +1,5 @@
 """``rollchat import FILE``: another tool's transcript (see importer.py for the formats) saved
-as a rollchat session with a summary, so that ``resume`` continues work begun elsewhere.
-Registered on ``cli.app`` when cli is imported."""
+as a rollchat session with a summary, so that ``resume`` continues work begun elsewhere."""
 
 from __future__ import annotations
 
@@ -14,8 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from rollchat.cli.main import ConfigOpt, SessionsDirOpt, app, fail
-from rollchat.errors import ConfigError, RollchatError, UsageError
+from rollchat.cli.options import ConfigOpt, SessionsDirOpt, command_config, fail
+from rollchat.errors import RollchatError, UsageError
 
 if TYPE_CHECKING:
     from rollchat.config.settings import Config
@@ -48,7 +47,6 @@ def _read(path: Path) -> bytes:
     return data
 
 
-@app.command("import")
 def import_command(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="A Claude Code or Codex session file (JSONL), "
@@ -65,17 +63,13 @@ def import_command(
     """Import another tool's transcript as a session with a summary; 'resume ID' continues
     it. Malformed lines are reported by number and skipped. The same file again is refused
     (--again imports it anew)."""
-    from rollchat.config.settings import ConfigOverrides, load_config
     from rollchat.storage.importer import read_transcript
 
-    obj = ctx.obj or {}
+    cfg = command_config(ctx, config, sessions_dir, agent=agent, trust_warning=False)
     try:
-        cfg = load_config(config_path=config or obj.get("config"), env=os.environ,
-                          cwd=Path.cwd(), overrides=ConfigOverrides(
-                              agent=agent, sessions_dir=sessions_dir or obj.get("sessions_dir")))
         data = _read(file)
         imported = read_transcript(data, str(file))
-    except (ConfigError, UsageError) as exc:
+    except UsageError as exc:
         fail(str(exc))
     import hashlib
 

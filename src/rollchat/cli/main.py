@@ -1,7 +1,6 @@
-"""The ``rollchat`` command: parse flags, load config, build the objects, start the chat.
-
-No logic of its own; user mistakes exit 2 with one line naming the problem.
-"""
+"""The chat built from the command line's options: the config read, the provider checked, the
+banner drawn, the session (its engine, store and tools) built behind the first prompt, and the
+chat run until it ends (``start_chat``). cli/chat.py calls it with the options typer parsed."""
 
 from __future__ import annotations
 
@@ -9,16 +8,10 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import replace
-from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
+from typing import TYPE_CHECKING
 
-import typer
-import typer.core
-
-from rollchat import __version__
-from rollchat.errors import ConfigError, RollchatError, StoreError, UsageError
-from rollchat.providers import PROVIDER_CHOICES
+from rollchat.errors import StoreError
 
 if TYPE_CHECKING:  # imported when the chat starts, not for --help or sessions
     from rollchat.agents.equip import Equipment
@@ -27,121 +20,6 @@ if TYPE_CHECKING:  # imported when the chat starts, not for --help or sessions
     from rollchat.storage.store import Store
     from rollchat.ui.app import ChatApp
     from rollchat.ui.render import Renderer
-
-# Plain help (rich_markup_mode=None, so that neither --help nor the chat's start imports rich).
-# Typer still escapes each parameter's "[required]" / "[default: …]" for rich whenever rich is
-# installed, importing it to do so, and the plain help then shows "\[required]". Its other uses
-# of this flag (rich help and errors) are off with rich_markup_mode=None anyway.
-typer.core.HAS_RICH = False
-
-app = typer.Typer(
-    add_completion=False,
-    help="A terminal chat loop for LLM agents that never runs out of context.",
-    context_settings={"help_option_names": ["-h", "--help"]},
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-)
-
-# Built from the registry's names; mypy cannot read members of an Enum built this way.
-ProviderChoice = Enum("ProviderChoice", {n: n for n in PROVIDER_CHOICES}, type=str)  # type: ignore[misc]
-
-
-SessionsDirOpt = Annotated[
-    Optional[Path],  # noqa: UP045 - typer needs Optional on 3.10
-    typer.Option("--sessions-dir", help="Sessions directory (default: ./sessions)."),
-]
-ConfigOpt = Annotated[
-    Optional[Path],  # noqa: UP045
-    typer.Option("--config", help="Config file (default: $ROLLCHAT_CONFIG, ./rollchat.yml, "
-                 "then the user config directory)."),
-]
-
-
-def fail(message: str, code: int = 2) -> NoReturn:
-    from rollchat.ui.sanitize import harmless  # a message may quote a config or session file
-
-    sys.stderr.write(f"rollchat: error: {harmless(message)}\n")
-    raise typer.Exit(code)
-
-
-def _version(value: bool) -> None:
-    if value:
-        print(f"rollchat {__version__}")
-        raise typer.Exit()
-
-
-@app.callback(invoke_without_command=True)
-def main(
-    ctx: typer.Context,
-    agent: Annotated[Optional[str], typer.Option(help="Agent name from the config.")] = None,  # noqa: UP045
-    provider: Annotated[
-        Optional[ProviderChoice],  # noqa: UP045
-        typer.Option(help="Model provider (auto picks by the API keys set)."),
-    ] = None,
-    model: Annotated[Optional[str], typer.Option(help="Model name.")] = None,  # noqa: UP045
-    base_url: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--base-url", help="OpenAI-compatible server URL."),
-    ] = None,
-    config: ConfigOpt = None,
-    sessions_dir: SessionsDirOpt = None,
-    no_save: Annotated[bool, typer.Option("--no-save", help="Write nothing to disk.")] = False,
-    resume: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--resume", metavar="[N|ID]", help="Start by resuming session N or ID "
-                     "(a number, an id or a unique id prefix); with no value, choose it in a "
-                     "picker (as 'rollchat pick')."),
-    ] = None,
-    continue_last: Annotated[bool, typer.Option(
-        "--continue", "-c",
-        help="Start by resuming the most recent session (the one used last).")] = False,
-    pick: Annotated[bool, typer.Option(  # what a bare --resume becomes (chat_args)
-        "--pick", hidden=True, help="Choose the session to resume in a picker.")] = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Answer yes to questions.")] = False,
-    agent_file: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--agent-file", help="An agent file (Python): its settings and tools. "
-                     "Also: rollchat path/to/agent.py"),
-    ] = None,
-    show_tools: Annotated[bool, typer.Option(
-        "--show-tools", help="Print the full arguments and results of tool calls.")] = False,
-    no_fork: Annotated[bool, typer.Option(
-        "--no-fork", help="Refuse to resume a session open in another rollchat process "
-        "(instead of continuing in a fork).")] = False,
-    version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True,
-                           help="Show the version and exit."),
-    ] = False,
-) -> None:
-    """Start the chat (offline model when no API key is configured)."""
-    starts = [name for name, given in (("--resume", resume is not None and not pick),
-                                       ("--continue", continue_last),
-                                       ("--resume (no value)", pick)) if given]
-    if ctx.invoked_subcommand is not None:  # `rollchat --config X sessions`: X still counts
-        ctx.obj = {"config": config, "sessions_dir": sessions_dir, "starts": starts,
-                   "chat": {"agent": agent, "provider": provider.value if provider else None,
-                            "model": model, "base_url": base_url, "no_save": no_save,
-                            "yes": yes, "no_fork": no_fork, "agent_file": agent_file,
-                            "show_tools": show_tools}}
-        return
-    if len(starts) > 1:
-        fail(f"{' and '.join(starts)} cannot be used together: give one")
-    from rollchat.config.settings import ConfigOverrides
-
-    overrides = ConfigOverrides(agent=agent, provider=provider.value if provider else None,
-                                model=model, base_url=base_url, sessions_dir=sessions_dir,
-                                no_save=no_save)
-    choose = "pick" if pick else "last" if continue_last else None
-    try:
-        code = start_chat(config, overrides, resume=resume, yes=yes, no_fork=no_fork,
-                          agent_file=agent_file, show_tools=show_tools, choose=choose)
-    except ConfigError as exc:
-        fail(str(exc))
-    except UsageError as exc:
-        fail(str(exc))
-    except RollchatError as exc:
-        fail(str(exc), 1)
-    raise typer.Exit(code)
 
 
 def _warm_up(chat: ChatApp) -> None:
@@ -156,55 +34,6 @@ def _warm_up(chat: ChatApp) -> None:
                    "rollchat.compaction.request", "rollchat.compaction.extractive",
                    "rollchat.compaction.restore", "rollchat.tools.archive", "filelock"):
         importlib.import_module(module)
-
-
-def chat_args(args: list[str]) -> list[str]:
-    """The command line as typed, made parseable: a bare ``--resume`` (last, or followed by an
-    option) is ``--pick``, and ``rollchat path/to/agent.py`` is ``--agent-file`` (click has no
-    option whose value may be left out)."""
-    out = list(args)
-    takes_value = _TAKES_VALUE - {"--resume"}
-    index = 0
-    while index < len(out):
-        word = out[index]
-        if word == "--":
-            break
-        if word in takes_value:
-            index += 2
-            continue
-        if word == "--resume":
-            if index + 1 == len(out) or out[index + 1].startswith("-"):
-                out[index] = "--pick"
-            else:
-                index += 1
-        elif not word.startswith("-"):
-            break  # a subcommand, an agent file or a mistake
-        index += 1
-    return with_agent_file(out)
-
-
-_TAKES_VALUE = frozenset({"--agent", "--provider", "--model", "--base-url", "--config",
-                          "--sessions-dir", "--resume", "--agent-file"})
-
-
-def with_agent_file(args: list[str]) -> list[str]:
-    """``rollchat path/to/agent.py ...`` is ``rollchat --agent-file path/to/agent.py ...``:
-    the first word that is not an option or an option's value, when it names a .py file."""
-    takes_value = _TAKES_VALUE
-    index = 0
-    while index < len(args):
-        word = args[index]
-        if word == "--":
-            return args
-        if word in takes_value:
-            index += 2
-            continue
-        if not word.startswith("-"):
-            if word.endswith(".py"):
-                return [*args[:index], "--agent-file", word, *args[index + 1:]]
-            return args  # a subcommand (sessions, trust, init-agent) or a mistake
-        index += 1
-    return args
 
 
 def fork_refusal(*, no_fork: bool, interactive: bool, yes: bool) -> str | None:
@@ -236,9 +65,9 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     cfg = load_config(config_path=config_path, env=env, cwd=Path.cwd(), overrides=overrides)
     loaded = None
     if agent_file is not None or cfg.agent.file is not None:  # user code: checked up front
-        from rollchat.agents.setup import with_agent_file
+        from rollchat.agents.setup import config_with_agent_file
 
-        cfg, loaded = with_agent_file(cfg, agent_file, overrides, env, Path.cwd())
+        cfg, loaded = config_with_agent_file(cfg, agent_file, overrides, env, Path.cwd())
     agent = cfg.agent
     name, reason = providers.resolve_provider_name(agent, env)
     providers.check_provider(name, agent, env)
@@ -344,9 +173,9 @@ class _SessionBuilder:
         cfg = replace(cfg, default_agent=key)
         loaded = None
         if cfg.agent.file is not None:
-            from rollchat.agents.setup import with_agent_file
+            from rollchat.agents.setup import config_with_agent_file
 
-            cfg, loaded = with_agent_file(cfg, None, ConfigOverrides(), self.env, Path.cwd())
+            cfg, loaded = config_with_agent_file(cfg, None, ConfigOverrides(), self.env, Path.cwd())
         agent = cfg.agent
         name, _ = providers.resolve_provider_name(agent, self.env)
         providers.check_provider(name, agent, self.env)
@@ -434,38 +263,3 @@ class _SessionBuilder:
         )
         session.state.save_failed = self.save_failed
         return session
-
-
-def register_subcommands() -> None:
-    """Register the subcommands besides the chat on ``app``: sessions, audit, trust, init-agent
-    (subcommands.py, which imports more of them), pick, show and export (cmd_sessions.py),
-    ``import`` (import_cli.py)."""
-    from rollchat.cli import importing, reading, sessions  # noqa: F401
-
-
-_CHAT_FLAGS = frozenset({"--no-save", "--continue", "-c", "--pick", "--yes", "-y",
-                         "--show-tools", "--no-fork", "--version"})
-
-
-def chat_only(args: list[str]) -> bool:
-    """Whether the command line (after ``chat_args``) holds the chat's options and nothing
-    else: no subcommand, no --help. Then the subcommands are not registered, because typer
-    builds a click command for every registered one at each start (about 15 ms for them, on
-    the way to the first prompt)."""
-    index = 0
-    while index < len(args):
-        word = args[index]
-        name = word.split("=", 1)[0]
-        if name in _TAKES_VALUE:
-            index += 1 if "=" in word else 2
-        elif word in _CHAT_FLAGS:
-            index += 1
-        else:
-            return False
-    return True
-
-
-import rollchat  # noqa: E402
-
-if not rollchat.subcommands_later:  # imported as a library (tests): the whole app
-    register_subcommands()

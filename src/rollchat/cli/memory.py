@@ -1,6 +1,6 @@
 """``rollchat memory``: list the facts remembered across sessions (the default), ``forget ID``,
-``edit`` (the facts file in $EDITOR, checked on save), ``episodes`` and ``prune``. Registered
-on ``cli.app`` by subcommands.py; each command imports what it needs when it runs."""
+``edit`` (the facts file in $EDITOR, checked on save), ``episodes`` and ``prune``. Its own
+Typer group (``build_memory_app``); each command imports what it needs when it runs."""
 
 from __future__ import annotations
 
@@ -12,38 +12,36 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from rollchat.cli.main import ConfigOpt, SessionsDirOpt, fail
-from rollchat.errors import ConfigError, RollchatError
+from rollchat.cli.options import (
+    ConfigOpt,
+    JsonOpt,
+    SessionsDirOpt,
+    command_config,
+    fail,
+    given,
+)
+from rollchat.errors import RollchatError
 
 if TYPE_CHECKING:
     from rollchat.config.settings import Config
     from rollchat.memory.store import MemoryStore
     from rollchat.ui.render import Renderer
 
-memory_app = typer.Typer(
-    help="The facts and episodes remembered across sessions (list, forget, edit, episodes, "
-         "prune).", no_args_is_help=False, rich_markup_mode=None)
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 AgentOpt = Annotated[Optional[str],  # noqa: UP045 - typer needs Optional on 3.10
                      typer.Option("--agent", help="Whose memory (default: the default agent).")]
 
 
-def _config(ctx: typer.Context, config: Path | None, sessions_dir: Path | None,
-            agent: str | None) -> Config:
-    from rollchat.config.settings import ConfigOverrides, load_config
-
-    obj = ctx.obj or {}
-    try:
-        cfg = load_config(config_path=config or obj.get("config"), env=os.environ,
-                          cwd=Path.cwd(), overrides=ConfigOverrides(
-                              agent=agent or obj.get("agent"),
-                              sessions_dir=sessions_dir or obj.get("sessions_dir")))
-    except ConfigError as exc:
-        fail(str(exc))
-    if cfg.trust_notice:
-        sys.stderr.write(f"rollchat: warning: {cfg.trust_notice}\n")
-    return cfg
+def build_memory_app() -> typer.Typer:
+    """The ``memory`` group: listing the facts is what it does without a subcommand."""
+    group = typer.Typer(
+        help="The facts and episodes remembered across sessions (list, forget, edit, episodes, "
+             "prune).", no_args_is_help=False, rich_markup_mode=None)
+    group.callback(invoke_without_command=True)(memory_list)
+    group.command("forget")(memory_forget)
+    group.command("episodes")(memory_episodes)
+    group.command("prune")(memory_prune)
+    group.command("edit")(memory_edit)
+    return group
 
 
 def _store(cfg: Config) -> MemoryStore:
@@ -53,14 +51,6 @@ def _store(cfg: Config) -> MemoryStore:
         return open_store(cfg)
     except RollchatError as exc:
         fail(str(exc))
-
-
-def _renderer() -> Renderer:
-    from rich.console import Console
-
-    from rollchat.ui.render import Renderer, plain_console
-
-    return Renderer(Console() if sys.stdout.isatty() else plain_console(), interactive=False)
 
 
 def _warn(problems: list[str]) -> None:
@@ -74,7 +64,6 @@ def _print_json(data: object) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-@memory_app.callback(invoke_without_command=True)
 def memory_list(
     ctx: typer.Context,
     as_json: JsonOpt = False,
@@ -83,13 +72,11 @@ def memory_list(
     agent: AgentOpt = None,
 ) -> None:
     """List the facts remembered (both stores, forgotten ones left out)."""
-    obj = dict(ctx.obj or {})
-    obj.update({k: v for k, v in (("config", config), ("sessions_dir", sessions_dir),
-                                  ("agent", agent)) if v is not None})
-    ctx.obj = obj
+    # the group's options count for its subcommand too: rollchat memory --agent X forget 3
+    ctx.obj = given(ctx).override(config=config, sessions_dir=sessions_dir, agent=agent)
     if ctx.invoked_subcommand is not None:
         return
-    store = _store(_config(ctx, None, None, None))
+    store = _store(command_config(ctx))
     try:
         facts = store.facts()
     except RollchatError as exc:
@@ -102,11 +89,11 @@ def memory_list(
         _print_json({"facts": [f.as_json() for f in facts]})
         return
     from rollchat.ui.memory_view import draw_facts
+    from rollchat.ui.render import output_renderer
 
-    draw_facts(_renderer(), facts, store.take_problems())
+    draw_facts(output_renderer(), facts, store.take_problems())
 
 
-@memory_app.command("forget")
 def memory_forget(
     ctx: typer.Context,
     fact_id: Annotated[int, typer.Argument(metavar="ID", help="The fact's id (see "
@@ -116,7 +103,7 @@ def memory_forget(
     agent: AgentOpt = None,
 ) -> None:
     """Forget a fact for good (it is never extracted again)."""
-    store = _store(_config(ctx, config, sessions_dir, agent))
+    store = _store(command_config(ctx, config, sessions_dir, agent=agent))
     try:
         fact = store.forget(fact_id)
     except RollchatError as exc:
@@ -127,7 +114,6 @@ def memory_forget(
     print(harmless(f"Forgot {fact.id}: {fact.text}"))
 
 
-@memory_app.command("episodes")
 def memory_episodes(
     ctx: typer.Context,
     as_json: JsonOpt = False,
@@ -136,7 +122,7 @@ def memory_episodes(
     agent: AgentOpt = None,
 ) -> None:
     """List the episodes: one session summary per compaction or exit, oldest first."""
-    store = _store(_config(ctx, config, sessions_dir, agent))
+    store = _store(command_config(ctx, config, sessions_dir, agent=agent))
     try:
         episodes = store.episodes()
     except RollchatError as exc:
@@ -146,11 +132,11 @@ def memory_episodes(
         _print_json({"episodes": [e.as_json() for e in episodes]})
         return
     from rollchat.ui.memory_view import draw_episodes
+    from rollchat.ui.render import output_renderer
 
-    draw_episodes(_renderer(), episodes, store.problems)
+    draw_episodes(output_renderer(), episodes, store.problems)
 
 
-@memory_app.command("prune")
 def memory_prune(
     ctx: typer.Context,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list them.")] = False,
@@ -168,7 +154,7 @@ def memory_prune(
 ) -> None:
     """List the facts unused for memory.max_age_days and, when asked, forget them
     (--secrets: the facts that look like a secret, removed)."""
-    cfg = _config(ctx, config, sessions_dir, agent)
+    cfg = command_config(ctx, config, sessions_dir, agent=agent)
     if secrets:
         _prune_secrets(_store(cfg), dry_run=dry_run, yes=yes)
         return
@@ -183,8 +169,9 @@ def memory_prune(
         fail(str(exc), 1)
     _warn(store.take_problems())
     from rollchat.ui.memory_view import FACT_INDENT, fact_row
+    from rollchat.ui.render import output_renderer
 
-    out = _renderer()
+    out = output_renderer()
     if not stale:
         out.info(f"No fact has gone unused for {age} days.")
         return
@@ -229,8 +216,9 @@ def _prune_secrets(store: MemoryStore, *, dry_run: bool, yes: bool) -> None:
         fail(str(exc), 1)
     _warn(store.take_problems())
     from rollchat.ui.memory_view import FACT_INDENT, fact_row
+    from rollchat.ui.render import output_renderer
 
-    out = _renderer()
+    out = output_renderer()
     if not found:
         out.info("No fact looks like a secret.")
         return
@@ -249,7 +237,6 @@ def _prune_secrets(store: MemoryStore, *, dry_run: bool, yes: bool) -> None:
     out.info(f"Removed {len(removed)} facts from the file.")
 
 
-@memory_app.command("edit")
 def memory_edit(
     ctx: typer.Context,
     user: Annotated[bool, typer.Option("--user", help="Edit the user-level facts instead "
@@ -262,7 +249,7 @@ def memory_edit(
     that fact for good)."""
     from rollchat.memory import edit
 
-    store = _store(_config(ctx, config, sessions_dir, agent))
+    store = _store(command_config(ctx, config, sessions_dir, agent=agent))
     path = store.user_path if user else store.facts_path
     assert path is not None
     scope = "user" if user else "project"

@@ -1,7 +1,6 @@
-"""Subcommands about saved sessions besides the listing: ``pick`` (choose one in a picker and
-continue it), ``show`` (read one) and ``export`` (print one, or its whole lineage); and how
-``--continue`` and a bare ``--resume`` choose the session the chat starts from. Registered on
-``cli.app`` when cli is imported; each imports what it needs when it runs."""
+"""Reading one saved session: ``rollchat show`` (read it) and ``export`` (print it, or its whole
+lineage); and how ``--continue`` and a bare ``--resume`` (or ``pick``) choose the session the
+chat starts from. Each command imports what it needs when it runs."""
 
 from __future__ import annotations
 
@@ -10,12 +9,12 @@ import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rollchat.cli.main import ConfigOpt, SessionsDirOpt, app, fail
-from rollchat.errors import ConfigError, RollchatError, UsageError
+from rollchat.cli.options import ConfigOpt, SessionArg, SessionsDirOpt, command_config, fail
+from rollchat.errors import RollchatError, UsageError
 
 if TYPE_CHECKING:
     from rollchat.config.settings import Config
@@ -70,56 +69,6 @@ def last_used(store: SessionStore, sessions: list[SessionInfo]) -> SessionInfo:
     return max(heads, key=lambda s: (written(s), s.date, s.session_id))
 
 
-@app.command("pick")
-def pick_command(
-    ctx: typer.Context,
-    sessions_dir: SessionsDirOpt = None,
-    config: ConfigOpt = None,
-) -> None:
-    """Choose a saved session in a picker (type to filter; Enter resumes it, Esc cancels) and
-    continue it in the chat. The chat's options go before 'pick': rollchat --yes pick."""
-    from rollchat.cli.main import start_chat
-    from rollchat.config.settings import ConfigOverrides
-
-    before: dict[str, Any] = ctx.obj or {}
-    if before.get("starts"):
-        fail(f"'pick' chooses the session itself: not with {before['starts'][0]}")
-    chat = before.get("chat", {})
-    overrides = ConfigOverrides(
-        agent=chat.get("agent"), provider=chat.get("provider"), model=chat.get("model"),
-        base_url=chat.get("base_url"), no_save=chat.get("no_save", False),
-        sessions_dir=sessions_dir or before.get("sessions_dir"))
-    try:
-        code = start_chat(config or before.get("config"), overrides, resume=None,
-                          yes=chat.get("yes", False), no_fork=chat.get("no_fork", False),
-                          agent_file=chat.get("agent_file"),
-                          show_tools=chat.get("show_tools", False), choose="pick")
-    except (ConfigError, UsageError) as exc:
-        fail(str(exc))
-    except RollchatError as exc:
-        fail(str(exc), 1)
-    raise typer.Exit(code)
-
-
-def _store(ctx: typer.Context, config: Path | None, sessions_dir: Path | None,
-           ) -> SessionStore:
-    """The sessions directory the options (given to the subcommand or before it) name."""
-    from rollchat.config.settings import ConfigOverrides, load_config
-    from rollchat.storage.store import SessionStore
-
-    before: dict[str, Any] = ctx.obj or {}
-    cfg = load_config(config_path=config or before.get("config"), env=os.environ,
-                      cwd=Path.cwd(), overrides=ConfigOverrides(
-                          sessions_dir=sessions_dir or before.get("sessions_dir")))
-    if cfg.trust_notice:
-        sys.stderr.write(f"rollchat: warning: {cfg.trust_notice}\n")
-    return SessionStore(cfg.session.dir)
-
-
-SessionArg = Annotated[str, typer.Argument(
-    metavar="N|ID", help="Session number (see 'sessions'), id or unique id prefix.")]
-
-
 class Format(str, Enum):
     md = "md"
     json = "json"
@@ -128,19 +77,15 @@ class Format(str, Enum):
 def _document_of(ctx: typer.Context, session: str, config: Path | None,
                  sessions_dir: Path | None) -> tuple[SessionStore, str]:
     """The store and the id of the session ``session`` names; exits with a message if none."""
-    from rollchat.storage.store import resolve
+    from rollchat.storage.store import SessionStore, resolve
 
-    try:
-        store = _store(ctx, config, sessions_dir)
-    except ConfigError as exc:
-        fail(str(exc))
+    store = SessionStore(command_config(ctx, config, sessions_dir).session.dir)
     try:
         return store, resolve(session, store.list_sessions()).session_id
     except RollchatError as exc:
         fail(str(exc), 1)
 
 
-@app.command("show")
 def show_command(
     ctx: typer.Context,
     session: SessionArg,
@@ -162,7 +107,6 @@ def show_command(
          terminal=sys.stdout.isatty())
 
 
-@app.command("export")
 def export_command(
     ctx: typer.Context,
     session: SessionArg,

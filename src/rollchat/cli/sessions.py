@@ -1,48 +1,27 @@
-"""The ``rollchat`` subcommands besides the chat: ``sessions``, ``rename``, ``search``,
-``audit``, ``trust`` and ``init-agent``. Registered on ``cli.app`` when cli is imported;
-each imports what it needs when it runs."""
+"""The ``rollchat`` subcommands over the saved sessions as a whole: ``sessions`` (the
+listing), ``search`` and ``rename``. Each imports what it needs when it runs."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from rollchat.cli.main import ConfigOpt, SessionsDirOpt, app, fail
-from rollchat.errors import ConfigError, RollchatError, UsageError
+from rollchat.cli.options import ConfigOpt, JsonOpt, SessionsDirOpt, command_config, fail
+from rollchat.errors import RollchatError
 
 if TYPE_CHECKING:
     from rollchat.storage.listing import SessionInfo
-    from rollchat.ui.render import Renderer
 
 _JSON_SURROGATE = re.compile(r"[\ud800-\udfff]")  # written as \u escapes: the JSON stays exact
 
-def _given(ctx: typer.Context, name: str, value: Path | None) -> Path | None:
-    """An option given to the subcommand, else the same one given before it."""
-    if value is not None:
-        return value
-    before: Path | None = (ctx.obj or {}).get(name)
-    return before
-
 
 def _sessions_dir(ctx: typer.Context, config: Path | None, sessions_dir: Path | None) -> Path:
-    """The sessions directory the config and the options name (exit 2 on a config mistake)."""
-    from rollchat.config.settings import ConfigOverrides, load_config
-
-    try:
-        cfg = load_config(config_path=_given(ctx, "config", config), env=os.environ,
-                          cwd=Path.cwd(), overrides=ConfigOverrides(
-                              sessions_dir=_given(ctx, "sessions_dir", sessions_dir)))
-    except ConfigError as exc:
-        fail(str(exc))
-    if cfg.trust_notice:
-        sys.stderr.write(f"rollchat: warning: {cfg.trust_notice}\n")
-    return cfg.session.dir
+    """The sessions directory the config and the options name."""
+    return command_config(ctx, config, sessions_dir).session.dir
 
 
 def _json(value: object) -> None:
@@ -52,26 +31,17 @@ def _json(value: object) -> None:
                               json.dumps(value, indent=2, ensure_ascii=False)))
 
 
-def _console() -> Renderer:
-    from rich.console import Console
-
-    from rollchat.ui.render import Renderer, plain_console
-
-    return Renderer(Console() if sys.stdout.isatty() else plain_console(), interactive=False)
-
-
 LimitOpt = Annotated[
     Optional[int],  # noqa: UP045
     typer.Option("--limit", min=1, help="Show the N most recent (default: 20)."),
 ]
 
 
-@app.command("sessions")
 def sessions_command(
     ctx: typer.Context,
     sessions_dir: SessionsDirOpt = None,
     config: ConfigOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonOpt = False,
     show_all: Annotated[bool, typer.Option("--all", help="Show every session.")] = False,
     limit: LimitOpt = None,
 ) -> None:
@@ -105,9 +75,10 @@ def sessions_command(
             "total": page.total,
         })
         return
+    from rollchat.ui.render import output_renderer
     from rollchat.ui.table import more_line
 
-    out = _console()
+    out = output_renderer()
     out.sessions(page.sessions, page.problems)
     more = more_line(page, "'rollchat sessions --all' lists them all, '--limit N' the N "
                            "most recent")
@@ -115,7 +86,6 @@ def sessions_command(
         out.dim(more)
 
 
-@app.command("rename")
 def rename_command(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="Session number (see 'sessions'), id or id "
@@ -147,13 +117,12 @@ def rename_command(
     print(harmless(f"{info.session_id}: {new}"))
 
 
-@app.command("search")
 def search_command(
     ctx: typer.Context,
     text: Annotated[list[str], typer.Argument(help="The words to look for.")],
     sessions_dir: SessionsDirOpt = None,
     config: ConfigOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonOpt = False,
     limit: LimitOpt = None,
 ) -> None:
     """Search the saved sessions' transcripts, summaries and titles: the best matches first,
@@ -170,27 +139,15 @@ def search_command(
         _json([{"id": h.session_id, "title": h.title, "date": h.date.isoformat(),
                 "snippet": h.snippet, "number": h.number} for h in hits])
         return
+    from rollchat.ui.render import output_renderer
     from rollchat.ui.table import ROW_INDENT, hit_rows
 
-    out = _console()
+    out = output_renderer()
     if not hits:
         out.info(f"No saved session matches {query!r}.")
     for hit in hits:
         for row in hit_rows(hit, out.terminal):
             out.line(*row, hang=ROW_INDENT)
-
-
-@app.command("init-agent")
-def init_agent_command(
-    path: Annotated[Path, typer.Argument(help="Where to write the agent file.")],
-) -> None:
-    """Write a commented example agent file with one tool (never over an existing file)."""
-    from rollchat.agents.setup import init_agent
-
-    try:
-        print(init_agent(path))
-    except UsageError as exc:
-        fail(str(exc), 1)
 
 
 def _costs(info: SessionInfo, sessions: dict[str, SessionInfo]) -> dict[str, float | None]:
@@ -201,66 +158,3 @@ def _costs(info: SessionInfo, sessions: dict[str, SessionInfo]) -> dict[str, flo
     chain = chain_of(info, sessions)
     return {"cost": None if info.cost is None else round(info.cost, 6),
             "chain_cost": round(chain.spent, 6) if chain.known else None}
-
-
-@app.command("audit")
-def audit_command(
-    ctx: typer.Context,
-    session: Annotated[str, typer.Argument(help="Session number (see 'sessions'), id or id "
-                                                "prefix.")],
-    sessions_dir: SessionsDirOpt = None,
-    config: ConfigOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-) -> None:
-    """Compare a session's summary with its own transcript: the named items (decisions, open
-    tasks, preferences, names, numbers, paths) it kept and lost. Exit status 1 when a
-    decision or an open task is lost."""
-    from rollchat.compaction.audit import audit_session, report
-    from rollchat.config.settings import ConfigOverrides, load_config
-    from rollchat.storage.store import SessionStore
-
-    try:
-        cfg = load_config(config_path=_given(ctx, "config", config), env=os.environ,
-                          cwd=Path.cwd(), overrides=ConfigOverrides(
-                              sessions_dir=_given(ctx, "sessions_dir", sessions_dir)))
-        result = audit_session(SessionStore(cfg.session.dir), session)
-    except ConfigError as exc:
-        fail(str(exc))
-    except RollchatError as exc:
-        fail(str(exc), 2)
-    if as_json:
-        print(json.dumps({key: [{"text": i.text, "kind": i.kind} for i in items]
-                          for key, items in (("kept", result.kept), ("lost", result.lost))},
-                         indent=2, ensure_ascii=False))
-    else:
-        from rollchat.ui.sanitize import harmless
-
-        print("\n".join(harmless(line) for line in report(result)))
-    raise typer.Exit(1 if result.failed else 0)
-
-
-@app.command("trust")
-def trust_command(
-    path: Annotated[
-        Optional[Path],  # noqa: UP045 - typer needs Optional on 3.10
-        typer.Argument(help="The project config file (default: ./rollchat.yml)."),
-    ] = None,
-) -> None:
-    """Trust a project config file: its base_url, api_key_env and paths outside its directory
-    apply from now on, until the file changes."""
-    from rollchat.config.settings import PROJECT_FILE, default_user_config_dir
-    from rollchat.config.trust import trust_file
-
-    try:
-        print(trust_file(path or Path(PROJECT_FILE), cwd=Path.cwd(),
-                         user_config_dir=default_user_config_dir()))
-    except ConfigError as exc:
-        fail(str(exc))
-
-
-# More subcommands, each registered on ``app`` when its module is imported:
-# ``compact`` and ``mcp`` (compact_commands.py), ``prune`` and ``fork`` (subcommands_ops.py).
-from rollchat.cli import compact, ops  # noqa: E402,F401
-from rollchat.cli.memory import memory_app  # noqa: E402
-
-app.add_typer(memory_app, name="memory")

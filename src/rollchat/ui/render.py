@@ -121,6 +121,14 @@ def _wrapped(segments: Sequence[Segment], width: int, hang: int = 0) -> list[Seg
     return out
 
 
+def output_renderer() -> Renderer:
+    """What a subcommand draws its output with: rich's console in a terminal, plain text when
+    piped; never interactive (no spinners, no live redraw)."""
+    from rich.console import Console
+
+    return Renderer(Console() if sys.stdout.isatty() else plain_console(), interactive=False)
+
+
 def _colours_wanted() -> bool:
     return "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
 

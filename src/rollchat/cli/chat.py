@@ -1,0 +1,159 @@
+"""The chat's command line: ``rollchat [OPTIONS]`` (the app's callback, whose options also count
+for the subcommand after them), and ``pick`` and ``fork``, which start the chat from a saved
+session. What the chat is built from lives in cli/main.py (``start_chat``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, NoReturn, Optional
+
+import typer
+
+from rollchat import __version__
+from rollchat.cli.options import (
+    AgentOpt,
+    ChatFlags,
+    ConfigOpt,
+    Given,
+    ModelOpt,
+    SessionArg,
+    SessionsDirOpt,
+    YesOpt,
+    fail,
+    given,
+)
+from rollchat.errors import ConfigError, RollchatError, UsageError
+from rollchat.providers import PROVIDER_CHOICES
+
+# Built from the registry's names; mypy cannot read members of an Enum built this way.
+ProviderChoice = Enum("ProviderChoice", {n: n for n in PROVIDER_CHOICES}, type=str)  # type: ignore[misc]
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"rollchat {__version__}")
+        raise typer.Exit()
+
+
+ProviderOpt = Annotated[
+    Optional[ProviderChoice],  # noqa: UP045 - typer needs Optional on 3.10
+    typer.Option(help="Model provider (auto picks by the API keys set)."),
+]
+BaseUrlOpt = Annotated[Optional[str],  # noqa: UP045
+                       typer.Option("--base-url", help="OpenAI-compatible server URL.")]
+NoSaveOpt = Annotated[bool, typer.Option("--no-save", help="Write nothing to disk.")]
+ResumeOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--resume", metavar="[N|ID]", help="Start by resuming session N or ID "
+                 "(a number, an id or a unique id prefix); with no value, choose it in a "
+                 "picker (as 'rollchat pick')."),
+]
+ContinueOpt = Annotated[bool, typer.Option(
+    "--continue", "-c", help="Start by resuming the most recent session (the one used last).")]
+PickOpt = Annotated[bool, typer.Option(  # what a bare --resume becomes (argv.chat_args)
+    "--pick", hidden=True, help="Choose the session to resume in a picker.")]
+AgentFileOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--agent-file", help="An agent file (Python): its settings and tools. "
+                 "Also: rollchat path/to/agent.py"),
+]
+ShowToolsOpt = Annotated[bool, typer.Option(
+    "--show-tools", help="Print the full arguments and results of tool calls.")]
+NoForkOpt = Annotated[bool, typer.Option(
+    "--no-fork", help="Refuse to resume a session open in another rollchat process "
+    "(instead of continuing in a fork).")]
+VersionOpt = Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Show the version and exit.")]
+
+
+def chat_command(
+    ctx: typer.Context,
+    agent: AgentOpt = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    config: ConfigOpt = None,
+    sessions_dir: SessionsDirOpt = None,
+    no_save: NoSaveOpt = False,
+    resume: ResumeOpt = None,
+    continue_last: ContinueOpt = False,
+    pick: PickOpt = False,
+    yes: YesOpt = False,
+    agent_file: AgentFileOpt = None,
+    show_tools: ShowToolsOpt = False,
+    no_fork: NoForkOpt = False,
+    version: VersionOpt = False,
+) -> None:
+    """Start the chat (offline model when no API key is configured)."""
+    starts = tuple(name for name, on in (("--resume", resume is not None and not pick),
+                                         ("--continue", continue_last),
+                                         ("--resume (no value)", pick)) if on)
+    flags = ChatFlags(agent=agent, provider=provider.value if provider else None, model=model,
+                      base_url=base_url, no_save=no_save, yes=yes, no_fork=no_fork,
+                      agent_file=agent_file, show_tools=show_tools)
+    before = Given(config=config, sessions_dir=sessions_dir, starts=starts, chat=flags)
+    if ctx.invoked_subcommand is not None:  # `rollchat --config X sessions`: X still counts
+        ctx.obj = before
+        return
+    if len(starts) > 1:
+        fail(f"{' and '.join(starts)} cannot be used together: give one")
+    start(before, resume=resume, choose="pick" if pick else "last" if continue_last else None)
+
+
+def start(before: Given, *, resume: str | None = None, choose: str | None = None,
+          fork: str | None = None) -> NoReturn:
+    """Run the chat the options describe until it ends, then exit with its status: a mistake
+    in the config or the options exits 2 with one line, any other error 1."""
+    from rollchat.cli.main import start_chat
+    from rollchat.config.settings import ConfigOverrides
+
+    flags = before.chat
+    overrides = ConfigOverrides(agent=flags.agent, provider=flags.provider, model=flags.model,
+                                base_url=flags.base_url, sessions_dir=before.sessions_dir,
+                                no_save=flags.no_save)
+    try:
+        code = start_chat(before.config, overrides, resume=resume, yes=flags.yes,
+                          no_fork=flags.no_fork, agent_file=flags.agent_file,
+                          show_tools=flags.show_tools, choose=choose, fork=fork)
+    except (ConfigError, UsageError) as exc:
+        fail(str(exc))
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    raise typer.Exit(code)
+
+
+def pick_command(
+    ctx: typer.Context,
+    sessions_dir: SessionsDirOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Choose a saved session in a picker (type to filter; Enter resumes it, Esc cancels) and
+    continue it in the chat. The chat's options go before 'pick': rollchat --yes pick."""
+    before = given(ctx)
+    if before.starts:
+        fail(f"'pick' chooses the session itself: not with {before.starts[0]}")
+    start(before.override(config=config, sessions_dir=sessions_dir), choose="pick")
+
+
+def fork_command(
+    ctx: typer.Context,
+    session: SessionArg,
+    agent: AgentOpt = None,
+    model: ModelOpt = None,
+    yes: YesOpt = False,
+    sessions_dir: SessionsDirOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Start the chat in a new session made from a saved session's summary, leaving that
+    session open (its header gets no 'Continued In'; the new one says 'Forked From')."""
+    before = given(ctx)  # the chat's options given before `fork` count too
+    if before.starts:
+        fail(f"'fork' chooses the session itself: not with {before.starts[0]}")
+    flags = before.chat
+    # (fork has never passed on --no-fork: a session resumed later in this chat forks)
+    flags = replace(flags, agent=agent or flags.agent, model=model or flags.model,
+                    yes=yes or flags.yes, no_fork=False)
+    start(replace(before.override(config=config, sessions_dir=sessions_dir), chat=flags),
+          fork=session)
