@@ -1,5 +1,5 @@
 """The first prompt before the session core: what is imported before it, and the chat built
-behind it (``ui.repl.Starting``): notices drawn once, in the caller's thread; errors re-raised
+behind it (``ui.starting.Starting``): notices drawn once, in the caller's thread; errors re-raised
 there; the warm-up run once the chat exists."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from rollchat.ui.render import Renderer
-from rollchat.ui.repl import Starting
+from rollchat.ui.starting import Starting
 from tests.e2e import PROMPT, clean_env, default_signals, spawn
 
 # Run in a terminal with the REPL replaced: reports which modules were loaded when the first

@@ -315,7 +315,8 @@ def test_the_toolbar_drawn_by_the_repl_is_coloured_with_its_hint(tmp_path: Path)
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output.vt100 import Vt100_Output
 
-    from rollchat.ui.repl import Starting, run_interactive
+    from rollchat.ui.repl import run_interactive
+    from rollchat.ui.starting import Starting
 
     built = build_app(tmp_path, FakeProvider(), session=SessionConfig(auto_compact=False))
     for i in range(48):

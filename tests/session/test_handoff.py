@@ -26,7 +26,8 @@ from rollchat.session.handoff import CONTEXT_TAG, mention, relevant_turns
 from rollchat.storage.transcript import parse, render
 from rollchat.ui.app import ChatApp
 from rollchat.ui.render import Renderer
-from rollchat.ui.repl import Starting, handle_line, prompt_text
+from rollchat.ui.repl import handle_line, prompt_text
+from rollchat.ui.starting import Starting
 from tests.e2e import PROMPT, clean_env, spawn, write_config
 
 A_PROMPT = "You are the architect."

@@ -59,7 +59,8 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     from rollchat.config.settings import load_config
     from rollchat.interrupts import Terminated, ending, ending_signals
     from rollchat.ui.render import Renderer
-    from rollchat.ui.repl import Starting, finish, history_path, run_interactive, run_piped
+    from rollchat.ui.repl import finish, history_path, run_interactive, run_piped
+    from rollchat.ui.starting import Starting
 
     env = dict(os.environ)
     cfg = load_config(config_path=config_path, env=env, cwd=Path.cwd(), overrides=overrides)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rollchat.events import Event
-    from rollchat.ui.repl import Starting
+    from rollchat.ui.starting import Starting
 
 
 class IdleExtraction:

@@ -19,8 +19,11 @@ from rollchat.text.wording import plural
 from rollchat.ui.sanitize import one_line
 
 if TYPE_CHECKING:
+    from prompt_toolkit.buffer import Buffer
     from prompt_toolkit.formatted_text import StyleAndTextTuples
     from prompt_toolkit.input import Input
+    from prompt_toolkit.key_binding import KeyBindings
+    from prompt_toolkit.layout import Layout, Window
     from prompt_toolkit.output import Output
 
 SummaryLoader = Callable[[SessionInfo], "Summary | None"]
@@ -161,30 +164,34 @@ def pick(infos: Sequence[SessionInfo], load_summary: SummaryLoader, *,
     """Run the picker full screen until a session is chosen or the picker is cancelled."""
     from prompt_toolkit.application import Application
     from prompt_toolkit.buffer import Buffer
-    from prompt_toolkit.key_binding import KeyBindings
-    from prompt_toolkit.layout import (
-        BufferControl,
-        FormattedTextControl,
-        HSplit,
-        Layout,
-        Window,
-    )
-    from prompt_toolkit.layout.dimension import Dimension
-    from prompt_toolkit.layout.processors import BeforeInput
     from prompt_toolkit.styles import Style
 
     state = Picker(infos, load_summary, titles)
     query = Buffer(multiline=False, on_text_changed=lambda buf: state.filter(buf.text))
-    bindings = KeyBindings()
     ended: list[Picked] = []
-    list_window: Window
+    layout, list_window = _layout(state, query)
+    style = Style.from_dict({"selected": "reverse", "dim": "#888888", "head": "bold",
+                             "title": "bold", "warn": "#cc8800"})
+    app: Application[None] = Application(
+        layout=layout, key_bindings=_keys(state, list_window, ended.append), style=style,
+        full_screen=True, input=input, output=output)
+    app.run()
+    return ended[0] if ended else Picked(None, "interrupt")
+
+
+def _keys(state: Picker, list_window: Window, end: Callable[[Picked], None]) -> KeyBindings:
+    """Up/Down (Ctrl-P/Ctrl-N), PageUp/PageDown (a page: the list's height), Home/End move;
+    Enter chooses; Esc or Ctrl-C cancels (``end`` gets what the picker ended with)."""
+    from prompt_toolkit.key_binding import KeyBindings
+
+    bindings = KeyBindings()
 
     def page() -> int:
         info = list_window.render_info
         return max(1, info.window_height - 1) if info is not None else 10
 
     def done(event: Any, result: Picked) -> None:
-        ended.append(result)
+        end(result)
         event.app.exit()
 
     for keys, delta in ((("up",), -1), (("c-p",), -1), (("down",), 1), (("c-n",), 1)):
@@ -206,6 +213,24 @@ def pick(infos: Sequence[SessionInfo], load_summary: SummaryLoader, *,
     @bindings.add("c-c")
     def _interrupt(event: Any) -> None:
         done(event, Picked(None, "interrupt"))
+
+    return bindings
+
+
+def _layout(state: Picker, query: Buffer) -> tuple[Layout, Window]:
+    """The screen: a heading, the filter line, the status, the list (also returned: the keys
+    page by its height) and the preview of the highlighted session."""
+    from prompt_toolkit.layout import (
+        BufferControl,
+        FormattedTextControl,
+        HSplit,
+        Layout,
+        Window,
+    )
+    from prompt_toolkit.layout.dimension import Dimension
+    from prompt_toolkit.layout.processors import BeforeInput
+
+    list_window: Window
 
     def list_lines() -> StyleAndTextTuples:
         info = list_window.render_info
@@ -239,9 +264,4 @@ def pick(infos: Sequence[SessionInfo], load_summary: SummaryLoader, *,
         Window(FormattedTextControl(preview_lines), height=Dimension(min=3, weight=1),
                wrap_lines=True),
     ]), focused_element=query)
-    style = Style.from_dict({"selected": "reverse", "dim": "#888888", "head": "bold",
-                             "title": "bold", "warn": "#cc8800"})
-    app: Application[None] = Application(layout=layout, key_bindings=bindings, style=style,
-                                         full_screen=True, input=input, output=output)
-    app.run()
-    return ended[0] if ended else Picked(None, "interrupt")
+    return layout, list_window

@@ -21,12 +21,13 @@ from rollchat.ui.idle import IdleExtraction
 from rollchat.ui.sanitize import harmless
 
 if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
     from prompt_toolkit.formatted_text import AnyFormattedText, StyleAndTextTuples
     from prompt_toolkit.input import Input
     from prompt_toolkit.output import Output
 
     from rollchat.ui.app import ChatApp
-    from rollchat.ui.render import Renderer
+    from rollchat.ui.starting import Starting
 
 
 def handle_line(app: ChatApp, line: str) -> bool:
@@ -95,69 +96,6 @@ def run_piped(chat: Starting, lines: Iterable[bytes]) -> None:
         if not ending():
             chat.out.warn("interrupted")
     finish(chat.get())
-
-
-class Starting:
-    """The chat being built, in a background thread once the first prompt is drawn (importing
-    the session core costs ~50 ms the prompt need not wait for), or at once by ``get``.
-
-    ``build`` returns the chat and the notices it has for the user; they are drawn by
-    ``get``, in the caller's thread (a background thread must not write under the prompt).
-    ``label``: what the toolbar shows until the chat is ready; ``out``: the chat's renderer.
-    """
-
-    def __init__(self, build: Callable[[], tuple[ChatApp, list[str]]], *, label: str,
-                 out: Renderer) -> None:
-        self._build = build
-        self.label = label
-        self.out = out
-        self._lock = threading.Lock()
-        self._started = False
-        self._done = threading.Event()
-        self._app: ChatApp | None = None
-        self._notices: list[str] = []
-        self._error: BaseException | None = None
-
-    @property
-    def ready(self) -> ChatApp | None:
-        return self._app if self._done.is_set() else None
-
-    def start(self, then: Callable[[ChatApp], None] | None = None) -> None:
-        """Build in a daemon thread (if not built yet), then run ``then`` there."""
-        with self._lock:
-            started, self._started = self._started, True
-        threading.Thread(target=self._run, args=(not started, then), name="rollchat-start",
-                         daemon=True).start()
-
-    def _run(self, build: bool, then: Callable[[ChatApp], None] | None) -> None:
-        if build:
-            try:
-                self._app, self._notices = self._build()
-            except KeyboardInterrupt:  # (only in the caller's thread) not a failed build:
-                with self._lock:       # the next ``get`` builds again
-                    self._started = False
-                raise
-            except BaseException as exc:  # re-raised by ``get`` in the caller's thread
-                self._error = exc
-            self._done.set()
-        self._done.wait()
-        if then is not None and self._app is not None:
-            then(self._app)
-
-    def get(self) -> ChatApp:
-        """The chat, built here if no thread is building it; its notices drawn once."""
-        with self._lock:
-            started, self._started = self._started, True
-        if not started:
-            self._run(True, None)
-        self._done.wait()
-        if self._error is not None:
-            raise self._error
-        assert self._app is not None
-        notices, self._notices = self._notices, []
-        for notice in notices:
-            self.out.warn(notice)
-        return self._app
 
 
 # The gauge's hint and style per level (see policy.gauge_level: 70%, 85%, 95% of the window).
@@ -245,6 +183,33 @@ def run_interactive(
     (see ui/idle.py).
     Tab completes commands and ``@`` + the ``agents``' names.
     """
+    session = _prompt_session(chat, history_file, agents, input=input, output=output)
+    drawn = threading.Event()
+
+    def first_render(_: object) -> None:
+        if not drawn.is_set():
+            drawn.set()
+            chat.start(then=ready)
+
+    def ready(app: ChatApp) -> None:
+        session.app.invalidate()  # the toolbar's figures (thread-safe)
+        if on_ready is not None:
+            on_ready(app)
+
+    session.app.after_render += first_render
+    idle = IdleExtraction(chat, session.app, idle_seconds)
+    try:
+        _read_lines(chat, session, idle)
+        idle.stop()  # the exit waits for an extraction under way, within its deadline
+        finish(chat.get())
+    finally:
+        idle.disarm()
+
+
+def _prompt_session(chat: Starting, history_file: Path, agents: Iterable[str], *,
+                    input: Input | None, output: Output | None) -> PromptSession[str]:
+    """The prompt: its keys, its history (in memory when the file cannot be used), its
+    completions and its toolbar."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import WordCompleter
     from prompt_toolkit.history import FileHistory, InMemoryHistory
@@ -262,7 +227,7 @@ def run_interactive(
     except OSError as exc:
         chat.out.warn(f"input history not saved ({history_file}: {exc.strerror})")
         history = InMemoryHistory()
-    session: PromptSession[str] = PromptSession(
+    return PromptSession(
         history=history,
         completer=WordCompleter([*commands.completions(), *(f"@{a}" for a in agents)],
                                 sentence=True),
@@ -272,41 +237,27 @@ def run_interactive(
         input=input,
         output=output,
     )
-    drawn = threading.Event()
 
-    def first_render(_: object) -> None:
-        if not drawn.is_set():
-            drawn.set()
-            chat.start(then=ready)
 
-    def ready(app: ChatApp) -> None:
-        session.app.invalidate()  # the toolbar's figures (thread-safe)
-        if on_ready is not None:
-            on_ready(app)
-
-    session.app.after_render += first_render
-    idle = IdleExtraction(chat, session.app, idle_seconds)
-    try:
-        while True:
-            idle.arm()
-            try:
-                app = chat.ready
-                line = session.prompt(lambda: prompt_text(chat),
-                                      default=app.take_unsent() if app is not None else "")
-            except KeyboardInterrupt:
-                if ending():
-                    break
-                continue
-            except EOFError:
-                break
-            finally:
-                idle.disarm()
-            if _handle(chat, line) or ending():
-                break
-        idle.stop()  # the exit waits for an extraction under way, within its deadline
-        finish(chat.get())
-    finally:
-        idle.disarm()
+def _read_lines(chat: Starting, session: PromptSession[str], idle: IdleExtraction) -> None:
+    """Prompt and handle lines until the user or a signal ends the chat; idle extraction armed
+    while the prompt waits."""
+    while True:
+        idle.arm()
+        try:
+            app = chat.ready
+            line = session.prompt(lambda: prompt_text(chat),
+                                  default=app.take_unsent() if app is not None else "")
+        except KeyboardInterrupt:
+            if ending():
+                return
+            continue
+        except EOFError:
+            return
+        finally:
+            idle.disarm()
+        if _handle(chat, line) or ending():
+            return
 
 
 def _handle(chat: Starting, line: str, stop_on_interrupt: bool = False) -> bool:
