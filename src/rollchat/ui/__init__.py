@@ -1,5 +1,3 @@
-"""The terminal layer: the only importer of rich and prompt_toolkit (with ``rollchat.cli.main``).
-
+"""The terminal layer, the only importer of rich and prompt_toolkit (cli/ draws through it):
 ``app`` adapts a Session to the screen, ``repl`` reads input, ``render`` draws, ``commands``
-holds the in-chat commands.
-"""
+holds the in-chat commands."""

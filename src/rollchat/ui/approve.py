@@ -1,6 +1,6 @@
-"""Asking the user in the terminal: whether a tool call may run (approval: ask): one prompt, y
-(once), a (always for this tool in this session), n (no: the refusal goes back to the model);
-and whether to compact now (auto_compact: ask): c (now), l (later), o (off for this session)."""
+"""Asking the user in the terminal: may a tool call run (approval: ask; y once, a always for this
+tool, n no: the refusal goes back to the model), compact now (auto_compact: ask; c now, l later,
+o off for this session), and the session's yes/no questions (``confirmer``)."""
 
 from __future__ import annotations
 
@@ -79,3 +79,22 @@ def terminal_compact_asker(out: Renderer) -> Callable[[str], CompactChoice | Non
             out.dim("Type c (compact now), l (later) or o (off for this session).")
 
     return ask
+
+
+def confirmer(out: Renderer, *, yes: bool, interactive: bool) -> Callable[[str], bool]:
+    """The session's yes/no question (a ``... Continue? (y/n) `` that names another agent or
+    session): yes at once with --yes; without a terminal, refused with the reason said;
+    else asked in the terminal."""
+
+    def confirm(question: str) -> bool:
+        if yes:
+            return True
+        if not interactive:
+            out.error(question.replace("Continue? (y/n) ", "").strip()
+                      + " Refused without a terminal; pass --yes to continue anyway.")
+            return False
+        from prompt_toolkit.shortcuts import confirm as ask
+
+        return bool(ask(harmless(question.replace(" (y/n) ", ""))))
+
+    return confirm
