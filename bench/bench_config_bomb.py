@@ -19,7 +19,7 @@ from pathlib import Path
 CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
-from rollchat.config.settings import load_config
+from rollchat.config.load import load_config
 from rollchat.errors import ConfigError
 path = Path(sys.argv[1])
 start = time.perf_counter()

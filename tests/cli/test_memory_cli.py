@@ -23,7 +23,7 @@ runner = CliRunner()
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "rollchat.yml").write_text("memory:\n  user_dir: user\n")
-    from rollchat.config.trust import trust_file
+    from rollchat.config.load import trust_file
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))

@@ -12,19 +12,18 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rollchat.config.load import find_config_file, load_config
 from rollchat.config.settings import (
     OFFLINE_WORD_DELAY,
-    PROVIDERS,
     AgentConfig,
     Config,
     ConfigOverrides,
     ModelConfig,
-    find_config_file,
-    load_config,
     word_delay,
 )
 from rollchat.config.trust import record_trust
 from rollchat.errors import ConfigError
+from rollchat.providers.names import PROVIDER_CHOICES
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config.example.yml"
 
@@ -462,7 +461,7 @@ _KEYS = ["default_agent", "agents", "models", "session", "summary", "retry", "ui
          "history_file", "offline_word_delay", "<<", "api_key"]
 _VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20)
-    | st.sampled_from([*PROVIDERS, "http://x/v1", "a.md", "..", "/"]),
+    | st.sampled_from([*PROVIDER_CHOICES, "http://x/v1", "a.md", "..", "/"]),
     lambda inner: st.lists(inner, max_size=3)
     | st.dictionaries(st.sampled_from(_KEYS) | st.text(max_size=5), inner, max_size=4),
     max_leaves=20,

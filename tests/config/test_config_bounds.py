@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rollchat.config.settings import ConfigOverrides, load_config
+from rollchat.config.load import load_config
+from rollchat.config.settings import ConfigOverrides
 from rollchat.config.yamlfile import MAX_ALIASES, MAX_MERGED, MAX_NODES
 from rollchat.errors import ConfigError
 from tests.e2e import clean_env, run_piped

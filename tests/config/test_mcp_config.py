@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from rollchat.config.load import load_config
 from rollchat.config.mcp_servers import McpServerConfig, expand
-from rollchat.config.settings import load_config
 from rollchat.errors import ConfigError
 
 

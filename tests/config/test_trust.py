@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from rollchat.config.settings import ConfigOverrides, load_config
+from rollchat.config.load import load_config
+from rollchat.config.settings import ConfigOverrides
 from rollchat.errors import ConfigError
 from tests.e2e import clean_env, run_piped
 from tests.wire_servers import OpenAIDialect, WireServer

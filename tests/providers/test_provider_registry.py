@@ -81,21 +81,24 @@ def test_every_provider_answers_to_its_registry_name() -> None:
 
 
 def test_cli_and_config_accept_the_registry_names() -> None:
-    from rollchat.config.settings import PROVIDERS
+    from rollchat.config.fields import PROVIDER, coerce
 
-    assert PROVIDERS == PROVIDER_CHOICES == ("auto", *PROVIDER_NAMES)
+    assert tuple(REGISTRY) == PROVIDER_NAMES
+    assert ("auto", *PROVIDER_NAMES) == PROVIDER_CHOICES
+    assert all(coerce(PROVIDER, name)[0] for name in PROVIDER_CHOICES)
+    assert not coerce(PROVIDER, "gemini")[0]
     env = {**os.environ, "COLUMNS": "200"}
     out = subprocess.run([sys.executable, "-m", "rollchat", "--help"], capture_output=True,
                          text=True, check=True, timeout=60, env=env)
     assert f"--provider [{'|'.join(PROVIDER_CHOICES)}]" in out.stdout
 
 
-def test_provider_names_are_spelled_only_in_the_registry() -> None:
+def test_provider_names_are_spelled_only_in_providers_names() -> None:
     """AUTO is left out: "auto" is a common word (other settings may have an auto mode)."""
     src = Path(providers.__file__).parent.parent
     spelled = []
     for path in sorted(src.rglob("*.py")):
-        if path == Path(providers.__file__):
+        if path == Path(providers.__file__).with_name("names.py"):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and node.value in PROVIDER_NAMES:

@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 from rollchat import providers
 from rollchat.cli import main as cli
 from rollchat.cli.app import build_cli
-from rollchat.config.settings import AgentConfig, Config, ConfigOverrides, load_config
+from rollchat.config.load import load_config
+from rollchat.config.settings import AgentConfig, Config, ConfigOverrides
 from rollchat.domain import SessionHeader, Transcript, Turn
 from rollchat.memory.layers import split_block
 from rollchat.providers.base import ChatRequest, StreamEvent

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rollchat.config.settings import load_config
+from rollchat.config.load import load_config
 from rollchat.domain import SessionHeader, Summary, ToolCall, Transcript, Turn, Usage
 from rollchat.engine.context import Context
 from rollchat.engine.core import Engine

@@ -56,7 +56,7 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     resumes the most recent session, "pick" the one chosen in the picker. ``fork``: the
     session to continue in a fork of (``rollchat fork``)."""
     from rollchat import providers
-    from rollchat.config.settings import load_config
+    from rollchat.config.load import load_config
     from rollchat.interrupts import Terminated, ending, ending_signals
     from rollchat.ui.render import Renderer
     from rollchat.ui.repl import finish, history_path, run_interactive, run_piped

@@ -95,7 +95,8 @@ def command_config(ctx: typer.Context, config: Path | None = None,
     environment < flags. A mistake in it ends the command (one line, exit 2). The notice of
     settings an untrusted project file may not make goes to stderr (``trust_warning``: audit,
     prune and import have never shown it)."""
-    from rollchat.config.settings import ConfigOverrides, load_config
+    from rollchat.config.load import load_config
+    from rollchat.config.settings import ConfigOverrides
 
     options = given(ctx).override(config=config, sessions_dir=sessions_dir, agent=agent)
     try:

@@ -32,8 +32,8 @@ def trust_command(
 ) -> None:
     """Trust a project config file: its base_url, api_key_env and paths outside its directory
     apply from now on, until the file changes."""
+    from rollchat.config.load import trust_file
     from rollchat.config.settings import PROJECT_FILE, default_user_config_dir
-    from rollchat.config.trust import trust_file
 
     try:
         print(trust_file(path or Path(PROJECT_FILE), cwd=Path.cwd(),

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rollchat.providers import PROVIDER_CHOICES
+from rollchat.providers.names import PROVIDER_CHOICES
 from rollchat.text.wording import has_secret_in_url
 
 

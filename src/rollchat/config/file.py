@@ -1,18 +1,17 @@
-"""The config file layer: validate every key of the YAML document (read with bounds by
-config_yaml) against its Field, and build a Config over the defaults; errors name the file, line
-and key."""
+"""The config file layer: every key of the YAML document (read with bounds by config.yamlfile,
+walked by config.document) checked against its Field, and a Config built over the defaults."""
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from rollchat.config.document import Doc, describe_node, unknown_key
 from rollchat.config.fields import (
     AUTO_COMPACT,
     BOOL,
@@ -24,10 +23,8 @@ from rollchat.config.fields import (
     SECONDS,
     URL,
     Field,
-    coerce,
     nonempty,
     resolve,
-    show,
 )
 from rollchat.config.mcp_servers import (
     McpServerConfig,
@@ -48,7 +45,7 @@ from rollchat.config.settings import (
     ToolsConfig,
     UIConfig,
 )
-from rollchat.config.trust import TrustCheck, Untrusted, confine, notice
+from rollchat.config.trust import TrustCheck, confine, notice
 from rollchat.config.yamlfile import compose, read_text
 from rollchat.errors import ConfigError
 from rollchat.models.prices import Price
@@ -56,15 +53,9 @@ from rollchat.models.prices import Price
 _MAX_PROMPT_BYTES = 1024 * 1024
 _AGENT_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_SECRET_WORDS = ("apikey", "secret", "password", "credential")
-_SECRET_NAMES = ("key", "token", "apitoken", "accesstoken", "authtoken", "bearertoken")
-_KEY_HINT = (
-    "API keys are never read from the config file: set ANTHROPIC_API_KEY or OPENAI_API_KEY "
-    "in the environment, or name your own variable with api_key_env"
-)
 
 # ---------------------------------------------------------------------------------------------
-# The fields of each part of the file (the rules shared with the flags are in config_fields).
+# The fields of each part of the file (the rules shared with the flags are in config.fields).
 
 _AGENT_FIELDS: dict[str, Field] = {
     "name": Field("str", "must be a non-empty string", nonempty),
@@ -164,129 +155,19 @@ _TOP_KEYS = ("default_agent", "agents", "models", *_SECTIONS, *_MCP_KEYS)
 
 
 # ---------------------------------------------------------------------------------------------
-# Reading the YAML document with line numbers.
-
-
-class _Doc:
-    """The config file being read: its display name, its directory and a scalar constructor."""
-
-    def __init__(self, display: str, base_dir: Path, untrusted: Untrusted | None = None) -> None:
-        self.display = display
-        self.base_dir = base_dir
-        self.loader = yaml.SafeLoader("")
-        self.untrusted = untrusted  # a project file not trusted: some settings are ignored
-        self.ignored: list[str] = []  # the dotted keys ignored for that reason
-
-    def error(self, node: yaml.Node | None, key: str, msg: str) -> ConfigError:
-        where = f"{self.display}:{node.start_mark.line + 1}" if node is not None else self.display
-        return ConfigError(f"{where}: {key}: {msg}" if key else f"{where}: {msg}")
-
-    def items(self, node: yaml.Node, key: str) -> dict[str, tuple[yaml.Node, yaml.Node]]:
-        """The entries of a mapping node by name (null counts as empty); merges resolved."""
-        if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null":
-            return {}
-        if not isinstance(node, yaml.MappingNode):
-            raise self.error(node, key, f"must be a mapping (got {_describe(node)})")
-        seen: dict[str, yaml.Node] = {}
-        for knode, _ in node.value:
-            if not isinstance(knode, yaml.ScalarNode) or knode.tag.endswith(":merge"):
-                continue
-            if knode.value in seen:
-                first = seen[knode.value].start_mark.line + 1
-                raise self.error(knode, _join(key, knode.value),
-                                 f"duplicate key (first set on line {first})")
-            seen[knode.value] = knode
-        try:
-            self.loader.flatten_mapping(node)
-        except yaml.YAMLError as exc:
-            raise self.error(node, key, f"invalid merge: {getattr(exc, 'problem', exc)}") from None
-        out: dict[str, tuple[yaml.Node, yaml.Node]] = {}
-        for knode, vnode in node.value:
-            if not isinstance(knode, yaml.ScalarNode):
-                raise self.error(knode, key, f"keys must be plain names (got {_describe(knode)})")
-            out[knode.value] = (knode, vnode)
-        return out
-
-    def scalar(self, node: yaml.Node, key: str, spec: Field) -> Any:
-        """The checked value of a scalar node, or a ConfigError naming the rule."""
-        if not isinstance(node, yaml.ScalarNode):
-            raise self.error(node, key, f"{spec.need} (got {_describe(node)})")
-        try:
-            value = self.loader.construct_object(node, deep=True)
-        except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
-            reason = getattr(exc, "problem", None) or str(exc)
-            raise self.error(node, key, f"{spec.need} (got an invalid value: {reason})") from None
-        good, converted = coerce(spec, value)
-        if not good:
-            raise self.error(node, key, f"{spec.need} (got {show(value)})")
-        return converted
-
-    def names(self, node: yaml.Node, key: str, spec: Field) -> tuple[str, ...]:
-        """A list of non-empty strings (tool names or globs)."""
-        if not isinstance(node, yaml.SequenceNode):
-            raise self.error(node, key, f"{spec.need} (got {_describe(node)})")
-        out = []
-        for item in node.value:
-            value = self.scalar(item, key, Field("str", spec.need, nonempty))
-            out.append(value)
-        return tuple(out)
-
-    def fields(self, node: yaml.Node, key: str, specs: Mapping[str, Field],
-               skip: Iterable[str] = (),
-               entries: Mapping[str, tuple[yaml.Node, yaml.Node]] | None = None,
-               ) -> tuple[dict[str, Any], dict[str, yaml.Node]]:
-        """Read a mapping of known fields: (values, value nodes). Unknown keys are errors;
-        the keys in ``skip`` are read by someone else (``entries``: the mapping's items,
-        when the caller read them already)."""
-        values: dict[str, Any] = {}
-        nodes: dict[str, yaml.Node] = {}
-        for name, (knode, vnode) in (entries or self.items(node, key)).items():
-            if name in skip:
-                continue
-            if name not in specs:
-                raise self.error(knode, _join(key, name), _unknown(name, specs))
-            values[name] = (self.names(vnode, _join(key, name), specs[name])
-                            if specs[name].kind == "list"
-                            else self.scalar(vnode, _join(key, name), specs[name]))
-            nodes[name] = vnode
-        return values, nodes
-
-
-def _join(prefix: str, name: str) -> str:
-    return f"{prefix}.{name}" if prefix else name
-
-
-def _describe(node: yaml.Node) -> str:
-    if isinstance(node, yaml.MappingNode):
-        return "a mapping"
-    if isinstance(node, yaml.SequenceNode):
-        return "a list"
-    return repr(str(node.value)[:40])
-
-
-def _unknown(name: str, known: Iterable[str]) -> str:
-    squashed = re.sub(r"[^a-z]", "", name.lower())
-    if squashed in _SECRET_NAMES or any(w in squashed for w in _SECRET_WORDS):
-        return f"unknown key; {_KEY_HINT}"
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return f"unknown key{hint}; known keys: {', '.join(known)}"
-
-
-# ---------------------------------------------------------------------------------------------
 # The file layer: the document turned into a Config over the defaults.
 
 
-def _parse_file(doc: _Doc, root: yaml.Node) -> Config:
+def _parse_file(doc: Doc, root: yaml.Node) -> Config:
     if not isinstance(root, (yaml.MappingNode, yaml.ScalarNode)) or (
         isinstance(root, yaml.ScalarNode) and root.tag != "tag:yaml.org,2002:null"
     ):
         raise doc.error(root, "", "the top level must be a mapping of settings "
-                                  f"(got {_describe(root)})")
+                                  f"(got {describe_node(root)})")
     top = doc.items(root, "")
     for name, (knode, _) in top.items():
         if name not in _TOP_KEYS:
-            raise doc.error(knode, name, _unknown(name, _TOP_KEYS))
+            raise doc.error(knode, name, unknown_key(name, _TOP_KEYS))
     kwargs: dict[str, Any] = {}
     for name, (cls, specs) in _SECTIONS.items():
         if name in top:
@@ -307,7 +188,7 @@ def _parse_file(doc: _Doc, root: yaml.Node) -> Config:
     return Config(default_agent=default, mcp_servers=_servers(doc, top, ""), **kwargs)
 
 
-def _section(doc: _Doc, name: str, node: yaml.Node, cls: type[Any],
+def _section(doc: Doc, name: str, node: yaml.Node, cls: type[Any],
              specs: Mapping[str, Field]) -> Any:
     values, nodes = doc.fields(node, name, specs)
     confine(values, name, doc.base_dir, doc.untrusted, doc.ignored)
@@ -322,7 +203,7 @@ def _section(doc: _Doc, name: str, node: yaml.Node, cls: type[Any],
     return section
 
 
-def _models(doc: _Doc, node: yaml.Node) -> dict[str, ModelConfig]:
+def _models(doc: Doc, node: yaml.Node) -> dict[str, ModelConfig]:
     models: dict[str, ModelConfig] = {}
     for name, (knode, vnode) in doc.items(node, "models").items():
         if not name.strip():
@@ -338,7 +219,7 @@ def _models(doc: _Doc, node: yaml.Node) -> dict[str, ModelConfig]:
     return models
 
 
-def _price(doc: _Doc, node: yaml.Node, dotted: str) -> Price:
+def _price(doc: Doc, node: yaml.Node, dotted: str) -> Price:
     """A model's price: input and output required, cached and cache_write default to the
     input price (no discount for cache reads, no surcharge for writes)."""
     values, _ = doc.fields(node, dotted, _PRICE_FIELDS)
@@ -350,7 +231,7 @@ def _price(doc: _Doc, node: yaml.Node, dotted: str) -> Price:
                  values.get("cache_write"))
 
 
-def _agents(doc: _Doc, node: yaml.Node) -> dict[str, AgentConfig]:
+def _agents(doc: Doc, node: yaml.Node) -> dict[str, AgentConfig]:
     agents: dict[str, AgentConfig] = {}
     for key, (knode, vnode) in doc.items(node, "agents").items():
         if not _AGENT_KEY.fullmatch(key):
@@ -360,7 +241,7 @@ def _agents(doc: _Doc, node: yaml.Node) -> dict[str, AgentConfig]:
     return agents
 
 
-def _agent(doc: _Doc, key: str, node: yaml.Node) -> AgentConfig:
+def _agent(doc: Doc, key: str, node: yaml.Node) -> AgentConfig:
     dotted = f"agents.{key}"
     entries = doc.items(node, dotted)  # (once: reading a mapping resolves its merges)
     values, nodes = doc.fields(node, dotted, _AGENT_FIELDS, skip=_MCP_KEYS, entries=entries)
@@ -382,7 +263,7 @@ def _agent(doc: _Doc, key: str, node: yaml.Node) -> AgentConfig:
     return AgentConfig(key=key, set_in_config=explicit, **values)
 
 
-def _servers(doc: _Doc, entries: Mapping[str, tuple[yaml.Node, yaml.Node]],
+def _servers(doc: Doc, entries: Mapping[str, tuple[yaml.Node, yaml.Node]],
              prefix: str) -> tuple[McpServerConfig, ...]:
     """``mcp_servers`` and ``mcp_servers_file`` of one mapping (the top level or an agent):
     the file's servers first, then the inline ones. An untrusted project file's servers are
@@ -416,7 +297,7 @@ def _servers(doc: _Doc, entries: Mapping[str, tuple[yaml.Node, yaml.Node]],
     return tuple(out.values())
 
 
-def _read_prompt(doc: _Doc, node: yaml.Node, dotted: str, path: Path) -> str:
+def _read_prompt(doc: Doc, node: yaml.Node, dotted: str, path: Path) -> str:
     key = f"{dotted}.system_prompt_file"
     try:
         if path.is_dir():
@@ -444,7 +325,7 @@ def load_file(path: Path, display: str, trust: TrustCheck | None = None) -> Conf
         root = compose(raw.text, display)
         if root is None:
             return Config(source=path, source_sha256=raw.sha256)
-        doc = _Doc(display, path.parent, untrusted)
+        doc = Doc(display, path.parent, untrusted)
         config = _parse_file(doc, root)
         line = notice(display, untrusted, doc.ignored) if untrusted is not None else None
         return dataclasses.replace(config, source=path, source_sha256=raw.sha256,

@@ -1,26 +1,19 @@
-"""Configuration: defaults < YAML file < environment < flags, resolved once into a frozen Config.
-
-Errors name the file, the line and the key (ConfigError; the CLI exits 2 on it).
-"""
+"""The configuration's values: the frozen Config, its parts and their defaults, and the
+command-line overrides. config.load resolves them (defaults < file < environment < flags)."""
 
 from __future__ import annotations
 
-import dataclasses
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from rollchat.config.fields import MODEL, PROVIDER, URL, Field, coerce, nonempty, resolve, show
-from rollchat.errors import ConfigError
-from rollchat.providers import AUTO, PROVIDER_CHOICES
+from rollchat.providers.names import AUTO
 
-if TYPE_CHECKING:  # read from a file only (config_file imports it)
+if TYPE_CHECKING:  # read from a file only (config.file imports them)
     from rollchat.config.mcp_servers import McpServerConfig
     from rollchat.models.prices import Price
 
-PROVIDERS = PROVIDER_CHOICES
 PROJECT_FILE = "rollchat.yml"  # the project config, read from the working directory untrusted
 
 
@@ -218,123 +211,9 @@ class ConfigOverrides:
     no_save: bool = False
 
 
-_NO_OVERRIDES = ConfigOverrides()
-
-
-# ---------------------------------------------------------------------------------------------
-# The environment and flag layers, the file lookup, and the entry point.
-
-_LAYER_VARS = {
-    "agent": "ROLLCHAT_AGENT",
-    "provider": "ROLLCHAT_PROVIDER",
-    "model": "ROLLCHAT_MODEL",
-    "base_url": "ROLLCHAT_BASE_URL",
-    "sessions_dir": "ROLLCHAT_SESSIONS_DIR",
-}
-_LAYER_SPECS = {
-    "agent": Field("str", "must be an agent name", nonempty),
-    "provider": PROVIDER,
-    "model": dataclasses.replace(MODEL, need="must be a model name"),
-    "base_url": dataclasses.replace(URL, need="must be an http:// or https:// URL"),
-    "sessions_dir": Field("path", "must be a directory path", nonempty),
-}
-
-
-def _layers(env: Mapping[str, str], overrides: ConfigOverrides) -> dict[str, tuple[str, Any]]:
-    """Per setting, the winning (source, checked value): the flag if set, else the variable."""
-    chosen: dict[str, tuple[str, Any]] = {}
-    for name, var in _LAYER_VARS.items():
-        flag = getattr(overrides, name)
-        source, raw = (f"--{name.replace('_', '-')}", flag) if flag is not None else (
-            f"${var}", env.get(var) or None)
-        if raw is None:
-            continue
-        spec = _LAYER_SPECS[name]
-        good, value = coerce(spec, str(raw))
-        if not good:
-            raise ConfigError(f"{source}: {spec.need} (got {show(str(raw))})")
-        chosen[name] = (source, value)
-    return chosen
-
-
-def _apply(config: Config, chosen: Mapping[str, tuple[str, Any]], no_save: bool,
-           cwd: Path) -> Config:
-    key = config.default_agent
-    if "agent" in chosen:
-        source, key = chosen["agent"]
-        if key not in config.agents:
-            raise ConfigError(f"{source}: unknown agent {key!r}; known agents: "
-                              f"{', '.join(config.agents)}")
-    changes = {n: chosen[n][1] for n in ("provider", "model", "base_url") if n in chosen}
-    agents = {**config.agents, key: dataclasses.replace(config.agents[key], **changes)}
-    directory = chosen["sessions_dir"][1] if "sessions_dir" in chosen else config.session.dir
-    session = dataclasses.replace(
-        config.session,
-        dir=resolve(cwd, Path(os.path.expanduser(directory))),
-        auto_save=config.session.auto_save and not no_save,
-    )
-    return dataclasses.replace(config, agents=agents, default_agent=key, session=session)
-
-
-def _exists(path: Path, label: str) -> bool:
-    try:
-        return path.exists()
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{label}: cannot use {str(path)!r}: {exc}") from None
-
-
-def find_config_file(config_path: Path | None, env: Mapping[str, str], cwd: Path,
-                     user_config_dir: Path) -> Path | None:
-    """The config file to read: --config, else $ROLLCHAT_CONFIG, else ./rollchat.yml, else
-    config.yml in the user config directory; None when there is none. Named files must exist."""
-    named = [("--config", config_path), ("$ROLLCHAT_CONFIG", env.get("ROLLCHAT_CONFIG") or None)]
-    for label, raw in named:
-        if raw is not None:
-            path = resolve(cwd, Path(os.path.expanduser(raw)))
-            if not _exists(path, label):
-                raise ConfigError(f"{label}: no such file: {raw}")
-            return path
-    for candidate in (cwd / PROJECT_FILE, user_config_dir / "config.yml"):
-        if _exists(candidate, "config"):
-            return candidate
-    return None
-
 
 def default_user_config_dir() -> Path:
     """The user config directory (``~/.config/rollchat`` on Linux)."""
     import platformdirs
 
     return Path(platformdirs.user_config_dir("rollchat"))
-
-
-def display_path(path: Path, cwd: Path) -> str:
-    try:
-        return str(path.relative_to(cwd))
-    except ValueError:
-        return str(path)
-
-
-def load_config(*, config_path: Path | None, env: Mapping[str, str], cwd: Path,
-                overrides: ConfigOverrides = _NO_OVERRIDES,
-                user_config_dir: Path | None = None) -> Config:
-    """Resolve defaults < file < environment < flags into one validated Config.
-
-    A project file (./rollchat.yml found by the lookup, not named by --config or
-    $ROLLCHAT_CONFIG) is applied without the settings that need trust unless ``rollchat trust``
-    recorded it with its current content (``Config.trust_notice`` then names them).
-    Raises ConfigError (file, line and dotted key in the message) on any bad input.
-    """
-    if user_config_dir is None:
-        user_config_dir = default_user_config_dir()
-    path = find_config_file(config_path, env, cwd, user_config_dir)
-    if path is None:
-        config = Config()
-    else:
-        from rollchat.config.file import load_file  # yaml is imported only to read a file
-        from rollchat.config.trust import trust_check
-
-        named = config_path is not None or bool(env.get("ROLLCHAT_CONFIG"))
-        project = not named and path == cwd / PROJECT_FILE
-        trust = trust_check(path, user_config_dir) if project else None
-        config = load_file(path, display_path(path, cwd), trust)
-    return _apply(config, _layers(env, overrides), overrides.no_save, cwd)

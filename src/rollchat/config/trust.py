@@ -152,30 +152,3 @@ def record_trust(path: Path, sha256: str, user_config_dir: Path) -> Path:
         tmp.unlink(missing_ok=True)
         raise ConfigError(f"{target}: cannot record the trust: {exc.strerror or exc}") from None
     return target
-
-
-def trust_file(path: Path, *, cwd: Path, user_config_dir: Path) -> str:
-    """``rollchat trust PATH``: check the file loads, record its path and hash, and say what
-    now applies. ConfigError for a missing or invalid file (nothing is recorded then)."""
-    from rollchat.config.file import load_file
-    from rollchat.config.settings import display_path
-
-    target = path if path.is_absolute() else cwd / path
-    try:
-        exists = target.is_file() or target.is_dir()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot use it: {exc}") from None
-    if not exists:
-        raise ConfigError(f"{path}: no such file; give the path of a project config file "
-                          "(default: ./rollchat.yml)")
-    display = display_path(target, cwd)
-    confined = load_file(target, display, lambda _sha: Untrusted(target.parent, NOT_TRUSTED))
-    full = load_file(target, display)  # every setting checked, the prompt files read
-    if full.source_sha256 != confined.source_sha256 or full.source_sha256 is None:
-        raise ConfigError(f"{display}: changed while it was read; run `{TRUST_COMMAND}` again")
-    record = record_trust(target, full.source_sha256, user_config_dir)
-    keys = list(confined.ignored_settings)
-    what = (f"{', '.join(keys)} now {'applies' if len(keys) == 1 else 'apply'}" if keys
-            else "nothing in it needed trust")
-    return (f"Trusted {display}: {what} (recorded in {record}); if the file changes, run "
-            f"`{TRUST_COMMAND}` again")

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rollchat.domain import Message
-from rollchat.providers import OFFLINE
 from rollchat.providers.base import ToolSpec
+from rollchat.providers.names import OFFLINE
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 OFFLINE_CONTEXT_WINDOW = 32_000

@@ -1,5 +1,5 @@
-"""The provider registry: the providers' names (spelled only here), name -> factory (each
-provider's module imported at build time, its SDK at the first call), auto selection, API keys.
+"""The provider registry: name -> factory (each provider's module imported at build time, its
+SDK at the first call), auto selection, API keys. The names themselves are in providers.names.
 """
 
 from __future__ import annotations
@@ -11,26 +11,23 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rollchat.errors import ConfigError
+from rollchat.providers.names import (
+    ANTHROPIC,
+    AUTO,
+    BASE_URL_ENV,
+    DEFAULT_MODELS,
+    KEY_ENV,
+    OFFLINE,
+    OPENAI,
+    PROVIDER_CHOICES,
+    PROVIDER_NAMES,
+    SDK_MODULES,
+)
 from rollchat.text.wording import redact_url
 
-if TYPE_CHECKING:  # not at run time: cli and config import the names above, and must stay cheap
+if TYPE_CHECKING:  # config reads providers.names, never the registry: one way only
     from rollchat.config.settings import AgentConfig, Config
     from rollchat.providers.base import Provider
-
-# The providers' names, spelled here only. AUTO picks one by the keys set (see below).
-ANTHROPIC = "anthropic"
-OPENAI = "openai"
-OFFLINE = "offline"
-AUTO = "auto"
-
-# The offline model is named after its provider (its context window is keyed by it).
-DEFAULT_MODELS = {ANTHROPIC: "claude-sonnet-4-5", OPENAI: "gpt-4o-mini", OFFLINE: OFFLINE}
-
-# The environment variable holding each remote provider's key, the one its SDK reads a server
-# URL from when no base_url is given, and the SDK it imports.
-KEY_ENV = {ANTHROPIC: "ANTHROPIC_API_KEY", OPENAI: "OPENAI_API_KEY"}
-BASE_URL_ENV = {ANTHROPIC: "ANTHROPIC_BASE_URL", OPENAI: "OPENAI_BASE_URL"}
-SDK_MODULES = {ANTHROPIC: "anthropic", OPENAI: "openai"}
 
 
 @dataclass(frozen=True)
@@ -74,8 +71,11 @@ REGISTRY: dict[str, ProviderFactory] = {
     OPENAI: _remote("rollchat.providers.openai:OpenAIProvider"),
     OFFLINE: _offline,
 }
-PROVIDER_NAMES = tuple(REGISTRY)
-PROVIDER_CHOICES = (AUTO, *PROVIDER_NAMES)  # what --provider and the config file accept
+assert tuple(REGISTRY) == PROVIDER_NAMES, "a provider named in providers.names has no factory"
+
+# The names are re-exported: the command line and the terminal layer import them from here.
+__all__ = ["ANTHROPIC", "AUTO", "BASE_URL_ENV", "DEFAULT_MODELS", "KEY_ENV", "OFFLINE", "OPENAI",
+           "PROVIDER_CHOICES", "PROVIDER_NAMES", "SDK_MODULES"]
 
 
 # ---------------------------------------------------------------- selection

@@ -8,7 +8,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar
 
 from rollchat.domain import Message, Usage
-from rollchat.providers import ANTHROPIC, SDK_MODULES
 from rollchat.providers.base import (
     ChatRequest,
     StreamEvent,
@@ -16,6 +15,7 @@ from rollchat.providers.base import (
     ToolCallEvent,
     ToolSpec,
 )
+from rollchat.providers.names import ANTHROPIC, SDK_MODULES
 from rollchat.providers.sdk import PartialCall, SDKProvider, SDKStream, StreamParser
 
 _CACHE = {"type": "ephemeral"}

@@ -9,7 +9,6 @@ from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 from rollchat.domain import Message, Usage
-from rollchat.providers import OPENAI, SDK_MODULES
 from rollchat.providers.base import (
     ChatRequest,
     StreamEvent,
@@ -17,6 +16,7 @@ from rollchat.providers.base import (
     ToolCallEvent,
     ToolSpec,
 )
+from rollchat.providers.names import OPENAI, SDK_MODULES
 from rollchat.providers.sdk import PartialCall, SDKProvider, SDKStream, StreamParser
 
 _NO_KEY = "not-needed"  # local OpenAI-compatible servers ignore the key, the SDK wants one

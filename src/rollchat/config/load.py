@@ -1,0 +1,162 @@
+"""Resolving the configuration: find the config file, read it (a project file confined unless
+trusted), lay the environment and the flags over it; and `rollchat trust`, which records a file."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rollchat.config.fields import MODEL, PROVIDER, URL, Field, coerce, nonempty, resolve, show
+from rollchat.config.settings import (
+    PROJECT_FILE,
+    Config,
+    ConfigOverrides,
+    default_user_config_dir,
+)
+from rollchat.config.trust import NOT_TRUSTED, TRUST_COMMAND, Untrusted, record_trust, trust_check
+from rollchat.errors import ConfigError
+
+_NO_OVERRIDES = ConfigOverrides()
+
+# ---------------------------------------------------------------------------------------------
+# The environment and flag layers, the file lookup, and the entry point.
+
+_LAYER_VARS = {
+    "agent": "ROLLCHAT_AGENT",
+    "provider": "ROLLCHAT_PROVIDER",
+    "model": "ROLLCHAT_MODEL",
+    "base_url": "ROLLCHAT_BASE_URL",
+    "sessions_dir": "ROLLCHAT_SESSIONS_DIR",
+}
+_LAYER_SPECS = {
+    "agent": Field("str", "must be an agent name", nonempty),
+    "provider": PROVIDER,
+    "model": dataclasses.replace(MODEL, need="must be a model name"),
+    "base_url": dataclasses.replace(URL, need="must be an http:// or https:// URL"),
+    "sessions_dir": Field("path", "must be a directory path", nonempty),
+}
+
+
+def _layers(env: Mapping[str, str], overrides: ConfigOverrides) -> dict[str, tuple[str, Any]]:
+    """Per setting, the winning (source, checked value): the flag if set, else the variable."""
+    chosen: dict[str, tuple[str, Any]] = {}
+    for name, var in _LAYER_VARS.items():
+        flag = getattr(overrides, name)
+        source, raw = (f"--{name.replace('_', '-')}", flag) if flag is not None else (
+            f"${var}", env.get(var) or None)
+        if raw is None:
+            continue
+        spec = _LAYER_SPECS[name]
+        good, value = coerce(spec, str(raw))
+        if not good:
+            raise ConfigError(f"{source}: {spec.need} (got {show(str(raw))})")
+        chosen[name] = (source, value)
+    return chosen
+
+
+def _apply(config: Config, chosen: Mapping[str, tuple[str, Any]], no_save: bool,
+           cwd: Path) -> Config:
+    key = config.default_agent
+    if "agent" in chosen:
+        source, key = chosen["agent"]
+        if key not in config.agents:
+            raise ConfigError(f"{source}: unknown agent {key!r}; known agents: "
+                              f"{', '.join(config.agents)}")
+    changes = {n: chosen[n][1] for n in ("provider", "model", "base_url") if n in chosen}
+    agents = {**config.agents, key: dataclasses.replace(config.agents[key], **changes)}
+    directory = chosen["sessions_dir"][1] if "sessions_dir" in chosen else config.session.dir
+    session = dataclasses.replace(
+        config.session,
+        dir=resolve(cwd, Path(os.path.expanduser(directory))),
+        auto_save=config.session.auto_save and not no_save,
+    )
+    return dataclasses.replace(config, agents=agents, default_agent=key, session=session)
+
+
+def _exists(path: Path, label: str) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{label}: cannot use {str(path)!r}: {exc}") from None
+
+
+def find_config_file(config_path: Path | None, env: Mapping[str, str], cwd: Path,
+                     user_config_dir: Path) -> Path | None:
+    """The config file to read: --config, else $ROLLCHAT_CONFIG, else ./rollchat.yml, else
+    config.yml in the user config directory; None when there is none. Named files must exist."""
+    named = [("--config", config_path), ("$ROLLCHAT_CONFIG", env.get("ROLLCHAT_CONFIG") or None)]
+    for label, raw in named:
+        if raw is not None:
+            path = resolve(cwd, Path(os.path.expanduser(raw)))
+            if not _exists(path, label):
+                raise ConfigError(f"{label}: no such file: {raw}")
+            return path
+    for candidate in (cwd / PROJECT_FILE, user_config_dir / "config.yml"):
+        if _exists(candidate, "config"):
+            return candidate
+    return None
+
+
+def display_path(path: Path, cwd: Path) -> str:
+    try:
+        return str(path.relative_to(cwd))
+    except ValueError:
+        return str(path)
+
+
+def load_config(*, config_path: Path | None, env: Mapping[str, str], cwd: Path,
+                overrides: ConfigOverrides = _NO_OVERRIDES,
+                user_config_dir: Path | None = None) -> Config:
+    """Resolve defaults < file < environment < flags into one validated Config.
+
+    A project file (./rollchat.yml found by the lookup, not named by --config or
+    $ROLLCHAT_CONFIG) is applied without the settings that need trust unless ``rollchat trust``
+    recorded it with its current content (``Config.trust_notice`` then names them).
+    Raises ConfigError (file, line and dotted key in the message) on any bad input.
+    """
+    if user_config_dir is None:
+        user_config_dir = default_user_config_dir()
+    path = find_config_file(config_path, env, cwd, user_config_dir)
+    if path is None:
+        config = Config()
+    else:
+        from rollchat.config.file import load_file  # yaml is imported only to read a file
+
+        named = config_path is not None or bool(env.get("ROLLCHAT_CONFIG"))
+        project = not named and path == cwd / PROJECT_FILE
+        trust = trust_check(path, user_config_dir) if project else None
+        config = load_file(path, display_path(path, cwd), trust)
+    return _apply(config, _layers(env, overrides), overrides.no_save, cwd)
+
+
+# ---------------------------------------------------------------------------------------------
+# `rollchat trust PATH`.
+
+
+def trust_file(path: Path, *, cwd: Path, user_config_dir: Path) -> str:
+    """``rollchat trust PATH``: check the file loads, record its path and hash, and say what
+    now applies. ConfigError for a missing or invalid file (nothing is recorded then)."""
+    from rollchat.config.file import load_file
+
+    target = path if path.is_absolute() else cwd / path
+    try:
+        exists = target.is_file() or target.is_dir()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot use it: {exc}") from None
+    if not exists:
+        raise ConfigError(f"{path}: no such file; give the path of a project config file "
+                          "(default: ./rollchat.yml)")
+    display = display_path(target, cwd)
+    confined = load_file(target, display, lambda _sha: Untrusted(target.parent, NOT_TRUSTED))
+    full = load_file(target, display)  # every setting checked, the prompt files read
+    if full.source_sha256 != confined.source_sha256 or full.source_sha256 is None:
+        raise ConfigError(f"{display}: changed while it was read; run `{TRUST_COMMAND}` again")
+    record = record_trust(target, full.source_sha256, user_config_dir)
+    keys = list(confined.ignored_settings)
+    what = (f"{', '.join(keys)} now {'applies' if len(keys) == 1 else 'apply'}" if keys
+            else "nothing in it needed trust")
+    return (f"Trusted {display}: {what} (recorded in {record}); if the file changes, run "
+            f"`{TRUST_COMMAND}` again")
