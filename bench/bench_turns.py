@@ -27,7 +27,7 @@ from rollchat.providers.base import (
     UsageEvent,
 )
 from rollchat.session.core import Session
-from rollchat.storage.store import MemoryStore
+from rollchat.storage.store import InMemoryStore
 
 SIZES = (10, 1_000, 10_000)
 REPEATS = 30
@@ -68,7 +68,7 @@ def build(turns: int) -> Session:
                     max_output_tokens=1000, temperature=None, retry=RetryPolicy(0, 0.0, 0.0))
     app = Session(config=Config(agents={"bench": agent}, default_agent="bench"), agent=agent,
                   engine=engine, summary_provider=NoOp(), summary_model="gpt-4o",
-                  provider_name="openai", store=MemoryStore(), confirm=lambda q: False,
+                  provider_name="openai", store=InMemoryStore(), confirm=lambda q: False,
                   context_window=10**9)
     messages, records = history(turns)
     engine.context.messages = messages

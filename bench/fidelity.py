@@ -30,7 +30,7 @@ from rollchat.errors import RollchatError
 from rollchat.events import TextDelta
 from rollchat.providers.base import Provider, RetryPolicy
 from rollchat.session.core import Session
-from rollchat.storage.store import MemoryStore
+from rollchat.storage.store import InMemoryStore
 
 SYSTEM = "You are a helpful engineering assistant. Answer briefly."
 
@@ -71,7 +71,7 @@ def score_summary(summary: Summary, plants: list[Plant], score: Score) -> None:
 
 
 def build(provider: Provider, model: str, window: int, auto: bool,
-          store: MemoryStore | None = None) -> Session:
+          store: InMemoryStore | None = None) -> Session:
     agent = AgentConfig(key="bench", name="Bench", provider="offline", system_prompt=SYSTEM,
                         max_output_tokens=512)
     config = Config(agents={"bench": agent},
@@ -79,7 +79,7 @@ def build(provider: Provider, model: str, window: int, auto: bool,
     engine = Engine(provider, model=model, context=Context(system=SYSTEM), max_output_tokens=512,
                     temperature=None, retry=RetryPolicy(2, 1.0, 8.0))
     return Session(config=config, agent=agent, engine=engine, summary_provider=provider,
-                   summary_model=model, provider_name="bench", store=store or MemoryStore(),
+                   summary_model=model, provider_name="bench", store=store or InMemoryStore(),
                    confirm=lambda _q: False, context_window=window)
 
 
@@ -87,7 +87,7 @@ def drain(flow: object) -> str:
     return "".join(e.text for e in flow if isinstance(e, TextDelta))  # type: ignore[attr-defined]
 
 
-def quiz(provider: Provider, model: str, store: MemoryStore, parent: str, plants: list[Plant],
+def quiz(provider: Provider, model: str, store: InMemoryStore, parent: str, plants: list[Plant],
          score: Score) -> None:
     """Ask each question of a new agent restored from the last summary (``resume``), so
     that no answer sees another question; score the planted token in the answer."""
@@ -119,7 +119,7 @@ def run_manual(provider: Provider, model: str, seed: int, k: int,
     score_summary(summary, open_tasks, last)
     score_summary(summary, [p for s in segments for p in s.plants], final)
     parent = session.state.resumed_from
-    assert parent is not None and isinstance(session.store, MemoryStore)
+    assert parent is not None and isinstance(session.store, InMemoryStore)
     quiz(provider, model, session.store, parent, [p for s in segments for p in s.plants], probes)
 
 

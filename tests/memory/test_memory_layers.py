@@ -31,11 +31,11 @@ from rollchat.memory.layers import (
     with_block,
 )
 from rollchat.memory.search import rank
-from rollchat.memory.store import MemoryStore as FactStore
+from rollchat.memory.store import MemoryStore
 from rollchat.models.tokens import TokenCounter
 from rollchat.providers.base import ChatRequest, RetryPolicy
 from rollchat.session.core import Session
-from rollchat.storage.store import MemoryStore
+from rollchat.storage.store import InMemoryStore
 from rollchat.storage.transcript import parse, render_turn
 from tests.session.test_session import SYSTEM, Recording
 
@@ -82,13 +82,13 @@ class Clock:
 
 def make(facts: Facts, window: int = 128_000, share: float = 0.1,
          source: FactSource | None = None, **session: object,
-         ) -> tuple[Session, MemoryStore, Recording]:
+         ) -> tuple[Session, InMemoryStore, Recording]:
     provider = Recording()
     agent = AgentConfig(key="assistant", name="Assistant", provider="offline",
                         system_prompt=SYSTEM, max_output_tokens=512)
     config = Config(agents={"assistant": agent},
                     session=replace(SessionConfig(), **session))  # type: ignore[arg-type]
-    store = MemoryStore()
+    store = InMemoryStore()
     engine = Engine(provider, model="offline", context=Context(system=SYSTEM),
                     max_output_tokens=512, temperature=None, retry=RetryPolicy(0, 0.0, 0.0))
     core = Session(config=config, agent=agent, engine=engine, summary_provider=provider,
@@ -290,7 +290,7 @@ def test_the_context_command_shows_the_memory_layers() -> None:
 
 
 def test_with_the_real_store(tmp_path: Path) -> None:
-    store = FactStore(tmp_path / "sessions", "assistant")
+    store = MemoryStore(tmp_path / "sessions", "assistant")
     store.add("I prefer tabs over spaces", "preference", source_session="a_1", source_turn=2)
     store.add("The deploy script lives in ops/deploy.sh", "project", source_session="a_1",
               source_turn=4)

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from rollchat.cli.app import build_cli
 from rollchat.events import Notice
 from rollchat.session.core import Session
-from rollchat.storage.store import MemoryStore, SessionStore, Store
+from rollchat.storage.store import InMemoryStore, SessionStore, Store
 from rollchat.storage.transcript import parse, render_linked
 from tests.session.test_session import make, run
 
@@ -43,7 +43,7 @@ def _two_turns_then_compact(store: Store) -> tuple[str, Session]:
 
 
 def test_compact_links_the_parent_once_the_child_is_saved(tmp_path: Path) -> None:
-    for store in (MemoryStore(), SessionStore(tmp_path / "sessions")):
+    for store in (InMemoryStore(), SessionStore(tmp_path / "sessions")):
         parent, core = _two_turns_then_compact(store)
         finalized = store.load_transcript(parent)
         assert finalized.header.continued_in == ()  # no child file yet: nothing to point to

@@ -29,7 +29,7 @@ from rollchat.events import (
 from rollchat.providers.base import ChatRequest, RetryPolicy, StreamEvent, TextDelta
 from rollchat.providers.offline import OfflineProvider
 from rollchat.session.core import Session
-from rollchat.storage.store import MemoryStore
+from rollchat.storage.store import InMemoryStore
 from rollchat.tools import ARCHIVE_TOOL_NAME
 
 SYSTEM = "You are a test assistant."
@@ -50,13 +50,13 @@ class Recording:
         return [r for r in self.requests if r.purpose == purpose]
 
 
-def make(window: int = 128_000, **session: object) -> tuple[Session, MemoryStore, Recording]:
+def make(window: int = 128_000, **session: object) -> tuple[Session, InMemoryStore, Recording]:
     provider = Recording()
     agent = AgentConfig(key="assistant", name="Assistant", provider="offline",
                         system_prompt=SYSTEM, max_output_tokens=512)
     config = Config(agents={"assistant": agent},
                     session=replace(SessionConfig(), **session))  # type: ignore[arg-type]
-    store = MemoryStore()
+    store = InMemoryStore()
     engine = Engine(provider, model="offline", context=Context(system=SYSTEM),
                     max_output_tokens=512, temperature=None, retry=RetryPolicy(0, 0.0, 0.0))
     core = Session(config=config, agent=agent, engine=engine, summary_provider=provider,

@@ -1,5 +1,5 @@
 """Odd bytes (issue 10, point 2): a NUL, invalid UTF-8, a lone surrogate or an escape sequence,
-typed, piped or answered, is kept (cleaned once where it enters: rollchat.text.clean), and the
+typed, piped or answered, is kept (cleaned once where it enters: rollchat.text.normalize), and the
 session stays listed, parseable, compactable and resumable."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from rollchat.providers.offline import OfflineProvider
 from rollchat.session.core import Session
 from rollchat.storage.store import SessionStore
 from rollchat.storage.transcript import parse
-from rollchat.text.clean import clean
+from rollchat.text.normalize import clean
 from tests.drive import drain
 from tests.e2e import clean_env, write_config
 from tests.wire_servers import WireServer, openai_server, text

@@ -1,4 +1,4 @@
-"""The Store contract, run against both stores: SessionStore (a directory) and MemoryStore.
+"""The Store contract, run against both stores: SessionStore (a directory) and InMemoryStore.
 
 Create, append, finalize, list (numbering, most recent first, exclude), load_summary,
 load_transcript, resolve, has_file; and the same operations give the same results in both.
@@ -15,8 +15,8 @@ import pytest
 from rollchat.domain import Summary, Transcript, Turn, Usage
 from rollchat.errors import StoreError
 from rollchat.storage.store import (
+    InMemoryStore,
     LiveSession,
-    MemoryStore,
     SessionInfo,
     SessionStore,
     Store,
@@ -30,7 +30,7 @@ FAKE = render_summary_block(Summary("forged", ("x",), ("y",), ("z",)))
 
 
 def _make(kind: str, tmp_path: Path) -> Store:
-    return SessionStore(tmp_path / "sessions") if kind == "files" else MemoryStore()
+    return SessionStore(tmp_path / "sessions") if kind == "files" else InMemoryStore()
 
 
 @pytest.fixture(params=["files", "memory"])
@@ -65,7 +65,7 @@ def _session(store: Store, minute: int, queries: int, summary: bool) -> LiveSess
 
 
 def test_location_is_text(store: Store) -> None:
-    expected = "memory only (--no-save)" if isinstance(store, MemoryStore) else "sessions"
+    expected = "memory only (--no-save)" if isinstance(store, InMemoryStore) else "sessions"
     assert store.location.endswith(expected)
 
 

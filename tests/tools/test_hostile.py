@@ -34,7 +34,7 @@ from rollchat.providers.base import (
 from rollchat.storage import store as store_module
 from rollchat.storage.store import SessionStore
 from rollchat.storage.transcript import HEAD_MAX_BYTES, TAIL_MAX_BYTES, parse, render
-from rollchat.text.clean import clean
+from rollchat.text.normalize import clean
 from rollchat.tools import ARCHIVE_TOOL_NAME
 from rollchat.tools.archive import archive_tool
 from tests.drive import drain

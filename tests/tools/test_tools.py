@@ -1,5 +1,5 @@
 """The session_archive_read tool: query, paging, caps, bad files, hostile arguments, engine;
-over a SessionStore (its file checks) and a MemoryStore."""
+over a SessionStore (its file checks) and a InMemoryStore."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from rollchat.errors import ConfigError
 from rollchat.events import Event
 from rollchat.providers.base import RetryPolicy
 from rollchat.providers.offline import ARCHIVE_TOOL, OfflineProvider
-from rollchat.storage.store import MemoryStore, SessionStore, Store
+from rollchat.storage.store import InMemoryStore, SessionStore, Store
 from rollchat.storage.transcript import render
 from rollchat.tools import ARCHIVE_TOOL_NAME, Tool
 from rollchat.tools.archive import MAX_LIMIT, archive_tool
@@ -229,7 +229,7 @@ def test_file_changes_are_seen(tmp_path: Path) -> None:
 
 @pytest.fixture(params=["files", "memory"])
 def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
-    return SessionStore(tmp_path / "sessions") if request.param == "files" else MemoryStore()
+    return SessionStore(tmp_path / "sessions") if request.param == "files" else InMemoryStore()
 
 
 def test_each_call_reads_the_session_as_it_is_now(any_store: Store) -> None:
@@ -406,7 +406,7 @@ def test_tool_call_reads_the_current_session_first_and_says_what_is_missing(
 
     mine = ToolExchange(ToolCall("call_1", "grep", {}), "x" * 50)
     current = {"call_1": Found("query 3 of this session", mine)}
-    tool = archive_tool(MemoryStore(), None, current=current.get)
+    tool = archive_tool(InMemoryStore(), None, current=current.get)
     assert tool.companion  # with no previous session it is offered only beside other tools
     page = read(tool, tool_call="call_1")
     assert page == ("Tool result of call_1 (grep, query 3 of this session): chars 0-50 of 50\n"
@@ -425,7 +425,7 @@ def test_a_page_fits_the_token_limit_it_is_given(tmp_path: Path) -> None:
 
     count = TokenCounter("test-model").count_text
     dense = ToolExchange(ToolCall("c", "dump", {}), "".join(f"{n:08x}" for n in range(5000)))
-    tool = archive_tool(MemoryStore(), None, current={"c": Found("here", dense)}.get,
+    tool = archive_tool(InMemoryStore(), None, current={"c": Found("here", dense)}.get,
                         page_tokens=lambda: 300, count=count)
     page = read(tool, tool_call="c", offset=100)
     assert 250 < count(page) <= 300
@@ -437,7 +437,7 @@ def test_the_tools_listing_says_when_the_archive_tool_is_offered() -> None:
     from rollchat.providers.base import ToolSpec
     from rollchat.tools.sources import WITH_OTHERS, tool_entries
 
-    companion = archive_tool(MemoryStore(), None)
+    companion = archive_tool(InMemoryStore(), None)
     [entry] = tool_entries({ARCHIVE_TOOL_NAME: companion}, [])
     assert entry.state == WITH_OTHERS  # alone it is not sent to the model
     grep = Tool(ToolSpec("grep", "Search.", {"type": "object"}), lambda arguments: "")

@@ -18,7 +18,7 @@ from rollchat.engine.context import Context
 from rollchat.engine.core import Engine
 from rollchat.providers.base import ChatRequest, RetryPolicy, StreamEvent
 from rollchat.providers.offline import OfflineProvider
-from rollchat.storage.store import MemoryStore
+from rollchat.storage.store import InMemoryStore
 from rollchat.text.wording import human_tokens
 from rollchat.ui.render import Renderer, harmless, plain_console, preview, usage_line
 from rollchat.ui.stream import MarkdownStream
@@ -194,7 +194,7 @@ def test_summary_spinner_says_done_only_on_success(tmp_path: Path) -> None:
         app = chat_app(renderer=Renderer(console, interactive=True),
                        config=Config(agents={"a": agent}), agent=agent, engine=engine,
                        summary_provider=summaries, summary_model="offline",
-                       provider_name="offline", store=MemoryStore(), confirm=lambda q: False,
+                       provider_name="offline", store=InMemoryStore(), confirm=lambda q: False,
                        context_window=200_000)
         app.send("plan the garden beds")
         app.compact()

@@ -133,11 +133,11 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
                 equipment: Equipment | None = None) -> tuple[ChatApp, list[str]]:
     """The session core and its terminal adapter, and what the user should be told first.
     The chat can build the session of any other agent of the config (``@NAME message``)."""
-    from rollchat.storage.store import MemoryStore, SessionStore
+    from rollchat.storage.store import InMemoryStore, SessionStore
     from rollchat.ui.app import ChatApp
 
     notices: list[str] = []
-    store: Store = SessionStore(cfg.session.dir) if cfg.session.auto_save else MemoryStore()
+    store: Store = SessionStore(cfg.session.dir) if cfg.session.auto_save else InMemoryStore()
     store_problem = None
     try:
         store.ensure()

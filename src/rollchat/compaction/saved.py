@@ -143,7 +143,7 @@ def compact(store: SessionStore, ref: str, model: SummaryModel, *, focus: str | 
     """The summary of session ``ref`` (a number, an id or a unique part of one). Writes no
     session file: only the cache entry of a summary the model wrote. RollchatError for an
     unknown or unreadable session, one with no queries, or a bad ``focus``/``max_words``."""
-    from rollchat.text.clean import clean
+    from rollchat.text.normalize import clean
 
     if focus is not None:
         focus = clean(focus).strip()

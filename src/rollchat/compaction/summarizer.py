@@ -26,7 +26,7 @@ from rollchat.providers.base import (
     UsageEvent,
 )
 from rollchat.storage.transcript import render_summary_block
-from rollchat.text.clean import clean
+from rollchat.text.normalize import clean
 
 if TYPE_CHECKING:
     from concurrent.futures import Future

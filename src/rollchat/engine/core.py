@@ -32,7 +32,7 @@ from rollchat.providers.base import (
     UsageEvent,
     stream_with_retries,
 )
-from rollchat.text.clean import StreamCleaner, clean, clean_value
+from rollchat.text.normalize import StreamCleaner, clean, clean_value
 from rollchat.tools import Tool
 from rollchat.tools.approval import Gate
 from rollchat.tools.runner import CallInterrupted, CallOutcome, run_call

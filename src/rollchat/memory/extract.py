@@ -17,7 +17,7 @@ from rollchat.errors import RollchatError
 from rollchat.memory.records import CATEGORIES, MAX_TEXT, clean_text
 from rollchat.memory.rules import Candidate, extract_rules
 from rollchat.providers.base import ChatRequest, Provider, ProviderError, TextDelta
-from rollchat.text.clean import clean
+from rollchat.text.normalize import clean
 
 MAX_FACTS = 5
 MIN_CONFIDENCE = 0.7

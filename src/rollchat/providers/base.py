@@ -12,7 +12,7 @@ from typing import Any, Literal, Protocol
 
 from rollchat.domain import Message, ToolCall, Usage
 from rollchat.errors import RollchatError
-from rollchat.text.clean import clean
+from rollchat.text.normalize import clean
 
 # Why a request is made. Real providers ignore it; the offline model uses it to decide what
 # to write (a chat answer, a summary block, an acknowledgment of a restored summary).

@@ -51,7 +51,7 @@ from rollchat.session.state import (
     restored_context,
 )
 from rollchat.storage.store import SessionInfo, Store
-from rollchat.text.clean import clean
+from rollchat.text.normalize import clean
 from rollchat.text.wording import human_tokens, plural
 
 if TYPE_CHECKING:
@@ -225,7 +225,7 @@ class Session:
 
     # ------------------------------------------------------------------ a turn
     def turn(self, text: str, handed: Handed | None = None) -> Flow:
-        """Send one user message (cleaned: see rollchat.text.clean), stream the answer, save the
+        """Send one user message (cleaned: see rollchat.text.normalize), stream the answer, save the
         turn. Compacts first when the plan says so, and once more (then sends again) if the
         provider still answers that the context is too long. ``handed``: the context another
         agent's session handed over (see handoff.py), sent before the message in the same

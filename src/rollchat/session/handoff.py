@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from rollchat.domain import QUERY_KINDS, Summary, Turn
 from rollchat.events import Event, Notice, SummaryFinished, SummaryStarted
 from rollchat.session.state import UNSAVED, now
-from rollchat.text.clean import clean
+from rollchat.text.normalize import clean
 from rollchat.text.wording import plural
 
 if TYPE_CHECKING:

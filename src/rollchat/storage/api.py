@@ -1,5 +1,6 @@
 """What the session core needs from wherever sessions are kept: the Store and LiveSession
-protocols. SessionStore (store.py) keeps them as files, MemoryStore (memstore.py) in memory."""
+protocols. SessionStore (storage.store) keeps them as files, InMemoryStore (storage.in_memory)
+in memory, for --no-save and tests."""
 
 from __future__ import annotations
 

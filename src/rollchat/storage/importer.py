@@ -1,5 +1,5 @@
 """``rollchat import FILE``: another tool's transcript read into turns. The file is untrusted:
-read with a size cap, decoded leniently, every string cleaned (rollchat.text.clean), nesting
+read with a size cap, decoded leniently, every string cleaned (rollchat.text.normalize), nesting
 bounded;
 a malformed line is reported by number and skipped.
 
@@ -37,7 +37,7 @@ from typing import Any
 
 from rollchat.domain import ToolCall, ToolExchange, Turn
 from rollchat.errors import UsageError
-from rollchat.text.clean import clean
+from rollchat.text.normalize import clean
 
 FORMATS = ("claude-code", "codex", "markdown")
 SUPPORTED = ("Claude Code session files (JSONL, ~/.claude/projects), Codex session files "

@@ -1,4 +1,4 @@
-"""MemoryStore: a Store that keeps nothing on disk (``--no-save``, tests). Each session is the
+"""InMemoryStore: a Store that keeps nothing on disk (``--no-save``, tests). Each session is the
 exact text its file would hold, listed, loaded and finalized by the same transcript code."""
 
 from __future__ import annotations
@@ -26,17 +26,17 @@ from rollchat.storage.transcript import (
     tail_summary,
     totals_span,
 )
-from rollchat.text.clean import encode
+from rollchat.text.normalize import encode
 
 
 def _reader(data: bytes) -> ReadAt:
     return lambda offset, size: data[offset:offset + size]
 
 
-class MemorySession:
-    """A session being written into a MemoryStore."""
+class InMemorySession:
+    """A session being written into an InMemoryStore."""
 
-    def __init__(self, store: MemoryStore, header: SessionHeader) -> None:
+    def __init__(self, store: InMemoryStore, header: SessionHeader) -> None:
         self._store = store
         self.header = header
         self.session_id = header.session_id
@@ -69,7 +69,7 @@ class MemorySession:
         """Nothing to let go of: no other process sees this store."""
 
 
-class MemoryStore:
+class InMemoryStore:
     """Sessions as in-memory texts keyed by id (``<id>.md`` is each one's file name)."""
 
     location = NO_SAVE_LOCATION
@@ -92,7 +92,7 @@ class MemoryStore:
                     imported_from: str | None = None,
                     cost: float | None = None,
                     title: str | None = None,
-                    ) -> MemorySession:
+                    ) -> InMemorySession:
         """A new session (an id as SessionStore makes them) holding its header."""
         with self._lock:
             for sid in new_ids(agent_key, now):
@@ -103,7 +103,7 @@ class MemoryStore:
                                            imported_from=imported_from, cost=cost,
                                            title=title)
                     self._texts[sid] = bytearray(encode(render_header(header)))
-                    return MemorySession(self, header)
+                    return InMemorySession(self, header)
         raise StoreError("could not find a free session id in memory")
 
     def _data(self, session_id: str) -> bytearray:
@@ -128,7 +128,7 @@ class MemoryStore:
 
     def set_totals(self, session_id: str, queries: int, billed: int, context: int,
                    cost: float | None = None) -> None:
-        """Refresh a session's header totals in place (see MemorySession.set_totals)."""
+        """Refresh a session's header totals in place (see InMemorySession.set_totals)."""
         with self._lock:
             data = self._data(session_id)
             head = decode(bytes(data[:data.find(b"\n---\n") + 1]), binary_check=False)
@@ -182,12 +182,12 @@ class MemoryStore:
         """The session's exact bytes (to put back with ``reopen``)."""
         return self._bytes(session_id)
 
-    def reopen(self, session_id: str, data: bytes) -> MemorySession:
+    def reopen(self, session_id: str, data: bytes) -> InMemorySession:
         """Put ``data`` back as the session's text and write on (undoing a compaction)."""
         header = parse_head(decode(data, binary_check=False)).header
         with self._lock:
             self._texts[check_id(session_id)] = bytearray(data)
-        return MemorySession(self, header)
+        return InMemorySession(self, header)
 
     def delete(self, session_id: str) -> None:
         """Forget the session."""

@@ -24,7 +24,7 @@ from rollchat.storage.transcript import (
     render_turn,
     totals_span,
 )
-from rollchat.text.clean import encode
+from rollchat.text.normalize import encode
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = NOFOLLOW

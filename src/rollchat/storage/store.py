@@ -1,14 +1,12 @@
-"""Where sessions are kept: SessionStore, the sessions directory (one ``<id>.md`` per session,
-files only: the text is the transcript package's). MemoryStore (in memstore.py) keeps them in
-memory; ``rollchat.storage.store`` exports both, the Store protocol (store_api.py) and the listing
-API.
-A session is written by one process only: the one holding its lock (locks.py).
+"""SessionStore: sessions kept as files, one ``<id>.md`` each in the sessions directory; this
+module also exports InMemoryStore (storage.in_memory), the Store protocol (storage.api) and the
+listing API, so callers import one place."""
 
-New files are hard-linked from a complete temporary file (O_EXCL ids); appends use O_APPEND +
-fsync and never re-read; finalize rewrites through ``.<name>.tmp-<pid>-<hex>``, fsync,
-os.replace and a directory fsync. Listing goes through the sessions index (index.py), which
-reads only the files that are new or changed.
-"""
+# A session is written by one process only: the one holding its lock (storage.locks).
+# New files are hard-linked from a complete temporary file (O_EXCL ids); appends use O_APPEND +
+# fsync and never re-read; finalize rewrites through ``.<name>.tmp-<pid>-<hex>``, fsync,
+# os.replace and a directory fsync. Listing goes through the sessions index (storage.index),
+# which reads only the files that are new or changed.
 
 from __future__ import annotations
 
@@ -25,7 +23,7 @@ from pathlib import Path
 from rollchat.domain import SessionHeader, Summary, Transcript
 from rollchat.errors import StoreError, TranscriptError
 from rollchat.storage.api import LiveSession, Store
-from rollchat.storage.in_memory import MemorySession, MemoryStore
+from rollchat.storage.in_memory import InMemorySession, InMemoryStore
 from rollchat.storage.index import SessionIndex
 from rollchat.storage.listing import (
     SESSION_ID_RE,
@@ -56,11 +54,22 @@ from rollchat.storage.transcript import (
     render_titled,
     tail_summary,
 )
-from rollchat.text.clean import encode
+from rollchat.text.normalize import encode
 
-__all__ = ["MAX_FILE_BYTES", "FileSession", "Listing", "LiveSession", "MemorySession",
-           "MemoryStore", "SessionBusyError", "SessionInfo", "SessionStore", "Store", "resolve",
-           "slug"]
+__all__ = [
+    "MAX_FILE_BYTES",
+    "FileSession",
+    "InMemorySession",
+    "InMemoryStore",
+    "Listing",
+    "LiveSession",
+    "SessionBusyError",
+    "SessionInfo",
+    "SessionStore",
+    "Store",
+    "resolve",
+    "slug",
+]
 
 MAX_FILE_BYTES = 64 * 1024 * 1024  # load_transcript refuses a larger file
 TEMP_MAX_AGE = 30.0

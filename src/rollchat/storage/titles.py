@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from rollchat.text.clean import clean
+from rollchat.text.normalize import clean
 
 TITLE_CHARS = 80  # longer titles are cut at a word boundary, with an ellipsis
 _SPACE = re.compile(r"\s+")

@@ -1,2 +1,2 @@
-"""Text shared by every layer: cleaning what enters, wording helpers, phrase data, fuzzy
-matching."""
+"""Text shared by every layer, no terminal: normalize (what enters), wording (what people read),
+phrases and named (phrase data for the offline model, compaction, audit and memory), fuzzy."""

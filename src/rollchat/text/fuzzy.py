@@ -1,7 +1,8 @@
-"""Fuzzy filtering for the session picker: every word of the query must match one field of an
-entry (a substring, else the word's letters in order), and entries rank by how well the words
-match, then by recency. Pure and fast: a compiled pattern screens each entry at C speed, and
-only the entries it lets through are scored."""
+"""Fuzzy matching for the session picker: every word of the query must match one field of an
+entry (a substring, else its letters in order); entries rank by match, then recency."""
+
+# Pure and fast: a compiled pattern screens each entry at C speed, and only the entries it lets
+# through are scored.
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Named items as data: the phrase patterns that find preferences, finished work, numbers with
-their units, file paths, URLs, commands and identifiers, and names of people and systems.
-
-Shared by the local summarizer (compaction/extractive.py), carrying open tasks
-(compaction/carry.py) and the audit of a summary (audit.py).
-"""
+"""Named items found inside sentences: preferences, finished work, numbers with their units, file
+paths, URLs, commands, identifiers, names of people and systems. Used by the extractive
+summarizer, carrying open tasks and the summary audit; text.phrases classifies whole sentences."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""The offline model's English: phrase patterns as data (compiled regexes, word sets) and the
-predicates built on them (a decision, a to-do, small talk, a recall question, a request...).
-
-Shared by the offline model and the local extractive summarizer (compaction/extractive.py).
-"""
+"""Sentence-level phrase data: patterns and word sets, and the predicates built on them (is this
+a decision, a to-do, small talk, a recall question, a request...). Used by the offline model
+and the extractive summarizer; text.named finds items *inside* sentences."""
 
 from __future__ import annotations
 

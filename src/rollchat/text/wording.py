@@ -1,5 +1,5 @@
-"""Small wording helpers shared by every layer (no terminal, no I/O): plurals, and URLs made
-safe to show, token counts for people."""
+"""Wording for people, shared by every layer (no terminal, no I/O): plurals, token counts, and
+URLs made safe to show (secrets redacted)."""
 
 from __future__ import annotations
 

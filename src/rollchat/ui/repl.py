@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rollchat.errors import RollchatError
 from rollchat.interrupts import ENDING_SUMMARY_SECONDS, ending, settle
-from rollchat.text.clean import decode
+from rollchat.text.normalize import decode
 from rollchat.text.wording import human_tokens, plural
 from rollchat.ui import commands
 from rollchat.ui.idle import IdleExtraction
@@ -84,7 +84,7 @@ def finish(app: ChatApp) -> None:
 
 def run_piped(chat: Starting, lines: Iterable[bytes]) -> None:
     """Answer each line of a non-terminal input (bytes: what is not UTF-8 becomes U+FFFD, see
-    rollchat.text.clean), then save and exit. A Ctrl-C ends it (after saving)."""
+    rollchat.text.normalize), then save and exit. A Ctrl-C ends it (after saving)."""
     try:
         for raw in lines:
             line = decode(raw.rstrip(b"\r\n"))

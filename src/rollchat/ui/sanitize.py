@@ -2,7 +2,7 @@
 server or the model passes ``harmless`` before it is drawn, so it cannot move the cursor,
 clear the screen, set the window title or the clipboard, or reorder what a line shows.
 
-It changes only what is drawn, never what is stored (that is ``rollchat.text.clean``).
+It changes only what is drawn, never what is stored (that is ``rollchat.text.normalize``).
 """
 
 from __future__ import annotations

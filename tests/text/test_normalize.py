@@ -1,4 +1,4 @@
-"""rollchat.text.clean: what any text becomes where it enters, and that the session file keeps
+"""rollchat.text.normalize: what any text becomes where it enters, and that the session file keeps
 it."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from rollchat.domain import SessionHeader, Summary, ToolCall, ToolExchange, Transcript, Turn, Usage
 from rollchat.storage.transcript import glance, parse, render
-from rollchat.text.clean import StreamCleaner, clean, clean_value, decode, encode
+from rollchat.text.normalize import StreamCleaner, clean, clean_value, decode, encode
 
 # Every code point, surrogates included (hypothesis leaves them out by default).
 ANY_CHAR = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=())

@@ -1,18 +1,16 @@
-"""Text entering rollchat, normalized once where it enters (stdin, the REPL, model replies,
-tool results, session files): always valid Unicode that a session file stores as it is.
+"""Text normalized once where it enters rollchat (stdin, the prompt, model replies, tool results,
+session files): valid Unicode that a file stores as it is. What a terminal is *shown* is
+ui.sanitize's job; engine.hygiene fixes the message list, not its text."""
 
-- Bytes are decoded as UTF-8; invalid sequences become U+FFFD (``decode``).
-- A lone surrogate (``surrogateescape`` residue, a half pair in JSON) becomes U+FFFD; a high and
-  a low surrogate standing next to each other are joined into the character they encode.
-- C0 controls other than tab and newline, and DEL, become their Unicode control pictures
-  (U+2400-U+2421: NUL is "␀", ESC is "␛"): visible, one character each, never structure in
-  the markdown file, and never a terminal command. A CR right before a newline is dropped
-  (``\\r\\n`` is a line end); a lone CR becomes "␍".
-
-``clean`` keeps the line structure (it never adds or removes a newline), so it is safe on a
-rendered session file too, and it is idempotent. What is *shown* is a separate matter: see
-``rollchat.ui.sanitize``.
-"""
+# - Bytes are decoded as UTF-8; invalid sequences become U+FFFD (``decode``).
+# - A lone surrogate (``surrogateescape`` residue, a half pair in JSON) becomes U+FFFD; a high and
+#   a low surrogate standing next to each other are joined into the character they encode.
+# - C0 controls other than tab and newline, and DEL, become their Unicode control pictures
+#   (U+2400-U+2421: NUL is "␀", ESC is "␛"): visible, one character each, never structure in
+#   the markdown file, and never a terminal command. A CR right before a newline is dropped
+#   (``\r\n`` is a line end); a lone CR becomes "␍".
+# ``clean`` keeps the line structure (it never adds or removes a newline), so it is safe on a
+# rendered session file too, and it is idempotent.
 
 from __future__ import annotations
 
@@ -46,7 +44,7 @@ def _fix(match: re.Match[str]) -> str:
 
 
 def clean(text: str) -> str:
-    """``text`` normalized (see the module docstring); unchanged when already clean."""
+    """``text`` normalized (see the top of this module); unchanged when already clean."""
     return _ODD.sub(_fix, text)
 
 
