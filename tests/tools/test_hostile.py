@@ -247,7 +247,7 @@ def test_listing_a_200_mb_file_reads_no_more_than_a_small_one(
     zeros.mkdir()
     with open(zeros / f"{GOOD}.md", "wb") as f:
         f.truncate(200 * 1024 * 1024)
-    from rollchat.storage.index import TEXT_MAX_BYTES
+    from rollchat.storage.index_rows import TEXT_MAX_BYTES
 
     for root in (small, big, zeros):  # written a while ago (a file written within the last
         path = root / f"{GOOD}.md"  # 2 s is re-read at every listing: see index.RACY_NS)

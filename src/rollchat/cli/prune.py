@@ -13,7 +13,7 @@ from rollchat.cli.options import ConfigOpt, SessionsDirOpt, command_config, fail
 from rollchat.errors import RollchatError, UsageError
 
 if TYPE_CHECKING:
-    from rollchat.storage.prune import Candidate
+    from rollchat.storage.prune import OldSession
 
 
 def _size(n: int) -> str:
@@ -40,7 +40,7 @@ def prune_command(
     """Delete old sessions: lists those not written for --older-than and asks first (or -y).
     Nothing is deleted without --older-than; a session open in another rollchat process is
     never deleted; a child keeps its parent's summary in its own file."""
-    from rollchat.storage.prune import candidates, parse_duration, prune
+    from rollchat.storage.prune import old_sessions, parse_duration, prune
     from rollchat.storage.store import SessionStore
     from rollchat.ui.sanitize import one_line
 
@@ -50,7 +50,7 @@ def prune_command(
         age, words = parse_duration(older_than)
         cfg = command_config(ctx, config, sessions_dir, trust_warning=False)
         store = SessionStore(cfg.session.dir)
-        found = candidates(store, age)
+        found = old_sessions(store, age)
     except UsageError as exc:
         fail(str(exc))
     except RollchatError as exc:
@@ -71,7 +71,7 @@ def prune_command(
         raise typer.Exit(1)
 
 
-def _list(found: list[Candidate], going: list[Candidate], which: str) -> None:
+def _list(found: list[OldSession], going: list[OldSession], which: str) -> None:
     """The sessions found, those kept marked (``going``: the others)."""
     from rollchat.ui.sanitize import one_line
 
@@ -87,7 +87,7 @@ def _list(found: list[Candidate], going: list[Candidate], which: str) -> None:
                   "session's summary)")
 
 
-def _go_ahead(going: list[Candidate], *, dry_run: bool, yes: bool) -> bool:
+def _go_ahead(going: list[OldSession], *, dry_run: bool, yes: bool) -> bool:
     """Whether the listed sessions are deleted: not on --dry-run, at once with -y, else when
     the user says yes in a terminal (without one, exit 1; Ctrl-C at the question, 130)."""
     if dry_run:

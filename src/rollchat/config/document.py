@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from rollchat.config.fields import Field, coerce, nonempty, show
+from rollchat.config.fields import Field, coerce, nonempty, show_value
 from rollchat.config.trust import Untrusted
 from rollchat.errors import ConfigError
 
@@ -75,7 +75,7 @@ class Doc:
             raise self.error(node, key, f"{spec.need} (got an invalid value: {reason})") from None
         good, converted = coerce(spec, value)
         if not good:
-            raise self.error(node, key, f"{spec.need} (got {show(value)})")
+            raise self.error(node, key, f"{spec.need} (got {show_value(value)})")
         return converted
 
     def names(self, node: yaml.Node, key: str, spec: Field) -> tuple[str, ...]:

@@ -71,7 +71,7 @@ def coerce(spec: Field, value: Any) -> tuple[bool, Any]:
     return True, value
 
 
-def show(value: Any) -> str:
+def show_value(value: Any) -> str:
     """A short, safe rendering of a bad value for an error message (secrets are hidden)."""
     if value is None:
         return "null"
@@ -86,7 +86,7 @@ def show(value: Any) -> str:
     return repr(text if len(text) <= 40 else text[:37] + "...")
 
 
-def resolve(base: Path, path: Path) -> Path:
+def resolve_path(base: Path, path: Path) -> Path:
     """``path`` as given when absolute, else relative to ``base``."""
     return path if path.is_absolute() else base / path
 

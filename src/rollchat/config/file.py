@@ -24,7 +24,7 @@ from rollchat.config.fields import (
     URL,
     Field,
     nonempty,
-    resolve,
+    resolve_path,
 )
 from rollchat.config.mcp_servers import (
     McpServerConfig,
@@ -194,7 +194,7 @@ def _section(doc: Doc, name: str, node: yaml.Node, cls: type[Any],
     confine(values, name, doc.base_dir, doc.untrusted, doc.ignored)
     for path_key in ("history_file", "user_dir"):
         if values.get(path_key) is not None:
-            values[path_key] = resolve(doc.base_dir, values[path_key])
+            values[path_key] = resolve_path(doc.base_dir, values[path_key])
     section = dataclasses.replace(cls(), **values)
     if isinstance(section, RetryConfig) and section.max_delay < section.base_delay:
         raise doc.error(nodes.get("max_delay") or nodes["base_delay"], "retry.max_delay",
@@ -254,12 +254,12 @@ def _agent(doc: Doc, key: str, node: yaml.Node) -> AgentConfig:
         if "system_prompt" in values:
             raise doc.error(nodes["system_prompt_file"], dotted,
                             "set system_prompt or system_prompt_file, not both")
-        path = resolve(doc.base_dir, prompt_file)
+        path = resolve_path(doc.base_dir, prompt_file)
         values["system_prompt_file"] = path
         values["system_prompt"] = _read_prompt(doc, nodes["system_prompt_file"], dotted, path)
     for name in ("file", "skills_dir"):
         if values.get(name) is not None:
-            values[name] = resolve(doc.base_dir, values[name])
+            values[name] = resolve_path(doc.base_dir, values[name])
     return AgentConfig(key=key, set_in_config=explicit, **values)
 
 
@@ -277,7 +277,7 @@ def _servers(doc: Doc, entries: Mapping[str, tuple[yaml.Node, yaml.Node]],
         if path is not None and doc.untrusted is not None:
             doc.ignored.append(key)
         elif path is not None:
-            for server in read_servers_file(resolve(doc.base_dir, path),
+            for server in read_servers_file(resolve_path(doc.base_dir, path),
                                             f"{doc.display}:{node.start_mark.line + 1}: {key}"):
                 out[server.name] = server
     if "mcp_servers" in entries:

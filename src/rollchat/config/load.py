@@ -9,7 +9,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rollchat.config.fields import MODEL, PROVIDER, URL, Field, coerce, nonempty, resolve, show
+from rollchat.config.fields import (
+    MODEL,
+    PROVIDER,
+    URL,
+    Field,
+    coerce,
+    nonempty,
+    resolve_path,
+    show_value,
+)
 from rollchat.config.settings import (
     PROJECT_FILE,
     Config,
@@ -52,7 +61,7 @@ def _layers(env: Mapping[str, str], overrides: ConfigOverrides) -> dict[str, tup
         spec = _LAYER_SPECS[name]
         good, value = coerce(spec, str(raw))
         if not good:
-            raise ConfigError(f"{source}: {spec.need} (got {show(str(raw))})")
+            raise ConfigError(f"{source}: {spec.need} (got {show_value(str(raw))})")
         chosen[name] = (source, value)
     return chosen
 
@@ -70,7 +79,7 @@ def _apply(config: Config, chosen: Mapping[str, tuple[str, Any]], no_save: bool,
     directory = chosen["sessions_dir"][1] if "sessions_dir" in chosen else config.session.dir
     session = dataclasses.replace(
         config.session,
-        dir=resolve(cwd, Path(os.path.expanduser(directory))),
+        dir=resolve_path(cwd, Path(os.path.expanduser(directory))),
         auto_save=config.session.auto_save and not no_save,
     )
     return dataclasses.replace(config, agents=agents, default_agent=key, session=session)
@@ -90,7 +99,7 @@ def find_config_file(config_path: Path | None, env: Mapping[str, str], cwd: Path
     named = [("--config", config_path), ("$ROLLCHAT_CONFIG", env.get("ROLLCHAT_CONFIG") or None)]
     for label, raw in named:
         if raw is not None:
-            path = resolve(cwd, Path(os.path.expanduser(raw)))
+            path = resolve_path(cwd, Path(os.path.expanduser(raw)))
             if not _exists(path, label):
                 raise ConfigError(f"{label}: no such file: {raw}")
             return path

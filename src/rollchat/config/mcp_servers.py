@@ -1,9 +1,6 @@
-"""MCP servers in the configuration: the ``McpServerConfig`` value, its checks (shared by
-``mcp_servers:`` in the YAML file and a Claude Code ``.mcp.json`` named by
-``mcp_servers_file``), and the ``${VAR}`` / ``${VAR:-default}`` expansion done at start-up.
-
-No SDK here: this module only reads and checks settings.
-"""
+"""MCP servers in the configuration: the ``McpServerConfig`` value, its checks (``mcp_servers:``
+in the YAML file, a Claude Code ``.mcp.json`` named by ``mcp_servers_file``) and the ``${VAR}``
+/ ``${VAR:-default}`` expansion done at start-up. No SDK here: settings only."""
 
 from __future__ import annotations
 
@@ -14,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from rollchat.config.fields import is_url, resolve
+from rollchat.config.fields import is_url, resolve_path
 from rollchat.config.yamlfile import read_capped
 from rollchat.errors import ConfigError
 
@@ -172,7 +169,7 @@ def check_server(name: str, raw: Any, *, base_dir: Path, origin: str,
         if raw.get("cwd") is not None:
             if not isinstance(raw["cwd"], str) or not raw["cwd"].strip():
                 raise ServerProblem("cwd", "must be a directory path")
-            values["cwd"] = resolve(base_dir, Path(raw["cwd"]).expanduser())
+            values["cwd"] = resolve_path(base_dir, Path(raw["cwd"]).expanduser())
     else:
         url = raw.get("url")
         if not isinstance(url, str):

@@ -1,17 +1,21 @@
-"""``rollchat memory edit``: the facts file in $EDITOR, checked on save, and merged by id with
-what other processes wrote meanwhile (a fact they changed that you did not keeps their change;
-a line you delete is forgotten, so it is not extracted again, unless it holds a secret: that
-line goes). A fact that looks like a secret is refused on save. No terminal here: the caller
-runs the editor and asks what to do about a file that does not check out."""
+"""``rollchat memory edit``: the facts file in $EDITOR, checked on save and merged by id with
+what other processes wrote meanwhile. No terminal here: the caller runs the editor."""
+
+# ``rollchat memory edit``: the facts file in $EDITOR, checked on save, and merged by id with
+# what other processes wrote meanwhile (a fact they changed that you did not keeps their change;
+# a line you delete is forgotten, so it is not extracted again, unless it holds a secret: that
+# line goes). A fact that looks like a secret is refused on save. No terminal here: the caller
+# runs the editor and asks what to do about a file that does not check out.
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from rollchat.memory.layers import local_now
 from rollchat.memory.records import Stored, check_facts_file, fact_line, parse_fact
 from rollchat.memory.sensitive import secret_in
-from rollchat.memory.store import MemoryStore, MemoryStoreError, now
+from rollchat.memory.store import MemoryStore, MemoryStoreError
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,7 @@ def save(store: MemoryStore, path: Path, scope: str, base: str, mine: str) -> Ou
                     removed += 1
                     continue
                 lines.append(fact_line(old if old.forgotten else
-                                       replace(old, forgotten=now().replace(microsecond=0))))
+                                       replace(old, forgotten=local_now().replace(microsecond=0))))
                 forgotten += old.forgotten is None
         added = [line for ident, (line, _) in current.items()
                  if ident not in before and ident not in edited]

@@ -1,8 +1,11 @@
-"""Fact extraction: the last ~20 messages and the facts already known go to the model in a
-separate call (never part of the chat history), which answers with at most 5 new facts as a
-JSON array; the reply is validated, and a bad reply, an error or a timeout is an
-ExtractionError (the caller turns it into one warning). The offline model answers the same
-request with the phrase rules of rules.py."""
+"""Fact extraction: the recent messages and the known facts go to the model in a separate call
+that answers with at most 5 new facts as JSON, checked here; offline, memory.rules answers."""
+
+# Fact extraction: the last ~20 messages and the facts already known go to the model in a
+# separate call (never part of the chat history), which answers with at most 5 new facts as a
+# JSON array; the reply is validated, and a bad reply, an error or a timeout is an
+# ExtractionError (the caller turns it into one warning). The offline model answers the same
+# request with the phrase rules of memory/rules.py.
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from typing import Any
 from rollchat.domain import Message, Turn
 from rollchat.errors import RollchatError
 from rollchat.memory.records import CATEGORIES, MAX_TEXT, clean_text
-from rollchat.memory.rules import Candidate, extract_rules
+from rollchat.memory.rules import FoundFact, extract_rules
 from rollchat.providers.base import ChatRequest, Provider, ProviderError, TextDelta
 from rollchat.text.normalize import clean
 
@@ -114,7 +117,7 @@ def _json_part(reply: str) -> str:
     return text[start:end + 1] if 0 <= start < end else text
 
 
-def parse_reply(reply: str, turns: Sequence[int]) -> tuple[list[Candidate], int]:
+def parse_reply(reply: str, turns: Sequence[int]) -> tuple[list[FoundFact], int]:
     """The facts of a reply (confidence >= MIN_CONFIDENCE, at most MAX_FACTS, the most
     confident first) and how many invalid items were skipped. ExtractionError when the
     reply is not a JSON array."""
@@ -124,7 +127,7 @@ def parse_reply(reply: str, turns: Sequence[int]) -> tuple[list[Candidate], int]
         raise ExtractionError(f"the model's reply is not JSON ({e})") from None
     if not isinstance(data, list):
         raise ExtractionError("the model's reply is not a JSON array of facts")
-    found: list[Candidate] = []
+    found: list[FoundFact] = []
     invalid = 0
     for item in data:
         if not isinstance(item, dict):
@@ -141,7 +144,7 @@ def parse_reply(reply: str, turns: Sequence[int]) -> tuple[list[Candidate], int]
             continue
         source = turn if isinstance(turn, int) and not isinstance(turn, bool) \
             and turn in turns else None
-        found.append(Candidate(clean_text(text), category, float(confidence), source))
+        found.append(FoundFact(clean_text(text), category, float(confidence), source))
     found.sort(key=lambda c: -c.confidence)
     return found[:MAX_FACTS], invalid
 
@@ -164,7 +167,7 @@ def _collect(provider: Provider, request: ChatRequest, timeout: float) -> str:
 
 
 def extract(provider: Provider, turns: Sequence[Turn], known: Sequence[str], *, model: str,
-            timeout: float) -> tuple[list[Candidate], int]:
+            timeout: float) -> tuple[list[FoundFact], int]:
     """Ask the model for new facts (see parse_reply). ExtractionError on any failure."""
     request = build_request(turns, known, model=model)
     numbers = [t.number for t in turns if t.kind == "query"]

@@ -25,7 +25,7 @@ from rollchat.domain import Summary, Turn
 from rollchat.errors import RollchatError
 from rollchat.events import Event, FactRemembered, Notice
 from rollchat.memory.extract import ExtractionError, extract, latest_messages
-from rollchat.memory.rules import Candidate, extract_rules
+from rollchat.memory.rules import FoundFact, extract_rules
 from rollchat.memory.store import MemoryStore, SecretRefused
 from rollchat.providers.base import Provider
 from rollchat.text.wording import plural
@@ -174,7 +174,7 @@ class Memory:
         events += self._keep(found, session_id)
         return [*self._problems(), *events]
 
-    def _keep(self, found: list[Candidate], session_id: str | None) -> list[Event]:
+    def _keep(self, found: list[FoundFact], session_id: str | None) -> list[Event]:
         events: list[Event] = []
         secrets = 0
         for candidate in found:

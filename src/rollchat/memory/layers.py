@@ -1,27 +1,27 @@
-"""The memory layers of a request (issue 16): what the model is told besides the chat itself.
+"""The memory layers of a request, what the model is told besides the chat: the persona, the
+user profile, and a per-turn block (the date, the relevant facts); and their share of the window."""
 
-Every chat request is built in this order:
-
-1. the persona: the agent's system prompt;
-2. the user profile: remembered facts about the user (scope ``user``, or category
-   ``preference`` / ``background``), each with its source;
-3. the session context: the restored summary exchange (the stable prefix of the messages);
-4. per turn, one marked context block at the start of the current user message: the date and
-   time in the user's time zone and the facts most relevant to the message (BM25, from the
-   store), each with its source.
-
-Layers 1 and 2 form the system prompt. The profile is frozen when a session starts (and again
-at each compaction or resume), so the system prompt stays byte-identical from turn to turn and
-the provider's prompt cache keeps working; a fact remembered mid-session reaches the model
-through the per-turn block (when it is relevant to a message) until the next compaction puts
-it in the profile. The block goes into the user message, never into the system prompt, and is
-kept with that message: later requests send it again byte for byte (and the transcript records
-it as context, not as something the user typed).
-
-Both memory layers together take at most ``max_share`` of the context window: the profile at
-most half of it, the block the rest (facts that do not fit are left out, the date never).
-Both are counted by the estimator, since they are part of the system prompt and the messages.
-"""
+# Every chat request is built in this order:
+#
+# 1. the persona: the agent's system prompt;
+# 2. the user profile: remembered facts about the user (scope ``user``, or category
+#    ``preference`` / ``background``), each with its source;
+# 3. the session context: the restored summary exchange (the stable prefix of the messages);
+# 4. per turn, one marked context block at the start of the current user message: the date and
+#    time in the user's time zone and the facts most relevant to the message (BM25, from the
+#    store), each with its source.
+#
+# Layers 1 and 2 form the system prompt. The profile is frozen when a session starts (and again
+# at each compaction or resume), so the system prompt stays byte-identical from turn to turn and
+# the provider's prompt cache keeps working; a fact remembered mid-session reaches the model
+# through the per-turn block (when it is relevant to a message) until the next compaction puts
+# it in the profile. The block goes into the user message, never into the system prompt, and is
+# kept with that message: later requests send it again byte for byte (and the transcript records
+# it as context, not as something the user typed).
+#
+# Both memory layers together take at most ``max_share`` of the context window: the profile at
+# most half of it, the block the rest (facts that do not fit are left out, the date never).
+# Both are counted by the estimator, since they are part of the system prompt and the messages.
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def local_now() -> datetime:
     return datetime.now(timezone.utc).astimezone()
 
 
-def one_line(text: str) -> str:
+def squash_spaces(text: str) -> str:
     """A fact as one line: whitespace runs (line breaks included) become one space, so no fact
     can close the block or look like a heading."""
     return " ".join(text.split())
@@ -85,8 +85,8 @@ def source_of(fact: FactLike) -> str:
     return f"session {fact.source_session}{turn}"
 
 
-def fact_line(fact: FactLike) -> str:
-    return f"- {one_line(fact.text)} ({source_of(fact)})"
+def fact_bullet(fact: FactLike) -> str:
+    return f"- {squash_spaces(fact.text)} ({source_of(fact)})"
 
 
 def is_profile(fact: FactLike) -> bool:
@@ -182,7 +182,7 @@ class MemoryLayers:
             self.problems.append(f"memory: {e}; the user profile is left out until the next "
                                  "compaction")
             facts = []
-        self.profile, kept = fit([fact_line(f) for f in facts], render_profile, count,
+        self.profile, kept = fit([fact_bullet(f) for f in facts], render_profile, count,
                                  self.limit(window) // 2)
         self.frozen = frozenset(f.id for f in facts[:kept])
         self.in_context, self.spent = set(), 0
@@ -201,7 +201,7 @@ class MemoryLayers:
             facts = []
         room = max(self.limit(window) - count(self.profile) - self.spent, 0)
         now = self.clock()
-        block, kept = fit([fact_line(f) for f in facts], lambda ls: render_block(now, ls),
+        block, kept = fit([fact_bullet(f) for f in facts], lambda ls: render_block(now, ls),
                           count, room)
         if not block:  # the date and time are always sent
             block = render_block(now, [])

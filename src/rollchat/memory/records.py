@@ -1,7 +1,8 @@
-"""The memory files' format: one JSON object per line. Facts (``*.facts.jsonl``) and episodes
-(``*.episodes.jsonl``) as values, to and from lines, and the whole-file check ``memory edit``
-runs on save. A forgotten fact stays in its file with ``"forgotten"`` set (a tombstone), so
-extraction never adds it again."""
+"""The memory files' format: facts (``*.facts.jsonl``) and episodes (``*.episodes.jsonl``), one
+JSON object per line, to and from values, and the whole-file check ``memory edit`` runs on save."""
+
+# A forgotten fact stays in its file with "forgotten" set (a tombstone), so extraction never
+# adds it again.
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ _LEAD = r"(?:^|\b(?:and|but|so|also|please|really|actually|generally|usually|jus
 
 
 @dataclass(frozen=True)
-class Candidate:
+class FoundFact:
     """A fact found in the conversation (by the model or by a rule), not yet stored."""
 
     text: str
@@ -109,11 +109,11 @@ def statements(text: str) -> list[tuple[str, str]]:
     return found
 
 
-def extract_rules(messages: Sequence[tuple[int | None, str, str]]) -> list[Candidate]:
+def extract_rules(messages: Sequence[tuple[int | None, str, str]]) -> list[FoundFact]:
     """Facts in the user's messages (``(turn, role, text)``, oldest first): explicit
     statements only, each once, in order."""
     seen: set[str] = set()
-    out: list[Candidate] = []
+    out: list[FoundFact] = []
     for turn, role, text in messages:
         if role != "user":
             continue
@@ -121,5 +121,5 @@ def extract_rules(messages: Sequence[tuple[int | None, str, str]]) -> list[Candi
             key = fact.casefold()
             if key not in seen:
                 seen.add(key)
-                out.append(Candidate(fact, category, RULE_CONFIDENCE, turn))
+                out.append(FoundFact(fact, category, RULE_CONFIDENCE, turn))
     return out

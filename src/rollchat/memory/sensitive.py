@@ -1,8 +1,11 @@
-"""Secrets never become facts. A remembered fact is sent to the model again and again (in the
-system prompt of every later session, or in a context block), and it sits in a plain file that
-travels with the project; so a fact that states a password, an API key or a token, or holds
-something shaped like one, is refused wherever it comes from (``remember``, the model's
-extraction, the offline rules)."""
+"""Secrets never become facts: a fact that states a password, an API key or a token, or holds
+something shaped like one, is refused wherever it comes from."""
+
+# Secrets never become facts. A remembered fact is sent to the model again and again (in the
+# system prompt of every later session, or in a context block), and it sits in a plain file that
+# travels with the project; so a fact that states a password, an API key or a token, or holds
+# something shaped like one, is refused wherever it comes from (``remember``, the model's
+# extraction, the offline rules).
 
 from __future__ import annotations
 

@@ -1,15 +1,13 @@
-"""The memory of one agent: facts and episodes, as JSON Lines files in the sessions directory
-(``memory/<agent>.facts.jsonl``, ``memory/<agent>.episodes.jsonl``), so they travel with the
-project, plus facts about the person (preferences, background) in a user-level file when
-``memory.scope`` is ``user``.
+"""MemoryStore: the facts and episodes of one agent, as JSON Lines files in the sessions directory
+(``memory/<agent>.facts.jsonl``, ``.episodes.jsonl``) so they travel with the project, and the
+facts about the person in a user-level file when ``memory.scope`` is ``user``."""
 
-Every change holds the file's lock (``<file>.lock``, flock through filelock): a new fact or
-episode is appended as one line; forgetting and marking facts used rewrite the file through a
-temporary file and an atomic rename, keeping every other line as it was, damaged ones too. So
-two processes writing at once lose nothing, and a damaged line is reported, skipped and kept.
-Project fact ids count from 1, user-level ones from 100001, so ids never collide and never
-change; a forgotten fact keeps its id and its line (a tombstone) and is never added again.
-"""
+# Every change holds the file's lock (``<file>.lock``, flock through filelock): a new fact or
+# episode is appended as one line; forgetting and marking facts used rewrite the file through a
+# temporary file and an atomic rename, keeping every other line as it was, damaged ones too. So
+# two processes writing at once lose nothing, and a damaged line is reported, skipped and kept.
+# Project fact ids count from 1, user-level ones from 100001, so ids never collide and never
+# change; a forgotten fact keeps its id and its line (a tombstone) and is never added again.
 
 from __future__ import annotations
 
@@ -17,11 +15,12 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from rollchat.errors import RollchatError, StoreError
 from rollchat.memory import search
+from rollchat.memory.layers import local_now
 from rollchat.memory.records import (
     PERSONAL,
     SCOPES,
@@ -55,7 +54,7 @@ class MemoryStoreError(RollchatError):
 
 
 class SecretRefused(MemoryStoreError):
-    """A fact that states a secret (a password, an API key): never kept (see sensitive.py)."""
+    """A fact that states a secret (a password, an API key): never kept (see memory.sensitive)."""
 
 
 def default_user_dir() -> Path:
@@ -63,10 +62,6 @@ def default_user_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir("rollchat")) / MEMORY_DIR
-
-
-def now() -> datetime:
-    return datetime.now(timezone.utc).astimezone()
 
 
 @dataclass
@@ -81,7 +76,7 @@ class _File:
 
 
 class MemoryStore:
-    """Facts and episodes of one agent (see the module docstring). ``user_dir``: where the
+    """Facts and episodes of one agent (see the top of this module). ``user_dir``: where the
     user-level facts file is (None: no user-level store); ``scope``: where new preferences and
     background facts go ("project", or "user": the user-level file)."""
 
@@ -255,7 +250,7 @@ class MemoryStore:
                 raise MemoryStoreError(f"{path} holds {USER_ID_BASE - 1} facts, the most it "
                                        "can: prune or forget some")
             fact = Fact(ident, text, category, float(confidence), source_session, source_turn,
-                        now().replace(microsecond=0), None, scope)
+                        local_now().replace(microsecond=0), None, scope)
             self._append(path, fact_line(Stored(fact, None)))
         return fact
 
@@ -286,7 +281,7 @@ class MemoryStore:
         """Forget a fact for good (its line stays, marked forgotten, so it is never extracted
         again). MemoryStoreError when there is no such live fact."""
         self.problems = []
-        when = now().replace(microsecond=0)
+        when = local_now().replace(microsecond=0)
         found: list[Stored] = []
 
         def tombstone(stored: Stored) -> Stored | None:
@@ -302,7 +297,7 @@ class MemoryStore:
 
     def mark_used(self, ids: Iterable[int]) -> None:
         """Record that these facts were given to the model now (see ``stale``)."""
-        when = now().replace(microsecond=0)
+        when = local_now().replace(microsecond=0)
 
         def used(stored: Stored) -> Stored | None:
             if stored.forgotten is not None:
@@ -344,7 +339,7 @@ class MemoryStore:
 
     def stale(self, max_age_days: int, at: datetime | None = None) -> list[Fact]:
         """Live facts not used (or, never used, not made) in the last ``max_age_days``."""
-        cutoff = (at or now()) - timedelta(days=max_age_days)
+        cutoff = (at or local_now()) - timedelta(days=max_age_days)
         return [f for f in self.facts() if (f.last_used or f.created) < cutoff]
 
     # ------------------------------------------------------------ searching
@@ -379,7 +374,7 @@ class MemoryStore:
                     span: str = "", created: datetime | None = None) -> Episode:
         """Keep one session's summary as an episode (at a compaction or an exit)."""
         episode = Episode(session_id, title, summary, span,
-                          created or now().replace(microsecond=0))
+                          created or local_now().replace(microsecond=0))
         with self._locked(self.episodes_path):
             self._append(self.episodes_path, episode_line(episode))
         return episode

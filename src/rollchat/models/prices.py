@@ -1,7 +1,8 @@
-"""What model calls cost: list prices of well-known models (dollars per million tokens), the
-price of a model by name (the config's ``models: NAME: price:`` first), the cost of a usage,
-and money as people read it. A model with no known price (or a zero price: the offline model,
-a local server) has no cost: nothing is shown rather than $0."""
+"""What model calls cost: list prices of well-known models (dollars per million tokens), a
+model's price by name (the config's first), the cost of a usage, and money as people read it."""
+
+# A model with no known price (or a zero price: the offline model, a local server) has no cost:
+# nothing is shown rather than $0.
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
-"""Context windows learned from the server: when a request is refused as too long, the window
-it states (or, when it states none, a smaller guess) replaces the assumed one, and is kept per
-model and base URL in the user data directory so that the next session starts right.
+"""Context windows learned from the server: the window a too-long refusal states (or a smaller
+guess) replaces the assumed one, kept per model and base URL in the user data directory."""
 
-The file is small JSON, rewritten through a temporary file and an atomic rename, so two
-rollchat processes writing it at once can lose one entry but never corrupt the file.
-"""
+# The file is small JSON, rewritten through a temporary file and an atomic rename, so two
+# rollchat processes writing it at once can lose one entry but never corrupt the file.
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """A session and its lineage as one document: ``rollchat export`` (markdown: the files
-themselves; JSON: the parsed transcript) and what ``rollchat show`` draws.
+themselves; JSON: the parsed transcript) and what ``rollchat show`` draws."""
 
-The lineage follows each session's parent link (Resumed From, or Forked From) back to the
-root, oldest first. A parent that is missing or unreadable, or a link back into the chain (a
-cycle), ends it there: the chain is what could be read, and ``broken`` says why it stops."""
+# The lineage follows each session's parent link (Resumed From, or Forked From) back to the
+# root, oldest first. A parent that is missing or unreadable, or a link back into the chain (a
+# cycle), ends it there: the chain is what could be read, and ``broken`` says why it stops.
 
 from __future__ import annotations
 

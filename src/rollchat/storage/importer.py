@@ -1,30 +1,32 @@
-"""``rollchat import FILE``: another tool's transcript read into turns. The file is untrusted:
-read with a size cap, decoded leniently, every string cleaned (rollchat.text.normalize), nesting
-bounded;
-a malformed line is reported by number and skipped.
+"""``rollchat import FILE``: another tool's transcript (Claude Code, Codex, a markdown chat) read
+into turns. The file is untrusted: size-capped, decoded leniently, every string normalized."""
 
-Formats (detected from the content, not the name):
-
-* ``claude-code``: Claude Code's session files (``~/.claude/projects/*/<uuid>.jsonl``): lines
-  ``{"type": "user"|"assistant", "message": {"role", "content"}, "timestamp", ...}`` whose
-  content is a string or a list of blocks (``text``, ``tool_use``, ``tool_result``;
-  ``thinking`` and images are left out). Side chains (sub-agents) and other line types
-  (``summary``, ``system``, snapshots) are skipped.
-* ``codex``: Codex session files (``~/.codex/sessions/**/rollout-*.jsonl``): lines
-  ``{"type": "response_item", "payload": {"type": "message", "role", "content": [{"type":
-  "input_text"|"output_text", "text"}]}}``, ``function_call`` / ``function_call_output`` paired
-  by ``call_id`` (so are ``custom_tool_call`` / ``custom_tool_call_output``, the freeform
-  ``apply_patch``, and ``local_shell_call``); ``session_meta``, ``turn_context`` (its
-  ``model``) and ``event_msg`` lines (they repeat the messages) are not turns. Older files:
-  the same items one per line without the envelope (``{"type": "message", "role",
-  "content"}``). Codex's own preamble messages (``<environment_context>``,
-  ``<user_instructions>``) are left out.
-* ``markdown``: a chat in markdown, each message opened by a heading ``# User`` / ``## User``
-  (any level 1-4, optional trailing colon) or a bold label ``**User:**`` at the start of a
-  line, text after the label included. Speakers: User, You, Human, Me (the user); Assistant,
-  AI, Claude, ChatGPT, Codex, Model, Bot, Agent (the assistant). Text before the first label
-  is left out.
-"""
+# ``rollchat import FILE``: another tool's transcript read into turns. The file is untrusted:
+# read with a size cap, decoded leniently, every string cleaned (rollchat.text.normalize), nesting
+# bounded;
+# a malformed line is reported by number and skipped.
+#
+# Formats (detected from the content, not the name):
+#
+# * ``claude-code``: Claude Code's session files (``~/.claude/projects/*/<uuid>.jsonl``): lines
+#   ``{"type": "user"|"assistant", "message": {"role", "content"}, "timestamp", ...}`` whose
+#   content is a string or a list of blocks (``text``, ``tool_use``, ``tool_result``;
+#   ``thinking`` and images are left out). Side chains (sub-agents) and other line types
+#   (``summary``, ``system``, snapshots) are skipped.
+# * ``codex``: Codex session files (``~/.codex/sessions/**/rollout-*.jsonl``): lines
+#   ``{"type": "response_item", "payload": {"type": "message", "role", "content": [{"type":
+#   "input_text"|"output_text", "text"}]}}``, ``function_call`` / ``function_call_output`` paired
+#   by ``call_id`` (so are ``custom_tool_call`` / ``custom_tool_call_output``, the freeform
+#   ``apply_patch``, and ``local_shell_call``); ``session_meta``, ``turn_context`` (its
+#   ``model``) and ``event_msg`` lines (they repeat the messages) are not turns. Older files:
+#   the same items one per line without the envelope (``{"type": "message", "role",
+#   "content"}``). Codex's own preamble messages (``<environment_context>``,
+#   ``<user_instructions>``) are left out.
+# * ``markdown``: a chat in markdown, each message opened by a heading ``# User`` / ``## User``
+#   (any level 1-4, optional trailing colon) or a bold label ``**User:**`` at the start of a
+#   line, text after the label included. Speakers: User, You, Human, Me (the user); Assistant,
+#   AI, Claude, ChatGPT, Codex, Model, Bot, Agent (the assistant). Text before the first label
+#   is left out.
 
 from __future__ import annotations
 

@@ -1,40 +1,42 @@
 """The sessions index: a rebuildable SQLite file, ``<sessions dir>/.index.sqlite``, that lists,
-resolves and searches sessions without opening every file. The markdown files stay the source
-of truth: deleting the index loses nothing, and a corrupt or unreadable one is rebuilt.
+resolves and searches sessions without opening every file (storage.index_rows: its rows)."""
 
-Rows are keyed by file name, size and mtime_ns. Every read first compares them with the
-directory (one ``os.scandir``) and re-reads only the files that are new or changed (and
-those changed within ``RACY_NS`` of being indexed, whose mtime may not show a later write);
-rows of vanished files go. Saves update their file's rows too (``SessionStore`` calls
-``saved``), best effort: a save never fails because of the index. SQLite's own locking (WAL,
-a busy timeout) lets several rollchat processes share it. Full-text search is FTS5 over each
-session's title, summary and turns (user and assistant text), ranked by bm25.
-
-Plain Python API for every front end (CLI, chat, MCP server): ``SessionIndex(dir).recent(20)``,
-``.page(limit)``, ``.listing()``, ``.resolve(ref)``, ``.search(text, limit)``.
-"""
+# Rows are keyed by file name, size and mtime_ns. Every read first compares them with the
+# directory (one ``os.scandir``) and re-reads only the files that are new or changed (and
+# those changed within ``RACY_NS`` of being indexed, whose mtime may not show a later write);
+# rows of vanished files go. Saves update their file's rows too (``SessionStore`` calls
+# ``saved``), best effort: a save never fails because of the index. SQLite's own locking (WAL,
+# a busy timeout) lets several rollchat processes share it. Full-text search is FTS5 over each
+# session's title, summary and turns (user and assistant text), ranked by bm25.
+# The markdown files stay the source of truth: deleting the index loses nothing, and a corrupt
+# or unreadable one is rebuilt. API: SessionIndex(dir).recent/page/listing/resolve/search.
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta, timezone
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from rollchat.errors import StoreError, TranscriptError
+from rollchat.storage.index_rows import (
+    decode_info,
+    encode_info,
+    micros,
+    row_key,
+    row_name,
+    search_parts,
+    snippet_parts,
+)
 from rollchat.storage.listing import Listing, SessionInfo, choose, file_info
-from rollchat.storage.session_file import NOFOLLOW
 
 INDEX_NAME = ".index.sqlite"
 SCHEMA = "rollchat-index 2"  # 2: SessionInfo.imported_from
-TEXT_MAX_BYTES = 4 * 1024 * 1024  # of a file's text indexed for search (its summary always)
 RACY_NS = 2_000_000_000  # a row indexed this soon after its file's mtime is checked again
 BATCH = 500  # files indexed per write transaction (other processes wait at most one batch)
 READ_BUSY_MS = 10_000
@@ -43,7 +45,6 @@ SAVE_BUSY_MS = 200  # a save waits this long for the index at most, then leaves 
 # text re-read by the next listing or search (its row is racy: see _refresh)
 SAVE_TEXT_MAX_BYTES = 256 * 1024
 DEFAULT_LIMIT = 20
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 _DDL = (
@@ -75,21 +76,6 @@ class Hit:
     parts: tuple[tuple[str, bool], ...] = ()
 
 
-_MARK = re.compile("\x02([^\x02\x03]*)\x03")
-
-
-def _snippet_parts(marked: str) -> tuple[tuple[str, bool], ...]:
-    """FTS5's snippet with \\x02 and \\x03 around each match, as (text, matched) parts."""
-    parts: list[tuple[str, bool]] = []
-    at = 0
-    for match in _MARK.finditer(marked):
-        parts += [(marked[at:match.start()], False), (match[1], True)]
-        at = match.end()
-    parts.append((marked[at:], False))
-    return tuple((text.replace("\x02", "").replace("\x03", ""), matched)
-                 for text, matched in parts if text)
-
-
 @dataclass(frozen=True)
 class Page:
     """The most recent sessions (numbered 1..), how many there are in all, and the files that
@@ -105,45 +91,7 @@ class Page:
         return self.total - len(self.sessions)
 
 
-# ---------------------------------------------------------------- rows <-> SessionInfo
-
-
-def _key(name: str) -> str | bytes:
-    """A file name as the index keeps it: the name, or its bytes when it is not UTF-8 (such a
-    name, decoded with surrogates, cannot be SQLite text)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return os.fsencode(name)
-    return name
-
-
-def _name(key: str | bytes) -> str:
-    """The file name a ``_key`` stands for."""
-    return os.fsdecode(key) if isinstance(key, bytes) else key
-
-
-def _micros(date: datetime) -> int:
-    return (date - _EPOCH) // timedelta(microseconds=1)
-
-
-def _encode_info(info: SessionInfo) -> str:
-    data = asdict(info)
-    del data["number"], data["path"]
-    data["date"] = info.date.isoformat()
-    return json.dumps(data, ensure_ascii=False)
-
-
-def _decode_info(root: Path, number: int, text: str) -> SessionInfo:
-    data: dict[str, Any] = json.loads(text)
-    data["date"] = datetime.fromisoformat(data["date"])
-    data["continued_in"] = tuple(data["continued_in"])
-    if data["tools"] is not None:
-        data["tools"] = tuple(data["tools"])
-    return SessionInfo(number=number, path=root / data["file_name"], **data)
-
-
-# ---------------------------------------------------------------- what search reads of a file
+# ---------------------------------------------------------------- errors
 
 
 def _unwritable(error: sqlite3.Error) -> bool:
@@ -152,49 +100,6 @@ def _unwritable(error: sqlite3.Error) -> bool:
     return isinstance(error, sqlite3.OperationalError) and any(w in text for w in (
         "locked", "busy", "readonly", "read-only", "unable to open", "disk i/o", "full",
         "permission"))
-
-
-def _parts(path: str, info: SessionInfo) -> list[tuple[str, str]]:
-    """(part, text) pairs for the full-text index: the title, the summary, one per turn (its
-    user and assistant text). At most TEXT_MAX_BYTES of the turns; a file whose turns do
-    not parse is indexed as its raw text."""
-    from rollchat.storage.transcript import decode, parse_lenient, tail_summary
-
-    parts = [("title", info.title)] if info.title else []
-    try:
-        fd = os.open(path, os.O_RDONLY | NOFOLLOW)
-    except OSError:
-        return parts
-    try:
-        size = os.fstat(fd).st_size
-        data = os.pread(fd, min(size, TEXT_MAX_BYTES), 0)
-        summary = None
-        if info.has_summary:
-            with contextlib.suppress(TranscriptError):
-                summary = tail_summary(lambda at, n: os.pread(fd, n, at), size)
-    except OSError:
-        return parts
-    finally:
-        os.close(fd)
-    if len(data) < size:  # cut after the last whole block
-        data = data[:data.rfind(b"\n---\n") + 5]
-    try:
-        text = decode(data, binary_check=False)
-    except TranscriptError:
-        text = data.decode("utf-8", "replace")
-    if summary is not None:
-        items = (summary.background, *summary.topics, *summary.decisions, *summary.pending,
-                 *summary.artifacts)
-        parts.append(("summary", "\n".join(items)))
-    try:
-        turns = parse_lenient(text).turns
-    except TranscriptError:
-        body = text.split("\n---\n", 1)[-1]
-        return [*parts, ("raw", body)]
-    for turn in turns:
-        words = "\n".join(x for x in (turn.user, turn.context, turn.assistant) if x)
-        parts.append((f"{turn.kind}:{turn.number}:{len(parts)}", words))
-    return parts
 
 
 # ---------------------------------------------------------------- the index
@@ -291,7 +196,7 @@ class SessionIndex:
         except OSError as e:
             raise StoreError(f"cannot read sessions directory {self.root}: "
                              f"{e.strerror}") from None
-        known = {_name(row[0]): row[1:] for row in conn.execute(
+        known = {row_name(row[0]): row[1:] for row in conn.execute(
             "SELECT file, size, mtime_ns, indexed_ns FROM files")}
         stale: list[tuple[Path, os.stat_result]] = []
         for entry in entries:
@@ -332,16 +237,16 @@ class SessionIndex:
             return None, str(e), []
         except OSError as e:  # vanished or unreadable between the listing and the read
             return None, f"cannot read: {e.strerror}", []
-        return info, None, _parts(str(path), info) if text else None
+        return info, None, search_parts(str(path), info) if text else None
 
     @staticmethod
     def _forget(conn: sqlite3.Connection, name: str, *, text: bool = True) -> None:
         if text:
             rows = [(r[0],) for r in conn.execute("SELECT rowid FROM parts WHERE file = ?",
-                                                  (_key(name),))]
+                                                  (row_key(name),))]
             conn.executemany("DELETE FROM docs WHERE rowid = ?", rows)
-            conn.execute("DELETE FROM parts WHERE file = ?", (_key(name),))
-        conn.execute("DELETE FROM files WHERE file = ?", (_key(name),))
+            conn.execute("DELETE FROM parts WHERE file = ?", (row_key(name),))
+        conn.execute("DELETE FROM files WHERE file = ?", (row_key(name),))
 
     def _store(self, conn: sqlite3.Connection, name: str, st: os.stat_result, now: int,
                info: SessionInfo | None, problem: str | None,
@@ -349,12 +254,12 @@ class SessionIndex:
         """Write the file's rows; ``parts`` None: its searchable text is unchanged."""
         self._forget(conn, name, text=parts is not None)
         conn.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (
-            _key(name), st.st_size, st.st_mtime_ns, now,
-            info.session_id if info else None, _micros(info.date) if info else None,
-            _encode_info(info) if info else None, problem))
+            row_key(name), st.st_size, st.st_mtime_ns, now,
+            info.session_id if info else None, micros(info.date) if info else None,
+            encode_info(info) if info else None, problem))
         for part, text in parts or ():
             rowid = conn.execute("INSERT INTO parts(file, part) VALUES (?, ?)",
-                                 (_key(name), part)).lastrowid
+                                 (row_key(name), part)).lastrowid
             conn.execute("INSERT INTO docs(rowid, text) VALUES (?, ?)", (rowid, text))
 
     def saved(self, file_name: str, *, text: bool = True) -> None:
@@ -391,8 +296,8 @@ class SessionIndex:
             rows = conn.execute(
                 "SELECT info FROM files WHERE info IS NOT NULL AND file != ? "
                 "ORDER BY ts DESC, id DESC LIMIT ?", (skip, -1 if limit is None else limit))
-            sessions = [_decode_info(self.root, n, row[0]) for n, row in enumerate(rows, 1)]
-            problems = [(_name(r[0]), r[1]) for r in conn.execute(
+            sessions = [decode_info(self.root, n, row[0]) for n, row in enumerate(rows, 1)]
+            problems = [(row_name(r[0]), r[1]) for r in conn.execute(
                 "SELECT file, problem FROM files WHERE info IS NULL AND file != ? "
                 "ORDER BY file", (skip,))]
         return Page(sessions, total, problems)
@@ -416,7 +321,7 @@ class SessionIndex:
                 marks = ", ".join("?" * len(wanted))
                 rows = conn.execute(f"SELECT info FROM files WHERE info IS NOT NULL AND id IN "
                                     f"({marks})", sorted(wanted)).fetchall()
-                new = [_decode_info(self.root, 0, row[0]) for row in rows]
+                new = [decode_info(self.root, 0, row[0]) for row in rows]
                 found.update((s.session_id, s) for s in new)
                 wanted = {s.resumed_from for s in new if s.resumed_from} - set(found)
         return list(found.values())
@@ -429,14 +334,14 @@ class SessionIndex:
             ids = [r[0] for r in conn.execute(
                 "SELECT id FROM files WHERE info IS NOT NULL AND file != ? "
                 "ORDER BY ts DESC, id DESC", (skip,))]
-            problems = [(_name(r[0]), r[1]) for r in conn.execute(
+            problems = [(row_name(r[0]), r[1]) for r in conn.execute(
                 "SELECT file, problem FROM files WHERE info IS NULL AND file != ?", (skip,))]
             found = choose(ref, len(ids), ids, problems)
             number = found if isinstance(found, int) else ids.index(found) + 1
             row = conn.execute(
                 "SELECT info FROM files WHERE info IS NOT NULL AND file != ? "
                 "ORDER BY ts DESC, id DESC LIMIT 1 OFFSET ?", (skip, number - 1)).fetchone()
-        return _decode_info(self.root, number, row[0])
+        return decode_info(self.root, number, row[0])
 
     def imported(self, marker: str) -> list[SessionInfo]:
         """The sessions whose Imported From holds ``marker`` (an import's digest, see
@@ -445,7 +350,7 @@ class SessionIndex:
             rows = conn.execute(
                 "SELECT info FROM files WHERE info IS NOT NULL AND info LIKE ? "
                 "ORDER BY ts DESC, id DESC", (f"%{marker}%",)).fetchall()
-        found = (_decode_info(self.root, 0, text) for (text,) in rows)
+        found = (decode_info(self.root, 0, text) for (text,) in rows)
         # (a row can hold the marker elsewhere: in a title, a preview)
         return [info for info in found if marker in (info.imported_from or "")]
 
@@ -484,8 +389,8 @@ class SessionIndex:
             number = conn.execute("SELECT count(*) FROM files WHERE info IS NOT NULL AND "
                                   "(ts > ? OR (ts = ? AND id > ?))",
                                   (row[1], row[1], row[2])).fetchone()[0] + 1
-            info = _decode_info(self.root, number, row[0])
-            parts = _snippet_parts(" ".join(snippet.split()))
+            info = decode_info(self.root, number, row[0])
+            parts = snippet_parts(" ".join(snippet.split()))
             hits.append(Hit(info.session_id, info.title, info.date,
                             "".join(f"**{t}**" if m else t for t, m in parts), number,
                             info.file_name, parts))

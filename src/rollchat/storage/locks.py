@@ -1,10 +1,9 @@
 """Per-session write locks: the process that writes a session file holds its lock, so no second
-process ever writes the same file (it continues in a fork instead, see forks.py).
+process ever writes the same file (it continues in a fork instead, see session.forks)."""
 
-The locks are ``flock`` locks (through filelock) on ``<sessions>/.locks/<id>.lock``: the kernel
-drops them when their process exits, crashes or is killed, so none is ever left stuck. A lock
-is held by a process, not by an object: holding it twice in one process nests.
-"""
+# The locks are ``flock`` locks (through filelock) on ``<sessions>/.locks/<id>.lock``: the kernel
+# drops them when their process exits, crashes or is killed, so none is ever left stuck. A lock
+# is held by a process, not by an object: holding it twice in one process nests.
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""Retention that never deletes silently: ``rollchat prune --older-than 30d`` finds the sessions
-not written for that long, lists them, and deletes them only when the user says yes (or ``-y``).
-A session's age is the time since its file was last written (its mtime: a session resumed
-yesterday is young, whenever it began; a copy that did not keep the times is young too).
-Sessions open in another process and files that are not sessions are never touched. A child
-keeps its parent's summary in its own file, so pruning a parent loses no context."""
+"""Retention that never deletes silently: ``rollchat prune --older-than 30d`` lists the sessions
+not written for that long and deletes them only when the user says yes (or ``-y``)."""
+
+# A session's age is the time since its file was last written (its mtime: a session resumed
+# yesterday is young, whenever it began; a copy that did not keep the times is young too).
+# Sessions open in another process and files that are not sessions are never touched. A child
+# keeps its parent's summary in its own file, so pruning a parent loses no context.
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def parse_duration(text: str) -> tuple[timedelta, str]:
 
 
 @dataclass(frozen=True)
-class Candidate:
+class OldSession:
     """A session old enough to go."""
 
     info: SessionInfo
@@ -44,8 +45,8 @@ class Candidate:
     children: tuple[str, ...]  # sessions that stay and continue it (they keep its summary)
 
 
-def candidates(store: SessionStore, older_than: timedelta,
-               now: datetime | None = None) -> list[Candidate]:
+def old_sessions(store: SessionStore, older_than: timedelta,
+               now: datetime | None = None) -> list[OldSession]:
     """The sessions last written ``older_than`` ago or earlier, oldest first."""
     now = now or datetime.now(timezone.utc)
     listing = store.list_sessions()
@@ -63,21 +64,21 @@ def candidates(store: SessionStore, older_than: timedelta,
     for info, written, written_ns, size in sorted(old, key=lambda c: (c[1], c[0].session_id)):
         children = tuple(s.session_id for s in listing.sessions
                          if s.resumed_from == info.session_id and s.session_id not in going)
-        out.append(Candidate(info, written, written_ns, size,
+        out.append(OldSession(info, written, written_ns, size,
                              store.open_elsewhere(info.session_id), children))
     return out
 
 
 @dataclass(frozen=True)
 class Pruned:
-    deleted: list[Candidate]
-    skipped: list[tuple[Candidate, str]]  # (session, why it was kept)
+    deleted: list[OldSession]
+    skipped: list[tuple[OldSession, str]]  # (session, why it was kept)
 
 
-def prune(store: SessionStore, going: list[Candidate]) -> Pruned:
+def prune(store: SessionStore, going: list[OldSession]) -> Pruned:
     """Delete the sessions ``going`` (the busy ones are kept), each with its lock file."""
-    deleted: list[Candidate] = []
-    skipped: list[tuple[Candidate, str]] = []
+    deleted: list[OldSession] = []
+    skipped: list[tuple[OldSession, str]] = []
     for c in going:
         if c.busy:
             skipped.append((c, "open in another rollchat process"))

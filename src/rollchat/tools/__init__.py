@@ -1,15 +1,17 @@
-"""What the agent may call: one ``Tool`` type (its spec for the model and the function that
-runs it). The engine sees only ``Tool``; built-ins live in submodules (``archive``), an agent
-file's typed Python functions become tools in ``python``, and every call goes through
-``runner.ToolRunner`` (approval, timing, errors) whatever made the tool.
+"""What the agent may call: one ``Tool`` type (its spec for the model and the function that runs
+it), whatever made it; built-ins, agent-file functions and MCP tools live in the submodules."""
 
-For tool sources (agent files, MCP servers): ``run`` takes the decoded JSON arguments and
-returns the result text; it may block (an async tool runs its own event loop inside ``run``),
-raise (the error goes back to the model as the result), or be interrupted by Ctrl-C
-(KeyboardInterrupt: the call is recorded as interrupted). ``read_only`` tools (they change
-nothing outside rollchat) never need approval; ``source`` says where a tool came from
-("builtin", "agent", "mcp:NAME", ...) for listings.
-"""
+# What the agent may call: one ``Tool`` type (its spec for the model and the function that
+# runs it). The engine sees only ``Tool``; built-ins live in submodules (``archive``), an agent
+# file's typed Python functions become tools in ``python``, and every call goes through
+# ``runner.ToolRunner`` (approval, timing, errors) whatever made the tool.
+#
+# For tool sources (agent files, MCP servers): ``run`` takes the decoded JSON arguments and
+# returns the result text; it may block (an async tool runs its own event loop inside ``run``),
+# raise (the error goes back to the model as the result), or be interrupted by Ctrl-C
+# (KeyboardInterrupt: the call is recorded as interrupted). ``read_only`` tools (they change
+# nothing outside rollchat) never need approval; ``source`` says where a tool came from
+# ("builtin", "agent", "mcp:NAME", ...) for listings.
 
 from __future__ import annotations
 

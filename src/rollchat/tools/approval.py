@@ -1,11 +1,11 @@
-"""Approval: whether a tool call may run. One place every call passes through (``Gate``,
-used by ``runner.run_call``), whatever made the tool (built-in, agent file, MCP server).
+"""Approval: whether a tool call may run. One place every call passes through (``Gate``, used
+by ``runner.run_call``), whatever made the tool (built-in, agent file, MCP server)."""
 
-Order: a ``deny`` rule refuses; a read-only tool runs; an ``allow`` rule runs; a tool the
-user approved "always" in this session runs; then the mode decides: ``auto`` runs,
-``never`` refuses, ``ask`` asks the user (y: once, a: always for this tool in this session,
-n: no). With nobody to ask (piped input without --yes) a call that needs asking is refused:
-never approved silently. A refusal goes back to the model as the tool's result."""
+# Order: a ``deny`` rule refuses; a read-only tool runs; an ``allow`` rule runs; a tool the
+# user approved "always" in this session runs; then the mode decides: ``auto`` runs,
+# ``never`` refuses, ``ask`` asks the user (y: once, a: always for this tool in this session,
+# n: no). With nobody to ask (piped input without --yes) a call that needs asking is refused:
+# never approved silently. A refusal goes back to the model as the tool's result.
 
 from __future__ import annotations
 

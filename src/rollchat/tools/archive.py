@@ -1,10 +1,9 @@
-"""The built-in ``session_archive_read`` tool, bound to one parent session of a Store.
+"""The built-in ``session_archive_read`` tool, bound to one parent session of a Store."""
 
-The tool reads only the session it was created with (its current content, at each call), and
-the whole tool results of the current session (a result cut or shortened in the context is
-read back by its tool call's id, page by page); its arguments select turns or a tool call,
-never paths or sessions. The store checks what it reads.
-"""
+# The tool reads only the session it was created with (its current content, at each call), and
+# the whole tool results of the current session (a result cut or shortened in the context is
+# read back by its tool call's id, page by page); its arguments select turns or a tool call,
+# never paths or sessions. The store checks what it reads.
 
 from __future__ import annotations
 

@@ -1,12 +1,14 @@
 """MCP servers as a tool source, on the official ``mcp`` SDK (2.x): each server runs as a task
-on one background event-loop thread; the engine's synchronous tool loop calls into it with a
-timeout. Started after the first prompt, stopped on exit (no orphan processes).
+on one background event-loop thread; the engine's synchronous tool loop calls into it."""
 
-The tools of the servers ready when the first message is sent (the first message waits for
-those still starting, up to their startup timeout) are fixed for the session; a server that
-becomes ready later joins at the next compaction or resume, so the request prefix never
-changes between compactions.
-"""
+# MCP servers as a tool source, on the official ``mcp`` SDK (2.x): each server runs as a task
+# on one background event-loop thread; the engine's synchronous tool loop calls into it with a
+# timeout. Started after the first prompt, stopped on exit (no orphan processes).
+#
+# The tools of the servers ready when the first message is sent (the first message waits for
+# those still starting, up to their startup timeout) are fixed for the session; a server that
+# becomes ready later joins at the next compaction or resume, so the request prefix never
+# changes between compactions.
 
 from __future__ import annotations
 

@@ -1,10 +1,13 @@
-"""An agent file's plain typed Python functions as tools: the JSON schema comes from the
-signature (pydantic: types, defaults, Optional, Literal and Enum) and the docstring
-(docstring_parser: Google, NumPy or Sphinx style, per-parameter descriptions); arguments are
-validated by the same pydantic model before the call, and a validation error goes back to
-the model as the tool's result. Sync and async functions both work.
+"""An agent file's plain typed Python functions as tools: the JSON schema from the signature and
+the docstring, arguments validated by the same pydantic model before the call."""
 
-Imported only when an agent file is loaded (pydantic costs time at start-up)."""
+# An agent file's plain typed Python functions as tools: the JSON schema comes from the
+# signature (pydantic: types, defaults, Optional, Literal and Enum) and the docstring
+# (docstring_parser: Google, NumPy or Sphinx style, per-parameter descriptions); arguments are
+# validated by the same pydantic model before the call, and a validation error goes back to
+# the model as the tool's result. Sync and async functions both work.
+#
+# Imported only when an agent file is loaded (pydantic costs time at start-up).
 
 from __future__ import annotations
 

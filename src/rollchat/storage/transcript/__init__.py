@@ -1,27 +1,26 @@
 """THE session file format, and the only code that knows it: render, parse, summary block,
-markers, bounded reads. Pure: bytes and text in, values out; the store does the I/O.
+markers, bounded reads. Pure: bytes and text in, values out; the store does the I/O."""
 
-Modules: ``syntax`` (markers, escapes, dates), ``render``, ``parse``, ``summary`` (the summary
-block both ways), ``scan`` (bounded head/tail windows, UTF-8 decoding, listing facts).
-
-Format rules (the design's session file, made reversible):
-
-* Content lines (user text, answers, tool results, context, summary text) that could look
-  like structure get one extra leading backslash: any line matching ``\\\\*`` followed by
-  ``#``, ``**``, ``*`` + a non-space, ``---`` or ``<!--``. The parser removes one. So a raw
-  structural line only ever comes from the renderer: no message can forge a turn or a summary.
-  Summary text lines also escape leading whitespace, section-like labels, a bare ``None`` and
-  code fences, and get a trailing ``\\`` when they are empty or end in a space, tab, ``\\r``
-  or ``\\`` (so a tolerant parser may strip trailing spaces).
-* Single-line values (header fields, tool names and ids, errors, the agent name in labels)
-  escape ``\\``, newline and CR as ``\\\\``, ``\\n``, ``\\r`` (and ``(``, ``)``, ``*``, ``:``
-  where they would be ambiguous).
-* Time: the heading shows ``HH:MM:SS`` for people; the footer ends with ``| at <ISO 8601>``,
-  the full aware start time, which is what the parser reads. ``elapsed`` is kept to 0.1 s.
-* Truncation: a last block with no closing ``---`` (a crash mid-append) is ignored by
-  :func:`parse`, which returns the complete turns before it. The number of a "restored"
-  turn is not stored (it is always 0).
-"""
+# Modules: ``syntax`` (markers, escapes, dates), ``render``, ``parse``, ``summary`` (the summary
+# block both ways), ``scan`` (bounded head/tail windows, UTF-8 decoding, listing facts).
+#
+# Format rules (the design's session file, made reversible):
+#
+# * Content lines (user text, answers, tool results, context, summary text) that could look
+#   like structure get one extra leading backslash: any line matching ``\\*`` followed by
+#   ``#``, ``**``, ``*`` + a non-space, ``---`` or ``<!--``. The parser removes one. So a raw
+#   structural line only ever comes from the renderer: no message can forge a turn or a summary.
+#   Summary text lines also escape leading whitespace, section-like labels, a bare ``None`` and
+#   code fences, and get a trailing ``\`` when they are empty or end in a space, tab, ``\r``
+#   or ``\`` (so a tolerant parser may strip trailing spaces).
+# * Single-line values (header fields, tool names and ids, errors, the agent name in labels)
+#   escape ``\``, newline and CR as ``\\``, ``\n``, ``\r`` (and ``(``, ``)``, ``*``, ``:``
+#   where they would be ambiguous).
+# * Time: the heading shows ``HH:MM:SS`` for people; the footer ends with ``| at <ISO 8601>``,
+#   the full aware start time, which is what the parser reads. ``elapsed`` is kept to 0.1 s.
+# * Truncation: a last block with no closing ``---`` (a crash mid-append) is ignored by
+#   :func:`parse`, which returns the complete turns before it. The number of a "restored"
+#   turn is not stored (it is always 0).
 
 from __future__ import annotations
 
