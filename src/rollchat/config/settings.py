@@ -32,8 +32,8 @@ class AgentConfig:
     max_output_tokens: int = 4096
     temperature: float | None = None
     mcp_servers: tuple[McpServerConfig, ...] = ()  # the agent's own (after the top level's)
-    file: Path | None = None  # an agent file (Python): its settings and tools (agent_file.py)
-    approval: str = "ask"  # ask | auto | never: what a tool call needs (tools/approval.py)
+    file: Path | None = None  # an agent file (Python): its settings and tools (agents.file)
+    approval: str = "ask"  # ask | auto | never: what a tool call needs (tools.approval)
     allow: tuple[str, ...] = ()  # tool names or globs that run without asking
     deny: tuple[str, ...] = ()  # tool names or globs that never run
     max_tool_rounds: int = 25  # model calls with tool results in one turn
@@ -68,7 +68,7 @@ class ModelConfig:
     """One model's settings under ``models:`` (each optional; at least one is set)."""
 
     context_window: int | None = None
-    price: Price | None = None  # dollars per million tokens (see prices.py)
+    price: Price | None = None  # dollars per million tokens (see models.prices)
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ HANDOFF_STRATEGIES = ("summary", "bm25", "last_n")
 
 @dataclass(frozen=True)
 class HandoffConfig:
-    """What ``@NAME message`` hands to agent NAME (see handoff.py): a summary of the session,
+    """What ``@NAME message`` hands to agent NAME (see session.handoff): a summary of the session,
     the turns most relevant to the message (bm25) or the last ``last_n`` turns verbatim; the
     turns handed are at most ``max_tokens``."""
 

@@ -1,3 +1,3 @@
-"""Memory across sessions: facts and episodes per agent (store.py), what the model or the
-offline rules extract from a conversation (extract.py), searching them (search.py), and how
-they enter each request (layers.py)."""
+"""Memory across sessions: facts and episodes per agent (store), what the model or the
+offline rules extract from a conversation (extract, rules), searching them (search), and how
+they enter each request (layers); keeper runs it for a chat."""

@@ -5,7 +5,7 @@ that answers with at most 5 new facts as JSON, checked here; offline, memory.rul
 # separate call (never part of the chat history), which answers with at most 5 new facts as a
 # JSON array; the reply is validated, and a bad reply, an error or a timeout is an
 # ExtractionError (the caller turns it into one warning). The offline model answers the same
-# request with the phrase rules of memory/rules.py.
+# request with the phrase rules of memory.rules.
 
 from __future__ import annotations
 

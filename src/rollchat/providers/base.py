@@ -1,6 +1,6 @@
 """The Provider seam: the request, the stream events, rollchat's provider errors, retries.
 
-SDK types never leave ``providers/``: sdk.py maps the SDKs' errors to these types.
+SDK types never leave ``providers/``: providers.sdk maps the SDKs' errors to these types.
 """
 
 from __future__ import annotations

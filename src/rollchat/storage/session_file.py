@@ -164,7 +164,7 @@ class FileSession:
         """Write the turn in progress (marked interrupted: what a crash now would leave) as a
         provisional block, replacing the previous one; ``append_turn`` replaces it at last.
         One write call, then a truncation when the block got shorter, then fsync: a killed
-        process leaves the previous block or the new one (see checkpoint.py)."""
+        process leaves the previous block or the new one (see session.checkpoint)."""
         data = encode(render_turn(turn, agent_name))
         with sigint_deferred():
             if self._pending_at is None:

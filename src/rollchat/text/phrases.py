@@ -35,7 +35,7 @@ TODO = re.compile(
     re.IGNORECASE,
 )
 # Lines that talk about the conversation rather than its content: the offline model's
-# phrasings (providers/offline.py) and quotes of earlier text. Never mined from replies.
+# phrasings (providers/offline) and quotes of earlier text. Never mined from replies.
 _META = re.compile(
     r"^(?:you asked about|noted\b|got it\b|earlier (?:you|i) said|hello\b|hi\b|"
     r"the summary of our previous session says|from the previous session's transcript|"

@@ -30,10 +30,10 @@ CONTINUED_IN = "**Continued In:**"  # the ids of the sessions continuing this on
 HANDED_FROM = "**Handed From:**"  # the session that handed the conversation over (@NAME)
 IMPORTED_FROM = "**Imported From:**"  # "<format> <file name>" of an imported transcript
 # The cost of the tokens billed, in dollars, after the totals when the model's price is known
-# (see prices.py): "**Cost:** $0.0123", padded like the totals.
+# (see models.prices): "**Cost:** $0.0123", padded like the totals.
 COST = "**Cost:**"
 _COST_WIDTH = 12
-TITLE = "**Title:**"  # the session's title: one line (see titles.py), after the Session ID
+TITLE = "**Title:**"  # the session's title: one line (see storage.titles), after the Session ID
 _SESSION_ID = "**Session ID:**"
 
 
