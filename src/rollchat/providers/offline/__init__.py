@@ -25,7 +25,7 @@ from rollchat.providers.base import (
     ToolCallEvent,
     UsageEvent,
 )
-from rollchat.providers.offline import tool_use, tooluse
+from rollchat.providers.offline import tooluse
 from rollchat.storage.transcript import SUMMARY_START, parse_summary_body, render_summary_block
 from rollchat.text import phrases
 from rollchat.tools import ARCHIVE_TOOL_NAME as ARCHIVE_TOOL
@@ -186,7 +186,7 @@ class OfflineProvider:
             if tool != ARCHIVE_TOOL:
                 return tooluse.answer_from_result(messages[-1].content, tool), None
             return _answer_from_tool(messages[-1].content, messages[last].content), None
-        requested = tool_use.requested_call(messages[last].content, request.tools,
+        requested = tooluse.requested_call(messages[last].content, request.tools,
                                             f"offline_call_{len(messages)}")
         if requested is not None:
             return requested

@@ -1,11 +1,14 @@
-"""The offline model's tool use: when the user asks it to use one of the agent's tools by
-name ("use word_count on 'some text'", "call get_weather city=Paris"), it calls that tool
-with arguments read from the message and the tool's JSON schema, then reports the result.
-Deterministic, so the whole agent loop (approval, validation, results, the transcript) can be
-exercised without a network."""
+"""The offline model's tool use, both ways of asking: ``use TOOL {"arg": "value"}`` (exact JSON
+arguments) and plain words ("use word_count on 'some text'", "call get_weather city=Paris"),
+then a report of the result. Deterministic: the whole agent loop runs without a network."""
+
+# ``use TOOL`` names a tool by its full name, or the last part of an MCP tool's
+# ``mcp__server__tool`` name when that is unique. In plain words, the arguments are read from
+# the message with the tool's JSON schema.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,6 +20,29 @@ _PAIR = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*(\"[^\"]*\"|'[^']*'|[^\
 _QUOTED = re.compile(r"\"([^\"]*)\"|'([^']*)'|“([^”]*)”")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])")
 _FILLER = re.compile(r"^(?:tool\b)?\s*(?:on|for|with|about|to|of|the|:)?\s*", re.IGNORECASE)
+_USE = re.compile(r"\s*use\s+([A-Za-z0-9_.-]+)\s*(\{.*\})?\s*", re.DOTALL | re.IGNORECASE)
+
+
+def requested_call(text: str, tools: Sequence[ToolSpec], call_id: str,
+                   ) -> tuple[str, ToolCall | None] | None:
+    """(the text before the call, the call) when ``text`` asks for a tool, None otherwise;
+    (an explanation, None) when the tool is unknown or the arguments are not a JSON object."""
+    match = _USE.fullmatch(text)
+    if match is None or not tools:
+        return None
+    wanted = match[1]
+    names = [t.name for t in tools]
+    found = [n for n in names if n == wanted] or [n for n in names if n.endswith(f"__{wanted}")]
+    if len(found) != 1:
+        why = "is offered by more than one server" if found else "is not among my tools"
+        return f"The tool {wanted!r} {why}. My tools: {', '.join(names)}.", None
+    try:
+        arguments = json.loads(match[2]) if match[2] else {}
+    except ValueError as exc:
+        return f"Those arguments are not valid JSON ({exc}).", None
+    if not isinstance(arguments, dict):
+        return "The arguments must be a JSON object.", None
+    return f"Calling `{found[0]}`.", ToolCall(call_id, found[0], arguments)
 
 
 def asked_tool(text: str, tools: Sequence[ToolSpec], skip: Sequence[str] = ()) -> ToolSpec | None:
