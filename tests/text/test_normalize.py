@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from rollchat.domain import SessionHeader, Summary, ToolCall, ToolExchange, Transcript, Turn, Usage
 from rollchat.storage.transcript import glance, parse, render
-from rollchat.text.normalize import StreamCleaner, clean, clean_value, decode, encode
+from rollchat.text.normalize import StreamCleaner, clean, clean_bytes, clean_value, encode
 
 # Every code point, surrogates included (hypothesis leaves them out by default).
 ANY_CHAR = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=())
@@ -31,8 +31,8 @@ def test_the_documented_mapping() -> None:
     assert clean("tab\there\nnext") == "tab\there\nnext"
     assert clean("lone \ud800 and \udcff, pair \ud83d\ude00") == "lone \ufffd and \ufffd, pair 😀"
     assert clean("\x85\u2028\u202e é") == "\x85\u2028\u202e é"  # not C0: stored as they are
-    assert decode(b"ok \xff\xfe \xc3\xa9 \x00") == "ok \ufffd\ufffd é \u2400"
-    assert decode(b"cut \xe2\x82") == "cut \ufffd"
+    assert clean_bytes(b"ok \xff\xfe \xc3\xa9 \x00") == "ok \ufffd\ufffd é \u2400"
+    assert clean_bytes(b"cut \xe2\x82") == "cut \ufffd"
     assert encode("x\udcff\x00") == "x\ufffd\u2400".encode()
 
 
@@ -51,7 +51,7 @@ def test_clean_output_is_clean_idempotent_and_keeps_the_lines(text: str) -> None
 @SETTINGS
 @given(st.binary(max_size=200))
 def test_decode_takes_any_bytes(data: bytes) -> None:
-    out = decode(data)
+    out = clean_bytes(data)
     assert LEFT_OUT.search(out) is None and clean(out) == out
     assert out.count("\n") == data.count(b"\n")
     try:

@@ -2,7 +2,7 @@
 session files): valid Unicode that a file stores as it is. What a terminal is *shown* is
 ui.sanitize's job; engine.hygiene fixes the message list, not its text."""
 
-# - Bytes are decoded as UTF-8; invalid sequences become U+FFFD (``decode``).
+# - Bytes are decoded as UTF-8; invalid sequences become U+FFFD (``clean_bytes``).
 # - A lone surrogate (``surrogateescape`` residue, a half pair in JSON) becomes U+FFFD; a high and
 #   a low surrogate standing next to each other are joined into the character they encode.
 # - C0 controls other than tab and newline, and DEL, become their Unicode control pictures
@@ -48,7 +48,7 @@ def clean(text: str) -> str:
     return _ODD.sub(_fix, text)
 
 
-def decode(data: bytes) -> str:
+def clean_bytes(data: bytes) -> str:
     """Bytes from outside (piped stdin, a file) as clean text; nothing raises."""
     return clean(data.decode("utf-8", "replace"))
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rollchat.errors import RollchatError
 from rollchat.interrupts import ENDING_SUMMARY_SECONDS, ending, settle
-from rollchat.text.normalize import decode
+from rollchat.text.normalize import clean_bytes
 from rollchat.text.wording import human_tokens, plural
 from rollchat.ui import commands
 from rollchat.ui.idle import IdleExtraction
@@ -87,7 +87,7 @@ def run_piped(chat: Starting, lines: Iterable[bytes]) -> None:
     rollchat.text.normalize), then save and exit. A Ctrl-C ends it (after saving)."""
     try:
         for raw in lines:
-            line = decode(raw.rstrip(b"\r\n"))
+            line = clean_bytes(raw.rstrip(b"\r\n"))
             if line.strip():
                 chat.out.dim(f"You: {line}")
             if _handle(chat, line, stop_on_interrupt=True) or ending():
