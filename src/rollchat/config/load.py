@@ -25,7 +25,6 @@ from rollchat.config.settings import (
     ConfigOverrides,
     default_user_config_dir,
 )
-from rollchat.config.trust import NOT_TRUSTED, TRUST_COMMAND, Untrusted, record_trust, trust_check
 from rollchat.errors import ConfigError
 
 _NO_OVERRIDES = ConfigOverrides()
@@ -133,6 +132,7 @@ def load_config(*, config_path: Path | None, env: Mapping[str, str], cwd: Path,
         config = Config()
     else:
         from rollchat.config.file import load_file  # yaml is imported only to read a file
+        from rollchat.config.trust import trust_check
 
         named = config_path is not None or bool(env.get("ROLLCHAT_CONFIG"))
         project = not named and path == cwd / PROJECT_FILE
@@ -149,6 +149,7 @@ def trust_file(path: Path, *, cwd: Path, user_config_dir: Path) -> str:
     """``rollchat trust PATH``: check the file loads, record its path and hash, and say what
     now applies. ConfigError for a missing or invalid file (nothing is recorded then)."""
     from rollchat.config.file import load_file
+    from rollchat.config.trust import NOT_TRUSTED, TRUST_COMMAND, Untrusted, record_trust
 
     target = path if path.is_absolute() else cwd / path
     try:
