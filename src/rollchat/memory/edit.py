@@ -67,7 +67,7 @@ def save(store: MemoryStore, path: Path, scope: str, base: str, mine: str) -> Ou
     the edit began, merging what changed in the file since. MemoryStoreError on a clash."""
     if mine == base:
         return Outcome(False)
-    with store._locked(path):
+    with store.locked(path):
         try:
             theirs_text = path.read_text(encoding="utf-8") if path.exists() else ""
         except (OSError, UnicodeDecodeError) as e:
@@ -101,5 +101,5 @@ def save(store: MemoryStore, path: Path, scope: str, base: str, mine: str) -> Ou
                        and not any(line == v[0] for v in current.values())]
         lines += added + damaged_new
         data = "".join(line + "\n" for line in lines)
-        store._write_text(path, data)
+        store.write_text(path, data)
     return Outcome(True, forgotten, len(added), removed)

@@ -174,7 +174,8 @@ class MemoryStore:
 
     # ------------------------------------------------------------ writing
     @contextmanager
-    def _locked(self, path: Path) -> Iterator[None]:
+    def locked(self, path: Path) -> Iterator[None]:
+        """Hold the lock of the memory file at ``path`` (``memory edit`` holds it too)."""
         from filelock import FileLock, Timeout
 
         try:
@@ -207,7 +208,7 @@ class MemoryStore:
                  for i, raw in enumerate(read.lines)]
         self._write(read.path, b"".join(line + b"\n" for line in lines))
 
-    def _write_text(self, path: Path, text: str) -> None:
+    def write_text(self, path: Path, text: str) -> None:
         """Replace the file with ``text`` (the caller holds its lock)."""
         self._write(path, text.encode("utf-8"))
 
@@ -239,7 +240,7 @@ class MemoryStore:
                                 "file; keep secrets out of memory")
         path, scope = self._target(category)
         key = normalized(text)
-        with self._locked(path):
+        with self.locked(path):
             files = self._read_all()
             if any(normalized(s.fact.text) == key for f in files for s in f.records.values()):
                 return None
@@ -264,7 +265,7 @@ class MemoryStore:
             mine = {i for i in wanted if (i > USER_ID_BASE) == (scope == "user")}
             if not mine or not path.exists():
                 continue
-            with self._locked(path):
+            with self.locked(path):
                 read = self._read_facts(path, scope)
                 changed = {}
                 for index, stored in read.records.items():
@@ -325,7 +326,7 @@ class MemoryStore:
         for path, scope in self._paths():
             if not path.exists():
                 continue
-            with self._locked(path):
+            with self.locked(path):
                 read = self._read_facts(path, scope)
                 gone = sorted(i for i, stored in read.records.items()
                               if secret_in(stored.fact.text) is not None)
@@ -375,7 +376,7 @@ class MemoryStore:
         """Keep one session's summary as an episode (at a compaction or an exit)."""
         episode = Episode(session_id, title, summary, span,
                           created or local_now().replace(microsecond=0))
-        with self._locked(self.episodes_path):
+        with self.locked(self.episodes_path):
             self._append(self.episodes_path, episode_line(episode))
         return episode
 
