@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rollchat.cli.app import build_cli
-from rollchat.compaction.saved import CACHE_DIR
+from rollchat.compaction.cache import CACHE_DIR
 from rollchat.domain import Summary
 from rollchat.storage.store import SessionStore
 from rollchat.storage.transcript import render_turn
@@ -255,7 +255,7 @@ def test_a_session_open_in_another_process_is_summarized_read_only(
 
 
 def test_the_summary_shape_is_the_summary_type() -> None:
-    from rollchat.compaction.saved import summary_markdown
+    from rollchat.compaction.cache import summary_markdown
 
     text_ = summary_markdown(Summary("Bg.", ("a\nb",), (), ("p",)))
     assert text_ == ("**Background Context:** Bg.\n\n**Topics Discussed:**\n- a\n  b\n\n"
@@ -290,7 +290,7 @@ def test_a_huge_session_costs_the_model_one_call_not_dozens(
     assert out["method"] == "model"
     assert len(openai_server.requests) == 1
     assert any("summarized locally" in note for note in out["notes"]), out["notes"]
-    assert "summary calls: the model summarized its last part" in result.stderr
+    assert "summary calls: the model summarizes its last" in result.stderr
 
 
 def test_the_session_and_its_parent_are_found_through_the_index_not_a_full_listing(

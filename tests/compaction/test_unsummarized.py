@@ -7,9 +7,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
+from rollchat.compaction.saved import CONFIRM_CALLS
 from rollchat.domain import Turn, Usage
 from rollchat.events import Event, Notice
-from rollchat.session.unsummarized import CONFIRM_CALLS
 from rollchat.storage.store import SessionStore
 from rollchat.storage.transcript import parse
 from tests.compaction.test_autocompact import TOPICS, FakeProvider, build_app

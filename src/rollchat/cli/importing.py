@@ -7,7 +7,6 @@ import os
 import re
 import stat
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -120,40 +119,25 @@ def _save(cfg: Config, imported: Imported, file_name: str, digest: str, *,
           local: bool) -> tuple[str, str]:
     """Summarize the imported turns, then write the session (header, turns, summary, the
     source's digest); its id and a note on how it was summarized."""
-    from rollchat import providers
-    from rollchat.compaction.policy import compute_budget
-    from rollchat.compaction.summarizer import Summarizer
-    from rollchat.models.tokens import TokenCounter, context_window
     from rollchat.session.state import now
-    from rollchat.session.unsummarized import CHEAP_CALLS, CONFIRM_CALLS
     from rollchat.storage.store import SessionStore
 
-    agent, env = cfg.agent, dict(os.environ)
-    turns = imported.turns
+    agent, turns = cfg.agent, imported.turns
     if local:
         from rollchat.compaction.extractive import extractive_summary
 
         summary = extractive_summary(turns, parent_summary=None, focus=None,
                                      max_words=cfg.summary.max_words, fallback=False)
         note = ", summarized locally"
-    else:
-        name = cfg.summary.provider or providers.resolve_provider_name(agent, env)[0]
-        summary_agent = replace(agent, provider=name, model=cfg.summary.model or agent.model)
-        provider = providers.build_provider(name, summary_agent, cfg, env)
-        model = summary_agent.model or providers.DEFAULT_MODELS[name]
-        window = context_window(model, cfg.context_window_override(model))
-        budget = compute_budget(window, agent.max_output_tokens,
-                                cfg.session.compact_threshold, cfg.session.safety_margin_tokens)
-        summarizer = Summarizer(provider, model=model, config=cfg.summary, budget=budget,
-                                counter=TokenCounter(model))
-        calls = len(summarizer.plan(turns))
-        cheap = calls > CONFIRM_CALLS  # the model summarizes the last part, the rest locally
-        outcome = summarizer.summarize(turns, None, None,
-                                       model_calls=CHEAP_CALLS if cheap else None)
-        summary = outcome.summary
-        note = (f", summarized locally ({outcome.reason})" if outcome.fallback_used
-                else f", summarized by {model}" + (" (its last part; the rest locally)"
-                                                   if cheap else ""))
+    else:  # the one path of a saved transcript's summary, as `compact` and resume take it
+        from rollchat.compaction.saved import settled, summarize_saved, summary_model
+
+        model = summary_model(cfg, os.environ)
+        done = settled(summarize_saved(model.summarizer(), turns, None))
+        summary = done.outcome.summary
+        note = (f", summarized locally ({done.outcome.reason})" if done.outcome.fallback_used
+                else f", summarized by {model.model}" + (" (its last part; the rest locally)"
+                                                         if done.plan.cheap else ""))
     store = SessionStore(cfg.session.dir)
     source = f"(sha256 {digest}, imported {now():%Y-%m-%d %H:%M})"
     live = store.new_session(agent_key=agent.key, agent=agent.name, agent_path=agent.agent_path,

@@ -205,10 +205,11 @@ class _SessionBuilder:
         agent, renderer, env = cfg.agent, self.renderer, self.env
         interactive, yes = self.interactive, self.yes
         provider = providers.build_provider(name, agent, cfg, env)
-        summary_agent = replace(agent, provider=cfg.summary.provider or name,
-                                model=cfg.summary.model or model)
-        summary_name = cfg.summary.provider or name
-        summary_provider = (provider if (summary_name, summary_agent.model) == (name, model)
+        from rollchat.compaction.saved import summary_choice
+
+        summary_name, summary_model = summary_choice(cfg.summary, name, model)
+        summary_agent = replace(agent, provider=summary_name, model=summary_model)
+        summary_provider = (provider if (summary_name, summary_model) == (name, model)
                             else providers.build_provider(summary_name, summary_agent, cfg, env))
         retry = cfg.retry
         sources = []
@@ -253,10 +254,10 @@ class _SessionBuilder:
         if cfg.memory.enabled and cfg.session.auto_save and not self.save_failed:
             from rollchat.memory.keeper import open_memory
 
-            memory = open_memory(cfg, summary_provider, summary_agent.model or model)
+            memory = open_memory(cfg, summary_provider, summary_model)
         session = Session(
             config=cfg, agent=agent, engine=engine, summary_provider=summary_provider,
-            summary_model=summary_agent.model or model, provider_name=name, store=self.store,
+            summary_model=summary_model, provider_name=name, store=self.store,
             confirm=confirm, context_window=context_window(model, override), windows=windows,
             fork_refusal=fork_refusal(no_fork=self.no_fork, interactive=interactive, yes=yes),
             memory=memory,

@@ -1,8 +1,6 @@
-"""Every automatic-compaction decision in one pure function: ``plan(situation) -> Plan``.
-
-Trigger, guards, how many turns are kept verbatim, the summary's share of the budget and when
-background pre-summaries start. No clock, no environment: the caller passes the figures.
-"""
+"""Every automatic-compaction decision in one pure function, ``plan(situation) -> Plan``
+(trigger, guards, turns kept verbatim, the summary's share, when background pre-summaries
+start), and the prompt ``Budget`` it and the summarizer measure against. No clock, no I/O."""
 
 from __future__ import annotations
 

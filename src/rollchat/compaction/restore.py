@@ -1,4 +1,5 @@
-"""The restoration prompt that hands a session's summary to the agent, and its request."""
+"""The restoration prompt that hands a parent session's summary to the agent in a new child
+session, and that summary read back from the child's own first entry (where the prompt is kept)."""
 
 from __future__ import annotations
 

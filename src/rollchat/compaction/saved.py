@@ -1,37 +1,31 @@
-"""Compaction as an operation: the summary of any saved session, with its parent's summary
-carried as a real compaction carries it, changing no session file. Results are cached in
-``<sessions dir>/.cache/compact/``, keyed by the file's bytes, the parent's summary, focus,
-size and model. ``rollchat compact`` and the MCP server's ``compact_session`` use it; no
-terminal code here."""
+"""Summarizing a saved transcript: the ONE path that resuming a session with no summary
+(compaction/unsummarized.py), ``rollchat compact ID`` and the MCP server (``compact`` here) and
+``rollchat import`` take: the summary model chosen as the chat chooses it, and a large
+transcript's cheap path (the model summarizes its newest part, the rest is summarized locally)."""
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from rollchat.compaction.cache import CompactCache, Compacted, Method, cache_key, summary_markdown
 from rollchat.domain import Summary, Transcript, Turn
 from rollchat.errors import RollchatError, StoreError, TranscriptError
+from rollchat.events import Event, Notice
 from rollchat.storage.listing import SessionInfo
-from rollchat.storage.session_file import NOFOLLOW, atomic_write
+from rollchat.text.wording import human_tokens, plural
 
 if TYPE_CHECKING:
-    from rollchat.compaction.summarizer import SummaryOutcome
+    from rollchat.compaction.summarizer import Summarizer, SummaryOutcome
     from rollchat.config.settings import Config, SummaryConfig
     from rollchat.providers.base import Provider
     from rollchat.storage.store import SessionStore
 
-Method = Literal["file", "model", "extractive"]
-CACHE_DIR = Path(".cache") / "compact"  # inside the sessions directory (listing skips dot names)
-CACHE_VERSION = 1  # part of every key: a change of format makes old entries unreachable
-CACHE_ENTRY_MAX_BYTES = 1024 * 1024  # a larger entry is not read (it is not one of ours)
-CACHE_MAX_ENTRIES = 500  # past this, the oldest entries are removed when one is written
+T = TypeVar("T")
 MIN_WORDS = 20  # the smallest --max-words accepted
+CONFIRM_CALLS = 5  # more summary calls than this: the cheap path, unless the user agrees
+CHEAP_CALLS = 1  # the model calls of the cheap path (the newest part of the transcript)
 
 
 @dataclass(frozen=True)
@@ -52,20 +46,45 @@ class SummaryModel:
     def key(self) -> str:
         return f"{self.provider}:{self.model}"
 
+    def summarizer(self, words: int | None = None) -> Summarizer:
+        """A summarizer with this model (built now), sized for its window; ``words``: the
+        summary's size (default ``summary.max_words``)."""
+        from rollchat.compaction import policy
+        from rollchat.compaction.summarizer import Summarizer
+        from rollchat.models.tokens import TokenCounter
+
+        budget = policy.compute_budget(self.window, self.max_output_tokens, self.threshold,
+                                       self.safety_margin)
+        config = self.config if words is None else replace(self.config, max_words=words)
+        return Summarizer(self.build(), model=self.model, config=config, budget=budget,
+                          counter=TokenCounter(self.model))
+
+
+def summary_choice(summary: SummaryConfig, provider: str, model: str) -> tuple[str, str]:
+    """The provider and model that write summaries when the chat uses ``provider`` and
+    ``model``: ``summary.provider`` / ``summary.model`` where set. A summary provider named
+    without a model uses its own default model, never the chat's (a model name of another
+    provider would fail every summary)."""
+    from rollchat.providers import DEFAULT_MODELS
+
+    name = summary.provider or provider
+    if summary.model:
+        return name, summary.model
+    return name, model if name == provider else DEFAULT_MODELS.get(name, model)
+
 
 def summary_model(cfg: Config, env: Mapping[str, str]) -> SummaryModel:
-    """The summary model of ``cfg``'s agent, chosen as the chat chooses it (``summary.provider``
-    / ``summary.model``, else the chat's provider and model); ConfigError when its provider
-    cannot be used (no API key...)."""
+    """The summary model of ``cfg``'s agent, chosen as the chat chooses it (``summary_choice``);
+    ConfigError when its provider, or the chat's, cannot be used (no API key...)."""
     from rollchat import providers
     from rollchat.models.tokens import context_window
 
     agent = cfg.agent
     name, _reason = providers.resolve_provider_name(agent, env)
     providers.check_provider(name, agent, env)
-    summary_name = cfg.summary.provider or name
+    summary_name, model = summary_choice(cfg.summary, name,
+                                         agent.model or providers.DEFAULT_MODELS[name])
     providers.check_provider(summary_name, agent, env)
-    model = cfg.summary.model or agent.model or providers.DEFAULT_MODELS[name]
     summary_agent = replace(agent, provider=summary_name, model=model)
     built: list[Provider] = []
 
@@ -80,53 +99,109 @@ def summary_model(cfg: Config, env: Mapping[str, str]) -> SummaryModel:
                         cfg.session.safety_margin_tokens, build)
 
 
+
+# ---------------------------------------------------------------- the path
+
+
 @dataclass(frozen=True)
-class Compacted:
-    """The summary of one session and where it came from: ``method`` "file" (the session's
-    own summary block), "model", or "extractive" (the model failed: ``reason`` says why);
-    ``cached`` when no summary was written for this answer (the cache, or the file's block).
-    ``tokens``: the tokens of ``markdown``, what handing the summary on costs."""
+class SavedPlan:
+    """How a saved transcript is summarized: ``chunks`` (one model request each, oldest
+    first) and ``model_calls`` (None: every chunk by the model; else only that many of the
+    newest, the older turns summarized locally). ``needed``: the calls all of it would take."""
 
-    session_id: str
-    title: str | None
-    summary: Summary
-    markdown: str
-    tokens: int
-    cached: bool
-    method: Method
-    model: str | None  # "provider:model" that wrote it; None for the file's own block
-    focus: str | None
-    max_words: int | None  # the size asked of the model (None: the file's own block)
-    parent: str | None
-    reason: str | None = None
-    notes: tuple[str, ...] = ()  # what did not stop it (an unreadable parent, a cache error)
+    chunks: tuple[tuple[Turn, ...], ...]
+    model_calls: int | None
+    needed: int
+    model: str
 
-    def as_json(self) -> dict[str, Any]:
-        """What ``compact --json`` prints and ``compact_session`` returns."""
-        s = self.summary
-        return {"session": self.session_id, "title": self.title, "summary": self.markdown,
-                "background": s.background, "topics": list(s.topics),
-                "decisions": list(s.decisions), "pending": list(s.pending),
-                "files": list(s.artifacts), "tokens": self.tokens, "cached": self.cached,
-                "method": self.method, "model": self.model, "focus": self.focus,
-                "max_words": self.max_words, "parent": self.parent,
-                "fallback_reason": self.reason, "notes": list(self.notes)}
+    @property
+    def cheap(self) -> bool:
+        return self.model_calls is not None
+
+    def describe(self) -> str:
+        """What the cheap path does, in one sentence (no final period)."""
+        from rollchat.compaction.summarizer import LOCAL_SAMPLE
+
+        recent = sum(len(c) for c in self.chunks[-(self.model_calls or len(self.chunks)):])
+        older = sum(len(c) for c in self.chunks) - recent
+        read = (f" from their first {LOCAL_SAMPLE[0]} and last {LOCAL_SAMPLE[1]}"
+                if older > sum(LOCAL_SAMPLE) else "")
+        return (f"it would need {plural(self.needed, 'summary call')}: the model summarizes "
+                f"its last {plural(recent, 'turn')} ({plural(CHEAP_CALLS, 'call')}); the "
+                f"{older:,} before them are summarized locally{read}")
 
 
-def summary_markdown(s: Summary) -> str:
-    """The summary as markdown: the sections of the file's summary block, without its markers
-    or its escapes (a consumer reads it, not the parser)."""
-    def bullets(items: tuple[str, ...]) -> list[str]:
-        return [("- " + item).replace("\n", "\n  ") for item in items] or ["- None"]
+def plan_saved(summarizer: Summarizer, turns: list[Turn],
+               ask: Callable[[str], bool] | None = None) -> SavedPlan:
+    """The plan for ``turns``: all by the model when it takes at most CONFIRM_CALLS calls, or
+    when ``ask`` (given the estimate) agrees; else the cheap path, its chunks grouped from the
+    newest turn so that the part the model summarizes is as full as one request allows."""
+    from rollchat.compaction.chunks import turn_tokens
+    from rollchat.compaction.summarizer import SUMMARY_PROMPT_OVERHEAD
 
-    lines = [f"**Background Context:** {s.background}", ""]
-    sections = [("Topics Discussed", s.topics), ("Decisions Made", s.decisions),
-                ("Pending", s.pending)]
-    if s.artifacts:
-        sections.append(("Files and artifacts", s.artifacts))
-    for title, items in sections:
-        lines += [f"**{title}:**", *bullets(items), ""]
-    return "\n".join(lines).rstrip("\n") + "\n"
+    chunks = summarizer.plan(turns)
+    whole = SavedPlan(tuple(tuple(c) for c in chunks), None, len(chunks), summarizer.model)
+    if len(chunks) <= CONFIRM_CALLS:
+        return whole
+    if ask is not None:
+        tokens = (sum(turn_tokens(summarizer.counter, t) for t in turns)
+                  + len(chunks) * (SUMMARY_PROMPT_OVERHEAD + summarizer.words * 2))
+        if ask(f"Summarizing its {len(turns):,} turns with {summarizer.model} takes "
+               f"{len(chunks):,} model calls (about {human_tokens(tokens)} tokens sent); "
+               "answering no has the model summarize only the last part and the rest is "
+               "summarized locally. Continue? (y/n) "):
+            return whole
+    newest = [tuple(c[::-1]) for c in summarizer.plan(turns[::-1])[::-1]]
+    return SavedPlan(tuple(newest), CHEAP_CALLS, len(chunks), summarizer.model)
+
+
+class SummaryFlow(Protocol):
+    """The chat's summary flow (Session): the summary, announced and shown as events;
+    returns (outcome, interrupted)."""
+
+    def __call__(self, turns: list[Turn], parent: Summary | None, focus: str | None, *,
+                 chunks: list[list[Turn]] | None = None, model_calls: int | None = None,
+                 ) -> Generator[Event, None, tuple[SummaryOutcome, bool]]: ...
+
+
+@dataclass(frozen=True)
+class SavedSummary:
+    """What ``summarize_saved`` gives: the outcome, the plan it followed, and whether a
+    Ctrl-C came while the summary was shown (the caller saves it, then stops)."""
+
+    outcome: SummaryOutcome
+    plan: SavedPlan
+    interrupted: bool = False
+
+
+def summarize_saved(summarizer: Summarizer, turns: list[Turn], parent: Summary | None,
+                    focus: str | None = None, *, ask: Callable[[str], bool] | None = None,
+                    flow: SummaryFlow | None = None) -> Generator[Event, None, SavedSummary]:
+    """THE summary of a saved transcript's ``turns`` (``parent``: the summary its session
+    started from): planned by ``plan_saved`` (``ask`` None: nobody is asked, a large one takes
+    the cheap path), a Notice when the cheap path is taken, then written by ``flow`` (the
+    chat's, with its events) or, without one, by ``summarizer`` directly."""
+    plan = plan_saved(summarizer, turns, ask)
+    if plan.cheap:
+        said = plan.describe()
+        yield Notice("info", said[0].upper() + said[1:] + ".")
+    chunks = [list(c) for c in plan.chunks]
+    if flow is None:
+        outcome = summarizer.summarize(turns, parent, focus, chunks=chunks,
+                                       model_calls=plan.model_calls)
+        return SavedSummary(outcome, plan)
+    outcome, stop = yield from flow(turns, parent, focus, chunks=chunks,
+                                    model_calls=plan.model_calls)
+    return SavedSummary(outcome, plan, stop)
+
+
+def settled(flow: Generator[Event, None, T]) -> T:
+    """Run a flow that nobody watches (``compact``, ``import``) to its end: its result."""
+    while True:
+        try:
+            next(flow)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
 
 
 def title_of(info: SessionInfo) -> str | None:
@@ -169,7 +244,10 @@ def compact(store: SessionStore, ref: str, model: SummaryModel, *, focus: str | 
         hit = cache.get(key)
         if hit is not None:
             return replace(hit, title=title, cached=True, notes=tuple(notes))
-    outcome = _summarize(model, turns, parent, focus, words, notes)
+    saved = settled(summarize_saved(model.summarizer(words), turns, parent, focus))
+    outcome = saved.outcome
+    if saved.plan.cheap:  # nobody is asked: a client's one call must not cost dozens
+        notes.append(saved.plan.describe())
     method: Method = "extractive" if outcome.fallback_used else "model"
     result = _done(info, title, outcome.summary, method, model, focus, words,
                    reason=outcome.reason, cached=False, counter=model.model)
@@ -211,31 +289,6 @@ def _parent_summary(store: SessionStore, info: SessionInfo,
     return summary
 
 
-def _summarize(model: SummaryModel, turns: list[Turn], parent: Summary | None,
-               focus: str | None, words: int, notes: list[str]) -> SummaryOutcome:
-    """The summary; a session needing more than CONFIRM_CALLS model calls gets CHEAP_CALLS of
-    them (its last part) and a local summary of the rest, as ``import`` does: nobody is asked
-    here, and a client's one tool call must not cost dozens of requests."""
-    from rollchat.compaction import policy
-    from rollchat.compaction.summarizer import Summarizer
-    from rollchat.models.tokens import TokenCounter
-    from rollchat.session.unsummarized import CHEAP_CALLS, CONFIRM_CALLS
-    from rollchat.text.wording import plural
-
-    budget = policy.compute_budget(model.window, model.max_output_tokens, model.threshold,
-                                   model.safety_margin)
-    summarizer = Summarizer(model.build(), model=model.model,
-                            config=replace(model.config, max_words=words), budget=budget,
-                            counter=TokenCounter(model.model))
-    chunks = summarizer.plan(turns)
-    if len(chunks) <= CONFIRM_CALLS:
-        return summarizer.summarize(turns, parent, focus, chunks=chunks)
-    notes.append(f"the session would need {plural(len(chunks), 'summary call')}: the model "
-                 f"summarized its last part ({plural(CHEAP_CALLS, 'call')}), the older turns "
-                 "were summarized locally")
-    return summarizer.summarize(turns, parent, focus, chunks=chunks, model_calls=CHEAP_CALLS)
-
-
 def _done(info: SessionInfo, title: str | None, summary: Summary, method: Method,
           model: SummaryModel | None, focus: str | None, max_words: int | None,
           reason: str | None = None, *, cached: bool, counter: str) -> Compacted:
@@ -247,100 +300,3 @@ def _done(info: SessionInfo, title: str | None, summary: Summary, method: Method
     return Compacted(info.session_id, title, summary, markdown, tokens, cached, method,
                      model.key if model is not None else None, focus, max_words,
                      info.resumed_from, reason)
-
-
-# ---------------------------------------------------------------- the cache
-
-
-def cache_key(data: bytes, parent: Summary | None, focus: str | None, max_words: int,
-              model: str) -> str:
-    """The cache key of a summary: the session file's bytes, the parent's summary it carries,
-    the focus, the size in words and the model."""
-    from rollchat.storage.transcript import render_summary_block
-
-    parts = [CACHE_VERSION, hashlib.sha256(data).hexdigest(),
-             render_summary_block(parent) if parent is not None else None, focus, max_words,
-             model]
-    return hashlib.sha256(json.dumps(parts, ensure_ascii=True).encode()).hexdigest()
-
-
-class CompactCache:
-    """``<sessions dir>/.cache/compact/<key>.json``: one summary per key, written atomically;
-    an entry that is not a valid one of ours is ignored (and replaced when recomputed)."""
-
-    def __init__(self, sessions_dir: Path) -> None:
-        self.dir = sessions_dir / CACHE_DIR
-
-    def path(self, key: str) -> Path:
-        return self.dir / f"{key}.json"
-
-    def get(self, key: str) -> Compacted | None:
-        try:
-            fd = os.open(self.path(key), os.O_RDONLY | NOFOLLOW)
-        except OSError:
-            return None
-        with os.fdopen(fd, "rb") as f:
-            raw = f.read(CACHE_ENTRY_MAX_BYTES + 1)
-        if len(raw) > CACHE_ENTRY_MAX_BYTES:
-            return None
-        try:
-            entry = json.loads(raw.decode("utf-8"))
-            return _from_entry(entry, key)
-        except (ValueError, TypeError, KeyError):
-            return None
-
-    def put(self, key: str, result: Compacted) -> str | None:
-        """Write the entry; None, or why it could not be written (not fatal: it is a cache)."""
-        entry = {"version": CACHE_VERSION, "key": key, "result": result.as_json()}
-        data = json.dumps(entry, ensure_ascii=False, indent=1).encode("utf-8", "surrogatepass")
-        try:
-            self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-            atomic_write(self.path(key), data)
-        except OSError as e:
-            return f"could not cache the summary in {self.dir}: {e.strerror or e}"
-        except StoreError as e:
-            return f"could not cache the summary: {e}"
-        self._prune()
-        return None
-
-    def _prune(self) -> None:
-        """Keep the newest CACHE_MAX_ENTRIES entries."""
-        with contextlib.suppress(OSError):
-            entries = [e for e in os.scandir(self.dir) if e.name.endswith(".json")]
-            if len(entries) <= CACHE_MAX_ENTRIES:
-                return
-            entries.sort(key=lambda e: e.stat().st_mtime)
-            for entry in entries[:len(entries) - CACHE_MAX_ENTRIES]:
-                with contextlib.suppress(OSError):
-                    os.unlink(entry.path)
-
-
-def _strings(value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise TypeError("not a list of strings")
-    return tuple(value)
-
-
-def _optional(value: Any, kind: type) -> Any:
-    if value is not None and not isinstance(value, kind):
-        raise TypeError(f"not a {kind.__name__}")
-    return value
-
-
-def _from_entry(entry: Any, key: str) -> Compacted:
-    """A cache entry back as a result; TypeError/KeyError/ValueError if it is not valid."""
-    if not isinstance(entry, dict) or entry.get("version") != CACHE_VERSION or \
-            entry.get("key") != key or not isinstance(entry.get("result"), dict):
-        raise ValueError("not a cache entry of this version and key")
-    r = entry["result"]
-    if not isinstance(r["session"], str) or not isinstance(r["summary"], str) or \
-            not isinstance(r["background"], str) or type(r["tokens"]) is not int or \
-            r["method"] not in ("model", "extractive"):
-        raise TypeError("bad field")
-    summary = Summary(r["background"], _strings(r["topics"]), _strings(r["decisions"]),
-                      _strings(r["pending"]), fallback=r["method"] == "extractive",
-                      artifacts=_strings(r["files"]))
-    return Compacted(r["session"], _optional(r["title"], str), summary, r["summary"],
-                     r["tokens"], True, r["method"], _optional(r["model"], str),
-                     _optional(r["focus"], str), _optional(r["max_words"], int),
-                     _optional(r["parent"], str), _optional(r["fallback_reason"], str))

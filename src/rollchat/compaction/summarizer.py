@@ -199,40 +199,67 @@ class Summarizer:
         if within is not None:
             return self.within(within, turns, parent, focus, background=background,
                                chunks=chunks, model_calls=model_calls)
-        outcomes: list[SummaryOutcome] = []
-        running, rest = parent, turns
         try:
-            done, covered = self._from_background(background, focus)
-            if done:
-                outcomes += [self.fit(o, turns[:covered], parent, focus) for o in done]
-                running, rest = outcomes[-1].summary, turns[covered:]
-                if quick and len(rest) <= QUICK_REST_TURNS:
-                    local = self._local(rest, running, None, self.words, fallback=False)
-                    outcomes.append(SummaryOutcome(local, False, None, Usage()))
-                    rest = []
-            todo, shrinks = (chunks if chunks is not None else self._chunks(rest, running)), 0
+            outcomes, running, rest = self._from_runs(turns, parent, focus, background, quick)
+            todo = chunks if chunks is not None else self._chunks(rest, running)
             if model_calls is not None and len(todo) > model_calls:
-                older = [t for c in todo[:len(todo) - model_calls] for t in c]
-                if len(older) > sum(LOCAL_SAMPLE):  # a bounded local pass, whatever the size
-                    older = older[:LOCAL_SAMPLE[0]] + older[-LOCAL_SAMPLE[1]:]
-                running = self._local(older, running, focus, self.words)  # labelled local
+                running = self._older_locally(todo[:len(todo) - model_calls], running, focus)
                 outcomes.append(SummaryOutcome(running, False, None, Usage()))
                 todo = todo[len(todo) - model_calls:]
-            while todo:
-                chunk = todo.pop(0)
-                outcome = self._call(chunk, running, focus)
-                if outcome.refused is not None and shrinks < MAX_SHRINKS and self._shrink(
-                        outcome.refused, chunk):
-                    shrinks += 1  # a smaller window: the rest again, in smaller chunks, the
-                    refused = sum(turn_tokens(self.counter, t) for t in chunk)  # first one
-                    todo = self._chunks([t for c in (chunk, *todo) for t in c], running,
-                                        cap=refused - 1)  # smaller than the refused one
-                    continue
-                outcome = self.fit(outcome, chunk, running, focus)
-                outcomes.append(outcome)
-                running = outcome.summary
+            outcomes += self._by_model(list(todo), running, focus)
         except KeyboardInterrupt:
             outcomes = [self.interrupted(turns, parent, focus)]
+        return self._merged(outcomes, turns, parent, focus)
+
+    def _from_runs(self, turns: list[Turn], parent: Summary | None, focus: str | None,
+                   background: Background | None, quick: bool,
+                   ) -> tuple[list[SummaryOutcome], Summary | None, list[Turn]]:
+        """The background summaries that can be used, the running summary after them and the
+        turns they leave; ``quick``: a few turns left are summarized locally too."""
+        done, covered = self._from_background(background, focus)
+        if not done:
+            return [], parent, turns
+        outcomes = [self.fit(o, turns[:covered], parent, focus) for o in done]
+        running, rest = outcomes[-1].summary, turns[covered:]
+        if quick and len(rest) <= QUICK_REST_TURNS:
+            local = self._local(rest, running, None, self.words, fallback=False)
+            outcomes.append(SummaryOutcome(local, False, None, Usage()))
+            rest = []
+        return outcomes, running, rest
+
+    def _older_locally(self, chunks: list[list[Turn]], running: Summary | None,
+                       focus: str | None) -> Summary:
+        """The local summary (labelled local) of the older chunks the model does not get: of
+        their first and last LOCAL_SAMPLE turns, a bounded pass whatever the size."""
+        older = [t for c in chunks for t in c]
+        if len(older) > sum(LOCAL_SAMPLE):
+            older = older[:LOCAL_SAMPLE[0]] + older[-LOCAL_SAMPLE[1]:]
+        return self._local(older, running, focus, self.words)
+
+    def _by_model(self, todo: list[list[Turn]], running: Summary | None,
+                  focus: str | None) -> list[SummaryOutcome]:
+        """One model call per chunk, each continuing the summary before it; a request refused
+        as too long has the rest cut again into smaller chunks (see ``_shrink``)."""
+        outcomes: list[SummaryOutcome] = []
+        shrinks = 0
+        while todo:
+            chunk = todo.pop(0)
+            outcome = self._call(chunk, running, focus)
+            if outcome.refused is not None and shrinks < MAX_SHRINKS and self._shrink(
+                    outcome.refused, chunk):
+                shrinks += 1  # a smaller window: the rest again, in smaller chunks, the
+                refused = sum(turn_tokens(self.counter, t) for t in chunk)  # first one
+                todo = self._chunks([t for c in (chunk, *todo) for t in c], running,
+                                    cap=refused - 1)  # smaller than the refused one
+                continue
+            outcome = self.fit(outcome, chunk, running, focus)
+            outcomes.append(outcome)
+            running = outcome.summary
+        return outcomes
+
+    def _merged(self, outcomes: list[SummaryOutcome], turns: list[Turn],
+                parent: Summary | None, focus: str | None) -> SummaryOutcome:
+        """The outcomes of the parts as one (empty ones left out), fitted to the budget."""
         failed = [o for o in outcomes if o.fallback_used]
         outcomes = [o for o in outcomes if o.summary.topics or o.summary.decisions
                     or o.summary.pending] or outcomes[:1]

@@ -177,12 +177,20 @@ def build_server(cfg: Config, model: SummaryModel) -> SessionsServer:
     """The server over ``cfg``'s sessions directory; ``model`` writes summaries."""
     store = SessionStore(cfg.session.dir)
     server = SessionsServer(store)
+    _add_finding(server, store)
+    _add_reading(server, store, model)
+    return server
 
-    def find(ref: str | int) -> SessionInfo:
-        try:
-            return store.index.resolve(str(ref))
-        except StoreError as exc:
-            raise ToolError(str(exc)) from None
+
+def _find(store: SessionStore, ref: str | int) -> SessionInfo:
+    try:
+        return store.index.resolve(str(ref))
+    except StoreError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def _add_finding(server: SessionsServer, store: SessionStore) -> None:
+    """The tools that find sessions: list_sessions and search_sessions."""
 
     @server.tool()
     def list_sessions(limit: int = 50, offset: int = 0) -> dict[str, Any]:
@@ -205,6 +213,11 @@ def build_server(cfg: Config, model: SummaryModel) -> SessionsServer:
         _check_limit(limit)
         return {"hits": search(store, query, limit)}
 
+
+def _add_reading(server: SessionsServer, store: SessionStore, model: SummaryModel) -> None:
+    """What reads one session: the read_session and compact_session tools, and the session
+    resources."""
+
     @server.tool(structured_output=False)
     def read_session(session: str | int, format: Literal["markdown", "json"] = "markdown",
                      offset: int = 0, max_chars: int = PAGE_CHARS) -> str:
@@ -212,21 +225,7 @@ def build_server(cfg: Config, model: SummaryModel) -> SessionsServer:
         of one), a page at a time: its markdown file from character ``offset``, or JSON
         (header, turns with tool calls, summary) from turn number ``offset`` (0: the first).
         A page holds at most ``max_chars`` characters and says how to read on."""
-        if offset < 0:
-            raise ToolError(f"offset must be 0 or more (got {offset})")
-        if not 1_000 <= max_chars <= MAX_PAGE_CHARS:
-            raise ToolError(f"max_chars must be between 1000 and {MAX_PAGE_CHARS} "
-                            f"(got {max_chars})")
-        info = find(session)
-        try:
-            if format == "json":
-                return json.dumps(transcript_page(store.load_transcript(info.session_id),
-                                                  offset, max_chars),
-                                  indent=1, ensure_ascii=False)
-            return markdown_page(_markdown(store, info.session_id), info.session_id, offset,
-                                 max_chars)
-        except RollchatError as exc:
-            raise ToolError(str(exc)) from None
+        return read_page(store, session, format, offset, max_chars)
 
     @server.tool()
     def compact_session(session: str | int, focus: str | None = None, max_words: int | None = None,
@@ -249,7 +248,24 @@ def build_server(cfg: Config, model: SummaryModel) -> SessionsServer:
         except StoreError as exc:
             raise ResourceNotFoundError(str(exc)) from None
 
-    return server
+
+def read_page(store: SessionStore, session: str | int, format: str, offset: int,
+              max_chars: int) -> str:
+    """read_session's answer: a page of the session's markdown, or of its JSON."""
+    if offset < 0:
+        raise ToolError(f"offset must be 0 or more (got {offset})")
+    if not 1_000 <= max_chars <= MAX_PAGE_CHARS:
+        raise ToolError(f"max_chars must be between 1000 and {MAX_PAGE_CHARS} "
+                        f"(got {max_chars})")
+    info = _find(store, session)
+    try:
+        if format == "json":
+            return json.dumps(transcript_page(store.load_transcript(info.session_id), offset,
+                                              max_chars), indent=1, ensure_ascii=False)
+        return markdown_page(_markdown(store, info.session_id), info.session_id, offset,
+                             max_chars)
+    except RollchatError as exc:
+        raise ToolError(str(exc)) from None
 
 
 def _markdown(store: SessionStore, session_id: str) -> str:

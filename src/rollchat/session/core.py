@@ -588,9 +588,11 @@ class Session:
                                     "is broken there (this session's own summary is still used)")
         summary = self.store.load_summary(info) if not info.summary_problem else None
         if summary is None:
-            from rollchat.session.unsummarized import summarize_unsummarized
+            from rollchat.compaction.unsummarized import summarize_unsummarized
 
-            summary = yield from summarize_unsummarized(self, info, save=not elsewhere)
+            summary = yield from summarize_unsummarized(
+                info, store=self.store, summarizer=self.summarizer, confirm=self.confirm,
+                flow=self._summarize, save=not elsewhere)
         if self.state.queries:
             yield from self._finalize()
             yield Notice("info", f"Saved the current session: {self.state.session_id} "

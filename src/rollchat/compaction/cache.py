@@ -1,0 +1,166 @@
+"""The result of ``rollchat compact ID`` / the MCP server's ``compact_session`` (``Compacted``,
+its JSON and markdown) and its cache: ``<sessions dir>/.cache/compact/<key>.json``, keyed by
+the session file's bytes, the parent's summary, focus, size and model."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from rollchat.domain import Summary
+from rollchat.errors import StoreError
+from rollchat.storage.session_file import NOFOLLOW, atomic_write
+
+Method = Literal["file", "model", "extractive"]
+CACHE_DIR = Path(".cache") / "compact"  # inside the sessions directory (listing skips dot names)
+CACHE_VERSION = 1  # part of every key: a change of format makes old entries unreachable
+CACHE_ENTRY_MAX_BYTES = 1024 * 1024  # a larger entry is not read (it is not one of ours)
+CACHE_MAX_ENTRIES = 500  # past this, the oldest entries are removed when one is written
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """The summary of one session and where it came from: ``method`` "file" (the session's
+    own summary block), "model", or "extractive" (the model failed: ``reason`` says why);
+    ``cached`` when no summary was written for this answer (the cache, or the file's block).
+    ``tokens``: the tokens of ``markdown``, what handing the summary on costs."""
+
+    session_id: str
+    title: str | None
+    summary: Summary
+    markdown: str
+    tokens: int
+    cached: bool
+    method: Method
+    model: str | None  # "provider:model" that wrote it; None for the file's own block
+    focus: str | None
+    max_words: int | None  # the size asked of the model (None: the file's own block)
+    parent: str | None
+    reason: str | None = None
+    notes: tuple[str, ...] = ()  # what did not stop it (an unreadable parent, a cache error)
+
+    def as_json(self) -> dict[str, Any]:
+        """What ``compact --json`` prints and ``compact_session`` returns."""
+        s = self.summary
+        return {"session": self.session_id, "title": self.title, "summary": self.markdown,
+                "background": s.background, "topics": list(s.topics),
+                "decisions": list(s.decisions), "pending": list(s.pending),
+                "files": list(s.artifacts), "tokens": self.tokens, "cached": self.cached,
+                "method": self.method, "model": self.model, "focus": self.focus,
+                "max_words": self.max_words, "parent": self.parent,
+                "fallback_reason": self.reason, "notes": list(self.notes)}
+
+
+def summary_markdown(s: Summary) -> str:
+    """The summary as markdown: the sections of the file's summary block, without its markers
+    or its escapes (a consumer reads it, not the parser)."""
+    def bullets(items: tuple[str, ...]) -> list[str]:
+        return [("- " + item).replace("\n", "\n  ") for item in items] or ["- None"]
+
+    lines = [f"**Background Context:** {s.background}", ""]
+    sections = [("Topics Discussed", s.topics), ("Decisions Made", s.decisions),
+                ("Pending", s.pending)]
+    if s.artifacts:
+        sections.append(("Files and artifacts", s.artifacts))
+    for title, items in sections:
+        lines += [f"**{title}:**", *bullets(items), ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def cache_key(data: bytes, parent: Summary | None, focus: str | None, max_words: int,
+              model: str) -> str:
+    """The cache key of a summary: the session file's bytes, the parent's summary it carries,
+    the focus, the size in words and the model."""
+    from rollchat.storage.transcript import render_summary_block
+
+    parts = [CACHE_VERSION, hashlib.sha256(data).hexdigest(),
+             render_summary_block(parent) if parent is not None else None, focus, max_words,
+             model]
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=True).encode()).hexdigest()
+
+
+class CompactCache:
+    """``<sessions dir>/.cache/compact/<key>.json``: one summary per key, written atomically;
+    an entry that is not a valid one of ours is ignored (and replaced when recomputed)."""
+
+    def __init__(self, sessions_dir: Path) -> None:
+        self.dir = sessions_dir / CACHE_DIR
+
+    def path(self, key: str) -> Path:
+        return self.dir / f"{key}.json"
+
+    def get(self, key: str) -> Compacted | None:
+        try:
+            fd = os.open(self.path(key), os.O_RDONLY | NOFOLLOW)
+        except OSError:
+            return None
+        with os.fdopen(fd, "rb") as f:
+            raw = f.read(CACHE_ENTRY_MAX_BYTES + 1)
+        if len(raw) > CACHE_ENTRY_MAX_BYTES:
+            return None
+        try:
+            entry = json.loads(raw.decode("utf-8"))
+            return _from_entry(entry, key)
+        except (ValueError, TypeError, KeyError):
+            return None
+
+    def put(self, key: str, result: Compacted) -> str | None:
+        """Write the entry; None, or why it could not be written (not fatal: it is a cache)."""
+        entry = {"version": CACHE_VERSION, "key": key, "result": result.as_json()}
+        data = json.dumps(entry, ensure_ascii=False, indent=1).encode("utf-8", "surrogatepass")
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            atomic_write(self.path(key), data)
+        except OSError as e:
+            return f"could not cache the summary in {self.dir}: {e.strerror or e}"
+        except StoreError as e:
+            return f"could not cache the summary: {e}"
+        self._prune()
+        return None
+
+    def _prune(self) -> None:
+        """Keep the newest CACHE_MAX_ENTRIES entries."""
+        with contextlib.suppress(OSError):
+            entries = [e for e in os.scandir(self.dir) if e.name.endswith(".json")]
+            if len(entries) <= CACHE_MAX_ENTRIES:
+                return
+            entries.sort(key=lambda e: e.stat().st_mtime)
+            for entry in entries[:len(entries) - CACHE_MAX_ENTRIES]:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError("not a list of strings")
+    return tuple(value)
+
+
+def _optional(value: Any, kind: type) -> Any:
+    if value is not None and not isinstance(value, kind):
+        raise TypeError(f"not a {kind.__name__}")
+    return value
+
+
+def _from_entry(entry: Any, key: str) -> Compacted:
+    """A cache entry back as a result; TypeError/KeyError/ValueError if it is not valid."""
+    if not isinstance(entry, dict) or entry.get("version") != CACHE_VERSION or \
+            entry.get("key") != key or not isinstance(entry.get("result"), dict):
+        raise ValueError("not a cache entry of this version and key")
+    r = entry["result"]
+    if not isinstance(r["session"], str) or not isinstance(r["summary"], str) or \
+            not isinstance(r["background"], str) or type(r["tokens"]) is not int or \
+            r["method"] not in ("model", "extractive"):
+        raise TypeError("bad field")
+    summary = Summary(r["background"], _strings(r["topics"]), _strings(r["decisions"]),
+                      _strings(r["pending"]), fallback=r["method"] == "extractive",
+                      artifacts=_strings(r["files"]))
+    return Compacted(r["session"], _optional(r["title"], str), summary, r["summary"],
+                     r["tokens"], True, r["method"], _optional(r["model"], str),
+                     _optional(r["focus"], str), _optional(r["max_words"], int),
+                     _optional(r["parent"], str), _optional(r["fallback_reason"], str))
