@@ -112,7 +112,6 @@ class SavedPlan:
     chunks: tuple[tuple[Turn, ...], ...]
     model_calls: int | None
     needed: int
-    model: str
 
     @property
     def cheap(self) -> bool:
@@ -140,7 +139,7 @@ def plan_saved(summarizer: Summarizer, turns: list[Turn],
     from rollchat.compaction.summarizer import SUMMARY_PROMPT_OVERHEAD
 
     chunks = summarizer.plan(turns)
-    whole = SavedPlan(tuple(tuple(c) for c in chunks), None, len(chunks), summarizer.model)
+    whole = SavedPlan(tuple(tuple(c) for c in chunks), None, len(chunks))
     if len(chunks) <= CONFIRM_CALLS:
         return whole
     if ask is not None:
@@ -152,7 +151,7 @@ def plan_saved(summarizer: Summarizer, turns: list[Turn],
                "summarized locally. Continue? (y/n) "):
             return whole
     newest = [tuple(c[::-1]) for c in summarizer.plan(turns[::-1])[::-1]]
-    return SavedPlan(tuple(newest), CHEAP_CALLS, len(chunks), summarizer.model)
+    return SavedPlan(tuple(newest), CHEAP_CALLS, len(chunks))
 
 
 class SummaryFlow(Protocol):
@@ -176,21 +175,22 @@ class SavedSummary:
 
 def summarize_saved(summarizer: Summarizer, turns: list[Turn], parent: Summary | None,
                     focus: str | None = None, *, ask: Callable[[str], bool] | None = None,
-                    flow: SummaryFlow | None = None) -> Generator[Event, None, SavedSummary]:
+                    summarize: SummaryFlow | None = None,
+                    ) -> Generator[Event, None, SavedSummary]:
     """THE summary of a saved transcript's ``turns`` (``parent``: the summary its session
     started from): planned by ``plan_saved`` (``ask`` None: nobody is asked, a large one takes
-    the cheap path), a Notice when the cheap path is taken, then written by ``flow`` (the
-    chat's, with its events) or, without one, by ``summarizer`` directly."""
+    the cheap path), a Notice when the cheap path is taken, then written by ``summarize`` (the
+    chat's summary flow, with its events) or, without one, by ``summarizer`` directly."""
     plan = plan_saved(summarizer, turns, ask)
     if plan.cheap:
         said = plan.describe()
         yield Notice("info", said[0].upper() + said[1:] + ".")
     chunks = [list(c) for c in plan.chunks]
-    if flow is None:
+    if summarize is None:
         outcome = summarizer.summarize(turns, parent, focus, chunks=chunks,
                                        model_calls=plan.model_calls)
         return SavedSummary(outcome, plan)
-    outcome, stop = yield from flow(turns, parent, focus, chunks=chunks,
+    outcome, stop = yield from summarize(turns, parent, focus, chunks=chunks,
                                     model_calls=plan.model_calls)
     return SavedSummary(outcome, plan, stop)
 

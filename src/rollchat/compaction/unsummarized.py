@@ -21,11 +21,12 @@ if TYPE_CHECKING:
 
 
 def summarize_unsummarized(info: SessionInfo, *, store: Store, summarizer: Summarizer,
-                           confirm: Callable[[str], bool], flow: SummaryFlow,
+                           confirm: Callable[[str], bool], summarize: SummaryFlow,
                            save: bool = True) -> Generator[Event, None, Summary]:
-    """Summarize ``info``'s transcript with the chat's ``summarizer`` and ``flow`` (``confirm``
-    asks before a large one) and (``save``) save the summary into it; the summary. Not saved
-    when another process has the session open (see session/forks.py): its file is theirs."""
+    """Summarize ``info``'s transcript with the chat's ``summarizer`` and its summary flow
+    ``summarize`` (``confirm`` asks before a large one) and (``save``) save the summary into
+    it; the summary. Not saved when another process has the session open (see
+    session/forks.py): its file is theirs."""
     note = "" if save else " (for the fork only: its file is not touched)"
     yield Notice("info", f"{info.session_id} has no summary; summarizing its transcript now"
                          f"{note}.")
@@ -34,7 +35,8 @@ def summarize_unsummarized(info: SessionInfo, *, store: Store, summarizer: Summa
     turns = [t for t in transcript.turns if t.kind in QUERY_KINDS]
     if not turns:
         raise RollchatError(f"session {info.session_id} has no queries to resume from")
-    done = yield from summarize_saved(summarizer, turns, parent, ask=confirm, flow=flow)
+    done = yield from summarize_saved(summarizer, turns, parent, ask=confirm,
+                                   summarize=summarize)
     tokens = sum(t.usage.total for t in turns)
     try:
         with sigint_deferred():

@@ -592,7 +592,7 @@ class Session:
 
             summary = yield from summarize_unsummarized(
                 info, store=self.store, summarizer=self.summarizer, confirm=self.confirm,
-                flow=self._summarize, save=not elsewhere)
+                summarize=self._summarize, save=not elsewhere)
         if self.state.queries:
             yield from self._finalize()
             yield Notice("info", f"Saved the current session: {self.state.session_id} "
