@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 from typer.testing import CliRunner
 
-from rollchat.cli import main as cli
+from rollchat.cli.app import build_cli
 from rollchat.compaction.saved import summary_choice
 from rollchat.compaction.summarizer import Summarizer
 from rollchat.config.settings import ConfigOverrides, SummaryConfig, load_config
@@ -104,7 +104,7 @@ def _resume(tmp_path: Path, server: WireServer) -> None:
     root, config = tmp_path / "sessions", _config(tmp_path, server.url)
     sid = _crashed(root)
     server.push(text("Restored, ready."))
-    done = CliRunner().invoke(cli.app, ["--config", str(config), "--sessions-dir", str(root),
+    done = CliRunner().invoke(build_cli(), ["--config", str(config), "--sessions-dir", str(root),
                                         "--resume", sid], input="exit\n")
     assert done.exit_code == 0, done.output
     assert "summarized locally" in done.output
@@ -113,7 +113,7 @@ def _resume(tmp_path: Path, server: WireServer) -> None:
 def _compact(tmp_path: Path, server: WireServer) -> None:
     root, config = tmp_path / "sessions", _config(tmp_path, server.url)
     sid = _crashed(root)
-    done = CliRunner().invoke(cli.app, ["compact", sid, "--json", "--sessions-dir", str(root),
+    done = CliRunner().invoke(build_cli(), ["compact", sid, "--json", "--sessions-dir", str(root),
                                         "--config", str(config)])
     assert done.exit_code == 0, done.output
     out = json.loads(done.stdout)
@@ -124,7 +124,7 @@ def _compact(tmp_path: Path, server: WireServer) -> None:
 def _import(tmp_path: Path, server: WireServer) -> None:
     config = _config(tmp_path, server.url)
     source = _claude_code_file(tmp_path / "claude.jsonl")
-    done = CliRunner().invoke(cli.app, ["import", str(source), "--sessions-dir",
+    done = CliRunner().invoke(build_cli(), ["import", str(source), "--sessions-dir",
                                         str(tmp_path / "sessions"), "--config", str(config)])
     assert done.exit_code == 0, done.output
     assert "summarized by offline (its last part; the rest locally)" in done.stdout
