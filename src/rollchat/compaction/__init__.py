@@ -1,3 +1,3 @@
-"""Compaction, one role per module: the summary request and its validation (request), the
-local extractive summary (extractive), chunking and merging (chunks), the calls, background
-pre-summaries and fitting (summarizer). When to compact is policy.plan's decision."""
+"""Compaction: when (policy), the summary request (request), its calls, chunks and merging
+(summarizer, chunks, carry), the local summary (extractive), audit, restore, and the one path
+that summarizes a saved transcript (saved, with its cache; unsummarized for resume)."""
