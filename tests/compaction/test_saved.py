@@ -20,7 +20,8 @@ from typer.testing import CliRunner
 from rollchat.cli.app import build_cli
 from rollchat.compaction.saved import summary_choice
 from rollchat.compaction.summarizer import Summarizer
-from rollchat.config.settings import ConfigOverrides, SummaryConfig, load_config
+from rollchat.config.load import load_config
+from rollchat.config.settings import ConfigOverrides, SummaryConfig
 from rollchat.domain import Turn, Usage
 from rollchat.storage.store import SessionStore
 from tests.compact_fixtures import OFFLINE_CONFIG
