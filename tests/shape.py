@@ -25,8 +25,8 @@ class Module:
     functions: list[tuple[str, int]] = field(default_factory=list)  # (qualified name, lines)
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(SRC).with_suffix("").parts)
+def module_name(path: Path, src: Path = SRC) -> str:
+    parts = list(path.relative_to(src).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -59,7 +59,7 @@ def load(src: Path = SRC) -> dict[str, Module]:
     trees: dict[str, ast.AST] = {}
     for path in sorted((src / ROOT_PACKAGE).rglob("*.py")):
         text = path.read_text(encoding="utf-8")
-        name = module_name(path)
+        name = module_name(path, src)
         modules[name] = Module(name, path, text.count("\n") + (not text.endswith("\n")))
         trees[name] = ast.parse(text, filename=str(path))
     known = set(modules)

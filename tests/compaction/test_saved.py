@@ -175,3 +175,22 @@ def test_a_summary_provider_without_a_model_uses_its_own_default_model() -> None
     assert summary_choice(SummaryConfig(), "anthropic", "claude-x") == ("anthropic", "claude-x")
     assert summary_choice(SummaryConfig(provider="anthropic", model="claude-y"), "openai",
                           "gpt-4o") == ("anthropic", "claude-y")
+
+
+def test_the_chats_provider_needs_no_key_when_another_writes_the_summaries(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`rollchat import` and `compact ID` only call the summary provider: an Anthropic agent
+    with no key, summarized offline, imports as it did before the paths were made one."""
+    config = tmp_path / "rollchat.yml"
+    config.write_text("agents:\n  assistant:\n    provider: anthropic\n"
+                      "summary:\n  provider: offline\n" + OFFLINE_CONFIG, encoding="utf-8")
+    source = _claude_code_file(tmp_path / "claude.jsonl")
+    done = CliRunner().invoke(build_cli(), ["import", str(source), "--sessions-dir",
+                                            str(tmp_path / "sessions"), "--config", str(config)])
+    assert done.exit_code == 0, done.output
+    assert "summarized by offline" in done.stdout
+    config.write_text(config.read_text().replace("summary:\n  provider: offline\n", ""))
+    refused = CliRunner().invoke(build_cli(), ["import", str(source), "--again",
+                                               "--sessions-dir", str(tmp_path / "sessions"),
+                                               "--config", str(config)])
+    assert refused.exit_code == 1 and "ANTHROPIC_API_KEY" in refused.output, refused.output

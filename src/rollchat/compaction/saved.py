@@ -75,13 +75,13 @@ def summary_choice(summary: SummaryConfig, provider: str, model: str) -> tuple[s
 
 def summary_model(cfg: Config, env: Mapping[str, str]) -> SummaryModel:
     """The summary model of ``cfg``'s agent, chosen as the chat chooses it (``summary_choice``);
-    ConfigError when its provider, or the chat's, cannot be used (no API key...)."""
+    ConfigError when that provider cannot be used (no API key...). The chat's own provider is
+    not needed (nor checked) when another one writes the summaries."""
     from rollchat import providers
     from rollchat.models.tokens import context_window
 
     agent = cfg.agent
     name, _reason = providers.resolve_provider_name(agent, env)
-    providers.check_provider(name, agent, env)
     summary_name, model = summary_choice(cfg.summary, name,
                                          agent.model or providers.DEFAULT_MODELS[name])
     providers.check_provider(summary_name, agent, env)
