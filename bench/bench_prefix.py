@@ -244,7 +244,7 @@ def run(dialect_name: str, turns: int, window: int, memory: bool = False,
         engine = core.engine
         if memory:
             core.layers = MemoryLayers(Facts(facts()), clock=Clock())
-            core._freeze_profile()
+            core.continue_in(core.state, None)  # the profile frozen with the layers
         for name, (fn, description) in TOOLS.items():
             engine.tools[name] = Tool(ToolSpec(name, description, {"type": "object"}), fn)
         for i in range(turns):

@@ -16,8 +16,7 @@ from datetime import datetime, timezone
 from rollchat.compaction.policy import plan
 from rollchat.config.settings import AgentConfig, Config
 from rollchat.domain import Message, ToolCall, Turn, Usage
-from rollchat.engine.context import Context
-from rollchat.engine.core import Engine
+from rollchat.engine.core import EngineSettings
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -64,16 +63,16 @@ def history(turns: int) -> tuple[list[Message], list[Turn]]:
 def build(turns: int) -> Session:
     agent = AgentConfig(key="bench", name="Bench", provider="openai", model="gpt-4o",
                         system_prompt="You are a benchmark.", max_output_tokens=1000)
-    engine = Engine(NoOp(), model="gpt-4o", context=Context(system=agent.system_prompt),
-                    max_output_tokens=1000, temperature=None, retry=RetryPolicy(0, 0.0, 0.0))
+    engine = EngineSettings(NoOp(), model="gpt-4o", system=agent.system_prompt,
+                            max_output_tokens=1000, temperature=None,
+                            retry=RetryPolicy(0, 0.0, 0.0))
     app = Session(config=Config(agents={"bench": agent}, default_agent="bench"), agent=agent,
-                  engine=engine, summary_provider=NoOp(), summary_model="gpt-4o",
+                  engine_settings=engine, summary_provider=NoOp(), summary_model="gpt-4o",
                   provider_name="openai", store=InMemoryStore(), confirm=lambda q: False,
                   context_window=10**9)
     messages, records = history(turns)
-    engine.context.messages = messages
-    engine.context.last_prompt_tokens = 50_000
-    engine.context.added_since = []
+    app.engine.context.messages = messages
+    app.engine.context.last_prompt_tokens = 50_000
     app.state.turns = records
     return app
 
@@ -95,7 +94,7 @@ def measure(turns: int) -> dict[str, float]:
     parts = {
         "estimate": timed(lambda: app.estimate([pending])),
         "compaction plan (kept tail, expected size)": timed(
-            lambda: plan(app._situation(pending))),
+            lambda: plan(app.compactor.situation(app.state, pending))),
         "hygiene (incremental, per call)": timed(lambda: ctx.request_messages([pending])),
         "request building": timed(
             lambda: app.engine.request(ctx.request_messages([pending]))),

@@ -24,8 +24,7 @@ from bench.fidelity_data import KINDS, Plant, conversation
 from rollchat import providers
 from rollchat.config.settings import AgentConfig, Config, SessionConfig, UIConfig
 from rollchat.domain import Summary
-from rollchat.engine.context import Context
-from rollchat.engine.core import Engine
+from rollchat.engine.core import EngineSettings
 from rollchat.errors import RollchatError
 from rollchat.events import TextDelta
 from rollchat.providers.base import Provider, RetryPolicy
@@ -76,9 +75,9 @@ def build(provider: Provider, model: str, window: int, auto: bool,
                         max_output_tokens=512)
     config = Config(agents={"bench": agent},
                     session=replace(SessionConfig(), auto_compact=auto, keep_recent_turns=2))
-    engine = Engine(provider, model=model, context=Context(system=SYSTEM), max_output_tokens=512,
+    engine = EngineSettings(provider, model=model, system=SYSTEM, max_output_tokens=512,
                     temperature=None, retry=RetryPolicy(2, 1.0, 8.0))
-    return Session(config=config, agent=agent, engine=engine, summary_provider=provider,
+    return Session(config=config, agent=agent, engine_settings=engine, summary_provider=provider,
                    summary_model=model, provider_name="bench", store=store or InMemoryStore(),
                    confirm=lambda _q: False, context_window=window)
 

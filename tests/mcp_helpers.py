@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rollchat.config.mcp_servers import McpServerConfig, check_server
-from rollchat.engine.context import Context
-from rollchat.engine.core import Engine
+from rollchat.engine.core import Engine, EngineSettings
 from rollchat.providers.base import RetryPolicy
 from rollchat.providers.offline import OfflineProvider
 from rollchat.tools.mcp import McpServers
@@ -30,9 +29,9 @@ def stdio(name: str = "testing", *args: str, **settings: Any) -> McpServerConfig
 
 
 def engine_with(servers: McpServers) -> Engine:
-    return Engine(OfflineProvider(), model="offline", context=Context(system="sys"),
-                  max_output_tokens=500, temperature=None, retry=RetryPolicy(max_retries=0),
-                  tool_sources=[servers])
+    return Engine(EngineSettings(OfflineProvider(), model="offline", system="sys",
+                                 max_output_tokens=500, temperature=None,
+                                 retry=RetryPolicy(max_retries=0), tool_sources=(servers,)))
 
 
 def alive(pid: int) -> bool:

@@ -17,8 +17,7 @@ from rich.console import Console
 from rollchat.compaction.request import HEADING_WORDS
 from rollchat.config.settings import AgentConfig, Config, ModelConfig, SessionConfig
 from rollchat.domain import ToolCall, Turn, Usage
-from rollchat.engine.context import Context
-from rollchat.engine.core import Engine
+from rollchat.engine.core import EngineSettings
 from rollchat.errors import RollchatError
 from rollchat.events import CompactionStarted, Event, Planned, TurnFinished
 from rollchat.models.tokens import TokenCounter, context_window
@@ -169,10 +168,10 @@ def build_app(tmp_path: Path, provider: object, *, window: int = 4000,
                                 force_terminal=False), interactive=False)
     store = SessionStore(session.dir)
     store.ensure()
-    engine = Engine(provider, model=model, context=Context(system=SYSTEM),  # type: ignore[arg-type]
+    engine = EngineSettings(provider, model=model, system=SYSTEM,  # type: ignore[arg-type]
                     max_output_tokens=max_output, temperature=None,
                     retry=RetryPolicy(0, 0.0, 0.0))
-    app = chat_app(config=config, agent=agent, engine=engine, summary_provider=provider,
+    app = chat_app(config=config, agent=agent, engine_settings=engine, summary_provider=provider,
                    summary_model=model, provider_name="openai", store=store,
                    renderer=renderer, confirm=lambda q: False,
                    context_window=context_window(model, config.context_window_override(model)))

@@ -123,7 +123,7 @@ def asking(tmp_path: Path, *answers: CompactChoice | None,
     built = build_app(tmp_path, provider or FakeProvider(),
                       session=SessionConfig(auto_compact="ask"))
     asker = Asker(*answers)
-    built.session.ask_compact = asker if answers != (None,) else None
+    built.session.compactor.ask = asker if answers != (None,) else None
     return built, asker
 
 

@@ -6,7 +6,7 @@ tool, the context-too-long retry, chunked summaries and Anthropic cache breakpoi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -360,7 +360,7 @@ def test_summary_too_big_for_one_request_is_chunked_at_100_percent(
     huge = "the reconciliation job log shows invoice {i} retried at 02:{i:02d} " * 25
     send_all(session, [f"[{i}] " + huge.format(i=i) for i in range(4)])
     core = session.app.session
-    core.config = replace(core.config, session=replace(core.config.session, auto_compact=True))
+    core.set_auto("on")
     send_all(session, ["[4] " + huge.format(i=4)])
     step = session.steps[-1]
     assert step.compacted and step.estimate >= window  # the prompt would not even fit

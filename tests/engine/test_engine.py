@@ -7,8 +7,7 @@ from collections.abc import Iterator, Mapping
 import pytest
 
 from rollchat.domain import Message, ToolCall, Usage
-from rollchat.engine.context import Context
-from rollchat.engine.core import INTERRUPTED_NOTE, Engine
+from rollchat.engine.core import INTERRUPTED_NOTE, MAX_TOOL_ROUNDS, Engine, EngineSettings
 from rollchat.events import Event as EngineEvent
 from rollchat.events import Notice
 from rollchat.providers.base import (
@@ -44,10 +43,12 @@ class Scripted:
             yield item
 
 
-def _engine(provider: Scripted, tools: Mapping[str, Tool] | None = None) -> Engine:
-    return Engine(provider, model="m", context=Context(system="sys"), max_output_tokens=100,
-                  temperature=None, retry=RetryPolicy(max_retries=2, base_delay=0.01),
-                  tools=tools, sleep=lambda s: None)
+def _engine(provider: Scripted, tools: Mapping[str, Tool] | None = None,
+            rounds: int = MAX_TOOL_ROUNDS) -> Engine:
+    return Engine(EngineSettings(
+        provider, model="m", system="sys", max_output_tokens=100, temperature=None,
+        retry=RetryPolicy(max_retries=2, base_delay=0.01), tools=tuple((tools or {}).values()),
+        max_tool_rounds=rounds, sleep=lambda s: None))
 
 
 def _reply(text: str, tokens: int = 10) -> list[StreamEvent | BaseException]:
@@ -167,8 +168,7 @@ def test_tool_rounds_are_capped_with_one_line_saying_so(rounds: int) -> None:
     runs: list[str] = []
     tool = Tool(ToolSpec("echo", "", {}), lambda args: runs.append("x") or "x")
     provider = Scripted(*scripts)
-    engine = _engine(provider, {"echo": tool})
-    engine.max_tool_rounds = rounds
+    engine = _engine(provider, {"echo": tool}, rounds)
     events: list[object] = []
     turn = run_turn(engine.chat("loop"), events.append)
     assert turn.error is not None and f"after {rounds} tool rounds" in turn.error

@@ -16,8 +16,7 @@ from rich.console import Console
 
 from rollchat.config.settings import AgentConfig, Config, MemoryConfig, SessionConfig
 from rollchat.domain import Usage
-from rollchat.engine.context import Context
-from rollchat.engine.core import Engine
+from rollchat.engine.core import EngineSettings
 from rollchat.memory.keeper import Memory
 from rollchat.memory.store import MemoryStore
 from rollchat.providers.base import (
@@ -72,9 +71,9 @@ def make_chat(tmp_path: Path, provider: object | None = None, *,
     store = SessionStore(sessions)
     store.ensure()
     memory = MemoryStore(sessions, agent.key, user_dir=tmp_path / "user")
-    engine = Engine(provider, model="offline", context=Context(system="You help."),  # type: ignore[arg-type]
+    engine = EngineSettings(provider, model="offline", system="You help.",  # type: ignore[arg-type]
                     max_output_tokens=500, temperature=None, retry=RetryPolicy(0, 0.0, 0.0))
-    session = Session(config=config, agent=agent, engine=engine, summary_provider=provider,  # type: ignore[arg-type]
+    session = Session(config=config, agent=agent, engine_settings=engine, summary_provider=provider,  # type: ignore[arg-type]
                       summary_model="offline", provider_name="offline", store=store,
                       confirm=lambda q: False, context_window=32_000,
                       memory=Memory(memory, provider, model="offline", timeout=timeout,

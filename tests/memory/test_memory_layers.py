@@ -17,8 +17,7 @@ import pytest
 
 from rollchat.config.settings import AgentConfig, Config, SessionConfig
 from rollchat.domain import Message
-from rollchat.engine.context import Context
-from rollchat.engine.core import Engine
+from rollchat.engine.core import EngineSettings
 from rollchat.events import TurnFinished
 from rollchat.memory.layers import (
     BLOCK_CLOSE,
@@ -89,9 +88,9 @@ def make(facts: Facts, window: int = 128_000, share: float = 0.1,
     config = Config(agents={"assistant": agent},
                     session=replace(SessionConfig(), **session))  # type: ignore[arg-type]
     store = InMemoryStore()
-    engine = Engine(provider, model="offline", context=Context(system=SYSTEM),
+    engine = EngineSettings(provider, model="offline", system=SYSTEM,
                     max_output_tokens=512, temperature=None, retry=RetryPolicy(0, 0.0, 0.0))
-    core = Session(config=config, agent=agent, engine=engine, summary_provider=provider,
+    core = Session(config=config, agent=agent, engine_settings=engine, summary_provider=provider,
                    summary_model="offline", provider_name="offline", store=store,
                    confirm=lambda question: False, context_window=window,
                    layers=MemoryLayers(source or facts, share=share, clock=Clock()))

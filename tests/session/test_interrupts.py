@@ -18,8 +18,7 @@ from rich.console import Console
 
 from rollchat.config.settings import AgentConfig, Config
 from rollchat.domain import Transcript
-from rollchat.engine.context import Context
-from rollchat.engine.core import Engine
+from rollchat.engine.core import EngineSettings
 from rollchat.providers.base import ChatRequest, RetryPolicy, StreamEvent
 from rollchat.providers.offline import OfflineProvider
 from rollchat.storage.store import SessionStore
@@ -321,7 +320,7 @@ def test_ctrl_c_held_while_the_summary_is_written(tmp_path: Path,
     provider = _StoppedSummary()
     store = SessionStore(tmp_path / "sessions")
     app = chat_app(config=Config(agents={"assistant": agent}), agent=agent,
-                  engine=Engine(provider, model="offline", context=Context(system="s"),
+                  engine_settings=EngineSettings(provider, model="offline", system="s",
                                 max_output_tokens=500, temperature=None,
                                 retry=RetryPolicy(0, 0.0, 0.0)),
                   summary_provider=provider, summary_model="offline", provider_name="offline",
@@ -362,8 +361,7 @@ def test_second_ctrl_c_during_the_local_fallback_keeps_the_summary(
     from rollchat.compaction import extractive
     from rollchat.compaction import request as summary_request
     from rollchat.config.settings import AgentConfig, Config
-    from rollchat.engine.context import Context
-    from rollchat.engine.core import Engine
+    from rollchat.engine.core import EngineSettings
     from rollchat.providers.base import RetryPolicy
     from rollchat.providers.offline import OfflineProvider
     from rollchat.storage.store import SessionStore
@@ -376,7 +374,7 @@ def test_second_ctrl_c_during_the_local_fallback_keeps_the_summary(
     out = io.StringIO()
     app = chat_app(
         config=Config(agents={"assistant": agent}), agent=agent,
-        engine=Engine(provider, model="offline", context=Context(system="s"),
+        engine_settings=EngineSettings(provider, model="offline", system="s",
                       max_output_tokens=500, temperature=None, retry=RetryPolicy(0, 0.0, 0.0)),
         summary_provider=provider, summary_model="offline", provider_name="offline",
         store=SessionStore(tmp_path / "s"), renderer=Renderer(Console(file=out),

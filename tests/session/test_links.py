@@ -32,8 +32,7 @@ README_HEADER = """# Assistant Conversation
 
 
 def _two_turns_then_compact(store: Store) -> tuple[str, Session]:
-    core, _, _ = make()
-    core.store = store
+    core, _, _ = make(store=store)
     run(core.turn("we decided to use redis for the cache"))
     run(core.turn("TODO: write tests for cache.py"))
     parent = core.state.session_id
@@ -71,15 +70,13 @@ def test_automatic_compaction_links_the_parent_too() -> None:
 def test_a_parent_resumed_twice_names_both_children_in_the_json_listing(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     store = SessionStore(root)
-    core, _, _ = make()
-    core.store = store
+    core, _, _ = make(store=store)
     run(core.turn("we decided to use redis for the cache"))
     parent = core.state.session_id or ""
     run(core.exit())
     children = []
     for n in range(2):
-        again, _, _ = make()
-        again.store = store
+        again, _, _ = make(store=store)
         run(again.resume(parent))
         run(again.turn(f"child {n} carries on"))
         children.append(again.state.session_id)

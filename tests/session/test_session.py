@@ -9,8 +9,7 @@ from dataclasses import replace
 import pytest
 
 from rollchat.config.settings import AgentConfig, Config, SessionConfig
-from rollchat.engine.context import Context
-from rollchat.engine.core import Engine
+from rollchat.engine.core import EngineSettings
 from rollchat.events import (
     AnswerStarted,
     CompactionFinished,
@@ -29,7 +28,7 @@ from rollchat.events import (
 from rollchat.providers.base import ChatRequest, RetryPolicy, StreamEvent, TextDelta
 from rollchat.providers.offline import OfflineProvider
 from rollchat.session.core import Session
-from rollchat.storage.store import InMemoryStore
+from rollchat.storage.store import InMemoryStore, Store
 from rollchat.tools import ARCHIVE_TOOL_NAME
 
 SYSTEM = "You are a test assistant."
@@ -50,16 +49,17 @@ class Recording:
         return [r for r in self.requests if r.purpose == purpose]
 
 
-def make(window: int = 128_000, **session: object) -> tuple[Session, InMemoryStore, Recording]:
+def make(window: int = 128_000, store: Store | None = None, name: str = "Assistant",
+         **session: object) -> tuple[Session, Store, Recording]:
     provider = Recording()
-    agent = AgentConfig(key="assistant", name="Assistant", provider="offline",
+    agent = AgentConfig(key="assistant", name=name, provider="offline",
                         system_prompt=SYSTEM, max_output_tokens=512)
     config = Config(agents={"assistant": agent},
                     session=replace(SessionConfig(), **session))  # type: ignore[arg-type]
-    store = InMemoryStore()
-    engine = Engine(provider, model="offline", context=Context(system=SYSTEM),
+    store = store or InMemoryStore()
+    engine = EngineSettings(provider, model="offline", system=SYSTEM,
                     max_output_tokens=512, temperature=None, retry=RetryPolicy(0, 0.0, 0.0))
-    core = Session(config=config, agent=agent, engine=engine, summary_provider=provider,
+    core = Session(config=config, agent=agent, engine_settings=engine, summary_provider=provider,
                    summary_model="offline", provider_name="offline", store=store,
                    confirm=lambda question: False, context_window=window)
     return core, store, provider
@@ -145,8 +145,7 @@ def test_resume_restores_from_the_summary_and_asks_before_another_agent() -> Non
     run(core.turn("we decided to use redis for the cache"))
     first = core.state.session_id
     run(core.exit())
-    again, _, provider = make()
-    again.store = store
+    again, _, provider = make(store=store)
     events = run(again.resume("1"))
     assert any(isinstance(e, Notice) and e.text.startswith("Found: ") for e in events)
     [ack] = [e.turn for e in of(events, TurnFinished)]
@@ -154,9 +153,7 @@ def test_resume_restores_from_the_summary_and_asks_before_another_agent() -> Non
     assert again.state.resumed_from == first
     [restore] = provider.of("restore")
     assert "redis" in restore.messages[0].content
-    other = replace(again.agent, name="Other")
-    third, _, _ = make()
-    third.store, third.agent = store, other
+    third, _, _ = make(store=store, name="Other")
     events = run(third.resume(first or ""))
     assert [e.text for e in of(events, Notice)] == ["Resume cancelled."]
 

@@ -26,8 +26,7 @@ import rollchat.storage.store
 from rollchat.cli.app import build_cli
 from rollchat.config.settings import AgentConfig, Config, UIConfig
 from rollchat.domain import Message
-from rollchat.engine.context import Context
-from rollchat.engine.core import Engine
+from rollchat.engine.core import EngineSettings
 from rollchat.providers.base import ChatRequest, RetryPolicy
 from rollchat.providers.offline import OfflineProvider
 from rollchat.storage.store import SessionStore
@@ -149,9 +148,9 @@ def make_chat(tmp_path: Path) -> Chat:
                                 force_terminal=False), interactive=False)
     provider = Recording(OfflineProvider(word_delay=0), [])
     root = tmp_path / "sessions"
-    engine = Engine(provider, model="offline", context=Context(system=SYSTEM),
+    engine = EngineSettings(provider, model="offline", system=SYSTEM,
                     max_output_tokens=1024, temperature=None, retry=RetryPolicy(0, 0.0, 0.0))
-    app = chat_app(config=config, agent=agent, engine=engine, summary_provider=provider,
+    app = chat_app(config=config, agent=agent, engine_settings=engine, summary_provider=provider,
                   summary_model="offline", provider_name="offline", store=SessionStore(root),
                   renderer=renderer, confirm=lambda q: False, context_window=200_000)
     return Chat(app, buffer, provider, root)

@@ -72,8 +72,7 @@ def rec(monkeypatch: pytest.MonkeyPatch) -> RecordingOS:
 def test_turns_rewrites_and_new_files_are_fsynced_in_order(tmp_path: Path,
                                                            rec: RecordingOS) -> None:
     root = tmp_path / "sessions"
-    core, _, _ = make()
-    core.store = SessionStore(root)
+    core, _, _ = make(store=SessionStore(root))
 
     def told(event: Event) -> None:
         if isinstance(event, TurnFinished) and event.turn.kind == "query":
@@ -134,8 +133,7 @@ def test_an_id_collision_never_truncates_the_session_there(
     # the new session is offered the taken id first
     monkeypatch.setattr(rollchat.storage.store, "new_ids", lambda key, now: [old.session_id, fresh])
     rec.links = links
-    core, _, _ = make()
-    core.store = store
+    core, _, _ = make(store=store)
     drain(core.turn("a new question"))
     assert core.state.session_id == fresh
     assert (root / old.file_name).read_bytes() == before

@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 
 from rollchat.config.settings import AgentConfig, Config, SessionConfig
 from rollchat.domain import Usage
-from rollchat.engine.context import Context
-from rollchat.engine.core import Engine
+from rollchat.engine.core import EngineSettings
 from rollchat.events import Event, Notice
 from rollchat.providers.base import (
     ChatRequest,
@@ -78,9 +77,9 @@ def _session(store: SessionStore, provider: Scripted) -> Session:
     agent = AgentConfig(key="assistant", name="Assistant", provider="offline",
                         system_prompt=SYSTEM, max_output_tokens=512)
     config = Config(agents={"assistant": agent}, session=replace(SessionConfig(), dir=store.root))
-    engine = Engine(provider, model="offline", context=Context(system=SYSTEM),
+    engine = EngineSettings(provider, model="offline", system=SYSTEM,
                     max_output_tokens=512, temperature=None, retry=RetryPolicy(0, 0.0, 0.0))
-    return Session(config=config, agent=agent, engine=engine, summary_provider=provider,
+    return Session(config=config, agent=agent, engine_settings=engine, summary_provider=provider,
                    summary_model="offline", provider_name="offline", store=store,
                    confirm=lambda question: False, context_window=128_000)
 

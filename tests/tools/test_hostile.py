@@ -20,8 +20,7 @@ from hypothesis import strategies as st
 
 from rollchat.config.load import load_config
 from rollchat.domain import SessionHeader, Summary, ToolCall, Transcript, Turn, Usage
-from rollchat.engine.context import Context
-from rollchat.engine.core import Engine
+from rollchat.engine.core import Engine, EngineSettings
 from rollchat.errors import ConfigError, TranscriptError
 from rollchat.providers.base import (
     ChatRequest,
@@ -337,9 +336,10 @@ def test_archive_tool_through_the_engine_stays_in_its_file(tmp_path: Path) -> No
         {"query": str(tmp_path / "secret.md")}, {"session": "link.md"},
         {"offset": "../../etc/passwd"}, {"query": "SECRET-AGENT", "limit": 50},
     ]
-    engine = Engine(_HostileModel(hostile), model="offline", context=Context(system="s"),
-                    max_output_tokens=200, temperature=None, retry=RetryPolicy(max_retries=0),
-                    tools={ARCHIVE_TOOL_NAME: archive_tool(SessionStore(sessions), "parent")})
+    engine = Engine(EngineSettings(
+        _HostileModel(hostile), model="offline", system="s", max_output_tokens=200,
+        temperature=None, retry=RetryPolicy(max_retries=0),
+        tools=(archive_tool(SessionStore(sessions), "parent"),)))
     turn = drain(engine.chat("read the archive")).turn
     assert turn.status == "ok" and turn.assistant == "done"
     assert len(turn.tools) == len(hostile)

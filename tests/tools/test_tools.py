@@ -20,8 +20,7 @@ from rollchat.domain import (
     Turn,
     Usage,
 )
-from rollchat.engine.context import Context
-from rollchat.engine.core import Engine
+from rollchat.engine.core import Engine, EngineSettings
 from rollchat.errors import ConfigError
 from rollchat.events import Event
 from rollchat.providers.base import RetryPolicy
@@ -359,9 +358,9 @@ def test_offline_model_reads_the_parent_through_the_engine(tmp_path: Path) -> No
                                       parent_of_parent=None, file_name=parent.name,
                                       summary=SUMMARY, archive_tool=True)
     assert "valkey" not in prompt.lower()
-    engine = Engine(OfflineProvider(), model="offline", context=Context(system="sys"),
-                    max_output_tokens=500, temperature=None, retry=RetryPolicy(max_retries=0),
-                    tools={ARCHIVE_TOOL_NAME: archive(parent)})
+    engine = Engine(EngineSettings(OfflineProvider(), model="offline", system="sys",
+                                   max_output_tokens=500, temperature=None,
+                                   retry=RetryPolicy(max_retries=0), tools=(archive(parent),)))
     events: list[Event] = []
     drain(engine.restore(prompt), events.append)
     turn = drain(engine.chat("What did we say about valkey?"), events.append).turn

@@ -18,8 +18,7 @@ from rollchat.compaction.extractive import condense
 from rollchat.compaction.request import SUMMARY_SYSTEM_PROMPT
 from rollchat.config.settings import AgentConfig, Config
 from rollchat.domain import Message, Summary
-from rollchat.engine.context import Context
-from rollchat.engine.core import Engine
+from rollchat.engine.core import EngineSettings
 from rollchat.providers.base import ChatRequest, RetryPolicy, ServerError, StreamEvent, TextDelta
 from rollchat.providers.offline import OfflineProvider
 from rollchat.session.core import Session
@@ -88,9 +87,9 @@ def make_app(tmp_path: Path, *, provider: Recording | None = None, agent_name: s
     renderer = Renderer(Console(file=buffer, width=200, color_system=None,
                                 force_terminal=False), interactive=False)
     store = SessionStore(tmp_path / "sessions")
-    engine = Engine(provider, model="offline", context=Context(system=SYSTEM),
+    engine = EngineSettings(provider, model="offline", system=SYSTEM,
                     max_output_tokens=1024, temperature=None, retry=RetryPolicy(0, 0.0, 0.0))
-    session = Session(config=config, agent=agent, engine=engine, summary_provider=provider,
+    session = Session(config=config, agent=agent, engine_settings=engine, summary_provider=provider,
                       summary_model="offline", provider_name="offline", store=store,
                       confirm=confirm, context_window=128_000)
     app = ChatApp(session, renderer)

@@ -14,8 +14,7 @@ from rich.console import Console
 
 from rollchat.config.settings import AgentConfig, Config
 from rollchat.domain import Turn, Usage
-from rollchat.engine.context import Context
-from rollchat.engine.core import Engine
+from rollchat.engine.core import EngineSettings
 from rollchat.providers.base import ChatRequest, RetryPolicy, StreamEvent
 from rollchat.providers.offline import OfflineProvider
 from rollchat.storage.store import InMemoryStore
@@ -189,10 +188,10 @@ def test_summary_spinner_says_done_only_on_success(tmp_path: Path) -> None:
     for summaries in (OfflineProvider(), _Interrupted()):
         console, buf = _console()
         agent = AgentConfig(key="a", name="A", provider="offline")
-        engine = Engine(OfflineProvider(), model="offline", context=Context(system="s"),
+        engine = EngineSettings(OfflineProvider(), model="offline", system="s",
                         max_output_tokens=500, temperature=None, retry=RetryPolicy(0, 0.0, 0.0))
         app = chat_app(renderer=Renderer(console, interactive=True),
-                       config=Config(agents={"a": agent}), agent=agent, engine=engine,
+                       config=Config(agents={"a": agent}), agent=agent, engine_settings=engine,
                        summary_provider=summaries, summary_model="offline",
                        provider_name="offline", store=InMemoryStore(), confirm=lambda q: False,
                        context_window=200_000)

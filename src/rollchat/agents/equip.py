@@ -1,6 +1,6 @@
-"""An agent's tools on the engine: the agent file's functions (in the file's order, so the
-request prefix is stable), the skills' ``load_skill`` tool and listing, the approval gate
-and the tool-round limit."""
+"""An agent's engine settings: the agent file's functions (in the file's order, so the request
+prefix is stable), the skills' ``load_skill`` tool and listing in the system prompt, the
+approval gate and the limits."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 
 from rollchat.agents.skills import Skill, load_skills, skill_tool, skills_prompt
 from rollchat.config.settings import AgentConfig
-from rollchat.engine.core import Engine
+from rollchat.engine.core import EngineSettings
 from rollchat.errors import ConfigError
+from rollchat.providers.base import Provider, RetryPolicy
 from rollchat.tools import Tool
 from rollchat.tools.approval import Asker, Gate, Mode
+from rollchat.tools.sources import ToolSource
 
 
 @dataclass(frozen=True)
@@ -32,14 +34,19 @@ def gather(agent: AgentConfig, tools: Sequence[Tool]) -> Equipment:
     return Equipment(tuple(tools), skills)
 
 
-def equip(engine: Engine, agent: AgentConfig, equipment: Equipment, *, ask: Asker) -> None:
-    for tool in equipment.tools:
-        engine.tools[tool.name] = tool
+def engine_settings(agent: AgentConfig, equipment: Equipment, *, provider: Provider,
+                    model: str, retry: RetryPolicy, ask: Asker,
+                    tool_sources: Sequence[ToolSource] = ()) -> EngineSettings:
+    """The settings of ``agent``'s engine: its tools (the file's, then the skills' tool), its
+    system prompt with the skills listed, its approval gate and limits."""
+    tools, system = list(equipment.tools), agent.system_prompt
     if equipment.skills:
-        tool = skill_tool(equipment.skills)
-        engine.tools[tool.name] = tool
-        engine.context.system = f"{engine.context.system}\n\n{skills_prompt(equipment.skills)}"
+        tools.append(skill_tool(equipment.skills))
+        system = f"{system}\n\n{skills_prompt(equipment.skills)}"
     mode: Mode = "auto" if agent.approval == "auto" else (
         "never" if agent.approval == "never" else "ask")
-    engine.gate = Gate(mode=mode, allow=agent.allow, deny=agent.deny, ask=ask)
-    engine.max_tool_rounds = agent.max_tool_rounds
+    return EngineSettings(
+        provider, model=model, system=system, max_output_tokens=agent.max_output_tokens,
+        temperature=agent.temperature, retry=retry, tools=tuple(tools),
+        gate=Gate(mode=mode, allow=agent.allow, deny=agent.deny, ask=ask),
+        max_tool_rounds=agent.max_tool_rounds, tool_sources=tuple(tool_sources))

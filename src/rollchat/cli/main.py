@@ -15,9 +15,11 @@ from rollchat.errors import StoreError
 
 if TYPE_CHECKING:  # imported when the chat starts, not for --help or sessions
     from rollchat.agents.equip import Equipment
-    from rollchat.config.settings import Config, ConfigOverrides
+    from rollchat.agents.file import LoadedAgent
+    from rollchat.config.settings import AgentConfig, Config, ConfigOverrides
     from rollchat.session.core import Session
     from rollchat.storage.store import Store
+    from rollchat.tools.sources import ToolSource
     from rollchat.ui.app import ChatApp
     from rollchat.ui.render import Renderer
 
@@ -64,11 +66,7 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
 
     env = dict(os.environ)
     cfg = load_config(config_path=config_path, env=env, cwd=Path.cwd(), overrides=overrides)
-    loaded = None
-    if agent_file is not None or cfg.agent.file is not None:  # user code: checked up front
-        from rollchat.agents.setup import config_with_agent_file
-
-        cfg, loaded = config_with_agent_file(cfg, agent_file, overrides, env, Path.cwd())
+    cfg, loaded = _load_agent_file(cfg, agent_file, overrides, env)  # user code: up front
     agent = cfg.agent
     name, reason = providers.resolve_provider_name(agent, env)
     providers.check_provider(name, agent, env)
@@ -87,11 +85,7 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     if cfg.trust_notice:
         renderer.warn(cfg.trust_notice)
     closers: list[Callable[[], None]] = []  # what the chat started (MCP servers)
-    equipment = None
-    if loaded is not None or agent.skills_dir is not None:  # (not on the bare path)
-        from rollchat.agents.equip import gather
-
-        equipment = gather(agent, loaded.tools if loaded is not None else ())
+    equipment = _equipment(agent, loaded)
     chat = Starting(lambda: _build_chat(cfg, env, name, model, renderer, interactive=interactive,
                                         yes=yes, no_fork=no_fork, closers=closers,
                                         equipment=equipment),
@@ -172,82 +166,47 @@ class _SessionBuilder:
         from rollchat.config.settings import ConfigOverrides
 
         cfg = replace(cfg, default_agent=key)
-        loaded = None
-        if cfg.agent.file is not None:
-            from rollchat.agents.setup import config_with_agent_file
-
-            cfg, loaded = config_with_agent_file(cfg, None, ConfigOverrides(), self.env, Path.cwd())
+        cfg, loaded = _load_agent_file(cfg, None, ConfigOverrides(), self.env)
         agent = cfg.agent
         name, _ = providers.resolve_provider_name(agent, self.env)
         providers.check_provider(name, agent, self.env)
         providers.check_provider(cfg.summary.provider or name, agent, self.env)
-        equipment = None
-        if loaded is not None or agent.skills_dir is not None:
-            from rollchat.agents.equip import gather
-
-            equipment = gather(agent, loaded.tools if loaded is not None else ())
         return self.session(cfg, name, agent.model or providers.DEFAULT_MODELS[name],
-                            equipment)
+                            _equipment(agent, loaded))
 
     def session(self, cfg: Config, name: str, model: str,
                 equipment: Equipment | None) -> Session:
         from rollchat import providers
+        from rollchat.agents.equip import Equipment, engine_settings
+        from rollchat.compaction.saved import summary_choice
         from rollchat.config.settings import word_delay
-        from rollchat.engine.context import Context
-        from rollchat.engine.core import Engine
         from rollchat.models.tokens import context_window
+        from rollchat.models.windows import WindowBook, default_path
         from rollchat.providers.base import RetryPolicy
         from rollchat.session.core import Session
-        from rollchat.ui.approve import piped_asker, terminal_asker, terminal_compact_asker
+        from rollchat.ui.approve import (
+            confirmer,
+            piped_asker,
+            terminal_asker,
+            terminal_compact_asker,
+        )
 
         cfg = replace(cfg, ui=replace(cfg.ui, offline_word_delay=word_delay(
             cfg.ui, sys.stdout.isatty())))
         agent, renderer, env = cfg.agent, self.renderer, self.env
         interactive, yes = self.interactive, self.yes
         provider = providers.build_provider(name, agent, cfg, env)
-        from rollchat.compaction.saved import summary_choice
-
         summary_name, summary_model = summary_choice(cfg.summary, name, model)
         summary_agent = replace(agent, provider=summary_name, model=summary_model)
         summary_provider = (provider if (summary_name, summary_model) == (name, model)
                             else providers.build_provider(summary_name, summary_agent, cfg, env))
         retry = cfg.retry
-        sources = []
-        if cfg.agent_mcp_servers:  # started now, in the background: the SDK loads there
-            from rollchat.tools.mcp import McpServers
-
-            servers = McpServers(cfg.agent_mcp_servers, env)
-            if self.closers is not None:
-                self.closers.append(servers.close)
-            servers.start()
-            sources.append(servers)
-        engine = Engine(
-            provider, model=model, context=Context(system=agent.system_prompt),
-            max_output_tokens=agent.max_output_tokens, temperature=agent.temperature,
+        settings = engine_settings(
+            agent, equipment or Equipment(), provider=provider, model=model,
             retry=RetryPolicy(retry.max_retries, retry.base_delay, retry.max_delay),
-            tool_sources=sources,
-        )
-        from rollchat.agents.equip import Equipment, equip
-
-        equip(engine, agent, equipment or Equipment(), ask=(piped_asker(yes=True) if yes else
-                                         terminal_asker(renderer) if interactive else
-                                         piped_asker(yes=False)))
-
-        def confirm(question: str) -> bool:
-            if yes:
-                return True
-            if not interactive:
-                renderer.error(question.replace("Continue? (y/n) ", "").strip()
-                               + " Refused without a terminal; pass --yes to continue anyway.")
-                return False
-            from prompt_toolkit.shortcuts import confirm as pt_confirm
-
-            from rollchat.ui.sanitize import harmless  # the question names another agent
-
-            return bool(pt_confirm(harmless(question.replace(" (y/n) ", ""))))
-
-        from rollchat.models.windows import WindowBook, default_path
-
+            ask=(piped_asker(yes=True) if yes else terminal_asker(renderer) if interactive
+                 else piped_asker(yes=False)),
+            tool_sources=self._tool_sources(cfg))
         windows = WindowBook(default_path())  # windows learned from this server's refusals
         override = cfg.context_window_override(model) or windows.get(agent.base_url, model)
         memory = None
@@ -256,12 +215,47 @@ class _SessionBuilder:
 
             memory = open_memory(cfg, summary_provider, summary_model)
         session = Session(
-            config=cfg, agent=agent, engine=engine, summary_provider=summary_provider,
-            summary_model=summary_model, provider_name=name, store=self.store,
-            confirm=confirm, context_window=context_window(model, override), windows=windows,
+            config=cfg, agent=agent, engine_settings=settings,
+            summary_provider=summary_provider, summary_model=summary_model,
+            provider_name=name, store=self.store,
+            confirm=confirmer(renderer, yes=yes, interactive=interactive),
+            context_window=context_window(model, override), windows=windows,
             fork_refusal=fork_refusal(no_fork=self.no_fork, interactive=interactive, yes=yes),
             memory=memory,
             ask_compact=terminal_compact_asker(renderer) if interactive else None,
         )
         session.state.save_failed = self.save_failed
         return session
+
+    def _tool_sources(self, cfg: Config) -> list[ToolSource]:
+        """The agent's MCP servers, started now, in the background (the SDK loads there)."""
+        if not cfg.agent_mcp_servers:
+            return []
+        from rollchat.tools.mcp import McpServers
+
+        servers = McpServers(cfg.agent_mcp_servers, self.env)
+        if self.closers is not None:
+            self.closers.append(servers.close)
+        servers.start()
+        return [servers]
+
+
+def _load_agent_file(cfg: Config, agent_file: Path | None, overrides: ConfigOverrides,
+                     env: dict[str, str]) -> tuple[Config, LoadedAgent | None]:
+    """The config whose agent is the agent file's (``agent_file``, else the agent's own
+    ``file``), and what it loaded; the config as it is when there is none."""
+    if agent_file is None and cfg.agent.file is None:
+        return cfg, None
+    from rollchat.agents.setup import config_with_agent_file
+
+    return config_with_agent_file(cfg, agent_file, overrides, env, Path.cwd())
+
+
+def _equipment(agent: AgentConfig, loaded: LoadedAgent | None) -> Equipment | None:
+    """The agent file's tools and the skills (ConfigError on a mistake: checked before the
+    chat starts); None on the bare path (neither), which loads nothing more."""
+    if loaded is None and agent.skills_dir is None:
+        return None
+    from rollchat.agents.equip import gather
+
+    return gather(agent, loaded.tools if loaded is not None else ())

@@ -147,7 +147,8 @@ class Summarizer:
     """Summaries with one provider, sized for one context budget."""
 
     def __init__(self, provider: Provider, *, model: str, config: SummaryConfig,
-                 budget: Budget, counter: TokenCounter) -> None:
+                 budget: Budget, counter: TokenCounter,
+                 refused: Callable[[ContextTooLongError, int], bool] | None = None) -> None:
         self.provider = provider
         self.model = model
         self.config = config
@@ -157,7 +158,7 @@ class Summarizer:
         self.resize(budget)
         # called when a summary request is refused as too long, with the error and the size
         # of the refused request; True when a smaller window was learned (see Session)
-        self.refused: Callable[[ContextTooLongError, int], bool] | None = None
+        self.refused = refused
 
     def resize(self, budget: Budget) -> None:
         """Use ``budget`` from now on (a smaller window was learned)."""

@@ -5,7 +5,7 @@ compaction begins."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 from rollchat.domain import Message
 from rollchat.engine.hygiene import (
@@ -24,8 +24,9 @@ def _quarter(text: str) -> int:
 
 
 @dataclass
-class Context:
-    """System prompt and messages, plus the size baseline.
+class WorkingContext:
+    """The model's working context: system prompt and messages, plus the size baseline (not
+    the memory layers' context block, nor a handoff's context: those ride in user messages).
 
     ``prefix_len`` leading messages are the stable prefix (a restored summary exchange).
     ``last_prompt_tokens`` is the prompt size the provider reported for the last call; it
@@ -43,7 +44,8 @@ class Context:
     covered: int = 0
     shrunk: int = 0
     keep_whole: int = KEEP_TOOL_RESULTS  # the last results always sent whole
-    allowance: int = 0  # tokens older results may take whole before they are shortened
+    # tokens older results may take whole before they are shortened (it follows the window)
+    allowance: Callable[[], int] = lambda: 0
     count: Callable[[str], int] = _quarter
     whole: list[tuple[int, int]] = field(default_factory=list)  # (position, tokens), oldest first
     # which messages a request sends (session.history: relevant, see history.py); None: all
@@ -62,7 +64,7 @@ class Context:
         if message.role == "tool" and not is_shortened(message):
             self.whole.append((len(self.messages) - 1, self.count(message.content)))
             older = self.whole[:max(len(self.whole) - self.keep_whole, 0)]
-            if sum(size for _, size in older) > self.allowance:
+            if sum(size for _, size in older) > self.allowance():
                 for i, size in older:
                     self._shorten(i, size)
                 self.whole = self.whole[len(older):]
@@ -108,6 +110,15 @@ class Context:
             self.append(message)
         self.prefix_len = prefix_len
 
+    def copy(self) -> WorkingContext:
+        """A copy that later changes to this context leave as it is (see ``revert_to``)."""
+        return replace(self, messages=list(self.messages), whole=list(self.whole))
+
+    def revert_to(self, saved: WorkingContext) -> None:
+        """Become ``saved`` again, a ``copy`` made earlier (``undo`` of a compaction)."""
+        for f in fields(WorkingContext):
+            setattr(self, f.name, getattr(saved, f.name))
+
     def rewrite(self, i: int, message: Message) -> None:
         """Replace message ``i`` (an edited summary): the requests' prefix changes, so the
         provider's last report no longer describes it (the next estimate counts it all)."""
@@ -121,8 +132,8 @@ class Context:
         return messages if self.select is None else self.select(messages, self.prefix_len)
 
 
-def estimate_prompt(counter: TokenCounter, context: Context, pending: Sequence[Message],
-                    tools: Sequence[ToolSpec] = ()) -> int:
+def estimate_prompt(counter: TokenCounter, context: WorkingContext,
+                    pending: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> int:
     """The size of the next prompt: the provider's last report plus a local count of what was
     added since; with no report (first call, after resume or compaction) a full local count
     (the tools' schemas included). A relevant history (``context.select``) sends a different
@@ -152,7 +163,7 @@ def tail_start(messages: Sequence[Message], prefix_len: int, keep_turns: int) ->
     return cut
 
 
-def tail_sizes(counter: TokenCounter, context: Context, most: int) -> tuple[int, ...]:
+def tail_sizes(counter: TokenCounter, context: WorkingContext, most: int) -> tuple[int, ...]:
     """Token sizes of the last ``most`` turns of the working context (oldest first), each a
     user message with everything up to the next one: what a compaction could keep."""
     messages = context.messages

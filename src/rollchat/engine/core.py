@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 from rollchat.domain import Message, ToolCall, ToolExchange, Turn, TurnKind, TurnStatus, Usage
-from rollchat.engine.context import Context
+from rollchat.engine.context import WorkingContext
 from rollchat.engine.hygiene import fit_tool_result, repair
 from rollchat.events import Event, Notice, Retrying, ToolFinished, ToolStarted
 from rollchat.interrupts import Terminated
@@ -67,45 +67,76 @@ class Answer:
 Stream = Generator[Event, None, Answer]
 
 
-class Engine:
-    """Runs model calls against one provider, keeping the working ``Context`` up to date."""
+def _now() -> datetime:
+    return datetime.now(timezone.utc).astimezone()
 
-    def __init__(
-        self,
-        provider: Provider,
-        *,
-        model: str,
-        context: Context,
-        max_output_tokens: int,
-        temperature: float | None,
-        retry: RetryPolicy,
-        tools: Mapping[str, Tool] | None = None,
-        clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc).astimezone(),
-        sleep: Callable[[float], None] = time.sleep,
-        # tokens a new tool result may take now (the turn in flight is in the context)
-        tool_result_limit: Callable[[], int] | None = None,
-        count: Callable[[str], int] | None = None,
-        tool_sources: Sequence[ToolSource] = (),
-    ) -> None:
-        self.provider = provider
-        self.model = model
-        self.context = context
-        self.max_output_tokens = max_output_tokens
-        self.temperature = temperature
-        self.retry = retry
-        self.tools = dict(tools or {})
-        self.gate = Gate()  # approval: every tool call passes through it (tools/approval.py)
-        self.max_tool_rounds = MAX_TOOL_ROUNDS
-        self.clock = clock
-        self.sleep = sleep
-        self.tool_result_limit = tool_result_limit
-        self.count = count  # the token counter the budget is measured with
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """What an agent's engine is built with: its provider and model, its system prompt (skills
+    included), its tools in the order they are offered (so the request prefix is stable), the
+    approval gate every call passes, its limits, and the sources of tools that come later."""
+
+    provider: Provider
+    model: str
+    system: str
+    max_output_tokens: int
+    temperature: float | None
+    retry: RetryPolicy
+    tools: tuple[Tool, ...] = ()
+    gate: Gate = field(default_factory=Gate)  # approval (tools/approval.py)
+    max_tool_rounds: int = MAX_TOOL_ROUNDS
+    tool_sources: tuple[ToolSource, ...] = ()  # tools that come later (MCP servers)
+    clock: Callable[[], datetime] = _now
+    sleep: Callable[[float], None] = time.sleep
+
+
+class Engine:
+    """Runs model calls against one provider, keeping the working context up to date.
+
+    Built with its settings and what the session measures with: the working context (None:
+    an empty one with the settings' system prompt), ``count`` (the token counter the budget
+    is measured with), ``tool_room`` (tokens a new tool result may take now; None: no limit)
+    and ``max_output_tokens`` (None: the settings')."""
+
+    def __init__(self, settings: EngineSettings, *, context: WorkingContext | None = None,
+                 count: Callable[[str], int] | None = None,
+                 tool_room: Callable[[], int] | None = None,
+                 max_output_tokens: int | None = None) -> None:
+        self.settings = settings
+        self.provider = settings.provider
+        self.model = settings.model
+        self.context = context if context is not None else WorkingContext(settings.system)
+        self.max_output_tokens = max_output_tokens or settings.max_output_tokens
+        self.tools = {t.name: t for t in settings.tools}
+        self.gate = settings.gate
+        self.tool_room = tool_room
+        self.count = count
         self.current_tools: list[ToolExchange] = []  # the turn in flight's, results whole
         # Tools that come later (MCP servers): collected when a context starts, i.e. before the
         # first message, then after each compaction or resume; never in between, so the
         # request prefix (the tool specs among it) stays byte-stable.
-        self.tool_sources = list(tool_sources)
-        self._collect: str | None = "wait" if self.tool_sources else None  # "due", "done"
+        self._collect: str | None = "wait" if settings.tool_sources else None  # "due", "done"
+
+    @property
+    def tool_sources(self) -> tuple[ToolSource, ...]:
+        return self.settings.tool_sources
+
+    @property
+    def max_tool_rounds(self) -> int:
+        return self.settings.max_tool_rounds
+
+    def limit_output(self, tokens: int) -> None:
+        """The most tokens an answer may take from now on (a smaller window was learned)."""
+        self.max_output_tokens = tokens
+
+    def new_context(self, system: str, tools: Sequence[Tool] = ()) -> None:
+        """A new working context begins (the session's start, a compaction, resume, fork or
+        clear) with the system prompt ``system`` and the session's own ``tools`` (the archive,
+        memory search), each in the place it had, new ones last. Before ``restore``/``clear``."""
+        self.context.system = system
+        for tool in tools:
+            self.tools[tool.name] = tool
 
     def offered(self) -> tuple[ToolSpec, ...]:
         """The tools' specs sent with chat requests: none when only companions are registered
@@ -120,7 +151,7 @@ class Engine:
         those still starting, unless Ctrl-C stops the wait); new names go after the existing
         ones, none is replaced."""
         wait, self._collect = self._collect == "wait", "done"
-        for source in self.tool_sources:
+        for source in self.settings.tool_sources:
             starting = source.waiting_for() if wait else []
             try:
                 if starting:
@@ -143,7 +174,7 @@ class Engine:
             system=self.context.system,
             messages=tuple(messages),
             max_output_tokens=self.max_output_tokens,
-            temperature=self.temperature,
+            temperature=self.settings.temperature,
             tools=self.offered() if purpose == "chat" else (),
             purpose=purpose,
             cache_prefix_messages=self.context.prefix_len,
@@ -162,7 +193,7 @@ class Engine:
         """
         if self._collect in ("wait", "due"):
             yield from self._collect_tools()
-        started = self.clock()
+        started = self.settings.clock()
         context = self.context
         mark = context.mark()
         self.current_tools = []
@@ -184,7 +215,7 @@ class Engine:
 
     def restore(self, prompt: str) -> Stream:
         """Send a restoration prompt in a fresh context; the exchange becomes the prefix."""
-        started = self.clock()
+        started = self.settings.clock()
         user = Message("user", prompt)
         flight = [user]
         result = yield from self._call(flight.append, lambda: repair(flight), "restore")
@@ -199,6 +230,16 @@ class Engine:
         self.context.reset([], prefix_len=0)
         if self._collect == "done":  # a new context: servers ready since then join now
             self._collect = "due"
+
+    def saved(self) -> tuple[WorkingContext, dict[str, Tool]]:
+        """A copy of the working context and of the tools, for ``put_back``."""
+        return self.context.copy(), dict(self.tools)
+
+    def put_back(self, context: WorkingContext, tools: Mapping[str, Tool]) -> None:
+        """The working context and tools ``saved`` earlier, again (``undo`` of a compact)."""
+        self.context.revert_to(context)
+        self.tools.clear()
+        self.tools.update(tools)
 
     def _turn(self, kind: TurnKind, started: datetime, user: str, result: CallResult) -> Turn:
         return Turn(
@@ -227,7 +268,7 @@ class Engine:
         error: ProviderError | None = None
         mark = 0
         try:
-            rounds = self.max_tool_rounds
+            rounds = self.settings.max_tool_rounds
             for round_number in range(rounds + 1):
                 if round_number and "".join(text).strip():
                     text.append(ROUND_SEPARATOR)  # the text before a tool call stays its own
@@ -279,7 +320,8 @@ class Engine:
         calls: list[ToolCall] = []
         usage = Usage()
         cleaner = StreamCleaner()  # the model's text is cleaned as it arrives
-        events = stream_with_retries(self.provider, request, self.retry, sleep=self.sleep,
+        events = stream_with_retries(self.provider, request, self.settings.retry,
+                                     sleep=self.settings.sleep,
                                      announce=True)
         try:
             for event in events:
@@ -317,13 +359,13 @@ class Engine:
         outcome = run_call(call, self.tools, self.gate)
         result = clean(outcome.result)  # tool output (and files tools read) enters here
         sent = result
-        if self.tool_result_limit is not None:
+        if self.tool_room is not None:
             count = self.count
             if count is None:
                 from rollchat.models.tokens import TokenCounter
 
                 count = TokenCounter(self.model).count_text
-            sent = fit_tool_result(result, self.tool_result_limit(), count, call.id)
+            sent = fit_tool_result(result, self.tool_room(), count, call.id)
         return ToolExchange(call, result), sent, outcome
 
 

@@ -47,7 +47,8 @@ def exchange_text(messages: Sequence[Message]) -> str:
 
 @dataclass
 class RelevantHistory:
-    """The ``relevant`` history selection, as ``Context.select``: the messages a request sends.
+    """The ``relevant`` history selection, as ``WorkingContext.select``: the messages a
+    request sends.
 
     The choice depends on the older exchanges and the current message only, so it is made
     once per turn and reused by the turn's tool rounds (which only add to the last exchange).

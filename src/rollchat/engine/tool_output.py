@@ -8,12 +8,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from rollchat.config.settings import ToolsConfig
-from rollchat.domain import Turn
-from rollchat.tools import ARCHIVE_TOOL_NAME
+from rollchat.domain import ToolExchange, Turn
+from rollchat.tools import Tool
 from rollchat.tools.archive import Found, archive_tool
 
 if TYPE_CHECKING:
-    from rollchat.engine.core import Engine
     from rollchat.models.tokens import TokenCounter
     from rollchat.storage.store import Store
 
@@ -25,34 +24,34 @@ PAGE_MARGIN = 20  # tokens a page read back leaves for its message's overhead
 class ToolOutput:
     """The limits for one session's tool results, following the model's window."""
 
-    def __init__(self, config: ToolsConfig, engine: Engine, counter: TokenCounter,
-                 window: int) -> None:
+    def __init__(self, config: ToolsConfig, counter: TokenCounter, window: int) -> None:
         self.config = config
-        self.engine = engine
         self.counter = counter
         self.limit = 1
-        engine.context.count = counter.count_text
         self.resize(window)
 
     def resize(self, window: int) -> None:
         """The window is known (or turned out smaller): the limits follow."""
         self.limit = self.config.max_result_tokens or max(window // WINDOW_SHARE, 1)
         self.limit = min(self.limit, window)
-        self.engine.context.allowance = OLDER_RESULTS * self.limit
+
+    def allowance(self) -> int:
+        """Tokens older results may take whole before they are shortened (see
+        WorkingContext.append)."""
+        return OLDER_RESULTS * self.limit
 
     def room(self, budget_tokens: int, estimate: int) -> int:
         """Tokens the next result may take: the limit, or less when the prompt is near the
         budget (it may not be compacted before the model has read the result)."""
         return min(self.limit, budget_tokens - estimate)
 
-    def install_archive(self, store: Store, parent_id: str | None,
-                        turns: Callable[[], Sequence[Turn]]) -> None:
-        """Register the archive tool for the previous session ``parent_id`` (None: none) and
-        this session's results, in the place it had (the tools' order stays the same)."""
-        engine = self.engine
+    def archive(self, store: Store, parent_id: str | None, turns: Callable[[], Sequence[Turn]],
+                current: Callable[[], Sequence[ToolExchange]]) -> Tool:
+        """The archive tool for the previous session ``parent_id`` (None: none) and this
+        session's results: of its ``turns``, and of the turn in flight (``current``)."""
 
         def find(call_id: str) -> Found | None:
-            for ex in reversed(engine.current_tools):
+            for ex in reversed(current()):
                 if ex.call.id == call_id:
                     return Found("the current turn", ex)
             for turn in reversed(turns()):
@@ -63,6 +62,5 @@ class ToolOutput:
                         return Found(f"{where} of this session", ex)
             return None
 
-        engine.tools[ARCHIVE_TOOL_NAME] = archive_tool(
-            store, parent_id, current=find, count=self.counter.count_text,
-            page_tokens=lambda: max(self.limit - PAGE_MARGIN, 1))
+        return archive_tool(store, parent_id, current=find, count=self.counter.count_text,
+                            page_tokens=lambda: max(self.limit - PAGE_MARGIN, 1))

@@ -32,7 +32,7 @@ from rollchat.text.wording import plural
 
 if TYPE_CHECKING:
     from rollchat.config.settings import Config
-    from rollchat.engine.core import Engine
+    from rollchat.tools import Tool
 
 Flow = Generator[Event, None, None]
 MAX_EXTRACT_SECONDS = 30.0
@@ -317,18 +317,17 @@ class Memory:
         return [*events, *self._extract(turns, session_id, True)]
 
     # ------------------------------------------------------------ the tool
-    def install(self, engine: Engine) -> None:
-        """Register ``memory_search`` (read-only): offered with every request while the
-        memory holds something when a session (or its child) starts, else only beside other
-        tools, so the offered tools never change between compactions."""
+    def search_tool(self) -> Tool:
+        """``memory_search`` (read-only), for a session (or its child) starting now: offered
+        with every request while the memory holds something, else only beside other tools,
+        so the offered tools never change between compactions."""
         from rollchat.memory.tool import memory_tool
-        from rollchat.tools import MEMORY_TOOL_NAME
 
         try:
             holds = bool(self.store.facts() or self.store.episodes())
         except RollchatError:
             holds = False
-        engine.tools[MEMORY_TOOL_NAME] = memory_tool(self.store, companion=not holds)
+        return memory_tool(self.store, companion=not holds)
 
 
 def open_store(cfg: Config) -> MemoryStore:

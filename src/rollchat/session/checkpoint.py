@@ -6,27 +6,25 @@ or SIGKILL during a long tool loop then loses no completed call, and resume pars
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable, Generator
+from typing import TypeVar
 
 from rollchat.domain import ToolExchange, Turn
-from rollchat.errors import StoreError
 from rollchat.events import Event, ToolFinished
 from rollchat.providers.base import TextDelta
-from rollchat.session.forks import open_file
 from rollchat.session.state import now
 
-if TYPE_CHECKING:
-    from rollchat.session.core import Session
-
 T = TypeVar("T")
+# Writes the turn so far (provisional, marked interrupted: see Recorder.write_pending).
+Write = Callable[[Turn], Generator[Event, None, None]]
 
 
-def checkpointed(flow: Generator[Event, None, T], session: Session,
+def checkpointed(flow: Generator[Event, None, T], write: Write, number: int,
                  user: str, context: str = "", block: str = "",
                  ) -> Generator[Event, None, T]:
-    """``flow`` (the engine's call for ``user``'s message), unchanged for its caller (events,
-    Ctrl-C thrown in, its result), with the turn so far written after each tool call ends."""
+    """``flow`` (the engine's call for ``user``'s message, query ``number``), unchanged for
+    its caller (events, Ctrl-C thrown in, its result), with the turn so far given to
+    ``write`` after each tool call ends."""
     text: list[str] = []
     tools: list[ToolExchange] = []
     started = now()
@@ -37,10 +35,9 @@ def checkpointed(flow: Generator[Event, None, T], session: Session,
                 text.append(event.text)
             elif isinstance(event, ToolFinished):
                 tools.append(ToolExchange(event.call, event.result))
-                turn = Turn("query", session.state.queries + 1, started, user, "".join(text),
-                            status="interrupted", tools=tuple(tools), context=context,
-                            context_block=block)
-                yield from _write(session, turn)
+                yield from write(Turn("query", number, started, user, "".join(text),
+                                      status="interrupted", tools=tuple(tools),
+                                      context=context, context_block=block))
             try:
                 yield event
             except GeneratorExit:
@@ -53,16 +50,3 @@ def checkpointed(flow: Generator[Event, None, T], session: Session,
     except StopIteration as stop:
         result: T = stop.value
         return result
-
-
-def _write(session: Session, turn: Turn) -> Generator[Event, None, None]:
-    state = session.state
-    if state.save_failed:
-        return
-    try:
-        live = state.live or (yield from open_file(
-            session.store, state, session.agent, session.engine.model, session.provider_name,
-            in_progress=True, cost=session.cost()))
-        live.write_pending(turn, session.agent.name)
-    except StoreError:
-        pass  # the turn's own save at its end reports a failing disk

@@ -2,15 +2,16 @@
 on. A session another process still has open is never written here: resuming it says so in one
 line and continues in a fork (a new child made from its summary, whose header says "Forked
 From"), or refuses with the reason. A parent that is not open elsewhere gets a forward link
-("Continued In") once its child's file exists."""
+("Continued In") once its child's file exists. The Recorder writes its turns."""
 
 from __future__ import annotations
 
 from collections.abc import Generator
 
 from rollchat.config.settings import AgentConfig
+from rollchat.domain import Turn
 from rollchat.errors import StoreError, TranscriptError
-from rollchat.events import Event, Notice
+from rollchat.events import Event, Notice, Saved
 from rollchat.session.state import SessionState
 from rollchat.storage.locks import SessionBusyError, busy_message
 from rollchat.storage.store import LiveSession, SessionInfo, Store
@@ -81,3 +82,57 @@ def link_parent(store: Store, state: SessionState) -> Generator[Event, None, Non
     except (StoreError, TranscriptError) as exc:
         yield Notice("warning", f"the link from {state.resumed_from} to this session was not "
                                 f"written: {exc}")
+
+
+class Recorder:
+    """Writes one agent's sessions to ``store``: each turn as it ends, the turn in progress
+    after each tool call (see checkpoint.py), and the file made at the first query."""
+
+    def __init__(self, store: Store, agent: AgentConfig, model: str, provider: str) -> None:
+        self.store, self.agent, self.model, self.provider = store, agent, model, provider
+
+    def _open(self, state: SessionState, in_progress: bool,
+              cost: float | None) -> Generator[Event, None, LiveSession]:
+        return open_file(self.store, state, self.agent, self.model, self.provider,
+                         in_progress=in_progress, cost=cost)
+
+    def ensure_file(self, state: SessionState) -> Generator[Event, None, str | None]:
+        """Make the session's file now (normally made at its first query); its id, or None
+        when nothing is saved."""
+        if state.live is None and not state.save_failed:
+            try:
+                yield from self._open(state, True, None)
+            except StoreError as exc:
+                state.save_failed = True
+                yield Notice("error", f"{exc} — the chat goes on in memory; nothing is saved "
+                                      "from now on.")
+        return state.session_id
+
+    def save(self, state: SessionState, turn: Turn, cost: float | None,
+             context_tokens: int) -> Generator[Event, None, None]:
+        """Append the turn to the session file (creating it at the first query), with the
+        totals so far in its header."""
+        if state.save_failed:
+            return
+        try:
+            live = state.live or (yield from self._open(state, False, cost))
+            live.append_turn(turn, self.agent.name)
+            live.set_totals(state.queries, state.billed, context_tokens, cost)
+        except StoreError as exc:
+            state.save_failed = True
+            yield Notice("error", f"{exc} — the chat goes on in memory; nothing is saved "
+                                  "from now on.")
+            return
+        yield Saved(live.session_id, live.file_name)
+
+    def write_pending(self, state: SessionState, turn: Turn,
+                      cost: float | None) -> Generator[Event, None, None]:
+        """The turn in progress, provisional (see checkpoint.py); a failing disk is reported
+        by the turn's own save at its end."""
+        if state.save_failed:
+            return
+        try:
+            live = state.live or (yield from self._open(state, True, cost))
+            live.write_pending(turn, self.agent.name)
+        except StoreError:
+            pass

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rollchat.domain import QUERY_KINDS, Summary, Turn
 from rollchat.events import Event, Notice, SummaryFinished, SummaryStarted
+from rollchat.session.handed import CONTEXT_TAG, Handed
 from rollchat.session.state import UNSAVED, now
 from rollchat.text.normalize import clean
 from rollchat.text.wording import plural
+
+__all__ = ["CONTEXT_TAG", "Handed", "hand_off", "handed_context", "latest_in_chain", "mention"]
 
 if TYPE_CHECKING:
     from rollchat.config.settings import AgentConfig, HandoffConfig
@@ -41,7 +43,6 @@ this those through to too under until up us very was we were what when where whi
 who whom why will with would you your yours yourself
 """
 _STOPWORDS = frozenset(_COMMON_WORDS.split())
-CONTEXT_TAG = "handoff-context"
 TRIMMED = " […cut to fit handoff.max_tokens]"
 
 Count = Callable[[str], int]
@@ -54,33 +55,6 @@ def mention(line: str) -> tuple[str, str] | None:
     if m is None:
         return None
     return m[1], text[m.end():].strip()
-
-
-@dataclass(frozen=True)
-class Handed:
-    """What agent NAME receives with the message: ``body`` (empty: nothing to hand over) from
-    ``agent``'s session ``session_id``, chosen by ``strategy``."""
-
-    agent: str
-    session_id: str | None
-    strategy: str
-    body: str
-    what: str  # e.g. "a summary", "3 turns most relevant to the message"
-    tokens: int
-
-    def wrap(self, message: str) -> str:
-        """The user message NAME is sent: the marked context block, then the message."""
-        if not self.body:
-            return message
-        agent = self.agent.replace('"', "'")
-        return (f'<{CONTEXT_TAG} from="{agent}" session="{self.session_id or UNSAVED}" '
-                f'strategy="{self.strategy}">\n{self.body}\n</{CONTEXT_TAG}>\n\n{message}')
-
-    @property
-    def note(self) -> str:
-        """The ``Context`` of NAME's turn in its transcript: who handed it over, and what."""
-        head = f"Handed from {self.agent} ({self.session_id or UNSAVED}) with {self.what}"
-        return f"{head}:\n{self.body}" if self.body else f"{head}."
 
 
 # ------------------------------------------------------------------ choosing the context
@@ -171,7 +145,7 @@ def handed_context(session: Session, message: str) -> Generator[Event, None, Han
 
     def handed(body: str, what: str, strategy: str = cfg.strategy) -> Handed:
         body = trim(body, cfg.max_tokens, count)
-        return Handed(agent, sid, strategy, body, what, count(body) if body else 0)
+        return Handed(agent, sid or UNSAVED, strategy, body, what, count(body) if body else 0)
 
     if not turns:
         if state.parent_summary is None:

@@ -1,73 +1,51 @@
-"""The flows of living with many sessions, beside the core ones of session.py: ``fork`` (a new
-child from a summary, the original left open), ``clear`` (a fresh session, nothing carried),
-``undo`` of a compaction, and showing or editing the restored summary. Each takes the Session
-and yields events, like the core flows."""
+"""The flows of living with many sessions, beside the core ones: ``undo`` of a compaction,
+``fork`` (a new child from a summary, the original left open), ``clear`` (a fresh session,
+nothing carried), and showing or editing the restored summary. Session calls them with what
+each needs; the flows that start another session return its state."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Generator
+from dataclasses import replace
 
 from rollchat.compaction.policy import PolicyState
 from rollchat.domain import Message, Summary
-from rollchat.engine.context import Context
+from rollchat.engine.core import Engine
 from rollchat.errors import RollchatError, StoreError, TranscriptError, UsageError
 from rollchat.events import Event, Notice
-from rollchat.session.state import SessionState, now
+from rollchat.session.compactor import Compactor, saved_notice
+from rollchat.session.state import SessionState, UndoPoint, now
+from rollchat.storage.store import Store
 from rollchat.text.wording import plural
 
-if TYPE_CHECKING:
-    from collections.abc import Generator
-
-    from rollchat.session.core import Flow, Session
-    from rollchat.tools import Tool
-
-
-@dataclass
-class UndoPoint:
-    """What a ``compact`` replaced, to put it back while its child has had no turn."""
-
-    data: bytes | None  # the parent's file before the compaction (None: it had none)
-    state: SessionState
-    context: Context
-    tools: dict[str, Tool]
-    guards: PolicyState
-    child: SessionState | None = None  # the session the compaction started
-
-
-def _copy(context: Context) -> Context:
-    return replace(context, messages=list(context.messages), whole=list(context.whole))
-
-
-def _put_back(context: Context, saved: Context) -> None:
-    for f in fields(Context):
-        setattr(context, f.name, getattr(saved, f.name))
+Flow = Generator[Event, None, None]
 
 
 # ---------------------------------------------------------------------- compact (undoable)
 
 
-def compact(session: Session, focus: str | None = None) -> Flow:
-    """``compact``, remembering what it replaces so that ``undo`` can put it back."""
-    state, store = session.state, session.store
+def undo_point(state: SessionState, store: Store, engine: Engine,
+               guards: PolicyState) -> UndoPoint:
+    """What a ``compact`` of ``state`` is about to replace (its file as it is now)."""
     data = None
     if state.live is not None and not state.save_failed:
         try:
             data = store.snapshot(state.live.session_id)
         except StoreError:
             data = None
-    point = UndoPoint(data, state, _copy(session.engine.context), dict(session.engine.tools),
-                      session.guards)
-    session.undo = None
-    yield from session.compact(focus)
-    if session.state is not state and (data is not None or state.live is None):
-        point.child = session.state
-        session.undo = point
+    context, tools = engine.saved()
+    return UndoPoint(data, state, context, tools, guards)
 
 
-def _why_no_undo(session: Session) -> str:
-    state, point = session.state, session.undo
+def undoable(point: UndoPoint, child: SessionState) -> UndoPoint | None:
+    """``point`` once its ``compact`` started ``child``; None when it cannot be undone."""
+    if child is point.state or (point.data is None and point.state.live is not None):
+        return None
+    point.child = child
+    return point
+
+
+def why_no_undo(state: SessionState, point: UndoPoint | None) -> str:
     if point is not None and point.child is state:
         return (f"the new session already has {plural(state.queries, 'query')}, so the "
                 f"compaction can no longer be undone (resume {point.state.session_id} to go "
@@ -79,76 +57,55 @@ def _why_no_undo(session: Session) -> str:
            "message"
 
 
-def undo(session: Session) -> Flow:
+def undo(point: UndoPoint | None, child: SessionState, store: Store,
+         engine: Engine) -> SessionState:
     """Go back to the session before the last ``compact``: its file byte for byte as it was
     (summary block removed), its working context, its tools; the child, which has had no
-    turn and so has no file, is dropped."""
-    point, child = session.undo, session.state
+    turn and so has no file, is dropped. The parent's state (UsageError: nothing to undo)."""
     if point is None or point.child is not child or child.live is not None or child.turns:
-        raise UsageError(f"Cannot undo: {_why_no_undo(session)}.")
+        raise UsageError(f"Cannot undo: {why_no_undo(child, point)}.")
     parent = point.state
     if point.data is not None and parent.live is not None:
         try:
-            parent.live = session.store.reopen(parent.live.session_id, point.data)
+            parent.live = store.reopen(parent.live.session_id, point.data)
         except (StoreError, TranscriptError) as exc:
             raise RollchatError(f"Cannot undo: {exc}") from None
     child.close()
-    session.state, session.guards, session.undo = parent, point.guards, None
     parent.summary_failed = False
-    _put_back(session.engine.context, point.context)
-    session.engine.tools.clear()
-    session.engine.tools.update(point.tools)
-    yield Notice("info", f"Undone: back in {parent.session_id or 'the session'} as it was "
-                         "before 'compact' (its summary removed; the new session was never "
-                         "saved).")
+    engine.put_back(point.context, point.tools)
+    return parent
 
 
 # ---------------------------------------------------------------------- fork and clear
 
 
-def fork(session: Session, ref: str | None = None) -> Flow:
-    """A new session from a summary, the original left open (no ``Continued In`` link; its
-    header says ``Forked From``): of the saved session ``ref``, or of the current one (saved
-    with its summary first, as ``exit`` does)."""
-    if ref:
-        from rollchat.storage.store import resolve
-
-        info = resolve(ref, session.store.list_sessions(exclude=session.state.session_id))
-        yield from session.resume(info.session_id, fork=True)
-        if session.state.resumed_from == info.session_id:
-            yield Notice("info", f"Forked {info.session_id}: this is a new session from its "
-                                 f"summary; {info.session_id} itself is left as it was.")
-        return
-    state = session.state
+def fork(compactor: Compactor, state: SessionState) -> Flow:
+    """A new session from the summary of ``state`` (saved with it first, as ``exit`` does),
+    ``state`` left open."""
     if not state.queries:
         raise UsageError("Nothing to fork yet: this session has no queries ('fork N|ID' forks "
                          "a saved session).")
-    summary = yield from session._finalize()
+    summary = yield from compactor.finalize(state)
     assert summary is not None
-    yield session.saved_notice()
-    session.undo = None
+    yield saved_notice(state, compactor.around.store)
     parent = replace(state.as_parent(summary), forked=True, by_user=True)
-    yield from session._start_child(parent)
-    session.guards = PolicyState()
+    yield from compactor.start_child(state, parent)
+    compactor.reset()
     name = state.session_id
     yield Notice("info", f"Forked {name or 'the session'}: this is a new session from its "
                          "summary" + (f"; {name} stays open ('resume {name}' continues it)."
                                       if name else "."))
 
 
-def clear(session: Session) -> Flow:
-    """A fresh session: no parent link, nothing carried. The current one is saved with its
-    summary first, as ``exit`` does."""
-    state = session.state
+def clear(compactor: Compactor, state: SessionState) -> Generator[Event, None, SessionState]:
+    """A fresh session: no parent link, nothing carried. ``state`` is saved with its summary
+    first, as ``exit`` does; the fresh session's state."""
     if state.queries:
-        yield from session._finalize()
-        yield session.saved_notice()
+        yield from compactor.finalize(state)
+        yield saved_notice(state, compactor.around.store)
     state.close()
-    session.state = SessionState(started=now())
-    session.engine.clear()
-    session.output.install_archive(session.store, None, lambda: session.state.turns)
-    session.guards, session.undo = PolicyState(), None
-    yield Notice("info", "Cleared: a fresh session, with no parent and nothing carried over.")
+    compactor.reset()
+    return SessionState(started=now())
 
 
 # ---------------------------------------------------------------------- the restored summary
@@ -160,9 +117,8 @@ def _body(summary: Summary) -> str:
     return "\n".join(render_summary_block(summary).split("\n")[1:-2]) + "\n"
 
 
-def show_summary(session: Session) -> Flow:
+def show_summary(state: SessionState) -> Flow:
     """The summary this session was restored from (what the model was given)."""
-    state = session.state
     summary = state.parent_summary
     if summary is None:
         yield Notice("info", "This session has no restored summary: it did not start from "
@@ -195,12 +151,12 @@ def _parse_edit(text: str) -> Summary:
     return summary
 
 
-def edit_summary(session: Session, edit: Callable[[str], str]) -> Generator[Event, None, None]:
+def edit_summary(state: SessionState, engine: Engine, store: Store,
+                 confirm: Callable[[str], bool], edit: Callable[[str], str]) -> Flow:
     """``summary edit``: ``edit`` (the user's editor) changes the restored summary's text; a
     valid change becomes the working context (the restoration message is rewritten, so the
     provider's prompt cache misses once) and is written into the parent's summary block,
     marked as edited by the user. An invalid one can be edited again or discarded."""
-    state = session.state
     old = state.parent_summary
     if old is None:
         raise UsageError("This session has no restored summary to edit: it did not start from "
@@ -215,7 +171,7 @@ def edit_summary(session: Session, edit: Callable[[str], str]) -> Generator[Even
         try:
             new = _parse_edit(new_text)
         except TranscriptError as exc:
-            if not session.confirm(f"The edited summary cannot be used: {exc}. Edit it again? "
+            if not confirm(f"The edited summary cannot be used: {exc}. Edit it again? "
                                    "(y/n) "):
                 yield Notice("info", "Edit discarded: the summary is unchanged.")
                 return
@@ -224,13 +180,14 @@ def edit_summary(session: Session, edit: Callable[[str], str]) -> Generator[Even
         yield Notice("info", "Summary unchanged.")
         return
     new = replace(new, edited=now().isoformat(timespec="seconds"))
-    yield from _use_summary(session, old, new)
+    yield from _use_summary(state, engine, store, old, new)
 
 
-def _use_summary(session: Session, old: Summary, new: Summary) -> Flow:
+def _use_summary(state: SessionState, engine: Engine, store: Store, old: Summary,
+                 new: Summary) -> Flow:
     from rollchat.storage.transcript import render_summary_block
 
-    state, context = session.state, session.engine.context
+    context = engine.context
     before, after = render_summary_block(old), render_summary_block(new)
     first = context.messages[0] if context.prefix_len and context.messages else None
     if first is None or before not in first.content:
@@ -245,7 +202,7 @@ def _use_summary(session: Session, old: Summary, new: Summary) -> Flow:
     where = "this session's working context"
     if parent is not None:
         try:
-            session.store.replace_summary(parent, new)
+            store.replace_summary(parent, new)
         except (StoreError, TranscriptError) as exc:
             yield Notice("warning", f"the edit is used here but was not written to {parent}: "
                                     f"{exc}")

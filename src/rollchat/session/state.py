@@ -7,12 +7,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
+from rollchat.compaction.policy import PolicyState
 from rollchat.compaction.summarizer import Background
 from rollchat.domain import QUERY_KINDS, Summary, Turn, Usage
+from rollchat.engine.context import WorkingContext
+from rollchat.errors import UsageError
 from rollchat.models.prices import ChainCost
 from rollchat.providers.base import AuthError, ContextTooLongError, ProviderError
 from rollchat.storage.store import LiveSession
 from rollchat.text.wording import human_tokens, plural
+from rollchat.tools import Tool
 
 CARRIED_PREFIX = "Carried over verbatim from "
 UNSAVED = "(unsaved)"
@@ -58,6 +62,21 @@ class SessionState:
             self.tokens += turn.usage.total
             self.usage += turn.usage
 
+    def set_title(self, text: str) -> str:
+        """The title ``text`` (one line, trimmed: see titles.py), in the header now or, before
+        the file exists, when it is made. UsageError when the text is empty; StoreError when
+        the file cannot be rewritten."""
+        from rollchat.storage.titles import user_title
+
+        try:
+            title = user_title(text)
+        except ValueError as exc:
+            raise UsageError(f"{exc}: title NEW TITLE") from None
+        if self.live is not None:
+            self.live.set_title(title)
+        self.title = title
+        return title
+
     def close(self) -> None:
         """Let go of the session file (saved): other processes may resume or link it now."""
         if self.live is not None:
@@ -90,6 +109,37 @@ class SessionState:
         """This session, summarized, as the parent of the child that continues it."""
         return Parent(self.session_id, self.live.file_name if self.live else None, summary,
                       self.started, self.queries, self.tokens, self.resumed_from)
+
+
+def session_title(state: SessionState) -> str | None:
+    """The title a session has so far: the user's, else its first query's first line."""
+    from rollchat.storage.titles import first_line_title
+
+    if state.title:
+        return state.title
+    first = next((t.user for t in state.turns if t.kind == "query"), None)
+    return first_line_title(first) or None
+
+
+def saved_title(state: SessionState, summary: Summary) -> str | None:
+    """The title a session's file has once ``summary`` is saved (see ``render_finalized``):
+    the one it was given, else the summary's, else its first query's first line."""
+    from rollchat.storage.titles import model_title
+
+    return (state.title or (model_title(summary.title) if summary.title else None)
+            or session_title(state))
+
+
+@dataclass
+class UndoPoint:
+    """What a ``compact`` replaced, to put it back while its child has had no turn."""
+
+    data: bytes | None  # the parent's file before the compaction (None: it had none)
+    state: SessionState
+    context: WorkingContext
+    tools: dict[str, Tool]
+    guards: PolicyState
+    child: SessionState | None = None  # the session the compaction started
 
 
 @dataclass(frozen=True)
@@ -138,8 +188,14 @@ def carried_turns(turns: Sequence[Turn], count: int, parent_id: str) -> list[Tur
             for i, t in enumerate(kept)]
 
 
-def failure_hint(error: ProviderError | None, too_big_message: bool) -> str:
-    """What to do about an answer that failed, by the kind of failure."""
+def failure_hint(error: ProviderError | None, too_big_message: bool,
+                 auto_off: bool = False) -> str:
+    """What to do about an answer that failed, by the kind of failure (``auto_off``:
+    automatic compaction is off, so a conversation too long for the window stays so)."""
+    if auto_off and isinstance(error, ContextTooLongError):  # the conversation, not the message
+        return ("The conversation no longer fits the model's window and automatic compaction "
+                "is off: type 'compact' (or 'auto on'), then press Up and Enter to send your "
+                "message again (it is kept in the transcript and the history).")
     if too_big_message or isinstance(error, ContextTooLongError):
         return "Shorten or split the message (it is kept in the transcript and the history)."
     if isinstance(error, AuthError):

@@ -65,29 +65,24 @@ class ChatApp:
         self.run(self.session.turn(text))
 
     def compact(self, focus: str | None = None) -> None:
-        from rollchat.session import ops as session_ops
-        self.run(session_ops.compact(self.session, focus))
+        self.run(self.session.compact(focus, undoable=True))
 
     def fork(self, ref: str | None = None) -> None:
-        from rollchat.session import ops as session_ops
-        self.run(session_ops.fork(self.session, ref))
+        self.run(self.session.fork(ref))
 
     def clear(self) -> None:
-        from rollchat.session import ops as session_ops
-        self.run(session_ops.clear(self.session))
+        self.run(self.session.clear())
 
     def undo(self) -> None:
-        from rollchat.session import ops as session_ops
-        self.run(session_ops.undo(self.session))
+        self.run(self.session.undo())
 
     def summary(self, edit: bool = False) -> None:
-        from rollchat.session import ops as session_ops
         if not edit:
-            self.run(session_ops.show_summary(self.session))
+            self.run(self.session.show_summary())
             return
         from rollchat.ui.editor import edit_text
 
-        self.run(session_ops.edit_summary(self.session, edit_text))
+        self.run(self.session.edit_summary(edit_text))
 
     def resume(self, ref: str) -> None:
         self.run(self.session.resume(ref))

@@ -26,6 +26,7 @@ from rollchat.providers.base import (
     UsageEvent,
 )
 from rollchat.providers.offline import tooluse
+from rollchat.session.handed import split_handed
 from rollchat.storage.transcript import SUMMARY_START, parse_summary_body, render_summary_block
 from rollchat.text import phrases
 from rollchat.tools import ARCHIVE_TOOL_NAME as ARCHIVE_TOOL
@@ -190,7 +191,7 @@ class OfflineProvider:
                                             f"offline_call_{len(messages)}")
         if requested is not None:
             return requested
-        handed, latest = _handed(messages[last].content)
+        handed, latest = split_handed(messages[last].content)
         latest = phrases.plain_text(latest)
         history = [*messages[:last], *([Message("user", handed)] if handed else [])]
         wanted = tooluse.asked_tool(latest, request.tools, skip=(ARCHIVE_TOOL,))
@@ -218,15 +219,6 @@ class OfflineProvider:
                 text = f"Let me look for {_bold(words)} in the previous session's transcript."
                 return text, call
         return _compose(latest, words, found), None
-
-
-def _handed(text: str) -> tuple[str, str]:
-    """(the context another agent handed over, the message) of a user message that opens with
-    a handoff context block (see rollchat.session.handoff); ("", text) for any other."""
-    from rollchat.session.handoff import CONTEXT_TAG
-
-    m = re.match(rf"<{CONTEXT_TAG} [^>\n]*>\n(.*?)\n</{CONTEXT_TAG}>\n\n", text, re.DOTALL)
-    return (m[1], text[m.end():]) if m else ("", text)
 
 
 def _recall_answer(history: Sequence[Message], latest: str) -> str | None:
