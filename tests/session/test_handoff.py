@@ -15,7 +15,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from rollchat import providers
-from rollchat.cli import main as cli
+from rollchat.cli import start as cli
 from rollchat.cli.app import build_cli
 from rollchat.config.load import load_config
 from rollchat.config.settings import AgentConfig, Config, ConfigOverrides

@@ -1,6 +1,6 @@
 """The chat's command line: ``rollchat [OPTIONS]`` (the app's callback, whose options also count
 for the subcommand after them), and ``pick`` and ``fork``, which start the chat from a saved
-session. What the chat is built from lives in cli/main.py (``start_chat``)."""
+session. What the chat is built from lives in cli/start.py (``start_chat``)."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def start(before: Given, *, resume: str | None = None, choose: str | None = None
           fork: str | None = None) -> NoReturn:
     """Run the chat the options describe until it ends, then exit with its status: a mistake
     in the config or the options exits 2 with one line, any other error 1."""
-    from rollchat.cli.main import start_chat
+    from rollchat.cli.start import start_chat
     from rollchat.config.settings import ConfigOverrides
 
     flags = before.chat

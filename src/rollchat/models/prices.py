@@ -9,11 +9,21 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # (the footer's ``money`` is drawn by the renderer, loaded before the prompt)
     from rollchat.domain import Usage
-    from rollchat.storage.listing import SessionInfo
+
+
+class Linked(Protocol):
+    """A listed session as a chain's cost reads it (storage.listing.SessionInfo is one)."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def resumed_from(self) -> str | None: ...
+    @property
+    def cost(self) -> float | None: ...
 
 
 @dataclass(frozen=True)
@@ -157,14 +167,13 @@ class ChainCost:
         return self.sessions > self.unpriced
 
 
-def chain_of(info: SessionInfo,
-             sessions: Iterable[SessionInfo] | Mapping[str, SessionInfo]) -> ChainCost:
+def chain_of(info: Linked, sessions: Iterable[Linked] | Mapping[str, Linked]) -> ChainCost:
     """The chain ending at ``info``, from the listed sessions' recorded costs (a missing
     parent ends it). ``sessions`` by id (a Mapping) when asking for many chains."""
     by_id = sessions if isinstance(sessions, Mapping) else {s.session_id: s for s in sessions}
-    lineage: list[SessionInfo] = []
+    lineage: list[Linked] = []
     seen: set[str] = set()
-    current: SessionInfo | None = info
+    current: Linked | None = info
     while current is not None and current.session_id not in seen:
         lineage.append(current)
         seen.add(current.session_id)
