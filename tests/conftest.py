@@ -1,13 +1,21 @@
-"""Shared fixtures. The network guard makes any connection outside 127.0.0.1 fail loudly."""
+"""Shared fixtures, for every test: no connection outside 127.0.0.1 (it fails loudly); HOME
+and the XDG directories in a fresh temporary directory (the real user config is never read);
+Python children with a bytecode cache; no child process left running after its test."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import socket
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import pexpect
 import pytest
+
+from tests.e2e import PYCACHE, user_dirs
 
 # A shell that starts pytest in the background (``pytest &``) makes it ignore SIGINT, and
 # Python then installs no KeyboardInterrupt handler: the tests that press Ctrl-C on this very
@@ -15,6 +23,26 @@ import pytest
 # when started from a terminal; the children the pty tests start reset theirs (e2e.py).
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# Under pytest-xdist (the README's ``-n 2 --dist loadgroup``) these modules run on one worker,
+# one test at a time: they send signals and wait for deadlines, lock waits and timers, or start
+# eight processes at once (test_concurrency), so none of them runs beside another of them.
+# Each test in them still gives a loaded machine slack on its own.
+ONE_AT_A_TIME = ("tests/session/test_signals.py", "tests/session/test_interrupts.py",
+                 "tests/storage/test_locks.py", "tests/storage/test_concurrency.py",
+                 "tests/storage/test_crash.py", "tests/memory/test_memory_deadline.py")
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    paths = {_ROOT / name for name in ONE_AT_A_TIME}
+    missing = sorted(str(path) for path in paths if not path.is_file())
+    if missing:  # a module moved: keep the list true
+        raise pytest.UsageError(f"tests/conftest.py ONE_AT_A_TIME: no such file {missing}")
+    for item in items:
+        if item.path in paths:
+            item.add_marker(pytest.mark.xdist_group("one-at-a-time"))
+
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
@@ -45,3 +73,57 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
                 "ROLLCHAT_MODEL", "ROLLCHAT_BASE_URL", "ROLLCHAT_AGENT"):
         monkeypatch.delenv(var, raising=False)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _user_dirs(tmp_path_factory: pytest.TempPathFactory,
+               monkeypatch: pytest.MonkeyPatch) -> None:
+    """HOME and XDG_{CONFIG,DATA,STATE,CACHE}_HOME in a directory of this test's own, for the
+    test and the children it starts: platformdirs reads them at each call, so neither sees a
+    real ``~/.config/rollchat/config.yml``, history or memory. The children also get the shared
+    bytecode cache (see tests/e2e.py) instead of an inherited PYTHONDONTWRITEBYTECODE."""
+    home = tmp_path_factory.mktemp("home")
+    for var, value in user_dirs(home).items():
+        monkeypatch.setenv(var, value)
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(PYCACHE))
+
+
+@pytest.fixture(autouse=True)
+def _reaped_children(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every process a test starts (subprocess, pexpect, or rollchat itself in-process) is
+    gone when the test ends, however it ended (a failure, pytest-timeout, Ctrl-C): one still
+    running is killed and reaped, so none outlives an interrupted run."""
+    started: list[subprocess.Popen[Any] | pexpect.spawn] = []
+    popen_init, spawn_init = subprocess.Popen.__init__, pexpect.spawn.__init__
+
+    def track_popen(self: subprocess.Popen[Any], *args: Any, **kwargs: Any) -> None:
+        popen_init(self, *args, **kwargs)
+        started.append(self)
+
+    def track_spawn(self: pexpect.spawn, *args: Any, **kwargs: Any) -> None:
+        spawn_init(self, *args, **kwargs)
+        started.append(self)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", track_popen)
+    monkeypatch.setattr(pexpect.spawn, "__init__", track_spawn)
+    yield
+    for child in started:
+        _reap(child)
+
+
+def _reap(child: subprocess.Popen[Any] | pexpect.spawn) -> None:
+    if isinstance(child, pexpect.spawn):
+        if not child.closed:
+            with contextlib.suppress(Exception):  # (it may be half gone already)
+                child.close(force=True)
+        return
+    if child.poll() is None:
+        with contextlib.suppress(OSError):
+            child.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=10)
+    for stream in (child.stdin, child.stdout, child.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()

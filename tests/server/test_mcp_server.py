@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from rollchat.cli.app import build_cli
 from tests.compact_fixtures import OFFLINE_CONFIG, PARENT_SUMMARY, make_sessions, snapshot
+from tests.e2e import PYCACHE, user_dirs
 
 TOOLS = {"list_sessions", "search_sessions", "read_session", "compact_session"}
 
@@ -28,9 +29,8 @@ def _params(tmp_path: Path, sessions: Path, config: Path, **env: str) -> StdioSe
     return StdioServerParameters(
         command=sys.executable, args=["-m", "rollchat", "mcp", "--sessions-dir", str(sessions),
                                       "--config", str(config)],
-        env={"HOME": str(home), "XDG_CONFIG_HOME": str(home / "config"),
-             "XDG_DATA_HOME": str(home / "data"), "PYTHONPATH": os.pathsep.join(sys.path),
-             **env},
+        env={**user_dirs(home), "PYTHONPATH": os.pathsep.join(sys.path),
+             "PYTHONPYCACHEPREFIX": str(PYCACHE), **env},
         cwd=str(tmp_path))
 
 

@@ -4,14 +4,17 @@ exit status 128 + the signal. Real processes, real signals."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import termios
+import threading
 import time
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from rollchat.storage.transcript import parse
 from tests.e2e import PROMPT, clean_env, default_signals, spawn, write_config
@@ -24,6 +27,15 @@ def _only_session(tmp_path: Path) -> str:
     files = sorted((tmp_path / "sessions").glob("*.md"))
     assert len(files) == 1, files
     return files[0].read_text()
+
+
+def _read_until(proc: subprocess.Popen[str], text: str) -> None:
+    """Read the chat's output up to a line with ``text`` (it must not end before)."""
+    assert proc.stdout is not None
+    for line in iter(proc.stdout.readline, ""):
+        if text in line:
+            return
+    raise AssertionError(f"the chat ended before {text!r}: {proc.communicate(timeout=30)}")
 
 
 def test_sigterm_while_an_answer_streams_saves_it_and_restores_the_terminal(
@@ -81,8 +93,7 @@ def test_sigterm_with_a_slow_model_saves_the_local_summary_quickly(
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write("we decided to use postgres\n")
     proc.stdin.flush()  # stdin stays open: the chat waits for the next line
-    while "Time:" not in proc.stdout.readline():
-        pass
+    _read_until(proc, "Time:")
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)  # the stall is 60 s: the chat did not wait for it
     assert proc.returncode == 128 + signal.SIGTERM, err
@@ -95,7 +106,8 @@ def test_sigterm_with_a_slow_model_saves_the_local_summary_quickly(
 
 
 def test_a_second_signal_while_saving_does_not_cut_the_save(tmp_path: Path) -> None:
-    cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0.3\n")
+    # (the answer streams at 0.1 s a word; the exit summary takes ~1 s whatever the delay)
+    cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0.1\n")
     proc = subprocess.Popen(
         [sys.executable, "-m", "rollchat", "--config", str(cfg)], cwd=tmp_path,
         env=clean_env(tmp_path / "home"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -103,11 +115,9 @@ def test_a_second_signal_while_saving_does_not_cut_the_save(tmp_path: Path) -> N
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write("note that the release is on monday\n")
     proc.stdin.flush()
-    while "Time:" not in proc.stdout.readline():
-        pass
+    _read_until(proc, "Time:")
     proc.send_signal(signal.SIGTERM)
-    while "SIGTERM received" not in proc.stdout.readline():
-        pass
+    _read_until(proc, "SIGTERM received")
     proc.send_signal(signal.SIGTERM)  # impatient: a second one while the summary is written
     proc.send_signal(signal.SIGHUP)
     proc.communicate(timeout=60)
@@ -117,13 +127,15 @@ def test_a_second_signal_while_saving_does_not_cut_the_save(tmp_path: Path) -> N
 
 
 def test_sighup_right_after_enter_keeps_the_message(tmp_path: Path) -> None:
-    """The signal lands while the chat is still being built, an import runs or the answer
-    starts (the moment varies): the message is saved whichever it was."""
+    """The signal lands as the prompt accepts the line, while the chat is still being built,
+    an import runs or the answer starts (the moment varies): the message is saved whichever
+    it was. (Once the chat has read the line: what the terminal still held when it hung up
+    was never typed into the chat.)"""
     cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0.1\n")
     child = spawn(tmp_path, "--config", str(cfg))
     child.expect(PROMPT)
     child.sendline("my build server is called hal")
-    time.sleep(0.2)
+    child.expect("called hal")  # drawn by the prompt: it has read the line and the Enter
     child.kill(signal.SIGHUP)
     child.expect(pexpect.EOF, timeout=30)
     child.close()
@@ -145,3 +157,43 @@ def test_pty_children_get_default_signal_dispositions(tmp_path: Path) -> None:
     finally:
         signal.signal(signal.SIGINT, previous)
     assert child.before.strip() == "True"
+
+
+@pytest.mark.parametrize("accepted", [True, False])
+def test_a_signal_as_enter_is_accepted_keeps_the_message(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, accepted: bool) -> None:
+    """The race the test above can only sometimes hit, made exact: the terminal hangs up just
+    as the prompt accepts the line (before it returns it). The message is kept; a line still
+    being typed (no Enter) is not sent."""
+    from prompt_toolkit.buffer import Buffer
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from rollchat import interrupts
+    from rollchat.ui.repl import run_interactive
+    from rollchat.ui.starting import Starting
+    from tests.ui.test_app import make_app
+
+    monkeypatch.setattr(interrupts, "_received", [])  # (this process's own, for this test)
+    monkeypatch.setattr(interrupts, "_settled", [])
+    h = make_app(tmp_path)
+    chat = Starting(lambda: (h.app, []), label=" starting ", out=h.app.out)
+    chat.get()
+    hang_up = lambda *args: os.kill(os.getpid(), signal.SIGTERM)  # noqa: E731
+    if accepted:  # right after the accept (the line is the prompt's result, not returned yet)
+        monkeypatch.setattr(Buffer, "append_to_history", hang_up)
+    with create_pipe_input() as keys, interrupts.ending_signals():
+        keys.send_text("my build server is called hal" + ("\r" if accepted else ""))
+        if not accepted:  # typed, not sent: the signal comes at the prompt
+            threading.Timer(0.3, hang_up).start()
+        run_interactive(chat, history_file=tmp_path / "history", input=keys,
+                        output=DummyOutput())
+    assert interrupts.ending() == signal.SIGTERM
+    files = sorted((tmp_path / "sessions").glob("*.md"))
+    if not accepted:
+        assert files == []  # never sent: nothing to keep
+        return
+    t = parse(files[0].read_text())
+    assert [(x.user, x.status) for x in t.turns] == [("my build server is called hal",
+                                                      "interrupted")]
+    assert t.summary is not None

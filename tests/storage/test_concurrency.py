@@ -29,7 +29,10 @@ from rollchat.storage.store import SessionStore
 from rollchat.domain import Summary, Transcript, Turn, Usage
 
 root, who, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+deadline = time.monotonic() + 60  # the test died before its start signal: do not linger
 while not go.exists():
+    if time.monotonic() > deadline:
+        sys.exit("no start signal within 60 s")
     time.sleep(0.002)
 store = SessionStore(root)
 now = datetime(2026, 11, 22, 14, 30, tzinfo=timezone.utc)  # same second: same id prefix

@@ -1,5 +1,7 @@
-"""Crash safety: a quick seeded run of bench/crash_harness.py, and SIGKILLs landed exactly
-inside the store's writes (a helper process blocks at one step; the test kills it there)."""
+"""Crash safety: SIGKILLs landed exactly inside the store's writes (a helper process blocks at
+one step; the test kills it there), and a smoke run of bench/crash_harness.py. The harness's
+real run (hundreds of kills at random moments, which phases they hit) is a measurement and
+lives in bench/: ``python bench/crash_harness.py --kills 200 --seed 1`` (bench/run_all)."""
 
 from __future__ import annotations
 
@@ -112,12 +114,12 @@ def _assert_clean_listing(root: Path, sessions: int) -> None:
     assert len(listing.sessions) == sessions
 
 
-def test_quick_harness_run_has_no_violations() -> None:
+def test_the_crash_harness_runs_and_finds_no_violations() -> None:
+    """A few kills, so that the harness itself keeps working and checking (the exact kills
+    are the tests above; the harness's many random ones are bench/crash_harness.py's run)."""
     harness = _harness()
-    stats = harness.Harness(kills=25, seed=7, workers=3).run()
-    assert stats.kills >= 25
-    assert stats.files_checked > 0 and stats.turns_checked > 0
-    assert len(stats.phases) >= 4  # the kills landed in several different phases
+    stats = harness.Harness(kills=3, seed=7, workers=2).run()
+    assert stats.kills >= 3
     assert stats.violations == []
 
 

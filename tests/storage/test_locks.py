@@ -68,9 +68,16 @@ class Setup:
 
 
 def _say(holder: subprocess.Popen[str], line: str) -> None:
-    assert holder.stdin is not None
+    """Send ``line`` and wait for its answer's footer: the turn is saved, and its session file
+    is as it stays until the next line (on a loaded machine, reading the file as soon as the
+    turn is in it could catch it before the header's totals are written)."""
+    assert holder.stdin is not None and holder.stdout is not None
     holder.stdin.write(line + "\n")
     holder.stdin.flush()
+    for shown in iter(holder.stdout.readline, ""):
+        if shown.startswith("Time: "):
+            return
+    raise AssertionError(f"the chat ended before answering: {holder.communicate(timeout=30)}")
 
 
 def _ask(child: pexpect.spawn, text: str) -> None:

@@ -183,7 +183,8 @@ def run_interactive(
     (see ui/idle.py).
     Tab completes commands and ``@`` + the ``agents``' names.
     """
-    session = _prompt_session(chat, history_file, agents, input=input, output=output)
+    entered = _Entered(chat)
+    session = _prompt_session(chat, history_file, agents, entered, input=input, output=output)
     drawn = threading.Event()
 
     def first_render(_: object) -> None:
@@ -199,21 +200,23 @@ def run_interactive(
     session.app.after_render += first_render
     idle = IdleExtraction(chat, session.app, idle_seconds)
     try:
-        _read_lines(chat, session, idle)
+        _read_lines(chat, session, idle, entered)
         idle.stop()  # the exit waits for an extraction under way, within its deadline
         finish(chat.get())
     finally:
         idle.disarm()
 
 
-def _prompt_session(chat: Starting, history_file: Path, agents: Iterable[str], *,
-                    input: Input | None, output: Output | None) -> PromptSession[str]:
+def _prompt_session(chat: Starting, history_file: Path, agents: Iterable[str],
+                    entered: _Entered, *, input: Input | None,
+                    output: Output | None) -> PromptSession[str]:
     """The prompt: its keys, its history (in memory when the file cannot be used), its
-    completions and its toolbar."""
+    completions, its toolbar, and ``entered`` noting each line Enter accepts."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import WordCompleter
     from prompt_toolkit.history import FileHistory, InMemoryHistory
     from prompt_toolkit.key_binding import KeyBindings
+    from prompt_toolkit.validation import Validator
 
     bindings = KeyBindings()
 
@@ -234,30 +237,55 @@ def _prompt_session(chat: Starting, history_file: Path, agents: Iterable[str], *
         complete_while_typing=False,
         key_bindings=bindings,
         bottom_toolbar=lambda: _toolbar(chat),
+        validator=Validator.from_callable(entered.note),  # (runs as Enter accepts a line)
+        validate_while_typing=False,
         input=input,
         output=output,
     )
 
 
-def _read_lines(chat: Starting, session: PromptSession[str], idle: IdleExtraction) -> None:
+def _read_lines(chat: Starting, session: PromptSession[str], idle: IdleExtraction,
+                entered: _Entered) -> None:
     """Prompt and handle lines until the user or a signal ends the chat; idle extraction armed
-    while the prompt waits."""
-    while True:
-        idle.arm()
-        try:
-            app = chat.ready
-            line = session.prompt(lambda: prompt_text(chat),
-                                  default=app.take_unsent() if app is not None else "")
-        except KeyboardInterrupt:
-            if ending():
+    while the prompt waits. A line Enter accepted is kept when a signal ends the chat before
+    the prompt returned it or ``_handle`` took it."""
+    try:
+        while True:
+            idle.arm()
+            entered.line = None
+            try:
+                app = chat.ready
+                line = session.prompt(lambda: prompt_text(chat),
+                                      default=app.take_unsent() if app is not None else "")
+            except KeyboardInterrupt:
+                if ending():
+                    return
+                continue
+            except EOFError:
                 return
-            continue
-        except EOFError:
-            return
-        finally:
-            idle.disarm()
-        if _handle(chat, line) or ending():
-            return
+            finally:
+                idle.disarm()
+            if _handle(chat, line) or ending():
+                return
+    finally:
+        if entered.line is not None:
+            _keep_unsent(chat, entered.line, entered.recorded)
+
+
+class _Entered:
+    """The line Enter accepted last, noted as it is accepted (the prompt's validator), with
+    how many messages the chat had recorded then: a signal may end the prompt after Enter but
+    before it returns the line, and the message must not be lost."""
+
+    def __init__(self, chat: Starting) -> None:
+        self.chat = chat
+        self.line: str | None = None
+        self.recorded = 0
+
+    def note(self, text: str) -> bool:
+        app = self.chat.ready
+        self.line, self.recorded = text, app.recorded if app is not None else 0
+        return True
 
 
 def _handle(chat: Starting, line: str, stop_on_interrupt: bool = False) -> bool:
@@ -274,10 +302,18 @@ def _handle(chat: Starting, line: str, stop_on_interrupt: bool = False) -> bool:
             chat.out.warn("interrupted")
         return stop_on_interrupt
     finally:
-        if ending() and line.strip() and commands.parse(line) is None:
-            app = chat.get()
-            if before is None or app.recorded == before:
-                app.keep_unsent(line)
+        _keep_unsent(chat, line, before)
+
+
+def _keep_unsent(chat: Starting, line: str, before: int | None) -> None:
+    """When the chat is ending on a signal and ``line`` (a message, not a command) was not
+    recorded (the chat had recorded ``before`` messages before it; None: unknown), keep it
+    as a turn interrupted before any answer. Keeping it counts as recording it, so a second
+    call for the same line does nothing."""
+    if ending() and line.strip() and commands.parse(line) is None:
+        app = chat.get()
+        if before is None or app.recorded == before:
+            app.keep_unsent(line)
 
 
 def _toolbar(chat: Starting) -> AnyFormattedText:
