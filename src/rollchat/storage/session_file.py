@@ -1,10 +1,18 @@
 """A session file being written by this process: each completed turn appended (O_APPEND,
-fsync), the header's totals refreshed in place; and the low-level write helpers the store
-shares."""
+fsync), the turn in progress replaced through a temporary file and a rename, the header's totals
+refreshed in place one sector at a time; and the low-level write helpers the store shares."""
+
+# Nothing here overwrites bytes a reader may need: a SIGKILL can stop a large write(2) part-way
+# (between pages), so a rewrite in place could leave half a new block over half an old one.
+# Appends only add after the last whole block (the parser ignores a torn last block); any
+# replacement goes through ``replace_tail`` (a temporary file, fsync, rename, directory fsync);
+# the totals are fixed-width lines, each rewritten by one write inside one 512-byte sector
+# (what neither a kill, which stops a write between pages, nor a device tears).
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import weakref
@@ -28,6 +36,7 @@ from rollchat.text.normalize import encode
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = NOFOLLOW
+SECTOR = 512  # the unit a device writes whole
 
 
 # ---------------------------------------------------------------- files
@@ -56,10 +65,21 @@ def _no_lock(session_id: str) -> None:
 def atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` by a file holding ``data``: a temporary file beside it, fsync, rename,
     directory fsync. StoreError (the file left unchanged) when it cannot."""
+    replace_tail(path, 0, data)
+
+
+def replace_tail(path: Path, keep: int, data: bytes) -> None:
+    """Replace ``path`` by a file holding its first ``keep`` bytes (copied in the kernel) and
+    then ``data``, through a temporary file, fsync, rename and directory fsync: a kill at any
+    point leaves the old file or the new one. StoreError (the file left unchanged) when it
+    cannot. The new file is a new inode: the session locks (their own files) and the index
+    (size and mtime) are unaffected; a reader holding the old one reads it whole."""
     tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
         try:
+            if keep:
+                _copy_head(path, fd, keep)
             write_all(fd, data)
             os.fsync(fd)
         finally:
@@ -73,6 +93,30 @@ def atomic_write(path: Path, data: bytes) -> None:
             raise StoreError(f"cannot rewrite {path} (left unchanged): "
                              f"{e.strerror or e}") from None
         raise
+
+
+def _copy_head(path: Path, out: int, size: int) -> None:
+    """Copy the first ``size`` bytes of ``path`` to ``out`` (at its offset 0)."""
+    src = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    try:
+        done = 0
+        copy = getattr(os, "copy_file_range", None)
+        while copy is not None and done < size:
+            try:
+                n = copy(src, out, size - done, done, done)
+            except OSError:  # not across these filesystems: copy through memory
+                break
+            if n == 0:
+                raise OSError(errno.EIO, "the session file is shorter than it was")
+            done += n
+        while done < size:
+            chunk = os.pread(src, min(size - done, 1 << 20), done)
+            if not chunk:
+                raise OSError(errno.EIO, "the session file is shorter than it was")
+            done += os.pwrite(out, chunk, done)
+        os.lseek(out, size, os.SEEK_SET)
+    finally:
+        os.close(src)
 
 
 def _not_indexed(file_name: str, *, text: bool = True) -> None:
@@ -115,8 +159,9 @@ class FileSession:
     def set_totals(self, queries: int, billed: int, context: int,
                    cost: float | None = None) -> None:
         """Refresh the header's totals in place (same length: see render_totals), so that the
-        header of a live or crashed session tells the truth. Best effort: the turns are what
-        matters, and finalizing writes the totals again."""
+        header of a live or crashed session tells the truth: each changed line by one write
+        inside one sector, never torn; a line across a sector boundary keeps its old value.
+        Best effort: the turns are what matters, and finalizing writes the totals again."""
         if self._totals is None:
             return
         start, old = self._totals
@@ -126,11 +171,11 @@ class FileSession:
         with sigint_deferred(), contextlib.suppress(OSError):
             fd = os.open(self.path, os.O_WRONLY | _NOFOLLOW)
             try:
-                os.pwrite(fd, new, start)
+                kept = _write_lines(fd, start, old, new)
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            self._totals = (start, new)
+            self._totals = (start, kept)
             self._saved(self.file_name, text=False)
 
     def set_title(self, title: str) -> None:
@@ -149,12 +194,13 @@ class FileSession:
         self._saved(self.file_name)
 
     def append_turn(self, turn: Turn, agent_name: str) -> None:
-        """Append one turn block (O_APPEND + fsync); never reads or rewrites the file. A
-        Ctrl-C or an ending signal arriving meanwhile waits until the block is written."""
+        """Append one turn block (O_APPEND + fsync); never reads or rewrites the file, unless it
+        replaces the turn in progress (see write_pending). A Ctrl-C or an ending signal
+        arriving meanwhile waits until the block is written."""
         data = encode(render_turn(turn, agent_name))
         with sigint_deferred():
             if self._pending_at is not None:  # the finished turn replaces its provisional block
-                self._overwrite(self._pending_at, data)
+                replace_tail(self.path, self._pending_at, data)
                 self._pending_at = None
             else:
                 self._append(data)
@@ -162,33 +208,21 @@ class FileSession:
 
     def write_pending(self, turn: Turn, agent_name: str) -> None:
         """Write the turn in progress (marked interrupted: what a crash now would leave) as a
-        provisional block, replacing the previous one; ``append_turn`` replaces it at last.
-        One write call, then a truncation when the block got shorter, then fsync: a killed
-        process leaves the previous block or the new one (see session.checkpoint)."""
+        provisional block; ``append_turn`` replaces it at last. The first is appended, each
+        later one replaces it through a temporary file and a rename (``replace_tail``): a
+        killed process leaves the previous block or the new one, whole (see
+        session.checkpoint)."""
         data = encode(render_turn(turn, agent_name))
         with sigint_deferred():
             if self._pending_at is None:
                 try:
-                    self._pending_at = self.path.stat().st_size
+                    at = self.path.stat().st_size
                 except OSError as e:
                     raise StoreError(f"cannot read {self.path}: {e.strerror}") from None
-            self._overwrite(self._pending_at, data)
-
-    def _overwrite(self, offset: int, data: bytes) -> None:
-        try:
-            fd = os.open(self.path, os.O_WRONLY | _NOFOLLOW)
-        except OSError as e:
-            raise StoreError(f"cannot open {self.path} to save the turn: {e.strerror}") from None
-        try:
-            os.pwrite(fd, data, offset)  # one call: a kill leaves it whole or not begun
-            written = offset + len(data)
-            if os.fstat(fd).st_size > written:
-                os.ftruncate(fd, written)
-            os.fsync(fd)
-        except OSError as e:
-            raise StoreError(f"cannot save the turn to {self.path}: {e.strerror}") from None
-        finally:
-            os.close(fd)
+                self._append(data)
+                self._pending_at = at
+            else:
+                replace_tail(self.path, self._pending_at, data)
 
     def _append(self, data: bytes) -> None:
         try:
@@ -215,3 +249,18 @@ def _totals_at(header: SessionHeader) -> tuple[int, bytes] | None:
     if span is None:
         return None
     return len(encode(text[:span[0]])), encode(text[span[0]:span[1]])
+
+
+def _write_lines(fd: int, start: int, old: bytes, new: bytes) -> bytes:
+    """Write each line of ``new`` that differs from ``old`` (the same length, at ``start`` in
+    the file) by one pwrite inside one sector; what the file holds there afterwards."""
+    kept = bytearray(old)
+    at = 0
+    for line in new.split(b"\n"):
+        end = at + len(line)
+        begin = start + at
+        one_sector = begin // SECTOR == (begin + len(line) - 1) // SECTOR
+        if line != old[at:end] and one_sector and os.pwrite(fd, line, begin) == len(line):
+            kept[at:end] = line
+        at = end + 1
+    return bytes(kept)
