@@ -24,7 +24,7 @@ from tests.e2e import PYCACHE, user_dirs
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-# Under pytest-xdist (the README's ``-n 2 --dist loadgroup``) these modules run on one worker,
+# Under pytest-xdist (the README's ``-n 4 --dist loadgroup``) these modules run on one worker,
 # one test at a time: they send signals and wait for deadlines, lock waits and timers, or start
 # eight processes at once (test_concurrency), so none of them runs beside another of them.
 # Each test in them still gives a loaded machine slack on its own.
