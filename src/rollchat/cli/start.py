@@ -78,8 +78,8 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
         from rollchat.cli.reading import choose_session
 
         resume = choose_session(cfg, choose, interactive=interactive)
-    renderer = Renderer(interactive=interactive)  # rich is loaded with the first answer
-    renderer.show_tools = show_tools
+    # rich is loaded with the first answer
+    renderer = Renderer(interactive=interactive, show_tools=show_tools)
     renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
                     where=cfg.session.location, server=providers.server_url(name, agent, env))
     if cfg.trust_notice:

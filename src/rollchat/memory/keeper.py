@@ -104,7 +104,13 @@ class Memory:
         self._guard = threading.Lock()  # the jobs and the events they left
         self._jobs: list[_Job] = []
         self._done: list[Event] = []
-        self.notify: Callable[[], None] | None = None  # events are waiting in take()
+        self._notify: Callable[[], None] | None = None  # events are waiting in take()
+
+    def notify_with(self, wake: Callable[[], None] | None) -> None:
+        """Call ``wake`` whenever a background extraction leaves events in ``take()`` (the
+        idle prompt draws them); None: nobody is told, the events wait."""
+        with self._guard:
+            self._notify = wake
 
     def _problems(self) -> list[Event]:
         return [Notice("warning", f"memory: {p}") for p in self.store.take_problems()]
@@ -220,7 +226,7 @@ class Memory:
         with self._guard:
             self._done += events
             self._jobs.remove(job)
-            notify = self.notify
+            notify = self._notify
         job.done.set()
         if events and notify is not None:
             notify()

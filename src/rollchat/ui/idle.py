@@ -30,7 +30,7 @@ class IdleExtraction:
         """The prompt waits for input: extraction starts after ``seconds`` of it."""
         app = self.chat.ready
         if app is not None and app.session.memory is not None:
-            app.session.memory.notify = self._wake
+            app.session.memory.notify_with(self._wake)
             found = app.session.take_memory_events()
             with self._lock:
                 self._pending.extend(found)
@@ -116,5 +116,5 @@ class IdleExtraction:
         if app is not None:
             for session in app.sessions.values():
                 if session.memory is not None:
-                    session.memory.notify = None
+                    session.memory.notify_with(None)
         self.draw_pending()

@@ -143,13 +143,13 @@ class Renderer:
     """
 
     def __init__(self, console: Console | None = None, *, interactive: bool,
-                 terminal_fd: int | None = None) -> None:
+                 terminal_fd: int | None = None, show_tools: bool = False) -> None:
         self._console = console
         self.interactive = interactive
         self._stream: MarkdownStream | None = None
         self._terminal_fd = terminal_fd
         self._quiet: QuietTerminal | None = None
-        self.show_tools = False  # --show-tools / `tools verbose`: full arguments and results
+        self.show_tools = show_tools  # --show-tools / `tools verbose`: full arguments, results
 
     @property
     def console(self) -> Console:
