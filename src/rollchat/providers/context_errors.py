@@ -1,5 +1,6 @@
 """Recognizing a "context too long" refusal and reading the window it states, in the wordings
-of the APIs and local servers rollchat talks to (examples in tests/test_context_errors.py).
+of the APIs and local servers rollchat talks to (examples in
+tests/providers/test_context_errors.py).
 
 Servers differ: OpenAI and vLLM state "maximum context length is N tokens", Anthropic
 "N tokens > M maximum" or "exceed context limit: a + b > M", llama.cpp (and Ollama through it)
