@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from rollchat.errors import StoreError
+from rollchat.storage.session_file import NOFOLLOW
 from rollchat.storage.titles import first_line_title
 from rollchat.storage.transcript import Glance, glance
 
@@ -110,7 +111,6 @@ def session_info(file_name: str, path: Path | None, seen: Glance) -> SessionInfo
                        imported_from=h.imported_from)
 
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def file_info(path: Path, st: os.stat_result) -> SessionInfo:
@@ -125,7 +125,7 @@ def file_info(path: Path, st: os.stat_result) -> SessionInfo:
     if not SESSION_ID_RE.fullmatch(name[:-3]):
         raise StoreError("file name is not a session id")
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except OSError as e:
         raise StoreError(f"cannot open: {e.strerror}") from None
     try:

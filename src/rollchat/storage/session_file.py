@@ -35,7 +35,6 @@ from rollchat.storage.transcript import (
 from rollchat.text.normalize import encode
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-_NOFOLLOW = NOFOLLOW
 SECTOR = 512  # the unit a device writes whole
 
 
@@ -76,7 +75,7 @@ def replace_tail(path: Path, keep: int, data: bytes) -> None:
     (size and mtime) are unaffected; a reader holding the old one reads it whole."""
     tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600)
         try:
             if keep:
                 _copy_head(path, fd, keep)
@@ -97,7 +96,7 @@ def replace_tail(path: Path, keep: int, data: bytes) -> None:
 
 def _copy_head(path: Path, out: int, size: int) -> None:
     """Copy the first ``size`` bytes of ``path`` to ``out`` (at its offset 0)."""
-    src = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    src = os.open(path, os.O_RDONLY | NOFOLLOW)
     try:
         done = 0
         copy = getattr(os, "copy_file_range", None)
@@ -136,7 +135,7 @@ class FileSession:
         self.header = header
         self.session_id = header.session_id
         self.file_name = path.name
-        self._totals = _totals_at(header)
+        self._totals = _totals_in(render_header(header))  # as it was written
         self._pending_at: int | None = None  # where the turn in progress was written
         self._release = weakref.finalize(self, locks.release if locks else _no_lock,
                                          self.session_id)
@@ -152,9 +151,7 @@ class FileSession:
         except ValueError:
             self._totals = None
             return
-        span = totals_span(head)
-        self._totals = None if span is None else (
-            len(encode(head[:span[0]])), encode(head[span[0]:span[1]]))
+        self._totals = _totals_in(head)
 
     def set_totals(self, queries: int, billed: int, context: int,
                    cost: float | None = None) -> None:
@@ -169,7 +166,7 @@ class FileSession:
         if len(new) != len(old) or new == old:
             return  # a number outgrew its width, or nothing changed
         with sigint_deferred(), contextlib.suppress(OSError):
-            fd = os.open(self.path, os.O_WRONLY | _NOFOLLOW)
+            fd = os.open(self.path, os.O_WRONLY | NOFOLLOW)
             try:
                 kept = _write_lines(fd, start, old, new)
                 os.fsync(fd)
@@ -226,7 +223,7 @@ class FileSession:
 
     def _append(self, data: bytes) -> None:
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | _NOFOLLOW)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | NOFOLLOW)
         except OSError as e:
             raise StoreError(f"cannot open {self.path} to save the turn: {e.strerror}") from None
         try:
@@ -242,13 +239,12 @@ class FileSession:
             os.close(fd)
 
 
-def _totals_at(header: SessionHeader) -> tuple[int, bytes] | None:
-    """The byte offset and bytes of the totals in the file's header as it was written."""
-    text = render_header(header)
-    span = totals_span(text)
+def _totals_in(head: str) -> tuple[int, bytes] | None:
+    """The byte offset and bytes of the totals in a file's ``head`` (its header's text)."""
+    span = totals_span(head)
     if span is None:
         return None
-    return len(encode(text[:span[0]])), encode(text[span[0]:span[1]])
+    return len(encode(head[:span[0]])), encode(head[span[0]:span[1]])
 
 
 def _write_lines(fd: int, start: int, old: bytes, new: bytes) -> bytes:

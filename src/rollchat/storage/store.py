@@ -41,8 +41,7 @@ from rollchat.storage.locks import (
     busy_message,
     pid_alive,
 )
-from rollchat.storage.session_file import NOFOLLOW as _NOFOLLOW
-from rollchat.storage.session_file import FileSession, atomic_write, fsync_dir, write_all
+from rollchat.storage.session_file import NOFOLLOW, FileSession, atomic_write, fsync_dir, write_all
 from rollchat.storage.transcript import (
     decode,
     parse_head,
@@ -192,7 +191,7 @@ class SessionStore:
     def _create_excl(self, path: Path, data: bytes) -> bool:
         """Create ``path`` (O_EXCL, 0600) holding ``data``, fsynced; False if it exists."""
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600)
         except FileExistsError:
             return False
         except OSError as e:
@@ -311,7 +310,7 @@ class SessionStore:
                 raise StoreError(f"{path.name} is a symlink pointing outside the sessions "
                                  "directory; refusing to read it")
         try:
-            fd = os.open(target, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+            fd = os.open(target, os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
         except FileNotFoundError:
             raise StoreError(f"no session file {path.name} in {self.root}") from None
         except OSError as e:
