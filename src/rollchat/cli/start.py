@@ -68,11 +68,7 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     cfg = load_config(config_path=config_path, env=env, cwd=Path.cwd(), overrides=overrides)
     cfg, loaded = _load_agent_file(cfg, agent_file, overrides, env)  # user code: up front
     agent = cfg.agent
-    name, reason = providers.resolve_provider_name(agent, env)
-    providers.check_provider(name, agent, env)
-    model = agent.model or providers.DEFAULT_MODELS[name]
-    summary_name = cfg.summary.provider or name
-    providers.check_provider(summary_name, agent, env)
+    name, reason, model = _checked_provider(cfg, env)
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     if choose is not None:
         from rollchat.cli.reading import choose_session
@@ -162,17 +158,12 @@ class _SessionBuilder:
     def agent(self, cfg: Config, key: str) -> Session:
         """The session of agent ``key`` of the config (its agent file loaded, if it has one);
         ConfigError / UsageError when it cannot be used."""
-        from rollchat import providers
         from rollchat.config.settings import ConfigOverrides
 
         cfg = replace(cfg, default_agent=key)
         cfg, loaded = _load_agent_file(cfg, None, ConfigOverrides(), self.env)
-        agent = cfg.agent
-        name, _ = providers.resolve_provider_name(agent, self.env)
-        providers.check_provider(name, agent, self.env)
-        providers.check_provider(cfg.summary.provider or name, agent, self.env)
-        return self.session(cfg, name, agent.model or providers.DEFAULT_MODELS[name],
-                            _equipment(agent, loaded))
+        name, _, model = _checked_provider(cfg, self.env)
+        return self.session(cfg, name, model, _equipment(cfg.agent, loaded))
 
     def session(self, cfg: Config, name: str, model: str,
                 equipment: Equipment | None) -> Session:
@@ -238,6 +229,18 @@ class _SessionBuilder:
             self.closers.append(servers.close)
         servers.start()
         return [servers]
+
+
+def _checked_provider(cfg: Config, env: dict[str, str]) -> tuple[str, str, str]:
+    """The agent's provider, why it was chosen, and its model, once that provider and the one
+    that writes summaries are known to be usable (ConfigError / UsageError when not)."""
+    from rollchat import providers
+
+    agent = cfg.agent
+    name, reason = providers.resolve_provider_name(agent, env)
+    providers.check_provider(name, agent, env)
+    providers.check_provider(cfg.summary.provider or name, agent, env)
+    return name, reason, agent.model or providers.DEFAULT_MODELS[name]
 
 
 def _load_agent_file(cfg: Config, agent_file: Path | None, overrides: ConfigOverrides,
