@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from rollchat.domain import Summary, Turn, Usage
+from rollchat.domain import Summary, Turn, Usage, answer_blocks
 from rollchat.storage.store import SessionStore
 
 T0 = datetime(2026, 11, 22, 14, 30, 0, tzinfo=timezone.utc)
@@ -28,7 +28,7 @@ class Sessions:
 
 
 def turn(n: int, user: str, answer: str, at: datetime, kind: str = "query") -> Turn:
-    return Turn(kind, n, at + timedelta(seconds=n), user, answer,  # type: ignore[arg-type]
+    return Turn(kind, n, at + timedelta(seconds=n), user, answer_blocks(answer),  # type: ignore[arg-type]
                 elapsed=1.0, usage=Usage(40, 60))
 
 
@@ -49,7 +49,7 @@ def make_sessions(root: Path) -> Sessions:
                               provider="offline", now=later,
                               resumed_from=parent.session_id,
                               previous_session=parent.file_name)
-    restored = Turn("restored", 0, later, "", "I've reviewed the rate limiter work.",
+    restored = Turn("restored", 0, later, "", answer_blocks("I've reviewed the rate limiter work."),
                     context=f"Resumed from {parent.session_id}",
                     previous_session=parent.file_name)
     child.append_turn(restored, "Assistant")

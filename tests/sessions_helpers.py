@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from rollchat.domain import SessionHeader, Summary, Transcript, Turn, Usage
+from rollchat.domain import SessionHeader, Summary, Transcript, Turn, Usage, answer_blocks
 from rollchat.storage.transcript import render
 
 BASE = datetime(2026, 5, 1, 9, 0, tzinfo=timezone.utc)
@@ -21,7 +21,7 @@ def write_session(sessions: Path, session_id: str, questions: list[str], *,
     header's Title ``title``."""
     when = BASE + timedelta(minutes=minutes)
     turns = tuple(Turn(kind="query", number=n, started=when + timedelta(seconds=n), user=q,
-                       assistant=f"{answer} ({n})", elapsed=0.5, usage=Usage(10 * n, 5))
+                       blocks=answer_blocks(f"{answer} ({n})"), elapsed=0.5, usage=Usage(10 * n, 5))
                   for n, q in enumerate(questions, 1))
     header = SessionHeader(
         session_id=session_id, date=when, agent="Assistant", agent_path="config:assistant",

@@ -5,7 +5,7 @@ Frozen dataclasses with no I/O; identity and storage are the store's concern.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -37,12 +37,29 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class Image:
+    """An image the model is shown: one a tool returned, or one the user attached.
+
+    ``digest`` is the sha256 of the bytes (hex) and names the file it is saved in beside the
+    session file (``path``, relative to the sessions directory; "" until saved). ``data`` is
+    the bytes while they are in memory (None once only the file has them); not compared."""
+
+    media_type: str
+    size: int
+    digest: str
+    path: str = ""
+    data: bytes | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
 class Message:
     """One message of the model's working context (system prompt excluded).
 
-    user: ``content`` is the user's text.
-    assistant: ``content`` is the text; ``tool_calls`` the calls it made (may be empty).
-    tool: ``content`` is the result of the call ``tool_call_id`` to tool ``name``.
+    user: ``content`` is the user's text; ``images`` any images attached to it.
+    assistant: ``content`` is the text; ``tool_calls`` the calls it made (may be empty);
+    ``extra`` provider blocks sent back with it (thinking, signed compaction blocks).
+    tool: ``content`` is the result of the call ``tool_call_id`` to tool ``name``; ``images``
+    the images it returned; ``is_error`` when the tool failed.
     """
 
     role: Role
@@ -50,6 +67,9 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    images: tuple[Image, ...] = ()
+    is_error: bool = False
+    extra: tuple[ProviderBlock, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -76,20 +96,83 @@ class Usage:
 
 @dataclass(frozen=True)
 class ToolExchange:
-    """A tool call made during a turn and the result fed back to the model."""
+    """A tool call made during a turn and the result fed back to the model (a view of a
+    turn's ToolUse and ToolResult blocks: ``Turn.tools``)."""
 
     call: ToolCall
     result: str
+    is_error: bool = False
+    images: tuple[Image, ...] = ()
+
+
+# ------------------------------------------------------------------ the blocks of a turn
+# A turn's answer side is an ordered list of blocks, as it happened: the model's text, the
+# calls it made, their results (a reply's calls first, then their results in the same
+# order), more text. Requests rebuilt from them are byte-identical to those sent
+# (engine/replay.py).
+
+
+@dataclass(frozen=True)
+class Text:
+    """Text the model wrote (one round's text: the text before a round's calls, or the
+    answer after the last results)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """A tool call the model made."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The result of the call ``call_id``: its whole text (the transcript keeps it whole),
+    whether the tool failed, the images it returned, and how it was sent when it was too
+    large for the context: ``sent_keep`` characters of its head and tail around a marker
+    (engine/hygiene.py's cut), -1 for omitted, None for whole."""
+
+    call_id: str
+    content: str
+    is_error: bool = False
+    images: tuple[Image, ...] = ()
+    sent_keep: int | None = None
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something that happened in the turn that neither the user typed nor the model said
+    (an imported tool's own line folded here: a slash command, an earlier compaction, an
+    interruption). Not sent to the model; shown and exported."""
+
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ProviderBlock:
+    """A provider's own block that must be sent back as it came (thinking with its
+    signature, a signed compaction block): ``data`` is its JSON text, kept byte for byte."""
+
+    provider: str
+    type: str
+    data: str
+
+
+Block = Text | ToolUse | ToolResult | Note | ProviderBlock
 
 
 @dataclass(frozen=True)
 class Turn:
-    """One block of a transcript.
+    """One entry of a transcript: the user's message and the answer's ``blocks`` in the order
+    they happened (texts, tool calls, their results, notes, provider blocks).
 
     For kind "query", ``number`` is the query number (1-based) and ``user`` the user's text;
     kind "carried" is the same, numbered 1.. among the carried turns.
     For kind "restored", ``number`` is 0, ``user`` is empty and ``context`` holds the
-    "Resumed from ..." line; ``assistant`` is the agent's acknowledgment.
+    "Resumed from ..." line; the text blocks are the agent's acknowledgment.
     ``error`` is the one-line provider error for status "unanswered"/"error".
     ``context_block`` is the marked per-turn context block (date and time, relevant memory)
     sent before the user's text in the same message: context, not something the user typed;
@@ -100,15 +183,58 @@ class Turn:
     number: int
     started: datetime
     user: str
-    assistant: str
+    blocks: tuple[Block, ...] = ()
     status: TurnStatus = "ok"
     elapsed: float = 0.0
     usage: Usage = field(default_factory=Usage)
-    tools: tuple[ToolExchange, ...] = ()
     context: str = ""
     previous_session: str | None = None
     error: str | None = None
     context_block: str = ""
+    attached: tuple[Image, ...] = ()  # images attached to the user's message
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.blocks, tuple):  # a str here would read as one block per char
+            raise TypeError(f"Turn.blocks must be a tuple of blocks, not "
+                            f"{type(self.blocks).__name__}")
+
+    @property
+    def assistant(self) -> str:
+        """The model's text, its rounds' texts joined as a paragraph each."""
+        return ROUND_SEPARATOR.join(b.text for b in self.blocks if isinstance(b, Text))
+
+    @property
+    def tools(self) -> tuple[ToolExchange, ...]:
+        """The tool calls that have a result, with it, in the order they were made."""
+        return exchanges(self.blocks)
+
+    @property
+    def notes(self) -> tuple[Note, ...]:
+        return tuple(b for b in self.blocks if isinstance(b, Note))
+
+
+ROUND_SEPARATOR = "\n\n"  # between two rounds' texts, on screen and in ``Turn.assistant``
+
+
+def exchanges(blocks: Sequence[Block]) -> tuple[ToolExchange, ...]:
+    """The tool calls of ``blocks`` that have a result, with it, in the order they were made
+    (a call still running when the turn was saved, or cut off, is in the blocks only)."""
+    results = {b.call_id: b for b in blocks if isinstance(b, ToolResult)}
+    return tuple(ToolExchange(b.call, r.content, r.is_error, r.images)
+                 for b in blocks if isinstance(b, ToolUse)
+                 and (r := results.get(b.call.id)) is not None)
+
+
+def answer_blocks(assistant: str, tools: Sequence[ToolExchange] = ()) -> tuple[Block, ...]:
+    """The blocks of an answer given as text and tool exchanges with no order between them
+    (a file written before blocks, a summary's source): each call with its result, then the
+    text."""
+    blocks: list[Block] = []
+    for ex in tools:
+        blocks += [ToolUse(ex.call), ToolResult(ex.call.id, ex.result, ex.is_error, ex.images)]
+    if assistant:
+        blocks.append(Text(assistant))
+    return tuple(blocks)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rollchat.compaction.audit import audit, audit_line, find_items
 from rollchat.compaction.carry import merge_summaries, resolves
-from rollchat.domain import Summary, ToolCall, ToolExchange, Turn
+from rollchat.domain import Summary, ToolCall, ToolExchange, Turn, answer_blocks
 from rollchat.events import Notice
 from tests.e2e import run_piped
 from tests.session.test_session import make, run
@@ -18,7 +18,7 @@ WHEN = datetime(2026, 11, 23, 10, 0, tzinfo=timezone.utc)
 
 
 def turn(n: int, user: str, assistant: str = "ok", tools: tuple[ToolExchange, ...] = ()) -> Turn:
-    return Turn("query", n, WHEN, user, assistant, tools=tools)
+    return Turn("query", n, WHEN, user, answer_blocks(assistant, tools))
 
 
 def test_an_open_task_survives_five_compactions_until_it_is_done() -> None:

@@ -22,7 +22,7 @@ from rollchat.compaction.saved import summary_choice
 from rollchat.compaction.summarizer import Summarizer
 from rollchat.config.load import load_config
 from rollchat.config.settings import ConfigOverrides, SummaryConfig
-from rollchat.domain import Turn, Usage
+from rollchat.domain import Turn, Usage, answer_blocks
 from rollchat.storage.store import SessionStore
 from tests.compact_fixtures import OFFLINE_CONFIG
 from tests.wire_servers import WireServer, openai_server, text
@@ -59,7 +59,8 @@ def _crashed(root: Path) -> str:
                              previous_session=None)
     for i in range(TURNS):
         user, answer = _texts(i)
-        live.append_turn(Turn("query", i + 1, WHEN, user, answer, usage=Usage(30, 20)),
+        live.append_turn(Turn("query", i + 1, WHEN, user, answer_blocks(answer), usage=Usage(30,
+                                                                                             20)),
                          "Assistant")
     live.close()
     return live.session_id

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rollchat.compaction.saved import CONFIRM_CALLS
-from rollchat.domain import Turn, Usage
+from rollchat.domain import Turn, Usage, answer_blocks
 from rollchat.events import Event, Notice
 from rollchat.storage.store import SessionStore
 from rollchat.storage.transcript import parse
@@ -28,9 +28,9 @@ def crashed_session(root: Path, turns: int, agent: str = "Rollo", key: str = "ro
                              model=model, provider="openai", now=WHEN)
     for i in range(turns):
         topic = TOPICS[i % len(TOPICS)]
+        answer = answer_blocks(f"Noted about {topic}: kept, with a test to write on Thursday.")
         live.append_turn(Turn("query", i + 1, WHEN, f"[{i}] what about {topic}? We decided to "
-                              f"keep {topic} as it is.", f"Noted about {topic}: kept, with a "
-                              "test to write on Thursday.", usage=Usage(30, 20)), agent)
+                              f"keep {topic} as it is.", answer, usage=Usage(30, 20)), agent)
     return live.session_id
 
 

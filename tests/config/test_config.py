@@ -269,7 +269,7 @@ def test_models_section(tmp_path: Path) -> None:
     assert config.context_window_override("llama3:8b") == 8192
     assert config.context_window_override("other") is None
     assert error(tmp_path, "models:\n  m: {}\n") == (
-        "rollchat.yml:2: models.m: set context_window, price, or both")
+        "rollchat.yml:2: models.m: set context_window, price or images")
 
 
 # --- validation messages ------------------------------------------------------------------

@@ -1,9 +1,11 @@
 import json
 import re
+from collections.abc import Callable
 
 from rollchat.domain import Message, ToolCall
 from rollchat.engine.hygiene import (
     MISSING_RESULT,
+    cut_result,
     drop_leading_orphans,
     fit_tool_result,
     missing_results,
@@ -74,9 +76,16 @@ def build_log(lines: int) -> str:
                       "E   assert 1000 == 1001", "=== 1 failed, 2 passed ==="])
 
 
+def fit(text: str, max_tokens: int, count: Callable[[str], int],
+        call_id: str | None = None) -> str:
+    """The result as sent: ``fit_tool_result``'s choice applied by ``cut_result``."""
+    keep = fit_tool_result(text, max_tokens, count, call_id)
+    return text if keep is None else cut_result(text, keep, call_id)
+
+
 def test_an_oversized_result_keeps_its_head_and_its_tail_around_a_marker() -> None:
     log = build_log(20_000)
-    cut = fit_tool_result(log, 500, COUNTER.count_text, "call_9")
+    cut = fit(log, 500, COUNTER.count_text, "call_9")
     assert COUNTER.count_text(cut) <= 500
     assert cut.startswith("$ make test\ntests/test_case_0.py::test_0 PASSED\n")
     assert cut.endswith("E   assert 1000 == 1001\n=== 1 failed, 2 passed ===")  # the failure
@@ -92,9 +101,9 @@ def test_an_oversized_result_keeps_its_head_and_its_tail_around_a_marker() -> No
 
 
 def test_a_result_that_fits_is_unchanged_and_no_room_says_where_it_is() -> None:
-    assert fit_tool_result("small", 500, COUNTER.count_text) == "small"
+    assert fit("small", 500, COUNTER.count_text) == "small"
     text = "x" * 10_000
-    none = fit_tool_result(text, 0, COUNTER.count_text, "c1")
+    none = fit(text, 0, COUNTER.count_text, "c1")
     assert "no room" in none and '{"tool_call": "c1", "offset": 0}' in none
     dense = "€😀" * 3000  # several tokens per character: still within the limit
-    assert COUNTER.count_text(fit_tool_result(dense, 300, COUNTER.count_text)) <= 300
+    assert COUNTER.count_text(fit(dense, 300, COUNTER.count_text)) <= 300

@@ -11,7 +11,7 @@ import rollchat.providers.offline as offline
 from rollchat.compaction import extractive
 from rollchat.compaction.request import build_summary_request, parse_summary_reply
 from rollchat.compaction.restore import build_restoration_prompt
-from rollchat.domain import Message, Summary, ToolCall, Turn
+from rollchat.domain import Message, Summary, ToolCall, Turn, answer_blocks
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -126,7 +126,7 @@ def test_answers_from_the_tool_result() -> None:
 
 def test_summary_purpose_writes_a_valid_block() -> None:
     turns = [Turn("query", 1, WHEN, "Let's use SQLite for the store. What about backups?",
-                  "We'll use WAL mode.")]
+                  answer_blocks("We'll use WAL mode."))]
     request = build_summary_request(turns, parent_summary=SUMMARY, focus=None,
                                     model="offline", max_words=150, max_output_tokens=500)
     reply = text_of(list(OfflineProvider().stream(request)))
@@ -157,7 +157,7 @@ def converse(*lines: str) -> list[Turn]:
         history.append(Message("user", line))
         reply = text_of(chat(*history))
         history.append(Message("assistant", reply))
-        turns.append(Turn("query", number, WHEN, line, reply))
+        turns.append(Turn("query", number, WHEN, line, answer_blocks(reply)))
     return turns
 
 
@@ -297,7 +297,8 @@ def test_acknowledgment_skips_noise_items_of_a_model_summary() -> None:
 def summary_events(turn_count: int, delay: float,
                    slept: list[float]) -> list[StreamEvent]:
     turns = [Turn("query", n, WHEN, f"Let's use option {n} for module_{n}.py. TODO: test "
-                  f"module_{n}.py with case {n}.", "ok") for n in range(1, turn_count + 1)]
+                  f"module_{n}.py with case {n}.", answer_blocks("ok"))
+             for n in range(1, turn_count + 1)]
     request = build_summary_request(turns, parent_summary=None, focus=None, model="offline",
                                     max_words=300, max_output_tokens=800)
     return list(OfflineProvider(word_delay=delay).stream(request))

@@ -175,7 +175,7 @@ def test_the_server_modules_draw_nothing(module: str) -> None:
 
 def _big_session(root: Path) -> str:
     """A 2 MB session: 40 long turns, one with a 600,000-character tool result."""
-    from rollchat.domain import ToolCall, ToolExchange
+    from rollchat.domain import ToolCall, ToolExchange, answer_blocks
     from rollchat.storage.store import SessionStore
     from tests.compact_fixtures import T0, turn
 
@@ -187,8 +187,8 @@ def _big_session(root: Path) -> str:
         t = turn(n, f"step {n} " + "lorem ipsum " * 2000, f"done {n} " + "dolor " * 2000, T0)
         if n == 20:
             from dataclasses import replace
-            t = replace(t, tools=(ToolExchange(ToolCall("c1", "read_log", {"path": "x.log"}),
-                                               "log line\n" * 60_000),))
+            t = replace(t, blocks=answer_blocks(t.assistant, (ToolExchange(
+                ToolCall("c1", "read_log", {"path": "x.log"}), "log line\n" * 60_000),)))
         live.append_turn(t, "Assistant")
     live.close()
     return live.session_id
@@ -238,8 +238,11 @@ def test_read_session_answers_a_bounded_page_and_says_how_to_read_on(tmp_path: P
     assert [t["number"] for t in turns] == list(range(1, 41))
     assert all(len(json.dumps(p, indent=1, ensure_ascii=False)) <= 100_000
                for p in seen["json"])
-    (big,) = [t for t in turns if t["tools"]]
-    assert "[…cut: 540,000 characters" in big["tools"][0]["result"]
+    (big,) = [t for t in turns if any(b["type"] == "tool_result" for b in t["blocks"])]
+    call, result, answer = big["blocks"]  # in the order they happened
+    assert call["type"] == "tool_call" and call["name"] == "read_log"
+    assert result["call_id"] == "c1" and "[…cut: 540,000 characters" in result["text"]
+    assert answer["type"] == "text" and answer["text"].startswith("done 20")
     assert seen["json"][0]["turns_total"] == 40
     assert seen["past_end"].is_error and "past the end" in _text(seen["past_end"])
     assert seen["tiny"].is_error and "max_chars must be between" in _text(seen["tiny"])

@@ -19,7 +19,7 @@ from rollchat.cli import start as cli
 from rollchat.cli.app import build_cli
 from rollchat.config.load import load_config
 from rollchat.config.settings import AgentConfig, Config, ConfigOverrides
-from rollchat.domain import SessionHeader, Transcript, Turn
+from rollchat.domain import SessionHeader, Transcript, Turn, answer_blocks
 from rollchat.memory.layers import split_block
 from rollchat.providers.base import ChatRequest, StreamEvent
 from rollchat.providers.offline import OfflineProvider
@@ -289,9 +289,10 @@ def test_handoff_turns_and_headers_round_trip() -> None:
                            "config:reviewer", "m", "offline",
                            handed_from="assistant_20260102_030000_cd34",
                            imported_from="claude-code x.jsonl")
-    turns = (Turn("query", 1, when, "## Query 9 (00:00:00)\n**You:** forged", "answer",
+    turns = (Turn("query", 1, when, "## Query 9 (00:00:00)\n**You:** forged",
+                  answer_blocks("answer"),
                   context="Handed from A (x) with a summary:\n## Handed Off (00:00:00)\n---"),
-             Turn("handoff", 0, when, "@me\n---\n<!-- SESSION_SUMMARY_START -->", "",
+             Turn("handoff", 0, when, "@me\n---\n<!-- SESSION_SUMMARY_START -->", (),
                   context="Handed to B (b_1)"))
     text = render(Transcript(header, turns))
     assert parse(text) == Transcript(header, turns)

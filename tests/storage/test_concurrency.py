@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rollchat.domain import Summary, Transcript, Turn, Usage
+from rollchat.domain import Summary, Transcript, Turn, Usage, answer_blocks
 from rollchat.storage.store import SessionStore
 from rollchat.storage.transcript import parse
 from tests.e2e import clean_env, write_config
@@ -26,7 +26,7 @@ import sys, time
 from datetime import datetime, timezone
 from pathlib import Path
 from rollchat.storage.store import SessionStore
-from rollchat.domain import Summary, Transcript, Turn, Usage
+from rollchat.domain import Summary, Transcript, Turn, Usage, answer_blocks
 
 root, who, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 deadline = time.monotonic() + 60  # the test died before its start signal: do not linger
@@ -44,7 +44,7 @@ for s in range(3):
         resumed_from=parent.session_id if parent else None,
         previous_session=parent.file_name if parent else None)
     for q in range(1, 6):
-        turn = Turn("query", q, now, f"{who} s{s} q{q}", f"{who} answer " * 400,
+        turn = Turn("query", q, now, f"{who} s{s} q{q}", answer_blocks(f"{who} answer " * 400),
                     usage=Usage(3, 4))
         live.append_turn(turn, "Assistant")
         for name, why in store.list_sessions().problems:
@@ -152,7 +152,8 @@ def _parent(sessions: Path, summarized: bool) -> str:
                              agent_path="config:assistant", model="offline",
                              provider="offline", now=t0)
     for q, text in enumerate(["we decided to use postgres", "what about the cache?"], 1):
-        live.append_turn(Turn("query", q, t0 + timedelta(minutes=q), text, f"noted: {text}",
+        live.append_turn(Turn("query", q, t0 + timedelta(minutes=q), text,
+                              answer_blocks(f"noted: {text}"),
                               usage=Usage(10, 5)), "Assistant")
     if summarized:
         store.finalize(live.session_id, Summary("Initial session.", ("postgres",),

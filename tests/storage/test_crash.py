@@ -16,7 +16,7 @@ from types import ModuleType
 
 import pytest
 
-from rollchat.domain import Summary, Turn, Usage
+from rollchat.domain import Summary, Turn, Usage, answer_blocks
 from rollchat.storage.store import SessionStore
 from rollchat.storage.transcript import parse
 
@@ -29,7 +29,7 @@ import os, sys, time
 from datetime import datetime, timezone
 from rollchat.storage import session_file as sf
 from rollchat.storage import store as st
-from rollchat.domain import SessionHeader, Summary, Turn, Usage
+from rollchat.domain import SessionHeader, Summary, Turn, Usage, answer_blocks
 
 def block(*args, **kwargs):
     print("BLOCKED", flush=True)
@@ -44,7 +44,7 @@ store = st.SessionStore(st.Path(root))
 store.ensure()
 summary = Summary("Initial session.", ("the queue",), ("use postgres",), ())
 now = datetime(2026, 11, 22, 15, 0, tzinfo=timezone.utc)
-turn = Turn("query", 3, now, "third question", "third answer", usage=Usage(5, 7))
+turn = Turn("query", 3, now, "third question", answer_blocks("third answer"), usage=Usage(5, 7))
 if mode == "replace":
     os.replace = block
     store.finalize(sid, summary, total_queries=2, total_tokens=30)
@@ -76,7 +76,7 @@ def _harness() -> ModuleType:
 
 
 def _turn(n: int, text: str) -> Turn:
-    return Turn("query", n, T0 + timedelta(minutes=n), text, f"answer to {text}",
+    return Turn("query", n, T0 + timedelta(minutes=n), text, answer_blocks(f"answer to {text}"),
                 elapsed=1.5, usage=Usage(10, 5))
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import rollchat.storage.session_file
 import rollchat.storage.store
-from rollchat.domain import Summary, Turn, Usage
+from rollchat.domain import Summary, Turn, Usage, answer_blocks
 from rollchat.events import Event, TurnFinished
 from rollchat.storage.store import SessionStore
 from rollchat.storage.transcript import parse
@@ -123,7 +123,7 @@ def test_an_id_collision_never_truncates_the_session_there(
     old = store.new_session(agent_key="assistant", agent="Assistant",
                             agent_path="config:assistant", model="offline", provider="offline",
                             now=t0)
-    old.append_turn(Turn("query", 1, t0, "the old question", "the old answer",
+    old.append_turn(Turn("query", 1, t0, "the old question", answer_blocks("the old answer"),
                          usage=Usage(3, 4)), "Assistant")
     store.finalize(old.session_id, Summary("Initial session.", ("old",), (), ()),
                    total_queries=1, total_tokens=7)

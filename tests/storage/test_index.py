@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from rollchat.cli.app import build_cli
 from rollchat.compaction.request import SUMMARY_SYSTEM_PROMPT, parse_summary_reply
-from rollchat.domain import SessionHeader, Summary, Transcript, Turn, Usage
+from rollchat.domain import SessionHeader, Summary, Transcript, Turn, Usage, answer_blocks
 from rollchat.storage.index import INDEX_NAME, SessionIndex
 from rollchat.storage.store import SessionStore
 from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse, render
@@ -35,7 +35,7 @@ def write_session(root: Path, i: int, *, topic: str | None = None, title: str | 
     when = T0 + timedelta(minutes=i)
     sid = sid or f"assistant_{when:%Y%m%d_%H%M%S}_{i:04x}"
     turns = tuple(Turn("query", n, when, f"question {n} about {topic} number {i}",
-                       f"the answer about {topic}", elapsed=1.0, usage=Usage(10, 20))
+                       answer_blocks(f"the answer about {topic}"), elapsed=1.0, usage=Usage(10, 20))
                   for n in (1, 2))
     header = SessionHeader(sid, when, "Assistant", "config:assistant", "m", "offline",
                            total_queries=2, total_tokens=60, title=title)
@@ -157,7 +157,7 @@ def test_a_save_updates_the_index(tmp_path: Path) -> None:
     assert store.index.page().total == 1  # builds it
     live = store.new_session(agent_key="assistant", agent="Assistant", agent_path="x",
                              model="m", provider="offline", now=T0 + timedelta(days=1))
-    live.append_turn(Turn("query", 1, T0, "tell me about walruses", "they are big",
+    live.append_turn(Turn("query", 1, T0, "tell me about walruses", answer_blocks("they are big"),
                           usage=Usage(1, 2)), "Assistant")
     live.set_totals(1, 3, 1)
     size = (root / live.file_name).stat().st_size
@@ -368,7 +368,8 @@ def test_a_large_file_saved_without_its_text_is_still_found(tmp_path: Path,
     assert store.index.page().total == 1
     live = store.new_session(agent_key="assistant", agent="Assistant", agent_path="x",
                              model="m", provider="offline", now=T0 + timedelta(days=1))
-    live.append_turn(Turn("query", 1, T0, "narwhals", "tusks", usage=Usage(1, 2)), "Assistant")
+    live.append_turn(Turn("query", 1, T0, "narwhals", answer_blocks("tusks"), usage=Usage(1, 2)),
+                     "Assistant")
     with closing(sqlite3.connect(root / INDEX_NAME)) as db:  # the save left the text out
         assert not db.execute("SELECT count(*) FROM docs WHERE docs MATCH 'narwhals'").fetchone()[0]
     assert [h.session_id for h in store.index.search("narwhals")] == [live.session_id]

@@ -206,13 +206,14 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from rollchat.storage.store import SessionStore
-from rollchat.domain import Turn, Usage
+from rollchat.domain import Turn, Usage, answer_blocks
 
 store = SessionStore(Path(sys.argv[1]))
 now = datetime(2026, 11, 22, 14, 30, tzinfo=timezone.utc)
 live = store.new_session(agent_key="assistant", agent="Assistant", agent_path="config:assistant",
                          model="offline", provider="offline", now=now)
-live.append_turn(Turn("query", 1, now, "held", "yes", usage=Usage(1, 1)), "Assistant")
+live.append_turn(Turn("query", 1, now, "held", answer_blocks("yes"), usage=Usage(1, 1)),
+                 "Assistant")
 print(live.session_id, flush=True)
 sys.stdin.readline()
 live.close()

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from rollchat.domain import ToolCall, ToolExchange, Turn, TurnStatus
+from rollchat.domain import ToolCall, ToolExchange, Turn, TurnStatus, answer_blocks
 from rollchat.storage.store import SessionStore
 from rollchat.storage.transcript import parse
 from tests.e2e import clean_env
@@ -107,7 +107,7 @@ import random
 TURNS, CALLS_PER_TURN = 3, 3
 from datetime import datetime, timezone
 from pathlib import Path
-from rollchat.domain import ToolCall, ToolExchange, Turn, Usage
+from rollchat.domain import ToolCall, ToolExchange, Turn, Usage, answer_blocks
 from rollchat.storage.store import SessionStore
 
 rng = random.Random(os.environ["SEED"])
@@ -124,10 +124,12 @@ for number in range(1, TURNS + 1):
         size = rng.randint(BIG, 4 * BIG)
         result = f"R{n}:" + "abcdefgh" * (size // 8) + f":end{n}"
         tools.append(ToolExchange(ToolCall(f"c{n}", "big", {"n": n}), result))
-        live.write_pending(Turn("query", number, started, f"question {number}", "Looking.",
-                                status="interrupted", tools=tuple(tools)), "Worker")
-    live.append_turn(Turn("query", number, started, f"question {number}", "Looking. Done.",
-                          tools=tuple(tools), usage=Usage(10 * number, 5)), "Worker")
+        live.write_pending(Turn("query", number, started, f"question {number}",
+                                answer_blocks("Looking.", tuple(tools)), status="interrupted"),
+                           "Worker")
+    live.append_turn(Turn("query", number, started, f"question {number}",
+                          answer_blocks("Looking. Done.", tuple(tools)),
+                          usage=Usage(10 * number, 5)), "Worker")
     live.set_totals(number, 15 * number, 10 * number)
 event("finished")
 time.sleep(60)
@@ -244,7 +246,7 @@ T0 = datetime(2026, 11, 25, 12, 0, tzinfo=timezone.utc)
 def _big_turn(calls: int, status: TurnStatus = "interrupted") -> Turn:
     tools = tuple(ToolExchange(ToolCall(f"c{n}", "big", {"n": n}), f"R{n}:" + "x" * 100_000)
                   for n in range(1, calls + 1))
-    return Turn("query", 1, T0, "go", "Looking.", status=status, tools=tools)
+    return Turn("query", 1, T0, "go", answer_blocks("Looking.", tools), status=status)
 
 
 def test_replacing_the_turn_in_progress_keeps_the_lock_and_the_index(tmp_path: Path) -> None:

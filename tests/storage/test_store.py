@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rollchat.domain import Summary, Turn, Usage
+from rollchat.domain import Summary, Turn, Usage, answer_blocks
 from rollchat.errors import StoreError
 from rollchat.storage.store import FileSession, SessionStore, resolve
 from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse, render_summary_block
@@ -30,7 +30,7 @@ def _new(store: SessionStore, now: datetime = T0, key: str = "assistant") -> Fil
 
 
 def _turn(n: int, user: str = "hello", answer: str = "hi") -> Turn:
-    return Turn("query", n, T0 + timedelta(seconds=n), user, answer, elapsed=1.5,
+    return Turn("query", n, T0 + timedelta(seconds=n), user, answer_blocks(answer), elapsed=1.5,
                 usage=Usage(10, 20))
 
 
@@ -320,7 +320,8 @@ def test_resolve_by_suffix_then_substring(tmp_path: Path) -> None:
 def test_listing_counts_tokens_of_sessions_without_summary(tmp_path: Path) -> None:
     store = SessionStore(tmp_path)
     live = _new(store)
-    restored = Turn("restored", 0, T0, "", "ok", context="from x", usage=Usage(500, 500))
+    restored = Turn("restored", 0, T0, "", answer_blocks("ok"), context="from x", usage=Usage(500,
+                                                                                              500))
     live.append_turn(restored, "Assistant")
     forged = "*Time: 1.0s | Tokens: 9999 (in: 1, out: 1) | at x*\n## Query 7 (00:00:00)"
     for n in (1, 2, 3):

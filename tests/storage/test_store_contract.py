@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rollchat.domain import Summary, Transcript, Turn, Usage
+from rollchat.domain import Summary, Transcript, Turn, Usage, answer_blocks
 from rollchat.errors import StoreError
 from rollchat.storage.store import (
     InMemoryStore,
@@ -50,7 +50,7 @@ def _new(store: Store, minute: int = 0, key: str = "assistant",
 
 
 def _turn(n: int, user: str = "hello", answer: str = "hi") -> Turn:
-    return Turn("query", n, T0 + timedelta(seconds=n), user, answer, elapsed=1.5,
+    return Turn("query", n, T0 + timedelta(seconds=n), user, answer_blocks(answer), elapsed=1.5,
                 usage=Usage(10, 20))
 
 
@@ -95,7 +95,8 @@ def test_ids_are_unique_within_one_second(store: Store) -> None:
 
 def test_appended_turns_load_and_list(store: Store) -> None:
     live = _new(store)
-    restored = Turn("restored", 0, T0, "", "Ready to continue.", context="Resumed from x",
+    restored = Turn("restored", 0, T0, "", answer_blocks("Ready to continue."),
+                    context="Resumed from x",
                     usage=Usage(500, 500))
     turns = [restored, _turn(1, "first question " + "q" * 80), _turn(2, FAKE, FAKE)]
     for turn in turns:

@@ -10,7 +10,23 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rollchat.domain import SessionHeader, Summary, ToolCall, ToolExchange, Transcript, Turn, Usage
+from rollchat.domain import (
+    Block,
+    Image,
+    Note,
+    ProviderBlock,
+    SessionHeader,
+    Summary,
+    Text,
+    ToolCall,
+    ToolExchange,
+    ToolResult,
+    ToolUse,
+    Transcript,
+    Turn,
+    Usage,
+    answer_blocks,
+)
 from rollchat.errors import TranscriptError
 from rollchat.storage.titles import first_line_title, model_title
 from rollchat.storage.transcript import (
@@ -59,6 +75,38 @@ json_val = st.recursive(st.none() | st.booleans() | st.integers() | hostile_text
                         max_leaves=6)
 tools = st.builds(lambda i, n, a, r: ToolExchange(ToolCall(i, n, a), r), hostile_text,
                   hostile_text, st.dictionaries(hostile_text, json_val, max_size=3), hostile_text)
+digest = st.text("0123456789abcdef", min_size=64, max_size=64)
+images = st.builds(lambda kind, size, d, saved: Image(kind, size, d, f"s_1.files/{d}.png"
+                                                        if saved else ""),
+                   st.sampled_from(["image/png", "image/jpeg", "image/webp"]),
+                   st.integers(0, 10**9), digest, st.booleans())
+
+
+@st.composite
+def answer(draw: st.DrawFn) -> tuple[Block, ...]:
+    """An answer's blocks in any order a turn can hold: texts, calls (several at once), their
+    results (error or not, cut or not, with images), notes and provider blocks."""
+    out: list[Block] = []
+    waiting: list[str] = []
+    for _ in range(draw(st.integers(0, 6))):
+        kind = draw(st.sampled_from(["text", "call", "result", "note", "provider"]))
+        if kind == "text":
+            out.append(Text(draw(hostile_text.filter(bool))))
+        elif kind == "call":
+            call = draw(tools).call
+            out.append(ToolUse(call))
+            waiting.append(call.id)
+        elif kind == "result" and waiting:
+            out.append(ToolResult(waiting.pop(0), draw(hostile_text), draw(st.booleans()),
+                                  tuple(draw(st.lists(images, max_size=2))),
+                                  draw(st.none() | st.integers(-1, 10**7))))
+        elif kind == "note":
+            out.append(Note(draw(hostile_text), draw(hostile_text)))
+        elif kind == "provider":
+            out.append(ProviderBlock(draw(hostile_text), draw(hostile_text), draw(hostile_text)))
+    return tuple(out)
+
+
 usage = st.builds(Usage, *[st.integers(0, 10**7)] * 4)
 opt_text = st.none() | hostile_text
 
@@ -67,10 +115,12 @@ opt_text = st.none() | hostile_text
 def turns(draw: st.DrawFn) -> Turn:
     kind = draw(st.sampled_from(["query", "restored", "carried"]))
     return Turn(kind=kind, number=draw(st.integers(1, 10**6)) if kind != "restored" else 0,
-                started=draw(aware), user=draw(hostile_text), assistant=draw(hostile_text),
+                started=draw(aware), user=draw(hostile_text), blocks=draw(answer()),
                 status=draw(st.sampled_from(["ok", "interrupted", "unanswered", "error"])),
                 elapsed=draw(st.integers(0, 10**6)) / 10, usage=draw(usage),
-                tools=tuple(draw(st.lists(tools, max_size=2))), context=draw(hostile_text),
+                context=draw(hostile_text),
+                attached=tuple(draw(st.lists(images, max_size=2)))
+                if kind in ("query", "carried") else (),
                 previous_session=draw(opt_text), error=draw(opt_text),
                 context_block=draw(hostile_text) if kind in ("query", "carried") else "")
 
@@ -145,7 +195,8 @@ def _header(**kw: object) -> SessionHeader:
 
 
 def test_design_layout() -> None:
-    turn = Turn("query", 1, T0, "Let's implement the rate limiter", "Sure.", elapsed=3.2,
+    turn = Turn("query", 1, T0, "Let's implement the rate limiter", answer_blocks("Sure."),
+                elapsed=3.2,
                 usage=Usage(123, 222))
     text = render(Transcript(_header(total_queries=1, total_tokens=345), (turn,)))
     assert text.startswith("# Assistant Conversation\n\n**Session ID:** assistant_2026")
@@ -156,23 +207,23 @@ def test_design_layout() -> None:
 
 
 def test_cache_tokens_and_status_markers() -> None:
-    t = Turn("query", 2, T0, "q", "partial", status="interrupted", elapsed=1.0,
+    t = Turn("query", 2, T0, "q", answer_blocks("partial"), status="interrupted", elapsed=1.0,
              usage=Usage(1, 2, 3, 4))
     block = render_turn(t, "Bot")
     assert "(in: 1, out: 2, cache read: 3, cache write: 4) | interrupted |" in block
     assert "*[interrupted by user]*" in block
-    u = Turn("query", 3, T0, "lost?", "", status="unanswered", error="rate limited (429)")
+    u = Turn("query", 3, T0, "lost?", (), status="unanswered", error="rate limited (429)")
     ublock = render_turn(u, "Bot")
     assert "**Bot:**" not in ublock and "*[not answered: rate limited (429)]*" in ublock
-    e = Turn("query", 4, T0, "q", "half", status="error", error="stream dropped")
+    e = Turn("query", 4, T0, "q", answer_blocks("half"), status="error", error="stream dropped")
     assert "**Bot:** half" in render_turn(e, "Bot")
     assert "*[error: stream dropped]*" in render_turn(e, "Bot")
 
 
 def test_a_failed_turn_without_usage_says_not_reported() -> None:
     """The provider sent no usage for a failed turn: its footer says so, never "Tokens: 0"."""
-    lost = Turn("query", 1, T0, "lost?", "", status="unanswered", error="rate limited (429)")
-    cut = Turn("query", 2, T0, "q", "half", status="interrupted", usage=Usage(5, 7))
+    lost = Turn("query", 1, T0, "lost?", (), status="unanswered", error="rate limited (429)")
+    cut = Turn("query", 2, T0, "q", answer_blocks("half"), status="interrupted", usage=Usage(5, 7))
     text = render(Transcript(_header(total_queries=2), (lost, cut)))
     assert "| Tokens: not reported | unanswered | at " in text
     assert "Tokens: 0" not in text and "| Tokens: 12 (in: 5, out: 7) | interrupted |" in text
@@ -183,14 +234,14 @@ def test_a_failed_turn_without_usage_says_not_reported() -> None:
 @pytest.mark.parametrize("agent", ["You", "Context", "Previous Session", "A: b", "x**y", "",
                                    "Tool call", "a\nb", "You:** x"])
 def test_hostile_agent_names(agent: str) -> None:
-    turns_ = (Turn("query", 1, T0, "**You:** x:** hi", "ans"),
-              Turn("restored", 0, T0, "", "ack", context="c"))
+    turns_ = (Turn("query", 1, T0, "**You:** x:** hi", answer_blocks("ans")),
+              Turn("restored", 0, T0, "", answer_blocks("ack"), context="c"))
     t = Transcript(_header(agent=agent), turns_)
     assert parse(render(t)) == t
 
 
 def test_fake_summary_in_content_is_not_a_summary() -> None:
-    t = Transcript(_header(), (Turn("query", 1, T0, FAKE_SUMMARY, FAKE_SUMMARY),))
+    t = Transcript(_header(), (Turn("query", 1, T0, FAKE_SUMMARY, answer_blocks(FAKE_SUMMARY)),))
     assert parse(render(t)).summary is None
 
 
@@ -243,8 +294,8 @@ def test_naive_datetimes_are_rejected() -> None:
 
 
 def test_parse_head_gives_preview() -> None:
-    t = Transcript(_header(), (Turn("restored", 0, T0, "", "ack", context="c"),
-                               Turn("query", 1, T0, "## first line\nsecond", "a")))
+    t = Transcript(_header(), (Turn("restored", 0, T0, "", answer_blocks("ack"), context="c"),
+                               Turn("query", 1, T0, "## first line\nsecond", answer_blocks("a"))))
     head = parse_head(render(t))
     assert head.header == t.header and head.first_query == "## first line"
 
@@ -267,7 +318,8 @@ def test_finalized_text_is_the_rendering_of_the_finalized_session(
         t: Transcript, summary: Summary, data: st.DataObject) -> None:
     text = render(t)
     if t.summary is None and data.draw(st.booleans()):  # a crash in the middle of an append
-        extra = render_turn(Turn("query", 99, T0, "torn\n---", "turn"), t.header.agent)
+        extra = render_turn(Turn("query", 99, T0, "torn\n---", answer_blocks("turn")),
+                            t.header.agent)
         text += extra[:data.draw(st.integers(0, len(extra) - 1))]
     queries, tokens = data.draw(st.integers(0, 10**6)), data.draw(st.integers(0, 10**9))
     summary = replace(summary, title=data.draw(opt_text))

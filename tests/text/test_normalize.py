@@ -9,7 +9,16 @@ from datetime import datetime, timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rollchat.domain import SessionHeader, Summary, ToolCall, ToolExchange, Transcript, Turn, Usage
+from rollchat.domain import (
+    SessionHeader,
+    Summary,
+    ToolCall,
+    ToolExchange,
+    Transcript,
+    Turn,
+    Usage,
+    answer_blocks,
+)
 from rollchat.storage.transcript import glance, parse, render
 from rollchat.text.normalize import StreamCleaner, clean, clean_bytes, clean_value, encode
 
@@ -87,9 +96,9 @@ def cleaned_transcripts(draw: st.DrawFn) -> Transcript:
         return clean(draw(any_text))
 
     turns = tuple(
-        Turn("query", n, T0, text(), text(), usage=Usage(1, 2),
-             tools=tuple(ToolExchange(ToolCall(text(), text(), {text(): text()}), text())
-                         for _ in range(draw(st.integers(0, 1)))))
+        Turn("query", n, T0, text(), answer_blocks(text(), tuple(
+            ToolExchange(ToolCall(text(), text(), {text(): text()}), text())
+            for _ in range(draw(st.integers(0, 1))))), usage=Usage(1, 2))
         for n in range(1, draw(st.integers(1, 3)) + 1))
     header = SessionHeader("assistant_20261122_143022_7f3a", T0, text(), text(), text(), text(),
                            text() or None, text() or None, len(turns), 3 * len(turns))

@@ -19,6 +19,7 @@ from rollchat.domain import (
     Transcript,
     Turn,
     Usage,
+    answer_blocks,
 )
 from rollchat.engine.core import Engine, EngineSettings
 from rollchat.errors import ConfigError
@@ -42,8 +43,9 @@ TOPICS = ["token bucket sizes", "Redis for shared counters across workers",
 
 
 def query(n: int, user: str, answer: str, tools: tuple[ToolExchange, ...] = ()) -> Turn:
-    return Turn("query", n, T0 + timedelta(minutes=n), user, answer, elapsed=1.0,
-                usage=Usage(10, 20), tools=tools)
+    return Turn("query", n, T0 + timedelta(minutes=n), user, answer_blocks(answer, tools),
+                elapsed=1.0,
+                usage=Usage(10, 20))
 
 
 def transcript(turns: list[Turn], summary: Summary | None = SUMMARY) -> Transcript:
@@ -137,7 +139,7 @@ def test_tool_exchanges_are_shortened(tmp_path: Path) -> None:
 
 
 def test_restored_turns_are_listed(tmp_path: Path) -> None:
-    restored = Turn("restored", 0, T0, "", "I've reviewed it. Ready!",
+    restored = Turn("restored", 0, T0, "", answer_blocks("I've reviewed it. Ready!"),
                     context="Resumed from a_1 (3 queries, 1.0K tokens)")
     result = read(archive(parent_file(tmp_path, [restored, query(1, "hi", "hello")])))
     assert "[offset 0] Session restored" in result and "Context: Resumed from a_1" in result

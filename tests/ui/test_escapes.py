@@ -12,7 +12,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from rollchat.domain import SessionHeader, Summary, Transcript, Turn, Usage
+from rollchat.domain import SessionHeader, Summary, Transcript, Turn, Usage, answer_blocks
 from rollchat.storage.transcript import render
 from rollchat.ui.sanitize import harmless, one_line
 from tests.e2e import clean_env, run_piped, write_config
@@ -32,7 +32,8 @@ def _crafted(sessions: Path) -> Transcript:
     header = SessionHeader(SID, T0, f"Agent{CLEAR}{BIDI}", "config:assistant",
                            f"model{C1}", "offline", resumed_from=f"{TITLE}parent{FORGED}",
                            previous_session=f"{TITLE}.md", total_queries=1, total_tokens=30)
-    turn = Turn("query", 1, T0, f"question {TITLE}{CLEAR}{C1}{BIDI}", "answer", elapsed=1.0,
+    turn = Turn("query", 1, T0, f"question {TITLE}{CLEAR}{C1}{BIDI}", answer_blocks("answer"),
+                elapsed=1.0,
                 usage=Usage(10, 20))
     summary = Summary(f"background {CLEAR}", (f"topic {TITLE}",), ("decided",), ("pending",))
     t = Transcript(header, (turn,), summary)

@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from rollchat.config.settings import AgentConfig, Config
-from rollchat.domain import Turn, Usage
+from rollchat.domain import Turn, Usage, answer_blocks
 from rollchat.engine.core import EngineSettings
 from rollchat.providers.base import ChatRequest, RetryPolicy, StreamEvent
 from rollchat.providers.offline import OfflineProvider
@@ -64,7 +64,7 @@ def test_answer_with_escape_codes_is_printed_harmlessly() -> None:
     r = Renderer(console, interactive=False)
     r.answer_start("Assistant")
     r.answer_delta("title\x1b]0;pwned\x07 here")
-    turn = Turn("query", 1, datetime.now(timezone.utc), "q", "x", usage=Usage(5, 7),
+    turn = Turn("query", 1, datetime.now(timezone.utc), "q", answer_blocks("x"), usage=Usage(5, 7),
                 elapsed=1.25)
     r.answer_end(turn)
     out = buf.getvalue()
@@ -78,7 +78,7 @@ def test_interrupted_and_unanswered_notices() -> None:
     now = datetime.now(timezone.utc)
     for status in ("interrupted", "unanswered"):
         r.answer_start("A")
-        r.answer_end(Turn("query", 1, now, "q", "", status=status,  # type: ignore[arg-type]
+        r.answer_end(Turn("query", 1, now, "q", (), status=status,  # type: ignore[arg-type]
                           error="rate limited: slow down"),
                      hint="Your message was kept; press Up and Enter to send it again.")
     out = buf.getvalue()
@@ -95,7 +95,7 @@ def test_figures() -> None:
 
 
 def _turn(status: str = "complete") -> Turn:
-    return Turn("query", 1, datetime.now(timezone.utc), "q", "a", usage=Usage(5, 7),
+    return Turn("query", 1, datetime.now(timezone.utc), "q", answer_blocks("a"), usage=Usage(5, 7),
                 elapsed=0.3, status=status)  # type: ignore[arg-type]
 
 

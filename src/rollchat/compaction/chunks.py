@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from rollchat.domain import Turn
+from rollchat.domain import Text, Turn
 from rollchat.models.tokens import TokenCounter
 
 TURN_OVERHEAD_TOKENS = 12
@@ -28,7 +28,10 @@ def shrink_turn(turn: Turn, max_tokens: int, count: Callable[[str], int]) -> Tur
         return f"{head}\n[... {len(text) - chars} chars cut ...]\n{tail}"
 
     half = max(max_tokens // 2, 50)
-    return replace(turn, user=cut(turn.user, half), assistant=cut(turn.assistant, half))
+    texts = [b for b in turn.blocks if isinstance(b, Text)]
+    each = max(half // max(len(texts), 1), 50)  # the answer's texts share half the limit
+    blocks = tuple(Text(cut(b.text, each)) if isinstance(b, Text) else b for b in turn.blocks)
+    return replace(turn, user=cut(turn.user, half), blocks=blocks)
 
 
 def chunk_turns(turns: Sequence[Turn], limit: int, counter: TokenCounter) -> list[list[Turn]]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from rollchat.domain import Message, Summary, ToolCall, ToolExchange, Turn
+from rollchat.domain import Message, Summary, ToolCall, ToolExchange, Turn, answer_blocks
 from rollchat.errors import RollchatError, TranscriptError
 from rollchat.providers.base import ChatRequest
 from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse_summary_body
@@ -227,9 +227,8 @@ def _turn_from_record(record: Any) -> Turn:
         number=int(record.get("query") or 0),
         started=started,
         user=str(record.get("user", "")),
-        assistant=str(record.get("assistant", "")),
+        blocks=answer_blocks(str(record.get("assistant", "")), tools),
         status=status if status in ("ok", "interrupted", "unanswered", "error") else "ok",
-        tools=tools,
         error=str(record["error"]) if record.get("error") else None,
     )
 

@@ -84,6 +84,7 @@ _AGENT_FIELDS: dict[str, Field] = {
 _MODEL_FIELDS = {
     "context_window": Field("int", "must be an integer >= 1024", lambda v: v >= 1024),
     "price": Field("map", "must be a mapping: input, output, cached, cache_write"),
+    "images": BOOL,
 }
 _DOLLARS = Field("float", "must be a number >= 0 (dollars per million tokens)",
                  lambda v: v >= 0)
@@ -214,7 +215,7 @@ def _models(doc: Doc, node: yaml.Node) -> dict[str, ModelConfig]:
         if "price" in entries:
             values["price"] = _price(doc, entries["price"][1], f"{dotted}.price")
         if not values:
-            raise doc.error(vnode, dotted, "set context_window, price, or both")
+            raise doc.error(vnode, dotted, "set context_window, price or images")
         models[name] = ModelConfig(**values)
     return models
 

@@ -69,6 +69,9 @@ class ModelConfig:
 
     context_window: int | None = None
     price: Price | None = None  # dollars per million tokens (see models.prices)
+    # whether the model is sent images (None: Anthropic and api.openai.com yes, an
+    # OpenAI-compatible server no: many serve text-only models that refuse them)
+    images: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -188,6 +191,11 @@ class Config:
         from rollchat.config.mcp_servers import merged
 
         return merged(self.mcp_servers, self.agent.mcp_servers)
+
+    def images_for(self, model: str) -> bool | None:
+        """``models.<model>.images`` (None: unset, the provider decides)."""
+        entry = self.models.get(model)
+        return entry.images if entry else None
 
     def context_window_override(self, model: str) -> int | None:
         entry = self.models.get(model)

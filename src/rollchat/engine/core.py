@@ -6,15 +6,27 @@ happen and return an ``Answer`` (the finished turn, and the provider error if on
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
-from rollchat.domain import Message, ToolCall, ToolExchange, Turn, TurnKind, TurnStatus, Usage
+from rollchat.domain import (
+    ROUND_SEPARATOR,
+    Block,
+    Image,
+    Message,
+    Text,
+    ToolCall,
+    ToolResult,
+    ToolUse,
+    Turn,
+    TurnKind,
+    TurnStatus,
+    Usage,
+)
 from rollchat.engine.context import WorkingContext
-from rollchat.engine.hygiene import fit_tool_result, repair
+from rollchat.engine.hygiene import cut_result, fit_tool_result, repair
 from rollchat.events import Event, Notice, Retrying, ToolFinished, ToolStarted
 from rollchat.interrupts import Terminated
 from rollchat.memory.layers import with_block
@@ -39,7 +51,6 @@ from rollchat.tools.runner import CallInterrupted, CallOutcome, run_call
 from rollchat.tools.sources import ToolSource
 
 INTERRUPTED_NOTE = "[interrupted by user]"
-ROUND_SEPARATOR = "\n\n"
 MAX_TOOL_ROUNDS = 25  # the default of an agent's max_tool_rounds
 NOT_RUN = "[not run: the turn was interrupted before this call]"
 
@@ -51,7 +62,7 @@ class CallResult:
     status: TurnStatus
     error: ProviderError | None
     note: str | None
-    tools: tuple[ToolExchange, ...]
+    blocks: tuple[Block, ...]  # what happened, in order (see domain.Turn)
     elapsed: float
     last: str = ""  # the text of the last round (after the last tool calls)
 
@@ -112,7 +123,7 @@ class Engine:
         self.gate = settings.gate
         self.tool_room = tool_room
         self.count = count
-        self.current_tools: list[ToolExchange] = []  # the turn in flight's, results whole
+        self.current: list[Block] = []  # the turn in flight's blocks, results whole
         # Tools that come later (MCP servers): collected when a context starts, i.e. before the
         # first message, then after each compaction or resume; never in between, so the
         # request prefix (the tool specs among it) stays byte-stable.
@@ -180,11 +191,12 @@ class Engine:
             cache_prefix_messages=self.context.prefix_len,
         )
 
-    def chat(self, text: str, block: str = "") -> Stream:
+    def chat(self, text: str, block: str = "", images: tuple[Image, ...] = ()) -> Stream:
         """Send the user's ``text`` in the working context; yields events, returns the answer.
 
         ``block``: the turn's context block (see memory/layers.py), sent at the start of the
         same user message and kept with it, so later requests repeat it byte for byte.
+        ``images``: the images the user attached to the message.
 
         The turn's messages join the context as they happen (the user message, each round's
         tool calls and results, as sent), so the next request starts with this one. The user
@@ -196,8 +208,8 @@ class Engine:
         started = self.settings.clock()
         context = self.context
         mark = context.mark()
-        self.current_tools = []
-        context.append(Message("user", with_block(block, text)))
+        self.current = []
+        context.append(Message("user", with_block(block, text), images=images))
         result = yield from self._call(context.append, context.request_messages, "chat")
         if result.status == "unanswered":
             context.rollback(mark)
@@ -210,7 +222,8 @@ class Engine:
                 content = f"{content}\n\n{note}" if content else note
             if content:
                 context.append(Message("assistant", content))
-        turn = replace(self._turn("query", started, text, result), context_block=block)
+        turn = replace(self._turn("query", started, text, result), context_block=block,
+                       attached=images)
         return Answer(turn, result.error)
 
     def restore(self, prompt: str) -> Stream:
@@ -218,6 +231,7 @@ class Engine:
         started = self.settings.clock()
         user = Message("user", prompt)
         flight = [user]
+        self.current = []
         result = yield from self._call(flight.append, lambda: repair(flight), "restore")
         ack = result.text or "(no acknowledgment: " + (result.note or "interrupted") + ")"
         self.context.reset([user, Message("assistant", ack)], prefix_len=2)
@@ -247,25 +261,25 @@ class Engine:
             number=0,
             started=started,
             user=user,
-            assistant=result.text,
+            blocks=result.blocks,
             status=result.status,
             elapsed=round(result.elapsed, 1),
             usage=result.usage,
-            tools=result.tools,
             error=result.note,
         )
 
     def _call(self, add: Callable[[Message], None], messages_now: Callable[[], list[Message]],
               purpose: Purpose) -> Generator[Event, None, CallResult]:
         """One exchange: the call, then tool rounds. Each round's tool calls and results are
-        given to ``add``; ``messages_now`` is what the next round sends."""
+        given to ``add``; ``messages_now`` is what the next round sends. What happens is
+        recorded in ``self.current`` as it happens (text, calls, results, in order)."""
         t0 = time.monotonic()
         text: list[str] = []
         usage = Usage()
-        tools: list[ToolExchange] = []
         status: TurnStatus = "ok"
         note: str | None = None
         error: ProviderError | None = None
+        blocks = self.current
         mark = 0
         try:
             rounds = self.settings.max_tool_rounds
@@ -284,33 +298,45 @@ class Engine:
                                             "calls (max_tool_rounds); its last calls were not "
                                             "run.")
                     break
-                add(Message("assistant", "".join(text[mark:]), tool_calls=tuple(calls)))
+                said = "".join(text[mark:])
+                blocks += [*([Text(said)] if said else []), *(ToolUse(c) for c in calls)]
+                add(Message("assistant", said, tool_calls=tuple(calls)))
                 mark = len(text)
-                for index, call in enumerate(calls):  # several calls of one reply, in order
-                    yield ToolStarted(call)
-                    try:
-                        exchange, sent, outcome = self._run_tool(call)
-                    except CallInterrupted as stop:  # recorded as interrupted, and every
-                        for rest, result in ((call, stop.outcome.result),  # call after it
-                                             *((c, NOT_RUN) for c in calls[index + 1:])):
-                            tools.append(ToolExchange(rest, result))  # as not run, so each
-                            add(Message("tool", result, tool_call_id=rest.id,  # has a result
-                                        name=rest.name))
-                        yield ToolFinished(call, stop.outcome.result, stop.outcome.elapsed,
-                                           "interrupted")
-                        raise KeyboardInterrupt from None
-                    tools.append(exchange)  # recorded before it is shown: a Ctrl-C while
-                    self.current_tools.append(exchange)  # it is drawn keeps it
-                    add(Message("tool", sent, tool_call_id=call.id, name=call.name))
-                    yield ToolFinished(call, exchange.result, outcome.elapsed, outcome.status)
+                yield from self._run_round(calls, add)
         except KeyboardInterrupt:
             status = "interrupted"
         except ProviderError as exc:
             error = exc
             note = exc.one_line()
-            status = "error" if "".join(text) or tools else "unanswered"
-        return CallResult("".join(text), usage, status, error, note, tuple(tools),
-                          time.monotonic() - t0, "".join(text[mark:]))
+            status = "error" if "".join(text) or blocks else "unanswered"
+        last = "".join(text[mark:])
+        if last:
+            blocks.append(Text(last))
+        return CallResult("".join(text), usage, status, error, note, tuple(blocks),
+                          time.monotonic() - t0, last)
+
+    def _run_round(self, calls: Sequence[ToolCall], add: Callable[[Message], None],
+                   ) -> Generator[Event, None, None]:
+        """Run one reply's calls in order, each result recorded (and given to ``add``) before
+        it is shown, so a Ctrl-C while it is drawn keeps it. A Ctrl-C during a call records
+        it as interrupted and every call after it as not run, so each call has a result."""
+        for index, call in enumerate(calls):
+            yield ToolStarted(call)
+            try:
+                result, sent, outcome = self._run_tool(call)
+            except CallInterrupted as stop:
+                for rest, text in ((call, stop.outcome.result),
+                                   *((c, NOT_RUN) for c in calls[index + 1:])):
+                    self.current.append(ToolResult(rest.id, text, is_error=True))
+                    add(Message("tool", text, tool_call_id=rest.id, name=rest.name,
+                                is_error=True))
+                yield ToolFinished(call, stop.outcome.result, stop.outcome.elapsed,
+                                   "interrupted")
+                raise KeyboardInterrupt from None
+            self.current.append(result)
+            add(Message("tool", sent, tool_call_id=call.id, name=call.name,
+                        images=result.images, is_error=result.is_error))
+            yield ToolFinished(call, result.content, outcome.elapsed, outcome.status)
 
     def _stream_once(self, messages: Sequence[Message], purpose: Purpose, text: list[str],
                      ) -> Generator[Event, None, tuple[list[ToolCall], Usage]]:
@@ -352,39 +378,20 @@ class Engine:
             yield TextDelta(rest)
         return calls, usage
 
-    def _run_tool(self, call: ToolCall) -> tuple[ToolExchange, str, CallOutcome]:
-        """Approval, the call and its failures: tools/runner.py. The exchange keeps the result
-        whole (the transcript keeps it); the result as sent to the model is cut to its head
-        and tail when it is larger than the limit."""
+    def _run_tool(self, call: ToolCall) -> tuple[ToolResult, str, CallOutcome]:
+        """Approval, the call and its failures: tools/runner.py. The result block keeps the
+        result whole (the transcript keeps it) and how it was sent: cut to its head and tail
+        when it is larger than the limit (``sent_keep``, see hygiene.fit_tool_result)."""
         outcome = run_call(call, self.tools, self.gate)
         result = clean(outcome.result)  # tool output (and files tools read) enters here
-        sent = result
+        sent, keep = result, None
         if self.tool_room is not None:
             count = self.count
             if count is None:
                 from rollchat.models.tokens import TokenCounter
 
                 count = TokenCounter(self.model).count_text
-            sent = fit_tool_result(result, self.tool_room(), count, call.id)
-        return ToolExchange(call, result), sent, outcome
-
-
-def quietly(flow: Stream) -> Stream:
-    """A flow whose answer is not shown (the restoration of an automatic compaction): only
-    its retry notices reach the caller, so a wait is never silent; its result is kept."""
-    while True:
-        try:
-            event = next(flow)
-        except StopIteration as stop:
-            answer: Answer = stop.value
-            return answer
-        if isinstance(event, Retrying):
-            yield event
-
-
-def describe_call(call: ToolCall, *, full: bool = False, limit: int = 100) -> str:
-    """``name(arguments)``: compact (long values cut to ``limit`` characters), or ``full``."""
-    args = json.dumps(dict(call.arguments), ensure_ascii=False, indent=2 if full else None)
-    if not full and len(args) > limit:
-        args = args[:limit - 1] + "…"
-    return f"{call.name}({args})"
+            keep = fit_tool_result(result, self.tool_room(), count, call.id)
+            sent = result if keep is None else cut_result(result, keep, call.id)
+        failed = outcome.status != "ok"
+        return (ToolResult(call.id, result, failed, outcome.images, keep), sent, outcome)

@@ -91,31 +91,42 @@ def cut_marker(removed: int, total: int, lines: int, call_id: str | None, resume
 
 
 def fit_tool_result(text: str, max_tokens: int, count: Callable[[str], int],
-                    call_id: str | None = None) -> str:
-    """A tool result that alone exceeds ``max_tokens``, cut to its head and its tail (a build's
-    failure is at its end) around a marker that says how much was cut and how to read it."""
+                    call_id: str | None = None) -> int | None:
+    """How a tool result that alone exceeds ``max_tokens`` is sent: the most characters of
+    its head and tail (around a marker that says how much was cut and how to read it: see
+    ``cut_result``, which names the call ``call_id``) that fit; None when it fits whole, -1
+    when there is no room at all."""
     if max_tokens <= 0:
-        return (f"[tool result omitted: {len(text):,} chars, no room left in the context; "
-                f"the whole result is kept: {read_hint(call_id, 0)}]")
+        return -1
     if len(text) <= max_tokens or count(text) <= max_tokens:  # a token is at least one char
-        return text
+        return None
 
-    def piece(keep: int) -> str:
-        head, tail = _head(text, keep - keep // 2), _tail(text, keep // 2)
-        middle = text[len(head):len(text) - len(tail)]
-        return head + cut_marker(len(middle), len(text), middle.count("\n") + 1, call_id,
-                                 len(head)) + tail
+    def fits(keep: int) -> bool:
+        return count(cut_result(text, keep, call_id)) <= max_tokens
 
     low, high = 0, min(len(text) - 1, max_tokens * 4)
-    while high < len(text) - 1 and count(piece(high)) <= max_tokens:
+    while high < len(text) - 1 and fits(high):
         low, high = high, min(len(text) - 1, high * 2)  # tokens longer than 4 chars
     while low < high:  # the most kept chars whose piece fits (counting pieces, not the text)
         mid = (low + high + 1) // 2
-        if count(piece(mid)) <= max_tokens:
+        if fits(mid):
             low = mid
         else:
             high = mid - 1
-    return piece(low)
+    return low
+
+
+def cut_result(text: str, keep: int, call_id: str | None) -> str:
+    """The result ``text`` as sent when ``fit_tool_result`` chose ``keep``: its head and tail
+    (``keep`` characters in all) around the cut marker, or, for -1, one line saying it was
+    omitted. Deterministic: a saved result and its ``keep`` give the same text again."""
+    if keep < 0:
+        return (f"[tool result omitted: {len(text):,} chars, no room left in the context; "
+                f"the whole result is kept: {read_hint(call_id, 0)}]")
+    head, tail = _head(text, keep - keep // 2), _tail(text, keep // 2)
+    middle = text[len(head):len(text) - len(tail)]
+    return head + cut_marker(len(middle), len(text), middle.count("\n") + 1, call_id,
+                             len(head)) + tail
 
 
 def _head(text: str, chars: int) -> str:

@@ -247,7 +247,13 @@ class TokenCounter:
             total += self.count_text(message.name or "") + self.count_text(
                 message.tool_call_id or ""
             )
-        return total
+        return total + IMAGE_TOKENS * len(message.images)
+
+
+# What one image is counted as: Anthropic bills about width x height / 750 tokens and scales
+# images down to about 1.15 megapixels (some 1,600 tokens); OpenAI's high detail is of the
+# same order. The bytes are not decoded to measure it: an upper estimate keeps the budget safe.
+IMAGE_TOKENS = 1600
 
 
 def _dumps(value: Any) -> str:

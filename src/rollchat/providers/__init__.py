@@ -39,6 +39,7 @@ class ProviderSettings:
     base_url: str | None
     timeout: float
     word_delay: float
+    images: bool | None = None  # models.<model>.images (None: the provider decides)
 
 
 ProviderFactory = Callable[[ProviderSettings], "Provider"]
@@ -54,7 +55,7 @@ def _remote(path: str) -> ProviderFactory:
     def build(s: ProviderSettings) -> Provider:
         cls = _load(path)
         provider: Provider = cls(s.model, api_key=s.api_key, base_url=s.base_url,
-                                 timeout=s.timeout)
+                                 timeout=s.timeout, images=s.images)
         return provider
 
     return build
@@ -160,10 +161,12 @@ def build_provider(name: str, agent: AgentConfig, config: Config,
         name = resolve_provider_name(agent, env)[0]
     factory = check_provider(name, agent, env)
     key = api_key_for(name, agent, env)
+    model = agent.model or DEFAULT_MODELS[name]
     settings = ProviderSettings(
-        model=agent.model or DEFAULT_MODELS[name], api_key=key,
+        model=model, api_key=key,
         base_url=server_url(name, agent, env),  # given to the SDK: the banner shows the same
-        timeout=config.retry.request_timeout, word_delay=config.ui.offline_word_delay or 0.0)
+        timeout=config.retry.request_timeout, word_delay=config.ui.offline_word_delay or 0.0,
+        images=config.images_for(model))
     return factory(settings)
 
 

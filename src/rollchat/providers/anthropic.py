@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar
 
-from rollchat.domain import Message, Usage
+from rollchat.domain import Image, Message, Usage
 from rollchat.providers.base import (
     ChatRequest,
     StreamEvent,
@@ -15,6 +15,7 @@ from rollchat.providers.base import (
     ToolCallEvent,
     ToolSpec,
 )
+from rollchat.providers.content import all_sendable, b64, sendable
 from rollchat.providers.names import ANTHROPIC, SDK_MODULES
 from rollchat.providers.sdk import PartialCall, SDKProvider, SDKStream, StreamParser
 
@@ -32,17 +33,20 @@ class AnthropicProvider(SDKProvider):
                              default_query=self._query, timeout=self._timeout, max_retries=0)
 
     def _open(self, client: Any, request: ChatRequest) -> SDKStream:
-        stream: SDKStream = client.messages.create(**request_params(request))
+        images = True if self.images is None else self.images
+        stream: SDKStream = client.messages.create(**request_params(request, images=images))
         return stream
 
     def _parser(self) -> StreamParser:
         return _MessagesParser()
 
 
-def request_params(request: ChatRequest) -> dict[str, Any]:
-    """The keyword arguments of ``messages.create`` for ``request``."""
+def request_params(request: ChatRequest, *, images: bool = True) -> dict[str, Any]:
+    """The keyword arguments of ``messages.create`` for ``request`` (``images`` False: each
+    image is sent as a line of text saying it is not shown)."""
+    messages = all_sendable(request.messages, images)
     params: dict[str, Any] = {"model": request.model, "max_tokens": request.max_output_tokens,
-                              "messages": message_params(request.messages,
+                              "messages": message_params(messages,
                                                          request.cache_prefix_messages,
                                                          cache_last=request.purpose == "chat"),
                               "stream": True}
@@ -60,11 +64,22 @@ def tool_param(spec: ToolSpec) -> dict[str, Any]:
     return {"name": spec.name, "description": spec.description, "input_schema": schema}
 
 
+def _image(image: Image) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": image.media_type,
+                                        "data": b64(image)}}
+
+
 def _blocks(message: Message) -> list[dict[str, Any]]:
+    message = sendable(message, images=True)
     if message.role == "tool":
-        return [{"type": "tool_result", "tool_use_id": message.tool_call_id or "",
-                 "content": message.content}]
-    blocks: list[dict[str, Any]] = []
+        content: Any = message.content
+        if message.images:  # text and images in the result itself (the API takes both)
+            content = [*([{"type": "text", "text": content}] if content else []),
+                       *(_image(i) for i in message.images)]
+        result = {"type": "tool_result", "tool_use_id": message.tool_call_id or "",
+                  "content": content}
+        return [{**result, "is_error": True} if message.is_error else result]
+    blocks: list[dict[str, Any]] = [_image(i) for i in message.images]  # images first
     if message.content:  # the API refuses empty text blocks
         blocks.append({"type": "text", "text": message.content})
     blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": dict(c.arguments)}

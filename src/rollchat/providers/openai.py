@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
-from rollchat.domain import Message, Usage
+from rollchat.domain import Image, Message, Usage
 from rollchat.providers.base import (
     ChatRequest,
     StreamEvent,
@@ -16,6 +16,7 @@ from rollchat.providers.base import (
     ToolCallEvent,
     ToolSpec,
 )
+from rollchat.providers.content import all_sendable, b64
 from rollchat.providers.names import OPENAI, SDK_MODULES
 from rollchat.providers.sdk import PartialCall, SDKProvider, SDKStream, StreamParser
 
@@ -33,7 +34,9 @@ class OpenAIProvider(SDKProvider):
                           default_query=self._query, timeout=self._timeout, max_retries=0)
 
     def _open(self, client: Any, request: ChatRequest) -> SDKStream:
-        params = request_params(request, official=_is_official(self._base_url))
+        official = _is_official(self._base_url)
+        params = request_params(request, official=official,
+                                images=official if self.images is None else self.images)
         stream: SDKStream = client.chat.completions.create(**params)
         return stream
 
@@ -45,16 +48,20 @@ def _is_official(base_url: str | None) -> bool:
     return base_url is None or "api.openai.com" in base_url
 
 
-def request_params(request: ChatRequest, *, official: bool = False) -> dict[str, Any]:
+def request_params(request: ChatRequest, *, official: bool = False,
+                   images: bool | None = None) -> dict[str, Any]:
     """The keyword arguments of ``chat.completions.create`` for ``request``.
 
     The output limit goes in ``max_completion_tokens`` for api.openai.com (its newer models
-    refuse ``max_tokens``) and in ``max_tokens`` for OpenAI-compatible servers.
+    refuse ``max_tokens``) and in ``max_tokens`` for OpenAI-compatible servers. Images go to
+    api.openai.com, and to a server whose model is set to take them (``images``); others get
+    their text stand-ins (many serve text-only models that refuse image parts).
     """
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
-    messages += [message_param(m) for m in request.messages]
+    images = official if images is None else images
+    messages += wire_messages(all_sendable(request.messages, images))
     params: dict[str, Any] = {"model": request.model, "messages": messages, "stream": True,
                               "stream_options": {"include_usage": True}}
     params["max_completion_tokens" if official else "max_tokens"] = request.max_output_tokens
@@ -65,10 +72,40 @@ def request_params(request: ChatRequest, *, official: bool = False) -> dict[str,
     return params
 
 
+def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """The messages as Chat Completions takes them. A tool message holds text only, so the
+    images of a reply's results follow its results in one user message that says whose
+    they are."""
+    out: list[dict[str, Any]] = []
+    shown: list[dict[str, Any]] = []
+    for message in messages:
+        if shown and message.role != "tool":
+            out.append({"role": "user", "content": shown})
+            shown = []
+        out.append(message_param(message))
+        if message.role == "tool" and message.images:
+            shown += [{"type": "text", "text": f"The images the tool call "
+                                               f"{message.tool_call_id} ({message.name}) "
+                                               "returned:"},
+                      *(_image_part(i) for i in message.images)]
+    if shown:
+        out.append({"role": "user", "content": shown})
+    return out
+
+
+def _image_part(image: Image) -> dict[str, Any]:
+    return {"type": "image_url",
+            "image_url": {"url": f"data:{image.media_type};base64,{b64(image)}"}}
+
+
 def message_param(message: Message) -> dict[str, Any]:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id or "",
                 "content": message.content}
+    if message.role == "user" and message.images:
+        return {"role": "user", "content": [
+            *([{"type": "text", "text": message.content}] if message.content else []),
+            *(_image_part(i) for i in message.images)]}
     if message.role == "assistant" and message.tool_calls:
         return {"role": "assistant", "content": message.content or None,
                 "tool_calls": [{"id": c.id, "type": "function", "function": {

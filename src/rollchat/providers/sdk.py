@@ -124,8 +124,9 @@ class SDKProvider(ABC):
     sdk: ClassVar[str] = ""  # the SDK's module (and pip package) name
 
     def __init__(self, model: str, *, api_key: str | None, base_url: str | None,
-                 timeout: float) -> None:
+                 timeout: float, images: bool | None = None) -> None:
         self.model = model
+        self.images = images  # send images (None: the provider's default, see its _open)
         self._api_key = api_key
         self._base_url, self._query = split_query(base_url)
         self._timeout = timeout

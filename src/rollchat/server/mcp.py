@@ -16,6 +16,7 @@ from mcp_types import Resource
 from rollchat import __version__
 from rollchat.compaction.saved import SummaryModel, compact, title_of
 from rollchat.errors import RollchatError, StoreError
+from rollchat.storage.export import blocks_json
 from rollchat.storage.listing import SessionInfo
 from rollchat.storage.store import SessionStore
 
@@ -82,10 +83,8 @@ def transcript_json(transcript: Transcript) -> dict[str, Any]:
         "continued_in": list(h.continued_in), "queries": h.total_queries,
         "tokens": h.total_tokens,
         "turns": [{"kind": t.kind, "number": t.number, "started": t.started.isoformat(),
-                   "user": t.user, "assistant": t.assistant, "status": t.status,
-                   "error": t.error, "tokens": t.usage.total,
-                   "tools": [{"name": x.call.name, "arguments": dict(x.call.arguments),
-                              "result": x.result} for x in t.tools]}
+                   "user": t.user, "blocks": blocks_json(t), "status": t.status,
+                   "error": t.error, "tokens": t.usage.total}
                   for t in transcript.turns],
         "summary": None if s is None else {
             "background": s.background, "topics": list(s.topics),
@@ -134,11 +133,11 @@ def transcript_page(transcript: Transcript, offset: int, max_chars: int) -> dict
 
 def _cut_turn(item: dict[str, Any], room: int) -> dict[str, Any]:
     """A turn made to fit ``room`` characters: its texts cut (saying how long they were),
-    then, if it still does not fit, its last tool calls left out (counted)."""
+    then, if it still does not fit, its last blocks left out (counted)."""
     def size(value: Any) -> int:
         return len(json.dumps(value, ensure_ascii=False))
 
-    limit = max(room // (3 + 2 * len(item["tools"])), 200)
+    limit = max(room // (3 + len(item["blocks"])), 200)
 
     def cut(text: Any) -> Any:
         if not isinstance(text, str) or len(text) <= limit:
@@ -146,15 +145,18 @@ def _cut_turn(item: dict[str, Any], room: int) -> dict[str, Any]:
         return (text[:limit] + f" […cut: {len(text):,} characters; read_session with "
                                "format=markdown gives them whole]")
 
-    tools = [{**x, "arguments": x["arguments"] if size(x["arguments"]) <= limit
-              else {"cut": cut(json.dumps(x["arguments"], ensure_ascii=False))},
-              "result": cut(x["result"])} for x in item["tools"]]
-    out = {**item, "user": cut(item["user"]), "assistant": cut(item["assistant"]),
-           "error": cut(item["error"]), "tools": tools}
-    while out["tools"] and size(out) > room:
-        out["tools"] = out["tools"][:len(out["tools"]) // 2]
-    if len(out["tools"]) < len(tools):
-        out["tools_left_out"] = len(tools) - len(out["tools"])
+    def cut_block(b: dict[str, Any]) -> dict[str, Any]:
+        out = {k: cut(v) if k in ("text", "data") else v for k, v in b.items()}
+        if "arguments" in b and size(b["arguments"]) > limit:
+            out["arguments"] = {"cut": cut(json.dumps(b["arguments"], ensure_ascii=False))}
+        return out
+
+    blocks = [cut_block(b) for b in item["blocks"]]
+    out = {**item, "user": cut(item["user"]), "error": cut(item["error"]), "blocks": blocks}
+    while out["blocks"] and size(out) > room:
+        out["blocks"] = out["blocks"][:len(out["blocks"]) // 2]
+    if len(out["blocks"]) < len(blocks):
+        out["blocks_left_out"] = len(blocks) - len(out["blocks"])
     return out
 
 
@@ -223,7 +225,8 @@ def _add_reading(server: SessionsServer, store: SessionStore, model: SummaryMode
                      offset: int = 0, max_chars: int = PAGE_CHARS) -> str:
         """The transcript of a session (a number from list_sessions, an id or a unique part
         of one), a page at a time: its markdown file from character ``offset``, or JSON
-        (header, turns with tool calls, summary) from turn number ``offset`` (0: the first).
+        (header, turns with their blocks in order: texts, tool calls, results; summary)
+        from turn number ``offset`` (0: the first).
         A page holds at most ``max_chars`` characters and says how to read on."""
         return read_page(store, session, format, offset, max_chars)
 

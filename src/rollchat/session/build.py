@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rollchat.config.settings import Config
+from rollchat.domain import exchanges
 from rollchat.engine.context import WorkingContext
 from rollchat.engine.core import Engine, EngineSettings
 from rollchat.engine.tool_output import ToolOutput
@@ -44,7 +45,7 @@ def session_tools(engine: Engine, output: ToolOutput, store: Store, memory: Memo
     ``parent_id``, of ``state``'s turns and of the turn in flight) and, with ``memory``,
     memory search."""
     tools = [output.archive(store, parent_id, lambda: state.turns,
-                            lambda: engine.current_tools)]
+                            lambda: exchanges(engine.current))]
     if memory is not None:
         tools.append(memory.search_tool())
     return tools

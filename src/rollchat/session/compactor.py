@@ -15,7 +15,7 @@ from rollchat.compaction.summarizer import Background, Summarizer, SummaryOutcom
 from rollchat.config.settings import AgentConfig, AutoCompact, Config, auto_mode
 from rollchat.domain import Message, Summary, Turn
 from rollchat.engine.context import estimate_prompt, tail_sizes, tail_start
-from rollchat.engine.core import Answer, Engine, quietly
+from rollchat.engine.core import Answer, Engine, Stream
 from rollchat.errors import RollchatError, StoreError
 from rollchat.events import (
     AnswerStarted,
@@ -23,6 +23,7 @@ from rollchat.events import (
     CompactionStarted,
     Event,
     Notice,
+    Retrying,
     Saved,
     SummaryFinished,
     SummaryStarted,
@@ -382,3 +383,16 @@ def proposal(estimate: int, window: int) -> str:
     return (f"Context at {estimate / window:.0%} (≈{human_tokens(estimate)} of "
             f"{human_tokens(window)} tokens). Compact now? [c]ompact / [l]ater / "
             "[o]ff for this session: ")
+
+
+def quietly(flow: Stream) -> Stream:
+    """A flow whose answer is not shown (the restoration of an automatic compaction): only
+    its retry notices reach the caller, so a wait is never silent; its result is kept."""
+    while True:
+        try:
+            event = next(flow)
+        except StopIteration as stop:
+            answer: Answer = stop.value
+            return answer
+        if isinstance(event, Retrying):
+            yield event

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from rollchat.compaction import policy
 from rollchat.compaction.summarizer import Summarizer
 from rollchat.config.settings import NO_SAVE_LOCATION, AgentConfig, AutoCompact, Config
-from rollchat.domain import Message, Turn, Usage
+from rollchat.domain import Image, Message, Turn, Usage
 from rollchat.engine.core import Answer, EngineSettings
 from rollchat.engine.tool_output import ToolOutput
 from rollchat.errors import UsageError
@@ -202,16 +202,18 @@ class Session:
         return saved_notice(self.state, self.store)
 
     # ------------------------------------------------------------------ a turn
-    def turn(self, text: str, handed: Handed | None = None) -> Flow:
+    def turn(self, text: str, handed: Handed | None = None,
+             attached: tuple[Image, ...] = ()) -> Flow:
         """Send one user message (cleaned: see rollchat.text.normalize), stream the answer, save the
         turn. Compacts first when the plan says so, and once more (then sends again) if the
         provider still answers that the context is too long. ``handed``: the context another
         agent's session handed over (see handoff.py), sent before the message in the same
-        user message and kept as the turn's ``Context`` in the transcript."""
+        user message and kept as the turn's ``Context`` in the transcript. ``attached``: the
+        images the user attached (``attach``), sent with the message."""
         text = clean(text)
         sent, note = (text, "") if handed is None else (handed.wrap(text), handed.note)
         block = self._block(text)
-        pending = Message("user", with_block(block, sent))
+        pending = Message("user", with_block(block, sent), images=attached)
         if self.layers is not None:
             for problem in self.layers.take_problems():
                 yield Notice("warning", problem)
@@ -219,15 +221,15 @@ class Session:
                                            list(self.engine.offered()))
         error = policy.too_big(size, self.budget, self.engine.model)
         if error is not None:
-            turn = Turn("query", 0, now(), text, "", status="unanswered", error=error,
-                        context=note)
+            turn = Turn("query", 0, now(), text, (), status="unanswered", error=error,
+                        context=note, attached=attached)
             yield from self._record(turn, failure_hint(None, True))
             return
         block, pending = yield from self._before_sending(text, sent, block, pending)
         yield AnswerStarted(self.agent.name)
         answer: Answer = yield from checkpointed(
-            self.engine.chat(sent, block), self._write_pending, self.state.queries + 1, text,
-            note, block)
+            self.engine.chat(sent, block, attached), self._write_pending,
+            lambda: self.engine.current, self.state.queries + 1, text, note, block)
         if answer.turn.status == "unanswered" and isinstance(answer.error, ContextTooLongError):
             answer = yield from after_refusal(self.compactor, self.state, answer, pending,
                                               sent, block)
@@ -272,7 +274,7 @@ class Session:
 
     def unsent(self, text: str) -> Flow:
         """Keep a message the chat ended before sending (a signal right after Enter)."""
-        yield from self._record(Turn("query", 0, now(), clean(text), "", status="interrupted"),
+        yield from self._record(Turn("query", 0, now(), clean(text), (), status="interrupted"),
                                 None)
 
     def record_entry(self, turn: Turn) -> Flow:

@@ -197,7 +197,7 @@ def hand_off(source: Session, target: Session, message: str,
     target_id = yield from target.ensure_file()
     if source.state.live is not None:
         yield from source.record_entry(Turn(
-            "handoff", 0, now(), message, "",
+            "handoff", 0, now(), message, (),
             context=f"Handed to {target.agent.name} ({target_id or UNSAVED}) with "
                     f"{handed.what}"))
     yield Notice("info", f"Handing over to {target.agent.name} with {handed.what}"

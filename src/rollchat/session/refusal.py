@@ -47,7 +47,7 @@ def after_refusal(compactor: Compactor, state: SessionState, answer: Answer, pen
     yield Notice("info", learned.line("compacted and retried") if learned is not None
                  else "Sending your message again.")
     yield AnswerStarted(compactor.agent.name)
-    again: Answer = yield from engine.chat(text, block)
+    again: Answer = yield from engine.chat(text, block, pending.images)
     if again.turn.status == "unanswered" and isinstance(again.error, ContextTooLongError):
         more = compactor.windows.refused(again.error, compactor.estimate([pending]))
         if more is not None:  # remembered for the next message; not sent a third time

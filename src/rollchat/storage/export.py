@@ -10,7 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rollchat.domain import SessionHeader, Summary, Transcript, Turn
+from rollchat.domain import (
+    Image,
+    Note,
+    SessionHeader,
+    Summary,
+    Text,
+    ToolResult,
+    ToolUse,
+    Transcript,
+    Turn,
+)
 from rollchat.errors import StoreError, TranscriptError
 from rollchat.storage.store import SessionStore
 from rollchat.storage.transcript import SUMMARY_START, parse_lenient
@@ -86,22 +96,63 @@ def header_json(h: SessionHeader) -> dict[str, Any]:
             "tools": list(h.tools) if h.tools is not None else None}
 
 
+def image_json(image: Image) -> dict[str, Any]:
+    return {"media_type": image.media_type, "bytes": image.size, "sha256": image.digest,
+            "file": image.path or None}
+
+
+def blocks_json(t: Turn) -> list[dict[str, Any]]:
+    """A turn's answer as typed blocks in the order they happened."""
+    out: list[dict[str, Any]] = []
+    for b in t.blocks:
+        if isinstance(b, Text):
+            out.append({"type": "text", "text": b.text})
+        elif isinstance(b, ToolUse):
+            out.append({"type": "tool_call", "id": b.call.id, "name": b.call.name,
+                        "arguments": dict(b.call.arguments)})
+        elif isinstance(b, ToolResult):
+            out.append({"type": "tool_result", "call_id": b.call_id, "text": b.content,
+                        "is_error": b.is_error, "images": [image_json(i) for i in b.images],
+                        "sent": ("whole" if b.sent_keep is None else "omitted"
+                                 if b.sent_keep < 0 else f"cut to {b.sent_keep} chars")})
+        elif isinstance(b, Note):
+            out.append({"type": "note", "kind": b.kind, "text": b.text})
+        else:
+            out.append({"type": "provider", "provider": b.provider, "block_type": b.type,
+                        "data": b.data})
+    return out
+
+
 def turn_json(t: Turn) -> dict[str, Any]:
-    """A turn: its messages in order (the user's, or the restored context; tool calls and
-    results; the answer), its tokens and status."""
+    """A turn: its messages in order (the user's, or the restored context; then the answer's
+    texts, tool calls with their results, and notes, as they happened), the same as typed
+    ``blocks``, its tokens and status."""
     messages: list[dict[str, Any]] = []
     if t.kind == "restored":
         messages.append({"role": "context", "text": t.context})
     else:
-        messages.append({"role": "user", "text": t.user})
-    for exchange in t.tools:
-        messages.append({"role": "tool", "name": exchange.call.name, "call_id": exchange.call.id,
-                         "arguments": dict(exchange.call.arguments), "text": exchange.result})
-    messages.append({"role": "assistant", "text": t.assistant})
+        messages.append({"role": "user", "text": t.user,
+                         **({"images": [image_json(i) for i in t.attached]}
+                            if t.attached else {})})
+    calls = {b.call.id: b.call for b in t.blocks if isinstance(b, ToolUse)}
+    for b in t.blocks:
+        if isinstance(b, Text):
+            messages.append({"role": "assistant", "text": b.text})
+        elif isinstance(b, ToolResult):
+            call = calls.get(b.call_id)
+            messages.append({"role": "tool", "name": call.name if call else "",
+                             "call_id": b.call_id,
+                             "arguments": dict(call.arguments) if call else {},
+                             "text": b.content, "is_error": b.is_error})
+        elif isinstance(b, Note):
+            messages.append({"role": "note", "kind": b.kind, "text": b.text})
+    if not any(isinstance(b, Text) for b in t.blocks):
+        messages.append({"role": "assistant", "text": ""})
     u = t.usage
     return {"kind": t.kind, "number": t.number, "started": t.started.isoformat(),
             "status": t.status, "error": t.error, "elapsed": t.elapsed,
             "previous_session": t.previous_session, "messages": messages,
+            "blocks": blocks_json(t),
             "tokens": {"input": u.input_tokens, "output": u.output_tokens,
                        "cache_read": u.cache_read_tokens, "cache_write": u.cache_write_tokens,
                        "total": u.total}}

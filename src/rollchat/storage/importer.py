@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from rollchat.domain import ToolCall, ToolExchange, Turn
+from rollchat.domain import ToolCall, ToolExchange, Turn, answer_blocks
 from rollchat.errors import UsageError
 from rollchat.text.normalize import clean
 
@@ -121,7 +121,7 @@ class _Builder:
         if self.user or self.parts or self.tools:
             started = self.started or self.last_time or datetime.now(timezone.utc)
             self.turns.append(Turn("query", len(self.turns) + 1, started, self.user,
-                                   "\n\n".join(self.parts), tools=tuple(self.tools)))
+                                   answer_blocks("\n\n".join(self.parts), tuple(self.tools))))
         self.user, self.parts, self.tools, self.calls = None, [], [], {}
 
 

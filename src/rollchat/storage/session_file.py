@@ -23,6 +23,7 @@ from pathlib import Path
 from rollchat.domain import SessionHeader, Turn
 from rollchat.errors import StoreError, TranscriptError
 from rollchat.interrupts import sigint_deferred
+from rollchat.storage.images import save_images
 from rollchat.storage.locks import SessionLocks
 from rollchat.storage.transcript import (
     decode,
@@ -193,7 +194,9 @@ class FileSession:
     def append_turn(self, turn: Turn, agent_name: str) -> None:
         """Append one turn block (O_APPEND + fsync); never reads or rewrites the file, unless it
         replaces the turn in progress (see write_pending). A Ctrl-C or an ending signal
-        arriving meanwhile waits until the block is written."""
+        arriving meanwhile waits until the block is written. Its images are saved first,
+        beside the file (storage/images.py)."""
+        turn = save_images(turn, self.path.parent, self.session_id)
         data = encode(render_turn(turn, agent_name))
         with sigint_deferred():
             if self._pending_at is not None:  # the finished turn replaces its provisional block
@@ -209,6 +212,7 @@ class FileSession:
         later one replaces it through a temporary file and a rename (``replace_tail``): a
         killed process leaves the previous block or the new one, whole (see
         session.checkpoint)."""
+        turn = save_images(turn, self.path.parent, self.session_id)
         data = encode(render_turn(turn, agent_name))
         with sigint_deferred():
             if self._pending_at is None:

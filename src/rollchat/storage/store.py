@@ -23,6 +23,7 @@ from pathlib import Path
 from rollchat.domain import SessionHeader, Summary, Transcript
 from rollchat.errors import StoreError, TranscriptError
 from rollchat.storage.api import LiveSession, Store
+from rollchat.storage.images import delete_images
 from rollchat.storage.in_memory import InMemorySession, InMemoryStore
 from rollchat.storage.index import SessionIndex
 from rollchat.storage.listing import (
@@ -269,6 +270,7 @@ class SessionStore:
                         and os.stat(path, follow_symlinks=False).st_mtime_ns != written_ns):
                     raise StoreError("written since it was listed")
                 os.unlink(path)
+                delete_images(self.root, session_id)
             except FileNotFoundError:
                 pass
             except OSError as e:

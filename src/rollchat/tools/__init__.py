@@ -7,9 +7,10 @@ it), whatever made it; built-ins, agent-file functions and MCP tools live in the
 # ``runner.ToolRunner`` (approval, timing, errors) whatever made the tool.
 #
 # For tool sources (agent files, MCP servers): ``run`` takes the decoded JSON arguments and
-# returns the result text; it may block (an async tool runs its own event loop inside ``run``),
-# raise (the error goes back to the model as the result), or be interrupted by Ctrl-C
-# (KeyboardInterrupt: the call is recorded as interrupted). ``read_only`` tools (they change
+# returns the result text (or image bytes, or text and images: tools.images.ToolReturn); it
+# may block (an async tool runs its own event loop inside ``run``), raise (the error goes back
+# to the model as the result), or be interrupted by Ctrl-C (KeyboardInterrupt: the call is
+# recorded as interrupted). ``read_only`` tools (they change
 # nothing outside rollchat) never need approval; ``source`` says where a tool came from
 # ("builtin", "agent", "mcp:NAME", ...) for listings.
 
@@ -30,7 +31,7 @@ class Tool:
     """A tool the agent may call: its spec for the model and the function that runs it."""
 
     spec: ToolSpec
-    run: Callable[[Mapping[str, object]], str]
+    run: Callable[[Mapping[str, object]], object]  # text, image bytes, or a ToolReturn
     companion: bool = False  # offered only when a tool that is not a companion is registered
     read_only: bool = False  # True: changes nothing, so it runs without approval
     source: str = "builtin"

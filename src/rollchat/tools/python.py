@@ -22,9 +22,11 @@ from typing import Any
 import docstring_parser
 import pydantic
 
+from rollchat.domain import Image
 from rollchat.errors import ConfigError
 from rollchat.providers.base import ToolSpec
 from rollchat.tools import Tool
+from rollchat.tools.images import ToolReturn
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what both Anthropic and OpenAI accept
 
@@ -97,7 +99,7 @@ class _Runner:
         self.fn = fn
         self.model = model
 
-    def __call__(self, arguments: Mapping[str, object]) -> str:
+    def __call__(self, arguments: Mapping[str, object]) -> object:
         try:
             checked = self.model.model_validate(dict(arguments))
         except pydantic.ValidationError as exc:
@@ -121,11 +123,12 @@ def _validation_text(exc: pydantic.ValidationError) -> str:
     return "invalid arguments: " + "; ".join(problems)
 
 
-def render_result(result: object) -> str:
-    """A tool's return value as the text the model reads."""
+def render_result(result: object) -> object:
+    """A tool's return value as the model reads it: text, or (image bytes, an Image, a
+    ToolReturn) as it is, for the runner to send as an image (tools/images.py)."""
     if result is None:
         return "(no output)"
-    if isinstance(result, str):
+    if isinstance(result, (str, bytes, bytearray, Image, ToolReturn)):
         return result
     if isinstance(result, pydantic.BaseModel):
         return result.model_dump_json()

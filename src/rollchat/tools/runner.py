@@ -9,9 +9,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from rollchat.domain import ToolCall
+from rollchat.domain import Image, ToolCall
 from rollchat.tools import Tool
 from rollchat.tools.approval import Gate
+from rollchat.tools.images import returned
 
 CallStatus = Literal["ok", "error", "refused", "interrupted"]
 INTERRUPTED_RESULT = "[interrupted by user: the tool call was cancelled]"
@@ -22,6 +23,7 @@ class CallOutcome:
     result: str
     status: CallStatus
     elapsed: float
+    images: tuple[Image, ...] = ()
 
 
 class CallInterrupted(KeyboardInterrupt):
@@ -50,8 +52,8 @@ def run_call(call: ToolCall, tools: Mapping[str, Tool], gate: Gate) -> CallOutco
     except KeyboardInterrupt:
         raise CallInterrupted(CallOutcome(INTERRUPTED_RESULT, "interrupted",
                                           time.monotonic() - t0)) from None
-    return CallOutcome(result if isinstance(result, str) else str(result), "ok",
-                       time.monotonic() - t0)
+    text, images = returned(result)
+    return CallOutcome(text, "ok", time.monotonic() - t0, images)
 
 
 def error_text(exc: Exception) -> str:

@@ -5,10 +5,12 @@ No decisions here: the session decides, this adapter only shows what happened.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Generator
 from contextlib import ExitStack
+from pathlib import Path
 
-from rollchat.engine.core import describe_call
+from rollchat.domain import ToolCall
 from rollchat.errors import RollchatError, StoreError, UsageError
 from rollchat.events import (
     AnswerAborted,
@@ -28,6 +30,7 @@ from rollchat.events import (
 )
 from rollchat.models.prices import money
 from rollchat.providers.base import TextDelta
+from rollchat.session.attach import Attachment, message_with, read_attachment
 from rollchat.session.core import Session
 from rollchat.text.wording import human_tokens, plural
 from rollchat.ui.render import Renderer, Step
@@ -48,6 +51,7 @@ class ChatApp:
         self.sessions: dict[str, Session] = {session.agent.key: session}  # this chat's agents
         self.handed = False  # a handoff happened: the prompt names the agent
         self.unsent_input: str | None = None  # typed text not sent, for the next prompt
+        self.attachments: list[Attachment] = []  # ``attach``: sent with the next message
         self._spinner = ExitStack()
         self._step: Step | None = None
 
@@ -62,7 +66,19 @@ class ChatApp:
 
     # ------------------------------------------------------------------ flows
     def send(self, text: str) -> None:
-        self.run(self.session.turn(text))
+        """Send ``text`` with the files attached since the last message."""
+        if not self.attachments:
+            self.run(self.session.turn(text))
+            return
+        sent, images = message_with(text, self.attachments)
+        self.attachments = []
+        self.run(self.session.turn(sent, attached=images))
+
+    def attach(self, name: str) -> None:
+        """Attach the file ``name`` to the next message (UsageError when it cannot be)."""
+        attachment = read_attachment(name, Path.cwd())
+        self.attachments.append(attachment)
+        self.out.info(f"Attached {attachment.describe()}: it goes with your next message.")
 
     def compact(self, focus: str | None = None) -> None:
         self.run(self.session.compact(focus, undoable=True))
@@ -301,3 +317,11 @@ def _thrower(flow: Generator[Event, None, None]) -> Callable[[], Event]:
     def throw() -> Event:
         return flow.throw(KeyboardInterrupt())
     return throw
+
+
+def describe_call(call: ToolCall, *, full: bool = False, limit: int = 100) -> str:
+    """``name(arguments)``: compact (long values cut to ``limit`` characters), or ``full``."""
+    args = json.dumps(dict(call.arguments), ensure_ascii=False, indent=2 if full else None)
+    if not full and len(args) > limit:
+        args = args[:limit - 1] + "…"
+    return f"{call.name}({args})"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from rollchat.errors import UsageError
@@ -154,6 +155,36 @@ def _sessions(app: ChatApp, arg: str) -> bool:
     return False
 
 
+def _attach(app: ChatApp, arg: str) -> bool:
+    name = arg.strip()
+    if name:
+        quoted = len(name) > 1 and name[0] == name[-1] and name[0] in "'\""
+        app.attach(name[1:-1] if quoted else name)
+    elif app.attachments:
+        app.out.info("Attached to your next message: "
+                     + ", ".join(a.describe() for a in app.attachments))
+        app.out.dim("'detach' drops them.")
+    else:
+        app.out.info("Nothing attached. 'attach PATH' sends a text file or an image (png, "
+                     "jpeg, gif, webp) with your next message.")
+    return False
+
+
+def _detach(app: ChatApp, arg: str) -> bool:
+    dropped, app.attachments = len(app.attachments), []
+    app.out.info(f"Dropped {plural(dropped, 'attachment')}." if dropped else
+                 "Nothing was attached.")
+    return False
+
+
+def _is_file(arg: str) -> bool:
+    """Whether a bare ``attach ARG`` is the command: one word or a quoted path, or the name
+    of a file (``attach the logs please`` is chat text)."""
+    name = arg.strip()
+    quoted = len(name) > 1 and name[0] == name[-1] and name[0] in "'\""
+    return bool(_REF.match(name)) or quoted or Path(name).expanduser().is_file()
+
+
 def _title(app: ChatApp, arg: str) -> bool:
     session = app.session
     if not arg.strip():
@@ -266,6 +297,10 @@ COMMANDS: dict[str, Command] = {
                 bare_arg=lambda a: a.strip().lower() == "all" or a.strip().isdigit()),
         Command("title", "title [TEXT]", "show this session's title, or change it",
                 _title, takes_arg=True),
+        Command("attach", "attach [PATH]", "send a text file or an image with your next "
+                "message (bare: list what is attached)", _attach, takes_arg=True,
+                bare_arg=_is_file),
+        Command("detach", "detach", "drop the files attached to your next message", _detach),
         Command("search", "search TEXT", "search the saved sessions (transcripts, summaries, "
                 "titles)", _search, takes_arg=True),
         Command("resume", "resume [N|ID]", "continue a saved session from its summary (bare: "

@@ -9,7 +9,8 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from rollchat.domain import Summary, Transcript, Turn
+from rollchat.domain import Block, Image, Note, Summary, ToolResult, ToolUse, Transcript, Turn
+from rollchat.domain import Text as TextBlock
 from rollchat.text.wording import plural
 from rollchat.ui.render import plain_console, usage_line
 from rollchat.ui.sanitize import harmless, one_line
@@ -71,22 +72,49 @@ def _turn(turn: Turn, agent: str) -> Iterator[RenderableType]:
         yield Text.assemble(("Context: ", "bold"), harmless(turn.context))
     else:
         yield Text.assemble(("You: ", "bold cyan"), harmless(turn.user))
-    for exchange in turn.tools:
-        call = exchange.call
-        args = json.dumps(dict(call.arguments), ensure_ascii=False)
-        yield Text(f"→ tool {one_line(call.name)}({one_line(args)})", style="dim")
-        lines = harmless(exchange.result).split("\n")
-        shown = "\n".join(lines[:_RESULT_LINES])
-        if len(lines) > _RESULT_LINES:
-            shown += f"\n… {plural(len(lines) - _RESULT_LINES, 'more line')} (rollchat export)"
-        yield Text(shown, style="dim")
-    yield Text(f"{one_line(agent)}:", style="bold green")
-    if turn.assistant:
-        yield Markdown(harmless(turn.assistant))
+    for image in turn.attached:
+        yield Text(f"[attached {_image(image)}]", style="dim")
+    said = False
+    for block in turn.blocks:
+        if isinstance(block, TextBlock):
+            if not said:
+                yield Text(f"{one_line(agent)}:", style="bold green")
+                said = True
+            yield Markdown(harmless(block.text))
+        else:
+            yield from _block(block)
+    if not said:
+        yield Text(f"{one_line(agent)}:", style="bold green")
     if turn.status != "ok":
         why = f": {one_line(turn.error)}" if turn.error else ""
         yield Text(f"[{turn.status}{why}]", style="yellow")
     yield Text(usage_line(turn.elapsed, turn.usage), style="dim")
+
+
+def _block(block: Block) -> Iterator[RenderableType]:
+    """A call, a result (its first lines), a note; a provider's own block is not shown."""
+    from rich.text import Text
+
+    if isinstance(block, ToolUse):
+        call = block.call
+        args = json.dumps(dict(call.arguments), ensure_ascii=False)
+        yield Text(f"→ tool {one_line(call.name)}({one_line(args)})", style="dim")
+    elif isinstance(block, ToolResult):
+        lines = harmless(block.content).split("\n")
+        shown = "\n".join(lines[:_RESULT_LINES])
+        if len(lines) > _RESULT_LINES:
+            shown += f"\n… {plural(len(lines) - _RESULT_LINES, 'more line')} (rollchat export)"
+        yield Text(("error: " if block.is_error else "") + shown,
+                   style="red dim" if block.is_error else "dim")
+        for image in block.images:
+            yield Text(f"[{_image(image)}]", style="dim")
+    elif isinstance(block, Note):
+        yield Text(f"({one_line(block.kind)}: {harmless(block.text)})", style="dim italic")
+
+
+def _image(image: Image) -> str:
+    where = f": {one_line(image.path)}" if image.path else ""
+    return f"image {image.media_type}, {image.size:,} bytes{where}"
 
 
 def _summary(s: Summary) -> RenderableType:

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 
-from rollchat.domain import Message, Summary, ToolCall, Turn, Usage
+from rollchat.domain import Message, Summary, ToolCall, Turn, Usage, answer_blocks
 from rollchat.memory.layers import split_block
 from rollchat.models.tokens import TokenCounter
 from rollchat.providers import OFFLINE
@@ -25,6 +25,7 @@ from rollchat.providers.base import (
     ToolCallEvent,
     UsageEvent,
 )
+from rollchat.providers.content import all_sendable
 from rollchat.providers.offline import tooluse
 from rollchat.session.handed import split_handed
 from rollchat.storage.transcript import SUMMARY_START, parse_summary_body, render_summary_block
@@ -176,8 +177,9 @@ class OfflineProvider:
     def _chat(self, request: ChatRequest) -> tuple[str, ToolCall | None]:
         # each user message's context block (date, remembered facts) is context, not what the
         # user said: the offline model reflects the user's own words
+        # the offline model sees no images: each is a line of text saying so
         messages = [replace(m, content=split_block(m.content)[1]) if m.role == "user" else m
-                    for m in request.messages]
+                    for m in all_sendable(request.messages, images=False)]
         users = [i for i, m in enumerate(messages) if m.role == "user"]
         if not users:
             return "Hello! I'm the offline model. What would you like to talk about?", None
@@ -242,11 +244,11 @@ def _history_turns(history: Sequence[Message]) -> list[Turn]:
     turns: list[Turn] = []
     for message in history:
         if message.role == "user" and not _is_restoration(message):
-            turns.append(Turn("query", len(turns) + 1, when, message.content, ""))
+            turns.append(Turn("query", len(turns) + 1, when, message.content, ()))
         elif message.role == "assistant" and turns:
             last = turns[-1]
             turns[-1] = Turn("query", last.number, when, last.user,
-                             f"{last.assistant}\n{message.content}".strip())
+                             answer_blocks(f"{last.assistant}\n{message.content}".strip()))
     return turns
 
 

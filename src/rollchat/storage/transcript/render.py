@@ -6,13 +6,33 @@ from __future__ import annotations
 import json
 import re
 
-from rollchat.domain import SessionHeader, Summary, ToolExchange, Transcript, Turn
+from rollchat.domain import (
+    Block,
+    Image,
+    Note,
+    SessionHeader,
+    Summary,
+    Text,
+    ToolResult,
+    ToolUse,
+    Transcript,
+    Turn,
+)
 from rollchat.errors import TranscriptError
 from rollchat.storage.titles import first_line_title, model_title
 from rollchat.storage.transcript.summary import render_summary_block
 from rollchat.storage.transcript.syntax import (
+    ARGUMENTS,
+    ATTACHED,
+    CALL_ID,
     CONTEXT_BLOCK,
+    ERROR_RESULT,
+    IMAGE,
+    PROVIDER_BLOCK,
     RESERVED_LABELS,
+    RESULT,
+    SENT,
+    TOOL_CALL,
     aware,
     esc_line,
     first_marker,
@@ -128,19 +148,15 @@ def _status_lines(t: Turn) -> list[str]:
     return [x for m in out for x in (m, "")]
 
 
-def _tool_lines(ex: ToolExchange) -> list[str]:
-    args = json.dumps(dict(ex.call.arguments), ensure_ascii=False, default=str)
-    return [f"*Tool call:* {inline(ex.call.name)}", "", f"*Call ID:* {inline(ex.call.id)}",
-            "", f"*Arguments:* {args}", "", *_field("*Result:* ", ex.result)]
-
-
 def render_turn(t: Turn, agent_name: str) -> str:
-    """One turn block, ending with ``---`` and a blank line."""
+    """One turn block, ending with ``---`` and a blank line: the user's side, then the
+    answer's blocks in the order they happened."""
     clock = t.started.strftime("%H:%M:%S")
     lines: list[str] = []
     if t.kind in ("query", "carried"):
         title = "Query" if t.kind == "query" else "Carried Over"
         lines += [f"## {title} {t.number} ({clock})", *_field("**You:** ", t.user)]
+        lines += [x for image in t.attached for x in (image_line(ATTACHED, image), "")]
         if t.context_block:  # sent with the message, not typed: a field of its own
             lines += _field(f"{CONTEXT_BLOCK} ", t.context_block)
     if t.kind in ("restored", "handoff") or t.context:
@@ -153,12 +169,40 @@ def render_turn(t: Turn, agent_name: str) -> str:
         lines += [f"**Previous Session:** {inline(t.previous_session)}", ""]
     if t.kind in ("restored", "handoff") and t.user:
         lines += _field("**You:** ", t.user)
-    for ex in t.tools:
-        lines += _tool_lines(ex)
-    if t.kind != "handoff" and not (t.status == "unanswered" and t.assistant == ""):
-        lines += _field(f"**{_agent_label(agent_name)}:** ", t.assistant)
+    label = f"**{_agent_label(agent_name)}:** "
+    lines += [x for b in t.blocks for x in block_lines(b, label)]
+    texts = any(isinstance(b, Text) for b in t.blocks)
+    if not texts and t.kind != "handoff" and t.status != "unanswered":
+        lines += _field(label, "")  # an answer with no text says so
     lines += [*_status_lines(t), _footer(t), "", "---", "", ""]
     return "\n".join(lines)
+
+
+def block_lines(b: Block, label: str) -> list[str]:
+    """One block of an answer as transcript lines (each field followed by a blank line)."""
+    if isinstance(b, Text):
+        return _field(label, b.text)
+    if isinstance(b, ToolUse):
+        args = json.dumps(dict(b.call.arguments), ensure_ascii=False, default=str)
+        return [f"{TOOL_CALL} {inline(b.call.name)}", "", f"{CALL_ID} {inline(b.call.id)}",
+                "", f"{ARGUMENTS} {args}", ""]
+    if isinstance(b, ToolResult):
+        lines = _field(f"{ERROR_RESULT if b.is_error else RESULT} ", b.content)
+        if b.sent_keep is not None:
+            lines += [f"{SENT} " + ("omitted" if b.sent_keep < 0
+                                    else f"cut to {b.sent_keep:,} chars"), ""]
+        return lines + [x for image in b.images for x in (image_line(IMAGE, image), "")]
+    if isinstance(b, Note):
+        return _field(f"*Note ({inline(b.kind, '()*')}):* ", b.text)
+    return [f"{PROVIDER_BLOCK} {inline(b.provider, ' ')} {inline(b.type, ' ')} "
+            f"{inline(b.data)}", ""]
+
+
+def image_line(label: str, image: Image) -> str:
+    """An image as a markdown image line: its kind and size, and its file beside the session
+    (or, not saved, its digest)."""
+    where = image.path or f"#sha256-{image.digest}"
+    return f"{label} ![{image.media_type}, {image.size:,} bytes]({where})"
 
 
 def render(t: Transcript) -> str:

@@ -16,6 +16,12 @@ RESERVED_LABELS = frozenset({"You", "Context", "Previous Session"})
 # The per-turn context block sent with a query (date and time, relevant memory): a star field,
 # which no older file holds (content lines starting so are escaped) and no agent name can be.
 CONTEXT_BLOCK = "*Context block:*"
+# The star fields of an answer's blocks (see render.block_lines), in the order they come.
+TOOL_CALL, CALL_ID, ARGUMENTS = "*Tool call:*", "*Call ID:*", "*Arguments:*"
+RESULT, ERROR_RESULT = "*Result:*", "*Result (error):*"
+SENT = "*Sent:*"  # how a result too large for the context was sent (cut or omitted)
+IMAGE, ATTACHED = "*Image:*", "*Attached image:*"  # a result's image, a user's attachment
+PROVIDER_BLOCK = "*Provider block:*"  # a provider's own block, kept byte for byte
 # The start of a line that could be structure: a content line starting so gets escaped.
 RAW_STRUCT = re.compile(r"#|\*\*|\*[^ *\t]|---|<!--")
 _MARKER_PREFIX = "\n<!-- SESSION_SUMMARY_"

@@ -1,0 +1,104 @@
+"""Images beside a session file: each image of a turn (one a tool returned, one the user
+attached) is saved once as ``<session id>.files/<sha256>.<ext>`` next to the transcript,
+owner-only, and the transcript refers to it; reading one back checks its name, size and
+digest, so a hostile session file cannot point anywhere else."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import secrets
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+from rollchat.domain import Image, ToolResult, Turn
+from rollchat.errors import StoreError
+
+MAX_IMAGE_BYTES = 5 * 1024 * 1024  # Anthropic's limit per image (OpenAI's is larger)
+_EXT = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_SAVED = re.compile(r"[A-Za-z0-9_.-]{1,200}\.files/([0-9a-f]{64})\.(png|jpg|gif|webp)")
+
+
+def files_dir(root: Path, session_id: str) -> Path:
+    return root / f"{session_id}.files"
+
+
+def save_images(turn: Turn, root: Path, session_id: str) -> Turn:
+    """``turn`` with each image whose bytes are in memory saved beside the session and its
+    ``path`` set (an image already saved is written once). StoreError when one cannot be."""
+    if not turn.attached and not any(isinstance(b, ToolResult) and b.images
+                                     for b in turn.blocks):
+        return turn
+
+    def saved(images: tuple[Image, ...]) -> tuple[Image, ...]:
+        return tuple(_save(i, root, session_id) if not i.path and i.data is not None else i
+                     for i in images)
+
+    blocks = tuple(replace(b, images=saved(b.images)) if isinstance(b, ToolResult) and b.images
+                   else b for b in turn.blocks)
+    return replace(turn, attached=saved(turn.attached), blocks=blocks)
+
+
+def _save(image: Image, root: Path, session_id: str) -> Image:
+    folder = files_dir(root, session_id)
+    name = f"{image.digest}.{_EXT.get(image.media_type, 'bin')}"
+    target = folder / name
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        if not target.is_file() or target.stat().st_size != image.size:
+            tmp = folder / f".{name}.{secrets.token_hex(4)}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+            try:
+                view = memoryview(image.data or b"")
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, target)
+    except OSError as e:
+        with contextlib.suppress(OSError, UnboundLocalError):
+            os.unlink(tmp)
+        raise StoreError(f"cannot save an image beside the session in {folder}: "
+                         f"{e.strerror}") from None
+    return replace(image, path=f"{folder.name}/{name}")
+
+
+def load_image(root: Path, image: Image) -> Image:
+    """``image`` with its bytes read back from its file beside the session; as it is (no
+    bytes) when the file is missing, too large, not where images are kept, or not the image
+    the transcript names (its digest differs)."""
+    m = _SAVED.fullmatch(image.path)
+    if image.data is not None or m is None or m[1] != image.digest:
+        return image
+    try:
+        fd = os.open(root / image.path, os.O_RDONLY | _NOFOLLOW)
+    except OSError:
+        return image
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(MAX_IMAGE_BYTES + 1)
+    if len(data) > MAX_IMAGE_BYTES or hashlib.sha256(data).hexdigest() != image.digest:
+        return image
+    return replace(image, data=data)
+
+
+def delete_images(root: Path, session_id: str) -> None:
+    """Remove the images saved beside a session (it is being deleted)."""
+    folder = files_dir(root, session_id)
+    if folder.is_dir() and not folder.is_symlink():
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def with_image_data(turn: Turn, root: Path) -> Turn:
+    """``turn`` (read from a session file in ``root``) with its images' bytes read back, so
+    the messages rebuilt from it send them as they were sent (see ``load_image``)."""
+    def loaded(images: tuple[Image, ...]) -> tuple[Image, ...]:
+        return tuple(load_image(root, i) for i in images)
+
+    blocks = tuple(replace(b, images=loaded(b.images)) if isinstance(b, ToolResult) and b.images
+                   else b for b in turn.blocks)
+    return replace(turn, attached=loaded(turn.attached), blocks=blocks)

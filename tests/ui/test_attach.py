@@ -1,0 +1,68 @@
+"""Attaching files to a message, as a user does in the chat (piped through the CLI) against
+the local Anthropic wire server with the real SDK: an image goes as an image before the text,
+a text file after the message in a fence that names it; the transcript keeps the text and a
+reference to the image saved beside the session; a file that cannot be attached says why and
+sends nothing."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+from rollchat.storage.transcript import parse
+from tests.agents.test_tool_images import png
+from tests.e2e import clean_env, run_piped
+from tests.wire_servers import WireServer, anthropic_server, text
+
+__all__ = ["anthropic_server"]  # the fixture, imported for pytest
+
+
+def _chat(server: WireServer, tmp_path: Path, lines: str) -> tuple[str, int]:
+    done = run_piped(tmp_path, lines, "--provider", "anthropic", "--model", "test-model",
+                     "--base-url", server.url,
+                     env=clean_env(tmp_path / "home", ANTHROPIC_API_KEY="test"))
+    return done.stdout + done.stderr, done.returncode
+
+
+def test_an_image_and_a_text_file_go_with_the_next_message(anthropic_server: WireServer,
+                                                           tmp_path: Path) -> None:
+    image = png(4, 4)
+    (tmp_path / "shot.png").write_bytes(image)
+    (tmp_path / "notes.md").write_text("# Notes\n```\ncode\n```\n", encoding="utf-8")
+    anthropic_server.push(text("A screenshot and notes."), text("Fine."))
+    out, code = _chat(anthropic_server, tmp_path,
+                      "attach shot.png\nattach 'notes.md'\nattach\nwhat are these?\nthanks\n")
+    assert code == 0, out
+    assert "Attached shot.png (image/png" in out and "Attached notes.md (" in out
+    first = anthropic_server.bodies[0]["messages"][-1]["content"]
+    assert first[0] == {"type": "image", "source": {
+        "type": "base64", "media_type": "image/png", "data": base64.b64encode(image).decode()}}
+    said = first[1]["text"]
+    assert said.endswith("what are these?\n\n[attached file notes.md]\n````\n# Notes\n```\n"
+                         "code\n```\n````")
+    second = anthropic_server.bodies[1]["messages"]  # the image is sent again, byte for byte
+    assert second[0]["content"][0] == first[0]
+    assert all(b.get("type") != "image" for b in second[-1]["content"])  # attached once
+    [session] = (tmp_path / "sessions").glob("*.md")
+    turns = parse(session.read_text(encoding="utf-8")).turns
+    [attached] = turns[0].attached
+    assert (session.parent / attached.path).read_bytes() == image
+    assert "[attached file notes.md]" in turns[0].user and turns[1].attached == ()
+
+
+def test_what_cannot_be_attached_says_why_and_sends_nothing(anthropic_server: WireServer,
+                                                            tmp_path: Path) -> None:
+    (tmp_path / "blob.bin").write_bytes(b"\x00\xff\xfe binary")
+    (tmp_path / "big.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * (6 * 1024 * 1024))
+    anthropic_server.push(text("Hello."))
+    out, code = _chat(anthropic_server, tmp_path,
+                      "attach missing.png\nattach blob.bin\nattach big.png\nattach .\nhi\n")
+    assert code == 0, out
+    assert "attach: no such file: missing.png" in out
+    assert "attach: blob.bin is neither UTF-8 text nor an image" in out
+    assert "attach: big.png is an image of 6,291,464 bytes, over the 5 MB a model takes" in out
+    assert "attach: . is a folder" in out
+    body = anthropic_server.bodies[0]  # only "hi" went to the model, with nothing attached
+    assert [m["role"] for m in body["messages"]] == ["user"]
+    assert body["messages"][0]["content"][-1]["text"].endswith("hi")
+    assert "image" not in str(anthropic_server.bodies) and "attach" not in str(body)
