@@ -288,8 +288,15 @@ class Engine:
                     text.append(ROUND_SEPARATOR)  # the text before a tool call stays its own
                     yield TextDelta(ROUND_SEPARATOR)  # paragraph, on screen and on disk
                 mark = len(text)
-                calls, round_usage = yield from self._stream_once(messages_now(), purpose, text)
+                calls, round_usage, stop = yield from self._stream_once(messages_now(), purpose,
+                                                                        text)
                 usage = usage + round_usage
+                if stop == "max_tokens" and not calls:  # the model was stopped mid-answer
+                    status, note = "error", (f"output limit of {self.max_output_tokens:,} "
+                                             "tokens reached (max_output_tokens)")
+                    yield Notice("warning", f"The answer was cut off at the output limit "
+                                            f"({self.max_output_tokens:,} tokens): ask it to "
+                                            "go on, or raise max_output_tokens.")
                 if not calls:
                     break
                 if round_number == rounds:  # the model wants more: the limit answers it
@@ -339,12 +346,14 @@ class Engine:
             yield ToolFinished(call, result.content, outcome.elapsed, outcome.status)
 
     def _stream_once(self, messages: Sequence[Message], purpose: Purpose, text: list[str],
-                     ) -> Generator[Event, None, tuple[list[ToolCall], Usage]]:
-        """One model call. Text deltas go into ``text`` as they arrive, so an interruption or
-        an error mid-stream keeps what was received. Retries are announced as they happen."""
+                     ) -> Generator[Event, None, tuple[list[ToolCall], Usage, str | None]]:
+        """One model call: its tool calls, usage and stop reason (None: the stream ended
+        without one). Text deltas go into ``text`` as they arrive, so an interruption or an
+        error mid-stream keeps what was received. Retries are announced as they happen."""
         request = self.request(messages, purpose)
         calls: list[ToolCall] = []
         usage = Usage()
+        stop: str | None = None
         cleaner = StreamCleaner()  # the model's text is cleaned as it arrives
         events = stream_with_retries(self.provider, request, self.settings.retry,
                                      sleep=self.settings.sleep,
@@ -368,6 +377,7 @@ class Engine:
                         self.context.reported(event.usage.input_tokens)
                     yield event
                 elif isinstance(event, Done):
+                    stop = event.stop_reason
                     break
         except BaseException:
             text.append(cleaner.flush())  # a CR or half a pair held back is kept
@@ -376,7 +386,7 @@ class Engine:
         if rest:
             text.append(rest)
             yield TextDelta(rest)
-        return calls, usage
+        return calls, usage, stop
 
     def _run_tool(self, call: ToolCall) -> tuple[ToolResult, str, CallOutcome]:
         """Approval, the call and its failures: tools/runner.py. The result block keeps the
