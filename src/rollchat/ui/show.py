@@ -14,6 +14,7 @@ from rollchat.domain import Text as TextBlock
 from rollchat.text.wording import plural
 from rollchat.ui.render import plain_console, usage_line
 from rollchat.ui.sanitize import harmless, one_line
+from rollchat.ui.stream import markdown
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -59,7 +60,6 @@ def session_view(t: Transcript, *, summary_dropped: bool = False,
 
 
 def _turn(turn: Turn, agent: str) -> Iterator[RenderableType]:
-    from rich.markdown import Markdown
     from rich.rule import Rule
     from rich.text import Text
 
@@ -80,7 +80,7 @@ def _turn(turn: Turn, agent: str) -> Iterator[RenderableType]:
             if not said:
                 yield Text(f"{one_line(agent)}:", style="bold green")
                 said = True
-            yield Markdown(harmless(block.text))
+            yield markdown(harmless(block.text))
         else:
             yield from _block(block)
     if not said:

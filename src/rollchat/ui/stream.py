@@ -21,10 +21,17 @@ _REFRESH_SECONDS = 1 / 15
 
 
 def markdown(text: str) -> Markdown:
-    """rich's Markdown, imported on first use (it costs ~40 ms at start-up)."""
+    """rich's Markdown, imported on first use (it costs ~40 ms at start-up), with HTML read
+    as text: rich draws nothing for an HTML block, so a ``<think>`` block (what a reasoning
+    model served without a reasoning parser sends), and the answer after it in the same
+    block, would vanish from the screen."""
+    from markdown_it import MarkdownIt
     from rich.markdown import Markdown
 
-    return Markdown(text)
+    shown = Markdown(text)
+    shown.parsed = MarkdownIt("commonmark", {"html": False}).enable(
+        ["strikethrough", "table"]).parse(text)
+    return shown
 
 
 class MarkdownStream:
