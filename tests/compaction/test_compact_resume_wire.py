@@ -9,6 +9,7 @@ from typing import Any
 import pexpect
 import pytest
 
+from rollchat.compaction.prefixed import OPENING
 from rollchat.compaction.request import SUMMARY_SYSTEM_PROMPT
 from rollchat.memory.layers import split_block
 from rollchat.storage.transcript import FALLBACK_NOTE, SUMMARY_END, SUMMARY_START, parse
@@ -80,7 +81,7 @@ def conversation(body: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
 
 def purpose(body: dict[str, Any]) -> str:
     system, messages = conversation(body)
-    if system == SUMMARY_SYSTEM_PROMPT:
+    if system == SUMMARY_SYSTEM_PROMPT or (messages and messages[-1][1].startswith(OPENING)):
         return "summary"
     if messages and messages[0][1].startswith("CONTEXT RESTORATION"):
         return "restore" if len(messages) == 1 else "chat-after-restore"
@@ -105,15 +106,19 @@ def test_compact_and_resume_send_only_what_they_should(
     bodies = server.bodies
     assert [purpose(b) for b in bodies] == ["chat", "chat", "summary", "restore",
                                             "chat-after-restore", "summary"]
-    _, summary_messages = conversation(bodies[2])
-    assert [role for role, _ in summary_messages] == ["user"]
-    assert "keep the queue details" in summary_messages[0][1]  # the focus text
-    assert "which queue for jobs? rabbitmq?" in summary_messages[0][1]
-    assert not bodies[2].get("tools")
+    # the summary request starts as the last chat request did (its cached prefix: the same
+    # system prompt, tools and messages, then the answer), the instruction last
+    system, summary_messages = conversation(bodies[2])
+    last_system, last_chat = conversation(bodies[1])
+    assert system == last_system == SYSTEM and bodies[2].get("tools") == bodies[1].get("tools")
+    assert summary_messages[:-1] == [*last_chat, ("assistant", "Jobs retry with backoff.")]
+    assert "keep the queue details" in summary_messages[-1][1]  # the focus text
+    assert summary_messages[-1][1].startswith(OPENING)
+    assert bodies[3].get("tools") == bodies[4].get("tools")  # the restoration's prefix too
     for body in (bodies[0], bodies[1], bodies[3], bodies[4]):
         system, messages = conversation(body)
         assert system == SYSTEM
-        assert all("Summarize the session" not in t for _, t in messages)
+        assert all(OPENING not in t for _, t in messages)
 
     restore_prompt = conversation(bodies[3])[1][0][1]
     assert S1 in restore_prompt
@@ -125,8 +130,10 @@ def test_compact_and_resume_send_only_what_they_should(
                      ("assistant", "Acknowledged: we picked rabbitmq. Ready to continue."),
                      ("user", "how many retries?")]
     assert "Acknowledged: we picked rabbitmq" in out and "Saved session: " in out
-    exit_summary = conversation(bodies[5])[1][0][1]
-    assert "use rabbitmq 3.13" in exit_summary and "how do jobs retry?" not in exit_summary
+    exit_summary = conversation(bodies[5])[1]
+    assert exit_summary[:-1] == [*conversation(bodies[4])[1], ("assistant", "Five retries then.")]
+    assert "use rabbitmq 3.13" in exit_summary[-1][1]  # the parent's decisions to carry
+    assert all("how do jobs retry?" not in t for _, t in exit_summary)  # only n-1
 
     found = files(tmp_path)
     [child] = [t for t in found.values() if t.header.resumed_from]
@@ -141,6 +148,7 @@ def test_compact_and_resume_send_only_what_they_should(
     out, err, code = rollchat(server, tmp_path, "what about alerts?\nexit\n", "--resume", "1")
     assert code == 0, err
     assert [purpose(b) for b in server.bodies] == ["restore", "chat-after-restore", "summary"]
+    assert server.bodies[0].get("tools") == server.bodies[1].get("tools")
     resume_prompt = conversation(server.bodies[0])[1][0][1]
     assert S2 in resume_prompt and resume_prompt.count(SUMMARY_START) == 1
     assert "zulu" not in resume_prompt and "rabbitmq 3.13" not in resume_prompt  # only n-1

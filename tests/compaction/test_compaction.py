@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 
 import pytest
 
+from rollchat.compaction.call import SummaryOutcome, summarize
 from rollchat.compaction.extractive import condense, extractive_summary
 from rollchat.compaction.request import (
     SUMMARY_SYSTEM_PROMPT,
@@ -17,7 +18,6 @@ from rollchat.compaction.request import (
     parse_summary_reply,
     parse_summary_request,
 )
-from rollchat.compaction.summarizer import SummaryOutcome, summarize
 from rollchat.domain import Summary, ToolCall, ToolExchange, Turn, Usage, answer_blocks
 from rollchat.providers.base import (
     ChatRequest,

@@ -35,9 +35,9 @@ def test_an_open_task_survives_five_compactions_until_it_is_done() -> None:
         assert any("postgres 16" in item for item in pending), pending
         run(session.turn(text))
     # the summary request carried it as a list, verbatim
-    from rollchat.compaction.request import parse_summary_request
+    from rollchat.compaction.prefixed import read_summary_request
 
-    sent = parse_summary_request(provider.of("summary")[-1]).parent_summary
+    sent = read_summary_request(provider.of("summary")[-1]).parent_summary
     assert sent is not None
     assert "We still need to migrate the billing database to postgres 16." in sent.pending
     run(session.turn("Good news: the billing database migration to postgres 16 is done."))
@@ -140,8 +140,8 @@ def test_audit_line_says_what_was_left_out() -> None:
 
 
 def test_tool_calls_reach_the_summary_request_and_its_artifacts() -> None:
+    from rollchat.compaction.call import summarize
     from rollchat.compaction.request import build_summary_request
-    from rollchat.compaction.summarizer import summarize
     from rollchat.providers.offline import OfflineProvider
 
     call = ToolCall("c1", "read_file", {"path": "services/api/handlers.py", "lines": 40})

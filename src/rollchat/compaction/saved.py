@@ -17,7 +17,8 @@ from rollchat.storage.listing import SessionInfo
 from rollchat.text.wording import human_tokens, plural
 
 if TYPE_CHECKING:
-    from rollchat.compaction.summarizer import Summarizer, SummaryOutcome
+    from rollchat.compaction.call import SummaryOutcome
+    from rollchat.compaction.summarizer import Summarizer
     from rollchat.config.settings import Config, SummaryConfig
     from rollchat.providers.base import Provider
     from rollchat.storage.store import SessionStore

@@ -9,11 +9,11 @@ turns since to add.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from rollchat.compaction.call import SummaryOutcome, summarize
 from rollchat.compaction.carry import merge_summaries
 from rollchat.compaction.chunks import chunk_turns, turn_tokens
 from rollchat.domain import Summary, Turn, Usage
@@ -22,11 +22,8 @@ from rollchat.providers.base import (
     ChatRequest,
     ContextTooLongError,
     Provider,
-    TextDelta,
-    UsageEvent,
 )
 from rollchat.storage.transcript import render_summary_block
-from rollchat.text.normalize import clean
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -34,98 +31,6 @@ if TYPE_CHECKING:
     from rollchat.compaction.policy import Budget
     from rollchat.config.settings import SummaryConfig
     from rollchat.models.tokens import TokenCounter
-
-@dataclass(frozen=True)
-class SummaryOutcome:
-    """The summary to save; ``fallback_used`` and ``reason`` say whether and why the model's
-    summary was replaced by the extractive one. ``usage`` sums the model calls made."""
-
-    summary: Summary
-    fallback_used: bool
-    reason: str | None
-    usage: Usage = field(default_factory=Usage)
-    # the provider refused the request as too long (it is never sent again as it was)
-    refused: ContextTooLongError | None = field(default=None, compare=False)
-
-
-class _SummaryTimeout(Exception):
-    pass
-
-
-def _collect(provider: Provider, request: ChatRequest, timeout: float) -> tuple[str, Usage]:
-    """The reply text and usage of one call, giving up once ``timeout`` seconds have passed
-    (checked as events arrive; a provider blocked inside one read has its own timeout)."""
-    deadline = time.monotonic() + timeout
-    parts: list[str] = []
-    usage = Usage()
-    stream: Iterator[Any] = iter(provider.stream(request))
-    try:
-        for event in stream:
-            if time.monotonic() > deadline:
-                raise _SummaryTimeout(f"timed out after {timeout:g}s")
-            if isinstance(event, TextDelta):
-                parts.append(event.text)
-            elif isinstance(event, UsageEvent):
-                usage = event.usage
-    finally:
-        close = getattr(stream, "close", None)
-        if callable(close):
-            close()
-    return clean("".join(parts)), usage  # the model's reply enters here
-
-
-def summarize(
-    provider: Provider,
-    turns: Sequence[Turn],
-    *,
-    parent_summary: Summary | None,
-    focus: str | None,
-    model: str,
-    max_words: int,
-    timeout_seconds: float,
-    max_output_tokens: int,
-) -> SummaryOutcome:
-    """Ask ``provider`` for the summary; on an invalid reply, a provider error or a timeout,
-    retry once, then fall back to ``extractive_summary`` (labelled fallback) with the reason.
-    Ctrl-C (KeyboardInterrupt) during the call goes straight to the fallback: nothing is lost.
-    A request refused as too long is not sent again as it was: the outcome says ``refused``.
-    """
-    from rollchat.compaction import extractive  # on first use
-    from rollchat.compaction import request as summary_request
-
-    request = summary_request.build_summary_request(
-        turns, parent_summary=parent_summary, focus=focus, model=model,
-        max_words=max_words, max_output_tokens=max_output_tokens,
-    )
-    usage = Usage()
-    reason = "no attempt made"
-    refused: ContextTooLongError | None = None
-    carried = (*parent_summary.decisions, *parent_summary.pending) if parent_summary else ()
-    allowance = sum(len(item.split()) + 1 for item in carried)
-    for _attempt in range(2):
-        try:
-            text, call_usage = _collect(provider, request, timeout_seconds)
-            usage += call_usage
-            summary = summary_request.parse_summary_reply(text, max_words=max_words,
-                                                          allowance=allowance)
-            return SummaryOutcome(summary, False, None, usage)
-        except KeyboardInterrupt:
-            reason = "interrupted"
-            break
-        except _SummaryTimeout as error:
-            reason = str(error)
-        except summary_request.SummaryError as error:
-            reason = str(error)
-        except ContextTooLongError as error:
-            reason, refused = error.one_line(), error
-            break
-        except Exception as error:  # ProviderError or anything else: the session must end resumable
-            one_line = getattr(error, "one_line", None)
-            reason = one_line() if callable(one_line) else f"{type(error).__name__}: {error}"
-    fallback = extractive.extractive_summary(turns, parent_summary=parent_summary, focus=focus,
-                                  max_words=max_words, fallback=True)
-    return SummaryOutcome(fallback, True, reason, usage, refused)
-
 
 SUMMARY_PROMPT_OVERHEAD = 1_500  # tokens of the summary prompt's own instructions
 QUICK_REST_TURNS = 4  # at most this many turns after the background summaries: no model call
@@ -167,11 +72,11 @@ class Summarizer:
         self.words = min(self.config.max_words, max(60, budget.tokens // 6))
 
     def _call(self, turns: list[Turn], parent: Summary | None,
-              focus: str | None) -> SummaryOutcome:
+              focus: str | None, prefix: ChatRequest | None = None) -> SummaryOutcome:
         return summarize(self.provider, turns, parent_summary=parent, focus=focus,
                          model=self.model, max_words=self.words,
                          timeout_seconds=self.config.timeout_seconds,
-                         max_output_tokens=self.budget.max_output_tokens)
+                         max_output_tokens=self.budget.max_output_tokens, prefix=prefix)
 
     def _local(self, turns: list[Turn], parent: Summary | None, focus: str | None,
                words: int, fallback: bool = True) -> Summary:
@@ -184,7 +89,8 @@ class Summarizer:
     def summarize(self, turns: list[Turn], parent: Summary | None, focus: str | None, *,
                   background: Background | None = None, quick: bool = False,
                   chunks: list[list[Turn]] | None = None, model_calls: int | None = None,
-                  within: float | None = None) -> SummaryOutcome:
+                  within: float | None = None, prefix: ChatRequest | None = None,
+                  ) -> SummaryOutcome:
         """The summary of ``turns`` (``parent``: the parent session's summary). Never draws:
         the caller tells the user (the outcome says whether the local fallback was used, why).
 
@@ -195,13 +101,22 @@ class Summarizer:
         ``chunks``: ``plan(turns)``, already measured. ``model_calls``: only the last chunks
         go to the model; the older turns get one local summary (of their first and last
         LOCAL_SAMPLE turns), which the model's continues. ``within`` seconds (the chat ends
-        on a signal): the local summary if the model's has not come by then.
+        on a signal): the local summary if the model's has not come by then. ``prefix``: the
+        chat's next request without a new message, when it holds all of ``turns`` and leaves
+        room for the summary: one request reusing it summarizes them (when no background
+        summary covers some of them and no part was measured or chosen already; refused as
+        too long, the turns go the separate way).
         """
         if within is not None:
             return self.within(within, turns, parent, focus, background=background,
                                chunks=chunks, model_calls=model_calls)
         try:
             outcomes, running, rest = self._from_runs(turns, parent, focus, background, quick)
+            if prefix is not None and not outcomes and chunks is None and model_calls is None:
+                outcome = self._call(rest, running, focus, prefix)
+                if outcome.refused is None:
+                    return self._merged([self.fit(outcome, rest, running, focus)], turns,
+                                        parent, focus)
             todo = chunks if chunks is not None else self._chunks(rest, running)
             if model_calls is not None and len(todo) > model_calls:
                 running = self._older_locally(todo[:len(todo) - model_calls], running, focus)

@@ -26,8 +26,9 @@ from rollchat.domain import (
     Usage,
 )
 from rollchat.engine.context import WorkingContext
-from rollchat.engine.hygiene import cut_result, fit_tool_result, repair
-from rollchat.events import Event, Notice, Retrying, ToolFinished, ToolStarted
+from rollchat.engine.hygiene import as_sent, repair
+from rollchat.engine.rounds import run_round
+from rollchat.events import Event, Notice, Retrying
 from rollchat.interrupts import Terminated
 from rollchat.memory.layers import with_block
 from rollchat.providers.base import (
@@ -47,12 +48,11 @@ from rollchat.providers.base import (
 from rollchat.text.normalize import StreamCleaner, clean, clean_value
 from rollchat.tools import Tool
 from rollchat.tools.approval import Gate
-from rollchat.tools.runner import CallInterrupted, CallOutcome, run_call
+from rollchat.tools.runner import CallOutcome, run_call
 from rollchat.tools.sources import ToolSource
 
 INTERRUPTED_NOTE = "[interrupted by user]"
 MAX_TOOL_ROUNDS = 25  # the default of an agent's max_tool_rounds
-NOT_RUN = "[not run: the turn was interrupted before this call]"
 
 
 @dataclass(frozen=True)
@@ -186,7 +186,8 @@ class Engine:
             messages=tuple(messages),
             max_output_tokens=self.max_output_tokens,
             temperature=self.settings.temperature,
-            tools=self.offered() if purpose == "chat" else (),
+            # the restoration offers the tools the turns after it will (one request prefix)
+            tools=self.offered() if purpose in ("chat", "restore") else (),
             purpose=purpose,
             cache_prefix_messages=self.context.prefix_len,
         )
@@ -299,6 +300,8 @@ class Engine:
                                             "go on, or raise max_output_tokens.")
                 if not calls:
                     break
+                if purpose == "restore":  # an acknowledgment runs no tool: its calls dropped
+                    break
                 if round_number == rounds:  # the model wants more: the limit answers it
                     note = f"stopped after {rounds} tool rounds (max_tool_rounds)"
                     yield Notice("warning", f"The agent stopped after {rounds} rounds of tool "
@@ -309,7 +312,7 @@ class Engine:
                 blocks += [*([Text(said)] if said else []), *(ToolUse(c) for c in calls)]
                 add(Message("assistant", said, tool_calls=tuple(calls)))
                 mark = len(text)
-                yield from self._run_round(calls, add)
+                yield from run_round(calls, add, blocks.append, self._run_tool)
         except KeyboardInterrupt:
             status = "interrupted"
         except ProviderError as exc:
@@ -321,29 +324,6 @@ class Engine:
             blocks.append(Text(last))
         return CallResult("".join(text), usage, status, error, note, tuple(blocks),
                           time.monotonic() - t0, last)
-
-    def _run_round(self, calls: Sequence[ToolCall], add: Callable[[Message], None],
-                   ) -> Generator[Event, None, None]:
-        """Run one reply's calls in order, each result recorded (and given to ``add``) before
-        it is shown, so a Ctrl-C while it is drawn keeps it. A Ctrl-C during a call records
-        it as interrupted and every call after it as not run, so each call has a result."""
-        for index, call in enumerate(calls):
-            yield ToolStarted(call)
-            try:
-                result, sent, outcome = self._run_tool(call)
-            except CallInterrupted as stop:
-                for rest, text in ((call, stop.outcome.result),
-                                   *((c, NOT_RUN) for c in calls[index + 1:])):
-                    self.current.append(ToolResult(rest.id, text, is_error=True))
-                    add(Message("tool", text, tool_call_id=rest.id, name=rest.name,
-                                is_error=True))
-                yield ToolFinished(call, stop.outcome.result, stop.outcome.elapsed,
-                                   "interrupted")
-                raise KeyboardInterrupt from None
-            self.current.append(result)
-            add(Message("tool", sent, tool_call_id=call.id, name=call.name,
-                        images=result.images, is_error=result.is_error))
-            yield ToolFinished(call, result.content, outcome.elapsed, outcome.status)
 
     def _stream_once(self, messages: Sequence[Message], purpose: Purpose, text: list[str],
                      ) -> Generator[Event, None, tuple[list[ToolCall], Usage, str | None]]:
@@ -389,19 +369,16 @@ class Engine:
         return calls, usage, stop
 
     def _run_tool(self, call: ToolCall) -> tuple[ToolResult, str, CallOutcome]:
-        """Approval, the call and its failures: tools/runner.py. The result block keeps the
-        result whole (the transcript keeps it) and how it was sent: cut to its head and tail
-        when it is larger than the limit (``sent_keep``, see hygiene.fit_tool_result)."""
+        """Approval, the call and its failures (tools/runner.py); the result as recorded and
+        as sent (hygiene.as_sent)."""
         outcome = run_call(call, self.tools, self.gate)
         result = clean(outcome.result)  # tool output (and files tools read) enters here
-        sent, keep = result, None
-        if self.tool_room is not None:
-            count = self.count
-            if count is None:
-                from rollchat.models.tokens import TokenCounter
+        sent, keep = (result, None) if self.tool_room is None else as_sent(
+            result, call.id, self.tool_room(), self.count or self._counter())
+        return (ToolResult(call.id, result, outcome.status != "ok", outcome.images, keep),
+                sent, outcome)
 
-                count = TokenCounter(self.model).count_text
-            keep = fit_tool_result(result, self.tool_room(), count, call.id)
-            sent = result if keep is None else cut_result(result, keep, call.id)
-        failed = outcome.status != "ok"
-        return (ToolResult(call.id, result, failed, outcome.images, keep), sent, outcome)
+    def _counter(self) -> Callable[[str], int]:
+        from rollchat.models.tokens import TokenCounter
+
+        return TokenCounter(self.model).count_text

@@ -116,6 +116,14 @@ def fit_tool_result(text: str, max_tokens: int, count: Callable[[str], int],
     return low
 
 
+def as_sent(result: str, call_id: str, room: int,
+            count: Callable[[str], int]) -> tuple[str, int | None]:
+    """A tool result as sent with ``room`` tokens for it, and how it was cut
+    (``ToolResult.sent_keep``: None when sent whole)."""
+    keep = fit_tool_result(result, room, count, call_id)
+    return (result if keep is None else cut_result(result, keep, call_id)), keep
+
+
 def cut_result(text: str, keep: int, call_id: str | None) -> str:
     """The result ``text`` as sent when ``fit_tool_result`` chose ``keep``: its head and tail
     (``keep`` characters in all) around the cut marker, or, for -1, one line saying it was

@@ -10,12 +10,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from rollchat.compaction import policy
+from rollchat.compaction.call import SummaryOutcome
 from rollchat.compaction.policy import Plan, PolicyState, Situation
-from rollchat.compaction.summarizer import Background, Summarizer, SummaryOutcome
+from rollchat.compaction.prefixed import INSTRUCTION_TOKENS
+from rollchat.compaction.summarizer import Background, Summarizer
 from rollchat.config.settings import AgentConfig, AutoCompact, Config, auto_mode
 from rollchat.domain import Message, Summary, Turn
 from rollchat.engine.context import estimate_prompt, tail_sizes, tail_start
-from rollchat.engine.core import Answer, Engine, Stream
+from rollchat.engine.core import Answer, Engine
 from rollchat.errors import RollchatError, StoreError
 from rollchat.events import (
     AnswerStarted,
@@ -23,7 +25,6 @@ from rollchat.events import (
     CompactionStarted,
     Event,
     Notice,
-    Retrying,
     Saved,
     SummaryFinished,
     SummaryStarted,
@@ -33,6 +34,7 @@ from rollchat.interrupts import sigint_deferred
 from rollchat.models.prices import Price, cost
 from rollchat.models.tokens import TokenCounter
 from rollchat.models.windows import WindowLearner
+from rollchat.providers.base import ChatRequest
 from rollchat.session.state import (
     UNSAVED,
     Parent,
@@ -43,8 +45,8 @@ from rollchat.session.state import (
     restored_context,
     saved_title,
 )
+from rollchat.session.steps import proposal, quietly, saved_notice
 from rollchat.storage.store import Store
-from rollchat.text.wording import human_tokens
 
 if TYPE_CHECKING:
     from rollchat.memory.keeper import Memory
@@ -98,6 +100,19 @@ class Compactor:
         """The size of the next prompt (see context.estimate_prompt)."""
         return estimate_prompt(self.counter, self.engine.context, list(pending),
                                list(self.engine.offered()))
+
+    def cached_prefix(self) -> ChatRequest | None:
+        """The chat's next request without a new message, for a summary request that reuses
+        it (the provider's prompt cache: compaction/prefixed.py); None when the working
+        context is a relevant-history selection (it may not hold every turn), holds no
+        conversation, or leaves no room for the instruction and the summary."""
+        context = self.engine.context
+        if context.select is not None or len(context.messages) <= context.prefix_len:
+            return None
+        room = self.budget.window - self.budget.max_output_tokens - INSTRUCTION_TOKENS
+        if self.estimate() > room:
+            return None
+        return self.engine.request(context.request_messages())
 
     def cost(self, state: SessionState) -> float | None:
         """Dollars billed so far in ``state``; None when the model's price is unknown."""
@@ -187,6 +202,7 @@ class Compactor:
                   focus: str | None, *, background: Background | None = None,
                   quick: bool = False, chunks: list[list[Turn]] | None = None,
                   model_calls: int | None = None, within: float | None = None,
+                  prefix: ChatRequest | None = None,
                   ) -> Generator[Event, None, tuple[SummaryOutcome, bool]]:
         """The summary, announced before and shown after; (outcome, interrupted). A Ctrl-C as
         it starts gives the local summary; one while it is shown is reported as ``interrupted``
@@ -195,7 +211,8 @@ class Compactor:
             yield SummaryStarted()
             outcome = self.summarizer.summarize(turns, parent, focus, background=background,
                                                 quick=quick, chunks=chunks,
-                                                model_calls=model_calls, within=within)
+                                                model_calls=model_calls, within=within,
+                                                prefix=prefix)
         except KeyboardInterrupt:
             outcome = self.summarizer.interrupted(turns, parent, focus)
         state.summary_usage += outcome.usage  # billed: counted in the totals and cost
@@ -222,7 +239,8 @@ class Compactor:
         started = time.monotonic()
         outcome, stop = yield from self.summarize(state, state.turns, state.parent_summary,
                                                   focus, background=state.background,
-                                                  quick=quick, within=within)
+                                                  quick=quick, within=within,
+                                                  prefix=self.cached_prefix())
         yield from self._save_summary(state, outcome.summary)
         if stop:
             raise KeyboardInterrupt
@@ -356,43 +374,3 @@ class Compactor:
             self.guards = replace(self.guards, consecutive_failures=previous_failures + 1)
             yield Notice("warning", f"compaction left the context over budget ({after:,} of "
                                     f"{self.budget.tokens:,} tokens)")
-
-
-def saved_notice(state: SessionState, store: Store) -> Notice:
-    """What became of the session just summarized (compact, fork, clear): saved, kept in
-    memory only (--no-save), or saved only in part; never "saved" when it was not."""
-    from rollchat.config.settings import NO_SAVE_LOCATION
-    from rollchat.text.wording import plural
-
-    name = state.session_id or UNSAVED
-    size = f"{plural(state.queries, 'query')}, {human_tokens(state.billed)} tokens billed"
-    if store.location == NO_SAVE_LOCATION:
-        return Notice("info", f"Session {name} ({size}) was kept in memory only "
-                              "(--no-save): nothing was written")
-    if state.save_failed:
-        return Notice("warning", f"Session {name} ({size}) holds only the turns saved "
-                                 "before the error; the later ones were not saved")
-    if state.summary_failed:
-        return Notice("warning", f"Session {name} ({size}) holds every turn but no "
-                                 "summary; resuming it summarizes it then")
-    return Notice("info", f"Saved session: {name} ({size})")
-
-
-def proposal(estimate: int, window: int) -> str:
-    """The one-line question of auto_compact: ask (the answers: see CompactChoice)."""
-    return (f"Context at {estimate / window:.0%} (≈{human_tokens(estimate)} of "
-            f"{human_tokens(window)} tokens). Compact now? [c]ompact / [l]ater / "
-            "[o]ff for this session: ")
-
-
-def quietly(flow: Stream) -> Stream:
-    """A flow whose answer is not shown (the restoration of an automatic compaction): only
-    its retry notices reach the caller, so a wait is never silent; its result is kept."""
-    while True:
-        try:
-            event = next(flow)
-        except StopIteration as stop:
-            answer: Answer = stop.value
-            return answer
-        if isinstance(event, Retrying):
-            yield event

@@ -29,8 +29,6 @@ from rollchat.session.compactor import (
     CompactChoice,
     Compactor,
     Surroundings,
-    proposal,
-    saved_notice,
 )
 from rollchat.session.forks import Recorder
 from rollchat.session.refusal import after_refusal
@@ -42,6 +40,7 @@ from rollchat.session.state import (
     now,
     session_title,
 )
+from rollchat.session.steps import proposal, saved_notice
 from rollchat.storage.store import SessionInfo, Store
 from rollchat.text.normalize import clean
 
@@ -198,7 +197,7 @@ class Session:
         return session_title(self.state)
 
     def saved_notice(self) -> Notice:
-        """What became of the session just summarized (see compactor.saved_notice)."""
+        """What became of the session just summarized (see steps.saved_notice)."""
         return saved_notice(self.state, self.store)
 
     # ------------------------------------------------------------------ a turn

@@ -13,8 +13,9 @@ from rollchat.domain import Message, Summary
 from rollchat.engine.core import Engine
 from rollchat.errors import RollchatError, StoreError, TranscriptError, UsageError
 from rollchat.events import Event, Notice
-from rollchat.session.compactor import Compactor, saved_notice
+from rollchat.session.compactor import Compactor
 from rollchat.session.state import SessionState, UndoPoint, now
+from rollchat.session.steps import saved_notice
 from rollchat.storage.store import Store
 from rollchat.text.wording import plural
 

@@ -151,9 +151,9 @@ class OfflineProvider:
 
     def _summary(self, request: ChatRequest) -> str:
         from rollchat.compaction import extractive
-        from rollchat.compaction import request as summary_request
+        from rollchat.compaction.prefixed import read_summary_request
 
-        data = summary_request.parse_summary_request(request)
+        data = read_summary_request(request)
         summary = extractive.extractive_summary(
             data.turns, parent_summary=data.parent_summary, focus=data.focus,
             max_words=data.max_words, fallback=False,

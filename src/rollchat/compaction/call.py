@@ -1,0 +1,120 @@
+"""One summary call: the request (reusing the chat's cached prefix when it can), the reply read
+within a timeout, one retry, and the local summary when the model's fails; nothing is lost."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rollchat.domain import Summary, Turn, Usage
+from rollchat.providers.base import (
+    ChatRequest,
+    ContextTooLongError,
+    Provider,
+    TextDelta,
+    UsageEvent,
+)
+from rollchat.text.normalize import clean
+
+
+@dataclass(frozen=True)
+class SummaryOutcome:
+    """The summary to save; ``fallback_used`` and ``reason`` say whether and why the model's
+    summary was replaced by the extractive one. ``usage`` sums the model calls made."""
+
+    summary: Summary
+    fallback_used: bool
+    reason: str | None
+    usage: Usage = field(default_factory=Usage)
+    # the provider refused the request as too long (it is never sent again as it was)
+    refused: ContextTooLongError | None = field(default=None, compare=False)
+
+
+class _SummaryTimeout(Exception):
+    pass
+
+
+def _collect(provider: Provider, request: ChatRequest, timeout: float) -> tuple[str, Usage]:
+    """The reply text and usage of one call, giving up once ``timeout`` seconds have passed
+    (checked as events arrive; a provider blocked inside one read has its own timeout)."""
+    deadline = time.monotonic() + timeout
+    parts: list[str] = []
+    usage = Usage()
+    stream: Iterator[Any] = iter(provider.stream(request))
+    try:
+        for event in stream:
+            if time.monotonic() > deadline:
+                raise _SummaryTimeout(f"timed out after {timeout:g}s")
+            if isinstance(event, TextDelta):
+                parts.append(event.text)
+            elif isinstance(event, UsageEvent):
+                usage = event.usage
+    finally:
+        close = getattr(stream, "close", None)
+        if callable(close):
+            close()
+    return clean("".join(parts)), usage  # the model's reply enters here
+
+
+def summarize(
+    provider: Provider,
+    turns: Sequence[Turn],
+    *,
+    parent_summary: Summary | None,
+    focus: str | None,
+    model: str,
+    max_words: int,
+    timeout_seconds: float,
+    max_output_tokens: int,
+    prefix: ChatRequest | None = None,
+) -> SummaryOutcome:
+    """Ask ``provider`` for the summary; on an invalid reply, a provider error or a timeout,
+    retry once, then fall back to ``extractive_summary`` (labelled fallback) with the reason.
+    Ctrl-C (KeyboardInterrupt) during the call goes straight to the fallback: nothing is lost.
+    A request refused as too long is not sent again as it was: the outcome says ``refused``.
+    ``prefix``: the chat's next request without a new message, holding ``turns``: the
+    summary request then reuses it (its cached prefix, see prefixed.py).
+    """
+    from rollchat.compaction import extractive  # on first use
+    from rollchat.compaction import request as summary_request
+    from rollchat.compaction.prefixed import build_prefixed_request
+
+    if prefix is not None:
+        request = build_prefixed_request(prefix, parent_summary=parent_summary, focus=focus,
+                                         max_words=max_words,
+                                         max_output_tokens=max_output_tokens)
+    else:
+        request = summary_request.build_summary_request(
+            turns, parent_summary=parent_summary, focus=focus, model=model,
+            max_words=max_words, max_output_tokens=max_output_tokens,
+        )
+    usage = Usage()
+    reason = "no attempt made"
+    refused: ContextTooLongError | None = None
+    carried = (*parent_summary.decisions, *parent_summary.pending) if parent_summary else ()
+    allowance = sum(len(item.split()) + 1 for item in carried)
+    for _attempt in range(2):
+        try:
+            text, call_usage = _collect(provider, request, timeout_seconds)
+            usage += call_usage
+            summary = summary_request.parse_summary_reply(text, max_words=max_words,
+                                                          allowance=allowance)
+            return SummaryOutcome(summary, False, None, usage)
+        except KeyboardInterrupt:
+            reason = "interrupted"
+            break
+        except _SummaryTimeout as error:
+            reason = str(error)
+        except summary_request.SummaryError as error:
+            reason = str(error)
+        except ContextTooLongError as error:
+            reason, refused = error.one_line(), error
+            break
+        except Exception as error:  # ProviderError or anything else: the session must end resumable
+            one_line = getattr(error, "one_line", None)
+            reason = one_line() if callable(one_line) else f"{type(error).__name__}: {error}"
+    fallback = extractive.extractive_summary(turns, parent_summary=parent_summary, focus=focus,
+                                  max_words=max_words, fallback=True)
+    return SummaryOutcome(fallback, True, reason, usage, refused)
