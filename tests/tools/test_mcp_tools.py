@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rollchat.events import Event, Notice
-from rollchat.tools.mcp import McpServers
+from rollchat.tools.mcp import McpServers, McpToolError
 from tests.drive import drain
 from tests.mcp_helpers import engine_with, gone_within, http_server, stdio, wait_for_file
 
@@ -160,9 +160,12 @@ def test_streamable_http_with_a_header_from_the_environment(servers) -> None:
         assert "nope" not in warnings[0]
         entries = {e.source: e.state for e in source.entries(engine.tools)}
         assert entries["mcp:remote"] == "ready" and entries["mcp:wrong"].startswith("failed: ")
+        add = engine.tools["mcp__remote__add"]
         source.close()
-        assert drain(engine.chat('use add {"a": 1, "b": 1}')).turn.tools[0].result.startswith(
-            "error: MCP server 'remote' is not running")
+        with pytest.raises(McpToolError, match="MCP server 'remote' is not running"):
+            add.run({"a": 1, "b": 1})
+        drain(engine.chat("hello"), events.append)  # stopped: its tools are withdrawn
+        assert not [name for name in engine.tools if name.startswith("mcp__remote__")]
 
 
 def test_a_server_ready_late_joins_at_the_next_context_never_mid_context(servers) -> None:
