@@ -4,8 +4,9 @@ subprocess (``python tests/mcp_server.py``) or over streamable HTTP on 127.0.0.1
 
 ``--pid-file PATH`` records its process id (the tests check it is gone after rollchat ends);
 ``--slow-start SECONDS`` sleeps before serving (a startup timeout); ``--crash`` exits at once
-with a line on stderr; ``--stderr-mb N`` writes N MiB to stderr first; ``--odd`` adds the
-tools real servers have that rollchat must bound or refuse (see ``_odd``).
+with a line on stderr (``--crash-if FILE``: while FILE exists); ``--stderr-mb N`` writes N MiB
+to stderr first; ``--odd`` adds the tools real servers have that rollchat must bound or refuse
+(see ``_odd``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ parser.add_argument("--require-header")
 parser.add_argument("--pid-file")
 parser.add_argument("--slow-start", type=float, default=0.0)
 parser.add_argument("--crash", action="store_true")
+parser.add_argument("--crash-if")  # a file: crash at start while it exists (restarts fail)
 parser.add_argument("--stderr-mb", type=int, default=0)
 parser.add_argument("--odd", action="store_true")
 parser.add_argument("--description-chars", type=int, default=0)
@@ -143,7 +145,7 @@ def _http() -> None:
 if __name__ == "__main__":
     if options.pid_file:
         Path(options.pid_file).write_text(str(os.getpid()), encoding="utf-8")
-    if options.crash:
+    if options.crash or (options.crash_if and Path(options.crash_if).exists()):
         print("cannot open the database", file=sys.stderr)
         sys.exit(3)
     if options.stderr_mb:

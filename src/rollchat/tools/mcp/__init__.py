@@ -169,7 +169,13 @@ class McpServers:
                 server.restart_now = False
                 server.stop = asyncio.Event()
                 continue
-            if (outcome == "failed" and not server.ever_ready) or server.restarts >= MAX_RESTARTS:
+            if outcome == "failed" and not server.ever_ready:
+                return
+            if server.restarts >= MAX_RESTARTS:
+                hint = f"'tools restart {server.name}' starts it again"
+                with self._lock:
+                    if hint not in server.reason:
+                        server.reason += f"; {hint}"
                 return
             server.restarts += 1
             assert server.stop is not None
@@ -215,7 +221,7 @@ class McpServers:
                 self._set(server, "failed", failure(server, exc))
                 return "failed"
             drop = dropped(exc)
-            why = str(drop) if drop is not None else f"the connection failed ({reason(exc, None)})"
+            why = str(drop) if drop is not None else f"the connection dropped ({reason(exc, None)})"
             last = server.stderr.last_line() if server.stderr is not None else ""
             then = (f"restarting ({server.restarts + 1} of {MAX_RESTARTS})"
                     if server.restarts < MAX_RESTARTS

@@ -25,6 +25,7 @@ from rollchat.tools.mcp.child import StderrTail, child_env, child_with_stderr, e
 if TYPE_CHECKING:
     from mcp import Client
 
+CONNECTION_CLOSED = -32000  # the SDK's code for a connection that ended
 PING_SECONDS = 5.0  # how often an idle HTTP server is asked whether it is still there
 
 
@@ -97,10 +98,21 @@ async def _watch(server: Server, client: Client, gone: asyncio.Event) -> None:
                           else "the connection dropped")
         check.clear()
         if server.config.transport == "http":
-            try:
-                await asyncio.wait_for(client.send_ping(), PING_SECONDS)
-            except Exception as exc:
-                raise Dropped(f"the connection dropped ({reason(exc, None)})") from None
+            await _probe(client)
+
+
+async def _probe(client: Client) -> None:
+    """A ping: any answer, an error one too (2026-07-28 servers dropped ``ping``), means the
+    server is there; no answer within PING_SECONDS, or a transport error, means it is not."""
+    from mcp.shared.exceptions import MCPError
+
+    try:
+        await asyncio.wait_for(client.session.send_ping(), PING_SECONDS)
+    except MCPError as exc:
+        if exc.error.code == CONNECTION_CLOSED:
+            raise Dropped("the connection dropped") from None
+    except Exception as exc:
+        raise Dropped(f"the connection dropped ({reason(exc, None)})") from None
 
 
 def _transport(config: McpServerConfig, server: Server, env: dict[str, str],
