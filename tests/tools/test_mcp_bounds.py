@@ -127,3 +127,43 @@ def test_progress_reports_are_shown_from_the_chat_s_thread(servers) -> None:
     assert shown and shown[0][0] == "steps"
     assert {text for _, text, _ in shown} <= {"step 1 (1/3)", "step 2 (2/3)", "step 3 (3/3)"}
     assert {thread for _, _, thread in shown} == {threading.current_thread().name}
+
+
+def test_a_request_too_large_because_of_the_tools_says_so(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    from rollchat.config.settings import AgentConfig, Config, ModelConfig, SessionConfig
+    from rollchat.engine.core import EngineSettings
+    from rollchat.events import TurnFinished
+    from rollchat.models.tokens import context_window
+    from rollchat.providers.base import RetryPolicy, ToolSpec
+    from rollchat.providers.offline import OfflineProvider
+    from rollchat.session.core import Session
+    from rollchat.storage.store import SessionStore
+    from rollchat.tools import Tool
+
+    model, window = "offline", 2048
+    wide = Tool(ToolSpec("wide", "word " * 3000, {"type": "object"}), lambda _: "")
+    session = replace(SessionConfig(), dir=tmp_path / "sessions")
+    agent = AgentConfig(key="a", name="A", provider="offline", model=model,
+                        system_prompt="sys", max_output_tokens=300)
+    config = Config(agents={"a": agent}, default_agent="a",
+                    models={model: ModelConfig(window)}, session=session)
+    store = SessionStore(session.dir)
+    store.ensure()
+    provider = OfflineProvider()
+    settings = EngineSettings(provider, model=model, system="sys", max_output_tokens=300,
+                              temperature=None, retry=RetryPolicy(0, 0.0, 0.0), tools=(wide,))
+    chat = Session(config=config, agent=agent, engine_settings=settings,
+                   summary_provider=provider, summary_model=model, provider_name="offline",
+                   store=store, confirm=lambda q: False,
+                   context_window=context_window(model, window))
+    events: list[Event] = []
+    for event in chat.turn("a short question"):
+        events.append(event)
+    [done] = [e for e in events if isinstance(e, TurnFinished)]
+    assert done.turn.status == "unanswered" and done.turn.error is not None
+    assert done.turn.error.startswith("request too large because of the tools (their specs "
+                                      "take about 3,")
+    assert done.hint is not None and done.hint.startswith("Offer fewer tools")
+    assert "Shorten" not in done.hint
