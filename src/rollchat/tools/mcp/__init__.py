@@ -282,6 +282,8 @@ class McpServers:
         return now.tools, lines
 
     def _wait_first(self) -> None:
+        if self._thread is None:  # never started (all held): nothing to wait for
+            return
         self._imported.wait(60)
         end = time.monotonic() + FIRST_WAIT
         for server in self._servers:
