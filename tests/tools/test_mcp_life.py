@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -219,3 +220,23 @@ def test_the_child_environment_keeps_tls_and_proxies_and_leaves_keys_out(servers
     env = tools["mcp__testing__env"]
     assert [env.run({"name": n}) for n in ("SSL_CERT_FILE", "HTTPS_PROXY", "OPENAI_API_KEY")] \
         == ["/etc/ca.pem", "http://proxy:3128", "<unset>"]
+
+
+def test_tools_restart_from_the_chat(tmp_path: Path) -> None:
+    from tests.e2e import clean_env, run_piped, write_config
+    from tests.mcp_helpers import SERVER
+
+    pid_file = tmp_path / "pid"
+    config = write_config(tmp_path / "config.yml", f"""\
+mcp_servers:
+  db:
+    command: {sys.executable}
+    args: [{SERVER}, --pid-file, {pid_file}]
+""")
+    done = run_piped(tmp_path, 'use add {"a": 1, "b": 2}\ntools restart db\ntools restart nope\n'
+                     "exit\n", "--config", str(config), env=clean_env(tmp_path / "home"))
+    assert done.returncode == 0, done.stderr
+    assert ("Restarting MCP server 'db': its tools are offered from the first message after "
+            "it is ready.") in done.stdout
+    assert "no MCP server named 'nope' (the 'tools' listing names them)" in done.stdout + \
+        done.stderr

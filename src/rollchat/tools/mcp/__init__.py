@@ -233,7 +233,8 @@ class McpServers:
             timer.cancel()
             with self._lock:
                 if server.state in ("starting", "ready"):
-                    server.state, server.reason = "stopped", ""
+                    server.state = "stopped"
+                    server.reason = "restarted ('tools restart')" if server.restart_now else ""
                     self._version += 1
                 server.client = None
             server.settled.set()
