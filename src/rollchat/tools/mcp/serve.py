@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -128,6 +129,7 @@ def _transport(config: McpServerConfig, server: Server, env: dict[str, str],
 
             assert config.command is not None
             tail = server.stderr = StderrTail()
+            unwatch: Callable[[], None] = _nothing
             params = StdioServerParameters(command=config.command, args=list(config.args),
                                            env=child_env(env, dict(config.env)),
                                            cwd=config.cwd)
@@ -137,9 +139,11 @@ def _transport(config: McpServerConfig, server: Server, env: dict[str, str],
                     pid = child_with_stderr(tail.inode)
                     if pid is not None:
                         pgid.append(pid)  # its own session: the group id is its pid
+                        unwatch = _on_exit(pid, on_eof)
                     async with _watched(streams, on_eof) as watched:
                         yield watched
             finally:
+                unwatch()
                 tail.close_writer()
         elif config.transport == "http":
             import httpx2
@@ -156,6 +160,31 @@ def _transport(config: McpServerConfig, server: Server, env: dict[str, str],
                               "transport is not supported (use stdio or streamable HTTP)")
 
     return opened()
+
+
+def _on_exit(pid: int, call: Callable[[], None]) -> Callable[[], None]:
+    """Have ``call`` called on the loop when process ``pid`` exits (Linux: a pidfd), even
+    while a child it left behind keeps its stdout open; returns the undo."""
+    loop = asyncio.get_running_loop()
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # not Linux, or it is gone already: stdout's end tells
+        return _nothing
+
+    def fire() -> None:
+        loop.remove_reader(fd)
+        call()
+
+    def undo() -> None:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+    loop.add_reader(fd, fire)
+    return undo
+
+
+def _nothing() -> None:
+    pass
 
 
 @asynccontextmanager
