@@ -201,7 +201,7 @@ def test_a_server_s_own_children_end_with_it(servers, tmp_path: Path) -> None:
     tools, _ = source.collect(wait=True)
     child = int(tools["mcp__parent__spawn"].run({"pid_file": str(child_file)}))
     os.kill(int(wait_for_file(pid_file)), signal.SIGKILL)  # the server dies, its child not
-    # the child holds the server's stdout open, so no end of stream tells: its exit does
+    # seen at once, though the child holds the server's stdout open (its exit tells: pidfd)
     wait_until(lambda: state(source, "parent").startswith("failed: the server exited"), 3)
     assert gone_within(child, 10)
     second = tmp_path / "second"  # and on a clean stop, after the restart
