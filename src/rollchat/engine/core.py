@@ -124,10 +124,8 @@ class Engine:
         self.tool_room = tool_room
         self.count = count
         self.current: list[Block] = []  # the turn in flight's blocks, results whole
-        # Tools that come later (MCP servers): collected when a context starts, i.e. before the
-        # first message, then after each compaction or resume, and before a message when a
-        # source says it changed (a server joined or went away): the request prefix (the tool
-        # specs among it) changes only then, once per change.
+        # Tools that come later (MCP servers): collected when a context starts, and before a
+        # message when a source changed (a server joined or left): the prefix changes only then.
         self._collect: str | None = "wait" if settings.tool_sources else None  # "due", "done"
         self._sourced: dict[int, set[str]] = {}  # id(source) -> the names it added
 
