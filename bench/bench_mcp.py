@@ -1,6 +1,7 @@
 """Measure one tool call through a stdio MCP server (the SDK's MCPServer, as in
 examples/mcp) against the same work as a local Python function, both through the Tool type
-the engine calls; plus the server's start-up (spawn, handshake, tools/list).
+the engine calls (with a progress sink, as the chat has); plus the server's start-up (spawn,
+handshake, tools/list) and stop.
 
 Run: .venv/bin/python bench/bench_mcp.py [--calls 500]   (the figure that matters: the
 per-call overhead, median and p95, in milliseconds)
@@ -65,7 +66,7 @@ def main() -> None:
         servers.close()
     print(f"{'start (spawn+handshake+list)':<28} median {statistics.median(starts) * 1000:8.1f} ms"
           f"   ({options.starts} starts)")
-    servers = McpServers([config], {})
+    servers = McpServers([config], {}, on_progress=lambda tool, text: None)  # as the chat
     servers.start()
     tools, _ = servers.collect(wait=True)
     mcp_tool = tools["mcp__bench__add"]

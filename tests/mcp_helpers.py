@@ -1,5 +1,5 @@
 """Helpers for the MCP tests: the test server's command line, a free port, waiting for a
-process to be gone."""
+process to be gone, and the npm reference server (server-everything), installed once."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,14 @@ def wait_for_file(path: Path, seconds: float = 30) -> str:
     raise AssertionError(f"{path} was not written within {seconds} s")
 
 
+def wait_until(check: Callable[[], bool], seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not true within {seconds} s")
+        time.sleep(0.05)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -72,22 +80,82 @@ def free_port() -> int:
 
 
 @contextmanager
-def http_server(*args: str) -> Iterator[str]:
-    """The test server over streamable HTTP on 127.0.0.1; yields its URL."""
-    port = free_port()
+def http_server(*args: str, port: int | None = None) -> Iterator[str]:
+    """The test server over streamable HTTP on 127.0.0.1 (``port``: a given one); yields
+    its URL."""
+    port = port or free_port()
     process = subprocess.Popen([sys.executable, str(SERVER), "--http", str(port), *args],
                                stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise AssertionError("the HTTP test server did not start") from None
-                time.sleep(0.05)
+        _wait_for_port(port, process)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()
         process.wait(10)
+
+
+# The reference server of the MCP project, from npm, pinned; installed once into a cache the
+# test runs share (CI's first run takes seconds: one npm install, no build).
+EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
+LOCALHOST_JS = Path(__file__).with_name("localhost.cjs")
+
+
+def everything_entry() -> Path:
+    """The installed server-everything's ``dist/index.js``; pytest.skip with the reason when
+    node or npm is missing or the install fails."""
+    import shutil
+
+    import pytest
+    from filelock import FileLock
+
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("node and npm are not installed: server-everything needs them")
+    base = Path(os.environ.get("ROLLCHAT_TEST_CACHE")
+                or Path.home() / ".cache" / "rollchat-tests")
+    folder = base / EVERYTHING.replace("/", "+").replace("@", "")
+    entry = folder / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist"
+    entry = entry / "index.js"
+    base.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder) + ".lock"):  # one install for parallel workers
+        if not entry.exists():
+            done = subprocess.run([npm, "install", "--prefix", str(folder), "--no-audit",
+                                   "--no-fund", "--loglevel=error", EVERYTHING],
+                                  capture_output=True, text=True, timeout=600, check=False)
+            if done.returncode != 0 or not entry.exists():
+                last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+                pytest.skip(f"npm could not install {EVERYTHING}: {last}")
+    return entry
+
+
+def everything_stdio(name: str = "everything", **settings: Any) -> McpServerConfig:
+    return check_server(name, {"command": "node", "args": [str(everything_entry()), "stdio"],
+                               **settings}, base_dir=Path.cwd(), origin="test")
+
+
+@contextmanager
+def everything_http() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """server-everything over streamable HTTP on 127.0.0.1; yields its URL and process."""
+    entry, port = everything_entry(), free_port()
+    env = {**os.environ, "PORT": str(port)}
+    process = subprocess.Popen(["node", "--require", str(LOCALHOST_JS), str(entry),
+                                "streamableHttp"], env=env, stderr=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL)
+    try:
+        _wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}/mcp", process
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise AssertionError("the HTTP test server did not start") from None
+            time.sleep(0.05)

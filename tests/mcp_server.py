@@ -4,18 +4,23 @@ subprocess (``python tests/mcp_server.py``) or over streamable HTTP on 127.0.0.1
 
 ``--pid-file PATH`` records its process id (the tests check it is gone after rollchat ends);
 ``--slow-start SECONDS`` sleeps before serving (a startup timeout); ``--crash`` exits at once
-with a line on stderr.
+with a line on stderr (``--crash-if FILE``: while FILE exists); ``--stderr-mb N`` writes N MiB
+to stderr first; ``--odd`` adds the tools real servers have that rollchat must bound or refuse
+(see ``_odd``).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 parser = argparse.ArgumentParser()
@@ -24,8 +29,32 @@ parser.add_argument("--require-header")
 parser.add_argument("--pid-file")
 parser.add_argument("--slow-start", type=float, default=0.0)
 parser.add_argument("--crash", action="store_true")
+parser.add_argument("--crash-if")  # a file: crash at start while it exists (restarts fail)
+parser.add_argument("--stderr-mb", type=int, default=0)
+parser.add_argument("--odd", action="store_true")
+parser.add_argument("--description-chars", type=int, default=0)
 options = parser.parse_args()
-server = MCPServer("testing")
+
+
+class Testing(MCPServer):
+    """The SDK's server, with a tool that needs task augmentation and one whose input schema
+    is huge (MCPServer has no argument for either)."""
+
+    async def list_tools(self) -> list[Any]:
+        from mcp.types import ToolExecution
+
+        tools = await super().list_tools()
+        for tool in tools:
+            if tool.name == "task_only":
+                tool.execution = ToolExecution(task_support="required")
+            elif tool.name == "huge_schema":
+                tool.input_schema = {"type": "object", "properties": {
+                    f"field_{i}": {"type": "string", "description": "x" * 100}
+                    for i in range(300)}}
+        return tools
+
+
+server = Testing("testing")
 
 
 @server.tool()
@@ -59,6 +88,41 @@ def cwd() -> str:
     return os.getcwd()
 
 
+def _odd() -> None:
+    """Tools named ``a b`` and ``a_b`` (one name once made valid), one that runs only as a
+    task, one with a huge schema, a resource link and the resource, progress, a grandchild."""
+    server.add_tool(lambda: "the tool with a space", name="a b", description="Space.")
+    server.add_tool(lambda: "the tool with an underscore", name="a_b", description="Score.")
+    server.add_tool(lambda: "never", name="task_only", description="Runs as a task only.")
+    server.add_tool(lambda: "wide", name="huge_schema", description="Takes a lot.")
+
+    @server.resource("note://hello", mime_type="text/plain")
+    def hello() -> str:
+        return "the note says hello"
+
+    @server.tool()
+    def link() -> list[Any]:
+        """A resource link to read."""
+        from mcp.types import ResourceLink
+
+        return [ResourceLink(type="resource_link", uri="note://hello", name="hello")]
+
+    @server.tool()
+    async def steps(ctx: Context) -> str:  # type: ignore[type-arg]
+        """Three steps, each reported as progress."""
+        for step in range(1, 4):
+            await ctx.report_progress(step, 3, f"step {step}")
+            await asyncio.sleep(0.3)
+        return "done"
+
+    @server.tool()
+    def spawn(pid_file: str) -> str:
+        """Start a child process that outlives this server unless its group is ended."""
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+        Path(pid_file).write_text(str(child.pid), encoding="utf-8")
+        return str(child.pid)
+
+
 def _http() -> None:
     import uvicorn
 
@@ -81,9 +145,20 @@ def _http() -> None:
 if __name__ == "__main__":
     if options.pid_file:
         Path(options.pid_file).write_text(str(os.getpid()), encoding="utf-8")
-    if options.crash:
+    if options.crash or (options.crash_if and Path(options.crash_if).exists()):
         print("cannot open the database", file=sys.stderr)
         sys.exit(3)
+    if options.stderr_mb:
+        block = "x" * 1023 + "\n"
+        for _ in range(options.stderr_mb * 1024):
+            sys.stderr.write(block)
+        sys.stderr.write("the last line\n")
+        sys.stderr.flush()
+    if options.odd:
+        _odd()
+    if options.description_chars:
+        server.add_tool(lambda: "long", name="long_doc",
+                        description="y" * options.description_chars)
     time.sleep(options.slow_start)
     if options.http:
         _http()

@@ -1,7 +1,7 @@
 """MCP servers as tool sources, against the test server (written with the SDK's MCPServer)
 run as a real stdio subprocess and over streamable HTTP on 127.0.0.1: the engine calls their
 tools like any other, errors come back as error results, timeouts and Ctrl-C cancel a call,
-a failed server costs one line, and the tool list changes only when a context starts."""
+a failed server costs one line (its life after that: test_mcp_life.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rollchat.events import Event, Notice
-from rollchat.tools.mcp import McpServers
+from rollchat.tools.mcp import McpServers, McpToolError
 from tests.drive import drain
 from tests.mcp_helpers import engine_with, gone_within, http_server, stdio, wait_for_file
 
@@ -160,29 +160,9 @@ def test_streamable_http_with_a_header_from_the_environment(servers) -> None:
         assert "nope" not in warnings[0]
         entries = {e.source: e.state for e in source.entries(engine.tools)}
         assert entries["mcp:remote"] == "ready" and entries["mcp:wrong"].startswith("failed: ")
+        add = engine.tools["mcp__remote__add"]
         source.close()
-        assert drain(engine.chat('use add {"a": 1, "b": 1}')).turn.tools[0].result.startswith(
-            "error: MCP server 'remote' is not running")
-
-
-def test_a_server_ready_late_joins_at_the_next_context_never_mid_context(servers) -> None:
-    source = start(servers, stdio("quick"), stdio("late", "--slow-start", "3"))
-    engine = engine_with(source)
-    deadline = time.monotonic() + 30
-    while source.waiting_for() != ["late"] and time.monotonic() < deadline:
-        time.sleep(0.05)  # the quick one is ready, the late one still starting
-
-    def stop_waiting(event: Event) -> None:  # Ctrl-C while the first message waits
-        if isinstance(event, Notice) and event.text.startswith("Waiting"):
-            raise KeyboardInterrupt
-
-    drain(engine.chat("hello"), stop_waiting)
-    first = [spec.name for spec in engine.request([]).tools]
-    assert first and all(name.startswith("mcp__quick__") for name in first)
-    source.collect(wait=True)  # the late server is ready now
-    drain(engine.chat("hello again"))
-    assert [spec.name for spec in engine.request([]).tools] == first  # the prefix is stable
-    drain(engine.restore("Here is the summary of our previous session."))
-    drain(engine.chat("and now?"))
-    after = [spec.name for spec in engine.request([]).tools]
-    assert after[:len(first)] == first and any(n.startswith("mcp__late__") for n in after)
+        with pytest.raises(McpToolError, match="MCP server 'remote' is not running"):
+            add.run({"a": 1, "b": 1})
+        drain(engine.chat("hello"), events.append)  # stopped: its tools are withdrawn
+        assert not [name for name in engine.tools if name.startswith("mcp__remote__")]

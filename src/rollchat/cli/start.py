@@ -197,7 +197,8 @@ class _SessionBuilder:
             retry=RetryPolicy(retry.max_retries, retry.base_delay, retry.max_delay),
             ask=(piped_asker(yes=True) if yes else terminal_asker(renderer) if interactive
                  else piped_asker(yes=False)),
-            tool_sources=self._tool_sources(cfg))
+            tool_sources=self._tool_sources(cfg, context_window(
+                model, cfg.context_window_override(model))))
         windows = WindowBook(default_path())  # windows learned from this server's refusals
         override = cfg.context_window_override(model) or windows.get(agent.base_url, model)
         memory = None
@@ -218,13 +219,17 @@ class _SessionBuilder:
         session.state.save_failed = self.save_failed
         return session
 
-    def _tool_sources(self, cfg: Config) -> list[ToolSource]:
-        """The agent's MCP servers, started now, in the background (the SDK loads there)."""
+    def _tool_sources(self, cfg: Config, window: int) -> list[ToolSource]:
+        """The agent's MCP servers, started now, in the background (the SDK loads there);
+        their tools' specs may take a fifth of the ``window``; a call's progress reports
+        are shown under its line."""
         if not cfg.agent_mcp_servers:
             return []
         from rollchat.tools.mcp import McpServers
 
-        servers = McpServers(cfg.agent_mcp_servers, self.env)
+        renderer = self.renderer
+        servers = McpServers(cfg.agent_mcp_servers, self.env, tool_tokens=window // 5,
+                             on_progress=lambda tool, text: renderer.dim(f"  … {text}"))
         if self.closers is not None:
             self.closers.append(servers.close)
         servers.start()

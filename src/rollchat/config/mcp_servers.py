@@ -15,7 +15,7 @@ from rollchat.config.fields import is_url, resolve_path
 from rollchat.config.yamlfile import read_capped
 from rollchat.errors import ConfigError
 
-DEFAULT_STARTUP_TIMEOUT = 10.0  # seconds for a server to start and list its tools
+DEFAULT_STARTUP_TIMEOUT = 30.0  # seconds to start and list tools: npx -y / uvx first runs download
 DEFAULT_CALL_TIMEOUT = 60.0  # seconds for one tool call
 MAX_SERVERS_FILE_BYTES = 256 * 1024
 SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")

@@ -124,10 +124,10 @@ class Engine:
         self.tool_room = tool_room
         self.count = count
         self.current: list[Block] = []  # the turn in flight's blocks, results whole
-        # Tools that come later (MCP servers): collected when a context starts, i.e. before the
-        # first message, then after each compaction or resume; never in between, so the
-        # request prefix (the tool specs among it) stays byte-stable.
+        # Tools that come later (MCP servers): collected when a context starts, and before a
+        # message when a source changed (a server joined or left): the prefix changes only then.
         self._collect: str | None = "wait" if settings.tool_sources else None  # "due", "done"
+        self._sourced: dict[int, set[str]] = {}  # id(source) -> the names it added
 
     @property
     def tool_sources(self) -> tuple[ToolSource, ...]:
@@ -176,8 +176,10 @@ class Engine:
                 tools, lines = source.collect(False)
             for line in lines:
                 yield Notice("warning", line)
-            for name, tool in tools.items():
-                self.tools.setdefault(name, tool)
+            for name in self._sourced.get(id(source), set()) - set(tools):
+                self.tools.pop(name, None)  # withdrawn (its server went away)
+            self._sourced[id(source)] = {name for name, tool in tools.items()
+                                         if self.tools.setdefault(name, tool) is tool}
 
     def request(self, messages: Sequence[Message], purpose: Purpose = "chat") -> ChatRequest:
         return ChatRequest(
@@ -204,7 +206,7 @@ class Engine:
         message stays only when the model answered (fully or partly): an unanswered message
         stays in the transcript, to be sent again by the user.
         """
-        if self._collect in ("wait", "due"):
+        if self._collect in ("wait", "due") or any(s.changed() for s in self.tool_sources):
             yield from self._collect_tools()
         started = self.settings.clock()
         context = self.context

@@ -39,6 +39,7 @@ from rollchat.session.state import (
     failure_hint,
     now,
     session_title,
+    tools_too_big,
 )
 from rollchat.session.steps import proposal, saved_notice
 from rollchat.storage.store import SessionInfo, Store
@@ -219,10 +220,12 @@ class Session:
         size = self.counter.count_messages(self.engine.context.system, [pending],
                                            list(self.engine.offered()))
         error = policy.too_big(size, self.budget, self.engine.model)
-        if error is not None:
+        if error is not None:  # the tools' specs alone may be what does not fit
+            tools = self.counter.count_messages("", [], list(self.engine.offered()))
+            error = tools_too_big(error, tools, policy.too_big(size - tools, self.budget, ""))
             turn = Turn("query", 0, now(), text, (), status="unanswered", error=error,
                         context=note, attached=attached)
-            yield from self._record(turn, failure_hint(None, True))
+            yield from self._record(turn, failure_hint(None, True, tools=error))
             return
         block, pending = yield from self._before_sending(text, sent, block, pending)
         yield AnswerStarted(self.agent.name)

@@ -188,10 +188,26 @@ def carried_turns(turns: Sequence[Turn], count: int, parent_id: str) -> list[Tur
             for i, t in enumerate(kept)]
 
 
+TOOLS_TOO_BIG = "request too large because of the tools"
+
+
+def tools_too_big(error: str, tools: int, without: str | None) -> str:
+    """The refusal of a message too large for the window, saying so when the tools' specs
+    (``tools`` tokens) are why: without them (``without`` is None) it would fit."""
+    if without is not None:
+        return error
+    return (f"{TOOLS_TOO_BIG} (their specs take about {tools:,} tokens): "
+            f"{error.removeprefix('message too long: ')}")
+
+
 def failure_hint(error: ProviderError | None, too_big_message: bool,
-                 auto_off: bool = False) -> str:
+                 auto_off: bool = False, tools: str = "") -> str:
     """What to do about an answer that failed, by the kind of failure (``auto_off``:
-    automatic compaction is off, so a conversation too long for the window stays so)."""
+    automatic compaction is off, so a conversation too long for the window stays so;
+    ``tools``: the refusal, which may say the tools' specs are why)."""
+    if TOOLS_TOO_BIG in tools:
+        return ("Offer fewer tools (an MCP server's include_tools or exclude_tools, or the "
+                "agent's own) or use a model with a larger window; your message was kept.")
     if auto_off and isinstance(error, ContextTooLongError):  # the conversation, not the message
         return ("The conversation no longer fits the model's window and automatic compaction "
                 "is off: type 'compact' (or 'auto on'), then press Up and Enter to send your "

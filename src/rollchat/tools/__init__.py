@@ -35,6 +35,7 @@ class Tool:
     companion: bool = False  # offered only when a tool that is not a companion is registered
     read_only: bool = False  # True: changes nothing, so it runs without approval
     source: str = "builtin"
+    rule_names: tuple[str, ...] = ()  # other names allow/deny rules match (an MCP tool's own)
 
     @property
     def name(self) -> str:

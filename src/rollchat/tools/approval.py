@@ -29,6 +29,12 @@ def matches(name: str, patterns: Sequence[str]) -> bool:
     return any(fnmatchcase(name, pattern) for pattern in patterns)
 
 
+def tool_matches(tool: Tool, patterns: Sequence[str]) -> bool:
+    """Whether ``tool`` matches by the name the model calls or by its own (``rule_names``:
+    an MCP tool's name on its server, which a name made unique does not share)."""
+    return any(matches(name, patterns) for name in (tool.name, *tool.rule_names))
+
+
 @dataclass
 class Gate:
     """The approval policy of one agent, and what the user approved in this session."""
@@ -41,11 +47,11 @@ class Gate:
 
     def rule(self, tool: Tool) -> str:
         """What would happen to a call of ``tool`` now, in words (for the ``tools`` listing)."""
-        if matches(tool.name, self.deny):
+        if tool_matches(tool, self.deny):
             return "denied by a rule"
         if tool.read_only:
             return "read-only: runs"
-        if matches(tool.name, self.allow):
+        if tool_matches(tool, self.allow):
             return "allowed by a rule"
         if tool.name in self.always:
             return "approved for this session"
@@ -55,9 +61,9 @@ class Gate:
     def check(self, call: ToolCall, tool: Tool) -> str | None:
         """None when the call may run, else why not (the text the model gets back)."""
         name = tool.name
-        if matches(name, self.deny):
+        if tool_matches(tool, self.deny):
             return f"refused: the tool {name} is denied by the agent's rules"
-        if tool.read_only or matches(name, self.allow) or name in self.always:
+        if tool.read_only or tool_matches(tool, self.allow) or name in self.always:
             return None
         if self.mode == "auto":
             return None

@@ -1,6 +1,6 @@
-"""Between MCP and rollchat's ``Tool``: the names the model sees (``mcp__server__tool``), the
-server's include/exclude choice, and a tool result turned into text. Works on the SDK's
-objects by their attributes; the SDK itself is imported by ``tools.mcp`` only."""
+"""Between MCP and rollchat's ``Tool``: the names the model sees (``mcp__server__tool``, unique),
+the server's include/exclude choice, the bounds on a tool's spec, and results turned into text.
+Works on the SDK's objects by their attributes; the SDK is imported by ``tools.mcp`` only."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from rollchat.config.mcp_servers import McpServerConfig
 
 PREFIX = "mcp"
 MAX_NAME = 64  # what both providers accept: ^[A-Za-z0-9_-]{1,64}$
+MAX_DESCRIPTION = 2048  # characters of a tool's description the model is sent (Claude Code's)
+MAX_SCHEMA = 16 * 1024  # characters of a tool's input schema (as JSON); a larger one is left out
 _NOT_ALLOWED = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -33,6 +35,97 @@ def exposed_name(server: str, tool: str, taken: Iterable[str] = ()) -> str:
         return name
     digest = hashlib.sha256(wanted.encode()).hexdigest()[:8]
     return f"{name[:MAX_NAME - 9]}_{digest}"
+
+
+def original_name(server: str, tool: str) -> str:
+    """The name ``allow``/``deny`` rules match besides the exposed one: the server's own."""
+    return f"{PREFIX}__{server}__{tool}"
+
+
+class Names:
+    """The exposed names of one chat: unique across servers and kept for a server that
+    restarts. A tool whose own name is already valid keeps it before one that had to be
+    changed into it (``a_b`` stays ``a_b``; ``a b`` gets a short hash)."""
+
+    def __init__(self) -> None:
+        self._given: dict[tuple[str, str], str] = {}
+
+    def assign(self, server: str, tools: Sequence[str]) -> dict[str, str]:
+        """Exposed name -> the server's own name, for ``tools`` in the order given (valid
+        names first), plus one line per name that had to be made unique."""
+        order = sorted(tools, key=lambda t: _NOT_ALLOWED.search(t) is not None)
+        out: dict[str, str] = {}
+        for tool in order:
+            key = (server, tool)
+            if key not in self._given:
+                self._given[key] = exposed_name(server, tool, self._given.values())
+            out[self._given[key]] = tool
+        return out
+
+    def reserve(self, server: str, wanted: str) -> str:
+        """A name of rollchat's own for ``server`` (its resource reader), never a tool's."""
+        key = (server, "\x00" + wanted)
+        if key not in self._given:
+            self._given[key] = exposed_name(server, wanted, self._given.values())
+        return self._given[key]
+
+    def collisions(self, server: str, tools: Sequence[str]) -> list[str]:
+        """Lines naming the tools of ``server`` whose name had to be made unique."""
+        lines = []
+        for tool in tools:
+            name = self._given.get((server, tool))
+            plain = _NOT_ALLOWED.sub("_", original_name(server, tool))
+            if name is not None and name != plain and len(plain) <= MAX_NAME:
+                lines.append(f"MCP server {server!r}: tool {tool!r} is offered as {name} "
+                             f"(its name would collide with another tool's)")
+        return lines
+
+
+def bounded_spec(description: str, schema: dict[str, Any]) -> tuple[str, str | None]:
+    """The description the model is sent (cut to MAX_DESCRIPTION characters), and why the
+    tool is left out (a schema over MAX_SCHEMA characters), or None."""
+    if len(description) > MAX_DESCRIPTION:
+        description = description[:MAX_DESCRIPTION - 1] + "…"
+    if schema_size(schema) > MAX_SCHEMA:
+        return description, f"its input schema is over {MAX_SCHEMA // 1024} KiB"
+    return description, None
+
+
+def schema_size(schema: Any) -> int:
+    try:
+        return len(json.dumps(schema, ensure_ascii=False, separators=(",", ":")))
+    except (TypeError, ValueError):
+        return MAX_SCHEMA + 1
+
+
+def spec_tokens(name: str, description: str, schema: Any) -> int:
+    """About how many tokens a tool's spec adds to every request (4 characters a token)."""
+    return (len(name) + len(description) + schema_size(schema)) // 4 + 8
+
+
+def needs_task(tool: Any) -> bool:
+    """Whether a tool can only run as a task (``execution.taskSupport: "required"``), which
+    rollchat does not drive: such a tool is not offered."""
+    return getattr(getattr(tool, "execution", None), "task_support", None) == "required"
+
+
+def resource_text(result: Any, limit: int) -> str:
+    """A ``ReadResourceResult`` as text: text contents in full (to ``limit`` characters),
+    binary ones described."""
+    parts = []
+    for item in getattr(result, "contents", None) or ():
+        text = getattr(item, "text", None)
+        if isinstance(text, str):
+            parts.append(text)
+        else:
+            size = len(getattr(item, "blob", "") or "") * 3 // 4
+            parts.append(f"[binary resource {item.uri}: "
+                         f"{getattr(item, 'mime_type', None) or 'unknown type'}, about "
+                         f"{size:,} bytes, not shown]")
+    text = "\n".join(parts) or "(the resource is empty)"
+    if len(text) > limit:
+        text = text[:limit] + f"\n[... cut at {limit:,} characters]"
+    return text
 
 
 def chosen(config: McpServerConfig, names: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -76,3 +169,9 @@ def _block_text(block: Any) -> str:
             return text
         return f"[resource: {inner.uri} ({getattr(inner, 'mime_type', None) or 'binary'})]"
     return f"[{kind or 'unknown'} content, not shown]"
+
+
+def progress_text(done: float, total: float | None, message: str | None) -> str:
+    """A progress report in words: ``step 2 (2/3)``, ``40%``, ``12``."""
+    amount = (f"{done:g}/{total:g}" if total else f"{done:g}")
+    return f"{message} ({amount})" if message else amount

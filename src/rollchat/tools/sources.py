@@ -1,6 +1,6 @@
 """Where tools come from besides the built-ins: a ``ToolSource`` (MCP servers today) hands the
-engine its tools when a context starts, and describes every tool it has for the ``tools``
-command (``ToolEntry``: name, source, state)."""
+engine its tools when a context starts or when it ``changed``, and describes every tool it has
+for the ``tools`` command (``ToolEntry``: name, source, state)."""
 
 from __future__ import annotations
 
@@ -36,8 +36,15 @@ class ToolSource(Protocol):
         """The tools ready now, by name, in a stable order (waiting for those still starting
         when ``wait``), and the lines the user has not been told yet (failures)."""
 
+    def changed(self) -> bool:
+        """Whether ``collect`` would now give other tools or lines (asked before each
+        message: a yes costs the request prefix once)."""
+
     def entries(self, offered: Mapping[str, Tool]) -> list[ToolEntry]:
         """Every tool and server of this source, given the tools the model is offered."""
+
+    def restart(self, name: str) -> str | None:
+        """Start the server ``name`` again; what to tell the user, or None: not one of ours."""
 
 
 def tool_entries(tools: Mapping[str, Tool], sources: Sequence[ToolSource]) -> list[ToolEntry]:

@@ -309,9 +309,10 @@ COMMANDS: dict[str, Command] = {
         Command("auto", "auto [on|off|ask]", "automatic compaction for this session: show it, "
                 "or turn it on, off, or ask first", _auto, takes_arg=True,
                 bare_arg=lambda a: a.strip().lower() in _AUTO_SAYS),
-        Command("tools", "tools [verbose|quiet]", "list the agent's tools and what each call "
-                "needs; verbose shows calls in full", _tools, takes_arg=True,
-                bare_arg=lambda a: a.strip().lower() in ("verbose", "quiet")),
+        Command("tools", "tools [verbose|quiet|restart SERVER]", "list the agent's tools and "
+                "what each call needs; verbose shows calls in full; restart an MCP server",
+                _tools, takes_arg=True, bare_arg=lambda a: a.strip().lower() in (
+                    "verbose", "quiet") or a.lower().startswith("restart ")),
         Command("memory", "memory", "list the facts remembered across sessions", _memory),
         Command("remember", "remember TEXT", "remember a fact in later sessions (CATEGORY: "
                 "TEXT names its category)", _remember, takes_arg=True,

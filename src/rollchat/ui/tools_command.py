@@ -1,7 +1,8 @@
 """The in-chat ``tools`` command: every tool the agent has or may get, with its source
 (built-in, agent, skills, mcp:SERVER), its state (ready, starting, failed and why, not started
 until the project file is trusted) and what a call needs (the approval rule). The rows come from
-``tools.sources.tool_entries``. ``tools verbose`` / ``tools quiet``: how calls are shown."""
+``tools.sources.tool_entries``. ``tools verbose`` / ``tools quiet``: how calls are shown;
+``tools restart SERVER``: an MCP server started again."""
 
 from __future__ import annotations
 
@@ -17,14 +18,19 @@ if TYPE_CHECKING:
 NO_TOOL = "(no tools)"
 
 
-TOOLS_ARGS = ("verbose", "quiet")
+TOOLS_ARGS = ("verbose", "quiet", "restart")
+USAGE = "usage: tools [verbose|quiet|restart SERVER]"
 
 
 def run_tools(app: ChatApp, arg: str) -> bool:
-    word = arg.strip().lower()
+    word, _, rest = arg.strip().partition(" ")
+    word = word.lower()
+    if word == "restart":
+        _restart(app, rest.strip())
+        return False
     if word:
-        if word not in TOOLS_ARGS:
-            raise UsageError("usage: tools [verbose|quiet]")
+        if word not in TOOLS_ARGS or rest.strip():
+            raise UsageError(USAGE)
         app.out.show_tools = word == "verbose"
         app.out.info("Tool calls are shown in full (arguments and results)." if
                      app.out.show_tools else "Tool calls are shown compactly.")
@@ -48,3 +54,16 @@ def run_tools(app: ChatApp, arg: str) -> bool:
             column = width + source_width + 6
             app.out.line((f"{'':<{column}}{entry.description}", "dim"), hang=column)
     return False
+
+
+def _restart(app: ChatApp, name: str) -> None:
+    """``tools restart SERVER``: an MCP server started again (its tools join when ready)."""
+    sources = app.session.engine.tool_sources
+    if not name:
+        raise UsageError(USAGE)
+    for source in sources:
+        told = source.restart(name)
+        if told is not None:
+            app.out.info(told)
+            return
+    raise UsageError(f"no MCP server named {name!r} (the 'tools' listing names them)")

@@ -1,0 +1,137 @@
+"""Real MCP servers nobody here wrote: ``mcp-server-time`` from PyPI (in the test extras, so it
+always runs) and the reference ``@modelcontextprotocol/server-everything`` from npm over stdio
+and streamable HTTP (skipped, saying why, where node or npm is missing). Calls, errors,
+task-only tools, resource links, progress, the child's environment, and a server killed
+mid-session: failed at once, withdrawn, restarted."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from rollchat.config.mcp_servers import check_server
+from rollchat.events import Event, Notice
+from rollchat.tools.mcp import McpServers
+from tests.drive import drain
+from tests.mcp_helpers import (
+    engine_with,
+    everything_http,
+    everything_stdio,
+    gone_within,
+    wait_until,
+)
+
+pytestmark = pytest.mark.xdist_group("mcp-real")  # one npm install, one worker
+
+
+@pytest.fixture
+def servers() -> list[McpServers]:
+    made: list[McpServers] = []
+    yield made
+    for server in made:
+        server.close()
+
+
+def start(made: list[McpServers], *configs, env=None, **options) -> McpServers:  # type: ignore[no-untyped-def]
+    source = McpServers(configs, env or {}, **options)
+    made.append(source)
+    source.start()
+    return source
+
+
+def warnings(events: list[Event]) -> list[str]:
+    return [e.text for e in events if isinstance(e, Notice) and e.level == "warning"]
+
+
+def server_pid(source: McpServers, name: str) -> int:
+    from rollchat.tools.mcp.child import child_with_stderr
+
+    server = next(s for s in source._servers if s.name == name)
+    assert server.stderr is not None
+    pid = child_with_stderr(server.stderr.inode)
+    assert pid is not None
+    return pid
+
+
+def time_server(name: str = "time") -> object:
+    return check_server(name, {"command": sys.executable, "args": [
+        "-m", "mcp_server_time", "--local-timezone", "UTC"]}, base_dir=Path.cwd(), origin="t")
+
+
+def test_mcp_server_time_from_pypi_answers_and_errs(servers) -> None:
+    engine = engine_with(start(servers, time_server()))
+    turn = drain(engine.chat('use get_current_time {"timezone": "Europe/Paris"}')).turn
+    assert '"timezone":"Europe/Paris"' in turn.tools[0].result.replace(" ", "")
+    turn = drain(engine.chat('use convert_time {"source_timezone": "Mars/Olympus", '
+                             '"time": "10:00", "target_timezone": "UTC"}')).turn
+    assert turn.tools[0].result.startswith("error: ") and "Mars/Olympus" in turn.tools[0].result
+
+
+def test_mcp_server_time_killed_mid_session_is_withdrawn_and_restarted(servers) -> None:
+    source = start(servers, time_server())
+    engine = engine_with(source)
+    drain(engine.chat("hello"))
+    pid = server_pid(source, "time")
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: source._servers[0].state != "ready", 5)
+    events: list[Event] = []
+    drain(engine.chat("hello"), events.append)
+    assert warnings(events) == ["MCP server 'time' stopped: the server exited; restarting (1 "
+                                "of 3); its 2 tools are withdrawn"]
+    assert not engine.tools
+    wait_until(lambda: source._servers[0].state == "ready", 30)
+    turn = drain(engine.chat('use get_current_time {"timezone": "UTC"}'), events.append).turn
+    assert '"timezone":"UTC"' in turn.tools[0].result.replace(" ", "")
+    assert server_pid(source, "time") != pid
+
+
+def test_server_everything_over_stdio(servers) -> None:
+    shown: list[str] = []
+    parent = {"HTTPS_PROXY": "http://proxy.example:3128", "OPENAI_API_KEY": "sk-secret"}
+    source = start(servers, everything_stdio(), env=parent,
+                   on_progress=lambda tool, text: shown.append(text))
+    engine = engine_with(source)
+    events: list[Event] = []
+    turn = drain(engine.chat('use get-sum {"a": 2, "b": 40}'), events.append).turn
+    assert "42" in turn.tools[0].result
+    assert warnings(events) == ["MCP server 'everything': 1 tool left out "
+                                "(simulate-research-query): they run only as tasks, which "
+                                "rollchat does not drive"]
+    links = drain(engine.chat('use get-resource-links {"count": 2}')).turn.tools[0].result
+    uri = links.split("[resource: ", 2)[2].split(" ")[0]  # the second: a text resource
+    text = drain(engine.chat(f'use read_resource {{"uri": "{uri}"}}')).turn.tools[0].result
+    assert text and not text.startswith("error")
+    tools = engine.tools
+    done = tools["mcp__everything__trigger-long-running-operation"].run(
+        {"duration": 3, "steps": 3})
+    assert "completed" in done and shown and shown[0] == "1/3"  # no message: the counts
+    env = tools["mcp__everything__get-env"].run({})
+    assert "proxy.example:3128" in env and "sk-secret" not in env
+
+
+def test_server_everything_over_streamable_http_killed_mid_session(servers) -> None:
+    with everything_http() as (url, process):
+        config = check_server("everything", {"url": url}, base_dir=Path.cwd(), origin="t")
+        source = start(servers, config)
+        engine = engine_with(source)
+        assert "42" in drain(engine.chat('use get-sum {"a": 40, "b": 2}')).turn.tools[0].result
+        process.kill()
+        process.wait(10)
+        wait_until(lambda: source._servers[0].state != "ready", 15)  # the next ping
+        events: list[Event] = []
+        drain(engine.chat("hello"), events.append)
+        assert warnings(events)[0].startswith("MCP server 'everything' stopped: the "
+                                              "connection dropped")
+        assert not [n for n in engine.tools if n.startswith("mcp__everything__")]
+
+
+def test_server_everything_stdio_stops_with_its_process_gone(servers) -> None:
+    source = start(servers, everything_stdio())
+    source.collect(wait=True)
+    pid = server_pid(source, "everything")
+    source.close()
+    assert gone_within(pid, 10)
