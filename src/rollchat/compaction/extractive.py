@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from rollchat.compaction.carry import carried, fit_words, resolved, union
+from rollchat.compaction.carry import Resolutions, carried, fit_words, union
 from rollchat.domain import Summary, Turn
 from rollchat.storage.titles import first_line_title
 from rollchat.text import named
@@ -107,11 +107,12 @@ def _pending(turns: Sequence[Turn]) -> list[str]:
             found.append(tidy(f"Answer cut off ({turn.status}): {first}"))
     if turns and turns[-1].status == "ok":
         found.extend(item for item in [_request(turns[-1])] if item)
+    done = Resolutions(turns)
     for index in range(len(turns) - 1, -1, -1):
-        turn, later = turns[index], turns[index + 1:]
+        turn = turns[index]
         texts = (prose_sentences(turn.user), prose_sentences(turn.assistant, reply=True))
-        found.extend(tidy(s) for sentences in texts for s in sentences
-                     if TODO.search(s) and not named.DONE.search(s) and not resolved(s, later))
+        found.extend(tidy(s) for sentences in texts for s in sentences if TODO.search(s)
+                     and not named.DONE.search(s) and not done.resolved(s, after=index))
     return unique(found)
 
 

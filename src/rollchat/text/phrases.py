@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from rollchat.text.near import NearIndex
+
 ITEM_WORDS = 25  # longest bullet the extractive summarizer writes
 TOPIC_WORDS = 10  # a topic longer than this is cut to a phrase (exact names kept)
 _SMALL_TALK = frozenset((
@@ -216,13 +218,17 @@ def near_duplicates(a: frozenset[str], b: frozenset[str]) -> bool:
 
 
 def unique(items: Iterable[str], seen: Iterable[str] = ()) -> list[str]:
-    """``items`` without empties and near-duplicates (of each other or of ``seen``)."""
-    keys = [item_key(item) for item in seen]
+    """``items`` without empties and near-duplicates (of each other or of ``seen``), found
+    through a ``NearIndex`` rather than by comparing every pair."""
+    earlier = [item_key(item) for item in seen]
+    keyed = [(item, item_key(item)) for item in items]
+    index = NearIndex(near_duplicates, [*earlier, *(key for _item, key in keyed)])
+    for key in earlier:
+        index.add(key)
     out: list[str] = []
-    for item in items:
-        key = item_key(item)
-        if item and key and not any(near_duplicates(key, other) for other in keys):
-            keys.append(key)
+    for item, key in keyed:
+        if item and key and index.find(key) is None:
+            index.add(key)
             out.append(item)
     return out
 
@@ -258,6 +264,15 @@ def _stems(word: str) -> set[str]:
     least three letters remain ("users" -> users, user)."""
     return {word} | {word[:-len(end)] for end in _SUFFIXES
                      if word.endswith(end) and len(word) - len(end) >= 3}
+
+
+def word_forms(word: str) -> set[str]:
+    """What ``same_word`` compares, as keys to file a word under: two words are the same word
+    exactly when their forms meet ("=" its stems, "<" its first STEM_PREFIX letters)."""
+    forms = {f"={stem}" for stem in _stems(word)}
+    if len(word) >= STEM_PREFIX:
+        forms.add(f"<{word[:STEM_PREFIX]}")
+    return forms
 
 
 def same_word(a: str, b: str) -> bool:

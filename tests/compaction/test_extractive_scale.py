@@ -1,0 +1,104 @@
+"""The local summary at scale: the indexed duplicate checks and resolutions give what the old
+pairwise ones gave, on a long session of real prompts (bench/summary_data.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import pytest
+from bench.summary_data import long_session
+
+from rollchat.compaction.carry import (
+    Resolutions,
+    carried,
+    resolves,
+    union,
+)
+from rollchat.domain import Turn
+from rollchat.text.phrases import TODO, item_key, near_duplicates, prose_sentences, tidy, unique
+
+
+def _old_unique(items: Iterable[str], seen: Iterable[str] = ()) -> list[str]:
+    keys = [item_key(item) for item in seen]
+    out: list[str] = []
+    for item in items:
+        key = item_key(item)
+        if item and key and not any(near_duplicates(key, other) for other in keys):
+            keys.append(key)
+            out.append(item)
+    return out
+
+
+def _old_union(groups: Iterable[Sequence[str]]) -> list[str]:
+    out: list[str] = []
+    keys: list[frozenset[str]] = []
+    for group in groups:
+        for item in group:
+            key = item_key(item)
+            if not item.strip():
+                continue
+            match = next((i for i, k in enumerate(keys) if key and near_duplicates(key, k)),
+                         None)
+            if match is None:
+                keys.append(key)
+                out.append(item)
+            elif len(item) > len(out[match]):
+                out[match], keys[match] = item, key
+    return out
+
+
+def _old_resolved(item: str, turns: Sequence[Turn]) -> bool:
+    return any(resolves(sentence, item) for turn in turns for text in (turn.user, turn.assistant)
+               for sentence in prose_sentences(text))
+
+
+@pytest.fixture(scope="module")
+def turns() -> list[Turn]:
+    return long_session(600, seed=3)
+
+
+@pytest.fixture(scope="module")
+def sentences(turns: list[Turn]) -> list[str]:
+    return [tidy(s) for t in turns for text in (t.user, t.assistant)
+            for s in prose_sentences(text)]
+
+
+def test_unique_and_union_agree_with_the_pairwise_check(sentences: list[str]) -> None:
+    assert len(sentences) > 2500
+    half = len(sentences) // 2
+    assert unique(sentences) == _old_unique(sentences)
+    assert unique(sentences[half:], seen=sentences[:half]) == \
+        _old_unique(sentences[half:], seen=sentences[:half])
+    groups = [sentences[half:], sentences[:half], [s.upper() for s in sentences[::7]]]
+    assert union(groups) == _old_union(groups)
+
+
+def test_resolutions_agree_with_reading_every_later_turn(turns: list[Turn]) -> None:
+    done = Resolutions(turns)
+    checked = resolved = 0
+    for index, turn in enumerate(turns[:300]):
+        for sentence in prose_sentences(turn.user):
+            if TODO.search(sentence):
+                expected = _old_resolved(sentence, turns[index + 1:])
+                assert done.resolved(sentence, after=index) == expected, sentence
+                checked += 1
+                resolved += expected
+    assert checked >= 60 and 10 <= resolved < checked
+
+
+def test_carried_items_agree(turns: list[Turn], sentences: list[str]) -> None:
+    parent = [s for s in sentences if TODO.search(s)][:200]
+    own = sentences[-300:]
+
+    def old(parent: Sequence[str], own: Sequence[str], turns: Sequence[Turn]) -> list[str]:
+        keys = [item_key(item) for item in own]
+        out = list(own)
+        for item in parent:
+            key = item_key(item)
+            if key and not any(near_duplicates(key, k) for k in keys) \
+                    and not _old_resolved(item, turns):
+                keys.append(key)
+                out.append(item)
+        return out
+
+    assert carried(parent, own, turns[300:]) == old(parent, own, turns[300:])
