@@ -19,8 +19,10 @@ _VERBS = ("update", "rename", "split", "document", "benchmark", "test", "port", 
 _NAMES = ("Priya", "Tomasz", "Mireille", "Kwame", "Ana", "Jun", "Olu", "Sven", "Dana", "Ravi")
 
 
-def prompts() -> list[str]:
-    return list(json.loads(CORPUS.read_text(encoding="utf-8"))["prompts"])
+def corpus() -> tuple[list[str], list[str]]:
+    """The real prompts and reply lines."""
+    data = json.loads(CORPUS.read_text(encoding="utf-8"))
+    return list(data["prompts"]), list(data["replies"])
 
 
 def _task(i: int) -> str:
@@ -29,10 +31,11 @@ def _task(i: int) -> str:
 
 
 def long_session(count: int, seed: int = 0) -> list[Turn]:
-    """``count`` turns: each a real prompt and a sentence naming something new; every 5th an
-    open task (a third of them resolved ~40 turns later), every 7th a decision."""
+    """``count`` turns: each a real prompt and a sentence naming something new, two real reply
+    lines and one naming a file; every 5th an open task (a third of them resolved 40 turns
+    later), every 7th a decision."""
     rng = random.Random(seed)
-    real = prompts()
+    real, lines = corpus()
     turns: list[Turn] = []
     for i in range(count):
         noun = rng.choice(_NOUNS)
@@ -45,7 +48,9 @@ def long_session(count: int, seed: int = 0) -> list[Turn]:
             parts.append(f"Let's go with {rng.choice(_NAMES)}'s plan {i} for the {noun}.")
         if i % 15 == 10 and i >= 40:
             parts.append(f"Good news: {_task(i - 40)} is done.")
-        reply = (f"I'll read src/{noun}/part_{i}.py first. The {noun} {i} change is small; "
-                 f"we should use `{noun}_{i}` for it.")
+        reply = (f"{rng.choice(lines)}\n{rng.choice(lines)}\nI'll read src/{noun}/part_{i}.py "
+                 f"first.")
+        if i % 13 == 0:
+            reply += f" The {noun} {i} change is small; we should use `{noun}_{i}` for it."
         turns.append(Turn("query", i + 1, WHEN, " ".join(parts), reply))
     return turns

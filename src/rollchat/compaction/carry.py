@@ -5,7 +5,6 @@ summaries merged or fitted to a word budget without dropping a decision or a pen
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -14,6 +13,7 @@ from rollchat.domain import Summary, Turn
 from rollchat.text.named import DONE, NOT_DONE, content_words, has_named
 from rollchat.text.near import NearIndex
 from rollchat.text.phrases import (
+    haystack,
     item_key,
     near_duplicates,
     prose_sentences,
@@ -63,12 +63,20 @@ class Resolutions:
 
     def __init__(self, turns: Sequence[Turn]) -> None:
         self._turn: list[int] = []  # the turn index of each done-sentence
-        self._filed: dict[str, list[int]] = {}  # word form -> done-sentences, in turn order
+        self._filed: dict[str, list[int]] = {}  # word form -> done-sentences
         for index, turn in enumerate(turns):
-            for text in (turn.user, turn.assistant):
-                for sentence in prose_sentences(text):
-                    if _says_done(sentence):
-                        self._file(index, content_words(sentence))
+            self.add(index, turn)
+
+    def add(self, index: int, turn: Turn, texts: Sequence[str] = ()) -> None:
+        """File the done-sentences of ``turn``, the turn at ``index`` (``texts``: the
+        ``haystack`` of its user text and reply, when the caller has them)."""
+        texts = texts or (haystack(turn.user), haystack(turn.assistant))
+        for text, whole in zip((turn.user, turn.assistant), texts, strict=True):
+            if not DONE.search(whole):
+                continue  # no sentence of it can say something is done
+            for sentence in prose_sentences(text):
+                if _says_done(sentence):
+                    self._file(index, content_words(sentence))
 
     def _file(self, index: int, words: list[str]) -> None:
         number = len(self._turn)
@@ -83,12 +91,8 @@ class Resolutions:
             return False
         shared: Counter[int] = Counter()
         for key in keys:
-            hits: set[int] = set()
-            for form in word_forms(key):
-                filed = self._filed.get(form, [])
-                later = bisect_right(filed, after, key=self._turn.__getitem__)
-                hits.update(filed[later:])
-            shared.update(hits)
+            shared.update({n for form in word_forms(key) for n in self._filed.get(form, ())
+                           if self._turn[n] > after})
         return any(_enough(count, len(keys)) for count in shared.values())
 
 
@@ -133,6 +137,11 @@ def union(groups: Iterable[Sequence[str]]) -> list[str]:
 
 
 CHARS_PER_WORD = 12  # a summary's character budget: max_words words of this length on average
+# Decisions and pending items are never dropped to fit the budget, but a summary is bounded
+# all the same: past HARD_FACTOR times the budget the oldest go, and one line says so.
+HARD_FACTOR = 8
+LEFT_OUT_DECISIONS = "Earlier decisions are left out (too many to keep); the transcript has them."
+LEFT_OUT_PENDING = "Earlier open tasks are left out (too many to keep); the transcript has them."
 
 
 def words_of(summary: Summary) -> int:
@@ -195,10 +204,30 @@ def fit_words(summary: Summary, max_words: int) -> Summary:
     if budget.over and summary.topics:
         drop.add(0)
     topics = [t for i, t in enumerate(summary.topics) if i not in drop]
-    return replace(summary, topics=tuple(topics), artifacts=tuple(artifacts),
-                   dropped_topics=summary.dropped_topics + len(drop),
-                   dropped_artifacts=summary.dropped_artifacts + len(summary.artifacts)
-                   - len(artifacts))
+    fitted = replace(summary, topics=tuple(topics), artifacts=tuple(artifacts),
+                     dropped_topics=summary.dropped_topics + len(drop),
+                     dropped_artifacts=summary.dropped_artifacts + len(summary.artifacts)
+                     - len(artifacts))
+    return _bounded(fitted, max_words)
+
+
+def _bounded(summary: Summary, max_words: int) -> Summary:
+    """``summary`` within HARD_FACTOR times its budget: the oldest decisions go first (the
+    front of the list; a session too long to keep them all goes on from its latest), then the
+    oldest pending items (its end), a line in each list saying that some were left out."""
+    if not _Budget(summary, HARD_FACTOR * max_words).over:
+        return summary
+    decisions = [d for d in summary.decisions if d != LEFT_OUT_DECISIONS][::-1]
+    pending = [p for p in summary.pending if p != LEFT_OUT_PENDING]
+    cut = [LEFT_OUT_DECISIONS in summary.decisions, LEFT_OUT_PENDING in summary.pending]
+    budget = _Budget(replace(summary, decisions=(*decisions, LEFT_OUT_DECISIONS),
+                             pending=(*pending, LEFT_OUT_PENDING)), HARD_FACTOR * max_words)
+    for number, items in enumerate((decisions, pending)):
+        while budget.over and len(items) > 1:
+            budget.spend(items.pop())
+            cut[number] = True
+    return replace(summary, decisions=(*[LEFT_OUT_DECISIONS] * cut[0], *decisions[::-1]),
+                   pending=(*pending, *[LEFT_OUT_PENDING] * cut[1]))
 
 
 def merge_summaries(parts: Sequence[Summary], max_words: int, turns: Sequence[Turn] = (),

@@ -11,6 +11,8 @@ from rollchat.text.near import NearIndex
 
 ITEM_WORDS = 25  # longest bullet the extractive summarizer writes
 TOPIC_WORDS = 10  # a topic longer than this is cut to a phrase (exact names kept)
+WORD_CHARS = 200  # a longer "word" in a bullet is cut (long URLs and paths still fit)
+ITEM_CHARS = 500  # the longest bullet, in characters
 _SMALL_TALK = frozenset((
     "hi", "hello", "hey", "hiya", "yo", "thanks", "thank", "you", "thx", "ok", "okay", "cool",
     "great", "nice", "good", "morning", "evening", "afternoon", "bye", "goodbye", "cheers",
@@ -74,6 +76,7 @@ _FENCE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)", re.DOTALL | r
 _INLINE_FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
 _COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
 _MARKER = re.compile(r"SESSION_SUMMARY_(?:START|END)", re.IGNORECASE)
+_EDGE_UNDERSCORE = re.compile(r"(?<!\w)_+|_+(?!\w)")
 _MARKUP_ONLY = re.compile(r"^[\s|:=*_#>`~+\-]*$")
 _CODE_LINE = re.compile(r"^(?: {4}|\t).*[(){};=<>]")
 # A summary block's section heading quoted in a message: structure, never content.
@@ -123,13 +126,18 @@ FOCUS_LEAD = re.compile(
 
 def clean_item(text: str, words: int = ITEM_WORDS) -> str:
     """One plain-text line: no newlines, no HTML comments or summary markers, no bold
-    markup that could pass for a section heading; at most ``words`` words."""
+    markup that could pass for a section heading; at most ``words`` words, each of at most
+    WORD_CHARS characters (a blob or a minified line is one long "word"), and ITEM_CHARS
+    characters in all."""
     text = text.replace("<!--", " ").replace("-->", " ").replace("**", "")
     text = re.sub(r"SESSION_SUMMARY_(START|END)", r"SESSION SUMMARY \1", text, flags=re.I)
-    parts = text.split()
+    parts = text.split(maxsplit=words + 8)
     while parts and parts[0] in ("-", "*", "+", "#", "##", "###", ">"):
         parts.pop(0)
-    line = " ".join(parts[:words])
+    kept = [p if len(p) <= WORD_CHARS else f"{p[:WORD_CHARS]}..." for p in parts[:words]]
+    line = " ".join(kept)
+    if len(line) > ITEM_CHARS:
+        return f"{line[:ITEM_CHARS].rsplit(' ', 1)[0]}..."
     return f"{line}..." if len(parts) > words else line
 
 
@@ -154,6 +162,18 @@ def content_lines(text: str) -> list[str]:
             if not (_MARKUP_ONLY.match(line) or _is_table_row(line) or _CODE_LINE.match(line)
                     or _SUMMARY_HEADING.match(line)))
     return [" ".join(line.split()) for line in kept]
+
+
+def haystack(text: str) -> str:
+    """``text`` with code, comments and markers gone and its spaces collapsed: a pattern that
+    matches a sentence of ``prose_sentences(text)`` matches here too, so a search here says
+    cheaply whether splitting ``text`` into sentences could find anything."""
+    if "```" in text or "~~~" in text:
+        text = _INLINE_FENCE.sub(" ", _FENCE.sub(" ", text))
+    if "<!--" in text or "SESSION_SUMMARY" in text.upper():
+        text = _MARKER.sub(" ", _COMMENT.sub(" ", text))
+    # a sentence loses the underscores at its edges ("_we'll use X_"): so does the text
+    return " ".join(_EDGE_UNDERSCORE.sub(" ", text).split())
 
 
 def plain_text(text: str) -> str:
