@@ -25,6 +25,7 @@ from rollchat.text.phrases import (
     DECISION,
     FOCUS_LEAD,
     TODO,
+    USER_TODO,
     clean_item,
     focus_words,
     haystack,
@@ -131,6 +132,12 @@ class _Mined:
         self.words += sum(len(i.split()) + 1 for i in (*users, *replies, *todos))
 
 
+def _open_task(text: str, *, user: bool) -> bool:
+    """Whether ``text`` leaves something to do: a to-do, or (said by the user) a reminder,
+    a commitment, something for later (``USER_TODO``)."""
+    return bool(TODO.search(text) or (user and USER_TODO.search(text)))
+
+
 def _turn_decisions(read: _Read, index: int, user_text: str, reply_text: str,
                     ) -> tuple[list[str], list[str]]:
     users: list[str] = []
@@ -155,10 +162,12 @@ def _mine(read: _Read, max_words: int) -> tuple[_Mined, bool]:
         turn = read.turns[index]
         texts = (haystack(turn.user), haystack(turn.assistant))
         users, replies = _turn_decisions(read, index, *texts)
-        sentences = [*(read.user(index) if TODO.search(texts[0]) else ()),
-                     *(read.reply(index) if TODO.search(texts[1]) else ())]
-        todos = [tidy(s) for s in sentences if TODO.search(s) and not named.DONE.search(s)
-                 and not done.resolved(s, after=index)]
+        asked = read.user(index) if _open_task(texts[0], user=True) else []
+        sentences = [*(s for s in asked if _open_task(s, user=True)),
+                     *(s for s in (read.reply(index) if TODO.search(texts[1]) else ())
+                       if TODO.search(s))]
+        todos = [tidy(s) for s in sentences
+                 if not named.DONE.search(s) and not done.resolved(s, after=index)]
         mined.keep(users, replies, todos)
         done.add(index, turn, texts)  # after its own to-dos: they ask about later turns
     return mined, False
@@ -191,8 +200,8 @@ def _request(turn: Turn) -> str | None:
     request = questions[0] if questions else next(iter(sentences), "")
     if not request or is_small_talk(request):
         return None
-    if TODO.search(request):
-        return tidy(request)
+    if _open_task(request, user=True):
+        return tidy(request)  # kept until a turn resolves it, unlike a "Last request"
     if not questions and (DECISION.search(request) or not is_request(request)):
         return None  # a decision, or a statement to take note of: nothing left open
     return tidy(f"Last request: {request}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from rollchat.text.named import ADVERB
 from rollchat.text.near import NearIndex
 
 ITEM_WORDS = 25  # longest bullet the extractive summarizer writes
@@ -36,6 +37,20 @@ TODO = re.compile(
     r"still needs|need to|needs to|remaining|not yet|pending|follow up|follow-up|"
     r"open question|unresolved|come back to|tomorrow|don't forget|do not forget|remember to|"
     r"action item|on my list|at some point|haven't (?:yet )?\w+ed)\b",
+    re.IGNORECASE,
+)
+# What leaves a task open when the user says it (the assistant says "I'll ..." of its next
+# step all the time, so this is never read in replies): reminders ("remind me to email the
+# auditors about the soc2 report"), the user's own commitments ("ok, i'll just create a script
+# to run it"), "later", what they did not get to or forgot. Real phrasings, each with its
+# source, in tests/text/data/phrasings.json.
+USER_TODO = re.compile(
+    r"\bremind me\b(?!\W*(?:again\W+)?(?:what|which|who|whom|where|when|why|how|of)\b)|"
+    rf"\b(?:i(?:'ll|’ll| will| shall)|i(?:'m|’m| am) {ADVERB}going to|(?:i|we) {ADVERB}plan to|"
+    r"(?:i|we)(?:'ll|’ll| will) need)\b|"
+    r"\b(?:can|could|would|will) you\b[^.!?]*\blater\b|\blater (?:on|today|tonight|this week)\b|"
+    r"\b(?:did(?:n't|n’t|nt| not)|never) (?:get|got) (?:around )?to\b|\bforgot to\b|"
+    r"\bin the future\b|\bwhen (?:i|we|you) (?:get|have) (?:a |the )?(?:chance|time)\b",
     re.IGNORECASE,
 )
 # Lines that talk about the conversation rather than its content: the offline model's
