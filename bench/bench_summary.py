@@ -3,7 +3,7 @@
 e.g. main's src exported with git archive), each size in a fresh process.
 
 Run: .venv/bin/python bench/bench_summary.py [--old /tmp/rollchat-old/src] [--sizes 500 8000]
-     [--timeout 600]
+     [--timeout 600] [--old-up-to 8000]
 """
 
 from __future__ import annotations
@@ -66,6 +66,8 @@ def main() -> None:
     parser.add_argument("--old", type=Path, help="another tree's src to run beside this one")
     parser.add_argument("--sizes", type=int, nargs="+", default=[500, 8000, 50000])
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--old-up-to", type=int, default=10**9,
+                        help="run --old only for sizes up to this (it is quadratic)")
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(measure(args.worker)))
@@ -76,7 +78,8 @@ def main() -> None:
     print("| --- | --- | --- |" if args.old else "| --- | --- |")
     for count in args.sizes:
         new = cell(run(ROOT / "src", count, args.timeout), args.timeout)
-        old = f" {cell(run(args.old, count, args.timeout), args.timeout)} |" if args.old else ""
+        old = "" if not args.old else " not run |" if count > args.old_up_to \
+            else f" {cell(run(args.old, count, args.timeout), args.timeout)} |"
         print(f"| {count:,} | {new} |{old}", flush=True)
 
 

@@ -102,3 +102,29 @@ def test_carried_items_agree(turns: list[Turn], sentences: list[str]) -> None:
         return out
 
     assert carried(parent, own, turns[300:]) == old(parent, own, turns[300:])
+
+
+def test_a_long_sessions_summary_reads_its_latest_turns_not_all(monkeypatch: pytest.MonkeyPatch,
+                                                                ) -> None:
+    """Sentences are split (the costly part) for about as many turns in 20,000 as in 4,000:
+    older topics, artifacts and decisions would not fit the summary (the old summary split
+    every turn's texts eight times, and compared every pair of items)."""
+    from rollchat.compaction import carry, extractive
+
+    def counting(count: list[int]):  # type: ignore[no-untyped-def]
+        def split(text: str, *, reply: bool = False) -> list[str]:
+            count[0] += 1
+            return prose_sentences(text, reply=reply)
+        return split
+
+    splits = []
+    for size in (4000, 20000):
+        count = [0]
+        monkeypatch.setattr(extractive, "prose_sentences", counting(count))
+        monkeypatch.setattr(carry, "prose_sentences", counting(count))
+        turns = long_session(size)
+        summary = extractive.extractive_summary(turns, parent_summary=None, focus=None,
+                                                max_words=500, fallback=True)
+        assert summary.decisions and summary.pending
+        splits.append(count[0])
+    assert splits[1] < 1.2 * splits[0] and splits[1] < 4000, splits
