@@ -298,7 +298,10 @@ def extractive_summary(
     them), artifacts and topics naming something carried (``carry.fit_words`` drops topics
     first, counted, when over ``max_words``). Reply lines that only talk about
     the conversation (``is_meta_line``) are never mined. Bullets are plain single lines that
-    cannot contain summary markers; an empty section is an empty tuple ("- None")."""
+    cannot contain summary markers; an empty section is an empty tuple ("- None").
+    A long session is read from its latest turn back only as far as could fit (READ_AHEAD),
+    and the summary is bounded: bullets in characters (``phrases.clean_item``), decisions and
+    pending items at ``carry.HARD_FACTOR`` times the budget, the oldest going first."""
     queries = [turn for turn in turns if turn.kind in ("query", "carried")]
     parent = parent_summary or Summary("", (), (), ())
     background = condense(parent_summary) if parent_summary else "Initial session."
