@@ -9,7 +9,7 @@ import random
 from datetime import datetime, timezone
 from pathlib import Path
 
-from rollchat.domain import Turn
+from rollchat.domain import Turn, answer_blocks
 
 CORPUS = Path(__file__).with_name("summary_corpus.json")
 WHEN = datetime(2026, 11, 25, 12, 0, tzinfo=timezone.utc)
@@ -52,5 +52,5 @@ def long_session(count: int, seed: int = 0) -> list[Turn]:
                  f"first.")
         if i % 13 == 0:
             reply += f" The {noun} {i} change is small; we should use `{noun}_{i}` for it."
-        turns.append(Turn("query", i + 1, WHEN, " ".join(parts), reply))
+        turns.append(Turn("query", i + 1, WHEN, " ".join(parts), answer_blocks(reply)))
     return turns

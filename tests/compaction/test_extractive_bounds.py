@@ -13,7 +13,7 @@ from rollchat.compaction.carry import (
     words_of,
 )
 from rollchat.compaction.extractive import extractive_summary
-from rollchat.domain import Summary, Turn
+from rollchat.domain import Summary, Turn, answer_blocks
 from rollchat.text.phrases import ITEM_CHARS
 
 WHEN = datetime(2026, 11, 25, 12, 0, tzinfo=timezone.utc)
@@ -36,9 +36,11 @@ def _items(summary: Summary) -> list[str]:
 
 def test_one_long_word_is_cut_and_the_summary_keeps_to_its_characters() -> None:
     blob = "aGVsbG8gd29ybGQ" * 70_000  # a base64 blob: one "word" of 1 MB
-    turns = [Turn("query", 1, WHEN, f"We decided to store {blob} in the cache.", "ok"),
-             Turn("query", 2, WHEN, f"TODO: check {blob} and src/cache/store.py", blob),
-             Turn("query", 3, WHEN, blob, "ok")]
+    ok = answer_blocks("ok")
+    turns = [Turn("query", 1, WHEN, f"We decided to store {blob} in the cache.", ok),
+             Turn("query", 2, WHEN, f"TODO: check {blob} and src/cache/store.py",
+                  answer_blocks(blob)),
+             Turn("query", 3, WHEN, blob, ok)]
     summary = _summary(turns, max_words=50)
     assert all(len(item) <= ITEM_CHARS + 3 for item in _items(summary))
     assert chars_of(summary) <= 50 * CHARS_PER_WORD
@@ -48,7 +50,8 @@ def test_one_long_word_is_cut_and_the_summary_keeps_to_its_characters() -> None:
 
 def test_a_session_of_thousands_of_decisions_keeps_its_latest_within_the_bound() -> None:
     turns = [Turn("query", n + 1, WHEN, f"We decided to use {_word(n)} for {_word(n + 1)}.",
-                  f"Let's keep {_word(n + 2)} warm for {_word(n + 3)}.") for n in range(3000)]
+                  answer_blocks(f"Let's keep {_word(n + 2)} warm for {_word(n + 3)}."))
+             for n in range(3000)]
     summary = _summary(turns, max_words=100)
     assert words_of(summary) <= HARD_FACTOR * 100
     assert chars_of(summary) <= HARD_FACTOR * 100 * CHARS_PER_WORD

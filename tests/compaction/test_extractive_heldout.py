@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rollchat.compaction.extractive import extractive_summary
-from rollchat.domain import Summary, Turn
+from rollchat.domain import Summary, Turn, answer_blocks
 
 DATA = Path(__file__).parent / "data" / "heldout_summary.json"
 WHEN = datetime(2026, 11, 25, 12, 0, tzinfo=timezone.utc)
@@ -30,7 +30,7 @@ def _section(summary: Summary, kind: str) -> str:
 def heldout_score() -> tuple[int, list[str]]:
     """How many held-out items the local summary keeps, and the ones it misses."""
     data = json.loads(DATA.read_text(encoding="utf-8"))
-    turns = [Turn("query", n + 1, WHEN, t["user"], t["assistant"])
+    turns = [Turn("query", n + 1, WHEN, t["user"], answer_blocks(t["assistant"]))
              for n, t in enumerate(data["turns"])]
     summary = extractive_summary(turns, parent_summary=None, focus=None, max_words=500,
                                  fallback=False)

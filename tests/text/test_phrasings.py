@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from rollchat.compaction.extractive import extractive_summary
-from rollchat.domain import Turn
+from rollchat.domain import Turn, answer_blocks
 from rollchat.text import named
 
 DATA = json.loads((Path(__file__).parent / "data" / "phrasings.json").read_text("utf-8"))
@@ -20,9 +20,9 @@ WHEN = datetime(2026, 11, 25, 12, 0, tzinfo=timezone.utc)
 
 def _pending_after(user: str, reply: str = "ok") -> tuple[str, ...]:
     """The pending items of a summary of a turn saying ``user`` and a later, unrelated one."""
-    turns = [Turn("query", 1, WHEN, user, reply),
+    turns = [Turn("query", 1, WHEN, user, answer_blocks(reply)),
              Turn("query", 2, WHEN, "Thanks, what's a good name for the retry helper?",
-                  "Call it retry_with_jitter.")]
+                  answer_blocks("Call it retry_with_jitter."))]
     return extractive_summary(turns, parent_summary=None, focus=None, max_words=500,
                               fallback=True).pending
 
