@@ -128,3 +128,25 @@ def test_a_long_sessions_summary_reads_its_latest_turns_not_all(monkeypatch: pyt
         assert summary.decisions and summary.pending
         splits.append(count[0])
     assert splits[1] < 1.2 * splits[0] and splits[1] < 4000, splits
+
+
+def test_screening_a_whole_text_misses_no_sentence_that_matches() -> None:
+    """``haystack`` is searched before a text is split: whatever a sentence of the text
+    matches, the haystack matches (real prompts and replies, with markup around them)."""
+    from bench.summary_data import corpus
+
+    from rollchat.compaction.extractive import _DECIDING
+    from rollchat.text.named import DONE, PREFERENCE
+    from rollchat.text.phrases import USER_TODO, haystack
+
+    prompts, replies = corpus()
+    texts = [*prompts, *replies]
+    texts += [f"_{t}_\n```\ncode\n```\n<!-- note -->  **{t}**" for t in texts[:200]]
+    checked = 0
+    for text in texts:
+        for reply in (False, True):
+            for pattern in (TODO, USER_TODO, _DECIDING, PREFERENCE, DONE):
+                if any(pattern.search(s) for s in prose_sentences(text, reply=reply)):
+                    checked += 1
+                    assert pattern.search(haystack(text)), (pattern.pattern[:40], text)
+    assert checked > 300
