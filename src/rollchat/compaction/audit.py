@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rollchat.compaction.carry import resolved, resolves
+from rollchat.compaction.carry import Resolutions, resolves
 from rollchat.compaction.extractive import decided
 from rollchat.domain import Summary, Turn
 from rollchat.text import named
@@ -44,6 +44,7 @@ def find_items(turns: Sequence[Turn], parent: Summary | None = None) -> list[Ite
             for who, text in (("user", t.user), ("assistant", t.assistant))
             for s in prose_sentences(text, reply=who == "assistant")]
     known = named.mid_sentence_names([s for _, s, _ in said])
+    done = Resolutions(turns)  # filed once: asking each to-do of every later turn was quadratic
     found: dict[str, list[str]] = {kind: [] for kind in KINDS}
     for index, sentence, who in said:
         if decided(sentence):
@@ -51,7 +52,7 @@ def find_items(turns: Sequence[Turn], parent: Summary | None = None) -> list[Ite
         elif who == "user" and named.PREFERENCE.search(sentence) and not sentence.endswith("?"):
             found["preference"].append(tidy(sentence))
         if (TODO.search(sentence) and not named.DONE.search(sentence)
-                and not resolved(sentence, turns[index + 1:])):
+                and not done.resolved(sentence, after=index)):
             found["pending"].append(tidy(sentence))
         found["name"] += named.names(sentence, known)
         found["number"] += named.numbers(sentence)
@@ -60,7 +61,7 @@ def find_items(turns: Sequence[Turn], parent: Summary | None = None) -> list[Ite
         for tool in turn.tools:
             found["path"] += named.paths(" ".join(str(v) for v in tool.call.arguments.values()))
     if parent is not None:
-        found["pending"] += [p for p in parent.pending if not resolved(p, turns)]
+        found["pending"] += [p for p in parent.pending if not done.resolved(p)]
     items: list[Item] = []
     for kind in KINDS:
         texts = (unique(found[kind]) if kind in ("decision", "pending", "preference")

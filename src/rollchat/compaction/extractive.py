@@ -6,9 +6,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
-from rollchat.compaction.carry import carried, fit_words, resolved, union
+from rollchat.compaction.carry import (
+    CHARS_PER_WORD,
+    HARD_FACTOR,
+    LEFT_OUT_DECISIONS,
+    LEFT_OUT_PENDING,
+    Resolutions,
+    carried,
+    fit_words,
+    union,
+)
 from rollchat.domain import Summary, Turn
 from rollchat.storage.titles import first_line_title
 from rollchat.text import named
@@ -16,8 +25,10 @@ from rollchat.text.phrases import (
     DECISION,
     FOCUS_LEAD,
     TODO,
+    USER_TODO,
     clean_item,
     focus_words,
+    haystack,
     is_request,
     is_small_talk,
     mentions_focus,
@@ -31,18 +42,54 @@ NONE_ITEM = "None"
 NOT_MENTIONED = "not mentioned in this session"
 FOCUS_LABEL = "Focus on"  # the first topic of a focused summary: "Focus on X: <item>"
 _FOCUS_TOPIC = re.compile(rf"^{FOCUS_LABEL} [^:]*:\s*")
-def _topics(turns: Sequence[Turn], focus: set[str]) -> list[str]:
+# Topics and artifacts are read from the latest turn back until there are READ_AHEAD times
+# the word budget of them (of named topics: ``fit_words`` drops the plain ones first): older
+# ones would all be dropped, and reading them made a long session's summary slow.
+READ_AHEAD = 2
+
+
+class _Read:
+    """The queries of a summary, each one's sentences split when first needed: most turns of
+    a long session are only searched whole (``haystack``) for what could be a decision or a
+    to-do, and many are never read at all (``READ_AHEAD``)."""
+
+    def __init__(self, turns: Sequence[Turn]) -> None:
+        self.turns = turns
+        self._user: dict[int, list[str]] = {}
+        self._reply: dict[int, list[str]] = {}
+
+    def user(self, index: int) -> list[str]:
+        if index not in self._user:
+            self._user[index] = prose_sentences(self.turns[index].user)
+        return self._user[index]
+
+    def reply(self, index: int) -> list[str]:
+        if index not in self._reply:
+            self._reply[index] = prose_sentences(self.turns[index].assistant, reply=True)
+        return self._reply[index]
+
+
+def _topics(read: _Read, focus: set[str], max_words: int) -> tuple[list[str], int]:
     """One topic per query (its first real sentence), most recent first; with a focus, every
-    user sentence mentioning it is a topic too."""
+    user sentence mentioning it is a topic too. Older turns are read only for the focus once
+    the named topics hold READ_AHEAD times ``max_words``; returns how many were not read."""
     found: list[str] = []
-    for turn in reversed(turns):
-        sentences = [s for s in prose_sentences(turn.user) if not is_small_talk(s)]
+    named_words = unread = 0
+    for index in range(len(read.turns) - 1, -1, -1):
+        full = named_words >= READ_AHEAD * max_words
+        if full and not (focus and mentions_focus(read.turns[index].user, focus)):
+            unread += 1
+            continue
+        sentences = [s for s in read.user(index) if not is_small_talk(s)]
         if focus:
             found.extend(topic_phrase(s) for s in sentences if mentions_focus(s, focus))
-        if sentences:
-            found.append(_topic(sentences[0]))
-        found.extend(tidy(s) for s in sentences[1:] if _fact(s))
-    return unique(found)
+        if full:
+            continue
+        new = [_topic(sentences[0])] if sentences else []
+        new += [tidy(s) for s in sentences[1:] if _fact(s)]
+        found.extend(new)
+        named_words += sum(len(t.split()) + 1 for t in new if named.has_named(t))
+    return unique(found), unread
 
 
 def _topic(sentence: str) -> str:
@@ -59,26 +106,90 @@ def _fact(sentence: str) -> bool:
         named.names(sentence) or named.numbers(sentence) or named.paths(sentence))
 
 
+_DECIDING = re.compile(f"{DECISION.pattern}|{named.DECISION_MORE.pattern}", re.IGNORECASE)
+
+
 def decided(sentence: str) -> bool:
     """A decision-like statement (not a question)."""
     return not sentence.endswith("?") and bool(
         DECISION.search(sentence) or named.DECISION_MORE.search(sentence))
 
 
-def _decisions(turns: Sequence[Turn]) -> list[str]:
-    """Decision-like statements: the user's first, then the assistant's (never its meta
-    lines, nor a restatement of a decision the user made)."""
+@dataclass
+class _Mined:
+    """Decisions (the user's, the assistant's: per turn, latest turn first) and to-dos (most
+    recent first, those a later turn resolves left out), and the words they hold."""
+
+    users: list[list[str]] = field(default_factory=list)
+    replies: list[list[str]] = field(default_factory=list)
+    todos: list[str] = field(default_factory=list)
+    words: int = 0
+
+    def keep(self, users: list[str], replies: list[str], todos: list[str]) -> None:
+        self.users.append(users)
+        self.replies.append(replies)
+        self.todos += todos
+        self.words += sum(len(i.split()) + 1 for i in (*users, *replies, *todos))
+
+
+def _open_task(text: str, *, user: bool) -> bool:
+    """Whether ``text`` leaves something to do: a to-do, or (said by the user) a reminder,
+    a commitment, something for later (``USER_TODO``)."""
+    return bool(TODO.search(text) or (user and USER_TODO.search(text)))
+
+
+def _turn_decisions(read: _Read, index: int, user_text: str, reply_text: str,
+                    ) -> tuple[list[str], list[str]]:
     users: list[str] = []
-    for turn in turns:
-        for sentence in prose_sentences(turn.user):
+    if _DECIDING.search(user_text) or named.PREFERENCE.search(user_text):
+        for sentence in read.user(index):
             if decided(sentence):
                 users.append(tidy(sentence))
             elif named.PREFERENCE.search(sentence) and not sentence.endswith("?"):
                 users.append(tidy(f"Preference: {sentence}"))
-    replies = [tidy(s) for t in turns for s in prose_sentences(t.assistant, reply=True)
-               if decided(s)]
-    mine = unique(users)
-    return mine + unique(replies, seen=mine)
+    replies = [tidy(s) for s in read.reply(index) if decided(s)] \
+        if _DECIDING.search(reply_text) else []
+    return users, replies
+
+
+def _mine(read: _Read, max_words: int) -> tuple[_Mined, bool]:
+    """Decisions and to-dos, from the latest turn back until they hold READ_AHEAD times what a
+    summary may keep of them (``carry.HARD_FACTOR``); whether older turns went unread."""
+    mined, done = _Mined(), Resolutions(())
+    for index in range(len(read.turns) - 1, -1, -1):
+        if mined.words >= READ_AHEAD * HARD_FACTOR * max_words:
+            return mined, True
+        turn = read.turns[index]
+        texts = (haystack(turn.user), haystack(turn.assistant))
+        users, replies = _turn_decisions(read, index, *texts)
+        asked = read.user(index) if _open_task(texts[0], user=True) else []
+        sentences = [*(s for s in asked if _open_task(s, user=True)),
+                     *(s for s in (read.reply(index) if TODO.search(texts[1]) else ())
+                       if TODO.search(s))]
+        todos = [tidy(s) for s in sentences
+                 if not named.DONE.search(s) and not done.resolved(s, after=index)]
+        mined.keep(users, replies, todos)
+        done.add(index, turn, texts)  # after its own to-dos: they ask about later turns
+    return mined, False
+
+
+def _decisions(mined: _Mined, unread: bool, max_words: int) -> list[str]:
+    """Decision-like statements: the user's first, then the assistant's (never its meta
+    lines, nor a restatement of a decision the user made), oldest first; when they would
+    fill most of what a summary may hold (``carry.HARD_FACTOR``), the oldest of the
+    assistant's go, then the oldest of the user's, and a first line says so."""
+    mine = unique(item for items in reversed(mined.users) for item in items)
+    replies = unique((i for items in reversed(mined.replies) for i in items), seen=mine)
+    room = (HARD_FACTOR - 1) * max_words
+    words = sum(len(i.split()) + 1 for i in (*mine, *replies))
+    chars = sum(len(i) + 3 for i in (*mine, *replies))
+    cut = 0
+    while (words > room or chars > room * CHARS_PER_WORD) and len(mine) + len(replies) > 1:
+        gone = replies.pop(cut) if len(replies) > cut else mine.pop(0)
+        words, chars = words - len(gone.split()) - 1, chars - len(gone) - 3
+        unread = True
+    found = mine + replies
+    return [LEFT_OUT_DECISIONS, *found] if unread and found else found
 
 
 def _request(turn: Turn) -> str | None:
@@ -89,43 +200,46 @@ def _request(turn: Turn) -> str | None:
     request = questions[0] if questions else next(iter(sentences), "")
     if not request or is_small_talk(request):
         return None
-    if TODO.search(request):
-        return tidy(request)
+    if _open_task(request, user=True):
+        return tidy(request)  # kept until a turn resolves it, unlike a "Last request"
     if not questions and (DECISION.search(request) or not is_request(request)):
         return None  # a decision, or a statement to take note of: nothing left open
     return tidy(f"Last request: {request}")
 
 
-def _pending(turns: Sequence[Turn]) -> list[str]:
+def _pending(read: _Read, mined: _Mined, unread: bool) -> list[str]:
     """Cut-off turns, the last request, then to-dos and next steps (most recent first)."""
     found: list[str] = []
-    for turn in reversed(turns):
-        first = next(iter(prose_sentences(turn.user)), "")
-        if turn.status == "unanswered" and first:
-            found.append(tidy(f"Unanswered: {first}"))
-        elif turn.status in ("interrupted", "error") and first:
-            found.append(tidy(f"Answer cut off ({turn.status}): {first}"))
+    turns = read.turns
+    for index in range(len(turns) - 1, -1, -1):
+        status = turns[index].status
+        if status in ("unanswered", "interrupted", "error") and read.user(index):
+            first = read.user(index)[0]
+            found.append(tidy(f"Unanswered: {first}" if status == "unanswered"
+                              else f"Answer cut off ({status}): {first}"))
     if turns and turns[-1].status == "ok":
         found.extend(item for item in [_request(turns[-1])] if item)
-    for index in range(len(turns) - 1, -1, -1):
-        turn, later = turns[index], turns[index + 1:]
-        texts = (prose_sentences(turn.user), prose_sentences(turn.assistant, reply=True))
-        found.extend(tidy(s) for sentences in texts for s in sentences
-                     if TODO.search(s) and not named.DONE.search(s) and not resolved(s, later))
-    return unique(found)
+    found = unique([*found, *mined.todos])
+    return [*found, LEFT_OUT_PENDING] if unread and found else found
 
 
-def _artifacts(turns: Sequence[Turn]) -> list[str]:
+def _artifacts(turns: Sequence[Turn], max_words: int) -> list[str]:
     """Paths, URLs, commands and identifiers of the turns and their tool calls, most recent
-    first."""
-    found: list[str] = []
+    first, until there are READ_AHEAD times ``max_words`` words of them."""
+    found: dict[str, None] = {}
+    words = 0
     for turn in reversed(turns):
+        if words >= READ_AHEAD * max_words:
+            break
         texts = [turn.user, turn.assistant]
         for tool in turn.tools:
             texts += [str(v) for v in tool.call.arguments.values()]
             texts.append(tool.result[:2000])
-        found += [clean_item(a, 8) for text in texts for a in named.artifacts(text)]
-    return list(dict.fromkeys(a for a in found if a))
+        for item in (clean_item(a, 8) for text in texts for a in named.artifacts(text)):
+            if item and item not in found:
+                found[item] = None
+                words += len(item.split()) + 1
+    return list(found)
 
 
 def _focus_first(items: list[str], focus: set[str]) -> list[str]:
@@ -184,21 +298,27 @@ def extractive_summary(
     them), artifacts and topics naming something carried (``carry.fit_words`` drops topics
     first, counted, when over ``max_words``). Reply lines that only talk about
     the conversation (``is_meta_line``) are never mined. Bullets are plain single lines that
-    cannot contain summary markers; an empty section is an empty tuple ("- None")."""
+    cannot contain summary markers; an empty section is an empty tuple ("- None").
+    A long session is read from its latest turn back only as far as could fit (READ_AHEAD),
+    and the summary is bounded: bullets in characters (``phrases.clean_item``), decisions and
+    pending items at ``carry.HARD_FACTOR`` times the budget, the oldest going first."""
     queries = [turn for turn in turns if turn.kind in ("query", "carried")]
     parent = parent_summary or Summary("", (), (), ())
     background = condense(parent_summary) if parent_summary else "Initial session."
     words = focus_words(focus)
     facts = [t for t in parent.topics if named.has_named(t) and not _FOCUS_TOPIC.match(t)]
+    read = _Read(queries)
+    topics, unread = _topics(read, words, max_words)
+    mined, left_out = _mine(read, max_words)
     lists = [_focus_first(found, words) for found in
-             (union([_topics(queries, words), facts]),
-              union([_decisions(queries), parent.decisions]),
-              carried(parent.pending, _pending(queries), queries))]
+             (union([topics, facts]),
+              union([_decisions(mined, left_out, max_words), parent.decisions]),
+              carried(parent.pending, _pending(read, mined, left_out), queries))]
     if focus and words:  # a focus of only filler ("keep the details") names nothing
         lists[0] = _focus_bullet(focus_subject(focus), lists, words)
-    artifacts = union([_artifacts(queries), parent.artifacts])
+    artifacts = union([_artifacts(queries, max_words), parent.artifacts])
     fitted = fit_words(Summary(background, tuple(lists[0]), tuple(lists[1]), tuple(lists[2]),
-                               fallback, tuple(artifacts)), max_words)
+                               fallback, tuple(artifacts), dropped_topics=unread), max_words)
     # the offline title: the first query's first line, trimmed
     title = next((t for t in (first_line_title(q.user) for q in queries) if t), None)
     return replace(fitted, title=title)

@@ -7,10 +7,16 @@ from __future__ import annotations
 import re
 
 # "I'd rather keep the API in Go", "I like teal", "please always answer in French"
+# An adverb may stand between the person and the verb, as people write: "I actually want to
+# commit .claude-transcripts", "I don't currently have linting setup", "i'll just create a
+# script" (real prompts, tests/text/data/phrasings.json).
+ADVERB = (r"(?:(?:actually|really|just|still|also|probably|definitely|currently|honestly|"
+          r"personally|generally|usually|now|then)\s+)?")
 PREFERENCE = re.compile(
-    r"\b(?:i(?:'d| would) (?:rather|prefer)|i prefer|we(?:'d| would)? prefer|prefer(?:ably)? |"
+    rf"\b(?:i(?:'d|’d| would) {ADVERB}(?:rather|prefer)|i {ADVERB}prefer|"
+    r"we(?:'d| would)? prefer|prefer(?:ably)? |"
     r"i (?:really )?(?:like|love|hate|dislike)\b(?! (?:you|to know|to ask)\b)|"
-    r"i don't (?:like|want)|my preference|i'm not a fan|not a fan of|"
+    rf"i (?:don't|don’t|do not) {ADVERB}(?:like|want)|my preference|i'm not a fan|not a fan of|"
     r"(?:please )?(?:always|never) (?:use|answer|write|reply|put|call|add)|"
     r"keep (?:it|them|things|the (?:\w+ ){0,3}?\w+) (?:short|simple|small|in|as|under|below)|"
     r"i want (?:it|them|the \w+) (?:to be|in|as|kept))",
@@ -78,6 +84,21 @@ api apis url urls ui cli db sql http https json yaml ci cd pr id ids todo fixme 
 faq tl;dr readme changelog license ttl kb mb gb tb ms rps qps cpu gpu ram
 """)
 _CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*[\w]")
+# A capitalised first word followed by one of these verbs (a second capitalised word may come
+# between: a full name) is a name: "Priya owns the load test" (issue 24), "Biome has exactly
+# what we need" (a Claude Code session), "Ratty is getting rather tired of always doing the
+# meeting notes" (SeaMonkey meeting notes); sources in tests/text/data/phrasings.json.
+_SUBJECT_VERB = re.compile(
+    r"\s+(?:[A-Z][\w'’-]*\s+)?(?:is|was|has|had|owns|owned|runs|ran|leads|led|handles|"
+    r"maintains|manages|said|says|sent|wrote|created|built|added|fixed|found|reviewed|"
+    r"approved|suggested|mentioned|asked|agreed|thinks|thought|wants|wanted|needs|prefers|"
+    r"knows|will|would|can|could|should|must|may|might|does|did)\b")
+_NOUN_ENDINGS = ("ing", "tion", "sion", "ment", "ness", "ity", "ance", "ence", "ency", "ism",
+                 "ure", "age", "ics", "ly", "ship")
+_NOT_NAMES = _word_set("""
+nothing everything something anything someone everyone anyone nobody everybody somebody most
+many few several such only even still yet much more less another whoever whatever
+""")
 # words that say nothing about which task or item is meant
 _FILLER_WORDS = _word_set("""
 the and for with that this from into then than them they their there have has had was were
@@ -133,10 +154,20 @@ def names(sentence: str, known: frozenset[str] = frozenset()) -> list[str]:
                 word in a for a in artifacts(sentence)):
             continue
         first = not sentence[:match.start()].strip(" \t\"'(-*>_")
-        if first and lower not in known:
+        if first and lower not in known and not _leads_as_name(sentence, match, lower):
             continue
         found.append(word)
     return list(dict.fromkeys(found))
+
+
+def _leads_as_name(sentence: str, match: re.Match[str], lower: str) -> bool:
+    """Whether the capitalised first word ``match`` of ``sentence`` is a name: possessive,
+    or followed by a verb that has a person or a system for its subject, and not a plain
+    noun by its ending ("Deployment is slow") nor a pronoun ("Nothing is done")."""
+    if lower.endswith(_NOUN_ENDINGS) or lower in _NOT_NAMES:
+        return False
+    return match.group(0).endswith(("'s", "’s")) or bool(
+        _SUBJECT_VERB.match(sentence, match.end()))
 
 
 def mid_sentence_names(sentences: list[str]) -> frozenset[str]:

@@ -7,8 +7,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from rollchat.text.named import ADVERB
+from rollchat.text.near import NearIndex
+
 ITEM_WORDS = 25  # longest bullet the extractive summarizer writes
 TOPIC_WORDS = 10  # a topic longer than this is cut to a phrase (exact names kept)
+WORD_CHARS = 200  # a longer "word" in a bullet is cut (long URLs and paths still fit)
+ITEM_CHARS = 500  # the longest bullet, in characters
 _SMALL_TALK = frozenset((
     "hi", "hello", "hey", "hiya", "yo", "thanks", "thank", "you", "thx", "ok", "okay", "cool",
     "great", "nice", "good", "morning", "evening", "afternoon", "bye", "goodbye", "cheers",
@@ -32,6 +37,20 @@ TODO = re.compile(
     r"still needs|need to|needs to|remaining|not yet|pending|follow up|follow-up|"
     r"open question|unresolved|come back to|tomorrow|don't forget|do not forget|remember to|"
     r"action item|on my list|at some point|haven't (?:yet )?\w+ed)\b",
+    re.IGNORECASE,
+)
+# What leaves a task open when the user says it (the assistant says "I'll ..." of its next
+# step all the time, so this is never read in replies): reminders ("remind me to email the
+# auditors about the soc2 report"), the user's own commitments ("ok, i'll just create a script
+# to run it"), "later", what they did not get to or forgot. Real phrasings, each with its
+# source, in tests/text/data/phrasings.json.
+USER_TODO = re.compile(
+    r"\bremind me\b(?!\W*(?:again\W+)?(?:what|which|who|whom|where|when|why|how|of)\b)|"
+    rf"\b(?:i(?:'ll|’ll| will| shall)|i(?:'m|’m| am) {ADVERB}going to|(?:i|we) {ADVERB}plan to|"
+    r"(?:i|we)(?:'ll|’ll| will) need)\b|"
+    r"\b(?:can|could|would|will) you\b[^.!?]*\blater\b|\blater (?:on|today|tonight|this week)\b|"
+    r"\b(?:did(?:n't|n’t|nt| not)|never) (?:get|got) (?:around )?to\b|\bforgot to\b|"
+    r"\bin the future\b|\bwhen (?:i|we|you) (?:get|have) (?:a |the )?(?:chance|time)\b",
     re.IGNORECASE,
 )
 # Lines that talk about the conversation rather than its content: the offline model's
@@ -72,6 +91,7 @@ _FENCE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)", re.DOTALL | r
 _INLINE_FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
 _COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
 _MARKER = re.compile(r"SESSION_SUMMARY_(?:START|END)", re.IGNORECASE)
+_EDGE_UNDERSCORE = re.compile(r"(?<!\w)_+|_+(?!\w)")
 _MARKUP_ONLY = re.compile(r"^[\s|:=*_#>`~+\-]*$")
 _CODE_LINE = re.compile(r"^(?: {4}|\t).*[(){};=<>]")
 # A summary block's section heading quoted in a message: structure, never content.
@@ -121,13 +141,18 @@ FOCUS_LEAD = re.compile(
 
 def clean_item(text: str, words: int = ITEM_WORDS) -> str:
     """One plain-text line: no newlines, no HTML comments or summary markers, no bold
-    markup that could pass for a section heading; at most ``words`` words."""
+    markup that could pass for a section heading; at most ``words`` words, each of at most
+    WORD_CHARS characters (a blob or a minified line is one long "word"), and ITEM_CHARS
+    characters in all."""
     text = text.replace("<!--", " ").replace("-->", " ").replace("**", "")
     text = re.sub(r"SESSION_SUMMARY_(START|END)", r"SESSION SUMMARY \1", text, flags=re.I)
-    parts = text.split()
+    parts = text.split(maxsplit=words + 8)
     while parts and parts[0] in ("-", "*", "+", "#", "##", "###", ">"):
         parts.pop(0)
-    line = " ".join(parts[:words])
+    kept = [p if len(p) <= WORD_CHARS else f"{p[:WORD_CHARS]}..." for p in parts[:words]]
+    line = " ".join(kept)
+    if len(line) > ITEM_CHARS:
+        return f"{line[:ITEM_CHARS].rsplit(' ', 1)[0]}..."
     return f"{line}..." if len(parts) > words else line
 
 
@@ -152,6 +177,18 @@ def content_lines(text: str) -> list[str]:
             if not (_MARKUP_ONLY.match(line) or _is_table_row(line) or _CODE_LINE.match(line)
                     or _SUMMARY_HEADING.match(line)))
     return [" ".join(line.split()) for line in kept]
+
+
+def haystack(text: str) -> str:
+    """``text`` with code, comments and markers gone and its spaces collapsed: a pattern that
+    matches a sentence of ``prose_sentences(text)`` matches here too, so a search here says
+    cheaply whether splitting ``text`` into sentences could find anything."""
+    if "```" in text or "~~~" in text:
+        text = _INLINE_FENCE.sub(" ", _FENCE.sub(" ", text))
+    if "<!--" in text or "SESSION_SUMMARY" in text.upper():
+        text = _MARKER.sub(" ", _COMMENT.sub(" ", text))
+    # a sentence loses the underscores at its edges ("_we'll use X_"): so does the text
+    return " ".join(_EDGE_UNDERSCORE.sub(" ", text).split())
 
 
 def plain_text(text: str) -> str:
@@ -216,13 +253,17 @@ def near_duplicates(a: frozenset[str], b: frozenset[str]) -> bool:
 
 
 def unique(items: Iterable[str], seen: Iterable[str] = ()) -> list[str]:
-    """``items`` without empties and near-duplicates (of each other or of ``seen``)."""
-    keys = [item_key(item) for item in seen]
+    """``items`` without empties and near-duplicates (of each other or of ``seen``), found
+    through a ``NearIndex`` rather than by comparing every pair."""
+    earlier = [item_key(item) for item in seen]
+    keyed = [(item, item_key(item)) for item in items]
+    index = NearIndex(near_duplicates, [*earlier, *(key for _item, key in keyed)])
+    for key in earlier:
+        index.add(key)
     out: list[str] = []
-    for item in items:
-        key = item_key(item)
-        if item and key and not any(near_duplicates(key, other) for other in keys):
-            keys.append(key)
+    for item, key in keyed:
+        if item and key and index.find(key) is None:
+            index.add(key)
             out.append(item)
     return out
 
@@ -258,6 +299,15 @@ def _stems(word: str) -> set[str]:
     least three letters remain ("users" -> users, user)."""
     return {word} | {word[:-len(end)] for end in _SUFFIXES
                      if word.endswith(end) and len(word) - len(end) >= 3}
+
+
+def word_forms(word: str) -> set[str]:
+    """What ``same_word`` compares, as keys to file a word under: two words are the same word
+    exactly when their forms meet ("=" its stems, "<" its first STEM_PREFIX letters)."""
+    forms = {f"={stem}" for stem in _stems(word)}
+    if len(word) >= STEM_PREFIX:
+        forms.add(f"<{word[:STEM_PREFIX]}")
+    return forms
 
 
 def same_word(a: str, b: str) -> bool:

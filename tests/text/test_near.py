@@ -1,0 +1,64 @@
+"""The near-duplicate index finds what comparing every pair finds (text.near)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from rollchat.text.near import NearIndex
+from rollchat.text.phrases import near_duplicates, same_word, word_forms
+
+
+def _scan(keys: list[frozenset[str]], key: frozenset[str]) -> int | None:
+    """The old lookup: the first of ``keys`` that is a near-duplicate of ``key``."""
+    return next((i for i, k in enumerate(keys) if key and near_duplicates(key, k)), None)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_index_finds_the_slot_a_scan_finds(seed: int) -> None:
+    rng = random.Random(seed)
+    vocabulary = [f"w{n}" for n in range(rng.choice((4, 8, 20, 60)))]
+    batch = [frozenset(rng.sample(vocabulary, rng.randint(0, min(9, len(vocabulary)))))
+             for _ in range(300)]
+    index, kept = NearIndex(near_duplicates, batch), []
+    for key in batch:
+        expected = _scan(kept, key)
+        assert index.find(key) == expected
+        if expected is None:
+            kept.append(key)
+            index.add(key)
+        elif rng.random() < 0.5:  # union keeps the longer item: the slot's key changes
+            kept[expected] = key
+            index.replace(expected, key)
+
+
+def test_template_items_that_differ_in_one_word_are_kept_apart_without_comparing_them() -> None:
+    calls = 0
+
+    def counted(a: frozenset[str], b: frozenset[str]) -> bool:
+        nonlocal calls
+        calls += 1
+        return near_duplicates(a, b)
+
+    batch = [frozenset(("we", "should", "use", f"x_{n}", "for", "it")) for n in range(2000)]
+    index = NearIndex(counted, batch)
+    for key in batch:
+        assert index.find(key) is None
+        index.add(key)
+    assert calls == 0  # the pairwise check made 1,999,000 comparisons here
+
+
+def test_a_key_not_given_up_front_is_refused() -> None:
+    index = NearIndex(near_duplicates, [frozenset(("a", "b"))])
+    with pytest.raises(ValueError, match="up front"):
+        index.find(frozenset(("a", "c")))
+
+
+def test_word_forms_meet_exactly_when_same_word_says_so() -> None:
+    words = ["lexer", "lexing", "lex", "tokens", "tokenizer", "users", "user", "use", "used",
+             "migration", "migrate", "billing", "bill", "go", "goes", "station", "stations",
+             "parse", "parser", "parsing", "art", "arts", "ation", "abcdefgh", "abcdexyz"]
+    for a in words:
+        for b in words:
+            assert same_word(a, b) == bool(word_forms(a) & word_forms(b)), (a, b)
