@@ -1,0 +1,146 @@
+"""Turns from another tool's lines in order: a typed prompt opens a turn; the model's text, its
+tool calls, their results and notes for the tool's own lines join the open turn as they come."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from rollchat.domain import ToolCall, ToolExchange, Turn
+from rollchat.storage.imports.common import Imported, arguments, cut, timestamp
+from rollchat.text.normalize import clean
+
+
+# The blocks of a turn as the importer records them, in order. They mirror the turn blocks of
+# rollchat.domain (Text, ToolUse, ToolResult, Note) that are on their way: ``_turn`` is the one
+# place that turns them into a Turn.
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    call_id: str
+    content: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class Note:
+    kind: str
+    text: str
+
+
+Block = Text | ToolUse | ToolResult | Note
+PARAGRAPH = "\n\n"  # between two texts of the model that follow each other
+
+
+class Builder:
+    """Collects the turns of one file into ``out.turns``; what it folds or leaves out is
+    counted in ``out.folded`` and ``out.left_out``."""
+
+    def __init__(self, out: Imported) -> None:
+        self.out = out
+        self.last_time: datetime | None = None
+        self._user: str | None = None  # the open turn's prompt (None: no turn is open)
+        self._started: datetime | None = None
+        self._blocks: list[Block] = []
+        self._calls: set[str] = set()
+        self._waiting: list[Note] = []  # notes that came before the first turn
+
+    @property
+    def is_open(self) -> bool:
+        return self._user is not None
+
+    def when(self, raw: Any) -> None:
+        """The time of the line being read (when it has one)."""
+        stamp = timestamp(raw)
+        if stamp is not None:
+            self.last_time = stamp
+
+    def prompt(self, text: str) -> None:
+        """A prompt the user typed: the open turn ends, a new one starts."""
+        self.close()
+        self._user, self._started = text, self.last_time
+        self._blocks, self._waiting = list(self._waiting), []
+
+    def text(self, text: str) -> None:
+        """Text the model wrote; it joins the text just before it, if any."""
+        if not text.strip():
+            return
+        self._open()
+        last = self._blocks[-1] if self._blocks else None
+        if isinstance(last, Text):
+            self._blocks[-1] = Text(cut(last.text + PARAGRAPH + text))
+        else:
+            self._blocks.append(Text(text))
+
+    def call(self, call_id: str, name: str, raw_arguments: Any) -> None:
+        """A tool call the model made (``raw_arguments``: a JSON string or value)."""
+        self._open()
+        cid = cut(clean(call_id), 200) or f"imported_{len(self._calls) + 1}"
+        self._calls.add(cid)
+        self._blocks.append(ToolUse(ToolCall(cid, cut(clean(name), 200) or "tool",
+                                             arguments(raw_arguments))))
+
+    def result(self, call_id: str, content: str, is_error: bool = False) -> None:
+        """The result of the call ``call_id``; one whose call is not in the open turn is kept
+        after a stand-in call of that id."""
+        self._open()
+        cid = cut(clean(call_id), 200) or "unknown"
+        if cid not in self._calls:
+            self._calls.add(cid)
+            self._blocks.append(ToolUse(ToolCall(cid, "tool", {})))
+        self._blocks.append(ToolResult(cid, content, is_error))
+
+    def note(self, kind: str, text: str, counted_as: str) -> None:
+        """One of the tool's own lines, kept as a note in the open turn (or the next one),
+        counted under ``counted_as``."""
+        self.out.folded[counted_as] += 1
+        note = Note(kind, text)
+        if self.is_open:
+            self._blocks.append(note)
+        else:
+            self._waiting.append(note)
+
+    def fold(self, counted_as: str, count: int = 1) -> None:
+        """One of the tool's own lines with nothing worth a note (a caveat), counted."""
+        self.out.folded[counted_as] += count
+
+    def leave_out(self, what: str, count: int = 1) -> None:
+        """Something the file holds that is not imported (thinking, a sub-agent's lines)."""
+        self.out.left_out[what] += count
+
+    def close(self) -> None:
+        """The open turn is done: it joins ``out.turns``."""
+        if self._user is None:
+            return
+        started = self._started or self.last_time or datetime.now(timezone.utc)
+        self.out.turns.append(_turn(len(self.out.turns) + 1, started, self._user,
+                                    tuple(self._blocks)))
+        self._user, self._blocks, self._calls = None, [], set()
+
+    def finish(self) -> None:
+        """The end of the file: the open turn is closed; notes that never found a turn stay
+        counted (the caller reports a file that holds nothing else)."""
+        self.close()
+
+    def _open(self) -> None:
+        if self._user is None:  # the model spoke before any prompt: a turn with no prompt
+            self.prompt("")
+
+
+def _turn(number: int, started: datetime, user: str, blocks: tuple[Block, ...]) -> Turn:
+    """The turn of these blocks."""
+    results = {b.call_id: b for b in blocks if isinstance(b, ToolResult)}
+    tools = tuple(ToolExchange(b.call, results[b.call.id].content if b.call.id in results
+                               else "") for b in blocks if isinstance(b, ToolUse))
+    answer = PARAGRAPH.join(b.text for b in blocks if isinstance(b, Text))
+    return Turn("query", number, started, user, answer, tools=tools)
