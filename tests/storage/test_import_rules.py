@@ -1,0 +1,59 @@
+"""Single rules of the import, each on real lines where the real tools wrote one (an excerpt of
+a real file, tests/fixtures/excerpts) or on the smallest input that shows it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rollchat.errors import UsageError
+from rollchat.storage.imports import SUPPORTED, read_transcript
+
+EXCERPTS = Path(__file__).parent.parent / "fixtures" / "excerpts"
+
+
+def test_a_task_notification_and_an_interruption_do_not_open_turns() -> None:
+    """Claude Code writes a background task's end as a user line (``<task-notification>``) and
+    the model answers it: the answer stays in the turn of the prompt the user typed."""
+    path = EXCERPTS / "spotter-258c7280-task-notification.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    got = read_transcript(path.read_bytes(), path.name)
+    [turn] = got.turns
+    assert turn.user == rows[0]["message"]["content"]
+    assert got.folded == {"interruption": 1, "task notification": 1}
+    assert got.left_out == {"thinking block": 1}
+    [call] = turn.tools
+    assert call.call.id == rows[-1]["message"]["content"][0]["id"]
+    assert "b0be39e" not in (got.title or "") and "<task" not in turn.user
+
+
+def line(kind: str, content: object, **extra: object) -> str:
+    return json.dumps({"type": kind, "message": {"role": kind, "content": content},
+                       "timestamp": "2026-01-01T10:00:00Z", **extra})
+
+
+def test_system_reminders_are_taken_out_of_what_the_user_typed() -> None:
+    text = "fix the test<system-reminder>\nThe user opened foo.py\n</system-reminder>"
+    data = "\n".join([line("user", text), line("assistant", "done")]).encode()
+    got = read_transcript(data, "x.jsonl")
+    assert [t.user for t in got.turns] == ["fix the test"]
+    assert got.folded == {"system reminder": 1}
+
+
+def test_a_file_of_nothing_but_the_tools_own_lines_has_no_turn() -> None:
+    data = "\n".join([line("user", "<command-name>/clear</command-name>\n"
+                               "<command-message>clear</command-message>"),
+                      line("user", "<local-command-stdout></local-command-stdout>")]).encode()
+    got = read_transcript(data, "x.jsonl")
+    assert got.turns == [] and got.folded == {"slash command": 1}
+
+
+def test_an_unknown_format_names_every_supported_one() -> None:
+    with pytest.raises(UsageError) as caught:
+        read_transcript(b'{"conversations": []}\n', "export.json")
+    message = str(caught.value)
+    assert "export.json: unknown format" in message and SUPPORTED in message
+    for name in ("Claude Code", "Codex", "gemini-cli", "aider", "llm logs --json", "markdown"):
+        assert name in SUPPORTED
