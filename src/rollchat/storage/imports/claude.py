@@ -25,6 +25,7 @@ its sub-agents, ``agent-*.jsonl``) read as the person lived them: one turn per t
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from rollchat.storage.imports.builder import Builder
@@ -65,17 +66,18 @@ def is_claude(value: Any) -> bool:
             and isinstance(value.get("message"), dict))
 
 
-def read(lines: list[tuple[int, Any]], out: Imported) -> None:
-    """Fill ``out`` from the decoded lines of a Claude Code file."""
-    rows = list(objects(lines, out))
-    messages = [v for _, v in rows if v.get("type") in ("user", "assistant")]
-    side_chain = bool(messages) and all(v.get("isSidechain") is True for v in messages)
-    if side_chain:
-        agent = next((v["agentId"] for v in messages if isinstance(v.get("agentId"), str)), "")
-        out.side_chain = clean(agent)[:100] or "unknown"
+def read(lines: Iterable[tuple[int, Any]], out: Imported) -> None:
+    """Fill ``out`` from the decoded lines of a Claude Code file. A file whose first message
+    is a side-chain line is a sub-agent's own file (a session file starts with the user)."""
     reader = _Reader(Builder(out), out)
-    for number, value in rows:
-        reader.line(number, value, side_chain)
+    side_chain: bool | None = None
+    for number, value in objects(lines, out):
+        if side_chain is None and is_claude(value):
+            side_chain = value.get("isSidechain") is True
+            if side_chain:
+                agent = value.get("agentId")
+                out.side_chain = clean(agent)[:100] if isinstance(agent, str) else "unknown"
+        reader.line(number, value, side_chain is True)
     reader.end()
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from rollchat.storage.imports.builder import Builder
@@ -57,7 +58,7 @@ def is_codex(value: Any) -> bool:
     return "role" in value and "content" in value and kind in (None, "message")
 
 
-def read(lines: list[tuple[int, Any]], out: Imported) -> None:
+def read(lines: Iterable[tuple[int, Any]], out: Imported) -> None:
     """Fill ``out`` from the decoded lines of a Codex file."""
     build = Builder(out)
     for number, value in objects(lines, out):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -17,6 +17,8 @@ MAX_TEXT = 1_000_000  # characters kept of one message or tool result
 MAX_DEPTH = 32  # nesting kept of a tool call's arguments
 MAX_NOTE = 2_000  # characters kept of a tool's own output in a note (the output of /mcp, say)
 CUT_MARK = "\n[…cut at import]"
+# control characters inside strings allowed: the file is not cleaned as a whole, its strings are
+DECODER = json.JSONDecoder(strict=False)
 
 
 @dataclass
@@ -114,21 +116,25 @@ class Bad:
     why: str
 
 
-def json_lines(text: str) -> Iterator[tuple[int, Any]]:
-    """(line number, decoded JSON value) of each non-empty line; a line that is not JSON is
-    yielded as a ``Bad``."""
-    for number, line in enumerate(text.split("\n"), 1):
+def json_lines(data: bytes) -> Iterator[tuple[int, Any]]:
+    """(line number, decoded JSON value) of each non-empty line of ``data``, one at a time; a
+    line that is not JSON is yielded as a ``Bad``."""
+    start, number, size = 0, 0, len(data)
+    while start < size:
+        end = data.find(b"\n", start)
+        end = size if end < 0 else end
+        line, start, number = data[start:end], end + 1, number + 1
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
+            yield number, DECODER.decode(line.decode("utf-8", errors="replace"))
         except RecursionError:
             yield number, Bad("JSON nested too deeply")
         except ValueError:
             yield number, Bad("not JSON")
 
 
-def objects(lines: list[tuple[int, Any]],
+def objects(lines: Iterable[tuple[int, Any]],
             out: Imported) -> Iterator[tuple[int, dict[str, Any]]]:
     """The lines that are JSON objects, with their numbers; the others are recorded in
     ``out.skipped`` with the reason."""
