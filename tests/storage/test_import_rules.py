@@ -57,3 +57,56 @@ def test_an_unknown_format_names_every_supported_one() -> None:
     assert "export.json: unknown format" in message and SUPPORTED in message
     for name in ("Claude Code", "Codex", "gemini-cli", "aider", "llm logs --json", "markdown"):
         assert name in SUPPORTED
+
+
+def codex_line(payload: dict[str, object], kind: str = "response_item") -> str:
+    return json.dumps({"timestamp": "2026-01-01T10:00:00Z", "type": kind, "payload": payload})
+
+
+def codex_user(text: str, role: str = "user") -> str:
+    return codex_line({"type": "message", "role": role,
+                       "content": [{"type": "input_text", "text": text}]})
+
+
+def test_codex_preambles_developer_messages_and_aborts_are_folded() -> None:
+    """Newer Codex files open with a developer message, the project's AGENTS.md and the
+    environment as user messages: none is a prompt or the title."""
+    data = "\n".join([
+        codex_line({"id": "s", "cwd": "/w"}, "session_meta"),
+        codex_user("<permissions instructions>sandbox: workspace-write</permissions "
+                   "instructions>", "developer"),
+        codex_user("# AGENTS.md instructions for /w\n\n<INSTRUCTIONS>be brief</INSTRUCTIONS>"),
+        codex_user("<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"),
+        codex_user("rename the module"),
+        codex_line({"type": "turn_aborted", "reason": "interrupted"}, "event_msg"),
+        codex_user("<turn_aborted>\nThe user interrupted the previous turn.\n</turn_aborted>"),
+        codex_user("<turn_aborted>\nno event before this one\n</turn_aborted>"),
+        codex_line({"type": "compacted", "message": "Renamed half the files."}, "compacted"),
+        codex_user("go on"),
+        codex_line({"type": "message", "role": "assistant",
+                    "content": [{"type": "output_text", "text": "Done."}]}),
+    ]).encode()
+    got = read_transcript(data, "rollout.jsonl")
+    assert [t.user for t in got.turns] == ["rename the module", "go on"]
+    assert got.title == "rename the module"
+    assert got.folded == {"developer message": 1, "AGENTS.md instructions": 1,
+                          "environment context": 1, "interruption": 2,
+                          "compaction summary": 1}
+
+
+def test_a_slash_command_that_asks_the_model_is_a_prompt_a_local_one_a_note() -> None:
+    """/init expands to a prompt (an isMeta line) that the model answers: the user typed
+    "/init". /model only changes a setting (its output follows): a note in the open turn."""
+    data = "\n".join([
+        line("user", "<command-message>init is analyzing your codebase…</command-message>\n"
+                     "<command-name>/init</command-name>"),
+        line("user", [{"type": "text", "text": "Please analyze this codebase"}], isMeta=True),
+        line("assistant", "I'll look around."),
+        line("user", "<command-name>/model</command-name>\n<command-args></command-args>"),
+        line("user", "<local-command-stdout>Kept model as Default</local-command-stdout>"),
+    ]).encode()
+    got = read_transcript(data, "x.jsonl")
+    [turn] = got.turns
+    assert turn.user == "/init" and turn.assistant == "I'll look around."
+    assert got.title == "/init"
+    assert got.folded == {"slash command": 2, "command prompt": 1}

@@ -61,6 +61,7 @@ def is_codex(value: Any) -> bool:
 def read(lines: Iterable[tuple[int, Any]], out: Imported) -> None:
     """Fill ``out`` from the decoded lines of a Codex file."""
     build = Builder(out)
+    aborted = False  # an abort event was just noted: the <turn_aborted> message repeats it
     for number, value in objects(lines, out):
         build.when(value.get("timestamp"))
         kind = value.get("type")
@@ -73,23 +74,27 @@ def read(lines: Iterable[tuple[int, Any]], out: Imported) -> None:
         elif kind == "event_msg":
             if item.get("type") == "turn_aborted":
                 build.note("interrupted", "interrupted by the user", "interruption")
+                aborted = True
         elif kind == "compacted":
             summary = item.get("message")
             build.note("compaction", f"compacted earlier: {first_line(clean(summary))}"
                        if isinstance(summary, str) and summary.strip() else "compacted earlier",
                        "compaction summary")
         elif kind != "session_meta":
-            _item(build, item)
+            aborted = _item(build, item, aborted)
     build.finish()
 
 
-def _item(build: Builder, item: dict[str, Any]) -> None:
+def _item(build: Builder, item: dict[str, Any], aborted: bool) -> bool:
+    """Read one response item; whether an abort noted just before is still to be repeated."""
     kind = item.get("type", "message" if "role" in item else None)
     if kind == "message":
-        _message(build, item.get("role"), item.get("content"))
-    elif kind == "reasoning":
+        _message(build, item.get("role"), item.get("content"), aborted)
+        return aborted and item.get("role") != "user"
+    if kind == "reasoning":
         build.leave_out("thinking block")
-    elif kind in _CALLS:
+        return aborted
+    if kind in _CALLS:
         build.call(str(item.get("call_id") or item.get("id") or ""), _name(item), _input(item))
     elif kind in _RESULTS:
         output = item.get("output", "")
@@ -101,6 +106,7 @@ def _item(build: Builder, item: dict[str, Any]) -> None:
         build.result(str(item.get("call_id", "")), as_text(output))
     elif kind == "web_search_call":
         build.call(str(item.get("id") or ""), "web_search", item.get("action", {}))
+    return False
 
 
 def _name(item: dict[str, Any]) -> str:
@@ -115,7 +121,7 @@ def _input(item: dict[str, Any]) -> Any:
     return item.get("arguments", {})
 
 
-def _message(build: Builder, role: Any, content: Any) -> None:
+def _message(build: Builder, role: Any, content: Any, aborted: bool) -> None:
     texts = [clean(t) for t in block_texts(content)]
     if role == "assistant":
         build.text(cut("\n\n".join(t for t in texts if t.strip())))
@@ -135,8 +141,9 @@ def _message(build: Builder, role: Any, content: Any) -> None:
         own = next((what for lead, what in _OWN if start.startswith(lead)), None)
         if own is not None:
             build.fold(own)
-        elif start.startswith("<turn_aborted>"):
-            build.note("interrupted", "interrupted by the user", "interruption")
+        elif start.startswith("<turn_aborted>"):  # noted once, from the event if it came
+            if not aborted:
+                build.note("interrupted", "interrupted by the user", "interruption")
         elif start.startswith("<user_shell_command>"):
             build.note("shell", cut(start, MAX_NOTE), "shell command")
         elif start:
