@@ -183,7 +183,8 @@ def _accounts(imported: Imported) -> list[str]:
         lines.append(f"This is the side chain of sub-agent {imported.side_chain}: its prompts "
                      "are the ones the main agent gave it.")
     if imported.folded:
-        lines.append(f"Folded the tool's own lines into notes: {_counted(imported.folded)}.")
+        lines.append(f"Folded the tool's own lines (notes where they matter): "
+                     f"{_counted(imported.folded)}.")
     if imported.left_out:
         lines.append(f"Left out: {_counted(imported.left_out)}.")
     return lines
