@@ -323,11 +323,13 @@ def test_every_real_file_imports_from_the_cli_and_passes_its_audit(tmp_path: Pat
                                                                    path: Path) -> None:
     code, out, err = run_cli(tmp_path, "import", str(path), "--local-summary")
     assert code == 0, err
+    got = imported(path)
+    assert ("Folded the tool's own lines" in out) == bool(got.folded)
+    assert ("Left out: " in out) == bool(got.left_out)
     session_id = re.search(r"as session (\S+?),", out)[1]  # type: ignore[index]
     code, report, err = run_cli(tmp_path, "audit", session_id)
     assert code == 0, report + err
     saved = parse((tmp_path / "s" / f"{session_id}.md").read_text(encoding="utf-8"))
-    got = imported(path)
     assert len(saved.turns) == len(got.turns)
     assert saved.header.title == got.title
     assert saved.summary is not None
