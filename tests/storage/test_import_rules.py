@@ -110,3 +110,16 @@ def test_a_slash_command_that_asks_the_model_is_a_prompt_a_local_one_a_note() ->
     assert turn.user == "/init" and turn.assistant == "I'll look around."
     assert got.title == "/init"
     assert got.folded == {"slash command": 2, "command prompt": 1}
+
+
+def test_the_title_is_the_users_own_then_the_summary_line_then_the_first_prompt() -> None:
+    prompt = [line("user", "list the files"), line("assistant", "a.py")]
+    summary = json.dumps({"type": "summary", "summary": "Listing files", "leafUuid": "x"})
+    named = json.dumps({"type": "custom-title", "customTitle": "my listing", "sessionId": "s"})
+    ai = json.dumps({"type": "ai-title", "aiTitle": "File listing", "sessionId": "s"})
+    assert read_transcript("\n".join(prompt).encode(), "x.jsonl").title == "list the files"
+    assert read_transcript("\n".join([ai, *prompt]).encode(), "x.jsonl").title == "File listing"
+    assert read_transcript("\n".join([ai, *prompt, summary]).encode(),
+                           "x.jsonl").title == "Listing files"
+    assert read_transcript("\n".join([summary, *prompt, named, ai]).encode(),
+                           "x.jsonl").title == "my listing"
