@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rollchat.cli.app import build_cli
-from rollchat.domain import Turn
+from rollchat.domain import Text, ToolResult, ToolUse, Turn
 from rollchat.storage.imports import Imported, read_transcript
 from rollchat.storage.titles import first_line_title
 from rollchat.storage.transcript import parse
@@ -146,9 +146,11 @@ def test_claude_code_one_turn_per_typed_prompt(path: Path) -> None:
 @pytest.mark.parametrize("path", CLAUDE + SIDE_CHAINS, ids=lambda p: p.name)
 def test_claude_code_tool_calls_results_and_errors_are_all_kept(path: Path) -> None:
     src, got = claude_source(path), imported(path)
-    exchanges = [ex for t in got.turns for ex in t.tools]
-    assert len(exchanges) == src.calls
-    assert sum(1 for ex in exchanges if ex.result) <= src.results
+    blocks = [b for t in got.turns for b in t.blocks]
+    assert sum(1 for b in blocks if isinstance(b, ToolUse)) == src.calls
+    results = [b for b in blocks if isinstance(b, ToolResult)]
+    assert len(results) == src.results
+    assert sum(1 for b in results if b.is_error) == src.errors
 
 
 @pytest.mark.parametrize("path", CLAUDE + SIDE_CHAINS, ids=lambda p: p.name)
@@ -331,8 +333,112 @@ def test_every_real_file_imports_from_the_cli_and_passes_its_audit(tmp_path: Pat
     assert code == 0, report + err
     saved = parse((tmp_path / "s" / f"{session_id}.md").read_text(encoding="utf-8"))
     assert len(saved.turns) == len(got.turns)
+    assert [t.notes for t in saved.turns] == [t.notes for t in got.turns]  # kept in the file
+    assert turn_sequence(list(saved.turns)) == turn_sequence(got.turns)
     assert saved.header.title == got.title
     assert saved.summary is not None
     summary = "\n".join([saved.summary.background, *saved.summary.topics,
                          *saved.summary.decisions, *saved.summary.pending])
     assert not any(mark in summary for mark in MARKUP), summary[:500]
+
+
+# ------------------------------------------------------------------ blocks in the order they came
+
+
+def claude_sequence(path: Path) -> list[str]:
+    """The model's texts, tool calls and results of a Claude Code file in file order, as
+    ``T:<text>`` / ``U:<id>`` / ``R:<id>:<error>``, texts that follow each other joined."""
+    lines = rows(path)
+    talk = [r for r in lines if r.get("type") in ("user", "assistant")]
+    side_chain = all(r.get("isSidechain") for r in talk)
+    seq: list[str] = []
+    for row in _messages(lines, side_chain):
+        content = row["message"].get("content")
+        if row["type"] == "assistant":
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            for b in blocks:
+                if b.get("type") == "text" and b["text"].strip():
+                    seq.append("T:" + clean(b["text"]))
+                elif b.get("type") == "tool_use":
+                    seq.append(f"U:{b['id']}")
+        elif isinstance(content, list):
+            seq += [f"R:{b['tool_use_id']}:{b.get('is_error') is True}" for b in content
+                    if b.get("type") == "tool_result"]
+    return _joined(seq)
+
+
+def _joined(seq: list[str]) -> list[str]:
+    """Texts that follow each other joined; the results that follow each other in the order
+    of their calls (a transcript pairs a round's results with its calls by position)."""
+    out: list[str] = []
+    calls = {item[2:]: n for n, item in enumerate(seq) if item.startswith("U:")}
+    for item in seq:
+        if item.startswith("T:") and out and out[-1].startswith("T:"):
+            out[-1] += "\n\n" + item[2:]
+        else:
+            out.append(item)
+    runs: list[str] = []
+    for item in out:
+        at = len(runs)
+        while item.startswith("R:") and at > 0 and runs[at - 1].startswith("R:") and \
+                calls.get(runs[at - 1].split(":")[1], -1) > calls.get(item.split(":")[1], -1):
+            at -= 1
+        runs.insert(at, item)
+    return runs
+
+
+def turn_sequence(turns: list[Turn]) -> list[str]:
+    seq: list[str] = []
+    for turn in turns:
+        for b in turn.blocks:
+            if isinstance(b, Text):
+                seq.append("T:" + b.text)
+            elif isinstance(b, ToolUse):
+                seq.append(f"U:{b.call.id}")
+            elif isinstance(b, ToolResult):
+                seq.append(f"R:{b.call_id}:{b.is_error}")
+    return _joined(seq)
+
+
+@pytest.mark.parametrize("path", CLAUDE + SIDE_CHAINS, ids=lambda p: p.name)
+def test_claude_code_texts_calls_and_results_keep_their_order(path: Path) -> None:
+    """Every text, call and result (with its error flag) in the order the file has them."""
+    assert turn_sequence(imported(path).turns) == claude_sequence(path)
+
+
+@pytest.mark.parametrize("path", CLAUDE, ids=lambda p: p.name)
+def test_claude_code_notes_stand_where_the_lines_were(path: Path) -> None:
+    """Each of the tool's own lines that matters is a note in a turn, its markup gone."""
+    got, src = imported(path), claude_source(path)
+    notes = [n for t in got.turns for n in t.notes]
+    assert sum(1 for n in notes if n.kind == "compaction") == src.compactions
+    assert sum(1 for n in notes if n.kind == "interrupted") == src.interruptions
+    assert sum(1 for n in notes if n.kind == "skill") == src.skills
+    assert sum(1 for n in notes if n.kind == "command") == src.commands
+    for turn in got.turns:
+        assert not any(mark in n.text for n in turn.notes for mark in ("<command-", "<local-"))
+
+
+@pytest.mark.parametrize("path", CODEX, ids=lambda p: p.name)
+def test_codex_texts_calls_and_results_keep_their_order(path: Path) -> None:
+    seq: list[str] = []
+    for item in codex_items(path):
+        kind = item.get("type", "message")
+        if kind == "message" and item.get("role") == "assistant":
+            seq += ["T:" + clean(b["text"]) for b in item["content"] if b["text"].strip()]
+        elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
+            seq.append(f"U:{item.get('call_id') or item.get('id')}")
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            seq.append(f"R:{item['call_id']}:False")
+    assert turn_sequence(imported(path).turns) == _joined(seq)
+
+
+def test_gemini_cli_texts_calls_and_results_keep_their_order() -> None:
+    path = REAL / "gemini-cli" / "ai-sessions-gemini-cli-pomodoro-timer.json"
+    seq: list[str] = []
+    for m in json.loads(path.read_text(encoding="utf-8"))["messages"]:
+        if m["type"] == "gemini":
+            seq += ["T:" + clean(m["content"])] if m["content"].strip() else []
+            for c in m.get("toolCalls", []):
+                seq += [f"U:{c['id']}", f"R:{c['id']}:{c['status'] != 'success'}"]
+    assert turn_sequence(imported(path).turns) == _joined(seq)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from rollchat.domain import ToolUse
 from rollchat.errors import UsageError
 from rollchat.storage.imports import SUPPORTED, read_transcript
 
@@ -24,8 +25,10 @@ def test_a_task_notification_and_an_interruption_do_not_open_turns() -> None:
     assert turn.user == rows[0]["message"]["content"]
     assert got.folded == {"interruption": 1, "task notification": 1}
     assert got.left_out == {"thinking block": 1}
-    [call] = turn.tools
+    [call] = [b for b in turn.blocks if isinstance(b, ToolUse)]  # the excerpt ends before
+    # its result
     assert call.call.id == rows[-1]["message"]["content"][0]["id"]
+    assert [type(b).__name__ for b in turn.blocks] == ["Note", "Note", "ToolUse"]
     assert "b0be39e" not in (got.title or "") and "<task" not in turn.user
 
 

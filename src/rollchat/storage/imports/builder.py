@@ -3,43 +3,14 @@ tool calls, their results and notes for the tool's own lines join the open turn 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from rollchat.domain import ToolCall, ToolExchange, Turn
+from rollchat.domain import ROUND_SEPARATOR, Block, Note, Text, ToolCall, ToolResult, ToolUse, Turn
 from rollchat.storage.imports.common import Imported, arguments, cut, timestamp
 from rollchat.text.normalize import clean
 
-
-# The blocks of a turn as the importer records them, in order. They mirror the turn blocks of
-# rollchat.domain (Text, ToolUse, ToolResult, Note) that are on their way: ``_turn`` is the one
-# place that turns them into a Turn.
-@dataclass(frozen=True)
-class Text:
-    text: str
-
-
-@dataclass(frozen=True)
-class ToolUse:
-    call: ToolCall
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    call_id: str
-    content: str
-    is_error: bool = False
-
-
-@dataclass(frozen=True)
-class Note:
-    kind: str
-    text: str
-
-
-Block = Text | ToolUse | ToolResult | Note
-PARAGRAPH = "\n\n"  # between two texts of the model that follow each other
+PARAGRAPH = ROUND_SEPARATOR  # between two texts of the model that follow each other
 
 
 class Builder:
@@ -52,7 +23,7 @@ class Builder:
         self._user: str | None = None  # the open turn's prompt (None: no turn is open)
         self._started: datetime | None = None
         self._blocks: list[Block] = []
-        self._calls: set[str] = set()
+        self._calls: dict[str, int] = {}  # the open turn's call ids, in the order made
         self._waiting: list[Note] = []  # notes that came before the first turn
 
     @property
@@ -86,19 +57,25 @@ class Builder:
         """A tool call the model made (``raw_arguments``: a JSON string or value)."""
         self._open()
         cid = cut(clean(call_id), 200) or f"imported_{len(self._calls) + 1}"
-        self._calls.add(cid)
+        self._calls[cid] = len(self._calls)
         self._blocks.append(ToolUse(ToolCall(cid, cut(clean(name), 200) or "tool",
                                              arguments(raw_arguments))))
 
     def result(self, call_id: str, content: str, is_error: bool = False) -> None:
         """The result of the call ``call_id``; one whose call is not in the open turn is kept
-        after a stand-in call of that id."""
+        after a stand-in call of that id. Results that come back out of order (parallel
+        calls) are put in the order of their calls: a transcript pairs a round's results with
+        its calls by position."""
         self._open()
         cid = cut(clean(call_id), 200) or "unknown"
         if cid not in self._calls:
-            self._calls.add(cid)
+            self._calls[cid] = len(self._calls)
             self._blocks.append(ToolUse(ToolCall(cid, "tool", {})))
-        self._blocks.append(ToolResult(cid, content, is_error))
+        at = len(self._blocks)
+        while at > 0 and isinstance(before := self._blocks[at - 1], ToolResult) and \
+                self._calls.get(before.call_id, -1) > self._calls[cid]:
+            at -= 1
+        self._blocks.insert(at, ToolResult(cid, content, is_error))
 
     def note(self, kind: str, text: str, counted_as: str) -> None:
         """One of the tool's own lines, kept as a note in the open turn (or the next one),
@@ -123,9 +100,9 @@ class Builder:
         if self._user is None:
             return
         started = self._started or self.last_time or datetime.now(timezone.utc)
-        self.out.turns.append(_turn(len(self.out.turns) + 1, started, self._user,
-                                    tuple(self._blocks)))
-        self._user, self._blocks, self._calls = None, [], set()
+        self.out.turns.append(Turn("query", len(self.out.turns) + 1, started, self._user,
+                                   tuple(self._blocks)))
+        self._user, self._blocks, self._calls = None, [], {}
 
     def finish(self) -> None:
         """The end of the file: the open turn is closed; notes that never found a turn stay
@@ -135,12 +112,3 @@ class Builder:
     def _open(self) -> None:
         if self._user is None:  # the model spoke before any prompt: a turn with no prompt
             self.prompt("")
-
-
-def _turn(number: int, started: datetime, user: str, blocks: tuple[Block, ...]) -> Turn:
-    """The turn of these blocks."""
-    results = {b.call_id: b for b in blocks if isinstance(b, ToolResult)}
-    tools = tuple(ToolExchange(b.call, results[b.call.id].content if b.call.id in results
-                               else "") for b in blocks if isinstance(b, ToolUse))
-    answer = PARAGRAPH.join(b.text for b in blocks if isinstance(b, Text))
-    return Turn("query", number, started, user, answer, tools=tools)
