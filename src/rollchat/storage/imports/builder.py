@@ -25,6 +25,8 @@ class Builder:
         self._blocks: list[Block] = []
         self._calls: dict[str, int] = {}  # the open turn's call ids, in the order made
         self._waiting: list[Note] = []  # notes that came before the first turn
+        self._texts: list[str] = []  # the model's texts not yet made a block (joined once:
+        # a run of thousands of texts stays linear)
 
     @property
     def is_open(self) -> bool:
@@ -47,15 +49,12 @@ class Builder:
         if not text.strip():
             return
         self._open()
-        last = self._blocks[-1] if self._blocks else None
-        if isinstance(last, Text):
-            self._blocks[-1] = Text(cut(last.text + PARAGRAPH + text))
-        else:
-            self._blocks.append(Text(text))
+        self._texts.append(text)
 
     def call(self, call_id: str, name: str, raw_arguments: Any) -> None:
         """A tool call the model made (``raw_arguments``: a JSON string or value)."""
         self._open()
+        self._flush()
         cid = cut(clean(call_id), 200) or f"imported_{len(self._calls) + 1}"
         self._calls[cid] = len(self._calls)
         self._blocks.append(ToolUse(ToolCall(cid, cut(clean(name), 200) or "tool",
@@ -67,6 +66,7 @@ class Builder:
         calls) are put in the order of their calls: a transcript pairs a round's results with
         its calls by position."""
         self._open()
+        self._flush()
         cid = cut(clean(call_id), 200) or "unknown"
         if cid not in self._calls:
             self._calls[cid] = len(self._calls)
@@ -83,6 +83,7 @@ class Builder:
         self.out.folded[counted_as] += 1
         note = Note(kind, text)
         if self.is_open:
+            self._flush()
             self._blocks.append(note)
         else:
             self._waiting.append(note)
@@ -99,6 +100,7 @@ class Builder:
         """The open turn is done: it joins ``out.turns``."""
         if self._user is None:
             return
+        self._flush()
         started = self._started or self.last_time or datetime.now(timezone.utc)
         self.out.turns.append(Turn("query", len(self.out.turns) + 1, started, self._user,
                                    tuple(self._blocks)))
@@ -108,6 +110,12 @@ class Builder:
         """The end of the file: the open turn is closed; notes that never found a turn stay
         counted (the caller reports a file that holds nothing else)."""
         self.close()
+
+    def _flush(self) -> None:
+        """The texts that came one after another become one Text block."""
+        if self._texts:
+            self._blocks.append(Text(cut(PARAGRAPH.join(self._texts))))
+            self._texts = []
 
     def _open(self) -> None:
         if self._user is None:  # the model spoke before any prompt: a turn with no prompt
