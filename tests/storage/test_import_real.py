@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -256,6 +257,12 @@ def test_gemini_cli_session() -> None:
     replies = [clean(m["content"]) for m in session["messages"]
                if m["type"] == "gemini" and m["content"].strip()]
     assert "\n\n".join(t.assistant for t in got.turns) == "\n\n".join(replies)
+    # how long each turn took: from the prompt to the last reply before the next prompt
+    starts = [n for n, m in enumerate(session["messages"]) if m["type"] == "user"]
+    took = [(datetime.fromisoformat(session["messages"][end - 1]["timestamp"])
+             - datetime.fromisoformat(session["messages"][start]["timestamp"])).total_seconds()
+            for start, end in zip(starts, [*starts[1:], len(session["messages"])], strict=True)]
+    assert [t.elapsed for t in got.turns] == pytest.approx(took)
 
 
 def aider_prompts(text: str) -> list[str]:

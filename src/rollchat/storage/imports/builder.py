@@ -22,6 +22,7 @@ class Builder:
         self.last_time: datetime | None = None
         self._user: str | None = None  # the open turn's prompt (None: no turn is open)
         self._started: datetime | None = None
+        self._ended: datetime | None = None  # the time of the open turn's last line
         self._blocks: list[Block] = []
         self._calls: dict[str, int] = {}  # the open turn's call ids, in the order made
         self._waiting: list[Note] = []  # notes that came before the first turn
@@ -50,11 +51,13 @@ class Builder:
             return
         self._open()
         self._texts.append(text)
+        self._ended = self.last_time
 
     def call(self, call_id: str, name: str, raw_arguments: Any) -> None:
         """A tool call the model made (``raw_arguments``: a JSON string or value)."""
         self._open()
         self._flush()
+        self._ended = self.last_time
         cid = cut(clean(call_id), 200) or f"imported_{len(self._calls) + 1}"
         self._calls[cid] = len(self._calls)
         self._blocks.append(ToolUse(ToolCall(cid, cut(clean(name), 200) or "tool",
@@ -67,6 +70,7 @@ class Builder:
         its calls by position."""
         self._open()
         self._flush()
+        self._ended = self.last_time
         cid = cut(clean(call_id), 200) or "unknown"
         if cid not in self._calls:
             self._calls[cid] = len(self._calls)
@@ -102,9 +106,11 @@ class Builder:
             return
         self._flush()
         started = self._started or self.last_time or datetime.now(timezone.utc)
+        ended = self._ended or started  # how long the turn took, by the file's own times
+        elapsed = max(0.0, (ended - started).total_seconds())
         self.out.turns.append(Turn("query", len(self.out.turns) + 1, started, self._user,
-                                   tuple(self._blocks)))
-        self._user, self._blocks, self._calls = None, [], {}
+                                   tuple(self._blocks), elapsed=elapsed))
+        self._user, self._blocks, self._calls, self._ended = None, [], {}, None
 
     def finish(self) -> None:
         """The end of the file: the open turn is closed; notes that never found a turn stay
