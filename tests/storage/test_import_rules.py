@@ -126,3 +126,19 @@ def test_the_title_is_the_users_own_then_the_summary_line_then_the_first_prompt(
                            "x.jsonl").title == "Listing files"
     assert read_transcript("\n".join([summary, *prompt, named, ai]).encode(),
                            "x.jsonl").title == "my listing"
+
+
+def test_claude_codes_own_replies_are_notes_not_the_models() -> None:
+    """An API error or "No response requested." is written as an assistant line of model
+    "<synthetic>": Claude Code said it, not the model."""
+    synthetic = {"role": "assistant", "model": "<synthetic>", "content": [
+        {"type": "text", "text": "API Error: 529 {\"type\":\"overloaded_error\"}"}]}
+    data = "\n".join([line("user", "deploy it"),
+                      json.dumps({"type": "assistant", "message": synthetic,
+                                  "isApiErrorMessage": True}),
+                      line("assistant", "Deployed.")]).encode()
+    got = read_transcript(data, "x.jsonl")
+    [turn] = got.turns
+    assert turn.assistant == "Deployed." and got.model is None
+    assert [n.text for n in turn.notes] == ['API Error: 529 {"type":"overloaded_error"}']
+    assert got.folded == {"reply by the tool": 1}

@@ -134,9 +134,14 @@ class _Reader:
     # ------------------------------------------------------------------ the model
 
     def _assistant(self, message: dict[str, Any], content: str | list[Any]) -> None:
+        if message.get("model") == "<synthetic>":  # Claude Code's own "reply": an API error,
+            said = _ANSI.sub("", clean(_texts(content))).strip()  # "No response requested."
+            if said:
+                self.build.note("tool", cut(said, MAX_NOTE), "reply by the tool")
+            return
         if self._command is not None:  # the model answers the command: it was a prompt
             self._command_prompt()
-        if isinstance(message.get("model"), str) and message["model"] != "<synthetic>":
+        if isinstance(message.get("model"), str):
             self.out.model = clean(message["model"])[:100]
         if isinstance(content, str):
             self.build.text(cut(clean(content)))
@@ -209,9 +214,7 @@ class _Reader:
             self.build.prompt(cut(clean(text)))
 
     def _meta(self, content: str | list[Any]) -> None:
-        text = "\n".join(t for t in ([content] if isinstance(content, str) else [
-            b.get("text", "") for b in content if isinstance(b, dict)]) if isinstance(t, str))
-        stripped, reminders = _REMINDER.subn("", text)
+        stripped, reminders = _REMINDER.subn("", _texts(content))
         stripped = stripped.strip()
         if self._command is not None and stripped and not stripped.startswith(_CAVEAT):
             self.build.fold("command prompt")  # the prompt a slash command expands to
@@ -228,9 +231,7 @@ class _Reader:
             self.build.fold("meta line")
 
     def _compacted(self, content: str | list[Any]) -> None:
-        text = clean(content if isinstance(content, str) else "\n".join(
-            b.get("text", "") for b in content if isinstance(b, dict)
-            and isinstance(b.get("text"), str)))
+        text = clean(_texts(content))
         self.build.note("compaction", f"compacted earlier: {_gist(text)}".rstrip(": "),
                         "compaction summary")
 
@@ -269,6 +270,14 @@ class _Reader:
         if self._shell is not None:
             command, self._shell = self._shell, None
             self.build.note("shell", f"! {command}", "shell command")
+
+
+def _texts(content: str | list[Any]) -> str:
+    """The text of a string or of a list of content blocks, joined by newlines."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(b["text"] for b in content
+                     if isinstance(b, dict) and isinstance(b.get("text"), str))
 
 
 def _gist(summary: str) -> str:
