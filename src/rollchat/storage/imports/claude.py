@@ -96,7 +96,8 @@ class _Reader:
 
     def line(self, number: int, value: dict[str, Any], side_chain: bool) -> None:
         kind = value.get("type")
-        if kind in _TITLES:  # the session's titles: the first of each kind is kept
+        if isinstance(kind, str) and kind in _TITLES:  # the session's titles: the first of each
+            # kind is kept
             title = cleaned(value.get(_TITLES[kind]), 200)
             if title and kind not in self._titles:
                 self._titles[kind] = title

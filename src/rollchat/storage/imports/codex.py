@@ -36,8 +36,8 @@ from rollchat.storage.imports.common import (
 )
 from rollchat.text.normalize import clean
 
-ENVELOPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context",
-                       "compacted"})
+# a tuple, not a set: a line's "type" may be any JSON value, a list too (unhashable)
+ENVELOPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 # Codex's own user messages, by how they start, and what each is counted as
 _OWN = (("<environment_context>", "environment context"),
         ("<user_instructions>", "AGENTS.md instructions"),

@@ -27,23 +27,23 @@ def is_llm_logs(value: Any) -> bool:
 def read(entries: list[Any], out: Imported) -> None:
     """Fill ``out`` from the decoded entries."""
     build = Builder(out)
-    conversation: Any = None
+    conversation: str | None = None
     system: str | None = None
     rows = [(n, e) for n, e in enumerate(entries, 1) if isinstance(e, dict)]
     out.skipped += [(n, "entry that is not a JSON object (skipped)")
                     for n, e in enumerate(entries, 1) if not isinstance(e, dict)]
-    many = len({e.get("conversation_id") for _, e in rows}) > 1
+    many = len({_conversation(e) for _, e in rows}) > 1
     for _, entry in sorted(rows, key=lambda r: str(r[1].get("datetime_utc") or "")):
         build.when(entry.get("datetime_utc"))
         prompt = cleaned(entry.get("prompt"))
         if prompt.strip():
             build.prompt(prompt)
-        if entry.get("conversation_id") != conversation:
+        if _conversation(entry) != conversation:
             if many:
                 name = cleaned(entry.get("conversation_name"), 200)
-                build.note("conversation", f"llm conversation {entry.get('conversation_id')}"
+                build.note("conversation", f"llm conversation {_conversation(entry)}"
                            + (f": {name}" if name else ""), "conversation start")
-            conversation = entry.get("conversation_id")
+            conversation = _conversation(entry)
         said = cleaned(entry.get("system"), MAX_NOTE)
         if said and said != system:
             build.note("system", f"system prompt: {said}", "system prompt")
@@ -67,6 +67,11 @@ def _exchange(build: Builder, out: Imported, entry: dict[str, Any]) -> None:
     for call in _dicts(entry.get("tool_calls")):
         build.call(str(call.get("tool_call_id") or ""), str(call.get("name", "")),
                    call.get("arguments", {}))
+
+
+def _conversation(entry: dict[str, Any]) -> str:
+    value = entry.get("conversation_id")
+    return cleaned(value, 200) if isinstance(value, str) else ""
 
 
 def _dicts(value: Any) -> list[dict[str, Any]]:
