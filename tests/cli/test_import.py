@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rollchat.cli.app import build_cli
-from rollchat.storage.importer import read_transcript
+from rollchat.storage.imports import read_transcript
 from rollchat.storage.transcript import parse
 from tests.e2e import clean_env, run_piped
 

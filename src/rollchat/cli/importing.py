@@ -1,5 +1,5 @@
-"""``rollchat import FILE``: another tool's transcript (see importer.py for the formats) saved
-as a rollchat session with a summary, so that ``resume`` continues work begun elsewhere."""
+"""``rollchat import FILE``: another tool's transcript (see storage/imports for the formats)
+saved as a rollchat session with a summary, so that ``resume`` continues work begun elsewhere."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import re
 import stat
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -17,7 +18,7 @@ from rollchat.errors import RollchatError, UsageError
 
 if TYPE_CHECKING:
     from rollchat.config.settings import Config
-    from rollchat.storage.importer import Imported
+    from rollchat.storage.imports import Imported
 
 MAX_REPORTED = 20  # skipped lines named one by one; the rest counted
 # what an import adds to the header's Imported From after "<format> <file name>": the source
@@ -48,8 +49,9 @@ def _read(path: Path) -> bytes:
 
 def import_command(
     ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(help="A Claude Code or Codex session file (JSONL), "
-                                              "or a markdown chat.")],
+    file: Annotated[Path, typer.Argument(help="A Claude Code or Codex session file (JSONL), a "
+                                              "gemini-cli session, an aider chat history, "
+                                              "'llm logs --json' output or a markdown chat.")],
     agent: Annotated[Optional[str], typer.Option(  # noqa: UP045 - typer needs Optional
         help="The agent that continues it (default: the config's).")] = None,
     local_summary: Annotated[bool, typer.Option(
@@ -62,7 +64,7 @@ def import_command(
     """Import another tool's transcript as a session with a summary; 'resume ID' continues
     it. Malformed lines are reported by number and skipped. The same file again is refused
     (--again imports it anew)."""
-    from rollchat.storage.importer import read_transcript
+    from rollchat.storage.imports import read_transcript
 
     cfg = command_config(ctx, config, sessions_dir, agent=agent, trust_warning=False)
     try:
@@ -84,7 +86,8 @@ def import_command(
         sys.stderr.write(f"rollchat: {harmless(str(file))}: "
                          f"{len(imported.skipped) - MAX_REPORTED:,} more lines skipped\n")
     if not imported.turns:
-        fail(f"{file}: no messages found in this {imported.format} file; nothing imported")
+        fail(f"{file}: no messages found in this {imported.format} file"
+             f"{_holding(imported)}; nothing imported")
     try:
         session_id, note = _save(cfg, imported, file.name, digest, local=local_summary)
     except RollchatError as exc:
@@ -92,6 +95,8 @@ def import_command(
     turns = len(imported.turns)
     print(harmless(f"Imported {turns:,} turn{'s' if turns != 1 else ''} from {file} "
                    f"({imported.format}) as session {session_id}{note}."))
+    for line in _accounts(imported):
+        print(harmless(line))
     print(f"Continue it with: rollchat --resume {session_id}   (or 'resume {session_id}' in "
           "the chat)")
 
@@ -142,7 +147,7 @@ def _save(cfg: Config, imported: Imported, file_name: str, digest: str, *,
     source = f"(sha256 {digest}, imported {now():%Y-%m-%d %H:%M})"
     live = store.new_session(agent_key=agent.key, agent=agent.name, agent_path=agent.agent_path,
                              model=imported.model or "unknown", provider=imported.format,
-                             now=turns[0].started,
+                             now=turns[0].started, title=imported.title,
                              imported_from=f"{imported.format} {file_name} {source}")
     try:
         for turn in turns:
@@ -151,3 +156,35 @@ def _save(cfg: Config, imported: Imported, file_name: str, digest: str, *,
     finally:
         live.close()
     return live.session_id, note
+
+
+def _counted(counts: Counter[str]) -> str:
+    """``{"slash command": 2, "skill body": 2}`` as "2 slash commands, 2 skill bodies", largest
+    first (the plural is the last word's)."""
+    def many(what: str) -> str:
+        head, _, last = what.rpartition(" ")
+        last = (last[:-1] + "ies" if last.endswith("y") and last[-2:-1] not in "aeiou"
+                else last if last.endswith("s") else last + "s")
+        return f"{head} {last}".strip()
+
+    return ", ".join(f"{n:,} {what if n == 1 else many(what)}" for what, n in counts.most_common())
+
+
+def _holding(imported: Imported) -> str:
+    """What a file with no prompt or answer held, for the message that refuses it."""
+    held = imported.folded + imported.left_out
+    return f" (only the tool's own lines: {_counted(held)})" if held else ""
+
+
+def _accounts(imported: Imported) -> list[str]:
+    """The lines that say what the import folded into notes and what it left out."""
+    lines = []
+    if imported.side_chain is not None:
+        lines.append(f"This is the side chain of sub-agent {imported.side_chain}: its prompts "
+                     "are the ones the main agent gave it.")
+    if imported.folded:
+        lines.append(f"Folded the tool's own lines (notes where they matter): "
+                     f"{_counted(imported.folded)}.")
+    if imported.left_out:
+        lines.append(f"Left out: {_counted(imported.left_out)}.")
+    return lines
