@@ -39,6 +39,12 @@ def _id(path: Path) -> str:
     return f"{path.parent.name}/{path.stem}"
 
 
+def _header_field(text: str, name: str) -> str | None:
+    head = text.split("\n---\n", 1)[0]
+    found = re.search(rf"^\*\*{name}:\*\* (.*)$", head, re.MULTILINE)
+    return None if found is None else found[1].strip()
+
+
 def _escaped(line: str) -> str:
     """A content line as the renderer writes it (one backslash before structure-like lines)."""
     return "\\" + line if _STRUCTURE.match(line) else line
@@ -69,7 +75,17 @@ def test_every_generation_is_there() -> None:
 def test_parsed_turns_match_the_files_own_text(old_file: Path) -> None:
     text = old_file.read_text(encoding="utf-8")
     t = parse(text)
-    assert t.header.session_id == old_file.stem
+    h = t.header
+    assert h.session_id == old_file.stem == _header_field(text, "Session ID")
+    assert str(h.total_queries) == _header_field(text, "Total Queries")
+    billed = _header_field(text, "Tokens Billed") or _header_field(text, "Total Tokens")
+    assert str(h.total_tokens) == billed
+    assert h.context_tokens == int(_header_field(text, "Context Tokens") or 0)
+    assert h.resumed_from == _header_field(text, "Resumed From")
+    assert h.handed_from == _header_field(text, "Handed From")
+    assert h.title == _header_field(text, "Title")
+    tools = _header_field(text, "Tools")
+    assert h.tools == (None if tools is None else tuple(tools.split(", ")))
     kinds = [turn.kind for turn in t.turns]
     assert kinds.count("query") == len(_QUERY.findall(text))
     assert kinds.count("carried") == len(_CARRIED.findall(text))
