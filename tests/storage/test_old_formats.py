@@ -193,3 +193,13 @@ def test_resume_every_file_of_a_generation(commit: str, tmp_path: Path,
         summary = _expected(path).summary
         assert summary is not None
         assert summary.background.split("\n")[0] in child.turns[0].user
+        # the question is about the old session: today's archive tool reads the old file
+        results = [ex.result for turn in child.turns for ex in turn.tools
+                   if ex.call.name == "session_archive_read"]
+        assert len(results) == 1, out
+        turns_text = path.read_text(encoding="utf-8").split("\n<!-- SESSION_SUMMARY_START")[0]
+        if "radiator" in turns_text.split("\n---\n", 1)[1]:
+            assert f"matching the query (session {sid})" in results[0]
+            assert "radiator" in results[0]
+        else:
+            assert results[0].startswith(f"No turns matching the query in session {sid} ")
