@@ -124,12 +124,7 @@ def _command() -> click.Command:
 
 def _cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *args: str,
          stdin: str | None = None) -> tuple[int, str]:
-    home = tmp_path / "home"
-    for var, sub in (("HOME", ""), ("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data"),
-                     ("XDG_STATE_HOME", "state"), ("XDG_CACHE_HOME", "cache")):
-        monkeypatch.setenv(var, str(home / sub))
-    for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
-        monkeypatch.delenv(var, raising=False)
+    """The CLI in this process (HOME, XDG dirs and no API keys: tests/conftest.py)."""
     monkeypatch.chdir(tmp_path)
     config = tmp_path / "rollchat.yml"
     config.write_text("ui:\n  offline_word_delay: 0\n", encoding="utf-8")
