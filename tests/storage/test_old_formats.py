@@ -16,7 +16,7 @@ import typer
 from click.testing import CliRunner
 
 from rollchat.cli.app import build_cli
-from rollchat.domain import Transcript
+from rollchat.domain import Text, ToolResult, ToolUse, Transcript
 from rollchat.storage.transcript import parse
 
 FORMATS = Path(__file__).resolve().parents[1] / "fixtures" / "formats"
@@ -104,6 +104,17 @@ def test_parsed_turns_match_the_files_own_text(old_file: Path) -> None:
             assert _held_at(text, "**You:** ", turn.user), turn.user
         if turn.assistant:
             assert _held_at(text, f"**{t.header.agent}:** ", turn.assistant), turn.assistant
+    for turn in t.turns:
+        # a file written before blocks: each call with its result right after it, the answer's
+        # text last (one text: the old format kept the answer in one field)
+        n = sum(isinstance(b, ToolUse) for b in turn.blocks)
+        assert len(turn.blocks) >= 2 * n, turn.blocks
+        for use, result in zip(turn.blocks[:2 * n:2], turn.blocks[1:2 * n:2], strict=True):
+            assert isinstance(use, ToolUse) and isinstance(result, ToolResult), turn.blocks
+            assert result.call_id == use.call.id
+        texts = turn.blocks[2 * n:]
+        assert texts == ((Text(turn.assistant),) if turn.assistant else ()), texts
+        assert turn.kind != "handoff" or turn.blocks == ()
     statuses = [turn.status for turn in t.turns]
     assert statuses.count("interrupted") == len(_INTERRUPTED.findall(text))
     assert statuses.count("unanswered") == len(_UNANSWERED.findall(text))
@@ -161,6 +172,13 @@ def test_show_export_and_audit_open_every_file(commit: str, tmp_path: Path,
         assert [m["name"] for m in tools] == _TOOL_CALL.findall(text)
         for m in tools:
             assert _held_at(text, "*Result:* ", m["text"]), m
+        for x in turns:  # the typed blocks: each call, its result, then the text
+            kinds = [b["type"] for b in x["blocks"]]
+            calls = kinds.count("tool_call")
+            answer = [m["text"] for m in x["messages"] if m["role"] == "assistant"]
+            assert kinds == ["tool_call", "tool_result"] * calls + ["text"] * (answer != [""])
+            assert [b["id"] for b in x["blocks"] if b["type"] == "tool_call"] == [
+                b["call_id"] for b in x["blocks"] if b["type"] == "tool_result"]
         code, out = _cli(monkeypatch, tmp_path, "audit", sid, "--json")
         # 1: the summary (that version's offline model's) lost a decision or an open task
         assert code in (0, 1), out
