@@ -151,9 +151,20 @@ def _expected(path: Path) -> Transcript:
 
 
 @pytest.mark.parametrize("commit", COMMITS)
-def test_show_export_and_audit_open_every_file(commit: str, tmp_path: Path,
+def test_list_show_export_and_audit_open_every_file(commit: str, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     sessions = _sessions(tmp_path, commit)
+    code, out = _cli(monkeypatch, tmp_path, "sessions", "--all", "--json")
+    assert code == 0, out
+    listing = json.loads(out)
+    assert listing["problems"] == []
+    listed = {row["id"]: row for row in listing["sessions"]}
+    assert sorted(listed) == sorted(p.stem for p in sessions.glob("*.md"))
+    for sid, row in listed.items():
+        text = (sessions / f"{sid}.md").read_text(encoding="utf-8")
+        assert str(row["queries"]) == _header_field(text, "Total Queries")
+        assert row["parent"] == _header_field(text, "Resumed From")
+        assert row["has_summary"] and row["summary_problem"] is None
     for path in sorted(sessions.glob("*.md")):
         sid, text = path.stem, path.read_text(encoding="utf-8")
         code, out = _cli(monkeypatch, tmp_path, "show", sid)
@@ -185,33 +196,62 @@ def test_show_export_and_audit_open_every_file(commit: str, tmp_path: Path,
         assert set(json.loads(out)) == {"kept", "lost"}
 
 
+def _turns_text(text: str) -> str:
+    """The file's turns: after the header, before the summary block."""
+    return text.split("\n---\n", 1)[1].split("\n<!-- SESSION_SUMMARY_START")[0]
+
+
+def _resume(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, sid: str,
+            stdin: str) -> str:
+    code, out = _cli(monkeypatch, tmp_path, "--provider", "offline", "--yes", "--resume", sid,
+                     stdin=stdin)
+    assert code == 0, out
+    assert "Traceback" not in out and sid in out, out
+    return out
+
+
 @pytest.mark.parametrize("commit", COMMITS)
 def test_resume_every_file_of_a_generation(commit: str, tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     sessions = _sessions(tmp_path, commit)
     for path in sorted(sessions.glob("*.md")):
-        sid = path.stem
-        before = set(sessions.glob("*.md"))
-        code, out = _cli(monkeypatch, tmp_path, "--provider", "offline", "--yes",
-                         "--resume", sid, stdin="What did I say earlier about the radiator?\n")
-        assert code == 0, out
-        assert "Traceback" not in out, out
+        out = " ".join(_resume(monkeypatch, tmp_path, path.stem, "exit\n").split())
+        # the offline model acknowledges the summary it was given: the old file's own
+        summary = _expected(path).summary
+        assert summary is not None
+        assert "I've reviewed the summary of our previous session." in out
+        if summary.topics:
+            assert f"Main topics: {summary.topics[0].rstrip('.')}" in out
+
+
+@pytest.mark.parametrize("commit", COMMITS)
+def test_a_question_about_a_resumed_old_file_reads_it(commit: str, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """After resuming, a question about the old session is answered by today's archive tool
+    reading the old file: the files whose turns hold tool calls and the word asked about (its
+    turns found), and the one typed in a terminal (none found)."""
+    sessions = _sessions(tmp_path, commit)
+    texts = {p: p.read_text(encoding="utf-8") for p in sorted(sessions.glob("*.md"))}
+    hits = [p for p, text in texts.items()
+            if "radiator" in _turns_text(text) and _TOOL_CALL.search(text)]
+    misses = [p for p, text in texts.items() if "Here is my plan" in text]
+    assert hits and len(misses) == 1
+    for path in [*hits, *misses]:
+        sid, before = path.stem, set(sessions.glob("*.md"))
+        out = _resume(monkeypatch, tmp_path, sid, "What did I say earlier about the radiator?\n")
         children = [parse(p.read_text(encoding="utf-8")) for p in set(sessions.glob("*.md"))
                     - before]
         assert len(children) == 1, out
         child = children[0]
-        assert child.header.resumed_from == sid or child.header.forked_from == sid
+        assert child.header.resumed_from == sid
         assert child.turns[0].kind == "restored"
-        # the context restored is the old file's own summary
-        summary = _expected(path).summary
+        summary = _expected(path).summary  # the context restored is the old file's summary
         assert summary is not None
         assert summary.background.split("\n")[0] in child.turns[0].user
-        # the question is about the old session: today's archive tool reads the old file
         results = [ex.result for turn in child.turns for ex in turn.tools
                    if ex.call.name == "session_archive_read"]
         assert len(results) == 1, out
-        turns_text = path.read_text(encoding="utf-8").split("\n<!-- SESSION_SUMMARY_START")[0]
-        if "radiator" in turns_text.split("\n---\n", 1)[1]:
+        if path in hits:
             assert f"matching the query (session {sid})" in results[0]
             assert "radiator" in results[0]
         else:
