@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from rollchat.cli.app import build_cli
 from rollchat.domain import Text, ToolResult, ToolUse, Transcript
-from rollchat.storage.transcript import parse
+from rollchat.storage.transcript import parse, render
 
 FORMATS = Path(__file__).resolve().parents[1] / "fixtures" / "formats"
 COMMITS = sorted(p.name for p in FORMATS.iterdir() if p.is_dir() and p.name != "__pycache__")
@@ -119,6 +119,8 @@ def test_parsed_turns_match_the_files_own_text(old_file: Path) -> None:
     assert statuses.count("interrupted") == len(_INTERRUPTED.findall(text))
     assert statuses.count("unanswered") == len(_UNANSWERED.findall(text))
     assert (t.summary is not None) == ("\n<!-- SESSION_SUMMARY_START -->\n" in text)
+    # written again in today's format (a rewrite: title, summary edit), it reads back the same
+    assert parse(render(t)) == t
 
 
 def _sessions(tmp_path: Path, commit: str) -> Path:
