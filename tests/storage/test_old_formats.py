@@ -1,6 +1,6 @@
 """Session files written by earlier versions of rollchat keep opening: parsed by today's parser,
-shown, exported, audited and resumed through the CLI. The files are in tests/fixtures/formats/
-(one folder per commit, made by that commit's own code with make.py there; see its README)."""
+listed, shown, exported, audited (or summarized) and resumed through the CLI. The files are in
+tests/fixtures/formats/ (a folder per commit, made by that commit's own code: make.py, README)."""
 
 from __future__ import annotations
 
@@ -156,7 +156,7 @@ def _expected(path: Path) -> Transcript:
 
 @pytest.mark.parametrize("commit", COMMITS)
 def test_list_show_export_and_audit_open_every_file(commit: str, tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     sessions = _sessions(tmp_path, commit)
     code, out = _cli(monkeypatch, tmp_path, "sessions", "--all", "--json")
     assert code == 0, out
