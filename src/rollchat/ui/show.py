@@ -65,15 +65,17 @@ def _turn(turn: Turn, agent: str) -> Iterator[RenderableType]:
 
     when = f"{turn.started:%Y-%m-%d %H:%M:%S}"
     title = {"query": f"Query {turn.number}", "carried": f"Carried over {turn.number}",
-             "restored": "Session restored"}[turn.kind]
+             "restored": "Session restored", "handoff": "Handed off"}[turn.kind]
     yield Text("")
     yield Rule(f"{title} · {when}", style="cyan", align="left")
-    if turn.kind == "restored":
+    if turn.kind in ("restored", "handoff"):
         yield Text.assemble(("Context: ", "bold"), harmless(turn.context))
-    else:
+    if turn.kind != "restored":
         yield Text.assemble(("You: ", "bold cyan"), harmless(turn.user))
     for image in turn.attached:
         yield Text(f"[attached {_image(image)}]", style="dim")
+    if turn.kind == "handoff":  # the message went to the other agent: no answer here
+        return
     said = False
     for block in turn.blocks:
         if isinstance(block, TextBlock):
