@@ -354,12 +354,16 @@ class Memory:
 
 
 def open_store(cfg: Config) -> MemoryStore:
-    """The memory store of the configured agent (MemoryStoreError on a bad setting)."""
+    """The memory store of the configured agent (MemoryStoreError on a bad setting), the
+    copies a killed edit or rewrite left beside its files removed first (see edit.sweep)."""
+    from rollchat.memory.edit import sweep
     from rollchat.memory.store import default_user_dir
 
     memory = cfg.memory
-    return MemoryStore(cfg.session.dir, cfg.agent.key,
-                       user_dir=memory.user_dir or default_user_dir(), scope=memory.scope)
+    store = MemoryStore(cfg.session.dir, cfg.agent.key,
+                        user_dir=memory.user_dir or default_user_dir(), scope=memory.scope)
+    sweep([store.dir, *([store.user_path.parent] if store.user_path is not None else [])])
+    return store
 
 
 def open_memory(cfg: Config, provider: Provider, model: str, *, typed: bool = True,
