@@ -28,6 +28,8 @@ FRAME = frozenset({
     "chose", "chosen", "picked", "works", "working", "project", "team", "who", "whose",
     "than", "over", "instead", "only", "every", "each", "one", "don't", "doesn't", "does",
     "not", "no", "don’t", "doesn’t",
+    # what a detail is ("call me Sam": user's name is Sam; "reach me at bob@x.org": email)
+    "name", "email", "e-mail", "address", "phone", "number", "handle",
 })
 _EDGE = "\"'“”‘’`()[]{}<>,;:!?.*_"
 _PLAIN = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")  # letters, with ' or - inside
