@@ -25,6 +25,14 @@ agents:
 """
 
 
+def _parses(path: Path) -> bool:
+    try:
+        parse(path.read_text(encoding="utf-8"))
+    except Exception:
+        return False
+    return True
+
+
 def _killed_after_first_enter(tmp_path: Path) -> Path:
     """A chat killed (SIGKILL) once its file exists, while the first answer streams: the
     first line hands over to another agent, whose session file is made before it answers."""
@@ -32,9 +40,9 @@ def _killed_after_first_enter(tmp_path: Path) -> Path:
     child = spawn(tmp_path, "--config", str(write_config(tmp_path / "slow.yml", SLOW)))
     child.expect(PROMPT)
     child.sendline("@two a question never answered")
-    for _ in range(300):
+    for _ in range(300):  # until the file is there with its header whole
         made = set(tmp_path.glob("sessions/*.md")) - before
-        if made:
+        if made and _parses(next(iter(made))):
             break
         time.sleep(0.05)
     child.kill(signal.SIGKILL)
