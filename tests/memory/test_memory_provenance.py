@@ -192,6 +192,20 @@ def test_an_instruction_in_an_mcp_result_never_becomes_a_fact(
     assert "Remembered" not in shown
 
 
+@pytest.mark.parametrize("model", MODELS)
+def test_an_instruction_in_an_attached_file_never_becomes_a_fact(
+        model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file the user attaches is a document they pass on, not them speaking (it travels in
+    their message, in a fence)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.md").write_text(f"# Deploy\n\n{PLANTED}\n", encoding="utf-8")
+    chat = chat_with(tmp_path, model())
+    assert "Attached notes.md" in chat.type("attach notes.md")
+    shown = chat.type("what do these notes say?") + chat.exit()
+    assert "evil.example" in chat.app.session.state.turns[0].user  # it was in the message
+    assert planted_facts(chat.memory) == [], shown
+
+
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """The whole CLI in process, in ``tmp_path`` with its own home."""
