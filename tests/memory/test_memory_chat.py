@@ -193,17 +193,22 @@ def test_invalid_items_are_skipped_and_low_confidence_left_out(tmp_path: Path) -
                      {"text": "maybe likes jazz", "category": "preference", "confidence": 0.5},
                      {"text": "x", "category": "hobby", "confidence": 0.9},
                      {"text": "uses Linux", "category": "background", "confidence": 0.8,
+                      "turn": 1},
+                     # citing no message of the user's: it cannot be checked, so not kept
+                     {"text": "uses Emacs", "category": "background", "confidence": 0.8,
                       "turn": 99}]
             yield TextDelta("```json\n" + json.dumps(items) + "\n```")
             yield Done("end")
 
     chat = make_chat(tmp_path, Replies("ok"))
-    chat.type("I prefer tabs; I use Linux.")
+    chat.type("I prefer tabs; I use Linux and Emacs.")
     shown = chat.type("compact")
     assert "Warning: memory: 1 invalid fact in the model's reply skipped" in shown
     assert "Remembered: prefers tabs (forget 1)" in shown
     assert "Remembered: uses Linux (forget 2)" in shown and "jazz" not in shown
-    assert [f.source_turn for f in chat.memory.facts()] == [1, None]
+    assert "memory: 1 fact not kept: not in the words of a message of yours" in shown
+    assert [f.text for f in chat.memory.facts()] == ["prefers tabs", "uses Linux"]
+    assert [f.source_turn for f in chat.memory.facts()] == [1, 1]
 
 
 def test_memory_search_tool_reads_facts_and_episodes(tmp_path: Path) -> None:

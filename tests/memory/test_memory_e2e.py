@@ -71,7 +71,8 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[ChatReques
 
 
 def chat(*lines: str) -> str:
-    result = CliRunner().invoke(build_cli(), ["--config", "rollchat.yml"],
+    # --yes: the piped input is the user speaking, facts are taken from it (memory/keeper.py)
+    result = CliRunner().invoke(build_cli(), ["--config", "rollchat.yml", "--yes"],
                                 input="\n".join([*lines, "exit"]) + "\n")
     assert result.exit_code == 0, result.output
     return result.output

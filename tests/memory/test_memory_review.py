@@ -97,10 +97,11 @@ def test_a_secret_in_the_models_extraction_is_dropped(tmp_path: Path) -> None:
             yield Done("end")
 
     chat = make_chat(tmp_path, Leaky("ok"))
-    chat.type("We deploy with ops/deploy.sh; the key is in the vault.")
+    chat.type("We deploy with ops/deploy.sh; the prod API key is "
+              "sk-live-abcdefghijklmnopqrstuvwx.")
     shown = chat.type("compact")
     assert "Remembered: deploys with ops/deploy.sh (forget 1)" in shown
-    assert "sk-live" not in shown and "Warning" not in shown
+    assert "Remembered: the prod API key" not in shown and "Warning" not in shown
     assert "Not remembered: 1 fact that looked like a secret" in shown
     assert [f.text for f in chat.memory.facts()] == ["deploys with ops/deploy.sh"]
 

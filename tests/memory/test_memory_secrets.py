@@ -123,3 +123,74 @@ def test_deleting_a_secret_in_the_editor_removes_its_line(
     assert "1 deleted fact(s) holding a secret removed" in out
     assert "hunter22" not in s.facts_path.read_text(encoding="utf-8")
     assert [f.text for f in store(project).facts()] == ["prefers tabs"]
+
+
+# ---------------------------------------------------------------- copies left beside the files
+
+
+def _holding(folder: Path, text: str) -> list[str]:
+    """The files in ``folder`` (and below) that hold ``text``."""
+    return sorted(p.name for p in folder.rglob("*") if p.is_file()
+                  and text.encode() in p.read_bytes())
+
+
+def test_an_editor_backup_of_the_edit_copy_is_removed_with_it(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24, point 9: an editor that keeps a backup (``copy~``, as Emacs and vim with
+    'backup' do) of the copy being edited: the secret the user deletes is in no file after."""
+    s = store(project)
+    s.add("prefers tabs over spaces", "preference")
+    plant(s, PASSWORD)
+    monkeypatch.setenv("EDITOR", _editor(project, (
+        "import shutil\n"
+        "shutil.copy(path, str(path) + '~')\n"  # the editor's backup: the text as it was
+        "lines = [l for l in path.read_text().splitlines() if 'hunter22' not in l]\n"
+        "path.write_text('\\n'.join(lines) + '\\n')\n")))
+    code, _, err = run("memory", "edit")
+    assert code == 0, err
+    assert _holding(project / "sessions", "hunter22") == []
+    assert [f.text for f in s.facts()] == ["prefers tabs over spaces"]
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    done = subprocess.Popen([sys.executable, "-c", "pass"])
+    done.wait()
+    return done.pid
+
+
+def test_copies_a_killed_edit_or_rewrite_left_are_removed_on_the_next_start(
+        project: Path) -> None:
+    """``rollchat memory edit`` killed while the editor is open (SIGKILL, from the editor)
+    leaves the copy, every fact in it; a rewrite killed before its rename leaves its
+    temporary file. The next start of rollchat removes them; a copy of a process still
+    running is left alone."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.e2e import clean_env
+
+    s = store(project)
+    plant(s, PASSWORD)
+    env = clean_env(project / "home", XDG_CONFIG_HOME=str(project / "config"),
+                    XDG_DATA_HOME=str(project / "data"),
+                    EDITOR=_editor(project, "import os, signal\n"
+                                            "os.kill(os.getppid(), signal.SIGKILL)\n"))
+    killed = subprocess.run([sys.executable, "-m", "rollchat", "memory", "edit"], cwd=project,
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert killed.returncode == -9, killed.stderr
+    memory = project / "sessions" / "memory"
+    [copy] = [p for p in memory.iterdir() if "-edit-" in p.name]
+    assert "hunter22" in copy.read_text()  # what a kill leaves
+    rewrite = memory / f".assistant.facts.jsonl.tmp-{_dead_pid()}-0a1b2c3d"
+    rewrite.write_text(s.facts_path.read_text())  # (storage.session_file's name for it)
+    running = memory / f".assistant.facts-edit-{os.getpid()}-x1y2z3.jsonl"
+    running.write_text("{}\n")
+    assert s.drop_secrets()  # the user removes the secret from the file itself
+    code, _, err = run("memory")
+    assert code == 0, err
+    assert not copy.exists() and not rewrite.exists() and running.exists()
+    assert _holding(project / "sessions", "hunter22") == []

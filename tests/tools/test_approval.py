@@ -55,7 +55,7 @@ def test_ask_once_always_and_no_in_a_terminal(tmp_path: Path) -> None:
     child.sendline('use word_count on "a b c"')
     child.expect(r"The agent wants to run word_count")
     child.expect(r'"text": "a b c"')
-    child.expect(r"Allow\? \[y\]es once, \[a\]lways for this tool, \[n\]o:")
+    child.expect(r"Allow\? \[y\]es once, \[a\]lways for this tool in this session, \[n\]o:")
     child.sendline("n")
     child.expect("refused: the user declined to run word_count")
     child.expect(PROMPT)
@@ -64,6 +64,8 @@ def test_ask_once_always_and_no_in_a_terminal(tmp_path: Path) -> None:
     child.sendline("maybe")
     child.expect("Type y, a or n.")
     child.sendline("a")
+    child.expect("Approved word_count for the rest of this session: clear, resume, fork and a "
+                 "handoff start a new one, which asks again.")
     child.expect("2 words")
     child.expect(PROMPT)
     child.sendline('use word_count on "one"')  # always: no question this time
@@ -81,6 +83,60 @@ def test_ask_once_always_and_no_in_a_terminal(tmp_path: Path) -> None:
     assert results[0] == "refused: the user declined to run word_count"
     assert results[1:3] == ["2 words", "1 words"]
     assert results[3].startswith("refused: the tool wipe_disk is denied")
+
+
+HANDED_PROMPT = r"You → [^:\n]+:"  # the prompt after a handoff names the agent
+TWO_AGENTS = """default_agent: one
+ui:
+  offline_word_delay: 0
+agents:
+  one:
+    file: helper.py
+  two:
+    file: helper.py
+"""
+
+
+def _approve_always(child: pexpect.spawn, text: str, asked: bool) -> None:
+    """Send ``use word_count on TEXT``; answer ``a`` when asked (which must be ``asked``)."""
+    child.sendline(f'use word_count on "{text}"')
+    index = child.expect(["Allow", r"\d+ words"])
+    assert index == (0 if asked else 1), (text, child.before)
+    if asked:
+        child.sendline("a")
+        child.expect(r"\d+ words")
+    child.expect(PROMPT)
+
+
+def test_always_means_this_session_clear_resume_fork_and_handoff_ask_again(
+        tmp_path: Path) -> None:
+    """Issue 24, point 7: after "a" a later session (clear, resume, fork, a handoff and back)
+    asks again before running the tool; within a session (a compaction too) it does not."""
+    (tmp_path / "helper.py").write_text(AGENT)
+    (tmp_path / "rollchat.yml").write_text(TWO_AGENTS)
+    child = spawn(tmp_path, "--config", "rollchat.yml")
+    child.expect(PROMPT)
+    _approve_always(child, "staging", asked=True)
+    _approve_always(child, "staging again", asked=False)
+    child.sendline("compact")  # the same session goes on
+    child.expect(PROMPT)
+    _approve_always(child, "after compact", asked=False)
+    for command in ("clear", "fork", "resume 1"):
+        child.sendline(command)
+        child.expect(PROMPT)
+        _approve_always(child, f"production after {command}", asked=True)
+        _approve_always(child, "and again", asked=False)
+    child.sendline('@two use word_count on "handed"')
+    child.expect("Allow")
+    child.sendline("a")
+    child.expect(HANDED_PROMPT)
+    child.sendline('@one use word_count on "back"')  # one's session again: asked again
+    index = child.expect(["Allow", r"\d+ words"])
+    assert index == 0
+    child.sendline("y")
+    child.expect(HANDED_PROMPT)
+    child.sendline("exit")
+    child.expect(pexpect.EOF, timeout=30)
 
 
 def test_ctrl_c_during_a_tool_call_cancels_it_and_records_it(tmp_path: Path) -> None:

@@ -302,7 +302,9 @@ def _run_editor(path: Path, text: str) -> str:
 
     command = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.stem}-edit-", suffix=".jsonl", dir=path.parent)
+    from rollchat.memory.edit import edit_prefix
+
+    fd, temp = tempfile.mkstemp(prefix=edit_prefix(path), suffix=".jsonl", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -316,5 +318,7 @@ def _run_editor(path: Path, text: str) -> str:
             return Path(temp).read_text(encoding="utf-8")
         except UnicodeDecodeError:
             return Path(temp).read_bytes().decode("utf-8", "replace")
-    finally:
-        os.unlink(temp)
+    finally:  # the copy and the editor's backups of it (``copy~``, ``.copy.swp``): every fact
+        name = Path(temp).name  # of the file, a secret the user just deleted too
+        for left in [*path.parent.glob(f"{name}*"), *path.parent.glob(f".{name}*")]:
+            left.unlink(missing_ok=True)

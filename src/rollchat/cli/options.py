@@ -32,7 +32,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output."
 AgentOpt = Annotated[Optional[str],  # noqa: UP045
                      typer.Option(help="Agent name from the config.")]
 ModelOpt = Annotated[Optional[str], typer.Option(help="Model name.")]  # noqa: UP045
-YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Answer yes to questions.")]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help=(
+    "Answer yes to questions: tool calls run without asking, and piped input counts as yours "
+    "for memory (facts and 'remember' lines)."))]
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

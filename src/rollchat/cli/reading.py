@@ -43,7 +43,14 @@ def choose_session(cfg: Config, how: str, *, interactive: bool) -> str:
                             f"{'continue' if how == 'last' else 'choose from'}; start one "
                             "with 'rollchat'")
     if how == "last":
-        return last_used(store, listing.sessions).session_id
+        # a session with nothing to resume from (killed right after its first Enter: a header
+        # and no turn; or a resumed one killed before its first query) is never the one
+        sessions = [s for s in listing.sessions if s.queries or s.has_summary]
+        if not sessions:
+            raise RollchatError(f"no session in {cfg.session.dir} has a query to continue "
+                                f"from ({len(listing.sessions)} without one); start one with "
+                                "'rollchat'")
+        return last_used(store, sessions).session_id
     from rollchat.ui.picker import pick
 
     picked = pick(listing.sessions, store.load_summary)

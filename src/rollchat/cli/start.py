@@ -205,7 +205,8 @@ class _SessionBuilder:
         if cfg.memory.enabled and cfg.session.auto_save and not self.save_failed:
             from rollchat.memory.keeper import open_memory
 
-            memory = open_memory(cfg, summary_provider, summary_model)
+            memory = open_memory(cfg, summary_provider, summary_model,  # piped: a document?
+                                 typed=sys.stdin.isatty(), yes=yes)
         session = Session(
             config=cfg, agent=agent, engine_settings=settings,
             summary_provider=summary_provider, summary_model=summary_model,

@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 MIN_WORDS = 20  # the smallest --max-words accepted
+# the largest --max-words and --focus accepted, from the command line and over MCP alike (a
+# summary is a page, not a book; a focus is a phrase, not a document)
+MAX_WORDS = 10_000
+MAX_FOCUS_CHARS = 2_000
 CONFIRM_CALLS = 5  # more summary calls than this: the cheap path, unless the user agrees
 CHEAP_CALLS = 1  # the model calls of the cheap path (the newest part of the transcript)
 
@@ -222,11 +226,16 @@ def compact(store: SessionStore, ref: str, model: SummaryModel, *, focus: str | 
     from rollchat.text.normalize import clean
 
     if focus is not None:
+        if len(focus) > MAX_FOCUS_CHARS:
+            raise RollchatError(f"the focus is too long: {len(focus):,} characters, at most "
+                                f"{MAX_FOCUS_CHARS:,} (a few words on what to dwell on)")
         focus = clean(focus).strip()
         if not focus:
             raise RollchatError("the focus is empty: give some text, or leave it out")
     if max_words is not None and max_words < MIN_WORDS:
         raise RollchatError(f"max words must be at least {MIN_WORDS} (got {max_words})")
+    if max_words is not None and max_words > MAX_WORDS:
+        raise RollchatError(f"max words must be at most {MAX_WORDS:,} (got {max_words:,})")
     info = store.index.resolve(ref)  # through the index, as resume: no full listing read
     transcript, data = _read(store, info)
     title = title_of(info)

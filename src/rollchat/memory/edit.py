@@ -1,5 +1,6 @@
 """``rollchat memory edit``: the facts file in $EDITOR, checked on save and merged by id with
-what other processes wrote meanwhile. No terminal here: the caller runs the editor."""
+what other processes wrote meanwhile, and the sweep of the copies a killed edit or rewrite left
+(``sweep``). No terminal here: the caller runs the editor."""
 
 # ``rollchat memory edit``: the facts file in $EDITOR, checked on save, and merged by id with
 # what other processes wrote meanwhile (a fact they changed that you did not keeps their change;
@@ -9,6 +10,10 @@ what other processes wrote meanwhile. No terminal here: the caller runs the edit
 
 from __future__ import annotations
 
+import os
+import re
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -16,6 +21,57 @@ from rollchat.memory.layers import local_now
 from rollchat.memory.records import Stored, check_facts_file, fact_line, parse_fact
 from rollchat.memory.sensitive import secret_in
 from rollchat.memory.store import MemoryStore, MemoryStoreError
+
+# The copies memory leaves beside its files while it works, named with the process id: the file
+# being edited (``.<stem>-edit-<pid>-<random>.jsonl``, and the editor's own backup of it, e.g.
+# ``...jsonl~``, ``..<name>.swp``) and the temporary file of an atomic rewrite
+# (``.<name>.tmp-<pid>-<hex>``, storage.session_file). A kill leaves them behind, holding every
+# fact, a secret the user was deleting included; the next start removes those whose process is
+# gone (a copy without a process id, from an older rollchat, once it is a day old).
+_COPY = re.compile(r"\.{1,2}[^/]*?\.(?:facts|episodes)(?:-edit-|\.jsonl\.tmp-)(?:(?P<pid>\d+)-)?")
+OLD_COPY_SECONDS = 86_400.0
+
+
+def edit_prefix(path: Path) -> str:
+    """The name the copy of ``path`` being edited starts with (see _COPY)."""
+    return f".{path.stem}-edit-{os.getpid()}-"
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: running
+        return True
+    return True
+
+
+def sweep(dirs: Iterable[Path]) -> list[Path]:
+    """Remove the copies (see _COPY) a killed process left in ``dirs``; the ones removed. A
+    directory or a copy that cannot be read or removed is left as it is."""
+    removed: list[Path] = []
+    for folder in dirs:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            match = _COPY.match(name)
+            if match is None:
+                continue
+            path = folder / name
+            try:
+                stale = (not _running(int(match["pid"])) if match["pid"] else
+                         time.time() - path.lstat().st_mtime > OLD_COPY_SECONDS)
+                if stale:
+                    path.unlink()
+                    removed.append(path)
+            except OSError:
+                continue
+    return removed
 
 
 @dataclass(frozen=True)

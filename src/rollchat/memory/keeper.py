@@ -9,7 +9,12 @@ some are ready). At exit it has a deadline (``memory.extract_timeout_seconds``, 
 of the summary's budget on SIGTERM/SIGHUP) shared with the extractions still under way; one
 dim line says so when it takes a moment, and when the model misses the deadline the offline
 phrase rules extract the explicit statements instead (instant) and the model's facts are lost
-for that exit."""
+for that exit.
+
+Facts are the user's own words (see extract.own_facts). Piped input may be a document rather
+than the user speaking: unless the user passed --yes (yes, this input is mine), nothing is
+extracted from it and its ``remember`` lines are refused, as a tool call that needs asking is
+refused with nobody to ask."""
 
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ from typing import TYPE_CHECKING
 from rollchat.domain import Summary, Turn
 from rollchat.errors import RollchatError
 from rollchat.events import Event, FactRemembered, Notice
-from rollchat.memory.extract import ExtractionError, extract, latest_messages
+from rollchat.memory.extract import ExtractionError, extract, latest_messages, own_facts
 from rollchat.memory.rules import FoundFact, extract_rules
 from rollchat.memory.store import MemoryStore, SecretRefused
 from rollchat.providers.base import Provider
@@ -89,12 +94,15 @@ class _Job:
 class Memory:
     """The memory of one chat (see the module docstring). ``provider``/``model``: the
     extraction call's (the summarizer's); ``timeout``: seconds it may take in the background;
-    ``exit_seconds``: at exit, extractions under way included."""
+    ``exit_seconds``: at exit, extractions under way included. ``typed``: the chat's input is
+    typed at a terminal (False: piped, see the module docstring); ``yes``: --yes was given."""
 
     def __init__(self, store: MemoryStore, provider: Provider, *, model: str,
                  timeout: float = MAX_EXTRACT_SECONDS,
-                 exit_seconds: float = EXIT_EXTRACT_SECONDS) -> None:
+                 exit_seconds: float = EXIT_EXTRACT_SECONDS, typed: bool = True,
+                 yes: bool = False) -> None:
         self.store = store
+        self.own_input = typed or yes  # what the chat is sent is the user speaking
         self.provider = provider
         self.model = model
         self.timeout = min(timeout, MAX_EXTRACT_SECONDS)
@@ -119,6 +127,11 @@ class Memory:
     def remember(self, text: str, session_id: str | None, turn: int | None) -> Flow:
         """``remember TEXT``: a fact the user states. ``CATEGORY: TEXT`` names its category;
         else it is the one the phrase rules find in it, else ``project``."""
+        if not self.own_input:
+            yield Notice("warning", "Not remembered: a 'remember' line in piped input may come "
+                                    "from a document, not from you. Type it at the prompt, or "
+                                    "pass --yes to take facts from piped input.")
+            return
         category, text = categorize(text)
         try:
             fact = self.store.add(text, category, confidence=1.0, source_session=session_id,
@@ -152,8 +165,8 @@ class Memory:
             self._running.release()
 
     def _due(self, turns: Sequence[Turn]) -> bool:
-        """Turns since the last extraction?"""
-        queries = [t for t in turns if t.kind == "query"]
+        """Turns since the last extraction (never from piped input without --yes)?"""
+        queries = [t for t in turns if t.kind == "query"] if self.own_input else []
         return bool(queries) and (self._last is None or queries[-1].started > self._last)
 
     def _extract(self, turns: list[Turn], session_id: str | None, local: bool,
@@ -177,6 +190,10 @@ class Memory:
         if invalid:
             events.append(Notice("warning", f"memory: {plural(invalid, 'invalid fact')} in "
                                             "the model's reply skipped"))
+        found, unsaid = own_facts(found, turns)
+        if unsaid:
+            events.append(Notice("detail", f"memory: {plural(unsaid, 'fact')} not kept: not "
+                                           "in the words of a message of yours"))
         events += self._keep(found, session_id)
         return [*self._problems(), *events]
 
@@ -337,16 +354,22 @@ class Memory:
 
 
 def open_store(cfg: Config) -> MemoryStore:
-    """The memory store of the configured agent (MemoryStoreError on a bad setting)."""
+    """The memory store of the configured agent (MemoryStoreError on a bad setting), the
+    copies a killed edit or rewrite left beside its files removed first (see edit.sweep)."""
+    from rollchat.memory.edit import sweep
     from rollchat.memory.store import default_user_dir
 
     memory = cfg.memory
-    return MemoryStore(cfg.session.dir, cfg.agent.key,
-                       user_dir=memory.user_dir or default_user_dir(), scope=memory.scope)
+    store = MemoryStore(cfg.session.dir, cfg.agent.key,
+                        user_dir=memory.user_dir or default_user_dir(), scope=memory.scope)
+    sweep([store.dir, *([store.user_path.parent] if store.user_path is not None else [])])
+    return store
 
 
-def open_memory(cfg: Config, provider: Provider, model: str) -> Memory:
-    """The chat's Memory: the store, and the summarizer's provider for extraction."""
+def open_memory(cfg: Config, provider: Provider, model: str, *, typed: bool = True,
+                yes: bool = False) -> Memory:
+    """The chat's Memory: the store, and the summarizer's provider for extraction (``typed``,
+    ``yes``: see Memory)."""
     return Memory(open_store(cfg), provider, model=model,
                   timeout=cfg.summary.timeout_seconds,
-                  exit_seconds=cfg.memory.extract_timeout_seconds)
+                  exit_seconds=cfg.memory.extract_timeout_seconds, typed=typed, yes=yes)

@@ -15,7 +15,13 @@ CONTACT_WORDS = frozenset((
     "co-worker", "lead", "teammate", "contact", "address", "handle", "username", "slack",
     "github", "partner", "wife", "husband", "friend", "assistant", "doctor", "client",
 ))
-_SENTENCES = re.compile(r"[^.!?;\n]+[.!?;]?")
+# a sentence ends at a full stop, a "!", a "?" or a ";" followed by a space (or the end), or
+# at a line's end: a full stop inside a name, an address or a version ("bob@example.com",
+# "python 3.12", "node.js") ends nothing
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+# nor does the full stop of an abbreviation or an initial ("e.g. vim", "Dr. Ana", "J. Smith")
+_ABBREVIATION = re.compile(r"(?:\b(?i:e\.g|i\.e|etc|vs|approx|incl|dr|mr|mrs|ms|prof|jr|sr)"
+                           r"|\b[A-Z])\.\Z")
 # what the user quotes or pastes rather than states: code blocks (fenced, indented), quoted
 # lines ("> ...") and quotations ("...", “...”); inline `code` stays (a name in a sentence)
 _QUOTED = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|^(?:>|    |\t).*$|"
@@ -91,11 +97,31 @@ def _tidy(text: str) -> str:
     return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
 
 
+def quoted_removed(text: str) -> str:
+    """A message of the user's without what it quotes or pastes: code, quoted lines and
+    quotations (each left as " … ")."""
+    return _QUOTED.sub(" … ", text)
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text`` (see _SENTENCE_END)."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        joined = False  # the last piece ended in an abbreviation: this one goes on with it
+        for piece in _SENTENCE_END.split(line):
+            if joined:
+                out[-1] += " " + piece
+            elif piece.strip():
+                out.append(piece)
+            joined = bool(out) and bool(_ABBREVIATION.search(out[-1]))
+    return out
+
+
 def statements(text: str) -> list[tuple[str, str]]:
     """The facts (text, category) the rules find in one message of the user's: in what they
     write themselves, not in the code, the quoted lines or the quotations it holds."""
     found: list[tuple[str, str]] = []
-    for sentence in _SENTENCES.findall(_QUOTED.sub(" … ", text)):
+    for sentence in sentences(quoted_removed(text)):
         sentence = sentence.strip()
         if not sentence or sentence.endswith("?") or len(sentence.split()) > MAX_WORDS:
             continue

@@ -235,8 +235,9 @@ def _add_reading(server: SessionsServer, store: SessionStore, model: SummaryMode
                         refresh: bool = False) -> dict[str, Any]:
         """The structured summary of a session (background, topics, decisions, pending
         items, files) with its parent's context carried, as JSON. Answered from the session's
-        own summary or a cache when possible ("cached": true); "focus" steers a new summary,
-        "max_words" bounds it, "refresh" writes it again. Changes no session file."""
+        own summary or a cache when possible ("cached": true); "focus" (at most 2,000
+        characters) steers a new summary, "max_words" (20 to 10,000) bounds it, "refresh"
+        writes it again. Changes no session file."""
         try:
             return compact(store, str(session), model, focus=focus, max_words=max_words,
                            refresh=refresh).as_json()

@@ -318,6 +318,7 @@ class Session:
                                     confirm=self.confirm, fork_refusal=self.fork_refusal)
         if resumed:
             self.undo_point = None
+            self.engine.gate.new_session()  # "always" was for the session before
 
     def fork(self, ref: str | None = None) -> Flow:
         """A new session from a summary, the original left open (no ``Continued In`` link; its
@@ -326,6 +327,7 @@ class Session:
         if not ref:
             self.undo_point = None
             yield from ops.fork(self.compactor, self.state)
+            self.engine.gate.new_session()
             return
         from rollchat.storage.store import resolve
 
@@ -342,6 +344,7 @@ class Session:
         self.engine.new_context(self.engine.context.system, session_tools(
             self.engine, self.output, self.store, None, state, None))  # the archive only
         self.undo_point = None
+        self.engine.gate.new_session()
         yield Notice("info", "Cleared: a fresh session, with no parent and nothing carried over.")
 
     def show_summary(self) -> Flow:

@@ -187,6 +187,7 @@ def hand_off(source: Session, target: Session, message: str,
     when given, its file made (``Handed From`` the source), the handoff recorded in the
     source's transcript, then ``message`` sent to ``target`` with the context block."""
     message = clean(message)
+    target.engine.gate.new_session()  # what was approved "always" before is asked again
     handed = yield from handed_context(source, message)
     if previous is not None:
         yield Notice("info", f"Continuing {target.agent.name}'s session {previous.session_id} "

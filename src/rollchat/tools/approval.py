@@ -4,7 +4,9 @@ by ``runner.run_call``), whatever made the tool (built-in, agent file, MCP serve
 # Order: a ``deny`` rule refuses; a read-only tool runs; an ``allow`` rule runs; a tool the
 # user approved "always" in this session runs; then the mode decides: ``auto`` runs,
 # ``never`` refuses, ``ask`` asks the user (y: once, a: always for this tool in this session,
-# n: no). With nobody to ask (piped input without --yes) a call that needs asking is refused:
+# n: no). "This session" is the one the user is in: a compaction goes on with it, but ``clear``,
+# ``resume``, ``fork`` and a handoff start another, with nothing approved (``new_session``).
+# With nobody to ask (piped input without --yes) a call that needs asking is refused:
 # never approved silently. A refusal goes back to the model as the tool's result.
 
 from __future__ import annotations
@@ -76,3 +78,8 @@ class Gate:
         if reply == "a":
             self.always.add(name)
         return None if reply in ("y", "a") else f"refused: the user declined to run {name}"
+
+    def new_session(self) -> None:
+        """Another session begins (``clear``, ``resume``, ``fork``, a handoff): what the user
+        approved "always" was for the one before, so it asks again."""
+        self.always.clear()

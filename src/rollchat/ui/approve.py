@@ -1,6 +1,6 @@
 """Asking the user in the terminal: may a tool call run (approval: ask; y once, a always for this
-tool, n no: the refusal goes back to the model), compact now (auto_compact: ask; c now, l later,
-o off for this session), and the session's yes/no questions (``confirmer``)."""
+tool in this session, n no: the refusal goes back to the model), compact now (auto_compact: ask;
+c now, l later, o off for this session), and the session's yes/no questions (``confirmer``)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,10 @@ if TYPE_CHECKING:
     from rollchat.tools.approval import Asker, Reply
     from rollchat.ui.render import Renderer
 
-QUESTION = "Allow? [y]es once, [a]lways for this tool, [n]o: "
+QUESTION = "Allow? [y]es once, [a]lways for this tool in this session, [n]o: "
+# said once the user answers a: until when "always" holds (tools/approval.py)
+ALWAYS_NOTE = ("Approved {name} for the rest of this session: clear, resume, fork and a "
+               "handoff start a new one, which asks again.")
 
 
 def terminal_asker(out: Renderer) -> Asker:
@@ -38,6 +41,8 @@ def terminal_asker(out: Renderer) -> Asker:
                 if answer in ("y", "yes", "a", "always", "n", "no"):
                     reply: Reply = "a" if answer.startswith("a") else (
                         "y" if answer.startswith("y") else "n")
+                    if reply == "a":
+                        out.dim(ALWAYS_NOTE.format(name=call.name))
                     return reply
                 out.dim("Type y, a or n.")
         finally:
