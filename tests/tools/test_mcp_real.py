@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from rollchat.config.mcp_servers import check_server
+from rollchat.domain import ToolResult
 from rollchat.events import Event, Notice
 from rollchat.tools.mcp import McpServers
 from tests.drive import drain
@@ -105,6 +106,12 @@ def test_server_everything_over_stdio(servers) -> None:
     uri = links.split("[resource: ", 2)[2].split(" ")[0]  # the second: a text resource
     text = drain(engine.chat(f'use read_resource {{"uri": "{uri}"}}')).turn.tools[0].result
     assert text and not text.startswith("error")
+    shot = drain(engine.chat("use get-tiny-image {}")).turn  # an image content: an image
+    [result] = [b for b in shot.blocks if isinstance(b, ToolResult)]
+    [picture] = result.images
+    assert picture.media_type == "image/png" and picture.data and "[image" not in result.content
+    sent = [m for m in engine.context.messages if m.role == "tool"][-1]
+    assert sent.images == (picture,)  # to the model as an image (a line for the offline one)
     tools = engine.tools
     done = tools["mcp__everything__trigger-long-running-operation"].run(
         {"duration": 3, "steps": 3})

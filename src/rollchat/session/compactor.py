@@ -25,6 +25,7 @@ from rollchat.events import (
     CompactionStarted,
     Event,
     Notice,
+    Planned,
     Saved,
     SummaryFinished,
     SummaryStarted,
@@ -317,6 +318,20 @@ class Compactor:
         yield from self.start_child(state, parent)
         self.reset()
         yield CompactionFinished(parent.session_id, False, 0, before, self.estimate())
+
+    def before_sending(self, state: SessionState,
+                       pending: Message) -> Generator[Event, None, bool]:
+        """The plan before ``pending`` is sent: compact first (True when it did), or start a
+        summary of the turns so far in the background."""
+        decided, estimate = yield from self.plan(state, pending)
+        yield Planned(estimate, self.budget.tokens, decided.compact, decided.reason)
+        if decided.compact:
+            compacted: bool = yield from self.auto_compact(state, decided, pending)
+            return compacted
+        if decided.presummarize:
+            self.summarizer.start_background(state.background, state.turns,
+                                             state.parent_summary)
+        return False
 
     def auto_compact(self, state: SessionState, decided: Plan,
                      pending: Message) -> Generator[Event, None, bool]:

@@ -15,7 +15,7 @@ from rollchat.domain import Image, Message, Turn, Usage
 from rollchat.engine.core import Answer, EngineSettings
 from rollchat.engine.tool_output import ToolOutput
 from rollchat.errors import UsageError
-from rollchat.events import AnswerStarted, Ended, Event, Notice, Planned, TurnFinished
+from rollchat.events import AnswerStarted, Ended, Event, Notice, TurnFinished
 from rollchat.memory.layers import MemoryLayers, system_prompt, with_block
 from rollchat.models.prices import cost, price_for
 from rollchat.models.tokens import TokenCounter
@@ -246,17 +246,10 @@ class Session:
                         ) -> Generator[Event, None, tuple[str, Message]]:
         """The plan before a message is sent: compact first (the message then gets the new
         context's block), or start a summary in the background; (block, pending) to send."""
-        state = self.state
-        decided, estimate = yield from self.compactor.plan(state, pending)
-        yield Planned(estimate, self.budget.tokens, decided.compact, decided.reason)
-        if decided.compact:
-            compacted = yield from self.compactor.auto_compact(state, decided, pending)
-            if compacted and block:  # a new context: its own profile, nothing sent yet
-                block = self._block(text)
-                pending = Message("user", with_block(block, sent))
-        elif decided.presummarize:
-            self.summarizer.start_background(state.background, state.turns,
-                                             state.parent_summary)
+        compacted = yield from self.compactor.before_sending(self.state, pending)
+        if compacted and block:  # a new context: its own profile, nothing sent yet
+            block = self._block(text)
+            pending = replace(pending, content=with_block(block, sent))  # images kept
         return block, pending
 
     def _record(self, turn: Turn, hint: str | None) -> Flow:

@@ -4,6 +4,7 @@ Works on the SDK's objects by their attributes; the SDK is imported by ``tools.m
 
 from __future__ import annotations
 
+import base64
 import fnmatch
 import hashlib
 import json
@@ -12,6 +13,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rollchat.config.mcp_servers import McpServerConfig
+from rollchat.domain import Image
+from rollchat.tools.images import ToolReturn, image
 
 PREFIX = "mcp"
 MAX_NAME = 64  # what both providers accept: ^[A-Za-z0-9_-]{1,64}$
@@ -141,23 +144,36 @@ def chosen(config: McpServerConfig, names: Sequence[str]) -> tuple[list[str], li
     return keep, unmatched
 
 
-def result_text(result: Any) -> str:
-    """A ``CallToolResult`` as text for the model; raises McpToolError when ``is_error``."""
-    parts = [_block_text(block) for block in getattr(result, "content", None) or ()]
+def result_text(result: Any) -> str | ToolReturn:
+    """A ``CallToolResult`` as the model gets it: its text, with its images when it has some
+    (a ToolReturn); raises McpToolError when ``is_error``."""
+    images: list[Image] = []
+    parts = [_block_text(block, images) for block in getattr(result, "content", None) or ()]
     structured = getattr(result, "structured_content", None)
-    if not any(parts) and structured is not None:
+    if not any(parts) and not images and structured is not None:
         parts = [json.dumps(structured, ensure_ascii=False, sort_keys=True)]
     text = "\n".join(p for p in parts if p)
     if getattr(result, "is_error", False):
         raise McpToolError(text or "the tool reported an error")
-    return text
+    return ToolReturn(text, tuple(images)) if images else text
 
 
-def _block_text(block: Any) -> str:
+def _block_text(block: Any, images: list[Image]) -> str:
+    """A content block as text; an image the model can be shown goes into ``images``."""
     kind = getattr(block, "type", "")
     if kind == "text":
         return str(block.text)
-    if kind in ("image", "audio"):
+    if kind == "image":
+        try:
+            data = base64.b64decode(getattr(block, "data", "") or "", validate=True)
+        except ValueError:
+            return f"[image: {getattr(block, 'mime_type', '?')}, not shown: not valid base64]"
+        made = image(data, getattr(block, "mime_type", None))
+        if isinstance(made, str):
+            return made
+        images.append(made)
+        return ""
+    if kind == "audio":
         size = len(getattr(block, "data", "") or "") * 3 // 4
         return f"[{kind}: {getattr(block, 'mime_type', '?')}, about {size:,} bytes, not shown]"
     if kind == "resource_link":

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from rollchat.config.mcp_servers import McpServerConfig
 from rollchat.tools import Tool
+from rollchat.tools.images import ToolReturn
 from rollchat.tools.mcp.offer import DEFAULT_TOOL_TOKENS, Offer, lines_for, offer, short
 from rollchat.tools.mcp.serve import Server, connect, dropped, failure, import_sdk, reason
 from rollchat.tools.mcp_convert import McpToolError, Names, chosen, progress_text, result_text
@@ -313,7 +314,7 @@ class McpServers:
         return out
 
     # ------------------------------------------------------------------ calls
-    def call(self, server: Server, tool: str, arguments: dict[str, Any]) -> str:
+    def call(self, server: Server, tool: str, arguments: dict[str, Any]) -> str | ToolReturn:
         """Call ``tool`` on ``server``, waiting at most its call timeout; a Ctrl-C or the
         timeout cancels the call. McpToolError for an error result or a failed call."""
         client = self._client(server)

@@ -16,6 +16,7 @@ from rollchat.providers.base import ToolSpec
 from rollchat.text.wording import plural
 from rollchat.tools import Tool
 from rollchat.tools.approval import matches
+from rollchat.tools.images import ToolReturn
 from rollchat.tools.mcp.serve import Server
 from rollchat.tools.mcp_convert import (
     McpToolError,
@@ -43,7 +44,7 @@ class Offer:
     notes: list[str] = field(default_factory=list)  # lines that stand while nothing changes
 
 
-Call = Callable[[Server, str, dict[str, Any]], str]
+Call = Callable[[Server, str, dict[str, Any]], "str | ToolReturn"]
 Read = Callable[[Server, str], Any]
 
 
@@ -119,7 +120,7 @@ def lines_for(servers: Sequence[Server], now: Offer, last: Offer | None,
 
 def _tool(server: Server, name: str, spec: Any, description: str, schema: dict[str, Any],
           call: Call) -> Tool:
-    def run(arguments: Any) -> str:
+    def run(arguments: Any) -> str | ToolReturn:
         return call(server, spec.name, dict(arguments))
 
     return Tool(ToolSpec(name, description, schema), run, source=f"mcp:{server.name}",

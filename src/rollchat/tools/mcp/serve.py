@@ -2,9 +2,9 @@
 list its tools, then watch it until rollchat stops it or it goes away (exit, dropped link)."""
 
 # A stdio server that exits is seen at once: its process's pidfd (Linux) becomes readable, and
-# its stdout ends (unless a child it left holds it open). A streamable HTTP server has no such stream while
-# idle, so it is pinged every PING_SECONDS (and at once after a call failed); a ping that
-# fails means the connection dropped. Either way the server is marked failed and its tools
+# its stdout ends (unless a child it left holds it open). A streamable HTTP server has no such
+# stream while idle, so it is pinged every PING_SECONDS (and at once after a call failed); a
+# ping that fails means the connection dropped. Either way the server is marked failed and its tools
 # are withdrawn from the next request (tools/mcp/__init__.py decides about restarts).
 
 from __future__ import annotations
