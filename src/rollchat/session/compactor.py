@@ -104,10 +104,14 @@ class Compactor:
 
     def cached_prefix(self) -> ChatRequest | None:
         """The chat's next request without a new message, for a summary request that reuses
-        it (the provider's prompt cache: compaction/prefixed.py); None when the working
-        context is a relevant-history selection (it may not hold every turn), holds no
-        conversation, or leaves no room for the instruction and the summary."""
-        context = self.engine.context
+        it (the provider's prompt cache: compaction/prefixed.py); None when summaries go to
+        another provider or model (``summary.provider``/``summary.model``: no cache to share),
+        the working context is a relevant-history selection (it may not hold every turn),
+        holds no conversation, or leaves no room for the instruction and the summary."""
+        context, summarizer = self.engine.context, self.summarizer
+        if summarizer.provider is not self.engine.provider or \
+                summarizer.model != self.engine.model:
+            return None
         if context.select is not None or len(context.messages) <= context.prefix_len:
             return None
         room = self.budget.window - self.budget.max_output_tokens - INSTRUCTION_TOKENS
