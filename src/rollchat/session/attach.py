@@ -11,8 +11,7 @@ from pathlib import Path
 
 from rollchat.domain import Image
 from rollchat.errors import UsageError
-from rollchat.storage.images import MAX_IMAGE_BYTES
-from rollchat.tools.images import image, sniff
+from rollchat.storage.images import MAX_IMAGE_BYTES, image, sniff
 
 MAX_TEXT_CHARS = 200_000  # a text attachment's most characters (about 50k tokens)
 

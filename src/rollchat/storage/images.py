@@ -1,5 +1,6 @@
-"""Images beside a session file: each image of a turn (one a tool returned, one the user
-attached) is saved once as ``<session id>.files/<sha256>.<ext>`` next to the transcript,
+"""Images: the bytes checked for a kind both providers read and bounded in size (else the text
+line that stands in for them), and kept beside a session file: each image of a turn (a tool's,
+an attached or an imported one) is saved once as ``<session id>.files/<sha256>.<ext>``,
 owner-only, and the transcript refers to it; reading one back checks its name, size and
 digest, so a hostile session file cannot point anywhere else."""
 
@@ -16,11 +17,40 @@ from pathlib import Path
 
 from rollchat.domain import Image, ToolResult, Turn
 from rollchat.errors import StoreError
+from rollchat.providers.content import standin
 
 MAX_IMAGE_BYTES = 5 * 1024 * 1024  # Anthropic's limit per image (OpenAI's is larger)
+# The kinds both providers accept, by the first bytes of the file.
+_MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
+          (b"GIF87a", "image/gif"), (b"GIF89a", "image/gif"))
+MEDIA_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _EXT = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _SAVED = re.compile(r"[A-Za-z0-9_.-]{1,200}\.files/([0-9a-f]{64})\.(png|jpg|gif|webp)")
+
+
+def sniff(data: bytes) -> str | None:
+    """The media type of image ``data`` by its first bytes, None when not one of
+    ``MEDIA_TYPES``."""
+    for magic, kind in _MAGIC:
+        if data.startswith(magic):
+            return kind
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def image(data: bytes, media_type: str | None = None) -> Image | str:
+    """An Image of ``data``, or the one-line text it is replaced by when it cannot be shown
+    (not a kind the providers accept, or over ``MAX_IMAGE_BYTES``). The kind is read from
+    the bytes; a declared ``media_type`` that disagrees is not trusted."""
+    kind = sniff(data)
+    if kind is None:
+        return standin(media_type or "unknown", len(data), "not an image kind the model reads "
+                       "(png, jpeg, gif, webp)")
+    if len(data) > MAX_IMAGE_BYTES:
+        return standin(kind, len(data), f"over {MAX_IMAGE_BYTES // (1024 * 1024)} MB")
+    return Image(kind, len(data), hashlib.sha256(data).hexdigest(), data=data)
 
 
 def files_dir(root: Path, session_id: str) -> Path:

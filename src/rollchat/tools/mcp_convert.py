@@ -14,7 +14,8 @@ from typing import Any
 
 from rollchat.config.mcp_servers import McpServerConfig
 from rollchat.domain import Image
-from rollchat.tools.images import ToolReturn, image
+from rollchat.storage.images import image
+from rollchat.tools.images import ToolReturn
 
 PREFIX = "mcp"
 MAX_NAME = 64  # what both providers accept: ^[A-Za-z0-9_-]{1,64}$

@@ -6,7 +6,17 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from rollchat.domain import ROUND_SEPARATOR, Block, Note, Text, ToolCall, ToolResult, ToolUse, Turn
+from rollchat.domain import (
+    ROUND_SEPARATOR,
+    Block,
+    Image,
+    Note,
+    Text,
+    ToolCall,
+    ToolResult,
+    ToolUse,
+    Turn,
+)
 from rollchat.storage.imports.common import Imported, arguments, cut, timestamp
 from rollchat.text.normalize import clean
 
@@ -26,6 +36,8 @@ class Builder:
         self._blocks: list[Block] = []
         self._calls: dict[str, int] = {}  # the open turn's call ids, in the order made
         self._waiting: list[Note] = []  # notes that came before the first turn
+        self._attached: list[Image] = []  # images the user sent with the next prompt
+        self._images: tuple[Image, ...] = ()  # those of the open turn
         self._texts: list[str] = []  # the model's texts not yet made a block (joined once:
         # a run of thousands of texts stays linear)
 
@@ -44,6 +56,7 @@ class Builder:
         self.close()
         self._user, self._started = text, self.last_time
         self._blocks, self._waiting = list(self._waiting), []
+        self._images, self._attached = tuple(self._attached), []
 
     def text(self, text: str) -> None:
         """Text the model wrote; it joins the text just before it, if any."""
@@ -63,7 +76,8 @@ class Builder:
         self._blocks.append(ToolUse(ToolCall(cid, cut(clean(name), 200) or "tool",
                                              arguments(raw_arguments))))
 
-    def result(self, call_id: str, content: str, is_error: bool = False) -> None:
+    def result(self, call_id: str, content: str, is_error: bool = False,
+               images: tuple[Image, ...] = ()) -> None:
         """The result of the call ``call_id``; one whose call is not in the open turn is kept
         after a stand-in call of that id. Results that come back out of order (parallel
         calls) are put in the order of their calls: a transcript pairs a round's results with
@@ -79,7 +93,7 @@ class Builder:
         while at > 0 and isinstance(before := self._blocks[at - 1], ToolResult) and \
                 self._calls.get(before.call_id, -1) > self._calls[cid]:
             at -= 1
-        self._blocks.insert(at, ToolResult(cid, content, is_error))
+        self._blocks.insert(at, ToolResult(cid, content, is_error, images))
 
     def note(self, kind: str, text: str, counted_as: str) -> None:
         """One of the tool's own lines, kept as a note in the open turn (or the next one),
@@ -96,6 +110,10 @@ class Builder:
         """One of the tool's own lines with nothing worth a note (a caveat), counted."""
         self.out.folded[counted_as] += count
 
+    def attach(self, image: Image) -> None:
+        """An image the user sent with the prompt being read (or the next one)."""
+        self._attached.append(image)
+
     def leave_out(self, what: str, count: int = 1) -> None:
         """Something the file holds that is not imported (thinking, a sub-agent's lines)."""
         self.out.left_out[what] += count
@@ -109,7 +127,8 @@ class Builder:
         ended = self._ended or started  # how long the turn took, by the file's own times
         elapsed = max(0.0, (ended - started).total_seconds())
         self.out.turns.append(Turn("query", len(self.out.turns) + 1, started, self._user,
-                                   tuple(self._blocks), elapsed=elapsed))
+                                   tuple(self._blocks), elapsed=elapsed,
+                                   attached=self._images))
         self._user, self._blocks, self._calls, self._ended = None, [], {}, None
 
     def finish(self) -> None:

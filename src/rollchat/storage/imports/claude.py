@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from rollchat.domain import Image
 from rollchat.storage.imports.builder import Builder
 from rollchat.storage.imports.common import (
     MAX_NOTE,
@@ -36,6 +37,7 @@ from rollchat.storage.imports.common import (
     cleaned,
     cut,
     first_line,
+    image_block,
     objects,
 )
 from rollchat.text.normalize import clean
@@ -172,16 +174,25 @@ class _Reader:
             elif kind == "text" and isinstance(block.get("text"), str):
                 self._user_text(block["text"])
             elif kind == "image":
-                self.build.leave_out("image")
+                picture = image_block(block)
+                if picture is None:
+                    self.build.leave_out("image")
+                else:
+                    self.build.attach(picture)
 
     def _result(self, block: dict[str, Any]) -> None:
         result = block.get("content")
+        images: list[Image] = []
         if isinstance(result, list):
-            images = sum(1 for b in result if isinstance(b, dict) and b.get("type") == "image")
-            if images:
-                self.build.leave_out("image", images)
+            for b in result:
+                if isinstance(b, dict) and b.get("type") == "image":
+                    picture = image_block(b)
+                    if picture is None:
+                        self.build.leave_out("image")
+                    else:
+                        images.append(picture)
         self.build.result(str(block.get("tool_use_id", "")), as_text(result),
-                          block.get("is_error") is True)
+                          block.get("is_error") is True, tuple(images))
 
     def _user_text(self, raw: str) -> None:
         text, reminders = _REMINDER.subn("", raw)

@@ -32,6 +32,7 @@ from rollchat.storage.imports.common import (
     bounded,
     cut,
     first_line,
+    image_block,
     objects,
 )
 from rollchat.text.normalize import clean
@@ -131,10 +132,13 @@ def _message(build: Builder, role: Any, content: Any, aborted: bool) -> None:
         return
     if role != "user":
         return
-    if isinstance(content, list):
-        images = sum(1 for b in content if isinstance(b, dict) and b.get("type") == "input_image")
-        if images:
-            build.leave_out("image", images)
+    for block in content if isinstance(content, list) else ():
+        if isinstance(block, dict) and block.get("type") == "input_image":
+            picture = image_block(block)
+            if picture is None:
+                build.leave_out("image")
+            else:
+                build.attach(picture)
     typed: list[str] = []
     for text in texts:
         start = text.lstrip()

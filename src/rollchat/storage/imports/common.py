@@ -3,6 +3,7 @@ the limits, and the untrusted value helpers (cut, cleaned, bounded, decoded JSON
 
 from __future__ import annotations
 
+import base64
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -10,7 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from rollchat.domain import Turn
+from rollchat.domain import Image, Turn
+from rollchat.storage.images import image
 from rollchat.text.normalize import clean
 
 MAX_TEXT = 1_000_000  # characters kept of one message or tool result
@@ -151,3 +153,26 @@ def first_line(text: str, limit: int = 200) -> str:
     """The first non-blank line of ``text``, trimmed and cut to ``limit`` characters."""
     line = next((s.strip() for s in text.split("\n") if s.strip()), "")
     return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
+def image_block(block: Any) -> Image | None:
+    """The image of an image content block, as Claude Code writes it (``source``: base64
+    ``data`` and ``media_type``) or Codex (``input_image`` with a ``data:`` URL in
+    ``image_url``); None when it holds none the model could be shown (no bytes, a URL only,
+    not an image kind, over the size bound: the caller counts it as left out)."""
+    if not isinstance(block, dict):
+        return None
+    source, url = block.get("source"), block.get("image_url")
+    if isinstance(source, dict) and source.get("type") == "base64":
+        data = source.get("data")
+    elif isinstance(url, str) and url.startswith("data:") and ";base64," in url[:80]:
+        data = url.split(",", 1)[1]
+    else:
+        return None
+    if not isinstance(data, str):
+        return None
+    try:
+        made = image(base64.b64decode(data, validate=True))
+    except ValueError:
+        return None
+    return made if isinstance(made, Image) else None
