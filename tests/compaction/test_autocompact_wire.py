@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from rollchat.compaction.prefixed import OPENING
 from rollchat.config.settings import SessionConfig
 from rollchat.domain import Message, Turn
 from rollchat.events import AnswerStarted, Event, Planned
@@ -65,6 +66,14 @@ def system_of(body: dict[str, Any]) -> str:
     return str(first.get("content")) if first.get("role") == "system" else str(system or "")
 
 
+def is_summary(body: dict[str, Any]) -> bool:
+    """A summary request: its own system prompt, or the chat's prefix and the instruction
+    (compaction/prefixed.py)."""
+    last = body["messages"][-1]
+    return system_of(body).startswith("You write the summary") or (
+        last.get("role") == "user" and str(last.get("content")).startswith(OPENING))
+
+
 def ends_with_tool_result(body: dict[str, Any]) -> bool:
     last = body["messages"][-1]
     if last.get("role") == "tool":
@@ -89,7 +98,7 @@ class Script:
     calls: int = 0
 
     def __call__(self, body: dict[str, Any]) -> Reply:
-        if system_of(body).startswith("You write the summary"):
+        if is_summary(body):
             return text(summary_text(60, marker="summarized"))
         if ends_with_tool_result(body):
             return text("I checked the previous session's transcript; see above.")

@@ -64,7 +64,7 @@ def test_claude_code_images_are_imported_and_saved_beside_the_session(tmp_path: 
     assert len(pasted) == 1 and pasted[0].attached[0].data == PICTURE
     shots = [b for t in got.turns for b in t.blocks if isinstance(b, ToolResult) and b.images]
     assert len(shots) == 1 and shots[0].images[0].media_type == "image/png"
-    code, out, err = run_cli(tmp_path, "import", str(path), "--local-summary")
+    code, _, err = run_cli(tmp_path, "import", str(path), "--local-summary")
     assert code == 0, err
     [session] = (tmp_path / "s").glob("*.md")
     text = session.read_text(encoding="utf-8")

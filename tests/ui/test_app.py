@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 
 from rollchat.compaction.extractive import condense
-from rollchat.compaction.request import SUMMARY_SYSTEM_PROMPT
+from rollchat.compaction.prefixed import OPENING
 from rollchat.config.settings import AgentConfig, Config
 from rollchat.domain import Message, Summary
 from rollchat.engine.core import EngineSettings
@@ -136,9 +136,11 @@ def test_compact_flow_progress_and_the_next_request(tmp_path: Path) -> None:
     positions = [out.find(s) for s in steps]
     assert -1 not in positions and positions == sorted(positions), out
 
-    [summary_call] = h.provider.of("summary")
-    assert summary_call.system == SUMMARY_SYSTEM_PROMPT != SYSTEM
-    assert len(summary_call.messages) == 1 and not summary_call.tools
+    [summary_call] = h.provider.of("summary")  # the last chat request's prefix, then the ask
+    last = h.provider.of("chat")[-1]
+    assert summary_call.system == last.system == SYSTEM and summary_call.tools == last.tools
+    assert summary_call.messages[:len(last.messages)] == last.messages
+    assert summary_call.messages[-1].content.startswith(OPENING)
     [restore] = h.provider.of("restore")
     assert restore.system == SYSTEM
     assert [m.role for m in restore.messages] == ["user"]
@@ -157,8 +159,8 @@ def test_compact_flow_progress_and_the_next_request(tmp_path: Path) -> None:
     for turn in parent_turns:  # none of the parent's turns (their topics live in the summary)
         assert turn.assistant not in sent
         assert all(m.content != turn.user for m in after.messages)
-    assert "Summarize the session" not in sent  # the summary request never joins the chat
-    assert all(m.content != summary_call.messages[0].content
+    assert OPENING not in sent  # the summary request never joins the chat
+    assert all(m.content != summary_call.messages[-1].content
                for r in h.provider.of("chat") for m in r.messages)
 
 
@@ -166,7 +168,7 @@ def test_compact_with_focus_text_reaches_the_summary_request(tmp_path: Path) -> 
     h = make_app(tmp_path)
     chat(h, "the API uses /v2/orders with a bearer token", "compact keep the API details")
     [summary_call] = h.provider.of("summary")
-    assert section(summary_call.messages[0].content, "focus") == "keep the API details"
+    assert section(summary_call.messages[-1].content, "focus") == "keep the API details"
     assert len(h.files()) == 1
 
 
@@ -199,7 +201,7 @@ def test_compact_three_times_links_four_sessions(tmp_path: Path) -> None:
         assert parent.summary is not None and child.summary is not None
         assert child.summary.background == condense(parent.summary)
     for summary_call, parent in zip(h.provider.of("summary")[1:], chain[:3], strict=True):
-        parent_record = section(summary_call.messages[0].content, "parent-summary")
+        parent_record = section(summary_call.messages[-1].content, "parent-summary")
         assert isinstance(parent_record, dict) and parent.summary is not None
         assert parent_record["topics"] == list(parent.summary.topics)
     third = chain[2].summary

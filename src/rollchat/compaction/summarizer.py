@@ -117,6 +117,7 @@ class Summarizer:
                 if outcome.refused is None:
                     return self._merged([self.fit(outcome, rest, running, focus)], turns,
                                         parent, focus)
+                self._shrink(outcome.refused, rest)  # the window it taught sizes the parts
             todo = chunks if chunks is not None else self._chunks(rest, running)
             if model_calls is not None and len(todo) > model_calls:
                 running = self._older_locally(todo[:len(todo) - model_calls], running, focus)
