@@ -37,7 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.compaction.test_autocompact import summary_text
-from tests.compaction.test_autocompact_wire import start, system_of
+from tests.compaction.test_autocompact_wire import is_summary, start, system_of
 from tests.wire_servers import (
     AnthropicDialect,
     OpenAIDialect,
@@ -191,7 +191,7 @@ class Model:
     calls_tools: bool = True
 
     def __call__(self, body: dict[str, Any]) -> Reply:
-        if system_of(body).startswith("You write the summary"):
+        if is_summary(body):
             return text(summary_text(120, marker="summarized"))
         user = last_user_text(body)
         if user.startswith("CONTEXT RESTORATION"):
@@ -234,7 +234,7 @@ def shared(previous: dict[str, Any], current: dict[str, Any]) -> tuple[float, fl
 
 
 def run(dialect_name: str, turns: int, window: int, memory: bool = False,
-        chat: bool = False) -> dict[str, Any]:
+        chat: bool = False, compact_every: int = 0) -> dict[str, Any]:
     dialect = OpenAIDialect() if dialect_name == "openai" else AnthropicDialect()
     with tempfile.TemporaryDirectory() as tmp, WireServer(
             dialect, window=window, responder=Model(calls_tools=not chat),
@@ -250,6 +250,8 @@ def run(dialect_name: str, turns: int, window: int, memory: bool = False,
         for i in range(turns):
             reply = session.built.send(f"[{i}] next step on the refund rounding bug")
             assert reply.status == "ok", (i, reply.error)
+            if compact_every and (i + 1) % compact_every == 0:
+                session.built.app.compact()
         refused = [("orphan tool message" if tool_pairing_error(dialect, r.body) else
                     f"too long ({r.prompt_tokens:,} tokens)") for r in server.rejected]
         shares: list[float] = []
@@ -257,12 +259,21 @@ def run(dialect_name: str, turns: int, window: int, memory: bool = False,
         sizes: list[int] = []
         previous: dict[str, Any] | None = None
         restorations = 0
+        summaries: list[float] = []  # each summary request against the chat request before it
+        restored: list[float] = []  # the first chat request after a restoration against it
         for body in server.bodies:
-            if system_of(body).startswith("You write the summary"):
+            if is_summary(body):
+                if previous is not None:
+                    summaries.append(shared(previous, body)[0])
                 continue
             if last_user_text(body).startswith("CONTEXT RESTORATION"):
                 restorations += 1
-                previous = None  # a compaction: the prefix starts again
+                previous = body  # a compaction: the prefix starts again, from here
+                continue
+            if previous is not None and last_user_text(previous).startswith(
+                    "CONTEXT RESTORATION"):
+                restored.append(shared(previous, body)[0])
+                previous = body
                 continue
             if previous is not None:
                 share, whole = shared(previous, body)
@@ -278,7 +289,8 @@ def run(dialect_name: str, turns: int, window: int, memory: bool = False,
                 "mean": statistics.fmean(shares), "median": statistics.median(shares),
                 "min": min(shares), "at_least_90": sum(s >= 0.9 for s in shares) / len(shares),
                 "weighted": weighted, "kept": statistics.fmean(kept),
-                "kept_whole": sum(k == 1.0 for k in kept) / len(kept), "refused": refused}
+                "kept_whole": sum(k == 1.0 for k in kept) / len(kept), "refused": refused,
+                "summaries": summaries, "restored": restored}
 
 
 def main() -> None:
@@ -291,11 +303,13 @@ def main() -> None:
                         help="also run with the memory layers, side by side")
     parser.add_argument("--chat", action="store_true",
                         help="a plain chat: the model calls no tools")
+    parser.add_argument("--compact-every", type=int, default=0,
+                        help="also a manual compact after every N turns")
     args = parser.parse_args()
     runs = [(name, memory) for name in (args.dialect or ("openai", "anthropic"))
             for memory in ((False, True) if args.memory else (False,))]
     for name, memory in runs:
-        r = run(name, args.turns, args.window, memory, args.chat)
+        r = run(name, args.turns, args.window, memory, args.chat, args.compact_every)
         print(f"{r['dialect']:22} {args.turns} turns, window {args.window:,}: "
               f"{r['requests']} requests, {r['compactions']} compactions, {r['pairs']} pairs "
               f"between compactions; prefix share mean {r['mean']:.1%}, median "
@@ -303,6 +317,11 @@ def main() -> None:
               f"pairs >= 90%: {r['at_least_90']:.0%}; previous request repeated whole: "
               f"{r['kept_whole']:.0%} of pairs (on average {r['kept']:.1%} of it); refused by "
               f"the server: {', '.join(r['refused']) or 'none'}")
+        for what, shares in (("summary requests", r["summaries"]),
+                             ("first requests after a restoration", r["restored"])):
+            if shares:
+                print(f"{'':22} {what}: {len(shares)}, prefix share of the chat request "
+                      f"before: mean {statistics.fmean(shares):.1%}, min {min(shares):.1%}")
 
 
 if __name__ == "__main__":

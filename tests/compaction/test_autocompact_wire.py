@@ -70,8 +70,11 @@ def is_summary(body: dict[str, Any]) -> bool:
     """A summary request: its own system prompt, or the chat's prefix and the instruction
     (compaction/prefixed.py)."""
     last = body["messages"][-1]
+    content = last.get("content")
+    said = content if isinstance(content, str) else "".join(
+        b.get("text", "") for b in content or [] if isinstance(b, dict))
     return system_of(body).startswith("You write the summary") or (
-        last.get("role") == "user" and str(last.get("content")).startswith(OPENING))
+        last.get("role") == "user" and said.startswith(OPENING))
 
 
 def ends_with_tool_result(body: dict[str, Any]) -> bool:
