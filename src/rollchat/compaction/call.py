@@ -93,8 +93,7 @@ def summarize(
     usage = Usage()
     reason = "no attempt made"
     refused: ContextTooLongError | None = None
-    carried = (*parent_summary.decisions, *parent_summary.pending) if parent_summary else ()
-    allowance = sum(len(item.split()) + 1 for item in carried)
+    allowance = summary_request.carried_words(parent_summary)
     for _attempt in range(2):
         try:
             text, call_usage = _collect(provider, request, timeout_seconds)

@@ -21,6 +21,7 @@ from rollchat.compaction.request import (
     focus_section,
     parent_section,
     parse_summary_request,
+    reply_tokens,
 )
 from rollchat.domain import Block, Message, Summary, Text, ToolResult, ToolUse, Turn
 from rollchat.memory.layers import split_block
@@ -59,7 +60,8 @@ def build_prefixed_request(prefix: ChatRequest, *, parent_summary: Summary | Non
         parent_instruction=PARENT_INSTRUCTION if parent_summary else NO_PARENT_INSTRUCTION,
         data="\n\n".join(context_sections(parent_summary, focus)))
     return replace(prefix, messages=(*prefix.messages, Message("user", prompt)),
-                   max_output_tokens=max_output_tokens, purpose="summary")
+                   max_output_tokens=reply_tokens(max_words, parent_summary,
+                                                  max_output_tokens), purpose="summary")
 
 
 def read_summary_request(request: ChatRequest) -> SummaryInput:

@@ -94,6 +94,7 @@ _TAGS = ("focus", "parent-summary", "conversation")
 TOOL_RESULT_CHARS = 400
 TOOL_ARGUMENT_CHARS = 200
 HEADING_WORDS = 12  # words of the section headings, not counted against max_words
+SUMMARY_MARKUP_TOKENS = 200  # the markers, the headings' markdown and the title line
 
 
 def _dumps(value: Any) -> str:
@@ -205,7 +206,7 @@ def build_summary_request(
         model=model,
         system=SUMMARY_SYSTEM_PROMPT,
         messages=(Message("user", prompt),),
-        max_output_tokens=max_output_tokens,
+        max_output_tokens=reply_tokens(max_words, parent_summary, max_output_tokens),
         purpose="summary",
     )
 
@@ -289,6 +290,24 @@ def parse_summary_request(request: ChatRequest) -> SummaryInput:
 def _word_limit(max_words: int) -> int:
     """The accepted length of a model's summary: 1.5x the requested words, plus headings."""
     return int(max_words * 1.5) + HEADING_WORDS
+
+
+def carried_words(parent_summary: Summary | None) -> int:
+    """The words a summary may add for the parent's decisions and pending items it must
+    carry (the ``allowance`` of ``parse_summary_reply``)."""
+    if parent_summary is None:
+        return 0
+    return sum(len(item.split()) + 1 for item in (*parent_summary.decisions,
+                                                 *parent_summary.pending))
+
+
+def reply_tokens(max_words: int, parent_summary: Summary | None, most: int) -> int:
+    """A summary request's output limit: room for the longest reply accepted, at about two
+    tokens a word (ids and paths cost more than prose) plus the markers and the title, and
+    never more than ``most`` (the agent's own limit). A small model that loops stops there,
+    not at the agent's 4,096 tokens."""
+    words = _word_limit(max_words) + carried_words(parent_summary)
+    return min(most, 2 * words + SUMMARY_MARKUP_TOKENS)
 
 
 def extract_block(text: str) -> str:

@@ -52,6 +52,9 @@ from rollchat.tools.runner import CallOutcome, run_call
 from rollchat.tools.sources import ToolSource
 
 INTERRUPTED_NOTE = "[interrupted by user]"
+# The restoration's acknowledgment is 2-6 sentences: a small model that rambles stops here
+# (it is kept verbatim in the context, a third of a 2K window at the agent's own limit).
+RESTORE_OUTPUT_TOKENS = 400
 MAX_TOOL_ROUNDS = 25  # the default of an agent's max_tool_rounds
 
 
@@ -186,7 +189,8 @@ class Engine:
             model=self.model,
             system=self.context.system,
             messages=tuple(messages),
-            max_output_tokens=self.max_output_tokens,
+            max_output_tokens=(self.max_output_tokens if purpose != "restore"
+                               else min(self.max_output_tokens, RESTORE_OUTPUT_TOKENS)),
             temperature=self.settings.temperature,
             # the restoration offers the tools the turns after it will (one request prefix)
             tools=self.offered() if purpose in ("chat", "restore") else (),
