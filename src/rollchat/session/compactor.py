@@ -51,6 +51,7 @@ from rollchat.storage.store import Store
 
 if TYPE_CHECKING:
     from rollchat.memory.keeper import Memory
+    from rollchat.session.hooked import SessionHooks
 
 Flow = Generator[Event, None, None]
 CompactChoice = Literal["compact", "later", "off"]
@@ -70,6 +71,7 @@ class Surroundings:
     memory: Memory | None
     price: Price | None
     continue_in: Callable[[SessionState, str | None], None]
+    hooks: SessionHooks | None = None  # the user's PreCompact/PostCompact (session/hooked.py)
 
 
 class Compactor:
@@ -330,7 +332,12 @@ class Compactor:
         decided, estimate = yield from self.plan(state, pending)
         yield Planned(estimate, self.budget.tokens, decided.compact, decided.reason)
         if decided.compact:
+            hooks = self.around.hooks
+            if hooks is not None:  # an automatic compaction: a PreCompact hook cannot stop it
+                yield from hooks.pre_compact(state, "auto", None)
             compacted: bool = yield from self.auto_compact(state, decided, pending)
+            if compacted and hooks is not None:
+                yield from hooks.post_compact("auto")
             return compacted
         if decided.presummarize:
             self.summarizer.start_background(state.background, state.turns,

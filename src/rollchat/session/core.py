@@ -32,6 +32,7 @@ from rollchat.session.compactor import (
 )
 from rollchat.session.figures import CompactorFigures
 from rollchat.session.forks import Recorder
+from rollchat.session.hooked import SessionHooks, with_hook_context
 from rollchat.session.instructed import Loader, SessionInstructions, loader
 from rollchat.session.refusal import after_refusal
 from rollchat.session.resume import resume
@@ -50,6 +51,7 @@ from rollchat.text.normalize import clean
 if TYPE_CHECKING:
     from rollchat.memory.keeper import Memory
     from rollchat.session.handed import Handed
+    from rollchat.tools.hooks import Hooks
 
 __all__ = ["CompactAsker", "CompactChoice", "Flow", "Session", "proposal"]
 
@@ -79,6 +81,7 @@ class Session(CompactorFigures):
         layers: MemoryLayers | None = None,
         ask_compact: CompactAsker | None = None,  # auto_compact: ask (None: nobody to ask)
         instructions: Loader | None = None,  # AGENTS.md & co (None: from the working dir)
+        hooks: Hooks | None = None,  # the user's commands at fixed points (tools/hooks.py)
     ) -> None:
         model = engine_settings.model
         self.config, self.agent, self.store = config, agent, store
@@ -90,6 +93,7 @@ class Session(CompactorFigures):
         self.memory, self.layers = memory, memory_layers(config, memory, layers)
         self.persona = engine_settings.system  # the agent's system prompt (skills included)
         self.instructions = SessionInstructions(instructions or loader(config.instructions))
+        self.hooks = SessionHooks(hooks, store)
         self.counter = TokenCounter(model)
         budget = self._budget(context_window)
         self.output = ToolOutput(config.tools, self.counter, context_window)
@@ -106,7 +110,7 @@ class Session(CompactorFigures):
         self.compactor = Compactor(
             config=config, agent=agent, engine=self.engine, counter=self.counter,
             summarizer=summarizer, windows=self.windows, budget=budget, ask=ask_compact,
-            around=Surroundings(store, memory, self.price, self.continue_in))
+            around=Surroundings(store, memory, self.price, self.continue_in, self.hooks))
         self.recorder = Recorder(store, agent, model, provider_name)
         self.continue_in(self.state, None)
 
@@ -118,6 +122,7 @@ class Session(CompactorFigures):
         see memory/layers.py), and so do the project instructions (session/instructed.py)."""
         self.state = state
         self.instructions.refresh("at a new context: compaction, resume or fork")
+        self.hooks.new_context(state)  # SessionStart before its first message
         self.engine.new_context(self._system(), session_tools(
             self.engine, self.output, self.store, self.memory, state, parent_id))
 
@@ -127,10 +132,11 @@ class Session(CompactorFigures):
                              self.budget.window, self.counter.count_text, refreeze)
 
     def _block(self, text: str) -> str:
-        """The context block of the user message ``text`` ("" with memory off)."""
-        if self.layers is None:
-            return ""
-        return self.layers.block(text, self.budget.window, self.counter.count_text)
+        """The context block of the user message ``text``: the memory's and what the hooks
+        added ("" with memory off and no hook context)."""
+        block = "" if self.layers is None else self.layers.block(
+            text, self.budget.window, self.counter.count_text)
+        return with_hook_context(block, self.hooks.added)
 
     def _budget(self, window: int) -> policy.Budget:
         cfg = self.config.session
@@ -182,6 +188,12 @@ class Session(CompactorFigures):
         images the user attached (``attach``), sent with the message."""
         text = clean(text)
         sent, note = (text, "") if handed is None else (handed.wrap(text), handed.note)
+        refused = yield from self.hooks.prompt(self.state, text, self.ensure_file)
+        if refused is not None:  # a UserPromptSubmit hook: kept in the transcript, not sent
+            yield from self._record(Turn("query", 0, now(), text, (), status="unanswered",
+                                         error=refused, context=note, attached=attached),
+                                    failure_hint(None, False))
+            return
         block = self._block(text)
         pending = Message("user", with_block(block, sent), images=attached)
         if self.layers is not None:
@@ -212,6 +224,7 @@ class Session(CompactorFigures):
         turn = answer.turn if handed is None else replace(answer.turn, user=text, context=note)
         hint = None if answer.turn.status != "unanswered" else failure_hint(
             answer.error, False, auto_off=self.auto_mode == "off")
+        yield from self.hooks.told()  # a tool hook that failed or timed out
         yield from self._record(turn, hint)
 
     def _before_sending(self, text: str, sent: str, block: str, pending: Message,
@@ -259,11 +272,15 @@ class Session(CompactorFigures):
         """``compact``: summarize, save and continue in a child session (``undoable``: what
         it replaces is remembered, so that ``undo`` can put it back)."""
         state, focus = self.state, focus and clean(focus)
+        if not (yield from self.hooks.pre_compact(state, "manual", focus)):
+            return  # a PreCompact hook cancelled it (and said why)
         point = (ops.undo_point(state, self.store, self.engine, self.guards) if undoable
                  else None)
         self.undo_point = None
         yield from self.compactor.compact(state, focus)
         self.undo_point = point and ops.undoable(point, self.state)
+        if self.state is not state:
+            yield from self.hooks.post_compact("manual")
         yield from self.instructions.told()
 
     def undo(self) -> Flow:
@@ -316,7 +333,7 @@ class Session(CompactorFigures):
         self.engine.clear()
         self.engine.new_context(self.engine.context.system, session_tools(
             self.engine, self.output, self.store, None, state, None))  # the archive only
-        self.undo_point = None
+        self.undo_point, self.hooks.due = None, "clear"
         self.engine.gate.new_session()
         yield Notice("info", "Cleared: a fresh session, with no parent and nothing carried over.")
 
@@ -363,6 +380,7 @@ class Session(CompactorFigures):
         self.finished, state = True, self.state
         if state.queries and not state.save_failed:
             yield from self.compactor.finalize(state, within=within, ending=True)
+        yield from self.hooks.end(state, "exit")
         state.close()
         spent = self.cost()
         chain = state.chain.plus(spent)
