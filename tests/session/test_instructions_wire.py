@@ -2,11 +2,12 @@
 piped, against the local Anthropic wire server with the real SDK. Every request (each message,
 each restoration after two compactions, a resume in a new process) carries the instructions in
 its system prompt, the cached prefix; a file changed mid-chat reaches the model only at the
-next compaction or ``instructions reload``, said once; ``instructions`` and ``context`` list
-them."""
+next compaction or ``instructions reload``, said once; a fork and a handoff to another agent
+carry them too; ``instructions`` and ``context`` list them."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -19,11 +20,12 @@ from tests.wire_servers import WireServer, anthropic_server
 __all__ = ["anthropic_server"]  # the fixture, imported for pytest
 
 PERSONA = "You are a careful assistant."
+REVIEWER = "You review."
 
 
-def _project(tmp_path: Path) -> tuple[Path, dict[str, str], list[str]]:
+def _project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """A repository with AGENTS.md at its root and CLAUDE.md in pkg/ (the working directory),
-    the user's own AGENTS.md; the environment and the arguments of a run in pkg/."""
+    and the user's own AGENTS.md: (pkg/, the environment of a run there)."""
     root = tmp_path / "repo"
     cwd = root / "pkg"
     cwd.mkdir(parents=True)
@@ -38,7 +40,7 @@ def _project(tmp_path: Path) -> tuple[Path, dict[str, str], list[str]]:
     user = home / "config" / "rollchat"
     user.mkdir(parents=True)
     (user / "AGENTS.md").write_text("Rule R0: answer briefly.\n", encoding="utf-8")
-    return cwd, env, []
+    return cwd, env
 
 
 def _args(server: WireServer, tmp_path: Path) -> list[str]:
@@ -46,6 +48,11 @@ def _args(server: WireServer, tmp_path: Path) -> list[str]:
 agents:
   assistant:
     system_prompt: "{PERSONA}"
+  reviewer:
+    system_prompt: "{REVIEWER}"
+    provider: anthropic
+    model: test-model
+    base_url: {server.url}
 summary:
   provider: offline
   model: offline
@@ -72,7 +79,7 @@ def _wait(server: WireServer, n: int) -> None:
 
 def test_instructions_reach_every_request_through_compactions_and_a_resume(
         anthropic_server: WireServer, tmp_path: Path) -> None:
-    cwd, env, _ = _project(tmp_path)
+    cwd, env = _project(tmp_path)
     args = _args(anthropic_server, tmp_path)
     chat = subprocess.Popen([sys.executable, "-m", "rollchat", *args], cwd=cwd, env=env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -96,21 +103,27 @@ def test_instructions_reach_every_request_through_compactions_and_a_resume(
     say("five", 7)
     out, _ = chat.communicate("instructions\ncontext\n", timeout=60)
     assert chat.returncode == 0, out
-    resumed = run_piped(cwd, "six\n", *args, "-c", env=env)
+    resumed = run_piped(cwd, "six\nfork\n@reviewer check it\n", *args, "-c", env=env)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
 
     bodies = anthropic_server.bodies
-    assert len(bodies) == 9  # 5 messages, 2 restorations, the resume's restoration, "six"
+    # 5 messages and 2 restorations; then in a second process the resume's restoration,
+    # "six", the fork's restoration and the message handed to the reviewer
+    assert len(bodies) == 11
     systems = [_system(b) for b in bodies]
+    assert systems[10]["text"].startswith(REVIEWER + "\n\nProject instructions")
     for system in systems:
         text = system["text"]
         assert system["cache_control"] == {"type": "ephemeral"}  # the cached prefix
-        assert text.startswith(PERSONA + "\n\nProject instructions")
+        assert text.startswith((PERSONA + "\n\nProject instructions",
+                                REVIEWER + "\n\nProject instructions"))
         order = [text.index(r) for r in ("R0: answer", "R1", "R3: four", "R2: pkg")]
         assert order == sorted(order), text
     old, new = systems[0]["text"], systems[3]["text"]
     assert [s["text"] for s in systems[:3]] == [old] * 3 and "R1:" in old
-    assert "R1b:" in new and all(s["text"] == new for s in systems[3:])
+    assert "R1b:" in new and all(s["text"] == new for s in systems[3:10])
+    assert systems[10]["text"] == new.replace(PERSONA, REVIEWER, 1)
+    assert "check it" in json.dumps(bodies[10]["messages"][-1])  # the handoff's message
     assert out.count("Project instructions changed") == 1
     assert "at a new context: compaction, resume or fork; the prompt cache misses once" in out
     assert "  AGENTS.md  " in out and "docs/style.md" in out and "(included by AGENTS.md)" in out
@@ -120,7 +133,7 @@ def test_instructions_reach_every_request_through_compactions_and_a_resume(
 
 def test_instructions_reload_picks_up_a_change_now(anthropic_server: WireServer,
                                                    tmp_path: Path) -> None:
-    cwd, env, _ = _project(tmp_path)
+    cwd, env = _project(tmp_path)
     args = _args(anthropic_server, tmp_path)
     chat = subprocess.Popen([sys.executable, "-m", "rollchat", *args], cwd=cwd, env=env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
