@@ -77,8 +77,8 @@ def test_includes_follow_the_including_file_once_each_and_not_inside_code(
     loaded = load(("AGENTS.md",), cwd, None, 32_000, home=tmp_path / "home")
     assert [(s.path.name, s.included_from and s.included_from.name)
             for s in loaded.sources] == [("AGENTS.md", None), ("style.md", "AGENTS.md"),
-                                         ("more.md", "style.md"), ("AGENTS.md", None),
-                                         ("notes.md", "AGENTS.md")]
+                                         ("more.md", "style.md"), ("AGENTS.md", None)]
+    assert "Home notes" not in loaded.text  # a project's file: includes stay in the project
     assert "NOT INCLUDED" not in loaded.text and loaded.text.count("Root.") == 1
     assert "## docs/more.md (included by docs/style.md)" in loaded.text
     assert "@docs/missing.md" in loaded.text  # a missing file stays as text
@@ -97,6 +97,37 @@ def test_includes_stop_at_the_depth_limit_and_never_leave_the_project(tmp_path: 
     assert levels == ["AGENTS.md", *(f"f{i}.md" for i in range(MAX_DEPTH))]
     assert "SECRET" not in loaded.text
     assert any("secret.md is outside the project" in p for p in loaded.problems)
+
+
+def test_a_file_linked_out_of_the_project_is_not_read(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    (tmp_path / "id_rsa").write_text("PRIVATE KEY\n", encoding="utf-8")
+    (root / "AGENTS.md").symlink_to(tmp_path / "id_rsa")  # a cloned repository's trick
+    (root / "CLAUDE.md").write_text("Fine.\n", encoding="utf-8")
+    loaded = load(NAMES, root, None, 32_000, home=tmp_path / "nohome")
+    assert "PRIVATE KEY" not in loaded.text and "Fine." in loaded.text
+    assert loaded.problems == (f"{root / 'AGENTS.md'} is outside the project; not read",)
+
+
+def test_a_projects_file_cannot_include_from_the_home_directory_the_users_can(
+        tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    root, cwd, user = _repo(tmp_path)
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text("PRIVATE KEY\n", encoding="utf-8")
+    (home / "style.md").write_text("My style.\n", encoding="utf-8")
+    (root / "AGENTS.md").write_text("Root.\n@~/.ssh/id_rsa\n", encoding="utf-8")
+    (user / "AGENTS.md").write_text("Mine.\n@~/style.md\n", encoding="utf-8")
+    loaded = load(NAMES, cwd, user, 32_000, home=home)
+    assert "PRIVATE KEY" not in loaded.text and "My style." in loaded.text
+    assert loaded.problems == (f"{home / '.ssh' / 'id_rsa'} is outside the project; not read",)
+
+
+def test_a_huge_file_is_cut_at_the_bound(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_bytes(b"rule\n" * 2_000_000)  # 10 MB
+    loaded = load(("AGENTS.md",), tmp_path, None, 2048, home=tmp_path / "nohome")
+    assert loaded.cut is not None and len(loaded.text.encode()) < 2048 + 200
 
 
 def test_too_much_is_cut_with_a_line_naming_what_was_left_out(tmp_path: Path) -> None:

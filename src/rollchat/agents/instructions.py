@@ -12,9 +12,10 @@ Claude Code's ``@path`` includes, merged in that order and bounded in size."""
 # Includes as Claude Code reads them: ``@path`` at the start of a line or after a space,
 # outside code spans and fenced blocks; relative to the including file, ``~/`` for the home
 # directory, absolute paths too; at most MAX_DEPTH hops; a missing file is left as text.
-# rollchat only follows includes to files inside the project (the repository root, else the
-# working directory), the user config directory or the home directory: a checked-out repository
-# cannot make rollchat read /etc or another user's files into a request.
+# Where rollchat differs: a project's files (and what they include) are read only inside the
+# project (the repository root, else the working directory), symlinks resolved; the user's own
+# file may include from the home directory too. A cloned repository cannot make rollchat send
+# ~/.ssh/id_rsa or /etc/... to the provider (Claude Code asks before such an import).
 
 from __future__ import annotations
 
@@ -75,20 +76,25 @@ def directories(cwd: Path, user_dir: Path | None) -> list[Path]:
 
 @dataclass
 class _Reader:
-    roots: tuple[Path, ...]  # includes must stay inside one of these
     home: Path  # what ``@~/`` means
+    limit: int  # the most bytes read of one file (past it the text is cut anyway)
     seen: set[Path] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)
 
-    def read(self, path: Path, depth: int = 0, parent: Path | None = None,
-             ) -> Iterator[tuple[Path, str, Path | None]]:
-        """``path`` (once) and, after it, the files it includes."""
+    def read(self, path: Path, roots: tuple[Path, ...], depth: int = 0,
+             parent: Path | None = None) -> Iterator[tuple[Path, str, Path | None]]:
+        """``path`` (once) and, after it, the files it includes; each must be inside one of
+        ``roots`` (a symlink or an include cannot reach out of them)."""
         real = path.resolve()
         if real in self.seen:
             return
+        if not any(_inside(real, root) for root in roots):
+            self.problems.append(f"{path} is outside {_names(roots)}; not read")
+            return
         self.seen.add(real)
         try:
-            raw = real.read_bytes()
+            with real.open("rb") as handle:
+                raw = handle.read(self.limit + 1)
         except OSError as exc:
             self.problems.append(f"{path}: cannot read it ({exc.strerror or exc})")
             return
@@ -97,13 +103,8 @@ class _Reader:
         if depth >= MAX_DEPTH:
             return
         for target in includes(text, path.parent, self.home):
-            if target.resolve() in self.seen or not target.is_file():
-                continue
-            if not any(_inside(target, root) for root in self.roots):
-                self.problems.append(f"{path}: @{target} is outside the project and the home "
-                                     "directory; not included")
-                continue
-            yield from self.read(target, depth + 1, path)
+            if target.resolve() not in self.seen and target.is_file():
+                yield from self.read(target, roots, depth + 1, path)
 
 
 def includes(text: str, base: Path, home: Path) -> list[Path]:
@@ -121,6 +122,10 @@ def includes(text: str, base: Path, home: Path) -> list[Path]:
             path = home / raw[2:] if raw.startswith("~/") else Path(raw)
             out.append(path if path.is_absolute() else base / path)
     return out
+
+
+def _names(roots: tuple[Path, ...]) -> str:
+    return "the project" if len(roots) == 1 else "the project and the home directory"
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -148,10 +153,12 @@ def load(names: Sequence[str], cwd: Path, user_dir: Path | None, max_bytes: int,
     """The instructions found from ``cwd`` (see the order above), at most ``max_bytes``."""
     home = home or Path.home()
     project = git_root(cwd) or cwd
-    roots = (project, home) + ((user_dir,) if user_dir is not None else ())
-    reader = _Reader(roots, home)
+    reader = _Reader(home, max_bytes)
     found: list[tuple[Path, str, Path | None]] = []
     for directory in directories(cwd, user_dir):
+        # the user's own file may include from the home directory; a project's files (which
+        # may come with a cloned repository) only from the project
+        roots = (directory, home, project) if directory == user_dir else (project,)
         for name in names:
             candidate = directory / name
             try:
@@ -159,7 +166,7 @@ def load(names: Sequence[str], cwd: Path, user_dir: Path | None, max_bytes: int,
                     continue
             except OSError:
                 continue
-            found += [f for f in reader.read(candidate) if f[1]]
+            found += [f for f in reader.read(candidate, roots) if f[1]]
     return _render(found, project, home, max_bytes, tuple(reader.problems))
 
 
