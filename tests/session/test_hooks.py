@@ -266,3 +266,22 @@ hooks:
     done = run_piped(project, "hello\n", "--provider", "offline", env=env)
     assert [e["hook_event_name"] for e in _log(project)] == [
         "SessionStart", "UserPromptSubmit", "SessionEnd"]
+
+
+def test_a_precompact_hook_cannot_stop_an_automatic_compaction(tmp_path: Path) -> None:
+    config = _config(tmp_path, f"""\
+  PreCompact:
+    - command: {json.dumps(_hook(tmp_path, "block", "not now"))}
+  PostCompact:
+    - matcher: auto
+      command: {json.dumps(_hook(tmp_path))}
+""").read_text(encoding="utf-8")
+    path = write_config(tmp_path / "auto.yml", config.replace(
+        "memory:", "session:\n  compact_every_turns: 2\n  keep_recent_turns: 1\nmemory:"))
+    done = run_piped(tmp_path, "one\ntwo\nthree\n", "--config", str(path), "--provider",
+                     "offline", env=clean_env(tmp_path / "home"))
+    assert done.returncode == 0, done.stderr
+    assert "A PreCompact hook objected (not now); an automatic compaction goes on" in done.stdout
+    events = [(e["hook_event_name"], e.get("trigger")) for e in _log(tmp_path)]
+    assert events == [("PreCompact", "auto"), ("PostCompact", "auto")]
+    assert _log(tmp_path)[0]["session_id"] != _log(tmp_path)[1]["session_id"]
