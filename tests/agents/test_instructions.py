@@ -161,3 +161,21 @@ def test_the_settings_are_checked(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"bad.yml:2: instructions.max_bytes: must be an "
                                           r"integer >= 1024 \(bytes\) \(got 10\)"):
         load_file(bad, "bad.yml")
+
+
+def test_the_instructions_command_lists_files_cuts_and_refusals(tmp_path: Path) -> None:
+    from rollchat.session.instructed import listing
+
+    root, cwd, user = _repo(tmp_path)
+    (root / "AGENTS.md").write_text("Root.\n@../../outside.md\n" + "x" * 3000 + "\n",
+                                    encoding="utf-8")
+    (tmp_path / "home" / "outside.md").write_text("Out.\n", encoding="utf-8")
+    loaded = load(NAMES, cwd, user, 2048, home=tmp_path / "home")
+    lines = listing(loaded, cwd, tmp_path / "home")
+    assert lines[0].startswith("Project instructions in the system prompt (2 files, ")
+    assert lines[1].startswith("  ~/.config/rollchat/AGENTS.md  ")
+    assert lines[2].startswith("  AGENTS.md  ")  # named from the repository root
+    assert lines[3] == loaded.cut and lines[3] is not None
+    outside = root / "../../outside.md"
+    assert lines[4] == f"  {outside} is outside the project; not read"
+    assert listing(None, cwd, tmp_path)[0].startswith("No project instructions loaded")

@@ -91,7 +91,7 @@ def listing(instructions: Instructions | None, cwd: Path, home: Path) -> list[st
     if instructions is not None:
         if instructions.cut:
             out.append(instructions.cut)
-        out += [f"  not loaded: {p}" for p in instructions.problems]
+        out += [f"  {p}" for p in instructions.problems]
     out.append("A change to these files is picked up at the next compaction, or now with "
                "`instructions reload`.")
     return out
