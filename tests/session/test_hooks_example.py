@@ -36,9 +36,11 @@ def test_the_hooks_walkthrough_runs_as_written(tmp_path: Path) -> None:
     assert ("Warning: Compaction cancelled by a PreCompact hook: this session mentions a "
             "secret: not summarizing it") in out
     assert "  AGENTS.md  141 bytes" in out
-    backups = sorted((demo / "backups").glob("*.md"))
+    backups = [parse(b.read_text(encoding="utf-8")) for b in (demo / "backups").glob("*.md")]
     assert len(backups) == 2  # before the compact that ran, and the one cancelled
-    first = parse(backups[0].read_text(encoding="utf-8"))
+    [first] = [b for b in backups if b.turns and b.turns[0].user.startswith("use write_file")]
+    [second] = [b for b in backups if b is not first]
+    assert "the secret word is plover" in [t.user for t in second.turns]
     assert [t.user for t in first.turns][:2] == [
         'use write_file {"path": "keep/plan.md", "text": "ship on Friday"}',
         'use delete_file {"path": "keep/plan.md"}']
