@@ -332,13 +332,9 @@ class Compactor:
         decided, estimate = yield from self.plan(state, pending)
         yield Planned(estimate, self.budget.tokens, decided.compact, decided.reason)
         if decided.compact:
-            hooks = self.around.hooks
-            if hooks is not None:  # an automatic compaction: a PreCompact hook cannot stop it
-                yield from hooks.pre_compact(state, "auto", None)
-            compacted: bool = yield from self.auto_compact(state, decided, pending)
-            if compacted and hooks is not None:
-                yield from hooks.post_compact("auto")
-            return compacted
+            compaction, hooks = self.auto_compact(state, decided, pending), self.around.hooks
+            # the user's PreCompact and PostCompact around it (session/hooked.py)
+            return (yield from hooks.automatic(state, compaction) if hooks else compaction)
         if decided.presummarize:
             self.summarizer.start_background(state.background, state.turns,
                                              state.parent_summary)

@@ -101,6 +101,16 @@ class SessionHooks:
                                 "compaction goes on all the same")
         return True
 
+    def automatic(self, state: SessionState, compaction: Generator[Event, None, bool],
+                  ) -> Generator[Event, None, bool]:
+        """An automatic ``compaction`` of ``state`` between PreCompact (which cannot stop it)
+        and PostCompact (when it compacted); whether it did."""
+        yield from self.pre_compact(state, "auto", None)
+        compacted = yield from compaction
+        if compacted:
+            yield from self.post_compact("auto")
+        return compacted
+
     def post_compact(self, trigger: str) -> Flow:
         """PostCompact, in the new session; the next message gets SessionStart (compact)."""
         self.due = "compact"
