@@ -408,7 +408,8 @@ def test_example_file_documents_every_key() -> None:
     text = EXAMPLE.read_text(encoding="utf-8")
     defaults = Config()
     for section in (AgentConfig(), defaults.session, defaults.summary, defaults.retry,
-                    defaults.ui, defaults.tools, defaults.memory, defaults.handoff):
+                    defaults.ui, defaults.tools, defaults.memory, defaults.handoff,
+                    defaults.instructions):
         for f in dataclasses.fields(section):
             if f.name != "key" and not f.metadata.get("derived"):  # not keys of the file
                 assert re.search(rf"^\s+{f.name}:", text, re.M), f.name

@@ -14,6 +14,7 @@ from rollchat.errors import ConfigError
 from rollchat.providers.base import Provider, RetryPolicy
 from rollchat.tools import Tool
 from rollchat.tools.approval import Asker, Gate, Mode
+from rollchat.tools.hooks import Hooks
 from rollchat.tools.sources import ToolSource
 
 
@@ -36,9 +37,11 @@ def gather(agent: AgentConfig, tools: Sequence[Tool]) -> Equipment:
 
 def engine_settings(agent: AgentConfig, equipment: Equipment, *, provider: Provider,
                     model: str, retry: RetryPolicy, ask: Asker,
-                    tool_sources: Sequence[ToolSource] = ()) -> EngineSettings:
+                    tool_sources: Sequence[ToolSource] = (),
+                    hooks: Hooks | None = None) -> EngineSettings:
     """The settings of ``agent``'s engine: its tools (the file's, then the skills' tool), its
-    system prompt with the skills listed, its approval gate and limits."""
+    system prompt with the skills listed, its approval gate (with the user's tool ``hooks``)
+    and limits."""
     tools, system = list(equipment.tools), agent.system_prompt
     if equipment.skills:
         tools.append(skill_tool(equipment.skills))
@@ -48,5 +51,5 @@ def engine_settings(agent: AgentConfig, equipment: Equipment, *, provider: Provi
     return EngineSettings(
         provider, model=model, system=system, max_output_tokens=agent.max_output_tokens,
         temperature=agent.temperature, retry=retry, tools=tuple(tools),
-        gate=Gate(mode=mode, allow=agent.allow, deny=agent.deny, ask=ask),
+        gate=Gate(mode=mode, allow=agent.allow, deny=agent.deny, ask=ask, hooks=hooks),
         max_tool_rounds=agent.max_tool_rounds, tool_sources=tuple(tool_sources))

@@ -175,6 +175,7 @@ class _SessionBuilder:
         from rollchat.models.windows import WindowBook, default_path
         from rollchat.providers.base import RetryPolicy
         from rollchat.session.core import Session
+        from rollchat.tools.hooks import Hooks
         from rollchat.ui.approve import (
             confirmer,
             piped_asker,
@@ -192,13 +193,14 @@ class _SessionBuilder:
         summary_provider = (provider if (summary_name, summary_model) == (name, model)
                             else providers.build_provider(summary_name, summary_agent, cfg, env))
         retry = cfg.retry
+        hooks = Hooks(cfg.hooks, cwd=Path.cwd(), held=cfg.hooks_held) if cfg.hooks else None
         settings = engine_settings(
             agent, equipment or Equipment(), provider=provider, model=model,
             retry=RetryPolicy(retry.max_retries, retry.base_delay, retry.max_delay),
             ask=(piped_asker(yes=True) if yes else terminal_asker(renderer) if interactive
                  else piped_asker(yes=False)),
             tool_sources=self._tool_sources(cfg, context_window(
-                model, cfg.context_window_override(model))))
+                model, cfg.context_window_override(model))), hooks=hooks)
         windows = WindowBook(default_path())  # windows learned from this server's refusals
         override = cfg.context_window_override(model) or windows.get(agent.base_url, model)
         memory = None
@@ -216,6 +218,7 @@ class _SessionBuilder:
             fork_refusal=fork_refusal(no_fork=self.no_fork, interactive=interactive, yes=yes),
             memory=memory,
             ask_compact=terminal_compact_asker(renderer) if interactive else None,
+            hooks=hooks,
         )
         session.state.save_failed = self.save_failed
         return session

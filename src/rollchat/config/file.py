@@ -26,6 +26,7 @@ from rollchat.config.fields import (
     nonempty,
     resolve_path,
 )
+from rollchat.config.hooks import read_hooks
 from rollchat.config.mcp_servers import (
     McpServerConfig,
     ServerProblem,
@@ -37,6 +38,7 @@ from rollchat.config.settings import (
     AgentConfig,
     Config,
     HandoffConfig,
+    InstructionsConfig,
     MemoryConfig,
     ModelConfig,
     RetryConfig,
@@ -136,6 +138,11 @@ _SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
             "terminal, none when the output is piped)", lambda v: 0 <= v <= 10, nullable=True
         ),
     }),
+    "instructions": (InstructionsConfig, {
+        "enabled": BOOL,
+        "files": Field("list", "must be a list of file names (AGENTS.md, CLAUDE.md, ...)"),
+        "max_bytes": Field("int", "must be an integer >= 1024 (bytes)", lambda v: v >= 1024),
+    }),
     "memory": (MemoryConfig, {
         "enabled": BOOL,
         "scope": Field("str", "must be project or user", lambda v: v in ("project", "user")),
@@ -152,7 +159,7 @@ _SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
     }),
 }
 _MCP_KEYS = ("mcp_servers", "mcp_servers_file")
-_TOP_KEYS = ("default_agent", "agents", "models", *_SECTIONS, *_MCP_KEYS)
+_TOP_KEYS = ("default_agent", "agents", "models", *_SECTIONS, "hooks", *_MCP_KEYS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,6 +193,12 @@ def _parse_file(doc: Doc, root: yaml.Node) -> Config:
         if default not in known:
             raise doc.error(node, "default_agent",
                             f"unknown agent {default!r}; known agents: {', '.join(known)}")
+    if "hooks" in top:
+        kwargs["hooks"] = read_hooks(doc, top["hooks"][1])
+        if kwargs["hooks"] and doc.untrusted is not None:  # read and checked, never run
+            doc.ignored.append("hooks")
+            kwargs["hooks_held"] = (f"{doc.display} {doc.untrusted.reason}; run "
+                                    "`rollchat trust` to run them")
     return Config(default_agent=default, mcp_servers=_servers(doc, top, ""), **kwargs)
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Literal
 from rollchat.providers.names import AUTO
 
 if TYPE_CHECKING:  # read from a file only (config.file imports them)
+    from rollchat.config.hooks import HookConfig
     from rollchat.config.mcp_servers import McpServerConfig
     from rollchat.models.prices import Price
 
@@ -159,6 +160,20 @@ class MemoryConfig:
     user_dir: Path | None = None  # the user-level facts; None: the user data directory
 
 
+INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md")
+
+
+@dataclass(frozen=True)
+class InstructionsConfig:
+    """Project instructions (agents/instructions.py): the file names looked for in the user
+    config directory, the repository root and each directory down to the working directory,
+    and the most bytes they may take together (Codex's project_doc_max_bytes is 32 KiB)."""
+
+    enabled: bool = True
+    files: tuple[str, ...] = INSTRUCTION_FILES
+    max_bytes: int = 32 * 1024
+
+
 @dataclass(frozen=True)
 class Config:
     agents: Mapping[str, AgentConfig] = field(
@@ -173,6 +188,9 @@ class Config:
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     handoff: HandoffConfig = field(default_factory=HandoffConfig)
+    instructions: InstructionsConfig = field(default_factory=InstructionsConfig)
+    hooks: tuple[HookConfig, ...] = ()  # commands run at fixed points (config.hooks)
+    hooks_held: str | None = None  # why the file's hooks never run (an untrusted project file)
     mcp_servers: tuple[McpServerConfig, ...] = ()  # for every agent
     source: Path | None = None  # the config file read, if any
     source_sha256: str | None = None  # the hash of the bytes read from it

@@ -70,6 +70,8 @@ def notice(display: str, untrusted: Untrusted, ignored: list[str]) -> str | None
     risks = ["send your API key elsewhere", "use files outside this directory"]
     if any(n.startswith("mcp_servers") for n in names):
         risks.append("start MCP servers")
+    if "hooks" in names:
+        risks.append("run commands (hooks)")
     if names & {"file", "approval", "allow"}:
         risks.append("run code or tools without asking")
     what = ", ".join(risks[:-1]) + " or " + risks[-1]

@@ -1,8 +1,8 @@
 """What the next request holds, layer by layer (the ``context`` command): system prompt (the
-persona, and the memory's user profile), tool schemas, restored summary, kept turns, tool
-results, the conversation, the memory's context blocks, and the free space to the compaction
-budget and to the window; then what the memory layers may take and the history mode. Counted
-locally, with the session's counter."""
+persona, project instructions, the memory's user profile), tool schemas, restored summary, kept
+turns, tool results, the conversation, the memory's context blocks, and the free space to the
+compaction budget and to the window; then what the memory layers may take and the history mode.
+Counted locally, with the session's counter."""
 
 from __future__ import annotations
 
@@ -47,6 +47,8 @@ def breakdown(session: Session) -> Breakdown:
     system = PER_MESSAGE_TOKENS + counter.count_text(context.system) if context.system else 0
     layered = session.layers
     profile = counter.count_text(layered.profile) if layered is not None else 0
+    loaded = session.instructions.current
+    instructions = counter.count_text(loaded.text) if loaded is not None and loaded.text else 0
     tools = counter.count_messages("", [], specs) - REPLY_PRIMING_TOKENS
     sent = context.request_messages()  # all, or the relevant history's choice
     prefix = sent[:context.prefix_len]
@@ -71,7 +73,8 @@ def breakdown(session: Session) -> Breakdown:
                                          if m.role == "user" else m) for m in messages)
 
     layers = [
-        Layer("System prompt", system - profile),
+        Layer("System prompt", system - profile - instructions),
+        Layer("Project instructions", instructions, instruction_files(session)),
         Layer("Memory: user profile", profile,
               f"{plural(len(layered.frozen), 'fact')}, frozen until the next compaction"
               if layered is not None else "memory off"),
@@ -89,6 +92,18 @@ def breakdown(session: Session) -> Breakdown:
     return Breakdown(layers, sum(layer.tokens for layer in layers), budget.window,
                      budget.tokens, budget.max_output_tokens, context.last_prompt_tokens,
                      notes(session, len(context.messages), len(sent)))
+
+
+def instruction_files(session: Session) -> str:
+    """The files of the instructions layer, by name (``instructions`` lists them in full)."""
+    from rollchat.session.instructed import summary
+
+    loaded = session.instructions.current
+    if loaded is None or not loaded.sources:
+        return "none found"
+    names = ", ".join(s.path.name if s.included_from is None else f"@{s.path.name}"
+                      for s in loaded.sources)
+    return f"{summary(loaded)}: {names}" + ("; cut" if loaded.cut else "")
 
 
 def notes(session: Session, held: int, sent: int) -> list[str]:

@@ -7,13 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from rollchat.agents.instructions import Instructions
 from rollchat.config.settings import Config
 from rollchat.domain import exchanges
 from rollchat.engine.context import WorkingContext
 from rollchat.engine.core import Engine, EngineSettings
 from rollchat.engine.tool_output import ToolOutput
-from rollchat.memory.layers import MemoryLayers
+from rollchat.memory.layers import MemoryLayers, system_prompt
 from rollchat.models.tokens import TokenCounter
+from rollchat.session.instructed import with_instructions
 from rollchat.session.state import SessionState
 from rollchat.storage.store import Store
 from rollchat.tools import Tool
@@ -59,3 +61,15 @@ def memory_layers(config: Config, memory: Memory | None,
     if layers is not None and config.session.history == "relevant":
         layers.dedupe = False  # an earlier message (and its block) may not be sent
     return layers
+
+
+def stable_prompt(persona: str, instructions: Instructions | None, layers: MemoryLayers | None,
+                  window: int, count: Callable[[str], int], refreeze: bool = True) -> str:
+    """The system prompt of a working context, the stable part of every request: the agent's
+    prompt, the project instructions, then the memory's user profile (frozen again now when
+    ``refreeze``; else as it was)."""
+    head = with_instructions(persona, instructions or Instructions())
+    if layers is None:
+        return head
+    profile = layers.freeze(window, count) if refreeze else layers.profile
+    return system_prompt(head, profile)

@@ -51,6 +51,7 @@ from rollchat.storage.store import Store
 
 if TYPE_CHECKING:
     from rollchat.memory.keeper import Memory
+    from rollchat.session.hooked import SessionHooks
 
 Flow = Generator[Event, None, None]
 CompactChoice = Literal["compact", "later", "off"]
@@ -70,6 +71,7 @@ class Surroundings:
     memory: Memory | None
     price: Price | None
     continue_in: Callable[[SessionState, str | None], None]
+    hooks: SessionHooks | None = None  # the user's PreCompact/PostCompact (session/hooked.py)
 
 
 class Compactor:
@@ -330,8 +332,9 @@ class Compactor:
         decided, estimate = yield from self.plan(state, pending)
         yield Planned(estimate, self.budget.tokens, decided.compact, decided.reason)
         if decided.compact:
-            compacted: bool = yield from self.auto_compact(state, decided, pending)
-            return compacted
+            compaction, hooks = self.auto_compact(state, decided, pending), self.around.hooks
+            # the user's PreCompact and PostCompact around it (session/hooked.py)
+            return (yield from hooks.automatic(state, compaction) if hooks else compaction)
         if decided.presummarize:
             self.summarizer.start_background(state.background, state.turns,
                                              state.parent_summary)

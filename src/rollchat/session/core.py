@@ -4,25 +4,25 @@ the same Session; its Compactor owns compaction, its Recorder writes the file, t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rollchat.compaction import policy
 from rollchat.compaction.summarizer import Summarizer
-from rollchat.config.settings import NO_SAVE_LOCATION, AgentConfig, AutoCompact, Config
+from rollchat.config.settings import NO_SAVE_LOCATION, AgentConfig, Config
 from rollchat.domain import Image, Message, Turn, Usage
 from rollchat.engine.core import Answer, EngineSettings
 from rollchat.engine.tool_output import ToolOutput
 from rollchat.errors import UsageError
 from rollchat.events import AnswerStarted, Ended, Event, Notice, TurnFinished
-from rollchat.memory.layers import MemoryLayers, system_prompt, with_block
+from rollchat.memory.layers import MemoryLayers, with_block
 from rollchat.models.prices import cost, price_for
 from rollchat.models.tokens import TokenCounter
 from rollchat.models.windows import WindowBook, WindowLearner
 from rollchat.providers.base import ContextTooLongError, Provider
 from rollchat.session import ops
-from rollchat.session.build import build_engine, memory_layers, session_tools
+from rollchat.session.build import build_engine, memory_layers, session_tools, stable_prompt
 from rollchat.session.checkpoint import checkpointed  # each tool call on disk as it ends
 from rollchat.session.compactor import (
     CompactAsker,
@@ -30,7 +30,10 @@ from rollchat.session.compactor import (
     Compactor,
     Surroundings,
 )
+from rollchat.session.figures import CompactorFigures
 from rollchat.session.forks import Recorder
+from rollchat.session.hooked import SessionHooks, with_hook_context
+from rollchat.session.instructed import Loader, SessionInstructions, loader
 from rollchat.session.refusal import after_refusal
 from rollchat.session.resume import resume
 from rollchat.session.state import (
@@ -41,22 +44,23 @@ from rollchat.session.state import (
     session_title,
     tools_too_big,
 )
-from rollchat.session.steps import proposal, saved_notice
+from rollchat.session.steps import proposal
 from rollchat.storage.store import SessionInfo, Store
 from rollchat.text.normalize import clean
 
 if TYPE_CHECKING:
-    from rollchat.compaction.policy import PolicyState
     from rollchat.memory.keeper import Memory
     from rollchat.session.handed import Handed
+    from rollchat.tools.hooks import Hooks
 
 __all__ = ["CompactAsker", "CompactChoice", "Flow", "Session", "proposal"]
 
 Flow = Generator[Event, None, None]
 
 
-class Session:
-    """One chat session and its flows. Each flow method is a generator of events."""
+class Session(CompactorFigures):
+    """One chat session and its flows. Each flow method is a generator of events (the
+    compactor's figures: see figures.py)."""
 
     def __init__(
         self,
@@ -76,6 +80,8 @@ class Session:
         # the memory layers of each request; None: from ``memory``'s store (off without it)
         layers: MemoryLayers | None = None,
         ask_compact: CompactAsker | None = None,  # auto_compact: ask (None: nobody to ask)
+        instructions: Loader | None = None,  # AGENTS.md & co (None: from the working dir)
+        hooks: Hooks | None = None,  # the user's commands at fixed points (tools/hooks.py)
     ) -> None:
         model = engine_settings.model
         self.config, self.agent, self.store = config, agent, store
@@ -86,6 +92,8 @@ class Session:
         self.undo_point: UndoPoint | None = None  # what the last compact replaced
         self.memory, self.layers = memory, memory_layers(config, memory, layers)
         self.persona = engine_settings.system  # the agent's system prompt (skills included)
+        self.instructions = SessionInstructions(instructions or loader(config.instructions))
+        self.hooks = SessionHooks(hooks, store)
         self.counter = TokenCounter(model)
         budget = self._budget(context_window)
         self.output = ToolOutput(config.tools, self.counter, context_window)
@@ -102,7 +110,7 @@ class Session:
         self.compactor = Compactor(
             config=config, agent=agent, engine=self.engine, counter=self.counter,
             summarizer=summarizer, windows=self.windows, budget=budget, ask=ask_compact,
-            around=Surroundings(store, memory, self.price, self.continue_in))
+            around=Surroundings(store, memory, self.price, self.continue_in, self.hooks))
         self.recorder = Recorder(store, agent, model, provider_name)
         self.continue_in(self.state, None)
 
@@ -111,22 +119,24 @@ class Session:
         the archive tool reads the parent ``parent_id`` (None: none), the memory tool is
         offered as the memory is now, and the system prompt freezes the user profile as it is
         now (until the next compaction or resume, so the request prefix stays byte-identical;
-        see memory/layers.py)."""
+        see memory/layers.py), and so do the project instructions (session/instructed.py)."""
         self.state = state
+        self.instructions.refresh("at a new context: compaction, resume or fork")
+        self.hooks.new_context(state)  # SessionStart before its first message
         self.engine.new_context(self._system(), session_tools(
             self.engine, self.output, self.store, self.memory, state, parent_id))
 
-    def _system(self) -> str:
-        if self.layers is None:
-            return self.persona
-        profile = self.layers.freeze(self.budget.window, self.counter.count_text)
-        return system_prompt(self.persona, profile)
+    def _system(self, refreeze: bool = True) -> str:
+        """The stable prompt: persona, instructions, profile (frozen again: ``refreeze``)."""
+        return stable_prompt(self.persona, self.instructions.current, self.layers,
+                             self.budget.window, self.counter.count_text, refreeze)
 
     def _block(self, text: str) -> str:
-        """The context block of the user message ``text`` ("" with memory off)."""
-        if self.layers is None:
-            return ""
-        return self.layers.block(text, self.budget.window, self.counter.count_text)
+        """The context block of the user message ``text``: the memory's and what the hooks
+        added ("" with memory off and no hook context)."""
+        block = "" if self.layers is None else self.layers.block(
+            text, self.budget.window, self.counter.count_text)
+        return with_hook_context(block, self.hooks.added)
 
     def _budget(self, window: int) -> policy.Budget:
         cfg = self.config.session
@@ -141,36 +151,6 @@ class Session:
         self.output.resize(window)
 
     # ------------------------------------------------------------------ figures
-    @property
-    def budget(self) -> policy.Budget:
-        return self.compactor.budget
-
-    @property
-    def guards(self) -> PolicyState:
-        return self.compactor.guards
-
-    @property
-    def summarizer(self) -> Summarizer:
-        return self.compactor.summarizer
-
-    @property
-    def auto_mode(self) -> AutoCompact:
-        """Automatic compaction in this session: on, off or ask (the config's, unless the
-        chat changed it)."""
-        return self.compactor.auto_mode
-
-    @property
-    def auto_override(self) -> AutoCompact | None:
-        return self.compactor.auto_override
-
-    def set_auto(self, mode: AutoCompact) -> AutoCompact:
-        """``auto on|off|ask``: see Compactor.set_auto; the mode it had."""
-        return self.compactor.set_auto(mode)
-
-    def estimate(self, pending: Sequence[Message] = ()) -> int:
-        """The size of the next prompt (see context.estimate_prompt)."""
-        return self.compactor.estimate(pending)
-
     def cost(self, usage: Usage | None = None) -> float | None:
         """Dollars for ``usage`` (default: this session's billed tokens); None when the
         model's price is unknown."""
@@ -197,10 +177,6 @@ class Session:
         """The title this session has so far: the user's, else its first query's first line."""
         return session_title(self.state)
 
-    def saved_notice(self) -> Notice:
-        """What became of the session just summarized (see steps.saved_notice)."""
-        return saved_notice(self.state, self.store)
-
     # ------------------------------------------------------------------ a turn
     def turn(self, text: str, handed: Handed | None = None,
              attached: tuple[Image, ...] = ()) -> Flow:
@@ -212,11 +188,18 @@ class Session:
         images the user attached (``attach``), sent with the message."""
         text = clean(text)
         sent, note = (text, "") if handed is None else (handed.wrap(text), handed.note)
+        refused = yield from self.hooks.prompt(self.state, text, self.ensure_file)
+        if refused is not None:  # a UserPromptSubmit hook: kept in the transcript, not sent
+            yield from self._record(Turn("query", 0, now(), text, (), status="unanswered",
+                                         error=refused, context=note, attached=attached),
+                                    failure_hint(None, False))
+            return
         block = self._block(text)
         pending = Message("user", with_block(block, sent), images=attached)
         if self.layers is not None:
             for problem in self.layers.take_problems():
                 yield Notice("warning", problem)
+        yield from self.instructions.told()
         size = self.counter.count_messages(self.engine.context.system, [pending],
                                            list(self.engine.offered()))
         error = policy.too_big(size, self.budget, self.engine.model)
@@ -228,6 +211,7 @@ class Session:
             yield from self._record(turn, failure_hint(None, True, tools=error))
             return
         block, pending = yield from self._before_sending(text, sent, block, pending)
+        yield from self.instructions.told()  # an automatic compaction read the instructions again
         yield AnswerStarted(self.agent.name)
         answer: Answer = yield from checkpointed(
             self.engine.chat(sent, block, attached), self._write_pending,
@@ -240,6 +224,7 @@ class Session:
         turn = answer.turn if handed is None else replace(answer.turn, user=text, context=note)
         hint = None if answer.turn.status != "unanswered" else failure_hint(
             answer.error, False, auto_off=self.auto_mode == "off")
+        yield from self.hooks.told()  # a tool hook that failed or timed out
         yield from self._record(turn, hint)
 
     def _before_sending(self, text: str, sent: str, block: str, pending: Message,
@@ -287,11 +272,16 @@ class Session:
         """``compact``: summarize, save and continue in a child session (``undoable``: what
         it replaces is remembered, so that ``undo`` can put it back)."""
         state, focus = self.state, focus and clean(focus)
+        if not (yield from self.hooks.pre_compact(state, "manual", focus)):
+            return  # a PreCompact hook cancelled it (and said why)
         point = (ops.undo_point(state, self.store, self.engine, self.guards) if undoable
                  else None)
         self.undo_point = None
         yield from self.compactor.compact(state, focus)
         self.undo_point = point and ops.undoable(point, self.state)
+        if self.state is not state:
+            yield from self.hooks.post_compact("manual")
+        yield from self.instructions.told()
 
     def undo(self) -> Flow:
         """Go back to the session before the last ``compact`` (see ops.undo)."""
@@ -304,6 +294,12 @@ class Session:
                              "was before 'compact' (its summary removed; the new session was "
                              "never saved).")
 
+    def reload_instructions(self) -> Flow:
+        """``instructions reload``: the files read again now (a change: one cache miss)."""
+        self.instructions.refresh("by `instructions reload`")
+        self.engine.new_context(self._system(refreeze=False))
+        yield from self.instructions.told()
+
     def resume(self, ref: str, fork: bool = False) -> Flow:
         """Continue a saved session from its summary, in a new linked session (``fork``: a
         fork, which leaves the session open: no ``Continued In`` link is written to it)."""
@@ -312,6 +308,7 @@ class Session:
         if resumed:
             self.undo_point = None
             self.engine.gate.new_session()  # "always" was for the session before
+        yield from self.instructions.told()
 
     def fork(self, ref: str | None = None) -> Flow:
         """A new session from a summary, the original left open (no ``Continued In`` link; its
@@ -336,7 +333,7 @@ class Session:
         self.engine.clear()
         self.engine.new_context(self.engine.context.system, session_tools(
             self.engine, self.output, self.store, None, state, None))  # the archive only
-        self.undo_point = None
+        self.undo_point, self.hooks.due = None, "clear"
         self.engine.gate.new_session()
         yield Notice("info", "Cleared: a fresh session, with no parent and nothing carried over.")
 
@@ -383,6 +380,7 @@ class Session:
         self.finished, state = True, self.state
         if state.queries and not state.save_failed:
             yield from self.compactor.finalize(state, within=within, ending=True)
+        yield from self.hooks.end(state, "exit")
         state.close()
         spent = self.cost()
         chain = state.chain.plus(spent)

@@ -14,10 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from rollchat.domain import ToolCall
 from rollchat.tools import Tool
+
+if TYPE_CHECKING:
+    from rollchat.tools.hooks import Hooks
 
 Mode = Literal["ask", "auto", "never"]
 Reply = Literal["y", "a", "n"]
@@ -46,6 +49,7 @@ class Gate:
     deny: tuple[str, ...] = ()
     ask: Asker | None = None
     always: set[str] = field(default_factory=set)
+    hooks: Hooks | None = None  # the user's PreToolUse/PostToolUse hooks (tools.hooks)
 
     def rule(self, tool: Tool) -> str:
         """What would happen to a call of ``tool`` now, in words (for the ``tools`` listing)."""

@@ -41,8 +41,10 @@ def run_call(call: ToolCall, tools: Mapping[str, Tool], gate: Gate) -> CallOutco
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"
         return CallOutcome(f"error: unknown tool {call.name!r} (tools: {known})", "error", 0.0)
-    try:
-        refusal = gate.check(call, tool)
+    try:  # the user's PreToolUse hooks first, before anyone is asked (as in Claude Code)
+        hooks = gate.hooks
+        refusal = (hooks.before_tool(call) if hooks is not None else None) or gate.check(
+            call, tool)
         if refusal is not None:
             return CallOutcome(refusal, "refused", time.monotonic() - t0)
         try:
@@ -53,6 +55,8 @@ def run_call(call: ToolCall, tools: Mapping[str, Tool], gate: Gate) -> CallOutco
         raise CallInterrupted(CallOutcome(INTERRUPTED_RESULT, "interrupted",
                                           time.monotonic() - t0)) from None
     text, images = returned(result)
+    if hooks is not None:  # a PostToolUse hook's word goes to the model with the result
+        text += hooks.after_tool(call, text, "ok")
     return CallOutcome(text, "ok", time.monotonic() - t0, images)
 
 

@@ -267,6 +267,25 @@ def _forget(app: ChatApp, arg: str) -> bool:
     return False
 
 
+def _instructions(app: ChatApp, arg: str) -> bool:
+    from rollchat.session.instructed import listing
+
+    word = arg.strip().lower()
+    if word not in ("", "reload"):
+        raise UsageError("usage: instructions [reload]")
+    session = app.session
+    if word == "reload":
+        before = session.engine.context.system
+        app.run(session.reload_instructions())
+        if session.engine.context.system == before:
+            app.out.info("Project instructions reloaded: unchanged (the prompt cache keeps "
+                         "hitting).")
+        return False
+    for line in listing(session.instructions.current, Path.cwd(), Path.home()):
+        app.out.info(line)
+    return False
+
+
 def _memory(app: ChatApp, arg: str) -> bool:
     from rollchat.ui.memory_view import show_facts
 
@@ -280,6 +299,9 @@ COMMANDS: dict[str, Command] = {
         Command("help", "help", "show this help", _help),
         Command("context", "context", "what the next request holds: system prompt, tools, "
                 "summary, turns, tool results, free space", _context),
+        Command("instructions", "instructions [reload]", "list the project instructions "
+                "loaded (AGENTS.md, ...); reload reads them again now", _instructions,
+                takes_arg=True, bare_arg=lambda a: a.strip().lower() == "reload"),
         Command("summary", "summary [edit]", "show the summary this session was restored "
                 "from; edit opens it in $EDITOR", _summary, takes_arg=True,
                 bare_arg=lambda a: a.strip().lower() == "edit"),
