@@ -3,7 +3,8 @@ user profile, and a per-turn block (the date, the relevant facts); and their sha
 
 # Every chat request is built in this order:
 #
-# 1. the persona: the agent's system prompt;
+# 1. the persona: the agent's system prompt, then the project instructions (AGENTS.md and the
+#    like: session/instructed.py), read again at each new context;
 # 2. the user profile: remembered facts about the user (scope ``user``, or category
 #    ``preference`` / ``background``), each with its source;
 # 3. the session context: the restored summary exchange (the stable prefix of the messages);
