@@ -130,6 +130,13 @@ class ProviderConnectionError(ProviderError):
     label = "cannot connect"
 
 
+class ServerDownError(ProviderConnectionError):
+    """Nothing listens at a server on this machine (connection refused): waiting will not
+    start it, so it is not retried."""
+
+    retryable = False
+
+
 class ConnectionLostError(ProviderConnectionError):
     """The connection was up and then closed before the answer ended."""
 

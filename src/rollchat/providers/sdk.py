@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
+from urllib.parse import urlsplit
 
 from rollchat.domain import ToolCall, Usage
 from rollchat.providers.base import (
@@ -28,6 +29,7 @@ from rollchat.providers.base import (
     ProviderError,
     ProviderTimeoutError,
     RateLimitError,
+    ServerDownError,
     ServerError,
     StreamEvent,
     ToolCallEvent,
@@ -148,7 +150,19 @@ class SDKProvider(ABC):
         except ProviderError:
             raise
         except Exception as exc:
-            raise map_sdk_error(exc, self._api_key) from None
+            raise self._down(map_sdk_error(exc, self._api_key)) from None
+
+    def _down(self, error: ProviderError) -> ProviderError:
+        """A refused connection to a server on this machine: nothing listens there, so the
+        error says what to check and is not retried (a remote host may be restarting)."""
+        host = urlsplit(self._base_url or "").hostname or ""
+        local = host in ("localhost", "::1", "0.0.0.0") or host.startswith("127.") or \
+            host.endswith(".localhost")
+        if type(error) is not ProviderConnectionError or not local or \
+                "refused" not in str(error).lower():
+            return error
+        return ServerDownError(f"{error} (nothing listens at {self._base_url}: is the server "
+                               "running?)")
 
     def _sdk_client(self) -> Any:
         if self._client is None:
