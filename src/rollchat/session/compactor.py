@@ -64,12 +64,14 @@ class Surroundings:
     """What a compaction works with besides the engine: where sessions are saved, the
     memory (None: off), what the session's model calls cost, and ``continue_in``: the
     session goes on in a new state, in a new context whose archive tool reads the parent
-    (None: none), from the moment the child exists (see Session.continue_in)."""
+    (None: none), from the moment the child exists (see Session.continue_in). ``catch_up``:
+    writes what a failed save held in memory (see Recorder.catch_up), before a summary."""
 
     store: Store
     memory: Memory | None
     price: Price | None
     continue_in: Callable[[SessionState, str | None], None]
+    catch_up: Callable[[SessionState], Generator[Event, None, object]] | None = None
 
 
 class Compactor:
@@ -241,6 +243,8 @@ class Compactor:
         ``within``: the seconds summary and extraction have together)."""
         if not state.query_turns:
             return None
+        if state.save_failed and self.around.catch_up is not None:
+            yield from self.around.catch_up(state)
         started = time.monotonic()
         outcome, stop = yield from self.summarize(state, state.turns, state.parent_summary,
                                                   focus, background=state.background,

@@ -102,7 +102,8 @@ class Session:
         self.compactor = Compactor(
             config=config, agent=agent, engine=self.engine, counter=self.counter,
             summarizer=summarizer, windows=self.windows, budget=budget, ask=ask_compact,
-            around=Surroundings(store, memory, self.price, self.continue_in))
+            around=Surroundings(store, memory, self.price, self.continue_in,
+                                lambda state: self.recorder.catch_up(state, self.cost())))
         self.recorder = Recorder(store, agent, model, provider_name)
         self.continue_in(self.state, None)
 
@@ -256,13 +257,12 @@ class Session:
         turn = replace(turn, number=self.state.queries + 1)
         self.state.add(turn)
         self.compactor.counted()
-        yield from self._save(turn)  # on disk before the footer tells the user it is done
+        yield from self._save()  # on disk before the footer tells the user it is done
         self.recorded += 1
         yield TurnFinished(turn, hint, self.cost(turn.usage))
 
-    def _save(self, turn: Turn) -> Flow:
-        yield from self.recorder.save(self.state, turn, self.cost(),
-                                      self.engine.context.reported_size)
+    def _save(self) -> Flow:
+        yield from self.recorder.save(self.state, self.cost(), self.engine.context.reported_size)
 
     def _write_pending(self, turn: Turn) -> Flow:
         yield from self.recorder.write_pending(self.state, turn, self.cost())
@@ -275,7 +275,7 @@ class Session:
     def record_entry(self, turn: Turn) -> Flow:
         """Keep an entry that is not a query (a handoff to another agent) in the transcript."""
         self.state.add(turn)
-        yield from self._save(turn)
+        yield from self._save()
 
     def ensure_file(self) -> Generator[Event, None, str | None]:
         """Make the session's file now (normally made at its first query); its id, or None
@@ -381,6 +381,8 @@ class Session:
         if self.finished:
             return
         self.finished, state = True, self.state
+        if state.queries and state.save_failed:  # the disk may take the turns held meanwhile
+            yield from self.recorder.catch_up(state, self.cost(), self.engine.context.reported_size)
         if state.queries and not state.save_failed:
             yield from self.compactor.finalize(state, within=within, ending=True)
         state.close()
