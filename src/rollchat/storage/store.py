@@ -71,7 +71,11 @@ __all__ = [
     "slug",
 ]
 
-MAX_FILE_BYTES = 64 * 1024 * 1024  # load_transcript refuses a larger file
+# the largest file ``rollchat import`` reads. A session file is read whatever its size: what
+# rollchat writes, it reads (two 35 MB tool results make a 70 MB transcript, and its turns
+# have no bound), so ``show``, ``export``, ``audit``, ``compact``, resume and the archive tool
+# never refuse one; the listing reads its head and tail only.
+MAX_FILE_BYTES = 64 * 1024 * 1024
 TEMP_MAX_AGE = 30.0
 _TMP_RE = re.compile(r"\..+\.md\.tmp-([0-9]+)-[0-9a-f]+")
 
@@ -79,7 +83,7 @@ _TMP_RE = re.compile(r"\..+\.md\.tmp-([0-9]+)-[0-9a-f]+")
 class SessionStore:
     """The sessions directory ``root``: one ``<session_id>.md`` per session."""
 
-    def __init__(self, root: Path, *, max_read_bytes: int = MAX_FILE_BYTES) -> None:
+    def __init__(self, root: Path, *, max_read_bytes: int | None = None) -> None:
         self.root = Path(root)
         self.location = str(self.root)  # for the banner
         self.max_read_bytes = max_read_bytes
@@ -360,7 +364,8 @@ class SessionStore:
 
     def read_bytes(self, session_id: str) -> bytes:
         """The session file's bytes as they are, read as ``load_transcript`` reads them (a
-        regular file inside the directory, at most ``max_read_bytes``), without parsing."""
+        regular file inside the directory; at most ``max_read_bytes`` when the store was given
+        a limit), without parsing."""
         return self._read_data(self.path_for(session_id), follow=True, limit=self.max_read_bytes)
 
     def read_text(self, session_id: str) -> str:
@@ -369,7 +374,8 @@ class SessionStore:
 
     def load_transcript(self, session_id: str) -> Transcript:
         """The whole session, parsed; a corrupted summary block is dropped (the turns remain).
-        Only a regular file inside the directory, at most ``max_read_bytes``, is read."""
+        Only a regular file inside the directory is read (at most ``max_read_bytes`` when
+        the store was given a limit: none by default, see MAX_FILE_BYTES)."""
         path = self.path_for(session_id)
         text = self.read_text(session_id)
         try:
