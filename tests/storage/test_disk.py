@@ -199,7 +199,8 @@ def test_saving_resumes_when_space_is_back(tmp_path: Path, fs: FaultyOS) -> None
     assert len(parse(path.read_text()).turns) == 1
     fs.space = None  # space is back: the next save writes the turns held meanwhile
     chat.say("which cache did I mention?")
-    assert "Saving again: 3 entries kept in memory meanwhile now saved in" in chat.screen
+    assert "Saving again: " in chat.screen
+    assert "holds every turn now (3 entries held in memory written)" in chat.screen
     assert chat.screen.count("Saving again") == 1
     assert [t.user for t in parse(path.read_text()).turns] == [
         "my database is postgres", "my queue is rabbitmq", "my cache is redis",
@@ -222,7 +223,7 @@ def test_saving_resumes_at_exit(tmp_path: Path, fs: FaultyOS) -> None:
     chat.say("my queue is rabbitmq")
     fs.space = None  # back before the chat ends: the exit writes the turn and the summary
     chat.app.exit()
-    assert "Saving again: 1 entry kept in memory meanwhile now saved in" in chat.screen
+    assert "holds every turn now (1 entry held in memory written)" in chat.screen
     assert f"Saved session: {path.stem}" in chat.screen
     saved = parse(path.read_text())
     assert [t.user for t in saved.turns] == ["my database is postgres", "my queue is rabbitmq"]
@@ -237,7 +238,7 @@ def test_file_made_once_space_is_back(tmp_path: Path, fs: FaultyOS) -> None:
     assert chat.files() == []
     fs.space = None
     chat.say("my queue is rabbitmq")
-    assert "Saving again: 2 entries kept in memory meanwhile now saved in" in chat.screen
+    assert "holds every turn now (2 entries held in memory written)" in chat.screen
     [path] = chat.files()
     assert [t.user for t in parse(path.read_text()).turns] == [
         "my database is postgres", "my queue is rabbitmq"]
@@ -254,7 +255,7 @@ def test_compaction_saves_what_was_held(tmp_path: Path, fs: FaultyOS) -> None:
     parent = parse(path.read_text())
     assert [t.user for t in parent.turns] == ["my database is postgres", "my queue is rabbitmq"]
     assert parent.summary is not None
-    assert "Saving again: 1 entry kept in memory" in chat.screen
+    assert "(1 entry held in memory written)" in chat.screen
 
 
 def test_enospc_creating_the_session_file_leaves_nothing(tmp_path: Path, fs: FaultyOS) -> None:

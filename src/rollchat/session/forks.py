@@ -121,8 +121,8 @@ class Recorder:
             return None
         if failed:
             state.save_failed = False
-            yield Notice("info", f"Saving again: {plural(behind, 'entry')} kept "
-                                 f"in memory meanwhile now saved in {live.file_name}.")
+            yield Notice("info", f"Saving again: {live.file_name} holds every turn now "
+                                 f"({plural(behind, 'entry')} held in memory written).")
         return live
 
     def ensure_file(self, state: SessionState) -> Generator[Event, None, str | None]:
