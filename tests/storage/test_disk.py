@@ -273,6 +273,22 @@ def test_enospc_creating_the_session_file_leaves_nothing(tmp_path: Path, fs: Fau
     assert sorted(p.name for p in chat.root.iterdir()) == [".gitignore", ".locks"]
 
 
+def test_first_turn_not_fitting_leaves_no_header_alone(tmp_path: Path, fs: FaultyOS) -> None:
+    """The file is made with its first turn in one write: a disk with room for the header only
+    leaves no header-only session (listed first, and what `-c` used to pick)."""
+    chat = make_chat(tmp_path)
+    fs.target = lambda path: path.name != ".gitignore"
+    fs.space = 600  # a header (about 400 bytes) fits, the header and the first turn do not
+    chat.say("my database is postgres")
+    assert "No space left on device" in chat.screen
+    assert chat.files() == []
+    fs.space = None
+    chat.say("my queue is rabbitmq")
+    [path] = chat.files()
+    assert [t.user for t in parse(path.read_text()).turns] == [
+        "my database is postgres", "my queue is rabbitmq"]
+
+
 def test_enospc_writing_gitignore_leaves_no_unprotected_directory(tmp_path: Path,
                                                                    fs: FaultyOS) -> None:
     root = tmp_path / "sessions"

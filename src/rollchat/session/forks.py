@@ -52,16 +52,19 @@ def agent_change(info: SessionInfo, agent: AgentConfig) -> str | None:
 
 def open_file(store: Store, state: SessionState, agent: AgentConfig, model: str,
               provider: str, *, cost: float | None = None) -> Generator[Event, None, LiveSession]:
-    """Create the session's file (at its first query, held by this process from then on): its
-    header and its parent's forward link; the Recorder writes its entries. ``cost``: what the
-    session cost so far, None when the model's price is unknown (the header then has no Cost
-    line)."""
+    """Create the session's file (at its first query, held by this process from then on) with
+    every entry so far in the same write (the restored summary's acknowledgment, turns carried
+    over from the parent, the turns: a kill leaves no file with a header alone), and its
+    parent's forward link. ``cost``: what the session cost so far, None when the model's
+    price is unknown (the header then has no Cost line)."""
+    entries = [state.restored, *state.turns] if state.restored is not None else state.turns
     live = state.live = store.new_session(
         agent_key=agent.key, agent=agent.name, agent_path=agent.agent_path, model=model,
         provider=provider, now=state.started, resumed_from=state.resumed_from,
         previous_session=state.previous_session, forked=state.forked,
         tools=agent.tool_names, handed_from=state.handed_from, cost=cost,
-        title=state.title)
+        title=state.title, entries=entries)
+    state.saved_entries = len(entries)
     yield from link_parent(store, state)
     return live
 

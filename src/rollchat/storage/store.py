@@ -16,11 +16,11 @@ import re
 import secrets
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from rollchat.domain import SessionHeader, Summary, Transcript
+from rollchat.domain import SessionHeader, Summary, Transcript, Turn
 from rollchat.errors import StoreError, TranscriptError
 from rollchat.storage.api import LiveSession, Store
 from rollchat.storage.images import delete_images
@@ -52,6 +52,7 @@ from rollchat.storage.transcript import (
     render_linked,
     render_resummarized,
     render_titled,
+    render_turn,
     tail_summary,
 )
 from rollchat.text.normalize import encode
@@ -150,9 +151,10 @@ class SessionStore:
                     tools: tuple[str, ...] | None = None, handed_from: str | None = None,
                     imported_from: str | None = None,
                     cost: float | None = None,
-                    title: str | None = None) -> FileSession:
-        """Create ``{slug}_{YYYYMMDD_HHMMSS}_{hex}.md`` (O_EXCL, 0600) with its header, fsynced,
-        locked before it exists: from its first byte it is this process's to write."""
+                    title: str | None = None, entries: Sequence[Turn] = ()) -> FileSession:
+        """Create ``{slug}_{YYYYMMDD_HHMMSS}_{hex}.md`` (O_EXCL, 0600) with its header and
+        ``entries`` (its first turns: no kill leaves a header without them), fsynced, locked
+        before it exists: from its first byte it is this process's to write."""
         if not self._ensured:
             self.ensure()
         for sid in new_ids(agent_key, now):
@@ -165,7 +167,8 @@ class SessionStore:
                 continue
             made = False
             try:
-                made = self._create(path, encode(render_header(header)))
+                made = self._create(path, encode(render_header(header) + "".join(
+                    render_turn(turn, agent) for turn in entries)))
             finally:
                 if not made:
                     self.locks.release(sid)
