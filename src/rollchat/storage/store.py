@@ -23,7 +23,7 @@ from pathlib import Path
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn
 from rollchat.errors import StoreError, TranscriptError
 from rollchat.storage.api import LiveSession, Store
-from rollchat.storage.images import delete_images
+from rollchat.storage.images import delete_images, save_images
 from rollchat.storage.in_memory import InMemorySession, InMemoryStore
 from rollchat.storage.index import SessionIndex
 from rollchat.storage.listing import (
@@ -166,16 +166,24 @@ class SessionStore:
             if not self.locks.acquire(sid):
                 continue
             made = False
-            try:
-                made = self._create(path, encode(render_header(header) + "".join(
-                    render_turn(turn, agent) for turn in entries)))
+            try:  # (never another's: its images would go beside it)
+                made = not path.exists() and self._create(path, self._first(header, entries))
             finally:
                 if not made:
                     self.locks.release(sid)
+                    if not path.exists():
+                        delete_images(self.root, sid)
             if made:
                 self.index.saved(path.name)
                 return FileSession(path, header, self.locks, self.index.saved)
         raise StoreError(f"could not find a free session id in {self.root}")
+
+    def _first(self, header: SessionHeader, entries: Sequence[Turn]) -> bytes:
+        """A new file's bytes: its header, then its first entries (their images saved beside
+        it first, as ``FileSession.append_turn`` saves them)."""
+        turns = [save_images(t, self.root, header.session_id) for t in entries]
+        return encode(render_header(header) + "".join(render_turn(t, header.agent)
+                                                      for t in turns))
 
     def _create(self, path: Path, data: bytes) -> bool:
         """Write ``data`` to a temporary file, then hard-link it as ``path`` (refused if the id
