@@ -17,7 +17,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from rollchat.domain import Summary, ToolCall, ToolExchange, Turn
+from rollchat.domain import Summary, ToolCall, ToolExchange, Turn, answer_blocks
 from rollchat.storage.store import SessionStore
 
 T0 = datetime(2026, 11, 25, 23, 0, tzinfo=timezone.utc)
@@ -33,9 +33,9 @@ def write(root: Path, mb: float) -> tuple[str, int]:
     line = "abcdefghij" * 9 + "\n"
     for n in (1, 2):
         result = f"R{n}:\n" + line * int(mb * 1e6 // len(line)) + f":end{n}"
-        live.append_turn(Turn("query", n, T0, f"use big {n}", "done",
-                              tools=(ToolExchange(ToolCall(f"c{n}", "big", {"n": n}),
-                                                  result),)), "Worker")
+        call = ToolExchange(ToolCall(f"c{n}", "big", {"n": n}), result)
+        live.append_turn(Turn("query", n, T0, f"use big {n}", answer_blocks("done", (call,))),
+                         "Worker")
     store.finalize(live.session_id, Summary("bench", ("big",), (), ()), total_queries=2,
                    total_tokens=0)
     live.close()

@@ -8,7 +8,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from rollchat.domain import Turn
+from rollchat.domain import Turn, answer_blocks
 from rollchat.storage.listing import numbered
 from rollchat.storage.store import SessionStore
 from tests.e2e import clean_env, run_piped, write_config
@@ -23,7 +23,7 @@ def session(store: SessionStore, when: datetime, query: str | None) -> str:
                              agent_path="config:assistant", model="offline",
                              provider="offline", now=when)
     if query is not None:
-        live.append_turn(Turn("query", 1, when, query, "noted"), "Assistant")
+        live.append_turn(Turn("query", 1, when, query, answer_blocks("noted")), "Assistant")
     live.close()
     return live.session_id
 

@@ -54,6 +54,7 @@ def _crashed_chat(cwd: Path, env: dict[str, str]) -> Path:
     return path
 
 
+@pytest.mark.timeout(900)  # a 70 MB file through six processes on a shared machine
 def test_a_70_mb_session_is_shown_exported_compacted_audited_and_resumed(
         tmp_path: Path) -> None:
     (tmp_path / "worker.py").write_text(AGENT)

@@ -64,14 +64,13 @@ class Surroundings:
     """What a compaction works with besides the engine: where sessions are saved, the
     memory (None: off), what the session's model calls cost, and ``continue_in``: the
     session goes on in a new state, in a new context whose archive tool reads the parent
-    (None: none), from the moment the child exists (see Session.continue_in). ``catch_up``:
-    writes what a failed save held in memory (see Recorder.catch_up), before a summary."""
+    (None: none), from the moment the child exists (see Session.continue_in)."""
 
     store: Store
     memory: Memory | None
     price: Price | None
     continue_in: Callable[[SessionState, str | None], None]
-    catch_up: Callable[[SessionState], Generator[Event, None, object]] | None = None
+    retry_save: Callable[[SessionState], Flow]  # after a failed write (see Recorder.retry)
 
 
 class Compactor:
@@ -243,8 +242,7 @@ class Compactor:
         ``within``: the seconds summary and extraction have together)."""
         if not state.query_turns:
             return None
-        if state.save_failed and self.around.catch_up is not None:
-            yield from self.around.catch_up(state)
+        yield from self.around.retry_save(state)  # what a failed write held, before the summary
         started = time.monotonic()
         outcome, stop = yield from self.summarize(state, state.turns, state.parent_summary,
                                                   focus, background=state.background,

@@ -103,7 +103,7 @@ class Session:
             config=config, agent=agent, engine=self.engine, counter=self.counter,
             summarizer=summarizer, windows=self.windows, budget=budget, ask=ask_compact,
             around=Surroundings(store, memory, self.price, self.continue_in,
-                                lambda state: self.recorder.catch_up(state, self.cost())))
+                                lambda state: self.recorder.retry(state, self.cost())))
         self.recorder = Recorder(store, agent, model, provider_name)
         self.continue_in(self.state, None)
 
@@ -381,8 +381,7 @@ class Session:
         if self.finished:
             return
         self.finished, state = True, self.state
-        if state.queries and state.save_failed:  # the disk may take the turns held meanwhile
-            yield from self.recorder.catch_up(state, self.cost(), self.engine.context.reported_size)
+        yield from self.recorder.retry(state, self.cost(), self.engine.context.reported_size)
         if state.queries and not state.save_failed:
             yield from self.compactor.finalize(state, within=within, ending=True)
         state.close()

@@ -128,6 +128,14 @@ class Recorder:
                                  f"({plural(behind, 'entry')} held in memory written).")
         return live
 
+    def retry(self, state: SessionState, cost: float | None,
+              context_tokens: int | None = None) -> Generator[Event, None, None]:
+        """After a failed write, try again now (before a summary, at the exit): the turns
+        held in memory meanwhile are written if the disk takes them. Nothing otherwise (nor
+        with nothing held: no file is made for a chat with no turn)."""
+        if state.save_failed and unsaved(state):
+            yield from self.catch_up(state, cost, context_tokens)
+
     def ensure_file(self, state: SessionState) -> Generator[Event, None, str | None]:
         """Make the session's file now (normally made at its first query); its id, or None
         when nothing is saved."""
