@@ -170,19 +170,92 @@ def test_enospc_while_appending_keeps_saved_turns(tmp_path: Path, fs: FaultyOS) 
     assert "No space left on device" in chat.screen
     assert "the chat goes on in memory" in chat.screen
     assert path.read_bytes() == saved  # the half-written block was cut off again
-    fs.space = None  # space is back: the chat goes on, in memory only
+    fs.space = 0  # still full: the chat goes on in memory, the stop said once
     chat.say("which cache did I mention?")
     assert "my cache is redis" in chat.sent()  # the unsaved turn is still in the context
     assert "redis" in chat.app.session.state.turns[-1].assistant
     assert chat.app.session.state.queries == 4
+    assert chat.screen.count("No space left on device") == 1
     chat.app.exit()
     assert "Goodbye!" in chat.screen
     assert f"Session {path.stem} holds only the turns saved before the error" in chat.screen
     assert "Saved session" not in chat.screen  # it was not: the exit says so
+    assert "Saving again" not in chat.screen
     assert path.read_bytes() == saved
     transcript = parse(saved.decode())
     assert [t.user for t in transcript.turns] == ["my database is postgres",
                                                   "my queue is rabbitmq"]
+
+
+def test_saving_resumes_when_space_is_back(tmp_path: Path, fs: FaultyOS) -> None:
+    chat = make_chat(tmp_path)
+    chat.say("my database is postgres")
+    [path] = chat.files()
+    fs.space = 40
+    chat.say("my queue is rabbitmq")
+    chat.say("my cache is redis")  # tried again, still full: said once
+    assert chat.screen.count("No space left on device") == 1
+    assert "saving resumes by itself" in chat.screen
+    assert len(parse(path.read_text()).turns) == 1
+    fs.space = None  # space is back: the next save writes the turns held meanwhile
+    chat.say("which cache did I mention?")
+    assert "Saving again: " in chat.screen
+    assert "holds every turn now (3 entries held in memory written)" in chat.screen
+    assert chat.screen.count("Saving again") == 1
+    assert [t.user for t in parse(path.read_text()).turns] == [
+        "my database is postgres", "my queue is rabbitmq", "my cache is redis",
+        "which cache did I mention?"]
+    chat.say("thanks")
+    chat.app.exit()
+    assert f"Saved session: {path.stem}" in chat.screen
+    assert "holds only the turns" not in chat.screen
+    saved = parse(path.read_text())
+    assert [t.number for t in saved.turns] == [1, 2, 3, 4, 5]
+    assert saved.summary is not None  # the exit summary is saved too
+    assert saved.header.total_queries == 5
+
+
+def test_saving_resumes_at_exit(tmp_path: Path, fs: FaultyOS) -> None:
+    chat = make_chat(tmp_path)
+    chat.say("my database is postgres")
+    [path] = chat.files()
+    fs.space = 0
+    chat.say("my queue is rabbitmq")
+    fs.space = None  # back before the chat ends: the exit writes the turn and the summary
+    chat.app.exit()
+    assert "holds every turn now (1 entry held in memory written)" in chat.screen
+    assert f"Saved session: {path.stem}" in chat.screen
+    saved = parse(path.read_text())
+    assert [t.user for t in saved.turns] == ["my database is postgres", "my queue is rabbitmq"]
+    assert saved.summary is not None
+
+
+def test_file_made_once_space_is_back(tmp_path: Path, fs: FaultyOS) -> None:
+    chat = make_chat(tmp_path)
+    fs.target = lambda path: path.name != ".gitignore"
+    fs.space = 10  # the header does not fit: no file
+    chat.say("my database is postgres")
+    assert chat.files() == []
+    fs.space = None
+    chat.say("my queue is rabbitmq")
+    assert "holds every turn now (2 entries held in memory written)" in chat.screen
+    [path] = chat.files()
+    assert [t.user for t in parse(path.read_text()).turns] == [
+        "my database is postgres", "my queue is rabbitmq"]
+
+
+def test_compaction_saves_what_was_held(tmp_path: Path, fs: FaultyOS) -> None:
+    chat = make_chat(tmp_path)
+    chat.say("my database is postgres")
+    [path] = chat.files()
+    fs.space = 0
+    chat.say("my queue is rabbitmq")
+    fs.space = None
+    chat.say("compact")  # the parent gets the held turn and its summary before the child
+    parent = parse(path.read_text())
+    assert [t.user for t in parent.turns] == ["my database is postgres", "my queue is rabbitmq"]
+    assert parent.summary is not None
+    assert "(1 entry held in memory written)" in chat.screen
 
 
 def test_enospc_creating_the_session_file_leaves_nothing(tmp_path: Path, fs: FaultyOS) -> None:
@@ -198,6 +271,22 @@ def test_enospc_creating_the_session_file_leaves_nothing(tmp_path: Path, fs: Fau
     assert chat.app.session.state.turns[-1].status == "ok"
     chat.app.exit()
     assert sorted(p.name for p in chat.root.iterdir()) == [".gitignore", ".locks"]
+
+
+def test_first_turn_not_fitting_leaves_no_header_alone(tmp_path: Path, fs: FaultyOS) -> None:
+    """The file is made with its first turn in one write: a disk with room for the header only
+    leaves no header-only session (listed first, and what `-c` used to pick)."""
+    chat = make_chat(tmp_path)
+    fs.target = lambda path: path.name != ".gitignore"
+    fs.space = 600  # a header (about 400 bytes) fits, the header and the first turn do not
+    chat.say("my database is postgres")
+    assert "No space left on device" in chat.screen
+    assert chat.files() == []
+    fs.space = None
+    chat.say("my queue is rabbitmq")
+    [path] = chat.files()
+    assert [t.user for t in parse(path.read_text()).turns] == [
+        "my database is postgres", "my queue is rabbitmq"]
 
 
 def test_enospc_writing_gitignore_leaves_no_unprotected_directory(tmp_path: Path,

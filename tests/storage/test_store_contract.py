@@ -147,6 +147,7 @@ def test_listing_numbers_most_recent_first_and_excludes(store: Store) -> None:
 def test_links_between_sessions(store: Store) -> None:
     parent = _session(store, 0, 1, True)
     child = _new(store, 1, parent=parent)
+    child.append_turn(_turn(1), "Assistant")  # (a header alone is listed last: see empty)
     info = resolve("1", store.list_sessions())
     assert info.session_id == child.session_id
     assert (info.resumed_from, info.previous_session) == (parent.session_id, parent.file_name)

@@ -3,6 +3,7 @@ saved as a rollchat session with a summary, so that ``resume`` continues work be
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -103,7 +104,9 @@ def import_command(
 
 def _refuse_a_second_import(sessions: Path, file: Path, digest: str) -> None:
     """Exit 1 (nothing written, no model called) when a session was imported from a file
-    with these very bytes, found through the sessions index."""
+    with these very bytes, found through the sessions index. An import that failed or was
+    killed part-way (no summary: an import writes its summary last) does not count: its
+    partial session is removed, so that the retry leaves one whole session."""
     from rollchat.storage.index import SessionIndex
     from rollchat.ui.sanitize import harmless
 
@@ -111,13 +114,31 @@ def _refuse_a_second_import(sessions: Path, file: Path, digest: str) -> None:
         found = SessionIndex(sessions).imported(f"(sha256 {digest},")
     except RollchatError as exc:
         fail(str(exc), 1)
-    if not found:
+    whole = [info for info in found if info.has_summary]
+    if not whole:
+        _remove_partial(sessions, [info.session_id for info in found])
         return
-    earlier = found[0]
+    earlier = whole[0]
     source = _SOURCE.search(earlier.imported_from or "")
     when = source[2] if source else f"{earlier.date:%Y-%m-%d %H:%M}"
     fail(harmless(f"{file} was already imported as {earlier.session_id} (on {when}); "
                   "use --again to import it anew"), 1)
+
+
+def _remove_partial(sessions: Path, ids: list[str]) -> None:
+    """Delete the sessions an earlier import of this file left unfinished; exit 1 when one
+    is open in another process (that import is still under way)."""
+    from rollchat.storage.store import SessionStore
+
+    store = SessionStore(sessions)
+    for session_id in ids:
+        try:
+            store.delete(session_id)
+        except RollchatError as exc:
+            fail(f"an earlier import of this file left session {session_id} unfinished, "
+                 f"and it cannot be removed: {exc}", 1)
+        sys.stderr.write(f"rollchat: removed session {session_id}, left unfinished by an "
+                         "earlier import of this file\n")
 
 
 def _save(cfg: Config, imported: Imported, file_name: str, digest: str, *,
@@ -153,8 +174,12 @@ def _save(cfg: Config, imported: Imported, file_name: str, digest: str, *,
         for turn in turns:
             live.append_turn(turn, agent.name)
         store.finalize(live.session_id, summary, total_queries=len(turns), total_tokens=0)
-    finally:
+    except BaseException:  # nothing half-imported is left to block or confuse a retry
         live.close()
+        with contextlib.suppress(RollchatError):
+            store.delete(live.session_id)
+        raise
+    live.close()
     return live.session_id, note
 
 

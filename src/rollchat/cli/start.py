@@ -140,7 +140,8 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
     if session.budget.warning:
         notices.append(session.budget.warning)
     if store_problem is not None:
-        notices.append(f"{store_problem}: the chat goes on in memory; nothing is saved")
+        notices.append(f"{store_problem}: the chat goes on in memory; saving starts by itself "
+                       "once the directory takes writes")
     return ChatApp(session, renderer, build=lambda key: build.agent(cfg, key)), notices
 
 

@@ -71,6 +71,7 @@ class Surroundings:
     memory: Memory | None
     price: Price | None
     continue_in: Callable[[SessionState, str | None], None]
+    retry_save: Callable[[SessionState], Flow]  # after a failed write (see Recorder.retry)
     hooks: SessionHooks | None = None  # the user's PreCompact/PostCompact (session/hooked.py)
 
 
@@ -243,6 +244,7 @@ class Compactor:
         ``within``: the seconds summary and extraction have together)."""
         if not state.query_turns:
             return None
+        yield from self.around.retry_save(state)  # what a failed write held, before the summary
         started = time.monotonic()
         outcome, stop = yield from self.summarize(state, state.turns, state.parent_summary,
                                                   focus, background=state.background,

@@ -110,7 +110,9 @@ class Session(CompactorFigures):
         self.compactor = Compactor(
             config=config, agent=agent, engine=self.engine, counter=self.counter,
             summarizer=summarizer, windows=self.windows, budget=budget, ask=ask_compact,
-            around=Surroundings(store, memory, self.price, self.continue_in, self.hooks))
+            around=Surroundings(store, memory, self.price, self.continue_in,
+                                lambda state: self.recorder.retry(state, self.cost()),
+                                self.hooks))
         self.recorder = Recorder(store, agent, model, provider_name)
         self.continue_in(self.state, None)
 
@@ -241,13 +243,12 @@ class Session(CompactorFigures):
         turn = replace(turn, number=self.state.queries + 1)
         self.state.add(turn)
         self.compactor.counted()
-        yield from self._save(turn)  # on disk before the footer tells the user it is done
+        yield from self._save()  # on disk before the footer tells the user it is done
         self.recorded += 1
         yield TurnFinished(turn, hint, self.cost(turn.usage))
 
-    def _save(self, turn: Turn) -> Flow:
-        yield from self.recorder.save(self.state, turn, self.cost(),
-                                      self.engine.context.reported_size)
+    def _save(self) -> Flow:
+        yield from self.recorder.save(self.state, self.cost(), self.engine.context.reported_size)
 
     def _write_pending(self, turn: Turn) -> Flow:
         yield from self.recorder.write_pending(self.state, turn, self.cost())
@@ -260,7 +261,7 @@ class Session(CompactorFigures):
     def record_entry(self, turn: Turn) -> Flow:
         """Keep an entry that is not a query (a handoff to another agent) in the transcript."""
         self.state.add(turn)
-        yield from self._save(turn)
+        yield from self._save()
 
     def ensure_file(self) -> Generator[Event, None, str | None]:
         """Make the session's file now (normally made at its first query); its id, or None
@@ -378,6 +379,7 @@ class Session(CompactorFigures):
         if self.finished:
             return
         self.finished, state = True, self.state
+        yield from self.recorder.retry(state, self.cost(), self.engine.context.reported_size)
         if state.queries and not state.save_failed:
             yield from self.compactor.finalize(state, within=within, ending=True)
         yield from self.hooks.end(state, "exit")

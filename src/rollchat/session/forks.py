@@ -15,6 +15,7 @@ from rollchat.events import Event, Notice, Saved
 from rollchat.session.state import SessionState
 from rollchat.storage.locks import SessionBusyError, busy_message
 from rollchat.storage.store import LiveSession, SessionInfo, Store
+from rollchat.text.wording import plural
 
 
 def check_open(store: Store, info: SessionInfo,
@@ -50,25 +51,21 @@ def agent_change(info: SessionInfo, agent: AgentConfig) -> str | None:
 
 
 def open_file(store: Store, state: SessionState, agent: AgentConfig, model: str,
-              provider: str, *, in_progress: bool = False,
-              cost: float | None = None) -> Generator[Event, None, LiveSession]:
-    """Create the session's file (at its first query, held by this process from then on):
-    its header, its parent's forward link, then what comes before the query (the restored
-    summary's acknowledgment, turns carried over from the parent). ``cost``: what the session
-    cost so far, None when the model's price is unknown (the header then has no Cost line)."""
+              provider: str, *, cost: float | None = None) -> Generator[Event, None, LiveSession]:
+    """Create the session's file (at its first query, held by this process from then on) with
+    every entry so far in the same write (the restored summary's acknowledgment, turns carried
+    over from the parent, the turns: a kill leaves no file with a header alone), and its
+    parent's forward link. ``cost``: what the session cost so far, None when the model's
+    price is unknown (the header then has no Cost line)."""
+    entries = [state.restored, *state.turns] if state.restored is not None else state.turns
     live = state.live = store.new_session(
         agent_key=agent.key, agent=agent.name, agent_path=agent.agent_path, model=model,
         provider=provider, now=state.started, resumed_from=state.resumed_from,
         previous_session=state.previous_session, forked=state.forked,
         tools=agent.tool_names, handed_from=state.handed_from, cost=cost,
-        title=state.title)
+        title=state.title, entries=entries)
+    state.saved_entries = len(entries)
     yield from link_parent(store, state)
-    if state.restored is not None:
-        live.append_turn(state.restored, agent.name)
-    # turns carried over from the parent (the last turn is the query being saved, unless the
-    # file is made for a turn still in progress: see checkpoint.py)
-    for earlier in state.turns if in_progress else state.turns[:-1]:
-        live.append_turn(earlier, agent.name)
     return live
 
 
@@ -86,53 +83,89 @@ def link_parent(store: Store, state: SessionState) -> Generator[Event, None, Non
 
 class Recorder:
     """Writes one agent's sessions to ``store``: each turn as it ends, the turn in progress
-    after each tool call (see checkpoint.py), and the file made at the first query."""
+    after each tool call (see checkpoint.py), and the file made at the first query. A failed
+    write (disk full, a read-only directory) is said once; the chat goes on in memory and
+    each later save tries again, writing every entry held meanwhile, and says when it could."""
 
     def __init__(self, store: Store, agent: AgentConfig, model: str, provider: str) -> None:
         self.store, self.agent, self.model, self.provider = store, agent, model, provider
 
-    def _open(self, state: SessionState, in_progress: bool,
-              cost: float | None) -> Generator[Event, None, LiveSession]:
-        return open_file(self.store, state, self.agent, self.model, self.provider,
-                         in_progress=in_progress, cost=cost)
+    def _catch_up(self, state: SessionState,
+                  cost: float | None) -> Generator[Event, None, LiveSession]:
+        """Write what is not on disk yet: the file (at the first write), then each entry not
+        written (the restored summary's acknowledgment, turns carried over from the parent,
+        the turns); StoreError when a write fails (what was written stays counted)."""
+        live = state.live or (yield from open_file(self.store, state, self.agent, self.model,
+                                                   self.provider, cost=cost))
+        first = 0 if state.restored is None else 1
+        if state.saved_entries < first and state.restored is not None:
+            live.append_turn(state.restored, self.agent.name)
+            state.saved_entries = first
+        for turn in state.turns[state.saved_entries - first:]:
+            live.append_turn(turn, self.agent.name)
+            state.saved_entries += 1
+        return live
+
+    def catch_up(self, state: SessionState, cost: float | None,
+                 context_tokens: int | None = None) -> Generator[Event, None, LiveSession | None]:
+        """Bring the file up to ``state`` (its header's totals too, with ``context_tokens``):
+        the file, or None when it cannot be written now (said in one line when saving
+        stops, and in one when it resumes)."""
+        failed, behind = state.save_failed, unsaved(state)
+        try:
+            live = yield from self._catch_up(state, cost)
+            if context_tokens is not None:
+                live.set_totals(state.queries, state.billed, context_tokens, cost)
+        except StoreError as exc:
+            if not failed:
+                state.save_failed = True
+                yield Notice("error", f"{exc} — the chat goes on in memory; saving resumes "
+                                      "by itself once the disk takes writes again.")
+            return None
+        if failed:
+            state.save_failed = False
+            yield Notice("info", f"Saving again: {live.file_name} holds every turn now "
+                                 f"({plural(behind, 'entry')} held in memory written).")
+        return live
+
+    def retry(self, state: SessionState, cost: float | None,
+              context_tokens: int | None = None) -> Generator[Event, None, None]:
+        """After a failed write, try again now (before a summary, at the exit): the turns
+        held in memory meanwhile are written if the disk takes them. Nothing otherwise (nor
+        with nothing held: no file is made for a chat with no turn)."""
+        if state.save_failed and unsaved(state):
+            yield from self.catch_up(state, cost, context_tokens)
 
     def ensure_file(self, state: SessionState) -> Generator[Event, None, str | None]:
         """Make the session's file now (normally made at its first query); its id, or None
         when nothing is saved."""
-        if state.live is None and not state.save_failed:
-            try:
-                yield from self._open(state, True, None)
-            except StoreError as exc:
-                state.save_failed = True
-                yield Notice("error", f"{exc} — the chat goes on in memory; nothing is saved "
-                                      "from now on.")
+        if state.live is None or state.save_failed:
+            yield from self.catch_up(state, None)
         return state.session_id
 
-    def save(self, state: SessionState, turn: Turn, cost: float | None,
+    def save(self, state: SessionState, cost: float | None,
              context_tokens: int) -> Generator[Event, None, None]:
-        """Append the turn to the session file (creating it at the first query), with the
-        totals so far in its header."""
-        if state.save_failed:
-            return
-        try:
-            live = state.live or (yield from self._open(state, False, cost))
-            live.append_turn(turn, self.agent.name)
-            live.set_totals(state.queries, state.billed, context_tokens, cost)
-        except StoreError as exc:
-            state.save_failed = True
-            yield Notice("error", f"{exc} — the chat goes on in memory; nothing is saved "
-                                  "from now on.")
-            return
-        yield Saved(live.session_id, live.file_name)
+        """Append the turn just added to ``state`` to the session file (creating it at the
+        first query; with every entry a failed write left in memory), with the totals so far
+        in its header."""
+        live = yield from self.catch_up(state, cost, context_tokens)
+        if live is not None:
+            yield Saved(live.session_id, live.file_name)
 
     def write_pending(self, state: SessionState, turn: Turn,
                       cost: float | None) -> Generator[Event, None, None]:
         """The turn in progress, provisional (see checkpoint.py); a failing disk is reported
-        by the turn's own save at its end."""
+        by the turn's own save at its end (which also writes what a failure held back)."""
         if state.save_failed:
             return
         try:
-            live = state.live or (yield from self._open(state, True, cost))
+            live = yield from self._catch_up(state, cost)
             live.write_pending(turn, self.agent.name)
         except StoreError:
             pass
+
+
+def unsaved(state: SessionState) -> int:
+    """How many of ``state``'s entries (its restored acknowledgment, its turns) are not in its
+    file yet."""
+    return int(state.restored is not None) + len(state.turns) - state.saved_entries

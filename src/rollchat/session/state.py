@@ -38,7 +38,8 @@ class SessionState:
     turns: list[Turn] = field(default_factory=list)
     restored: Turn | None = None
     live: LiveSession | None = None
-    save_failed: bool = False
+    save_failed: bool = False  # the last write failed: saving resumes at the next one
+    saved_entries: int = 0  # how many of the restored acknowledgment and turns are on disk
     summary_failed: bool = False  # the turns are saved, the summary block could not be
     # summaries made in the background from ~70% of the budget on (see compaction.summarizer)
     background: Background = field(default_factory=Background)

@@ -4,6 +4,7 @@ in memory, for --no-save and tests."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -51,6 +52,7 @@ class Store(Protocol):
                     imported_from: str | None = None,
                     cost: float | None = None,  # None: no price, no Cost line in the header
                     title: str | None = None,
+                    entries: Sequence[Turn] = (),  # its first entries, with the header
                     ) -> LiveSession: ...  # holding its header, held by this process
 
     def finalize(self, session_id: str, summary: Summary, *, total_queries: int,

@@ -4,6 +4,7 @@ exact text its file would hold, listed, loaded and finalized by the same transcr
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from datetime import datetime
 
 from rollchat.config.settings import NO_SAVE_LOCATION
@@ -91,9 +92,10 @@ class InMemoryStore:
                     tools: tuple[str, ...] | None = None, handed_from: str | None = None,
                     imported_from: str | None = None,
                     cost: float | None = None,
-                    title: str | None = None,
+                    title: str | None = None, entries: Sequence[Turn] = (),
                     ) -> InMemorySession:
-        """A new session (an id as SessionStore makes them) holding its header."""
+        """A new session (an id as SessionStore makes them) holding its header and
+        ``entries``."""
         with self._lock:
             for sid in new_ids(agent_key, now):
                 if sid not in self._texts:
@@ -102,7 +104,8 @@ class InMemoryStore:
                                            tools=tools, handed_from=handed_from,
                                            imported_from=imported_from, cost=cost,
                                            title=title)
-                    self._texts[sid] = bytearray(encode(render_header(header)))
+                    self._texts[sid] = bytearray(encode(render_header(header) + "".join(
+                        render_turn(turn, agent) for turn in entries)))
                     return InMemorySession(self, header)
         raise StoreError("could not find a free session id in memory")
 

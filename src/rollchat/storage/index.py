@@ -36,7 +36,7 @@ from rollchat.storage.index_rows import (
 from rollchat.storage.listing import Listing, SessionInfo, choose, file_info
 
 INDEX_NAME = ".index.sqlite"
-SCHEMA = "rollchat-index 2"  # 2: SessionInfo.imported_from
+SCHEMA = "rollchat-index 3"  # 2: SessionInfo.imported_from; 3: files.empty
 RACY_NS = 2_000_000_000  # a row indexed this soon after its file's mtime is checked again
 BATCH = 500  # files indexed per write transaction (other processes wait at most one batch)
 READ_BUSY_MS = 10_000
@@ -46,13 +46,15 @@ SAVE_BUSY_MS = 200  # a save waits this long for the index at most, then leaves 
 SAVE_TEXT_MAX_BYTES = 256 * 1024
 DEFAULT_LIMIT = 20
 _TOKEN = re.compile(r"\w+", re.UNICODE)
+# most recent first, a session with nothing in it after every other (SessionInfo.empty)
+RECENT = "ORDER BY empty, ts DESC, id DESC"
 
 _DDL = (
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS files(file TEXT PRIMARY KEY, size INTEGER NOT NULL, "
     "mtime_ns INTEGER NOT NULL, indexed_ns INTEGER NOT NULL, id TEXT, ts INTEGER, "
-    "info TEXT, problem TEXT)",
-    "CREATE INDEX IF NOT EXISTS files_recent ON files(ts DESC, id DESC) WHERE info IS NOT NULL",
+    "info TEXT, problem TEXT, empty INTEGER)",
+    "CREATE INDEX IF NOT EXISTS recent ON files(empty, ts DESC, id DESC) WHERE info IS NOT NULL",
     "CREATE TABLE IF NOT EXISTS parts(rowid INTEGER PRIMARY KEY, file TEXT NOT NULL, "
     "part TEXT NOT NULL, UNIQUE(file, part))",
     "CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(text, "
@@ -253,10 +255,10 @@ class SessionIndex:
                parts: Sequence[tuple[str, str]] | None) -> None:
         """Write the file's rows; ``parts`` None: its searchable text is unchanged."""
         self._forget(conn, name, text=parts is not None)
-        conn.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (
+        conn.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (
             row_key(name), st.st_size, st.st_mtime_ns, now,
             info.session_id if info else None, micros(info.date) if info else None,
-            encode_info(info) if info else None, problem))
+            encode_info(info) if info else None, problem, int(info.empty) if info else None))
         for part, text in parts or ():
             rowid = conn.execute("INSERT INTO parts(file, part) VALUES (?, ?)",
                                  (row_key(name), part)).lastrowid
@@ -295,7 +297,7 @@ class SessionIndex:
                                  "AND file != ?", (skip,)).fetchone()[0]
             rows = conn.execute(
                 "SELECT info FROM files WHERE info IS NOT NULL AND file != ? "
-                "ORDER BY ts DESC, id DESC LIMIT ?", (skip, -1 if limit is None else limit))
+                f"{RECENT} LIMIT ?", (skip, -1 if limit is None else limit))
             sessions = [decode_info(self.root, n, row[0]) for n, row in enumerate(rows, 1)]
             problems = [(row_name(r[0]), r[1]) for r in conn.execute(
                 "SELECT file, problem FROM files WHERE info IS NULL AND file != ? "
@@ -333,14 +335,14 @@ class SessionIndex:
         with self._connection() as conn:
             ids = [r[0] for r in conn.execute(
                 "SELECT id FROM files WHERE info IS NOT NULL AND file != ? "
-                "ORDER BY ts DESC, id DESC", (skip,))]
+                f"{RECENT}", (skip,))]
             problems = [(row_name(r[0]), r[1]) for r in conn.execute(
                 "SELECT file, problem FROM files WHERE info IS NULL AND file != ?", (skip,))]
             found = choose(ref, len(ids), ids, problems)
             number = found if isinstance(found, int) else ids.index(found) + 1
             row = conn.execute(
                 "SELECT info FROM files WHERE info IS NOT NULL AND file != ? "
-                "ORDER BY ts DESC, id DESC LIMIT 1 OFFSET ?", (skip, number - 1)).fetchone()
+                f"{RECENT} LIMIT 1 OFFSET ?", (skip, number - 1)).fetchone()
         return decode_info(self.root, number, row[0])
 
     def imported(self, marker: str) -> list[SessionInfo]:
@@ -349,7 +351,7 @@ class SessionIndex:
         with self._connection() as conn:  # LIKE narrows (its % and _ only widen); then checked
             rows = conn.execute(
                 "SELECT info FROM files WHERE info IS NOT NULL AND info LIKE ? "
-                "ORDER BY ts DESC, id DESC", (f"%{marker}%",)).fetchall()
+                f"{RECENT}", (f"%{marker}%",)).fetchall()
         found = (decode_info(self.root, 0, text) for (text,) in rows)
         # (a row can hold the marker elsewhere: in a title, a preview)
         return [info for info in found if marker in (info.imported_from or "")]
@@ -382,13 +384,14 @@ class SessionIndex:
                     break
         hits: list[Hit] = []
         for name, snippet in best.items():
-            row = conn.execute("SELECT info, ts, id FROM files WHERE file = ? AND info IS NOT "
-                               "NULL", (name,)).fetchone()
+            row = conn.execute("SELECT info, ts, id, empty FROM files WHERE file = ? AND "
+                               "info IS NOT NULL", (name,)).fetchone()
             if row is None:
                 continue
-            number = conn.execute("SELECT count(*) FROM files WHERE info IS NOT NULL AND "
-                                  "(ts > ? OR (ts = ? AND id > ?))",
-                                  (row[1], row[1], row[2])).fetchone()[0] + 1
+            number = conn.execute(  # the sessions before it in RECENT's order
+                "SELECT count(*) FROM files WHERE info IS NOT NULL AND (empty < ? OR "
+                "(empty = ? AND (ts > ? OR (ts = ? AND id > ?))))",
+                (row[3], row[3], row[1], row[1], row[2])).fetchone()[0] + 1
             info = decode_info(self.root, number, row[0])
             parts = snippet_parts(" ".join(snippet.split()))
             hits.append(Hit(info.session_id, info.title, info.date,

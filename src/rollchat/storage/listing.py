@@ -74,6 +74,12 @@ class SessionInfo:
     title: str = ""
     imported_from: str | None = None  # the header's Imported From (an imported transcript)
 
+    @property
+    def empty(self) -> bool:
+        """Nothing in it to resume: a header only (killed right after the first Enter, or a
+        handed-to session before its first entry). Listed after every other, never ``-c``."""
+        return not self.has_summary and self.queries == 0 and self.first_query_preview is None
+
 
 @dataclass(frozen=True)
 class Listing:
@@ -137,7 +143,7 @@ def file_info(path: Path, st: os.stat_result) -> SessionInfo:
 
 def numbered(found: list[SessionInfo], problems: list[tuple[str, str]]) -> Listing:
     """The listing: sessions most recent first, numbered from 1."""
-    ordered = sorted(found, key=lambda i: (i.date, i.session_id), reverse=True)
+    ordered = sorted(found, key=lambda i: (not i.empty, i.date, i.session_id), reverse=True)
     return Listing([replace(info, number=n) for n, info in enumerate(ordered, 1)], problems)
 
 

@@ -16,14 +16,14 @@ import re
 import secrets
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from rollchat.domain import SessionHeader, Summary, Transcript
+from rollchat.domain import SessionHeader, Summary, Transcript, Turn
 from rollchat.errors import StoreError, TranscriptError
 from rollchat.storage.api import LiveSession, Store
-from rollchat.storage.images import delete_images
+from rollchat.storage.images import delete_images, save_images
 from rollchat.storage.in_memory import InMemorySession, InMemoryStore
 from rollchat.storage.index import SessionIndex
 from rollchat.storage.listing import (
@@ -52,6 +52,7 @@ from rollchat.storage.transcript import (
     render_linked,
     render_resummarized,
     render_titled,
+    render_turn,
     tail_summary,
 )
 from rollchat.text.normalize import encode
@@ -71,7 +72,11 @@ __all__ = [
     "slug",
 ]
 
-MAX_FILE_BYTES = 64 * 1024 * 1024  # load_transcript refuses a larger file
+# the largest file ``rollchat import`` reads. A session file is read whatever its size: what
+# rollchat writes, it reads (two 35 MB tool results make a 70 MB transcript, and its turns
+# have no bound), so ``show``, ``export``, ``audit``, ``compact``, resume and the archive tool
+# never refuse one; the listing reads its head and tail only.
+MAX_FILE_BYTES = 64 * 1024 * 1024
 TEMP_MAX_AGE = 30.0
 _TMP_RE = re.compile(r"\..+\.md\.tmp-([0-9]+)-[0-9a-f]+")
 
@@ -79,7 +84,7 @@ _TMP_RE = re.compile(r"\..+\.md\.tmp-([0-9]+)-[0-9a-f]+")
 class SessionStore:
     """The sessions directory ``root``: one ``<session_id>.md`` per session."""
 
-    def __init__(self, root: Path, *, max_read_bytes: int = MAX_FILE_BYTES) -> None:
+    def __init__(self, root: Path, *, max_read_bytes: int | None = None) -> None:
         self.root = Path(root)
         self.location = str(self.root)  # for the banner
         self.max_read_bytes = max_read_bytes
@@ -146,9 +151,10 @@ class SessionStore:
                     tools: tuple[str, ...] | None = None, handed_from: str | None = None,
                     imported_from: str | None = None,
                     cost: float | None = None,
-                    title: str | None = None) -> FileSession:
-        """Create ``{slug}_{YYYYMMDD_HHMMSS}_{hex}.md`` (O_EXCL, 0600) with its header, fsynced,
-        locked before it exists: from its first byte it is this process's to write."""
+                    title: str | None = None, entries: Sequence[Turn] = ()) -> FileSession:
+        """Create ``{slug}_{YYYYMMDD_HHMMSS}_{hex}.md`` (O_EXCL, 0600) with its header and
+        ``entries`` (its first turns: no kill leaves a header without them), fsynced, locked
+        before it exists: from its first byte it is this process's to write."""
         if not self._ensured:
             self.ensure()
         for sid in new_ids(agent_key, now):
@@ -160,15 +166,24 @@ class SessionStore:
             if not self.locks.acquire(sid):
                 continue
             made = False
-            try:
-                made = self._create(path, encode(render_header(header)))
+            try:  # (never another's: its images would go beside it)
+                made = not path.exists() and self._create(path, self._first(header, entries))
             finally:
                 if not made:
                     self.locks.release(sid)
+                    if not path.exists():
+                        delete_images(self.root, sid)
             if made:
                 self.index.saved(path.name)
                 return FileSession(path, header, self.locks, self.index.saved)
         raise StoreError(f"could not find a free session id in {self.root}")
+
+    def _first(self, header: SessionHeader, entries: Sequence[Turn]) -> bytes:
+        """A new file's bytes: its header, then its first entries (their images saved beside
+        it first, as ``FileSession.append_turn`` saves them)."""
+        turns = [save_images(t, self.root, header.session_id) for t in entries]
+        return encode(render_header(header) + "".join(render_turn(t, header.agent)
+                                                      for t in turns))
 
     def _create(self, path: Path, data: bytes) -> bool:
         """Write ``data`` to a temporary file, then hard-link it as ``path`` (refused if the id
@@ -360,7 +375,8 @@ class SessionStore:
 
     def read_bytes(self, session_id: str) -> bytes:
         """The session file's bytes as they are, read as ``load_transcript`` reads them (a
-        regular file inside the directory, at most ``max_read_bytes``), without parsing."""
+        regular file inside the directory; at most ``max_read_bytes`` when the store was given
+        a limit), without parsing."""
         return self._read_data(self.path_for(session_id), follow=True, limit=self.max_read_bytes)
 
     def read_text(self, session_id: str) -> str:
@@ -369,7 +385,8 @@ class SessionStore:
 
     def load_transcript(self, session_id: str) -> Transcript:
         """The whole session, parsed; a corrupted summary block is dropped (the turns remain).
-        Only a regular file inside the directory, at most ``max_read_bytes``, is read."""
+        Only a regular file inside the directory is read (at most ``max_read_bytes`` when
+        the store was given a limit: none by default, see MAX_FILE_BYTES)."""
         path = self.path_for(session_id)
         text = self.read_text(session_id)
         try:
