@@ -103,9 +103,12 @@ def test_an_import_failing_part_way_leaves_nothing(tmp_path: Path) -> None:
 
     import subprocess
 
+    # no bytecode written: importlib writes a .pyc in one write(2), and one cut short by the
+    # limit would be renamed into the shared cache truncated, for every later test to trip on
     failed = subprocess.run([sys.executable, "-m", "rollchat", *args], cwd=tmp_path,
                             capture_output=True, text=True, timeout=120,
-                            env=clean_env(tmp_path / "home"), preexec_fn=limited)
+                            env=clean_env(tmp_path / "home", PYTHONDONTWRITEBYTECODE="1"),
+                            preexec_fn=limited)
     assert failed.returncode == 1, failed.stderr
     assert "File too large" in failed.stderr
     assert sessions(tmp_path) == []

@@ -35,7 +35,10 @@ def _chat(cwd: Path, sessions: Path) -> pexpect.spawn:
     return pexpect.spawn(sys.executable, ["-m", "rollchat", "--config", str(cfg),
                                           "--provider", "offline", "--sessions-dir",
                                           str(sessions)],
-                         cwd=str(cwd), env=clean_env(cwd / "home"), encoding="utf-8",
+                         # no bytecode written: a write cut short by RLIMIT_FSIZE would leave
+                         # a truncated .pyc in the shared cache for every later test
+                         cwd=str(cwd), env=clean_env(cwd / "home", PYTHONDONTWRITEBYTECODE="1"),
+                         encoding="utf-8",
                          timeout=60, dimensions=(40, 200), preexec_fn=default_signals)
 
 
