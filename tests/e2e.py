@@ -48,8 +48,7 @@ def clean_env(home: Path, **extra: str) -> dict[str, str]:
     home.mkdir(parents=True, exist_ok=True)
     env.update(user_dirs(home), PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm", COLUMNS="120",
                LINES="40")
-    env.update(extra)
-    return child_env(env)
+    return child_env(env, **extra)  # ``extra`` last: it may turn bytecode writing off
 
 
 def default_signals() -> None:
