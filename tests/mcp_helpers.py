@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from rollchat.config.mcp_servers import McpServerConfig, check_server
 from rollchat.engine.core import Engine, EngineSettings
 from rollchat.providers.base import RetryPolicy
@@ -21,6 +23,25 @@ from rollchat.tools.mcp import McpServers
 
 SERVER = Path(__file__).with_name("mcp_server.py")
 NOTES_SERVER = Path(__file__).parent.parent / "examples" / "mcp" / "notes_server.py"
+
+
+@pytest.fixture
+def servers() -> Iterator[list[McpServers]]:
+    """The MCP server sets a test starts (see ``start``), each closed when the test ends."""
+    made: list[McpServers] = []
+    yield made
+    for server in made:
+        server.close()
+
+
+def start(made: list[McpServers], *configs: McpServerConfig, env: dict[str, str] | None = None,
+          **options: Any) -> McpServers:
+    """Start the servers ``configs`` (the child environment from ``env``), kept in ``made``
+    (the ``servers`` fixture) so the test's end closes them."""
+    source = McpServers(configs, env or {}, **options)
+    made.append(source)
+    source.start()
+    return source
 
 
 def stdio(name: str = "testing", *args: str, **settings: Any) -> McpServerConfig:

@@ -6,7 +6,7 @@ providers' wire payloads built from them byte-identical."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -29,25 +29,9 @@ from rollchat.providers.openai import request_params as openai_params
 from rollchat.storage.store import SessionStore
 from rollchat.tools import Tool
 from tests.drive import turn as run_turn
+from tests.engine.test_engine import Scripted
 
 T0 = datetime(2026, 11, 25, 12, 0, tzinfo=timezone.utc)
-
-
-class Scripted:
-    """One scripted reply per request; records the requests."""
-
-    name = "scripted"
-
-    def __init__(self, *scripts: list[StreamEvent | BaseException]) -> None:
-        self.scripts = list(scripts)
-        self.requests: list[ChatRequest] = []
-
-    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
-        self.requests.append(request)
-        for item in self.scripts.pop(0):
-            if isinstance(item, BaseException):
-                raise item
-            yield item
 
 
 def _call(i: str, name: str, **args: object) -> StreamEvent:

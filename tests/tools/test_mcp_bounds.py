@@ -9,32 +9,16 @@ from __future__ import annotations
 import hashlib
 import threading
 
-import pytest
-
 from rollchat.domain import ToolCall
 from rollchat.events import Event, Notice
 from rollchat.tools.approval import Gate
-from rollchat.tools.mcp import McpServers
 from rollchat.tools.mcp_convert import MAX_DESCRIPTION, Names, needs_task
 from tests.drive import drain
-from tests.mcp_helpers import engine_with, stdio
+from tests.mcp_helpers import engine_with, servers, start, stdio
+
+__all__ = ["servers"]  # the fixture, imported for pytest
 
 SPACE = "mcp__odd__a_b_" + hashlib.sha256(b"mcp__odd__a b").hexdigest()[:8]
-
-
-@pytest.fixture
-def servers() -> list[McpServers]:
-    made: list[McpServers] = []
-    yield made
-    for server in made:
-        server.close()
-
-
-def start(made: list[McpServers], *configs, **options) -> McpServers:  # type: ignore[no-untyped-def]
-    source = McpServers(configs, {}, **options)
-    made.append(source)
-    source.start()
-    return source
 
 
 def test_odd_tools_are_bounded_or_left_out_each_with_one_line(servers) -> None:

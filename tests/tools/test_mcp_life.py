@@ -12,8 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from rollchat.events import Event, Notice
 from rollchat.tools import mcp as mcp_package
 from rollchat.tools.mcp import McpServers
@@ -23,25 +21,14 @@ from tests.mcp_helpers import (
     engine_with,
     gone_within,
     http_server,
+    servers,
+    start,
     stdio,
     wait_for_file,
     wait_until,
 )
 
-
-@pytest.fixture
-def servers() -> list[McpServers]:
-    made: list[McpServers] = []
-    yield made
-    for server in made:
-        server.close()
-
-
-def start(made: list[McpServers], *configs, env=None) -> McpServers:  # type: ignore[no-untyped-def]
-    source = McpServers(configs, env or {})
-    made.append(source)
-    source.start()
-    return source
+__all__ = ["servers"]  # the fixture, imported for pytest
 
 
 def warnings(events: list[Event]) -> list[str]:

@@ -23,25 +23,14 @@ from tests.mcp_helpers import (
     everything_http,
     everything_stdio,
     gone_within,
+    servers,
+    start,
     wait_until,
 )
 
+__all__ = ["servers"]  # the fixture, imported for pytest
+
 pytestmark = pytest.mark.xdist_group("mcp-real")  # one npm install, one worker
-
-
-@pytest.fixture
-def servers() -> list[McpServers]:
-    made: list[McpServers] = []
-    yield made
-    for server in made:
-        server.close()
-
-
-def start(made: list[McpServers], *configs, env=None, **options) -> McpServers:  # type: ignore[no-untyped-def]
-    source = McpServers(configs, env or {}, **options)
-    made.append(source)
-    source.start()
-    return source
 
 
 def warnings(events: list[Event]) -> list[str]:

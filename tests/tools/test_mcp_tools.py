@@ -14,24 +14,19 @@ from pathlib import Path
 import pytest
 
 from rollchat.events import Event, Notice
-from rollchat.tools.mcp import McpServers, McpToolError
+from rollchat.tools.mcp import McpToolError
 from tests.drive import drain
-from tests.mcp_helpers import engine_with, gone_within, http_server, stdio, wait_for_file
+from tests.mcp_helpers import (
+    engine_with,
+    gone_within,
+    http_server,
+    servers,
+    start,
+    stdio,
+    wait_for_file,
+)
 
-
-@pytest.fixture
-def servers() -> list[McpServers]:
-    made: list[McpServers] = []
-    yield made
-    for server in made:
-        server.close()
-
-
-def start(made: list[McpServers], *configs, env=None) -> McpServers:  # type: ignore[no-untyped-def]
-    source = McpServers(configs, env or {})
-    made.append(source)
-    source.start()
-    return source
+__all__ = ["servers"]  # the fixture, imported for pytest
 
 
 def test_a_stdio_tool_is_called_by_the_engine_like_any_other(servers, tmp_path: Path) -> None:

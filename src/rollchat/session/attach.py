@@ -5,6 +5,7 @@ after the message, in a fence that names it; anything else is refused with the r
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,20 +72,9 @@ def message_with(text: str, attachments: Sequence[Attachment]) -> tuple[str, tup
     for a in attachments:
         if a.text is None:
             continue
-        longest = max((len(run) for run in a.text.split("\n") for run in _backticks(run)),
-                      default=0)
+        longest = max((len(run) for run in re.findall("`+", a.text)), default=0)
         fence = "`" * max(3, longest + 1)
         parts.append(f"[attached file {a.name}]\n{fence}\n{a.text.rstrip(chr(10))}\n{fence}")
     images = tuple(a.image for a in attachments if a.image is not None)
     return "\n\n".join(parts), images
 
-
-def _backticks(line: str) -> list[str]:
-    runs, run = [], ""
-    for ch in line:
-        if ch == "`":
-            run += ch
-        elif run:
-            runs.append(run)
-            run = ""
-    return [*runs, run] if run else runs
