@@ -380,7 +380,8 @@ class Session(CompactorFigures):
             return
         self.finished, state = True, self.state
         yield from self.recorder.retry(state, self.cost(), self.engine.context.reported_size)
-        if state.queries and not state.save_failed:
+        kept = self.store.location != NO_SAVE_LOCATION  # --no-save: a summary nobody reads
+        if state.queries and not state.save_failed and kept:
             yield from self.compactor.finalize(state, within=within, ending=True)
         yield from self.hooks.end(state, "exit")
         state.close()
@@ -391,4 +392,4 @@ class Session(CompactorFigures):
                     state.summary_failed, cost=spent,
                     chain_cost=chain.spent if chain.known else None,
                     chain_sessions=chain.sessions, chain_unpriced=chain.unpriced,
-                    in_memory=self.store.location == NO_SAVE_LOCATION)
+                    in_memory=not kept)
