@@ -49,6 +49,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     stall_seconds: float = 30.0
     after_chunks: int = 0  # stall / drop after this many stream chunks
+    reasoning: str = ""  # OpenAI-compatible servers' ``reasoning_content`` deltas, before the text
 
 
 def text(text: str, **kw: Any) -> Reply:
@@ -143,6 +144,7 @@ class OpenAIDialect:
     def events(self, r: Reply, body: dict[str, Any]) -> list[str]:
         """SSE frames for a text or tool reply (the final ones included)."""
         frames = [self._chunk({"role": "assistant", "content": ""})]
+        frames += [self._chunk({"reasoning_content": piece}) for piece in split_text(r.reasoning)]
         frames += [self._chunk({"content": piece}) for piece in split_text(r.text)]
         finish = r.stop or "stop"
         if r.kind == "tool":

@@ -152,6 +152,14 @@ class Note:
 
 
 @dataclass(frozen=True)
+class Thinking:
+    """What the model thought before it answered (a ``<think>`` block at the start of a reply,
+    or a provider's reasoning field): kept and shown apart, never sent back as the answer."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class ProviderBlock:
     """A provider's own block that must be sent back as it came (thinking with its
     signature, a signed compaction block): ``data`` is its JSON text, kept byte for byte."""
@@ -161,7 +169,7 @@ class ProviderBlock:
     data: str
 
 
-Block = Text | ToolUse | ToolResult | Note | ProviderBlock
+Block = Text | Thinking | ToolUse | ToolResult | Note | ProviderBlock
 
 
 @dataclass(frozen=True)

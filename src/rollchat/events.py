@@ -11,7 +11,7 @@ from typing import Literal
 
 from rollchat.domain import Summary, ToolCall, Turn
 from rollchat.memory.records import Fact
-from rollchat.providers.base import TextDelta, UsageEvent
+from rollchat.providers.base import TextDelta, ThinkingDelta, UsageEvent
 
 Level = Literal["info", "detail", "warning", "error"]
 
@@ -145,6 +145,6 @@ class FactRemembered:
     fact: Fact
 
 
-Event = (Notice | AnswerStarted | AnswerAborted | TextDelta | UsageEvent | Retrying
-         | ToolStarted | ToolFinished | TurnFinished | SummaryStarted | SummaryFinished
+Event = (Notice | AnswerStarted | AnswerAborted | TextDelta | ThinkingDelta | UsageEvent
+         | Retrying | ToolStarted | ToolFinished | TurnFinished | SummaryStarted | SummaryFinished
          | Planned | CompactionStarted | CompactionFinished | Saved | Ended | FactRemembered)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
-from rollchat.domain import Text, ToolCall, ToolResult, ToolUse, Turn, Usage
+from rollchat.domain import Text, Thinking, ToolCall, ToolResult, ToolUse, Turn, Usage
 from rollchat.engine.context import WorkingContext
 from rollchat.engine.core import Engine, EngineSettings
 from rollchat.engine.replay import turn_messages
@@ -21,6 +21,7 @@ from rollchat.providers.base import (
     RetryPolicy,
     StreamEvent,
     TextDelta,
+    ThinkingDelta,
     ToolCallEvent,
     ToolSpec,
     UsageEvent,
@@ -63,14 +64,16 @@ SCRIPTS: list[list[StreamEvent | BaseException]] = [
     # turn 1: text, two calls at once (one fails), more text and a call, then the answer
     [TextDelta("Let me look "), TextDelta("at both."), _call("c1", "read", path="a.py"),
      _call("c2", "fail", path="b.py"), UsageEvent(Usage(50, 5)), Done()],
-    [TextDelta("One failed; the log next."), _call("c3", "log"), UsageEvent(Usage(80, 5)),
+    [ThinkingDelta("b.py failed; "), ThinkingDelta("the log may say why"),  # a reasoning field
+     TextDelta("One failed; the log next."), _call("c3", "log"), UsageEvent(Usage(80, 5)),
      Done()],
     [_call("c4", "read", path="c.py"), UsageEvent(Usage(90, 5)), Done()],  # no text first
     [TextDelta("Both read; the log is long."), UsageEvent(Usage(99, 5)), Done()],
     # turn 2: interrupted while the answer streams
     [TextDelta("Partial "), KeyboardInterrupt()],
-    # turn 3: a plain answer
-    [TextDelta("Done."), UsageEvent(Usage(120, 2)), Done()],
+    # turn 3: a plain answer after a <think> block, its tags split across deltas
+    [TextDelta("<thi"), TextDelta("nk>\nall read, all good</th"), TextDelta("ink>\n\nDone."),
+     UsageEvent(Usage(120, 2)), Done()],
 ]
 
 
@@ -98,15 +101,18 @@ def test_the_blocks_keep_the_order_things_happened_in(tmp_path: Path) -> None:
     assert saved == turns
     first = saved[0].blocks
     assert [type(b).__name__ for b in first] == [
-        "Text", "ToolUse", "ToolUse", "ToolResult", "ToolResult", "Text", "ToolUse",
+        "Text", "ToolUse", "ToolUse", "ToolResult", "ToolResult", "Thinking", "Text", "ToolUse",
         "ToolResult", "ToolUse", "ToolResult", "Text"]
+    assert first[5] == Thinking("b.py failed; the log may say why")
     assert first[0] == Text("Let me look at both.")
     assert isinstance(first[4], ToolResult) and first[4].is_error  # the failing call
     assert "ValueError: no such file" in first[4].content
-    log = first[7]
+    log = first[8]
     assert isinstance(log, ToolResult) and log.sent_keep is not None  # cut to fit
     assert log.content.count("\n") == 3000  # the transcript keeps it whole
     assert saved[1].status == "interrupted" and saved[1].blocks == (Text("Partial "),)
+    assert saved[2].blocks == (Thinking("all read, all good"), Text("Done."))
+    assert saved[2].assistant == "Done."
     assert isinstance(first[1], ToolUse) and first[1].call.arguments == {"path": "a.py"}
 
 
@@ -116,6 +122,8 @@ def test_requests_rebuilt_from_the_saved_turns_are_the_requests_sent(tmp_path: P
     for message in (m for turn in saved for m in turn_messages(turn)):
         context.append(message)
     assert context.messages == engine.context.messages
+    # thinking is kept in the file but never sent back, as the answer or otherwise
+    assert not any("the log may say why" in repr(r.messages) for r in provider.requests)
     rebuilt = context.messages
     last = provider.requests[-1]
     again = ChatRequest(last.model, last.system, tuple(rebuilt[:-1]), last.max_output_tokens,

@@ -28,6 +28,7 @@ from rollchat.domain import (
 from rollchat.engine.context import WorkingContext
 from rollchat.engine.hygiene import as_sent, repair
 from rollchat.engine.rounds import run_round
+from rollchat.engine.thinking import Split, took
 from rollchat.events import Event, Notice, Retrying
 from rollchat.interrupts import Terminated
 from rollchat.memory.layers import with_block
@@ -40,6 +41,7 @@ from rollchat.providers.base import (
     RetryNotice,
     RetryPolicy,
     TextDelta,
+    ThinkingDelta,
     ToolCallEvent,
     ToolSpec,
     UsageEvent,
@@ -282,6 +284,7 @@ class Engine:
         recorded in ``self.current`` as it happens (text, calls, results, in order)."""
         t0 = time.monotonic()
         text: list[str] = []
+        thought: list[str] = []  # this round's thinking, kept apart from its text
         usage = Usage()
         status: TurnStatus = "ok"
         note: str | None = None
@@ -296,7 +299,7 @@ class Engine:
                     yield TextDelta(ROUND_SEPARATOR)  # paragraph, on screen and on disk
                 mark = len(text)
                 calls, round_usage, stop = yield from self._stream_once(messages_now(), purpose,
-                                                                        text)
+                                                                        text, thought)
                 usage = usage + round_usage
                 if stop == "max_tokens" and not calls:  # the model was stopped mid-answer
                     status, note = "error", (f"output limit of {self.max_output_tokens:,} "
@@ -315,7 +318,8 @@ class Engine:
                                             "run.")
                     break
                 said = "".join(text[mark:])
-                blocks += [*([Text(said)] if said else []), *(ToolUse(c) for c in calls)]
+                blocks += [*took(thought), *([Text(said)] if said else []),
+                           *(ToolUse(c) for c in calls)]
                 add(Message("assistant", said, tool_calls=tuple(calls)))
                 mark = len(text)
                 yield from run_round(calls, add, blocks.append, self._run_tool)
@@ -326,21 +330,25 @@ class Engine:
             note = exc.one_line()
             status = "error" if "".join(text) or blocks else "unanswered"
         last = "".join(text[mark:])
+        blocks += took(thought)
         if last:
             blocks.append(Text(last))
         return CallResult("".join(text), usage, status, error, note, tuple(blocks),
                           time.monotonic() - t0, last)
 
     def _stream_once(self, messages: Sequence[Message], purpose: Purpose, text: list[str],
+                     thought: list[str],
                      ) -> Generator[Event, None, tuple[list[ToolCall], Usage, str | None]]:
         """One model call: its tool calls, usage and stop reason (None: the stream ended
-        without one). Text deltas go into ``text`` as they arrive, so an interruption or an
-        error mid-stream keeps what was received. Retries are announced as they happen."""
+        without one). Text deltas go into ``text`` as they arrive, thinking into ``thought``,
+        so an interruption or an error mid-stream keeps what was received. Retries are
+        announced as they happen."""
         request = self.request(messages, purpose)
         calls: list[ToolCall] = []
         usage = Usage()
         stop: str | None = None
         cleaner = StreamCleaner()  # the model's text is cleaned as it arrives
+        split = Split(text, thought)
         events = stream_with_retries(self.provider, request, self.settings.retry,
                                      sleep=self.settings.sleep,
                                      announce=True)
@@ -349,10 +357,9 @@ class Engine:
                 if isinstance(event, RetryNotice):
                     yield Retrying(event.attempt, event.wait, event.error.one_line())
                 elif isinstance(event, TextDelta):
-                    piece = cleaner.feed(event.text)
-                    if piece:
-                        text.append(piece)
-                        yield TextDelta(piece)
+                    yield from split.text(cleaner.feed(event.text))
+                elif isinstance(event, ThinkingDelta):
+                    yield from split.thinking(event.text)
                 elif isinstance(event, ToolCallEvent):
                     call = event.call
                     calls.append(ToolCall(clean(call.id), clean(call.name),
@@ -366,12 +373,9 @@ class Engine:
                     stop = event.stop_reason
                     break
         except BaseException:
-            text.append(cleaner.flush())  # a CR or half a pair held back is kept
+            split.keep(cleaner.flush())  # a CR or half a pair held back is kept
             raise
-        rest = cleaner.flush()
-        if rest:
-            text.append(rest)
-            yield TextDelta(rest)
+        yield from split.end(cleaner.flush())
         return calls, usage, stop
 
     def _run_tool(self, call: ToolCall) -> tuple[ToolResult, str, CallOutcome]:

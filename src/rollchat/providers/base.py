@@ -53,6 +53,14 @@ class TextDelta:
 
 
 @dataclass(frozen=True)
+class ThinkingDelta:
+    """A piece of the model's thinking: a provider's reasoning field as it streams (the
+    engine also turns a reply's leading ``<think>`` block into these)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class ToolCallEvent:
     call: ToolCall
 
@@ -72,7 +80,7 @@ class Done:
     stop_reason: str = "end"
 
 
-StreamEvent = TextDelta | ToolCallEvent | UsageEvent | Done
+StreamEvent = TextDelta | ThinkingDelta | ToolCallEvent | UsageEvent | Done
 
 
 class Provider(Protocol):

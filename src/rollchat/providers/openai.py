@@ -13,6 +13,7 @@ from rollchat.providers.base import (
     ChatRequest,
     StreamEvent,
     TextDelta,
+    ThinkingDelta,
     ToolCallEvent,
     ToolSpec,
 )
@@ -138,6 +139,9 @@ class _ChunksParser(StreamParser):
             self.last_usage = usage_from(item.usage)
         for choice in getattr(item, "choices", None) or ():
             delta = choice.delta
+            thought = reasoning(delta)
+            if thought:
+                yield ThinkingDelta(thought)
             if delta is not None and delta.content:
                 yield TextDelta(delta.content)
             for part in (delta.tool_calls if delta is not None else None) or ():
@@ -162,6 +166,18 @@ class _ChunksParser(StreamParser):
             call.name = function.name or call.name
             if function.arguments:
                 call.fragments.append(function.arguments)
+
+
+def reasoning(delta: Any) -> str:
+    """A delta's thinking, which the Chat Completions types do not declare: servers send it
+    as ``reasoning_content`` (llama.cpp with a reasoning format, vLLM, DeepSeek) or
+    ``reasoning`` (Ollama, OpenRouter, newer vLLM); the SDK keeps unknown fields as extras."""
+    extra = getattr(delta, "model_extra", None) or {}
+    for name in ("reasoning_content", "reasoning"):
+        value = extra.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return ""
 
 
 def usage_from(usage: Any) -> Usage:

@@ -16,6 +16,7 @@ from rollchat.domain import (
     SessionHeader,
     Summary,
     Text,
+    Thinking,
     ToolResult,
     ToolUse,
     Transcript,
@@ -117,6 +118,8 @@ def blocks_json(t: Turn) -> list[dict[str, Any]]:
                                  if b.sent_keep < 0 else f"cut to {b.sent_keep} chars")})
         elif isinstance(b, Note):
             out.append({"type": "note", "kind": b.kind, "text": b.text})
+        elif isinstance(b, Thinking):
+            out.append({"type": "thinking", "text": b.text})
         else:
             out.append({"type": "provider", "provider": b.provider, "block_type": b.type,
                         "data": b.data})

@@ -29,7 +29,7 @@ from rollchat.events import (
     TurnFinished,
 )
 from rollchat.models.prices import money
-from rollchat.providers.base import TextDelta
+from rollchat.providers.base import TextDelta, ThinkingDelta
 from rollchat.session.attach import Attachment, message_with, read_attachment
 from rollchat.session.core import Session
 from rollchat.text.wording import human_tokens, plural
@@ -211,6 +211,8 @@ class ChatApp:
         out = self.out
         if isinstance(event, TextDelta):
             out.answer_delta(event.text)
+        elif isinstance(event, ThinkingDelta):
+            out.thinking_delta(event.text)
         elif isinstance(event, AnswerStarted):
             out.answer_start(event.agent)
         elif isinstance(event, TurnFinished):

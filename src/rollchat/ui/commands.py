@@ -286,6 +286,20 @@ def _instructions(app: ChatApp, arg: str) -> bool:
     return False
 
 
+def _thinking(app: ChatApp, arg: str) -> bool:
+    """The latest answer's thinking in full (the screen folds it to one line)."""
+    from rollchat.domain import Thinking
+
+    for turn in reversed(app.session.state.turns):
+        thoughts = [b.text for b in turn.blocks if isinstance(b, Thinking)]
+        if thoughts:
+            for text in thoughts:
+                app.out.dim(text)
+            return False
+    app.out.info("No answer in this session came with thinking.")
+    return False
+
+
 def _memory(app: ChatApp, arg: str) -> bool:
     from rollchat.ui.memory_view import show_facts
 
@@ -335,6 +349,8 @@ COMMANDS: dict[str, Command] = {
                 "what each call needs; verbose shows calls in full; restart an MCP server",
                 _tools, takes_arg=True, bare_arg=lambda a: a.strip().lower() in (
                     "verbose", "quiet") or a.lower().startswith("restart ")),
+        Command("thinking", "thinking", "show the latest answer's thinking in full (the "
+                "screen folds it to one line)", _thinking),
         Command("memory", "memory", "list the facts remembered across sessions", _memory),
         Command("remember", "remember TEXT", "remember a fact in later sessions (CATEGORY: "
                 "TEXT names its category)", _remember, takes_arg=True,

@@ -286,6 +286,10 @@ class Renderer:
         if self._stream is not None:
             self._stream.feed(text)
 
+    def thinking_delta(self, text: str) -> None:
+        if self._stream is not None:
+            self._stream.think(text)
+
     def answer_end(self, turn: Turn, hint: str | None = None, cost: float | None = None,
                    ) -> None:
         """Close the answer and say how it ended; ``hint``: what to do about a failure;

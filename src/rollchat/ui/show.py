@@ -9,7 +9,17 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from rollchat.domain import Block, Image, Note, Summary, ToolResult, ToolUse, Transcript, Turn
+from rollchat.domain import (
+    Block,
+    Image,
+    Note,
+    Summary,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    Transcript,
+    Turn,
+)
 from rollchat.domain import Text as TextBlock
 from rollchat.text.wording import plural
 from rollchat.ui.render import plain_console, usage_line
@@ -112,6 +122,8 @@ def _block(block: Block) -> Iterator[RenderableType]:
             yield Text(f"[{_image(image)}]", style="dim")
     elif isinstance(block, Note):
         yield Text(f"({one_line(block.kind)}: {harmless(block.text)})", style="dim italic")
+    elif isinstance(block, Thinking):
+        yield Text(f"thinking: {harmless(block.text)}", style="dim italic")
 
 
 def _image(image: Image) -> str:

@@ -48,10 +48,40 @@ class MarkdownStream:
 
         self.live = Live(console=console, auto_refresh=False, transient=True) if live else None
         self.last_refresh = 0.0
+        self.thought = ""  # the thinking streaming now (shown live, folded when it ends)
+        self.thinking_since = 0.0
         if self.live is not None:
             self.live.start()
 
+    def think(self, text: str) -> None:
+        """The model's thinking: while it streams, its last line is shown dim under a
+        "thinking" mark; when the answer starts it folds to one dim line (the transcript and
+        ``thinking`` keep it whole)."""
+        if not self.thought:
+            self.flush()  # the text before it (a previous round's) stays above it
+            self.thinking_since = time.monotonic()
+        self.thought += harmless(text)
+        if self.live is not None and time.monotonic() - self.last_refresh >= _REFRESH_SECONDS:
+            from rich.text import Text
+
+            self.last_refresh = time.monotonic()
+            tail = self.thought.rstrip().rsplit("\n", 1)[-1][-(self.console.width - 14):]
+            self.live.update(Text(f"thinking… {tail}", style="dim italic"), refresh=True)
+
+    def _fold(self) -> None:
+        if not self.thought:
+            return
+        from rich.text import Text
+
+        words, seconds = len(self.thought.split()), time.monotonic() - self.thinking_since
+        self.thought = ""
+        if self.live is not None:
+            self.live.update(Text(""), refresh=True)
+        self.console.print(Text(f"▸ thought for {seconds:.1f}s ({words:,} words; 'thinking' "
+                                "shows them)", style="dim italic"))
+
     def feed(self, text: str) -> None:
+        self._fold()
         if self.held_cr:
             text, self.held_cr = "\r" + text, False
         if text.endswith("\r"):
@@ -87,6 +117,7 @@ class MarkdownStream:
 
     def flush(self) -> None:
         """Print what is pending now, even an unfinished block (before a tool call line)."""
+        self._fold()
         if self.held_cr:
             self.pending, self.held_cr = self.pending + "\n", False
         if self.live is not None:

@@ -13,6 +13,7 @@ from rollchat.domain import (
     SessionHeader,
     Summary,
     Text,
+    Thinking,
     ToolResult,
     ToolUse,
     Transcript,
@@ -194,6 +195,8 @@ def block_lines(b: Block, label: str) -> list[str]:
         return lines + [x for image in b.images for x in (image_line(IMAGE, image), "")]
     if isinstance(b, Note):
         return _field(f"*Note ({inline(b.kind, '()*')}):* ", b.text)
+    if isinstance(b, Thinking):
+        return _field("*Thinking:* ", b.text)
     return [f"{PROVIDER_BLOCK} {inline(b.provider, ' ')} {inline(b.type, ' ')} "
             f"{inline(b.data)}", ""]
 

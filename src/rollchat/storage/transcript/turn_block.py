@@ -14,6 +14,7 @@ from rollchat.domain import (
     Note,
     ProviderBlock,
     Text,
+    Thinking,
     ToolCall,
     ToolResult,
     ToolUse,
@@ -153,10 +154,13 @@ def _image(value: str, lineno: int) -> Image:
 
 
 def _other_field(f: _Fields, key: str, value: str, rest: list[str], lineno: int) -> bool:
-    """A note, a provider block or an attached image; False when ``key`` is none of them."""
+    """A note, thinking, a provider block or an attached image; False when ``key`` is none
+    of them."""
     note = re.fullmatch(r"Note \(((?:[^\\()]|\\.)*)\)", key)
     if note is not None:
         f.blocks.append(Note(uninline(note[1]), _text(value, rest)))
+    elif key == "Thinking":
+        f.blocks.append(Thinking(_text(value, rest)))
     elif key == "Provider block":
         _single("", rest, lineno)
         parts = _PROVIDER.fullmatch(value)  # the provider and type have their spaces escaped
