@@ -309,11 +309,34 @@ def test_a_fact_is_sent_once_per_context() -> None:
     list(core.turn("and postgres in staging again: which port?"))
     first, second = (split_block(r.messages[-1].content)[0] for r in chats(provider))
     assert "port 5433" in first
-    assert "port 5433" not in second and second.startswith(BLOCK_OPEN + "\nNow: ")
+    assert second == ""  # the fact is in the context and the time was told a minute ago
     assert "port 5433" in chats(provider)[-1].messages[0].content  # still in the request
     list(core.compact())  # a new context: the fact is sent again when relevant
     list(core.turn("postgres port in staging?"))
     assert "port 5433" in chats(provider)[-1].messages[-1].content
+
+
+def test_the_time_is_told_when_it_says_something_new() -> None:
+    """At a context's first message, then again once TIME_STEP has passed or on a new day;
+    a message in between goes without a block (it holds no fact either)."""
+    layers = MemoryLayers(Facts([]), clock=Clock())
+    count = TokenCounter("offline").count_text
+
+    def told(minutes: int) -> str:
+        layers.clock.now += timedelta(minutes=minutes - 1)  # type: ignore[attr-defined]
+        block = layers.block("hello", 8_000, count)
+        layers.sent(count)
+        return block.split("Now: ", 1)[1].split(" ", 2)[1] if block else ""
+
+    layers.freeze(8_000, count)
+    assert told(0) == "2026-11-23"  # the first message
+    assert [told(3), told(4)] == ["", ""]  # 3 and 7 minutes later
+    assert told(3) == "2026-11-23"  # 10 minutes after it was told
+    assert told(60 * 24) == "2026-11-24"  # a new day
+    layers.freeze(8_000, count)  # a new context (a compaction) tells it again at once
+    assert told(1) == "2026-11-24"
+    layers.dedupe = False  # earlier messages may not be sent: every message tells it
+    assert told(1) == "2026-11-24" and told(1) == "2026-11-24"
 
 
 def test_in_relevant_history_mode_facts_are_repeated() -> None:

@@ -146,11 +146,15 @@ class Engine:
         """The most tokens an answer may take from now on (a smaller window was learned)."""
         self.max_output_tokens = tokens
 
-    def new_context(self, system: str, tools: Sequence[Tool] = ()) -> None:
+    def new_context(self, system: str, tools: Sequence[Tool] = (),
+                    withdrawn: Sequence[str] = ()) -> None:
         """A new working context begins (the session's start, a compaction, resume, fork or
         clear) with the system prompt ``system`` and the session's own ``tools`` (the archive,
-        memory search), each in the place it had, new ones last. Before ``restore``/``clear``."""
+        memory search), each in the place it had, new ones last, and those ``withdrawn`` gone
+        (too large for the window). Before ``restore``/``clear``."""
         self.context.system = system
+        for name in withdrawn:
+            self.tools.pop(name, None)
         for tool in tools:
             self.tools[tool.name] = tool
 

@@ -9,8 +9,10 @@ user profile, and a per-turn block (the date, the relevant facts); and their sha
 #    ``preference`` / ``background``), each with its source;
 # 3. the session context: the restored summary exchange (the stable prefix of the messages);
 # 4. per turn, one marked context block at the start of the current user message: the date and
-#    time in the user's time zone and the facts most relevant to the message (BM25, from the
-#    store), each with its source.
+#    time in the user's time zone (at a context's first message, then again on a new day or
+#    once TIME_STEP has passed) and the facts most relevant to the message (BM25, from the
+#    store), each with its source; no block when it would hold neither (a small window's
+#    quick exchanges pay nothing for it).
 #
 # Layers 1 and 2 form the system prompt. The profile is frozen when a session starts (and again
 # at each compaction or resume), so the system prompt stays byte-identical from turn to turn and
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Protocol
 
 from rollchat.errors import RollchatError
@@ -37,6 +39,7 @@ BLOCK_OPEN = "<context>"
 BLOCK_CLOSE = "</context>"
 PROFILE_HEADING = "What you know about the user (remembered from earlier sessions):"
 RELEVANT_HEADING = "Relevant memory (remembered facts, with their source):"
+TIME_STEP = timedelta(minutes=10)  # the time is told again once this much has passed
 PROFILE_CATEGORIES = frozenset({"preference", "background"})  # memory.records.PERSONAL
 RELEVANT_FACTS = 5
 DEFAULT_SHARE = 0.1
@@ -120,11 +123,12 @@ def render_profile(lines: Sequence[str]) -> str:
     return "\n".join([PROFILE_HEADING, *lines]) if lines else ""
 
 
-def render_block(now: datetime, lines: Sequence[str]) -> str:
-    body = [f"Now: {when(now)}"]
+def render_block(now: datetime | None, lines: Sequence[str]) -> str:
+    """The block: the time (None: not told again) and the facts; "" when it holds neither."""
+    body = [f"Now: {when(now)}"] if now is not None else []
     if lines:
         body += [RELEVANT_HEADING, *lines]
-    return "\n".join([BLOCK_OPEN, *body, BLOCK_CLOSE])
+    return "\n".join([BLOCK_OPEN, *body, BLOCK_CLOSE]) if body else ""
 
 
 def with_block(block: str, text: str) -> str:
@@ -170,6 +174,8 @@ class MemoryLayers:
     spent: int = 0  # tokens of the blocks in the context
     last_block: str = ""  # the block of the last message (for the ``context`` command)
     last_facts: tuple[int, ...] = ()  # the facts it holds
+    told: datetime | None = None  # the time the context's messages last told the model
+    last_time: datetime | None = None  # the time in the last block (None: left out)
     problems: list[str] = field(default_factory=list)  # store errors not told yet
 
     def limit(self, window: int) -> int:
@@ -186,7 +192,7 @@ class MemoryLayers:
         self.profile, kept = fit([fact_bullet(f) for f in facts], render_profile, count,
                                  self.limit(window) // 2)
         self.frozen = frozenset(f.id for f in facts[:kept])
-        self.in_context, self.spent = set(), 0
+        self.in_context, self.spent, self.told = set(), 0, None
         return self.profile
 
     def block(self, text: str, window: int, count: Callable[[str], int]) -> str:
@@ -201,11 +207,12 @@ class MemoryLayers:
             self.problems.append(f"memory: {e}; this message goes without remembered facts")
             facts = []
         room = max(self.limit(window) - count(self.profile) - self.spent, 0)
-        now = self.clock()
+        now = self._time()
         block, kept = fit([fact_bullet(f) for f in facts], lambda ls: render_block(now, ls),
                           count, room)
-        if not block:  # the date and time are always sent
+        if not block and now is not None:  # the time, when due, is always sent
             block = render_block(now, [])
+        self.last_time = now
         if kept:
             try:
                 self.source.mark_used([f.id for f in facts[:kept]])
@@ -213,6 +220,17 @@ class MemoryLayers:
                 self.problems.append(f"memory: {e}")
         self.last_block, self.last_facts = block, tuple(f.id for f in facts[:kept])
         return block
+
+    def _time(self) -> datetime | None:
+        """The time to tell with this message: at the context's first message, on a new day,
+        when TIME_STEP has passed since it was last told, or always when earlier messages may
+        not be sent (``dedupe`` off); else None (the block is left out when it has no facts
+        either, so a quick exchange costs no tokens for it)."""
+        now, told = self.clock(), self.told
+        if told is None or not self.dedupe or now.date() != told.date() or not (
+                told <= now < told + TIME_STEP):
+            return now
+        return None
 
     def take_problems(self) -> list[str]:
         problems, self.problems = self.problems, []
@@ -222,3 +240,5 @@ class MemoryLayers:
         """The last block's message stays in the context (it was answered)."""
         self.in_context.update(self.last_facts)
         self.spent += count(self.last_block)
+        if self.last_time is not None:
+            self.told = self.last_time

@@ -62,5 +62,8 @@ def search_memory(store: MemoryStore, arguments: Mapping[str, object]) -> str:
 
 def memory_tool(store: MemoryStore, *, companion: bool = False) -> Tool:
     spec = ToolSpec(MEMORY_TOOL_NAME, MEMORY_DESCRIPTION, MEMORY_PARAMETERS)
+    brief = ToolSpec(MEMORY_TOOL_NAME, "Search what you remember of this user and project "
+                     "from earlier sessions.", {"type": "object", "properties": {
+                         "query": {"type": "string"}}, "required": ["query"]})
     return Tool(spec, lambda arguments: search_memory(store, arguments), companion=companion,
-                read_only=True)
+                read_only=True, brief=brief)

@@ -4,7 +4,9 @@ search), and the memory layers of its requests."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rollchat.agents.instructions import Instructions
@@ -42,15 +44,43 @@ def build_engine(settings: EngineSettings, config: Config, counter: TokenCounter
 
 
 def session_tools(engine: Engine, output: ToolOutput, store: Store, memory: Memory | None,
-                  state: SessionState, parent_id: str | None) -> list[Tool]:
-    """The session's own tools for a context starting now: the archive (of the parent
-    ``parent_id``, of ``state``'s turns and of the turn in flight) and, with ``memory``,
-    memory search."""
+                  state: SessionState, parent_id: str | None, window: int,
+                  count: Callable[[str], int]) -> tuple[list[Tool], list[str]]:
+    """The session's own tools for a context starting now, as ``window`` can carry them
+    (``fitted``): the archive (of the parent ``parent_id``, of ``state``'s turns and of the
+    turn in flight) and, with ``memory``, memory search; and the names of those left out."""
     tools = [output.archive(store, parent_id, lambda: state.turns,
                             lambda: exchanges(engine.current))]
     if memory is not None:
         tools.append(memory.search_tool())
-    return tools
+    kept = fitted(tools, window, count)
+    return kept, [t.name for t in tools if t.name not in {k.name for k in kept}]
+
+
+OWN_TOOLS_SHARE = 0.05  # of the window, at most, for the session's own tools' specs
+
+
+def spec_cost(tools: Sequence[Tool], count: Callable[[str], int]) -> int:
+    """About what the tools' specs add to every request, in tokens."""
+    return sum(count(json.dumps({"name": t.spec.name, "description": t.spec.description,
+                                 "parameters": t.spec.parameters}, ensure_ascii=False))
+               for t in tools)
+
+
+def fitted(tools: Sequence[Tool], window: int, count: Callable[[str], int]) -> list[Tool]:
+    """The session's own ``tools`` as a small ``window`` can carry them: whole while they
+    take at most OWN_TOOLS_SHARE of it (a 2K window gave them a fifth), else in their brief
+    form, else those brief ones that fit: first those offered on their own (a companion,
+    like the archive of a session with no parent, is sent only beside others), in order."""
+    room = int(window * OWN_TOOLS_SHARE)
+    if spec_cost(tools, count) <= room:
+        return list(tools)
+    brief = [replace(t, spec=t.brief) if t.brief is not None else t for t in tools]
+    kept: list[Tool] = []
+    for tool in sorted(brief, key=lambda t: t.companion):  # stable: in order otherwise
+        if spec_cost([*kept, tool], count) <= room:
+            kept.append(tool)
+    return [t for t in brief if t in kept]
 
 
 def memory_layers(config: Config, memory: Memory | None,

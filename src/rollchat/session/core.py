@@ -125,8 +125,9 @@ class Session(CompactorFigures):
         self.state = state
         self.instructions.refresh("at a new context: compaction, resume or fork")
         self.hooks.new_context(state)  # SessionStart before its first message
-        self.engine.new_context(self._system(), session_tools(
-            self.engine, self.output, self.store, self.memory, state, parent_id))
+        self.engine.new_context(self._system(), *session_tools(
+            self.engine, self.output, self.store, self.memory, state, parent_id,
+            self.budget.window, self.counter.count_text))
 
     def _system(self, refreeze: bool = True) -> str:
         """The stable prompt: persona, instructions, profile (frozen again: ``refreeze``)."""
@@ -234,9 +235,10 @@ class Session(CompactorFigures):
         """The plan before a message is sent: compact first (the message then gets the new
         context's block), or start a summary in the background; (block, pending) to send."""
         compacted = yield from self.compactor.before_sending(self.state, pending)
-        if compacted and block:  # a new context: its own profile, nothing sent yet
-            block = self._block(text)
-            pending = replace(pending, content=with_block(block, sent))  # images kept
+        if compacted:  # a new context: its own profile and time, nothing sent yet
+            again = self._block(text)
+            if again != block:
+                block, pending = again, replace(pending, content=with_block(again, sent))
         return block, pending
 
     def _record(self, turn: Turn, hint: str | None) -> Flow:
@@ -332,8 +334,9 @@ class Session(CompactorFigures):
         """A fresh session: no parent link, nothing carried (see ops.clear)."""
         self.state = state = yield from ops.clear(self.compactor, self.state)
         self.engine.clear()
-        self.engine.new_context(self.engine.context.system, session_tools(
-            self.engine, self.output, self.store, None, state, None))  # the archive only
+        self.engine.new_context(self.engine.context.system, *session_tools(  # the archive only
+            self.engine, self.output, self.store, None, state, None, self.budget.window,
+            self.counter.count_text))
         self.undo_point, self.hooks.due = None, "clear"
         self.engine.gate.new_session()
         yield Notice("info", "Cleared: a fresh session, with no parent and nothing carried over.")
@@ -380,7 +383,7 @@ class Session(CompactorFigures):
             return
         self.finished, state = True, self.state
         yield from self.recorder.retry(state, self.cost(), self.engine.context.reported_size)
-        kept = self.store.location != NO_SAVE_LOCATION  # --no-save: a summary nobody reads
+        kept = self.config.session.auto_save  # off (--no-save): a summary nobody would read
         if state.queries and not state.save_failed and kept:
             yield from self.compactor.finalize(state, within=within, ending=True)
         yield from self.hooks.end(state, "exit")
@@ -392,4 +395,4 @@ class Session(CompactorFigures):
                     state.summary_failed, cost=spent,
                     chain_cost=chain.spent if chain.known else None,
                     chain_sessions=chain.sessions, chain_unpriced=chain.unpriced,
-                    in_memory=not kept)
+                    in_memory=self.store.location == NO_SAVE_LOCATION)

@@ -36,6 +36,7 @@ class Tool:
     read_only: bool = False  # True: changes nothing, so it runs without approval
     source: str = "builtin"
     rule_names: tuple[str, ...] = ()  # other names allow/deny rules match (an MCP tool's own)
+    brief: ToolSpec | None = None  # a shorter spec for small windows (session/build.py)
 
     @property
     def name(self) -> str:

@@ -52,6 +52,14 @@ ARCHIVE_PARAMETERS: Mapping[str, object] = {
 }
 
 
+# The spec in its brief form, for small windows (a sixth of the whole one's tokens).
+ARCHIVE_BRIEF = ToolSpec(ARCHIVE_TOOL_NAME, "Read the previous session's transcript: turns with "
+                         "all words of 'query'; or 'tool_call': one call's whole result.",
+                         {"type": "object", "properties": {
+                             "query": {"type": "string"}, "offset": {"type": "integer"},
+                             "tool_call": {"type": "string"}}})
+
+
 class ArchiveError(RollchatError):
     """The archive tool cannot answer: bad arguments, or the session cannot be read or parsed."""
 
@@ -188,7 +196,7 @@ def archive_tool(store: Store, session_id: str | None, *, max_chars: int = 8000,
     spec = ToolSpec(ARCHIVE_TOOL_NAME, ARCHIVE_DESCRIPTION, ARCHIVE_PARAMETERS)
     reader = ArchiveReader(store, session_id, max_chars=max_chars, current=current,
                            page_tokens=page_tokens, count=count)
-    return Tool(spec, reader, companion=session_id is None, read_only=True)
+    return Tool(spec, reader, companion=session_id is None, read_only=True, brief=ARCHIVE_BRIEF)
 
 
 def _in_transcript(transcript: Transcript, call_id: str) -> Found | None:
