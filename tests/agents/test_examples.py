@@ -16,12 +16,14 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 def walkthrough() -> tuple[str, list[str]]:
     """(the piped input, the rollchat arguments) of the README's walkthrough command."""
-    block = re.search(r"<!-- agent-walkthrough -->\n```sh\n(.*?)```", README, re.DOTALL)
+    block = re.search(r"<!-- agent-walkthrough -->\n```console\n\$ (.*?\n)[^ ]", README,
+                      re.DOTALL)
     assert block is not None
     command = block.group(1).replace("\\\n", " ")
     printf, _, rollchat = command.partition("|")
     words = shlex.split(printf)
-    assert words[0] == "printf" and shlex.split(rollchat)[0] == "rollchat"
+    # after the README's set-up rollchat is .venv/bin/rollchat (tests/test_docs.py runs it so)
+    assert words[0] == "printf" and shlex.split(rollchat)[0] == ".venv/bin/rollchat"
     return words[1].encode().decode("unicode_escape"), shlex.split(rollchat)[1:]
 
 

@@ -1,0 +1,74 @@
+"""The README's two set-up commands stay exactly true.
+
+They create a virtual environment and install from PyPI, which a test cannot do on every run,
+so they are checked in parts: CI (.ci/run) runs the test command exactly as the README gives it
+(extracted here with .ci/run's own awk line), both commands install this project the same way,
+the extras and the entry point they need exist, and the last step of the chat command
+(`.venv/bin/rollchat`) is run as written.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.test_docs import fences, project
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+CI = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+PYPROJECT = (ROOT / "pyproject.toml").read_text(encoding="utf-8")  # no tomllib on 3.10
+VENV = "python3 -m venv .venv"
+
+
+def marked(name: str) -> str:
+    """The command of the ```sh block between <!-- NAME --> and <!-- /NAME -->."""
+    found = re.search(rf"<!-- {name} -->\n```sh\n(.*?)\n```\n<!-- /{name} -->", README,
+                      re.DOTALL)
+    assert found is not None, f"README.md: no <!-- {name} --> block"
+    return found.group(1)
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    awk = re.search(r"^cmd=\$\((awk .*)\)$", CI, re.MULTILINE)
+    assert awk is not None
+    extracted = subprocess.run(["bash", "-c", awk.group(1)], cwd=ROOT, capture_output=True,
+                               text=True, check=True).stdout.strip()
+    assert extracted == marked("test-command")
+    assert 'bash -euo pipefail -c "$cmd"' in CI and "rm -rf .venv" in CI
+
+
+def test_the_test_command_installs_and_runs_tests_ruff_and_mypy() -> None:
+    steps = marked("test-command").split(" && ")
+    assert steps[:2] == [VENV, ".venv/bin/pip install -e '.[test]'"]
+    assert steps[2].startswith(".venv/bin/python -m pytest")
+    assert steps[3:] == [".venv/bin/ruff check src tests", ".venv/bin/mypy"]
+    test_deps = PYPROJECT.split("\ntest = [", 1)[1].split("]", 1)[0]
+    if " -n " in steps[2]:  # pytest-xdist gives -n
+        assert "pytest-xdist" in test_deps
+    for tool in ("pytest", "ruff", "mypy"):
+        assert tool in test_deps
+
+
+def test_the_chat_command_installs_and_starts_the_offline_chat(tmp_path: Path) -> None:
+    steps = marked("chat-command").split(" && ")
+    assert steps == [VENV, ".venv/bin/pip install -e .", ".venv/bin/rollchat"]
+    assert '[project.scripts]\nrollchat = "rollchat.__main__:main"' in PYPROJECT
+    cwd, env = project(tmp_path)  # .venv there is this interpreter's environment
+    done = subprocess.run(["bash", "-c", steps[2]], cwd=cwd, env=env, input="hello\n",
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "offline model" in done.stdout and "Goodbye" in done.stdout
+
+
+def test_only_the_set_up_commands_are_sh_blocks() -> None:
+    sh = [body.strip() for lang, body, _ in fences(README) if lang == "sh"]
+    assert sh == [marked("chat-command"), marked("test-command")]
+
+
+def test_this_interpreter_is_the_one_the_readme_installs() -> None:
+    """The docs tests run `rollchat` and `.venv/bin/rollchat` from this interpreter's
+    environment, the one the README's set-up makes."""
+    assert (Path(sys.executable).parent / "rollchat").exists()
