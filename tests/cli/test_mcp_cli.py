@@ -223,9 +223,9 @@ def test_the_sdk_is_imported_only_in_the_background(tmp_path: Path) -> None:
 
 
 def test_the_readme_walkthrough(tmp_path: Path) -> None:
-    """README "MCP servers": the example agent in examples/mcp, trusted, then used."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## MCP servers", 1)[1].split("\n## ", 1)[0]
+    """docs/mcp.md's walkthrough: the example agent in examples/mcp, trusted, then used."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text(encoding="utf-8")
+    section = page.split("\n## ", 1)[0]
     example = tmp_path / "mcp"
     example.mkdir()
     for name in ("rollchat.yml", "notes_server.py"):

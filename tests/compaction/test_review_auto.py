@@ -151,7 +151,7 @@ def test_the_chain_cost_at_exit_is_the_one_sessions_json_gives(
 
 
 def test_auto_set_in_the_chat_holds_through_compact_and_resume(tmp_path: Path) -> None:
-    """As the README says: `auto off` holds for the rest of the chat (a compaction or a
+    """As docs/compaction.md says: `auto off` holds for the rest of the chat (a compaction or a
     resume does not turn automatic compaction back on); a new chat starts from the config."""
     built = build_app(tmp_path, FakeProvider())
     built.send("hello")
