@@ -17,7 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -100,15 +100,19 @@ def shows(output: str, shown: tuple[str, ...]) -> str | None:
     return None
 
 
-def project(tmp: Path) -> tuple[Path, dict[str, str]]:
+def project(tmp: Path, activated: bool = True) -> tuple[Path, dict[str, str]]:
     """A fresh project directory and environment: HOME inside ``tmp``, no API keys, this
-    interpreter's environment first on PATH and linked as ``.venv`` (the README's set-up)."""
+    interpreter's environment linked as ``.venv`` (the README's set-up). ``activated``: that
+    environment first on PATH, as the docs/ pages assume (`. .venv/bin/activate`); else no
+    `rollchat` on PATH at all, as right after the README's set-up."""
     work = tmp / "project"
     shutil.copytree(ROOT / "examples", work / "examples",
                     ignore=shutil.ignore_patterns("__pycache__", "notes.json", "sessions"))
     (work / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
     env = clean_env(tmp / "home")
-    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}"
+    path = [d for d in env.get("PATH", "/usr/bin:/bin").split(":")
+            if d and not (Path(d) / "rollchat").exists()]
+    env["PATH"] = ":".join([str(Path(sys.executable).parent), *path] if activated else path)
     env.pop("VISUAL", None)
     env["EDITOR"] = env["PAGER"] = "cat"
     return work, env
@@ -150,7 +154,7 @@ def test_nothing_looks_runnable_outside_a_console_block() -> None:
 
 @pytest.mark.parametrize("page", [p for p in PAGES if commands(p)], ids=lambda p: p.name)
 def test_every_command_of_the_page_runs(page: Path, tmp_path: Path) -> None:
-    cwd, env = project(tmp_path)
+    cwd, env = project(tmp_path, activated=page.name != "README.md")
     for command in commands(page):
         cwd, output, status = run(command, cwd, env)
         where = f"{command.page}:{command.line}: {command.shell}\n{output}"
@@ -164,3 +168,12 @@ def test_shows_finds_lines_in_order_with_ellipses() -> None:
     assert shows(out, ("Saved session: … (2 queries, … tokens billed)", "Goodbye!")) is None
     assert shows(out, ("Goodbye!", "Saved session")) == "Saved session"
     assert shows(out, ("(3 queries",)) == "(3 queries"
+
+
+def test_after_the_readme_set_up_rollchat_is_not_on_path(tmp_path: Path) -> None:
+    """So a README command that says `rollchat` rather than `.venv/bin/rollchat` fails."""
+    cwd, env = project(tmp_path, activated=False)
+    bare = Command("README.md", 1, "rollchat --version", "", (), 0)
+    assert run(bare, cwd, env)[2] == 127
+    _, output, status = run(replace(bare, shell=".venv/bin/rollchat --version"), cwd, env)
+    assert status == 0 and output.startswith("rollchat ")

@@ -56,7 +56,7 @@ def test_the_chat_command_installs_and_starts_the_offline_chat(tmp_path: Path) -
     steps = marked("chat-command").split(" && ")
     assert steps == [VENV, ".venv/bin/pip install -e .", ".venv/bin/rollchat"]
     assert '[project.scripts]\nrollchat = "rollchat.__main__:main"' in PYPROJECT
-    cwd, env = project(tmp_path)  # .venv there is this interpreter's environment
+    cwd, env = project(tmp_path, activated=False)  # .venv: this interpreter's environment
     done = subprocess.run(["bash", "-c", steps[2]], cwd=cwd, env=env, input="hello\n",
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
