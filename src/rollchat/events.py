@@ -25,6 +25,13 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class Document:
+    """Markdown for the user (a summary shown), drawn as answers are."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class AnswerStarted:
     """The agent starts answering (its text follows as TextDelta events)."""
 
@@ -145,6 +152,7 @@ class FactRemembered:
     fact: Fact
 
 
-Event = (Notice | AnswerStarted | AnswerAborted | TextDelta | ThinkingDelta | UsageEvent
-         | Retrying | ToolStarted | ToolFinished | TurnFinished | SummaryStarted | SummaryFinished
+Event = (Notice | Document | AnswerStarted | AnswerAborted | TextDelta | ThinkingDelta
+         | UsageEvent | Retrying | ToolStarted | ToolFinished | TurnFinished | SummaryStarted
+         | SummaryFinished
          | Planned | CompactionStarted | CompactionFinished | Saved | Ended | FactRemembered)

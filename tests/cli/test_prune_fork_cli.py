@@ -208,7 +208,7 @@ def test_prune_keeps_a_session_written_while_the_question_waited(tmp_path: Path)
 def test_fork_help_names_its_argument_as_show_and_export_do() -> None:
     done = CliRunner().invoke(build_cli(), ["fork", "--help"])
     assert done.exit_code == 0
-    assert "fork [OPTIONS] N|ID" in done.stdout and "SESSION" not in done.stdout
+    assert "fork [OPTIONS] SESSION" in done.stdout and "N|ID" not in done.stdout
 
 
 def test_prune_lists_titles_and_search_no_longer_finds_a_pruned_session(

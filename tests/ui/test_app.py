@@ -305,7 +305,7 @@ def test_resume_errors_name_the_problem(tmp_path: Path) -> None:
     assert "ambiguous session id 'assistant_'" in ambiguous
     assert "invalid session id: '../x'" in _error_for(h, "/resume ../x")
     assert "invalid session id" in _error_for(h, "resume ../x")  # never sent to the model
-    assert "usage: resume N" in _error_for(h, "/resume")
+    assert "usage: resume SESSION" in _error_for(h, "/resume")
     assert h.provider.requests == [] and len(h.files()) == 2
 
 

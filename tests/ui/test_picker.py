@@ -349,6 +349,6 @@ def test_a_bare_resume_in_a_piped_chat_is_a_usage_error(tmp_path: Path) -> None:
     _three(tmp_path)
     result = run_piped(tmp_path, "resume\nexit\n", "--config", str(cfg))
     assert result.returncode == 0, result.stderr
-    assert "usage: resume N | ID | ID-PREFIX" in result.stdout + result.stderr
+    assert "usage: resume SESSION" in result.stdout + result.stderr
     assert "Loading session" not in result.stdout
     assert len(list(tmp_path.glob("sessions/*.md"))) == 3  # nothing resumed, nothing saved

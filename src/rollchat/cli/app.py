@@ -3,6 +3,9 @@ by name, in the order ``--help`` lists them."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import click
 import typer
 import typer.core
 
@@ -14,6 +17,48 @@ from rollchat.cli.chat import chat_command
 # of this flag (rich help and errors) are off with rich_markup_mode=None anyway.
 typer.core.HAS_RICH = False
 
+# click 8.5 suggests a close command name itself ("Did you mean 'rename'?"); typer (<0.21) adds
+# the same suggestion again unless told not to.
+_CLICK_SUGGESTS = hasattr(click.exceptions, "NoSuchCommand")
+# What a word that names no subcommand but one of the chat's options was meant to do.
+_OPTION_WORDS = {
+    "resume": "to resume a session: rollchat --resume SESSION (or 'rollchat pick' to choose "
+              "it in a picker)",
+    "continue": "to continue the most recent session: rollchat -c",
+}
+_typer_argument_init = typer.core.TyperArgument.__init__
+
+
+def _argument_init(self: typer.core.TyperArgument, *args: Any, help: str | None = None,
+                   **kwargs: Any) -> None:
+    _typer_argument_init(self, *args, help=help, **kwargs)
+    self.help = help  # click 8.5's Argument took a help of its own and reset typer's to None
+
+
+def _no_arguments_section(self: click.Command, ctx: click.Context,
+                          formatter: click.HelpFormatter) -> None:
+    """typer lists the arguments in its own section; click 8.5 would list them again."""
+
+
+setattr(typer.core.TyperArgument, "__init__", _argument_init)  # noqa: B010 (a method)
+for _command in (typer.core.TyperCommand, typer.core.TyperGroup):
+    setattr(_command, "format_arguments", _no_arguments_section)  # noqa: B010
+
+
+class _Group(typer.core.TyperGroup):
+    """Typer's group, telling a subcommand typed for one of the chat's options (``rollchat
+    resume``) what to type instead."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str],
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            hint = _OPTION_WORDS.get(args[0]) if args else None
+            if hint is None:
+                raise
+            raise click.UsageError(f"No such command {args[0]!r}; {hint}.", ctx) from exc
+
 
 def build_cli(*, subcommands: bool = True) -> typer.Typer:
     """The app. Without ``subcommands`` only the chat (for a command line that can name none,
@@ -24,6 +69,8 @@ def build_cli(*, subcommands: bool = True) -> typer.Typer:
         context_settings={"help_option_names": ["-h", "--help"]},
         rich_markup_mode=None,
         pretty_exceptions_enable=False,
+        suggest_commands=not _CLICK_SUGGESTS,
+        cls=_Group,
     )
     app.callback(invoke_without_command=True)(chat_command)
     if subcommands:

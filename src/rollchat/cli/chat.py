@@ -46,9 +46,9 @@ BaseUrlOpt = Annotated[Optional[str],  # noqa: UP045
 NoSaveOpt = Annotated[bool, typer.Option("--no-save", help="Write nothing to disk.")]
 ResumeOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option("--resume", metavar="[N|ID]", help="Start by resuming session N or ID "
-                 "(a number, an id or a unique id prefix); with no value, choose it in a "
-                 "picker (as 'rollchat pick')."),
+    typer.Option("--resume", metavar="[SESSION]", help="Start by resuming SESSION (its "
+                 "number in 'sessions', its id or an id prefix); with no value, choose it in "
+                 "a picker (as 'rollchat pick')."),
 ]
 ContinueOpt = Annotated[bool, typer.Option(
     "--continue", "-c", help="Start by resuming the most recent session (the one used last).")]

@@ -26,7 +26,7 @@ ConfigOpt = Annotated[
                  "then the user config directory)."),
 ]
 SessionArg = Annotated[str, typer.Argument(
-    metavar="N|ID", help="Session number (see 'sessions'), id or unique id prefix.")]
+    metavar="SESSION", help="Session number (see 'sessions'), id or id prefix.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 # the chat's, and fork's (which starts the chat)
 AgentOpt = Annotated[Optional[str],  # noqa: UP045

@@ -32,7 +32,7 @@ def choose_session(cfg: Config, how: str, *, interactive: bool) -> str:
         raise UsageError(f"{what} reads the sessions directory: not with --no-save")
     if how == "pick" and not interactive:
         raise UsageError("choosing a session needs a terminal (stdin and stdout); give "
-                         "--resume N|ID, or -c for the most recent")
+                         "--resume SESSION, or -c for the most recent")
     from rollchat.storage.store import SessionStore
 
     store = SessionStore(cfg.session.dir)

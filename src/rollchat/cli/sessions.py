@@ -35,6 +35,11 @@ LimitOpt = Annotated[
     Optional[int],  # noqa: UP045
     typer.Option("--limit", min=1, help="Show the N most recent (default: 20)."),
 ]
+SearchLimitOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--limit", min=1, help="Show at most N matching sessions, the best matches "
+                 "first (default: 20)."),
+]
 
 
 def sessions_command(
@@ -45,7 +50,8 @@ def sessions_command(
     show_all: Annotated[bool, typer.Option("--all", help="Show every session.")] = False,
     limit: LimitOpt = None,
 ) -> None:
-    """List saved sessions, most recent first (the numbers 'resume N' uses): the 20 most
+    """List saved sessions, most recent first (the numbers 'rollchat --resume SESSION' and
+    'resume SESSION' in the chat use): the 20 most
     recent, or --limit N, or --all."""
     from rollchat.storage.index import DEFAULT_LIMIT, SessionIndex
 
@@ -123,7 +129,7 @@ def search_command(
     sessions_dir: SessionsDirOpt = None,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
-    limit: LimitOpt = None,
+    limit: SearchLimitOpt = None,
 ) -> None:
     """Search the saved sessions' transcripts, summaries and titles: the best matches first,
     each with its number, id, date, title and the matching text."""

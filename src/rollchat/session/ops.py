@@ -12,7 +12,7 @@ from rollchat.compaction.policy import PolicyState
 from rollchat.domain import Message, Summary
 from rollchat.engine.core import Engine
 from rollchat.errors import RollchatError, StoreError, TranscriptError, UsageError
-from rollchat.events import Event, Notice
+from rollchat.events import Document, Event, Notice
 from rollchat.session.compactor import Compactor
 from rollchat.session.state import SessionState, UndoPoint, now
 from rollchat.session.steps import saved_notice
@@ -84,8 +84,8 @@ def fork(compactor: Compactor, state: SessionState) -> Flow:
     """A new session from the summary of ``state`` (saved with it first, as ``exit`` does),
     ``state`` left open."""
     if not state.queries:
-        raise UsageError("Nothing to fork yet: this session has no queries ('fork N|ID' forks "
-                         "a saved session).")
+        raise UsageError("Nothing to fork yet: this session has no queries ('fork SESSION' "
+                         "forks a saved session).")
     summary = yield from compactor.finalize(state)
     assert summary is not None
     yield saved_notice(state, compactor.around.store)
@@ -128,7 +128,7 @@ def show_summary(state: SessionState) -> Flow:
     edited = f", edited by you at {summary.edited}" if summary.edited else ""
     yield Notice("info", f"Restored summary (from {state.resumed_from or 'an unsaved session'}"
                          f"{edited}):")
-    yield Notice("info", _body(summary).rstrip("\n"))
+    yield Document(_body(summary).rstrip("\n"))
     yield Notice("detail", "'summary edit' opens it in your editor.")
 
 

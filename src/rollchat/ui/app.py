@@ -17,6 +17,7 @@ from rollchat.events import (
     AnswerStarted,
     CompactionFinished,
     CompactionStarted,
+    Document,
     Ended,
     Event,
     FactRemembered,
@@ -106,10 +107,10 @@ class ChatApp:
     def pick_session(self) -> str | None:
         """The id of a saved session chosen in the picker (a bare ``resume``), or None when
         there is none to choose or the picker was cancelled. Only in a terminal: UsageError
-        otherwise (a piped chat says ``resume N``)."""
+        otherwise (a piped chat says ``resume SESSION``)."""
         if not self.out.interactive:
-            raise UsageError("usage: resume N | ID | ID-PREFIX (see 'sessions' for the "
-                             "numbers; in a terminal a bare 'resume' opens the picker)")
+            raise UsageError("usage: resume SESSION (its number in 'sessions', its id or an "
+                             "id prefix; in a terminal a bare 'resume' opens the picker)")
         sessions, _ = self.session.list_sessions()  # this session left out
         if not sessions:
             self.out.info("No other saved session to resume.")
@@ -222,6 +223,8 @@ class ChatApp:
         elif isinstance(event, Notice):
             {"info": out.info, "detail": out.dim, "warning": out.warn,
              "error": out.error}[event.level](event.text)
+        elif isinstance(event, Document):
+            out.document(event.text)
         elif isinstance(event, Retrying):
             out.dim(f"{event.error}; retrying in {event.wait:.1f}s (attempt {event.attempt})")
         elif isinstance(event, ToolStarted):

@@ -57,9 +57,15 @@ def _help(app: ChatApp, arg: str) -> bool:
         if command.name != "quit":
             usage = "exit, quit" if command.name == "exit" else command.usage
             app.out.entry(usage, command.help)
+    agents = app.session.config.agents
+    if len(agents) > 1:  # one agent: nobody to hand over to
+        app.out.entry("@NAME MESSAGE", "hand the conversation to another agent, who answers "
+                      f"from now on; agents: {', '.join(agents)} (talking to "
+                      f"{app.session.agent.key})")
     app.out.dim("Commands work bare (exit) or with a slash (/exit); Tab completes them. "
-                "Enter sends; Alt+Enter (or Esc then Enter) inserts a newline; Up recalls "
-                "earlier input; Ctrl-C stops an answer or clears the line; Ctrl-D exits.")
+                "SESSION is a session's number in 'sessions', its id or an id prefix. Enter "
+                "sends; Alt+Enter (or Esc then Enter) inserts a newline; Up recalls earlier "
+                "input; Ctrl-C stops an answer or clears the line; Ctrl-D exits.")
     return False
 
 
@@ -323,7 +329,7 @@ COMMANDS: dict[str, Command] = {
                 "one (focus text steers the summary)", _compact, takes_arg=True),
         Command("undo", "undo", "right after compact: go back to the session as it was",
                 _undo),
-        Command("fork", "fork [N|ID]", "continue in a new session from this one's summary (or "
+        Command("fork", "fork [SESSION]", "continue in a new session from this one's summary (or "
                 "a saved one's), leaving it open", _fork, takes_arg=True,
                 bare_arg=lambda a: bool(_REF.match(a.strip()))),
         Command("clear", "clear", "save this session and start a fresh one, nothing carried",
@@ -339,7 +345,7 @@ COMMANDS: dict[str, Command] = {
         Command("detach", "detach", "drop the files attached to your next message", _detach),
         Command("search", "search TEXT", "search the saved sessions (transcripts, summaries, "
                 "titles)", _search, takes_arg=True),
-        Command("resume", "resume [N|ID]", "continue a saved session from its summary (bare: "
+        Command("resume", "resume [SESSION]", "continue a saved session from its summary (bare: "
                 "choose it in a picker)", _resume,
                 takes_arg=True, bare_arg=lambda a: bool(_REF.match(a.strip()))),
         Command("auto", "auto [on|off|ask]", "automatic compaction for this session: show it, "

@@ -217,6 +217,12 @@ class Renderer:
         head = f"  {term:<{column - 3}} "
         self.line((head + text, ""), hang=len(head))
 
+    def document(self, text: str) -> None:
+        """Markdown drawn as an answer is (a summary shown with ``summary``)."""
+        from rollchat.ui.stream import markdown
+
+        self.console.print(markdown(harmless(text)))
+
     def dim(self, message: str) -> None:
         self.line((message, "dim"))
 
