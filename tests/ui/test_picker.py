@@ -352,3 +352,17 @@ def test_a_bare_resume_in_a_piped_chat_is_a_usage_error(tmp_path: Path) -> None:
     assert "usage: resume SESSION" in result.stdout + result.stderr
     assert "Loading session" not in result.stdout
     assert len(list(tmp_path.glob("sessions/*.md"))) == 3  # nothing resumed, nothing saved
+
+
+def test_pty_picker_rows_use_the_terminals_width_for_titles(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "rollchat.yml", FAST)
+    sessions = _three(tmp_path)
+    title = "Migrate the billing service from the old cluster to Kubernetes"  # 62 characters
+    titled = "assistant_20260501_085500_d4d4"  # the oldest: not highlighted, no preview
+    write_session(sessions, titled, ["help me with the cluster"], minutes=-5, title=title)
+    child = spawn(tmp_path, "--config", str(cfg), "pick", timeout=60)  # 120 columns
+    child.expect_exact("4 of 4 sessions")
+    child.expect_exact(title, timeout=10)  # in full: 64 columns are left for it, not 24
+    child.send("\x1b")
+    child.expect(pexpect.EOF)
+    child.close()

@@ -220,6 +220,7 @@ def _keys(state: Picker, list_window: Window, end: Callable[[Picked], None]) -> 
 def _layout(state: Picker, query: Buffer) -> tuple[Layout, Window]:
     """The screen: a heading, the filter line, the status, the list (also returned: the keys
     page by its height) and the preview of the highlighted session."""
+    from prompt_toolkit.application import get_app
     from prompt_toolkit.layout import (
         BufferControl,
         FormattedTextControl,
@@ -235,7 +236,9 @@ def _layout(state: Picker, query: Buffer) -> tuple[Layout, Window]:
     def list_lines() -> StyleAndTextTuples:
         info = list_window.render_info
         height = info.window_height if info is not None else 10
-        width = info.window_width if info is not None else 80
+        # the list spans the screen: the terminal's width, also at the first drawing (which
+        # has no render_info yet; 80 columns there cut titles for good in a wide terminal)
+        width = get_app().output.get_size().columns
         out: StyleAndTextTuples = []
         for selected, row in state.rows(height):
             style = "class:selected" if selected else ""
