@@ -169,7 +169,7 @@ def test_a_failed_summary_call_falls_back_and_says_so(
     out, err, code = rollchat(openai_server, tmp_path, "how do we deploy?\nexit\n")
     assert code == 0, err
     assert [purpose(b) for b in openai_server.bodies] == ["chat", "summary", "summary"]
-    assert "The model's summary failed" in out and "local extractive summary" in out
+    assert "The model's summary failed" in out and "the local summary is used instead" in out
     [t] = files(tmp_path).values()
     assert t.summary is not None and t.summary.fallback
     [path] = (tmp_path / "sessions").glob("*.md")
@@ -193,7 +193,7 @@ def test_ctrl_c_while_the_exit_summary_stalls_writes_the_fallback(
     while len(openai_server.requests) < 2:  # the summary call has reached the server
         child.expect([pexpect.TIMEOUT], timeout=0.05)
     child.sendintr()
-    child.expect("local extractive summary")
+    child.expect("the local summary is used instead")
     child.expect("Goodbye!")
     child.expect(pexpect.EOF)
     child.close()

@@ -259,7 +259,7 @@ def test_a_failed_summary_falls_back_labelled_and_the_user_is_told(
     chat(h, "we decided to use postgres 16")
     h.app.exit()
     assert len(h.provider.of("summary")) == 2  # one retry, then the fallback
-    assert "summary failed" in h.output and "local extractive summary" in h.output
+    assert "summary failed" in h.output and "the local summary is used instead" in h.output
     [path] = h.files()
     text = path.read_text()
     assert FALLBACK_NOTE in text

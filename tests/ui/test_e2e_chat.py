@@ -111,7 +111,7 @@ def test_no_save_writes_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "sessions").exists()
     # the goodbye does not claim a save that never happened
     assert "Saved session" not in result.stdout
-    assert "Nothing was saved" in result.stdout and "memory only (--no-save)" in result.stdout
+    assert "was kept in memory only (--no-save): nothing was written" in result.stdout
 
 
 def test_sessions_dir_env_and_flag(tmp_path: Path) -> None:

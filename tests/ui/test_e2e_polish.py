@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.e2e import run_piped, write_config
+import pytest
+
+from rollchat.storage.transcript import parse
+from tests.e2e import clean_env, run_piped, write_config
+from tests.mcp_helpers import free_port
 
 
 def test_summary_is_drawn_as_markdown_like_an_answer(tmp_path: Path) -> None:
@@ -32,3 +36,23 @@ def test_help_lists_handing_over_with_the_configured_agents(tmp_path: Path) -> N
     assert "agents: assistant, reviewer" in line and "talking to assistant" in line
     alone = run_piped(tmp_path, "help\n")  # one agent: nobody to hand over to
     assert "@NAME" not in alone.stdout
+
+
+@pytest.mark.parametrize("no_save", [False, True], ids=["saved", "no-save"])
+def test_after_a_refused_local_server_the_exit_summary_is_local_said_once(
+        tmp_path: Path, no_save: bool) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    done = run_piped(tmp_path, "hello there\n", "--provider", "openai", "--model", "m",
+                     "--base-url", url, *(["--no-save"] if no_save else []),
+                     env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
+    out = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 0, out
+    assert out.count("Connection refused") == 1  # the answer's error; the summary never asked
+    assert "The summary is the local one (the model was not asked" in out
+    assert "summary failed" not in out and "saved instead" not in out
+    if no_save:  # one wording for what --no-save did, and no claim of a save
+        assert "was kept in memory only (--no-save): nothing was written" in out
+        assert "saved" not in out.lower().replace("nothing was saved", "")
+    else:
+        [path] = (tmp_path / "sessions").glob("*.md")
+        assert parse(path.read_text()).summary is not None  # resumable all the same

@@ -32,6 +32,16 @@ class SummaryOutcome:
     refused: ContextTooLongError | None = field(default=None, compare=False)
 
 
+NOT_ASKED = "the model was not asked: "  # starts the reason of a summary never asked for
+
+
+def fallback_line(reason: str | None) -> str:
+    """What the user is told when the summary is the local one, and why."""
+    if reason is not None and reason.startswith(NOT_ASKED):
+        return f"The summary is the local one ({reason})."
+    return f"The model's summary failed ({reason}); the local summary is used instead."
+
+
 class _SummaryTimeout(Exception):
     pass
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rollchat.compaction.call import SummaryOutcome, summarize
+from rollchat.compaction.call import NOT_ASKED, SummaryOutcome, summarize
 from rollchat.compaction.carry import merge_summaries
 from rollchat.compaction.chunks import chunk_turns, turn_tokens
 from rollchat.domain import Summary, Turn, Usage
@@ -64,12 +64,19 @@ class Summarizer:
         # called when a summary request is refused as too long, with the error and the size
         # of the refused request; True when a smaller window was learned (see Session)
         self.refused = refused
+        self.skipped: str | None = None  # why the model is not asked (see ``skip_model``)
 
     def resize(self, budget: Budget) -> None:
         """Use ``budget`` from now on (a smaller window was learned)."""
         self.budget = budget
         # A summary must leave room for work: small windows get shorter summaries.
         self.words = min(self.config.max_words, max(60, budget.tokens // 6))
+
+    def skip_model(self, provider: Provider, why: str) -> None:
+        """The summaries from now on are local when ``provider`` is this summarizer's: it
+        failed in a way that asking it again cannot mend (nothing listens at its server)."""
+        if provider is self.provider:
+            self.skipped = f"{NOT_ASKED}{why}"
 
     def _call(self, turns: list[Turn], parent: Summary | None,
               focus: str | None, prefix: ChatRequest | None = None) -> SummaryOutcome:
@@ -107,6 +114,9 @@ class Summarizer:
         summary covers some of them and no part was measured or chosen already; refused as
         too long, the turns go the separate way).
         """
+        if self.skipped is not None:
+            return SummaryOutcome(self._local(turns, parent, focus, self.words), True,
+                                  self.skipped)
         if within is not None:
             return self.within(within, turns, parent, focus, background=background,
                                chunks=chunks, model_calls=model_calls)

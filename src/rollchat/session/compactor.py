@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from rollchat.compaction import policy
-from rollchat.compaction.call import SummaryOutcome
+from rollchat.compaction.call import SummaryOutcome, fallback_line
 from rollchat.compaction.policy import Plan, PolicyState, Situation
 from rollchat.compaction.prefixed import INSTRUCTION_TOKENS
 from rollchat.compaction.summarizer import Background, Summarizer
@@ -230,8 +230,7 @@ class Compactor:
             for learned in self.windows.take():
                 yield Notice("warning", learned.line("the summary was written in smaller parts"))
             if outcome.fallback_used:
-                yield Notice("warning", f"The model's summary failed ({outcome.reason}); "
-                                        "a local extractive summary was saved instead.")
+                yield Notice("warning", fallback_line(outcome.reason))
         except KeyboardInterrupt:
             return outcome, True
         return outcome, False

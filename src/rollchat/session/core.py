@@ -20,7 +20,7 @@ from rollchat.memory.layers import MemoryLayers, with_block
 from rollchat.models.prices import cost, price_for
 from rollchat.models.tokens import TokenCounter
 from rollchat.models.windows import WindowBook, WindowLearner
-from rollchat.providers.base import ContextTooLongError, Provider
+from rollchat.providers.base import ContextTooLongError, Provider, ServerDownError
 from rollchat.session import ops
 from rollchat.session.build import build_engine, memory_layers, session_tools, stable_prompt
 from rollchat.session.checkpoint import checkpointed  # each tool call on disk as it ends
@@ -90,6 +90,7 @@ class Session(CompactorFigures):
         self.finished = False
         self.recorded = 0  # user messages recorded: a front end can check one was kept
         self.undo_point: UndoPoint | None = None  # what the last compact replaced
+        self.server_down: ServerDownError | None = None  # the last answer found none listening
         self.memory, self.layers = memory, memory_layers(config, memory, layers)
         self.persona = engine_settings.system  # the agent's system prompt (skills included)
         self.instructions = SessionInstructions(instructions or loader(config.instructions))
@@ -224,6 +225,7 @@ class Session(CompactorFigures):
                                               sent, block)
         if self.layers is not None and answer.turn.status != "unanswered":
             self.layers.sent(self.counter.count_text)
+        self.server_down = answer.error if isinstance(answer.error, ServerDownError) else None
         turn = answer.turn if handed is None else replace(answer.turn, user=text, context=note)
         hint = None if answer.turn.status != "unanswered" else failure_hint(
             answer.error, False, auto_off=self.auto_mode == "off")
@@ -385,6 +387,9 @@ class Session(CompactorFigures):
         yield from self.recorder.retry(state, self.cost(), self.engine.context.reported_size)
         kept = self.config.session.auto_save  # off (--no-save): a summary nobody would read
         if state.queries and not state.save_failed and kept:
+            if self.server_down is not None:  # said once, by the answer: no second wait
+                self.compactor.summarizer.skip_model(self.engine.provider,
+                                                     "nothing listened at its server")
             yield from self.compactor.finalize(state, within=within, ending=True)
         yield from self.hooks.end(state, "exit")
         state.close()

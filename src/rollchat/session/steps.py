@@ -11,6 +11,12 @@ from rollchat.storage.api import Store
 from rollchat.text.wording import human_tokens
 
 
+def kept_in_memory(name: str, size: str = "") -> str:
+    """The one way to say a session was not saved (--no-save); ``size``: its figures."""
+    return f"Session {name}{f' ({size})' if size else ''} was kept in memory only (--no-save): " \
+        "nothing was written"
+
+
 def saved_notice(state: SessionState, store: Store) -> Notice:
     """What became of the session just summarized (compact, fork, clear): saved, kept in
     memory only (--no-save), or saved only in part; never "saved" when it was not."""
@@ -20,8 +26,7 @@ def saved_notice(state: SessionState, store: Store) -> Notice:
     name = state.session_id or UNSAVED
     size = f"{plural(state.queries, 'query')}, {human_tokens(state.billed)} tokens billed"
     if store.location == NO_SAVE_LOCATION:
-        return Notice("info", f"Session {name} ({size}) was kept in memory only "
-                              "(--no-save): nothing was written")
+        return Notice("info", kept_in_memory(name, size))
     if state.save_failed:
         return Notice("warning", f"Session {name} ({size}) holds only the turns saved "
                                  "before the error; the later ones were not saved")

@@ -33,6 +33,7 @@ from rollchat.models.prices import money
 from rollchat.providers.base import TextDelta, ThinkingDelta
 from rollchat.session.attach import Attachment, message_with, read_attachment
 from rollchat.session.core import Session
+from rollchat.session.steps import kept_in_memory
 from rollchat.text.wording import human_tokens, plural
 from rollchat.ui.render import Renderer, Step
 
@@ -267,8 +268,7 @@ class ChatApp:
                 billed += f" ({', '.join([f'{end.tokens:,} for the queries', *parts])})"
             lines = [f"Queries: {end.queries}", billed, *_costs(end)]
             if end.session_id and end.in_memory:
-                self.out.info(f"Nothing was saved: session {end.session_id} was kept in memory "
-                              "only (--no-save)")
+                self.out.info(kept_in_memory(end.session_id))
             elif end.session_id and end.save_failed:
                 self.out.warn(f"Session {end.session_id} holds only the turns saved before "
                               "the error; the later ones were not saved")
@@ -302,8 +302,8 @@ def _ended_quietly(flow: Generator[Event, None, None]) -> Generator[Event, None,
             shown: Event | None = event
             if isinstance(event, Ended):
                 shown = None if not event.session_id else Notice(
-                    "info", f"Session {event.session_id} ended; nothing was saved (memory only, "
-                    "--no-save)" if event.in_memory else f"Saved session: {event.session_id}")
+                    "info", kept_in_memory(event.session_id) if event.in_memory
+                    else f"Saved session: {event.session_id}")
             try:
                 if shown is not None:
                     yield shown
