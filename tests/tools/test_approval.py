@@ -4,6 +4,7 @@ Ctrl-C during a tool call in the terminal."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pexpect
@@ -187,3 +188,18 @@ def test_the_gate_rules_in_order() -> None:
     assert Gate(mode="never").check(call, _tool("memory_search", read_only=True)) is None
     assert Gate(mode="auto").check(call, _tool("shell")) is None
     assert Gate(mode="auto", deny=("*",)).check(call, _tool("shell")) is not None
+
+
+def test_a_tools_time_leaves_out_the_wait_for_approval(tmp_path: Path) -> None:
+    (tmp_path / "helper.py").write_text(AGENT)
+    child = spawn(tmp_path, "helper.py")
+    child.expect(PROMPT)
+    child.sendline('use word_count on "a b c"')
+    child.expect(r"Allow\? \[y\]es once")
+    time.sleep(3)  # the user reads the call before approving it
+    child.sendline("y")
+    child.expect(r"← word_count: \d+ chars in (\d+\.\d)s")
+    assert float(child.match.group(1)) < 3  # counting the wait said 3.0s or more ("18.7s")
+    child.expect(PROMPT)
+    child.sendline("exit")
+    child.expect(pexpect.EOF)

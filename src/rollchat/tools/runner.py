@@ -35,29 +35,31 @@ class CallInterrupted(KeyboardInterrupt):
 
 
 def run_call(call: ToolCall, tools: Mapping[str, Tool], gate: Gate) -> CallOutcome:
-    """The outcome of ``call``; raises CallInterrupted on Ctrl-C."""
-    t0 = time.monotonic()
+    """The outcome of ``call``; raises CallInterrupted on Ctrl-C. Its time is the tool's own
+    (and its PostToolUse hooks'): from the approval on, never the user's wait to approve it."""
     tool = tools.get(call.name)
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"
         return CallOutcome(f"error: unknown tool {call.name!r} (tools: {known})", "error", 0.0)
+    started: float | None = None  # when the tool started: after the gate let it through
     try:  # the user's PreToolUse hooks first, before anyone is asked (as in Claude Code)
         hooks = gate.hooks
         refusal = (hooks.before_tool(call) if hooks is not None else None) or gate.check(
             call, tool)
         if refusal is not None:
-            return CallOutcome(refusal, "refused", time.monotonic() - t0)
+            return CallOutcome(refusal, "refused", 0.0)
+        started = time.monotonic()
         try:
             result = tool.run(call.arguments)
         except Exception as exc:  # a tool's failure is reported to the model, not raised
-            return CallOutcome(error_text(exc), "error", time.monotonic() - t0)
+            return CallOutcome(error_text(exc), "error", time.monotonic() - started)
     except KeyboardInterrupt:
-        raise CallInterrupted(CallOutcome(INTERRUPTED_RESULT, "interrupted",
-                                          time.monotonic() - t0)) from None
+        ran = 0.0 if started is None else time.monotonic() - started
+        raise CallInterrupted(CallOutcome(INTERRUPTED_RESULT, "interrupted", ran)) from None
     text, images = returned(result)
     if hooks is not None:  # a PostToolUse hook's word goes to the model with the result
         text += hooks.after_tool(call, text, "ok")
-    return CallOutcome(text, "ok", time.monotonic() - t0, images)
+    return CallOutcome(text, "ok", time.monotonic() - started, images)
 
 
 def error_text(exc: Exception) -> str:
