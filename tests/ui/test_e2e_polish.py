@@ -56,3 +56,35 @@ def test_after_a_refused_local_server_the_exit_summary_is_local_said_once(
     else:
         [path] = (tmp_path / "sessions").glob("*.md")
         assert parse(path.read_text()).summary is not None  # resumable all the same
+
+
+HELPER = '''
+name = "Helper"
+
+
+def word_count(text: str) -> str:
+    """Count words.
+
+    Args:
+        text: The text.
+    """
+    return f"{len(text.split())} words"
+'''
+
+
+def test_the_offline_model_runs_a_tool_asked_for_in_plain_words(tmp_path: Path) -> None:
+    (tmp_path / "helper.py").write_text(HELPER)
+    lines = ["count the words in the quick brown fox", 'how many words are in "a b c"?',
+             "Can you count the words of: one two", "I want to count words later"]
+    done = run_piped(tmp_path, "\n".join(lines) + "\n", "helper.py", "--yes")
+    assert done.returncode == 0, done.stderr
+    banner = done.stdout.split("You:")[0]
+    assert "calls a tool when asked in plain words" in banner and "use TOOL {" in banner
+    [path] = (tmp_path / "sessions").glob("*.md")
+    calls = [[(t.call.name, dict(t.call.arguments)) for t in turn.tools]
+             for turn in parse(path.read_text()).turns]
+    assert calls == [[("word_count", {"text": "the quick brown fox"})],
+                     [("word_count", {"text": "a b c"})],
+                     [("word_count", {"text": "one two"})],
+                     []]  # a statement, not a request: no call
+    assert "4 words" in done.stdout and "3 words" in done.stdout

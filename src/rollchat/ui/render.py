@@ -92,6 +92,10 @@ class Step:
 _SGR = {"bold": "1", "dim": "2", "yellow": "33", "red": "31", "green": "32", "cyan": "36",
         "bold cyan": "1;36"}
 Segment = tuple[str, str]  # (text, style; "" for none)
+# How the offline model is asked to call a tool (providers/offline/tooluse.py), in the banner:
+# here, because importing the offline model before the first prompt costs ~100 ms.
+OFFLINE_TOOLS = ("The offline model calls a tool when asked in plain words (count the words "
+                 "in 'a b c') or with: use TOOL {\"arg\": \"value\"}; 'tools' lists them.")
 
 
 def _wrapped(segments: Sequence[Segment], width: int, hang: int = 0) -> list[Segment]:
@@ -207,6 +211,8 @@ class Renderer:
         keys = ("; Alt+Enter or Esc Enter inserts a newline; Ctrl-D exits" if self.interactive
                 else "")
         self.line((f"Sessions in {where}. Type 'help' for commands{keys}.", "dim"))
+        if provider == OFFLINE:
+            self.line((OFFLINE_TOOLS, "dim"))
 
     def info(self, message: str) -> None:
         self.line((message, ""))

@@ -197,8 +197,11 @@ class OfflineProvider:
         latest = phrases.plain_text(latest)
         history = [*messages[:last], *([Message("user", handed)] if handed else [])]
         wanted = tooluse.asked_tool(latest, request.tools, skip=(ARCHIVE_TOOL,))
+        rest: str | None = None  # a plain request's text to work on
+        if wanted is None:
+            wanted, rest = tooluse.plain_request(latest, request.tools, skip=(ARCHIVE_TOOL,))
         if wanted is not None:
-            call = tooluse.tool_call(latest, wanted, f"offline_call_{len(messages)}")
+            call = tooluse.tool_call(latest, wanted, f"offline_call_{len(messages)}", rest)
             return f"Let me use {wanted.name}.", call
         recall = _recall_answer(history, latest)
         if recall is not None:

@@ -57,15 +57,70 @@ def asked_tool(text: str, tools: Sequence[ToolSpec], skip: Sequence[str] = ()) -
     return None
 
 
-def tool_call(text: str, spec: ToolSpec, call_id: str) -> ToolCall:
+# A plain request names what a tool does in its own words: "count the words in ...", "how many
+# words are in ...", "get the weather for Paris". Verbs that only say "give me" need not appear.
+_GENERIC = frozenset({"get", "fetch", "tool", "do", "run"})
+_GETTING = frozenset({"get", "fetch"})  # may start a request: "get the weather for Paris"
+_WORD = re.compile(r"[a-z0-9]+")
+_POLITE = re.compile(r"^\W*(?:(?:please|pls|kindly|(?:can|could|would|will)\s+you)\b[\s,]*)*",
+                     re.IGNORECASE)
+_HOW_MANY = re.compile(r"\bhow\s+many\b", re.IGNORECASE)
+# where the text to work on starts after the words naming the tool: "... in/of/on: TEXT"
+_TARGET = re.compile(r"^\W*(?:(?:are|is|there)\s+)*(?:(?:in|of|on|for|from)\b)?\s*:?\s*",
+                     re.IGNORECASE)
+
+
+def _stem(word: str) -> str:
+    """A word without its plural or -ing ending: "words" and "word", "counting" and "count"."""
+    for ending in ("ing", "es", "s"):
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            return word[:-len(ending)]
+    return word
+
+
+def _parts(name: str) -> set[str]:
+    """The words of a tool's name (an MCP tool's own part), stemmed, generic verbs left out."""
+    own = name.rsplit("__", 1)[-1]
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", own).lower()
+    return {_stem(w) for w in _WORD.findall(spaced) if w not in _GENERIC}
+
+
+def plain_request(text: str, tools: Sequence[ToolSpec], skip: Sequence[str] = (),
+                  ) -> tuple[ToolSpec | None, str | None]:
+    """The tool a request in plain words asks for, with the text after the words naming it
+    ("count the words in this line": word_count, "this line"); (None, None) when it is not a
+    request (after a "please" or "can you", its first word is one of the tool's, or it asks
+    "how many"), or names not every word of a tool's name."""
+    body = _POLITE.sub("", text, count=1).lower()
+    first = _stem(next(iter(_WORD.findall(body[:40])), ""))
+    how_many = _HOW_MANY.search(body) is not None
+    words = [(_stem(m[0]), m.end()) for m in _WORD.finditer(text.lower())]
+    stems = {w for w, _ in words} | ({"count"} if how_many else set())
+    for spec in sorted(tools, key=lambda t: -len(t.name)):  # the longest name first
+        parts = _parts(spec.name)
+        if spec.name in skip or not parts or not parts <= stems:
+            continue
+        if first not in parts | _GETTING and not (how_many and first in ("how", "tell")):
+            continue  # not a request: "I want to count words later", "what did I say ..."
+        at: dict[str, int] = {}
+        for word, end in words:
+            at.setdefault(word, end)  # where each word first ends
+        rest = text[max(at.get(part, 0) for part in parts):]
+        target = _TARGET.match(rest)
+        return spec, (rest[target.end():] if target else rest).strip().rstrip("?.!").strip()
+    return None, None
+
+
+def tool_call(text: str, spec: ToolSpec, call_id: str, rest: str | None = None) -> ToolCall:
     """The call of ``spec`` the message asks for: named values (``key=value``), else quoted
-    text, numbers, enum values mentioned, else the words after the tool's name."""
+    text, numbers, enum values mentioned, else the words after the tool's name (``rest``:
+    those of a plain request, see ``plain_request``)."""
     props: Mapping[str, Any] = spec.parameters.get("properties", {}) or {}
     required = list(spec.parameters.get("required", []) or [])
     pairs = {k: _unquote(v) for k, v in _PAIR.findall(text) if k in props}
     quoted = [next(g for g in m.groups() if g is not None) for m in _QUOTED.finditer(text)]
     numbers = _NUMBER.findall(text)
-    rest = _after_name(text, spec.name)
+    rest = _after_name(text, spec.name) if rest is None else rest
     args: dict[str, Any] = {}
     for name, schema in props.items():
         kind = _kind(schema)
