@@ -30,6 +30,12 @@ def user_dirs(home: Path) -> dict[str, str]:
     return {"HOME": str(home), **{var: str(home / sub) for var, sub in XDG_DIRS.items()}}
 
 
+def user_memory(home: Path) -> Path:
+    """Where a chat run with ``user_dirs(home)`` keeps its memory by default (see
+    rollchat.memory.location: the user data directory, for a project with none of its own)."""
+    return home / XDG_DIRS["XDG_DATA_HOME"] / "rollchat" / "memory"
+
+
 def child_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str, str]:
     """The environment for a Python child process: ``base`` (default: this process's) with
     the shared bytecode cache on, and ``extra``."""

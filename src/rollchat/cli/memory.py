@@ -76,7 +76,10 @@ def memory_list(
     ctx.obj = given(ctx).override(config=config, sessions_dir=sessions_dir, agent=agent)
     if ctx.invoked_subcommand is not None:
         return
-    store = _store(command_config(ctx))
+    from rollchat.memory.location import memory_location
+
+    cfg = command_config(ctx)
+    store = _store(cfg)
     try:
         facts = store.facts()
     except RollchatError as exc:
@@ -86,12 +89,12 @@ def memory_list(
 
         warning = secrets_warning(facts)
         _warn([*store.take_problems(), *([warning] if warning else [])])
-        _print_json({"facts": [f.as_json() for f in facts]})
+        _print_json({"facts": [f.as_json() for f in facts], "dir": str(store.dir)})
         return
     from rollchat.ui.memory_view import draw_facts
     from rollchat.ui.render import output_renderer
 
-    draw_facts(output_renderer(), facts, store.take_problems())
+    draw_facts(output_renderer(), facts, store.take_problems(), memory_location(cfg).line())
 
 
 def memory_forget(

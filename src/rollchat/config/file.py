@@ -156,6 +156,7 @@ _SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
                                     "context window)", lambda v: 0 <= v <= 0.5),
         "user_dir": Field("path", "must be a directory path, or null", nonempty,
                           nullable=True),
+        "dir": Field("path", "must be a directory path, or null", nonempty, nullable=True),
     }),
 }
 _MCP_KEYS = ("mcp_servers", "mcp_servers_file")
@@ -206,7 +207,7 @@ def _section(doc: Doc, name: str, node: yaml.Node, cls: type[Any],
              specs: Mapping[str, Field]) -> Any:
     values, nodes = doc.fields(node, name, specs)
     confine(values, name, doc.base_dir, doc.untrusted, doc.ignored)
-    for path_key in ("history_file", "user_dir"):
+    for path_key in ("history_file", "user_dir", *(("dir",) if cls is MemoryConfig else ())):
         if values.get(path_key) is not None:
             values[path_key] = resolve_path(doc.base_dir, values[path_key])
     section = dataclasses.replace(cls(), **values)

@@ -158,6 +158,9 @@ class MemoryConfig:
     max_age_days: int | None = None  # facts unused this long are listed by `memory prune`
     max_share: float = 0.1  # the most of the context window remembered facts may take
     user_dir: Path | None = None  # the user-level facts; None: the user data directory
+    # the agents' facts and episodes; None: this project's sessions_dir/memory when it holds
+    # them (where they were kept before), else the user data directory (memory/location.py)
+    dir: Path | None = None
 
 
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md")

@@ -357,11 +357,13 @@ def open_store(cfg: Config) -> MemoryStore:
     """The memory store of the configured agent (MemoryStoreError on a bad setting), the
     copies a killed edit or rewrite left beside its files removed first (see edit.sweep)."""
     from rollchat.memory.edit import sweep
+    from rollchat.memory.location import memory_location
     from rollchat.memory.store import default_user_dir
 
     memory = cfg.memory
     store = MemoryStore(cfg.session.dir, cfg.agent.key,
-                        user_dir=memory.user_dir or default_user_dir(), scope=memory.scope)
+                        user_dir=memory.user_dir or default_user_dir(), scope=memory.scope,
+                        directory=memory_location(cfg).dir)
     sweep([store.dir, *([store.user_path.parent] if store.user_path is not None else [])])
     return store
 

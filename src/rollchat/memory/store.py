@@ -81,12 +81,12 @@ class MemoryStore:
     background facts go ("project", or "user": the user-level file)."""
 
     def __init__(self, sessions_dir: Path, agent_key: str, *, user_dir: Path | None = None,
-                 scope: str = "project") -> None:
+                 scope: str = "project", directory: Path | None = None) -> None:
         if scope not in SCOPES:
             raise MemoryStoreError(f"memory scope must be project or user, not {scope!r}")
         if scope == "user" and user_dir is None:
             raise MemoryStoreError("memory scope user needs a user directory")
-        self.dir = sessions_dir / MEMORY_DIR
+        self.dir = directory or sessions_dir / MEMORY_DIR  # (see memory/location.py)
         name = slug(agent_key)
         self.facts_path = self.dir / f"{name}.facts.jsonl"
         self.episodes_path = self.dir / f"{name}.episodes.jsonl"

@@ -27,13 +27,17 @@ def fact_row(fact: Fact) -> Row:
              f"{fact.created:%Y-%m-%d}", "dim"))
 
 
-def draw_facts(out: Renderer, facts: Sequence[Fact], problems: Sequence[str]) -> None:
+def draw_facts(out: Renderer, facts: Sequence[Fact], problems: Sequence[str],
+               where: str | None = None) -> None:
+    """The facts, one a line; ``where``: the line saying where the memory lives."""
     if not facts:
         out.info("No facts remembered yet (remember TEXT adds one).")
     for fact in facts:
         out.line(*fact_row(fact), hang=FACT_INDENT)
     if facts:
         out.dim(f"{plural(len(facts), 'fact')}; forget ID forgets one for good.")
+    if where:
+        out.dim(where)
     warning = secrets_warning(facts)
     if warning:
         out.warn(warning)
@@ -76,5 +80,8 @@ def show_facts(app: ChatApp) -> None:
     memory = app.session.memory
     if memory is None:
         raise UsageError("memory is off (memory.enabled is false, or --no-save)")
+    from rollchat.memory.location import memory_location
+
     facts = memory.store.facts()
-    draw_facts(app.out, facts, memory.store.take_problems())
+    draw_facts(app.out, facts, memory.store.take_problems(),
+               memory_location(app.session.config).line())
