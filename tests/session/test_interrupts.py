@@ -162,7 +162,7 @@ def test_ctrl_c_during_the_exit_summary_saves_the_local_fallback(tmp_path: Path)
     child.sendline("exit")
     child.expect("Generating session summary")
     child.sendintr()
-    child.expect(r"summary failed.*interrupted.*local extractive summary was saved")
+    child.expect(r"summary failed.*interrupted.*the local summary is used instead")
     _end_after_exit(child)
     [t] = _sessions(tmp_path)
     assert _queries(t) == [("hi", "ok")]

@@ -72,6 +72,10 @@ class Summarizer:
         # A summary must leave room for work: small windows get shorter summaries.
         self.words = min(self.config.max_words, max(60, budget.tokens // 6))
 
+    def use_model(self, model: str) -> None:
+        """Ask ``model`` from now on (the chat's, switched by ``model NAME``)."""
+        self.model = model
+
     def skip_model(self, provider: Provider, why: str) -> None:
         """The summaries from now on are local when ``provider`` is this summarizer's: it
         failed in a way that asking it again cannot mend (nothing listens at its server)."""

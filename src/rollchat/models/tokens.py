@@ -181,6 +181,10 @@ class TokenCounter:
         self._method = "estimate"
         self._exact = False
 
+    def use_model(self, model: str) -> None:
+        """Count for ``model`` from now on (``model NAME`` in a chat)."""
+        self.model, self._resolved = model, False
+
     @property
     def exact(self) -> bool:
         self._resolve()

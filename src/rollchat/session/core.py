@@ -24,12 +24,7 @@ from rollchat.providers.base import ContextTooLongError, Provider, ServerDownErr
 from rollchat.session import ops
 from rollchat.session.build import build_engine, memory_layers, session_tools, stable_prompt
 from rollchat.session.checkpoint import checkpointed  # each tool call on disk as it ends
-from rollchat.session.compactor import (
-    CompactAsker,
-    CompactChoice,
-    Compactor,
-    Surroundings,
-)
+from rollchat.session.compactor import CompactAsker, CompactChoice, Compactor, Surroundings
 from rollchat.session.figures import CompactorFigures
 from rollchat.session.forks import Recorder
 from rollchat.session.hooked import SessionHooks, with_hook_context
@@ -45,6 +40,7 @@ from rollchat.session.state import (
     tools_too_big,
 )
 from rollchat.session.steps import proposal
+from rollchat.session.switch import ModelSwitch
 from rollchat.storage.store import SessionInfo, Store
 from rollchat.text.normalize import clean
 
@@ -58,7 +54,7 @@ __all__ = ["CompactAsker", "CompactChoice", "Flow", "Session", "proposal"]
 Flow = Generator[Event, None, None]
 
 
-class Session(CompactorFigures):
+class Session(CompactorFigures, ModelSwitch):
     """One chat session and its flows. Each flow method is a generator of events (the
     compactor's figures: see figures.py)."""
 
@@ -388,8 +384,7 @@ class Session(CompactorFigures):
         kept = self.config.session.auto_save  # off (--no-save): a summary nobody would read
         if state.queries and not state.save_failed and kept:
             if self.server_down is not None:  # said once, by the answer: no second wait
-                self.compactor.summarizer.skip_model(self.engine.provider,
-                                                     "nothing listened at its server")
+                self.summarizer.skip_model(self.engine.provider, "nothing listened at its server")
             yield from self.compactor.finalize(state, within=within, ending=True)
         yield from self.hooks.end(state, "exit")
         state.close()

@@ -90,6 +90,10 @@ class Recorder:
     def __init__(self, store: Store, agent: AgentConfig, model: str, provider: str) -> None:
         self.store, self.agent, self.model, self.provider = store, agent, model, provider
 
+    def use_model(self, model: str) -> None:
+        """The model a file opened from now on names in its header (``model NAME``)."""
+        self.model = model
+
     def _catch_up(self, state: SessionState,
                   cost: float | None) -> Generator[Event, None, LiveSession]:
         """Write what is not on disk yet: the file (at the first write), then each entry not

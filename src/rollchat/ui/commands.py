@@ -126,6 +126,12 @@ def _tools(app: ChatApp, arg: str) -> bool:
     return run_tools(app, arg)
 
 
+def _model(app: ChatApp, arg: str) -> bool:
+    from rollchat.ui.model_command import run_model
+
+    return run_model(app, arg)
+
+
 def _compact(app: ChatApp, arg: str) -> bool:
     app.compact(arg.strip() or None)
     return False
@@ -351,6 +357,9 @@ COMMANDS: dict[str, Command] = {
         Command("auto", "auto [on|off|ask]", "automatic compaction for this session: show it, "
                 "or turn it on, off, or ask first", _auto, takes_arg=True,
                 bare_arg=lambda a: a.strip().lower() in _AUTO_SAYS),
+        Command("model", "model [NAME]", "show the model and the choices, or switch to NAME "
+                "for the rest of this chat", _model, takes_arg=True,
+                bare_arg=lambda a: bool(_REF.match(a.strip()))),
         Command("tools", "tools [verbose|quiet|restart SERVER]", "list the agent's tools and "
                 "what each call needs; verbose shows calls in full; restart an MCP server",
                 _tools, takes_arg=True, bare_arg=lambda a: a.strip().lower() in (
