@@ -33,7 +33,7 @@ def test_help_lists_handing_over_with_the_configured_agents(tmp_path: Path) -> N
     cfg = write_config(tmp_path / "two.yml", TWO_AGENTS)
     done = run_piped(tmp_path, "help\n", "--config", str(cfg))
     line = next(x for x in done.stdout.splitlines() if "@NAME" in x)
-    assert "agents: assistant, reviewer" in line and "talking to assistant" in line
+    assert "agents: assistant, reviewer" in line
     alone = run_piped(tmp_path, "help\n")  # one agent: nobody to hand over to
     assert "@NAME" not in alone.stdout
 
@@ -48,12 +48,12 @@ def test_after_a_refused_local_server_the_exit_summary_is_local_said_once(
     out = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 0, out
     assert out.count("Connection refused") == 1  # the answer's error; the summary never asked
-    assert "The summary is the local one (the model was not asked" in out
     assert "summary failed" not in out and "saved instead" not in out
-    if no_save:  # one wording for what --no-save did, and no claim of a save
+    if no_save:  # no summary at all; one wording for what --no-save did, no claim of a save
         assert "was kept in memory only (--no-save): nothing was written" in out
         assert "saved" not in out.lower().replace("nothing was saved", "")
     else:
+        assert "The summary is the local one (the model was not asked" in out
         [path] = (tmp_path / "sessions").glob("*.md")
         assert parse(path.read_text()).summary is not None  # resumable all the same
 

@@ -16,7 +16,6 @@ from rollchat.domain import (
     Block,
     Image,
     Message,
-    Note,
     Text,
     ToolCall,
     ToolResult,
@@ -28,6 +27,7 @@ from rollchat.domain import (
 )
 from rollchat.engine.context import WorkingContext
 from rollchat.engine.hygiene import as_sent, repair
+from rollchat.engine.model import ModelChoice
 from rollchat.engine.rounds import run_round
 from rollchat.engine.thinking import Split, took
 from rollchat.events import Event, Notice, Retrying
@@ -108,7 +108,7 @@ class EngineSettings:
     sleep: Callable[[float], None] = time.sleep
 
 
-class Engine:
+class Engine(ModelChoice):
     """Runs model calls against one provider, keeping the working context up to date.
 
     Built with its settings and what the session measures with: the working context (None:
@@ -130,7 +130,6 @@ class Engine:
         self.tool_room = tool_room
         self.count = count
         self.current: list[Block] = []  # the turn in flight's blocks, results whole
-        self.switched: list[Block] = []  # ``use_model``'s note, for the next turn to start with
         # Tools that come later (MCP servers): collected when a context starts, and before a
         # message when a source changed (a server joined or left): the prefix changes only then.
         self._collect: str | None = "wait" if settings.tool_sources else None  # "due", "done"
@@ -143,12 +142,6 @@ class Engine:
     @property
     def max_tool_rounds(self) -> int:
         return self.settings.max_tool_rounds
-
-    def use_model(self, model: str) -> None:
-        """``model NAME`` in a chat: ``model`` answers from the next request on; the next turn
-        starts with a note saying so (kept in the transcript, never sent)."""
-        self.switched = [Note("model", f"{model} answers from here on (was {self.model})")]
-        self.model = model
 
     def limit_output(self, tokens: int) -> None:
         """The most tokens an answer may take from now on (a smaller window was learned)."""
@@ -229,7 +222,7 @@ class Engine:
         started = self.settings.clock()
         context = self.context
         mark = context.mark()
-        self.current, self.switched = self.switched, []
+        self.current = []
         context.append(Message("user", with_block(block, text), images=images))
         result = yield from self._call(context.append, context.request_messages, "chat")
         if result.status == "unanswered":

@@ -3,9 +3,10 @@ engine, the token counter, the window and budgets, the price, the summaries, the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from rollchat.domain import Note, Turn
 from rollchat.errors import UsageError
 from rollchat.models.prices import price_for
 from rollchat.models.tokens import CONTEXT_WINDOWS, context_window
@@ -56,6 +57,14 @@ class ModelSwitch:
     price: Price | None
     compactor: Compactor
     _resize: Callable[[int], None]  # (Session's: the budgets follow a window)
+    _switched: str | None = None  # the note the next turn starts with, after a switch
+
+    def noted(self, turn: Turn) -> Turn:
+        """``turn`` starting with the note of a switch made since the last one (kept in the
+        file, never sent: the change reads back from the transcript)."""
+        note, self._switched = self._switched, None
+        return turn if note is None else replace(turn, blocks=(Note("model", note),
+                                                               *turn.blocks))
 
     def use_model(self, model: str) -> int:
         """``model`` answers from the next message on: the estimate counts for it, the window
@@ -75,6 +84,7 @@ class ModelSwitch:
         if summarizer.provider is self.engine.provider and summarizer.model == old:
             summarizer.use_model(model)
         self.engine.use_model(model)
+        self._switched = f"{model} answers from here on (was {old})"
         self.counter.use_model(model)
         self.recorder.use_model(model)
         self.price = price_for(model, self.config.prices)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, cast
 
 from rollchat.errors import UsageError
 from rollchat.text.wording import human_tokens, plural
+from rollchat.ui.model_command import run_model
 
 if TYPE_CHECKING:
     from rollchat.config.settings import AutoCompact
@@ -60,8 +61,7 @@ def _help(app: ChatApp, arg: str) -> bool:
     agents = app.session.config.agents
     if len(agents) > 1:  # one agent: nobody to hand over to
         app.out.entry("@NAME MESSAGE", "hand the conversation to another agent, who answers "
-                      f"from now on; agents: {', '.join(agents)} (talking to "
-                      f"{app.session.agent.key})")
+                      f"from now on; agents: {', '.join(agents)}")
     app.out.dim("Commands work bare (exit) or with a slash (/exit); Tab completes them. "
                 "SESSION is a session's number in 'sessions', its id or an id prefix. Enter "
                 "sends; Alt+Enter (or Esc then Enter) inserts a newline; Up recalls earlier "
@@ -124,12 +124,6 @@ def _tools(app: ChatApp, arg: str) -> bool:
     from rollchat.ui.tools_command import run_tools
 
     return run_tools(app, arg)
-
-
-def _model(app: ChatApp, arg: str) -> bool:
-    from rollchat.ui.model_command import run_model
-
-    return run_model(app, arg)
 
 
 def _compact(app: ChatApp, arg: str) -> bool:
@@ -358,8 +352,7 @@ COMMANDS: dict[str, Command] = {
                 "or turn it on, off, or ask first", _auto, takes_arg=True,
                 bare_arg=lambda a: a.strip().lower() in _AUTO_SAYS),
         Command("model", "model [NAME]", "show the model and the choices, or switch to NAME "
-                "for the rest of this chat", _model, takes_arg=True,
-                bare_arg=lambda a: bool(_REF.match(a.strip()))),
+                "for the rest of this chat", run_model, True, lambda a: bool(_REF.match(a))),
         Command("tools", "tools [verbose|quiet|restart SERVER]", "list the agent's tools and "
                 "what each call needs; verbose shows calls in full; restart an MCP server",
                 _tools, takes_arg=True, bare_arg=lambda a: a.strip().lower() in (
