@@ -26,7 +26,7 @@ def test_no_save_exit_makes_no_summary_call(tmp_path: Path, openai_server: WireS
     said = [json.dumps(r.body["messages"][-1]) for r in openai_server.requests]
     assert "hello" in said[0] and "and again" in said[1]
     assert len(openai_server.requests) == 2  # no summary, no memory extraction
-    assert "Nothing was saved" in result.stdout
+    assert "was kept in memory only (--no-save): nothing was written" in result.stdout
     assert not (tmp_path / "sessions").exists()
 
 
