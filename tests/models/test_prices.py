@@ -277,7 +277,8 @@ def test_cost_header_line_round_trips_and_refuses_garbage(tmp_path: Path) -> Non
                            "A", "config:a", "m", "p", total_queries=2, total_tokens=300,
                            context_tokens=200, cost=0.0123)
     text = render_header(header)
-    assert "**Cost:** $0.0123" in text and parse_head(text).header.cost == 0.0123
+    assert re.search(r"^\*\*Cost:\*\* +\$0\.0123$", text, re.M)
+    assert parse_head(text).header.cost == 0.0123
     span = totals_span(text)
     assert span is not None and text[span[0]:span[1]] == render_totals(2, 300, 200, 0.0123)
     assert len(render_totals(3, 400, 250, 1.5)) == len(render_totals(2, 300, 200, 0.0123))
