@@ -243,15 +243,16 @@ def test_toolbar_gauge_is_coloured_with_a_hint_from_70_percent(tmp_path: Path) -
     seen: dict[int, str] = {}
     for i in range(56):
         built.send(user_message(i))
-        level = gauge_level(built.session.engine.context.last_prompt_tokens or 0, 4000)
+        level = gauge_level(built.session.context_tokens or 0, 4000)  # the figure shown
         seen.setdefault(level, toolbar_text(built.app))
         style = toolbar_parts(built.app)[0][0]
         assert ("bg:" in style) == (level > 0)
     assert set(seen) == {0, 1, 2, 3}
     assert "·" not in seen[0].split(")")[0]  # no hint below 70%
-    assert re.match(r" context \d\.\dK/4K \(7\d% · compact soon\) · ", seen[1])
-    assert re.match(r" context \d\.\dK/4K \(\d\d% · type compact\) · ", seen[2])
-    assert re.match(r" context \d\.\dK/4K \(\d\d% · type compact now\) · ", seen[3])
+    assert re.match(r" context \d,\d{3} of 4,000 tokens \(7\d% · compact soon\) · ", seen[1])
+    assert re.match(r" context \d,\d{3} of 4,000 tokens \(\d\d% · type compact\) · ", seen[2])
+    assert re.match(r" context \d,\d{3} of 4,000 tokens \(\d\d% · type compact now\) · ",
+                    seen[3])
 
 
 CONFIG = """\
@@ -347,5 +348,5 @@ def test_the_toolbar_drawn_by_the_repl_is_coloured_with_its_hint(tmp_path: Path)
         run_interactive(chat, history_file=tmp_path / "history", input=keys, output=output)
         typing.join(5)
     drawn = screen.getvalue()
-    assert re.search(r"\x1b\[0;30;48;5;208;1m context 3\.\dK/4K \(8\d% · type compact\) "
-                     r"\x1b\[0;7m· 48 queries · Rollo", drawn), drawn
+    assert re.search(r"\x1b\[0;30;48;5;208;1m context 3,\d{3} of 4,000 tokens "
+                     r"\(8\d% · type compact\) \x1b\[0;7m· 48 queries · Rollo", drawn), drawn

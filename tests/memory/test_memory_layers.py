@@ -171,7 +171,7 @@ def test_the_block_is_recorded_as_context_not_as_what_the_user_typed() -> None:
     assert turn.user == "which port does postgres use in staging?"
     assert turn.context_block == finished.turn.context_block
     rendered = render_turn(turn, "Assistant")
-    assert "*Context block:* <context>" in rendered
+    assert "<!-- context block, sent with this message:\n<context>" in rendered
     assert "**You:** which port does postgres use in staging?\n" in rendered
 
 

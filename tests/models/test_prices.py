@@ -162,7 +162,7 @@ def test_turn_footer_session_header_and_exit_show_the_cost(tmp_path: Path) -> No
     assert end.chain_cost == round(sum(expected), 4)  # as the header records it
     assert end.chain_sessions == 1 and end.summary_tokens == summary.total
     queries = sum(t.usage.total for t in turns)
-    assert f"Queries: 3 | Tokens billed: {queries + summary.total:,} ({queries:,} for the " \
+    assert f"3 queries, {queries + summary.total:,} tokens billed ({queries:,} for the " \
         f"queries, {summary.total:,} for summaries) | Cost: {money(sum(expected))}" \
         in built.output
     assert "Chain" not in built.output
@@ -223,7 +223,7 @@ def test_piped_chat_over_the_anthropic_wire_then_sessions_json(
     summary = cost(Usage(900, 60), SONNET)
     assert f"Time: 0.0s | Tokens: 136 (in: 130, out: 6, cache read: 100, write: 20) · " \
         f"{money(turn)}" in re.sub(r"Time: \d+\.\ds", "Time: 0.0s", done.stdout)
-    assert "Tokens billed: 1,096 (136 for the queries, 960 for summaries)" in done.stdout
+    assert "1 query, 1,096 tokens billed (136 for the queries, 960 for summaries)" in done.stdout
     assert f"Cost: {money(turn + summary)}" in done.stdout
     [file] = (tmp_path / "sessions").glob("*.md")
     assert parse_head(file.read_text(encoding="utf-8")).header.total_tokens == 1_096
@@ -277,7 +277,8 @@ def test_cost_header_line_round_trips_and_refuses_garbage(tmp_path: Path) -> Non
                            "A", "config:a", "m", "p", total_queries=2, total_tokens=300,
                            context_tokens=200, cost=0.0123)
     text = render_header(header)
-    assert "**Cost:** $0.0123" in text and parse_head(text).header.cost == 0.0123
+    assert re.search(r"^\*\*Cost:\*\* +\$0\.0123$", text, re.M)
+    assert parse_head(text).header.cost == 0.0123
     span = totals_span(text)
     assert span is not None and text[span[0]:span[1]] == render_totals(2, 300, 200, 0.0123)
     assert len(render_totals(3, 400, 250, 1.5)) == len(render_totals(2, 300, 200, 0.0123))

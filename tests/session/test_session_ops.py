@@ -196,7 +196,7 @@ def test_context_in_an_80_column_terminal_wraps_each_detail_under_itself(
     assert [line for line in lines if line and not line.startswith(" ")] == [
         line for line in lines if line.startswith(("Next request", "Memory layers",
                                                    "Last context block", "History",
-                                                   "Session"))]
+                                                   "Now: context", "Session"))]
 
 
 # ---------------------------------------------------------------- summary
@@ -285,7 +285,7 @@ def test_undo_without_saving(tmp_path: Path) -> None:
     done = run_piped(tmp_path, "we decided to use redis\ncompact\nundo\nand the port?\nexit\n",
                      "--no-save")
     assert done.returncode == 0, done.stderr
-    assert "Undone: back in" in done.stdout and "Queries: 2" in done.stdout
+    assert "Undone: back in" in done.stdout and "2 queries, " in done.stdout
     assert not (tmp_path / "sessions").exists()
     # compact said what became of the session: kept in memory, not "Saved session"
     assert "Saved session" not in done.stdout

@@ -223,7 +223,7 @@ def test_exit_writes_the_summary_and_shows_the_totals(tmp_path: Path) -> None:
     assert f"Saved session: {state.session_id}" in out
     assert state.summary_tokens > 0  # the exit's summary call, billed too
     billed = state.tokens + state.restoration_tokens + state.summary_tokens
-    assert (f"Queries: 1 | Tokens billed: {billed:,} ({state.tokens:,} for the queries, "
+    assert (f"1 query, {billed:,} tokens billed ({state.tokens:,} for the queries, "
             f"{state.restoration_tokens:,} restoring the context, {state.summary_tokens:,} "
             "for summaries)" in out)
     assert out.rstrip().endswith("Goodbye!")

@@ -51,9 +51,11 @@ def test_toolbar_shows_context_first_and_an_estimate_before_any_report(tmp_path)
     from tests.compaction.test_autocompact import FakeProvider, build_app
 
     built = build_app(tmp_path, FakeProvider())
-    assert toolbar_text(built.app).startswith(" context ~0/4K (0%) · 0 queries · Rollo")
+    # nothing counted before the first message (the tokenizer loads after the prompt)
+    assert toolbar_text(built.app).startswith(" context – of 4,000 tokens · 0 queries · Rollo")
     built.send("hello there")
     text = toolbar_text(built.app)
-    assert text.startswith(" context ") and "~" not in text and "· 1 query ·" in text
+    size = built.session.estimate()  # the figure `context` and automatic compaction use
+    assert text.startswith(f" context {size:,} of 4,000 tokens (") and "· 1 query ·" in text
     built.app.compact()
-    assert toolbar_text(built.app).startswith(" context ~")  # estimated after a compaction
+    assert toolbar_text(built.app).startswith(f" context {built.session.estimate():,} of ")

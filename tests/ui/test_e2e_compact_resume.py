@@ -83,7 +83,7 @@ def test_pty_compact_then_resume(tmp_path: Path) -> None:
          "Starting new session with summary...", "I've reviewed the summary", *ANSWER)
     _say(child, "what about the eviction tests?", *ANSWER)
     child.sendline("exit")
-    _see(child, "Generating session summary", "Saved session: ", "Queries: 1 | Tokens billed: ",
+    _see(child, "Generating session summary", "Saved session: ", "1 query, ", "tokens billed (",
          "for the queries, ", "restoring the context, ", "for summaries)", "Goodbye!")
     child.expect(pexpect.EOF)
     child.close()
@@ -101,7 +101,7 @@ def test_pty_compact_then_resume(tmp_path: Path) -> None:
     _say(again, "resume 2", "Loading session...", "Restoring context...",
          "I've reviewed the summary", *ANSWER)
     again.sendline("exit")
-    _see(again, "Queries: 0 | Tokens billed: ", "restoring the context)", "Goodbye!")
+    _see(again, "0 queries, ", "tokens billed (", "restoring the context)", "Goodbye!")
     again.expect(pexpect.EOF)
     again.close()
     assert again.exitstatus == 0

@@ -256,7 +256,7 @@ def test_picker_preview_of_a_huge_summary_item_stays_short_and_counts_read_well(
     lines = [t for _, t in picker.preview()]
     assert max(len(t) for t in lines) < 600
     assert "- write the eviction tests" in lines
-    assert any("1 query  ·" in t for t in lines) and not any("1 queries" in t for t in lines)
+    assert any("1 query, " in t for t in lines) and not any("1 queries" in t for t in lines)
 
 
 # ------------------------------------------------------------------ titles (the sessions index)

@@ -289,7 +289,7 @@ def test_sessions_mark_a_lower_bound_token_count(tmp_path) -> None:  # type: ign
                        "A", "config:a", "m", "offline", now, 3, 1500, "hi", False, None, None,
                        tokens_exact=False)
     Renderer(console, interactive=False).sessions([info], [])
-    assert "≥1.5K tokens" in buf.getvalue()
+    assert "≥1,500 tokens" in buf.getvalue()
 
 
 def test_help_rows_wrap_under_their_column_in_a_terminal_and_stay_whole_piped() -> None:

@@ -1,5 +1,5 @@
 """The restoration prompt that hands a parent session's summary to the agent in a new child
-session, and that summary read back from the child's own first entry (where the prompt is kept)."""
+session, and that summary read back from the child's own first entry (whose file keeps it)."""
 
 from __future__ import annotations
 
@@ -7,19 +7,10 @@ from datetime import datetime
 
 from rollchat.domain import Summary, Transcript
 from rollchat.errors import TranscriptError
-from rollchat.storage.transcript import (
-    SUMMARY_END,
-    SUMMARY_START,
-    parse_summary_body,
-    render_summary_block,
-)
+from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse_summary_body
+from rollchat.storage.transcript.restored import PROMPT_VERSION, PROMPTS, Restoration
 from rollchat.text.wording import human_tokens, plural
 from rollchat.tools import ARCHIVE_TOOL_NAME
-
-ARCHIVE_SENTENCE = (
-    f"The {ARCHIVE_TOOL_NAME} tool can read the previous session's full transcript if you "
-    "need details the summary leaves out."
-)
 
 
 def build_restoration_prompt(
@@ -34,30 +25,14 @@ def build_restoration_prompt(
     archive_tool: bool = False,
 ) -> str:
     """The message that restores a session's context: which session, its size, its own
-    parent, the summary block, and the task (a 2-6 sentence acknowledgment)."""
-    lines = [
-        f"CONTEXT RESTORATION: You are continuing a previous conversation from "
-        f"{date.strftime('%Y-%m-%d %H:%M')}.",
-        "",
-        f"Previous session summary (Session ID: {session_id}, {plural(queries, 'query')}, "
-        f"{human_tokens(tokens)} tokens):",
-        "",
-    ]
-    if parent_of_parent:
-        lines.append(f"This session was resumed from: {parent_of_parent}")
-    lines += [f"Previous session file: {file_name}", "", render_summary_block(summary), ""]
-    if archive_tool:
-        lines += [ARCHIVE_SENTENCE, ""]
-    lines += [
-        "Task: Review the above and provide a brief acknowledgment (2-6 sentences or bullets) "
-        "that includes:",
-        "1. Main topics discussed",
-        "2. Key decisions made",
-        "3. Confirmation you're ready to continue",
-        "",
-        "Keep your response concise.",
-    ]
-    return "\n".join(lines)
+    parent, the summary block, and the task (a 2-6 sentence acknowledgment). Its wording is
+    the session file's (storage/transcript/restored.py), which rebuilds it from a child's file."""
+    facts = Restoration(
+        session_id=session_id, file_name=file_name, date=date.strftime("%Y-%m-%d %H:%M"),
+        queries=plural(queries, "query"), tokens=human_tokens(tokens),
+        grandparent=parent_of_parent, tool=ARCHIVE_TOOL_NAME if archive_tool else None,
+        summary=summary)
+    return PROMPTS[PROMPT_VERSION](facts)
 
 
 def restored_summary(transcript: Transcript) -> Summary | None:

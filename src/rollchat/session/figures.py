@@ -46,6 +46,23 @@ class CompactorFigures:
         """``auto on|off|ask``: see Compactor.set_auto; the mode it had."""
         return self.compactor.set_auto(mode)
 
+    @property
+    def context_tokens(self) -> int | None:
+        """THE context size shown (toolbar, ``context``): the next prompt's estimate, the
+        figure automatic compaction compares with its budget; None before the first message
+        (nothing counted yet: the tokenizer loads after the first prompt appears)."""
+        context = self.compactor.engine.context
+        if context.last_prompt_tokens is None and not context.messages:
+            return None
+        # the toolbar asks at every keystroke: counted again only when the context changed
+        key = (id(context), len(context.messages), context.last_prompt_tokens, context.shrunk,
+               context.messages[-1].content if context.messages else "")
+        cached: tuple[object, int] | None = getattr(self, "_context_tokens", None)
+        if cached is None or cached[0] != key:
+            cached = (key, self.estimate())
+            self._context_tokens = cached
+        return cached[1]
+
     def estimate(self, pending: Sequence[Message] = ()) -> int:
         """The size of the next prompt (see context.estimate_prompt)."""
         return self.compactor.estimate(pending)

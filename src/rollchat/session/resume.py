@@ -14,7 +14,7 @@ from rollchat.session.compactor import Compactor
 from rollchat.session.forks import agent_change, check_open
 from rollchat.session.state import Parent, SessionState
 from rollchat.storage.store import SessionInfo, Store
-from rollchat.text.wording import human_tokens, plural
+from rollchat.text.wording import session_size
 
 
 def find(store: Store, ref: str,
@@ -52,11 +52,10 @@ def resume(compactor: Compactor, state: SessionState, ref: str, *, fork: bool,
     if state.queries:
         yield from compactor.finalize(state)
         yield Notice("info", f"Saved the current session: {state.session_id} "
-                             f"({plural(state.queries, 'query')}, "
-                             f"{human_tokens(state.tokens)} tokens)")
+                             f"({session_size(state.queries, state.billed)})")
     yield Notice("info", f"Found: {info.session_id} · {info.agent} · "
-                         f"{info.date:%Y-%m-%d %H:%M} ({plural(info.queries, 'query')}, "
-                         f"{human_tokens(info.tokens)} tokens)")
+                         f"{info.date:%Y-%m-%d %H:%M} "
+                         f"({session_size(info.queries, info.tokens, info.tokens_exact)})")
     yield Notice("info", "Restoring context...")
     child = yield from compactor.start_child(state, Parent(
         info.session_id, info.file_name, summary, info.date, info.queries, info.tokens,

@@ -15,7 +15,7 @@ from rollchat.errors import UsageError
 from rollchat.models.prices import ChainCost
 from rollchat.providers.base import AuthError, ContextTooLongError, ProviderError
 from rollchat.storage.store import LiveSession
-from rollchat.text.wording import human_tokens, plural
+from rollchat.text.wording import session_size
 from rollchat.tools import Tool
 
 CARRIED_PREFIX = "Carried over verbatim from "
@@ -109,7 +109,7 @@ class SessionState:
     def as_parent(self, summary: Summary) -> Parent:
         """This session, summarized, as the parent of the child that continues it."""
         return Parent(self.session_id, self.live.file_name if self.live else None, summary,
-                      self.started, self.queries, self.tokens, self.resumed_from)
+                      self.started, self.queries, self.billed, self.resumed_from)
 
 
 def session_title(state: SessionState) -> str | None:
@@ -174,8 +174,8 @@ def restored_context(parent: Parent, *, automatic: bool) -> str:
     how = ("Compacted automatically from" if automatic else "Forked from" if parent.forked
            else "Resumed from")
     note = "open in another process; " if parent.forked and not parent.by_user else ""
-    return (f"{how} {parent.session_id or UNSAVED} ({note}{plural(parent.queries, 'query')}, "
-            f"{human_tokens(parent.tokens)} tokens)")
+    size = session_size(parent.queries, parent.tokens)  # the words `sessions` uses too
+    return f"{how} {parent.session_id or UNSAVED} ({note}{size})"
 
 
 def carried_turns(turns: Sequence[Turn], count: int, parent_id: str) -> list[Turn]:

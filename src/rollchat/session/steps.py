@@ -8,7 +8,7 @@ from rollchat.engine.core import Answer, Stream
 from rollchat.events import Notice, Retrying
 from rollchat.session.state import UNSAVED, SessionState
 from rollchat.storage.api import Store
-from rollchat.text.wording import human_tokens
+from rollchat.text.wording import human_tokens, session_size
 
 
 def kept_in_memory(name: str, size: str = "") -> str:
@@ -21,10 +21,9 @@ def saved_notice(state: SessionState, store: Store) -> Notice:
     """What became of the session just summarized (compact, fork, clear): saved, kept in
     memory only (--no-save), or saved only in part; never "saved" when it was not."""
     from rollchat.config.settings import NO_SAVE_LOCATION
-    from rollchat.text.wording import plural
 
     name = state.session_id or UNSAVED
-    size = f"{plural(state.queries, 'query')}, {human_tokens(state.billed)} tokens billed"
+    size = session_size(state.queries, state.billed)
     if store.location == NO_SAVE_LOCATION:
         return Notice("info", kept_in_memory(name, size))
     if state.save_failed:

@@ -55,3 +55,42 @@ def human_tokens(n: int) -> str:
     if n < 1_000_000:
         return f"{n / 1000:.1f}K".replace(".0K", "K")
     return f"{n / 1_000_000:.1f}M".replace(".0M", "M")
+
+
+# One figure per meaning (issue 25.5), in the same words wherever it is shown (the toolbar,
+# `context`, `compact`, the restoration line, the picker, `sessions`, the goodbye).
+# Tokens billed: input + output of every model call a session made (its queries, its
+# restoration, its summaries): SessionState.billed, the header's Tokens Billed.
+# Context size: the next request's prompt as automatic compaction sees it (Session.estimate:
+# the provider's last count plus a local count of what was added since).
+# Cost: dollars for the tokens billed (models.prices.money).
+# Exact numbers with thousands separators: two places never round one figure differently.
+
+
+def tokens_billed(tokens: int, exact: bool = True) -> str:
+    """A session's tokens billed: "2,982 tokens billed" ("≥2,982" when a lower bound)."""
+    return f"{'' if exact else '≥'}{tokens:,} tokens billed"
+
+
+def session_size(queries: int, tokens: int, exact: bool = True) -> str:
+    """A session's size: "4 queries, 2,982 tokens billed"."""
+    return f"{plural(queries, 'query')}, {tokens_billed(tokens, exact)}"
+
+
+def context_size(tokens: int | None, window: int) -> str:
+    """The context against the window: "context 461 of 32,000 tokens (1%)"; ``tokens`` None:
+    not counted yet (before the first message the tokenizer is still loading)."""
+    if tokens is None:
+        return f"context – of {window:,} tokens"
+    share = f"{tokens / window:.0%}" if window else "?"
+    return f"context {tokens:,} of {window:,} tokens ({share})"
+
+
+def billed_breakdown(queries: int, query_tokens: int, restoring: int, summaries: int) -> str:
+    """A session's size with where its tokens went: "2 queries, 5,055 tokens billed (2,633 for
+    the queries, 725 restoring the context, 1,697 for summaries)"."""
+    parts = [f"{restoring:,} restoring the context"] if restoring else []
+    parts += [f"{summaries:,} for summaries"] if summaries else []
+    size = session_size(queries, query_tokens + restoring + summaries)
+    return size + (f" ({', '.join([f'{query_tokens:,} for the queries', *parts])})"
+                   if parts else "")

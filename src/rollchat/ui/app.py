@@ -34,7 +34,7 @@ from rollchat.providers.base import TextDelta, ThinkingDelta
 from rollchat.session.attach import Attachment, message_with, read_attachment
 from rollchat.session.core import Session
 from rollchat.session.steps import kept_in_memory
-from rollchat.text.wording import human_tokens, plural
+from rollchat.text.wording import billed_breakdown, human_tokens, plural
 from rollchat.ui.render import Renderer, Step
 
 SUMMARY_STEP = "Generating session summary..."
@@ -257,16 +257,8 @@ class ChatApp:
 
     def _goodbye(self, end: Ended) -> None:
         if end.queries or end.restored:
-            billed = (f"Tokens billed: "
-                      f"{end.tokens + end.restoration_tokens + end.summary_tokens:,}")
-            parts = []
-            if end.restoration_tokens:
-                parts.append(f"{end.restoration_tokens:,} restoring the context")
-            if end.summary_tokens:
-                parts.append(f"{end.summary_tokens:,} for summaries")
-            if parts:
-                billed += f" ({', '.join([f'{end.tokens:,} for the queries', *parts])})"
-            lines = [f"Queries: {end.queries}", billed, *_costs(end)]
+            lines = [billed_breakdown(end.queries, end.tokens, end.restoration_tokens,
+                                      end.summary_tokens), *_costs(end)]
             if end.session_id and end.in_memory:
                 self.out.info(kept_in_memory(end.session_id))
             elif end.session_id and end.save_failed:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from rollchat.errors import UsageError
-from rollchat.text.wording import human_tokens, plural
+from rollchat.text.wording import billed_breakdown, context_size, plural
 from rollchat.ui.model_command import run_model
 
 if TYPE_CHECKING:
@@ -78,13 +78,9 @@ def _context(app: ChatApp, arg: str) -> bool:
         row = line[DETAIL_COLUMN - 3:DETAIL_COLUMN] == "  ("  # a layer's row with its detail
         app.out.line((line, ""), hang=DETAIL_COLUMN if row else 2)
     state = session.state
-    extra = []
-    if state.restored:
-        extra.append(f"+{human_tokens(state.restoration_tokens)} restoring")
-    if state.summary_tokens:
-        extra.append(f"+{human_tokens(state.summary_tokens)} for summaries")
-    app.out.dim(f"Session: {plural(state.queries, 'query')}, {human_tokens(state.tokens)} "
-                "tokens billed" + (f" ({', '.join(extra)})" if extra else ""))
+    app.out.dim(f"Now: {context_size(session.context_tokens, session.budget.window)}")
+    app.out.dim("Session: " + billed_breakdown(state.queries, state.tokens,
+                                               state.restoration_tokens, state.summary_tokens))
     return False
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from rollchat.domain import Summary
 from rollchat.storage.listing import SessionInfo
 from rollchat.text.fuzzy import Candidate, Matcher
-from rollchat.text.wording import plural
+from rollchat.text.wording import session_size
 from rollchat.ui.sanitize import one_line
 
 if TYPE_CHECKING:
@@ -133,8 +133,8 @@ class Picker:
             lines.append(("class:title", one_line(title)))
         lines.append(("class:title", f"{one_line(info.session_id)}  ·  {one_line(info.agent)}"
                                      f"  ·  {one_line(info.model)}"))
-        lines.append(("", f"{info.date:%Y-%m-%d %H:%M}  ·  {plural(info.queries, 'query')}  ·  "
-                          f"{info.tokens:,} tokens"))
+        lines.append(("", f"{info.date:%Y-%m-%d %H:%M}  ·  "
+                          f"{session_size(info.queries, info.tokens, info.tokens_exact)}"))
         if info.first_query_preview and info.first_query_preview != title:
             lines.append(("", f"First: {one_line(info.first_query_preview)}"))
         summary = self.summary(info)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from rollchat.errors import RollchatError
 from rollchat.interrupts import ENDING_SUMMARY_SECONDS, ending, settle
 from rollchat.text.normalize import clean_bytes
-from rollchat.text.wording import human_tokens, plural
+from rollchat.text.wording import context_size, plural
 from rollchat.ui import commands
 from rollchat.ui.idle import IdleExtraction
 from rollchat.ui.sanitize import harmless
@@ -119,13 +119,11 @@ def toolbar_parts(app: ChatApp) -> StyleAndTextTuples:
     estimate."""
     session = app.session
     window = session.budget.window
-    used = session.engine.context.last_prompt_tokens
-    approx = "" if used is not None else "~"
-    if used is None:  # (no count before the first message: the tokenizer loads after the prompt)
-        used = session.estimate() if session.engine.context.messages else 0
-    level, hint = gauge(used, window)
-    figure = f" context {approx}{human_tokens(used)}/{human_tokens(window)} ({used / window:.0%}"
-    figure += f" · {hint}) " if hint else ") "
+    used = session.context_tokens  # the figure `context` shows too
+    level, hint = gauge(used or 0, window)
+    figure = f" {context_size(used, window)} "
+    if hint:
+        figure = f"{figure[:-2]} · {hint}) "
     queries = session.state.queries
     sid = session.state.session_id or "new session"
     rest = (f"· {plural(queries, 'query')} · {session.agent.name} · {session.engine.model} · "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rollchat.text.wording import human_tokens, plural
+from rollchat.text.wording import plural, tokens_billed
 from rollchat.ui.sanitize import one_line
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ def session_rows(info: SessionInfo) -> list[Row]:
     problem = one_line(info.summary_problem or "")
     summary = "summary" if info.has_summary else (
         "no summary" + (f" ({problem})" if problem else ""))
-    tokens = f"{'' if info.tokens_exact else '≥'}{human_tokens(info.tokens)} tokens billed"
+    tokens = tokens_billed(info.tokens, info.tokens_exact)
     rows: list[Row] = [(
         (f"{info.number:>3}. ", "bold"), (one_line(info.session_id), "cyan"),
         (f" · {one_line(info.agent)} · {info.date:%Y-%m-%d %H:%M} · "

@@ -64,10 +64,10 @@ def _header_fields(lines: list[str]) -> tuple[dict[str, str], int]:
 
 
 def _int_field(fields: dict[str, str], name: str) -> int:
-    value = fields.get(name, "0").rstrip(" ")  # totals are padded (render_totals)
-    if not re.fullmatch(r"[0-9]{1,18}", value):
+    value = fields.get(name, "0").strip(" ")  # totals are padded (render_totals)
+    if not re.fullmatch(r"[0-9]{1,18}|[0-9]{1,3}(?:,[0-9]{3}){1,5}", value):
         raise TranscriptError(f"header field '{name}' is not a number: {value[:40]!r}")
-    return int(value)
+    return int(value.replace(",", ""))
 
 
 def _header(fields: dict[str, str]) -> SessionHeader:
@@ -144,9 +144,15 @@ def _block_end(lines: list[str], start: int) -> int | None:
         line = lines[k]
         if line == "---":
             return k
-        if line.startswith(("---", "#", "<!--")):
+        # content that would look like these is escaped (syntax.STRUCT): another block began
+        if line in (SUMMARY_START, SUMMARY_END) or _heading(line):
             raise TranscriptError(f"line {start + 1}: turn block not closed by '---'")
     return None
+
+
+def _heading(line: str) -> bool:
+    return line.startswith("## ") and any(
+        h.match(line) for h in (HEADING_Q, HEADING_R, HEADING_C, HEADING_H))
 
 
 def _body(lines: list[str], k: int) -> tuple[list[Turn], Summary | None]:
@@ -155,8 +161,7 @@ def _body(lines: list[str], k: int) -> tuple[list[Turn], Summary | None]:
         line = lines[k]
         if line == "":
             k += 1
-        elif (HEADING_Q.match(line) or HEADING_R.match(line) or HEADING_C.match(line)
-              or HEADING_H.match(line)):
+        elif _heading(line):
             end = _block_end(lines, k)
             if end is None:  # truncated last block (crash mid-append): ignored
                 break

@@ -21,12 +21,14 @@ from rollchat.domain import (
 )
 from rollchat.errors import TranscriptError
 from rollchat.storage.titles import first_line_title, model_title
+from rollchat.storage.transcript.restored import restored_lines
 from rollchat.storage.transcript.summary import render_summary_block
 from rollchat.storage.transcript.syntax import (
     ARGUMENTS,
     ATTACHED,
     CALL_ID,
-    CONTEXT_BLOCK,
+    CONTEXT_END,
+    CONTEXT_OPEN,
     ERROR_RESULT,
     IMAGE,
     PROVIDER_BLOCK,
@@ -34,6 +36,7 @@ from rollchat.storage.transcript.syntax import (
     RESULT,
     SENT,
     TOOL_CALL,
+    arrows,
     aware,
     esc_line,
     first_marker,
@@ -42,18 +45,19 @@ from rollchat.storage.transcript.syntax import (
 )
 
 # The header's totals: queries, tokens billed (input + output over every model call) and the
-# context's size (the prompt of the last call). Each number is padded to a fixed width so that
-# a live session's totals are refreshed in place after every turn (see ``render_totals``).
+# context's size (the prompt of the last call), then the cost. Each line has a fixed length, the
+# numbers (with thousands separators) right-aligned in one column, so that a live session's
+# totals are refreshed in place after every turn (see ``render_totals``). Files written before
+# 25.4 padded the numbers with trailing spaces, without separators; both are read.
 _TOTALS = ("**Total Queries:**", "**Tokens Billed:**", "**Context Tokens:**")
 _LEGACY_TOTALS = ("**Total Tokens:**",)  # what older files call the tokens billed
-_TOTAL_WIDTHS = (9, 15, 12)
+_TOTALS_COLUMN = 34  # the length of each totals line: numbers up to 10^11 fit
 CONTINUED_IN = "**Continued In:**"  # the ids of the sessions continuing this one, ", "-separated
 HANDED_FROM = "**Handed From:**"  # the session that handed the conversation over (@NAME)
 IMPORTED_FROM = "**Imported From:**"  # "<format> <file name>" of an imported transcript
 # The cost of the tokens billed, in dollars, after the totals when the model's price is known
 # (see models.prices): "**Cost:** $0.0123", padded like the totals.
 COST = "**Cost:**"
-_COST_WIDTH = 12
 TITLE = "**Title:**"  # the session's title: one line (see storage.titles), after the Session ID
 _SESSION_ID = "**Session ID:**"
 
@@ -100,14 +104,16 @@ def render_header(h: SessionHeader) -> str:
 
 
 def render_totals(queries: int, billed: int, context: int, cost: float | None = None) -> str:
-    """The header's totals lines (no final newline), each number padded to its fixed width
-    (trailing spaces, invisible in rendered markdown) so that a later refresh has the same
+    """The header's totals lines (no final newline): each number right-aligned in one column
+    (the spaces before it collapse in rendered markdown), so that a later refresh has the same
     length and can overwrite them in place; then the cost, when known."""
-    lines = [f"{label} {value:<{width}}" for label, value, width
-             in zip(_TOTALS, (queries, billed, context), _TOTAL_WIDTHS, strict=True)]
+    values = [f"{queries:,}", f"{billed:,}", f"{context:,}"]
+    labels = list(_TOTALS)
     if cost is not None:
-        lines.append(f"{COST} {f'${cost:.4f}':<{_COST_WIDTH}}")
-    return "\n".join(lines)
+        labels.append(COST)
+        values.append(f"${cost:.4f}")
+    return "\n".join(f"{label} {value:>{_TOTALS_COLUMN - len(label) - 1}}"
+                     for label, value in zip(labels, values, strict=True))
 
 
 def totals_span(header: str) -> tuple[int, int] | None:
@@ -124,17 +130,21 @@ def totals_span(header: str) -> tuple[int, int] | None:
 
 def _footer(t: Turn) -> str:
     u = t.usage
-    parts = f"in: {u.input_tokens}, out: {u.output_tokens}"
+    parts = f"in: {u.input_tokens:,}, out: {u.output_tokens:,}"
     if u.cache_read_tokens:
-        parts += f", cache read: {u.cache_read_tokens}"
+        parts += f", cache read: {u.cache_read_tokens:,}"
     if u.cache_write_tokens:
-        parts += f", cache write: {u.cache_write_tokens}"
+        parts += f", cache write: {u.cache_write_tokens:,}"
     status = "" if t.status == "ok" else f" | {t.status}"
     # A failed turn the provider sent no usage for says so, rather than "Tokens: 0".
     unreported = not (u.total or u.cache_read_tokens or u.cache_write_tokens)
-    tokens = "not reported" if unreported and t.status != "ok" else f"{u.total} ({parts})"
-    return (f"*Time: {t.elapsed:.1f}s | Tokens: {tokens}{status}"
-            f" | at {aware(t.started, 'Turn.started')}*")
+    tokens = "not reported" if unreported and t.status != "ok" else f"{u.total:,} ({parts})"
+    at = f"at {aware(t.started, 'Turn.started')}*"
+    if unreported and t.status == "ok" and t.kind in ("handoff", "carried"):
+        # no model call in this session (handed over; carried over, billed in the parent):
+        # no zero tokens, and no time when none was taken
+        return f"*Time: {t.elapsed:.1f}s | {at}" if t.elapsed else f"*{at}"
+    return f"*Time: {t.elapsed:.1f}s | Tokens: {tokens}{status} | {at}"
 
 
 def _status_lines(t: Turn) -> list[str]:
@@ -158,8 +168,9 @@ def render_turn(t: Turn, agent_name: str) -> str:
         title = "Query" if t.kind == "query" else "Carried Over"
         lines += [f"## {title} {t.number} ({clock})", *_field("**You:** ", t.user)]
         lines += [x for image in t.attached for x in (image_line(ATTACHED, image), "")]
-        if t.context_block:  # sent with the message, not typed: a field of its own
-            lines += _field(f"{CONTEXT_BLOCK} ", t.context_block)
+        if t.context_block:  # sent with the message, not typed: out of the reader's way
+            lines += [CONTEXT_OPEN, *(arrows(x) for x in _content(t.context_block)),
+                      CONTEXT_END, ""]
     if t.kind in ("restored", "handoff") or t.context:
         if t.kind == "restored":
             lines.append(f"## Session Restored ({clock})")
@@ -169,7 +180,9 @@ def render_turn(t: Turn, agent_name: str) -> str:
     if t.previous_session is not None:
         lines += [f"**Previous Session:** {inline(t.previous_session)}", ""]
     if t.kind in ("restored", "handoff") and t.user:
-        lines += _field("**You:** ", t.user)
+        # a restoration prompt rollchat rebuilds is kept as the summary it holds
+        kept = restored_lines(t.user) if t.kind == "restored" else None
+        lines += _field("**You:** ", t.user) if kept is None else kept
     label = f"**{_agent_label(agent_name)}:** "
     lines += [x for b in t.blocks for x in block_lines(b, label)]
     texts = any(isinstance(b, Text) for b in t.blocks)
@@ -234,7 +247,8 @@ def render_finalized(text: str, summary: Summary, *, total_queries: int,
             lines = _titled(lines, sep, title)
             sep += 1
     if context_tokens is None:
-        known = [x[len(_TOTALS[2]):].strip() for x in lines[:sep] if x.startswith(_TOTALS[2])]
+        known = [x[len(_TOTALS[2]):].strip().replace(",", "") for x in lines[:sep]
+                 if x.startswith(_TOTALS[2])]
         context_tokens = int(known[0]) if known and known[0].isascii() and known[0].isdigit() else 0
     if cost is None:
         cost = next((amount(x[len(COST):]) for x in lines[:sep] if x.startswith(COST)), None)

@@ -22,7 +22,7 @@ ReadAt = Callable[[int, int], bytes]
 _QUERY_RE = re.compile(r"## Query ([0-9]{1,12}) \(")
 # Turn headings and footers, to add up the tokens of the query turns a tail holds.
 _TURN_MARK_RE = re.compile(r"^(?:(## Query [0-9]{1,12} \(|## Session Restored \()"
-                           r"|\*Time: [0-9]+(?:\.[0-9]+)?s \| Tokens: ([0-9]{1,18}) \()",
+                           r"|\*Time: [0-9]+(?:\.[0-9]+)?s \| Tokens: ([0-9][0-9,]{0,24}) \()",
                            re.MULTILINE)
 
 
@@ -166,6 +166,6 @@ def _query_tokens(text: str) -> int:
         if m[2] is None:
             in_query = m[1] is not None
         elif in_query:
-            total += int(m[2])
+            total += int(m[2].replace(",", ""))
             in_query = False
     return total

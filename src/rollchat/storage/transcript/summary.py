@@ -8,7 +8,13 @@ from collections.abc import Sequence
 
 from rollchat.domain import Summary
 from rollchat.errors import TranscriptError
-from rollchat.storage.transcript.syntax import SUMMARY_END, SUMMARY_START, make_escaper, needs_turn
+from rollchat.storage.transcript.syntax import (
+    SUMMARY_END,
+    SUMMARY_START,
+    forges_turn,
+    make_escaper,
+    needs_turn,
+)
 
 FALLBACK_NOTE = (
     "*[summary written by the local extractive summarizer because the model's summary failed]*"
@@ -38,11 +44,26 @@ def _section(line: str) -> tuple[str, str] | None:
 
 
 def _needs_summary(s: str) -> bool:
+    """What files before 25.4 escaped in summary text (the unescaper's rule)."""
     return (needs_turn(s) or s[:1] in (" ", "\t", ":") or s.lower() in _NONE_WORDS
             or s.startswith("```") or _section(s) is not None)
 
 
-_esc_sum, _unesc_sum = make_escaper(_needs_summary)
+def _forges_summary(s: str) -> bool:
+    """A summary line that would be read as structure: a section, a note, a marker, a fence,
+    a bare None, an indented line (a bullet's continuation), or a turn's structure."""
+    return (forges_turn(s) or s.startswith("<!--") or s[:1] in (" ", "\t", ":")
+            or s.lower() in _NONE_WORDS or s.startswith("```") or _section(s) is not None)
+
+
+def _forges_item(s: str) -> bool:
+    """The first line of a bullet item (after "- ") is read as structure only when indented
+    (the dash's spaces would take it) or a bare None: "- Pending: x" is no section."""
+    return s[:1] in (" ", "\t") or s.lower() in _NONE_WORDS
+
+
+_esc_sum, _unesc_sum = make_escaper(_needs_summary, _forges_summary)
+_esc_item, _ = make_escaper(_needs_summary, _forges_item)
 
 
 def _protect(line: str) -> str:
@@ -70,7 +91,7 @@ def _bullets(items: Sequence[str]) -> list[str]:
     out: list[str] = []
     for item in items:
         first, *rest = item.split("\n")
-        out.append("- " + _sum_line(first))
+        out.append("- " + _protect(_esc_item(first)))
         out += ["  " + _sum_line(x) for x in rest]
     return out
 

@@ -13,27 +13,47 @@ SUMMARY_START = "<!-- SESSION_SUMMARY_START -->"
 SUMMARY_END = "<!-- SESSION_SUMMARY_END -->"
 # Labels that are structure, never an agent's name.
 RESERVED_LABELS = frozenset({"You", "Context", "Previous Session"})
-# The per-turn context block sent with a query (date and time, relevant memory): a star field,
-# which no older file holds (content lines starting so are escaped) and no agent name can be.
+# The per-turn context block sent with a query (date and time, relevant memory): an HTML
+# comment, hidden where the markdown is rendered and easy to skip where it is not, its lines
+# as they were sent (only a line that would forge structure is escaped, and "-->" is written
+# "--\\>" so the comment ends where it should). Files of 0546dd8 to 25.4 hold it as a star field.
 CONTEXT_BLOCK = "*Context block:*"
+CONTEXT_OPEN, CONTEXT_END = "<!-- context block, sent with this message:", "-->"
 # The star fields of an answer's blocks (see render.block_lines), in the order they come.
 TOOL_CALL, CALL_ID, ARGUMENTS = "*Tool call:*", "*Call ID:*", "*Arguments:*"
 RESULT, ERROR_RESULT = "*Result:*", "*Result (error):*"
 SENT = "*Sent:*"  # how a result too large for the context was sent (cut or omitted)
 IMAGE, ATTACHED = "*Image:*", "*Attached image:*"  # a result's image, a user's attachment
 PROVIDER_BLOCK = "*Provider block:*"  # a provider's own block, kept byte for byte
-# The start of a line that could be structure: a content line starting so gets escaped.
+# The start of a line that could be structure: files written before 25.4 escaped every content
+# line starting so (a heading, bold, emphasis, a rule, a comment), and the parser still removes
+# one backslash from such a line (see make_escaper).
 RAW_STRUCT = re.compile(r"#|\*\*|\*[^ *\t]|---|<!--")
+# What would forge structure inside a turn block: a label field (**X:**), a star field (*X:*),
+# a status marker, a footer, a turn heading, the block's end, a summary marker or a region of
+# our own. Only a content line matching it is escaped now (ordinary markdown is left as it is),
+# and only such a line starts a field (every line matching it also matches RAW_STRUCT).
+STRUCT = re.compile(r"\*\*(?:[^\\:]|\\.|:(?!\*\*))*:\*\*(?: |$)"
+                    r"|\*[^ *\t](?:[^*\\]|\\.)*?:\*(?: |$)"
+                    r"|\*\[(?:interrupted by user|not answered|error)|\*(?:Time: |at [0-9])"
+                    r"|## (?:Query|Session Restored|Carried Over|Handed Off)\b|---$"
+                    r"|<!-- (?:SESSION_SUMMARY_|context block|restored summary)", re.DOTALL)
 _MARKER_PREFIX = "\n<!-- SESSION_SUMMARY_"
 
 Escaper = Callable[[str], str]
 
 
-def make_escaper(needs: Callable[[str], bool]) -> tuple[Escaper, Escaper]:
-    """A reversible line escaper: one backslash is added when ``needs(line without \\s)``."""
+def make_escaper(needs: Callable[[str], bool],
+                 forges: Callable[[str], bool] | None = None) -> tuple[Escaper, Escaper]:
+    """A reversible line escaper: the unescaper removes one backslash when ``needs(line
+    without \\s)``; the escaper adds one when the line would ``forges`` structure (a subset of
+    ``needs``; default ``needs``), or when it starts with a backslash and ``needs`` holds. So
+    files escaped by ``needs`` alone (older ones) read the same, and new ones escape less."""
+    must = forges or needs
 
     def esc(line: str) -> str:
-        return "\\" + line if needs(line.lstrip("\\")) else line
+        bare = line.lstrip("\\")
+        return "\\" + line if must(bare) or (bare != line and needs(bare)) else line
 
     def unesc(line: str) -> str:
         return line[1:] if line.startswith("\\") and needs(line.lstrip("\\")) else line
@@ -42,11 +62,27 @@ def make_escaper(needs: Callable[[str], bool]) -> tuple[Escaper, Escaper]:
 
 
 def needs_turn(s: str) -> bool:
-    """Whether a content line (its leading backslashes removed) would look like structure."""
+    """Whether a content line (its leading backslashes removed) looked like structure to the
+    files written before 25.4 (the unescaper's rule)."""
     return RAW_STRUCT.match(s) is not None
 
 
-esc_line, unesc_line = make_escaper(needs_turn)
+def forges_turn(s: str) -> bool:
+    """Whether a content line (its leading backslashes removed) would forge structure."""
+    return STRUCT.match(s) is not None
+
+
+esc_line, unesc_line = make_escaper(needs_turn, forges_turn)
+
+
+def arrows(line: str) -> str:
+    """``line`` with one backslash more between each ``--`` and ``>`` (see CONTEXT_OPEN)."""
+    return re.sub(r"--(\\*)>", r"--\1\\>", line) if "--" in line else line
+
+
+def unarrows(line: str) -> str:
+    """The inverse of :func:`arrows`."""
+    return re.sub(r"--(\\*)\\>", r"--\1>", line) if "--" in line else line
 
 
 def inline(s: str, extra: str = "") -> str:

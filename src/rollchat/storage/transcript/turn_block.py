@@ -24,10 +24,14 @@ from rollchat.domain import (
     Usage,
 )
 from rollchat.errors import TranscriptError
+from rollchat.storage.transcript.restored import RESTORED_END, is_restored_start, read_restored
 from rollchat.storage.transcript.syntax import (
-    RAW_STRUCT,
+    CONTEXT_END,
+    CONTEXT_OPEN,
     RESERVED_LABELS,
+    STRUCT,
     parse_date,
+    unarrows,
     unesc_line,
     uninline,
 )
@@ -38,10 +42,12 @@ HEADING_Q = re.compile(r"## Query ([0-9]+) \(([0-9]{2}:[0-9]{2}:[0-9]{2})\)$")
 HEADING_R = re.compile(r"## Session Restored \(([0-9]{2}:[0-9]{2}:[0-9]{2})\)$")
 HEADING_C = re.compile(r"## Carried Over ([0-9]+) \(([0-9]{2}:[0-9]{2}:[0-9]{2})\)$")
 HEADING_H = re.compile(r"## Handed Off \(([0-9]{2}:[0-9]{2}:[0-9]{2})\)$")
+# (an entry without a model call has no Tokens, and no Time when it took none: "*at <ISO>*")
 _FOOTER = re.compile(
-    r"\*Time: ([0-9]+(?:\.[0-9]+)?)s \| Tokens: (?:([0-9]+) \(in: ([0-9]+), out: ([0-9]+)"
-    r"(?:, cache read: ([0-9]+))?(?:, cache write: ([0-9]+))?\)|not reported)"
-    r"(?: \| (interrupted|unanswered|error))? \| at ([^ ]+)\*$")
+    r"\*(?:Time: ([0-9]+(?:\.[0-9]+)?)s \| )?(?:Tokens: (?:(N) \(in: (N), out: (N)"
+    r"(?:, cache read: (N))?(?:, cache write: (N))?\)|not reported)"
+    r"(?: \| (interrupted|unanswered|error))? \| )?at ([^ ]+)\*$"
+    .replace("N", "[0-9][0-9,]{0,24}"))  # thousands separated since 25.4
 _LABEL = re.compile(r"\*\*((?:[^\\:]|\\.|:(?!\*\*))*):\*\*(?: (.*))?$", re.DOTALL)
 _IMAGE = re.compile(r"!\[(image/[a-z0-9.+-]{1,40}), ([0-9][0-9,]{0,14}) bytes\]"
                     r"\(((?:[A-Za-z0-9_.-]{1,200}/)?[0-9a-f]{64}\.[a-z]{3,4}"
@@ -197,13 +203,42 @@ def _star_field(f: _Fields, line: str, rest: list[str], lineno: int) -> None:
         raise TranscriptError(f"line {lineno}: unexpected line in a turn: {line[:60]!r}")
 
 
+def _region(f: _Fields, lines: list[str], k: int, end: int) -> int | None:
+    """A region of lines read as a whole (the context block, a restored summary) starting at
+    line ``k``: the index after it, or None when none starts there."""
+    restored = is_restored_start(lines[k])
+    if not restored and lines[k] != CONTEXT_OPEN:
+        return None
+    close = RESTORED_END if restored else CONTEXT_END
+    stop = next((n for n in range(k + 1, end) if lines[n] == close), None)
+    if stop is None or (f.user if restored else f.block) is not None or (
+            not restored and f.user is None):
+        raise TranscriptError(f"line {k + 1}: unexpected or unclosed comment in a turn")
+    if restored:
+        f.user = read_restored(lines[k:stop], k + 1)
+    else:
+        f.block = "\n".join(unesc_line(unarrows(x)) for x in lines[k + 1:stop])
+    if any(x != "" for x in lines[stop + 1:_next_field(lines, stop, end)]):
+        raise TranscriptError(f"line {stop + 2}: unexpected text after a comment")
+    return _next_field(lines, stop, end)
+
+
+def _next_field(lines: list[str], k: int, end: int) -> int:
+    n = k + 1
+    while n < end and not STRUCT.match(lines[n]) and not is_restored_start(lines[n]):
+        n += 1
+    return n
+
+
 def _collect(lines: list[str], start: int, end: int) -> _Fields:
     f = _Fields()
     k = start
     while k < end:
-        n = k + 1
-        while n < end and not RAW_STRUCT.match(lines[n]):
-            n += 1
+        after = _region(f, lines, k, end)
+        if after is not None:
+            k = after
+            continue
+        n = _next_field(lines, k, end)
         line, rest = lines[k], lines[k + 1:n]
         if line.startswith("**"):
             _label_field(f, line, rest, k + 1)
@@ -226,13 +261,13 @@ def parse_turn(lines: list[str], start: int, end: int) -> Turn:
     if (q is not None and f.user is None) or (r is not None and f.context is None) or (
             h is not None and (f.context is None or f.answered)):
         raise TranscriptError(f"line {start + 1}: turn block lacks its user/context line")
-    usage = Usage(int(m[3] or 0), int(m[4] or 0), int(m[5] or 0), int(m[6] or 0))
+    usage = Usage(*(int((m[i] or "0").replace(",", "")) for i in (3, 4, 5, 6)))
     kind: TurnKind = (("query" if head.startswith("## Query") else "carried") if q
                       else "handoff" if h else "restored")
     return Turn(kind=kind, number=int(q[1]) if q else 0,
                 started=parse_date(m[8], f"line {start + 1}: turn time"),
                 user=f.user or "", blocks=tuple(f.blocks), status=_STATUSES[m[7] or "ok"],
-                elapsed=float(m[1]), usage=usage, context=f.context or "",
+                elapsed=float(m[1] or 0), usage=usage, context=f.context or "",
                 previous_session=f.previous, error=f.error, context_block=f.block or "",
                 attached=tuple(f.attached))
 
