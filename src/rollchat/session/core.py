@@ -377,15 +377,16 @@ class Session(CompactorFigures):
         return self.memory.take() if self.memory is not None else []
 
     # ------------------------------------------------------------------ exit
-    def exit(self, within: float | None = None) -> Flow:
-        """Save with a summary (``within``: see Summarizer). Safe to call twice."""
+    def exit(self, within: float | None = None, local: bool = False) -> Flow:
+        """Save with a summary (``within``: see Summarizer; ``local``: the local summary, no
+        model call). Safe to call twice."""
         if self.finished:
             return
         self.finished, state = True, self.state
         yield from self.recorder.retry(state, self.cost(), self.engine.context.reported_size)
         kept = self.config.session.auto_save  # off (--no-save): a summary nobody would read
         if state.queries and not state.save_failed and kept:
-            yield from self.compactor.finalize(state, within=within, ending=True)
+            yield from self.compactor.finalize(state, within=within, ending=True, local=local)
         yield from self.hooks.end(state, "exit")
         state.close()
         spent = self.cost()
