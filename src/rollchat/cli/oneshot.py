@@ -84,7 +84,10 @@ def run_one_shot(config_path: Path | None, overrides: ConfigOverrides, *, prompt
     if last:
         from rollchat.cli.reading import choose_session
 
-        resume = choose_session(cfg, "last", interactive=False)
+        try:
+            resume = choose_session(cfg, "last", interactive=False)
+        except RollchatError as exc:  # nothing to continue: as a session not found
+            raise UsageError(str(exc)) from None
     out = StderrRenderer()
     if cfg.trust_notice:
         out.warn(cfg.trust_notice)
@@ -204,8 +207,10 @@ def _seen(event: Event, out: Renderer, outcome: Outcome | None) -> None:
         return
     elif isinstance(event, TurnFinished):
         outcome.turn, outcome.cost = event.turn, event.cost
-        if event.hint:
-            out.dim(event.hint)
+        if event.turn.status in ("unanswered", "error") and event.turn.error:
+            out.error(event.turn.error)
+        if event.hint and "Up and Enter" not in event.hint and "history" not in event.hint:
+            out.dim(event.hint)  # (those two speak of the chat's prompt)
     elif isinstance(event, Saved):
         outcome.session_id = event.session_id
     elif isinstance(event, Ended):

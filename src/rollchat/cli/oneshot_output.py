@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from rollchat.domain import Turn
+from rollchat.domain import ToolExchange, Turn
 from rollchat.events import AnswerAborted, Event, ToolFinished, ToolStarted
 from rollchat.providers.base import TextDelta
 
@@ -75,14 +75,17 @@ class Outcome:
                       "cached_tokens": usage.cache_read_tokens if usage else 0,
                       "cache_write_tokens": usage.cache_write_tokens if usage else 0},
             "cost": self.cost,
-            "tool_calls": [{"id": t.call.id, "name": t.call.name,
-                            "arguments": dict(t.call.arguments), "result": t.result,
-                            "is_error": t.is_error,
-                            "status": self.statuses.get(t.call.id, "ok")}
-                           for t in (turn.tools if turn is not None else ())],
+            "tool_calls": [self._call(t) for t in (turn.tools if turn is not None else ())],
             "refused_tool_calls": self.refused,
             "exit_code": self.exit_code,
         }
+
+
+    def _call(self, exchange: ToolExchange) -> dict[str, Any]:
+        status = self.statuses.get(exchange.call.id, "error" if exchange.is_error else "ok")
+        return {"id": exchange.call.id, "name": exchange.call.name,
+                "arguments": dict(exchange.call.arguments), "result": exchange.result,
+                "is_error": status != "ok", "status": status}
 
 
 class Output:
