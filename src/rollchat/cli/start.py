@@ -177,7 +177,7 @@ class SessionBuilder:
                 equipment: Equipment | None) -> Session:
         from rollchat import providers
         from rollchat.agents.equip import Equipment, engine_settings
-        from rollchat.compaction.saved import summary_choice
+        from rollchat.compaction.choice import summary_choice
         from rollchat.config.settings import word_delay
         from rollchat.models.tokens import context_window
         from rollchat.models.windows import WindowBook, default_path

@@ -210,6 +210,8 @@ class Config:
     def agent_mcp_servers(self) -> tuple[McpServerConfig, ...]:
         """The MCP servers of this run's agent: the top level's, then the agent's own (which
         replace a top-level server of the same name)."""
+        if not self.mcp_servers and not self.agent.mcp_servers:
+            return ()  # (mcp_servers imports the YAML reader: a run with none never needs it)
         from rollchat.config.mcp_servers import merged
 
         return merged(self.mcp_servers, self.agent.mcp_servers)
