@@ -131,3 +131,11 @@ def test_piped_input_without_p_still_runs_the_chat(tmp_path: Path) -> None:
     done = run_piped(tmp_path, "hello\n")
     assert done.returncode == 0, done.stderr
     assert "You: hello" in done.stdout and "Goodbye!" in done.stdout
+
+
+def test_no_save_keeps_the_session_in_memory_and_says_so_in_the_json(tmp_path: Path) -> None:
+    done = run(tmp_path, "-p", "hello", "--no-save", "--output-format", "json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["session_id"] and result["session_path"] is None
+    assert not (tmp_path / "sessions").exists()
