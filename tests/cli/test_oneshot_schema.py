@@ -73,7 +73,8 @@ def test_an_offline_run_matches_the_schema(tmp_path: Path, output_format: str) -
 def test_tool_calls_refusals_and_failures_match_the_schema(
         openai_server: WireServer, tmp_path: Path, output_format: str) -> None:
     openai_server.push(tool("count_words", {"text": "a b"}, tool_id="c1"),
-                       tool("delete_everything", {"path": "/"}, tool_id="c2"), text("Done."),
+                       tool("delete_everything", {"path": "/"}, tool_id="c2"),
+                       text("Done.", reasoning="The call was refused."),
                        error(400, "no such model"))
     argv, env = command(openai_server, tmp_path, "-p", "go", "--output-format", output_format)
     ran = subprocess.run(argv, cwd=str(tmp_path), stdin=subprocess.DEVNULL,

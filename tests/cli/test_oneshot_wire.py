@@ -185,3 +185,16 @@ def test_ctrl_c_exits_130_with_the_answer_so_far_saved(openai_server: WireServer
     assert done["stop_reason"] == "interrupted" and done["answer"]
     [turn] = parse(Path(done["session_path"]).read_text(encoding="utf-8")).turns
     assert turn.status == "interrupted" and turn.assistant == done["answer"]
+
+
+def test_thinking_streams_as_its_own_events_and_stays_out_of_the_answer(
+        openai_server: WireServer, tmp_path: Path) -> None:
+    openai_server.push(text("Forty-two.", reasoning="Let me think about the question."))
+    streamed = run(openai_server, tmp_path, "-p", "q", "--output-format", "stream-json")
+    assert streamed.returncode == 0, streamed.stderr
+    events = [json.loads(line) for line in streamed.stdout.splitlines()]
+    thought = "".join(e["text"] for e in events if e["type"] == "thinking")
+    assert thought == "Let me think about the question."
+    assert events[-1]["answer"] == "Forty-two."
+    openai_server.push(text("Forty-two.", reasoning="Let me think about the question."))
+    assert run(openai_server, tmp_path, "-p", "q").stdout == "Forty-two.\n"

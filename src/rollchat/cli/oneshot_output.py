@@ -11,7 +11,7 @@ from typing import IO, Any
 
 from rollchat.domain import ToolExchange, Turn
 from rollchat.events import AnswerAborted, Event, ToolFinished, ToolStarted
-from rollchat.providers.base import TextDelta
+from rollchat.providers.base import TextDelta, ThinkingDelta
 
 # The exit codes of a one-shot run (docs/oneshot.md): a refused tool call counts only when
 # the answer itself came.
@@ -113,6 +113,8 @@ class Output:
             return
         if isinstance(event, TextDelta):
             self._line({"type": "text", "text": event.text})
+        elif isinstance(event, ThinkingDelta):  # (never in the answer, nor in text's output)
+            self._line({"type": "thinking", "text": event.text})
         elif isinstance(event, AnswerAborted):
             self._line({"type": "aborted"})  # the text so far is dropped: it is sent again
         elif isinstance(event, ToolStarted):
