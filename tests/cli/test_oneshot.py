@@ -139,3 +139,13 @@ def test_no_save_keeps_the_session_in_memory_and_says_so_in_the_json(tmp_path: P
     result = json.loads(done.stdout)
     assert result["session_id"] and result["session_path"] is None
     assert not (tmp_path / "sessions").exists()
+
+
+def test_the_agent_option_picks_the_agent_that_answers(tmp_path: Path) -> None:
+    (tmp_path / "rollchat.yml").write_text(
+        "agents:\n  coder:\n    name: Coder\n    provider: offline\n", encoding="utf-8")
+    done = run(tmp_path, "--agent", "coder", "-p", "hello", "--output-format", "json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["agent"], result["provider"]) == ("Coder", "offline")
+    assert parse(Path(result["session_path"]).read_text(encoding="utf-8")).header.agent == "Coder"
