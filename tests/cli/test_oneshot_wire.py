@@ -10,6 +10,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +199,30 @@ def test_thinking_streams_as_its_own_events_and_stays_out_of_the_answer(
     assert events[-1]["answer"] == "Forty-two."
     openai_server.push(text("Forty-two.", reasoning="Let me think about the question."))
     assert run(openai_server, tmp_path, "-p", "q").stdout == "Forty-two.\n"
+
+
+def test_ctrl_c_while_resuming_ends_the_run_and_keeps_the_question(openai_server: WireServer,
+                                                                  tmp_path: Path) -> None:
+    openai_server.push(text("First answer."))
+    first = json.loads(run(openai_server, tmp_path, "-p", "first", "--output-format",
+                           "json").stdout)
+    openai_server.push(stall(30), text("never asked for"))  # the restoration hangs
+    argv, env = command(openai_server, tmp_path, "--resume", first["session_id"], "-p",
+                        "second question", "--output-format", "json")
+    child = subprocess.Popen(argv, cwd=str(tmp_path), stdin=subprocess.DEVNULL, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                             preexec_fn=default_signals)
+    deadline = time.monotonic() + 30
+    while len(openai_server.bodies) < 2 and time.monotonic() < deadline:  # restoring
+        time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 130, err
+    result = json.loads(out)
+    assert result["stop_reason"] == "interrupted" and result["answer"] == ""
+    assert result["session_id"] != first["session_id"]
+    assert len(openai_server.bodies) == 2  # the question was not sent
+    turns = parse(Path(result["session_path"]).read_text(encoding="utf-8")).turns
+    assert [(t.kind, t.status) for t in turns] == [("restored", "interrupted"),
+                                                   ("query", "interrupted")]
+    assert turns[1].user == "second question"

@@ -131,6 +131,8 @@ def _answered(question: Question, out: Renderer, output: Output) -> int | None:
             _drive(session.turn(question.text), out, output.outcome, output.event)
         except KeyboardInterrupt:  # (a signal, too) before the question was asked
             code = INTERRUPTED
+            if session is not None and output.outcome.turn is None:  # kept all the same
+                _drive(session.unsent(question.text), out, output.outcome)
         finally:
             try:
                 if session is not None:
@@ -161,11 +163,15 @@ def _session(question: Question, out: Renderer, closers: list[Callable[[], None]
 
 def _resumed(session: Session, ref: str, out: Renderer) -> None:
     """Continue the saved session ``ref`` (as ``resume`` in the chat: in a new linked session);
-    one it cannot find is a usage error."""
+    one it cannot find is a usage error. A Ctrl-C that cut the restoration short ends the run
+    (KeyboardInterrupt), where the chat would go on."""
     from rollchat.providers.base import ProviderError
 
     try:
         _drive(session.resume(ref), out)
+        restored = session.state.restored
+        if restored is not None and restored.status == "interrupted":
+            raise KeyboardInterrupt  # Ctrl-C stopped the restoration: the run, not just that
     except ProviderError:
         raise
     except UsageError:
