@@ -1,5 +1,6 @@
-"""Entry point for ``rollchat`` and ``python -m rollchat``; ``--version`` answers before any
-heavy import, and the subcommands are registered only when the command line may name one."""
+"""Entry point for ``rollchat`` and ``python -m rollchat``; ``--version`` and a cached
+``compact ID --json`` answer before any heavy import, and the subcommands are registered only
+when the command line may name one."""
 
 from __future__ import annotations
 
@@ -11,6 +12,11 @@ def main() -> None:
         from rollchat import __version__
         print(f"rollchat {__version__}")
         return
+    if sys.argv[1:2] == ["compact"]:  # scripts call it often: from its cache, before typer
+        from rollchat.cli.compact_cached import answered
+
+        if answered(sys.argv[2:]):
+            return
     from rollchat.cli.app import build_cli
     from rollchat.cli.argv import chat_args, chat_only
 

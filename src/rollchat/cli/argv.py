@@ -5,16 +5,19 @@ from __future__ import annotations
 
 # the chat's options that take a value, and those that take none
 _TAKES_VALUE = frozenset({"--agent", "--provider", "--model", "--base-url", "--config",
-                          "--sessions-dir", "--resume", "--agent-file"})
+                          "--sessions-dir", "--resume", "--agent-file", "--output-format",
+                          "-p", "--print"})
 _CHAT_FLAGS = frozenset({"--no-save", "--continue", "-c", "--pick", "--yes", "-y",
-                         "--show-tools", "--no-fork", "--version"})
+                         "--show-tools", "--no-fork", "--version", "--print-stdin"})
+_PRINT = ("-p", "--print")
 
 
 def chat_args(args: list[str]) -> list[str]:
     """The command line as typed, made parseable: a bare ``--resume`` (last, or followed by an
-    option) is ``--pick``, and ``rollchat path/to/agent.py`` is ``--agent-file`` (click has no
-    option whose value may be left out)."""
-    out = list(args)
+    option) is ``--pick``, a bare ``-p`` is ``--print-stdin`` (see ``print_args``), and
+    ``rollchat path/to/agent.py`` is ``--agent-file`` (click has no option whose value may be
+    left out)."""
+    out = print_args(args)
     takes_value = _TAKES_VALUE - {"--resume"}
     index = 0
     while index < len(out):
@@ -70,3 +73,38 @@ def chat_only(args: list[str]) -> bool:
         else:
             return False
     return True
+
+
+def print_args(args: list[str]) -> list[str]:
+    """``-p PROMPT`` as typed; a bare ``-p`` (last, or followed by an option) takes the words
+    that are no option's value as its prompt (``rollchat -p --model m "question"``, and after
+    ``--`` a prompt that starts with a dash), joined by spaces; with none it is
+    ``--print-stdin`` (the prompt is read from stdin). An agent file (.py) stays one."""
+    bare, words, index = None, [], 0
+    while index < len(args):
+        word = args[index]
+        if word == "--":
+            words += args[index + 1:]
+            break
+        if word in _PRINT and bare is None and (
+                index + 1 == len(args) or args[index + 1].startswith("-")):
+            bare = index
+        elif word.split("=", 1)[0] in _TAKES_VALUE:
+            index += 1 if "=" in word else 2
+            continue
+        elif not word.startswith("-") and not word.endswith(".py"):
+            words.append(word)
+        index += 1
+    if bare is None:
+        return list(args)
+    end = args.index("--") if "--" in args else len(args)
+    kept = [w for i, w in enumerate(args[:end]) if i != bare and not (
+        w in words and _positional(args, i))]
+    return [*(["--print", " ".join(words)] if words else ["--print-stdin"]), *kept]
+
+
+def _positional(args: list[str], index: int) -> bool:
+    """Whether ``args[index]`` is no option's value."""
+    before = args[index - 1] if index else ""
+    return not (before.split("=", 1)[0] in _TAKES_VALUE and "=" not in before
+                and before not in _PRINT)

@@ -64,6 +64,23 @@ ShowToolsOpt = Annotated[bool, typer.Option(
 NoForkOpt = Annotated[bool, typer.Option(
     "--no-fork", help="Refuse to resume a session open in another rollchat process "
     "(instead of continuing in a fork).")]
+PrintOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--print", "-p", metavar="[PROMPT]", help="Answer PROMPT once and exit, printing only the "
+    "answer (see docs/oneshot.md). With no PROMPT it is read from stdin; with PROMPT, piped "
+    "stdin is context for it.")]
+PrintStdinOpt = Annotated[bool, typer.Option(  # what a bare -p becomes (argv.print_args)
+    "--print-stdin", hidden=True, help="Answer the prompt read from stdin once and exit.")]
+
+
+class OutputFormat(str, Enum):
+    TEXT = "text"
+    JSON = "json"
+    STREAM_JSON = "stream-json"
+
+
+OutputFormatOpt = Annotated[OutputFormat, typer.Option(
+    "--output-format", help="With -p: text (the answer), json (one object) or stream-json "
+    "(one event per line).")]
 VersionOpt = Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Show the version and exit.")]
 
@@ -84,6 +101,9 @@ def chat_command(
     agent_file: AgentFileOpt = None,
     show_tools: ShowToolsOpt = False,
     no_fork: NoForkOpt = False,
+    prompt: PrintOpt = None,
+    prompt_stdin: PrintStdinOpt = False,
+    output_format: OutputFormatOpt = OutputFormat.TEXT,
     version: VersionOpt = False,
 ) -> None:
     """Start the chat (offline model when no API key is configured)."""
@@ -99,6 +119,12 @@ def chat_command(
         return
     if len(starts) > 1:
         fail(f"{' and '.join(starts)} cannot be used together: give one")
+    if prompt is not None or prompt_stdin:
+        one_shot(before, prompt, output_format.value, resume=resume,
+                 choose="pick" if pick else "last" if continue_last else None)
+    if output_format is not OutputFormat.TEXT:
+        fail("--output-format goes with -p (a one-shot run): rollchat -p \"question\" "
+             f"--output-format {output_format.value}")
     start(before, resume=resume, choose="pick" if pick else "last" if continue_last else None)
 
 
@@ -119,6 +145,30 @@ def start(before: Given, *, resume: str | None = None, choose: str | None = None
                           show_tools=flags.show_tools, choose=choose, fork=fork)
     except (ConfigError, UsageError) as exc:
         fail(str(exc))
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    raise typer.Exit(code)
+
+
+def one_shot(before: Given, prompt: str | None, output_format: str, *,
+             resume: str | None, choose: str | None) -> NoReturn:
+    """Answer once (``-p``) and exit with its status (see cli/oneshot.py and docs/oneshot.md):
+    a usage error exits 2 with one line."""
+    from rollchat.cli.oneshot import USAGE, run_one_shot
+    from rollchat.config.settings import ConfigOverrides
+
+    if choose == "pick":
+        fail("-p cannot choose a session in a picker: give --resume N|ID, or -c")
+    flags = before.chat
+    overrides = ConfigOverrides(agent=flags.agent, provider=flags.provider, model=flags.model,
+                                base_url=flags.base_url, sessions_dir=before.sessions_dir,
+                                no_save=flags.no_save)
+    try:
+        code = run_one_shot(before.config, overrides, prompt=prompt, output_format=output_format,
+                            resume=resume, last=choose == "last", yes=flags.yes,
+                            agent_file=flags.agent_file)
+    except (ConfigError, UsageError) as exc:
+        fail(str(exc), USAGE)
     except RollchatError as exc:
         fail(str(exc), 1)
     raise typer.Exit(code)

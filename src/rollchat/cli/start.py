@@ -66,9 +66,9 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
 
     env = dict(os.environ)
     cfg = load_config(config_path=config_path, env=env, cwd=Path.cwd(), overrides=overrides)
-    cfg, loaded = _load_agent_file(cfg, agent_file, overrides, env)  # user code: up front
+    cfg, loaded = load_agent_file(cfg, agent_file, overrides, env)  # user code: up front
     agent = cfg.agent
-    name, reason, model = _checked_provider(cfg, env)
+    name, reason, model = checked_provider(cfg, env)
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     if choose is not None:
         from rollchat.cli.reading import choose_session
@@ -81,7 +81,7 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     if cfg.trust_notice:
         renderer.warn(cfg.trust_notice)
     closers: list[Callable[[], None]] = []  # what the chat started (MCP servers)
-    equipment = _equipment(agent, loaded)
+    equipment = equipment_of(agent, loaded)
     chat = Starting(lambda: _build_chat(cfg, env, name, model, renderer, interactive=interactive,
                                         yes=yes, no_fork=no_fork, closers=closers,
                                         equipment=equipment),
@@ -102,12 +102,12 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
         except Terminated:  # before the chat loop began, or one put off until after it
             finish(chat.get())
         finally:
-            _close(closers)
+            close_all(closers)
     signum = ending()
     return 0 if signum is None else 128 + signum
 
 
-def _close(closers: list[Callable[[], None]]) -> None:
+def close_all(closers: list[Callable[[], None]]) -> None:
     """Stop what the chat started; a Ctrl-C or a signal here cannot cut it short (that would
     leave server processes behind)."""
     from rollchat.interrupts import sigint_deferred
@@ -123,17 +123,11 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
                 equipment: Equipment | None = None) -> tuple[ChatApp, list[str]]:
     """The session core and its terminal adapter, and what the user should be told first.
     The chat can build the session of any other agent of the config (``@NAME message``)."""
-    from rollchat.storage.store import InMemoryStore, SessionStore
     from rollchat.ui.app import ChatApp
 
     notices: list[str] = []
-    store: Store = SessionStore(cfg.session.dir) if cfg.session.auto_save else InMemoryStore()
-    store_problem = None
-    try:
-        store.ensure()
-    except StoreError as exc:  # e.g. a read-only directory: the chat goes on in memory
-        store_problem = str(exc)
-    build = _SessionBuilder(env, renderer, store, interactive=interactive, yes=yes,
+    store, store_problem = open_store(cfg)
+    build = SessionBuilder(env, renderer, store, interactive=interactive, yes=yes,
                             no_fork=no_fork, closers=closers,
                             save_failed=store_problem is not None)
     session = build.session(cfg, name, model, equipment)
@@ -145,7 +139,20 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
     return ChatApp(session, renderer, build=lambda key: build.agent(cfg, key)), notices
 
 
-class _SessionBuilder:
+def open_store(cfg: Config) -> tuple[Store, str | None]:
+    """The sessions' store (in memory with --no-save), and why it cannot be written to
+    (e.g. a read-only directory), or None."""
+    from rollchat.storage.store import InMemoryStore, SessionStore
+
+    store: Store = SessionStore(cfg.session.dir) if cfg.session.auto_save else InMemoryStore()
+    try:
+        store.ensure()
+    except StoreError as exc:
+        return store, str(exc)
+    return store, None
+
+
+class SessionBuilder:
     """Builds the Session of one agent (its provider, model, tools and system prompt) over the
     chat's one store: the starting agent, and each agent the chat hands over to."""
 
@@ -162,15 +169,15 @@ class _SessionBuilder:
         from rollchat.config.settings import ConfigOverrides
 
         cfg = replace(cfg, default_agent=key)
-        cfg, loaded = _load_agent_file(cfg, None, ConfigOverrides(), self.env)
-        name, _, model = _checked_provider(cfg, self.env)
-        return self.session(cfg, name, model, _equipment(cfg.agent, loaded))
+        cfg, loaded = load_agent_file(cfg, None, ConfigOverrides(), self.env)
+        name, _, model = checked_provider(cfg, self.env)
+        return self.session(cfg, name, model, equipment_of(cfg.agent, loaded))
 
     def session(self, cfg: Config, name: str, model: str,
                 equipment: Equipment | None) -> Session:
         from rollchat import providers
         from rollchat.agents.equip import Equipment, engine_settings
-        from rollchat.compaction.saved import summary_choice
+        from rollchat.compaction.choice import summary_choice
         from rollchat.config.settings import word_delay
         from rollchat.models.tokens import context_window
         from rollchat.models.windows import WindowBook, default_path
@@ -241,7 +248,7 @@ class _SessionBuilder:
         return [servers]
 
 
-def _checked_provider(cfg: Config, env: dict[str, str]) -> tuple[str, str, str]:
+def checked_provider(cfg: Config, env: dict[str, str]) -> tuple[str, str, str]:
     """The agent's provider, why it was chosen, and its model, once that provider and the one
     that writes summaries are known to be usable (ConfigError / UsageError when not)."""
     from rollchat import providers
@@ -253,7 +260,7 @@ def _checked_provider(cfg: Config, env: dict[str, str]) -> tuple[str, str, str]:
     return name, reason, agent.model or providers.DEFAULT_MODELS[name]
 
 
-def _load_agent_file(cfg: Config, agent_file: Path | None, overrides: ConfigOverrides,
+def load_agent_file(cfg: Config, agent_file: Path | None, overrides: ConfigOverrides,
                      env: dict[str, str]) -> tuple[Config, LoadedAgent | None]:
     """The config whose agent is the agent file's (``agent_file``, else the agent's own
     ``file``), and what it loaded; the config as it is when there is none."""
@@ -264,7 +271,7 @@ def _load_agent_file(cfg: Config, agent_file: Path | None, overrides: ConfigOver
     return config_with_agent_file(cfg, agent_file, overrides, env, Path.cwd())
 
 
-def _equipment(agent: AgentConfig, loaded: LoadedAgent | None) -> Equipment | None:
+def equipment_of(agent: AgentConfig, loaded: LoadedAgent | None) -> Equipment | None:
     """The agent file's tools and the skills (ConfigError on a mistake: checked before the
     chat starts); None on the bare path (neither), which loads nothing more."""
     if loaded is None and agent.skills_dir is None:

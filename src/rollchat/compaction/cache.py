@@ -10,11 +10,16 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from rollchat.domain import Summary
 from rollchat.errors import StoreError
-from rollchat.storage.session_file import NOFOLLOW, atomic_write
+
+if TYPE_CHECKING:  # (imported to build one: an answer printed from the cache needs none)
+    from rollchat.domain import Summary
+
+# (storage.session_file, which writes entries, is imported only to write one: an answer from
+# the cache reads one file, and ``compact ID --json`` is timed against ``--version``)
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 Method = Literal["file", "model", "extractive"]
 CACHE_DIR = Path(".cache") / "compact"  # inside the sessions directory (listing skips dot names)
@@ -72,16 +77,23 @@ def summary_markdown(s: Summary) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def cache_key(data: bytes, parent: Summary | None, focus: str | None, max_words: int,
+def cache_key(data: bytes, parent: Summary | None, focus: str | None, max_words: int | None,
               model: str) -> str:
     """The cache key of a summary: the session file's bytes, the parent's summary it carries,
     the focus, the size in words and the model."""
-    from rollchat.storage.transcript import render_summary_block
+    block = None
+    if parent is not None:  # (the transcript package is imported only then)
+        from rollchat.storage.transcript import render_summary_block
 
-    parts = [CACHE_VERSION, hashlib.sha256(data).hexdigest(),
-             render_summary_block(parent) if parent is not None else None, focus, max_words,
-             model]
+        block = render_summary_block(parent)
+    parts = [CACHE_VERSION, hashlib.sha256(data).hexdigest(), block, focus, max_words, model]
     return hashlib.sha256(json.dumps(parts, ensure_ascii=True).encode()).hexdigest()
+
+
+def file_key(data: bytes, counter: str) -> str:
+    """The cache key of a session file's own summary block as ``compact`` answers it: its
+    tokens are counted with the tokenizer of ``counter``, the model, which is slow to load."""
+    return cache_key(data, None, None, None, f"file {counter}")
 
 
 class CompactCache:
@@ -95,6 +107,12 @@ class CompactCache:
         return self.dir / f"{key}.json"
 
     def get(self, key: str) -> Compacted | None:
+        result = self.result(key)
+        return _from_result(result) if result is not None else None
+
+    def result(self, key: str) -> dict[str, Any] | None:
+        """The entry's result as it was written (``Compacted.as_json``), checked; None when
+        there is no valid entry for ``key``."""
         try:
             fd = os.open(self.path(key), os.O_RDONLY | NOFOLLOW)
         except OSError:
@@ -104,13 +122,14 @@ class CompactCache:
         if len(raw) > CACHE_ENTRY_MAX_BYTES:
             return None
         try:
-            entry = json.loads(raw.decode("utf-8"))
-            return _from_entry(entry, key)
+            return _checked(json.loads(raw.decode("utf-8")), key)
         except (ValueError, TypeError, KeyError):
             return None
 
     def put(self, key: str, result: Compacted) -> str | None:
         """Write the entry; None, or why it could not be written (not fatal: it is a cache)."""
+        from rollchat.storage.session_file import atomic_write
+
         entry = {"version": CACHE_VERSION, "key": key, "result": result.as_json()}
         data = json.dumps(entry, ensure_ascii=False, indent=1).encode("utf-8", "surrogatepass")
         try:
@@ -147,20 +166,32 @@ def _optional(value: Any, kind: type) -> Any:
     return value
 
 
-def _from_entry(entry: Any, key: str) -> Compacted:
-    """A cache entry back as a result; TypeError/KeyError/ValueError if it is not valid."""
+def _checked(entry: Any, key: str) -> dict[str, Any]:
+    """A cache entry's result, checked; TypeError/KeyError/ValueError if it is not valid."""
     if not isinstance(entry, dict) or entry.get("version") != CACHE_VERSION or \
             entry.get("key") != key or not isinstance(entry.get("result"), dict):
         raise ValueError("not a cache entry of this version and key")
-    r = entry["result"]
+    r: dict[str, Any] = entry["result"]
     if not isinstance(r["session"], str) or not isinstance(r["summary"], str) or \
             not isinstance(r["background"], str) or type(r["tokens"]) is not int or \
-            r["method"] not in ("model", "extractive"):
+            r["method"] not in ("model", "extractive", "file") or r["cached"] is not (
+                r["method"] == "file") or r["notes"] != []:
         raise TypeError("bad field")
+    for name in ("topics", "decisions", "pending", "files"):
+        _strings(r[name])
+    for name, kind in (("title", str), ("model", str), ("focus", str), ("max_words", int),
+                       ("parent", str), ("fallback_reason", str)):
+        _optional(r[name], kind)
+    return r
+
+
+def _from_result(r: dict[str, Any]) -> Compacted:
+    """A checked entry's result back as a result (``cached``: it came from the cache)."""
+    from rollchat.domain import Summary
+
     summary = Summary(r["background"], _strings(r["topics"]), _strings(r["decisions"]),
                       _strings(r["pending"]), fallback=r["method"] == "extractive",
                       artifacts=_strings(r["files"]))
-    return Compacted(r["session"], _optional(r["title"], str), summary, r["summary"],
-                     r["tokens"], True, r["method"], _optional(r["model"], str),
-                     _optional(r["focus"], str), _optional(r["max_words"], int),
-                     _optional(r["parent"], str), _optional(r["fallback_reason"], str))
+    return Compacted(r["session"], r["title"], summary, r["summary"], r["tokens"], True,
+                     r["method"], r["model"], r["focus"], r["max_words"], r["parent"],
+                     r["fallback_reason"])

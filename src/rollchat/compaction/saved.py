@@ -9,7 +9,15 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from rollchat.compaction.cache import CompactCache, Compacted, Method, cache_key, summary_markdown
+from rollchat.compaction.cache import (
+    CompactCache,
+    Compacted,
+    Method,
+    cache_key,
+    file_key,
+    summary_markdown,
+)
+from rollchat.compaction.choice import summary_choice, summary_names
 from rollchat.domain import Summary, Transcript, Turn
 from rollchat.errors import RollchatError, StoreError, TranscriptError
 from rollchat.events import Event, Notice
@@ -22,6 +30,8 @@ if TYPE_CHECKING:
     from rollchat.config.settings import Config, SummaryConfig
     from rollchat.providers.base import Provider
     from rollchat.storage.store import SessionStore
+
+__all__ = ["summary_choice"]  # (its home is choice.py; callers import it from here too)
 
 T = TypeVar("T")
 MIN_WORDS = 20  # the smallest --max-words accepted
@@ -65,19 +75,6 @@ class SummaryModel:
                           counter=TokenCounter(self.model))
 
 
-def summary_choice(summary: SummaryConfig, provider: str, model: str) -> tuple[str, str]:
-    """The provider and model that write summaries when the chat uses ``provider`` and
-    ``model``: ``summary.provider`` / ``summary.model`` where set. A summary provider named
-    without a model uses its own default model, never the chat's (a model name of another
-    provider would fail every summary)."""
-    from rollchat.providers import DEFAULT_MODELS
-
-    name = summary.provider or provider
-    if summary.model:
-        return name, summary.model
-    return name, model if name == provider else DEFAULT_MODELS.get(name, model)
-
-
 def summary_model(cfg: Config, env: Mapping[str, str]) -> SummaryModel:
     """The summary model of ``cfg``'s agent, chosen as the chat chooses it (``summary_choice``);
     ConfigError when that provider cannot be used (no API key...). The chat's own provider is
@@ -86,10 +83,7 @@ def summary_model(cfg: Config, env: Mapping[str, str]) -> SummaryModel:
     from rollchat.models.tokens import context_window
 
     agent = cfg.agent
-    name, _reason = providers.resolve_provider_name(agent, env)
-    summary_name, model = summary_choice(cfg.summary, name,
-                                         agent.model or providers.DEFAULT_MODELS[name])
-    providers.check_provider(summary_name, agent, env)
+    summary_name, model = summary_names(cfg, env)
     summary_agent = replace(agent, provider=summary_name, model=model)
     built: list[Provider] = []
 
@@ -237,18 +231,24 @@ def compact(store: SessionStore, ref: str, model: SummaryModel, *, focus: str | 
     if max_words is not None and max_words > MAX_WORDS:
         raise RollchatError(f"max words must be at most {MAX_WORDS:,} (got {max_words:,})")
     info = store.index.resolve(ref)  # through the index, as resume: no full listing read
-    transcript, data = _read(store, info)
+    data = store.read_bytes(info.session_id)
+    cache = CompactCache(store.root)
+    own = focus is None and max_words is None and not refresh  # the file's summary will do
+    if own and (hit := cache.get(file_key(data, model.model))) is not None:
+        return hit  # (the tokenizer is the slow part of an answer from the file's summary)
+    transcript = _parsed(data, info)
     title = title_of(info)
-    if transcript.summary is not None and focus is None and max_words is None and not refresh:
-        return _done(info, title, transcript.summary, "file", None, None, None, cached=True,
-                     counter=model.model)
+    if transcript.summary is not None and own:
+        result = _done(info, title, transcript.summary, "file", None, None, None, cached=True,
+                       counter=model.model)
+        problem = cache.put(file_key(data, model.model), result)
+        return replace(result, notes=(problem,)) if problem is not None else result
     turns = [t for t in transcript.turns if t.kind != "restored"]
     if not any(t.kind in ("query", "carried") for t in turns):
         raise RollchatError(f"session {info.session_id} has no queries to summarize")
     notes: list[str] = []
     parent = _parent_summary(store, info, notes)
     words = max_words if max_words is not None else model.config.max_words
-    cache = CompactCache(store.root)
     key = cache_key(data, parent, focus, words, model.key)
     if not refresh:
         hit = cache.get(key)
@@ -268,12 +268,11 @@ def compact(store: SessionStore, ref: str, model: SummaryModel, *, focus: str | 
     return replace(result, notes=tuple(notes))
 
 
-def _read(store: SessionStore, info: SessionInfo) -> tuple[Transcript, bytes]:
+def _parsed(data: bytes, info: SessionInfo) -> Transcript:
     from rollchat.storage.transcript import decode, parse_lenient
 
-    data = store.read_bytes(info.session_id)
     try:
-        return parse_lenient(decode(data, binary_check=False)), data
+        return parse_lenient(decode(data, binary_check=False))
     except TranscriptError as e:
         raise StoreError(f"{info.file_name}: {e}") from None
 

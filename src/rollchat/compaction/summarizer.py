@@ -101,7 +101,7 @@ class Summarizer:
                   background: Background | None = None, quick: bool = False,
                   chunks: list[list[Turn]] | None = None, model_calls: int | None = None,
                   within: float | None = None, prefix: ChatRequest | None = None,
-                  ) -> SummaryOutcome:
+                  local: bool = False) -> SummaryOutcome:
         """The summary of ``turns`` (``parent``: the parent session's summary). Never draws:
         the caller tells the user (the outcome says whether the local fallback was used, why).
 
@@ -116,8 +116,11 @@ class Summarizer:
         chat's next request without a new message, when it holds all of ``turns`` and leaves
         room for the summary: one request reusing it summarizes them (when no background
         summary covers some of them and no part was measured or chosen already; refused as
-        too long, the turns go the separate way).
+        too long, the turns go the separate way). ``local``: the local summary, asked for (a
+        one-shot run's, see ``summary.one_shot``): no model call.
         """
+        if local:
+            return self.local(turns, parent, focus)
         if self.skipped is not None:
             return SummaryOutcome(self._local(turns, parent, focus, self.words), True,
                                   self.skipped)
@@ -228,6 +231,12 @@ class Summarizer:
             return False
         sent = SUMMARY_PROMPT_OVERHEAD + sum(turn_tokens(self.counter, t) for t in chunk)
         return self.refused(error, sent)
+
+    def local(self, turns: list[Turn], parent: Summary | None,
+              focus: str | None) -> SummaryOutcome:
+        """The local summary, asked for (``summary.one_shot: local``): no model call."""
+        return SummaryOutcome(self._local(turns, parent, focus, self.words, fallback=False),
+                              False, None, Usage())
 
     def interrupted(self, turns: list[Turn], parent: Summary | None, focus: str | None,
                     ) -> SummaryOutcome:

@@ -35,6 +35,7 @@ from rollchat.config.mcp_servers import (
 )
 from rollchat.config.settings import (
     HANDOFF_STRATEGIES,
+    ONE_SHOT_SUMMARIES,
     AgentConfig,
     Config,
     HandoffConfig,
@@ -112,6 +113,8 @@ _SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
         "model": MODEL,
         "max_words": POSITIVE,
         "timeout_seconds": SECONDS,
+        "one_shot": Field("str", "must be one of local, model",
+                          lambda v: v in ONE_SHOT_SUMMARIES),
     }),
     "retry": (RetryConfig, {
         "max_retries": NONNEG,

@@ -98,6 +98,9 @@ class SummaryConfig:
     model: str | None = None
     max_words: int = 500
     timeout_seconds: float = 60.0
+    # the summary of a one-shot run (``rollchat -p``): "local" (extractive, no model call: a
+    # model's summary of one exchange costs more than the exchange) or "model"
+    one_shot: str = "local"
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,7 @@ class ToolsConfig:
 
 
 HANDOFF_STRATEGIES = ("summary", "bm25", "last_n")
+ONE_SHOT_SUMMARIES = ("local", "model")  # summary.one_shot
 
 
 @dataclass(frozen=True)
@@ -209,6 +213,8 @@ class Config:
     def agent_mcp_servers(self) -> tuple[McpServerConfig, ...]:
         """The MCP servers of this run's agent: the top level's, then the agent's own (which
         replace a top-level server of the same name)."""
+        if not self.mcp_servers and not self.agent.mcp_servers:
+            return ()  # (mcp_servers imports the YAML reader: a run with none never needs it)
         from rollchat.config.mcp_servers import merged
 
         return merged(self.mcp_servers, self.agent.mcp_servers)

@@ -117,9 +117,9 @@ def _load_encoding(name: str) -> Any:
     with _LOCK:
         if name not in _ENCODINGS:
             try:
-                import tiktoken
+                from rollchat.models import encodings  # (tiktoken's, parsed once, cached)
 
-                _ENCODINGS[name] = tiktoken.get_encoding(name)
+                _ENCODINGS[name] = encodings.load(name)
             except Exception:  # tiktoken may fail in any way offline: catch everything
                 _ENCODINGS[name] = None
         return _ENCODINGS[name]

@@ -210,7 +210,7 @@ class Compactor:
                   focus: str | None, *, background: Background | None = None,
                   quick: bool = False, chunks: list[list[Turn]] | None = None,
                   model_calls: int | None = None, within: float | None = None,
-                  prefix: ChatRequest | None = None,
+                  prefix: ChatRequest | None = None, local: bool = False,
                   ) -> Generator[Event, None, tuple[SummaryOutcome, bool]]:
         """The summary, announced before and shown after; (outcome, interrupted). A Ctrl-C as
         it starts gives the local summary; one while it is shown is reported as ``interrupted``
@@ -218,7 +218,7 @@ class Compactor:
         try:
             yield SummaryStarted()
             outcome = self.summarizer.summarize(turns, parent, focus, background=background,
-                                                quick=quick, chunks=chunks,
+                                                quick=quick, chunks=chunks, local=local,
                                                 model_calls=model_calls, within=within,
                                                 prefix=prefix)
         except KeyboardInterrupt:
@@ -236,11 +236,11 @@ class Compactor:
         return outcome, False
 
     def finalize(self, state: SessionState, focus: str | None = None, quick: bool = False,
-                 within: float | None = None,
-                 ending: bool = False) -> Generator[Event, None, Summary | None]:
+                 within: float | None = None, ending: bool = False,
+                 local: bool = False) -> Generator[Event, None, Summary | None]:
         """Summarize the live session (see Summarizer) and save it; None if empty.
         ``ending``: the chat ends (fact extraction gets a deadline, not the background;
-        ``within``: the seconds summary and extraction have together)."""
+        ``within``: the seconds summary and extraction have together; ``local``: no model)."""
         if not state.query_turns:
             return None
         yield from self.around.retry_save(state)  # what a failed write held, before the summary
@@ -248,7 +248,7 @@ class Compactor:
         outcome, stop = yield from self.summarize(state, state.turns, state.parent_summary,
                                                   focus, background=state.background,
                                                   quick=quick, within=within,
-                                                  prefix=self.cached_prefix())
+                                                  prefix=self.cached_prefix(), local=local)
         yield from self._save_summary(state, outcome.summary)
         if stop:
             raise KeyboardInterrupt

@@ -376,8 +376,9 @@ class Session(CompactorFigures, ModelSwitch):
         return self.memory.take() if self.memory is not None else []
 
     # ------------------------------------------------------------------ exit
-    def exit(self, within: float | None = None) -> Flow:
-        """Save with a summary (``within``: see Summarizer). Safe to call twice."""
+    def exit(self, within: float | None = None, local: bool = False) -> Flow:
+        """Save with a summary (``within``: see Summarizer; ``local``: the local summary, no
+        model call). Safe to call twice."""
         if self.finished:
             return
         self.finished, state = True, self.state
@@ -386,7 +387,7 @@ class Session(CompactorFigures, ModelSwitch):
         if state.queries and not state.save_failed and kept:
             if self.server_down is not None:  # said once, by the answer: no second wait
                 self.summarizer.skip_model(self.engine.provider, "nothing listened at its server")
-            yield from self.compactor.finalize(state, within=within, ending=True)
+            yield from self.compactor.finalize(state, within=within, ending=True, local=local)
         yield from self.hooks.end(state, "exit")
         state.close()
         spent = self.cost()

@@ -12,10 +12,12 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rollchat.config.hooks import HookConfig
 from rollchat.domain import ToolCall
+
+if TYPE_CHECKING:  # (config.hooks reads the YAML: a chat without hooks never imports yaml)
+    from rollchat.config.hooks import HookConfig
 
 BLOCK = 2  # the exit status that blocks, as in Claude Code
 MAX_OUTPUT = 10_000  # characters of a hook's stdout or stderr rollchat uses
