@@ -28,11 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # docs/architecture.md is the code's map (no commands); every other page is read.
 PAGES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").glob("*.md")
                                      if p.name != "architecture.md")]
-# Pages whose ```sh blocks are not run yet, each with why. docs/oneshot.md is the oneshot
-# engineer's (issue 25.1): its ```sh examples (jq, `git diff |`, an agent named coder) are
-# driven by tests/cli/test_oneshot*.py in their own words; turning them into console blocks
-# that run as shown, and removing the page from here, is left to the integrator.
-NOT_RUN_YET = {"oneshot.md": "issue 25.1's page, examples in ```sh"}
+# Pages whose ```sh blocks are not run (each with why): none now.
+NOT_RUN_YET: dict[str, str] = {}
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 STATUS = re.compile(r"#.*\bexit status (\d+)")
 
@@ -185,8 +182,8 @@ def test_after_the_readme_set_up_rollchat_is_not_on_path(tmp_path: Path) -> None
     assert status == 0 and output.startswith("rollchat ")
 
 
-# Pages linked before they land on main: docs/oneshot.md comes with issue 25.1.
-NOT_ON_MAIN_YET = {ROOT / "docs" / "oneshot.md"}
+# Pages linked before they land on main: none now.
+NOT_ON_MAIN_YET: set[Path] = set()
 LINK = re.compile(r"\]\(([^)#\s]+\.md)(?:#([\w-]+))?\)")
 
 
