@@ -16,6 +16,7 @@ from rollchat.domain import (
     Block,
     Image,
     Message,
+    ProviderBlock,
     Text,
     ToolCall,
     ToolResult,
@@ -33,6 +34,7 @@ from rollchat.events import Event, Notice, Retrying
 from rollchat.interrupts import Terminated
 from rollchat.memory.layers import with_block
 from rollchat.providers.base import (
+    BlockEvent,
     ChatRequest,
     Done,
     Provider,
@@ -70,6 +72,7 @@ class CallResult:
     blocks: tuple[Block, ...]  # what happened, in order (see domain.Turn)
     elapsed: float
     last: str = ""  # the text of the last round (after the last tool calls)
+    extra: tuple[ProviderBlock, ...] = ()  # the last round's provider blocks (reasoning)
 
 
 @dataclass(frozen=True)
@@ -234,7 +237,7 @@ class Engine:
             if note:  # the model must not take a partial answer for a whole one
                 content = f"{content}\n\n{note}" if content else note
             if content:
-                context.append(Message("assistant", content))
+                context.append(Message("assistant", content, extra=result.extra))
         turn = replace(self._turn("query", started, text, result), context_block=block,
                        attached=images)
         return Answer(turn, result.error)
@@ -295,15 +298,16 @@ class Engine:
         error: ProviderError | None = None
         blocks = self.current
         mark = 0
+        extra: list[ProviderBlock] = []  # the round's provider blocks, sent back with it
         try:
             rounds = self.settings.max_tool_rounds
             for round_number in range(rounds + 1):
                 if round_number and "".join(text).strip():
                     text.append(ROUND_SEPARATOR)  # the text before a tool call stays its own
                     yield TextDelta(ROUND_SEPARATOR)  # paragraph, on screen and on disk
-                mark = len(text)
+                mark, extra = len(text), []
                 calls, round_usage, stop = yield from self._stream_once(messages_now(), purpose,
-                                                                        text, thought)
+                                                                        text, thought, extra)
                 usage = usage + round_usage
                 if stop == "max_tokens" and not calls:  # the model was stopped mid-answer
                     status, note = "error", (f"output limit of {self.max_output_tokens:,} "
@@ -322,10 +326,10 @@ class Engine:
                                             "run.")
                     break
                 said = "".join(text[mark:])
-                blocks += [*took(thought), *([Text(said)] if said else []),
+                blocks += [*extra, *took(thought), *([Text(said)] if said else []),
                            *(ToolUse(c) for c in calls)]
-                add(Message("assistant", said, tool_calls=tuple(calls)))
-                mark = len(text)
+                add(Message("assistant", said, tool_calls=tuple(calls), extra=tuple(extra)))
+                mark, extra = len(text), []
                 yield from run_round(calls, add, blocks.append, self._run_tool)
         except KeyboardInterrupt:
             status = "interrupted"
@@ -334,19 +338,19 @@ class Engine:
             note = exc.one_line()
             status = "error" if "".join(text) or blocks else "unanswered"
         last = "".join(text[mark:])
-        blocks += took(thought)
+        blocks += [*extra, *took(thought)]
         if last:
             blocks.append(Text(last))
         return CallResult("".join(text), usage, status, error, note, tuple(blocks),
-                          time.monotonic() - t0, last)
+                          time.monotonic() - t0, last, tuple(extra))
 
     def _stream_once(self, messages: Sequence[Message], purpose: Purpose, text: list[str],
-                     thought: list[str],
+                     thought: list[str], extra: list[ProviderBlock],
                      ) -> Generator[Event, None, tuple[list[ToolCall], Usage, str | None]]:
         """One model call: its tool calls, usage and stop reason (None: the stream ended
         without one). Text deltas go into ``text`` as they arrive, thinking into ``thought``,
-        so an interruption or an error mid-stream keeps what was received. Retries are
-        announced as they happen."""
+        provider blocks into ``extra``, so an interruption or an error mid-stream keeps what
+        was received. Retries are announced as they happen."""
         request = self.request(messages, purpose)
         calls: list[ToolCall] = []
         usage = Usage()
@@ -368,6 +372,8 @@ class Engine:
                     call = event.call
                     calls.append(ToolCall(clean(call.id), clean(call.name),
                                           clean_value(call.arguments)))
+                elif isinstance(event, BlockEvent):
+                    extra.append(event.block)
                 elif isinstance(event, UsageEvent):
                     usage = usage + event.usage
                     if purpose == "chat":

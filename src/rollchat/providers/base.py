@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from rollchat.domain import Message, ToolCall, Usage
+from rollchat.domain import Message, ProviderBlock, ToolCall, Usage
 from rollchat.errors import RollchatError
 from rollchat.text.normalize import clean
 
@@ -74,13 +74,21 @@ class UsageEvent:
 
 
 @dataclass(frozen=True)
+class BlockEvent:
+    """A provider's own block of the answer, complete (an OpenAI reasoning item): kept with
+    the reply in the order it came (``Message.extra``) and sent back byte for byte."""
+
+    block: ProviderBlock
+
+
+@dataclass(frozen=True)
 class Done:
     """The stream ended normally. ``stop_reason``: "end", "tool_use", "max_tokens" or raw."""
 
     stop_reason: str = "end"
 
 
-StreamEvent = TextDelta | ThinkingDelta | ToolCallEvent | UsageEvent | Done
+StreamEvent = TextDelta | ThinkingDelta | ToolCallEvent | UsageEvent | BlockEvent | Done
 
 
 class Provider(Protocol):
@@ -89,6 +97,23 @@ class Provider(Protocol):
     name: str
 
     def stream(self, request: ChatRequest) -> Iterator[StreamEvent]: ...
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """What a provider's own compaction returned for a conversation: the blocks that stand for
+    it from now on (sent first, byte for byte, in the requests after it) and the call's usage."""
+
+    blocks: tuple[ProviderBlock, ...]
+    usage: Usage
+
+
+class CompactingProvider(Provider, Protocol):
+    """A provider that compacts a conversation on its server (``compaction.engine: provider``).
+    ``compact`` takes the request the next turn would send and raises ProviderError when the
+    server cannot compact it (the caller then writes rollchat's own summary and says so)."""
+
+    def compact(self, request: ChatRequest) -> Compacted: ...
 
 
 # ---------------------------------------------------------------- errors

@@ -1,0 +1,214 @@
+"""The Responses API provider through the real openai SDK against tests/wire_responses.py:
+the request, streamed text and calls, reasoning items kept byte for byte, cached usage, the
+output limit, the error shapes, and ``responses.compact``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from rollchat.domain import Image, Message, ProviderBlock, ToolCall
+from rollchat.providers.base import (
+    AuthError,
+    BlockEvent,
+    ChatRequest,
+    ContextTooLongError,
+    Done,
+    ProviderError,
+    RateLimitError,
+    ServerError,
+    StreamEvent,
+    TextDelta,
+    ToolCallEvent,
+    ToolSpec,
+    UsageEvent,
+)
+from rollchat.providers.names import OPENAI_RESPONSES
+from rollchat.providers.openai_responses import ResponsesProvider, input_items
+from tests.wire_responses import (
+    CONTEXT_TOO_LONG,
+    Compaction,
+    ResponsesServer,
+    calling,
+    error_event,
+    failed,
+    http_error,
+    responses_server,
+    said,
+)
+
+__all__ = ["responses_server"]  # the fixture, imported for pytest
+
+WEATHER = ToolSpec("weather", "The weather in a city.",
+                   {"type": "object", "properties": {"city": {"type": "string"}}})
+
+
+def provider(server: ResponsesServer, **kw: Any) -> ResponsesProvider:
+    return ResponsesProvider("gpt-5-mini", api_key="sk-test-key-123456", base_url=server.url,
+                             timeout=10, **kw)
+
+
+def request(*messages: Message, **kw: Any) -> ChatRequest:
+    return ChatRequest(model="gpt-5-mini", system="Be brief.",
+                       messages=messages or (Message("user", "hi"),), **kw)
+
+
+def events(server: ResponsesServer, req: ChatRequest | None = None,
+           **kw: Any) -> list[StreamEvent]:
+    return list(provider(server, **kw).stream(req or request()))
+
+
+def test_text_streams_with_usage_and_the_request_keeps_nothing_server_side(
+        responses_server: ResponsesServer) -> None:
+    responses_server.push(said("Hello there, friend.", cached=32, input_tokens=50))
+    out = events(responses_server, request(max_output_tokens=900, tools=(WEATHER,)))
+    assert "".join(e.text for e in out if isinstance(e, TextDelta)) == "Hello there, friend."
+    [usage] = [e.usage for e in out if isinstance(e, UsageEvent)]
+    assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens) == (50, 7, 32)
+    assert out[-1] == Done("end")
+    [body] = responses_server.bodies()
+    assert body["store"] is False and body["stream"] is True
+    assert body["include"] == ["reasoning.encrypted_content"]  # the only way to carry it back
+    assert body["instructions"] == "Be brief." and body["max_output_tokens"] == 900
+    assert body["input"] == [{"role": "user", "content": "hi"}]
+    assert body["tools"] == [{"type": "function", "name": "weather",
+                              "description": "The weather in a city.",
+                              "parameters": dict(WEATHER.parameters), "strict": False}]
+
+
+def test_a_model_without_reasoning_is_not_asked_for_it(responses_server: ResponsesServer,
+                                                       ) -> None:
+    list(provider(responses_server).stream(ChatRequest("gpt-4.1", "", (Message("user", "x"),))))
+    [body] = responses_server.bodies()
+    assert "include" not in body and "instructions" not in body
+
+
+def test_parallel_calls_come_whole_in_output_order(responses_server: ResponsesServer) -> None:
+    responses_server.push(calling(("call_a", "weather", {"city": "Rome"}),
+                                  ("call_b", "weather", {"city": "Oslo, Norway"})))
+    out = events(responses_server)
+    calls = [e.call for e in out if isinstance(e, ToolCallEvent)]
+    assert calls == [ToolCall("call_a", "weather", {"city": "Rome"}),
+                     ToolCall("call_b", "weather", {"city": "Oslo, Norway"})]
+    assert out[-1] == Done("tool_use")
+
+
+def test_reasoning_item_is_kept_as_it_came(responses_server: ResponsesServer) -> None:
+    responses_server.push(said("Four.", reasoning=True))
+    out = events(responses_server)
+    [block] = [e.block for e in out if isinstance(e, BlockEvent)]
+    assert (block.provider, block.type) == (OPENAI_RESPONSES, "reasoning")
+    # every field the server set, each value as it came (the keys in the SDK's order)
+    assert json.loads(block.data) == {"id": "rs_0002", "type": "reasoning", "summary": [],
+                                      "encrypted_content": "enc-rs_0002-" + "x" * 40}
+    assert out.index(BlockEvent(block)) < next(i for i, e in enumerate(out)
+                                               if isinstance(e, TextDelta))
+
+
+def test_reasoning_and_calls_are_sent_back_in_order(responses_server: ResponsesServer) -> None:
+    responses_server.push(calling(("call_a", "weather", {"city": "Rome"}), reasoning=True))
+    first = events(responses_server, request(tools=(WEATHER,)))
+    [block] = [e.block for e in first if isinstance(e, BlockEvent)]
+    history = (Message("user", "hi"),
+               Message("assistant", "", tool_calls=(ToolCall("call_a", "weather",
+                                                             {"city": "Rome"}),),
+                       extra=(block,)),
+               Message("tool", "sunny", tool_call_id="call_a", name="weather"))
+    events(responses_server, request(*history, tools=(WEATHER,)))
+    sent = responses_server.bodies()[1]["input"]
+    assert [i.get("type", i.get("role")) for i in sent] == [
+        "user", "reasoning", "function_call", "function_call_output"]
+    assert json.dumps(sent[1], separators=(",", ":")) == block.data  # byte for byte
+    assert sent[2] == {"type": "function_call", "call_id": "call_a", "name": "weather",
+                       "arguments": '{"city": "Rome"}'}
+    assert sent[3] == {"type": "function_call_output", "call_id": "call_a", "output": "sunny"}
+
+
+def test_blocks_that_cannot_be_sent_back_are_left_out() -> None:
+    unsigned = ProviderBlock(OPENAI_RESPONSES, "reasoning", '{"id":"rs_1","type":"reasoning",'
+                                                            '"summary":[]}')
+    thinking = ProviderBlock("anthropic", "thinking", '{"type":"thinking"}')
+    reply = Message("assistant", "ok", extra=(unsigned, thinking))
+    assert input_items([reply], images=True) == [{"role": "assistant", "content": "ok"}]
+    assert input_items([reply], images=True, store=True)[0]["id"] == "rs_1"
+
+
+def test_images_of_a_tool_result_go_in_its_output() -> None:
+    image = Image("image/png", 3, "d" * 64, data=b"png")
+    result = Message("tool", "a chart", tool_call_id="c1", name="plot", images=(image,))
+    [item] = input_items([result], images=True)
+    assert item["output"] == [{"type": "input_text", "text": "a chart"},
+                              {"type": "input_image", "detail": "auto",
+                               "image_url": "data:image/png;base64,cG5n"}]
+    [plain] = input_items([result], images=False)  # a model without images: the stand-in
+    assert plain["output"].startswith("a chart\n[image: image/png, 3 bytes, not shown")
+
+
+def test_the_output_limit_is_reported_as_cut_off(responses_server: ResponsesServer) -> None:
+    responses_server.push(said("Once upon a", incomplete="max_output_tokens"))
+    out = events(responses_server)
+    assert out[-1] == Done("max_tokens")
+    assert any(isinstance(e, UsageEvent) for e in out)
+
+
+@pytest.mark.parametrize(("answer", "error", "limit"), [
+    (http_error(400, CONTEXT_TOO_LONG, code="context_length_exceeded"), ContextTooLongError,
+     None),
+    (http_error(400, "This model's maximum context length is 400000 tokens. However, your "
+                     "messages resulted in 401000 tokens.", code="context_length_exceeded"),
+     ContextTooLongError, 400000),
+    (error_event(CONTEXT_TOO_LONG, code="context_length_exceeded"), ContextTooLongError, None),
+    (failed("The server had an error while processing your request."), ServerError, None),
+    (http_error(429, "Rate limit reached", code="rate_limit_exceeded",
+                error_type="requests"), RateLimitError, None),
+    (http_error(401, "Incorrect API key provided: sk-test-key-123456",
+                code="invalid_api_key"), AuthError, None),
+])
+def test_error_shapes(responses_server: ResponsesServer, answer: Any,
+                      error: type[ProviderError], limit: int | None) -> None:
+    responses_server.push(answer)
+    got: list[StreamEvent] = []
+    with pytest.raises(error) as caught:
+        for event in provider(responses_server).stream(request()):
+            got.append(event)
+    assert "sk-test-key-123456" not in str(caught.value)
+    if isinstance(caught.value, ContextTooLongError):
+        assert caught.value.limit == limit
+
+
+def test_an_error_event_after_text_keeps_the_text(responses_server: ResponsesServer) -> None:
+    responses_server.push(error_event("boom", code="server_error", text="kept words"))
+    got: list[StreamEvent] = []
+    with pytest.raises(ServerError):
+        for event in provider(responses_server).stream(request()):
+            got.append(event)
+    assert "".join(e.text for e in got if isinstance(e, TextDelta)) == "kept words"
+
+
+def test_compact_returns_the_window_as_blocks(responses_server: ResponsesServer) -> None:
+    responses_server.compactions.append(Compaction(input_tokens=400, cached=300))
+    history = (Message("user", "plan the trip"), Message("assistant", "Rome, then Oslo."),
+               Message("user", "and the budget?"), Message("assistant", "900 euros."))
+    done = provider(responses_server).compact(request(*history))
+    assert [b.type for b in done.blocks] == ["message", "message", "compaction"]
+    assert (done.usage.input_tokens, done.usage.cache_read_tokens) == (400, 300)
+    [body] = responses_server.bodies("/v1/responses/compact")
+    assert body["model"] == "gpt-5-mini" and body["instructions"] == "Be brief."
+    assert body["input"] == input_items(history, images=True)
+    # the window goes first in the next request, as it came; the server accepts it
+    nxt = Message("user", "go on", extra=done.blocks)
+    out = events(responses_server, request(nxt))
+    assert out[-1] == Done("end")
+    sent = responses_server.bodies()[-1]["input"]
+    assert [json.dumps(i, separators=(",", ":"), ensure_ascii=False) for i in sent[:3]] == \
+        [b.data for b in done.blocks]
+
+
+def test_a_failed_compaction_raises_a_provider_error(responses_server: ResponsesServer,
+                                                     ) -> None:
+    responses_server.compactions.append(Compaction(status=400, message="compaction is not "
+                                                   "supported for this model"))
+    with pytest.raises(ProviderError, match="not supported"):
+        provider(responses_server).compact(request())
