@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from rollchat.config.compaction import COMPACTION_FIELDS, HYGIENE_FIELD, CompactionSettings
 from rollchat.config.document import Doc, describe_node, unknown_key
 from rollchat.config.fields import (
     AUTO_COMPACT,
@@ -79,6 +80,7 @@ _AGENT_FIELDS: dict[str, Field] = {
     "deny": Field("list", "must be a list of tool names or globs"),
     "max_tool_rounds": POSITIVE,
     "skills_dir": Field("path", "must be a folder path, or null", nonempty, nullable=True),
+    "hygiene": HYGIENE_FIELD,
     "temperature": Field(
         "float", "must be a number from 0 to 2, or null", lambda v: 0 <= v <= 2, nullable=True
     ),
@@ -258,8 +260,12 @@ def _agents(doc: Doc, node: yaml.Node) -> dict[str, AgentConfig]:
 def _agent(doc: Doc, key: str, node: yaml.Node) -> AgentConfig:
     dotted = f"agents.{key}"
     entries = doc.items(node, dotted)  # (once: reading a mapping resolves its merges)
-    values, nodes = doc.fields(node, dotted, _AGENT_FIELDS, skip=_MCP_KEYS, entries=entries)
+    values, nodes = doc.fields(node, dotted, _AGENT_FIELDS, skip=(*_MCP_KEYS, "compaction"),
+                               entries=entries)
     confine(values, dotted, doc.base_dir, doc.untrusted, doc.ignored)
+    if "compaction" in entries:
+        values["compaction"] = CompactionSettings(**doc.fields(
+            entries["compaction"][1], f"{dotted}.compaction", COMPACTION_FIELDS)[0])
     explicit = frozenset(values)
     values["mcp_servers"] = _servers(doc, entries, f"{dotted}.")
     values.setdefault("name", re.sub(r"[-_]+", " ", key).title())

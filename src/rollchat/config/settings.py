@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from rollchat.config.compaction import ROLLCHAT, CompactionSettings, Engine
 from rollchat.providers.names import AUTO
 
 if TYPE_CHECKING:  # read from a file only (config.file imports them)
@@ -39,6 +40,9 @@ class AgentConfig:
     deny: tuple[str, ...] = ()  # tool names or globs that never run
     max_tool_rounds: int = 25  # model calls with tool results in one turn
     skills_dir: Path | None = None  # a folder of skills (skills/NAME/SKILL.md)
+    # who writes the summary at a compaction (config.compaction): rollchat or the provider
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    hygiene: Engine = ROLLCHAT  # who clears old tool uses: rollchat, or the provider's server
     # an agent file's tools (None: no agent file); not a config key, like set_in_config
     tool_names: tuple[str, ...] | None = field(default=None, metadata={"derived": True})
     # the keys the config file set: they win over the agent file's, as flags win over both
