@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import rollchat.providers as providers
-from rollchat.config.settings import AgentConfig, Config, RetryConfig, UIConfig
+from rollchat.config.settings import AgentConfig, Config, ModelConfig, RetryConfig, UIConfig
 from rollchat.errors import ConfigError
 from rollchat.providers import (
     DEFAULT_MODELS,
@@ -106,6 +106,10 @@ def test_responses_provider_is_built_like_openai() -> None:
     assert (p.model, p._base_url) == ("gpt-5-mini", OLLAMA)
     with pytest.raises(ConfigError, match="set OPENAI_API_KEY"):
         build_provider("openai-responses", AgentConfig(), Config(), {})
+    kept = Config(models={"gpt-5": ModelConfig(store=True)})
+    p = build_provider("openai-responses", AgentConfig(model="gpt-5"), kept,
+                       {"OPENAI_API_KEY": "o"})
+    assert isinstance(p, ResponsesProvider) and p.store is True
 
 
 def test_every_provider_answers_to_its_registry_name() -> None:

@@ -85,6 +85,13 @@ def test_a_model_without_reasoning_is_not_asked_for_it(responses_server: Respons
     assert "include" not in body and "instructions" not in body
 
 
+def test_store_when_configured_keeps_the_responses_at_openai(
+        responses_server: ResponsesServer) -> None:
+    events(responses_server, store=True)
+    [body] = responses_server.bodies()
+    assert body["store"] is True and "include" not in body  # stored: referenced, not carried
+
+
 def test_parallel_calls_come_whole_in_output_order(responses_server: ResponsesServer) -> None:
     responses_server.push(calling(("call_a", "weather", {"city": "Rome"}),
                                   ("call_b", "weather", {"city": "Oslo, Norway"})))
@@ -187,23 +194,35 @@ def test_an_error_event_after_text_keeps_the_text(responses_server: ResponsesSer
     assert "".join(e.text for e in got if isinstance(e, TextDelta)) == "kept words"
 
 
-def test_compact_returns_the_window_as_blocks(responses_server: ResponsesServer) -> None:
+def test_compact_keeps_the_window_as_one_block_beside_a_readable_summary(
+        responses_server: ResponsesServer) -> None:
     responses_server.compactions.append(Compaction(input_tokens=400, cached=300))
+    responses_server.push(said("**Topics Discussed:**\n- the trip", input_tokens=420,
+                               cached=380))
     history = (Message("user", "plan the trip"), Message("assistant", "Rome, then Oslo."),
                Message("user", "and the budget?"), Message("assistant", "900 euros."))
-    done = provider(responses_server).compact(request(*history))
-    assert [b.type for b in done.blocks] == ["message", "message", "compaction"]
-    assert (done.usage.input_tokens, done.usage.cache_read_tokens) == (400, 300)
-    [body] = responses_server.bodies("/v1/responses/compact")
-    assert body["model"] == "gpt-5-mini" and body["instructions"] == "Be brief."
-    assert body["input"] == input_items(history, images=True)
-    # the window goes first in the next request, as it came; the server accepts it
-    nxt = Message("user", "go on", extra=done.blocks)
-    out = events(responses_server, request(nxt))
+    done = provider(responses_server).compact(request(*history), "Summarize in 50 words.")
+    assert done.content == "**Topics Discussed:**\n- the trip"
+    assert (done.block.provider, done.block.type) == (OPENAI_RESPONSES, "compacted")
+    window = json.loads(done.block.data)
+    assert [(i["type"], i.get("role")) for i in window] == [
+        ("message", "user"), ("message", "user"), ("compaction", None)]
+    assert window[-1]["encrypted_content"] in responses_server.issued
+    assert (done.usage.input_tokens, done.usage.cache_read_tokens) == (820, 680)
+    [compacting] = responses_server.bodies("/v1/responses/compact")
+    assert compacting["model"] == "gpt-5-mini" and compacting["instructions"] == "Be brief."
+    assert compacting["input"] == input_items(history, images=True)
+    # the readable summary: the same prefix, the instruction last (a cache read)
+    [writing] = responses_server.bodies()
+    assert writing["input"] == [*compacting["input"],
+                                {"role": "user", "content": "Summarize in 50 words."}]
+    # the window goes first in the next request, each item as it came; the server accepts it
+    restoring = Message("user", "Here is the summary.", extra=(done.block,))
+    out = events(responses_server, request(restoring))
     assert out[-1] == Done("end")
     sent = responses_server.bodies()[-1]["input"]
-    assert [json.dumps(i, separators=(",", ":"), ensure_ascii=False) for i in sent[:3]] == \
-        [b.data for b in done.blocks]
+    assert json.dumps(sent[:3], separators=(",", ":"), ensure_ascii=False) == done.block.data
+    assert sent[3] == {"role": "user", "content": "Here is the summary."}
 
 
 def test_a_failed_compaction_raises_a_provider_error(responses_server: ResponsesServer,
@@ -211,4 +230,5 @@ def test_a_failed_compaction_raises_a_provider_error(responses_server: Responses
     responses_server.compactions.append(Compaction(status=400, message="compaction is not "
                                                    "supported for this model"))
     with pytest.raises(ProviderError, match="not supported"):
-        provider(responses_server).compact(request())
+        provider(responses_server).compact(request(), "Summarize.")
+    assert responses_server.bodies() == []  # no summary written for a window that failed

@@ -89,6 +89,7 @@ _MODEL_FIELDS = {
     "context_window": Field("int", "must be an integer >= 1024", lambda v: v >= 1024),
     "price": Field("map", "must be a mapping: input, output, cached, cache_write"),
     "images": BOOL,
+    "store": BOOL,
 }
 _DOLLARS = Field("float", "must be a number >= 0 (dollars per million tokens)",
                  lambda v: v >= 0)
@@ -230,7 +231,7 @@ def _models(doc: Doc, node: yaml.Node) -> dict[str, ModelConfig]:
         if "price" in entries:
             values["price"] = _price(doc, entries["price"][1], f"{dotted}.price")
         if not values:
-            raise doc.error(vnode, dotted, "set context_window, price or images")
+            raise doc.error(vnode, dotted, "set context_window, price, images or store")
         models[name] = ModelConfig(**values)
     return models
 

@@ -77,6 +77,9 @@ class ModelConfig:
     # whether the model is sent images (None: Anthropic and api.openai.com yes, an
     # OpenAI-compatible server no: many serve text-only models that refuse them)
     images: bool | None = None
+    # whether OpenAI keeps this model's responses (provider openai-responses; None: no, the
+    # default: nothing is kept server-side and the reasoning comes back encrypted instead)
+    store: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -218,6 +221,11 @@ class Config:
         """``models.<model>.images`` (None: unset, the provider decides)."""
         entry = self.models.get(model)
         return entry.images if entry else None
+
+    def store_for(self, model: str) -> bool:
+        """``models.<model>.store`` (False when unset: OpenAI keeps nothing)."""
+        entry = self.models.get(model)
+        return bool(entry and entry.store)
 
     def context_window_override(self, model: str) -> int | None:
         entry = self.models.get(model)

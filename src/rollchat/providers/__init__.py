@@ -44,6 +44,7 @@ class ProviderSettings:
     timeout: float
     word_delay: float
     images: bool | None = None  # models.<model>.images (None: the provider decides)
+    store: bool = False  # models.<model>.store (openai-responses: OpenAI keeps the responses)
 
 
 ProviderFactory = Callable[[ProviderSettings], "Provider"]
@@ -65,6 +66,13 @@ def _remote(path: str) -> ProviderFactory:
     return build
 
 
+def _responses(s: ProviderSettings) -> Provider:
+    provider: Provider = _load("rollchat.providers.openai_responses:ResponsesProvider")(
+        s.model, api_key=s.api_key, base_url=s.base_url, timeout=s.timeout, images=s.images,
+        store=s.store)
+    return provider
+
+
 def _offline(s: ProviderSettings) -> Provider:
     provider: Provider = _load("rollchat.providers.offline:OfflineProvider")(
         word_delay=s.word_delay)
@@ -74,7 +82,7 @@ def _offline(s: ProviderSettings) -> Provider:
 REGISTRY: dict[str, ProviderFactory] = {
     ANTHROPIC: _remote("rollchat.providers.anthropic:AnthropicProvider"),
     OPENAI: _remote("rollchat.providers.openai:OpenAIProvider"),
-    OPENAI_RESPONSES: _remote("rollchat.providers.openai_responses:ResponsesProvider"),
+    OPENAI_RESPONSES: _responses,
     OFFLINE: _offline,
 }
 assert tuple(REGISTRY) == PROVIDER_NAMES, "a provider named in providers.names has no factory"
@@ -184,7 +192,7 @@ def build_provider(name: str, agent: AgentConfig, config: Config,
         model=model, api_key=key,
         base_url=server_url(name, agent, env),  # given to the SDK: the banner shows the same
         timeout=config.retry.request_timeout, word_delay=config.ui.offline_word_delay or 0.0,
-        images=config.images_for(model))
+        images=config.images_for(model), store=config.store_for(model))
     return factory(settings)
 
 

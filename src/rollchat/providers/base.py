@@ -99,23 +99,6 @@ class Provider(Protocol):
     def stream(self, request: ChatRequest) -> Iterator[StreamEvent]: ...
 
 
-@dataclass(frozen=True)
-class Compacted:
-    """What a provider's own compaction returned for a conversation: the blocks that stand for
-    it from now on (sent first, byte for byte, in the requests after it) and the call's usage."""
-
-    blocks: tuple[ProviderBlock, ...]
-    usage: Usage
-
-
-class CompactingProvider(Provider, Protocol):
-    """A provider that compacts a conversation on its server (``compaction.engine: provider``).
-    ``compact`` takes the request the next turn would send and raises ProviderError when the
-    server cannot compact it (the caller then writes rollchat's own summary and says so)."""
-
-    def compact(self, request: ChatRequest) -> Compacted: ...
-
-
 # ---------------------------------------------------------------- errors
 
 

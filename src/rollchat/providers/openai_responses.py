@@ -1,12 +1,14 @@
 """OpenAI's Responses API (``provider: openai-responses``): the request as input items, the
 parser of its streamed events (reasoning items kept as provider blocks), and its compaction
-(``responses.compact``). Streaming and error mapping are in providers/sdk.py.
+(``responses.compact`` and the readable summary beside it). Streaming and error mapping are in
+providers/sdk.py.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from rollchat.domain import Image, Message, ProviderBlock, Usage
@@ -14,7 +16,6 @@ from rollchat.providers.base import (
     BadRequestError,
     BlockEvent,
     ChatRequest,
-    Compacted,
     ContextTooLongError,
     ProviderError,
     RateLimitError,
@@ -23,7 +24,9 @@ from rollchat.providers.base import (
     TextDelta,
     ToolCallEvent,
     ToolSpec,
+    UsageEvent,
 )
+from rollchat.providers.compacting import Compacted, CompactionFailed
 from rollchat.providers.content import all_sendable, b64
 from rollchat.providers.context_errors import is_context_error, stated_limit
 from rollchat.providers.names import (
@@ -47,6 +50,8 @@ _NO_KEY = "not-needed"  # a local Responses server ignores the key, the SDK want
 # compaction item of server-side compaction. Messages and calls are rebuilt from the turn.
 KEPT_ITEMS = ("reasoning", "compaction")
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
+# The block of a ``responses.compact`` window: its output items, a JSON list, each as it came.
+WINDOW = "compacted"
 
 
 class ResponsesProvider(SDKProvider):
@@ -78,25 +83,44 @@ class ResponsesProvider(SDKProvider):
     def _parser(self) -> StreamParser:
         return _EventsParser()
 
-    def compact(self, request: ChatRequest) -> Compacted:
-        """``responses.compact`` over the conversation ``request`` would send: the items that
-        stand for it from now on (the user's messages and one encrypted compaction item), as
-        provider blocks to send first in the requests after it."""
+    def compact(self, request: ChatRequest, instructions: str) -> Compacted:
+        """Compaction with ``compaction.engine: provider``: ``responses.compact`` over the
+        conversation ``request`` would send gives the window that stands for it from now on
+        (the user's messages and one encrypted compaction item: kept as one block, sent first
+        on the child's requests); it has nothing a person can read, so the readable summary
+        is asked of the model as rollchat's prefixed summary request is (``request`` and then
+        ``instructions`` as the last user message: a cache read of the chat's prefix)."""
+        window, compacting = self._window(request)
+        summary, writing = self._summary(replace(
+            request, messages=(*request.messages, Message("user", instructions))))
+        return Compacted(summary, window, compacting + writing)
+
+    def _window(self, request: ChatRequest) -> tuple[ProviderBlock, Usage]:
         params = request_params(request, images=self._images(), store=self.store)
         try:
             result = self._sdk_client().responses.compact(
                 model=params["model"], input=params["input"],
                 **({"instructions": params["instructions"]} if "instructions" in params else {}))
-            blocks = tuple(ProviderBlock(OPENAI_RESPONSES, i.type, item_json(i))
-                           for i in result.output)
+            items = [item.to_dict(mode="json") for item in result.output]
             usage = usage_from(result.usage)
         except ProviderError:
             raise
         except Exception as exc:
             raise self._down(map_sdk_error(exc, self._api_key)) from None
-        if not any(b.type == "compaction" for b in blocks):
-            raise BadRequestError("the compaction answered without a compaction item")
-        return Compacted(blocks, usage)
+        if not any(item.get("type") == "compaction" for item in items):
+            raise CompactionFailed("the compaction answered without a compaction item")
+        data = json.dumps(items, ensure_ascii=False, separators=(",", ":"))
+        return ProviderBlock(OPENAI_RESPONSES, WINDOW, data), usage
+
+    def _summary(self, request: ChatRequest) -> tuple[str, Usage]:
+        text: list[str] = []
+        usage = Usage()
+        for event in self.stream(request):
+            if isinstance(event, TextDelta):
+                text.append(event.text)
+            elif isinstance(event, UsageEvent):
+                usage = usage + event.usage
+        return "".join(text), usage
 
 
 def request_params(request: ChatRequest, *, images: bool,
@@ -133,18 +157,20 @@ def input_items(messages: Sequence[Message], *, images: bool,
 
 
 def kept_items(blocks: Sequence[ProviderBlock], store: bool) -> list[dict[str, Any]]:
-    """This API's blocks, as they came. Another provider's are not sent (a session that
-    changed provider). Without ``store`` a reasoning item without its encrypted content is
-    left out: the server would look for it by id and refuse the request ("Items are not
-    persisted when `store` is set to false")."""
+    """This API's blocks, as they came (a compacted window: its items in order). Another
+    provider's are not sent (a session that changed provider). Without ``store`` a reasoning
+    item without its encrypted content is left out: the server would look for it by id and
+    refuse the request ("Items are not persisted when `store` is set to false")."""
     out: list[dict[str, Any]] = []
     for block in blocks:
         if block.provider != OPENAI_RESPONSES:
             continue
-        item = json.loads(block.data)
-        if not store and item.get("type") == "reasoning" and not item.get("encrypted_content"):
-            continue
-        out.append(item)
+        value = json.loads(block.data)
+        for item in value if block.type == WINDOW else [value]:
+            if not store and item.get("type") == "reasoning" and \
+                    not item.get("encrypted_content"):
+                continue
+            out.append(item)
     return out
 
 
