@@ -1,8 +1,8 @@
 """A whole chat through the command line (piped) on the Responses API against
 tests/wire_responses.py: tool calls with reasoning, the reasoning items carried back in
 order, each request starting with the previous one's input byte for byte, cached tokens in
-the transcript, the transcript rebuilding the same input, and Ctrl-C-free interruption of a
-stream keeping what was said."""
+the transcript, the transcript rebuilding the same input, and Ctrl-C mid-stream keeping
+what was said (and the reasoning before it)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from rollchat.domain import ProviderBlock
+from rollchat.engine.core import INTERRUPTED_NOTE, Engine, EngineSettings
 from rollchat.engine.replay import turn_messages
-from rollchat.providers.openai_responses import input_items
+from rollchat.providers.base import RetryPolicy, TextDelta
+from rollchat.providers.openai_responses import ResponsesProvider, input_items
 from rollchat.storage.transcript import parse
+from tests.drive import turn
 from tests.e2e import clean_env, run_piped
 from tests.wire_responses import ResponsesServer, calling, responses_server, said
 
@@ -90,3 +93,27 @@ def test_a_reasoning_model_at_openai_is_told_in_the_banner(tmp_path: Path) -> No
                      env=clean_env(tmp_path / "home", OPENAI_API_KEY="sk-test"))
     assert "o4-mini via openai-responses (OPENAI_API_KEY is set; o4-mini is a reasoning " \
            "model: the Responses API keeps its reasoning between turns)" in done.stdout
+
+
+def test_ctrl_c_mid_stream_keeps_what_was_said_and_its_reasoning(
+        responses_server: ResponsesServer) -> None:
+    responses_server.push(said("One two three four five six.", reasoning=True))
+    provider = ResponsesProvider("gpt-5-mini", api_key="sk-test", base_url=responses_server.url,
+                                 timeout=10)
+    engine = Engine(EngineSettings(provider, "gpt-5-mini", "Count.", 500, None,
+                                   RetryPolicy(0, 0.0, 0.0)))
+
+    def ctrl_c(event: object) -> None:
+        if isinstance(event, TextDelta):
+            raise KeyboardInterrupt
+
+    first = turn(engine.chat("count"), ctrl_c)
+    assert first.status == "interrupted" and first.assistant == "One two th"
+    [reasoning] = [b for b in first.blocks if isinstance(b, ProviderBlock)]
+    turn(engine.chat("go on"))
+    sent = responses_server.bodies()[1]["input"]
+    assert [i.get("type", i.get("role")) for i in sent] == ["user", "reasoning", "assistant",
+                                                            "user"]
+    assert sent[2]["content"] == f"One two th\n\n{INTERRUPTED_NOTE}"  # the model is told
+    assert dumped([sent[1]]) == [reasoning.data]
+    assert dumped(input_items(turn_messages(first), images=True)) == dumped(sent[:3])
