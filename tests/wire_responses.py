@@ -36,6 +36,7 @@ class Answer:
     text: str = ""
     calls: tuple[Call, ...] = ()
     reasoning: bool = False  # a reasoning item first (encrypted when include asks for it)
+    summary: str = ""  # the reasoning item's summary text, streamed in deltas
     input_tokens: int = 50
     output_tokens: int = 7
     cached: int = 0
@@ -233,15 +234,19 @@ class _Events:
         self.emit("response.output_item.done", output_index=index, item=done)
         self.output.append(done)
 
-    def reasoning(self) -> None:
+    def reasoning(self, summary: str) -> None:
         rid = self.server.ids.next("rs")
         item: dict[str, Any] = {"id": rid, "type": "reasoning", "summary": []}
         done = dict(item)
+        between = [("response.reasoning_summary_text.delta",
+                    {"summary_index": 0, "delta": piece}) for piece in split_text(summary)]
+        if summary:
+            done["summary"] = [{"type": "summary_text", "text": summary}]
         if "reasoning.encrypted_content" in (self.body.get("include") or []):
             secret = f"enc-{rid}-" + "x" * 40
             self.server.issued.add(secret)
             done["encrypted_content"] = secret
-        self.item(item, done)
+        self.item(item, done, between)
 
     def message(self, text: str, *, finished: bool = True) -> None:
         mid = self.server.ids.next("msg")
@@ -280,7 +285,7 @@ class _Events:
         self.emit("response.in_progress",
                   response=_response(self.rid, self.body, "in_progress", []))
         if a.reasoning:
-            self.reasoning()
+            self.reasoning(a.summary)
         if a.kind == "error_event":
             self.message(a.text, finished=False)
             self.emit("error", code=a.code, message=a.message, param="input")

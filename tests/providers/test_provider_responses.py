@@ -21,6 +21,7 @@ from rollchat.providers.base import (
     ServerError,
     StreamEvent,
     TextDelta,
+    ThinkingDelta,
     ToolCallEvent,
     ToolSpec,
     UsageEvent,
@@ -112,6 +113,16 @@ def test_reasoning_item_is_kept_as_it_came(responses_server: ResponsesServer) ->
                                       "encrypted_content": "enc-rs_0002-" + "x" * 40}
     assert out.index(BlockEvent(block)) < next(i for i, e in enumerate(out)
                                                if isinstance(e, TextDelta))
+
+
+def test_a_reasoning_summary_streams_as_thinking(responses_server: ResponsesServer) -> None:
+    responses_server.push(said("Four.", reasoning=True, summary="Adding two and two."))
+    out = events(responses_server)
+    assert "".join(e.text for e in out if isinstance(e, ThinkingDelta)) == "Adding two and two."
+    assert "".join(e.text for e in out if isinstance(e, TextDelta)) == "Four."
+    [block] = [e.block for e in out if isinstance(e, BlockEvent)]  # and is sent back as it came
+    assert json.loads(block.data)["summary"] == [{"type": "summary_text",
+                                                  "text": "Adding two and two."}]
 
 
 def test_reasoning_and_calls_are_sent_back_in_order(responses_server: ResponsesServer) -> None:

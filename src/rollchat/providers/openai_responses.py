@@ -22,6 +22,7 @@ from rollchat.providers.base import (
     ServerError,
     StreamEvent,
     TextDelta,
+    ThinkingDelta,
     ToolCallEvent,
     ToolSpec,
     UsageEvent,
@@ -233,6 +234,9 @@ class _EventsParser(StreamParser):
         if kind in ("response.output_text.delta", "response.refusal.delta"):
             if item.delta:
                 yield TextDelta(item.delta)
+        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            if item.delta:  # a summary of the reasoning, or an open model's own: shown apart
+                yield ThinkingDelta(item.delta)
         elif kind == "response.function_call_arguments.delta":
             self.calls.setdefault(item.output_index, PartialCall()).fragments.append(item.delta)
         elif kind in ("response.output_item.added", "response.output_item.done"):
