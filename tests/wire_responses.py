@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
@@ -99,11 +99,12 @@ class _Ids:
 
 
 class ResponsesServer:
-    """The scripted server on 127.0.0.1. When the queue is empty it answers
-    ``echo: <last user text>``. ``requests``: (path, body) of every request; ``issued``: the
+    """The scripted server on 127.0.0.1. When the queue is empty it asks ``responder``, else
+    answers ``echo: <last user text>``. ``requests``: (path, body) of every request; ``issued``: the
     encrypted contents it handed out (only those are accepted back)."""
 
     def __init__(self) -> None:
+        self.responder: Callable[[dict[str, Any]], Answer | None] | None = None
         self.queue: list[Answer] = []
         self.compactions: list[Compaction] = []
         self.requests: list[tuple[str, dict[str, Any]]] = []
@@ -139,7 +140,8 @@ class ResponsesServer:
         with self._lock:
             if self.queue:
                 return self.queue.pop(0)
-        return said(f"echo: {last_user_text(body)}")
+        chosen = self.responder(body) if self.responder is not None else None
+        return chosen or said(f"echo: {last_user_text(body)}")
 
     def refusal(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
         """The real service's refusal of ``body``'s input, or None when it is well formed."""
