@@ -297,8 +297,7 @@ class Engine:
         note: str | None = None
         error: ProviderError | None = None
         blocks = self.current
-        mark = 0
-        extra: list[ProviderBlock] = []  # the round's provider blocks, sent back with it
+        mark, extra = 0, list[ProviderBlock]()  # extra: the round's provider blocks
         try:
             rounds = self.settings.max_tool_rounds
             for round_number in range(rounds + 1):
@@ -348,9 +347,8 @@ class Engine:
                      thought: list[str], extra: list[ProviderBlock],
                      ) -> Generator[Event, None, tuple[list[ToolCall], Usage, str | None]]:
         """One model call: its tool calls, usage and stop reason (None: the stream ended
-        without one). Text deltas go into ``text`` as they arrive, thinking into ``thought``,
-        provider blocks into ``extra``, so an interruption or an error mid-stream keeps what
-        was received. Retries are announced as they happen."""
+        without one). Text, thinking and provider blocks go into ``text``, ``thought`` and
+        ``extra`` as they arrive (an interruption keeps them); retries are announced."""
         request = self.request(messages, purpose)
         calls: list[ToolCall] = []
         usage = Usage()
