@@ -243,3 +243,27 @@ def test_a_failed_compaction_raises_a_provider_error(responses_server: Responses
     with pytest.raises(ProviderError, match="not supported"):
         provider(responses_server).compact(request(), "Summarize.")
     assert responses_server.bodies() == []  # no summary written for a window that failed
+
+
+@pytest.mark.parametrize("answer", [
+    said("Hello there.", reasoning=True, summary="Greeting back."),
+    calling(("call_a", "weather", {"city": "Rome"}), ("call_b", "weather", {"city": "Oslo"})),
+    said("Once upon", incomplete="max_output_tokens"),
+    error_event(CONTEXT_TOO_LONG, code="context_length_exceeded"),
+    failed("The server had an error while processing your request."),
+])
+def test_the_wire_servers_events_are_the_sdks_types(answer: Any,
+                                                    responses_server: ResponsesServer) -> None:
+    """Each frame tests/wire_responses.py sends validates as the SDK's ResponseStreamEvent
+    (the SDK itself parses leniently: this is what keeps the fake server honest)."""
+    from openai.types.responses import ResponseStreamEvent
+    from pydantic import TypeAdapter
+
+    from tests.wire_responses import _Events
+
+    body = {"model": "gpt-5-mini", "include": ["reasoning.encrypted_content"], "store": False}
+    adapter: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
+    for frame in _Events(responses_server, body).of(answer):
+        kind, _, data = frame.partition("\ndata: ")
+        event = adapter.validate_python(json.loads(data))
+        assert kind == f"event: {event.type}"
