@@ -4,7 +4,8 @@
 
 Scriptable (queue ``Answer`` / ``Compaction`` values), recording every request, and strict
 where the real service is documented to refuse: a reasoning or compaction item whose
-encrypted content this server never issued, a reasoning item sent without it while ``store``
+encrypted content this server never issued ("could not be verified", openai/codex#8145;
+``issued.clear()`` plays a changed key), a reasoning item sent without it while ``store``
 is false ("Items are not persisted when `store` is set to false", vercel/ai#7543), a
 function_call_output without its call. Fixture: ``responses_server``.
 """
@@ -155,9 +156,9 @@ class ResponsesServer:
                                        "not persisted when `store` is set to false. Try again "
                                        "with `store` set to true, or remove this item from "
                                        "your input.", None, "invalid_request_error")
-                if secret and secret not in self.issued:
-                    return 400, _error(f"The encrypted content for item {item.get('id')} could "
-                                       "not be verified.", "invalid_encrypted_content",
+                if secret and secret not in self.issued:  # openai/codex#8145's wording
+                    return 400, _error(f"The encrypted content {secret[:4]}...{secret[-4:]} "
+                                       "could not be verified.", "invalid_encrypted_content",
                                        "invalid_request_error")
             elif kind == "function_call":
                 called.add(item["call_id"])

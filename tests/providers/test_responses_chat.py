@@ -13,6 +13,7 @@ from typing import Any
 from rollchat.domain import ProviderBlock
 from rollchat.engine.core import INTERRUPTED_NOTE, Engine, EngineSettings
 from rollchat.engine.replay import turn_messages
+from rollchat.events import Retrying
 from rollchat.providers.base import RetryPolicy, TextDelta
 from rollchat.providers.openai_responses import ResponsesProvider, input_items
 from rollchat.storage.transcript import parse
@@ -117,3 +118,27 @@ def test_ctrl_c_mid_stream_keeps_what_was_said_and_its_reasoning(
     assert sent[2]["content"] == f"One two th\n\n{INTERRUPTED_NOTE}"  # the model is told
     assert dumped([sent[1]]) == [reasoning.data]
     assert dumped(input_items(turn_messages(first), images=True)) == dumped(sent[:3])
+
+
+def test_encrypted_items_the_server_cannot_verify_are_dropped_and_the_turn_goes_on(
+        responses_server: ResponsesServer) -> None:
+    """openai/codex#8119: a chat stuck for good on "The encrypted content ... could not be
+    verified". Here the kept reasoning is dropped and the request sent again at once."""
+    responses_server.push(said("Rome.", reasoning=True))
+    provider = ResponsesProvider("gpt-5-mini", api_key="sk-test", base_url=responses_server.url,
+                                 timeout=10)
+    engine = Engine(EngineSettings(provider, "gpt-5-mini", "Answer.", 500, None,
+                                   RetryPolicy(1, 0.0, 0.0)))
+    turn(engine.chat("which city?"))
+    responses_server.issued.clear()  # as after a change of key or organization
+    seen: list[object] = []
+    second = turn(engine.chat("why?"), seen.append)
+    assert second.status == "ok" and second.assistant == "echo: why?"
+    [retry] = [e for e in seen if isinstance(e, Retrying)]
+    assert "could not be verified" in retry.error and "dropped" in retry.error
+    refused, resent = responses_server.bodies()[1:3]
+    assert "reasoning" in [i.get("type") for i in refused["input"]]
+    assert [i.get("type", i.get("role")) for i in resent["input"]] == [
+        "user", "assistant", "user"]
+    turn(engine.chat("and then?"))  # dropped for good: the next turn goes without it too
+    assert "reasoning" not in [i.get("type") for i in responses_server.bodies()[3]["input"]]

@@ -7,7 +7,7 @@ providers/sdk.py.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence, Set
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -51,8 +51,17 @@ _NO_KEY = "not-needed"  # a local Responses server ignores the key, the SDK want
 # compaction item of server-side compaction. Messages and calls are rebuilt from the turn.
 KEPT_ITEMS = ("reasoning", "compaction")
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
+INVALID_ENCRYPTED = "invalid_encrypted_content"  # the code of an encrypted item refused
 # The block of a ``responses.compact`` window: its output items, a JSON list, each as it came.
 WINDOW = "compacted"
+
+
+class KeptItemsRefused(ProviderError):
+    """The server refused an encrypted item sent back; the provider dropped them all, so the
+    request sent again (retryable, at once) goes without them."""
+
+    retryable = True
+    label = "the server refused the kept reasoning"
 
 
 class ResponsesProvider(SDKProvider):
@@ -68,6 +77,7 @@ class ResponsesProvider(SDKProvider):
         super().__init__(model, api_key=api_key, base_url=base_url, timeout=timeout,
                          images=images)
         self.store = store
+        self.dropped: set[str] = set()  # kept blocks the server refused: never sent again
 
     def _make_client(self, sdk: Any) -> Any:
         return sdk.OpenAI(api_key=self._api_key or _NO_KEY, base_url=self._base_url,
@@ -76,10 +86,34 @@ class ResponsesProvider(SDKProvider):
     def _images(self) -> bool:
         return is_official(self._base_url) if self.images is None else self.images
 
+    def _params(self, request: ChatRequest) -> dict[str, Any]:
+        return request_params(request, images=self._images(), store=self.store,
+                              dropped=self.dropped)
+
     def _open(self, client: Any, request: ChatRequest) -> SDKStream:
-        stream: SDKStream = client.responses.create(
-            **request_params(request, images=self._images(), store=self.store))
+        try:
+            stream: SDKStream = client.responses.create(**self._params(request))
+        except Exception as exc:
+            raise self._refused(exc, request) from None
         return stream
+
+    def _refused(self, exc: Exception, request: ChatRequest) -> Exception:
+        """The server could not verify an encrypted item sent back ("The encrypted content
+        ... could not be verified", code invalid_encrypted_content: after a change of key,
+        organization or model; openai/codex#8119 and #8138 report chats stuck on it): every
+        kept block of the request is dropped for good, and the request may be sent again at
+        once without them (the conversation's text, the readable summary, stays)."""
+        body = getattr(exc, "body", None)
+        error = body.get("error", body) if isinstance(body, Mapping) else None
+        code = error.get("code") if isinstance(error, Mapping) else None
+        kept = [b.data for m in request.messages for b in m.extra
+                if b.provider == OPENAI_RESPONSES and b.data not in self.dropped]
+        if code != INVALID_ENCRYPTED or not kept:
+            return exc
+        self.dropped.update(kept)
+        return KeptItemsRefused(f"{map_sdk_error(exc, self._api_key)}; the reasoning and "
+                                "compaction items kept are dropped and the request sent "
+                                "without them", retry_after=0.0)
 
     def _parser(self) -> StreamParser:
         return _EventsParser()
@@ -97,7 +131,7 @@ class ResponsesProvider(SDKProvider):
         return Compacted(summary, window, compacting + writing)
 
     def _window(self, request: ChatRequest) -> tuple[ProviderBlock, Usage]:
-        params = request_params(request, images=self._images(), store=self.store)
+        params = self._params(request)
         try:
             result = self._sdk_client().responses.compact(
                 model=params["model"], input=params["input"],
@@ -107,7 +141,8 @@ class ResponsesProvider(SDKProvider):
         except ProviderError:
             raise
         except Exception as exc:
-            raise self._down(map_sdk_error(exc, self._api_key)) from None
+            raise self._down(map_sdk_error(self._refused(exc, request), self._api_key)) \
+                from None
         if not any(item.get("type") == "compaction" for item in items):
             raise CompactionFailed("the compaction answered without a compaction item")
         data = json.dumps(items, ensure_ascii=False, separators=(",", ":"))
@@ -124,14 +159,14 @@ class ResponsesProvider(SDKProvider):
         return "".join(text), usage
 
 
-def request_params(request: ChatRequest, *, images: bool,
-                   store: bool = False) -> dict[str, Any]:
+def request_params(request: ChatRequest, *, images: bool, store: bool = False,
+                   dropped: Set[str] = frozenset()) -> dict[str, Any]:
     """The keyword arguments of ``responses.create`` for ``request``: the system prompt as
     ``instructions``, the conversation as ``input`` items, ``store`` (and, when nothing is
     stored, the reasoning asked back in its encrypted form: the next request carries it)."""
     params: dict[str, Any] = {"model": request.model, "stream": True, "store": store,
                               "input": input_items(request.messages, images=images,
-                                                   store=store),
+                                                   store=store, dropped=dropped),
                               "max_output_tokens": request.max_output_tokens}
     if request.system:
         params["instructions"] = request.system
@@ -144,27 +179,29 @@ def request_params(request: ChatRequest, *, images: bool,
     return params
 
 
-def input_items(messages: Sequence[Message], *, images: bool,
-                store: bool = False) -> list[dict[str, Any]]:
+def input_items(messages: Sequence[Message], *, images: bool, store: bool = False,
+                dropped: Set[str] = frozenset()) -> list[dict[str, Any]]:
     """The conversation as input items. Each message's own provider blocks go first (a
     reply's reasoning before its text and calls; the compaction's items before the first
     message), then the message: a user message, an assistant message and its function
     calls, a function call's output."""
     items: list[dict[str, Any]] = []
     for message in all_sendable(messages, images):
-        items += kept_items(message.extra, store)
+        items += kept_items(message.extra, store, dropped)
         items += message_items(message)
     return items
 
 
-def kept_items(blocks: Sequence[ProviderBlock], store: bool) -> list[dict[str, Any]]:
+def kept_items(blocks: Sequence[ProviderBlock], store: bool,
+               dropped: Set[str] = frozenset()) -> list[dict[str, Any]]:
     """This API's blocks, as they came (a compacted window: its items in order). Another
-    provider's are not sent (a session that changed provider). Without ``store`` a reasoning
+    provider's are not sent (a session that changed provider), nor those the server refused
+    (``dropped``). Without ``store`` a reasoning
     item without its encrypted content is left out: the server would look for it by id and
     refuse the request ("Items are not persisted when `store` is set to false")."""
     out: list[dict[str, Any]] = []
     for block in blocks:
-        if block.provider != OPENAI_RESPONSES:
+        if block.provider != OPENAI_RESPONSES or block.data in dropped:
             continue
         value = json.loads(block.data)
         for item in value if block.type == WINDOW else [value]:
