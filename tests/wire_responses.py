@@ -200,7 +200,8 @@ def last_user_text(body: dict[str, Any]) -> str:
 
 def _usage(a: Answer | Compaction) -> dict[str, Any]:
     return {"input_tokens": a.input_tokens,
-            "input_tokens_details": {"cached_tokens": a.cached, "cache_write_tokens": 0},
+            "input_tokens_details": {"cached_tokens": a.cached,
+                                     "cache_write_tokens": a.input_tokens - a.cached},
             "output_tokens": a.output_tokens,
             "output_tokens_details": {"reasoning_tokens": 3},
             "total_tokens": a.input_tokens + a.output_tokens}

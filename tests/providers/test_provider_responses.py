@@ -68,6 +68,7 @@ def test_text_streams_with_usage_and_the_request_keeps_nothing_server_side(
     assert "".join(e.text for e in out if isinstance(e, TextDelta)) == "Hello there, friend."
     [usage] = [e.usage for e in out if isinstance(e, UsageEvent)]
     assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens) == (50, 7, 32)
+    assert usage.cache_write_tokens == 0  # the rest is billed as input (no write premium)
     assert out[-1] == Done("end")
     [body] = responses_server.bodies()
     assert body["store"] is False and body["stream"] is True

@@ -330,9 +330,10 @@ def failure(code: str, message: str, kind: str) -> ProviderError:
 
 
 def usage_from(usage: Any) -> Usage:
-    """``input_tokens`` is the whole prompt; the cached part is in its details."""
+    """``input_tokens`` is the whole prompt; the cached part is in its details. Its
+    ``cache_write_tokens`` are left in the input: OpenAI bills them as input, and the price
+    table's OpenAI rows hold no write price (a write counted apart would cost nothing)."""
     details = getattr(usage, "input_tokens_details", None)
     cached = getattr(details, "cached_tokens", None) if details is not None else None
-    written = getattr(details, "cache_write_tokens", None) if details is not None else None
     return Usage(input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0,
-                 cache_read_tokens=cached or 0, cache_write_tokens=written or 0)
+                 cache_read_tokens=cached or 0)
