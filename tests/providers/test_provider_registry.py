@@ -90,8 +90,10 @@ RESPONSES_WHY = "; {} is a reasoning model: the Responses API keeps its reasonin
     (AgentConfig(model="gpt-5", base_url=OLLAMA), {}, ("openai", f"base URL {OLLAMA}")),
     (AgentConfig(model="gpt-5"), {"OPENAI_API_KEY": "o", "OPENAI_BASE_URL": OLLAMA},
      ("openai", "OPENAI_API_KEY is set")),
-    (AgentConfig(model="o3", provider="openai"), {"OPENAI_API_KEY": "o"},
-     ("openai", "configured")),  # chosen by name: kept
+    (AgentConfig(model="o3", provider="openai"), {"OPENAI_API_KEY": "o"},  # chosen: kept
+     ("openai", "configured; o3 is a reasoning model: provider openai-responses would keep "
+                "its reasoning between turns")),
+    (AgentConfig(model="o3", provider="openai", base_url=OLLAMA), {}, ("openai", "configured")),
 ])
 def test_reasoning_models_at_openai_get_the_responses_api(
         agent: AgentConfig, env: dict[str, str], expected: tuple[str, str]) -> None:

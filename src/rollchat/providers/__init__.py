@@ -113,7 +113,7 @@ def resolve_provider_name(agent: AgentConfig, env: Mapping[str, str]) -> tuple[s
     if agent.provider != AUTO:
         if agent.provider not in REGISTRY:
             raise ConfigError(_unknown(agent.provider))
-        return agent.provider, "configured"
+        return agent.provider, _configured(agent, env)
     custom = _custom_key_var(agent, env)
     anthropic_var, openai_var = KEY_ENV[ANTHROPIC], KEY_ENV[OPENAI]
     if agent.base_url:
@@ -129,6 +129,17 @@ def resolve_provider_name(agent: AgentConfig, env: Mapping[str, str]) -> tuple[s
     if env.get(openai_var):
         return _responses_for(agent, env, f"{openai_var} is set")
     return OFFLINE, "no API key configured"
+
+
+def _configured(agent: AgentConfig, env: Mapping[str, str]) -> str:
+    """"configured", with a hint where openai was chosen by name for a reasoning model at
+    OpenAI itself (kept: a configured provider is the user's choice)."""
+    model = agent.model or DEFAULT_MODELS[OPENAI]
+    if agent.provider != OPENAI or not is_official(server_url(OPENAI, agent, env)) or \
+            not is_reasoning_model(model):
+        return "configured"
+    return (f"configured; {model} is a reasoning model: provider {OPENAI_RESPONSES} would "
+            "keep its reasoning between turns")
 
 
 def _responses_for(agent: AgentConfig, env: Mapping[str, str], reason: str) -> tuple[str, str]:
