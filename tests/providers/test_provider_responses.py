@@ -12,7 +12,6 @@ import pytest
 from rollchat.domain import Image, Message, ProviderBlock, ToolCall
 from rollchat.providers.base import (
     AuthError,
-    BlockEvent,
     ChatRequest,
     ContextTooLongError,
     Done,
@@ -107,12 +106,12 @@ def test_parallel_calls_come_whole_in_output_order(responses_server: ResponsesSe
 def test_reasoning_item_is_kept_as_it_came(responses_server: ResponsesServer) -> None:
     responses_server.push(said("Four.", reasoning=True))
     out = events(responses_server)
-    [block] = [e.block for e in out if isinstance(e, BlockEvent)]
+    [block] = [e for e in out if isinstance(e, ProviderBlock)]
     assert (block.provider, block.type) == (OPENAI_RESPONSES, "reasoning")
     # every field the server set, each value as it came (the keys in the SDK's order)
     assert json.loads(block.data) == {"id": "rs_0002", "type": "reasoning", "summary": [],
                                       "encrypted_content": "enc-rs_0002-" + "x" * 40}
-    assert out.index(BlockEvent(block)) < next(i for i, e in enumerate(out)
+    assert out.index(block) < next(i for i, e in enumerate(out)
                                                if isinstance(e, TextDelta))
 
 
@@ -121,7 +120,7 @@ def test_a_reasoning_summary_streams_as_thinking(responses_server: ResponsesServ
     out = events(responses_server)
     assert "".join(e.text for e in out if isinstance(e, ThinkingDelta)) == "Adding two and two."
     assert "".join(e.text for e in out if isinstance(e, TextDelta)) == "Four."
-    [block] = [e.block for e in out if isinstance(e, BlockEvent)]  # and is sent back as it came
+    [block] = [e for e in out if isinstance(e, ProviderBlock)]  # and is sent back as it came
     assert json.loads(block.data)["summary"] == [{"type": "summary_text",
                                                   "text": "Adding two and two."}]
 
@@ -129,7 +128,7 @@ def test_a_reasoning_summary_streams_as_thinking(responses_server: ResponsesServ
 def test_reasoning_and_calls_are_sent_back_in_order(responses_server: ResponsesServer) -> None:
     responses_server.push(calling(("call_a", "weather", {"city": "Rome"}), reasoning=True))
     first = events(responses_server, request(tools=(WEATHER,)))
-    [block] = [e.block for e in first if isinstance(e, BlockEvent)]
+    [block] = [e for e in first if isinstance(e, ProviderBlock)]
     history = (Message("user", "hi"),
                Message("assistant", "", tool_calls=(ToolCall("call_a", "weather",
                                                              {"city": "Rome"}),),

@@ -28,13 +28,12 @@ from rollchat.domain import (
 )
 from rollchat.engine.context import WorkingContext
 from rollchat.engine.hygiene import as_sent, repair
-from rollchat.engine.rounds import run_round
+from rollchat.engine.rounds import run_round, trailing
 from rollchat.engine.thinking import Split, took
 from rollchat.events import Event, Notice, Retrying
 from rollchat.interrupts import Terminated
 from rollchat.memory.layers import with_block
 from rollchat.providers.base import (
-    BlockEvent,
     ChatRequest,
     Done,
     Provider,
@@ -72,7 +71,6 @@ class CallResult:
     blocks: tuple[Block, ...]  # what happened, in order (see domain.Turn)
     elapsed: float
     last: str = ""  # the text of the last round (after the last tool calls)
-    extra: tuple[ProviderBlock, ...] = ()  # the last round's provider blocks (reasoning)
 
 
 @dataclass(frozen=True)
@@ -237,7 +235,7 @@ class Engine:
             if note:  # the model must not take a partial answer for a whole one
                 content = f"{content}\n\n{note}" if content else note
             if content:
-                context.append(Message("assistant", content, extra=result.extra))
+                context.append(Message("assistant", content, extra=trailing(result.blocks)))
         turn = replace(self._turn("query", started, text, result), context_block=block,
                        attached=images)
         return Answer(turn, result.error)
@@ -341,14 +339,13 @@ class Engine:
         if last:
             blocks.append(Text(last))
         return CallResult("".join(text), usage, status, error, note, tuple(blocks),
-                          time.monotonic() - t0, last, tuple(extra))
+                          time.monotonic() - t0, last)
 
     def _stream_once(self, messages: Sequence[Message], purpose: Purpose, text: list[str],
                      thought: list[str], extra: list[ProviderBlock],
                      ) -> Generator[Event, None, tuple[list[ToolCall], Usage, str | None]]:
-        """One model call: its tool calls, usage and stop reason (None: the stream ended
-        without one). Text, thinking and provider blocks go into ``text``, ``thought`` and
-        ``extra`` as they arrive (an interruption keeps them); retries are announced."""
+        """One model call: its calls, usage and stop reason (None: none came). Text, thinking,
+        provider blocks go into ``text``, ``thought``, ``extra`` as they come (kept on Ctrl-C)."""
         request = self.request(messages, purpose)
         calls: list[ToolCall] = []
         usage = Usage()
@@ -370,8 +367,8 @@ class Engine:
                     call = event.call
                     calls.append(ToolCall(clean(call.id), clean(call.name),
                                           clean_value(call.arguments)))
-                elif isinstance(event, BlockEvent):
-                    extra.append(event.block)
+                elif isinstance(event, ProviderBlock):
+                    extra.append(event)
                 elif isinstance(event, UsageEvent):
                     usage = usage + event.usage
                     if purpose == "chat":

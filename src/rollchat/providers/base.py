@@ -74,21 +74,15 @@ class UsageEvent:
 
 
 @dataclass(frozen=True)
-class BlockEvent:
-    """A provider's own block of the answer, complete (an OpenAI reasoning item): kept with
-    the reply in the order it came (``Message.extra``) and sent back byte for byte."""
-
-    block: ProviderBlock
-
-
-@dataclass(frozen=True)
 class Done:
     """The stream ended normally. ``stop_reason``: "end", "tool_use", "max_tokens" or raw."""
 
     stop_reason: str = "end"
 
 
-StreamEvent = TextDelta | ThinkingDelta | ToolCallEvent | UsageEvent | BlockEvent | Done
+# A ProviderBlock is an event as it is: a provider's own block of the answer, complete (an
+# OpenAI reasoning item), kept with its reply (``Message.extra``) and sent back byte for byte.
+StreamEvent = TextDelta | ThinkingDelta | ToolCallEvent | UsageEvent | ProviderBlock | Done
 
 
 class Provider(Protocol):

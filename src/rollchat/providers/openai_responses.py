@@ -14,7 +14,6 @@ from typing import Any, ClassVar
 from rollchat.domain import Image, Message, ProviderBlock, Usage
 from rollchat.providers.base import (
     BadRequestError,
-    BlockEvent,
     ChatRequest,
     ContextTooLongError,
     ProviderError,
@@ -295,7 +294,7 @@ class _EventsParser(StreamParser):
             if done and item.arguments:  # the whole arguments: they replace the deltas
                 call.fragments = [item.arguments]
         elif done and kind in KEPT_ITEMS:
-            yield BlockEvent(ProviderBlock(OPENAI_RESPONSES, kind, item_json(item)))
+            yield ProviderBlock(OPENAI_RESPONSES, kind, item_json(item))
 
     def _finish(self, response: Any) -> None:
         if response.usage is not None:
