@@ -192,8 +192,8 @@ def test_the_offline_word_delay_streams_only_where_someone_watches(tmp_path: Pat
 
 def test_bad_environment_and_flag_values_name_their_source(tmp_path: Path) -> None:
     message = error(tmp_path, env={"ROLLCHAT_PROVIDER": "bogus"})
-    assert message == ("$ROLLCHAT_PROVIDER: must be one of auto, anthropic, openai, offline "
-                       "(got 'bogus')")
+    assert message == ("$ROLLCHAT_PROVIDER: must be one of auto, anthropic, openai, "
+                       "openai-responses, offline (got 'bogus')")
     assert error(tmp_path, env={"ROLLCHAT_BASE_URL": "localhost:8080"}).startswith(
         "$ROLLCHAT_BASE_URL: must be an http:// or https:// URL")
     assert error(tmp_path, overrides=ConfigOverrides(provider="gemini")).startswith(
@@ -269,7 +269,9 @@ def test_models_section(tmp_path: Path) -> None:
     assert config.context_window_override("llama3:8b") == 8192
     assert config.context_window_override("other") is None
     assert error(tmp_path, "models:\n  m: {}\n") == (
-        "rollchat.yml:2: models.m: set context_window, price or images")
+        "rollchat.yml:2: models.m: set context_window, price, images or store")
+    config = load(tmp_path, "models:\n  gpt-5:\n    store: true\n")
+    assert (config.store_for("gpt-5"), config.store_for("o3")) == (True, False)
 
 
 # --- validation messages ------------------------------------------------------------------

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import rollchat.providers as providers
-from rollchat.config.settings import AgentConfig, Config, RetryConfig, UIConfig
+from rollchat.config.settings import AgentConfig, Config, ModelConfig, RetryConfig, UIConfig
 from rollchat.errors import ConfigError
 from rollchat.providers import (
     DEFAULT_MODELS,
@@ -66,10 +66,52 @@ def test_unknown_provider_is_a_config_error() -> None:
         build_provider("gemini", AgentConfig(), Config(), {})
 
 
-def test_registry_is_a_dict_of_the_three() -> None:
-    assert set(REGISTRY) == {"anthropic", "openai", "offline"}
+def test_registry_is_a_dict_of_the_four() -> None:
+    assert set(REGISTRY) == {"anthropic", "openai", "openai-responses", "offline"}
     assert DEFAULT_MODELS == {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4o-mini",
-                              "offline": "offline"}
+                              "openai-responses": "gpt-5-mini", "offline": "offline"}
+
+
+RESPONSES_WHY = "; {} is a reasoning model: the Responses API keeps its reasoning between turns"
+
+
+@pytest.mark.parametrize(("agent", "env", "expected"), [
+    (AgentConfig(model="gpt-5"), {"OPENAI_API_KEY": "o"},
+     ("openai-responses", "OPENAI_API_KEY is set" + RESPONSES_WHY.format("gpt-5"))),
+    (AgentConfig(model="o4-mini"), {"OPENAI_API_KEY": "o"},
+     ("openai-responses", "OPENAI_API_KEY is set" + RESPONSES_WHY.format("o4-mini"))),
+    (AgentConfig(model="gpt-5.2-codex", base_url="https://api.openai.com/v1"), {},
+     ("openai-responses", "base URL https://api.openai.com/v1" +
+      RESPONSES_WHY.format("gpt-5.2-codex"))),
+    # not a reasoning model, or not OpenAI's own server: Chat Completions
+    (AgentConfig(model="gpt-4.1"), {"OPENAI_API_KEY": "o"}, ("openai", "OPENAI_API_KEY is set")),
+    (AgentConfig(model="gpt-5-chat-latest"), {"OPENAI_API_KEY": "o"},
+     ("openai", "OPENAI_API_KEY is set")),
+    (AgentConfig(model="gpt-5", base_url=OLLAMA), {}, ("openai", f"base URL {OLLAMA}")),
+    (AgentConfig(model="gpt-5"), {"OPENAI_API_KEY": "o", "OPENAI_BASE_URL": OLLAMA},
+     ("openai", "OPENAI_API_KEY is set")),
+    (AgentConfig(model="o3", provider="openai"), {"OPENAI_API_KEY": "o"},  # chosen: kept
+     ("openai", "configured; o3 is a reasoning model: provider openai-responses would keep "
+                "its reasoning between turns")),
+    (AgentConfig(model="o3", provider="openai", base_url=OLLAMA), {}, ("openai", "configured")),
+])
+def test_reasoning_models_at_openai_get_the_responses_api(
+        agent: AgentConfig, env: dict[str, str], expected: tuple[str, str]) -> None:
+    assert resolve_provider_name(agent, env) == expected
+
+
+def test_responses_provider_is_built_like_openai() -> None:
+    from rollchat.providers.openai_responses import ResponsesProvider
+
+    p = build_provider("openai-responses", AgentConfig(base_url=OLLAMA), Config(), {})
+    assert isinstance(p, ResponsesProvider) and p.store is False
+    assert (p.model, p._base_url) == ("gpt-5-mini", OLLAMA)
+    with pytest.raises(ConfigError, match="set OPENAI_API_KEY"):
+        build_provider("openai-responses", AgentConfig(), Config(), {})
+    kept = Config(models={"gpt-5": ModelConfig(store=True)})
+    p = build_provider("openai-responses", AgentConfig(model="gpt-5"), kept,
+                       {"OPENAI_API_KEY": "o"})
+    assert isinstance(p, ResponsesProvider) and p.store is True
 
 
 def test_every_provider_answers_to_its_registry_name() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from rollchat.config.compaction import COMPACTION_FIELDS, HYGIENE_FIELD, CompactionSettings
 from rollchat.config.document import Doc, describe_node, unknown_key
 from rollchat.config.fields import (
     AUTO_COMPACT,
@@ -80,6 +81,7 @@ _AGENT_FIELDS: dict[str, Field] = {
     "deny": Field("list", "must be a list of tool names or globs"),
     "max_tool_rounds": POSITIVE,
     "skills_dir": Field("path", "must be a folder path, or null", nonempty, nullable=True),
+    "hygiene": HYGIENE_FIELD,
     "temperature": Field(
         "float", "must be a number from 0 to 2, or null", lambda v: 0 <= v <= 2, nullable=True
     ),
@@ -88,6 +90,7 @@ _MODEL_FIELDS = {
     "context_window": Field("int", "must be an integer >= 1024", lambda v: v >= 1024),
     "price": Field("map", "must be a mapping: input, output, cached, cache_write"),
     "images": BOOL,
+    "store": BOOL,
 }
 _DOLLARS = Field("float", "must be a number >= 0 (dollars per million tokens)",
                  lambda v: v >= 0)
@@ -232,7 +235,7 @@ def _models(doc: Doc, node: yaml.Node) -> dict[str, ModelConfig]:
         if "price" in entries:
             values["price"] = _price(doc, entries["price"][1], f"{dotted}.price")
         if not values:
-            raise doc.error(vnode, dotted, "set context_window, price or images")
+            raise doc.error(vnode, dotted, "set context_window, price, images or store")
         models[name] = ModelConfig(**values)
     return models
 
@@ -262,8 +265,12 @@ def _agents(doc: Doc, node: yaml.Node) -> dict[str, AgentConfig]:
 def _agent(doc: Doc, key: str, node: yaml.Node) -> AgentConfig:
     dotted = f"agents.{key}"
     entries = doc.items(node, dotted)  # (once: reading a mapping resolves its merges)
-    values, nodes = doc.fields(node, dotted, _AGENT_FIELDS, skip=_MCP_KEYS, entries=entries)
+    values, nodes = doc.fields(node, dotted, _AGENT_FIELDS, skip=(*_MCP_KEYS, "compaction"),
+                               entries=entries)
     confine(values, dotted, doc.base_dir, doc.untrusted, doc.ignored)
+    if "compaction" in entries:
+        values["compaction"] = CompactionSettings(**doc.fields(
+            entries["compaction"][1], f"{dotted}.compaction", COMPACTION_FIELDS)[0])
     explicit = frozenset(values)
     values["mcp_servers"] = _servers(doc, entries, f"{dotted}.")
     values.setdefault("name", re.sub(r"[-_]+", " ", key).title())

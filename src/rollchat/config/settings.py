@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from rollchat.config.compaction import ROLLCHAT, CompactionSettings, Engine
 from rollchat.providers.names import AUTO
 
 if TYPE_CHECKING:  # read from a file only (config.file imports them)
@@ -39,6 +40,9 @@ class AgentConfig:
     deny: tuple[str, ...] = ()  # tool names or globs that never run
     max_tool_rounds: int = 25  # model calls with tool results in one turn
     skills_dir: Path | None = None  # a folder of skills (skills/NAME/SKILL.md)
+    # who writes the summary at a compaction (config.compaction): rollchat or the provider
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    hygiene: Engine = ROLLCHAT  # who clears old tool uses: rollchat, or the provider's server
     # an agent file's tools (None: no agent file); not a config key, like set_in_config
     tool_names: tuple[str, ...] | None = field(default=None, metadata={"derived": True})
     # the keys the config file set: they win over the agent file's, as flags win over both
@@ -73,6 +77,9 @@ class ModelConfig:
     # whether the model is sent images (None: Anthropic and api.openai.com yes, an
     # OpenAI-compatible server no: many serve text-only models that refuse them)
     images: bool | None = None
+    # whether OpenAI keeps this model's responses (provider openai-responses; None: no, the
+    # default: nothing is kept server-side and the reasoning comes back encrypted instead)
+    store: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -223,6 +230,11 @@ class Config:
         """``models.<model>.images`` (None: unset, the provider decides)."""
         entry = self.models.get(model)
         return entry.images if entry else None
+
+    def store_for(self, model: str) -> bool:
+        """``models.<model>.store`` (False when unset: OpenAI keeps nothing)."""
+        entry = self.models.get(model)
+        return bool(entry and entry.store)
 
     def context_window_override(self, model: str) -> int | None:
         entry = self.models.get(model)

@@ -16,6 +16,7 @@ from rollchat.domain import (
     Block,
     Image,
     Message,
+    ProviderBlock,
     Text,
     ToolCall,
     ToolResult,
@@ -28,7 +29,7 @@ from rollchat.domain import (
 from rollchat.engine.context import WorkingContext
 from rollchat.engine.hygiene import as_sent, repair
 from rollchat.engine.model import ModelChoice
-from rollchat.engine.rounds import run_round
+from rollchat.engine.rounds import run_round, trailing
 from rollchat.engine.thinking import Split, took
 from rollchat.events import Event, Notice, Retrying
 from rollchat.interrupts import Terminated
@@ -235,7 +236,7 @@ class Engine(ModelChoice):
             if note:  # the model must not take a partial answer for a whole one
                 content = f"{content}\n\n{note}" if content else note
             if content:
-                context.append(Message("assistant", content))
+                context.append(Message("assistant", content, extra=trailing(result.blocks)))
         turn = replace(self._turn("query", started, text, result), context_block=block,
                        attached=images)
         return Answer(turn, result.error)
@@ -295,16 +296,16 @@ class Engine(ModelChoice):
         note: str | None = None
         error: ProviderError | None = None
         blocks = self.current
-        mark = 0
+        mark, extra = 0, list[ProviderBlock]()  # extra: the round's provider blocks
         try:
             rounds = self.settings.max_tool_rounds
             for round_number in range(rounds + 1):
                 if round_number and "".join(text).strip():
                     text.append(ROUND_SEPARATOR)  # the text before a tool call stays its own
                     yield TextDelta(ROUND_SEPARATOR)  # paragraph, on screen and on disk
-                mark = len(text)
+                mark, extra = len(text), []
                 calls, round_usage, stop = yield from self._stream_once(messages_now(), purpose,
-                                                                        text, thought)
+                                                                        text, thought, extra)
                 usage = usage + round_usage
                 if stop == "max_tokens" and not calls:  # the model was stopped mid-answer
                     status, note = "error", (f"output limit of {self.max_output_tokens:,} "
@@ -323,10 +324,10 @@ class Engine(ModelChoice):
                                             "run.")
                     break
                 said = "".join(text[mark:])
-                blocks += [*took(thought), *([Text(said)] if said else []),
+                blocks += [*extra, *took(thought), *([Text(said)] if said else []),
                            *(ToolUse(c) for c in calls)]
-                add(Message("assistant", said, tool_calls=tuple(calls)))
-                mark = len(text)
+                add(Message("assistant", said, tool_calls=tuple(calls), extra=tuple(extra)))
+                mark, extra = len(text), []
                 yield from run_round(calls, add, blocks.append, self._run_tool)
         except KeyboardInterrupt:
             status = "interrupted"
@@ -335,19 +336,17 @@ class Engine(ModelChoice):
             note = exc.one_line()
             status = "error" if "".join(text) or blocks else "unanswered"
         last = "".join(text[mark:])
-        blocks += took(thought)
+        blocks += [*extra, *took(thought)]
         if last:
             blocks.append(Text(last))
         return CallResult("".join(text), usage, status, error, note, tuple(blocks),
                           time.monotonic() - t0, last)
 
     def _stream_once(self, messages: Sequence[Message], purpose: Purpose, text: list[str],
-                     thought: list[str],
+                     thought: list[str], extra: list[ProviderBlock],
                      ) -> Generator[Event, None, tuple[list[ToolCall], Usage, str | None]]:
-        """One model call: its tool calls, usage and stop reason (None: the stream ended
-        without one). Text deltas go into ``text`` as they arrive, thinking into ``thought``,
-        so an interruption or an error mid-stream keeps what was received. Retries are
-        announced as they happen."""
+        """One model call: its calls, usage and stop reason (None: none came). Text, thinking,
+        provider blocks go into ``text``, ``thought``, ``extra`` as they come (kept on Ctrl-C)."""
         request = self.request(messages, purpose)
         calls: list[ToolCall] = []
         usage = Usage()
@@ -369,6 +368,8 @@ class Engine(ModelChoice):
                     call = event.call
                     calls.append(ToolCall(clean(call.id), clean(call.name),
                                           clean_value(call.arguments)))
+                elif isinstance(event, ProviderBlock):
+                    extra.append(event)
                 elif isinstance(event, UsageEvent):
                     usage = usage + event.usage
                     if purpose == "chat":

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from rollchat.domain import (
     Block,
     Message,
+    ProviderBlock,
     Text,
     ToolCall,
     ToolResult,
@@ -28,9 +29,11 @@ class _Round:
     text: str = ""
     calls: list[ToolCall] = field(default_factory=list)
     results: dict[str, ToolResult] = field(default_factory=dict)
+    extra: list[ProviderBlock] = field(default_factory=list)  # sent back with the reply
 
     def messages(self) -> list[Message]:
-        out = [Message("assistant", self.text, tool_calls=tuple(self.calls))]
+        out = [Message("assistant", self.text, tool_calls=tuple(self.calls),
+                       extra=tuple(self.extra))]
         for call in self.calls:
             r = self.results.get(call.id)
             if r is None:  # a call the turn ended without (see WorkingContext.close_calls)
@@ -44,17 +47,20 @@ class _Round:
         return out
 
 
-def answer_messages(blocks: tuple[Block, ...]) -> tuple[list[Message], str]:
+def answer_messages(blocks: tuple[Block, ...],
+                    ) -> tuple[list[Message], str, tuple[ProviderBlock, ...]]:
     """The replies with tool calls of an answer's ``blocks`` (with their results), and the
-    text after the last results (the answer proper). A round ends where a text or a call
-    comes after a result."""
+    text after the last results (the answer proper) with the provider blocks that came before
+    it. A round ends where a text, a call or a provider block comes after a result."""
     out: list[Message] = []
     now = _Round()
     for b in blocks:
-        if isinstance(b, (Text, ToolUse)) and now.results:
+        if isinstance(b, (Text, ToolUse, ProviderBlock)) and now.results:
             out += now.messages()
             now = _Round()
-        if isinstance(b, Text):
+        if isinstance(b, ProviderBlock):
+            now.extra.append(b)
+        elif isinstance(b, Text):
             now.text = b.text
         elif isinstance(b, ToolUse):
             now.calls.append(b.call)
@@ -63,7 +69,7 @@ def answer_messages(blocks: tuple[Block, ...]) -> tuple[list[Message], str]:
     if now.calls:
         out += now.messages()
         now = _Round()
-    return out, now.text
+    return out, now.text, tuple(now.extra)
 
 
 def turn_messages(turn: Turn) -> list[Message]:
@@ -73,9 +79,9 @@ def turn_messages(turn: Turn) -> list[Message]:
     if turn.status == "unanswered":
         return []
     user = Message("user", with_block(turn.context_block, turn.user), images=turn.attached)
-    replies, answer = answer_messages(turn.blocks)
+    replies, answer, extra = answer_messages(turn.blocks)
     note = {"interrupted": INTERRUPTED_NOTE,
             "error": f"[answer cut off: {turn.error}]"}.get(turn.status)
     if note:  # as the engine marks a partial answer
         answer = f"{answer}\n\n{note}" if answer else note
-    return [user, *replies, *([Message("assistant", answer)] if answer else [])]
+    return [user, *replies, *([Message("assistant", answer, extra=extra)] if answer else [])]

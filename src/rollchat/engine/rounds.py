@@ -5,11 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 
-from rollchat.domain import Block, Message, ToolCall, ToolResult
+from rollchat.domain import Block, Message, ProviderBlock, ToolCall, ToolResult, ToolUse
 from rollchat.events import Event, ToolFinished, ToolStarted
 from rollchat.tools.runner import CallInterrupted, CallOutcome
 
 NOT_RUN = "[not run: the turn was interrupted before this call]"
+
+
+def trailing(blocks: Sequence[Block]) -> tuple[ProviderBlock, ...]:
+    """The provider blocks of the last round (after the last call or result): sent back with
+    the answer's own message, as engine/replay.py rebuilds it."""
+    after = next((i for i in range(len(blocks), 0, -1)
+                  if isinstance(blocks[i - 1], (ToolUse, ToolResult))), 0)
+    return tuple(b for b in blocks[after:] if isinstance(b, ProviderBlock))
 Run = Callable[[ToolCall], tuple[ToolResult, str, CallOutcome]]
 
 

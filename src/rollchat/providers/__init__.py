@@ -19,9 +19,13 @@ from rollchat.providers.names import (
     KEY_ENV,
     OFFLINE,
     OPENAI,
+    OPENAI_FAMILY,
+    OPENAI_RESPONSES,
     PROVIDER_CHOICES,
     PROVIDER_NAMES,
     SDK_MODULES,
+    is_official,
+    is_reasoning_model,
 )
 from rollchat.text.wording import redact_url
 
@@ -40,6 +44,7 @@ class ProviderSettings:
     timeout: float
     word_delay: float
     images: bool | None = None  # models.<model>.images (None: the provider decides)
+    store: bool = False  # models.<model>.store (openai-responses: OpenAI keeps the responses)
 
 
 ProviderFactory = Callable[[ProviderSettings], "Provider"]
@@ -61,6 +66,13 @@ def _remote(path: str) -> ProviderFactory:
     return build
 
 
+def _responses(s: ProviderSettings) -> Provider:
+    provider: Provider = _load("rollchat.providers.openai_responses:ResponsesProvider")(
+        s.model, api_key=s.api_key, base_url=s.base_url, timeout=s.timeout, images=s.images,
+        store=s.store)
+    return provider
+
+
 def _offline(s: ProviderSettings) -> Provider:
     provider: Provider = _load("rollchat.providers.offline:OfflineProvider")(
         word_delay=s.word_delay)
@@ -70,13 +82,14 @@ def _offline(s: ProviderSettings) -> Provider:
 REGISTRY: dict[str, ProviderFactory] = {
     ANTHROPIC: _remote("rollchat.providers.anthropic:AnthropicProvider"),
     OPENAI: _remote("rollchat.providers.openai:OpenAIProvider"),
+    OPENAI_RESPONSES: _responses,
     OFFLINE: _offline,
 }
 assert tuple(REGISTRY) == PROVIDER_NAMES, "a provider named in providers.names has no factory"
 
 # The names are re-exported: the command line and the terminal layer import them from here.
 __all__ = ["ANTHROPIC", "AUTO", "BASE_URL_ENV", "DEFAULT_MODELS", "KEY_ENV", "OFFLINE", "OPENAI",
-           "PROVIDER_CHOICES", "PROVIDER_NAMES", "SDK_MODULES"]
+           "OPENAI_RESPONSES", "PROVIDER_CHOICES", "PROVIDER_NAMES", "SDK_MODULES"]
 
 
 # ---------------------------------------------------------------- selection
@@ -94,12 +107,13 @@ def resolve_provider_name(agent: AgentConfig, env: Mapping[str, str]) -> tuple[s
     vLLM, llama.cpp, LM Studio; ANTHROPIC_API_KEY is then not sent to it, and the reason says
     so, with the way to choose anthropic), else anthropic when ANTHROPIC_API_KEY (or the
     agent's ``api_key_env`` variable) is set, else openai when OPENAI_API_KEY is set, else
-    offline.
+    offline. Where openai would talk to OpenAI itself about one of its reasoning models, it is
+    openai-responses instead (``_responses_for``).
     """
     if agent.provider != AUTO:
         if agent.provider not in REGISTRY:
             raise ConfigError(_unknown(agent.provider))
-        return agent.provider, "configured"
+        return agent.provider, _configured(agent, env)
     custom = _custom_key_var(agent, env)
     anthropic_var, openai_var = KEY_ENV[ANTHROPIC], KEY_ENV[OPENAI]
     if agent.base_url:
@@ -107,14 +121,36 @@ def resolve_provider_name(agent: AgentConfig, env: Mapping[str, str]) -> tuple[s
         if env.get(anthropic_var):
             reason += (f"; {anthropic_var} is not sent to it: use --provider {ANTHROPIC} for "
                        "an Anthropic server")
-        return OPENAI, reason
+        return _responses_for(agent, env, reason)
     if env.get(anthropic_var):
         return ANTHROPIC, f"{anthropic_var} is set"
     if custom:
         return ANTHROPIC, f"{custom} is set"
     if env.get(openai_var):
-        return OPENAI, f"{openai_var} is set"
+        return _responses_for(agent, env, f"{openai_var} is set")
     return OFFLINE, "no API key configured"
+
+
+def _configured(agent: AgentConfig, env: Mapping[str, str]) -> str:
+    """"configured", with a hint where openai was chosen by name for a reasoning model at
+    OpenAI itself (kept: a configured provider is the user's choice)."""
+    model = agent.model or DEFAULT_MODELS[OPENAI]
+    if agent.provider != OPENAI or not is_official(server_url(OPENAI, agent, env)) or \
+            not is_reasoning_model(model):
+        return "configured"
+    return (f"configured; {model} is a reasoning model: provider {OPENAI_RESPONSES} would "
+            "keep its reasoning between turns")
+
+
+def _responses_for(agent: AgentConfig, env: Mapping[str, str], reason: str) -> tuple[str, str]:
+    """openai, or openai-responses for one of OpenAI's reasoning models at OpenAI itself: only
+    the Responses API carries their reasoning from one call to the next. Other servers keep
+    Chat Completions (Ollama, vLLM, llama.cpp and LM Studio speak it; few speak Responses)."""
+    model = agent.model or DEFAULT_MODELS[OPENAI]
+    if not is_official(server_url(OPENAI, agent, env)) or not is_reasoning_model(model):
+        return OPENAI, reason
+    return OPENAI_RESPONSES, (f"{reason}; {model} is a reasoning model: the Responses API "
+                              "keeps its reasoning between turns")
 
 
 def server_url(name: str, agent: AgentConfig, env: Mapping[str, str]) -> str | None:
@@ -147,8 +183,9 @@ def check_provider(name: str, agent: AgentConfig,
     if factory is None:
         raise ConfigError(_unknown(name))
     key = api_key_for(name, agent, env)
-    if name in KEY_ENV and not key and not (name == OPENAI and server_url(name, agent, env)):
-        hint = " (or a base_url for an OpenAI-compatible server)" if name == OPENAI else ""
+    if name in KEY_ENV and not key and not (name in OPENAI_FAMILY and
+                                            server_url(name, agent, env)):
+        hint = " (or a base_url for an OpenAI-compatible server)" if name in OPENAI_FAMILY else ""
         raise ConfigError(f"provider {name} needs an API key: set {KEY_ENV[name]}{hint}, "
                           "or name another variable with api_key_env")
     return factory
@@ -166,7 +203,7 @@ def build_provider(name: str, agent: AgentConfig, config: Config,
         model=model, api_key=key,
         base_url=server_url(name, agent, env),  # given to the SDK: the banner shows the same
         timeout=config.retry.request_timeout, word_delay=config.ui.offline_word_delay or 0.0,
-        images=config.images_for(model))
+        images=config.images_for(model), store=config.store_for(model))
     return factory(settings)
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from rollchat.domain import Message, ToolCall, Usage
+from rollchat.domain import Message, ProviderBlock, ToolCall, Usage
 from rollchat.errors import RollchatError
 from rollchat.text.normalize import clean
 
@@ -80,7 +80,9 @@ class Done:
     stop_reason: str = "end"
 
 
-StreamEvent = TextDelta | ThinkingDelta | ToolCallEvent | UsageEvent | Done
+# A ProviderBlock is an event as it is: a provider's own block of the answer, complete (an
+# OpenAI reasoning item), kept with its reply (``Message.extra``) and sent back byte for byte.
+StreamEvent = TextDelta | ThinkingDelta | ToolCallEvent | UsageEvent | ProviderBlock | Done
 
 
 class Provider(Protocol):

@@ -4,18 +4,40 @@ variables and SDK modules: plain data that config reads without loading the regi
 from __future__ import annotations
 
 ANTHROPIC = "anthropic"
-OPENAI = "openai"
+OPENAI = "openai"  # Chat Completions: OpenAI and every OpenAI-compatible server
+OPENAI_RESPONSES = "openai-responses"  # OpenAI's Responses API (reasoning carried between turns)
 OFFLINE = "offline"
 AUTO = "auto"  # picks one by the keys set (providers.resolve_provider_name)
 
-PROVIDER_NAMES = (ANTHROPIC, OPENAI, OFFLINE)  # the registry builds each of these
+PROVIDER_NAMES = (ANTHROPIC, OPENAI, OPENAI_RESPONSES, OFFLINE)  # the registry builds each of these
 PROVIDER_CHOICES = (AUTO, *PROVIDER_NAMES)  # what --provider and the config file accept
 
 # The offline model is named after its provider (its context window is keyed by it).
-DEFAULT_MODELS = {ANTHROPIC: "claude-sonnet-4-5", OPENAI: "gpt-4o-mini", OFFLINE: OFFLINE}
+DEFAULT_MODELS = {ANTHROPIC: "claude-sonnet-4-5", OPENAI: "gpt-4o-mini",
+                  OPENAI_RESPONSES: "gpt-5-mini", OFFLINE: OFFLINE}
 
 # The environment variable holding each remote provider's key, the one its SDK reads a server
 # URL from when no base_url is given, and the SDK it imports.
-KEY_ENV = {ANTHROPIC: "ANTHROPIC_API_KEY", OPENAI: "OPENAI_API_KEY"}
-BASE_URL_ENV = {ANTHROPIC: "ANTHROPIC_BASE_URL", OPENAI: "OPENAI_BASE_URL"}
-SDK_MODULES = {ANTHROPIC: "anthropic", OPENAI: "openai"}
+KEY_ENV = {ANTHROPIC: "ANTHROPIC_API_KEY", OPENAI: "OPENAI_API_KEY",
+           OPENAI_RESPONSES: "OPENAI_API_KEY"}
+BASE_URL_ENV = {ANTHROPIC: "ANTHROPIC_BASE_URL", OPENAI: "OPENAI_BASE_URL",
+                OPENAI_RESPONSES: "OPENAI_BASE_URL"}
+SDK_MODULES = {ANTHROPIC: "anthropic", OPENAI: "openai", OPENAI_RESPONSES: "openai"}
+OPENAI_FAMILY = (OPENAI, OPENAI_RESPONSES)  # one key, one SDK; a base_url may replace the key
+
+# OpenAI's reasoning models: the o-series and GPT-5 and later, except the "chat" variants
+# (gpt-5-chat-latest and the like answer without reasoning). Through Chat Completions their
+# reasoning is dropped after every call, so each tool round and each turn reasons again from
+# nothing; the Responses API hands it back (encrypted) and OpenAI recommends it for them.
+REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5", "gpt-6", "codex")
+
+
+def is_reasoning_model(model: str) -> bool:
+    """Whether ``model`` names one of OpenAI's reasoning models (see REASONING_PREFIXES)."""
+    name = model.lower().rpartition("/")[2]  # "openai/gpt-5" as some gateways spell it
+    return name.startswith(REASONING_PREFIXES) and "chat" not in name
+
+
+def is_official(base_url: str | None) -> bool:
+    """Whether requests go to OpenAI itself (no base URL, or one at api.openai.com)."""
+    return base_url is None or "api.openai.com" in base_url

@@ -1,0 +1,338 @@
+"""OpenAI's Responses API (``provider: openai-responses``): the request as input items, the
+parser of its streamed events (reasoning items kept as provider blocks), and its compaction
+(``responses.compact`` and the readable summary beside it). Streaming and error mapping are in
+providers/sdk.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence, Set
+from dataclasses import replace
+from typing import Any, ClassVar
+
+from rollchat.domain import Image, Message, ProviderBlock, Usage
+from rollchat.providers.base import (
+    BadRequestError,
+    ChatRequest,
+    ContextTooLongError,
+    ProviderError,
+    RateLimitError,
+    ServerError,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallEvent,
+    ToolSpec,
+    UsageEvent,
+)
+from rollchat.providers.compacting import Compacted, CompactionFailed
+from rollchat.providers.content import all_sendable, b64
+from rollchat.providers.context_errors import is_context_error, stated_limit
+from rollchat.providers.names import (
+    OPENAI_RESPONSES,
+    SDK_MODULES,
+    is_official,
+    is_reasoning_model,
+)
+from rollchat.providers.sdk import (
+    PartialCall,
+    SDKProvider,
+    SDKStream,
+    StreamParser,
+    map_sdk_error,
+    scrub,
+)
+
+_NO_KEY = "not-needed"  # a local Responses server ignores the key, the SDK wants one
+# The output items kept and sent back as they came: reasoning (its encrypted content is the
+# model's chain of thought, which only this API carries from one call to the next) and the
+# compaction item of server-side compaction. Messages and calls are rebuilt from the turn.
+KEPT_ITEMS = ("reasoning", "compaction")
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
+INVALID_ENCRYPTED = "invalid_encrypted_content"  # the code of an encrypted item refused
+# The block of a ``responses.compact`` window: its output items, a JSON list, each as it came.
+WINDOW = "compacted"
+
+
+class KeptItemsRefused(ProviderError):
+    """The server refused an encrypted item sent back; the provider dropped them all, so the
+    request sent again (retryable, at once) goes without them."""
+
+    retryable = True
+    label = "the server refused the kept reasoning"
+
+
+class ResponsesProvider(SDKProvider):
+    """The Responses API, streamed. ``store``: whether OpenAI keeps the responses (False by
+    default: nothing is kept server-side; each request carries the whole conversation, the
+    reasoning items in their encrypted form)."""
+
+    name = OPENAI_RESPONSES
+    sdk = SDK_MODULES[OPENAI_RESPONSES]
+
+    def __init__(self, model: str, *, api_key: str | None, base_url: str | None,
+                 timeout: float, images: bool | None = None, store: bool = False) -> None:
+        super().__init__(model, api_key=api_key, base_url=base_url, timeout=timeout,
+                         images=images)
+        self.store = store
+        self.dropped: set[str] = set()  # kept blocks the server refused: never sent again
+
+    def _make_client(self, sdk: Any) -> Any:
+        return sdk.OpenAI(api_key=self._api_key or _NO_KEY, base_url=self._base_url,
+                          default_query=self._query, timeout=self._timeout, max_retries=0)
+
+    def _images(self) -> bool:
+        return is_official(self._base_url) if self.images is None else self.images
+
+    def _params(self, request: ChatRequest) -> dict[str, Any]:
+        return request_params(request, images=self._images(), store=self.store,
+                              dropped=self.dropped)
+
+    def _open(self, client: Any, request: ChatRequest) -> SDKStream:
+        try:
+            stream: SDKStream = client.responses.create(**self._params(request))
+        except Exception as exc:
+            raise self._refused(exc, request) from None
+        return stream
+
+    def _refused(self, exc: Exception, request: ChatRequest) -> Exception:
+        """The server could not verify an encrypted item sent back ("The encrypted content
+        ... could not be verified", code invalid_encrypted_content: after a change of key,
+        organization or model; openai/codex#8119 and #8138 report chats stuck on it): every
+        kept block of the request is dropped for good, and the request may be sent again at
+        once without them (the conversation's text, the readable summary, stays)."""
+        body = getattr(exc, "body", None)
+        error = body.get("error", body) if isinstance(body, Mapping) else None
+        code = error.get("code") if isinstance(error, Mapping) else None
+        kept = [b.data for m in request.messages for b in m.extra
+                if b.provider == OPENAI_RESPONSES and b.data not in self.dropped]
+        if code != INVALID_ENCRYPTED or not kept:
+            return exc
+        self.dropped.update(kept)
+        return KeptItemsRefused(f"{map_sdk_error(exc, self._api_key)}; the reasoning and "
+                                "compaction items kept are dropped and the request sent "
+                                "without them", retry_after=0.0)
+
+    def _parser(self) -> StreamParser:
+        return _EventsParser()
+
+    def compact(self, request: ChatRequest, instructions: str) -> Compacted:
+        """Compaction with ``compaction.engine: provider``: ``responses.compact`` over the
+        conversation ``request`` would send gives the window that stands for it from now on
+        (the user's messages and one encrypted compaction item: kept as one block, sent first
+        on the child's requests); it has nothing a person can read, so the readable summary
+        is asked of the model as rollchat's prefixed summary request is (``request`` and then
+        ``instructions`` as the last user message: a cache read of the chat's prefix)."""
+        window, compacting = self._window(request)
+        summary, writing = self._summary(replace(
+            request, messages=(*request.messages, Message("user", instructions))))
+        return Compacted(summary, window, compacting + writing)
+
+    def _window(self, request: ChatRequest) -> tuple[ProviderBlock, Usage]:
+        params = self._params(request)
+        try:
+            result = self._sdk_client().responses.compact(
+                model=params["model"], input=params["input"],
+                **({"instructions": params["instructions"]} if "instructions" in params else {}))
+            items = [item.to_dict(mode="json") for item in result.output]
+            usage = usage_from(result.usage)
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise self._down(map_sdk_error(self._refused(exc, request), self._api_key)) \
+                from None
+        if not any(item.get("type") == "compaction" for item in items):
+            raise CompactionFailed("the compaction answered without a compaction item")
+        data = json.dumps(items, ensure_ascii=False, separators=(",", ":"))
+        return ProviderBlock(OPENAI_RESPONSES, WINDOW, data), usage
+
+    def _summary(self, request: ChatRequest) -> tuple[str, Usage]:
+        text: list[str] = []
+        usage = Usage()
+        for event in self.stream(request):
+            if isinstance(event, TextDelta):
+                text.append(event.text)
+            elif isinstance(event, UsageEvent):
+                usage = usage + event.usage
+        return "".join(text), usage
+
+
+def request_params(request: ChatRequest, *, images: bool, store: bool = False,
+                   dropped: Set[str] = frozenset()) -> dict[str, Any]:
+    """The keyword arguments of ``responses.create`` for ``request``: the system prompt as
+    ``instructions``, the conversation as ``input`` items, ``store`` (and, when nothing is
+    stored, the reasoning asked back in its encrypted form: the next request carries it)."""
+    params: dict[str, Any] = {"model": request.model, "stream": True, "store": store,
+                              "input": input_items(request.messages, images=images,
+                                                   store=store, dropped=dropped),
+                              "max_output_tokens": request.max_output_tokens}
+    if request.system:
+        params["instructions"] = request.system
+    if not store and is_reasoning_model(request.model):
+        params["include"] = [ENCRYPTED_REASONING]
+    if request.temperature is not None:
+        params["temperature"] = request.temperature
+    if request.tools:
+        params["tools"] = [tool_param(t) for t in request.tools]
+    return params
+
+
+def input_items(messages: Sequence[Message], *, images: bool, store: bool = False,
+                dropped: Set[str] = frozenset()) -> list[dict[str, Any]]:
+    """The conversation as input items. Each message's own provider blocks go first (a
+    reply's reasoning before its text and calls; the compaction's items before the first
+    message), then the message: a user message, an assistant message and its function
+    calls, a function call's output."""
+    items: list[dict[str, Any]] = []
+    for message in all_sendable(messages, images):
+        items += kept_items(message.extra, store, dropped)
+        items += message_items(message)
+    return items
+
+
+def kept_items(blocks: Sequence[ProviderBlock], store: bool,
+               dropped: Set[str] = frozenset()) -> list[dict[str, Any]]:
+    """This API's blocks, as they came (a compacted window: its items in order). Another
+    provider's are not sent (a session that changed provider), nor those the server refused
+    (``dropped``). Without ``store`` a reasoning
+    item without its encrypted content is left out: the server would look for it by id and
+    refuse the request ("Items are not persisted when `store` is set to false")."""
+    out: list[dict[str, Any]] = []
+    for block in blocks:
+        if block.provider != OPENAI_RESPONSES or block.data in dropped:
+            continue
+        value = json.loads(block.data)
+        for item in value if block.type == WINDOW else [value]:
+            if not store and item.get("type") == "reasoning" and \
+                    not item.get("encrypted_content"):
+                continue
+            out.append(item)
+    return out
+
+
+def message_items(message: Message) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        output: str | list[dict[str, Any]] = message.content
+        if message.images:  # a function's output may hold images (input_image parts)
+            output = [{"type": "input_text", "text": message.content},
+                      *(_image_part(i) for i in message.images)]
+        return [{"type": "function_call_output", "call_id": message.tool_call_id or "",
+                 "output": output}]
+    if message.role == "user":
+        if not message.images:
+            return [{"role": "user", "content": message.content}]
+        return [{"role": "user", "content": [
+            *([{"type": "input_text", "text": message.content}] if message.content else []),
+            *(_image_part(i) for i in message.images)]}]
+    items: list[dict[str, Any]] = []
+    if message.content:
+        items.append({"role": "assistant", "content": message.content})
+    items += [{"type": "function_call", "call_id": c.id, "name": c.name,
+               "arguments": json.dumps(dict(c.arguments))} for c in message.tool_calls]
+    return items
+
+
+def _image_part(image: Image) -> dict[str, Any]:
+    return {"type": "input_image", "detail": "auto",
+            "image_url": f"data:{image.media_type};base64,{b64(image)}"}
+
+
+def tool_param(spec: ToolSpec) -> dict[str, Any]:
+    parameters = dict(spec.parameters) or {"type": "object", "properties": {}}
+    return {"type": "function", "name": spec.name, "description": spec.description,
+            "parameters": parameters, "strict": False}
+
+
+def item_json(item: Any) -> str:
+    """An output item's JSON: every field the server set, each value as it came (the keys in
+    the SDK's order: the SDK parses the stream before we see it). Kept byte for byte from
+    here on, so every request that carries it sends the same bytes."""
+    return json.dumps(item.to_dict(mode="json"), ensure_ascii=False, separators=(",", ":"))
+
+
+class _EventsParser(StreamParser):
+    """The Responses stream: text deltas, function calls (their arguments in deltas, whole in
+    ``output_item.done``; yielded at the end, in output order), reasoning and compaction items
+    when done, usage and the end in ``response.completed`` / ``response.incomplete``; an
+    ``error`` event or ``response.failed`` raises."""
+
+    stop_reasons: ClassVar[Mapping[str, str]] = {
+        "completed": "end", "calls": "tool_use", "max_output_tokens": "max_tokens"}
+
+    def __init__(self) -> None:
+        self.calls: dict[int, PartialCall] = {}
+        self.finished: str | None = None
+        self.last_usage: Usage | None = None
+
+    def feed(self, item: Any) -> Iterator[StreamEvent]:
+        kind = getattr(item, "type", "")
+        if kind in ("response.output_text.delta", "response.refusal.delta"):
+            if item.delta:
+                yield TextDelta(item.delta)
+        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            if item.delta:  # a summary of the reasoning, or an open model's own: shown apart
+                yield ThinkingDelta(item.delta)
+        elif kind == "response.function_call_arguments.delta":
+            self.calls.setdefault(item.output_index, PartialCall()).fragments.append(item.delta)
+        elif kind in ("response.output_item.added", "response.output_item.done"):
+            yield from self._item(item.output_index, item.item, kind.endswith("done"))
+        elif kind in ("response.completed", "response.incomplete"):
+            self._finish(item.response)
+        elif kind == "response.failed":
+            error = item.response.error
+            raise failure(getattr(error, "code", None) or "", getattr(error, "message", "")
+                          or "the response failed", getattr(error, "type", None) or "")
+        elif kind == "error":
+            raise failure(item.code or "", item.message or "", "")
+
+    def _item(self, index: int, item: Any, done: bool) -> Iterator[StreamEvent]:
+        kind = getattr(item, "type", "")
+        if kind == "function_call":
+            call = self.calls.setdefault(index, PartialCall())
+            call.id, call.name = item.call_id or call.id, item.name or call.name
+            if done and item.arguments:  # the whole arguments: they replace the deltas
+                call.fragments = [item.arguments]
+        elif done and kind in KEPT_ITEMS:
+            yield ProviderBlock(OPENAI_RESPONSES, kind, item_json(item))
+
+    def _finish(self, response: Any) -> None:
+        if response.usage is not None:
+            self.last_usage = usage_from(response.usage)
+        details = getattr(response, "incomplete_details", None)
+        if response.status == "incomplete":
+            self.finished = getattr(details, "reason", None) or "incomplete"
+        else:
+            self.finished = "calls" if self.calls else "completed"
+
+    def stop_reason(self) -> str | None:
+        return self.finished
+
+    def usage(self) -> Usage | None:
+        return self.last_usage
+
+    def held_calls(self) -> Iterator[ToolCallEvent]:
+        for index in sorted(self.calls):
+            yield ToolCallEvent(self.calls[index].build())
+
+
+def failure(code: str, message: str, kind: str) -> ProviderError:
+    """The error an ``error`` event or a failed response stands for."""
+    text = scrub(message, None)
+    if is_context_error(code, message, kind):
+        return ContextTooLongError(text, limit=stated_limit(message))
+    if code == "rate_limit_exceeded":
+        return RateLimitError(text)
+    if code.startswith("invalid") or kind == "invalid_request_error":
+        return BadRequestError(text)
+    return ServerError(text)
+
+
+def usage_from(usage: Any) -> Usage:
+    """``input_tokens`` is the whole prompt; the cached part is in its details. Its
+    ``cache_write_tokens`` are left in the input: OpenAI bills them as input, and the price
+    table's OpenAI rows hold no write price (a write counted apart would cost nothing)."""
+    details = getattr(usage, "input_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    return Usage(input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0,
+                 cache_read_tokens=cached or 0)
