@@ -298,7 +298,10 @@ def test_pty_picker_shows_a_title_and_finds_the_session_by_it(tmp_path: Path) ->
                   title="Kubernetes upgrade plan")
     child = spawn(tmp_path, "--config", str(cfg), "pick", timeout=60)
     child.expect_exact("4 of 4 sessions")
-    child.expect_exact("Kubernetes upgrade plan")  # its row
+    # its row, numbered as 'rollchat sessions' numbers it (the first draw is 80 columns
+    # wide: the title's end may be cut there)
+    child.expect_exact("  4  2026-05-01 08:55  assistant_20260501_085500_d4d4    1q  "
+                       "Kubernetes upgrade")
     child.expect_exact("No summary yet")  # the newest is highlighted first
     child.send("upgrade")  # a word only its title holds
     child.expect_exact("First: help me with")  # it is highlighted now (its preview)

@@ -163,7 +163,8 @@ class Session(CompactorFigures, ModelSwitch):
         return self.output.room(self.budget.tokens, self.estimate())
 
     def list_sessions(self) -> tuple[list[SessionInfo], list[tuple[str, str]]]:
-        listing = self.store.list_sessions(exclude=self.state.session_id)
+        """Every saved session (THE numbering: the current one too, see storage/listing.py)."""
+        listing = self.store.list_sessions()
         return list(listing.sessions), list(listing.problems)
 
     def set_title(self, text: str) -> str:
@@ -323,7 +324,7 @@ class Session(CompactorFigures, ModelSwitch):
             return
         from rollchat.storage.store import resolve
 
-        info = resolve(ref, self.store.list_sessions(exclude=self.state.session_id))
+        info = resolve(ref, self.store.list_sessions(), self.state.session_id)
         yield from self.resume(info.session_id, fork=True)
         if self.state.resumed_from == info.session_id:
             yield Notice("info", f"Forked {info.session_id}: this is a new session from its "
