@@ -303,11 +303,13 @@ class Session(CompactorFigures, ModelSwitch):
         self.engine.new_context(self._system(refreeze=False))
         yield from self.instructions.told()
 
-    def resume(self, ref: str, fork: bool = False) -> Flow:
+    def resume(self, ref: str, fork: bool = False, *, as_chosen: bool = False) -> Flow:
         """Continue a saved session from its summary, in a new linked session (``fork``: a
-        fork, which leaves the session open: no ``Continued In`` link is written to it)."""
+        fork, which leaves the session open: no ``Continued In`` link is written to it;
+        ``as_chosen``: no offer of its chain's newest, the caller chose along the chain)."""
         resumed = yield from resume(self.compactor, self.state, ref, fork=fork,
-                                    confirm=self.confirm, fork_refusal=self.fork_refusal)
+                                    confirm=self.confirm, fork_refusal=self.fork_refusal,
+                                    as_chosen=as_chosen)
         if resumed:
             self.undo_point = None
             self.engine.gate.new_session()  # "always" was for the session before

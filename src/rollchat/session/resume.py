@@ -89,13 +89,14 @@ def continued(store: Store, info: SessionInfo, current: str | None,
 
 def resume(compactor: Compactor, state: SessionState, ref: str, *, fork: bool,
            confirm: Callable[[str], bool],
-           fork_refusal: str | None) -> Generator[Event, None, bool]:
+           fork_refusal: str | None, as_chosen: bool = False) -> Generator[Event, None, bool]:
     """Continue the saved session ``ref`` from its summary, in a new linked session
     (``fork``: a fork, which leaves the session open: no ``Continued In`` link is written to
-    it); False when the user cancelled or there was nothing to resume."""
+    it; ``as_chosen``: ``ref`` itself even when continued elsewhere, as a handoff chose it);
+    False when the user cancelled or there was nothing to resume."""
     store = compactor.around.store
     chosen: SessionInfo | None = find(store, ref, state.session_id)
-    if not fork and chosen is not None and chosen.continued_in:
+    if not (fork or as_chosen) and chosen is not None and chosen.continued_in:
         chosen = yield from continued(store, chosen, state.session_id, confirm)
     if chosen is None:
         return False
