@@ -163,8 +163,7 @@ class Session(CompactorFigures, ModelSwitch):
         return self.output.room(self.budget.tokens, self.estimate())
 
     def list_sessions(self) -> tuple[list[SessionInfo], list[tuple[str, str]]]:
-        """Every saved session (THE numbering: the current one too, see storage/listing.py)."""
-        listing = self.store.list_sessions()
+        listing = self.store.list_sessions()  # the current one too (THE numbering)
         return list(listing.sessions), list(listing.problems)
 
     def set_title(self, text: str) -> str:
