@@ -197,7 +197,7 @@ def test_a_tools_time_leaves_out_the_wait_for_approval(tmp_path: Path) -> None:
     child = spawn(tmp_path, "helper.py")
     child.expect(PROMPT)
     child.sendline('use word_count on "a b c"')
-    child.expect(r"Allow\? \[y\]es once")
+    child.expect(r"Allow\? y: yes, once")
     time.sleep(3)  # the user reads the call before approving it
     child.sendline("y")
     child.expect(r"← word_count: \d+ chars in (\d+\.\d)s")

@@ -304,8 +304,7 @@ class Session(CompactorFigures, ModelSwitch):
 
     def resume(self, ref: str, fork: bool = False, *, as_chosen: bool = False) -> Flow:
         """Continue a saved session from its summary, in a new linked session (``fork``: a
-        fork, which leaves the session open: no ``Continued In`` link is written to it;
-        ``as_chosen``: no offer of its chain's newest, the caller chose along the chain)."""
+        fork, no ``Continued In`` link; ``as_chosen``: no offer of its chain's newest)."""
         resumed = yield from resume(self.compactor, self.state, ref, fork=fork,
                                     confirm=self.confirm, fork_refusal=self.fork_refusal,
                                     as_chosen=as_chosen)

@@ -64,6 +64,7 @@ class Picker:
                  titles: dict[str, str] | None = None, current: str | None = None) -> None:
         self.infos = {i.session_id: i for i in infos}
         self.current_id = current  # the chat's current session: marked, keeps its number
+        self.digits = len(str(max((i.number for i in infos), default=0)))  # of the numbers
         self.titles = titles or {}
         self.matcher = Matcher(candidates(infos, self.titles))
         self.load_summary = load_summary
@@ -120,7 +121,7 @@ class Picker:
     def label(self, info: SessionInfo) -> str:
         """A row's start: the session's number (``resume N``), the current one marked."""
         mark = "*" if info.session_id == self.current_id else " "
-        return f"{info.number:>3}{mark} " if info.number else ""
+        return f"{info.number:>{self.digits}}{mark}" if info.number else ""
 
     def row_text(self, info: SessionInfo, width: int) -> str:
         title = (self.title(info) or info.first_query_preview
