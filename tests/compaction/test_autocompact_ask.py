@@ -285,7 +285,8 @@ def test_pty_the_question_takes_one_line_and_an_answer(tmp_path: Path) -> None:
         for _ in range(30):
             child.sendline(long)
             found = child.expect([r"Context at (\d+)% \(≈[\d.]+K of 4\.1K tokens\)\. Compact now\? "
-                                  r"\[c\]ompact / \[l\]ater / \[o\]ff for this session:",
+                                  r"\[c\]ompact / \[l\]ater / \[o\]ff for this session "
+                                  r"\[c/l/o, Enter\]:",
                                   r"Tokens: \d+"])
             if found == 0:
                 asked.append(int(child.match.group(1)))

@@ -165,8 +165,9 @@ def test_odd_bytes_on_stdin_are_kept_listed_and_resumable(tmp_path: Path) -> Non
     assert users == ["nul \u2400 here", "latin \ufffdt\ufffd and \ufffd\ufffd junk",
                      "escape \u241b[2J\u241b]0;title\u2407 done"]
 
+    # its child continues it: 'resume N' would offer the child, 'fork N' takes it as it is
     number = str(parent["number"]).encode()
-    resumed = _rollchat(tmp_path, b"resume " + number + b"\nexit\n", env=env)
+    resumed = _rollchat(tmp_path, b"fork " + number + b"\nexit\n", env=env)
     assert resumed.returncode == 0, resumed.stderr
     shown = " ".join(resumed.stdout.decode("utf-8").split())
     assert f"Found: {parent['id']}" in shown and "Error" not in shown

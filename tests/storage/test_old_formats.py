@@ -233,7 +233,8 @@ def _turns_text(text: str) -> str:
 
 def _resume(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, sid: str,
             stdin: str) -> str:
-    code, out = _cli(monkeypatch, tmp_path, "--provider", "offline", "--yes", "--resume", sid,
+    # fork: this very file, even when a child continues it (--resume offers the child)
+    code, out = _cli(monkeypatch, tmp_path, "--provider", "offline", "--yes", "fork", sid,
                      stdin=stdin)
     assert code == 0, out
     assert "Traceback" not in out and sid in out, out

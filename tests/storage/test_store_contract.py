@@ -136,9 +136,9 @@ def test_listing_numbers_most_recent_first_and_excludes(store: Store) -> None:
     assert [(i.number, i.session_id) for i in listing.sessions] == [
         (1, c.session_id), (2, b.session_id), (3, a.session_id)]
     assert listing.problems == []
-    listing = store.list_sessions(exclude=c.session_id)
+    listing = store.list_sessions(exclude=c.session_id)  # left out, nobody renumbered
     assert [(i.number, i.session_id) for i in listing.sessions] == [
-        (1, b.session_id), (2, a.session_id)]
+        (2, b.session_id), (3, a.session_id)]
     first, second = listing.sessions
     assert first.queries == 3 and not first.has_summary and first.tokens == 90
     assert second.has_summary and second.tokens == 60 and second.queries == 2

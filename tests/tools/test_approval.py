@@ -56,14 +56,15 @@ def test_ask_once_always_and_no_in_a_terminal(tmp_path: Path) -> None:
     child.sendline('use word_count on "a b c"')
     child.expect(r"The agent wants to run word_count")
     child.expect(r'"text": "a b c"')
-    child.expect(r"Allow\? \[y\]es once, \[a\]lways for this tool in this session, \[n\]o:")
+    child.expect(r"Allow\? y: yes, once; a: always for this tool in this session; n: no "
+                 r"\[y/a/n, Enter\]:")
     child.sendline("n")
     child.expect("refused: the user declined to run word_count")
     child.expect(PROMPT)
     child.sendline('use word_count on "a b"')
     child.expect("Allow")
     child.sendline("maybe")
-    child.expect("Type y, a or n.")
+    child.expect("Type one of y, a, n, then Enter.")
     child.sendline("a")
     child.expect("Approved word_count for the rest of this session: clear, resume, fork and a "
                  "handoff start a new one, which asks again.")
@@ -122,7 +123,8 @@ def test_always_means_this_session_clear_resume_fork_and_handoff_ask_again(
     child.sendline("compact")  # the same session goes on
     child.expect(PROMPT)
     _approve_always(child, "after compact", asked=False)
-    for command in ("clear", "fork", "resume 1"):
+    # (resume 2: the session forked from; 1 is the fork, the current session)
+    for command in ("clear", "fork", "resume 2"):
         child.sendline(command)
         child.expect(PROMPT)
         _approve_always(child, f"production after {command}", asked=True)
@@ -195,7 +197,7 @@ def test_a_tools_time_leaves_out_the_wait_for_approval(tmp_path: Path) -> None:
     child = spawn(tmp_path, "helper.py")
     child.expect(PROMPT)
     child.sendline('use word_count on "a b c"')
-    child.expect(r"Allow\? \[y\]es once")
+    child.expect(r"Allow\? y: yes, once")
     time.sleep(3)  # the user reads the call before approving it
     child.sendline("y")
     child.expect(r"← word_count: \d+ chars in (\d+\.\d)s")

@@ -434,9 +434,13 @@ def test_resuming_with_a_live_session_finalizes_it_first(tmp_path: Path) -> None
     live_id = str(h.app.session.state.session_id)
     chat(h, "sessions")
     listed = [line for line in h.output.splitlines() if line.lstrip()[:1].isdigit()]
-    assert old.stem in " ".join(listed) and live_id not in " ".join(listed)  # not listed...
-    assert f"The current session, {live_id}, is not listed." in h.output  # ...and it says so
+    # the current session keeps its number (the newest: 1), marked; nobody is renumbered
+    assert listed[0].startswith(f"  1. {live_id}") and listed[0].endswith("* current")
+    assert listed[1].startswith(f"  2. {old.stem}") and "current" not in listed[1]
     chat(h, "resume 1")
+    assert f"session 1 ({live_id}) is the current session: you are in it already" in h.output
+    assert h.app.session.state.session_id == live_id
+    chat(h, "resume 2")
     live = parse(h.store.path_for(live_id).read_text())
     assert live.summary is not None and live.header.total_queries == 1
     assert f"Saved the current session: {live_id} (1 query," in h.output

@@ -34,3 +34,12 @@ def test_without_a_terminal_the_question_is_refused_with_the_way_round() -> None
     assert "Session 3 is open in another rollchat process." in said
     assert "Refused without a terminal; pass --yes to continue anyway." in said
     assert "(y/n)" not in said
+
+
+def test_without_a_terminal_a_yes_by_default_question_is_answered_yes_and_says_so() -> None:
+    out, buf = _renderer()
+    asked = "Session 4 (x) was continued in session 1 (y). Resume 1 instead? (Y/n) "
+    assert confirmer(out, yes=False, interactive=False)(asked) is True
+    said = buf.getvalue()
+    assert "Resume 1 instead? Yes (the default without a terminal)." in said
+    assert "(Y/n)" not in said and "Refused" not in said

@@ -98,7 +98,13 @@ def test_pty_compact_then_resume(tmp_path: Path) -> None:
     again = spawn(tmp_path, "--config", str(cfg))
     again.expect_exact(PROMPT)
     _say(again, "sessions", kid.header.session_id, parent.header.session_id)
-    _say(again, "resume 2", "Loading session...", "Restoring context...",
+    # the parent was continued in the kid: resuming it offers the kid; "n" branches off
+    again.sendline("resume 2")
+    again.expect_exact("Resume 1 instead? [Y/n, Enter]:")
+    asked = " ".join(again.before.split())
+    assert f"({parent.header.session_id}) was continued in session 1 " \
+           f"({kid.header.session_id}," in asked
+    _say(again, "n", "Loading session...", "Restoring context...",
          "I've reviewed the summary", *ANSWER)
     again.sendline("exit")
     _see(again, "0 queries, ", "tokens billed (", "restoring the context)", "Goodbye!")
@@ -141,11 +147,15 @@ def test_piped_compact_then_resume_with_the_flag(tmp_path: Path) -> None:
                         "--resume", parent.header.session_id[:-1])
     assert resumed.returncode == 0, resumed.stderr
     assert "I've reviewed" in resumed.stdout and "restoring the context, " in resumed.stdout
+    # the parent was continued in the kid already: without a terminal its chain's newest,
+    # the kid, is resumed, and it says so (resuming the parent would branch off silently)
+    assert f"Resuming session 1 ({kid.header.session_id}), the newest of the chain" in \
+        " ".join(resumed.stdout.split())
     found = _sessions(tmp_path)
     [third] = [t for t in found.values() if t.header.session_id not in
                (parent.header.session_id, kid.header.session_id)]
-    assert third.header.resumed_from == parent.header.session_id
-    assert third.header.previous_session == f"{parent.header.session_id}.md"
+    assert third.header.resumed_from == kid.header.session_id
+    assert third.header.previous_session == f"{kid.header.session_id}.md"
     assert [t.kind for t in third.turns] == ["restored", "query"]
 
     bad = run_piped(tmp_path, "exit\n", "--config", cfg, "--resume", "9")

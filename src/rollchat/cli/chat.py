@@ -48,10 +48,13 @@ ResumeOpt = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option("--resume", metavar="[SESSION]", help="Start by resuming SESSION (its "
                  "number in 'sessions', its id or an id prefix); with no value, choose it in "
-                 "a picker (as 'rollchat pick')."),
+                 "a picker (as 'rollchat pick'). A session continued elsewhere already offers "
+                 "the newest of its chain (without a terminal, or with --yes, that newest is "
+                 "resumed; 'rollchat fork SESSION' branches off SESSION itself)."),
 ]
 ContinueOpt = Annotated[bool, typer.Option(
-    "--continue", "-c", help="Start by resuming the most recent session (the one used last).")]
+    "--continue", "-c", help="Start by resuming the session used last: the agent's own, "
+    "else any agent's (which asks first).")]
 PickOpt = Annotated[bool, typer.Option(  # what a bare --resume becomes (argv.chat_args)
     "--pick", hidden=True, help="Choose the session to resume in a picker.")]
 AgentFileOpt = Annotated[

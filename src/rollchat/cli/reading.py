@@ -50,7 +50,8 @@ def choose_session(cfg: Config, how: str, *, interactive: bool) -> str:
             raise RollchatError(f"no session in {cfg.session.dir} has a query to continue "
                                 f"from ({len(listing.sessions)} without one); start one with "
                                 "'rollchat'")
-        return last_used(store, sessions).session_id
+        mine = [s for s in sessions if s.agent == cfg.agent.name]  # the agent's own first
+        return last_used(store, mine or sessions).session_id
     from rollchat.ui.picker import pick
 
     picked = pick(listing.sessions, store.load_summary)

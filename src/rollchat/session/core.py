@@ -163,7 +163,7 @@ class Session(CompactorFigures, ModelSwitch):
         return self.output.room(self.budget.tokens, self.estimate())
 
     def list_sessions(self) -> tuple[list[SessionInfo], list[tuple[str, str]]]:
-        listing = self.store.list_sessions(exclude=self.state.session_id)
+        listing = self.store.list_sessions()  # the current one too (THE numbering)
         return list(listing.sessions), list(listing.problems)
 
     def set_title(self, text: str) -> str:
@@ -302,11 +302,12 @@ class Session(CompactorFigures, ModelSwitch):
         self.engine.new_context(self._system(refreeze=False))
         yield from self.instructions.told()
 
-    def resume(self, ref: str, fork: bool = False) -> Flow:
+    def resume(self, ref: str, fork: bool = False, *, as_chosen: bool = False) -> Flow:
         """Continue a saved session from its summary, in a new linked session (``fork``: a
-        fork, which leaves the session open: no ``Continued In`` link is written to it)."""
+        fork, no ``Continued In`` link; ``as_chosen``: no offer of its chain's newest)."""
         resumed = yield from resume(self.compactor, self.state, ref, fork=fork,
-                                    confirm=self.confirm, fork_refusal=self.fork_refusal)
+                                    confirm=self.confirm, fork_refusal=self.fork_refusal,
+                                    as_chosen=as_chosen)
         if resumed:
             self.undo_point = None
             self.engine.gate.new_session()  # "always" was for the session before
@@ -323,7 +324,7 @@ class Session(CompactorFigures, ModelSwitch):
             return
         from rollchat.storage.store import resolve
 
-        info = resolve(ref, self.store.list_sessions(exclude=self.state.session_id))
+        info = resolve(ref, self.store.list_sessions(), self.state.session_id)
         yield from self.resume(info.session_id, fork=True)
         if self.state.resumed_from == info.session_id:
             yield Notice("info", f"Forked {info.session_id}: this is a new session from its "

@@ -1,6 +1,7 @@
-"""Resuming a saved session: found by number, id or prefix, checked (another agent, open in
-another process, a broken chain), summarized first when it has no summary, and continued in a
-new linked child. The current session is saved with its summary first."""
+"""Resuming a saved session: found by number, id or prefix (never the current one), checked (
+continued elsewhere already: its chain's newest is offered; another agent, open in another
+process, a broken chain), summarized first when it has no summary, and continued in a new
+linked child. The current session is saved with its summary first."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Callable, Generator
 from functools import partial
 
 from rollchat.domain import Summary
+from rollchat.errors import StoreError
 from rollchat.events import Event, Notice
 from rollchat.models.prices import chain_of
 from rollchat.session.compactor import Compactor
@@ -17,28 +19,88 @@ from rollchat.storage.store import SessionInfo, Store
 from rollchat.text.wording import session_size
 
 
-def find(store: Store, ref: str,
-         exclude: str | None) -> tuple[SessionInfo, list[SessionInfo]]:
-    """The session ``ref`` names, and its lineage (it and the sessions it continues): from the
-    files' index when the store has one (no full listing)."""
+def find(store: Store, ref: str, current: str | None) -> SessionInfo:
+    """The session ``ref`` names (THE numbering, see storage/listing.py), never the chat's
+    ``current`` one: from the files' index when the store has one (no full listing)."""
     from rollchat.storage.store import resolve
 
     index = getattr(store, "index", None)
     if index is not None:
-        info = index.resolve(ref, exclude=exclude)
-        return info, list(index.lineage([info]))
-    listing = store.list_sessions(exclude=exclude)
-    return resolve(ref, listing), list(listing.sessions)
+        found: SessionInfo = index.resolve(ref, current=current)
+        return found
+    return resolve(ref, store.list_sessions(), current)
+
+
+def _lineage(store: Store, info: SessionInfo) -> list[SessionInfo]:
+    """``info`` and the sessions it continues (for the chain's cost)."""
+    index = getattr(store, "index", None)
+    if index is not None:
+        return list(index.lineage([info]))
+    return list(store.list_sessions().sessions)
+
+
+def newest_of_chain(store: Store, info: SessionInfo) -> SessionInfo:
+    """The newest session of ``info``'s chain: followed along Continued In (the newest child
+    at each step) as far as the files go; ``info`` itself when nothing continues it."""
+    index = getattr(store, "index", None)
+    by_id = {} if index is not None else {s.session_id: s for s in store.list_sessions().sessions}
+
+    def lookup(session_id: str) -> SessionInfo | None:
+        if index is None:
+            return by_id.get(session_id)
+        try:
+            found: SessionInfo = index.resolve(session_id)
+            return found if found.session_id == session_id else None
+        except StoreError:
+            return None
+
+    best, seen = info, {info.session_id}
+    while True:
+        later = [c for c in map(lookup, best.continued_in) if c and c.session_id not in seen]
+        if not later:
+            return best
+        best = max(later, key=lambda i: (i.date, i.session_id))
+        seen.add(best.session_id)
+
+
+def continued(store: Store, info: SessionInfo, current: str | None,
+              confirm: Callable[[str], bool]) -> Generator[Event, None, SessionInfo | None]:
+    """The session to resume for ``info``: when it was continued elsewhere already, resuming
+    it would branch off its older state, so the newest of its chain is offered (a question
+    whose default, and answer without a terminal, is yes); None: that newest is the
+    ``current`` session, nothing to resume."""
+    newest = newest_of_chain(store, info)
+    if newest is info:
+        return info
+    if newest.session_id == current:
+        yield Notice("info", f"Session {info.number} ({info.session_id}) was continued in the "
+                             "current session: nothing to resume.")
+        return None
+    if not confirm(f"Session {info.number} ({info.session_id}) was continued in session "
+                   f"{newest.number} ({newest.session_id}, {newest.date:%Y-%m-%d %H:%M}), "
+                   f"the newest of its chain; resuming {info.number} would branch off its "
+                   f"older state. Resume {newest.number} instead? (Y/n) "):
+        return info
+    yield Notice("info", f"Resuming session {newest.number} ({newest.session_id}), the newest "
+                         f"of the chain ('fork {info.number}' branches off {info.number}'s "
+                         "older state instead).")
+    return newest
 
 
 def resume(compactor: Compactor, state: SessionState, ref: str, *, fork: bool,
            confirm: Callable[[str], bool],
-           fork_refusal: str | None) -> Generator[Event, None, bool]:
+           fork_refusal: str | None, as_chosen: bool = False) -> Generator[Event, None, bool]:
     """Continue the saved session ``ref`` from its summary, in a new linked session
     (``fork``: a fork, which leaves the session open: no ``Continued In`` link is written to
-    it); False when the user cancelled."""
+    it; ``as_chosen``: ``ref`` itself even when continued elsewhere, as a handoff chose it);
+    False when the user cancelled or there was nothing to resume."""
     store = compactor.around.store
-    info, lineage = find(store, ref, state.session_id)
+    chosen: SessionInfo | None = find(store, ref, state.session_id)
+    if not (fork or as_chosen) and chosen is not None and chosen.continued_in:
+        chosen = yield from continued(store, chosen, state.session_id, confirm)
+    if chosen is None:
+        return False
+    info, lineage = chosen, _lineage(store, chosen)
     question = agent_change(info, compactor.agent)
     if question is not None and not confirm(question):
         yield Notice("info", "Resume cancelled.")

@@ -202,9 +202,10 @@ class InMemoryStore:
         return False
 
     def list_sessions(self, exclude: str | None = None) -> Listing:
-        """Sessions most recent first (numbered 1..), each read by head and tail as a file is."""
+        """Sessions most recent first (numbered 1..), each read by head and tail as a file is;
+        ``exclude`` left out after numbering."""
         with self._lock:
-            texts = {sid: bytes(data) for sid, data in self._texts.items() if sid != exclude}
+            texts = {sid: bytes(data) for sid, data in self._texts.items()}
         found: list[SessionInfo] = []
         problems: list[tuple[str, str]] = []
         for sid, data in sorted(texts.items()):
@@ -212,7 +213,7 @@ class InMemoryStore:
                 found.append(session_info(f"{sid}.md", None, glance(_reader(data), len(data))))
             except (StoreError, TranscriptError) as e:
                 problems.append((f"{sid}.md", str(e)))
-        return numbered(found, problems)
+        return numbered(found, problems, exclude)
 
     def load_summary(self, info: SessionInfo) -> Summary | None:
         """The session's summary from its tail, or None (none, or corrupted markers)."""

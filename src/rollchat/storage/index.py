@@ -33,7 +33,8 @@ from rollchat.storage.index_rows import (
     search_parts,
     snippet_parts,
 )
-from rollchat.storage.listing import Listing, SessionInfo, choose, file_info
+from rollchat.storage.listing import ORDER_SQL as RECENT
+from rollchat.storage.listing import Listing, SessionInfo, choose, file_info, not_current
 
 INDEX_NAME = ".index.sqlite"
 SCHEMA = "rollchat-index 3"  # 2: SessionInfo.imported_from; 3: files.empty
@@ -46,8 +47,6 @@ SAVE_BUSY_MS = 200  # a save waits this long for the index at most, then leaves 
 SAVE_TEXT_MAX_BYTES = 256 * 1024
 DEFAULT_LIMIT = 20
 _TOKEN = re.compile(r"\w+", re.UNICODE)
-# most recent first, a session with nothing in it after every other (SessionInfo.empty)
-RECENT = "ORDER BY empty, ts DESC, id DESC"
 
 _DDL = (
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -289,16 +288,17 @@ class SessionIndex:
     # ------------------------------------------------------------ reading
 
     def page(self, limit: int | None = DEFAULT_LIMIT, exclude: str | None = None) -> Page:
-        """The ``limit`` most recent sessions (None: all), numbered 1.., the session
-        ``exclude`` (an id) left out; the total; the files that are not sessions."""
+        """The ``limit`` most recent sessions (None: all), numbered 1.. (THE numbering: the
+        session ``exclude``, an id, is left out after numbering); the total; the files that
+        are not sessions."""
         skip = f"{exclude}.md" if exclude else ""
         with self._connection() as conn:
             total = conn.execute("SELECT count(*) FROM files WHERE info IS NOT NULL "
                                  "AND file != ?", (skip,)).fetchone()[0]
-            rows = conn.execute(
-                "SELECT info FROM files WHERE info IS NOT NULL AND file != ? "
-                f"{RECENT} LIMIT ?", (skip, -1 if limit is None else limit))
-            sessions = [decode_info(self.root, n, row[0]) for n, row in enumerate(rows, 1)]
+            rows = conn.execute(f"SELECT info, file FROM files WHERE info IS NOT NULL {RECENT} "
+                                "LIMIT ?", (-1 if limit is None else limit + bool(skip),))
+            sessions = [decode_info(self.root, n, row[0]) for n, row in enumerate(rows, 1)
+                        if row[1] != skip][:limit]
             problems = [(row_name(r[0]), r[1]) for r in conn.execute(
                 "SELECT file, problem FROM files WHERE info IS NULL AND file != ? "
                 "ORDER BY file", (skip,))]
@@ -328,22 +328,20 @@ class SessionIndex:
                 wanted = {s.resumed_from for s in new if s.resumed_from} - set(found)
         return list(found.values())
 
-    def resolve(self, ref: str, exclude: str | None = None) -> SessionInfo:
+    def resolve(self, ref: str, current: str | None = None) -> SessionInfo:
         """The session ``ref`` names: a listing number, an id, a unique id prefix (or
-        suffix, or substring); StoreError saying why not (an ambiguous one lists the ids)."""
-        skip = f"{exclude}.md" if exclude else ""
+        suffix, or substring); StoreError saying why not (an ambiguous one lists the ids;
+        the chat's ``current`` session, an id, is no session to resume)."""
         with self._connection() as conn:
             ids = [r[0] for r in conn.execute(
-                "SELECT id FROM files WHERE info IS NOT NULL AND file != ? "
-                f"{RECENT}", (skip,))]
+                f"SELECT id FROM files WHERE info IS NOT NULL {RECENT}")]
             problems = [(row_name(r[0]), r[1]) for r in conn.execute(
-                "SELECT file, problem FROM files WHERE info IS NULL AND file != ?", (skip,))]
+                "SELECT file, problem FROM files WHERE info IS NULL")]
             found = choose(ref, len(ids), ids, problems)
             number = found if isinstance(found, int) else ids.index(found) + 1
-            row = conn.execute(
-                "SELECT info FROM files WHERE info IS NOT NULL AND file != ? "
-                f"{RECENT} LIMIT 1 OFFSET ?", (skip, number - 1)).fetchone()
-        return decode_info(self.root, number, row[0])
+            row = conn.execute(f"SELECT info FROM files WHERE info IS NOT NULL {RECENT} "
+                               "LIMIT 1 OFFSET ?", (number - 1,)).fetchone()
+        return not_current(decode_info(self.root, number, row[0]), current)
 
     def imported(self, marker: str) -> list[SessionInfo]:
         """The sessions whose Imported From holds ``marker`` (an import's digest, see

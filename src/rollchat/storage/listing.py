@@ -1,5 +1,5 @@
 """Sessions as every Store names and lists them: ids (``slug``, new ids), the listing
-(SessionInfo, Listing) from a file's head and tail, and ``resolve`` (what a user typed)."""
+(SessionInfo, Listing) from a file's head and tail, THE numbering, and ``resolve``."""
 
 from __future__ import annotations
 
@@ -20,6 +20,14 @@ from rollchat.storage.transcript import Glance, glance
 # A session id, as it names a file ``<id>.md``: nothing that could leave a directory.
 SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]+")
 _PREVIEW_CHARS = 60
+
+# THE numbering, the one every place shows and ``resume N`` reads (sessions, search, the
+# picker, in a chat and on the command line): every session of the directory, the current
+# one of a chat included (marked, never left out: leaving it out renumbered the rest), most
+# recently started first: by the header's Date, then the id (later first); a session with
+# nothing in it (SessionInfo.empty) after every other. ``numbered`` orders a list so, the
+# index (storage/index.py) by this SQL over its rows.
+ORDER_SQL = "ORDER BY empty, ts DESC, id DESC"
 
 
 def slug(agent_key: str) -> str:
@@ -141,10 +149,22 @@ def file_info(path: Path, st: os.stat_result) -> SessionInfo:
     return session_info(name, path, seen)
 
 
-def numbered(found: list[SessionInfo], problems: list[tuple[str, str]]) -> Listing:
-    """The listing: sessions most recent first, numbered from 1."""
+def numbered(found: list[SessionInfo], problems: list[tuple[str, str]],
+             exclude: str | None = None) -> Listing:
+    """The listing: sessions numbered from 1 in THE order (see ``ORDER_SQL``); ``exclude``
+    (an id) left out after numbering, so it moves no other session's number."""
     ordered = sorted(found, key=lambda i: (not i.empty, i.date, i.session_id), reverse=True)
-    return Listing([replace(info, number=n) for n, info in enumerate(ordered, 1)], problems)
+    return Listing([replace(info, number=n) for n, info in enumerate(ordered, 1)
+                    if info.session_id != exclude], problems)
+
+
+def not_current(info: SessionInfo, current: str | None) -> SessionInfo:
+    """``info``, unless it is the chat's current session (``current``: its id): StoreError
+    saying so (resuming the session one is in continues nothing)."""
+    if current is not None and info.session_id == current:
+        raise StoreError(f"session {info.number} ({info.session_id}) is the current session: "
+                         "you are in it already (marked * current in 'sessions')")
+    return info
 
 
 def _matching(ref: str, ids: list[str]) -> list[str]:
@@ -191,10 +211,11 @@ def choose(ref: str, total: int, ids: Sequence[str],
     raise StoreError(f"no session {ref!r} (see 'sessions' for the list)")
 
 
-def resolve(ref: str, listing: Listing) -> SessionInfo:
-    """The session ``ref`` names in ``listing`` (see ``choose``)."""
+def resolve(ref: str, listing: Listing, current: str | None = None) -> SessionInfo:
+    """The session ``ref`` names in ``listing`` (whole: numbered 1.., see ``choose``); not
+    the chat's ``current`` session (see ``not_current``)."""
     sessions = listing.sessions
     found = choose(ref, len(sessions), [s.session_id for s in sessions], listing.problems)
     if isinstance(found, int):
-        return sessions[found - 1]
-    return next(s for s in sessions if s.session_id == found)
+        return not_current(sessions[found - 1], current)
+    return not_current(next(s for s in sessions if s.session_id == found), current)

@@ -112,13 +112,14 @@ class ChatApp:
         if not self.out.interactive:
             raise UsageError("usage: resume SESSION (its number in 'sessions', its id or an "
                              "id prefix; in a terminal a bare 'resume' opens the picker)")
-        sessions, _ = self.session.list_sessions()  # this session left out
-        if not sessions:
+        current = self.session.state.session_id
+        sessions, _ = self.session.list_sessions()  # this session too, marked
+        if not any(s.session_id != current for s in sessions):
             self.out.info("No other saved session to resume.")
             return None
         from rollchat.ui.picker import pick
 
-        picked = pick(sessions, self.session.store.load_summary)
+        picked = pick(sessions, self.session.store.load_summary, current=current)
         if picked.info is None:
             self.out.info("No session chosen.")
             return None

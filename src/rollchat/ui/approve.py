@@ -1,14 +1,16 @@
-"""Asking the user in the terminal: may a tool call run (approval: ask; y once, a always for this
-tool in this session, n no: the refusal goes back to the model), compact now (auto_compact: ask;
-c now, l later, o off for this session), and the session's yes/no questions (``confirmer``)."""
+"""Asking the user in the terminal, each as ui/ask.py asks (a letter, then Enter): may a tool
+call run (approval: ask; y once, a always for this tool in this session, n no: the refusal goes
+back to the model), compact now (auto_compact: ask; c now, l later, o off for this session),
+and the session's yes/no questions (``confirmer``)."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rollchat.ui.sanitize import harmless
+from rollchat.ui.ask import ask
 
 if TYPE_CHECKING:
     from rollchat.domain import ToolCall
@@ -17,7 +19,9 @@ if TYPE_CHECKING:
     from rollchat.tools.approval import Asker, Reply
     from rollchat.ui.render import Renderer
 
-QUESTION = "Allow? [y]es once, [a]lways for this tool in this session, [n]o: "
+QUESTION = "Allow? y: yes, once; a: always for this tool in this session; n: no"
+_APPROVAL: dict[str, Reply] = {"y": "y", "yes": "y", "a": "a", "always": "a", "n": "n",
+                               "no": "n"}
 # said once the user answers a: until when "always" holds (tools/approval.py)
 ALWAYS_NOTE = ("Approved {name} for the rest of this session: clear, resume, fork and a "
                "handoff start a new one, which asks again.")
@@ -26,9 +30,7 @@ ALWAYS_NOTE = ("Approved {name} for the rest of this session: clear, resume, for
 def terminal_asker(out: Renderer) -> Asker:
     """Ask in the terminal, showing the call's full arguments first."""
 
-    def ask(call: ToolCall, tool: Tool) -> Reply | None:
-        from prompt_toolkit import prompt
-
+    def ask_tool(call: ToolCall, tool: Tool) -> Reply | None:
         streaming = out.suspend_answer()
         try:
             args = json.dumps(dict(call.arguments), ensure_ascii=False, indent=2)
@@ -36,20 +38,15 @@ def terminal_asker(out: Renderer) -> Asker:
                      (f" ({tool.source})" if tool.source != "builtin" else "", "dim"))
             for line in args.splitlines():
                 out.line(("  " + line, ""))
-            while True:
-                answer = prompt(harmless(QUESTION)).strip().lower()
-                if answer in ("y", "yes", "a", "always", "n", "no"):
-                    reply: Reply = "a" if answer.startswith("a") else (
-                        "y" if answer.startswith("y") else "n")
-                    if reply == "a":
-                        out.dim(ALWAYS_NOTE.format(name=call.name))
-                    return reply
-                out.dim("Type y, a or n.")
+            reply = ask(QUESTION, _APPROVAL, "y/a/n", out)
+            if reply == "a":
+                out.dim(ALWAYS_NOTE.format(name=call.name))
+            return reply
         finally:
             if streaming:
                 out.resume_answer()
 
-    return ask
+    return ask_tool
 
 
 def piped_asker(*, yes: bool) -> Asker:
@@ -71,35 +68,41 @@ def terminal_compact_asker(out: Renderer) -> Callable[[str], CompactChoice | Non
     """Ask the one-line compaction question at the prompt. Ctrl-C or Ctrl-D there means
     later: the message the user typed is sent either way."""
 
-    def ask(question: str) -> CompactChoice | None:
-        from prompt_toolkit import prompt
+    def ask_compact(question: str) -> CompactChoice | None:
+        try:
+            return ask(question, _COMPACT_ANSWERS, "c/l/o", out)
+        except (KeyboardInterrupt, EOFError):
+            return "later"
 
-        while True:
-            try:
-                answer = prompt(harmless(question)).strip().lower()
-            except (KeyboardInterrupt, EOFError):
-                return "later"
-            if answer in _COMPACT_ANSWERS:
-                return _COMPACT_ANSWERS[answer]
-            out.dim("Type c (compact now), l (later) or o (off for this session).")
+    return ask_compact
 
-    return ask
+
+# how the session layer ends a yes/no question: (y/n) no by default, (Y/n) yes by default
+_SUFFIX = re.compile(r"\s*(?:Continue\?\s*)?\((y/n|Y/n)\)\s*$")
+_YES_NO = {"y": True, "yes": True, "n": False, "no": False}
 
 
 def confirmer(out: Renderer, *, yes: bool, interactive: bool) -> Callable[[str], bool]:
-    """The session's yes/no question (a ``... Continue? (y/n) `` that names another agent or
-    session): yes at once with --yes; without a terminal, refused with the reason said;
-    else asked in the terminal."""
+    """The session's yes/no question (``... Continue? (y/n) ``, no by default, or ``...?
+    (Y/n) ``, yes by default): yes at once with --yes; without a terminal, the default: a
+    (y/n) question refused with the reason said, a (Y/n) one answered yes, saying so; else
+    asked in the terminal (Enter alone: the default)."""
 
     def confirm(question: str) -> bool:
         if yes:
             return True
+        found = _SUFFIX.search(question)
+        default = found is not None and found[1] == "Y/n"
+        said = question[:found.start()] if found else question.rstrip()
         if not interactive:
-            out.error(question.replace("Continue? (y/n) ", "").strip()
-                      + " Refused without a terminal; pass --yes to continue anyway.")
-            return False
-        from prompt_toolkit.shortcuts import confirm as ask
-
-        return bool(ask(harmless(question.replace(" (y/n) ", ""))))
+            if default:
+                out.info(f"{said} Yes (the default without a terminal).")
+            else:
+                out.error(f"{said} Refused without a terminal; pass --yes to continue anyway.")
+            return default
+        asked = said if default or not (found and "Continue" in found[0]) else \
+            f"{said} Continue?"
+        answer: bool = ask(asked, _YES_NO, "Y/n" if default else "y/N", out, default=default)
+        return answer
 
     return confirm

@@ -132,28 +132,24 @@ def _sessions(app: ChatApp, arg: str) -> bool:
     if choice and choice != "all" and not (choice.isascii() and choice.isdigit()
                                            and int(choice) > 0):
         raise UsageError("usage: sessions [all | N] (the N most recent; default 20)")
-    current = app.session.state.session_id
+    current = app.session.state.session_id  # listed and marked, never left out
     index = getattr(app.session.store, "index", None)  # None: --no-save keeps no files
     if index is not None:
         from rollchat.storage.index import DEFAULT_LIMIT
         from rollchat.ui.table import more_line
 
-        page = index.page(None if choice == "all" else int(choice or DEFAULT_LIMIT),
-                          exclude=current)
+        page = index.page(None if choice == "all" else int(choice or DEFAULT_LIMIT))
         infos, problems = page.sessions, page.problems
         more = more_line(page, "'sessions all' lists them all, 'sessions N' the N most recent")
     else:
         infos, problems = app.session.list_sessions()
         more = None
-    if infos or problems:
-        app.out.sessions(infos, problems)
+    app.out.sessions(infos, problems, current)
     if more:
         app.out.dim(more)
-    if current:
-        app.out.dim(f"The current session, {current}, is not listed." if infos or problems
-                    else f"No other saved sessions (the current one is {current}).")
-    elif not infos and not problems:
-        app.out.sessions(infos, problems)  # "No saved sessions."
+    if current and not any(i.session_id == current for i in infos) and not more:
+        app.out.dim(f"The current session, {current}, is saved with its first message."
+                    if not app.session.state.live else f"The current session is {current}.")
     return False
 
 
@@ -213,13 +209,14 @@ def _search(app: ChatApp, arg: str) -> bool:
     from rollchat.ui.table import ROW_INDENT, hit_rows
 
     hits = index.search(text)
+    current = app.session.state.session_id
     if not hits:
         app.out.info(f"No saved session matches {text!r}.")
     for hit in hits:
-        for row in hit_rows(hit, app.out.terminal):
+        for row in hit_rows(hit, app.out.terminal, current):
             app.out.line(*row, hang=ROW_INDENT)
-    if hits:
-        app.out.dim("'resume N' continues one of them.")
+    if any(hit.session_id != current for hit in hits):
+        app.out.dim("'resume N' continues one of them (the numbers are those of 'sessions').")
     return False
 
 

@@ -1,5 +1,6 @@
 """The session picker (``rollchat pick``, a bare ``--resume``): a filter line, the sessions
-most recent first, filtered fuzzily as you type (``rollchat.text.fuzzy``), and a preview of the
+most recent first with their numbers (THE numbering, storage/listing.py; the chat's current
+session marked), filtered fuzzily as you type (``rollchat.text.fuzzy``), and a preview of the
 highlighted session's summary, read from its file only when it is highlighted.
 
 Keys: type to filter; Up/Down (Ctrl-P/Ctrl-N), PageUp/PageDown, Home/End move; Enter chooses;
@@ -60,8 +61,10 @@ class Picker:
     """The picker's state, apart from the terminal: the filter, the matches, the selection."""
 
     def __init__(self, infos: Sequence[SessionInfo], load_summary: SummaryLoader,
-                 titles: dict[str, str] | None = None) -> None:
+                 titles: dict[str, str] | None = None, current: str | None = None) -> None:
         self.infos = {i.session_id: i for i in infos}
+        self.current_id = current  # the chat's current session: marked, keeps its number
+        self.digits = len(str(max((i.number for i in infos), default=0)))  # of the numbers
         self.titles = titles or {}
         self.matcher = Matcher(candidates(infos, self.titles))
         self.load_summary = load_summary
@@ -115,10 +118,16 @@ class Picker:
         Title, else its first question's first line)."""
         return self.titles.get(info.session_id) or info.title
 
+    def label(self, info: SessionInfo) -> str:
+        """A row's start: the session's number (``resume N``), the current one marked."""
+        mark = "*" if info.session_id == self.current_id else " "
+        return f"{info.number:>{self.digits}}{mark}" if info.number else ""
+
     def row_text(self, info: SessionInfo, width: int) -> str:
         title = (self.title(info) or info.first_query_preview
                  or ("(no queries)" if not info.queries else "(first question not readable)"))
-        text = (f"{info.date:%Y-%m-%d %H:%M}  {info.session_id}  {info.queries:>3}q  "
+        text = (f"{self.label(info)}{info.date:%Y-%m-%d %H:%M}  {info.session_id}  "
+                f"{info.queries:>3}q  "
                 f"{one_line(title)}")
         return text[:max(1, width)]
 
@@ -133,6 +142,8 @@ class Picker:
             lines.append(("class:title", one_line(title)))
         lines.append(("class:title", f"{one_line(info.session_id)}  ·  {one_line(info.agent)}"
                                      f"  ·  {one_line(info.model)}"))
+        if info.session_id == self.current_id:
+            lines.append(("class:warn", "* current: the session you are in (Enter says so)"))
         lines.append(("", f"{info.date:%Y-%m-%d %H:%M}  ·  "
                           f"{session_size(info.queries, info.tokens, info.tokens_exact)}"))
         if info.first_query_preview and info.first_query_preview != title:
@@ -160,13 +171,14 @@ class Picker:
 
 def pick(infos: Sequence[SessionInfo], load_summary: SummaryLoader, *,
          titles: dict[str, str] | None = None, input: Input | None = None,
-         output: Output | None = None) -> Picked:
-    """Run the picker full screen until a session is chosen or the picker is cancelled."""
+         output: Output | None = None, current: str | None = None) -> Picked:
+    """Run the picker full screen until a session is chosen or the picker is cancelled
+    (``current``: the chat's current session, marked)."""
     from prompt_toolkit.application import Application
     from prompt_toolkit.buffer import Buffer
     from prompt_toolkit.styles import Style
 
-    state = Picker(infos, load_summary, titles)
+    state = Picker(infos, load_summary, titles, current)
     query = Buffer(multiline=False, on_text_changed=lambda buf: state.filter(buf.text))
     ended: list[Picked] = []
     layout, list_window = _layout(state, query)

@@ -350,12 +350,14 @@ class Renderer:
         self.line((line, "yellow" if status in ("refused", "error") else "dim"))
 
     # ------------------------------------------------------------ tables
-    def sessions(self, infos: Sequence[SessionInfo], problems: Sequence[tuple[str, str]]) -> None:
-        """Numbered, most recent first; two lines each so it reads at any width."""
+    def sessions(self, infos: Sequence[SessionInfo], problems: Sequence[tuple[str, str]],
+                 current: str | None = None) -> None:
+        """Numbered, most recent first, the chat's ``current`` session marked; two lines each
+        so it reads at any width."""
         if not infos:
             self.info("No saved sessions.")
         for info in infos:
-            for row in session_rows(info):
+            for row in session_rows(info, current):
                 self.line(*row, hang=ROW_INDENT)
         for name, reason in problems:
             self.warn(f"{one_line(name)}: {one_line(reason)}")

@@ -252,9 +252,7 @@ def _read_lines(chat: Starting, session: PromptSession[str], idle: IdleExtractio
             idle.arm()
             entered.line = None
             try:
-                app = chat.ready
-                line = session.prompt(lambda: prompt_text(chat),
-                                      default=app.take_unsent() if app is not None else "")
+                line = session.prompt(lambda: prompt_text(chat), default=_unsent(chat))
             except KeyboardInterrupt:
                 if ending():
                     return
@@ -268,6 +266,15 @@ def _read_lines(chat: Starting, session: PromptSession[str], idle: IdleExtractio
     finally:
         if entered.line is not None:
             _keep_unsent(chat, entered.line, entered.recorded)
+
+
+def _unsent(chat: Starting) -> str:
+    """What the next prompt starts with: text the chat did not send, and what was typed ahead
+    of a question (see ui/ask.py: never the question's answer, never sent without Enter)."""
+    from rollchat.ui.ask import take_held
+
+    app = chat.ready
+    return "\n".join(t for t in (app.take_unsent() if app is not None else "", take_held()) if t)
 
 
 class _Entered:

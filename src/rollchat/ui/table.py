@@ -15,11 +15,18 @@ if TYPE_CHECKING:
 
 Row = tuple[tuple[str, str], ...]
 ROW_INDENT = 5  # where a row's second line starts, and its continuation lines in a terminal
+# how the chat's current session is marked wherever sessions are listed (it keeps its number)
+CURRENT_MARK = "* current"
 
 
-def session_rows(info: SessionInfo) -> list[Row]:
-    """The head line (number, id, agent, date, figures, summary), the title line and, when
-    there is one, the detail line (parent, first query when it is not the title)."""
+def _mark(session_id: str, current: str | None) -> tuple[tuple[str, str], ...]:
+    return ((f" · {CURRENT_MARK}", "bold green"),) if session_id == current else ()
+
+
+def session_rows(info: SessionInfo, current: str | None = None) -> list[Row]:
+    """The head line (number, id, agent, date, figures, summary; marked when it is the chat's
+    ``current`` session), the title line and, when there is one, the detail line (parent,
+    first query when it is not the title)."""
     problem = one_line(info.summary_problem or "")
     summary = "summary" if info.has_summary else (
         "no summary" + (f" ({problem})" if problem else ""))
@@ -28,6 +35,7 @@ def session_rows(info: SessionInfo) -> list[Row]:
         (f"{info.number:>3}. ", "bold"), (one_line(info.session_id), "cyan"),
         (f" · {one_line(info.agent)} · {info.date:%Y-%m-%d %H:%M} · "
          f"{plural(info.queries, 'query')} · {tokens} · {summary}", ""),
+        *_mark(info.session_id, current),
     )]
     title = one_line(info.title)
     rows.append(((f"     {title}" if title else "     (untitled: no query yet)",
@@ -51,12 +59,14 @@ def more_line(page: Page, command: str) -> str | None:
             f"{command}")
 
 
-def hit_rows(hit: Hit, terminal: bool) -> list[Row]:
-    """A search hit: its number, id, date and title, then its snippet, the matched words in
-    bold in a terminal and between ``**`` elsewhere."""
+def hit_rows(hit: Hit, terminal: bool, current: str | None = None) -> list[Row]:
+    """A search hit: its number, id, date and title (marked when it is the chat's ``current``
+    session), then its snippet, the matched words in bold in a terminal and between ``**``
+    elsewhere."""
     return [
         ((f"{hit.number:>3}. ", "bold"), (one_line(hit.session_id), "cyan"),
-         (f" · {hit.date:%Y-%m-%d %H:%M} · ", ""), (one_line(hit.title) or "(untitled)", "bold")),
+         (f" · {hit.date:%Y-%m-%d %H:%M} · ", ""), (one_line(hit.title) or "(untitled)", "bold"),
+         *_mark(hit.session_id, current)),
         (("     ", ""), *((one_line(text), "bold") if matched and terminal else
                          (f"**{one_line(text)}**" if matched else one_line(text), "dim")
                          for text, matched in hit.parts)),

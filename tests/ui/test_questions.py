@@ -1,0 +1,147 @@
+"""Issue 25, point 3: every question is answered one way, a letter then Enter, shown in the
+prompt (``[y/N, Enter]``); what was typed before a question appeared is never its answer: it is
+put aside and comes back, unsent, in the next ``You:`` prompt (sent only when the user presses
+Enter there); a question is wrapped at words, never mid-word. Driven in a terminal (pty)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pexpect
+
+from rollchat.storage.transcript import parse
+from rollchat.ui.ask import KEPT_NOTE, typed_text, wrapped
+from tests.e2e import PROMPT, run_piped, spawn, write_config
+
+AGENTS = """ui:
+  offline_word_delay: 0
+default_agent: one
+agents:
+  one:
+    name: Assistant
+    provider: offline
+  two:
+    name: Reviewer
+    provider: offline
+"""
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-B]|\x1b[=>]")
+
+
+def _reviewers_session(tmp_path: Path) -> tuple[Path, str]:
+    """A config whose default agent (Assistant) has no session, and the one session there is,
+    Reviewer's: ``-c`` falls back to it and asks first."""
+    cfg = write_config(tmp_path / "rollchat.yml", AGENTS)
+    done = run_piped(tmp_path, "Review the postgres migration.\nexit\n", "--config", str(cfg),
+                     "--agent", "two")
+    assert done.returncode == 0, done.stderr
+    [path] = (tmp_path / "sessions").glob("*.md")
+    return cfg, path.stem
+
+
+def test_pty_typing_ahead_of_a_question_is_neither_its_answer_nor_sent(tmp_path: Path) -> None:
+    cfg, reviewers = _reviewers_session(tmp_path)
+    child = spawn(tmp_path, "--config", str(cfg), "-c")
+    child.setwinsize(24, 60)  # the question takes more than one line here
+    try:
+        # typed at once, before the question appears (starting takes far longer): a single-key
+        # question took its "n" as the answer and sent the rest as a message
+        child.send("no wait, first the summary")
+        child.expect_exact(KEPT_NOTE.split(":")[0])
+        child.expect(r"Continue\? \[y/N, Enter\]:")
+        question = _ANSI.sub("", child.before + child.after)
+        for word in ("Session", reviewers, "with", "agent", "'Reviewer',", "not",
+                     "'Assistant'.", "Continue?"):
+            assert word in question.split(), (word, question)  # whole: wrapped at words
+        assert "Resume cancelled" not in question
+        child.send("y\r")  # the answer buffer was empty: a bare "y" answers
+        child.expect_exact(f"Found: {reviewers}")
+        # the text typed ahead is back in the prompt, unsent
+        child.expect_exact(f"{PROMPT} no wait, first the summary")
+        child.send("\r")  # sent now, by the user
+        child.expect(r"Tokens: \d+")
+        child.expect_exact(PROMPT)
+        child.sendline("exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    [mine] = [p for p in (tmp_path / "sessions").glob("*.md") if p.stem != reviewers]
+    turns = parse(mine.read_text(encoding="utf-8")).turns
+    assert [t.user for t in turns][1:] == ["no wait, first the summary"]  # whole, once, by Enter
+
+
+def test_pty_a_question_needs_enter_and_enter_alone_is_its_default(tmp_path: Path) -> None:
+    cfg, _ = _reviewers_session(tmp_path)
+    child = spawn(tmp_path, "--config", str(cfg), "-c")
+    try:
+        child.expect(r"Continue\? \[y/N, Enter\]:")
+        child.send("x\r")  # not an answer: asked again, saying how to answer
+        child.expect_exact("Type one of y, n, then Enter.")
+        child.send("\r")  # Enter alone: the default, no
+        child.expect_exact("Resume cancelled.")
+        child.expect_exact(PROMPT)
+        child.sendline("exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+
+
+def test_wrapped_at_words_only() -> None:
+    question = ("Session two_20261126_020944_3ec7 was with agent 'Reviewer', not "
+                "'Assistant'. Continue? [y/N, Enter]:")
+    lines = wrapped(question, 40).rstrip(" ").split("\n")
+    assert " ".join(lines) == question and all(len(line) <= 39 for line in lines)
+    assert wrapped("a " + "x" * 50, 20).split("\n")[1].strip() == "x" * 50  # a word stays whole
+
+
+def test_typed_text_keeps_the_text_and_drops_keys() -> None:
+    assert typed_text("no wait\x1b[A, first\x1b[12;1R\rsecond\r") == "no wait, first\nsecond"
+
+
+def test_pty_the_tool_approval_question_says_how_it_is_answered(tmp_path: Path) -> None:
+    made = run_piped(tmp_path, "", "init-agent", "helper.py")
+    assert made.returncode == 0, made.stderr
+    write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0\n")
+    child = spawn(tmp_path, "--config", str(tmp_path / "rollchat.yml"), "helper.py")
+    try:
+        child.expect_exact(PROMPT)
+        child.sendline('use word_count on "one two three"')
+        child.expect(r"Allow\? y: yes, once; a: always for this tool in this session; n: "
+                     r"no \[y/a/n, Enter\]:")
+        child.send("y")  # a letter alone answers nothing yet: Enter does
+        assert child.expect([r"3 words", pexpect.TIMEOUT], timeout=1.5) == 1
+        child.send("\r")
+        child.expect_exact("3 words")
+        child.expect_exact(PROMPT)
+        child.sendline("exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+
+
+def test_pty_resuming_a_continued_session_offers_its_chains_newest(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0\n")
+    done = run_piped(tmp_path, "We chose postgres.\nexit\n", "--config", str(cfg))
+    assert done.returncode == 0, done.stderr
+    [old] = [p.stem for p in (tmp_path / "sessions").glob("*.md")]
+    done = run_piped(tmp_path, "And the version?\nexit\n", "--config", str(cfg), "--resume", old)
+    assert done.returncode == 0, done.stderr
+    [newest] = [p.stem for p in (tmp_path / "sessions").glob("*.md") if p.stem != old]
+    child = spawn(tmp_path, "--config", str(cfg))
+    try:
+        child.expect_exact(PROMPT)
+        child.sendline("resume 2")  # old: 1 is its continuation, the newest
+        child.expect(r"Resume 1 instead\? \[Y/n, Enter\]:")
+        assert f"Session 2 ({old}) was continued in session 1 ({newest}," in " ".join(
+            _ANSI.sub("", child.before).split())
+        child.send("\r")  # Enter alone: the default, the newest
+        child.expect_exact(f"Found: {newest}")
+        child.expect_exact(PROMPT)
+        child.sendline("exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
