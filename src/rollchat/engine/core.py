@@ -241,10 +241,11 @@ class Engine(ModelChoice):
                        attached=images)
         return Answer(turn, result.error)
 
-    def restore(self, prompt: str) -> Stream:
-        """Send a restoration prompt in a fresh context; the exchange becomes the prefix."""
+    def restore(self, prompt: str, extra: tuple[ProviderBlock, ...] = ()) -> Stream:
+        """Send a restoration prompt in a fresh context; the exchange becomes the prefix.
+        ``extra``: the provider's signed compaction block, sent first (kept in the turn)."""
         started = self.settings.clock()
-        user = Message("user", prompt)
+        user = Message("user", prompt, extra=extra)
         flight = [user]
         self.current = []
         result = yield from self._call(flight.append, lambda: repair(flight), "restore")
@@ -252,7 +253,8 @@ class Engine(ModelChoice):
         self.context.reset([user, Message("assistant", ack)], prefix_len=2)
         if self._collect == "done":  # a new context: servers ready since then join now
             self._collect = "due"
-        return Answer(self._turn("restored", started, "", result), result.error)
+        turn = self._turn("restored", started, "", result)
+        return Answer(replace(turn, blocks=(*extra, *turn.blocks)), result.error)
 
     def clear(self) -> None:
         """An empty working context (``clear``): the system prompt and the tools only."""

@@ -102,7 +102,8 @@ class Session(CompactorFigures, ModelSwitch):
         same = summary_provider is engine_settings.provider and summary_model == model
         summarizer = Summarizer(summary_provider, model=summary_model, config=config.summary,
                                 budget=budget, counter=self.counter,
-                                refused=self.windows.summary_refused if same else None)
+                                refused=self.windows.summary_refused if same else None,
+                                engine=agent.compaction.engine)
         self.price = price_for(model, config.prices)  # None: unknown (no cost shown)
         self.compactor = Compactor(
             config=config, agent=agent, engine=self.engine, counter=self.counter,
