@@ -89,7 +89,6 @@ class CompactionServer:
     chat: Chat = echo
     summary: Summary = lambda body: "the summary"
     failures: list[str] = field(default_factory=list)
-    output_tokens: int = 40
     requests: list[Seen] = field(default_factory=list)
     cache: dict[str, int] = field(default_factory=dict)
     issued: dict[str, str] = field(default_factory=dict)  # signature -> content
@@ -207,9 +206,10 @@ class CompactionServer:
                        *({"type": "content_block_delta", "index": index, "delta": d}
                          for d in deltas),
                        {"type": "content_block_stop", "index": index}]
+        written = sum(_tokens(v if k == "text" else v["input"]) for k, v in blocks)
         delta: dict[str, Any] = {"type": "message_delta",
                                  "delta": {"stop_reason": stop, "stop_sequence": None},
-                                 "usage": {"output_tokens": self.output_tokens}}
+                                 "usage": {"output_tokens": max(written, 1)}}
         if seen.cleared:
             delta["context_management"] = {"applied_edits": [
                 {"type": "clear_tool_uses_20250919", "cleared_input_tokens": seen.cleared,
