@@ -73,6 +73,10 @@ def test_compact_sends_the_chat_with_the_instructions_and_reads_the_signed_block
     # billed: the compaction iteration (the top level is zero), mostly cache reads
     billed = seen.billed
     assert billed is not None and billed.read > 1000
+    assert billed.written == 0  # the last answer is never sent again: not written
+    marked = [i for i, m in enumerate(seen.body["messages"])
+              if "cache_control" in m["content"][-1]]
+    assert marked == [2]  # the tool result: where the chat's last request ended
     assert compacted.usage.cache_read_tokens == billed.read
     assert compacted.usage.input_tokens == billed.uncached + billed.read + billed.written
     assert compacted.usage.output_tokens > 0

@@ -86,7 +86,8 @@ class AnthropicProvider(SDKProvider):
         ``instructions`` in place of the server's prompt; raises CompactionFailed (the
         server's compaction errors, no summary) or another ProviderError."""
         images = True if self.images is None else self.images
-        params = request_params(replace(request, purpose="chat"), images=images)
+        params = request_params(replace(request, purpose="summary"), images=images,
+                                instruction=False)
         params["compaction"] = {"type": "summarize", "instructions": instructions}
         parser = CompactionParser()
         try:
@@ -107,16 +108,21 @@ class AnthropicProvider(SDKProvider):
         return _MessagesParser()
 
 
-def request_params(request: ChatRequest, *, images: bool = True) -> dict[str, Any]:
+def request_params(request: ChatRequest, *, images: bool = True,
+                   instruction: bool = True) -> dict[str, Any]:
     """The keyword arguments of ``messages.create`` for ``request`` (``images`` False: each
-    image is sent as a line of text saying it is not shown)."""
+    image is sent as a line of text saying it is not shown). A summary request (``purpose``
+    summary; ``instruction`` False: a compaction request, whose instruction is a parameter)
+    marks the end of what the chat's last request sent: read from the cache, nothing written
+    (the answer after it and the instruction are never sent again)."""
     messages = all_sendable(request.messages, images)
+    chat_end = (None if request.purpose != "summary"
+                else _chat_end(messages, len(messages) - 1 if instruction else len(messages)))
     params: dict[str, Any] = {"model": request.model, "max_tokens": request.max_output_tokens,
                               "messages": message_params(messages,
                                                          request.cache_prefix_messages,
                                                          cache_last=request.purpose == "chat",
-                                                         cache_before_last=request.purpose
-                                                         == "summary"),
+                                                         cache_at=chat_end),
                               "stream": True}
     if request.system:
         params["system"] = [{"type": "text", "text": request.system, "cache_control": _CACHE}]
@@ -125,6 +131,13 @@ def request_params(request: ChatRequest, *, images: bool = True) -> dict[str, An
     if request.tools:
         params["tools"] = [tool_param(t) for t in request.tools]
     return params
+
+
+def _chat_end(messages: Sequence[Message], before: int) -> int | None:
+    """The last message before ``before`` that is not the model's: where the chat's last
+    request ended (and its cache breakpoint sat)."""
+    return next((i for i in range(before - 1, -1, -1) if messages[i].role != "assistant"),
+                None)
 
 
 def tool_param(spec: ToolSpec) -> dict[str, Any]:
@@ -157,7 +170,7 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
 
 def message_params(messages: Sequence[Message], cache_prefix: int = 0, *,
                    cache_last: bool = False,
-                   cache_before_last: bool = False) -> list[dict[str, Any]]:
+                   cache_at: int | None = None) -> list[dict[str, Any]]:
     """Our messages as alternating user/assistant messages.
 
     Tool results become user ``tool_result`` blocks; consecutive same-role messages merge;
@@ -165,16 +178,16 @@ def message_params(messages: Sequence[Message], cache_prefix: int = 0, *,
     carries a ``cache_control`` breakpoint (the end of the stable prefix); with
     ``cache_last`` so does the last block of all: a chat request starts with the whole
     previous one, so the next request reads this one from the cache (with the system
-    prompt's, three of the four breakpoints the API allows). ``cache_before_last`` (a
-    summary request): the message before the last (the instruction) carries it, so the
-    conversation is read from the cache the chat's requests wrote. A signed compaction block
+    prompt's, three of the four breakpoints the API allows). ``cache_at`` (a summary
+    request): that message carries it instead, so the conversation is read from the cache
+    the chat's requests wrote. A signed compaction block
     on the first message goes first, as the assistant message the server returned it in.
     """
     out: list[dict[str, Any]] = []
     signed = signed_blocks(messages)
     if signed:
         out.append({"role": "assistant", "content": signed})
-    marks = {cache_prefix - 1, *([len(messages) - 2] if cache_before_last else [])}
+    marks = {cache_prefix - 1, *([] if cache_at is None else [cache_at])}
     for index, message in enumerate(messages):
         blocks = _blocks(message)
         if not blocks:
