@@ -242,8 +242,7 @@ class Engine(ModelChoice):
         return Answer(turn, result.error)
 
     def restore(self, prompt: str, extra: tuple[ProviderBlock, ...] = ()) -> Stream:
-        """Send a restoration prompt in a fresh context; the exchange becomes the prefix.
-        ``extra``: the provider's signed compaction block, sent first (kept in the turn)."""
+        """A restoration prompt (after ``extra``: a signed block) in a fresh context: the prefix."""
         started = self.settings.clock()
         user = Message("user", prompt, extra=extra)
         flight = [user]
