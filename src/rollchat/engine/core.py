@@ -246,14 +246,13 @@ class Engine(ModelChoice):
         started = self.settings.clock()
         user = Message("user", prompt, extra=extra)
         flight = [user]
-        self.current = []
+        self.current = [*extra]  # the turn keeps the signed block, first
         result = yield from self._call(flight.append, lambda: repair(flight), "restore")
         ack = result.text or "(no acknowledgment: " + (result.note or "interrupted") + ")"
         self.context.reset([user, Message("assistant", ack)], prefix_len=2)
         if self._collect == "done":  # a new context: servers ready since then join now
             self._collect = "due"
-        turn = self._turn("restored", started, "", result)
-        return Answer(replace(turn, blocks=(*extra, *turn.blocks)), result.error)
+        return Answer(self._turn("restored", started, "", result), result.error)
 
     def clear(self) -> None:
         """An empty working context (``clear``): the system prompt and the tools only."""
