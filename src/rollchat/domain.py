@@ -272,6 +272,9 @@ class Summary:
     # finalizing writes it to the header's Title field when the session has none yet. Not
     # compared: two summaries with the same content are equal whatever title came with them.
     title: str | None = field(default=None, compare=False)
+    # the provider's signed compaction block this summary was read from (compaction.engine:
+    # provider), sent first on the child's requests; None: rollchat wrote it. Not compared.
+    signed: ProviderBlock | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

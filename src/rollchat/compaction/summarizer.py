@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from rollchat.compaction.call import NOT_ASKED, SummaryOutcome, summarize
 from rollchat.compaction.carry import merge_summaries
 from rollchat.compaction.chunks import chunk_turns, turn_tokens
+from rollchat.compaction.engine import choose_engine
+from rollchat.compaction.server import server_summary
+from rollchat.config.compaction import PROVIDER, ROLLCHAT, Engine
 from rollchat.domain import Summary, Turn, Usage
 from rollchat.interrupts import sigint_deferred
 from rollchat.providers.base import (
@@ -23,6 +26,7 @@ from rollchat.providers.base import (
     ContextTooLongError,
     Provider,
 )
+from rollchat.providers.compacting import CompactingProvider
 from rollchat.storage.transcript import render_summary_block
 
 if TYPE_CHECKING:
@@ -53,8 +57,11 @@ class Summarizer:
 
     def __init__(self, provider: Provider, *, model: str, config: SummaryConfig,
                  budget: Budget, counter: TokenCounter,
-                 refused: Callable[[ContextTooLongError, int], bool] | None = None) -> None:
+                 refused: Callable[[ContextTooLongError, int], bool] | None = None,
+                 engine: Engine = ROLLCHAT) -> None:
         self.provider = provider
+        self.choice = choose_engine(engine, provider)  # compaction.engine, for this provider
+        self.notes: list[str] = []  # lines for the user about the engine, taken as said
         self.model = model
         self.config = config
         self.budget = budget
@@ -84,6 +91,29 @@ class Summarizer:
 
     def _call(self, turns: list[Turn], parent: Summary | None,
               focus: str | None, prefix: ChatRequest | None = None) -> SummaryOutcome:
+        if self.choice.note is not None:  # said once, at the first summary
+            self.notes.append(self.choice.note)
+            self.choice = replace(self.choice, note=None)
+        if prefix is None or self.choice.engine != PROVIDER or \
+                not isinstance(self.provider, CompactingProvider):
+            return self._rollchat(turns, parent, focus, prefix)
+        server = server_summary(self.provider, prefix, parent=parent, focus=focus,
+                                max_words=self.words,
+                                max_output_tokens=self.budget.max_output_tokens)
+        if server.summary is not None:
+            return SummaryOutcome(server.summary, False, None, server.usage)
+        self.notes.append(f"The provider's compaction failed ({server.reason}); rollchat "
+                          "wrote the summary instead.")
+        outcome = self._rollchat(turns, parent, focus, prefix)
+        return replace(outcome, usage=outcome.usage + server.usage)
+
+    def take_notes(self) -> list[str]:
+        """The lines about the engine not said yet (see ``notes``)."""
+        notes, self.notes = self.notes, []
+        return notes
+
+    def _rollchat(self, turns: list[Turn], parent: Summary | None, focus: str | None,
+                  prefix: ChatRequest | None) -> SummaryOutcome:
         return summarize(self.provider, turns, parent_summary=parent, focus=focus,
                          model=self.model, max_words=self.words,
                          timeout_seconds=self.config.timeout_seconds,

@@ -241,12 +241,12 @@ class Engine(ModelChoice):
                        attached=images)
         return Answer(turn, result.error)
 
-    def restore(self, prompt: str) -> Stream:
-        """Send a restoration prompt in a fresh context; the exchange becomes the prefix."""
+    def restore(self, prompt: str, extra: tuple[ProviderBlock, ...] = ()) -> Stream:
+        """A restoration prompt (after ``extra``: a signed block) in a fresh context: the prefix."""
         started = self.settings.clock()
-        user = Message("user", prompt)
+        user = Message("user", prompt, extra=extra)
         flight = [user]
-        self.current = []
+        self.current = [*extra]  # the turn keeps the signed block, first
         result = yield from self._call(flight.append, lambda: repair(flight), "restore")
         ack = result.text or "(no acknowledgment: " + (result.note or "interrupted") + ")"
         self.context.reset([user, Message("assistant", ack)], prefix_len=2)

@@ -45,6 +45,7 @@ class ProviderSettings:
     word_delay: float
     images: bool | None = None  # models.<model>.images (None: the provider decides)
     store: bool = False  # models.<model>.store (openai-responses: OpenAI keeps the responses)
+    hygiene: str = "rollchat"  # the agent's hygiene: provider asks the server to clear tool uses
 
 
 ProviderFactory = Callable[[ProviderSettings], "Provider"]
@@ -73,6 +74,13 @@ def _responses(s: ProviderSettings) -> Provider:
     return provider
 
 
+def _anthropic(s: ProviderSettings) -> Provider:
+    provider: Provider = _load("rollchat.providers.anthropic:AnthropicProvider")(
+        s.model, api_key=s.api_key, base_url=s.base_url, timeout=s.timeout, images=s.images,
+        hygiene=s.hygiene)
+    return provider
+
+
 def _offline(s: ProviderSettings) -> Provider:
     provider: Provider = _load("rollchat.providers.offline:OfflineProvider")(
         word_delay=s.word_delay)
@@ -80,7 +88,7 @@ def _offline(s: ProviderSettings) -> Provider:
 
 
 REGISTRY: dict[str, ProviderFactory] = {
-    ANTHROPIC: _remote("rollchat.providers.anthropic:AnthropicProvider"),
+    ANTHROPIC: _anthropic,
     OPENAI: _remote("rollchat.providers.openai:OpenAIProvider"),
     OPENAI_RESPONSES: _responses,
     OFFLINE: _offline,
@@ -203,7 +211,8 @@ def build_provider(name: str, agent: AgentConfig, config: Config,
         model=model, api_key=key,
         base_url=server_url(name, agent, env),  # given to the SDK: the banner shows the same
         timeout=config.retry.request_timeout, word_delay=config.ui.offline_word_delay or 0.0,
-        images=config.images_for(model), store=config.store_for(model))
+        images=config.images_for(model), store=config.store_for(model),
+        hygiene=agent.hygiene)
     return factory(settings)
 
 

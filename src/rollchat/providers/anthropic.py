@@ -1,20 +1,34 @@
 """Anthropic Messages provider: the request (tools, prompt caching of the stable prefix) and
-the parser of its raw stream events. Streaming and error mapping are in providers/sdk.py.
+the parser of its raw stream events; on-demand compaction (providers/anthropic_compaction.py).
+Streaming and error mapping are in providers/sdk.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from rollchat.domain import Image, Message, Usage
+from rollchat.providers.anthropic_compaction import (
+    CLEAR_TOOL_USES,
+    COMPACT_BETA,
+    CompactionParser,
+    SignedBlockRefused,
+    betas,
+    compaction_error,
+    signed_blocks,
+    without_signed,
+)
 from rollchat.providers.base import (
     ChatRequest,
+    ProviderError,
     StreamEvent,
     TextDelta,
     ToolCallEvent,
     ToolSpec,
 )
+from rollchat.providers.compacting import Compacted
 from rollchat.providers.content import all_sendable, b64, sendable
 from rollchat.providers.names import ANTHROPIC, SDK_MODULES
 from rollchat.providers.sdk import PartialCall, SDKProvider, SDKStream, StreamParser
@@ -28,27 +42,87 @@ class AnthropicProvider(SDKProvider):
     name = ANTHROPIC
     sdk = SDK_MODULES[ANTHROPIC]
 
+    def __init__(self, model: str, *, api_key: str | None, base_url: str | None,
+                 timeout: float, images: bool | None = None, hygiene: str = "rollchat") -> None:
+        super().__init__(model, api_key=api_key, base_url=base_url, timeout=timeout,
+                         images=images)
+        self.hygiene = hygiene  # provider: the server clears old tool uses (context editing)
+        self.dropped: set[str] = set()  # signed blocks the server refused: never sent again
+
     def _make_client(self, sdk: Any) -> Any:
         return sdk.Anthropic(api_key=self._api_key, base_url=self._base_url,
                              default_query=self._query, timeout=self._timeout, max_retries=0)
 
     def _open(self, client: Any, request: ChatRequest) -> SDKStream:
         images = True if self.images is None else self.images
-        stream: SDKStream = client.messages.create(**request_params(request, images=images))
-        return stream
+        request = without_signed(request, self.dropped)
+        params = request_params(request, images=images)
+        needed = betas(request, self.hygiene)
+        if not needed:
+            stream: SDKStream = client.messages.create(**params)
+            return stream
+        if self.hygiene == "provider":
+            params["context_management"] = {"edits": [dict(CLEAR_TOOL_USES)]}
+        try:
+            beta_stream: SDKStream = client.beta.messages.create(**params, betas=needed)
+        except Exception as exc:
+            raise self._refused(exc, request) from None
+        return beta_stream
+
+    def _refused(self, exc: Exception, request: ChatRequest) -> Exception:
+        """A compaction error for a request that sends a signed block back: the block is
+        dropped for good and the request may be sent again at once (SignedBlockRefused)."""
+        error = compaction_error(exc, self._api_key)
+        blocks = request.messages[0].extra if request.messages else ()
+        if getattr(error, "code", None) is None or not blocks:
+            return exc
+        self.dropped.update(b.data for b in blocks)
+        return SignedBlockRefused(f"{error}; it is dropped: rollchat's readable summary is "
+                                  "sent instead", code=getattr(error, "code", None),
+                                  retry_after=0.0)
+
+    def compact(self, request: ChatRequest, instructions: str) -> Compacted:
+        """On-demand compaction of ``request`` (the chat's next request, same prefix) with
+        ``instructions`` in place of the server's prompt; raises CompactionFailed (the
+        server's compaction errors, no summary) or another ProviderError."""
+        images = True if self.images is None else self.images
+        params = request_params(replace(request, purpose="summary"), images=images,
+                                instruction=False)
+        params["compaction"] = {"type": "summarize", "instructions": instructions}
+        parser = CompactionParser()
+        try:
+            items = self._sdk_client().beta.messages.create(**params, betas=[COMPACT_BETA])
+            try:
+                for item in items:
+                    parser.feed(item)
+                list(parser.finish())  # a stream cut before its end is an error
+            finally:
+                items.close()
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise self._down(compaction_error(exc, self._api_key)) from None
+        return parser.result()
 
     def _parser(self) -> StreamParser:
         return _MessagesParser()
 
 
-def request_params(request: ChatRequest, *, images: bool = True) -> dict[str, Any]:
+def request_params(request: ChatRequest, *, images: bool = True,
+                   instruction: bool = True) -> dict[str, Any]:
     """The keyword arguments of ``messages.create`` for ``request`` (``images`` False: each
-    image is sent as a line of text saying it is not shown)."""
+    image is sent as a line of text saying it is not shown). A summary request (``purpose``
+    summary; ``instruction`` False: a compaction request, whose instruction is a parameter)
+    marks the end of what the chat's last request sent: read from the cache, nothing written
+    (the answer after it and the instruction are never sent again)."""
     messages = all_sendable(request.messages, images)
+    chat_end = (None if request.purpose != "summary"
+                else _chat_end(messages, len(messages) - 1 if instruction else len(messages)))
     params: dict[str, Any] = {"model": request.model, "max_tokens": request.max_output_tokens,
                               "messages": message_params(messages,
                                                          request.cache_prefix_messages,
-                                                         cache_last=request.purpose == "chat"),
+                                                         cache_last=request.purpose == "chat",
+                                                         cache_at=chat_end),
                               "stream": True}
     if request.system:
         params["system"] = [{"type": "text", "text": request.system, "cache_control": _CACHE}]
@@ -57,6 +131,13 @@ def request_params(request: ChatRequest, *, images: bool = True) -> dict[str, An
     if request.tools:
         params["tools"] = [tool_param(t) for t in request.tools]
     return params
+
+
+def _chat_end(messages: Sequence[Message], before: int) -> int | None:
+    """The last message before ``before`` that is not the model's: where the chat's last
+    request ended (and its cache breakpoint sat)."""
+    return next((i for i in range(before - 1, -1, -1) if messages[i].role != "assistant"),
+                None)
 
 
 def tool_param(spec: ToolSpec) -> dict[str, Any]:
@@ -87,8 +168,9 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
     return blocks
 
 
-def message_params(messages: Iterable[Message], cache_prefix: int = 0, *,
-                   cache_last: bool = False) -> list[dict[str, Any]]:
+def message_params(messages: Sequence[Message], cache_prefix: int = 0, *,
+                   cache_last: bool = False,
+                   cache_at: int | None = None) -> list[dict[str, Any]]:
     """Our messages as alternating user/assistant messages.
 
     Tool results become user ``tool_result`` blocks; consecutive same-role messages merge;
@@ -96,14 +178,21 @@ def message_params(messages: Iterable[Message], cache_prefix: int = 0, *,
     carries a ``cache_control`` breakpoint (the end of the stable prefix); with
     ``cache_last`` so does the last block of all: a chat request starts with the whole
     previous one, so the next request reads this one from the cache (with the system
-    prompt's, three of the four breakpoints the API allows).
+    prompt's, three of the four breakpoints the API allows). ``cache_at`` (a summary
+    request): that message carries it instead, so the conversation is read from the cache
+    the chat's requests wrote. A signed compaction block
+    on the first message goes first, as the assistant message the server returned it in.
     """
     out: list[dict[str, Any]] = []
+    signed = signed_blocks(messages)
+    if signed:
+        out.append({"role": "assistant", "content": signed})
+    marks = {cache_prefix - 1, *([] if cache_at is None else [cache_at])}
     for index, message in enumerate(messages):
         blocks = _blocks(message)
         if not blocks:
             continue
-        if index == cache_prefix - 1:
+        if index in marks:
             blocks[-1] = {**blocks[-1], "cache_control": _CACHE}
         role = "assistant" if message.role == "assistant" else "user"
         if out and out[-1]["role"] == role:

@@ -29,8 +29,9 @@ class CompactionFailed(ProviderError):
 
     label = "server compaction failed"
 
-    def __init__(self, message: str, *, code: str | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, code: str | None = None,
+                 retry_after: float | None = None) -> None:
+        super().__init__(message, retry_after=retry_after)
         self.code = code
 
 

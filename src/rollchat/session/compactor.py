@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from rollchat.compaction import policy
-from rollchat.compaction.call import SummaryOutcome, fallback_line
+from rollchat.compaction.call import SummaryOutcome
 from rollchat.compaction.policy import Plan, PolicyState, Situation
 from rollchat.compaction.prefixed import INSTRUCTION_TOKENS
 from rollchat.compaction.summarizer import Background, Summarizer
@@ -47,6 +47,7 @@ from rollchat.session.state import (
     saved_title,
 )
 from rollchat.session.steps import proposal, quietly, saved_notice
+from rollchat.session.summary_notes import summary_notices
 from rollchat.storage.store import Store
 
 if TYPE_CHECKING:
@@ -227,10 +228,8 @@ class Compactor:
         try:
             yield SummaryFinished(outcome.summary,
                                   outcome.reason if outcome.fallback_used else None)
-            for learned in self.windows.take():
-                yield Notice("warning", learned.line("the summary was written in smaller parts"))
-            if outcome.fallback_used:
-                yield Notice("warning", fallback_line(outcome.reason))
+            yield from summary_notices(outcome, self.windows.take(),
+                                       self.summarizer.take_notes(), self.around.price)
         except KeyboardInterrupt:
             return outcome, True
         return outcome, False
@@ -295,7 +294,9 @@ class Compactor:
         prompt = restoration_prompt(parent, archive_tool=readable)
         if not quiet:
             yield AnswerStarted(self.agent.name)
-        restoring = self.engine.restore(prompt)
+        # the provider's signed block goes first, unless the user edited the summary since
+        signed = parent.summary.signed if not parent.summary.edited else None
+        restoring = self.engine.restore(prompt, () if signed is None else (signed,))
         answer: Answer = yield from (quietly(restoring) if quiet else restoring)
         context = restored_context(parent, automatic=quiet)
         # the prompt is kept in the child's file: it holds the parent's summary (see prune)

@@ -101,7 +101,7 @@ class Session(CompactorFigures, ModelSwitch):
                                      on_change=self._resize)
         same = summary_provider is engine_settings.provider and summary_model == model
         summarizer = Summarizer(summary_provider, model=summary_model, config=config.summary,
-                                budget=budget, counter=self.counter,
+                                budget=budget, counter=self.counter, engine=agent.compaction.engine,
                                 refused=self.windows.summary_refused if same else None)
         self.price = price_for(model, config.prices)  # None: unknown (no cost shown)
         self.compactor = Compactor(

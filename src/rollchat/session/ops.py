@@ -210,5 +210,8 @@ def _use_summary(state: SessionState, engine: Engine, store: Store, old: Summary
         else:
             where += f" and the summary block of {parent} (marked as edited by you)"
     yield Notice("info", f"Summary edited: it is now {where}.")
+    if first.extra:  # the signed block holds the summary as the provider wrote it
+        yield Notice("info", "The provider's signed compaction block was dropped: the next "
+                             "request sends rollchat's readable summary, as edited, instead.")
     yield Notice("detail", "The next request starts with the edited summary, so the provider's "
                            "prompt cache misses once.")

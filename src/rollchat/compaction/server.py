@@ -1,0 +1,64 @@
+"""The summary written by the provider's own compaction (``compaction.engine: provider``):
+asked with the chat's request as its prefix and rollchat's instructions (structure, word
+budget, focus, the parent's carried items), read back as rollchat's summary, signed block kept."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from rollchat.compaction.prefixed import PREFIXED_TEMPLATE
+from rollchat.compaction.request import (
+    FOCUS_INSTRUCTION,
+    NO_PARENT_INSTRUCTION,
+    PARENT_INSTRUCTION,
+    SummaryError,
+    carried_words,
+    context_sections,
+    parse_summary_reply,
+    reply_tokens,
+)
+from rollchat.domain import Summary, Usage
+from rollchat.providers.base import ChatRequest, ProviderError
+from rollchat.providers.compacting import CompactingProvider
+from rollchat.text.normalize import clean
+
+
+def server_instructions(parent: Summary | None, focus: str | None, max_words: int) -> str:
+    """rollchat's summary instruction, given as the server's summarization prompt (it
+    replaces the server's own): the same words a prefixed summary request ends with."""
+    return PREFIXED_TEMPLATE.format(
+        max_words=max_words,
+        focus_instruction=FOCUS_INSTRUCTION if (focus or "").strip() else "",
+        parent_instruction=PARENT_INSTRUCTION if parent else NO_PARENT_INSTRUCTION,
+        data="\n\n".join(context_sections(parent, focus)))
+
+
+@dataclass(frozen=True)
+class ServerOutcome:
+    """The provider's summary (None when it failed: ``reason`` says why) and what its
+    compaction was billed (also when the summary it returned could not be used)."""
+
+    summary: Summary | None
+    usage: Usage
+    reason: str | None = None
+
+
+def server_summary(provider: CompactingProvider, prefix: ChatRequest, *,
+                   parent: Summary | None, focus: str | None, max_words: int,
+                   max_output_tokens: int) -> ServerOutcome:
+    """The provider's compaction of ``prefix`` (the chat's next request without a new
+    message) as a summary carrying the signed block. Any failure (a compaction error, a
+    model without it, a summary not in rollchat's structure) is an outcome with a reason:
+    the caller falls back to rollchat's own summary."""
+    request = replace(prefix, purpose="summary",
+                      max_output_tokens=reply_tokens(max_words, parent, max_output_tokens))
+    try:
+        compacted = provider.compact(request, server_instructions(parent, focus, max_words))
+    except ProviderError as error:
+        return ServerOutcome(None, Usage(), error.one_line())
+    try:
+        summary = parse_summary_reply(clean(compacted.content), max_words=max_words,
+                                      allowance=carried_words(parent))
+    except SummaryError as error:
+        return ServerOutcome(None, compacted.usage, str(error))
+    return ServerOutcome(replace(summary, signed=compacted.block), compacted.usage)
