@@ -82,8 +82,7 @@ class Session(CompactorFigures, ModelSwitch):
         model = engine_settings.model
         self.config, self.agent, self.store = config, agent, store
         self.provider_name, self.confirm, self.fork_refusal = provider_name, confirm, fork_refusal
-        self.state = SessionState(started=now())
-        self.finished = False
+        self.state, self.finished = SessionState(started=now()), False
         self.recorded = 0  # user messages recorded: a front end can check one was kept
         self.undo_point: UndoPoint | None = None  # what the last compact replaced
         self.server_down: ServerDownError | None = None  # the last answer found none listening
