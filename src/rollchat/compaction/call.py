@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rollchat.domain import Summary, Turn, Usage
@@ -52,10 +52,15 @@ def _collect(provider: Provider, request: ChatRequest, timeout: float) -> tuple[
     deadline = time.monotonic() + timeout
     parts: list[str] = []
     usage = Usage()
+    # a provider that enforces the timeout closes the connection when it passes (raising
+    # ProviderTimeoutError); counted from when it is sent, not while it waits for its turn
+    timed = getattr(provider, "enforces_timeout", False)
+    if timed:
+        request = replace(request, timeout=timeout)
     stream: Iterator[Any] = iter(provider.stream(request))
     try:
         for event in stream:
-            if time.monotonic() > deadline:
+            if not timed and time.monotonic() > deadline:
                 raise _SummaryTimeout(f"timed out after {timeout:g}s")
             if isinstance(event, TextDelta):
                 parts.append(event.text)

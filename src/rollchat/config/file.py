@@ -66,6 +66,8 @@ _AGENT_FIELDS: dict[str, Field] = {
     "provider": PROVIDER,
     "model": MODEL,
     "base_url": URL,
+    "concurrency": Field("int", "must be an integer >= 1 (requests at once to the server), "
+                         "or null", lambda v: v >= 1, nullable=True),
     "api_key_env": Field(
         "str", "must be the NAME of an environment variable (not the key), or null",
         lambda v: bool(_ENV_NAME.fullmatch(v)), nullable=True,

@@ -28,6 +28,9 @@ class AgentConfig:
     provider: str = AUTO
     model: str | None = None
     base_url: str | None = None
+    # requests at once to its server (None: 1 for a base_url server, no limit for the
+    # official APIs; the chat's request first, summaries and memory behind it)
+    concurrency: int | None = None
     api_key_env: str | None = None
     system_prompt: str = "You are a helpful assistant."
     system_prompt_file: Path | None = None

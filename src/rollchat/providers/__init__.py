@@ -46,6 +46,7 @@ class ProviderSettings:
     images: bool | None = None  # models.<model>.images (None: the provider decides)
     store: bool = False  # models.<model>.store (openai-responses: OpenAI keeps the responses)
     hygiene: str = "rollchat"  # the agent's hygiene: provider asks the server to clear tool uses
+    concurrency: int | None = None  # requests at once to the server (None: see lanes.py)
 
 
 ProviderFactory = Callable[[ProviderSettings], "Provider"]
@@ -60,8 +61,9 @@ def _load(path: str) -> Any:
 def _remote(path: str) -> ProviderFactory:
     def build(s: ProviderSettings) -> Provider:
         cls = _load(path)
+        limit = {"concurrency": s.concurrency} if s.concurrency else {}
         provider: Provider = cls(s.model, api_key=s.api_key, base_url=s.base_url,
-                                 timeout=s.timeout, images=s.images)
+                                 timeout=s.timeout, images=s.images, **limit)
         return provider
 
     return build
@@ -212,7 +214,7 @@ def build_provider(name: str, agent: AgentConfig, config: Config,
         base_url=server_url(name, agent, env),  # given to the SDK: the banner shows the same
         timeout=config.retry.request_timeout, word_delay=config.ui.offline_word_delay or 0.0,
         images=config.images_for(model), store=config.store_for(model),
-        hygiene=agent.hygiene)
+        hygiene=agent.hygiene, concurrency=agent.concurrency)
     return factory(settings)
 
 

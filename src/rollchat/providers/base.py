@@ -45,6 +45,9 @@ class ChatRequest:
     tools: tuple[ToolSpec, ...] = ()
     purpose: Purpose = "chat"
     cache_prefix_messages: int = 0
+    # seconds the whole answer may take once sent (None: the client's read timeout only);
+    # a provider that ``enforces_timeout`` closes the connection when they pass
+    timeout: float | None = None
 
 
 @dataclass(frozen=True)

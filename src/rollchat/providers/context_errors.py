@@ -40,6 +40,25 @@ def is_context_error(code: str, message: str, kind: str = "") -> bool:
     return code == "context_length_exceeded" or any(h in lowered for h in _HINTS)
 
 
+# llama.cpp's slots share one KV cache: when requests overlap and it fills, the request being
+# decoded fails with this 500 (as an error event of a 200 stream), though alone it fits.
+_BUSY = "context size has been exceeded"
+
+
+def is_busy_server(code: str, message: str, body: object = None) -> bool:
+    """Whether a "context" error is a busy server's (llama.cpp's shared cache filled by
+    requests at once: code 500, no window stated), not a statement that the request is too
+    long: it is retried, never learned as a window."""
+    if _BUSY not in message.lower() or _body_limit(body) is not None:
+        return False
+    return code in ("", "500", "server_error") or code.startswith("5")
+
+
+def busy_detail(text: str) -> str:
+    return (f"{text} (the server is busy: requests at once filled its shared context; "
+            "this one alone fits, so it is tried again)")
+
+
 def stated_limit(message: str, body: object = None) -> int | None:
     """The context window in tokens that an error states, or None when it gives none.
 

@@ -18,8 +18,14 @@ from rollchat.providers.base import (
     ToolSpec,
 )
 from rollchat.providers.content import all_sendable, b64
+from rollchat.providers.lanes import traced_http_client
 from rollchat.providers.names import OPENAI, SDK_MODULES
-from rollchat.providers.sdk import PartialCall, SDKProvider, SDKStream, StreamParser
+from rollchat.providers.sdk import (
+    PartialCall,
+    SDKProvider,
+    SDKStream,
+    StreamParser,
+)
 
 _NO_KEY = "not-needed"  # local OpenAI-compatible servers ignore the key, the SDK wants one
 
@@ -32,7 +38,8 @@ class OpenAIProvider(SDKProvider):
 
     def _make_client(self, sdk: Any) -> Any:
         return sdk.OpenAI(api_key=self._api_key or _NO_KEY, base_url=self._base_url,
-                          default_query=self._query, timeout=self._timeout, max_retries=0)
+                          default_query=self._query, timeout=self._timeout, max_retries=0,
+                          http_client=traced_http_client(sdk, self.lane.limit))
 
     def _open(self, client: Any, request: ChatRequest) -> SDKStream:
         official = _is_official(self._base_url)

@@ -4,13 +4,14 @@ template (open, parse, close, map errors with the key scrubbed) and the SDK erro
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import math
 import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 from urllib.parse import urlsplit
@@ -35,7 +36,20 @@ from rollchat.providers.base import (
     ToolCallEvent,
     UsageEvent,
 )
-from rollchat.providers.context_errors import is_context_error, stated_limit
+from rollchat.providers.context_errors import (
+    busy_detail,
+    is_busy_server,
+    is_context_error,
+    stated_limit,
+)
+from rollchat.providers.lanes import (
+    FOREGROUND,
+    Ticket,
+    default_limit,
+    lane_for,
+    making,
+    watchdog,
+)
 from rollchat.text.wording import redact_urls
 
 # Arguments that are not a JSON object are passed on under this key (the tool loop answers
@@ -124,33 +138,78 @@ class SDKProvider(ABC):
 
     name = ""  # the provider's registry name
     sdk: ClassVar[str] = ""  # the SDK's module (and pip package) name
-
     def __init__(self, model: str, *, api_key: str | None, base_url: str | None,
-                 timeout: float, images: bool | None = None) -> None:
+                 timeout: float, images: bool | None = None,
+                 concurrency: int | None = None) -> None:
         self.model = model
         self.images = images  # send images (None: the provider's default, see its _open)
         self._api_key = api_key
         self._base_url, self._query = split_query(base_url)
         self._timeout = timeout
         self._client: Any = None
+        # requests at once to this server (None: 1 for a local or compatible one, see lanes)
+        self.lane = lane_for(self._base_url, concurrency or default_limit(self._base_url))
+
+    enforces_timeout: ClassVar[bool] = True  # a request's ``timeout`` closes its connection
 
     def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
         """Stream ``request``. Whatever fails on the way (a missing SDK, the request, the
         connection, the stream's content) is raised as a ProviderError with the key scrubbed;
-        the SDK stream is closed at once, also when the caller stops early."""
+        the SDK stream is closed at once, also when the caller stops early. A side request
+        (summary, memory) waits behind the chat's and is answered whole (see lanes.py)."""
+        if request.purpose not in FOREGROUND and self.lane.limit is not None:
+            yield from self._side(request)
+            return
+        with self.lane.slot(request.purpose) as ticket, \
+                contextlib.closing(self._attempt(request, ticket)) as events:
+            for event in events:
+                if isinstance(event, Done):
+                    break  # the slot is free before the caller hears the end
+                yield event
+        yield event  # Done: parser.finish ends each answer with it (or raises)
+
+    def _side(self, request: ChatRequest) -> Iterator[StreamEvent]:
+        """A side request: sent when no chat request waits, cut when one comes (its
+        connection closed) and sent again after it; its events are given once it ended."""
+        while True:
+            with self.lane.slot(request.purpose) as ticket:
+                try:
+                    events = list(self._attempt(request, ticket))
+                except ProviderError:
+                    if ticket.cut.is_set() and not ticket.expired.is_set():
+                        continue  # it gave way to the chat's request: again, after it
+                    raise
+            yield from events
+            return
+
+    def _attempt(self, request: ChatRequest, ticket: Ticket,
+                 ) -> Generator[StreamEvent, None, None]:
+        """One try of ``request`` holding ``ticket`` (its connection recorded, so another
+        thread can cut it: a chat request that needs the slot, or the request's timeout)."""
+        disarm = watchdog(None, ticket)  # armed once the SDK is loaded (it counts from sending)
         try:
-            items = self._open(self._sdk_client(), request)
+            client = self._sdk_client()
+            disarm = watchdog(request.timeout, ticket)
+            with making(ticket):
+                items = self._open(client, request)
             try:
                 parser = self._parser()
                 for item in items:
+                    if ticket.stopped():
+                        raise ConnectionLostError("the request was stopped")
                     yield from parser.feed(item)
                 yield from parser.finish()
             finally:  # release the connection at once, also when the caller stops early
                 items.close()
-        except ProviderError:
-            raise
         except Exception as exc:
+            if ticket.expired.is_set():
+                raise ProviderTimeoutError(f"no answer within {request.timeout:g}s; the "
+                                           "request was cancelled") from None
+            if isinstance(exc, ProviderError):
+                raise
             raise self._down(map_sdk_error(exc, self._api_key)) from None
+        finally:
+            disarm()
 
     def _down(self, error: ProviderError) -> ProviderError:
         """A refused connection to a server on this machine: nothing listens there, so the
@@ -298,6 +357,8 @@ def map_sdk_error(exc: Exception, secret: str | None) -> ProviderError:
     body = getattr(exc, "body", None)
     if body is not None:  # an error event inside a 200 stream
         kind, code, message = _error_fields(body)
+        if is_busy_server(code, message, body):
+            return ServerError(busy_detail(scrub(message, secret)))
         if is_context_error(code, message, kind):
             return ContextTooLongError(scrub(message or detail, secret),
                                        limit=stated_limit(message, body))
@@ -325,6 +386,8 @@ def _status_error(exc: Exception, status: int, secret: str | None) -> ProviderEr
         return AuthError(text)
     if status == 429:
         return RateLimitError(text, retry_after=wait)
+    if status >= 500 and is_busy_server(str(status), message, body):
+        return ServerError(busy_detail(text), retry_after=wait)
     if status >= 400 and is_context_error(code, message, kind):  # 400, 413, 500 (llama.cpp)
         return ContextTooLongError(text, limit=stated_limit(message, body))
     if status == 529 or kind == "overloaded_error":

@@ -1,0 +1,194 @@
+"""Requests to one server, at most N at once (1 for a local or OpenAI-compatible server): the
+chat's requests go first; side requests (summaries, memory extraction) wait behind them and
+give way to them, their stream cut and started again once the chat's answer is done."""
+
+# Why cut a side request rather than wait for it: a local server with one slot (llama.cpp
+# -np 1) makes the chat's request wait until the side request's answer ends (29.8 s measured),
+# and with several slots on one shared KV cache the overlap fails the chat's request outright.
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from rollchat.providers.base import Purpose
+
+# who goes first: someone waits for the chat's request (and the restoration's); a summary
+# may be what the user waits for (a compaction, the exit); memory extraction never is
+RANKS: dict[Purpose, int] = {"chat": 0, "restore": 0, "summary": 1, "memory": 2}
+FOREGROUND: frozenset[Purpose] = frozenset(p for p, rank in RANKS.items() if rank == 0)
+_OFFICIAL_HOSTS = ("api.openai.com", "api.anthropic.com")
+
+
+def default_limit(base_url: str | None) -> int | None:
+    """Requests at once when not configured: None (no limit) for the official APIs, else 1
+    (a server on this machine or the network, or any OpenAI-compatible one)."""
+    host = (urlsplit(base_url).hostname or "") if base_url else ""
+    if not base_url or host in _OFFICIAL_HOSTS:
+        return None
+    return 1
+
+
+@dataclass(eq=False)
+class Ticket:
+    """One request's place in a lane. ``rank``: who goes first (0, the chat's request; then
+    summaries, then memory extraction); ``cut``: a request of a better rank needs the slot
+    (a side request stops and goes back to waiting); ``expired``: its time ran out;
+    ``sockets``: the connections it opened, shut down to stop a read blocked in another
+    thread (closing a stream from another thread does not: the read goes on until the server
+    writes)."""
+
+    rank: int
+    cut: threading.Event = field(default_factory=threading.Event)
+    expired: threading.Event = field(default_factory=threading.Event)
+    sockets: list[socket.socket] = field(default_factory=list)
+
+    @property
+    def foreground(self) -> bool:
+        return self.rank == 0
+
+    def stopped(self) -> bool:
+        return self.cut.is_set() or self.expired.is_set()
+
+    def abort(self) -> None:
+        """Close its connections now, whatever thread reads them."""
+        for sock in list(self.sockets):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+class Lane:
+    """The requests in flight to one server (``limit`` None: no limit, nothing waits)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self._cond = threading.Condition()
+        self._running: list[Ticket] = []
+        self._waiting: list[Ticket] = []
+        self.cuts = 0  # side requests cut for a better-ranked one (for the tests and bench)
+
+    @contextlib.contextmanager
+    def slot(self, purpose: Purpose) -> Iterator[Ticket]:
+        """Hold a slot for one request of ``purpose`` while the block runs."""
+        ticket = Ticket(RANKS.get(purpose, len(RANKS)))
+        with self._cond:
+            self._waiting.append(ticket)
+            try:
+                while not self._free(ticket):
+                    self._cut_worse(ticket)
+                    self._cond.wait(0.5)
+            finally:
+                self._waiting.remove(ticket)
+            self._running.append(ticket)
+        try:
+            yield ticket
+        finally:
+            with self._cond:
+                self._running.remove(ticket)
+                self._cond.notify_all()
+
+    def _free(self, ticket: Ticket) -> bool:
+        if self.limit is None:
+            return True
+        if any(other.rank < ticket.rank for other in self._waiting):
+            return False  # the chat's request goes first, then summaries
+        return len(self._running) < self.limit
+
+    def _cut_worse(self, ticket: Ticket) -> None:
+        """Cut the worst-ranked request running that ranks below ``ticket`` (none cut yet)."""
+        if any(other.cut.is_set() for other in self._running):
+            return  # one is already giving way
+        worse = [other for other in self._running if other.rank > ticket.rank]
+        if worse:
+            other = max(worse, key=lambda t: t.rank)
+            self.cuts += 1
+            other.cut.set()
+            other.abort()
+
+
+_lanes: dict[tuple[str, int | None], Lane] = {}
+_lanes_lock = threading.Lock()
+
+
+def lane_for(base_url: str | None, limit: int | None) -> Lane:
+    """The one lane of a server (all providers of a process that talk to it share it)."""
+    key = (_server(base_url), limit)
+    with _lanes_lock:
+        return _lanes.setdefault(key, Lane(limit))
+
+
+def _server(base_url: str | None) -> str:
+    if not base_url:
+        return "default"
+    parts = urlsplit(base_url)
+    return f"{parts.scheme}://{parts.hostname}:{parts.port or ''}"
+
+
+_current = threading.local()
+
+
+def current_ticket() -> Ticket | None:
+    """The ticket of the request this thread is making (its connections are recorded)."""
+    ticket: Ticket | None = getattr(_current, "ticket", None)
+    return ticket
+
+
+@contextlib.contextmanager
+def making(ticket: Ticket) -> Iterator[None]:
+    _current.ticket = ticket
+    try:
+        yield
+    finally:
+        _current.ticket = None
+
+
+def trace(event: str, info: dict[str, object]) -> None:
+    """httpcore's trace hook: the socket of each new connection goes to the thread's ticket."""
+    ticket = current_ticket()
+    if ticket is None or event != "connection.connect_tcp.complete":
+        return
+    stream = info.get("return_value")
+    get = getattr(stream, "get_extra_info", None)
+    sock = get("socket") if callable(get) else None
+    if isinstance(sock, socket.socket):
+        ticket.sockets.append(sock)
+        if ticket.stopped():  # cut or expired while it was connecting
+            ticket.abort()
+
+
+def watchdog(seconds: float | None, ticket: Ticket) -> Callable[[], None]:
+    """Abort ``ticket``'s connection after ``seconds``; returns the function that disarms it."""
+    if seconds is None:
+        return lambda: None
+    def expire() -> None:
+        ticket.expired.set()
+        ticket.abort()
+
+    timer = threading.Timer(max(seconds, 0.0), expire)
+    timer.daemon = True
+    timer.start()
+    return timer.cancel
+
+
+def traced_http_client(sdk: Any, limit: int | None) -> Any:
+    """The SDK's httpx client with each new connection's socket given to the request's
+    ticket (lanes.trace), so a side request can be cut from another thread; a server with a
+    limit gets no kept-alive connections (a reused one would not be seen)."""
+    client_class = sdk.DefaultHttpxClient
+    http = importlib.import_module(next(  # the SDK's httpx (httpx or httpx2)
+        c.__module__ for c in client_class.__mro__ if c.__module__.startswith("httpx")
+    ).split(".")[0])
+
+    def hook(request: Any) -> None:
+        request.extensions["trace"] = trace
+
+    kwargs: dict[str, Any] = {"event_hooks": {"request": [hook]}}
+    if limit is not None:
+        kwargs["limits"] = http.Limits(max_keepalive_connections=0)
+    return client_class(**kwargs)
