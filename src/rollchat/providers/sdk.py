@@ -169,8 +169,7 @@ class SDKProvider(ABC):
         yield event  # Done: parser.finish ends each answer with it (or raises)
 
     def _side(self, request: ChatRequest) -> Iterator[StreamEvent]:
-        """A side request: sent when no chat request waits, cut when one comes (its
-        connection closed) and sent again after it; its events are given once it ended."""
+        """A side request: cut when a better one comes, sent again after it; given whole."""
         while True:
             with self.lane.slot(request.purpose) as ticket:
                 try:
