@@ -165,7 +165,7 @@ def test_the_file_keeps_no_credentials_and_survives_garbage(tmp_path: Path) -> N
     path.write_text("{not json")
     book = WindowBook(path)
     assert book.get("http://u:secret@127.0.0.1:8000/v1", "m") is None
-    book.remember("http://u:secret@127.0.0.1:8000/v1", "m", 4096, stated=True)
+    book.remember("http://u:secret@127.0.0.1:8000/v1", "m", 4096, source="server")
     assert "secret" not in path.read_text()
     assert book.get("http://u:secret@127.0.0.1:8000/v1", "m") == 4096
     assert book.get("http://127.0.0.1:9000/v1", "m") is None  # per base URL
@@ -178,7 +178,7 @@ from pathlib import Path
 from rollchat.models.windows import WindowBook
 book = WindowBook(Path(sys.argv[1]))
 for i in range(150):
-    book.remember(f"http://127.0.0.1:{sys.argv[2]}/v1", f"model-{i}", 2048 + i, stated=True)
+    book.remember(f"http://127.0.0.1:{sys.argv[2]}/v1", f"model-{i}", 2048 + i, source="server")
 """
 
 
@@ -213,4 +213,4 @@ def test_the_next_run_starts_with_the_learned_window(tmp_path: Path,
     second = run_piped(tmp_path, "context\nexit\n", "--base-url", openai_server.url,
                        "--model", "mystery-7b", env=env)
     assert second.returncode == 0, second.stderr
-    assert f"(window {WINDOW:,} tokens;" in second.stdout
+    assert f"(window {WINDOW:,} tokens, stated by the server;" in second.stdout

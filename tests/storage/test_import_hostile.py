@@ -15,8 +15,9 @@ from rollchat.errors import UsageError
 from rollchat.storage.imports import read_transcript
 
 REAL = Path(__file__).parent.parent / "fixtures" / "real"
+SERVERS = ("llama_cpp", "ollama", "vllm")  # model servers' bytes (wire_local.py): no sessions
 SMALL = sorted(p for p in REAL.rglob("*") if p.is_file() and p.name != "PROVENANCE.md"
-               and p.stat().st_size < 80_000)
+               and p.stat().st_size < 80_000 and p.relative_to(REAL).parts[0] not in SERVERS)
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
                     | st.text(max_size=30),
                     lambda inner: st.lists(inner, max_size=4)

@@ -26,7 +26,9 @@ REAL = Path(__file__).parent.parent / "fixtures" / "real"
 CLAUDE = sorted((REAL / "claude-code").glob("*.jsonl"))
 SIDE_CHAINS = sorted((REAL / "claude-code" / "subagents").glob("*.jsonl"))
 CODEX = sorted((REAL / "codex").glob("*.jsonl"))
-EVERY = sorted(p for p in REAL.rglob("*") if p.is_file() and p.name != "PROVENANCE.md")
+SERVERS = ("llama_cpp", "ollama", "vllm")  # model servers' bytes (wire_local.py): no sessions
+EVERY = sorted(p for p in REAL.rglob("*") if p.is_file() and p.name != "PROVENANCE.md"
+               and p.relative_to(REAL).parts[0] not in SERVERS)
 # what no prompt the user typed and no title may hold: the tools' own markup
 MARKUP = ("<command-name>", "<command-message>", "<command-args>", "<local-command-",
           "<system-reminder>", "<task-notification>", "<task-id>", "[Request interrupted",

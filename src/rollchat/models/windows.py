@@ -1,5 +1,6 @@
-"""Context windows learned from the server: the window a too-long refusal states (or a smaller
-guess) replaces the assumed one, kept per model and base URL in the user data directory."""
+"""Context windows learned from the server: the window it states when asked (see
+providers/window_probe.py) or in a too-long refusal, or a smaller guess, replaces the assumed
+one, kept per model and base URL in the user data directory with where it came from."""
 
 # The file is small JSON, rewritten through a temporary file and an atomic rename, so two
 # rollchat processes writing it at once can lose one entry but never corrupt the file.
@@ -10,17 +11,33 @@ import contextlib
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from rollchat.providers.base import ContextTooLongError
+from rollchat.providers.window_probe import StatedWindow
 from rollchat.text.wording import redact_url
 
 FILE_NAME = "windows.json"
 MIN_WINDOW = 1_024  # below this no chat works: never guess smaller
-VERSION = 1
+VERSION = 2  # 2: each entry's "source"; version 1's "stated_by_server" is still read
+# where a window came from: stated by the server (asked, or in a refusal), configured on it
+# (Ollama's num_ctx), a guess (halved after a refusal without a size, or a server's default);
+# assumed: rollchat's table (nothing learned)
+SOURCE_WORDS = {"server": "stated by the server", "configured": "configured on the server",
+                "guess": "a learned guess", "assumed": "assumed"}
+KEPT = ("server", "configured")  # never replaced by a guess
+
+
+@dataclass(frozen=True)
+class Window:
+    """A remembered window and where it came from (a SOURCE_WORDS key)."""
+
+    tokens: int
+    source: str
 
 
 def default_path() -> Path:
@@ -53,35 +70,42 @@ class WindowBook:
             windows, dict) else {}
 
     def get(self, base_url: str | None, model: str) -> int | None:
-        entry = self._read().get(_key(base_url, model), {})
-        tokens = entry.get("tokens")
-        return tokens if isinstance(tokens, int) and tokens >= MIN_WINDOW else None
+        window = self.entry(base_url, model)
+        return window.tokens if window is not None else None
 
-    def remember(self, base_url: str | None, model: str, tokens: int, *, stated: bool) -> None:
-        """Record ``tokens`` as the window of ``model`` at ``base_url``. Raises OSError. Two
-        processes learning at once both keep what they learned: the read-modify-write holds
-        a lock file next to the data (``windows.json.lock``)."""
+    def entry(self, base_url: str | None, model: str) -> Window | None:
+        return _window(self._read().get(_key(base_url, model), {}))
+
+    def remember(self, base_url: str | None, model: str, tokens: int, *,
+                 source: str) -> bool:
+        """Record ``tokens`` as the window of ``model`` at ``base_url``, ``source`` saying
+        where it came from; a guess never replaces a window the server stated (False: kept).
+        Raises OSError. Two processes learning at once both keep what they learned: the
+        read-modify-write holds a lock file next to the data (``windows.json.lock``)."""
         if self.path is None:
-            self._remember(base_url, model, tokens, stated)
-            return
+            return self._remember(base_url, model, tokens, source)
         from filelock import FileLock, Timeout
 
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
             with FileLock(f"{self.path}.lock", timeout=10, mode=0o600):
-                self._remember(base_url, model, tokens, stated)
+                return self._remember(base_url, model, tokens, source)
         except Timeout:
             raise OSError(f"{self.path} is locked by another process") from None
 
-    def _remember(self, base_url: str | None, model: str, tokens: int, stated: bool) -> None:
+    def _remember(self, base_url: str | None, model: str, tokens: int, source: str) -> bool:
         windows = self._read()
-        windows[_key(base_url, model)] = {
+        key = _key(base_url, model)
+        known = _window(windows.get(key, {}))
+        if source == "guess" and known is not None and known.source in KEPT:
+            return False
+        windows[key] = {
             "model": model, "base_url": redact_url(base_url) if base_url else None,
-            "tokens": tokens, "stated_by_server": stated,
+            "tokens": tokens, "source": source, "stated_by_server": source in KEPT,
             "learned": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         if self.path is None:
             self._memory = windows
-            return
+            return True
         data = json.dumps({"version": VERSION, "windows": windows}, indent=1, sort_keys=True)
         fd, temp = tempfile.mkstemp(prefix=".windows-", suffix=".tmp", dir=self.path.parent)
         try:
@@ -94,6 +118,17 @@ class WindowBook:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             raise
+        return True
+
+
+def _window(entry: dict[str, object]) -> Window | None:
+    tokens = entry.get("tokens")
+    if not isinstance(tokens, int) or tokens < MIN_WINDOW:
+        return None
+    source = entry.get("source")
+    if source not in SOURCE_WORDS:  # version 1
+        source = "server" if entry.get("stated_by_server") is True else "guess"
+    return Window(tokens, str(source))
 
 
 def smaller_window(error: ContextTooLongError, window: int, sent: int) -> int | None:
@@ -109,12 +144,17 @@ def smaller_window(error: ContextTooLongError, window: int, sent: int) -> int | 
 
 @dataclass
 class Learned:
-    """What one refusal taught: the window before and after, and whether the server said it."""
+    """What one refusal (or answer) taught: the window before and after, and where it came
+    from (a SOURCE_WORDS key)."""
 
     before: int
     after: int
-    stated: bool
+    source: str
     saved_problem: str | None = None
+
+    @property
+    def stated(self) -> bool:
+        return self.source in KEPT
 
     def line(self, what: str) -> str:
         """``This model's context is 8,192 tokens, not 128,000: <what>``."""
@@ -128,7 +168,9 @@ class Learned:
 
 class WindowLearner:
     """The window of one model at one server for a session: what was assumed, what was
-    learned, and where it is remembered. ``on_change`` resizes the session's budgets."""
+    learned and from where (``source``), and where it is remembered. ``on_change`` resizes
+    the session's budgets; it runs on the session's thread (a window the server states in
+    the background waits in ``poll``)."""
 
     def __init__(self, book: WindowBook, *, model: str, base_url: str | None, window: int,
                  on_change: Callable[[int], None]) -> None:
@@ -136,22 +178,75 @@ class WindowLearner:
         self.model = model
         self.base_url = base_url
         self.window = window
+        known = book.entry(base_url, model)
+        self.source = known.source if known is not None and known.tokens == window \
+            else "assumed"
         self.on_change = on_change
         self.noted: list[Learned] = []  # learned while summarizing, not yet told
+        self._stated: StatedWindow | None = None  # told by the server, not yet applied
+        self._lock = threading.Lock()
 
     def refused(self, error: ContextTooLongError, sent: int) -> Learned | None:
-        """Learn from a refusal of a prompt of about ``sent`` tokens; None if nothing new."""
+        """Learn from a refusal of a prompt of about ``sent`` tokens; None if nothing new.
+        A refusal that states no size never replaces a window the server stated."""
+        if error.limit is None and self.source in KEPT:
+            return None
         after = smaller_window(error, self.window, sent)
         if after is None:
             return None
-        learned = Learned(self.window, after, error.limit is not None)
+        return self._learn(after, "server" if error.limit is not None else "guess")
+
+    def cut_off(self, input_tokens: int, output_tokens: int, limit: int) -> Learned | None:
+        """An answer stopped at "length" before its output limit: the prompt and the answer
+        met the window, so it is about their sum (a guess); None when nothing new."""
+        reached = input_tokens + output_tokens
+        if output_tokens >= limit or input_tokens <= 0 or self.source in KEPT or \
+                not MIN_WINDOW <= reached < self.window:
+            return None
+        return self._learn(reached, "guess")
+
+    def _learn(self, after: int, source: str) -> Learned:
+        learned = Learned(self.window, after, source)
         try:
-            self.book.remember(self.base_url, self.model, after, stated=learned.stated)
+            self.book.remember(self.base_url, self.model, after, source=source)
         except OSError as exc:
             learned.saved_problem = exc.strerror or str(exc)
-        self.window = after
+        self.window, self.source = after, source
         self.on_change(after)
         return learned
+
+    def ask(self, probe: Callable[[], StatedWindow | None]) -> threading.Thread:
+        """Ask the server its window in a daemon thread (``probe``): the chat does not wait
+        for it; what it states is kept for ``poll``, and remembered."""
+        def run() -> None:
+            try:
+                stated = probe()
+            except Exception:  # a server that cannot tell: the window stays as it is
+                return
+            if stated is None or stated.tokens < MIN_WINDOW:
+                return
+            with contextlib.suppress(OSError):
+                self.book.remember(self.base_url, self.model, stated.tokens,
+                                   source=stated.source)
+            with self._lock:
+                self._stated = stated
+
+        thread = threading.Thread(target=run, name="rollchat-window", daemon=True)
+        thread.start()
+        return thread
+
+    def poll(self) -> StatedWindow | None:
+        """The window the server stated since the last poll, applied (on the session's
+        thread, before a request is planned); None when nothing new."""
+        with self._lock:
+            stated, self._stated = self._stated, None
+        if stated is None or (stated.source == "guess" and self.source in KEPT):
+            return None
+        if stated.tokens == self.window and stated.source == self.source:
+            return None
+        self.window, self.source = stated.tokens, stated.source
+        self.on_change(stated.tokens)
+        return stated
 
     def summary_refused(self, error: ContextTooLongError, sent: int) -> bool:
         """A summary request was refused (the summarizer's hook): True if a smaller window

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from rollchat.memory.layers import split_block
 from rollchat.models.tokens import PER_MESSAGE_TOKENS, REPLY_PRIMING_TOKENS
+from rollchat.session.windowing import window_source
 from rollchat.text.wording import plural
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ class Breakdown:
     reserved: int  # for the answer
     reported: int | None  # the provider's figure for the last request sent, if any
     notes: list[str] = field(default_factory=list)  # the memory layers, the history mode
+    source: str = ""  # where the window figure comes from (session/windowing.py)
 
 
 def _messages(n: int) -> str:
@@ -42,6 +44,7 @@ def _messages(n: int) -> str:
 
 def breakdown(session: Session) -> Breakdown:
     """The next request (without a new message), in layers that add up to its total."""
+    session.windows.poll()  # a window the server stated meanwhile counts from now
     counter, context = session.counter, session.engine.context
     specs = session.engine.offered()
     system = PER_MESSAGE_TOKENS + counter.count_text(context.system) if context.system else 0
@@ -91,7 +94,8 @@ def breakdown(session: Session) -> Breakdown:
     budget = session.budget
     return Breakdown(layers, sum(layer.tokens for layer in layers), budget.window,
                      budget.tokens, budget.max_output_tokens, context.last_prompt_tokens,
-                     notes(session, len(context.messages), len(sent)))
+                     notes(session, len(context.messages), len(sent)),
+                     window_source(session.windows))
 
 
 def instruction_files(session: Session) -> str:
@@ -139,7 +143,9 @@ def lines(b: Breakdown, *, model: str, method: str, auto: bool) -> list[str]:
         share = tokens / b.window if b.window else 0.0
         return f"  {name:<28} {tokens:>10,}  {share:>6.1%}" + (f"  ({detail})" if detail else "")
 
-    out = [f"Next request to {model} (window {b.window:,} tokens; counted with {method}):",
+    source = f", {b.source}" if b.source else ""
+    out = [f"Next request to {model} (window {b.window:,} tokens{source}; counted with "
+           f"{method}):",
            f"  {'':<28} {'tokens':>10}  {'window':>6}"]
     out += [row(layer.name, layer.tokens, layer.detail) for layer in b.layers]
     out.append(row("Total", b.total))

@@ -19,7 +19,6 @@ from rollchat.events import AnswerStarted, Ended, Event, Notice, TurnFinished
 from rollchat.memory.layers import MemoryLayers, with_block
 from rollchat.models.prices import cost, price_for
 from rollchat.models.tokens import TokenCounter
-from rollchat.models.windows import WindowBook, WindowLearner
 from rollchat.providers.base import ContextTooLongError, Provider, ServerDownError
 from rollchat.session import ops
 from rollchat.session.build import build_engine, memory_layers, session_tools, stable_prompt
@@ -41,6 +40,7 @@ from rollchat.session.state import (
 )
 from rollchat.session.steps import proposal
 from rollchat.session.switch import ModelSwitch
+from rollchat.session.windowing import WindowBook, WindowLearner, asked, cut_off, windowed
 from rollchat.storage.store import SessionInfo, Store
 from rollchat.text.normalize import clean
 
@@ -95,9 +95,9 @@ class Session(CompactorFigures, ModelSwitch):
         self.output = ToolOutput(config.tools, self.counter, context_window)
         self.engine = build_engine(engine_settings, config, self.counter, self.output,
                                    self._tool_room, budget.max_output_tokens)
-        self.windows = WindowLearner(windows or WindowBook(None), model=model,
-                                     base_url=agent.base_url, window=context_window,
-                                     on_change=self._resize)
+        self.windows = asked(WindowLearner(  # the server asked its window, in the background
+            windows or WindowBook(None), model=model, base_url=agent.base_url,
+            window=context_window, on_change=self._resize))
         same = summary_provider is engine_settings.provider and summary_model == model
         summarizer = Summarizer(summary_provider, model=summary_model, config=config.summary,
                                 budget=budget, counter=self.counter, engine=agent.compaction.engine,
@@ -212,9 +212,9 @@ class Session(CompactorFigures, ModelSwitch):
         block, pending = yield from self._before_sending(text, sent, block, pending)
         yield from self.instructions.told()  # an automatic compaction read the instructions again
         yield AnswerStarted(self.agent.name)
-        answer: Answer = yield from checkpointed(
+        answer: Answer = yield from cut_off(self.windows, self.engine, checkpointed(
             self.engine.chat(sent, block, attached), self._write_pending,
-            lambda: self.engine.current, self.state.queries + 1, text, note, block)
+            lambda: self.engine.current, self.state.queries + 1, text, note, block))
         if answer.turn.status == "unanswered" and isinstance(answer.error, ContextTooLongError):
             answer = yield from after_refusal(self.compactor, self.state, answer, pending,
                                               sent, block)
@@ -232,7 +232,7 @@ class Session(CompactorFigures, ModelSwitch):
                         ) -> Generator[Event, None, tuple[str, Message]]:
         """The plan before a message is sent: compact first (the message then gets the new
         context's block), or start a summary in the background; (block, pending) to send."""
-        compacted = yield from self.compactor.before_sending(self.state, pending)
+        compacted = yield from windowed(self.windows, self.compactor, self.state, pending)
         if compacted:  # a new context: its own profile and time, nothing sent yet
             again = self._block(text)
             if again != block:
