@@ -184,6 +184,7 @@ class WindowLearner:
         self.on_change = on_change
         self.noted: list[Learned] = []  # learned while summarizing, not yet told
         self._stated: StatedWindow | None = None  # told by the server, not yet applied
+        self.asking: threading.Thread | None = None  # the question to the server, if asked
         self._lock = threading.Lock()
 
     def refused(self, error: ContextTooLongError, sent: int) -> Learned | None:
@@ -231,9 +232,9 @@ class WindowLearner:
             with self._lock:
                 self._stated = stated
 
-        thread = threading.Thread(target=run, name="rollchat-window", daemon=True)
-        thread.start()
-        return thread
+        self.asking = threading.Thread(target=run, name="rollchat-window", daemon=True)
+        self.asking.start()
+        return self.asking
 
     def poll(self) -> StatedWindow | None:
         """The window the server stated since the last poll, applied (on the session's

@@ -30,6 +30,7 @@ from rollchat.providers.base import (
 )
 from rollchat.providers.compacting import Compacted
 from rollchat.providers.content import all_sendable, b64, sendable
+from rollchat.providers.lanes import traced_http_client
 from rollchat.providers.names import ANTHROPIC, SDK_MODULES
 from rollchat.providers.sdk import PartialCall, SDKProvider, SDKStream, StreamParser
 
@@ -51,7 +52,8 @@ class AnthropicProvider(SDKProvider):
 
     def _make_client(self, sdk: Any) -> Any:
         return sdk.Anthropic(api_key=self._api_key, base_url=self._base_url,
-                             default_query=self._query, timeout=self._timeout, max_retries=0)
+                             default_query=self._query, timeout=self._timeout, max_retries=0,
+                             http_client=traced_http_client(sdk, self.lane.limit))
 
     def _open(self, client: Any, request: ChatRequest) -> SDKStream:
         images = True if self.images is None else self.images
