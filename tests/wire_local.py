@@ -66,10 +66,10 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             reply = reply.then
         self.close_connection = True  # the recorded replies end with their connection
+        owner.log("answered", number)  # before the bytes: nothing can follow them unlogged
         with contextlib.suppress(OSError):
             self.wfile.write(reply)
             self.wfile.flush()
-        owner.log("answered", number)
 
     def _hold(self, release: threading.Event) -> bool:
         """Hold until ``release`` (True) or the client hangs up (False)."""
@@ -95,7 +95,8 @@ class _Server(ThreadingHTTPServer):
 class LocalServer:
     """``routes``: ``"GET /v1/models"`` -> raw reply; ``chat``: picks the reply of each
     ``POST /v1/chat/completions`` from its body. ``events``: (what, request number) in order:
-    "arrived", "answered", "closed" (the client hung up while it was held)."""
+    "arrived", "answered", "closed" (the client hung up while it was held; seen within a
+    poll of the socket, so a request sent right after the hang-up may be logged first)."""
 
     def __init__(self, routes: dict[str, Reply] | None = None,
                  chat: Chooser | None = None) -> None:
