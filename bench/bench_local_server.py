@@ -60,13 +60,14 @@ def conversation(url: str) -> dict[str, object]:
         built = build_app(Path(tmp), provider, window=2048, max_output=200)
         before: list[Counter[str]] = []
         after: list[Counter[str]] = []
-        turns = 0
+        turns, first = 0, ""
         t0 = time.perf_counter()
         for i in range(40):
             counts = Counter(provider.counts)
             done = len(built.compactions)
             built.send(f"Tell me two facts about {TOPICS[i % len(TOPICS)]}, briefly.")
             turns += 1
+            first = first or built.session.state.session_id or ""  # the parent, resumed below
             if len(built.compactions) > done:
                 before.append(counts)
                 after.append(Counter(provider.counts))
@@ -75,7 +76,6 @@ def conversation(url: str) -> dict[str, object]:
         chat_seconds = time.perf_counter() - t0
         compaction_requests = [sum((a - b).values()) - 1 for a, b in zip(after, before,
                                                                         strict=True)]
-        first = built.session.state.session_id or ""
         counts = Counter(provider.counts)
         t1 = time.perf_counter()
         built.app.run(built.session.resume(first))
