@@ -277,6 +277,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
+        if len(raw) < length:  # the client hung up mid-request (a side request cut for the
+            self.close_connection = True  # chat's, providers/lanes.py): a real server never
+            return  # sees a request, so none is recorded or answered
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
