@@ -227,8 +227,8 @@ class ChatApp:
              "error": out.error}[event.level](event.text)
         elif isinstance(event, Document):
             out.document(event.text)
-        elif isinstance(event, Retrying):
-            out.dim(f"{event.error}; retrying in {event.wait:.1f}s (attempt {event.attempt})")
+        elif isinstance(event, Retrying) and event.attempt == 1:  # said once: later attempts
+            out.dim(f"{event.error}; retrying in {event.wait:.1f}s (attempt 1)")  # are quiet
         elif isinstance(event, ToolStarted):
             out.tool_call(describe_call(event.call, full=out.show_tools))
         elif isinstance(event, ToolFinished):
