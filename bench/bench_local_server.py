@@ -78,7 +78,7 @@ def conversation(url: str) -> dict[str, object]:
                                                                         strict=True)]
         counts = Counter(provider.counts)
         t1 = time.perf_counter()
-        built.app.run(built.session.resume(first))
+        built.app.run(built.session.resume(first, as_chosen=True))  # the parent itself
         resume_requests = sum((provider.counts - counts).values())
         resume_seconds = time.perf_counter() - t1
     return {"turns": turns, "compactions": len(compaction_requests),
