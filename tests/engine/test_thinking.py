@@ -12,8 +12,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rollchat.engine.thinking import ThinkSplitter
 from rollchat.storage.transcript import parse
+from rollchat.text.thinking import ThinkSplitter, without_thinking
 from tests.e2e import clean_env, run_piped
 from tests.wire_servers import WireServer, openai_server, text
 
@@ -57,6 +57,12 @@ def test_the_edges() -> None:
     assert _split(["<think>a</think>x <think>b</think>"]) == ("a", "x <think>b</think>")
 
 
+def test_a_whole_reply_without_its_thinking() -> None:
+    """What a summary or an extraction reads of a reasoning model's reply."""
+    assert without_thinking("<think>\nlet me see\n</think>\n\n{\"facts\": []}") == '{"facts": []}'
+    assert without_thinking("no thinking here") == "no thinking here"
+
+
 def _env(tmp_path: Path, server: WireServer) -> dict[str, str]:
     return clean_env(tmp_path / "home", ROLLCHAT_PROVIDER="openai", ROLLCHAT_BASE_URL=server.url,
                      ROLLCHAT_MODEL="qwen3-local", OPENAI_API_KEY="sk-test")
@@ -92,3 +98,20 @@ def test_thinking_is_shown_folded_saved_apart_and_never_sent_back(
     blocks = json.loads(exported.stdout)["turns"][0]["blocks"]
     assert blocks[0] == {"type": "thinking",
                          "text": "The user greets me. I should greet back briefly."}
+
+
+def test_a_summary_call_reads_past_the_thinking() -> None:
+    """A reasoning model served without a parser puts its thinking first in a summary's reply
+    too: what compaction reads is the reply after it."""
+    from rollchat.compaction.call import _collect
+    from rollchat.domain import Message
+    from rollchat.providers.base import ChatRequest, Done, TextDelta
+
+    class Thinks:
+        def stream(self, request: ChatRequest) -> list[object]:
+            return [TextDelta("<think>\nwhat did they decide?\n</thi"),
+                    TextDelta("nk>\n\n**Background Context:** x"), Done()]
+
+    reply, _ = _collect(Thinks(), ChatRequest("m", "s", (Message("user", "u"),)),  # type: ignore[arg-type]
+                        timeout=5)
+    assert reply == "**Background Context:** x"

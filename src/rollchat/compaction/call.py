@@ -17,6 +17,7 @@ from rollchat.providers.base import (
     UsageEvent,
 )
 from rollchat.text.normalize import clean
+from rollchat.text.thinking import without_thinking
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,8 @@ def _collect(provider: Provider, request: ChatRequest, timeout: float) -> tuple[
         close = getattr(stream, "close", None)
         if callable(close):
             close()
-    return clean("".join(parts)), usage  # the model's reply enters here
+    # the model's reply enters here, without the thinking a reasoning model may put first
+    return clean(without_thinking("".join(parts))), usage
 
 
 def summarize(

@@ -25,6 +25,7 @@ from rollchat.memory.records import CATEGORIES, MAX_TEXT, clean_text
 from rollchat.memory.rules import FoundFact, extract_rules
 from rollchat.providers.base import ChatRequest, Provider, ProviderError, TextDelta
 from rollchat.text.normalize import clean
+from rollchat.text.thinking import without_thinking
 
 MAX_FACTS = 5
 MIN_CONFIDENCE = 0.7
@@ -182,7 +183,7 @@ def _collect(provider: Provider, request: ChatRequest, timeout: float) -> str:
         close = getattr(stream, "close", None)
         if callable(close):
             close()
-    return clean("".join(parts))
+    return clean(without_thinking("".join(parts)))  # a reasoning model's <think> first
 
 
 def own_facts(found: Sequence[FoundFact], turns: Sequence[Turn]) -> tuple[list[FoundFact], int]:
