@@ -177,11 +177,21 @@ def test_two_processes_resume_the_same_parent(tmp_path: Path, summarized: bool) 
                                                 "what about the cache?"]
     assert parent_t.summary is not None  # (written by one of the two when it had none)
     children = sorted(files.values(), key=lambda t: t.turns[-1].user)
-    # both links are in the parent: the two header rewrites were serialized by its lock
-    assert sorted(parent_t.header.continued_in) == sorted(c.header.session_id for c in children)
+    # Each child is linked from the session it continues: both from the parent when both
+    # looked before either had linked (the two header rewrites serialized by its lock), or the
+    # second from the first child when it found the parent already continued (a resume takes
+    # the chain's newest session when nobody can be asked: session/resume.py); that child is
+    # open in the first process, so the second forks it, and a fork's source is not linked.
+    headers = {parent: parent_t.header, **{c.header.session_id: c.header for c in children}}
+    for child in children:
+        source = child.header.resumed_from
+        assert source in headers and child.header.previous_session == f"{source}.md"
+        linked = child.header.session_id in headers[source].continued_in
+        assert linked != child.header.forked, (source, child.header)
+    assert parent in {c.header.resumed_from for c in children}
+    assert sum(len(h.continued_in) for h in headers.values()) == sum(  # none lost or doubled
+        not c.header.forked for c in children)
     for i, child in enumerate(children):
-        assert child.header.resumed_from == parent
-        assert child.header.previous_session == f"{parent}.md"
         assert [x.kind for x in child.turns] == ["restored", "query"]
         assert child.turns[-1].user == f"child {i}: carry on with postgres"
         assert child.summary is not None
