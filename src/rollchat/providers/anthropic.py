@@ -18,6 +18,8 @@ from rollchat.providers.anthropic_compaction import (
     betas,
     compaction_error,
     signed_blocks,
+    take_counts,
+    usage_of,
     without_signed,
 )
 from rollchat.providers.base import (
@@ -247,17 +249,7 @@ class _MessagesParser(StreamParser):
         return self.stop if self.stopped else None
 
     def usage(self) -> Usage | None:
-        if not self.counts:
-            return None
-        read = self.counts.get("cache_read_input_tokens", 0)
-        write = self.counts.get("cache_creation_input_tokens", 0)
-        return Usage(input_tokens=self.counts.get("input_tokens", 0) + read + write,
-                     output_tokens=self.counts.get("output_tokens", 0),
-                     cache_read_tokens=read, cache_write_tokens=write)
+        return usage_of(self.counts) if self.counts else None
 
     def _take_usage(self, usage: Any) -> None:
-        for key in ("input_tokens", "output_tokens", "cache_read_input_tokens",
-                    "cache_creation_input_tokens"):
-            value = getattr(usage, key, None)
-            if isinstance(value, int):
-                self.counts[key] = value
+        take_counts(self.counts, usage)

@@ -121,10 +121,10 @@ class CompactionParser(StreamParser):
 
     def usage(self) -> Usage | None:
         """Billed: the top-level figures plus every compaction iteration's."""
-        total = _usage(self.counts)
+        total = usage_of(self.counts)
         for entry in self.iterations:
             if entry.get("type") == COMPACTION:
-                total += _usage(entry)
+                total += usage_of(entry)
         return total
 
     def result(self) -> Compacted:
@@ -142,18 +142,26 @@ class CompactionParser(StreamParser):
     def _take_usage(self, usage: Any) -> None:
         if usage is None:
             return
-        for key in ("input_tokens", "output_tokens", "cache_read_input_tokens",
-                    "cache_creation_input_tokens"):
-            value = getattr(usage, key, None)
-            if isinstance(value, int):
-                self.counts[key] = value
+        take_counts(self.counts, usage)
         iterations = getattr(usage, "iterations", None)
         if iterations:
             self.iterations = [i.model_dump() if hasattr(i, "model_dump") else dict(i)
                                for i in iterations]
 
 
-def _usage(counts: Mapping[str, Any]) -> Usage:
+def take_counts(counts: dict[str, int], usage: Any) -> None:
+    """The Messages API's token figures of ``usage`` (message_start's, or message_delta's
+    running totals) into ``counts``, each the latest reported."""
+    for key in ("input_tokens", "output_tokens", "cache_read_input_tokens",
+                "cache_creation_input_tokens"):
+        value = getattr(usage, key, None)
+        if isinstance(value, int):
+            counts[key] = value
+
+
+def usage_of(counts: Mapping[str, Any]) -> Usage:
+    """rollchat's Usage of the Messages API's figures: the prompt size counts the cache reads
+    and writes too."""
     read = int(counts.get("cache_read_input_tokens") or 0)
     write = int(counts.get("cache_creation_input_tokens") or 0)
     return Usage(input_tokens=int(counts.get("input_tokens") or 0) + read + write,
