@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import pytest
 
-from rollchat.memory.layers import split_block
+from tests import wire_servers
 from tests.wire_servers import split_text
 
 Kind = Literal["answer", "http_error", "error_event", "failed"]
@@ -183,16 +183,7 @@ def _error(message: str, code: str | None, kind: str, param: str | None = None,
 
 def last_user_text(body: dict[str, Any]) -> str:
     """The typed text of the last user message of the input (its context block left out)."""
-    for item in reversed(body.get("input") or []):
-        if item.get("role") != "user":
-            continue
-        content = item.get("content")
-        if isinstance(content, str):
-            return split_block(content)[1]
-        texts = [p.get("text", "") for p in content or [] if p.get("type") == "input_text"]
-        if texts:
-            return split_block(texts[-1])[1]
-    return ""
+    return wire_servers.last_user_text(body, items="input", part="input_text")
 
 
 # ---------------------------------------------------------------- the events

@@ -467,16 +467,17 @@ class WireServer:
         self.stop()
 
 
-def last_user_text(body: dict[str, Any]) -> str:
-    """The text of the last user message of a request body (either dialect), without the
-    context block rollchat puts before it (date and time, remembered facts): what was typed."""
-    for message in reversed(body.get("messages") or []):
+def last_user_text(body: dict[str, Any], items: str = "messages", part: str = "text") -> str:
+    """The text of the last user message of a request body (either dialect; the Responses
+    API's with ``items="input", part="input_text"``), without the context block rollchat
+    puts before it (date and time, remembered facts): what was typed."""
+    for message in reversed(body.get(items) or []):
         if message.get("role") != "user":
             continue
         content = message.get("content")
         if isinstance(content, str):
             return split_block(content)[1]
-        texts = [b.get("text", "") for b in content or [] if b.get("type") == "text"]
+        texts = [b.get("text", "") for b in content or [] if b.get("type") == part]
         if texts:
             return split_block(texts[-1])[1]
     return ""
