@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -139,3 +141,38 @@ def sigint_deferred(deliver: bool = True) -> Iterator[None]:
         raise Terminated(ended[0])
     if signal.SIGINT in pending and deliver:
         raise KeyboardInterrupt
+
+
+# Ctrl-C and the ending signals, kept away from the chat's own worker threads.
+_MASKED = (signal.SIGINT, *ENDING_SIGNALS)
+SLICE_SECONDS = 0.1  # the longest the main thread sleeps in one go while it waits for a worker
+
+
+def start_worker(thread: threading.Thread) -> threading.Thread:
+    """Start ``thread`` with Ctrl-C and the ending signals blocked in it (a thread inherits
+    the mask of the one that starts it): the kernel then hands them to the main thread, where
+    Python runs their handlers. One handed to a worker only sets a flag, and a main thread
+    asleep in a long wait would not see it until the wait ended. Only for threads that start
+    no program (a child would inherit the blocked signals)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        thread.start()
+        return thread
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _MASKED)
+    try:
+        thread.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+    return thread
+
+
+def join(thread: threading.Thread, seconds: float) -> bool:
+    """Wait up to ``seconds`` for ``thread`` to end (True when it did), in slices of at most
+    ``SLICE_SECONDS``: a signal that reached another thread is run by the main thread within a
+    slice, so a Ctrl-C during the wait is never slept through."""
+    deadline = time.monotonic() + max(0.0, seconds)
+    while thread.is_alive():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        thread.join(min(left, SLICE_SECONDS))
+    return True

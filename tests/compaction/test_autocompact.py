@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import itertools
 import re
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -89,12 +90,14 @@ class FakeProvider:
     tool_calls: list[ToolCall] = field(default_factory=list)  # made at the next chat calls
     requests: list[ChatRequest] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
+    threads: list[str] = field(default_factory=list)  # the thread each request came from
     name: str = "fake"
 
     def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
         size = COUNTER.count_messages(request.system, request.messages, request.tools)
         self.requests.append(request)
         self.sizes.append(size)
+        self.threads.append(threading.current_thread().name)
         if request.purpose == "restore" and self.fail_restore:
             raise RollchatError("the restore step is broken on purpose")
         usage = UsageEvent(Usage(input_tokens=size, output_tokens=20))

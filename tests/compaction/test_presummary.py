@@ -31,9 +31,11 @@ def _purposes_until_compaction(tmp_path: Path) -> tuple[FakeProvider, list[str],
 def test_background_summaries_leave_no_summary_call_at_the_threshold(tmp_path: Path) -> None:
     provider, purposes, last_chat = _purposes_until_compaction(tmp_path)
     first_restore = purposes.index("restore")
-    background = [i for i, p in enumerate(purposes[:last_chat]) if p == "summary"]
-    assert background  # started while the chat went on...
-    assert "summary" not in purposes[last_chat + 1:first_restore]  # ...none left at compaction
+    background = [i for i, p in enumerate(purposes[:first_restore]) if p == "summary"]
+    assert background and min(background) < last_chat  # started while the chat went on...
+    # ...and none made by the compaction (a background one may still reach the model after the
+    # last chat request on a loaded machine: the compaction then waits for it, sends none)
+    assert {provider.threads[i] for i in background} == {"rollchat-presummary"}
     runs = [parse_summary_request(provider.requests[i]) for i in background]
     firsts = [run.turns[0].user for run in runs]
     assert len(set(firsts)) == len(runs)  # consecutive runs of turns, each summarized once

@@ -20,7 +20,7 @@ from rollchat.compaction.engine import choose_engine
 from rollchat.compaction.server import server_summary
 from rollchat.config.compaction import PROVIDER, ROLLCHAT, Engine
 from rollchat.domain import Summary, Turn, Usage
-from rollchat.interrupts import sigint_deferred
+from rollchat.interrupts import join, sigint_deferred, start_worker
 from rollchat.providers.base import (
     ChatRequest,
     ContextTooLongError,
@@ -247,8 +247,8 @@ class Summarizer:
                                                       background=background, chunks=chunks,
                                                       model_calls=model_calls)),
             name="rollchat-summary", daemon=True)
-        worker.start()
-        worker.join(seconds)
+        start_worker(worker)
+        join(worker, seconds)
         if done:
             return done[0]
         return SummaryOutcome(self._local(turns, parent, focus, self.words), True,
@@ -340,7 +340,7 @@ class Summarizer:
                 future.set_exception(exc)
 
         runs.append((begin, len(turns), future))
-        threading.Thread(target=run, name="rollchat-presummary", daemon=True).start()
+        start_worker(threading.Thread(target=run, name="rollchat-presummary", daemon=True))
 
     def _from_background(self, background: Background | None, focus: str | None,
                          ) -> tuple[list[SummaryOutcome], int]:

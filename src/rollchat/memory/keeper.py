@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from rollchat.domain import Summary, Turn
 from rollchat.errors import RollchatError
 from rollchat.events import Event, FactRemembered, Notice
+from rollchat.interrupts import join, start_worker
 from rollchat.memory.extract import ExtractionError, extract, latest_messages, own_facts
 from rollchat.memory.rules import FoundFact, extract_rules
 from rollchat.memory.store import MemoryStore, SecretRefused
@@ -232,7 +233,7 @@ class Memory:
                                       name="rollchat-memory", daemon=True)
         with self._guard:
             self._jobs.append(job)
-        job.thread.start()
+        start_worker(job.thread)
         return True
 
     def _work(self, job: _Job, wait: float | None) -> None:
@@ -311,12 +312,11 @@ class Memory:
         worker = threading.Thread(target=work, name="rollchat-memory-exit", daemon=True)
         try:
             if seconds > 0:  # a daemon: a call that hangs must not hold the exit
-                worker.start()
-                worker.join(min(QUIET_SECONDS, seconds))
-                if worker.is_alive():
+                start_worker(worker)
+                if not join(worker, min(QUIET_SECONDS, seconds)):
                     yield Notice("detail", f"Remembering… (at most {shown}; Ctrl-C "
                                            "skips it)")
-                    worker.join(max(0.0, deadline - time.monotonic()) + 0.2)
+                    join(worker, max(0.0, deadline - time.monotonic()) + 0.2)
             yield from self.take()
             if result and result[0] is not None:
                 yield from result[0]

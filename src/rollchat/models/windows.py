@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from rollchat.interrupts import start_worker
 from rollchat.providers.base import ContextTooLongError
 from rollchat.providers.window_probe import StatedWindow
 from rollchat.text.wording import redact_url
@@ -233,8 +234,7 @@ class WindowLearner:
                 self._stated = stated
 
         self.asking = threading.Thread(target=run, name="rollchat-window", daemon=True)
-        self.asking.start()
-        return self.asking
+        return start_worker(self.asking)
 
     def poll(self) -> StatedWindow | None:
         """The window the server stated since the last poll, applied (on the session's

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rollchat.errors import ConfigError
+from rollchat.interrupts import start_worker
 from rollchat.providers.names import (
     ANTHROPIC,
     AUTO,
@@ -230,8 +231,8 @@ def prefetch_sdks(*names: str) -> None:
         todo = [n for n in wanted if n not in _prefetched]
         _prefetched.update(todo)
     if todo:
-        threading.Thread(target=_import_quietly, args=(todo,), name="rollchat-prefetch",
-                         daemon=True).start()
+        start_worker(threading.Thread(target=_import_quietly, args=(todo,),
+                                      name="rollchat-prefetch", daemon=True))
 
 
 def _import_quietly(names: list[str]) -> None:

@@ -7,6 +7,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from rollchat.interrupts import SLICE_SECONDS
+
 if TYPE_CHECKING:
     from rollchat.ui.app import ChatApp
     from rollchat.ui.render import Renderer
@@ -65,7 +67,8 @@ class Starting:
             started, self._started = self._started, True
         if not started:
             self._run(True, None)
-        self._done.wait()
+        while not self._done.wait(SLICE_SECONDS):  # (see interrupts.join: a Ctrl-C is seen)
+            pass
         if self._error is not None:
             raise self._error
         assert self._app is not None
