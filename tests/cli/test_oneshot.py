@@ -1,7 +1,7 @@
 """``rollchat -p`` with the offline model, as a script meets it: the answer alone on stdout,
 the prompt from the argument, from stdin, or with stdin as its context (joined as
 docs/oneshot.md says), ``-c``/``--resume``, usage errors (exit 2), and piped input without
-``-p`` unchanged."""
+``-p`` unchanged; a failure that is not the user's (exit 1)."""
 
 from __future__ import annotations
 
@@ -118,6 +118,17 @@ def test_usage_errors_exit_2_with_one_line(tmp_path: Path, args: list[str], stdi
     done = run(tmp_path, *args, stdin=stdin)
     assert (done.returncode, done.stdout) == (2, ""), done.stderr
     assert says in done.stderr
+
+
+@pytest.mark.parametrize("output_format", ["text", "json"])
+def test_a_sessions_directory_that_cannot_be_made_exits_1_with_one_line(
+        tmp_path: Path, output_format: str) -> None:
+    (tmp_path / "afile").write_text("not a directory\n", encoding="utf-8")
+    done = run(tmp_path, "-p", "q", "--output-format", output_format,
+               "--sessions-dir", str(tmp_path / "afile" / "sessions"))
+    assert (done.returncode, done.stdout) == (1, ""), done.stderr
+    [line] = done.stderr.splitlines()
+    assert "cannot create sessions directory" in line and "afile" in line
 
 
 def test_a_bad_one_shot_summary_setting_is_a_usage_error(tmp_path: Path) -> None:
