@@ -87,6 +87,8 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class SessionConfig:
+    """Where sessions are kept and when a chat compacts (``session:``)."""
+
     dir: Path = Path("sessions")
     auto_save: bool = True
     auto_compact: bool | Literal["ask"] = True  # ask: at the threshold, the user decides
@@ -104,6 +106,8 @@ class SessionConfig:
 
 @dataclass(frozen=True)
 class SummaryConfig:
+    """Who writes the summaries and how long they may be (``summary:``)."""
+
     provider: str | None = None
     model: str | None = None
     max_words: int = 500
@@ -115,6 +119,8 @@ class SummaryConfig:
 
 @dataclass(frozen=True)
 class RetryConfig:
+    """How a failed model request is retried (``retry:``)."""
+
     max_retries: int = 3
     base_delay: float = 1.0
     max_delay: float = 30.0
@@ -123,6 +129,8 @@ class RetryConfig:
 
 @dataclass(frozen=True)
 class ToolsConfig:
+    """Limits on what a tool hands back to the model (``tools:``)."""
+
     max_result_tokens: int | None = None  # None: a tenth of the model's context window
 
 
@@ -143,6 +151,8 @@ class HandoffConfig:
 
 @dataclass(frozen=True)
 class UIConfig:
+    """The terminal's settings (``ui:``)."""
+
     history_file: Path | None = None  # None: history in the user data directory
     # seconds between the offline model's streamed words; None: OFFLINE_WORD_DELAY when the
     # answer is drawn in a terminal, none when the output goes to a pipe or a file
@@ -193,6 +203,8 @@ class InstructionsConfig:
 
 @dataclass(frozen=True)
 class Config:
+    """The whole configuration, resolved once (config.load); frozen, passed to what needs it."""
+
     agents: Mapping[str, AgentConfig] = field(
         default_factory=lambda: {"assistant": AgentConfig()}
     )
