@@ -21,15 +21,21 @@ def sessions(tmp_path: Path) -> Sessions:
     return make_sessions(tmp_path / "sessions")
 
 
-def compact(sessions: Sessions, tmp_path: Path, *args: str,
-            importtime: bool = False) -> subprocess.CompletedProcess[str]:
-    config = tmp_path / "rollchat.yml"
-    config.write_text(OFFLINE_CONFIG, encoding="utf-8")
+def compact(sessions: Sessions, tmp_path: Path, *args: str, importtime: bool = False,
+            config: str | None = OFFLINE_CONFIG,
+            **env: str) -> subprocess.CompletedProcess[str]:
+    """``rollchat compact *args`` in ``tmp_path``; with ``config`` written to a file named by
+    --config, or (None) with no config file at all and the sessions in ./sessions."""
     flags = ["-X", "importtime"] if importtime else []
-    return subprocess.run([sys.executable, *flags, "-m", "rollchat", "compact", *args,
-                           "--sessions-dir", str(sessions.root), "--config", str(config)],
+    named: list[str] = []
+    if config is not None:
+        path = tmp_path / "named.yml"
+        if not path.exists() or path.read_text(encoding="utf-8") != config:
+            path.write_text(config, encoding="utf-8")
+        named = ["--sessions-dir", str(sessions.root), "--config", str(path)]
+    return subprocess.run([sys.executable, *flags, "-m", "rollchat", "compact", *args, *named],
                           cwd=str(tmp_path), capture_output=True, text=True, timeout=60,
-                          env=clean_env(tmp_path / "home"), stdin=subprocess.DEVNULL)
+                          env=clean_env(tmp_path / "home", **env), stdin=subprocess.DEVNULL)
 
 
 def imported(stderr: str) -> set[str]:
@@ -78,3 +84,81 @@ def test_a_session_number_goes_the_ordinary_way(sessions: Sessions, tmp_path: Pa
     compact(sessions, tmp_path, "2", "--json")
     done = compact(sessions, tmp_path, "2", "--json", importtime=True)
     assert "typer" in imported(done.stderr) and as_json(done)["session"]
+
+
+# The configuration recalled (config.recall): the loader skipped while nothing it read changed.
+LOADER = {"rollchat.config.load", "dataclasses", "platformdirs"}
+
+
+def recorded(sessions: Sessions, tmp_path: Path, **kwargs: Any) -> str:
+    """The answer after the runs that fill the cache (the ordinary way) and write the record
+    (the loader): the next run recalls the configuration."""
+    first = compact(sessions, tmp_path, sessions.parent, "--json", **kwargs)
+    second = compact(sessions, tmp_path, sessions.parent, "--json", importtime=True, **kwargs)
+    assert "rollchat.config.load" in imported(second.stderr)
+    assert as_json(second) == as_json(first)
+    return second.stdout
+
+
+@pytest.mark.parametrize("config", [OFFLINE_CONFIG, None], ids=["named", "none"])
+def test_a_recalled_configuration_answers_byte_for_byte_without_the_loader(
+        sessions: Sessions, tmp_path: Path, config: str | None) -> None:
+    answer = recorded(sessions, tmp_path, config=config)
+    third = compact(sessions, tmp_path, sessions.parent, "--json", importtime=True,
+                    config=config)
+    assert third.stdout == answer and as_json(third)["session"] == sessions.parent
+    assert not LOADER & imported(third.stderr)
+
+
+def test_a_changed_config_file_is_loaded_again(sessions: Sessions, tmp_path: Path) -> None:
+    answer = recorded(sessions, tmp_path)
+    # the summaries now written by another model: the recalled one would name the old key
+    changed = OFFLINE_CONFIG + "summary:\n  model: offline-b\n"
+    after = compact(sessions, tmp_path, sessions.parent, "--json", importtime=True,
+                    config=changed)
+    assert {"rollchat.config.load", "typer"} <= imported(after.stderr)  # a miss: ordinary way
+    assert as_json(after)["session"] == sessions.parent
+    same = compact(sessions, tmp_path, sessions.parent, "--json", importtime=True,
+                   config=OFFLINE_CONFIG + "# a comment\n")  # same values, other bytes
+    assert "rollchat.config.load" in imported(same.stderr) and same.stdout == answer
+
+
+def test_a_config_file_that_appears_is_loaded(sessions: Sessions, tmp_path: Path) -> None:
+    answer = recorded(sessions, tmp_path, config=None)  # ./rollchat.yml looked for, absent
+    (tmp_path / "rollchat.yml").write_text(OFFLINE_CONFIG, encoding="utf-8")
+    after = compact(sessions, tmp_path, sessions.parent, "--json", importtime=True, config=None)
+    assert "rollchat.config.load" in imported(after.stderr)
+    (tmp_path / "rollchat.yml").unlink()  # the record now names the file's bytes
+    for loader in (True, False):  # loaded (and recorded again), then recalled
+        done = compact(sessions, tmp_path, sessions.parent, "--json", importtime=True,
+                       config=None)
+        assert ("rollchat.config.load" in imported(done.stderr)) is loader
+        assert done.stdout == answer
+    user = tmp_path / "home" / "config" / "rollchat"
+    user.mkdir(parents=True)
+    (user / "config.yml").write_text("session:\n  dir: elsewhere\n", encoding="utf-8")
+    moved = compact(sessions, tmp_path, sessions.parent, "--json", importtime=True, config=None)
+    assert "rollchat.config.load" in imported(moved.stderr) and moved.stdout != answer
+
+
+def test_a_changed_environment_is_loaded_again_and_its_values_never_written(
+        sessions: Sessions, tmp_path: Path) -> None:
+    answer = recorded(sessions, tmp_path, config=None)
+    for loader in (True, False):  # loaded (another environment: recorded again), recalled
+        done = compact(sessions, tmp_path, sessions.parent, "--json", importtime=True,
+                       config=None, SERVICE_TOKEN="s3cret-value")
+        assert ("rollchat.config.load" in imported(done.stderr)) is loader
+        assert done.stdout == answer
+    record = tmp_path / "sessions" / ".cache" / "compact" / "config-record"
+    assert b"s3cret-value" not in record.read_bytes()  # only the environment's hash
+
+
+def test_a_prompt_file_the_config_reads_is_checked_too(sessions: Sessions,
+                                                       tmp_path: Path) -> None:
+    prompt = tmp_path / "prompt.md"
+    prompt.write_text("You answer briefly.\n", encoding="utf-8")
+    config = OFFLINE_CONFIG + "agents:\n  assistant:\n    system_prompt_file: prompt.md\n"
+    recorded(sessions, tmp_path, config=config)
+    prompt.unlink()  # the loader now refuses the config: so must the recalled answer
+    done = compact(sessions, tmp_path, sessions.parent, "--json", config=config)
+    assert done.returncode != 0 and "prompt.md" in done.stderr

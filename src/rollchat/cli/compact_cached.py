@@ -1,6 +1,6 @@
 """``rollchat compact ID --json`` answered from its cache before typer is imported: what
-scripts call often, as quick as a process can be (bench/bench_cli.py). Anything else, or no
-cache entry, goes the ordinary way (cli/compact.py), which says what is wrong and fills it."""
+scripts call often, as quick as a process can be (bench/bench_cli.py): the config recalled when
+unchanged (config.recall). Anything else, or no entry, goes the ordinary way (cli/compact.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import os
 import re
 import stat
 import sys
-from pathlib import Path
 
 # a session's whole id (a number or an id prefix needs the index: the ordinary way)
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _VALUED = ("--sessions-dir", "--config")
+RECORD = "config-record"  # beside the entries (not *.json: the cache's pruning leaves it)
 
 
 def answered(args: list[str]) -> bool:
@@ -64,29 +64,78 @@ def _parsed(args: list[str]) -> tuple[str, dict[str, str]] | None:
 
 
 def _cached(ref: str, given: dict[str, str]) -> str | None:
-    """What ``compact --json`` prints for ``ref`` when its cache holds the answer, else None."""
-    from rollchat.compaction.cache import CompactCache, file_key
+    """What ``compact --json`` prints for ``ref`` when its cache holds the answer, else None:
+    with the configuration recalled when nothing it was resolved from changed (no loader, no
+    dataclasses, no platformdirs), else loaded."""
+    from rollchat.config.recall import recall
+
+    # where the record is when the sessions directory is not set in a config file (a guess:
+    # a record is used only when its fingerprint and files match, wherever it was found)
+    guess = os.path.join(os.getcwd(), os.path.expanduser(
+        given.get("--sessions-dir") or os.environ.get("ROLLCHAT_SESSIONS_DIR") or "sessions"))
+    values = recall(_record(guess), given)
+    if values is not None and {"sessions_dir", "model"} <= values.keys():
+        return _answer(values["sessions_dir"], values["model"], ref)
+    return _loaded(ref, given)
+
+
+def _record(sessions_dir: str) -> str:
+    from rollchat.compaction.cache_entry import CACHE_DIR_PARTS
+
+    return os.path.join(sessions_dir, *CACHE_DIR_PARTS, RECORD)
+
+
+def _loaded(ref: str, given: dict[str, str]) -> str | None:
+    """``_cached`` with the configuration loaded; the record written when it answered."""
+    from pathlib import Path
+
     from rollchat.compaction.choice import summary_names
     from rollchat.config.load import load_config
-    from rollchat.config.settings import ConfigOverrides
+    from rollchat.config.settings import Config, ConfigOverrides, default_user_config_dir
 
-    sessions_dir = given.get("--sessions-dir")
-    config = given.get("--config")
-    cfg = load_config(config_path=Path(config) if config else None, env=os.environ,
-                      cwd=Path.cwd(), overrides=ConfigOverrides(
-                          sessions_dir=Path(sessions_dir) if sessions_dir else None))
+    sessions_dir, config = given.get("--sessions-dir"), given.get("--config")
+    config_path, cwd, user_dir = Path(config) if config else None, Path.cwd(), \
+        default_user_config_dir()
+    overrides = ConfigOverrides(sessions_dir=Path(sessions_dir) if sessions_dir else None)
+
+    def load() -> Config:
+        return load_config(config_path=config_path, env=os.environ, cwd=cwd,
+                           overrides=overrides, user_config_dir=user_dir)
+
+    cfg = load()
     if cfg.trust_notice:  # a warning to show: the ordinary way shows it
         return None
     _, model = summary_names(cfg, os.environ)
-    data = _read(cfg.session.dir / f"{ref}.md")
-    # the answer as it was written (``Compacted.as_json``), checked: no summary is rebuilt
-    hit = CompactCache(cfg.session.dir).result(file_key(data, model))
+    text = _answer(str(cfg.session.dir), model, ref)
+    if text is None:
+        return None
+    from rollchat.config.load import looked_at
+    from rollchat.config.recall import file_states, remember
+
+    paths = looked_at(cfg, config_path=config_path, env=os.environ, cwd=cwd,
+                      user_config_dir=user_dir)
+    if paths is not None:
+        files = file_states([str(p) for p in paths])
+        # loaded again between two looks at the files: the record holds what this load read
+        if load() == cfg and file_states(list(files)) == files:
+            remember(_record(str(cfg.session.dir)), given, files,
+                     {"sessions_dir": str(cfg.session.dir), "model": model})
+    return text
+
+
+def _answer(sessions_dir: str, model: str, ref: str) -> str | None:
+    """The cached answer for session ``ref`` in ``sessions_dir`` (its tokens counted for
+    ``model``), printed as it was written (``Compacted.as_json``): no summary is rebuilt."""
+    from rollchat.compaction.cache_entry import CACHE_DIR_PARTS, file_key, read_result
+
+    data = _read(os.path.join(sessions_dir, f"{ref}.md"))
+    hit = read_result(os.path.join(sessions_dir, *CACHE_DIR_PARTS), file_key(data, model))
     if hit is None or hit["session"] != ref or hit["method"] != "file":
         return None
     return json.dumps(hit, indent=2, ensure_ascii=False) + "\n"
 
 
-def _read(path: Path) -> bytes:
+def _read(path: str) -> bytes:
     """A regular file's bytes, its last component not followed (as the store reads it)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     with os.fdopen(fd, "rb") as f:

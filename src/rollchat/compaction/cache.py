@@ -1,30 +1,35 @@
 """The result of ``rollchat compact ID`` / the MCP server's ``compact_session`` (``Compacted``,
 its JSON and markdown) and its cache: ``<sessions dir>/.cache/compact/<key>.json``, keyed by
-the session file's bytes, the parent's summary, focus, size and model."""
+the session file's bytes, the parent's summary, focus, size and model (read: cache_entry)."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from rollchat.compaction.cache_entry import (
+    CACHE_DIR_PARTS,
+    CACHE_VERSION,
+    entry_key,
+    file_key,
+    read_result,
+    strings,
+)
 from rollchat.errors import StoreError
 
 if TYPE_CHECKING:  # (imported to build one: an answer printed from the cache needs none)
     from rollchat.domain import Summary
 
-# (storage.session_file, which writes entries, is imported only to write one: an answer from
-# the cache reads one file, and ``compact ID --json`` is timed against ``--version``)
-NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+# (storage.session_file, which writes entries, is imported only to write one; an answer from
+# the cache reads one file through compaction.cache_entry, and ``compact ID --json`` is timed
+# against ``--version``)
 
 Method = Literal["file", "model", "extractive"]
-CACHE_DIR = Path(".cache") / "compact"  # inside the sessions directory (listing skips dot names)
-CACHE_VERSION = 1  # part of every key: a change of format makes old entries unreachable
-CACHE_ENTRY_MAX_BYTES = 1024 * 1024  # a larger entry is not read (it is not one of ours)
+CACHE_DIR = Path(*CACHE_DIR_PARTS)
 CACHE_MAX_ENTRIES = 500  # past this, the oldest entries are removed when one is written
 
 
@@ -86,14 +91,10 @@ def cache_key(data: bytes, parent: Summary | None, focus: str | None, max_words:
         from rollchat.storage.transcript import render_summary_block
 
         block = render_summary_block(parent)
-    parts = [CACHE_VERSION, hashlib.sha256(data).hexdigest(), block, focus, max_words, model]
-    return hashlib.sha256(json.dumps(parts, ensure_ascii=True).encode()).hexdigest()
+    return entry_key(data, block, focus, max_words, model)
 
 
-def file_key(data: bytes, counter: str) -> str:
-    """The cache key of a session file's own summary block as ``compact`` answers it: its
-    tokens are counted with the tokenizer of ``counter``, the model, which is slow to load."""
-    return cache_key(data, None, None, None, f"file {counter}")
+__all__ = ["CACHE_DIR", "CompactCache", "Compacted", "cache_key", "file_key", "summary_markdown"]
 
 
 class CompactCache:
@@ -113,18 +114,7 @@ class CompactCache:
     def result(self, key: str) -> dict[str, Any] | None:
         """The entry's result as it was written (``Compacted.as_json``), checked; None when
         there is no valid entry for ``key``."""
-        try:
-            fd = os.open(self.path(key), os.O_RDONLY | NOFOLLOW)
-        except OSError:
-            return None
-        with os.fdopen(fd, "rb") as f:
-            raw = f.read(CACHE_ENTRY_MAX_BYTES + 1)
-        if len(raw) > CACHE_ENTRY_MAX_BYTES:
-            return None
-        try:
-            return _checked(json.loads(raw.decode("utf-8")), key)
-        except (ValueError, TypeError, KeyError):
-            return None
+        return read_result(str(self.dir), key)
 
     def put(self, key: str, result: Compacted) -> str | None:
         """Write the entry; None, or why it could not be written (not fatal: it is a cache)."""
@@ -154,44 +144,13 @@ class CompactCache:
                     os.unlink(entry.path)
 
 
-def _strings(value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise TypeError("not a list of strings")
-    return tuple(value)
-
-
-def _optional(value: Any, kind: type) -> Any:
-    if value is not None and not isinstance(value, kind):
-        raise TypeError(f"not a {kind.__name__}")
-    return value
-
-
-def _checked(entry: Any, key: str) -> dict[str, Any]:
-    """A cache entry's result, checked; TypeError/KeyError/ValueError if it is not valid."""
-    if not isinstance(entry, dict) or entry.get("version") != CACHE_VERSION or \
-            entry.get("key") != key or not isinstance(entry.get("result"), dict):
-        raise ValueError("not a cache entry of this version and key")
-    r: dict[str, Any] = entry["result"]
-    if not isinstance(r["session"], str) or not isinstance(r["summary"], str) or \
-            not isinstance(r["background"], str) or type(r["tokens"]) is not int or \
-            r["method"] not in ("model", "extractive", "file") or r["cached"] is not (
-                r["method"] == "file") or r["notes"] != []:
-        raise TypeError("bad field")
-    for name in ("topics", "decisions", "pending", "files"):
-        _strings(r[name])
-    for name, kind in (("title", str), ("model", str), ("focus", str), ("max_words", int),
-                       ("parent", str), ("fallback_reason", str)):
-        _optional(r[name], kind)
-    return r
-
-
 def _from_result(r: dict[str, Any]) -> Compacted:
     """A checked entry's result back as a result (``cached``: it came from the cache)."""
     from rollchat.domain import Summary
 
-    summary = Summary(r["background"], _strings(r["topics"]), _strings(r["decisions"]),
-                      _strings(r["pending"]), fallback=r["method"] == "extractive",
-                      artifacts=_strings(r["files"]))
+    summary = Summary(r["background"], strings(r["topics"]), strings(r["decisions"]),
+                      strings(r["pending"]), fallback=r["method"] == "extractive",
+                      artifacts=strings(r["files"]))
     return Compacted(r["session"], r["title"], summary, r["summary"], r["tokens"], True,
                      r["method"], r["model"], r["focus"], r["max_words"], r["parent"],
                      r["fallback_reason"])

@@ -141,6 +141,29 @@ def load_config(*, config_path: Path | None, env: Mapping[str, str], cwd: Path,
     return _apply(config, _layers(env, overrides), overrides.no_save, cwd)
 
 
+def looked_at(config: Config, *, config_path: Path | None, env: Mapping[str, str], cwd: Path,
+              user_config_dir: Path) -> list[Path] | None:
+    """Every file load_config read or looked for to resolve ``config`` (the named file, or
+    ./rollchat.yml and the user's config.yml; the trust record for a project file; the agents'
+    prompt files): what config.recall checks to tell the same files. Keep it in step with
+    find_config_file and load_file. None when no list would do: a project file that is a link
+    (its trust is recorded for the file it points to)."""
+    if config_path is not None or env.get("ROLLCHAT_CONFIG"):
+        found = find_config_file(config_path, env, cwd, user_config_dir)
+        files = [found] if found is not None else []
+    else:
+        project = cwd / PROJECT_FILE
+        if project.is_symlink():
+            return None
+        files = [project, user_config_dir / "config.yml"]
+        if config.source == project:
+            from rollchat.config.trust import TRUST_FILE
+
+            files.append(user_config_dir / TRUST_FILE)
+    prompts = [a.system_prompt_file for a in config.agents.values() if a.system_prompt_file]
+    return files + prompts
+
+
 # ---------------------------------------------------------------------------------------------
 # `rollchat trust PATH`.
 
