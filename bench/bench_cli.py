@@ -1,6 +1,7 @@
 """What scripts call often, timed as whole processes, side by side in one run: `rollchat
---version`, `rollchat compact ID --json` answered from its cache, the interactive chat's time to
-its first prompt, and `rollchat -p` with the offline model (docs/oneshot.md).
+--version`, `rollchat compact ID --json` answered from its cache (its configuration recalled,
+and loaded: config/recall.py), the interactive chat's time to its first prompt, and `rollchat
+-p` with the offline model (docs/oneshot.md).
 
 Usage: python bench/bench_cli.py [--runs N]
 Prints each median and minimum and the two ratios the issue sets goals for: compact --json
@@ -67,6 +68,13 @@ def prepared(cwd: Path, env: dict[str, str]) -> str:
     return session
 
 
+def loaded(args: list[str], cwd: Path, env: dict[str, str]) -> float:
+    """``timed`` with the configuration loaded: the record it was recalled from removed first
+    (the run writes it again)."""
+    (cwd / "sessions" / ".cache" / "compact" / "config-record").unlink(missing_ok=True)
+    return timed(args, cwd, env)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=21)
@@ -78,6 +86,8 @@ def main() -> None:
         measures: dict[str, Callable[[], float]] = {
             "rollchat --version": lambda: timed([*ROLLCHAT, "--version"], cwd, env),
             "rollchat compact ID --json (cached)": lambda: timed(
+                [*ROLLCHAT, "compact", session, "--json"], cwd, env),
+            "  the same, configuration loaded": lambda: loaded(
                 [*ROLLCHAT, "compact", session, "--json"], cwd, env),
             "first prompt of the chat": lambda: first_prompt(cwd, env),
             "rollchat -p (offline)": lambda: timed(
@@ -96,8 +106,9 @@ def main() -> None:
         print(f"{name:<38} median {median[name] * 1000:7.1f} ms   "
               f"min {min(values) * 1000:7.1f} ms")
     names = list(median)
-    print(f"compact --json / --version: {median[names[1]] / median[names[0]]:.2f}x (goal <= 3)")
-    print(f"-p / first prompt:          {median[names[3]] / median[names[2]]:.2f}x (goal <= 2)")
+    print(f"compact --json / --version: {median[names[1]] / median[names[0]]:.2f}x (goal <= 3; "
+          f"configuration loaded: {median[names[2]] / median[names[0]]:.2f}x)")
+    print(f"-p / first prompt:          {median[names[4]] / median[names[3]]:.2f}x (goal <= 2)")
 
 
 if __name__ == "__main__":
