@@ -57,7 +57,8 @@ def rollchat(root: str, tmp_path: Path, lines: str, provider: str, *args: str,
     for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
         env.pop(name, None)
     done = run_piped(tmp_path, lines, "--config", config(tmp_path, engine), "--provider",
-                     provider, "--model", "gpt-5", "--base-url", base_url, *args, env=env)
+                     provider, "--model", "gpt-5", "--base-url", base_url, *args, env=env,
+                     timeout=240)  # a ceiling for a loaded machine, never waited out
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
