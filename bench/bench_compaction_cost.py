@@ -13,21 +13,31 @@ compaction iteration; before each, the chat's last request is sent once, so the 
 what the chat wrote (not counted: the chat paid for it). The summaries are scripted (the same
 text for every engine), so their words show what reaches the transcript, not a model's quality.
 
+``--api responses``: the same three engines on OpenAI's Responses API (``provider:
+openai-responses``; the provider engine is ``responses.compact`` plus the readable summary
+asked from the cached prefix), through the real openai SDK against tests/wire_responses.py,
+billed as OpenAI documents automatic prompt caching (the longest prefix shared with a request
+sent before, in 128-token steps, from 1,024 tokens on; cached input at the model's cached
+price); see ``OpenAICache``.
+
 Run: .venv/bin/python bench/bench_compaction_cost.py [--sizes 40000,150000,500000]
-     [--kind tools|talk]
+     [--kind tools|talk] [--api anthropic|responses]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.wire_anthropic_compaction import CompactionServer, Running, echo
+from tests.wire_responses import Answer, Compaction, ResponsesServer, said
+from tests.wire_responses import last_user_text as responses_text
 from tests.wire_servers import _tokens
 
 from rollchat.compaction.policy import compute_budget
@@ -35,11 +45,12 @@ from rollchat.compaction.prefixed import OPENING, conversation_turns
 from rollchat.compaction.request import SUMMARY_SYSTEM_PROMPT
 from rollchat.compaction.summarizer import Summarizer
 from rollchat.config.settings import SummaryConfig
-from rollchat.domain import Message, ToolCall, Usage
+from rollchat.domain import Message, Summary, ToolCall, Usage
 from rollchat.models.prices import cost, money, price_for
 from rollchat.models.tokens import TokenCounter
 from rollchat.providers.anthropic import AnthropicProvider
 from rollchat.providers.base import ChatRequest, ToolSpec
+from rollchat.providers.openai_responses import ResponsesProvider, request_params
 from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START
 
 MODEL = "claude-sonnet-4-6"  # on-demand compaction's documented models include it
@@ -133,36 +144,125 @@ def measure(engine: str, messages: list[Message], window: int) -> Row:
                                        prefix=None if engine == "separate" else chat)
         assert not outcome.fallback_used, outcome.reason
         billed = [s.billed for s in server.requests if s.billed is not None]
-        summary = outcome.summary
-        words = len(" ".join([summary.background, *summary.topics, *summary.decisions,
-                              *summary.pending]).split())
         return Row(engine, len(billed), sum(b.uncached for b in billed),
                    sum(b.read for b in billed), sum(b.written for b in billed),
-                   outcome.usage.output_tokens, words)
+                   outcome.usage.output_tokens, words(outcome.summary))
     finally:
         running.stop()
+
+
+# OpenAI: a reasoning model (the Responses API is the one OpenAI recommends for them) where the
+# session fits its window; gpt-4.1 for 500k (gpt-5 takes at most 272k input tokens)
+OPENAI_MODELS = (("gpt-5", 272_000), ("gpt-4.1", 1_047_576))
+
+
+class OpenAICache:
+    """OpenAI's automatic prompt caching as its guide describes it: a request reads from the
+    cache the longest prefix it shares with a request sent before, counted in 128-token
+    steps, once that prefix is 1,024 tokens or more; nothing is billed for writing. The
+    prompt is read in the order the model sees it: instructions, tools, input items (a
+    request without tools, like ``responses.compact``, shares only the instructions with
+    the chat's)."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self.billed: list[tuple[int, int, int]] = []  # (input, cached, output) per request
+
+    def bill(self, body: dict[str, Any], output: int) -> tuple[int, int]:
+        text = "\n".join([body.get("instructions") or "",
+                          *(json.dumps(t, sort_keys=True) for t in body.get("tools") or []),
+                          *(json.dumps(i, sort_keys=True) for i in body.get("input") or [])])
+        shared = max((common_length(text, s) for s in self.seen), default=0)
+        self.seen.append(text)
+        total, prefix = _tokens(text), _tokens(text[:shared])
+        cached = min(prefix // 128 * 128 if prefix >= 1024 else 0, total)
+        self.billed.append((total, cached, output))
+        return total, cached
+
+
+def common_length(a: str, b: str) -> int:
+    """How many leading characters ``a`` and ``b`` share (halving: the comparisons in C)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def responses_answer(cache: OpenAICache, body: dict[str, Any]) -> Answer:
+    """The model on the Responses API: a summary to a summary request, else a short answer;
+    its usage as ``cache`` bills it."""
+    summary = body.get("instructions") == SUMMARY_SYSTEM_PROMPT or \
+        responses_text(body).startswith(OPENING)
+    reply = SUMMARY if summary else "Noted."
+    total, cached = cache.bill(body, _tokens(reply))
+    return said(reply, input_tokens=total, cached=cached, output_tokens=_tokens(reply))
+
+
+def measure_responses(engine: str, messages: list[Message], model: str, window: int) -> Row:
+    """One compaction on the Responses API (see ``OpenAICache``)."""
+    server, cache = ResponsesServer().start(), OpenAICache()
+    server.responder = lambda body: responses_answer(cache, body)
+    try:
+        provider = ResponsesProvider(model, api_key="bench", base_url=server.url, timeout=600)
+        chat = ChatRequest(model, SYSTEM, tuple(messages), 4096, tools=TOOLS)
+        list(provider.stream(replace(chat, messages=chat.messages[:-1])))  # cached
+        cache.billed.clear()
+        if engine == "provider":  # the compaction's input: the chat's, without its tools
+            params = request_params(chat, images=False)
+            total, cached = cache.bill({"instructions": params["instructions"],
+                                        "input": params["input"]}, _tokens(SUMMARY))
+            server.compactions.append(Compaction(input_tokens=total, cached=cached,
+                                                 output_tokens=_tokens(SUMMARY)))
+        budget = compute_budget(window, 4096, 0.8, 1000)
+        summarizer = Summarizer(provider, model=model, config=SummaryConfig(), budget=budget,
+                                counter=TokenCounter(model),
+                                engine="provider" if engine == "provider" else "rollchat")
+        outcome = summarizer.summarize(conversation_turns(messages), None, None,
+                                       prefix=None if engine == "separate" else chat)
+        assert not outcome.fallback_used, outcome.reason
+        assert engine != "provider" or server.bodies("/v1/responses/compact")
+        return Row(engine, len(cache.billed), sum(t - c for t, c, _ in cache.billed),
+                   sum(c for _, c, _ in cache.billed), 0,
+                   sum(o for _, _, o in cache.billed), words(outcome.summary))
+    finally:
+        server.stop()
+
+
+def words(summary: Summary) -> int:
+    return len(" ".join([summary.background, *summary.topics, *summary.decisions,
+                         *summary.pending]).split())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="40000,150000,500000")
     parser.add_argument("--kind", choices=("tools", "talk"), default="tools")
+    parser.add_argument("--api", choices=("anthropic", "responses"), default="anthropic")
     args = parser.parse_args()
-    assert PRICE is not None
-    print("| session | window | engine | requests | uncached | cache reads | cache writes | "
-          "output | price | vs separate | summary words |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| session | model | window | engine | requests | uncached | cache reads | "
+          "cache writes | output | price | vs separate | summary words |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for size in (int(s) for s in args.sizes.split(",")):
         messages = session(size, args.kind)
-        window = 200_000 if size < 180_000 else 1_000_000  # 500k: Sonnet's 1M window
+        model, window = MODEL, 200_000 if size < 180_000 else 1_000_000  # Sonnet's 1M window
+        if args.api == "responses":
+            model, window = next((m, w) for m, w in OPENAI_MODELS if size < w * 0.9)
+        price_of = PRICE if args.api == "anthropic" else price_for(model)
+        assert price_of is not None
         base = None
         for engine in ("separate", "rollchat", "provider"):
-            row = measure(engine, messages, window)
-            price = cost(row.usage, PRICE)
+            row = (measure(engine, messages, window) if args.api == "anthropic"
+                   else measure_responses(engine, messages, model, window))
+            price = cost(row.usage, price_of)
             base = price if base is None else base
-            print(f"| {size // 1000}k | {window // 1000}k | {engine} | {row.requests} | "
-                  f"{row.uncached:,} | {row.read:,} | {row.written:,} | {row.output:,} | "
-                  f"{money(price)} | {price / base:.1%} | {row.words} |", flush=True)
+            print(f"| {size // 1000}k | {model} | {window // 1000}k | {engine} | "
+                  f"{row.requests} | {row.uncached:,} | {row.read:,} | {row.written:,} | "
+                  f"{row.output:,} | {money(price)} | {price / base:.1%} | {row.words} |",
+                  flush=True)
 
 
 if __name__ == "__main__":

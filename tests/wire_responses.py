@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -342,7 +343,7 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         body = json.loads(raw or b"{}")
-        path = self.path.partition("?")[0]
+        path = urlsplit(self.path).path  # through a proxy (HTTP_PROXY): a whole URL
         owner.requests.append((path, body))
         refused = owner.refusal(body)
         if refused is not None:

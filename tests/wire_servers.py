@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -293,7 +294,8 @@ class _Handler(BaseHTTPRequestHandler):
         counted = prompt_tokens(body) if owner.counting else None
         owner.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()},
                                        body, counted))
-        if self.path.partition("?")[0] != owner.dialect.path:  # a query is the client's
+        # a query is the client's; through a proxy (HTTP_PROXY) the path is a whole URL
+        if urlsplit(self.path).path != owner.dialect.path:
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
         if owner.strict_tools:

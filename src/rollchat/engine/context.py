@@ -50,6 +50,8 @@ class WorkingContext:
     whole: list[tuple[int, int]] = field(default_factory=list)  # (position, tokens), oldest first
     # which messages a request sends (session.history: relevant, see history.py); None: all
     select: Callable[[Sequence[Message], int], list[Message]] | None = None
+    # the conversation chain's key, sent with each request (ChatRequest.cache_key); None: none
+    cache_key: str | None = None
 
     def append(self, message: Message) -> None:
         """Add a message (it is sent as it is from now on).

@@ -148,13 +148,15 @@ class Engine(ModelChoice):
         """The most tokens an answer may take from now on (a smaller window was learned)."""
         self.max_output_tokens = tokens
 
-    def new_context(self, system: str, tools: Sequence[Tool] = (),
-                    withdrawn: Sequence[str] = ()) -> None:
+    def new_context(self, system: str, tools: Sequence[Tool] = (), withdrawn: Sequence[str] = (),
+                    *, cache_key: str | None = None) -> None:
         """A new working context begins (the session's start, a compaction, resume, fork or
         clear) with the system prompt ``system`` and the session's own ``tools`` (the archive,
         memory search), each in the place it had, new ones last, and those ``withdrawn`` gone
-        (too large for the window). Before ``restore``/``clear``."""
+        (too large for the window); ``cache_key``: its chain's (None: the same chain). Before
+        ``restore``/``clear``."""
         self.context.system = system
+        self.context.cache_key = cache_key or self.context.cache_key
         for name in withdrawn:
             self.tools.pop(name, None)
         for tool in tools:
@@ -203,8 +205,7 @@ class Engine(ModelChoice):
             # the restoration offers the tools the turns after it will (one request prefix)
             tools=self.offered() if purpose in ("chat", "restore") else (),
             purpose=purpose,
-            cache_prefix_messages=self.context.prefix_len,
-        )
+            cache_prefix_messages=self.context.prefix_len, cache_key=self.context.cache_key)
 
     def chat(self, text: str, block: str = "", images: tuple[Image, ...] = ()) -> Stream:
         """Send the user's ``text`` in the working context; yields events, returns the answer.
@@ -271,17 +272,9 @@ class Engine(ModelChoice):
         self.tools.update(tools)
 
     def _turn(self, kind: TurnKind, started: datetime, user: str, result: CallResult) -> Turn:
-        return Turn(
-            kind=kind,
-            number=0,
-            started=started,
-            user=user,
-            blocks=result.blocks,
-            status=result.status,
-            elapsed=round(result.elapsed, 1),
-            usage=result.usage,
-            error=result.note,
-        )
+        return Turn(kind=kind, number=0, started=started, user=user, blocks=result.blocks,
+                    status=result.status, elapsed=round(result.elapsed, 1), usage=result.usage,
+                    error=result.note)
 
     def _call(self, add: Callable[[Message], None], messages_now: Callable[[], list[Message]],
               purpose: Purpose) -> Generator[Event, None, CallResult]:

@@ -48,6 +48,10 @@ class ChatRequest:
     # seconds the whole answer may take once sent (None: the client's read timeout only);
     # a provider that ``enforces_timeout`` closes the connection when they pass
     timeout: float | None = None
+    # the conversation chain's key, a hash (session/state.chain_key): one value for every
+    # request of the chain; OpenAI routes requests with one key to one cache
+    # (``prompt_cache_key``), the other providers ignore it. None: not sent.
+    cache_key: str | None = None
 
 
 @dataclass(frozen=True)

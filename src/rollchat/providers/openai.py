@@ -63,7 +63,9 @@ def request_params(request: ChatRequest, *, official: bool = False,
     The output limit goes in ``max_completion_tokens`` for api.openai.com (its newer models
     refuse ``max_tokens``) and in ``max_tokens`` for OpenAI-compatible servers. Images go to
     api.openai.com, and to a server whose model is set to take them (``images``); others get
-    their text stand-ins (many serve text-only models that refuse image parts).
+    their text stand-ins (many serve text-only models that refuse image parts). The chain's
+    cache key goes to api.openai.com only, as ``prompt_cache_key`` (a compatible server may
+    refuse a parameter it does not know).
     """
     messages: list[dict[str, Any]] = []
     if request.system:
@@ -77,6 +79,8 @@ def request_params(request: ChatRequest, *, official: bool = False,
         params["temperature"] = request.temperature
     if request.tools:
         params["tools"] = [tool_param(t) for t in request.tools]
+    if official and request.cache_key:
+        params["prompt_cache_key"] = request.cache_key
     return params
 
 

@@ -87,7 +87,7 @@ class ResponsesProvider(SDKProvider):
 
     def _params(self, request: ChatRequest) -> dict[str, Any]:
         return request_params(request, images=self._images(), store=self.store,
-                              dropped=self.dropped)
+                              dropped=self.dropped, official=is_official(self._base_url))
 
     def _open(self, client: Any, request: ChatRequest) -> SDKStream:
         try:
@@ -134,7 +134,7 @@ class ResponsesProvider(SDKProvider):
         try:
             result = self._sdk_client().responses.compact(
                 model=params["model"], input=params["input"],
-                **({"instructions": params["instructions"]} if "instructions" in params else {}))
+                **{k: params[k] for k in ("instructions", "prompt_cache_key") if k in params})
             items = [item.to_dict(mode="json") for item in result.output]
             usage = usage_from(result.usage)
         except ProviderError:
@@ -159,10 +159,12 @@ class ResponsesProvider(SDKProvider):
 
 
 def request_params(request: ChatRequest, *, images: bool, store: bool = False,
-                   dropped: Set[str] = frozenset()) -> dict[str, Any]:
+                   dropped: Set[str] = frozenset(), official: bool = False) -> dict[str, Any]:
     """The keyword arguments of ``responses.create`` for ``request``: the system prompt as
     ``instructions``, the conversation as ``input`` items, ``store`` (and, when nothing is
-    stored, the reasoning asked back in its encrypted form: the next request carries it)."""
+    stored, the reasoning asked back in its encrypted form: the next request carries it).
+    The chain's cache key goes as ``prompt_cache_key`` to OpenAI itself (``official``), as
+    Chat Completions sends it: a local server of this API may refuse what it does not know."""
     params: dict[str, Any] = {"model": request.model, "stream": True, "store": store,
                               "input": input_items(request.messages, images=images,
                                                    store=store, dropped=dropped),
@@ -175,6 +177,8 @@ def request_params(request: ChatRequest, *, images: bool, store: bool = False,
         params["temperature"] = request.temperature
     if request.tools:
         params["tools"] = [tool_param(t) for t in request.tools]
+    if official and request.cache_key:
+        params["prompt_cache_key"] = request.cache_key
     return params
 
 

@@ -286,9 +286,9 @@ class Compactor:
         title = state.title if state.live is None else None
         state.close()
         child = SessionState(started=now(), resumed_from=parent.session_id,
-                             previous_session=parent.file_name,
-                             parent_summary=parent.summary, forked=parent.forked,
-                             chain=chain, title=title)
+                             previous_session=parent.file_name, parent_summary=parent.summary,
+                             forked=parent.forked, chain=chain, title=title,
+                             cache_key=parent.cache_key or state.cache_key)
         readable = parent.session_id is not None and parent.file_name is not None
         self.around.continue_in(child, parent.session_id if readable else None)
         prompt = restoration_prompt(parent, archive_tool=readable)

@@ -123,7 +123,7 @@ class Session(CompactorFigures, ModelSwitch):
         self.hooks.new_context(state)  # SessionStart before its first message
         self.engine.new_context(self._system(), *session_tools(
             self.engine, self.output, self.store, self.memory, state, parent_id,
-            self.budget.window, self.counter.count_text))
+            self.budget.window, self.counter.count_text), cache_key=state.cache_key)
 
     def _system(self, refreeze: bool = True) -> str:
         """The stable prompt: persona, instructions, profile (frozen again: ``refreeze``)."""
@@ -335,7 +335,7 @@ class Session(CompactorFigures, ModelSwitch):
         self.engine.clear()
         self.engine.new_context(self.engine.context.system, *session_tools(  # the archive only
             self.engine, self.output, self.store, None, state, None, self.budget.window,
-            self.counter.count_text))
+            self.counter.count_text), cache_key=state.cache_key)
         self.undo_point, self.hooks.due = None, "clear"
         self.engine.gate.new_session()
         yield Notice("info", "Cleared: a fresh session, with no parent and nothing carried over.")

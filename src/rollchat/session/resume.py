@@ -14,7 +14,7 @@ from rollchat.events import Event, Notice
 from rollchat.models.prices import chain_of
 from rollchat.session.compactor import Compactor
 from rollchat.session.forks import agent_change, check_open
-from rollchat.session.state import Parent, SessionState
+from rollchat.session.state import Parent, SessionState, chain_key
 from rollchat.storage.store import SessionInfo, Store
 from rollchat.text.wording import session_size
 
@@ -121,10 +121,22 @@ def resume(compactor: Compactor, state: SessionState, ref: str, *, fork: bool,
     yield Notice("info", "Restoring context...")
     child = yield from compactor.start_child(state, Parent(
         info.session_id, info.file_name, summary, info.date, info.queries, info.tokens,
-        info.resumed_from, elsewhere or fork, by_user=fork and not elsewhere))
+        info.resumed_from, elsewhere or fork, by_user=fork and not elsewhere,
+        cache_key=chain_key(first_of(info, lineage))))
     child.chain = chain_of(info, lineage)  # the chain continued, as recorded
     compactor.reset()
     return True
+
+
+def first_of(info: SessionInfo, lineage: list[SessionInfo]) -> str:
+    """The id of the first session of ``info``'s chain, followed along the parent links as
+    far as the files go (its cache key's seed: the same from every session of the chain)."""
+    by_id = {s.session_id: s for s in lineage}
+    first, seen = info, {info.session_id}
+    while first.resumed_from in by_id and first.resumed_from not in seen:
+        first = by_id[first.resumed_from]
+        seen.add(first.session_id)
+    return first.session_id
 
 
 def _warnings(store: Store, info: SessionInfo) -> Generator[Event, None, None]:

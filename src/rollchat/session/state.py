@@ -3,6 +3,8 @@ from, and the small pure rules about turns both the session and its tests use.""
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -23,6 +25,17 @@ UNSAVED = "(unsaved)"
 
 def now() -> datetime:
     return datetime.now(timezone.utc).astimezone()
+
+
+def chain_key(first_session: str | None = None) -> str:
+    """The key of a conversation chain's requests (sent as OpenAI's ``prompt_cache_key``):
+    a hash of the chain's first session id (a resumed chain: every process that continues
+    it sends the same key), or of a random token for a new chat (its id comes with its file,
+    after the first answer; the key must not change between its first and second request).
+    A compaction's child and its summary request keep the chain's key. Never the id itself:
+    nothing of the user's leaves in it."""
+    seed = first_session or secrets.token_hex(16)
+    return "rollchat-" + hashlib.sha256(f"rollchat chain {seed}".encode()).hexdigest()[:32]
 
 
 @dataclass
@@ -52,6 +65,7 @@ class SessionState:
     summary_usage: Usage = field(default_factory=Usage)
     chain: ChainCost = field(default_factory=ChainCost)  # the sessions this one continues
     title: str | None = None  # set by the user (``title``): the header's Title from then on
+    cache_key: str = field(default_factory=chain_key)  # its chain's (see ``chain_key``)
 
     def add(self, turn: Turn) -> None:
         """Record a turn; the totals are kept as it goes (no rescans on the hot path)."""
@@ -156,6 +170,7 @@ class Parent:
     grandparent: str | None
     forked: bool = False  # open in another process: the child is a fork, the file not written
     by_user: bool = False  # forked by the user's ``fork`` (not because it was open elsewhere)
+    cache_key: str | None = None  # the chain's key, when the child continues a saved chain
 
 
 def restoration_prompt(parent: Parent, *, archive_tool: bool) -> str:
