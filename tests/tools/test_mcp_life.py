@@ -117,9 +117,11 @@ def test_an_http_server_that_goes_away_is_failed_and_rejoins_when_it_is_back(
         assert not [n for n in engine.tools if n.startswith("mcp__remote__")]
         entries = {e.source for e in source.entries(engine.tools)}
         assert "built-in" not in entries
+    # not rollchat's to restart: looked for past a stdio server's 3 restarts (1, 2, 4, 8 s ...)
+    wait_until(lambda: "looking for it again in 8 s" in state(source, "remote"), 60)
     port = int(url.rsplit(":", 1)[1].split("/")[0])
     with http_server(port=port):  # back on the same address: the backoff finds it
-        wait_until(lambda: state(source, "remote") == "ready", 30)
+        wait_until(lambda: state(source, "remote") == "ready", 90)  # (a ceiling: the next look)
         assert drain(engine.chat('use add {"a": 2, "b": 3}')).turn.tools[0].result == "5"
 
 

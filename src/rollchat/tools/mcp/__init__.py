@@ -8,7 +8,8 @@ on one background event-loop thread; the engine's synchronous tool loop calls in
 # answer is yes, so a change costs the request prefix once, and is told in one line: a server
 # ready after the first message joins then; one that exits or whose connection drops is
 # marked failed at once (serve.py), its tools are withdrawn, and it is restarted with backoff
-# (MAX_RESTARTS times at most) or by hand (``tools restart NAME``). What is offered is bounded
+# (MAX_RESTARTS times; an HTTP server, not ours to restart, until it is back) or by hand
+# (``tools restart NAME``). What is offered is bounded
 # (offer.py): descriptions and schemas capped, the specs' share of the window capped.
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ T = TypeVar("T")
 STOP_SECONDS = 5.0  # on exit: how long servers get to stop before they are cancelled
 FIRST_WAIT = 15.0  # the most the first message waits for servers still starting
 MAX_RESTARTS = 3  # automatic restarts of a server that went away, 1 s, 2 s, 4 s apart
+RETRY_CAP = 30.0  # an HTTP server that went away: looked for again 1, 2, 4 ... 30 s apart
 PROGRESS_SECONDS = 0.2  # how often a call's progress reports are looked at
 SOURCE = "mcp"
 __all__ = ["SOURCE", "McpServers", "McpToolError"]
@@ -172,20 +174,25 @@ class McpServers:
                 continue
             if outcome == "failed" and not server.ever_ready:
                 return
-            if server.restarts >= MAX_RESTARTS:
-                hint = f"'tools restart {server.name}' starts it again"
-                with self._lock:
-                    if hint not in server.reason:
-                        server.reason += f"; {hint}"
+            remote, delay = _remote(server), min(2.0 ** min(server.restarts, 16), RETRY_CAP)
+            if server.restarts >= MAX_RESTARTS and not remote:
+                self._hint(server, f"'tools restart {server.name}' starts it again")
                 return
+            if remote and outcome == "failed":  # (not back yet) said in 'tools'
+                self._hint(server, f"looking for it again in {delay:g} s")
             server.restarts += 1
             assert server.stop is not None
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(server.stop.wait(), 2.0 ** (server.restarts - 1))
+                await asyncio.wait_for(server.stop.wait(), delay)
                 if not server.restart_now:
                     return
                 server.restart_now = False
                 server.stop = asyncio.Event()
+
+    def _hint(self, server: Server, hint: str) -> None:
+        with self._lock:
+            if hint not in server.reason:
+                server.reason += f"; {hint}"
 
     async def _attempt(self, server: Server) -> str:
         """One start of ``server``: "stopped" (by rollchat), "dropped" (it went away after it
@@ -224,7 +231,9 @@ class McpServers:
             drop = dropped(exc)
             why = str(drop) if drop is not None else f"the connection dropped ({reason(exc, None)})"
             last = server.stderr.last_line() if server.stderr is not None else ""
-            then = (f"restarting ({server.restarts + 1} of {MAX_RESTARTS})"
+            then = (f"looking for it again until it is back (every {RETRY_CAP:g} s at most; "
+                    f"'tools restart {server.name}' looks at once)" if _remote(server)
+                    else f"restarting ({server.restarts + 1} of {MAX_RESTARTS})"
                     if server.restarts < MAX_RESTARTS
                     else f"'tools restart {server.name}' starts it again")
             self._set(server, "failed", why + (f" (stderr: {last})" if last else "")
@@ -384,3 +393,8 @@ class McpServers:
                 shown = time.monotonic()
                 sink(tool, pending)
                 pending = ""
+
+
+def _remote(server: Server) -> bool:
+    """An HTTP server: not rollchat's to run, so it is looked for until it is back."""
+    return server.config.url is not None
