@@ -186,3 +186,14 @@ def test_in_a_terminal_the_thinking_streams_dim_then_folds(tmp_path: Path) -> No
         child.expect(PROMPT)
         child.sendline("exit")
         child.expect(pexpect.EOF)
+
+
+def test_a_template_that_opens_the_block_itself() -> None:
+    """Qwen3.5's generation prompt ends with ``<think>\\n``; served with no parser, the server
+    puts that tag back in front of the model's first token, in the same delta."""
+    events = replay("prefilled_stream.http")
+    first = next(e.text for e in events if isinstance(e, TextDelta))
+    assert first.startswith("<think>\n") and len(first) > len("<think>\n")
+    thought, answer, _drawn = divided(events)
+    assert thought.startswith("1. A prime number is a positive integer") and thought.endswith(".")
+    assert answer.startswith("To answer the question,") and "think>" not in answer
