@@ -2,8 +2,7 @@
 by tests/fixtures/real/llama_cpp/record.py; server, model and command lines in PROVENANCE.md
 there) read through the real openai SDK: the window it states, its real "too long" refusal,
 its in-stream 500 of a busy shared cache (never a window; retried before any text) and an
-answer cut at the output limit. (No <think> answer: the model would not write one, see
-PROVENANCE.md.)"""
+answer cut at the output limit. (Its thinking answers: test_local_llama_thinking.py.)"""
 
 from __future__ import annotations
 

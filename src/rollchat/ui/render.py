@@ -184,6 +184,8 @@ class Renderer:
         narrow for it, it wraps at words, and ``hang`` indents the lines after the first (so
         that they go on under their column, not at the left edge); piped, it is one line."""
         segments = tuple((harmless(text), style) for text, style in segments)
+        if self._stream is not None:  # said during an answer (it was cut off): after the
+            self._stream.flush()  # text and the folded thinking so far, never above them
         if self.terminal and (self._console is None or hang):
             width = (self._console.width if self._console is not None
                      else shutil.get_terminal_size().columns)
@@ -326,14 +328,10 @@ class Renderer:
         self._close_stream()
 
     def tool_call(self, description: str) -> None:
-        if self._stream is not None:  # the text before the call comes before its line
-            self._stream.flush()
         self.dim(f"→ tool {description}")
 
     def tool_result(self, name: str, result: str, elapsed: float = 0.0,
                     status: str = "ok") -> None:
-        if self._stream is not None:
-            self._stream.flush()
         if self.show_tools:  # debugging: the whole result
             self.dim(f"← {name} ({status}, {elapsed:.1f}s):")
             self.line((result, ""))
