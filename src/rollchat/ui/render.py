@@ -313,7 +313,8 @@ class Renderer:
             note = "interrupted: partial answer kept" if turn.assistant else \
                 "interrupted before any answer"
             self.line((f"[{note}]", "yellow"))
-        elif turn.status in ("unanswered", "error") and turn.error:
+        elif turn.status in ("unanswered", "error") and turn.error \
+                and "(max_output_tokens)" not in turn.error:  # (a cut-off: its warning said it)
             self.error(turn.error)
             if hint:
                 self.dim(hint)
