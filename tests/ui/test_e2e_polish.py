@@ -79,7 +79,8 @@ def test_the_offline_model_runs_a_tool_asked_for_in_plain_words(tmp_path: Path) 
     done = run_piped(tmp_path, "\n".join(lines) + "\n", "helper.py", "--yes")
     assert done.returncode == 0, done.stderr
     banner = done.stdout.split("You:")[0]
-    assert "calls a tool when asked in plain words" in banner and "use TOOL {" in banner
+    assert "calls the agent's tools when asked in plain words" in banner and "use TOOL {" in banner
+    assert "rollchat init-agent" in banner  # where a tool to try comes from
     [path] = (tmp_path / "sessions").glob("*.md")
     calls = [[(t.call.name, dict(t.call.arguments)) for t in turn.tools]
              for turn in parse(path.read_text()).turns]

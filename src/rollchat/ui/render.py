@@ -94,8 +94,10 @@ _SGR = {"bold": "1", "dim": "2", "yellow": "33", "red": "31", "green": "32", "cy
 Segment = tuple[str, str]  # (text, style; "" for none)
 # How the offline model is asked to call a tool (providers/offline/tooluse.py), in the banner:
 # here, because importing the offline model before the first prompt costs ~100 ms.
-OFFLINE_TOOLS = ("The offline model calls a tool when asked in plain words (count the words "
-                 "in 'a b c') or with: use TOOL {\"arg\": \"value\"}; 'tools' lists them.")
+OFFLINE_TOOLS = ("The offline model calls the agent's tools when asked in plain words (count "
+                 "the words in 'a b c', given a word_count tool: 'rollchat init-agent' writes "
+                 "an agent with one) or with: use TOOL {\"arg\": \"value\"}; 'tools' lists "
+                 "them.")
 
 
 def _wrapped(segments: Sequence[Segment], width: int, hang: int = 0) -> list[Segment]:
