@@ -27,9 +27,15 @@ from rollchat.ui.render import Renderer
 from rollchat.ui.repl import finish, handle_line
 from tests.drive import chat_app
 from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
+from tests.wire_servers import WireServer, openai_server, split_text, stall
+
+__all__ = ["openai_server"]  # the fixture, imported for pytest
 
 DELAY = 0.03  # seconds between the offline model's words: slow enough to interrupt
 SECRET = "tell me about bananas. Also the shed key is under the flowerpot."
+# an answer that streams in three parts; the server holds the last two back (see below)
+_PARTS = split_text("Hello! This is the first part. The rest never comes: it waits for Ctrl-C.")
+STALL_SECONDS = 600  # the server's hold on the rest: released when the test's server stops
 
 
 def _chat(tmp_path: Path, delay: float, *args: str) -> pexpect.spawn:
@@ -45,15 +51,14 @@ def _ask(child: pexpect.spawn, text: str) -> None:
     child.expect(PROMPT)
 
 
-def _end(child: pexpect.spawn, *, eof: bool = False, quick: bool = False) -> None:
-    """Exit (Ctrl-D or ``exit``); ``quick``: Ctrl-C the slow exit summary (local fallback)."""
+def _end(child: pexpect.spawn, *, eof: bool = False) -> None:
+    """Exit (Ctrl-D or ``exit``), waiting for the exit summary (about a second with the
+    offline model). Not cut with a Ctrl-C: on a loaded machine one sent as the summary starts
+    could land after it, once the chat had ended, and kill the process (status by SIGINT)."""
     if eof:
         child.sendeof()
     else:
         child.sendline("exit")
-    if quick:
-        child.expect("Generating session summary")
-        child.sendintr()
     child.expect("Goodbye!")
     child.expect(pexpect.EOF)
     child.close()
@@ -120,19 +125,28 @@ def test_ctrl_d_with_text_does_nothing_and_the_text_stays(tmp_path: Path) -> Non
 # ---------------------------------------------------------------- while an answer streams
 
 
-def test_ctrl_c_while_streaming_keeps_the_partial_answer(tmp_path: Path) -> None:
-    child = _chat(tmp_path, DELAY)
+def test_ctrl_c_while_streaming_keeps_the_partial_answer(
+        openai_server: WireServer, tmp_path: Path) -> None:
+    """The answer's first part arrives, then the server holds the rest back until the chat
+    hangs up: the Ctrl-C lands while the answer streams however late this test sends it (the
+    offline model's words came every 30 ms: a Ctrl-C sent after the last one, on a loaded
+    machine, found the prompt and nothing was interrupted)."""
+    first = _PARTS[0]
+    openai_server.push(stall(STALL_SECONDS, after_chunks=2, text="".join(_PARTS)))
+    child = spawn(tmp_path, "--base-url", openai_server.url, "--model", "gpt-4o",
+                  env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
+    child.expect(PROMPT)
     child.sendline("hi")
-    child.expect("Hello!")
+    child.expect_exact(first.strip())
     child.sendintr()
     child.expect(r"interrupted: partial answer kept")
     child.expect(PROMPT)
     _ask(child, "hi again")
-    _end(child, quick=True)
+    _end(child)
     [t] = _sessions(tmp_path)
     assert _queries(t) == [("hi", "interrupted"), ("hi again", "ok")]
-    partial = t.turns[0].assistant
-    assert partial.startswith("Hello!") and "talk about?" not in partial
+    assert t.turns[0].assistant.strip() == first.strip()  # the part that came, kept
+    assert t.turns[1].assistant == "echo: hi again"
     assert t.summary is not None
 
 
@@ -147,7 +161,7 @@ def test_ctrl_d_while_streaming_is_plain_input_and_typeahead_is_kept(tmp_path: P
     child.send("\r")  # the typed-ahead text is in the new prompt: Enter sends it
     child.expect(r"Time: .*s \| Tokens")
     child.expect(PROMPT)
-    _end(child, quick=True)
+    _end(child)
     [t] = _sessions(tmp_path)
     assert _queries(t) == [("hi", "ok"), ("typed ahead", "ok")]
     assert t.turns[0].assistant.endswith("talk about?")
@@ -218,7 +232,7 @@ def test_ctrl_c_during_compact_summary_falls_back_and_continues(tmp_path: Path) 
     child.expect(r"Time: .*s \| Tokens")  # the acknowledgment, not interrupted
     child.expect(PROMPT)
     _ask(child, "hi again")
-    _end(child, quick=True)
+    _end(child)
     parent, kid = _sessions(tmp_path)
     assert _queries(parent) == [("hi", "ok")]
     assert parent.summary is not None and parent.summary.fallback
@@ -237,7 +251,7 @@ def test_ctrl_c_during_compact_restoration_keeps_the_child(tmp_path: Path) -> No
     child.expect(r"interrupted: partial answer kept")
     child.expect(PROMPT)
     _ask(child, "hi again")
-    _end(child, quick=True)
+    _end(child)
     parent, kid = _sessions(tmp_path)
     assert parent.summary is not None and not parent.summary.fallback
     restored = kid.turns[0]
@@ -263,7 +277,7 @@ def test_ctrl_c_during_resume_restoration_continues_from_the_summary(tmp_path: P
     child.expect(r"interrupted: partial answer kept")
     child.expect(PROMPT)
     _ask(child, "hi again")
-    _end(child, quick=True)
+    _end(child)
     parent, kid = _sessions(tmp_path)
     assert parent.header.session_id == old.header.session_id
     # the parent only gained the forward link to its child
@@ -287,7 +301,7 @@ def test_ctrl_c_during_a_tool_round_keeps_the_call_and_the_partial_answer(
     child.sendintr()
     child.expect(r"interrupted: partial answer kept")
     child.expect(PROMPT)
-    _end(child, quick=True)
+    _end(child)
     parent, kid = _sessions(tmp_path)
     assert _queries(parent) == [(SECRET, "ok")]
     [turn] = [t for t in kid.turns if t.kind == "query"]
