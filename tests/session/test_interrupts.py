@@ -27,7 +27,7 @@ from rollchat.ui.render import Renderer
 from rollchat.ui.repl import finish, handle_line
 from tests.drive import chat_app
 from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
-from tests.wire_servers import WireServer, openai_server, split_text, stall
+from tests.wire_servers import WireServer, openai_server, split_text, stall, text
 
 __all__ = ["openai_server"]  # the fixture, imported for pytest
 
@@ -41,6 +41,15 @@ STALL_SECONDS = 600  # the server's hold on the rest: released when the test's s
 def _chat(tmp_path: Path, delay: float, *args: str) -> pexpect.spawn:
     cfg = write_config(tmp_path / "rollchat.yml", f"ui:\n  offline_word_delay: {delay}\n")
     child = spawn(tmp_path, "--config", str(cfg), *args)
+    child.expect(PROMPT)
+    return child
+
+
+def _wire_chat(tmp_path: Path, server: WireServer) -> pexpect.spawn:
+    """A chat with a model served by ``server`` (which can hold a reply back until the chat
+    hangs up: the moment a Ctrl-C is sent then never decides what it interrupts)."""
+    child = spawn(tmp_path, "--base-url", server.url, "--model", "gpt-4o",
+                  env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
     child.expect(PROMPT)
     return child
 
@@ -133,9 +142,7 @@ def test_ctrl_c_while_streaming_keeps_the_partial_answer(
     machine, found the prompt and nothing was interrupted)."""
     first = _PARTS[0]
     openai_server.push(stall(STALL_SECONDS, after_chunks=2, text="".join(_PARTS)))
-    child = spawn(tmp_path, "--base-url", openai_server.url, "--model", "gpt-4o",
-                  env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
-    child.expect(PROMPT)
+    child = _wire_chat(tmp_path, openai_server)
     child.sendline("hi")
     child.expect_exact(first.strip())
     child.sendintr()
@@ -170,8 +177,10 @@ def test_ctrl_d_while_streaming_is_plain_input_and_typeahead_is_kept(tmp_path: P
 # ---------------------------------------------------------------- exit summary
 
 
-def test_ctrl_c_during_the_exit_summary_saves_the_local_fallback(tmp_path: Path) -> None:
-    child = _chat(tmp_path, DELAY)
+def test_ctrl_c_during_the_exit_summary_saves_the_local_fallback(
+        openai_server: WireServer, tmp_path: Path) -> None:
+    openai_server.push(text("Hello there."), stall(STALL_SECONDS))  # the summary never comes
+    child = _wire_chat(tmp_path, openai_server)
     _ask(child, "hi")
     child.sendline("exit")
     child.expect("Generating session summary")
@@ -221,8 +230,11 @@ def _end_after_exit(child: pexpect.spawn) -> None:
 # ---------------------------------------------------------------- compact
 
 
-def test_ctrl_c_during_compact_summary_falls_back_and_continues(tmp_path: Path) -> None:
-    child = _chat(tmp_path, DELAY)
+def test_ctrl_c_during_compact_summary_falls_back_and_continues(
+        openai_server: WireServer, tmp_path: Path) -> None:
+    # the summary never comes; then the child's acknowledgment
+    openai_server.push(text("Hello there."), stall(STALL_SECONDS), text("Understood."))
+    child = _wire_chat(tmp_path, openai_server)
     _ask(child, "hi")
     child.sendline("compact")
     child.expect("Generating session summary")
