@@ -15,7 +15,12 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+T = TypeVar("T")
 
 ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
                        if hasattr(signal, name))
@@ -176,3 +181,19 @@ def join(thread: threading.Thread, seconds: float) -> bool:
             return False
         thread.join(min(left, SLICE_SECONDS))
     return True
+
+
+def result(future: Future[T], seconds: float) -> T:
+    """``future``'s result, waited for up to ``seconds`` in slices of at most
+    ``SLICE_SECONDS`` (see ``join``: a Ctrl-C that reached another thread is run within one);
+    raises what the future raised, or TimeoutError when it is not done by then."""
+    from concurrent.futures import TimeoutError as NotYet
+
+    deadline = time.monotonic() + max(0.0, seconds)
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            return future.result(timeout=max(0.0, min(left, SLICE_SECONDS)))
+        except NotYet:
+            if left <= SLICE_SECONDS:
+                raise TimeoutError(f"not done within {seconds:g}s") from None

@@ -27,14 +27,29 @@ from rollchat.ui.render import Renderer
 from rollchat.ui.repl import finish, handle_line
 from tests.drive import chat_app
 from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
+from tests.wire_servers import WireServer, openai_server, split_text, stall, text
+
+__all__ = ["openai_server"]  # the fixture, imported for pytest
 
 DELAY = 0.03  # seconds between the offline model's words: slow enough to interrupt
 SECRET = "tell me about bananas. Also the shed key is under the flowerpot."
+# an answer that streams in three parts; the server holds the last two back (see below)
+_PARTS = split_text("Hello! This is the first part. The rest never comes: it waits for Ctrl-C.")
+STALL_SECONDS = 600  # the server's hold on the rest: released when the test's server stops
 
 
 def _chat(tmp_path: Path, delay: float, *args: str) -> pexpect.spawn:
     cfg = write_config(tmp_path / "rollchat.yml", f"ui:\n  offline_word_delay: {delay}\n")
     child = spawn(tmp_path, "--config", str(cfg), *args)
+    child.expect(PROMPT)
+    return child
+
+
+def _wire_chat(tmp_path: Path, server: WireServer) -> pexpect.spawn:
+    """A chat with a model served by ``server`` (which can hold a reply back until the chat
+    hangs up: the moment a Ctrl-C is sent then never decides what it interrupts)."""
+    child = spawn(tmp_path, "--base-url", server.url, "--model", "gpt-4o",
+                  env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
     child.expect(PROMPT)
     return child
 
@@ -45,15 +60,14 @@ def _ask(child: pexpect.spawn, text: str) -> None:
     child.expect(PROMPT)
 
 
-def _end(child: pexpect.spawn, *, eof: bool = False, quick: bool = False) -> None:
-    """Exit (Ctrl-D or ``exit``); ``quick``: Ctrl-C the slow exit summary (local fallback)."""
+def _end(child: pexpect.spawn, *, eof: bool = False) -> None:
+    """Exit (Ctrl-D or ``exit``), waiting for the exit summary (about a second with the
+    offline model). Not cut with a Ctrl-C: on a loaded machine one sent as the summary starts
+    could land after it, once the chat had ended, and kill the process (status by SIGINT)."""
     if eof:
         child.sendeof()
     else:
         child.sendline("exit")
-    if quick:
-        child.expect("Generating session summary")
-        child.sendintr()
     child.expect("Goodbye!")
     child.expect(pexpect.EOF)
     child.close()
@@ -120,19 +134,26 @@ def test_ctrl_d_with_text_does_nothing_and_the_text_stays(tmp_path: Path) -> Non
 # ---------------------------------------------------------------- while an answer streams
 
 
-def test_ctrl_c_while_streaming_keeps_the_partial_answer(tmp_path: Path) -> None:
-    child = _chat(tmp_path, DELAY)
+def test_ctrl_c_while_streaming_keeps_the_partial_answer(
+        openai_server: WireServer, tmp_path: Path) -> None:
+    """The answer's first part arrives, then the server holds the rest back until the chat
+    hangs up: the Ctrl-C lands while the answer streams however late this test sends it (the
+    offline model's words came every 30 ms: a Ctrl-C sent after the last one, on a loaded
+    machine, found the prompt and nothing was interrupted)."""
+    first = _PARTS[0]
+    openai_server.push(stall(STALL_SECONDS, after_chunks=2, text="".join(_PARTS)))
+    child = _wire_chat(tmp_path, openai_server)
     child.sendline("hi")
-    child.expect("Hello!")
+    child.expect_exact(first.strip())
     child.sendintr()
     child.expect(r"interrupted: partial answer kept")
     child.expect(PROMPT)
     _ask(child, "hi again")
-    _end(child, quick=True)
+    _end(child)
     [t] = _sessions(tmp_path)
     assert _queries(t) == [("hi", "interrupted"), ("hi again", "ok")]
-    partial = t.turns[0].assistant
-    assert partial.startswith("Hello!") and "talk about?" not in partial
+    assert t.turns[0].assistant.strip() == first.strip()  # the part that came, kept
+    assert t.turns[1].assistant == "echo: hi again"
     assert t.summary is not None
 
 
@@ -147,7 +168,7 @@ def test_ctrl_d_while_streaming_is_plain_input_and_typeahead_is_kept(tmp_path: P
     child.send("\r")  # the typed-ahead text is in the new prompt: Enter sends it
     child.expect(r"Time: .*s \| Tokens")
     child.expect(PROMPT)
-    _end(child, quick=True)
+    _end(child)
     [t] = _sessions(tmp_path)
     assert _queries(t) == [("hi", "ok"), ("typed ahead", "ok")]
     assert t.turns[0].assistant.endswith("talk about?")
@@ -156,8 +177,10 @@ def test_ctrl_d_while_streaming_is_plain_input_and_typeahead_is_kept(tmp_path: P
 # ---------------------------------------------------------------- exit summary
 
 
-def test_ctrl_c_during_the_exit_summary_saves_the_local_fallback(tmp_path: Path) -> None:
-    child = _chat(tmp_path, DELAY)
+def test_ctrl_c_during_the_exit_summary_saves_the_local_fallback(
+        openai_server: WireServer, tmp_path: Path) -> None:
+    openai_server.push(text("Hello there."), stall(STALL_SECONDS))  # the summary never comes
+    child = _wire_chat(tmp_path, openai_server)
     _ask(child, "hi")
     child.sendline("exit")
     child.expect("Generating session summary")
@@ -207,8 +230,11 @@ def _end_after_exit(child: pexpect.spawn) -> None:
 # ---------------------------------------------------------------- compact
 
 
-def test_ctrl_c_during_compact_summary_falls_back_and_continues(tmp_path: Path) -> None:
-    child = _chat(tmp_path, DELAY)
+def test_ctrl_c_during_compact_summary_falls_back_and_continues(
+        openai_server: WireServer, tmp_path: Path) -> None:
+    # the summary never comes; then the child's acknowledgment
+    openai_server.push(text("Hello there."), stall(STALL_SECONDS), text("Understood."))
+    child = _wire_chat(tmp_path, openai_server)
     _ask(child, "hi")
     child.sendline("compact")
     child.expect("Generating session summary")
@@ -218,7 +244,7 @@ def test_ctrl_c_during_compact_summary_falls_back_and_continues(tmp_path: Path) 
     child.expect(r"Time: .*s \| Tokens")  # the acknowledgment, not interrupted
     child.expect(PROMPT)
     _ask(child, "hi again")
-    _end(child, quick=True)
+    _end(child)
     parent, kid = _sessions(tmp_path)
     assert _queries(parent) == [("hi", "ok")]
     assert parent.summary is not None and parent.summary.fallback
@@ -237,7 +263,7 @@ def test_ctrl_c_during_compact_restoration_keeps_the_child(tmp_path: Path) -> No
     child.expect(r"interrupted: partial answer kept")
     child.expect(PROMPT)
     _ask(child, "hi again")
-    _end(child, quick=True)
+    _end(child)
     parent, kid = _sessions(tmp_path)
     assert parent.summary is not None and not parent.summary.fallback
     restored = kid.turns[0]
@@ -263,7 +289,7 @@ def test_ctrl_c_during_resume_restoration_continues_from_the_summary(tmp_path: P
     child.expect(r"interrupted: partial answer kept")
     child.expect(PROMPT)
     _ask(child, "hi again")
-    _end(child, quick=True)
+    _end(child)
     parent, kid = _sessions(tmp_path)
     assert parent.header.session_id == old.header.session_id
     # the parent only gained the forward link to its child
@@ -287,7 +313,7 @@ def test_ctrl_c_during_a_tool_round_keeps_the_call_and_the_partial_answer(
     child.sendintr()
     child.expect(r"interrupted: partial answer kept")
     child.expect(PROMPT)
-    _end(child, quick=True)
+    _end(child)
     parent, kid = _sessions(tmp_path)
     assert _queries(parent) == [(SECRET, "ok")]
     [turn] = [t for t in kid.turns if t.kind == "query"]

@@ -11,7 +11,9 @@ import sys
 import termios
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pexpect
 import pytest
@@ -19,6 +21,9 @@ import pytest
 from rollchat.storage.transcript import parse
 from tests.e2e import PROMPT, clean_env, default_signals, spawn, write_config
 from tests.wire_servers import WireServer, openai_server, stall, text
+
+if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
 
 __all__ = ["openai_server"]  # the fixture, imported for pytest
 
@@ -159,6 +164,19 @@ def test_pty_children_get_default_signal_dispositions(tmp_path: Path) -> None:
     assert child.before.strip() == "True"
 
 
+def _once_typed(prompts: list[PromptSession[str]], typed: str,
+                then: Callable[[], None]) -> None:
+    """Run ``then`` once the prompt runs and holds ``typed`` (a signal sent at a fixed delay
+    instead came, on a loaded machine, while the prompt was still being built, outside the
+    REPL's loop: the test's process got the Terminated)."""
+    deadline = time.monotonic() + 60  # a ceiling: the prompt is up long before
+    while time.monotonic() < deadline:
+        if prompts and prompts[0].app.is_running and prompts[0].default_buffer.text == typed:
+            then()
+            return
+        time.sleep(0.01)
+
+
 @pytest.mark.parametrize("accepted", [True, False])
 def test_a_signal_as_enter_is_accepted_keeps_the_message(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, accepted: bool) -> None:
@@ -170,7 +188,7 @@ def test_a_signal_as_enter_is_accepted_keeps_the_message(
     from prompt_toolkit.output import DummyOutput
 
     from rollchat import interrupts
-    from rollchat.ui.repl import run_interactive
+    from rollchat.ui import repl
     from rollchat.ui.starting import Starting
     from tests.ui.test_app import make_app
 
@@ -180,14 +198,24 @@ def test_a_signal_as_enter_is_accepted_keeps_the_message(
     chat = Starting(lambda: (h.app, []), label=" starting ", out=h.app.out)
     chat.get()
     hang_up = lambda *args: os.kill(os.getpid(), signal.SIGTERM)  # noqa: E731
+    typed = "my build server is called hal"
+    prompts: list[PromptSession[str]] = []  # the REPL's prompt, once built
+    real_prompt = repl._prompt_session
+
+    def kept_prompt(*args: Any, **kwargs: Any) -> PromptSession[str]:
+        prompts.append(real_prompt(*args, **kwargs))
+        return prompts[-1]
+
+    monkeypatch.setattr(repl, "_prompt_session", kept_prompt)
     if accepted:  # right after the accept (the line is the prompt's result, not returned yet)
         monkeypatch.setattr(Buffer, "append_to_history", hang_up)
     with create_pipe_input() as keys, interrupts.ending_signals():
-        keys.send_text("my build server is called hal" + ("\r" if accepted else ""))
-        if not accepted:  # typed, not sent: the signal comes at the prompt
-            threading.Timer(0.3, hang_up).start()
-        run_interactive(chat, history_file=tmp_path / "history", input=keys,
-                        output=DummyOutput())
+        keys.send_text(typed + ("\r" if accepted else ""))
+        if not accepted:  # typed, not sent: the signal comes at the prompt, once it holds
+            threading.Thread(target=_once_typed, args=(prompts, typed, hang_up),  # the text
+                             daemon=True).start()
+        repl.run_interactive(chat, history_file=tmp_path / "history", input=keys,
+                             output=DummyOutput())
     assert interrupts.ending() == signal.SIGTERM
     files = sorted((tmp_path / "sessions").glob("*.md"))
     if not accepted:

@@ -20,7 +20,7 @@ from rollchat.compaction.engine import choose_engine
 from rollchat.compaction.server import server_summary
 from rollchat.config.compaction import PROVIDER, ROLLCHAT, Engine
 from rollchat.domain import Summary, Turn, Usage
-from rollchat.interrupts import join, sigint_deferred, start_worker
+from rollchat.interrupts import join, result, sigint_deferred, start_worker
 from rollchat.providers.base import (
     ChatRequest,
     ContextTooLongError,
@@ -344,15 +344,16 @@ class Summarizer:
 
     def _from_background(self, background: Background | None, focus: str | None,
                          ) -> tuple[list[SummaryOutcome], int]:
-        """The background summaries that can be used (waiting for one still running), and
-        how many turns they cover; ([], 0) when there are none (or a focus was asked for)."""
+        """The background summaries that can be used (waiting for one still running, in
+        slices: a Ctrl-C is seen within one), and how many turns they cover; ([], 0) when
+        there are none (or a focus was asked for)."""
         if background is None or not background.runs or focus is not None:
             return [], 0
         outcomes: list[SummaryOutcome] = []
         end = 0
         for _begin, stop, future in background.runs:
             try:
-                outcome = future.result(timeout=self.config.timeout_seconds)
+                outcome = result(future, self.config.timeout_seconds)
             except Exception:
                 break
             if outcome.fallback_used:
