@@ -23,7 +23,8 @@ def rollchat(url: str, tmp_path: Path, lines: str, *args: str, **env: str) -> st
     cfg = write_config(tmp_path / "rollchat.yml", config("provider"))
     done = run_piped(tmp_path, lines, "--config", str(cfg), "--provider", "anthropic",
                      "--model", "test-model", "--base-url", url, *args,
-                     env=clean_env(tmp_path / "home", ANTHROPIC_API_KEY="test", **env))
+                     env=clean_env(tmp_path / "home", ANTHROPIC_API_KEY="test", **env),
+                     timeout=240)  # a ceiling for a loaded CI run, never waited out
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     return " ".join(done.stdout.split())
