@@ -275,6 +275,12 @@ class Summary:
     # the provider's signed compaction block this summary was read from (compaction.engine:
     # provider), sent first on the child's requests; None: rollchat wrote it. Not compared.
     signed: ProviderBlock | None = field(default=None, compare=False)
+    # the digest of the readable summary ``signed`` was written beside (storage/transcript/
+    # signed.py): a summary changed since, by ``summary edit`` or by hand, no longer matches
+    # it and is sent readable instead. ``signed_problem``: why a signed block in the file
+    # could not be read ("" when there is none, or it was read).
+    signed_for: str = field(default="", compare=False)
+    signed_problem: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)

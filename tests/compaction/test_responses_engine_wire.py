@@ -87,10 +87,12 @@ def test_compact_through_responses_compact_then_the_window_goes_first(
     assert S1.split("\n")[1] in json.dumps(restoring["input"][3])
     assert dumped(turn3["input"])[:len(restoring["input"])] == dumped(restoring["input"])
     files = [p.read_text(encoding="utf-8") for p in (tmp_path / "sessions").glob("*.md")]
-    [child] = [t for t in files if "compacted" in t]  # the window kept in the transcript
-    assert restoring["input"][2]["encrypted_content"] in child
+    [child] = [t for t in files if "**Resumed From:**" in t]
+    # the window kept in the child's transcript, and beside the parent's summary block
+    assert all(restoring["input"][2]["encrypted_content"] in t for t in files)
     parent = next(parse(t) for t in files if t is not child)
     assert parent.summary is not None and parent.summary.topics == ("picking a queue for jobs",)
+    assert parent.summary.signed is not None and parent.summary.signed.type == "compacted"
 
 
 def test_a_failed_compaction_falls_back_to_rollchats_summary_and_says_so(

@@ -1,6 +1,6 @@
-"""The summary written by the provider's own compaction (``compaction.engine: provider``):
-asked with the chat's request as its prefix and rollchat's instructions (structure, word
-budget, focus, the parent's carried items), read back as rollchat's summary, signed block kept."""
+"""The summary written by the provider's own compaction (``compaction.engine: provider``): asked
+with the chat's request as prefix and rollchat's instructions, read back as rollchat's summary,
+its signed block kept; and whether a summary's signed block is still sent in its place."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ from rollchat.compaction.request import (
     parse_summary_reply,
     reply_tokens,
 )
-from rollchat.domain import Summary, Usage
+from rollchat.domain import ProviderBlock, Summary, Usage
 from rollchat.providers.base import ChatRequest, ProviderError
 from rollchat.providers.compacting import CompactingProvider
+from rollchat.storage.transcript import summary_digest
 from rollchat.text.normalize import clean
 
 
@@ -61,4 +62,21 @@ def server_summary(provider: CompactingProvider, prefix: ChatRequest, *,
                                       allowance=carried_words(parent))
     except SummaryError as error:
         return ServerOutcome(None, compacted.usage, str(error))
-    return ServerOutcome(replace(summary, signed=compacted.block), compacted.usage)
+    return ServerOutcome(replace(summary, signed=compacted.block,
+                                 signed_for=summary_digest(summary)), compacted.usage)
+
+
+def signed_to_send(summary: Summary) -> tuple[ProviderBlock | None, str | None]:
+    """The provider's signed block to send first in place of ``summary`` (a child's first
+    request, after a compaction or a resume), and when there is one that is not sent, why:
+    it could not be read from the file, or the readable summary changed since it was
+    written (``summary edit``, or by hand). The readable summary is sent in either case."""
+    if summary.signed_problem:
+        return None, summary.signed_problem
+    if summary.signed is None:
+        return None, None
+    if summary.edited:
+        return None, f"the summary was edited at {summary.edited}"
+    if summary.signed_for != summary_digest(summary):
+        return None, "the summary was changed since the provider wrote it"
+    return summary.signed, None

@@ -33,8 +33,16 @@ def signed_blocks(messages: Sequence[Message]) -> list[dict[str, Any]]:
     they go first in ``messages``, in place of the conversation they summarize."""
     if not messages:
         return []
-    return [json.loads(b.data) for b in messages[0].extra
-            if b.provider == ANTHROPIC and b.type == COMPACTION]
+    return [value for b in messages[0].extra if b.provider == ANTHROPIC and b.type == COMPACTION
+            and isinstance(value := _loaded(b.data), dict) and value.get("type") == COMPACTION]
+
+
+def _loaded(data: str) -> Any:
+    """A kept block's JSON (from a file a person may have changed): None when it is not."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        return None
 
 
 class SignedBlockRefused(CompactionFailed):

@@ -13,6 +13,7 @@ from rollchat.compaction import policy
 from rollchat.compaction.call import SummaryOutcome
 from rollchat.compaction.policy import Plan, PolicyState, Situation
 from rollchat.compaction.prefixed import INSTRUCTION_TOKENS
+from rollchat.compaction.server import signed_to_send
 from rollchat.compaction.summarizer import Background, Summarizer
 from rollchat.config.settings import AgentConfig, AutoCompact, Config, auto_mode
 from rollchat.domain import Message, Summary, Turn
@@ -294,8 +295,7 @@ class Compactor:
         prompt = restoration_prompt(parent, archive_tool=readable)
         if not quiet:
             yield AnswerStarted(self.agent.name)
-        # the provider's signed block goes first, unless the user edited the summary since
-        signed = parent.summary.signed if not parent.summary.edited else None
+        signed = signed_to_send(parent.summary)[0]  # first, unless the summary changed since
         restoring = self.engine.restore(prompt, () if signed is None else (signed,))
         answer: Answer = yield from (quietly(restoring) if quiet else restoring)
         context = restored_context(parent, automatic=quiet)

@@ -180,7 +180,9 @@ def edit_summary(state: SessionState, engine: Engine, store: Store,
     if replace(new, edited="") == replace(old, edited=""):
         yield Notice("info", "Summary unchanged.")
         return
-    new = replace(new, edited=now().isoformat(timespec="seconds"))
+    # the provider's signed block stays beside the summary in the file, no longer sent
+    new = replace(new, edited=now().isoformat(timespec="seconds"), signed=old.signed,
+                  signed_for=old.signed_for)
     yield from _use_summary(state, engine, store, old, new)
 
 

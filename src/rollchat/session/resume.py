@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from functools import partial
 
+from rollchat.compaction.server import signed_to_send
 from rollchat.domain import Summary
 from rollchat.errors import StoreError
 from rollchat.events import Event, Notice
@@ -119,6 +120,10 @@ def resume(compactor: Compactor, state: SessionState, ref: str, *, fork: bool,
                          f"{info.date:%Y-%m-%d %H:%M} "
                          f"({session_size(info.queries, info.tokens, info.tokens_exact)})")
     yield Notice("info", "Restoring context...")
+    dropped = signed_to_send(summary)[1]
+    if dropped is not None:
+        yield Notice("info", f"The provider's signed compaction block was dropped ({dropped}): "
+                             "rollchat's readable summary is sent instead.")
     child = yield from compactor.start_child(state, Parent(
         info.session_id, info.file_name, summary, info.date, info.queries, info.tokens,
         info.resumed_from, elsewhere or fork, by_user=fork and not elsewhere,

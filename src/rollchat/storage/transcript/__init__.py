@@ -2,7 +2,8 @@
 markers, bounded reads. Pure: bytes and text in, values out; the store does the I/O."""
 
 # Modules: ``syntax`` (markers, escapes, dates), ``render``, ``parse``, ``summary`` (the summary
-# block both ways), ``scan`` (bounded head/tail windows, UTF-8 decoding, listing facts).
+# block both ways), ``signed`` (the provider's block beside it), ``scan`` (bounded head/tail
+# windows, UTF-8 decoding, listing facts).
 #
 # Format rules (the design's session file, made reversible):
 #
@@ -18,6 +19,9 @@ markers, bounded reads. Pure: bytes and text in, values out; the store does the 
 #   where they would be ambiguous).
 # * Time: the heading shows ``HH:MM:SS`` for people; the footer ends with ``| at <ISO 8601>``,
 #   the full aware start time, which is what the parser reads. ``elapsed`` is kept to 0.1 s.
+# * The provider's signed compaction block (``Summary.signed``) is one comment line after the
+#   summary block (see ``signed``): plain ASCII JSON, ``<``/``>`` escaped, with the digest of the
+#   readable summary it was written beside. Files without it read as before.
 # * Truncation: a last block with no closing ``---`` (a crash mid-append) is ignored by
 #   :func:`parse`, which returns the complete turns before it. The number of a "restored"
 #   turn is not stored (it is always 0).
@@ -47,6 +51,7 @@ from rollchat.storage.transcript.scan import (
     glance,
     tail_summary,
 )
+from rollchat.storage.transcript.signed import SIGNED_MARK, signed_line, summary_digest
 from rollchat.storage.transcript.summary import (
     FALLBACK_NOTE,
     parse_summary_body,
@@ -59,6 +64,7 @@ __all__ = [
     "FALLBACK_NOTE",
     "HEAD_BYTES",
     "HEAD_MAX_BYTES",
+    "SIGNED_MARK",
     "SUMMARY_END",
     "SUMMARY_START",
     "TAIL_BYTES",
@@ -81,6 +87,8 @@ __all__ = [
     "render_titled",
     "render_totals",
     "render_turn",
+    "signed_line",
+    "summary_digest",
     "tail_summary",
     "totals_span",
     "unplaced_lines",

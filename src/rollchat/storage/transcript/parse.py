@@ -14,6 +14,7 @@ from rollchat.domain import (
 )
 from rollchat.errors import TranscriptError
 from rollchat.storage.transcript.render import amount
+from rollchat.storage.transcript.signed import after_block, read_signed
 from rollchat.storage.transcript.summary import parse_summary_body
 from rollchat.storage.transcript.syntax import (
     SUMMARY_END,
@@ -133,9 +134,8 @@ def _summary(lines: list[str], start: int) -> Summary:
         if lines[k] == SUMMARY_START:
             raise TranscriptError(f"line {k + 1}: a second SESSION_SUMMARY_START")
         if lines[k] == SUMMARY_END:
-            if any(x.strip() for x in lines[k + 1:]):
-                raise TranscriptError(f"line {k + 2}: text after the summary block")
-            return parse_summary_body("\n".join(lines[start + 1:k]))
+            signed = after_block("\n".join(lines[k + 1:]), k + 2)
+            return read_signed(parse_summary_body("\n".join(lines[start + 1:k])), signed)
     raise TranscriptError(f"line {start + 1}: summary block has no SESSION_SUMMARY_END")
 
 

@@ -22,7 +22,7 @@ from rollchat.domain import (
 from rollchat.errors import TranscriptError
 from rollchat.storage.titles import first_line_title, model_title
 from rollchat.storage.transcript.restored import restored_lines
-from rollchat.storage.transcript.summary import render_summary_block
+from rollchat.storage.transcript.signed import summary_tail
 from rollchat.storage.transcript.syntax import (
     ARGUMENTS,
     ATTACHED,
@@ -226,7 +226,7 @@ def render(t: Transcript) -> str:
     parts = [render_header(t.header)]
     parts += [render_turn(turn, t.header.agent) for turn in t.turns]
     if t.summary is not None:
-        parts.append(render_summary_block(t.summary))
+        parts.append(summary_tail(t.summary))
     return "".join(parts)
 
 
@@ -236,8 +236,9 @@ def render_finalized(text: str, summary: Summary, *, total_queries: int,
     """The session file ``text`` finalized: its header totals set (``context_tokens`` and
     ``cost`` None: the header's own), a Title when it has none (the summary's, else the first
     query's first line), a torn last block and any earlier summary block (whole or corrupted)
-    dropped, ``summary``'s block at the end. Only the header lines, the first query's line and
-    the block boundaries are read: the turns are not parsed."""
+    dropped, ``summary``'s block at the end (with its signed block's line). Only the header
+    lines, the first query's line and the block boundaries are read: the turns are not
+    parsed."""
     lines = text.split("\n")
     sep = _header_end(lines)
     if not any(x.startswith(TITLE) for x in lines[:sep]):
@@ -260,16 +261,16 @@ def render_finalized(text: str, summary: Summary, *, total_queries: int,
     cut = first_marker(body_text)
     body = (body_text if cut is None else body_text[:cut]).split("\n")
     last = max(i for i, x in enumerate(body) if x == "---")  # drops a truncated last block
-    return "\n".join(header + body[:last + 1]) + "\n\n" + render_summary_block(summary)
+    return "\n".join(header + body[:last + 1]) + "\n\n" + summary_tail(summary)
 
 
 def render_resummarized(text: str, summary: Summary) -> str:
-    """The finalized session file ``text`` with its summary block replaced by ``summary``'s
-    (``summary edit``); everything before the block is left byte for byte."""
+    """The finalized session file ``text`` with its summary block (and signed block's line)
+    replaced by ``summary``'s (``summary edit``); everything before is left byte for byte."""
     cut = first_marker(text)
     if cut is None:
         raise TranscriptError("has no summary block to replace")
-    return text[:cut] + render_summary_block(summary)
+    return text[:cut] + summary_tail(summary)
 
 
 def _header_end(lines: list[str]) -> int:

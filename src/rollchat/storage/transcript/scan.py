@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from rollchat.domain import SessionHeader, Summary
 from rollchat.errors import TranscriptError
 from rollchat.storage.transcript.parse import Head, parse_head
+from rollchat.storage.transcript.signed import after_block, read_signed
 from rollchat.storage.transcript.summary import parse_summary_body
 from rollchat.storage.transcript.syntax import SUMMARY_END, SUMMARY_START, marker_lines
 
@@ -132,20 +133,23 @@ def _summary_state(text: str, parse_body: bool) -> tuple[bool, Summary | None, s
         return False, None, "corrupted summary markers: SESSION_SUMMARY_START without END"
     if len(ends) > 1 or not starts or ends[0] < starts[0]:
         return False, None, "corrupted summary markers: SESSION_SUMMARY_END before START"
-    if text[ends[0] + len(SUMMARY_END):].strip():
+    try:
+        signed = after_block(text[ends[0] + len(SUMMARY_END):], 0)
+    except TranscriptError:
         return False, None, "corrupted summary: text after SESSION_SUMMARY_END"
     if not parse_body:
         return True, None, None
     try:
         body = text[starts[0] + len(SUMMARY_START) + 1:ends[0]].removesuffix("\n")
-        return True, parse_summary_body(body), None
+        return True, read_signed(parse_summary_body(body), signed), None
     except TranscriptError as e:
         return False, None, f"unreadable summary block: {e}"
 
 
 def _scan_tail(text: str, whole: bool, read_at: ReadAt, size: int, parse_body: bool) -> _Tail:
-    if not whole and SUMMARY_START not in text and SUMMARY_END in text:
-        text, whole = _tail_text(read_at, size, TAIL_MAX_BYTES)  # a summary longer than a window
+    if not whole and SUMMARY_START not in text and (SUMMARY_END in text or not text.strip()):
+        # a summary block (with its signed line) longer than a window, or a last line that is
+        text, whole = _tail_text(read_at, size, TAIL_MAX_BYTES)
     has, summary, problem = _summary_state(text, parse_body)
     last = 0
     pos = text.rfind("\n## Query ")

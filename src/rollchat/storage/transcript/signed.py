@@ -1,0 +1,110 @@
+"""The provider's signed compaction block kept beside a summary block: one HTML comment line
+after SESSION_SUMMARY_END (hidden where the markdown is rendered), read back with the summary,
+and the digest that tells whether the readable summary changed since the block was written."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import replace
+
+from rollchat.domain import ProviderBlock, Summary
+from rollchat.errors import TranscriptError
+from rollchat.storage.transcript.summary import render_summary_block
+
+SIGNED_MARK = "<!-- rollchat: signed compaction block"  # how the line starts, whatever follows
+_OPEN = (SIGNED_MARK + " of the provider, sent back first in place of the summary above while "
+         "that is unchanged: ")
+_CLOSE = " -->"
+# Longer blocks are not kept (the readable summary is): the file's tail, read in bounded
+# windows (scan.TAIL_MAX_BYTES), must hold the summary block and this line.
+SIGNED_MAX_CHARS = 256 * 1024
+_NAME = re.compile(r"[a-z][a-z0-9_.-]{0,39}")
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def summary_digest(summary: Summary) -> str:
+    """The digest of ``summary``'s readable block as rendered (the edit note left out: an edit
+    through ``summary edit`` is said by ``edited`` itself)."""
+    block = render_summary_block(replace(summary, edited=""))
+    return "sha256:" + hashlib.sha256(block.encode("utf-8")).hexdigest()
+
+
+def _canonical(value: object) -> str:
+    # how the providers write a block's data (providers/anthropic_compaction.py)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def signed_line(summary: Summary) -> str | None:
+    """The comment line keeping ``summary.signed`` (None: no block, or one too long to keep).
+    Plain ASCII with ``<`` and ``>`` escaped, so the comment ends only where it should; a
+    block's data in the providers' own form is kept as JSON, any other as its exact text."""
+    block = summary.signed
+    if block is None:
+        return None
+    facts: dict[str, object] = {"provider": block.provider, "type": block.type,
+                                "for": summary.signed_for or summary_digest(summary)}
+    try:
+        value = json.loads(block.data)
+        if _canonical(value) != block.data:
+            raise ValueError("not in the providers' form")
+        facts["block"] = value
+    except (ValueError, RecursionError):
+        facts["data"] = block.data
+    text = json.dumps(facts, ensure_ascii=True, separators=(",", ":"))
+    line = _OPEN + text.replace("<", "\\u003c").replace(">", "\\u003e") + _CLOSE
+    return line if len(line) <= SIGNED_MAX_CHARS else None
+
+
+def summary_tail(summary: Summary) -> str:
+    """The summary block and, when it has a signed block, its line after it (a newline
+    ending each)."""
+    line = signed_line(summary)
+    return render_summary_block(summary) + ("" if line is None else line + "\n")
+
+
+def after_block(after: str, lineno: int) -> str:
+    """The signed line of the text ``after`` a summary block ("" when there is none);
+    TranscriptError for any other text there (``lineno``: the line after the block's end)."""
+    lines = [x for x in after.split("\n") if x.strip()]
+    if not lines:
+        return ""
+    if len(lines) == 1 and lines[0].startswith(SIGNED_MARK):
+        return lines[0].rstrip(" \t\r")
+    raise TranscriptError(f"line {lineno}: text after the summary block")
+
+
+def read_signed(summary: Summary, line: str) -> Summary:
+    """``summary`` with the signed block ``line`` keeps (from :func:`signed_line`); one that
+    cannot be read is left out, ``signed_problem`` saying why: the readable summary stands."""
+    if not line:
+        return summary
+    try:
+        block, written_for = _read(line)
+    except (ValueError, TypeError, KeyError, RecursionError) as e:
+        return replace(summary, signed_problem=f"unreadable signed compaction block ({e})")
+    return replace(summary, signed=block, signed_for=written_for)
+
+
+def _read(line: str) -> tuple[ProviderBlock, str]:
+    if len(line) > SIGNED_MAX_CHARS:
+        raise ValueError(f"longer than {SIGNED_MAX_CHARS:,} characters")
+    if not (line.startswith(_OPEN) and line.endswith(_CLOSE)):
+        raise ValueError("not the line rollchat writes")
+    facts = json.loads(line[len(_OPEN):-len(_CLOSE)])
+    if not isinstance(facts, dict):
+        raise TypeError("not a JSON object")
+    provider, kind, written_for = facts["provider"], facts["type"], facts["for"]
+    for name, value, pattern in (("provider", provider, _NAME), ("type", kind, _NAME),
+                                 ("for", written_for, _DIGEST)):
+        if not isinstance(value, str) or not pattern.fullmatch(value):
+            raise ValueError(f"bad {name!r}")
+    if "block" in facts:
+        value, data = facts["block"], _canonical(facts["block"])
+    else:
+        data = facts["data"]
+        value = json.loads(data) if isinstance(data, str) else None
+    if not isinstance(value, dict | list):  # the provider sends it back parsed
+        raise TypeError("the block is not a JSON object or array")
+    return ProviderBlock(provider, kind, data), written_for
