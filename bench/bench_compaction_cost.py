@@ -13,9 +13,12 @@ compaction iteration; before each, the chat's last request is sent once, so the 
 what the chat wrote (not counted: the chat paid for it). The summaries are scripted (the same
 text for every engine), so their words show what reaches the transcript, not a model's quality.
 
-``--api responses``: the same three engines on OpenAI's Responses API (``provider:
-openai-responses``; the provider engine is ``responses.compact`` plus the readable summary
-asked from the cached prefix), through the real openai SDK against tests/wire_responses.py,
+``--api responses``: the same engines on OpenAI's Responses API (``provider:
+openai-responses``; the provider engine as at api.openai.com: ``context_management`` in a
+``responses.create`` on the chat's request, its compaction output taken as the summary's size
+and its answer cut at 16 tokens; ``provider.compact``: ``responses.compact``, as elsewhere;
+each plus the readable summary asked from the cached prefix), through the real openai SDK
+against tests/wire_responses.py,
 billed as OpenAI documents automatic prompt caching (the longest prefix shared with a request
 sent before, in 128-token steps, from 1,024 tokens on; cached input at the model's cached
 price); see ``OpenAICache``.
@@ -198,8 +201,11 @@ def responses_answer(cache: OpenAICache, body: dict[str, Any]) -> Answer:
     summary = body.get("instructions") == SUMMARY_SYSTEM_PROMPT or \
         responses_text(body).startswith(OPENING)
     reply = SUMMARY if summary else "Noted."
-    total, cached = cache.bill(body, _tokens(reply))
-    return said(reply, input_tokens=total, cached=cached, output_tokens=_tokens(reply))
+    output = _tokens(reply)
+    if body.get("context_management"):  # the compaction pass's output taken as the summary's
+        output = _tokens(SUMMARY) + body["max_output_tokens"]  # size, the answer cut short
+    total, cached = cache.bill(body, output)
+    return said(reply, input_tokens=total, cached=cached, output_tokens=output)
 
 
 def measure_responses(engine: str, messages: list[Message], model: str, window: int) -> Row:
@@ -207,11 +213,12 @@ def measure_responses(engine: str, messages: list[Message], model: str, window: 
     server, cache = ResponsesServer().start(), OpenAICache()
     server.responder = lambda body: responses_answer(cache, body)
     try:
-        provider = ResponsesProvider(model, api_key="bench", base_url=server.url, timeout=600)
+        provider = ResponsesProvider(model, api_key="bench", base_url=server.url, timeout=600,
+                                     in_response=engine == "provider")
         chat = ChatRequest(model, SYSTEM, tuple(messages), 4096, tools=TOOLS)
         list(provider.stream(replace(chat, messages=chat.messages[:-1])))  # cached
         cache.billed.clear()
-        if engine == "provider":  # the compaction's input: the chat's, without its tools
+        if engine == "provider.compact":  # the compaction's input: the chat's, without tools
             params = request_params(chat, images=False)
             total, cached = cache.bill({"instructions": params["instructions"],
                                         "input": params["input"]}, _tokens(SUMMARY))
@@ -220,11 +227,13 @@ def measure_responses(engine: str, messages: list[Message], model: str, window: 
         budget = compute_budget(window, 4096, 0.8, 1000)
         summarizer = Summarizer(provider, model=model, config=SummaryConfig(), budget=budget,
                                 counter=TokenCounter(model),
-                                engine="provider" if engine == "provider" else "rollchat")
+                                engine="provider" if engine.startswith("provider")
+                                else "rollchat")
         outcome = summarizer.summarize(conversation_turns(messages), None, None,
                                        prefix=None if engine == "separate" else chat)
         assert not outcome.fallback_used, outcome.reason
-        assert engine != "provider" or server.bodies("/v1/responses/compact")
+        compacts = server.bodies("/v1/responses/compact")
+        assert bool(compacts) == (engine == "provider.compact")
         return Row(engine, len(cache.billed), sum(t - c for t, c, _ in cache.billed),
                    sum(c for _, c, _ in cache.billed), 0,
                    sum(o for _, _, o in cache.billed), words(outcome.summary))
@@ -254,7 +263,9 @@ def main() -> None:
         price_of = PRICE if args.api == "anthropic" else price_for(model)
         assert price_of is not None
         base = None
-        for engine in ("separate", "rollchat", "provider"):
+        engines = ["separate", "rollchat", "provider"]
+        engines += ["provider.compact"] if args.api == "responses" else []
+        for engine in engines:
             row = (measure(engine, messages, window) if args.api == "anthropic"
                    else measure_responses(engine, messages, model, window))
             price = cost(row.usage, price_of)

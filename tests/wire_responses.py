@@ -1,5 +1,6 @@
 """A local HTTP server speaking OpenAI's Responses API, for the real openai SDK: POST
-/v1/responses (streamed events, as openai/types/responses/*_event.py describe them), POST
+/v1/responses (streamed events, as openai/types/responses/*_event.py describe them; with
+``context_management``, server-side compaction: see ``compaction_due``), POST
 /v1/responses/compact (types/responses/compacted_response.py) and the API's error shapes.
 
 Scriptable (queue ``Answer`` / ``Compaction`` values), recording every request, and strict
@@ -24,7 +25,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests import wire_servers
-from tests.wire_servers import split_text
+from tests.wire_servers import _tokens, split_text
 
 Kind = Literal["answer", "http_error", "error_event", "failed"]
 Call = tuple[str, str, dict[str, Any]]  # (call_id, name, arguments)
@@ -111,6 +112,9 @@ class ResponsesServer:
         self.compactions: list[Compaction] = []
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.issued: set[str] = set()
+        # False: the field is dropped, as a compatible server may (openrouter.ai's compaction
+        # page: "drop the field and return a normal response without a compaction item")
+        self.context_management = True
         self.ids = _Ids()
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _Handler)
@@ -187,6 +191,34 @@ def last_user_text(body: dict[str, Any]) -> str:
     return wire_servers.last_user_text(body, items="input", part="input_text")
 
 
+def rendered_tokens(body: dict[str, Any]) -> int:
+    """The request's prompt as counted here: instructions, tools, input items (cl100k)."""
+    return _tokens(body.get("instructions") or "") + _tokens(body.get("tools") or []) + \
+        _tokens(body.get("input") or [])
+
+
+def compaction_due(body: dict[str, Any]) -> bool:
+    """Whether the server compacts ``body`` before it answers. OpenAI's compaction guide
+    (developers.openai.com/api/docs/guides/compaction): with ``context_management`` set to a
+    ``compaction`` entry (response_create_params.ContextManagement), "when the rendered token
+    count crosses the configured threshold" the server "triggers a compaction pass, emits a
+    compaction output item in the same stream, and prunes context before continuing
+    inference". The count here is ``rendered_tokens`` (the real tokenizer's may differ)."""
+    return any(entry.get("type") == "compaction" and
+               rendered_tokens(body) > (entry.get("compact_threshold") or 0)
+               for entry in body.get("context_management") or [])
+
+
+def bad_context_management(body: dict[str, Any]) -> str | None:
+    """A ``context_management`` entry of another type ("Currently only 'compaction' is
+    supported", the SDK's type says): the message refusing it (this wording is this server's)."""
+    for entry in body.get("context_management") or []:
+        if entry.get("type") != "compaction":
+            return (f"Invalid value: '{entry.get('type')}'. Supported values are: "
+                    "'compaction'.")
+    return None
+
+
 # ---------------------------------------------------------------- the events
 
 
@@ -244,6 +276,17 @@ class _Events:
             done["encrypted_content"] = secret
         self.item(item, done, between)
 
+    def compaction(self) -> None:
+        """The compaction item (types/responses/response_compaction_item.py): added, a
+        ``response.compaction.compacting`` event while it is sampled (it carries no content),
+        done with its encrypted content."""
+        cid = self.server.ids.next("cmp")
+        secret = f"enc-{cid}-" + "z" * 40
+        self.server.issued.add(secret)
+        added = {"id": cid, "type": "compaction", "encrypted_content": ""}
+        self.item(added, {**added, "encrypted_content": secret},
+                  [("response.compaction.compacting", {})])
+
     def message(self, text: str, *, finished: bool = True) -> None:
         mid = self.server.ids.next("msg")
         part = {"type": "output_text", "text": "", "annotations": []}
@@ -280,6 +323,9 @@ class _Events:
         self.emit("response.created", response=_response(self.rid, self.body, "in_progress", []))
         self.emit("response.in_progress",
                   response=_response(self.rid, self.body, "in_progress", []))
+        # first: the answer comes from the compacted context
+        if self.server.context_management and compaction_due(self.body):
+            self.compaction()
         if a.reasoning:
             self.reasoning(a.summary)
         if a.kind == "error_event":
@@ -346,7 +392,15 @@ class _Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path  # through a proxy (HTTP_PROXY): a whole URL
         owner.requests.append((path, body))
         refused = owner.refusal(body)
-        if refused is not None:
+        unknown = bad_context_management(body)
+        if (body.get("max_output_tokens") or 16) < 16:  # new-api#2866; the wording is ours
+            self._json(400, _error("Invalid 'max_output_tokens': integer below minimum value. "
+                                   "Expected a value >= 16.", "integer_below_min_value",
+                                   "invalid_request_error", "max_output_tokens"))
+        elif unknown is not None:
+            self._json(400, _error(unknown, "invalid_value", "invalid_request_error",
+                                   "context_management[0].type"))
+        elif refused is not None:
             self._json(*refused)
         elif path == "/v1/responses/compact":
             self._compact(owner, body)

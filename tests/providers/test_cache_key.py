@@ -151,8 +151,12 @@ def test_responses_one_key_per_chain_compact_included(responses_server: Response
     rollchat(root, tmp_path / "a", CHAT, "openai-responses", engine=engine)
     first = responses_server.bodies()
     compacts = responses_server.bodies("/v1/responses/compact")
-    assert summary_requests(first, "input") == [2, 5]
-    assert len(compacts) == (2 if engine == "provider" else 0)  # the compaction, the exit
+    # engine provider at api.openai.com compacts inside responses.create (context_management,
+    # the chat's request) before each summary request: the compaction, the exit's
+    compacting = [i for i, b in enumerate(first) if "context_management" in b]
+    assert compacting == ([2, 6] if engine == "provider" else [])
+    assert summary_requests(first, "input") == ([3, 7] if engine == "provider" else [2, 5])
+    assert compacts == []  # responses.compact: only where context_management is not sent
     key = one_key(first + compacts)
 
     responses_server.requests.clear()
@@ -162,5 +166,7 @@ def test_responses_one_key_per_chain_compact_included(responses_server: Response
     responses_server.requests.clear()
     rollchat(root, tmp_path / "c", CHAT, "openai-responses", base_url=responses_server.url,
              engine=engine)
-    sent = responses_server.bodies() + responses_server.bodies("/v1/responses/compact")
+    compacts = responses_server.bodies("/v1/responses/compact")
+    assert len(compacts) == (2 if engine == "provider" else 0)  # a compatible server's
+    sent = responses_server.bodies() + compacts
     assert len(sent) >= 5 and set(keys(sent)) == {None}

@@ -1,14 +1,12 @@
 """OpenAI's Responses API (``provider: openai-responses``): the request as input items, the
-parser of its streamed events (reasoning items kept as provider blocks), and its compaction
-(``responses.compact`` and the readable summary beside it). Streaming and error mapping are in
-providers/sdk.py.
+parser of its streamed events (reasoning and compaction items kept as provider blocks).
+Compaction: openai_responses_compaction.py; streaming and error mapping: providers/sdk.py.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence, Set
-from dataclasses import replace
 from typing import Any, ClassVar
 
 from rollchat.domain import Image, Message, ProviderBlock, Usage
@@ -24,9 +22,7 @@ from rollchat.providers.base import (
     ThinkingDelta,
     ToolCallEvent,
     ToolSpec,
-    UsageEvent,
 )
-from rollchat.providers.compacting import Compacted, CompactionFailed
 from rollchat.providers.content import all_sendable, b64
 from rollchat.providers.context_errors import is_context_error, stated_limit
 from rollchat.providers.names import (
@@ -35,9 +31,14 @@ from rollchat.providers.names import (
     is_official,
     is_reasoning_model,
 )
+from rollchat.providers.openai_responses_compaction import (
+    WINDOW,
+    CompactingResponses,
+    context_management,
+    usage_from,
+)
 from rollchat.providers.sdk import (
     PartialCall,
-    SDKProvider,
     SDKStream,
     StreamParser,
     map_sdk_error,
@@ -51,8 +52,6 @@ _NO_KEY = "not-needed"  # a local Responses server ignores the key, the SDK want
 KEPT_ITEMS = ("reasoning", "compaction")
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 INVALID_ENCRYPTED = "invalid_encrypted_content"  # the code of an encrypted item refused
-# The block of a ``responses.compact`` window: its output items, a JSON list, each as it came.
-WINDOW = "compacted"
 
 
 class KeptItemsRefused(ProviderError):
@@ -63,7 +62,7 @@ class KeptItemsRefused(ProviderError):
     label = "the server refused the kept reasoning"
 
 
-class ResponsesProvider(SDKProvider):
+class ResponsesProvider(CompactingResponses):
     """The Responses API, streamed. ``store``: whether OpenAI keeps the responses (False by
     default: nothing is kept server-side; each request carries the whole conversation, the
     reasoning items in their encrypted form)."""
@@ -72,10 +71,12 @@ class ResponsesProvider(SDKProvider):
     sdk = SDK_MODULES[OPENAI_RESPONSES]
 
     def __init__(self, model: str, *, api_key: str | None, base_url: str | None,
-                 timeout: float, images: bool | None = None, store: bool = False) -> None:
+                 timeout: float, images: bool | None = None, store: bool = False,
+                 in_response: bool | None = None) -> None:
         super().__init__(model, api_key=api_key, base_url=base_url, timeout=timeout,
                          images=images)
         self.store = store
+        self.in_response = in_response
         self.dropped: set[str] = set()  # kept blocks the server refused: never sent again
 
     def _make_client(self, sdk: Any) -> Any:
@@ -117,46 +118,6 @@ class ResponsesProvider(SDKProvider):
     def _parser(self) -> StreamParser:
         return _EventsParser()
 
-    def compact(self, request: ChatRequest, instructions: str) -> Compacted:
-        """Compaction with ``compaction.engine: provider``: ``responses.compact`` over the
-        conversation ``request`` would send gives the window that stands for it from now on
-        (the user's messages and one encrypted compaction item: kept as one block, sent first
-        on the child's requests); it has nothing a person can read, so the readable summary
-        is asked of the model as rollchat's prefixed summary request is (``request`` and then
-        ``instructions`` as the last user message: a cache read of the chat's prefix)."""
-        window, compacting = self._window(request)
-        summary, writing = self._summary(replace(
-            request, messages=(*request.messages, Message("user", instructions))))
-        return Compacted(summary, window, compacting + writing)
-
-    def _window(self, request: ChatRequest) -> tuple[ProviderBlock, Usage]:
-        params = self._params(request)
-        try:
-            result = self._sdk_client().responses.compact(
-                model=params["model"], input=params["input"],
-                **{k: params[k] for k in ("instructions", "prompt_cache_key") if k in params})
-            items = [item.to_dict(mode="json") for item in result.output]
-            usage = usage_from(result.usage)
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise self._down(map_sdk_error(self._refused(exc, request), self._api_key)) \
-                from None
-        if not any(item.get("type") == "compaction" for item in items):
-            raise CompactionFailed("the compaction answered without a compaction item")
-        data = json.dumps(items, ensure_ascii=False, separators=(",", ":"))
-        return ProviderBlock(OPENAI_RESPONSES, WINDOW, data), usage
-
-    def _summary(self, request: ChatRequest) -> tuple[str, Usage]:
-        text: list[str] = []
-        usage = Usage()
-        for event in self.stream(request):
-            if isinstance(event, TextDelta):
-                text.append(event.text)
-            elif isinstance(event, UsageEvent):
-                usage = usage + event.usage
-        return "".join(text), usage
-
 
 def request_params(request: ChatRequest, *, images: bool, store: bool = False,
                    dropped: Set[str] = frozenset(), official: bool = False) -> dict[str, Any]:
@@ -179,6 +140,9 @@ def request_params(request: ChatRequest, *, images: bool, store: bool = False,
         params["tools"] = [tool_param(t) for t in request.tools]
     if official and request.cache_key:
         params["prompt_cache_key"] = request.cache_key
+    managing = context_management(request)
+    if managing is not None:  # a compaction's request (openai_responses_compaction.py)
+        params["context_management"] = managing
     return params
 
 
@@ -330,13 +294,3 @@ def failure(code: str, message: str, kind: str) -> ProviderError:
     if code.startswith("invalid") or kind == "invalid_request_error":
         return BadRequestError(text)
     return ServerError(text)
-
-
-def usage_from(usage: Any) -> Usage:
-    """``input_tokens`` is the whole prompt; the cached part is in its details. Its
-    ``cache_write_tokens`` are left in the input: OpenAI bills them as input, and the price
-    table's OpenAI rows hold no write price (a write counted apart would cost nothing)."""
-    details = getattr(usage, "input_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None) if details is not None else None
-    return Usage(input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0,
-                 cache_read_tokens=cached or 0)
