@@ -50,8 +50,13 @@ ResumeOpt = Annotated[
                  "number in 'sessions', its id or an id prefix); with no value, choose it in "
                  "a picker (as 'rollchat pick'). A session continued elsewhere already offers "
                  "the newest of its chain (without a terminal, or with --yes, that newest is "
-                 "resumed; 'rollchat fork SESSION' branches off SESSION itself)."),
+                 "resumed; '--fork SESSION' branches off SESSION itself)."),
 ]
+ForkOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--fork", metavar="SESSION", help="Start in a new session made from SESSION's summary "
+    "(its number in 'sessions', its id or an id prefix), SESSION left as it is: an older "
+    "state of a chain, or a session open elsewhere (as 'rollchat fork SESSION'; with -p, "
+    "one question).")]
 ContinueOpt = Annotated[bool, typer.Option(
     "--continue", "-c", help="Start by resuming the session used last: the agent's own, "
     "else any agent's (which asks first).")]
@@ -98,6 +103,7 @@ def chat_command(
     sessions_dir: SessionsDirOpt = None,
     no_save: NoSaveOpt = False,
     resume: ResumeOpt = None,
+    fork: ForkOpt = None,
     continue_last: ContinueOpt = False,
     pick: PickOpt = False,
     yes: YesOpt = False,
@@ -112,23 +118,43 @@ def chat_command(
     """Start the chat (offline model when no API key is configured)."""
     starts = tuple(name for name, on in (("--resume", resume is not None and not pick),
                                          ("--continue", continue_last),
+                                         ("--fork", fork is not None),
                                          ("--resume (no value)", pick)) if on)
     flags = ChatFlags(agent=agent, provider=provider.value if provider else None, model=model,
                       base_url=base_url, no_save=no_save, yes=yes, no_fork=no_fork,
                       agent_file=agent_file, show_tools=show_tools)
     before = Given(config=config, sessions_dir=sessions_dir, starts=starts, chat=flags)
     if ctx.invoked_subcommand is not None:  # `rollchat --config X sessions`: X still counts
+        _not_before(ctx.invoked_subcommand, prompt is not None or prompt_stdin, fork)
         ctx.obj = before
         return
     if len(starts) > 1:
         fail(f"{' and '.join(starts)} cannot be used together: give one")
+    if fork is not None and not fork.strip():
+        fail("--fork needs the session to branch off: --fork SESSION (its number in "
+             "'sessions', its id or an id prefix)")
     if prompt is not None or prompt_stdin:
-        one_shot(before, prompt, output_format.value, resume=resume,
+        one_shot(before, prompt, output_format.value, resume=resume, fork=fork,
                  choose="pick" if pick else "last" if continue_last else None)
     if output_format is not OutputFormat.TEXT:
         fail("--output-format goes with -p (a one-shot run): rollchat -p \"question\" "
              f"--output-format {output_format.value}")
-    start(before, resume=resume, choose="pick" if pick else "last" if continue_last else None)
+    start(before, resume=resume, choose="pick" if pick else "last" if continue_last else None,
+          fork=fork)
+
+
+def _not_before(command: str, prompt: bool, fork: str | None) -> None:
+    """-p and --fork start the chat themselves: before a subcommand they would be dropped
+    unseen (a script's question never asked), so they are a usage error there."""
+    if prompt and command == "fork":
+        fail("-p goes with --fork, not the 'fork' command: rollchat -p \"question\" --fork "
+             "SESSION")
+    if prompt:
+        fail(f"-p answers one question in the chat, not with '{command}': give it alone "
+             "(rollchat -p \"question\")")
+    if fork is not None:
+        fail(f"--fork starts the chat from a session, not with '{command}': rollchat --fork "
+             f"{fork}")
 
 
 def start(before: Given, *, resume: str | None = None, choose: str | None = None,
@@ -154,7 +180,7 @@ def start(before: Given, *, resume: str | None = None, choose: str | None = None
 
 
 def one_shot(before: Given, prompt: str | None, output_format: str, *,
-             resume: str | None, choose: str | None) -> NoReturn:
+             resume: str | None, fork: str | None, choose: str | None) -> NoReturn:
     """Answer once (``-p``) and exit with its status (see cli/oneshot.py and docs/oneshot.md):
     a usage error exits 2 with one line."""
     from rollchat.cli.oneshot import USAGE, run_one_shot
@@ -169,7 +195,7 @@ def one_shot(before: Given, prompt: str | None, output_format: str, *,
     try:
         code = run_one_shot(before.config, overrides, prompt=prompt, output_format=output_format,
                             resume=resume, last=choose == "last", yes=flags.yes,
-                            agent_file=flags.agent_file)
+                            agent_file=flags.agent_file, fork=fork)
     except (ConfigError, UsageError) as exc:
         fail(str(exc), USAGE)
     except RollchatError as exc:

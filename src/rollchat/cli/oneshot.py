@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from rollchat.agents.file import LoadedAgent
     from rollchat.config.settings import Config, ConfigOverrides
     from rollchat.session.core import Session
+    from rollchat.session.forks import Forking
 
 __all__ = ["USAGE", "join_context", "read_prompt", "run_one_shot"]
 
@@ -70,9 +71,10 @@ def read_prompt(prompt: str | None, stdin: IO[bytes] | None) -> str:
 
 def run_one_shot(config_path: Path | None, overrides: ConfigOverrides, *, prompt: str | None,
                  output_format: str, resume: str | None, last: bool, yes: bool,
-                 agent_file: Path | None) -> int:
-    """Answer one question and save it; the exit status (see oneshot_output). ConfigError /
-    UsageError for a mistake in what was given."""
+                 agent_file: Path | None, fork: str | None = None) -> int:
+    """Answer one question and save it; the exit status (see oneshot_output). ``resume``
+    (``last``: the session used last) continues a saved session, ``fork`` branches off one.
+    ConfigError / UsageError for a mistake in what was given."""
     from rollchat.cli import start
     from rollchat.config.load import load_config
 
@@ -93,7 +95,9 @@ def run_one_shot(config_path: Path | None, overrides: ConfigOverrides, *, prompt
         out.warn(cfg.trust_notice)
     outcome = Outcome(model=model, provider=name, agent=cfg.agent.name)
     output = Output(output_format, outcome)
-    code = _answered(Question(cfg, env, name, model, text, resume, yes, loaded), out, output)
+    question = Question(cfg, env, name, model, text, resume, yes, loaded, fork=fork,
+                        forking=one_shot_forking("-c" if last else "--resume", yes=yes))
+    code = _answered(question, out, output)
     output.done()
     return code if code is not None else outcome.exit_code
 
@@ -110,6 +114,26 @@ class Question:
     resume: str | None
     yes: bool
     loaded: LoadedAgent | None
+    fork: str | None  # the saved session to branch off (--fork), left as it is
+    forking: Forking  # a resumed session open elsewhere: forked with --yes, else why not
+
+
+def one_shot_forking(given: str, *, yes: bool) -> Forking:
+    """How a one-shot resume treats a session open in another process, and how it says to
+    branch off an older state: with the option a script types (``--fork ID``), not the chat's
+    ``fork N`` (numbers move as sessions are made; the id stays). Without --yes a session open
+    elsewhere is not forked unasked, and --yes here also approves every tool call, so the
+    refusal names ``--fork``, which forks and approves nothing. ``given``: the option that
+    chose the session (--resume or -c)."""
+    from rollchat.session.forks import Forking
+
+    def refusal(session_id: str) -> str:
+        return (f"without a terminal a fork needs --yes, which in a one-shot run also approves "
+                f"every tool call: to continue in a fork of it, give --fork {session_id} in "
+                f"place of {given} (or exit it there first)")
+
+    return Forking(refusal=None if yes else refusal,
+                   words=lambda info: f"--fork {info.session_id}")
 
 
 def _answered(question: Question, out: Renderer, output: Output) -> int | None:
@@ -126,7 +150,9 @@ def _answered(question: Question, out: Renderer, output: Output) -> int | None:
         try:
             session = _session(question, out, closers)
             if question.resume is not None:
-                _resumed(session, question.resume, out)
+                _restored(session.resume(question.resume), session, out)
+            elif question.fork is not None:
+                _restored(session.fork(question.fork), session, out)
             output.start()
             _drive(session.turn(question.text), out, output.outcome, output.event)
         except KeyboardInterrupt:  # (a signal, too) before the question was asked
@@ -153,7 +179,8 @@ def _session(question: Question, out: Renderer, closers: list[Callable[[], None]
     if problem is not None:
         raise RollchatError(problem)
     build = start.SessionBuilder(question.env, out, store, interactive=False, yes=question.yes,
-                                 no_fork=False, closers=closers, save_failed=False)
+                                 no_fork=False, closers=closers, save_failed=False,
+                                 forking=question.forking)
     session = build.session(cfg, question.provider, question.model,
                             start.equipment_of(cfg.agent, question.loaded))
     if session.budget.warning:
@@ -161,14 +188,14 @@ def _session(question: Question, out: Renderer, closers: list[Callable[[], None]
     return session
 
 
-def _resumed(session: Session, ref: str, out: Renderer) -> None:
-    """Continue the saved session ``ref`` (as ``resume`` in the chat: in a new linked session);
-    one it cannot find is a usage error. A Ctrl-C that cut the restoration short ends the run
-    (KeyboardInterrupt), where the chat would go on."""
+def _restored(flow: Generator[Event, None, None], session: Session, out: Renderer) -> None:
+    """Run ``flow``, the session's resume or fork of a saved session (as in the chat: in a new
+    linked session); a session it cannot find is a usage error. A Ctrl-C that cut the
+    restoration short ends the run (KeyboardInterrupt), where the chat would go on."""
     from rollchat.providers.base import ProviderError
 
     try:
-        _drive(session.resume(ref), out)
+        _drive(flow, out)
         restored = session.state.restored
         if restored is not None and restored.status == "interrupted":
             raise KeyboardInterrupt  # Ctrl-C stopped the restoration: the run, not just that

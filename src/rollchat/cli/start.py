@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # imported when the chat starts, not for --help or sessions
     from rollchat.agents.file import LoadedAgent
     from rollchat.config.settings import AgentConfig, Config, ConfigOverrides
     from rollchat.session.core import Session
+    from rollchat.session.forks import Forking
     from rollchat.storage.store import Store
     from rollchat.tools.sources import ToolSource
     from rollchat.ui.app import ChatApp
@@ -38,15 +39,19 @@ def _warm_up(chat: ChatApp) -> None:
         importlib.import_module(module)
 
 
-def fork_refusal(*, no_fork: bool, interactive: bool, yes: bool) -> str | None:
-    """Why a session open in another process is not to be forked; None: fork it."""
+def chat_forking(*, no_fork: bool, interactive: bool, yes: bool) -> Forking:
+    """How the chat's resume treats a session open in another process: why it is not forked
+    (None: it is), and ``fork N`` to branch off an older state."""
+    from rollchat.session.forks import Forking
+
+    why = None
     if no_fork:
-        return ("--no-fork was given (exit it there first, or resume without --no-fork to "
-                "continue in a fork)")
-    if not interactive and not yes:
-        return ("without a terminal a fork needs --yes (exit it there first, or pass --yes to "
-                "continue in a fork)")
-    return None
+        why = ("--no-fork was given (exit it there first, or resume without --no-fork to "
+               "continue in a fork)")
+    elif not interactive and not yes:
+        why = ("without a terminal a fork needs --yes (exit it there first, or pass --yes to "
+               "continue in a fork)")
+    return Forking(refusal=None if why is None else lambda _session_id: why)
 
 
 def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: str | None,
@@ -158,9 +163,13 @@ class SessionBuilder:
 
     def __init__(self, env: dict[str, str], renderer: Renderer, store: Store, *,
                  interactive: bool, yes: bool, no_fork: bool,
-                 closers: list[Callable[[], None]] | None, save_failed: bool) -> None:
+                 closers: list[Callable[[], None]] | None, save_failed: bool,
+                 forking: Forking | None = None) -> None:
         self.env, self.renderer, self.store = env, renderer, store
-        self.interactive, self.yes, self.no_fork = interactive, yes, no_fork
+        self.interactive, self.yes = interactive, yes
+        # a resumed session open elsewhere: the chat's way unless told (a one-shot run's)
+        self.forking = forking or chat_forking(no_fork=no_fork, interactive=interactive,
+                                               yes=yes)
         self.closers, self.save_failed = closers, save_failed
 
     def agent(self, cfg: Config, key: str) -> Session:
@@ -223,7 +232,7 @@ class SessionBuilder:
             provider_name=name, store=self.store,
             confirm=confirmer(renderer, yes=yes, interactive=interactive),
             context_window=context_window(model, override), windows=windows,
-            fork_refusal=fork_refusal(no_fork=self.no_fork, interactive=interactive, yes=yes),
+            forking=self.forking,
             memory=memory,
             ask_compact=terminal_compact_asker(renderer) if interactive else None,
             hooks=hooks,

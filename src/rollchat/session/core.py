@@ -25,7 +25,7 @@ from rollchat.session.build import build_engine, memory_layers, session_tools, s
 from rollchat.session.checkpoint import checkpointed  # each tool call on disk as it ends
 from rollchat.session.compactor import CompactAsker, CompactChoice, Compactor, Surroundings
 from rollchat.session.figures import CompactorFigures
-from rollchat.session.forks import Recorder
+from rollchat.session.forks import IN_CHAT, Forking, Recorder
 from rollchat.session.hooked import SessionHooks, with_hook_context
 from rollchat.session.instructed import Loader, SessionInstructions, loader
 from rollchat.session.refusal import after_refusal
@@ -70,7 +70,7 @@ class Session(CompactorFigures, ModelSwitch):
         store: Store,
         confirm: Callable[[str], bool],
         context_window: int,
-        fork_refusal: str | None = None,  # why not to fork a session open elsewhere; None: fork
+        forking: Forking = IN_CHAT,  # a session open elsewhere: fork it or why not; 'fork N'
         windows: WindowBook | None = None,  # learned windows (None: in memory only)
         memory: Memory | None = None,  # facts and episodes across sessions (memory/)
         # the memory layers of each request; None: from ``memory``'s store (off without it)
@@ -81,7 +81,7 @@ class Session(CompactorFigures, ModelSwitch):
     ) -> None:
         model = engine_settings.model
         self.config, self.agent, self.store = config, agent, store
-        self.provider_name, self.confirm, self.fork_refusal = provider_name, confirm, fork_refusal
+        self.provider_name, self.confirm, self.forking = provider_name, confirm, forking
         self.state, self.finished = SessionState(started=now()), False
         self.recorded = 0  # user messages recorded: a front end can check one was kept
         self.undo_point: UndoPoint | None = None  # what the last compact replaced
@@ -305,7 +305,7 @@ class Session(CompactorFigures, ModelSwitch):
         """Continue a saved session from its summary, in a new linked session (``fork``: a
         fork, no ``Continued In`` link; ``as_chosen``: no offer of its chain's newest)."""
         resumed = yield from resume(self.compactor, self.state, ref, fork=fork,
-                                    confirm=self.confirm, fork_refusal=self.fork_refusal,
+                                    confirm=self.confirm, forking=self.forking,
                                     as_chosen=as_chosen)
         if resumed:
             self.undo_point = None

@@ -6,7 +6,8 @@ From"), or refuses with the reason. A parent that is not open elsewhere gets a f
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
 
 from rollchat.config.settings import AgentConfig
 from rollchat.domain import Turn
@@ -18,14 +19,33 @@ from rollchat.storage.store import LiveSession, SessionInfo, Store
 from rollchat.text.wording import plural
 
 
+def _in_chat(info: SessionInfo) -> str:
+    return f"'fork {info.number}'"
+
+
+@dataclass(frozen=True)
+class Forking:
+    """How a resume treats a session open in another process, and how the user asks for a
+    fork where rollchat runs: a chat's line (``fork N``), a one-shot run's option."""
+
+    # why a resume does not fork a session open elsewhere (given its id); None: it forks
+    refusal: Callable[[str], str] | None = None
+    # what the user types to fork the saved session ``info`` (an older state of a chain)
+    words: Callable[[SessionInfo], str] = _in_chat
+
+
+IN_CHAT = Forking()
+
+
 def check_open(store: Store, info: SessionInfo,
-               refusal: str | None) -> Generator[Event, None, bool]:
+               refusal: Callable[[str], str] | None) -> Generator[Event, None, bool]:
     """True when ``info``'s session is open in another process and the resume goes on as a
     fork (told in one line); SessionBusyError when forks are refused (``refusal`` says why)."""
     if not store.open_elsewhere(info.session_id):
         return False
     if refusal is not None:
-        raise SessionBusyError(f"{busy_message(info.session_id)}; not resumed: {refusal}")
+        raise SessionBusyError(f"{busy_message(info.session_id)}; not resumed: "
+                               f"{refusal(info.session_id)}")
     yield Notice("warning", f"Session {info.session_id} is open in another rollchat process: "
                             "continuing in a fork, a new session from its summary (its file is "
                             "left to that process).")

@@ -14,7 +14,7 @@ from rollchat.errors import StoreError
 from rollchat.events import Event, Notice
 from rollchat.models.prices import chain_of
 from rollchat.session.compactor import Compactor
-from rollchat.session.forks import agent_change, check_open
+from rollchat.session.forks import IN_CHAT, Forking, agent_change, check_open
 from rollchat.session.state import Parent, SessionState, chain_key
 from rollchat.storage.store import SessionInfo, Store
 from rollchat.text.wording import session_size
@@ -65,7 +65,8 @@ def newest_of_chain(store: Store, info: SessionInfo) -> SessionInfo:
 
 
 def continued(store: Store, info: SessionInfo, current: str | None,
-              confirm: Callable[[str], bool]) -> Generator[Event, None, SessionInfo | None]:
+              confirm: Callable[[str], bool],
+              forking: Forking = IN_CHAT) -> Generator[Event, None, SessionInfo | None]:
     """The session to resume for ``info``: when it was continued elsewhere already, resuming
     it would branch off its older state, so the newest of its chain is offered (a question
     whose default, and answer without a terminal, is yes); None: that newest is the
@@ -83,14 +84,14 @@ def continued(store: Store, info: SessionInfo, current: str | None,
                    f"older state. Resume {newest.number} instead? (Y/n) "):
         return info
     yield Notice("info", f"Resuming session {newest.number} ({newest.session_id}), the newest "
-                         f"of the chain ('fork {info.number}' branches off {info.number}'s "
+                         f"of the chain ({forking.words(info)} branches off {info.number}'s "
                          "older state instead).")
     return newest
 
 
 def resume(compactor: Compactor, state: SessionState, ref: str, *, fork: bool,
            confirm: Callable[[str], bool],
-           fork_refusal: str | None, as_chosen: bool = False) -> Generator[Event, None, bool]:
+           forking: Forking, as_chosen: bool = False) -> Generator[Event, None, bool]:
     """Continue the saved session ``ref`` from its summary, in a new linked session
     (``fork``: a fork, which leaves the session open: no ``Continued In`` link is written to
     it; ``as_chosen``: ``ref`` itself even when continued elsewhere, as a handoff chose it);
@@ -98,7 +99,7 @@ def resume(compactor: Compactor, state: SessionState, ref: str, *, fork: bool,
     store = compactor.around.store
     chosen: SessionInfo | None = find(store, ref, state.session_id)
     if not (fork or as_chosen) and chosen is not None and chosen.continued_in:
-        chosen = yield from continued(store, chosen, state.session_id, confirm)
+        chosen = yield from continued(store, chosen, state.session_id, confirm, forking)
     if chosen is None:
         return False
     info, lineage = chosen, _lineage(store, chosen)
@@ -107,7 +108,7 @@ def resume(compactor: Compactor, state: SessionState, ref: str, *, fork: bool,
         yield Notice("info", "Resume cancelled.")
         return False
     yield Notice("info", "Loading session...")
-    elsewhere = yield from check_open(store, info, None if fork else fork_refusal)
+    elsewhere = yield from check_open(store, info, None if fork else forking.refusal)
     yield from _warnings(store, info)
     summary = store.load_summary(info) if not info.summary_problem else None
     if summary is None:
