@@ -143,3 +143,22 @@ def test_fork_without_p_starts_the_chat_in_a_fork(tmp_path: Path) -> None:
     done = run_piped(tmp_path, "hi\nexit\n", "--fork", old)
     assert done.returncode == 0, done.stderr
     assert f"Forked {old}" in done.stdout and "Goodbye" in done.stdout
+
+
+def test_fork_of_a_live_chat_elsewhere_summarizes_it_for_the_fork_only(tmp_path: Path) -> None:
+    """The session another terminal's chat is still writing has no summary yet: the fork is
+    made from one written for it, and that chat's file is not touched."""
+    from tests.sessions_helpers import write_session
+
+    live = "assistant_20260501_090000_a1a1"
+    path = write_session(tmp_path / "sessions", live, ["we decided to use postgres"])
+    before = path.read_bytes()
+    with _held(tmp_path, live):
+        done = run(tmp_path, "-p", "what did we decide?", "--fork", live[-4:],
+                   "--output-format", "json")
+        result = _json(done)
+    assert "has no summary; summarizing its transcript now (for the fork only" in done.stderr
+    forked = _read(tmp_path, result["session_id"])
+    assert forked.header.resumed_from == live and forked.header.forked
+    assert "postgres" in forked.turns[0].user.lower()  # restored from the summary written
+    assert path.read_bytes() == before
