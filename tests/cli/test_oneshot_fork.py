@@ -6,10 +6,8 @@ says exactly what to type; usage errors in one line, exit 2."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,11 +17,11 @@ import pytest
 from rollchat.domain import Transcript
 from rollchat.storage.transcript import parse
 from tests.cli.test_oneshot import run
-from tests.cli.test_oneshot_wire import command, openai_server
+from tests.cli.test_oneshot_wire import interrupted_while_restoring, openai_server
 from tests.cli.test_oneshot_wire import run as run_wired
 from tests.cli.test_prune_fork_cli import HOLD
-from tests.e2e import default_signals, run_piped
-from tests.wire_servers import WireServer, stall, text
+from tests.e2e import run_piped
+from tests.wire_servers import WireServer, text
 
 __all__ = ["openai_server"]  # the fixture, imported for pytest
 
@@ -177,19 +175,8 @@ def test_ctrl_c_while_forking_ends_the_run_and_keeps_the_question(openai_server:
     the question kept as an interrupted turn of the fork, never sent."""
     openai_server.push(text("First answer."))
     first = _json(run_wired(openai_server, tmp_path, "-p", "first", "--output-format", "json"))
-    openai_server.push(stall(30), text("never asked for"))  # the restoration hangs
-    argv, env = command(openai_server, tmp_path, "--fork", str(first["session_id"]), "-p",
-                        "second question", "--output-format", "json")
-    child = subprocess.Popen(argv, cwd=str(tmp_path), stdin=subprocess.DEVNULL, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                             preexec_fn=default_signals)
-    deadline = time.monotonic() + 60
-    while len(openai_server.bodies) < 2 and time.monotonic() < deadline:  # restoring
-        time.sleep(0.05)
-    child.send_signal(signal.SIGINT)
-    out, err = child.communicate(timeout=60)
-    assert child.returncode == 130, err
-    result = json.loads(out)
+    result = interrupted_while_restoring(openai_server, tmp_path, "--fork",
+                                         str(first["session_id"]))
     assert result["stop_reason"] == "interrupted" and len(openai_server.bodies) == 2
     fork = _read(tmp_path, result["session_id"])
     assert fork.header.forked and fork.header.resumed_from == first["session_id"]

@@ -206,19 +206,8 @@ def test_ctrl_c_while_resuming_ends_the_run_and_keeps_the_question(openai_server
     openai_server.push(text("First answer."))
     first = json.loads(run(openai_server, tmp_path, "-p", "first", "--output-format",
                            "json").stdout)
-    openai_server.push(stall(30), text("never asked for"))  # the restoration hangs
-    argv, env = command(openai_server, tmp_path, "--resume", first["session_id"], "-p",
-                        "second question", "--output-format", "json")
-    child = subprocess.Popen(argv, cwd=str(tmp_path), stdin=subprocess.DEVNULL, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                             preexec_fn=default_signals)
-    deadline = time.monotonic() + 30
-    while len(openai_server.bodies) < 2 and time.monotonic() < deadline:  # restoring
-        time.sleep(0.05)
-    child.send_signal(signal.SIGINT)
-    out, err = child.communicate(timeout=30)
-    assert child.returncode == 130, err
-    result = json.loads(out)
+    result = interrupted_while_restoring(openai_server, tmp_path, "--resume",
+                                         first["session_id"])
     assert result["stop_reason"] == "interrupted" and result["answer"] == ""
     assert result["session_id"] != first["session_id"]
     assert len(openai_server.bodies) == 2  # the question was not sent
@@ -226,3 +215,24 @@ def test_ctrl_c_while_resuming_ends_the_run_and_keeps_the_question(openai_server
     assert [(t.kind, t.status) for t in turns] == [("restored", "interrupted"),
                                                    ("query", "interrupted")]
     assert turns[1].user == "second question"
+
+
+def interrupted_while_restoring(server: WireServer, tmp_path: Path,
+                                *how: str) -> dict[str, Any]:
+    """``-p "second question" --output-format json`` with ``how`` (``--resume ID``, ``--fork
+    ID``), a Ctrl-C sent once its restoration request reached ``server`` (which holds it):
+    the JSON printed, the exit status 130 checked."""
+    server.push(stall(30), text("never asked for"))  # the restoration hangs
+    argv, env = command(server, tmp_path, *how, "-p", "second question", "--output-format",
+                        "json")
+    child = subprocess.Popen(argv, cwd=str(tmp_path), stdin=subprocess.DEVNULL, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                             preexec_fn=default_signals)
+    deadline = time.monotonic() + 60
+    while len(server.bodies) < 2 and time.monotonic() < deadline:  # restoring
+        time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err
+    result: dict[str, Any] = json.loads(out)
+    return result
