@@ -165,6 +165,9 @@ def test_a_chat_at_openai_compacts_in_response_and_its_child_sends_the_item_firs
     assert first["type"] == "compaction" and first["encrypted_content"] in \
         responses_server.issued
     assert child_turn["input"][0] == first
-    files = [p.read_text(encoding="utf-8") for p in (tmp_path / "sessions").glob("*.md")]
-    parent = next(parse(t) for t in files if first["encrypted_content"] not in t)
+    files = [parse(p.read_text(encoding="utf-8")) for p in (tmp_path / "sessions").glob("*.md")]
+    [parent] = [t for t in files if t.header.resumed_from is None]
     assert parent.summary is not None and parent.summary.topics == ("the queue for jobs",)
+    # the window rides with the parent's summary too, so resuming the parent sends it first
+    assert parent.summary.signed is not None
+    assert first["encrypted_content"] in parent.summary.signed.data
