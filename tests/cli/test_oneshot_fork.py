@@ -119,6 +119,7 @@ def test_a_newest_open_elsewhere_is_refused_with_what_to_type_and_that_works(
         assert _files(tmp_path) == before  # nothing made, nothing written
         # what it said to type: a fork of the open session, made without --yes
         done = run(tmp_path, "-p", "go on", "--fork", newest, "--output-format", "json")
+        assert "continuing in a fork" not in done.stderr  # asked for: not told as news
         forked = _read(tmp_path, _json(done)["session_id"])
     assert forked.header.resumed_from == newest and forked.header.forked
     assert {k: v for k, v in _files(tmp_path).items() if k in before} == before

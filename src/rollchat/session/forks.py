@@ -37,12 +37,15 @@ class Forking:
 IN_CHAT = Forking()
 
 
-def check_open(store: Store, info: SessionInfo,
-               refusal: Callable[[str], str] | None) -> Generator[Event, None, bool]:
+def check_open(store: Store, info: SessionInfo, refusal: Callable[[str], str] | None,
+               asked: bool = False) -> Generator[Event, None, bool]:
     """True when ``info``'s session is open in another process and the resume goes on as a
-    fork (told in one line); SessionBusyError when forks are refused (``refusal`` says why)."""
+    fork (told in one line, unless the user ``asked`` for a fork); SessionBusyError when
+    forks are refused (``refusal`` says why)."""
     if not store.open_elsewhere(info.session_id):
         return False
+    if asked:
+        return True
     if refusal is not None:
         raise SessionBusyError(f"{busy_message(info.session_id)}; not resumed: "
                                f"{refusal(info.session_id)}")

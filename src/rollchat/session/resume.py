@@ -108,7 +108,7 @@ def resume(compactor: Compactor, state: SessionState, ref: str, *, fork: bool,
         yield Notice("info", "Resume cancelled.")
         return False
     yield Notice("info", "Loading session...")
-    elsewhere = yield from check_open(store, info, None if fork else forking.refusal)
+    elsewhere = yield from check_open(store, info, None if fork else forking.refusal, fork)
     yield from _warnings(store, info)
     summary = store.load_summary(info) if not info.summary_problem else None
     if summary is None:
