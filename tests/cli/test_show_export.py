@@ -239,3 +239,11 @@ def test_show_piped_keeps_every_word_of_long_items_answers_and_summaries(
         at = out.index(f"{lead} w0")
         following = out[at:at + 2000]
         assert all(f"w{n}" in following.split() for n in range(60)), (lead, following)
+
+
+def test_sessions_tells_a_fork_from_a_continuation(tmp_path: Path) -> None:
+    _chain(tmp_path)
+    code, out, err = _cli(tmp_path, "sessions")
+    assert code == 0, err
+    assert f"forked from: {MIDDLE}" in out  # LEAF was forked off MIDDLE
+    assert f"parent: {ROOT}" in out and f"forked from: {ROOT}" not in out  # MIDDLE resumed it

@@ -42,7 +42,7 @@ def session_rows(info: SessionInfo, current: str | None = None) -> list[Row]:
                   "bold" if title else "dim"),))
     parent = one_line(info.resumed_from or "")
     preview = one_line(info.first_query_preview or "")
-    details = [f"parent: {parent}"] if parent else []
+    details = [f"{'forked from' if info.forked else 'parent'}: {parent}"] if parent else []
     if preview and not title.startswith(preview.rstrip("…")):
         details.append(f'"{preview}"')
     if details:
