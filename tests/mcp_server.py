@@ -3,6 +3,8 @@ subprocess (``python tests/mcp_server.py``) or over streamable HTTP on 127.0.0.1
 (``--http PORT``, optionally requiring ``--require-header NAME=VALUE``).
 
 ``--pid-file PATH`` records its process id (the tests check it is gone after rollchat ends);
+``--sleeping-file PATH``: the ``sleep`` tool writes it as it starts sleeping (a Ctrl-C then
+lands inside the call);
 ``--slow-start SECONDS`` sleeps before serving (a startup timeout); ``--crash`` exits at once
 with a line on stderr (``--crash-if FILE``: while FILE exists); ``--stderr-mb N`` writes N MiB
 to stderr first; ``--odd`` adds the tools real servers have that rollchat must bound or refuse
@@ -27,6 +29,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--http", type=int)
 parser.add_argument("--require-header")
 parser.add_argument("--pid-file")
+parser.add_argument("--sleeping-file")
 parser.add_argument("--slow-start", type=float, default=0.0)
 parser.add_argument("--crash", action="store_true")
 parser.add_argument("--crash-if")  # a file: crash at start while it exists (restarts fail)
@@ -72,6 +75,8 @@ def fail(message: str) -> str:
 @server.tool()
 def sleep(seconds: float) -> str:
     """Sleep, then answer."""
+    if options.sleeping_file:
+        Path(options.sleeping_file).write_text(str(seconds), encoding="utf-8")
     time.sleep(seconds)
     return "slept"
 

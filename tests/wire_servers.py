@@ -100,6 +100,19 @@ def stall(seconds: float = 30.0, after_chunks: int = 0, text: str = "slow answer
     return Reply("stall", text=text, stall_seconds=seconds, after_chunks=after_chunks)
 
 
+def held(first: str, rest: str, seconds: float = 600) -> Reply:
+    """An answer whose first paragraph, ``first``, is sent, then ``rest`` held back ``seconds``
+    (released at server shutdown: in effect until the chat hangs up). A Ctrl-C or a signal sent
+    once ``first`` shows then lands while the answer streams, however late it comes. A whole
+    paragraph is drawn as soon as it arrives; an unfinished one only at the next redraw, which
+    a chunk within 1/15 s of the last one (as after a tool's result) gets only from a later
+    chunk."""
+    head = first + "\n\n"
+    answer = head + rest.ljust(2 * len(head))  # padded: the first of the three parts the
+    assert split_text(answer)[0] == head, first  # text streams in is exactly the paragraph
+    return stall(seconds, after_chunks=2, text=answer)  # (the role chunk, then the paragraph)
+
+
 @dataclass(frozen=True)
 class Recorded:
     path: str

@@ -1,4 +1,5 @@
-"""Ctrl-C and Ctrl-D at every point a user can press them, in a pseudo-terminal (offline model).
+"""Ctrl-C and Ctrl-D at every point a user can press them, in a pseudo-terminal (offline model;
+a local wire server where an answer or summary must still be coming when the Ctrl-C lands).
 
 Each test pins the outcome documented in docs/interruptions.md: what the user sees, whether the
 chat goes on, and that the session files keep every turn typed or received.
@@ -22,12 +23,20 @@ from rollchat.engine.core import EngineSettings
 from rollchat.providers.base import ChatRequest, RetryPolicy, StreamEvent
 from rollchat.providers.offline import OfflineProvider
 from rollchat.storage.store import SessionStore
-from rollchat.storage.transcript import parse, render_linked
+from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse, render_linked
 from rollchat.ui.render import Renderer
 from rollchat.ui.repl import finish, handle_line
 from tests.drive import chat_app
 from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
-from tests.wire_servers import WireServer, openai_server, split_text, stall, text
+from tests.wire_servers import (
+    WireServer,
+    held,
+    openai_server,
+    split_text,
+    stall,
+    text,
+    tool,
+)
 
 __all__ = ["openai_server"]  # the fixture, imported for pytest
 
@@ -36,6 +45,9 @@ SECRET = "tell me about bananas. Also the shed key is under the flowerpot."
 # an answer that streams in three parts; the server holds the last two back (see below)
 _PARTS = split_text("Hello! This is the first part. The rest never comes: it waits for Ctrl-C.")
 STALL_SECONDS = 600  # the server's hold on the rest: released when the test's server stops
+SUMMARY = (f"{SUMMARY_START}\n**Background Context:** A short test chat.\n\n"
+           "**Current Session Summary:**\n**Topics Discussed:**\n- greetings\n\n"
+           f"**Decisions Made:**\n- none\n\n**Pending:**\n- none\n{SUMMARY_END}")
 
 
 def _chat(tmp_path: Path, delay: float, *args: str) -> pexpect.spawn:
@@ -45,10 +57,10 @@ def _chat(tmp_path: Path, delay: float, *args: str) -> pexpect.spawn:
     return child
 
 
-def _wire_chat(tmp_path: Path, server: WireServer) -> pexpect.spawn:
+def _wire_chat(tmp_path: Path, server: WireServer, *args: str) -> pexpect.spawn:
     """A chat with a model served by ``server`` (which can hold a reply back until the chat
     hangs up: the moment a Ctrl-C is sent then never decides what it interrupts)."""
-    child = spawn(tmp_path, "--base-url", server.url, "--model", "gpt-4o",
+    child = spawn(tmp_path, "--base-url", server.url, "--model", "gpt-4o", *args,
                   env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
     child.expect(PROMPT)
     return child
@@ -204,8 +216,12 @@ def test_ctrl_d_during_the_exit_summary_is_ignored(tmp_path: Path) -> None:
     assert t.summary is not None and not t.summary.fallback
 
 
-def test_second_ctrl_c_during_the_final_save_still_leaves_a_summary(tmp_path: Path) -> None:
-    child = _chat(tmp_path, DELAY)
+def test_second_ctrl_c_during_the_final_save_still_leaves_a_summary(
+        openai_server: WireServer, tmp_path: Path) -> None:
+    """The summary is held back by the server, so the first Ctrl-C always finds it under way
+    (the offline model's took 1 s: one sent later on a loaded machine found it written)."""
+    openai_server.push(text("Hello there."), stall(STALL_SECONDS))  # the summary never comes
+    child = _wire_chat(tmp_path, openai_server)
     _ask(child, "hi")
     child.sendline("exit")
     child.expect("Generating session summary")
@@ -253,12 +269,20 @@ def test_ctrl_c_during_compact_summary_falls_back_and_continues(
     assert _queries(kid) == [("hi again", "ok")]
 
 
-def test_ctrl_c_during_compact_restoration_keeps_the_child(tmp_path: Path) -> None:
-    child = _chat(tmp_path, DELAY)
+def test_ctrl_c_during_compact_restoration_keeps_the_child(
+        openai_server: WireServer, tmp_path: Path) -> None:
+    """The restoration's first part arrives, the rest is held until the chat hangs up (the
+    offline model's acknowledgment ended about 1 s after 'I've reviewed': a Ctrl-C sent later
+    on a loaded machine found the prompt)."""
+    first = "Restored from the summary."
+    reply = held(first, "Ready to continue where we stopped.")
+    openai_server.push(text("Hello there."), text(SUMMARY), reply, text("Hi again."),
+                       text(SUMMARY))
+    child = _wire_chat(tmp_path, openai_server)
     _ask(child, "hi")
     child.sendline("compact")
     child.expect("Starting new session with summary")
-    child.expect("I've reviewed")
+    child.expect_exact(first)
     child.sendintr()
     child.expect(r"interrupted: partial answer kept")
     child.expect(PROMPT)
@@ -268,23 +292,26 @@ def test_ctrl_c_during_compact_restoration_keeps_the_child(tmp_path: Path) -> No
     assert parent.summary is not None and not parent.summary.fallback
     restored = kid.turns[0]
     assert restored.kind == "restored" and restored.status == "interrupted"
-    assert restored.assistant.startswith("I've reviewed")
-    assert "Ready to continue" not in restored.assistant
+    assert restored.assistant.strip() == first  # the part that came, kept
     assert _queries(kid) == [("hi again", "ok")] and kid.summary is not None
 
 
 # ---------------------------------------------------------------- resume
 
 
-def test_ctrl_c_during_resume_restoration_continues_from_the_summary(tmp_path: Path) -> None:
+def test_ctrl_c_during_resume_restoration_continues_from_the_summary(
+        openai_server: WireServer, tmp_path: Path) -> None:
     env = clean_env(tmp_path / "home")
-    assert run_piped(tmp_path, "hi\n", env=env).returncode == 0
+    assert run_piped(tmp_path, "hi\n", env=env).returncode == 0  # (the offline model)
     [old] = _sessions(tmp_path)
     before = next((tmp_path / "sessions").glob("*.md")).read_bytes()
-    child = _chat(tmp_path, DELAY)
+    first = "Restored from the summary."
+    reply = held(first, "Ready to continue where we stopped.")
+    openai_server.push(reply, text("Hi again."), text(SUMMARY))  # the restoration held back
+    child = _wire_chat(tmp_path, openai_server)
     child.sendline("resume 1")
     child.expect("Restoring context")
-    child.expect("I've reviewed")
+    child.expect_exact(first)
     child.sendintr()
     child.expect(r"interrupted: partial answer kept")
     child.expect(PROMPT)
@@ -297,6 +324,7 @@ def test_ctrl_c_during_resume_restoration_continues_from_the_summary(tmp_path: P
     assert after == render_linked(before.decode(), kid.header.session_id).encode()
     assert kid.header.resumed_from == old.header.session_id
     assert kid.turns[0].kind == "restored" and kid.turns[0].status == "interrupted"
+    assert kid.turns[0].assistant.strip() == first
     assert _queries(kid) == [("hi again", "ok")]
 
 
@@ -304,12 +332,24 @@ def test_ctrl_c_during_resume_restoration_continues_from_the_summary(tmp_path: P
 
 
 def test_ctrl_c_during_a_tool_round_keeps_the_call_and_the_partial_answer(
-        tmp_path: Path) -> None:
+        openai_server: WireServer, tmp_path: Path) -> None:
+    """The model calls the archive tool (which really reads the parent's transcript), then
+    its answer's first part arrives and the rest is held until the chat hangs up (the offline
+    model's answer ended about 1 s after the tool's result: a Ctrl-C sent later on a loaded
+    machine found the prompt)."""
     env = clean_env(tmp_path / "home")
-    assert run_piped(tmp_path, SECRET + "\n", env=env).returncode == 0
-    child = _chat(tmp_path, DELAY, "--resume", "1")
+    assert run_piped(tmp_path, SECRET + "\n", env=env).returncode == 0  # (the offline model)
+    first = "Found it in the archive."
+    answer = held(first, "The shed key is under the flowerpot.")
+    openai_server.push(
+        text("Ready to continue."),  # the restoration
+        tool("session_archive_read", {"query": "flowerpot"},
+             text="Let me look for flowerpot in the previous session's transcript."),
+        answer, text(SUMMARY))
+    child = _wire_chat(tmp_path, openai_server, "--resume", "1")
     child.sendline("where is the flowerpot?")
     child.expect("← session_archive_read")  # the tool ran; its answer now streams
+    child.expect_exact(first)
     child.sendintr()
     child.expect(r"interrupted: partial answer kept")
     child.expect(PROMPT)
@@ -322,7 +362,7 @@ def test_ctrl_c_during_a_tool_round_keeps_the_call_and_the_partial_answer(
     assert exchange.call.name == "session_archive_read"
     assert "flowerpot" in exchange.result
     assert turn.assistant.startswith("Let me look for")
-    assert "That's what I found" not in turn.assistant
+    assert turn.assistant.rstrip().endswith(first) and "shed key" not in turn.assistant
     assert kid.summary is not None
 
 

@@ -18,14 +18,18 @@ from typing import TYPE_CHECKING, Any
 import pexpect
 import pytest
 
-from rollchat.storage.transcript import parse
+from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse
 from tests.e2e import PROMPT, clean_env, default_signals, spawn, write_config
-from tests.wire_servers import WireServer, openai_server, stall, text
+from tests.wire_servers import WireServer, held, openai_server, stall, text
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
 
 __all__ = ["openai_server"]  # the fixture, imported for pytest
+
+HELIX_SUMMARY = (f"{SUMMARY_START}\n**Background Context:** A chat about editors.\n\n"
+                 "**Current Session Summary:**\n**Topics Discussed:**\n- the helix editor\n\n"
+                 f"**Decisions Made:**\n- none\n\n**Pending:**\n- a story\n{SUMMARY_END}")
 
 
 def _only_session(tmp_path: Path) -> str:
@@ -44,15 +48,21 @@ def _read_until(proc: subprocess.Popen[str], text: str) -> None:
 
 
 def test_sigterm_while_an_answer_streams_saves_it_and_restores_the_terminal(
-        tmp_path: Path) -> None:
-    cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0.2\n")
-    child = spawn(tmp_path, "--config", str(cfg))
+        openai_server: WireServer, tmp_path: Path) -> None:
+    """The answer's first paragraph arrives, then the server holds the rest until the chat
+    hangs up: the SIGTERM lands while the answer streams however late it is sent (the offline
+    model's answer ended 8 s after the word this test waited for)."""
+    first = "Once upon a time there were editors."
+    openai_server.push(text("Helix is a fine editor."),
+                       held(first, "And terminals, and everything else."), text(HELIX_SUMMARY))
+    child = spawn(tmp_path, "--base-url", openai_server.url, "--model", "gpt-4o",
+                  env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
     child.expect(PROMPT)
     child.sendline("my favourite editor is helix")
-    child.expect("helix")
+    child.expect("Helix is a fine editor.")
     child.expect(PROMPT)
     child.sendline("tell me a long story about editors and terminals and everything else")
-    child.expect("asked")  # streaming, with the terminal's echo off
+    child.expect_exact(first)  # streaming, with the terminal's echo off
     assert not termios.tcgetattr(child.child_fd)[3] & termios.ECHO
     child.kill(signal.SIGTERM)
     child.expect("SIGTERM received: saving the session")
@@ -63,9 +73,9 @@ def test_sigterm_while_an_answer_streams_saves_it_and_restores_the_terminal(
     assert echo_back
     t = parse(_only_session(tmp_path))
     assert [turn.status for turn in t.turns] == ["ok", "interrupted"]
-    assert t.turns[1].assistant  # the partial answer is kept
+    assert t.turns[1].assistant.strip() == first  # the partial answer is kept
     assert t.summary is not None and t.header.total_queries == 2
-    assert any("helix" in item for item in (*t.summary.topics, t.summary.background))
+    assert not t.summary.fallback and "helix" in " ".join(t.summary.topics)
 
 
 def test_sighup_at_the_prompt_saves_with_a_summary(tmp_path: Path) -> None:
@@ -110,23 +120,32 @@ def test_sigterm_with_a_slow_model_saves_the_local_summary_quickly(
     assert any("postgres" in d for d in t.summary.decisions)
 
 
-def test_a_second_signal_while_saving_does_not_cut_the_save(tmp_path: Path) -> None:
-    # (the answer streams at 0.1 s a word; the exit summary takes ~1 s whatever the delay)
-    cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0.1\n")
+def test_a_second_signal_while_saving_does_not_cut_the_save(
+        openai_server: WireServer, tmp_path: Path) -> None:
+    """The model's summary never comes, so the chat waits its few seconds for it: the second
+    signals are sent once the summary is asked, inside that wait (the offline model's summary
+    took 1 s: signals sent later on a loaded machine came after the save, testing nothing)."""
+    openai_server.push(text("Noted: the release is on monday."), stall(600))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rollchat", "--config", str(cfg)], cwd=tmp_path,
-        env=clean_env(tmp_path / "home"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+        [sys.executable, "-m", "rollchat", "--base-url", openai_server.url, "--model", "gpt-4o"],
+        cwd=tmp_path, env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_signals)
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write("note that the release is on monday\n")
     proc.stdin.flush()
     _read_until(proc, "Time:")
     proc.send_signal(signal.SIGTERM)
     _read_until(proc, "SIGTERM received")
+    deadline = time.monotonic() + 60  # a ceiling: the summary is asked at once
+    while len(openai_server.requests) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(openai_server.requests) == 2  # the summary is asked; the chat waits for it
     proc.send_signal(signal.SIGTERM)  # impatient: a second one while the summary is written
     proc.send_signal(signal.SIGHUP)
-    proc.communicate(timeout=60)
-    assert proc.returncode == 128 + signal.SIGTERM
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "no summary from the model within 3s" in out  # (it waited, then the local one)
     t = parse(_only_session(tmp_path))
     assert [turn.status for turn in t.turns] == ["ok"] and t.summary is not None
 

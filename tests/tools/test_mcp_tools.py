@@ -76,15 +76,21 @@ def test_a_call_past_its_timeout_is_cancelled_and_the_server_goes_on(servers) ->
     assert drain(engine.chat('use add {"a": 1, "b": 1}')).turn.tools[0].result == "2"
 
 
-def test_ctrl_c_stops_a_call_and_the_turn_is_kept_as_interrupted(servers) -> None:
-    engine = engine_with(start(servers, stdio()))
+def test_ctrl_c_stops_a_call_and_the_turn_is_kept_as_interrupted(servers,
+                                                                 tmp_path: Path) -> None:
+    """The Ctrl-C is sent once the server is inside the call (one sent 1 s after the start
+    could come, on a loaded machine, before the call was made, and test nothing of it)."""
+    sleeping = tmp_path / "sleeping"
+    engine = engine_with(start(servers, stdio("testing", "--sleeping-file", str(sleeping))))
     drain(engine.chat("hello"))  # the tools are collected
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))  # a real Ctrl-C
-    timer.start()
+    ctrl_c = threading.Thread(  # a real Ctrl-C, to this process: run in the main thread
+        target=lambda: (wait_for_file(sleeping, 60), os.kill(os.getpid(), signal.SIGINT)))
+    ctrl_c.start()
     t0 = time.monotonic()
     turn = drain(engine.chat('use sleep {"seconds": 30}')).turn
-    timer.join()
-    assert turn.status == "interrupted" and time.monotonic() - t0 < 10
+    ctrl_c.join()
+    assert turn.status == "interrupted" and time.monotonic() - t0 < 25  # (not the 30 s)
+    assert turn.tools[0].result.startswith("[interrupted by user")
     assert drain(engine.chat('use add {"a": 3, "b": 4}')).turn.tools[0].result == "7"
 
 

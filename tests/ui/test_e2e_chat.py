@@ -1,36 +1,57 @@
-"""The chat loop end to end: a pseudo-terminal session and piped input (offline model)."""
+"""The chat loop end to end: a pseudo-terminal session and piped input (offline model; a local
+wire server where a Ctrl-C must land while an answer streams)."""
 
 from __future__ import annotations
 
+import json
 import re
 import stat
 from pathlib import Path
 
 import pexpect
 
-from rollchat.storage.transcript import parse
+from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse
 from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
+from tests.wire_servers import WireServer, held, openai_server, text
+
+__all__ = ["openai_server"]  # the fixture, imported for pytest
 
 ESC = re.compile(r"\x1b")
+STORY_FIRST = "Once upon a time there were editors."
+SUMMARY = (f"{SUMMARY_START}\n**Background Context:** A chat about editors.\n\n"
+           "**Current Session Summary:**\n**Topics Discussed:**\n- the helix editor\n\n"
+           f"**Decisions Made:**\n- none\n\n**Pending:**\n- a story\n{SUMMARY_END}")
+
+
+def _wire_chat(tmp_path: Path, server: WireServer, *args: str) -> pexpect.spawn:
+    """A chat in a terminal with a model served by ``server``, at its first prompt."""
+    child = spawn(tmp_path, "--base-url", server.url, "--model", "gpt-4o", *args,
+                  env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
+    child.expect(PROMPT)
+    return child
 
 
 def _session_files(sessions: Path) -> list[Path]:
     return sorted(sessions.glob("*.md"))
 
 
-def test_pty_two_turns_interrupt_and_exit(tmp_path: Path) -> None:
-    cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0.15\n")
-    child = spawn(tmp_path, "--config", str(cfg))
-    child.expect(PROMPT)
+def test_pty_two_turns_interrupt_and_exit(openai_server: WireServer, tmp_path: Path) -> None:
+    """The third answer's first paragraph arrives, then the server holds the rest until the
+    chat hangs up: the Ctrl-C lands while it streams however late it is sent (the offline
+    model's answer ended 6 s after the word this test waited for)."""
+    openai_server.push(text("Helix is a fine editor."), text("You mentioned helix."),
+                       held(STORY_FIRST, "And terminals, and everything else."),
+                       text(SUMMARY))
+    child = _wire_chat(tmp_path, openai_server)
     child.sendline("my favourite editor is helix")
-    child.expect("favourite")
+    child.expect("fine editor")
     child.expect(PROMPT)
     child.sendline("which editor did I mention?")
-    child.expect("Earlier you said")
+    child.expect("You mentioned helix")
     child.expect(PROMPT)
     child.sendline("tell me a long story about editors and terminals and everything else")
     child.expect("Assistant:")
-    child.expect("asked")  # the answer has started streaming
+    child.expect_exact(STORY_FIRST)  # the answer has started streaming
     child.sendintr()
     child.expect("interrupted")
     child.expect(PROMPT)
@@ -39,6 +60,8 @@ def test_pty_two_turns_interrupt_and_exit(tmp_path: Path) -> None:
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+    # the second question went with the first turn
+    assert "my favourite editor is helix" in json.dumps(openai_server.bodies[1]["messages"])
 
     sessions = tmp_path / "sessions"
     files = _session_files(sessions)
@@ -48,8 +71,7 @@ def test_pty_two_turns_interrupt_and_exit(tmp_path: Path) -> None:
     assert (sessions / ".gitignore").read_text().strip().endswith("*")
     t = parse(files[0].read_text())
     assert [turn.status for turn in t.turns] == ["ok", "ok", "interrupted"]
-    assert t.turns[1].assistant.count("helix") >= 1
-    assert 0 < len(t.turns[2].assistant) < 400
+    assert t.turns[2].assistant.strip() == STORY_FIRST  # the part that came, kept
     assert t.header.total_queries == 3 and t.summary is not None
     history = (tmp_path / "home" / "data" / "rollchat" / "history")
     assert stat.S_IMODE(history.stat().st_mode) == 0o600
@@ -160,14 +182,16 @@ def test_piped_output_has_no_trailing_padding(tmp_path: Path) -> None:
     assert all(line == line.rstrip(" ") for line in result.stdout.split("\n"))
 
 
-def test_pty_ctrl_c_while_streaming_is_not_echoed_and_echo_comes_back(tmp_path: Path) -> None:
+def test_pty_ctrl_c_while_streaming_is_not_echoed_and_echo_comes_back(
+        openai_server: WireServer, tmp_path: Path) -> None:
     """An echoed ^C under rich's live region shifts it a line: its erase then leaves a
-    duplicated line behind. Echo is off while an answer streams, back on at the prompt."""
-    cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0.3\n")
-    child = spawn(tmp_path, "--config", str(cfg), "--no-save")
-    child.expect(PROMPT)
+    duplicated line behind. Echo is off while an answer streams, back on at the prompt. (The
+    answer is held after its first paragraph until the chat hangs up: the offline model's
+    ended a few seconds after the word this test waited for, then echo was back on.)"""
+    openai_server.push(held(STORY_FIRST, "A token bucket refills at a steady rate."))
+    child = _wire_chat(tmp_path, openai_server, "--no-save")
     child.sendline("please explain in detail how a token bucket rate limiter works")
-    child.expect("You asked about")
+    child.expect_exact(STORY_FIRST)
     assert child.getecho() is False
     child.sendintr()
     child.expect("interrupted: partial answer kept")
