@@ -7,9 +7,11 @@ import atexit
 import contextlib
 import re
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from rollchat.interrupts import start_worker
 from rollchat.ui.sanitize import harmless
 
 if TYPE_CHECKING:
@@ -36,7 +38,12 @@ def markdown(text: str) -> Markdown:
 
 class MarkdownStream:
     """Renders streamed markdown block by block: finished blocks are printed once, only the
-    block being written is redrawn, so long answers cost linear time and do not flicker."""
+    block being written is redrawn, so long answers cost linear time and do not flicker.
+
+    The live region is redrawn at most every ``_REFRESH_SECONDS``; text that came in between
+    is drawn by a catch-up thread once that time is up, so the last words before a pause (a
+    slow model, a tool call being written) are on the screen, not held until the next chunk.
+    """
 
     def __init__(self, console: Console, live: bool) -> None:
         self.console = console
@@ -50,23 +57,49 @@ class MarkdownStream:
         self.last_refresh = 0.0
         self.thought = ""  # the thinking streaming now (shown live, folded when it ends)
         self.thinking_since = 0.0
+        self._lock = threading.RLock()  # the screen: this stream's drawing, in either thread
+        self._stale = False  # the live region is behind what came in
+        self._closed = threading.Event()
         if self.live is not None:
             self.live.start()
+            start_worker(threading.Thread(target=self._catch_up, name="rollchat-redraw",
+                                          daemon=True))
+
+    def _catch_up(self) -> None:
+        while not self._closed.wait(_REFRESH_SECONDS):
+            with self._lock:
+                if self._stale and not self._closed.is_set():
+                    self._redraw()
+
+    def _redraw(self, force: bool = True) -> None:
+        """The live region as things are now: the thinking's last line while it streams,
+        else the block being written (unless drawn less than _REFRESH_SECONDS ago and not
+        ``force``: then the catch-up thread draws it)."""
+        if self.live is None:
+            return
+        now = time.monotonic()
+        if not force and now - self.last_refresh < _REFRESH_SECONDS:
+            self._stale = True
+            return
+        self.last_refresh, self._stale = now, False
+        if self.thought:
+            from rich.text import Text
+
+            tail = self.thought.rstrip().rsplit("\n", 1)[-1][-(self.console.width - 14):]
+            self.live.update(Text(f"thinking… {tail}", style="dim italic"), refresh=True)
+        else:
+            self.live.update(markdown(self.pending), refresh=True)
 
     def think(self, text: str) -> None:
         """The model's thinking: while it streams, its last line is shown dim under a
         "thinking" mark; when the answer starts it folds to one dim line (the transcript and
         ``thinking`` keep it whole)."""
-        if not self.thought:
-            self.flush()  # the text before it (a previous round's) stays above it
-            self.thinking_since = time.monotonic()
-        self.thought += harmless(text)
-        if self.live is not None and time.monotonic() - self.last_refresh >= _REFRESH_SECONDS:
-            from rich.text import Text
-
-            self.last_refresh = time.monotonic()
-            tail = self.thought.rstrip().rsplit("\n", 1)[-1][-(self.console.width - 14):]
-            self.live.update(Text(f"thinking… {tail}", style="dim italic"), refresh=True)
+        with self._lock:
+            if not self.thought:
+                self.flush()  # the text before it (a previous round's) stays above it
+                self.thinking_since = time.monotonic()
+            self.thought += harmless(text)
+            self._redraw(force=False)
 
     def _fold(self) -> None:
         if not self.thought:
@@ -81,18 +114,15 @@ class MarkdownStream:
                                 "shows them)", style="dim italic"))
 
     def feed(self, text: str) -> None:
-        self._fold()
-        if self.held_cr:
-            text, self.held_cr = "\r" + text, False
-        if text.endswith("\r"):
-            text, self.held_cr = text[:-1], True
-        self.pending += harmless(text)
-        self._flush_complete_blocks()
-        if self.live is not None:
-            now = time.monotonic()
-            if now - self.last_refresh >= _REFRESH_SECONDS:
-                self.last_refresh = now
-                self.live.update(markdown(self.pending), refresh=True)
+        with self._lock:
+            self._fold()
+            if self.held_cr:
+                text, self.held_cr = "\r" + text, False
+            if text.endswith("\r"):
+                text, self.held_cr = text[:-1], True
+            self.pending += harmless(text)
+            self._flush_complete_blocks()
+            self._redraw(force=False)
 
     def _flush_complete_blocks(self) -> None:
         cut = -1
@@ -117,21 +147,25 @@ class MarkdownStream:
 
     def flush(self) -> None:
         """Print what is pending now, even an unfinished block (before a tool call line)."""
-        self._fold()
-        if self.held_cr:
-            self.pending, self.held_cr = self.pending + "\n", False
-        if self.live is not None:
-            from rich.text import Text
+        with self._lock:
+            self._fold()
+            if self.held_cr:
+                self.pending, self.held_cr = self.pending + "\n", False
+            self._stale = False
+            if self.live is not None:
+                from rich.text import Text
 
-            self.live.update(Text(""), refresh=True)
-        if self.pending.strip():
-            self.console.print(markdown(self.pending))
-        self.pending, self.scanned, self.in_fence = "", 0, False
+                self.live.update(Text(""), refresh=True)
+            if self.pending.strip():
+                self.console.print(markdown(self.pending))
+            self.pending, self.scanned, self.in_fence = "", 0, False
 
     def close(self) -> None:
-        self.flush()
-        if self.live is not None:
-            self.live.stop()
+        with self._lock:
+            self._closed.set()
+            self.flush()
+            if self.live is not None:
+                self.live.stop()
 
 
 class QuietTerminal:
