@@ -162,3 +162,18 @@ def test_a_prompt_file_the_config_reads_is_checked_too(sessions: Sessions,
     prompt.unlink()  # the loader now refuses the config: so must the recalled answer
     done = compact(sessions, tmp_path, sessions.parent, "--json", config=config)
     assert done.returncode != 0 and "prompt.md" in done.stderr
+
+
+def test_a_fifo_in_place_of_the_record_is_passed_over_not_waited_on(
+        sessions: Sessions, tmp_path: Path) -> None:
+    """A hostile checkout may plant anything in the sessions directory: a FIFO where the
+    record goes would block an ordinary open for ever (the 60 s timeout would end the test)."""
+    import os
+
+    answer = recorded(sessions, tmp_path)
+    record = tmp_path / "sessions" / ".cache" / "compact" / "config-record"
+    record.unlink()
+    os.mkfifo(record)
+    after = compact(sessions, tmp_path, sessions.parent, "--json", importtime=True)
+    assert after.stdout == answer
+    assert "rollchat.config.load" in imported(after.stderr)  # the ordinary way

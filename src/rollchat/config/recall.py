@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 
 RECORD_VERSION = 1
 RECORD_MAX_BYTES = 256 * 1024  # a larger record is not read (it is not one of ours)
@@ -47,11 +48,13 @@ def file_states(paths: list[str]) -> dict[str, str]:
 def recall(record_path: str, options: dict[str, str]) -> dict[str, str] | None:
     """The values in the record at ``record_path`` when everything they were resolved from is
     as it was (the same fingerprint, every file in the same state); else None."""
-    try:
-        fd = os.open(record_path, os.O_RDONLY | NOFOLLOW)
+    try:  # (non-blocking: a FIFO planted there must not hang the command)
+        fd = os.open(record_path, os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
     with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
         raw = f.read(RECORD_MAX_BYTES + 1)
     try:
         record = json.loads(raw) if len(raw) <= RECORD_MAX_BYTES else None
