@@ -137,7 +137,8 @@ def _answer(sessions_dir: str, model: str, ref: str) -> str | None:
 
 def _read(path: str) -> bytes:
     """A regular file's bytes, its last component not followed (as the store reads it)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+                 | getattr(os, "O_NONBLOCK", 0))  # (a FIFO must not block: it is refused)
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             raise ValueError(f"{path} is not a regular file")
