@@ -177,3 +177,13 @@ def test_a_fifo_in_place_of_the_record_is_passed_over_not_waited_on(
     after = compact(sessions, tmp_path, sessions.parent, "--json", importtime=True)
     assert after.stdout == answer
     assert "rollchat.config.load" in imported(after.stderr)  # the ordinary way
+
+
+def test_a_fifo_in_place_of_a_session_file_is_refused_not_waited_on(
+        sessions: Sessions, tmp_path: Path) -> None:
+    import os
+
+    fifo = "assistant_20260101_000000_abcd"
+    os.mkfifo(sessions.root / f"{fifo}.md")
+    done = compact(sessions, tmp_path, fifo, "--json")  # (a blocked open: the 60 s timeout)
+    assert done.returncode == 2 and "not a regular file" in done.stderr
