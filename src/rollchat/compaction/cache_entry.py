@@ -7,9 +7,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 
-NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+from rollchat.config.recall import read_regular
+
 CACHE_DIR_PARTS = (".cache", "compact")  # inside the sessions directory (listing skips dot names)
 CACHE_VERSION = 1  # part of every key: a change of format makes old entries unreachable
 CACHE_ENTRY_MAX_BYTES = 1024 * 1024  # a larger entry is not read (it is not one of ours)
@@ -32,16 +32,8 @@ def file_key(data: bytes, counter: str) -> str:
 def read_result(directory: str, key: str) -> dict[str, object] | None:
     """The result of the entry for ``key`` in ``directory`` as it was written
     (``Compacted.as_json``), checked; None when there is no valid entry for ``key``."""
-    try:
-        fd = os.open(os.path.join(directory, f"{key}.json"),  # (a FIFO must not block)
-                     os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        raw = f.read(CACHE_ENTRY_MAX_BYTES + 1)
-    if len(raw) > CACHE_ENTRY_MAX_BYTES:
+    raw = read_regular(os.path.join(directory, f"{key}.json"), CACHE_ENTRY_MAX_BYTES)
+    if raw is None:
         return None
     try:
         return _checked(json.loads(raw.decode("utf-8")), key)

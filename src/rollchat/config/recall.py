@@ -45,19 +45,27 @@ def file_states(paths: list[str]) -> dict[str, str]:
     return {path: file_state(path) for path in paths}
 
 
-def recall(record_path: str, options: dict[str, str]) -> dict[str, str] | None:
-    """The values in the record at ``record_path`` when everything they were resolved from is
-    as it was (the same fingerprint, every file in the same state); else None."""
-    try:  # (non-blocking: a FIFO planted there must not hang the command)
-        fd = os.open(record_path, os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+def read_regular(path: str, limit: int) -> bytes | None:
+    """The bytes of the regular file at ``path`` (its last component not followed), None when
+    there is none, it is something else or it is over ``limit`` bytes. Opened without
+    blocking: a FIFO planted in a checkout's sessions directory must not hang a command."""
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        raw = f.read(RECORD_MAX_BYTES + 1)
+        raw = f.read(limit + 1)
+    return raw if len(raw) <= limit else None
+
+
+def recall(record_path: str, options: dict[str, str]) -> dict[str, str] | None:
+    """The values in the record at ``record_path`` when everything they were resolved from is
+    as it was (the same fingerprint, every file in the same state); else None."""
+    raw = read_regular(record_path, RECORD_MAX_BYTES)
     try:
-        record = json.loads(raw) if len(raw) <= RECORD_MAX_BYTES else None
+        record = json.loads(raw) if raw is not None else None
     except ValueError:
         return None
     if not isinstance(record, dict) or record.get("fingerprint") != fingerprint(options):
