@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import time
 
+import pytest
 from rich.console import Console
 
 from rollchat.ui.stream import MarkdownStream
@@ -21,32 +22,20 @@ def _shown_within(out: io.StringIO, text: str, seconds: float) -> bool:
     return text in out.getvalue()
 
 
-def test_words_that_came_right_after_a_redraw_are_drawn_before_the_next_chunk() -> None:
+@pytest.mark.parametrize("what", ["answer", "thinking"])
+def test_what_came_right_after_a_redraw_is_drawn_before_the_next_chunk(what: str) -> None:
     out = io.StringIO()
     stream = MarkdownStream(Console(file=out, force_terminal=True, width=80), live=True)
+    send = stream.feed if what == "answer" else stream.think
     try:
-        stream.feed("Alpha words ")
+        send("Alpha words ")
         assert _shown_within(out, "Alpha words", 5)
         stream.last_refresh = time.monotonic()  # as if it had just been drawn
-        stream.feed("then beta before a pause")  # (within 1/15 s of that draw)
+        send("then beta before a pause")  # (within 1/15 s of that draw)
         assert _shown_within(out, "beta before a pause", 10)  # no further chunk comes
     finally:
         stream.close()
-    assert out.getvalue().count("▸ thought") == 0
-
-
-def test_thinking_right_after_a_redraw_is_drawn_before_the_next_chunk() -> None:
-    out = io.StringIO()
-    stream = MarkdownStream(Console(file=out, force_terminal=True, width=80), live=True)
-    try:
-        stream.think("first thought ")
-        assert _shown_within(out, "first thought", 5)
-        stream.last_refresh = time.monotonic()
-        stream.think("and the second")
-        assert _shown_within(out, "and the second", 10)
-    finally:
-        stream.close()
-    assert "▸ thought for" in out.getvalue()  # folded at the end
+    assert ("▸ thought for" in out.getvalue()) == (what == "thinking")  # folded at the end
 
 
 def test_nothing_is_drawn_after_close() -> None:
