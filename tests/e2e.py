@@ -80,6 +80,17 @@ def run_piped(cwd: Path, text: str, *args: str, env: dict[str, str] | None = Non
                           env=env or clean_env(cwd / "home"))
 
 
+def exit_chat(child: pexpect.spawn) -> None:
+    """End a chat in a terminal as the user does: ``exit`` typed at the next prompt; the chat
+    ends (EOF) and exits 0. (A test still closes the child in its ``finally``, for a failure
+    before this.)"""
+    child.expect_exact(PROMPT)
+    child.sendline("exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
 def write_config(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path

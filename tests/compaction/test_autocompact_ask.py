@@ -13,7 +13,6 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import pexpect
 import pytest
 
 from rollchat.compaction.policy import GAUGE_LEVELS, PolicyState, gauge_level, plan
@@ -25,7 +24,7 @@ from rollchat.ui.repl import gauge, handle_line, toolbar_parts, toolbar_text
 from tests.compaction.test_autocompact import Built, FakeProvider, build_app, user_message
 from tests.compaction.test_policy import OVER
 from tests.config.test_config import load
-from tests.e2e import PROMPT, clean_env, spawn, write_config
+from tests.e2e import PROMPT, clean_env, exit_chat, spawn, write_config
 
 # ---------------------------------------------------------------- config
 
@@ -302,12 +301,9 @@ def test_pty_the_question_takes_one_line_and_an_answer(tmp_path: Path) -> None:
         assert answers == []
         levels = [gauge_level(percent, 100) for percent in asked]
         assert asked[0] >= 50 and levels[1] > levels[0]  # at the budget, then a level higher
-        child.expect(PROMPT)
-        child.sendline("exit")
-        child.expect(pexpect.EOF)
+        exit_chat(child)
     finally:
         child.close(force=True)
-    assert child.exitstatus == 0
 
 
 def test_the_toolbar_drawn_by_the_repl_is_coloured_with_its_hint(tmp_path: Path) -> None:

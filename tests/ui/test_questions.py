@@ -12,7 +12,7 @@ import pexpect
 
 from rollchat.storage.transcript import parse
 from rollchat.ui.ask import KEPT_NOTE, typed_text, wrapped
-from tests.e2e import PROMPT, run_piped, spawn, write_config
+from tests.e2e import PROMPT, exit_chat, run_piped, spawn, write_config
 
 AGENTS = """ui:
   offline_word_delay: 0
@@ -60,12 +60,9 @@ def test_pty_typing_ahead_of_a_question_is_neither_its_answer_nor_sent(tmp_path:
         child.expect_exact(f"{PROMPT} no wait, first the summary")
         child.send("\r")  # sent now, by the user
         child.expect(r"Tokens: \d+")
-        child.expect_exact(PROMPT)
-        child.sendline("exit")
-        child.expect(pexpect.EOF)
+        exit_chat(child)
     finally:
         child.close(force=True)
-    assert child.exitstatus == 0
     [mine] = [p for p in (tmp_path / "sessions").glob("*.md") if p.stem != reviewers]
     turns = parse(mine.read_text(encoding="utf-8")).turns
     assert [t.user for t in turns][1:] == ["no wait, first the summary"]  # whole, once, by Enter
@@ -80,12 +77,9 @@ def test_pty_a_question_needs_enter_and_enter_alone_is_its_default(tmp_path: Pat
         child.expect_exact("Type one of y, n, then Enter.")
         child.send("\r")  # Enter alone: the default, no
         child.expect_exact("Resume cancelled.")
-        child.expect_exact(PROMPT)
-        child.sendline("exit")
-        child.expect(pexpect.EOF)
+        exit_chat(child)
     finally:
         child.close(force=True)
-    assert child.exitstatus == 0
 
 
 def test_wrapped_at_words_only() -> None:
@@ -114,12 +108,9 @@ def test_pty_the_tool_approval_question_says_how_it_is_answered(tmp_path: Path) 
         assert child.expect([r"3 words", pexpect.TIMEOUT], timeout=1.5) == 1
         child.send("\r")
         child.expect_exact("3 words")
-        child.expect_exact(PROMPT)
-        child.sendline("exit")
-        child.expect(pexpect.EOF)
+        exit_chat(child)
     finally:
         child.close(force=True)
-    assert child.exitstatus == 0
 
 
 def test_pty_resuming_a_continued_session_offers_its_chains_newest(tmp_path: Path) -> None:
@@ -139,9 +130,6 @@ def test_pty_resuming_a_continued_session_offers_its_chains_newest(tmp_path: Pat
             _ANSI.sub("", child.before).split())
         child.send("\r")  # Enter alone: the default, the newest
         child.expect_exact(f"Found: {newest}")
-        child.expect_exact(PROMPT)
-        child.sendline("exit")
-        child.expect(pexpect.EOF)
+        exit_chat(child)
     finally:
         child.close(force=True)
-    assert child.exitstatus == 0
