@@ -6,6 +6,7 @@ The checks are run on small synthetic trees too, so each is seen to fail."""
 from __future__ import annotations
 
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
@@ -32,8 +33,12 @@ ONLY_IN = {
     "typer": {"rollchat.cli"},
     "click": {"rollchat.cli"},
 }
+# Guidelines, reported (a pytest warning listing each module and function over them with its
+# size), never a wall: code is not packed or split into mixins to stay under a number. Twice the
+# guideline is a wall: a module or function that large has lost its shape.
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
+HARD_FACTOR = 2
 
 
 def package_of(module: str) -> str:
@@ -74,10 +79,11 @@ def misplaced_libraries(modules: dict[str, shape.Module]) -> list[str]:
     return found
 
 
-def oversized(modules: dict[str, shape.Module]) -> list[str]:
-    found = [f"{m.name}: {m.lines} lines" for m in modules.values() if m.lines > MAX_MODULE_LINES]
+def oversized(modules: dict[str, shape.Module], factor: int = 1) -> list[str]:
+    found = [f"{m.name}: {m.lines} lines" for m in modules.values()
+             if m.lines > MAX_MODULE_LINES * factor]
     found += [f"{m.name}.{name}: {n} lines" for m in modules.values()
-              for name, n in m.functions if n > MAX_FUNCTION_LINES]
+              for name, n in m.functions if n > MAX_FUNCTION_LINES * factor]
     return found
 
 
@@ -108,7 +114,11 @@ def test_terminal_sdk_and_cli_libraries_only_where_they_belong(
 
 
 def test_modules_and_functions_stay_small(tree: dict[str, shape.Module]) -> None:
-    assert oversized(tree) == []
+    over = oversized(tree)
+    if over:
+        warnings.warn("over the size guideline (module 400, function 60 lines): "
+                      + "; ".join(over), stacklevel=1)
+    assert oversized(tree, HARD_FACTOR) == []
 
 
 def test_every_module_says_what_lives_there(tree: dict[str, shape.Module]) -> None:
@@ -165,4 +175,7 @@ def test_a_long_function_a_long_module_and_a_missing_docstring_are_found(
         "text/bare.py": "X = 1\n",
     })
     assert oversized(tree) == ["rollchat.text.long: 402 lines", "rollchat.text.long.f: 61 lines"]
+    assert oversized(tree, HARD_FACTOR) == []
+    with pytest.warns(UserWarning, match=r"rollchat\.text\.long: 402 lines"):
+        test_modules_and_functions_stay_small(tree)
     assert undocumented(tree) == ["rollchat.text.bare"]
