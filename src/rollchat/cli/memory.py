@@ -1,6 +1,7 @@
-"""``rollchat memory``: list the facts remembered across sessions (the default), ``forget ID``,
-``edit`` (the facts file in $EDITOR, checked on save), ``episodes`` and ``prune``. Its own
-Typer group (``build_memory_app``); each command imports what it needs when it runs."""
+"""``rollchat memory``: list this project's facts and the user's (the default), ``forget ID``,
+``edit`` (the facts file in $EDITOR, checked on save), ``episodes``, ``prune``, ``review`` (facts
+added outside rollchat, or not placed in a project yet) and ``import PATH``. Its own Typer group
+(``build_memory_app``); each command imports what it needs when it runs."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from rollchat.errors import RollchatError
 
 if TYPE_CHECKING:
     from rollchat.config.settings import Config
+    from rollchat.memory.keeper import Opened
     from rollchat.memory.store import MemoryStore
     from rollchat.ui.render import Renderer
 
@@ -35,22 +37,28 @@ def build_memory_app() -> typer.Typer:
     """The ``memory`` group: listing the facts is what it does without a subcommand."""
     group = typer.Typer(
         help="The facts and episodes remembered across sessions (list, forget, edit, episodes, "
-             "prune).", no_args_is_help=False, rich_markup_mode=None)
+             "prune, review, import).", no_args_is_help=False, rich_markup_mode=None)
     group.callback(invoke_without_command=True)(memory_list)
     group.command("forget")(memory_forget)
     group.command("episodes")(memory_episodes)
     group.command("prune")(memory_prune)
     group.command("edit")(memory_edit)
+    group.command("review")(memory_review)
+    group.command("import")(memory_import)
     return group
 
 
-def _store(cfg: Config) -> MemoryStore:
-    from rollchat.memory.keeper import open_store
+def _opened(cfg: Config) -> Opened:
+    from rollchat.memory.keeper import opened
 
     try:
-        return open_store(cfg)
+        return opened(cfg)
     except RollchatError as exc:
         fail(str(exc))
+
+
+def _store(cfg: Config) -> MemoryStore:
+    return _opened(cfg).store
 
 
 def _warn(problems: list[str]) -> None:
@@ -71,30 +79,35 @@ def memory_list(
     config: ConfigOpt = None,
     agent: AgentOpt = None,
 ) -> None:
-    """List the facts remembered (both stores, forgotten ones left out)."""
+    """List this project's facts and the user's (forgotten ones left out), each with where it
+    applies."""
     # the group's options count for its subcommand too: rollchat memory --agent X forget 3
     ctx.obj = given(ctx).override(config=config, sessions_dir=sessions_dir, agent=agent)
     if ctx.invoked_subcommand is not None:
         return
-    from rollchat.memory.location import memory_location
+    from rollchat.ui.memory_view import waiting_line
 
-    cfg = command_config(ctx)
-    store = _store(cfg)
+    found = _opened(command_config(ctx))
+    store = found.store
     try:
-        facts = store.facts()
+        facts = store.listed()
     except RollchatError as exc:
         fail(str(exc), 1)
+    notes = [*found.notes, *filter(None, [waiting_line(found.waiting)])]
     if as_json:
         from rollchat.ui.memory_view import secrets_warning
 
         warning = secrets_warning(facts)
-        _warn([*store.take_problems(), *([warning] if warning else [])])
-        _print_json({"facts": [f.as_json() for f in facts], "dir": str(store.dir)})
+        _warn([*store.take_problems(), *([warning] if warning else []), *notes])
+        _print_json({"facts": [f.as_json() for f in facts], "dir": str(store.dir),
+                     "project": str(found.where.project),
+                     "user_file": str(store.user_path) if store.user_path else None,
+                     "waiting": found.waiting})
         return
     from rollchat.ui.memory_view import draw_facts
     from rollchat.ui.render import output_renderer
 
-    draw_facts(output_renderer(), facts, store.take_problems(), memory_location(cfg).line())
+    draw_facts(output_renderer(), facts, store.take_problems(), found.where.line(), notes)
 
 
 def memory_forget(
@@ -194,17 +207,18 @@ def memory_prune(
 
 
 def _go_ahead(out: Renderer, *, dry_run: bool, yes: bool, listed: str, refusal: str,
-              question: str) -> bool:
-    """Whether a prune listed above goes ahead: not on --dry-run (``listed``: how many it
-    would change, said then), at once with --yes, else when the user says yes; without a
-    terminal to ask, it fails with ``refusal`` and how to go on."""
+              question: str | None) -> bool:
+    """Whether a change listed above goes ahead: not on --dry-run (``listed``: how many it
+    would change, said then), at once with --yes, else when the user says yes (``question``;
+    None: the caller asks item by item); without a terminal to ask, it fails with ``refusal``
+    and how to go on."""
     if dry_run:
         out.dim(f"{listed}; nothing changed (--dry-run).")
         return False
     if not yes:
         if not sys.stdin.isatty():
             fail(f"{refusal}: pass --yes to confirm, or --dry-run to only list them", 1)
-        if not typer.confirm(question):
+        if question is not None and not typer.confirm(question):
             out.info("Nothing changed.")
             return False
     return True
@@ -325,3 +339,109 @@ def _run_editor(path: Path, text: str) -> str:
         name = Path(temp).name  # of the file, a secret the user just deleted too
         for left in [*path.parent.glob(f"{name}*"), *path.parent.glob(f".{name}*")]:
             left.unlink(missing_ok=True)
+
+
+def memory_review(
+    ctx: typer.Context,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Keep them all without asking.")]
+    = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list them.")] = False,
+    sessions_dir: SessionsDirOpt = None,
+    config: ConfigOpt = None,
+    agent: AgentOpt = None,
+) -> None:
+    """Review the facts added outside rollchat (and those from before memory was kept per
+    project): keep each (it is then sent to the model; a waiting one is placed in this
+    project), forget it, or skip it."""
+    from rollchat.memory.migrate import claim, unplaced_store
+    from rollchat.ui.memory_view import FACT_INDENT, fact_row
+    from rollchat.ui.render import output_renderer
+
+    found = _opened(command_config(ctx, config, sessions_dir, agent=agent))
+    store, home = found.store, found.where.home
+    waiting = unplaced_store(home, store.agent_key)
+    try:
+        items = [(f, False) for f in store.pending()] + [(f, True) for f in waiting.listed()]
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    _warn([*store.take_problems(), *waiting.take_problems()])
+    out = output_renderer()
+    if not items:
+        out.info("Nothing to review: every fact was written by rollchat and is in its place.")
+        return
+    out.info("To review (not sent to the model until kept):")
+    for fact, unplaced in items:
+        why = "from before memory was kept per project" if unplaced else \
+            "added outside rollchat"
+        out.line(*fact_row(fact)[:3], (f"  ({why})", "dim"), hang=FACT_INDENT)
+    if not _go_ahead(out, dry_run=dry_run, yes=yes, listed=f"{len(items)} to review",
+                     refusal=f"{len(items)} facts to review", question=None):
+        return
+    kept = forgot = 0
+    for fact, unplaced in items:
+        answer = "k" if yes else _ask(f"Keep {fact.id} (k), forget it (f) or skip (s)? ")
+        try:
+            if answer == "k":
+                kept += claim(home, store, {fact.id}) if unplaced else \
+                    len(store.accept([fact.id]))
+            elif answer == "f":
+                (waiting if unplaced else store).forget(fact.id)
+                forgot += 1
+        except RollchatError as exc:
+            out.warn(str(exc))
+    out.info(f"Kept {kept}, forgot {forgot}, skipped {len(items) - kept - forgot}.")
+
+
+def memory_import(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="A memory directory (e.g. a "
+                                         "project's sessions/memory) or a facts file.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Add without asking.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show what it would add.")]
+    = False,
+    sessions_dir: SessionsDirOpt = None,
+    config: ConfigOpt = None,
+    agent: AgentOpt = None,
+) -> None:
+    """Add the facts and episodes of memory files rollchat does not read by itself (a
+    project's sessions/memory), after showing them: preferences go to yours (everywhere), the
+    rest to this project."""
+    from rollchat.memory import importing
+    from rollchat.memory.records import PERSONAL
+    from rollchat.ui.render import output_renderer
+    from rollchat.ui.sanitize import one_line
+
+    store = _store(command_config(ctx, config, sessions_dir, agent=agent))
+    try:
+        found = importing.plan(path, store)
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    _warn(found.damaged)
+    out = output_renderer()
+    skipped = [f"{found.known} already remembered"] if found.known else []
+    if found.secrets:
+        skipped.append(f"{found.secrets} that look like a secret (never added)")
+    if skipped:
+        out.dim(f"Left out: {'; '.join(skipped)}.")
+    if not found.facts and not found.episodes:
+        out.info(f"Nothing to add from {path}.")
+        return
+    out.info(f"From {path}, would add {len(found.facts)} facts and {len(found.episodes)} "
+             "episodes:")
+    for c in found.facts:
+        where = "everywhere" if c.category in PERSONAL and store.scope == "user" else \
+            "this project"
+        out.line(("  + ", "bold"), (one_line(c.text), ""), (f"  {c.category} · {where}", "dim"),
+                 hang=4)
+    for e in found.episodes:
+        out.line(("  + episode ", "dim"), (one_line(e.session_id), "cyan"))
+    if not _go_ahead(out, dry_run=dry_run, yes=yes, listed=f"{len(found.facts)} to add",
+                     refusal=f"{len(found.facts)} facts would be added",
+                     question=f"Add these {len(found.facts)} facts and "
+                              f"{len(found.episodes)} episodes?"):
+        return
+    try:
+        facts, episodes = importing.add(found, store)
+    except RollchatError as exc:
+        fail(str(exc), 1)
+    out.info(f"Added {facts} facts and {episodes} episodes.")

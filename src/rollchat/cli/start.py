@@ -138,6 +138,8 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
     session = build.session(cfg, name, model, equipment)
     if session.budget.warning:
         notices.append(session.budget.warning)
+    if session.memory is not None:  # memory found in the project, facts to review
+        notices.extend(session.memory.notes)
     if store_problem is not None:
         notices.append(f"{store_problem}: the chat goes on in memory; saving starts by itself "
                        "once the directory takes writes")

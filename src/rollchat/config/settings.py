@@ -176,14 +176,14 @@ class MemoryConfig:
     """Memory across sessions (src/rollchat/memory/): facts and episodes per agent."""
 
     enabled: bool = True
-    scope: str = "project"  # project | user: where preferences and background facts go
+    scope: str = "user"  # user | project: where preferences and background facts go
     idle_seconds: float = 300.0  # extract facts after this long without input (0: never)
     extract_timeout_seconds: float = 10.0  # at exit, fact extraction (then the offline rules)
     max_age_days: int | None = None  # facts unused this long are listed by `memory prune`
     max_share: float = 0.1  # the most of the context window remembered facts may take
     user_dir: Path | None = None  # the user-level facts; None: the user data directory
-    # the agents' facts and episodes; None: this project's sessions_dir/memory when it holds
-    # them (where they were kept before), else the user data directory (memory/location.py)
+    # this project's facts and episodes; None: the project's directory in the user data
+    # directory (memory/location.py)
     dir: Path | None = None
 
 

@@ -5,7 +5,9 @@ what other processes wrote meanwhile, and the sweep of the copies a killed edit 
 # ``rollchat memory edit``: the facts file in $EDITOR, checked on save, and merged by id with
 # what other processes wrote meanwhile (a fact they changed that you did not keeps their change;
 # a line you delete is forgotten, so it is not extracted again, unless it holds a secret: that
-# line goes). A fact that looks like a secret is refused on save. No terminal here: the caller
+# line goes). A line you change or add is signed as rollchat's (memory/signing.py): you wrote it;
+# one you leave alone keeps its signature, or its lack of one. A fact that looks like a secret
+# is refused on save. No terminal here: the caller
 # runs the editor and asks what to do about a file that does not check out.
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rollchat.memory.layers import local_now
-from rollchat.memory.records import Stored, check_facts_file, fact_line, parse_fact
+from rollchat.memory.records import Stored, check_facts_file, parse_fact
 from rollchat.memory.sensitive import secret_in
 from rollchat.memory.store import MemoryStore, MemoryStoreError
 
@@ -131,14 +133,14 @@ def save(store: MemoryStore, path: Path, scope: str, base: str, mine: str) -> Ou
         before, edited, current = (_records(base, scope), _records(mine, scope),
                                    _records(theirs_text, scope))
         lines: list[str] = []
-        for ident, (line, stored) in edited.items():
+        for ident, (_, stored) in edited.items():
             if ident in before and before[ident][1] == stored and ident in current:
                 lines.append(current[ident][0])  # untouched here: theirs, as it is now
             elif ident not in before and ident in current:
                 raise MemoryStoreError(f"fact id {ident} was added by another process while "
                                        "you edited; give yours another id")
-            else:
-                lines.append(line)
+            else:  # yours: written by rollchat on your word, so signed
+                lines.append(store.line(replace(stored, sig=None), scope))
         forgotten = removed = 0
         for ident in before:
             if ident not in edited and ident in current:
@@ -146,8 +148,11 @@ def save(store: MemoryStore, path: Path, scope: str, base: str, mine: str) -> Ou
                 if secret_in(old.fact.text) is not None:  # a tombstone would keep it
                     removed += 1
                     continue
-                lines.append(fact_line(old if old.forgotten else
-                                       replace(old, forgotten=local_now().replace(microsecond=0))))
+                if not store.signer.verify(old, scope):
+                    old = replace(old, fact=replace(old.fact, outside=True))
+                lines.append(store.line(old if old.forgotten else
+                                        replace(old, forgotten=local_now().replace(
+                                            microsecond=0)), scope))
                 forgotten += old.forgotten is None
         added = [line for ident, (line, _) in current.items()
                  if ident not in before and ident not in edited]

@@ -31,6 +31,8 @@ from rollchat.errors import RollchatError
 from rollchat.events import Event, FactRemembered, Notice
 from rollchat.interrupts import join, start_worker
 from rollchat.memory.extract import ExtractionError, extract, latest_messages, own_facts
+from rollchat.memory.location import Location
+from rollchat.memory.records import Episode
 from rollchat.memory.rules import FoundFact, extract_rules
 from rollchat.memory.store import MemoryStore, SecretRefused
 from rollchat.providers.base import Provider
@@ -101,8 +103,10 @@ class Memory:
     def __init__(self, store: MemoryStore, provider: Provider, *, model: str,
                  timeout: float = MAX_EXTRACT_SECONDS,
                  exit_seconds: float = EXIT_EXTRACT_SECONDS, typed: bool = True,
-                 yes: bool = False) -> None:
+                 yes: bool = False, notes: Sequence[str] = ()) -> None:
         self.store = store
+        self.notes = tuple(notes)  # what the user is told at the start (see opened())
+        self.last_episode: Episode | None = None  # the episode the latest summary kept
         self.own_input = typed or yes  # what the chat is sent is the user speaking
         self.provider = provider
         self.model = model
@@ -280,8 +284,8 @@ class Memory:
         events: list[Event] = []
         if summary is not None and session_id is not None:
             try:
-                self.store.add_episode(session_id, episode_text(summary), title=title,
-                                       span=span(turns))
+                self.last_episode = self.store.add_episode(
+                    session_id, episode_text(summary), title=title, span=span(turns))
             except RollchatError as e:
                 events.append(Notice("warning", f"memory: the episode was not kept: {e}"))
         yield from events
@@ -339,6 +343,17 @@ class Memory:
             events += self._extract(job.turns, job.session_id, True)
         return [*events, *self._extract(turns, session_id, True)]
 
+    def undone(self, session_id: str | None) -> Flow:
+        """A compaction of ``session_id`` was undone: the episode its summary left goes (the
+        summary itself was removed from the session's file)."""
+        episode, self.last_episode = self.last_episode, None
+        if episode is None or episode.session_id != session_id:
+            return
+        try:
+            self.store.drop_episode(episode)
+        except RollchatError as e:
+            yield Notice("warning", f"memory: the undone compaction's episode was kept: {e}")
+
     # ------------------------------------------------------------ the tool
     def search_tool(self) -> Tool:
         """``memory_search`` (read-only), for a session (or its child) starting now: offered
@@ -353,25 +368,61 @@ class Memory:
         return memory_tool(self.store, companion=not holds)
 
 
-def open_store(cfg: Config) -> MemoryStore:
-    """The memory store of the configured agent (MemoryStoreError on a bad setting), the
-    copies a killed edit or rewrite left beside its files removed first (see edit.sweep)."""
-    from rollchat.memory.edit import sweep
-    from rollchat.memory.location import memory_location
-    from rollchat.memory.store import default_user_dir
+@dataclass(frozen=True)
+class Opened:
+    """The memory of this project as a start finds it: the store, where it is, and the lines
+    the user is told (the upgrade, memory found in the project, facts to review)."""
 
-    memory = cfg.memory
-    store = MemoryStore(cfg.session.dir, cfg.agent.key,
-                        user_dir=memory.user_dir or default_user_dir(), scope=memory.scope,
-                        directory=memory_location(cfg).dir)
-    sweep([store.dir, *([store.user_path.parent] if store.user_path is not None else [])])
-    return store
+    store: MemoryStore
+    where: Location
+    notes: tuple[str, ...]
+    waiting: int  # facts of the old shared store not placed in a project yet
+
+
+def opened(cfg: Config) -> Opened:
+    """This project's memory store of the configured agent (MemoryStoreError on a bad
+    setting): the user data directory upgraded first when it holds the old shared store (see
+    memory/migrate.py), the facts of this project's sessions placed here, the copies a killed
+    edit or rewrite left beside its files removed (see edit.sweep)."""
+    from rollchat.memory.edit import sweep
+    from rollchat.memory.location import found_in_project, memory_location
+    from rollchat.memory.migrate import place, unplaced_store, upgrade
+
+    where = memory_location(cfg)
+    store = MemoryStore(cfg.session.dir, cfg.agent.key, user_dir=where.user_dir,
+                        scope=cfg.memory.scope, directory=where.dir, home=where.home,
+                        label=str(where.project))
+    sweep([store.dir, where.user_dir, where.home / "unplaced"])
+    notes = [line for line in [upgrade(where.home, where.user_dir).line()] if line]
+    place(where.home, store, cfg.session.dir)
+    for folder in found_in_project(cfg, where):
+        notes.append(f"memory: {folder} holds memory files, not read: memory is never read "
+                     f"from a project ('rollchat memory import {folder}' shows what it holds "
+                     "and adds it if you say so)")
+    try:
+        pending = len(store.pending())
+        waiting = len(unplaced_store(where.home, cfg.agent.key).listed())
+    except RollchatError:
+        pending = waiting = 0
+    if pending:
+        notes.append(f"memory: {plural(pending, 'fact')} {'was' if pending == 1 else 'were'} "
+                     "added outside rollchat and {} not sent to the model until you review "
+                     "{}: 'rollchat memory review'".format(*(("is", "it") if pending == 1
+                                                           else ("are", "them"))))
+    return Opened(store, where, tuple(notes), waiting)
+
+
+def open_store(cfg: Config) -> MemoryStore:
+    """This project's memory store (see ``opened``)."""
+    return opened(cfg).store
 
 
 def open_memory(cfg: Config, provider: Provider, model: str, *, typed: bool = True,
                 yes: bool = False) -> Memory:
     """The chat's Memory: the store, and the summarizer's provider for extraction (``typed``,
-    ``yes``: see Memory)."""
-    return Memory(open_store(cfg), provider, model=model,
+    ``yes``: see Memory); its ``notes`` are told at the start."""
+    found = opened(cfg)
+    return Memory(found.store, provider, model=model,
                   timeout=cfg.summary.timeout_seconds,
-                  exit_seconds=cfg.memory.extract_timeout_seconds, typed=typed, yes=yes)
+                  exit_seconds=cfg.memory.extract_timeout_seconds, typed=typed, yes=yes,
+                  notes=found.notes)

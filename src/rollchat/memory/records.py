@@ -17,13 +17,15 @@ PERSONAL = frozenset({"preference", "background"})  # hold everywhere: may go to
 SCOPES = ("project", "user")
 MAX_TEXT = 500  # characters in one fact
 FACT_KEYS = ("id", "text", "category", "confidence", "source_session", "source_turn",
-             "created", "last_used", "forgotten")
+             "created", "last_used", "forgotten", "sig")
 _ID_IN_TEXT = re.compile(r'"id"\s*:\s*(\d{1,12})')
 
 
 @dataclass(frozen=True)
 class Fact:
-    """One thing worth knowing in later sessions. ``scope``: the file it lives in."""
+    """One thing worth knowing in later sessions. ``scope``: the file it lives in;
+    ``outside``: its line was not written by rollchat (see memory/signing.py): listed, never
+    offered to the model until the user reviews it."""
 
     id: int
     text: str
@@ -34,6 +36,7 @@ class Fact:
     created: datetime
     last_used: datetime | None
     scope: str = "project"
+    outside: bool = False
 
     @property
     def source(self) -> str:
@@ -49,7 +52,8 @@ class Fact:
                 "confidence": self.confidence, "scope": self.scope,
                 "source": {"session": self.source_session, "turn": self.source_turn},
                 "created": self.created.isoformat(),
-                "last_used": self.last_used.isoformat() if self.last_used else None}
+                "last_used": self.last_used.isoformat() if self.last_used else None,
+                "outside": self.outside}
 
 
 @dataclass(frozen=True)
@@ -69,10 +73,12 @@ class Episode:
 
 @dataclass(frozen=True)
 class Stored:
-    """A fact record as its file holds it: the fact, and when it was forgotten (or None)."""
+    """A fact record as its file holds it: the fact, when it was forgotten (or None), and the
+    signature of rollchat's write (None: the line has none)."""
 
     fact: Fact
     forgotten: datetime | None
+    sig: str | None = None
 
 
 class RecordError(ValueError):
@@ -145,15 +151,27 @@ def parse_fact(line: str, scope: str) -> Stored:
         raise RecordError('"source_session" must be a string or null')
     if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int)):
         raise RecordError('"source_turn" must be an integer or null')
+    sig = data.get("sig")
+    if sig is not None and not isinstance(sig, str):
+        raise RecordError('"sig" must be a string')
     created = _time(data.get("created"), "created")
     assert created is not None
     fact = Fact(ident, text, data["category"], float(data.get("confidence", 1.0)), session,
                 turn, created, _time(data.get("last_used"), "last_used", True), scope)
-    return Stored(fact, _time(data.get("forgotten"), "forgotten", True))
+    return Stored(fact, _time(data.get("forgotten"), "forgotten", True), sig)
 
 
 def fact_line(stored: Stored) -> str:
-    """The line a fact record is written as (no newline)."""
+    """The line a fact record is written as (no newline), its signature last."""
+    data = record_data(stored)
+    if stored.sig is not None:
+        data["sig"] = stored.sig
+    return json.dumps(data, ensure_ascii=False)
+
+
+def record_data(stored: Stored) -> dict[str, Any]:
+    """A fact record's fields as its line holds them, the signature left out (what the
+    signature covers)."""
     fact = stored.fact
     data: dict[str, Any] = {
         "id": fact.id, "text": fact.text, "category": fact.category,
@@ -162,7 +180,7 @@ def fact_line(stored: Stored) -> str:
         "last_used": fact.last_used.isoformat() if fact.last_used else None}
     if stored.forgotten is not None:
         data["forgotten"] = stored.forgotten.isoformat()
-    return json.dumps(data, ensure_ascii=False)
+    return data
 
 
 def id_in_damaged(line: str) -> int | None:

@@ -1,13 +1,17 @@
-"""MemoryStore: the facts and episodes of one agent, as JSON Lines files in the sessions directory
-(``memory/<agent>.facts.jsonl``, ``.episodes.jsonl``) so they travel with the project, and the
-facts about the person in a user-level file when ``memory.scope`` is ``user``."""
+"""MemoryStore: the facts and episodes of one agent in one project (``<agent>.facts.jsonl``,
+``.episodes.jsonl`` in the project's directory, see memory/location.py), and the facts about
+the person in the user's file (``user.facts.jsonl``), which hold everywhere."""
 
 # Every change holds the file's lock (``<file>.lock``, flock through filelock): a new fact or
 # episode is appended as one line; forgetting and marking facts used rewrite the file through a
 # temporary file and an atomic rename, keeping every other line as it was, damaged ones too. So
 # two processes writing at once lose nothing, and a damaged line is reported, skipped and kept.
-# Project fact ids count from 1, user-level ones from 100001, so ids never collide and never
-# change; a forgotten fact keeps its id and its line (a tombstone) and is never added again.
+# Ids come from one counter in the memory's home (``ids``, under its own lock, taken after a facts
+# file's lock), shared by every project and the user's file, so an id names one fact wherever it
+# is listed and never changes; a forgotten fact keeps its id and its line (a tombstone) and is
+# never added again. Every line rollchat writes is signed (memory/signing.py); a line that is
+# not is a fact added outside rollchat: listed (``listed``, ``pending``), never offered to the
+# model (``facts``, ``relevant``, ``search``) until ``accept`` signs it.
 
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ from rollchat.memory.records import (
     parse_fact,
 )
 from rollchat.memory.sensitive import secret_in
+from rollchat.memory.signing import Signer
 from rollchat.storage.listing import slug
 from rollchat.storage.session_file import NOFOLLOW, atomic_write, write_all
 
@@ -45,7 +50,7 @@ __all__ = ["Episode", "Fact", "MemoryStore", "MemoryStoreError", "SecretRefused"
 
 MEMORY_DIR = "memory"
 USER_FILE = "user.facts.jsonl"
-USER_ID_BASE = 100_000
+IDS_FILE = "ids"
 LOCK_WAIT = 10.0  # seconds a write waits for another process's write
 
 
@@ -78,10 +83,14 @@ class _File:
 class MemoryStore:
     """Facts and episodes of one agent (see the top of this module). ``user_dir``: where the
     user-level facts file is (None: no user-level store); ``scope``: where new preferences and
-    background facts go ("project", or "user": the user-level file)."""
+    background facts go ("project", or "user": the user-level file); ``directory``: the
+    project's (default: ``<sessions_dir>/memory``); ``home``: where the signing key and the id
+    counter are (default: ``user_dir``, else ``directory``); ``label``: written to a
+    ``project`` file in ``directory`` when it is made, so a person knows whose it is."""
 
     def __init__(self, sessions_dir: Path, agent_key: str, *, user_dir: Path | None = None,
-                 scope: str = "project", directory: Path | None = None) -> None:
+                 scope: str = "project", directory: Path | None = None,
+                 home: Path | None = None, label: str | None = None) -> None:
         if scope not in SCOPES:
             raise MemoryStoreError(f"memory scope must be project or user, not {scope!r}")
         if scope == "user" and user_dir is None:
@@ -92,6 +101,10 @@ class MemoryStore:
         self.episodes_path = self.dir / f"{name}.episodes.jsonl"
         self.user_path = user_dir / USER_FILE if user_dir is not None else None
         self.scope = scope
+        self.agent_key = agent_key
+        self.label = label
+        self.home = home or user_dir or self.dir
+        self.signer = Signer(self.home)
         self.problems: list[str] = []  # damaged lines met by the latest read
         self._told: set[str] = set()
 
@@ -141,6 +154,8 @@ class MemoryStore:
                 self._note(path, index + 1, f"id {stored.fact.id} is used by an earlier line")
                 continue
             read.taken.add(stored.fact.id)
+            if not self.signer.verify(stored, scope):
+                stored = replace(stored, fact=replace(stored.fact, outside=True))
             read.records[index] = stored
         return read
 
@@ -159,18 +174,28 @@ class MemoryStore:
                       key=lambda s: s.fact.id)
 
     def facts(self) -> list[Fact]:
-        """The live facts of both stores, by id (forgotten ones left out)."""
+        """The live facts of both stores that rollchat wrote, by id: what the model may be
+        given (forgotten ones and those added outside rollchat left out)."""
+        return [s.fact for s in self._stored() if s.forgotten is None and not s.fact.outside]
+
+    def listed(self) -> list[Fact]:
+        """Every live fact of both stores, by id, those added outside rollchat too (marked)."""
         return [s.fact for s in self._stored() if s.forgotten is None]
+
+    def pending(self) -> list[Fact]:
+        """The live facts added outside rollchat, waiting for the user's review."""
+        return [f for f in self.listed() if f.outside]
 
     def forgotten(self) -> list[Fact]:
         return [s.fact for s in self._stored() if s.forgotten is not None]
 
     def known(self) -> set[str]:
-        """The normalized texts of every fact, forgotten ones too (see ``add``)."""
-        return {normalized(s.fact.text) for s in self._stored()}
+        """The normalized texts of every fact rollchat wrote, forgotten ones too (see
+        ``add``)."""
+        return {normalized(s.fact.text) for s in self._stored() if not s.fact.outside}
 
     def get(self, fact_id: int) -> Fact | None:
-        return next((f for f in self.facts() if f.id == fact_id), None)
+        return next((f for f in self.listed() if f.id == fact_id), None)
 
     # ------------------------------------------------------------ writing
     @contextmanager
@@ -180,12 +205,19 @@ class MemoryStore:
 
         try:
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._labelled(path.parent)
             with FileLock(f"{path}.lock", timeout=LOCK_WAIT, mode=0o600):
                 yield
         except Timeout:
             raise MemoryStoreError(f"{path} is locked by another process") from None
         except OSError as e:
             raise MemoryStoreError(f"cannot write {path}: {_why(e, path)}") from None
+
+    def _labelled(self, folder: Path) -> None:
+        """The ``project`` file of this project's directory, when it has none yet."""
+        if self.label is None or folder != self.dir or (folder / "project").exists():
+            return
+        self._write(folder / "project", f"{self.label}\n".encode())
 
     def _append(self, path: Path, line: str) -> None:
         """Append one line (holding the lock), after a newline if a damaged last line has
@@ -201,10 +233,18 @@ class MemoryStore:
         finally:
             os.close(fd)
 
+    def line(self, stored: Stored, scope: str) -> str:
+        """The line rollchat writes for ``stored`` in a store of kind ``scope``: signed, unless
+        the record was added outside rollchat (a change to it, e.g. forgetting it, does not
+        make it rollchat's: only ``accept`` does)."""
+        if stored.fact.outside:
+            return fact_line(stored)
+        return fact_line(self.signer.signed(stored, scope))
+
     def _rewrite(self, read: _File, changed: dict[int, Stored]) -> None:
         """Write ``read``'s file with the records at ``changed`` line indexes replaced and
         every other line (damaged ones too) as it was: temporary file, fsync, rename."""
-        lines = [fact_line(changed[i]).encode("utf-8") if i in changed else raw
+        lines = [self.line(changed[i], read.scope).encode("utf-8") if i in changed else raw
                  for i, raw in enumerate(read.lines)]
         self._write(read.path, b"".join(line + b"\n" for line in lines))
 
@@ -242,27 +282,37 @@ class MemoryStore:
         key = normalized(text)
         with self.locked(path):
             files = self._read_all()
-            if any(normalized(s.fact.text) == key for f in files for s in f.records.values()):
+            if any(normalized(s.fact.text) == key and not s.fact.outside
+                   for f in files for s in f.records.values()):
                 return None
-            own = next(f for f in files if f.path == path)
-            base = USER_ID_BASE if scope == "user" else 0
-            ident = max((i for i in own.taken if i > base), default=base) + 1
-            if scope == "project" and ident >= USER_ID_BASE:
-                raise MemoryStoreError(f"{path} holds {USER_ID_BASE - 1} facts, the most it "
-                                       "can: prune or forget some")
+            ident = self.new_id(max((i for f in files for i in f.taken), default=0))
             fact = Fact(ident, text, category, float(confidence), source_session, source_turn,
                         local_now().replace(microsecond=0), None, scope)
-            self._append(path, fact_line(Stored(fact, None)))
+            self._append(path, self.line(Stored(fact, None), scope))
         return fact
+
+    def new_id(self, above: int = 0) -> int:
+        """The next id of the counter every store of this home shares (higher than ``above``,
+        the highest the caller's files hold); the caller holds its facts file's lock."""
+        counter = self.home / IDS_FILE
+        with self.locked(counter):
+            try:
+                last = int(counter.read_text(encoding="ascii").strip() or 0)
+            except FileNotFoundError:
+                last = 0
+            except (OSError, ValueError):  # damaged: the files' ids still keep it unique
+                last = 0
+            ident = max(last, above) + 1
+            self._write(counter, f"{ident}\n".encode("ascii"))
+        return ident
 
     def _change(self, ids: Iterable[int],
                 change: Callable[[Stored], Stored | None]) -> list[Stored]:
         """Apply ``change`` to the records with these ids (None: leave it), file by file,
         each under its lock; the records as changed."""
-        wanted = set(ids)
+        mine = set(ids)
         done: list[Stored] = []
         for path, scope in self._paths():
-            mine = {i for i in wanted if (i > USER_ID_BASE) == (scope == "user")}
             if not mine or not path.exists():
                 continue
             with self.locked(path):
@@ -290,18 +340,31 @@ class MemoryStore:
             return replace(stored, forgotten=when) if stored.forgotten is None else None
 
         changed = self._change([fact_id], tombstone)
+        found = [s for s in found if s.fact.id == fact_id]
         if not found:
             raise MemoryStoreError(f"there is no fact {fact_id} (`memory` lists them)")
         if not changed:
             raise MemoryStoreError(f"fact {fact_id} is already forgotten")
         return changed[0].fact
 
+    def accept(self, ids: Iterable[int]) -> list[Fact]:
+        """Make these facts added outside rollchat its own (the user reviewed them): their
+        lines signed, so the model may be given them. The facts accepted."""
+        self.problems = []
+
+        def sign(stored: Stored) -> Stored | None:
+            if not stored.fact.outside or stored.forgotten is not None:
+                return None
+            return replace(stored, fact=replace(stored.fact, outside=False))
+
+        return [replace(s.fact, outside=False) for s in self._change(ids, sign)]
+
     def mark_used(self, ids: Iterable[int]) -> None:
         """Record that these facts were given to the model now (see ``stale``)."""
         when = local_now().replace(microsecond=0)
 
         def used(stored: Stored) -> Stored | None:
-            if stored.forgotten is not None:
+            if stored.forgotten is not None or stored.fact.outside:
                 return None
             return replace(stored, fact=replace(stored.fact, last_used=when))
 
@@ -379,6 +442,23 @@ class MemoryStore:
         with self.locked(self.episodes_path):
             self._append(self.episodes_path, episode_line(episode))
         return episode
+
+    def drop_episode(self, episode: Episode) -> bool:
+        """Remove the newest line holding ``episode`` (a compaction undone); every other line
+        kept as it was. False when it is not there (any more)."""
+        with self.locked(self.episodes_path):
+            lines = self._read_lines(self.episodes_path)
+            for index in range(len(lines) - 1, -1, -1):
+                try:
+                    if parse_episode(lines[index].decode("utf-8")) == episode:
+                        break
+                except (RecordError, UnicodeDecodeError):
+                    continue
+            else:
+                return False
+            del lines[index]
+            self._write(self.episodes_path, b"".join(line + b"\n" for line in lines))
+        return True
 
 
 def _why(error: OSError, path: Path) -> str:

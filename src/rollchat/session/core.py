@@ -291,6 +291,8 @@ class Session(CompactorFigures, ModelSwitch):
         assert point is not None
         self.compactor.reset(point.guards)
         self.undo_point = None
+        if self.memory is not None:  # the episode its summary left goes with it
+            yield from self.memory.undone(self.state.session_id)
         yield Notice("info", f"Undone: back in {self.state.session_id or 'the session'} as it "
                              "was before 'compact' (its summary removed; the new session was "
                              "never saved).")

@@ -20,16 +20,23 @@ Row = tuple[tuple[str, str], ...]
 FACT_INDENT = 6  # where a fact's text starts, and its continuation lines in a terminal
 
 
+def applies(fact: Fact) -> str:
+    """Where a fact applies, for people."""
+    return "everywhere" if fact.scope == "user" else "this project"
+
+
 def fact_row(fact: Fact) -> Row:
-    scope = " · user-level" if fact.scope == "user" else ""
+    outside = ("  added outside rollchat: not sent to the model until reviewed", "yellow") \
+        if fact.outside else ("", "")
     return ((f"{fact.id:>4}  ", "bold"), (one_line(fact.text), ""),
-            (f"  {fact.category}{scope} · {one_line(fact.source)} · "
-             f"{fact.created:%Y-%m-%d}", "dim"))
+            (f"  {fact.category} · {applies(fact)} · {one_line(fact.source)} · "
+             f"{fact.created:%Y-%m-%d}", "dim"), outside)
 
 
 def draw_facts(out: Renderer, facts: Sequence[Fact], problems: Sequence[str],
-               where: str | None = None) -> None:
-    """The facts, one a line; ``where``: the line saying where the memory lives."""
+               where: str | None = None, notes: Sequence[str] = ()) -> None:
+    """The facts, one a line; ``where``: the line saying where the memory lives; ``notes``:
+    what else the user should know (memory found in the project, facts to review)."""
     if not facts:
         out.info("No facts remembered yet (remember TEXT adds one).")
     for fact in facts:
@@ -43,6 +50,18 @@ def draw_facts(out: Renderer, facts: Sequence[Fact], problems: Sequence[str],
         out.warn(warning)
     for problem in problems:
         out.warn(problem)
+    for note in notes:
+        out.warn(note)
+
+
+def waiting_line(count: int) -> str | None:
+    """The line about facts of the old shared store not placed in a project yet."""
+    if not count:
+        return None
+    verb, whose = ("waits", "its") if count == 1 else ("wait", "their")
+    return (f"memory: {plural(count, 'fact')} from before memory was kept per project {verb} "
+            f"to be placed in {whose} project (not sent to the model): 'rollchat memory "
+            "review' places them here")
 
 
 def secrets_warning(facts: Sequence[Fact]) -> str | None:
@@ -82,6 +101,6 @@ def show_facts(app: ChatApp) -> None:
         raise UsageError("memory is off (memory.enabled is false, or --no-save)")
     from rollchat.memory.location import memory_location
 
-    facts = memory.store.facts()
+    facts = memory.store.listed()
     draw_facts(app.out, facts, memory.store.take_problems(),
                memory_location(app.session.config).line())
