@@ -34,7 +34,12 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def store(root: Path) -> MemoryStore:
-    return MemoryStore(root / "sessions", "assistant", user_dir=root / "user")
+    """The project's store as rollchat run in ``root`` opens it (memory/keeper.opened)."""
+    from rollchat.memory.location import memory_home, project_key
+
+    home = memory_home()
+    return MemoryStore(root / "sessions", "assistant", user_dir=root / "user",
+                       directory=home / "projects" / project_key(root.resolve()), home=home)
 
 
 def run(*args: str, input: str | None = None) -> tuple[int, str, str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rollchat.memory.records import check_facts_file
-from rollchat.memory.store import USER_ID_BASE, MemoryStore, MemoryStoreError
+from rollchat.memory.store import MemoryStore, MemoryStoreError
 
 
 def store(tmp_path: Path, **kw: object) -> MemoryStore:
@@ -103,8 +103,8 @@ def test_user_scope_keeps_personal_facts_in_the_user_store(tmp_path: Path) -> No
     s = store(tmp_path, user_dir=user_dir, scope="user")
     pref = s.add("prefers short answers", "preference")
     proj = s.add("the API runs on port 8443", "project")
-    assert pref is not None and pref.scope == "user" and pref.id == USER_ID_BASE + 1
-    assert proj is not None and proj.scope == "project" and proj.id == 1
+    assert pref is not None and pref.scope == "user" and pref.id == 1
+    assert proj is not None and proj.scope == "project" and proj.id == 2  # one counter
     assert (user_dir / "user.facts.jsonl").exists()
     # another project (another sessions dir) sees the person's facts, not the project's
     other = MemoryStore(tmp_path / "elsewhere", "Assistant", user_dir=user_dir)

@@ -10,8 +10,9 @@ directory's memory (once), and the placing of the facts it could not place (at e
 #   those whose session is one of this project's (its file is in the sessions directory), so a
 #   decision comes back in the project it was made in, and nowhere else; ``rollchat memory``
 #   says how many still wait, and ``rollchat memory review`` places them here or forgets them;
-# - every fact gets a new id from the one counter (ids were per file before, and collided),
-#   lines rollchat wrote are signed; damaged lines are kept as they were;
+# - every fact keeps its id unless an earlier one took it (ids were per file before): then it
+#   gets a new one from the one counter; lines rollchat wrote are signed; damaged lines are
+#   kept as they were;
 # - the old files are moved to ``migrated/``, never read again, so nothing is lost.
 
 from __future__ import annotations
@@ -21,7 +22,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rollchat.memory.records import PERSONAL, RecordError, Stored, id_in_damaged, parse_fact
+from rollchat.memory.records import (
+    PERSONAL,
+    RecordError,
+    Stored,
+    fact_line,
+    id_in_damaged,
+    parse_fact,
+)
 from rollchat.memory.store import IDS_FILE, USER_FILE, MemoryStore
 
 FORMAT_FILE = "format"
@@ -43,7 +51,7 @@ class Upgrade:
         return (f"memory: now kept per project: {self.to_user} facts that hold everywhere "
                 f"kept as yours, {self.unplaced} others wait to be placed in their project "
                 "(each moves there at its next start; 'rollchat memory review' places them "
-                "here); fact ids were renumbered")
+                "here)")
 
 
 def unplaced_store(home: Path, agent_key: str) -> MemoryStore:
@@ -54,6 +62,10 @@ def unplaced_store(home: Path, agent_key: str) -> MemoryStore:
 def upgrade(home: Path, user_dir: Path) -> Upgrade:
     """The upgrade of ``home`` (see the top of this module), when it has not run yet."""
     if (home / FORMAT_FILE).exists():
+        return Upgrade()
+    if not home.exists() or not any(p.name.endswith(".jsonl") for p in home.iterdir()):
+        home.mkdir(parents=True, exist_ok=True, mode=0o700)  # nothing of before: new
+        MemoryStore(home, "user", home=home).write_text(home / FORMAT_FILE, FORMAT + "\n")
         return Upgrade()
     keeper = MemoryStore(home, "user", user_dir=user_dir, home=home)
     with keeper.locked(home / "upgrade"):
@@ -86,18 +98,26 @@ def _upgrade(home: Path, user_dir: Path, keeper: MemoryStore) -> Upgrade:
             personal = source == user_path or stored.fact.category in PERSONAL
             records.append((stored, user_path if personal else
                             home / UNPLACED_DIR / f"{agent}.facts.jsonl"))
-    records.sort(key=lambda item: (item[0].fact.created, item[0].fact.id))
     try:  # (a counter already there, e.g. the mark was lost: new ids above it)
-        ident = max(highest, int((home / IDS_FILE).read_text(encoding="ascii").strip() or 0))
+        ident = int((home / IDS_FILE).read_text(encoding="ascii").strip() or 0)
     except (OSError, ValueError):
-        ident = highest
+        ident = 0
+    ident = max([ident, highest, *(s.fact.id for s, _ in records)])
+    taken: set[int] = set()
     out: dict[Path, list[bytes]] = {path: list(lines) for path, lines in kept_raw.items()}
     counts = {"user": 0, "unplaced": 0}
     for stored, target in records:
-        ident += 1
+        number = stored.fact.id
+        if number in taken:  # (ids were per file: the first keeps it, the others a new one)
+            ident += 1
+            number = ident
+        taken.add(number)
         scope = "user" if target == user_path else "project"
-        moved = replace(stored, fact=replace(stored.fact, id=ident, scope=scope), sig=None)
-        out.setdefault(target, []).append(keeper.line(moved, scope).encode("utf-8"))
+        moved = stored if stored.sig is not None and keeper.signer.verify(stored, scope) else \
+            replace(stored, sig=None)
+        moved = replace(moved, fact=replace(stored.fact, id=number, scope=scope))
+        out.setdefault(target, []).append((fact_line(moved) if moved.sig else
+                                           keeper.line(moved, scope)).encode("utf-8"))
         if stored.forgotten is None:
             counts["user" if scope == "user" else "unplaced"] += 1
     for path, lines in out.items():
