@@ -56,9 +56,10 @@ def test_list_plain_and_json(project: Path) -> None:
     s.forget(3)
     code, out, _ = run("memory")
     assert code == 0
-    assert "1  prefers tabs over spaces  preference · session assistant_20260101_120000_abcd " \
-           "turn 2" in out
-    assert "2  the API listens on 8443  project · added by hand" in out and "gone" not in out
+    assert "1  prefers tabs over spaces  preference · this project · session " \
+           "assistant_20260101_120000_abcd turn 2" in out
+    assert "2  the API listens on 8443  project · this project · added by hand" in out
+    assert "gone" not in out
     code, out, _ = run("memory", "--json")
     assert code == 0
     facts = json.loads(out)["facts"]
@@ -118,6 +119,7 @@ def _age(root: Path, fact_id: int, days: int) -> None:
             record["created"] = (datetime.now(timezone.utc) - timedelta(days=days)).isoformat()
         lines.append(json.dumps(record))
     path.write_text("\n".join(lines) + "\n")
+    store(root).accept([fact_id])  # (an edit by hand is not rollchat's until accepted)
 
 
 def test_prune_lists_then_removes_only_when_asked(project: Path) -> None:
@@ -204,7 +206,9 @@ def test_edit_keeps_what_another_process_wrote_meanwhile(project: Path,
     monkeypatch.setenv("EDITOR", _editor(project, (
         f"sys.path.insert(0, {str(Path(__file__).resolve().parents[2] / 'src')!r})\n"
         "from rollchat.memory.store import MemoryStore\n"
-        f"other = MemoryStore(pathlib.Path({str(project / 'sessions')!r}), 'assistant')\n"
+        f"other = MemoryStore(pathlib.Path({str(project / 'sessions')!r}), 'assistant', "
+        f"directory=pathlib.Path({str(store(project).dir)!r}), "
+        f"home=pathlib.Path({str(store(project).home)!r}))\n"
         "other.add('deploys on Fridays', 'decision')\n"
         "other.mark_used([2])\n"
         "path.write_text(path.read_text().replace('prefers tabs', 'prefers spaces'))\n")))
@@ -225,7 +229,7 @@ def test_edit_with_a_failing_editor_changes_nothing(project: Path,
     code, _, err = run("memory", "edit")
     assert code == 1 and "exited with status 3: nothing changed" in err
     assert [f.text for f in store(project).facts()] == ["prefers tabs"]
-    assert not [p for p in (project / "sessions" / "memory").iterdir()
+    assert not [p for p in store(project).dir.iterdir()
                 if "edit" in p.name]  # the temporary copy is gone
 
 
@@ -255,5 +259,5 @@ def test_memory_off_in_the_chat(project: Path) -> None:
                        "rollchat.yml", env=env)
     assert result.returncode == 0
     assert "memory is off" in result.stdout and "Remembered" not in result.stdout
-    assert not (project / "sessions" / "memory").exists()
+    assert not store(project).dir.exists()
     assert os.listdir(project / "sessions")  # the session itself was saved

@@ -62,7 +62,8 @@ class Chat:
 
 
 def make_chat(tmp_path: Path, provider: object | None = None, *,
-              timeout: float = 30.0, exit_seconds: float = 10.0) -> Chat:
+              timeout: float = 30.0, exit_seconds: float = 10.0,
+              facts: MemoryStore | None = None) -> Chat:
     sessions = tmp_path / "sessions"
     agent = AgentConfig(provider="offline", model="offline")
     config = Config(session=SessionConfig(dir=sessions),
@@ -70,7 +71,7 @@ def make_chat(tmp_path: Path, provider: object | None = None, *,
     provider = provider or OfflineProvider(word_delay=0)
     store = SessionStore(sessions)
     store.ensure()
-    memory = MemoryStore(sessions, agent.key, user_dir=tmp_path / "user")
+    memory = facts or MemoryStore(sessions, agent.key, user_dir=tmp_path / "user")
     engine = EngineSettings(provider, model="offline", system="You help.",  # type: ignore[arg-type]
                     max_output_tokens=500, temperature=None, retry=RetryPolicy(0, 0.0, 0.0))
     session = Session(config=config, agent=agent, engine_settings=engine, summary_provider=provider,  # type: ignore[arg-type]
