@@ -33,7 +33,8 @@ from rollchat.storage.store import SessionStore
 from rollchat.ui.app import ChatApp
 from rollchat.ui.render import Renderer
 from rollchat.ui.repl import handle_line
-from tests.e2e import PROMPT, spawn, user_memory, write_config
+from tests.e2e import PROMPT, spawn, write_config
+from tests.memory import project_memory
 
 
 @dataclass
@@ -250,7 +251,7 @@ def test_idle_extraction_in_a_terminal_never_blocks_input(tmp_path: Path) -> Non
     output = child.before or ""
     assert "Remembered" not in output
     store = MemoryStore(tmp_path / "sessions", "assistant", user_dir=tmp_path / "user",
-                        directory=user_memory(tmp_path / "home"))
+                        **project_memory(tmp_path / "home", tmp_path))
     assert [f.text for f in store.facts()] == ["prefers dark mode in every editor"]
 
 

@@ -195,3 +195,4 @@ def test_an_undone_compaction_leaves_no_episode(tmp_path: Path) -> None:
     line = episode_line(parse_episode('{"session_id": "kept", "summary": "s", '
                                       '"created": "2026-01-01T00:00:00+00:00"}'))
     assert line  # (the format the store keeps; its other episodes stay: see test_memory_store)
+

@@ -38,7 +38,7 @@ from rollchat.tools.approval import Gate
 from rollchat.tools.python import function_tool
 from rollchat.ui.app import ChatApp
 from rollchat.ui.render import Renderer
-from tests.e2e import user_memory
+from tests.memory import project_memory
 from tests.memory.test_memory_chat import Chat
 
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"
@@ -245,7 +245,7 @@ def test_an_instruction_in_an_imported_transcript_never_becomes_a_fact(
     assert "Restoring context" in shown and "evil.example" in shown  # the planted text is here
     shown += chat.type("what was my API base URL again?") + chat.exit()
     store = MemoryStore(cli / "sessions", "assistant", user_dir=cli / "user",
-                        directory=user_memory(cli / "home"))
+                        **project_memory(cli / "home", cli))
     assert planted_facts(store) == [] and planted_facts(chat.memory) == [], shown
 
 
@@ -257,7 +257,7 @@ def test_an_instruction_in_a_piped_document_never_becomes_a_fact(
     use_model(monkeypatch, model)
     output = run_cli(text=document + "compact\nexit\n")
     store = MemoryStore(cli / "sessions", "assistant", user_dir=cli / "user",
-                        directory=user_memory(cli / "home"))
+                        **project_memory(cli / "home", cli))
     assert planted_facts(store) == [] and store.facts() == [], output
     assert "Not remembered: a 'remember' line in piped input may come from a document" in output
     assert "Remembered" not in output
