@@ -19,6 +19,7 @@ from rollchat.memory.layers import PROFILE_HEADING, split_block
 from rollchat.memory.store import MemoryStore
 from rollchat.providers.base import ChatRequest, StreamEvent
 from rollchat.storage.transcript import parse
+from tests.e2e import user_memory
 from tests.memory import project_memory
 
 CONFIG = """\
@@ -92,6 +93,7 @@ def test_a_preference_from_session_1_reaches_session_5_and_a_fresh_session(
     assert len(chain) >= 5, output  # at least 4 automatic compactions, one chain
     assert chain[0].turns[0].user == "I prefer tabs over spaces"
     store = MemoryStore(tmp_path / "sessions", "assistant",
+                        user_dir=user_memory(tmp_path / "home"),
                         **project_memory(tmp_path / "home", tmp_path))
     [fact] = [f for f in store.facts() if "tabs over spaces" in f.text]
     assert fact.category == "preference" and fact.source_session == chain[0].header.session_id

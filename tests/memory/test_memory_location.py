@@ -53,9 +53,9 @@ def test_a_projects_old_sessions_memory_is_named_not_read(tmp_path: Path) -> Non
 
 def test_memory_dir_in_the_config_is_where_memory_lives(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "rollchat.yml", "memory:\n  dir: team-memory\n")
-    run_piped(tmp_path, "remember I prefer short answers\n", "--yes", "--config", str(cfg),
+    run_piped(tmp_path, "remember we decided on short answers\n", "--yes", "--config", str(cfg),
               env=_env(tmp_path))
     listed = run_piped(tmp_path, "", "memory", "--config", str(cfg), env=_env(tmp_path))
-    assert "I prefer short answers" in listed.stdout
+    assert "we decided on short answers" in listed.stdout
     assert f"lives in {tmp_path / 'team-memory'} (set by memory.dir" in listed.stdout
     assert list((tmp_path / "team-memory").glob("assistant.facts.jsonl"))

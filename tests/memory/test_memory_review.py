@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from rollchat.memory.store import MemoryStore
 from tests.memory.test_memory_chat import make_chat
 
 
@@ -180,13 +181,17 @@ def test_a_facts_file_made_a_symlink_is_named_as_one_and_never_followed(
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     target = tmp_path / "elsewhere.txt"
     target.write_text("root:x:0:0:root:/root:/bin/bash\n", encoding="utf-8")
-    memory_dir = tmp_path / "sessions" / "memory"
+    from rollchat.memory.location import memory_home, project_key
+
+    memory_dir = memory_home() / "projects" / project_key(tmp_path.resolve())
     memory_dir.mkdir(parents=True)
     (memory_dir / "assistant.facts.jsonl").symlink_to(target)
     code, _, err = run("memory")
     assert code == 1
     assert "assistant.facts.jsonl: it is a symbolic link, which memory never follows" in err
-    chat = make_chat(tmp_path)  # the chat goes on, and the target is never written
+    facts = MemoryStore(tmp_path / "sessions", "assistant", directory=memory_dir,
+                        home=memory_home())
+    chat = make_chat(tmp_path, facts=facts)  # the chat goes on, the target never written
     assert "symbolic link" in chat.type("remember prefers tabs over spaces")
     assert "Noted" in chat.type("I prefer tabs over spaces.")
     assert target.read_text(encoding="utf-8") == "root:x:0:0:root:/root:/bin/bash\n"

@@ -13,6 +13,7 @@ import pytest
 from rollchat.memory.extract import EXTRACT_SYSTEM
 from rollchat.memory.store import MemoryStore
 from tests.compaction.test_compact_resume_wire import S1, rollchat
+from tests.e2e import user_memory
 from tests.memory import project_memory
 from tests.wire_servers import WireServer, anthropic_server, openai_server, text
 
@@ -46,7 +47,8 @@ def test_extraction_is_a_separate_call_and_its_facts_are_shown(
     assert out.count("Remembered:") == 1  # the same fact again is not added again
     for chat in server.bodies:  # never part of the chat's history
         assert EXTRACT_SYSTEM not in json.dumps(chat) and "NEW facts" not in json.dumps(chat)
-    store = MemoryStore(tmp_path / "sessions", "assistant", user_dir=tmp_path / "u",
+    store = MemoryStore(tmp_path / "sessions", "assistant",
+                        user_dir=user_memory(tmp_path / "home"),
                         **project_memory(tmp_path / "home", tmp_path))
     assert [(f.text, f.source_turn) for f in store.facts()] == [
         ("prefers rabbitmq for job queues", 1)]
