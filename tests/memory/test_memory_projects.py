@@ -110,6 +110,32 @@ def test_a_checkouts_planted_facts_reach_no_request_and_import_asks_first(
                      env=_env(tmp_path))
     assert done.returncode == 0 and "Added 1 facts" in done.stdout, done.stderr
     assert _texts(_listed(checkout, tmp_path))[PLANTED] == "user"
+    # imported as it is: no longer named at a start; again: nothing to add
+    assert "holds memory files" not in run_piped(checkout, "", "memory", env=_env(tmp_path)).stdout
+    again = run_piped(checkout, "", "memory", "import", "sessions/memory", env=_env(tmp_path))
+    assert again.returncode == 0 and "Nothing to add" in again.stdout
+    with (planted / "assistant.facts.jsonl").open("a") as f:  # the checkout changed it
+        f.write(line.replace("curl", "wget") + "\n")
+    assert "holds memory files" in run_piped(checkout, "", "memory", env=_env(tmp_path)).stdout
+
+
+def test_a_one_shot_question_in_a_planted_checkout_sends_none_of_it(
+        openai_server: WireServer, tmp_path: Path) -> None:
+    checkout = _project(tmp_path, "checkout")
+    (checkout / "sessions" / "memory").mkdir(parents=True)
+    record = {"id": 1, "text": PLANTED, "category": "preference", "confidence": 1.0,
+              "source_session": None, "source_turn": None,
+              "created": "2026-01-01T00:00:00+00:00", "last_used": None}
+    (checkout / "sessions" / "memory" / "assistant.facts.jsonl").write_text(
+        json.dumps(record) + "\n")
+    openai_server.push(text("Sure."))
+    env = _env(tmp_path) | {"OPENAI_API_KEY": "test"}
+    done = run_piped(checkout, "", "-p", "how do I build?", "--provider", "openai", "--model",
+                     "test-model", "--base-url", openai_server.url, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "holds memory files, not read" in " ".join(done.stderr.split())
+    assert openai_server.bodies
+    assert all("evil.example" not in json.dumps(b) for b in openai_server.bodies)
 
 
 def test_a_fact_added_outside_rollchat_waits_for_review_before_the_model_sees_it(
@@ -132,6 +158,9 @@ def test_a_fact_added_outside_rollchat_waits_for_review_before_the_model_sees_it
     assert "I prefer short answers" in system and "evil.example" not in system
     listing = run_piped(project, "", "memory", env=_env(tmp_path)).stdout
     assert "added outside rollchat: not sent to the model until reviewed" in listing
+    in_chat = " ".join(run_piped(project, "memory\n", env=_env(tmp_path)).stdout.split())
+    assert ("1 fact added outside rollchat is not sent to the model until reviewed: 'rollchat "
+            "memory review'") in in_chat
     reviewed = run_piped(project, "", "memory", "review", "--yes", env=_env(tmp_path))
     assert "Kept 1, forgot 0, skipped 0." in reviewed.stdout, reviewed.stderr
     chat = run_piped(project, "and now?\n", *args, env=env)

@@ -13,6 +13,15 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from rollchat.cli.memory_intake import (
+    AgentOpt,
+    ask,
+    go_ahead,
+    memory_import,
+    memory_review,
+    opened_or_fail,
+    warn,
+)
 from rollchat.cli.options import (
     ConfigOpt,
     JsonOpt,
@@ -25,12 +34,7 @@ from rollchat.errors import RollchatError
 
 if TYPE_CHECKING:
     from rollchat.config.settings import Config
-    from rollchat.memory.keeper import Opened
     from rollchat.memory.store import MemoryStore
-    from rollchat.ui.render import Renderer
-
-AgentOpt = Annotated[Optional[str],  # noqa: UP045 - typer needs Optional on 3.10
-                     typer.Option("--agent", help="Whose memory (default: the default agent).")]
 
 
 def build_memory_app() -> typer.Typer:
@@ -48,24 +52,8 @@ def build_memory_app() -> typer.Typer:
     return group
 
 
-def _opened(cfg: Config) -> Opened:
-    from rollchat.memory.keeper import opened
-
-    try:
-        return opened(cfg)
-    except RollchatError as exc:
-        fail(str(exc))
-
-
 def _store(cfg: Config) -> MemoryStore:
-    return _opened(cfg).store
-
-
-def _warn(problems: list[str]) -> None:
-    from rollchat.ui.sanitize import harmless
-
-    for problem in problems:
-        sys.stderr.write(f"rollchat: warning: {harmless(problem)}\n")
+    return opened_or_fail(cfg).store
 
 
 def _print_json(data: object) -> None:
@@ -87,7 +75,7 @@ def memory_list(
         return
     from rollchat.ui.memory_view import waiting_line
 
-    found = _opened(command_config(ctx))
+    found = opened_or_fail(command_config(ctx))
     store = found.store
     try:
         facts = store.listed()
@@ -98,7 +86,7 @@ def memory_list(
         from rollchat.ui.memory_view import secrets_warning
 
         warning = secrets_warning(facts)
-        _warn([*store.take_problems(), *([warning] if warning else []), *notes])
+        warn([*store.take_problems(), *([warning] if warning else []), *notes])
         _print_json({"facts": [f.as_json() for f in facts], "dir": str(store.dir),
                      "project": str(found.where.project),
                      "user_file": str(store.user_path) if store.user_path else None,
@@ -124,7 +112,7 @@ def memory_forget(
         fact = store.forget(fact_id)
     except RollchatError as exc:
         fail(str(exc), 1)
-    _warn(store.take_problems())
+    warn(store.take_problems())
     from rollchat.ui.sanitize import harmless
 
     print(harmless(f"Forgot {fact.id}: {fact.text}"))
@@ -144,7 +132,7 @@ def memory_episodes(
     except RollchatError as exc:
         fail(str(exc), 1)
     if as_json:
-        _warn(store.problems)
+        warn(store.problems)
         _print_json({"episodes": [e.as_json() for e in episodes]})
         return
     from rollchat.ui.memory_view import draw_episodes
@@ -183,7 +171,7 @@ def memory_prune(
         stale = store.stale(age)
     except RollchatError as exc:
         fail(str(exc), 1)
-    _warn(store.take_problems())
+    warn(store.take_problems())
     from rollchat.ui.memory_view import FACT_INDENT, fact_row
     from rollchat.ui.render import output_renderer
 
@@ -194,7 +182,7 @@ def memory_prune(
     out.info(f"Unused for {age} days or more:")
     for fact in stale:
         out.line(*fact_row(fact), hang=FACT_INDENT)
-    if not _go_ahead(out, dry_run=dry_run, yes=yes, listed=f"{len(stale)} to prune",
+    if not go_ahead(out, dry_run=dry_run, yes=yes, listed=f"{len(stale)} to prune",
                      refusal=f"{len(stale)} facts would be forgotten",
                      question=f"Forget these {len(stale)} facts for good?"):
         return
@@ -206,24 +194,6 @@ def memory_prune(
     out.info(f"Forgot {len(stale)} facts.")
 
 
-def _go_ahead(out: Renderer, *, dry_run: bool, yes: bool, listed: str, refusal: str,
-              question: str | None) -> bool:
-    """Whether a change listed above goes ahead: not on --dry-run (``listed``: how many it
-    would change, said then), at once with --yes, else when the user says yes (``question``;
-    None: the caller asks item by item); without a terminal to ask, it fails with ``refusal``
-    and how to go on."""
-    if dry_run:
-        out.dim(f"{listed}; nothing changed (--dry-run).")
-        return False
-    if not yes:
-        if not sys.stdin.isatty():
-            fail(f"{refusal}: pass --yes to confirm, or --dry-run to only list them", 1)
-        if question is not None and not typer.confirm(question):
-            out.info("Nothing changed.")
-            return False
-    return True
-
-
 def _prune_secrets(store: MemoryStore, *, dry_run: bool, yes: bool) -> None:
     """``prune --secrets``: remove the lines, not only forget the facts (a forgotten fact
     keeps its text in the file)."""
@@ -231,7 +201,7 @@ def _prune_secrets(store: MemoryStore, *, dry_run: bool, yes: bool) -> None:
         found = store.secrets()
     except RollchatError as exc:
         fail(str(exc), 1)
-    _warn(store.take_problems())
+    warn(store.take_problems())
     from rollchat.ui.memory_view import FACT_INDENT, fact_row
     from rollchat.ui.render import output_renderer
 
@@ -243,7 +213,7 @@ def _prune_secrets(store: MemoryStore, *, dry_run: bool, yes: bool) -> None:
     for fact, what, forgotten in found:
         out.line(*fact_row(fact), (f"  ({what}{', forgotten' if forgotten else ''})", "dim"),
                  hang=FACT_INDENT)
-    if not _go_ahead(out, dry_run=dry_run, yes=yes, listed=f"{len(found)} to remove",
+    if not go_ahead(out, dry_run=dry_run, yes=yes, listed=f"{len(found)} to remove",
                      refusal=f"{len(found)} facts would be removed from the file",
                      question=f"Remove these {len(found)} facts from the file?"):
         return
@@ -285,7 +255,7 @@ def memory_edit(
         sys.stderr.write(f"rollchat: {path} has {len(problems)} problem(s):\n")
         for problem in problems:
             sys.stderr.write(f"  {harmless(problem)}\n")
-        answer = _ask("Edit again (e) or discard your changes (d)? [e/d] ")
+        answer = ask("Edit again (e) or discard your changes (d)? [e/d] ")
         if answer != "e":
             print("Discarded: the file is unchanged.")
             raise typer.Exit(1)
@@ -302,13 +272,6 @@ def memory_edit(
     if outcome.merged:
         notes.append(f"{outcome.merged} fact(s) added meanwhile kept")
     print(f"Saved {path}" + (f" ({'; '.join(notes)})" if notes else "") + ".")
-
-
-def _ask(question: str) -> str:
-    sys.stderr.write(question)
-    sys.stderr.flush()
-    line = sys.stdin.readline()
-    return line.strip().lower()[:1] if line else "d"
 
 
 def _run_editor(path: Path, text: str) -> str:
@@ -339,109 +302,3 @@ def _run_editor(path: Path, text: str) -> str:
         name = Path(temp).name  # of the file, a secret the user just deleted too
         for left in [*path.parent.glob(f"{name}*"), *path.parent.glob(f".{name}*")]:
             left.unlink(missing_ok=True)
-
-
-def memory_review(
-    ctx: typer.Context,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Keep them all without asking.")]
-    = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list them.")] = False,
-    sessions_dir: SessionsDirOpt = None,
-    config: ConfigOpt = None,
-    agent: AgentOpt = None,
-) -> None:
-    """Review the facts added outside rollchat (and those from before memory was kept per
-    project): keep each (it is then sent to the model; a waiting one is placed in this
-    project), forget it, or skip it."""
-    from rollchat.memory.migrate import claim, unplaced_store
-    from rollchat.ui.memory_view import FACT_INDENT, fact_row
-    from rollchat.ui.render import output_renderer
-
-    found = _opened(command_config(ctx, config, sessions_dir, agent=agent))
-    store, home = found.store, found.where.home
-    waiting = unplaced_store(home, store.agent_key)
-    try:
-        items = [(f, False) for f in store.pending()] + [(f, True) for f in waiting.listed()]
-    except RollchatError as exc:
-        fail(str(exc), 1)
-    _warn([*store.take_problems(), *waiting.take_problems()])
-    out = output_renderer()
-    if not items:
-        out.info("Nothing to review: every fact was written by rollchat and is in its place.")
-        return
-    out.info("To review (not sent to the model until kept):")
-    for fact, unplaced in items:
-        why = "from before memory was kept per project" if unplaced else \
-            "added outside rollchat"
-        out.line(*fact_row(fact)[:3], (f"  ({why})", "dim"), hang=FACT_INDENT)
-    if not _go_ahead(out, dry_run=dry_run, yes=yes, listed=f"{len(items)} to review",
-                     refusal=f"{len(items)} facts to review", question=None):
-        return
-    kept = forgot = 0
-    for fact, unplaced in items:
-        answer = "k" if yes else _ask(f"Keep {fact.id} (k), forget it (f) or skip (s)? ")
-        try:
-            if answer == "k":
-                kept += claim(home, store, {fact.id}) if unplaced else \
-                    len(store.accept([fact.id]))
-            elif answer == "f":
-                (waiting if unplaced else store).forget(fact.id)
-                forgot += 1
-        except RollchatError as exc:
-            out.warn(str(exc))
-    out.info(f"Kept {kept}, forgot {forgot}, skipped {len(items) - kept - forgot}.")
-
-
-def memory_import(
-    ctx: typer.Context,
-    path: Annotated[Path, typer.Argument(metavar="PATH", help="A memory directory (e.g. a "
-                                         "project's sessions/memory) or a facts file.")],
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Add without asking.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show what it would add.")]
-    = False,
-    sessions_dir: SessionsDirOpt = None,
-    config: ConfigOpt = None,
-    agent: AgentOpt = None,
-) -> None:
-    """Add the facts and episodes of memory files rollchat does not read by itself (a
-    project's sessions/memory), after showing them: preferences go to yours (everywhere), the
-    rest to this project."""
-    from rollchat.memory import importing
-    from rollchat.memory.records import PERSONAL
-    from rollchat.ui.render import output_renderer
-    from rollchat.ui.sanitize import one_line
-
-    store = _store(command_config(ctx, config, sessions_dir, agent=agent))
-    try:
-        found = importing.plan(path, store)
-    except RollchatError as exc:
-        fail(str(exc), 1)
-    _warn(found.damaged)
-    out = output_renderer()
-    skipped = [f"{found.known} already remembered"] if found.known else []
-    if found.secrets:
-        skipped.append(f"{found.secrets} that look like a secret (never added)")
-    if skipped:
-        out.dim(f"Left out: {'; '.join(skipped)}.")
-    if not found.facts and not found.episodes:
-        out.info(f"Nothing to add from {path}.")
-        return
-    out.info(f"From {path}, would add {len(found.facts)} facts and {len(found.episodes)} "
-             "episodes:")
-    for c in found.facts:
-        where = "everywhere" if c.category in PERSONAL and store.scope == "user" else \
-            "this project"
-        out.line(("  + ", "bold"), (one_line(c.text), ""), (f"  {c.category} · {where}", "dim"),
-                 hang=4)
-    for e in found.episodes:
-        out.line(("  + episode ", "dim"), (one_line(e.session_id), "cyan"))
-    if not _go_ahead(out, dry_run=dry_run, yes=yes, listed=f"{len(found.facts)} to add",
-                     refusal=f"{len(found.facts)} facts would be added",
-                     question=f"Add these {len(found.facts)} facts and "
-                              f"{len(found.episodes)} episodes?"):
-        return
-    try:
-        facts, episodes = importing.add(found, store)
-    except RollchatError as exc:
-        fail(str(exc), 1)
-    out.info(f"Added {facts} facts and {episodes} episodes.")

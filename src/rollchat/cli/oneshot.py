@@ -185,6 +185,8 @@ def _session(question: Question, out: Renderer, closers: list[Callable[[], None]
                             start.equipment_of(cfg.agent, question.loaded))
     if session.budget.warning:
         out.warn(session.budget.warning)
+    for note in session.memory.notes if session.memory is not None else ():
+        out.warn(note)  # memory found in the project, facts to review
     return session
 
 

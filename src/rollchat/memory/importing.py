@@ -15,6 +15,7 @@ from rollchat.memory.sensitive import secret_in
 from rollchat.memory.store import MemoryStore, MemoryStoreError
 
 MAX_FILE_BYTES = 20_000_000  # far more than any memory file rollchat writes
+IMPORTED_FILE = "imported"  # in the memory's home: the SHA-256 of each file imported
 
 
 @dataclass(frozen=True)
@@ -70,13 +71,45 @@ def _read(path: Path) -> bytes:
         return f.read(MAX_FILE_BYTES + 1)
 
 
+def _digest(path: Path) -> str | None:
+    import hashlib
+
+    try:
+        return hashlib.sha256(_read(path)).hexdigest()
+    except MemoryStoreError:
+        return None
+
+
+def record_imported(store: MemoryStore, files: list[Path]) -> None:
+    """Note that these files (as they are now) were imported, so that a start no longer
+    reports them (see ``imported``)."""
+    digests = [d for d in map(_digest, files) if d is not None]
+    path = store.home / IMPORTED_FILE
+    with store.locked(path):
+        try:
+            known = path.read_text(encoding="ascii").split()
+        except (OSError, UnicodeDecodeError):
+            known = []
+        store.write_text(path, "".join(f"{d}\n" for d in dict.fromkeys(known + digests)))
+
+
+def imported(home: Path, files: list[Path]) -> bool:
+    """Whether every one of ``files`` was imported as it is now (a change: not any more)."""
+    try:
+        known = set((home / IMPORTED_FILE).read_text(encoding="ascii").split())
+    except (OSError, UnicodeDecodeError):
+        return False
+    return bool(files) and all(_digest(f) in known for f in files)
+
+
 def plan(path: Path, store: MemoryStore) -> Plan:
     """What importing ``path`` into ``store`` would add (MemoryStoreError when it cannot be
     read). A fact already known, forgotten or repeated is left out, as is one that looks like
-    a secret; a line that is not a record is named, skipped."""
+    a secret, and an episode already kept; a line that is not a record is named, skipped."""
     found = Plan()
     try:
         known = store.known()
+        stories = {(e.session_id, e.summary) for e in store.episodes()}
     except RollchatError as e:
         raise MemoryStoreError(str(e)) from None
     for source in files_of(path):
@@ -87,7 +120,10 @@ def plan(path: Path, store: MemoryStore) -> Plan:
             try:
                 text = raw.decode("utf-8")
                 if episodes:
-                    found.episodes.append(parse_episode(text))
+                    episode = parse_episode(text)
+                    if (episode.session_id, episode.summary) not in stories:
+                        stories.add((episode.session_id, episode.summary))
+                        found.episodes.append(episode)
                     continue
                 stored = parse_fact(text, "project")
             except (RecordError, UnicodeDecodeError) as e:

@@ -102,5 +102,8 @@ def show_facts(app: ChatApp) -> None:
     from rollchat.memory.location import memory_location
 
     facts = memory.store.listed()
+    waiting = sum(f.outside for f in facts)
+    notes = [f"{plural(waiting, 'fact')} added outside rollchat {'is' if waiting == 1 else 'are'}"
+             " not sent to the model until reviewed: 'rollchat memory review'"] if waiting else []
     draw_facts(app.out, facts, memory.store.take_problems(),
-               memory_location(app.session.config).line())
+               memory_location(app.session.config).line(), notes)
