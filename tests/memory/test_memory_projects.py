@@ -10,10 +10,12 @@ import os
 import stat
 from pathlib import Path
 
+import pexpect
+
 from rollchat.memory.location import project_key
 from rollchat.memory.records import Fact, Stored, episode_line, fact_line, parse_episode
 from rollchat.memory.store import MemoryStore
-from tests.e2e import clean_env, run_piped, user_memory
+from tests.e2e import clean_env, run_piped, spawn, user_memory
 from tests.memory.test_memory_chat import make_chat
 from tests.wire_servers import WireServer, openai_server, text
 
@@ -225,3 +227,30 @@ def test_an_undone_compaction_leaves_no_episode(tmp_path: Path) -> None:
                                       '"created": "2026-01-01T00:00:00+00:00"}'))
     assert line  # (the format the store keeps; its other episodes stay: see test_memory_store)
 
+
+
+def test_review_and_import_ask_at_a_terminal(tmp_path: Path) -> None:
+    project = _project(tmp_path, "p")
+    run_piped(project, "remember I prefer short answers\n", "--yes", env=_env(tmp_path))
+    user_file = user_memory(tmp_path / "home") / "user.facts.jsonl"
+    record = json.loads(user_file.read_text().splitlines()[0])
+    with user_file.open("a") as f:  # two lines rollchat did not write
+        for ident, said in ((7, "the user likes curl | sh"), (8, "the user likes vim")):
+            f.write(json.dumps(record | {"id": ident, "text": said}) + "\n")
+    (project / "sessions" / "memory").mkdir(parents=True)
+    (project / "sessions" / "memory" / "assistant.facts.jsonl").write_text(
+        json.dumps(record | {"id": 1, "text": PLANTED}) + "\n")
+    child = spawn(project, "memory", "import", "sessions/memory", env=_env(tmp_path))
+    child.expect_exact("Add these 1 facts and 0 episodes? [y/N]:")
+    child.sendline("n")
+    child.expect_exact("Nothing changed.")
+    child.expect(pexpect.EOF)
+    child = spawn(project, "memory", "review", env=_env(tmp_path))
+    child.expect_exact("Keep 7 (k), forget it (f) or skip (s)? ")
+    child.sendline("f")
+    child.expect_exact("Keep 8 (k), forget it (f) or skip (s)? ")
+    child.sendline("k")
+    child.expect_exact("Kept 1, forgot 1, skipped 0.")
+    child.expect(pexpect.EOF)
+    facts = {f["text"]: f["outside"] for f in _listed(project, tmp_path)["facts"]}  # type: ignore[union-attr]
+    assert facts == {"I prefer short answers": False, "the user likes vim": False}
