@@ -106,11 +106,11 @@ def test_a_checkouts_planted_facts_reach_no_request_and_import_asks_first(
     # import shows what it adds and asks: refused with nobody to ask, done with --yes
     refused = run_piped(checkout, "", "memory", "import", "sessions/memory", env=_env(tmp_path))
     assert refused.returncode == 1 and PLANTED in refused.stdout
-    assert "1 facts would be added: pass --yes" in refused.stderr
+    assert "1 fact and 0 episodes would be added: pass --yes" in refused.stderr
     assert PLANTED not in _texts(_listed(checkout, tmp_path))
     done = run_piped(checkout, "", "memory", "import", "sessions/memory", "--yes",
                      env=_env(tmp_path))
-    assert done.returncode == 0 and "Added 1 facts" in done.stdout, done.stderr
+    assert done.returncode == 0 and "Added 1 fact and 0 episodes." in done.stdout, done.stderr
     assert _texts(_listed(checkout, tmp_path))[PLANTED] == "user"
     # imported as it is: no longer named at a start; again: nothing to add
     assert "holds memory files" not in run_piped(checkout, "", "memory", env=_env(tmp_path)).stdout
@@ -194,8 +194,9 @@ def test_the_old_shared_store_is_upgraded_without_loss(tmp_path: Path) -> None:
     (home / "format").unlink(missing_ok=True)
     (home / "ids").unlink(missing_ok=True)
     first = run_piped(a, "", "memory", env=_env(tmp_path))
-    assert "memory: now kept per project: 1 facts that hold everywhere kept as yours, 3 " \
-           "others wait to be placed" in " ".join(first.stderr.split() + first.stdout.split())
+    assert "memory: now kept per project: 1 fact about you kept as yours (they hold " \
+           "everywhere), 3 other facts waiting to be placed" in " ".join(
+               first.stderr.split() + first.stdout.split())
     assert _texts(_listed(a, tmp_path)) == {"we decided to use postgres": "project",
                                             "I prefer tabs over spaces": "user"}
     assert _texts(_listed(b, tmp_path)) == {"the API runs on 8443": "project",
@@ -241,7 +242,7 @@ def test_review_and_import_ask_at_a_terminal(tmp_path: Path) -> None:
     (project / "sessions" / "memory" / "assistant.facts.jsonl").write_text(
         json.dumps(record | {"id": 1, "text": PLANTED}) + "\n")
     child = spawn(project, "memory", "import", "sessions/memory", env=_env(tmp_path))
-    child.expect_exact("Add these 1 facts and 0 episodes? [y/N]:")
+    child.expect_exact("Add 1 fact and 0 episodes? [y/N]:")
     child.sendline("n")
     child.expect_exact("Nothing changed.")
     child.expect(pexpect.EOF)

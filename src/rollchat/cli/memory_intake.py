@@ -18,6 +18,7 @@ from rollchat.cli.options import (
     fail,
 )
 from rollchat.errors import RollchatError
+from rollchat.text.wording import plural
 
 if TYPE_CHECKING:
     from rollchat.config.settings import Config
@@ -103,7 +104,8 @@ def memory_review(
             "added outside rollchat"
         out.line(*fact_row(fact)[:3], (f"  ({why})", "dim"), hang=FACT_INDENT)
     if not go_ahead(out, dry_run=dry_run, yes=yes, listed=f"{len(items)} to review",
-                     refusal=f"{len(items)} facts to review", question=None):
+                     refusal=f"{plural(len(items), 'fact')} to review",
+                    question=None):
         return
     kept = forgot = 0
     for fact, unplaced in items:
@@ -159,8 +161,8 @@ def memory_import(
             except RollchatError as exc:
                 warn([str(exc)])
         return
-    out.info(f"From {path}, would add {len(found.facts)} facts and {len(found.episodes)} "
-             "episodes:")
+    what = f"{plural(len(found.facts), 'fact')} and {plural(len(found.episodes), 'episode')}"
+    out.info(f"From {path}, would add {what}:")
     for c in found.facts:
         where = "everywhere" if c.category in PERSONAL and store.scope == "user" else \
             "this project"
@@ -169,13 +171,11 @@ def memory_import(
     for e in found.episodes:
         out.line(("  + episode ", "dim"), (one_line(e.session_id), "cyan"))
     if not go_ahead(out, dry_run=dry_run, yes=yes, listed=f"{len(found.facts)} to add",
-                     refusal=f"{len(found.facts)} facts would be added",
-                     question=f"Add these {len(found.facts)} facts and "
-                              f"{len(found.episodes)} episodes?"):
+                     refusal=f"{what} would be added", question=f"Add {what}?"):
         return
     try:
         facts, episodes = importing.add(found, store)
         importing.record_imported(store, importing.files_of(path))
     except RollchatError as exc:
         fail(str(exc), 1)
-    out.info(f"Added {facts} facts and {episodes} episodes.")
+    out.info(f"Added {plural(facts, 'fact')} and {plural(episodes, 'episode')}.")

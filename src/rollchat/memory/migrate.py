@@ -31,6 +31,7 @@ from rollchat.memory.records import (
     parse_fact,
 )
 from rollchat.memory.store import IDS_FILE, USER_FILE, MemoryStore
+from rollchat.text.wording import plural
 
 FORMAT_FILE = "format"
 FORMAT = "2"
@@ -48,10 +49,10 @@ class Upgrade:
     def line(self) -> str | None:
         if not self.to_user and not self.unplaced:
             return None
-        return (f"memory: now kept per project: {self.to_user} facts that hold everywhere "
-                f"kept as yours, {self.unplaced} others wait to be placed in their project "
-                "(each moves there at its next start; 'rollchat memory review' places them "
-                "here)")
+        return (f"memory: now kept per project: {plural(self.to_user, 'fact')} about you "
+                f"kept as yours (they hold everywhere), {plural(self.unplaced, 'other fact')} "
+                "waiting to be placed in their project (each moves there at the next start "
+                "in it; 'rollchat memory review' places them here)")
 
 
 def unplaced_store(home: Path, agent_key: str) -> MemoryStore:
