@@ -191,6 +191,8 @@ def test_the_old_shared_store_is_upgraded_without_loss(tmp_path: Path) -> None:
         lines = [json.loads(x) for x in path.read_text().splitlines()]
         path.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "sig"}) + "\n"
                                 for r in lines))
+    with (home / "assistant.facts.jsonl").open("a") as f:
+        f.write('{"id": 77, "text": "half a line\n')  # a damaged line: kept as it was
     (home / "format").unlink(missing_ok=True)
     (home / "ids").unlink(missing_ok=True)
     first = run_piped(a, "", "memory", env=_env(tmp_path))
@@ -214,6 +216,8 @@ def test_the_old_shared_store_is_upgraded_without_loss(tmp_path: Path) -> None:
     episodes = run_piped(a, "", "memory", "episodes", "--json", env=_env(tmp_path))
     assert "postgres" in episodes.stdout
     assert (home / "migrated" / "assistant.facts.jsonl").exists()  # the old file, as it was
+    assert '{"id": 77, "text": "half a line' in (
+        home / "unplaced" / "assistant.facts.jsonl").read_text()
     assert all(os.access(p, os.R_OK) for p in (home / "migrated").iterdir())
 
 
