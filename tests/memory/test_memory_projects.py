@@ -78,6 +78,8 @@ def test_a_decision_stays_in_its_project_and_a_preference_goes_everywhere(
     for path in [folder / "assistant.facts.jsonl", home / "user.facts.jsonl",
                  home / "signing.key", home / "ids"]:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    for path in [folder, home / "projects", home]:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o700, path
     assert not (a / "sessions" / "memory").exists()
 
 

@@ -30,6 +30,7 @@ from rollchat.memory.records import (
     id_in_damaged,
     parse_fact,
 )
+from rollchat.memory.signing import private_dirs
 from rollchat.memory.store import IDS_FILE, USER_FILE, MemoryStore
 from rollchat.text.wording import plural
 
@@ -65,7 +66,7 @@ def upgrade(home: Path, user_dir: Path) -> Upgrade:
     if (home / FORMAT_FILE).exists():
         return Upgrade()
     if not home.exists() or not any(p.name.endswith(".jsonl") for p in home.iterdir()):
-        home.mkdir(parents=True, exist_ok=True, mode=0o700)  # nothing of before: new
+        private_dirs(home)  # nothing of before: new
         MemoryStore(home, "user", home=home).write_text(home / FORMAT_FILE, FORMAT + "\n")
         return Upgrade()
     keeper = MemoryStore(home, "user", user_dir=user_dir, home=home)
@@ -122,13 +123,13 @@ def _upgrade(home: Path, user_dir: Path, keeper: MemoryStore) -> Upgrade:
         if stored.forgotten is None:
             counts["user" if scope == "user" else "unplaced"] += 1
     for path, lines in out.items():
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dirs(path.parent)
         keeper.write_text(path, b"".join(line + b"\n" for line in lines).decode("utf-8"))
     keeper.write_text(home / IDS_FILE, f"{ident}\n")
     for old in shared + episodes:
         if old in episodes:  # episodes wait to be placed too, as they are
             target = home / UNPLACED_DIR / old.name
-            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            private_dirs(target.parent)
             _keep_copy(old, home)
             os.replace(old, target)
         else:
@@ -139,7 +140,7 @@ def _upgrade(home: Path, user_dir: Path, keeper: MemoryStore) -> Upgrade:
 def _keep_copy(path: Path, home: Path, move: bool = False) -> None:
     """The old file, as it was, in ``migrated/`` (never read again)."""
     folder = home / MIGRATED_DIR
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_dirs(folder)
     if move:
         os.replace(path, folder / path.name)
     else:

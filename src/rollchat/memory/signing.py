@@ -55,7 +55,7 @@ class Signer:
         return key
 
     def _make(self) -> bytes:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dirs(self.path.parent)
         key = secrets.token_bytes(KEY_BYTES)
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600)
@@ -92,6 +92,15 @@ class Signer:
         except OSError:
             return False
         return key is not None and hmac.compare_digest(stored.sig, _digest(key, stored, scope))
+
+
+def private_dirs(folder: Path) -> None:
+    """Make ``folder`` and every missing folder above it readable by the owner only (mkdir's
+    ``parents`` would give those above the default mode: other users could list the names of
+    the projects)."""
+    missing = [f for f in (folder, *folder.parents) if not f.exists()]
+    for level in reversed(missing):
+        level.mkdir(mode=0o700, exist_ok=True)
 
 
 def _digest(key: bytes, stored: Stored, scope: str) -> str:

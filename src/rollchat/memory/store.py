@@ -41,7 +41,7 @@ from rollchat.memory.records import (
     parse_fact,
 )
 from rollchat.memory.sensitive import secret_in
-from rollchat.memory.signing import Signer
+from rollchat.memory.signing import Signer, private_dirs
 from rollchat.storage.listing import slug
 from rollchat.storage.session_file import NOFOLLOW, atomic_write, write_all
 
@@ -204,7 +204,7 @@ class MemoryStore:
         from filelock import FileLock, Timeout
 
         try:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            private_dirs(path.parent)
             self._labelled(path.parent)
             with FileLock(f"{path}.lock", timeout=LOCK_WAIT, mode=0o600):
                 yield
