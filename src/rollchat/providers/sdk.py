@@ -21,6 +21,7 @@ from rollchat.providers.base import (
     AuthError,
     BadRequestError,
     ChatRequest,
+    ConflictError,
     ConnectionLostError,
     ContextTooLongError,
     Done,
@@ -374,6 +375,17 @@ def _connection_detail(exc: BaseException, secret: str | None) -> str:
 
 
 def _status_error(exc: Exception, status: int, secret: str | None) -> ProviderError:
+    """The error for an HTTP status; the server's ``x-should-retry: true|false`` decides
+    whether it is retried, as the SDKs do (but a prompt too long is never sent again as is)."""
+    error = _by_status(exc, status, secret)
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    should = str(headers.get("x-should-retry") or "").lower() if headers is not None else ""
+    if should in ("true", "false") and not isinstance(error, ContextTooLongError):
+        error.retryable = should == "true"
+    return error
+
+
+def _by_status(exc: Exception, status: int, secret: str | None) -> ProviderError:
     body = getattr(exc, "body", None)
     kind, code, message = _error_fields(body)
     response = getattr(exc, "response", None)
@@ -393,6 +405,8 @@ def _status_error(exc: Exception, status: int, secret: str | None) -> ProviderEr
         return OverloadedError(text, retry_after=wait)
     if status == 408:
         return ProviderTimeoutError(text)
+    if status == 409:
+        return ConflictError(text, retry_after=wait)
     if status >= 500:
         return ServerError(text, retry_after=wait)
     if 400 <= status < 500:
