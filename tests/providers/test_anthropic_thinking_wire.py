@@ -12,20 +12,25 @@ from pathlib import Path
 
 import pytest
 
-from rollchat.domain import Message, ProviderBlock, Thinking, ToolCall
+from rollchat.domain import Message, ProviderBlock, Thinking, ToolCall, parse_thinking
+from rollchat.engine.core import Engine, EngineSettings, ModelRefused
 from rollchat.engine.replay import turn_messages
 from rollchat.providers.anthropic import AnthropicProvider, request_params, thinking_params
 from rollchat.providers.base import (
     BadRequestError,
     ChatRequest,
     Done,
+    RetryPolicy,
     ThinkingDelta,
     ToolCallEvent,
 )
 from rollchat.storage.transcript import parse
 from tests.cli.test_oneshot_wire import model_calls, run
-from tests.wire_servers import AnthropicDialect, WireServer, text, tool
+from tests.drive import drain
+from tests.wire_servers import AnthropicDialect, WireServer, anthropic_server, text, tool
 from tests.wire_thinking import REDACTED, sign
+
+__all__ = ["anthropic_server"]  # the fixture, imported for pytest
 
 
 @pytest.fixture
@@ -117,3 +122,53 @@ def test_a_budget_above_max_tokens_raises_it_and_drops_the_temperature() -> None
     assert params["thinking"] == {"type": "enabled", "budget_tokens": 10000}
     assert params["max_tokens"] > 10000  # the API wants budget_tokens < max_tokens
     assert "extra_body" not in params  # temperature is refused with thinking
+
+
+def _engine(server: WireServer, model: str = "claude-opus-4-7") -> Engine:
+    provider = AnthropicProvider(model, api_key="k", base_url=server.url, timeout=5)
+    return Engine(EngineSettings(provider, model=model, system="sys", max_output_tokens=1000,
+                                 temperature=None, retry=RetryPolicy(max_retries=0),
+                                 sleep=lambda s: None))
+
+
+def test_a_refusal_is_shown_as_one_and_left_out_of_the_context(
+        anthropic_server: WireServer) -> None:
+    """stop_reason refusal: not a normal answer; the refused exchange is not sent again."""
+    anthropic_server.push(text("I can't help with", stop="refusal"), text("Sure."))
+    engine = _engine(anthropic_server)
+    answer = drain(engine.chat("something bad"))
+    assert answer.turn.status == "unanswered" and isinstance(answer.error, ModelRefused)
+    assert "refus" in (answer.turn.error or "")
+    assert answer.turn.assistant == "I can't help with"  # kept in the transcript
+    drain(engine.chat("something else"))
+    sent = anthropic_server.bodies[-1]["messages"]
+    assert [m["role"] for m in sent] == ["user"]  # the refused exchange is not sent back
+    assert "something bad" not in json.dumps(sent)
+
+
+def test_pause_turn_is_continued_with_the_content_so_far(thinker: WireServer) -> None:
+    """stop_reason pause_turn: the assistant content so far (its thinking too) is sent back as
+    it came and the model goes on; one answer, one text."""
+    thinker.push(text("First half, ", stop="pause_turn", thought="Long task."),
+                 text("second half."))
+    engine = _engine(thinker)
+    answer = drain(engine.chat("go"))
+    assert answer.turn.status == "ok" and answer.turn.assistant == "First half, second half."
+    again = thinker.bodies[1]["messages"]
+    assert again[-1]["role"] == "assistant"
+    assert [b["type"] for b in again[-1]["content"]] == ["thinking", "text"]
+    assert again[-1]["content"][1]["text"] == "First half, "
+    assert thinker.rejected == []
+
+
+def test_thinking_set_in_the_chat_goes_on_the_next_request(anthropic_server: WireServer) -> None:
+    engine = _engine(anthropic_server, "claude-sonnet-4-5")
+    drain(engine.chat("one"))
+    engine.think(parse_thinking("4096"))
+    drain(engine.chat("two"))
+    engine.think(parse_thinking("off"))
+    drain(engine.chat("three"))
+    assert [b.get("thinking") for b in anthropic_server.bodies] == [
+        None, {"type": "enabled", "budget_tokens": 4096}, {"type": "disabled"}]
+    with pytest.raises(ValueError, match="at least 1,024"):
+        parse_thinking("100")
