@@ -34,7 +34,6 @@ from rollchat.providers.base import (
     ServerDownError,
     ServerError,
     StreamEvent,
-    ToolCallEvent,
     UsageEvent,
 )
 from rollchat.providers.context_errors import (
@@ -87,8 +86,9 @@ class StreamParser(ABC):
     def usage(self) -> Usage | None:
         """Usage of the call, None when the server sent none."""
 
-    def held_calls(self) -> Iterator[ToolCallEvent]:
-        """Tool calls the format only completes at the end of the stream (none by default)."""
+    def held_calls(self) -> Iterator[StreamEvent]:
+        """Tool calls the format only completes at the end of the stream (none by default),
+        and provider blocks only complete then."""
         return iter(())
 
     def finish(self) -> Iterator[StreamEvent]:
