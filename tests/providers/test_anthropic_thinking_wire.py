@@ -172,3 +172,14 @@ def test_thinking_set_in_the_chat_goes_on_the_next_request(anthropic_server: Wir
         None, {"type": "enabled", "budget_tokens": 4096}, {"type": "disabled"}]
     with pytest.raises(ValueError, match="at least 1,024"):
         parse_thinking("100")
+
+
+def test_thinking_sent_back_is_counted_in_the_estimate() -> None:
+    from rollchat.models.tokens import TokenCounter
+
+    signed = json.dumps({"type": "thinking", "thinking": "a long thought " * 50,
+                         "signature": sign("a long thought " * 50)})
+    bare = Message("assistant", "ok", tool_calls=(ToolCall("c1", "search", {}),))
+    thought = replace(bare, extra=(ProviderBlock("anthropic", "thinking", signed),))
+    counter = TokenCounter("claude-sonnet-4-5")
+    assert counter.count_message(thought) >= counter.count_message(bare) + 100
