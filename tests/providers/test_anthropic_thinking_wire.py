@@ -183,3 +183,13 @@ def test_thinking_sent_back_is_counted_in_the_estimate() -> None:
     thought = replace(bare, extra=(ProviderBlock("anthropic", "thinking", signed),))
     counter = TokenCounter("claude-sonnet-4-5")
     assert counter.count_message(thought) >= counter.count_message(bare) + 100
+
+
+def test_a_refusal_in_a_one_shot_run_is_an_error_not_an_answer(anthropic_server: WireServer,
+                                                               tmp_path: Path) -> None:
+    anthropic_server.push(text("I can't", stop="refusal"))
+    done = run(anthropic_server, tmp_path, "-p", "something bad", "--output-format", "json")
+    result = json.loads(done.stdout)
+    assert done.returncode == 3 and result["stop_reason"] == "error"
+    assert result["error"].startswith("refused: the model declined to answer")
+    assert "refused: the model declined" in done.stderr
