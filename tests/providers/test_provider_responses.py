@@ -280,3 +280,18 @@ def test_the_wire_servers_events_are_the_sdks_types(answer: Any,
         kind, _, data = frame.partition("\ndata: ")
         event = adapter.validate_python(json.loads(data))
         assert kind == f"event: {event.type}"
+
+
+def test_thinking_settings_become_the_reasoning_parameter() -> None:
+    from rollchat.providers.openai_responses import request_params
+
+    def reasoning(thinking: Any, model: str = "gpt-5-mini") -> Any:
+        return request_params(request(thinking=thinking) if model == "gpt-5-mini" else
+                              ChatRequest(model, "", (Message("user", "hi"),),
+                                          thinking=thinking), images=True).get("reasoning")
+
+    assert reasoning(None) == {"summary": "auto"}
+    assert reasoning(20000) == {"summary": "auto", "effort": "high"}
+    assert reasoning(2048) == {"summary": "auto", "effort": "low"}
+    assert reasoning("off") is None  # no summary asked: nothing shown
+    assert reasoning("on", "gpt-4.1") is None  # not a reasoning model

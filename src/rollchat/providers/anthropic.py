@@ -36,7 +36,13 @@ from rollchat.providers.compacting import Compacted
 from rollchat.providers.content import all_sendable, b64, sendable
 from rollchat.providers.lanes import traced_http_client
 from rollchat.providers.names import ANTHROPIC, SDK_MODULES
-from rollchat.providers.sdk import PartialCall, SDKProvider, SDKStream, StreamParser
+from rollchat.providers.sdk import (
+    PartialCall,
+    SDKProvider,
+    SDKStream,
+    StreamParser,
+    effort_for,
+)
 
 _CACHE = {"type": "ephemeral"}
 # The thinking blocks of an answer, sent back complete and unmodified before its tool_use
@@ -171,8 +177,7 @@ def thinking_params(model: str, setting: ThinkingSetting, max_tokens: int) -> di
         return {"thinking": {"type": "adaptive"}}
     budget = DEFAULT_BUDGET if setting == "on" else int(setting)
     if adaptive:  # budgets are deprecated there (refused by the adaptive-only ones)
-        effort = "low" if budget < 4096 else "medium" if budget < 16384 else "high"
-        return {"thinking": {"type": "adaptive"}, "output_config": {"effort": effort}}
+        return {"thinking": {"type": "adaptive"}, "output_config": {"effort": effort_for(budget)}}
     out: dict[str, Any] = {"thinking": {"type": "enabled", "budget_tokens": budget}}
     if budget >= max_tokens:
         out["max_tokens"] = budget + max_tokens

@@ -41,6 +41,7 @@ from rollchat.providers.sdk import (
     PartialCall,
     SDKStream,
     StreamParser,
+    effort_for,
     map_sdk_error,
     scrub,
 )
@@ -140,8 +141,11 @@ def request_params(request: ChatRequest, *, images: bool, store: bool = False,
     if not store and is_reasoning_model(request.model):
         params["include"] = [ENCRYPTED_REASONING]
     if is_reasoning_model(request.model) and request.thinking != "off":
-        # the reasoning's summary, shown as thinking (the model's own reasoning never is)
-        params["reasoning"] = {**params.get("reasoning", {}), "summary": "auto"}
+        # the reasoning's summary, shown as thinking (the model's own reasoning never is);
+        # a thinking budget is given as the effort nearest it (this API takes no budget)
+        params["reasoning"] = {**params.get("reasoning", {}), "summary": "auto",
+                               **({"effort": effort_for(request.thinking)}
+                                  if isinstance(request.thinking, int) else {})}
     if request.temperature is not None:
         params["temperature"] = request.temperature
     if request.tools:

@@ -118,6 +118,12 @@ class PartialCall:
         return ToolCall(self.id, self.name, parse_arguments(raw) if raw else self.initial)
 
 
+def effort_for(budget: int) -> str:
+    """The effort nearest a thinking budget in tokens, for the APIs that take an effort
+    rather than a budget (Anthropic's adaptive thinking, OpenAI's reasoning)."""
+    return "low" if budget < 4096 else "medium" if budget < 16384 else "high"
+
+
 def parse_arguments(raw: str) -> dict[str, Any]:
     """Decode tool-call arguments; anything but a JSON object lands under RAW_ARGUMENTS_KEY."""
     if not raw.strip():
