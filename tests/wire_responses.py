@@ -8,7 +8,10 @@ where the real service is documented to refuse: a reasoning or compaction item w
 encrypted content this server never issued ("could not be verified", openai/codex#8145;
 ``issued.clear()`` plays a changed key), a reasoning item sent without it while ``store``
 is false ("Items are not persisted when `store` is set to false", vercel/ai#7543), a
-function_call_output without its call. Fixture: ``responses_server``.
+function_call_output without its call, a reasoning item sent back without the item that
+followed it, by its id ("Item 'rs_...' of type 'reasoning' was provided without its required
+following item", openai/openai-agents-python#1660). A reasoning summary only when
+``reasoning.summary`` asks for it. Fixture: ``responses_server``.
 """
 
 from __future__ import annotations
@@ -112,6 +115,8 @@ class ResponsesServer:
         self.compactions: list[Compaction] = []
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.issued: set[str] = set()
+        # reasoning item id -> the id of the output item that followed it (sent back after it)
+        self.followers: dict[str, str] = {}
         # False: the field is dropped, as a compatible server may (openrouter.ai's compaction
         # page: "drop the field and return a normal response without a compaction item")
         self.context_management = True
@@ -152,8 +157,15 @@ class ResponsesServer:
     def refusal(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
         """The real service's refusal of ``body``'s input, or None when it is well formed."""
         called: set[str] = set()
-        for item in body.get("input") or []:
+        items = body.get("input") or []
+        for index, item in enumerate(items):
             kind = item.get("type")
+            follower = self.followers.get(item.get("id", "")) if kind == "reasoning" else None
+            after = items[index + 1] if index + 1 < len(items) else {}
+            if follower is not None and after.get("id") != follower:
+                return 400, _error(f"Item '{item.get('id')}' of type 'reasoning' was provided "
+                                   "without its required following item.", None,
+                                   "invalid_request_error", "input")
             if kind in ("reasoning", "compaction"):
                 secret = item.get("encrypted_content")
                 if not secret and kind == "reasoning" and not body.get("store", True):
@@ -248,6 +260,7 @@ class _Events:
         self.frames: list[str] = []
         self.output: list[dict[str, Any]] = []
         self.rid = server.ids.next("resp")
+        self.reasoned: str | None = None  # a reasoning item not yet followed
 
     def emit(self, kind: str, **data: Any) -> None:
         payload = {"type": kind, "sequence_number": len(self.frames), **data}
@@ -256,6 +269,9 @@ class _Events:
     def item(self, added: dict[str, Any], done: dict[str, Any],
              between: list[tuple[str, dict[str, Any]]] | None = None) -> None:
         index = len(self.output)
+        if self.reasoned is not None and added.get("type") != "reasoning":
+            self.server.followers[self.reasoned] = added["id"]
+            self.reasoned = None
         self.emit("response.output_item.added", output_index=index, item=added)
         for kind, data in between or []:
             self.emit(kind, output_index=index, item_id=added["id"], **data)
@@ -266,6 +282,8 @@ class _Events:
         rid = self.server.ids.next("rs")
         item: dict[str, Any] = {"id": rid, "type": "reasoning", "summary": []}
         done = dict(item)
+        if not (self.body.get("reasoning") or {}).get("summary"):
+            summary = ""  # a summary only when the request asks for one (reasoning.summary)
         between = [("response.reasoning_summary_text.delta",
                     {"summary_index": 0, "delta": piece}) for piece in split_text(summary)]
         if summary:
@@ -275,6 +293,7 @@ class _Events:
             self.server.issued.add(secret)
             done["encrypted_content"] = secret
         self.item(item, done, between)
+        self.reasoned = rid  # the next output item follows it
 
     def compaction(self) -> None:
         """The compaction item (types/responses/response_compaction_item.py): added, a

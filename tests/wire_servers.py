@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from rollchat.memory.layers import split_block
+from tests.wire_thinking import thinking_frames, thinking_refusal, thinks
 
 ReplyKind = Literal[
     "text", "tool", "error", "garbage", "truncated", "drop", "stall", "stream_error"
@@ -51,6 +52,10 @@ class Reply:
     stall_seconds: float = 30.0
     after_chunks: int = 0  # stall / drop after this many stream chunks
     reasoning: str = ""  # OpenAI-compatible servers' ``reasoning_content`` deltas, before the text
+    # Anthropic: the thinking of a model that thinks (tests/wire_thinking.py), before the text
+    # (a default one when empty), and a redacted_thinking block after it
+    thought: str = ""
+    redacted: bool = False
 
 
 def text(text: str, **kw: Any) -> Reply:
@@ -199,7 +204,14 @@ class OpenAIDialect:
 
 
 class AnthropicDialect:
+    """The Messages API; ``thinks``: the model thinks by default (as current Claude models do:
+    adaptive thinking), so it answers with signed thinking first and the server holds
+    requests to the thinking rules (tests/wire_thinking.py)."""
+
     path = "/v1/messages"
+
+    def __init__(self, *, thinks: bool = False) -> None:
+        self.thinks = thinks
 
     def error_body(self, r: Reply) -> dict[str, Any]:
         kind = r.error_type or {400: "invalid_request_error", 401: "authentication_error",
@@ -220,8 +232,12 @@ class AnthropicDialect:
             msg["usage"] = self._usage_start(r)
         return msg
 
-    def _blocks(self, r: Reply) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    def _blocks(self, r: Reply, body: dict[str, Any],
+                ) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
         blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+        if thinks(body, self.thinks) and r.kind in ("text", "tool", "truncated"):
+            blocks += thinking_frames(r.thought or f"The user said {last_user_text(body)!r}; "
+                                      "I will answer.", r.redacted)
         if r.text:
             deltas = [{"type": "text_delta", "text": p} for p in split_text(r.text)]
             blocks.append(({"type": "text", "text": ""}, deltas))
@@ -235,7 +251,7 @@ class AnthropicDialect:
     def events(self, r: Reply, body: dict[str, Any]) -> list[str]:
         frames: list[dict[str, Any]] = [
             {"type": "message_start", "message": self._message(r, [], None)}]
-        for index, (start, deltas) in enumerate(self._blocks(r)):
+        for index, (start, deltas) in enumerate(self._blocks(r, body)):
             frames.append({"type": "content_block_start", "index": index, "content_block": start})
             if index == 0:
                 frames.append({"type": "ping"})
@@ -316,6 +332,12 @@ class _Handler(BaseHTTPRequestHandler):
             if orphan is not None:
                 owner.rejected.append(owner.requests[-1])
                 self._reply(orphan, body)
+                return
+        if isinstance(owner.dialect, AnthropicDialect):
+            refused = thinking_refusal(body, owner.dialect.thinks)
+            if refused is not None:
+                owner.rejected.append(owner.requests[-1])
+                self._reply(error(400, refused), body)
                 return
         if counted is not None and owner.window is not None and counted > owner.window:
             owner.rejected.append(owner.requests[-1])

@@ -26,6 +26,30 @@ TurnStatus = Literal["ok", "interrupted", "unanswered", "error"]
 TurnKind = Literal["query", "restored", "carried", "handoff"]
 QUERY_KINDS = ("query", "carried")  # the turns that hold an exchange with the model
 
+# How much the model thinks before it answers (``thinking:`` in the config, ``thinking`` in
+# the chat): None, the model's own default (nothing is sent); "on" (adaptive thinking where
+# the model has it, else a default budget); "off"; or a budget in tokens.
+ThinkingSetting = Literal["on", "off"] | int | None
+MIN_THINKING_BUDGET = 1024  # Anthropic's floor for ``budget_tokens``
+
+
+def parse_thinking(value: object) -> ThinkingSetting:
+    """A thinking setting from the config or the chat: on/true/adaptive, off/false,
+    auto/default/null (the model's default) or a budget of at least MIN_THINKING_BUDGET
+    tokens; ValueError says what is accepted."""
+    word = str(value).strip().lower().replace(",", "").replace("_", "") \
+        if not isinstance(value, bool) and value is not None else value
+    if word in (True, "on", "true", "yes", "adaptive"):
+        return "on"
+    if word in (False, "off", "false", "no", "none"):
+        return "off"
+    if word in (None, "auto", "default", "null", ""):
+        return None
+    if isinstance(word, str) and word.isdigit() and int(word) >= MIN_THINKING_BUDGET:
+        return int(word)
+    raise ValueError(f"thinking must be on, off, auto or a budget of at least "
+                     f"{MIN_THINKING_BUDGET:,} tokens, not {str(value)[:40]!r}")
+
 
 @dataclass(frozen=True)
 class ToolCall:
@@ -154,15 +178,20 @@ class Note:
 @dataclass(frozen=True)
 class Thinking:
     """What the model thought before it answered (a ``<think>`` block at the start of a reply,
-    or a provider's reasoning field): kept and shown apart, never sent back as the answer."""
+    a provider's reasoning field, Anthropic's thinking, a Responses reasoning summary): kept
+    and shown apart, never sent back as the answer nor summarized as the assistant's words.
+    What a provider requires back (Anthropic's thinking with its signature, a redacted block,
+    a reasoning item) rides beside it as a ProviderBlock, byte for byte."""
 
     text: str
 
 
 @dataclass(frozen=True)
 class ProviderBlock:
-    """A provider's own block that must be sent back as it came (thinking with its
-    signature, a signed compaction block): ``data`` is its JSON text, kept byte for byte."""
+    """A provider's own block that must be sent back as it came (Anthropic's thinking with
+    its signature or a redacted_thinking block, an OpenAI reasoning item, a signed compaction
+    block): ``data`` is its JSON text, kept byte for byte; opaque to everything but its
+    provider (never shown, never summarized)."""
 
     provider: str
     type: str

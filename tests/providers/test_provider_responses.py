@@ -5,6 +5,7 @@ output limit, the error shapes, and ``responses.compact``."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from rollchat.domain import Image, Message, ProviderBlock, ToolCall
 from rollchat.providers.base import (
     AuthError,
+    BadRequestError,
     ChatRequest,
     ContextTooLongError,
     Done,
@@ -106,8 +108,9 @@ def test_parallel_calls_come_whole_in_output_order(responses_server: ResponsesSe
 def test_reasoning_item_is_kept_as_it_came(responses_server: ResponsesServer) -> None:
     responses_server.push(said("Four.", reasoning=True))
     out = events(responses_server)
-    [block] = [e for e in out if isinstance(e, ProviderBlock)]
+    [block, ids] = [e for e in out if isinstance(e, ProviderBlock)]
     assert (block.provider, block.type) == (OPENAI_RESPONSES, "reasoning")
+    assert json.loads(ids.data) == {"message": "msg_0003"}  # the answer's item, by its id
     # every field the server set, each value as it came (the keys in the SDK's order)
     assert json.loads(block.data) == {"id": "rs_0002", "type": "reasoning", "summary": [],
                                       "encrypted_content": "enc-rs_0002-" + "x" * 40}
@@ -116,31 +119,41 @@ def test_reasoning_item_is_kept_as_it_came(responses_server: ResponsesServer) ->
 
 
 def test_a_reasoning_summary_streams_as_thinking(responses_server: ResponsesServer) -> None:
+    """A reasoning model is asked for the summary of its reasoning (``reasoning.summary``:
+    the service sends none otherwise), shown as thinking; ``thinking off`` asks for none."""
     responses_server.push(said("Four.", reasoning=True, summary="Adding two and two."))
     out = events(responses_server)
+    assert responses_server.bodies()[0]["reasoning"] == {"summary": "auto"}
     assert "".join(e.text for e in out if isinstance(e, ThinkingDelta)) == "Adding two and two."
     assert "".join(e.text for e in out if isinstance(e, TextDelta)) == "Four."
-    [block] = [e for e in out if isinstance(e, ProviderBlock)]  # and is sent back as it came
+    [block] = [e for e in out if isinstance(e, ProviderBlock)  # and is sent back as it came
+               and e.type == "reasoning"]
     assert json.loads(block.data)["summary"] == [{"type": "summary_text",
                                                   "text": "Adding two and two."}]
 
 
 def test_reasoning_and_calls_are_sent_back_in_order(responses_server: ResponsesServer) -> None:
+    """The function_call goes back with its item id after the reasoning that keeps its own:
+    without it the service refuses the reasoning item ("provided without its required
+    following item")."""
     responses_server.push(calling(("call_a", "weather", {"city": "Rome"}), reasoning=True))
     first = events(responses_server, request(tools=(WEATHER,)))
-    [block] = [e for e in first if isinstance(e, ProviderBlock)]
+    [block, ids] = [e for e in first if isinstance(e, ProviderBlock)]
     history = (Message("user", "hi"),
                Message("assistant", "", tool_calls=(ToolCall("call_a", "weather",
                                                              {"city": "Rome"}),),
-                       extra=(block,)),
+                       extra=(block, ids)),
                Message("tool", "sunny", tool_call_id="call_a", name="weather"))
     events(responses_server, request(*history, tools=(WEATHER,)))
     sent = responses_server.bodies()[1]["input"]
     assert [i.get("type", i.get("role")) for i in sent] == [
         "user", "reasoning", "function_call", "function_call_output"]
     assert json.dumps(sent[1], separators=(",", ":")) == block.data  # byte for byte
-    assert sent[2] == {"type": "function_call", "call_id": "call_a", "name": "weather",
-                       "arguments": '{"city": "Rome"}'}
+    assert sent[2] == {"type": "function_call", "id": "fc_0003", "call_id": "call_a",
+                       "name": "weather", "arguments": '{"city": "Rome"}'}
+    history = (history[0], replace(history[1], extra=(block,)), history[2])  # today's bug
+    with pytest.raises(BadRequestError, match="without its required following item"):
+        events(responses_server, request(*history, tools=(WEATHER,)))
     assert sent[3] == {"type": "function_call_output", "call_id": "call_a", "output": "sunny"}
 
 
@@ -267,3 +280,18 @@ def test_the_wire_servers_events_are_the_sdks_types(answer: Any,
         kind, _, data = frame.partition("\ndata: ")
         event = adapter.validate_python(json.loads(data))
         assert kind == f"event: {event.type}"
+
+
+def test_thinking_settings_become_the_reasoning_parameter() -> None:
+    from rollchat.providers.openai_responses import request_params
+
+    def reasoning(thinking: Any, model: str = "gpt-5-mini") -> Any:
+        return request_params(request(thinking=thinking) if model == "gpt-5-mini" else
+                              ChatRequest(model, "", (Message("user", "hi"),),
+                                          thinking=thinking), images=True).get("reasoning")
+
+    assert reasoning(None) == {"summary": "auto"}
+    assert reasoning(20000) == {"summary": "auto", "effort": "high"}
+    assert reasoning(2048) == {"summary": "auto", "effort": "low"}
+    assert reasoning("off") is None  # no summary asked: nothing shown
+    assert reasoning("on", "gpt-4.1") is None  # not a reasoning model

@@ -76,13 +76,14 @@ def test_a_chat_with_tools_carries_reasoning_and_keeps_its_prefix(
     # the reasoning of the call comes back before the call, the answer's before the answer
     kinds = [i.get("type", i.get("role")) for i in third["input"]]
     assert kinds == ["user", "reasoning", "function_call", "function_call_output",
-                     "reasoning", "assistant", "user"]
+                     "reasoning", "message", "user"]
+    assert [i.get("id") for i in third["input"][1:3]] == ["rs_0002", "fc_0003"]  # their ids
     assert third["input"][3]["output"] == "Rome: sunny"
     [session] = (tmp_path / "sessions").glob("*.md")
     text = session.read_text(encoding="utf-8")
     assert "cache read: 256" in text and "cache read: 320" in text
     one, two = parse(text).turns
-    assert [b.type for b in one.blocks if isinstance(b, ProviderBlock)] == ["reasoning"] * 2
+    assert [b.type for b in one.blocks if isinstance(b, ProviderBlock)] == ["reasoning", "ids"] * 2
     # the transcript rebuilds the same input (a resumed or replayed context starts alike)
     rebuilt = input_items([m for t in (one, two) for m in turn_messages(t)], images=True)
     assert dumped(rebuilt)[:len(third["input"])] == dumped(third["input"])
@@ -139,6 +140,6 @@ def test_encrypted_items_the_server_cannot_verify_are_dropped_and_the_turn_goes_
     refused, resent = responses_server.bodies()[1:3]
     assert "reasoning" in [i.get("type") for i in refused["input"]]
     assert [i.get("type", i.get("role")) for i in resent["input"]] == [
-        "user", "assistant", "user"]
+        "user", "message", "user"]
     turn(engine.chat("and then?"))  # dropped for good: the next turn goes without it too
     assert "reasoning" not in [i.get("type") for i in responses_server.bodies()[3]["input"]]

@@ -8,7 +8,9 @@ from rollchat.domain import Message
 from rollchat.providers.anthropic import AnthropicProvider
 from rollchat.providers.base import (
     AuthError,
+    BadRequestError,
     ChatRequest,
+    ConflictError,
     Done,
     OverloadedError,
     Provider,
@@ -34,7 +36,8 @@ from tests.wire_servers import (
 __all__ = ["anthropic_server", "openai_server"]
 
 REQUEST = ChatRequest(model="m", system="s", messages=(Message("user", "hi"),))
-POLICY = RetryPolicy(max_retries=3, base_delay=1.0, max_delay=30.0)
+POLICY = RetryPolicy(max_retries=3, base_delay=1.0, max_delay=30.0,
+                     random=lambda: 0.0)  # no jitter: the waits are known
 
 
 def make(kind: str, server: WireServer) -> Provider:
@@ -123,3 +126,41 @@ def test_overloaded_529_is_retried(anthropic_server: WireServer) -> None:
     assert isinstance(retries[0][2], OverloadedError)
     assert sleeps == [1.0]
     assert events[-1] == Done("end")
+
+
+def test_backoff_has_jitter(setup: tuple[Provider, WireServer]) -> None:
+    """Many clients refused at once do not come back together: each wait is up to a quarter
+    shorter than the backoff (the draw is injected here)."""
+    provider, server = setup
+    server.push(error(500, "boom"), error(503, "down"), text("ok"))
+    sleeps: list[float] = []
+    jittery = RetryPolicy(max_retries=3, base_delay=1.0, max_delay=30.0, random=lambda: 0.5)
+    list(stream_with_retries(provider, REQUEST, jittery, sleep=sleeps.append))
+    assert sleeps == [0.875, 1.75]
+    assert 0.75 <= RetryPolicy().delay(1, ServerError("x")) <= 1.0
+
+
+def test_409_is_retried(setup: tuple[Provider, WireServer]) -> None:
+    provider, server = setup
+    server.push(error(409, "conflict"), text("ok"))
+    retries: list[tuple[int, float, ProviderError]] = []
+    events = run(provider, [], retries)
+    assert isinstance(retries[0][2], ConflictError)
+    assert events[-1] == Done("end")
+
+
+def test_x_should_retry_decides(setup: tuple[Provider, WireServer]) -> None:
+    """The server's ``x-should-retry`` wins over the status, as in the SDKs: a 400 it marks
+    true is retried, a 500 it marks false is not."""
+    provider, server = setup
+    server.push(error(400, "try again", headers={"x-should-retry": "true"}), text("ok"))
+    sleeps: list[float] = []
+    assert run(provider, sleeps)[-1] == Done("end")
+    assert sleeps == [1.0] and len(server.requests) == 2
+    server.push(error(500, "do not", headers={"x-should-retry": "false"}))
+    with pytest.raises(ServerError):
+        run(provider, sleeps)
+    assert sleeps == [1.0] and len(server.requests) == 3
+    server.push(error(400, "plain"))
+    with pytest.raises(BadRequestError):
+        run(provider, sleeps)

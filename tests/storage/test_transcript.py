@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
@@ -18,6 +19,7 @@ from rollchat.domain import (
     SessionHeader,
     Summary,
     Text,
+    Thinking,
     ToolCall,
     ToolExchange,
     ToolResult,
@@ -85,11 +87,13 @@ images = st.builds(lambda kind, size, d, saved: Image(kind, size, d, f"s_1.files
 @st.composite
 def answer(draw: st.DrawFn) -> tuple[Block, ...]:
     """An answer's blocks in any order a turn can hold: texts, calls (several at once), their
-    results (error or not, cut or not, with images), notes and provider blocks."""
+    results (error or not, cut or not, with images), notes, provider blocks, and thinking
+    (readable, with the provider's signed block beside it, or redacted: opaque)."""
     out: list[Block] = []
     waiting: list[str] = []
     for _ in range(draw(st.integers(0, 6))):
-        kind = draw(st.sampled_from(["text", "call", "result", "note", "provider"]))
+        kind = draw(st.sampled_from(["text", "call", "result", "note", "provider",
+                                     "thinking", "redacted"]))
         if kind == "text":
             out.append(Text(draw(hostile_text.filter(bool))))
         elif kind == "call":
@@ -104,6 +108,15 @@ def answer(draw: st.DrawFn) -> tuple[Block, ...]:
             out.append(Note(draw(hostile_text), draw(hostile_text)))
         elif kind == "provider":
             out.append(ProviderBlock(draw(hostile_text), draw(hostile_text), draw(hostile_text)))
+        elif kind == "thinking":  # as the engine records Anthropic's: signed block, then text
+            said, signature = draw(hostile_text), draw(hostile_text)
+            value = {"type": "thinking", "thinking": said, "signature": signature}
+            out += [ProviderBlock("anthropic", "thinking", json.dumps(
+                value, ensure_ascii=False, separators=(",", ":"))),
+                *([Thinking(said)] if said.strip() else [])]
+        elif kind == "redacted":
+            out.append(ProviderBlock("anthropic", "redacted_thinking", json.dumps(
+                {"type": "redacted_thinking", "data": draw(hostile_text)})))
     return tuple(out)
 
 

@@ -50,6 +50,6 @@ def engine_settings(agent: AgentConfig, equipment: Equipment, *, provider: Provi
         "never" if agent.approval == "never" else "ask")
     return EngineSettings(
         provider, model=model, system=system, max_output_tokens=agent.max_output_tokens,
-        temperature=agent.temperature, retry=retry, tools=tuple(tools),
+        temperature=agent.temperature, retry=retry, tools=tuple(tools), thinking=agent.thinking,
         gate=Gate(mode=mode, allow=agent.allow, deny=agent.deny, ask=ask, hooks=hooks),
         max_tool_rounds=agent.max_tool_rounds, tool_sources=tuple(tool_sources))

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rollchat.domain import MIN_THINKING_BUDGET, parse_thinking
 from rollchat.providers.names import PROVIDER_CHOICES
 from rollchat.text.wording import has_secret_in_url
 
@@ -19,7 +20,8 @@ from rollchat.text.wording import has_secret_in_url
 class Field:
     """What one setting accepts: its type, the rule in words, and the rule as a predicate."""
 
-    kind: str  # "str" | "int" | "float" | "bool" | "path" | "scalar" (a bool or a string)
+    # "str" | "int" | "float" | "bool" | "path" | "scalar" (a bool or a string) | "thinking"
+    kind: str
     need: str  # the rule, as shown in error messages ("must be ...")
     ok: Callable[[Any], bool] = lambda _v: True
     nullable: bool = False
@@ -43,6 +45,8 @@ DELAY = Field("float", "must be a number of seconds >= 0", lambda v: v >= 0)
 PROVIDER = Field("str", "must be one of " + ", ".join(PROVIDER_CHOICES),
                  lambda v: v in PROVIDER_CHOICES)
 MODEL = Field("str", "must be a model name, or null", nonempty, nullable=True)
+THINKING = Field("thinking", f"must be on, off, auto or a budget of at least "
+                 f"{MIN_THINKING_BUDGET:,} tokens", nullable=True)
 URL = Field("str", "must be an http:// or https:// URL, or null", is_url, nullable=True)
 
 
@@ -50,6 +54,12 @@ def coerce(spec: Field, value: Any) -> tuple[bool, Any]:
     """Check ``value`` against ``spec``: (True, converted value) or (False, None)."""
     if value is None:
         return spec.nullable, None
+    if spec.kind == "thinking":
+        try:
+            value = parse_thinking(value)
+        except ValueError:
+            return False, None
+        return True, value
     if spec.kind == "bool":
         good = isinstance(value, bool)
     elif spec.kind == "scalar":

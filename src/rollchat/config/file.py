@@ -22,6 +22,7 @@ from rollchat.config.fields import (
     POSITIVE,
     PROVIDER,
     SECONDS,
+    THINKING,
     URL,
     Field,
     nonempty,
@@ -87,6 +88,7 @@ _AGENT_FIELDS: dict[str, Field] = {
     "temperature": Field(
         "float", "must be a number from 0 to 2, or null", lambda v: 0 <= v <= 2, nullable=True
     ),
+    "thinking": THINKING,
 }
 _MODEL_FIELDS = {
     "context_window": Field("int", "must be an integer >= 1024", lambda v: v >= 1024),

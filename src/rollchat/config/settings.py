@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from rollchat.config.compaction import ROLLCHAT, CompactionSettings, Engine
+from rollchat.domain import ThinkingSetting
 from rollchat.providers.names import AUTO
 
 if TYPE_CHECKING:  # read from a file only (config.file imports them)
@@ -36,6 +37,8 @@ class AgentConfig:
     system_prompt_file: Path | None = None
     max_output_tokens: int = 4096
     temperature: float | None = None
+    # how much the model thinks: None (its default), "on", "off" or a budget in tokens
+    thinking: ThinkingSetting = None
     mcp_servers: tuple[McpServerConfig, ...] = ()  # the agent's own (after the top level's)
     file: Path | None = None  # an agent file (Python): its settings and tools (agents.file)
     approval: str = "ask"  # ask | auto | never: what a tool call needs (tools.approval)

@@ -18,6 +18,7 @@ from rollchat.domain import (
     Message,
     ProviderBlock,
     Text,
+    ThinkingSetting,
     ToolCall,
     ToolResult,
     ToolUse,
@@ -56,6 +57,15 @@ from rollchat.tools.runner import CallOutcome, run_call
 from rollchat.tools.sources import ToolSource
 
 INTERRUPTED_NOTE = "[interrupted by user]"
+REFUSED = ("the model declined to answer (stop reason: refusal); the exchange is left out of "
+           "what the model sees next")
+
+
+class ModelRefused(ProviderError):
+    """The model stopped with a refusal: shown as one, and the exchange left out of the
+    context (the provider's advice: do not send the refused turn back)."""
+
+    label = "refused"
 # The restoration's acknowledgment is 2-6 sentences: a small model that rambles stops here
 # (it is kept verbatim in the context, a third of a 2K window at the agent's own limit).
 RESTORE_OUTPUT_TOKENS = 400
@@ -107,6 +117,7 @@ class EngineSettings:
     tool_sources: tuple[ToolSource, ...] = ()  # tools that come later (MCP servers)
     clock: Callable[[], datetime] = _now
     sleep: Callable[[float], None] = time.sleep
+    thinking: ThinkingSetting = None  # how much the model thinks (None: its default)
 
 
 class Engine(ModelChoice):
@@ -126,6 +137,7 @@ class Engine(ModelChoice):
         self.model = settings.model
         self.context = context if context is not None else WorkingContext(settings.system)
         self.max_output_tokens = max_output_tokens or settings.max_output_tokens
+        self.thinking = settings.thinking  # ``thinking on|off|N`` in the chat changes it
         self.tools = {t.name: t for t in settings.tools}
         self.gate = settings.gate
         self.tool_room = tool_room
@@ -143,6 +155,10 @@ class Engine(ModelChoice):
     @property
     def max_tool_rounds(self) -> int:
         return self.settings.max_tool_rounds
+
+    def think(self, setting: ThinkingSetting) -> None:
+        """How much the model thinks from the next request on (``thinking`` in the chat)."""
+        self.thinking = setting
 
     def limit_output(self, tokens: int) -> None:
         """The most tokens an answer may take from now on (a smaller window was learned)."""
@@ -205,7 +221,8 @@ class Engine(ModelChoice):
             # the restoration offers the tools the turns after it will (one request prefix)
             tools=self.offered() if purpose in ("chat", "restore") else (),
             purpose=purpose,
-            cache_prefix_messages=self.context.prefix_len, cache_key=self.context.cache_key)
+            cache_prefix_messages=self.context.prefix_len, cache_key=self.context.cache_key,
+            thinking=self.thinking)
 
     def chat(self, text: str, block: str = "", images: tuple[Image, ...] = ()) -> Stream:
         """Send the user's ``text`` in the working context; yields events, returns the answer.
@@ -292,14 +309,22 @@ class Engine(ModelChoice):
         mark, extra = 0, list[ProviderBlock]()  # extra: the round's provider blocks
         try:
             rounds = self.settings.max_tool_rounds
+            paused: list[Message] = []  # a paused answer, sent back so the model goes on
             for round_number in range(rounds + 1):
-                if round_number and "".join(text).strip():
+                if round_number and not paused and "".join(text).strip():
                     text.append(ROUND_SEPARATOR)  # the text before a tool call stays its own
                     yield TextDelta(ROUND_SEPARATOR)  # paragraph, on screen and on disk
-                mark, extra = len(text), []
-                calls, round_usage, stop = yield from self._stream_once(messages_now(), purpose,
-                                                                        text, thought, extra)
+                if not paused:
+                    mark, extra = len(text), []
+                calls, round_usage, stop = yield from self._stream_once(
+                    [*messages_now(), *paused], purpose, text, thought, extra)
                 usage = usage + round_usage
+                if stop == "refusal":
+                    raise ModelRefused(REFUSED)
+                paused = [Message("assistant", "".join(text[mark:]), extra=tuple(extra))] \
+                    if stop == "pause_turn" and not calls and round_number < rounds else []
+                if paused:  # the server paused a long turn: its content so far goes back
+                    continue  # as it came, and the model continues it (the same round)
                 if stop == "max_tokens" and not calls:  # the model was stopped mid-answer
                     status, note = "error", (f"output limit of {self.max_output_tokens:,} "
                                              "tokens reached (max_output_tokens)")
@@ -327,7 +352,8 @@ class Engine(ModelChoice):
         except ProviderError as exc:
             error = exc
             note = exc.one_line()
-            status = "error" if "".join(text) or blocks else "unanswered"
+            status = "error" if ("".join(text) or blocks) and not isinstance(
+                exc, ModelRefused) else "unanswered"
         last = "".join(text[mark:])
         blocks += [*extra, *took(thought)]
         if last:

@@ -251,6 +251,9 @@ class TokenCounter:
             total += self.count_text(message.name or "") + self.count_text(
                 message.tool_call_id or ""
             )
+        # what is sent back with it as it came: thinking with its signature, reasoning
+        # items, signed compaction blocks (counted whole: an upper estimate keeps it safe)
+        total += sum(self.count_text(b.data) for b in message.extra)
         return total + IMAGE_TOKENS * len(message.images)
 
 

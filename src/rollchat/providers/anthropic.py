@@ -5,11 +5,12 @@ Streaming and error mapping are in providers/sdk.py.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
-from rollchat.domain import Image, Message, Usage
+from rollchat.domain import Image, Message, ProviderBlock, ThinkingSetting, Usage
 from rollchat.providers.anthropic_compaction import (
     CLEAR_TOOL_USES,
     COMPACT_BETA,
@@ -27,6 +28,7 @@ from rollchat.providers.base import (
     ProviderError,
     StreamEvent,
     TextDelta,
+    ThinkingDelta,
     ToolCallEvent,
     ToolSpec,
 )
@@ -34,9 +36,25 @@ from rollchat.providers.compacting import Compacted
 from rollchat.providers.content import all_sendable, b64, sendable
 from rollchat.providers.lanes import traced_http_client
 from rollchat.providers.names import ANTHROPIC, SDK_MODULES
-from rollchat.providers.sdk import PartialCall, SDKProvider, SDKStream, StreamParser
+from rollchat.providers.sdk import (
+    PartialCall,
+    SDKProvider,
+    SDKStream,
+    StreamParser,
+    effort_for,
+)
 
 _CACHE = {"type": "ephemeral"}
+# The thinking blocks of an answer, sent back complete and unmodified before its tool_use
+# blocks (the API refuses a tool-use turn whose thinking is missing or altered).
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
+# Models with adaptive thinking (Claude decides when and how much to think), and those that
+# only have it (``enabled`` and ``disabled`` refused: thinking is turned off with
+# ``between_tools``). The Anthropic docs' adaptive-thinking page lists them.
+ADAPTIVE = ("claude-opus-4-6", "claude-sonnet-4-6", "claude-opus-4-7", "claude-opus-5",
+            "claude-sonnet-5", "claude-mythos", "claude-fable")
+ADAPTIVE_ONLY = ("claude-opus-4-7", "claude-mythos", "claude-fable")
+DEFAULT_BUDGET = 8192  # ``thinking on`` on a model with budgets only
 
 
 class AnthropicProvider(SDKProvider):
@@ -130,11 +148,44 @@ def request_params(request: ChatRequest, *, images: bool = True,
                               "stream": True}
     if request.system:
         params["system"] = [{"type": "text", "text": request.system, "cache_control": _CACHE}]
-    if request.temperature is not None:  # anthropic 2.x dropped the keyword; the API reads it
+    thinking = thinking_params(request.model, request.thinking, request.max_output_tokens)
+    params.update(thinking)
+    if request.temperature is not None and not _thinks(thinking):
+        # anthropic 2.x dropped the keyword; the API reads it (not with thinking: refused)
         params["extra_body"] = {"temperature": request.temperature}
     if request.tools:
         params["tools"] = [tool_param(t) for t in request.tools]
     return params
+
+
+def _adaptive(model: str, names: tuple[str, ...]) -> bool:
+    return any(model.startswith(n) or f"/{n}" in model or f".{n}" in model for n in names)
+
+
+def thinking_params(model: str, setting: ThinkingSetting, max_tokens: int) -> dict[str, Any]:
+    """The request's ``thinking`` (and ``output_config``, ``max_tokens``) for ``setting``:
+    nothing for the model's default; "on": adaptive where the model has it, else a budget;
+    a budget: ``enabled`` with it (max_tokens raised above it: the API wants budget_tokens <
+    max_tokens), or on an adaptive model the effort nearest it; "off": ``disabled`` (on a
+    model that only thinks adaptively, ``between_tools``)."""
+    if setting is None:
+        return {}
+    adaptive, only = _adaptive(model, ADAPTIVE), _adaptive(model, ADAPTIVE_ONLY)
+    if setting == "off":
+        return {"thinking": {"type": "between_tools" if only else "disabled"}}
+    if setting == "on" and adaptive:
+        return {"thinking": {"type": "adaptive"}}
+    budget = DEFAULT_BUDGET if setting == "on" else int(setting)
+    if adaptive:  # budgets are deprecated there (refused by the adaptive-only ones)
+        return {"thinking": {"type": "adaptive"}, "output_config": {"effort": effort_for(budget)}}
+    out: dict[str, Any] = {"thinking": {"type": "enabled", "budget_tokens": budget}}
+    if budget >= max_tokens:
+        out["max_tokens"] = budget + max_tokens
+    return out
+
+
+def _thinks(params: Mapping[str, Any]) -> bool:
+    return str((params.get("thinking") or {}).get("type")) in ("enabled", "adaptive")
 
 
 def _chat_end(messages: Sequence[Message], before: int) -> int | None:
@@ -165,11 +216,22 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
                   "content": content}
         return [{**result, "is_error": True} if message.is_error else result]
     blocks: list[dict[str, Any]] = [_image(i) for i in message.images]  # images first
+    blocks += thinking_of(message)
     if message.content:  # the API refuses empty text blocks
         blocks.append({"type": "text", "text": message.content})
     blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": dict(c.arguments)}
                for c in message.tool_calls]
     return blocks
+
+
+def thinking_of(message: Message) -> list[dict[str, Any]]:
+    """An assistant message's thinking blocks as the server sent them (thinking with its
+    signature, redacted_thinking with its data), first in the message: before its text and
+    its tool_use blocks, as the answer had them."""
+    if message.role != "assistant":
+        return []
+    return [json.loads(b.data) for b in message.extra
+            if b.provider == ANTHROPIC and b.type in THINKING_BLOCKS]
 
 
 def message_params(messages: Sequence[Message], cache_prefix: int = 0, *,
@@ -214,10 +276,12 @@ class _MessagesParser(StreamParser):
 
     stop_reasons: ClassVar[Mapping[str, str]] = {
         "end_turn": "end", "tool_use": "tool_use", "max_tokens": "max_tokens",
-        "stop_sequence": "end"}
+        "stop_sequence": "end", "refusal": "refusal", "pause_turn": "pause_turn",
+        "model_context_window_exceeded": "max_tokens"}
 
     def __init__(self) -> None:
         self.calls: dict[int, PartialCall] = {}
+        self.thoughts: dict[int, _Thought] = {}  # thinking blocks in flight, by index
         self.counts: dict[str, int] = {}
         self.stop: str | None = None
         self.stopped = False
@@ -227,23 +291,43 @@ class _MessagesParser(StreamParser):
         if kind == "message_start":
             self._take_usage(getattr(item.message, "usage", None))
         elif kind == "content_block_start":
-            block = item.content_block
-            if getattr(block, "type", None) == "tool_use":
-                initial = block.input if isinstance(block.input, dict) else {}
-                self.calls[item.index] = PartialCall(block.id, block.name, initial)
+            yield from self._start(item.index, item.content_block)
         elif kind == "content_block_delta":
-            delta = item.delta
-            if delta.type == "text_delta" and delta.text:
-                yield TextDelta(delta.text)
-            elif delta.type == "input_json_delta" and item.index in self.calls:
-                self.calls[item.index].fragments.append(delta.partial_json)
+            yield from self._delta(item.index, item.delta)
         elif kind == "content_block_stop" and item.index in self.calls:
             yield ToolCallEvent(self.calls.pop(item.index).build())
+        elif kind == "content_block_stop" and item.index in self.thoughts:
+            yield self.thoughts.pop(item.index).block()
         elif kind == "message_delta":
             self.stop = item.delta.stop_reason or self.stop
             self._take_usage(getattr(item, "usage", None))
         elif kind == "message_stop":
             self.stopped = True
+
+    def _start(self, index: int, block: Any) -> Iterator[StreamEvent]:
+        kind = getattr(block, "type", None)
+        if kind == "tool_use":
+            initial = block.input if isinstance(block.input, dict) else {}
+            self.calls[index] = PartialCall(block.id, block.name, initial)
+        elif kind == "thinking":
+            said = getattr(block, "thinking", "") or ""
+            self.thoughts[index] = _Thought([said], [getattr(block, "signature", "") or ""])
+            if said:
+                yield ThinkingDelta(said)
+        elif kind == "redacted_thinking":
+            self.thoughts[index] = _Thought(data=getattr(block, "data", "") or "")
+
+    def _delta(self, index: int, delta: Any) -> Iterator[StreamEvent]:
+        if delta.type == "text_delta" and delta.text:
+            yield TextDelta(delta.text)
+        elif delta.type == "input_json_delta" and index in self.calls:
+            self.calls[index].fragments.append(delta.partial_json)
+        elif delta.type == "thinking_delta" and index in self.thoughts:
+            self.thoughts[index].text.append(delta.thinking)
+            if delta.thinking:
+                yield ThinkingDelta(delta.thinking)
+        elif delta.type == "signature_delta" and index in self.thoughts:
+            self.thoughts[index].signature.append(delta.signature)
 
     def stop_reason(self) -> str | None:
         return self.stop if self.stopped else None
@@ -253,3 +337,22 @@ class _MessagesParser(StreamParser):
 
     def _take_usage(self, usage: Any) -> None:
         take_counts(self.counts, usage)
+
+
+@dataclass
+class _Thought:
+    """A thinking block as it streams (its text and signature in pieces), or a redacted one
+    (``data``): complete at its content_block_stop, kept as the server sent it."""
+
+    text: list[str] = field(default_factory=list)
+    signature: list[str] = field(default_factory=list)
+    data: str | None = None
+
+    def block(self) -> ProviderBlock:
+        if self.data is not None:
+            value = {"type": "redacted_thinking", "data": self.data}
+        else:
+            value = {"type": "thinking", "thinking": "".join(self.text),
+                     "signature": "".join(self.signature)}
+        return ProviderBlock(ANTHROPIC, str(value["type"]),
+                             json.dumps(value, ensure_ascii=False, separators=(",", ":")))

@@ -5,12 +5,13 @@ SDK types never leave ``providers/``: providers.sdk maps the SDKs' errors to the
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from rollchat.domain import Message, ProviderBlock, ToolCall, Usage
+from rollchat.domain import Message, ProviderBlock, ThinkingSetting, ToolCall, Usage
 from rollchat.errors import RollchatError
 from rollchat.text.normalize import clean
 
@@ -52,6 +53,10 @@ class ChatRequest:
     # request of the chain; OpenAI routes requests with one key to one cache
     # (``prompt_cache_key``), the other providers ignore it. None: not sent.
     cache_key: str | None = None
+    # how much the model thinks (domain.ThinkingSetting; None: the model's default, nothing
+    # sent): each provider turns it into its own parameter (Anthropic ``thinking``, the
+    # Responses API's ``reasoning``)
+    thinking: ThinkingSetting = None
 
 
 @dataclass(frozen=True)
@@ -82,7 +87,9 @@ class UsageEvent:
 
 @dataclass(frozen=True)
 class Done:
-    """The stream ended normally. ``stop_reason``: "end", "tool_use", "max_tokens" or raw."""
+    """The stream ended normally. ``stop_reason``: "end", "tool_use", "max_tokens",
+    "refusal" (the model declined: shown as a refusal, not an answer), "pause_turn" (the
+    server paused a long turn: its content is sent back for the model to go on) or raw."""
 
     stop_reason: str = "end"
 
@@ -109,9 +116,12 @@ class ProviderError(RollchatError):
     retryable: bool = False
     label: str = "provider error"
 
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, *, retry_after: float | None = None,
+                 retryable: bool | None = None) -> None:
         super().__init__(clean(message))  # it may quote what a server sent
         self.retry_after = retry_after
+        if retryable is not None:  # the server said so (``x-should-retry``)
+            self.retryable = retryable
 
     def one_line(self) -> str:
         text = " ".join(str(self).split())
@@ -135,6 +145,13 @@ class OverloadedError(ProviderError):
 class ServerError(ProviderError):
     retryable = True
     label = "provider server error"
+
+
+class ConflictError(ProviderError):
+    """HTTP 409: the request clashed with another in flight (the SDKs retry it)."""
+
+    retryable = True
+    label = "request conflict"
 
 
 class ProviderTimeoutError(ProviderError):
@@ -182,17 +199,25 @@ class BadRequestError(ProviderError):
 # ---------------------------------------------------------------- retries
 
 
+JITTER = 0.25  # a backoff is shortened by up to this share, so clients spread out
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     max_retries: int = 3
     base_delay: float = 1.0
     max_delay: float = 30.0
+    # a number in [0, 1) per wait: the jitter (injected by tests for a known wait)
+    random: Callable[[], float] = field(default=random.random, compare=False, repr=False)
 
     def delay(self, attempt: int, error: ProviderError) -> float:
-        """Seconds to wait before retry number ``attempt`` (1-based)."""
+        """Seconds to wait before retry number ``attempt`` (1-based): what the server asked
+        (``retry-after``), else an exponential backoff with jitter (as the SDKs wait: up to a
+        quarter less, so many clients refused at once do not all come back together)."""
         if error.retry_after is not None:
             return min(max(error.retry_after, 0.0), self.max_delay)
-        return float(min(self.base_delay * (2 ** (attempt - 1)), self.max_delay))
+        backoff = float(min(self.base_delay * (2 ** (attempt - 1)), self.max_delay))
+        return backoff * (1 - JITTER * self.random())
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from rollchat.providers.sdk import (
     PartialCall,
     SDKStream,
     StreamParser,
+    effort_for,
     map_sdk_error,
     scrub,
 )
@@ -51,6 +52,11 @@ _NO_KEY = "not-needed"  # a local Responses server ignores the key, the SDK want
 # compaction item of server-side compaction. Messages and calls are rebuilt from the turn.
 KEPT_ITEMS = ("reasoning", "compaction")
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
+# The ids of a reply's message and function_call items (a provider block of this type: JSON
+# {"message": id, "calls": {call_id: id}}): sent back on those items, so a reasoning item
+# kept with its id is followed by the very item that followed it ("Item 'rs_...' of type
+# 'reasoning' was provided without its required following item" otherwise).
+ITEM_IDS = "ids"
 INVALID_ENCRYPTED = "invalid_encrypted_content"  # the code of an encrypted item refused
 
 
@@ -134,6 +140,12 @@ def request_params(request: ChatRequest, *, images: bool, store: bool = False,
         params["instructions"] = request.system
     if not store and is_reasoning_model(request.model):
         params["include"] = [ENCRYPTED_REASONING]
+    if is_reasoning_model(request.model) and request.thinking != "off":
+        # the reasoning's summary, shown as thinking (the model's own reasoning never is);
+        # a thinking budget is given as the effort nearest it (this API takes no budget)
+        params["reasoning"] = {**params.get("reasoning", {}), "summary": "auto",
+                               **({"effort": effort_for(request.thinking)}
+                                  if isinstance(request.thinking, int) else {})}
     if request.temperature is not None:
         params["temperature"] = request.temperature
     if request.tools:
@@ -155,8 +167,17 @@ def input_items(messages: Sequence[Message], *, images: bool, store: bool = Fals
     items: list[dict[str, Any]] = []
     for message in all_sendable(messages, images):
         items += kept_items(message.extra, store, dropped)
-        items += message_items(message)
+        items += message_items(message, item_ids(message.extra))
     return items
+
+
+def item_ids(blocks: Sequence[ProviderBlock]) -> dict[str, Any]:
+    """The ids of a reply's message and function_call items (ITEM_IDS), {} when not kept."""
+    for block in blocks:
+        if block.provider == OPENAI_RESPONSES and block.type == ITEM_IDS:
+            value = json.loads(block.data)
+            return value if isinstance(value, dict) else {}
+    return {}
 
 
 def kept_items(blocks: Sequence[ProviderBlock], store: bool,
@@ -168,7 +189,7 @@ def kept_items(blocks: Sequence[ProviderBlock], store: bool,
     refuse the request ("Items are not persisted when `store` is set to false")."""
     out: list[dict[str, Any]] = []
     for block in blocks:
-        if block.provider != OPENAI_RESPONSES or block.data in dropped:
+        if block.provider != OPENAI_RESPONSES or block.data in dropped or block.type == ITEM_IDS:
             continue
         value = json.loads(block.data)
         for item in value if block.type == WINDOW else [value]:
@@ -179,7 +200,10 @@ def kept_items(blocks: Sequence[ProviderBlock], store: bool,
     return out
 
 
-def message_items(message: Message) -> list[dict[str, Any]]:
+def message_items(message: Message, ids: Mapping[str, Any] | None = None,
+                  ) -> list[dict[str, Any]]:
+    """One message as input items; an assistant message's items with the ids the server gave
+    them (``ids``: item_ids), as output items are sent back."""
     if message.role == "tool":
         output: str | list[dict[str, Any]] = message.content
         if message.images:  # a function's output may hold images (input_image parts)
@@ -194,10 +218,20 @@ def message_items(message: Message) -> list[dict[str, Any]]:
             *([{"type": "input_text", "text": message.content}] if message.content else []),
             *(_image_part(i) for i in message.images)]}]
     items: list[dict[str, Any]] = []
-    if message.content:
+    ids = ids or {}
+    mid, calls = ids.get("message"), ids.get("calls") or {}
+    if message.content and isinstance(mid, str):
+        items.append({"type": "message", "id": mid, "role": "assistant", "status": "completed",
+                      "content": [{"type": "output_text", "text": message.content,
+                                   "annotations": []}]})
+    elif message.content:
         items.append({"role": "assistant", "content": message.content})
-    items += [{"type": "function_call", "call_id": c.id, "name": c.name,
-               "arguments": json.dumps(dict(c.arguments))} for c in message.tool_calls]
+    for c in message.tool_calls:
+        item = {"type": "function_call", "call_id": c.id, "name": c.name,
+                "arguments": json.dumps(dict(c.arguments))}
+        fid = calls.get(c.id) if isinstance(calls, dict) else None
+        items.append({"type": "function_call", "id": fid, **item} if isinstance(fid, str)
+                     else item)
     return items
 
 
@@ -230,6 +264,8 @@ class _EventsParser(StreamParser):
 
     def __init__(self) -> None:
         self.calls: dict[int, PartialCall] = {}
+        self.item_ids: dict[int, str] = {}  # the message and function_call items' ids
+        self.message_id: str | None = None
         self.finished: str | None = None
         self.last_usage: Usage | None = None
 
@@ -256,7 +292,11 @@ class _EventsParser(StreamParser):
 
     def _item(self, index: int, item: Any, done: bool) -> Iterator[StreamEvent]:
         kind = getattr(item, "type", "")
+        if done and kind == "message" and self.message_id is None:
+            self.message_id = getattr(item, "id", None)
         if kind == "function_call":
+            if getattr(item, "id", None):
+                self.item_ids[index] = item.id
             call = self.calls.setdefault(index, PartialCall())
             call.id, call.name = item.call_id or call.id, item.name or call.name
             if done and item.arguments:  # the whole arguments: they replace the deltas
@@ -279,7 +319,14 @@ class _EventsParser(StreamParser):
     def usage(self) -> Usage | None:
         return self.last_usage
 
-    def held_calls(self) -> Iterator[ToolCallEvent]:
+    def held_calls(self) -> Iterator[StreamEvent]:
+        """The ids of the items (ITEM_IDS, when the server gave any), then the calls."""
+        calls = {self.calls[i].id: self.item_ids[i] for i in self.calls if i in self.item_ids}
+        if self.message_id or calls:
+            ids = {**({"message": self.message_id} if self.message_id else {}),
+                   **({"calls": calls} if calls else {})}
+            yield ProviderBlock(OPENAI_RESPONSES, ITEM_IDS,
+                                json.dumps(ids, ensure_ascii=False, separators=(",", ":")))
         for index in sorted(self.calls):
             yield ToolCallEvent(self.calls[index].build())
 

@@ -21,6 +21,7 @@ from rollchat.providers.base import (
     AuthError,
     BadRequestError,
     ChatRequest,
+    ConflictError,
     ConnectionLostError,
     ContextTooLongError,
     Done,
@@ -33,7 +34,6 @@ from rollchat.providers.base import (
     ServerDownError,
     ServerError,
     StreamEvent,
-    ToolCallEvent,
     UsageEvent,
 )
 from rollchat.providers.context_errors import (
@@ -86,8 +86,9 @@ class StreamParser(ABC):
     def usage(self) -> Usage | None:
         """Usage of the call, None when the server sent none."""
 
-    def held_calls(self) -> Iterator[ToolCallEvent]:
-        """Tool calls the format only completes at the end of the stream (none by default)."""
+    def held_calls(self) -> Iterator[StreamEvent]:
+        """Tool calls the format only completes at the end of the stream (none by default),
+        and provider blocks only complete then."""
         return iter(())
 
     def finish(self) -> Iterator[StreamEvent]:
@@ -115,6 +116,12 @@ class PartialCall:
     def build(self) -> ToolCall:
         raw = "".join(self.fragments)
         return ToolCall(self.id, self.name, parse_arguments(raw) if raw else self.initial)
+
+
+def effort_for(budget: int) -> str:
+    """The effort nearest a thinking budget in tokens, for the APIs that take an effort
+    rather than a budget (Anthropic's adaptive thinking, OpenAI's reasoning)."""
+    return "low" if budget < 4096 else "medium" if budget < 16384 else "high"
 
 
 def parse_arguments(raw: str) -> dict[str, Any]:
@@ -374,6 +381,17 @@ def _connection_detail(exc: BaseException, secret: str | None) -> str:
 
 
 def _status_error(exc: Exception, status: int, secret: str | None) -> ProviderError:
+    """The error for an HTTP status; the server's ``x-should-retry: true|false`` decides
+    whether it is retried, as the SDKs do (but a prompt too long is never sent again as is)."""
+    error = _by_status(exc, status, secret)
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    should = str(headers.get("x-should-retry") or "").lower() if headers is not None else ""
+    if should in ("true", "false") and not isinstance(error, ContextTooLongError):
+        error.retryable = should == "true"
+    return error
+
+
+def _by_status(exc: Exception, status: int, secret: str | None) -> ProviderError:
     body = getattr(exc, "body", None)
     kind, code, message = _error_fields(body)
     response = getattr(exc, "response", None)
@@ -393,6 +411,8 @@ def _status_error(exc: Exception, status: int, secret: str | None) -> ProviderEr
         return OverloadedError(text, retry_after=wait)
     if status == 408:
         return ProviderTimeoutError(text)
+    if status == 409:
+        return ConflictError(text, retry_after=wait)
     if status >= 500:
         return ServerError(text, retry_after=wait)
     if 400 <= status < 500:

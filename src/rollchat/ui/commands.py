@@ -286,9 +286,21 @@ def _instructions(app: ChatApp, arg: str) -> bool:
 
 
 def _thinking(app: ChatApp, arg: str) -> bool:
-    """The latest answer's thinking in full (the screen folds it to one line)."""
-    from rollchat.domain import Thinking
+    """``thinking``: the latest answer's thinking in full (the screen folds it to one line);
+    ``thinking on|off|auto|N``: how much the model thinks from the next message on."""
+    from rollchat.domain import Thinking, parse_thinking
 
+    if arg.strip():
+        try:
+            setting = parse_thinking(arg)
+        except ValueError as exc:
+            raise UsageError(f"usage: thinking [on|off|auto|BUDGET]: {exc}") from None
+        app.session.engine.think(setting)
+        said = {None: "auto (the model's default)", "on": "on (adaptive where the model has "
+                "it)", "off": "off"}.get(setting) if not isinstance(setting, int) else \
+            f"a budget of {setting:,} tokens"
+        app.out.info(f"Thinking: {said}, from the next message on.")
+        return False
     for turn in reversed(app.session.state.turns):
         thoughts = [b.text for b in turn.blocks if isinstance(b, Thinking)]
         if thoughts:
@@ -350,8 +362,11 @@ COMMANDS: dict[str, Command] = {
                 "what each call needs; verbose shows calls in full; restart an MCP server",
                 _tools, takes_arg=True, bare_arg=lambda a: a.strip().lower() in (
                     "verbose", "quiet") or a.lower().startswith("restart ")),
-        Command("thinking", "thinking", "show the latest answer's thinking in full (the "
-                "screen folds it to one line)", _thinking),
+        Command("thinking", "thinking [on|off|auto|N]", "show the latest answer's thinking in "
+                "full (the screen folds it to one line); on, off, auto or a budget of N tokens "
+                "sets how much the model thinks", _thinking, takes_arg=True,
+                bare_arg=lambda a: a.strip().lower() in ("on", "off", "auto")
+                or a.strip().replace(",", "").isdigit()),
         Command("memory", "memory", "list the facts remembered across sessions", _memory),
         Command("remember", "remember TEXT", "remember a fact in later sessions (CATEGORY: "
                 "TEXT names its category)", _remember, takes_arg=True,
