@@ -22,7 +22,7 @@ DEFAULT_TIMEOUT = 60.0  # seconds, as in Claude Code
 _ENTRY_KEYS = ("matcher", "hooks", "command", "timeout")
 _HOOK_KEYS = ("type", "command", "timeout")
 _COMMAND = Field("str", "must be a shell command (a non-empty string)", nonempty)
-_TIMEOUT = Field("float", "must be a number of seconds > 0", lambda v: v > 0)
+_TIMEOUT = Field("float", "must be a number of seconds > 0", lambda v: v > 0, cap=3600.0)
 _MATCHER = Field("str", "must be a regular expression (\"\" or \"*\": everything), or null",
                  nullable=True)
 

@@ -188,6 +188,7 @@ class MemoryConfig:
 
 
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md")
+MAX_INSTRUCTION_BYTES = 1024 * 1024  # instructions.max_bytes' cap, whoever sets it
 
 
 @dataclass(frozen=True)

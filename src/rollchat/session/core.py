@@ -88,7 +88,8 @@ class Session(CompactorFigures, ModelSwitch):
         self.server_down: ServerDownError | None = None  # the last answer found none listening
         self.memory, self.layers = memory, memory_layers(config, memory, layers)
         self.persona = engine_settings.system  # the agent's system prompt (skills included)
-        self.instructions = SessionInstructions(instructions or loader(config.instructions))
+        self.instructions = SessionInstructions(instructions or loader(
+            config.instructions, window=lambda: self.budget.window))
         self.hooks = SessionHooks(hooks, store)
         self.counter = TokenCounter(model)
         budget = self._budget(context_window)
