@@ -19,7 +19,7 @@ def _env(root: Path) -> dict[str, str]:
 def test_a_fact_remembered_in_one_directory_is_listed_from_another(tmp_path: Path) -> None:
     one, other = tmp_path / "one", tmp_path / "other"
     one.mkdir(), other.mkdir()
-    chat = run_piped(one, "remember I prefer tabs over spaces\nmemory\n", "--yes",
+    chat = run_piped(one, "remember I prefer tabs over spaces\nmemory\n", "--trust-input",
                      env=_env(tmp_path))
     assert "Remembered: I prefer tabs over spaces" in chat.stdout, chat.stdout
     where = user_memory(tmp_path / "home")
@@ -42,7 +42,7 @@ def test_an_existing_projects_memory_is_still_found_and_kept_there(tmp_path: Pat
     assert "deploys go through staging first" in listed.stdout
     assert (f"Memory lives in {project / 'sessions' / 'memory'} (this project's sessions "
             "directory") in listed.stdout
-    run_piped(project, "remember the staging database is pg-stage-2\n", "--yes",
+    run_piped(project, "remember the staging database is pg-stage-2\n", "--trust-input",
               env=_env(tmp_path))
     kept = MemoryStore(project / "sessions", "assistant").facts()
     assert [f.text for f in kept] == ["deploys go through staging first",
@@ -53,7 +53,7 @@ def test_an_existing_projects_memory_is_still_found_and_kept_there(tmp_path: Pat
 
 def test_memory_dir_in_the_config_is_where_memory_lives(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "rollchat.yml", "memory:\n  dir: team-memory\n")
-    run_piped(tmp_path, "remember I prefer short answers\n", "--yes", "--config", str(cfg),
+    run_piped(tmp_path, "remember I prefer short answers\n", "--trust-input", "--config", str(cfg),
               env=_env(tmp_path))
     listed = run_piped(tmp_path, "", "memory", "--config", str(cfg), env=_env(tmp_path))
     assert "I prefer short answers" in listed.stdout
