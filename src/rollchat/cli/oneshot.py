@@ -92,8 +92,8 @@ def run_one_shot(config_path: Path | None, overrides: ConfigOverrides, *, prompt
         except RollchatError as exc:  # nothing to continue: as a session not found
             raise UsageError(str(exc)) from None
     out = StderrRenderer()
-    if cfg.trust_notice:
-        out.warn(cfg.trust_notice)
+    for line in cfg.warnings:
+        out.warn(line)
     outcome = Outcome(model=model, provider=name, agent=cfg.agent.name)
     output = Output(output_format, outcome)
     question = Question(cfg, env, name, model, text, resume, yes, loaded, fork=fork,

@@ -111,6 +111,6 @@ def command_config(ctx: typer.Context, config: Path | None = None,
                                                     sessions_dir=options.sessions_dir))
     except ConfigError as exc:
         fail(str(exc))
-    if cfg.trust_notice and trust_warning:
-        sys.stderr.write(f"rollchat: warning: {cfg.trust_notice}\n")
+    for line in cfg.warnings if trust_warning else ():
+        sys.stderr.write(f"rollchat: warning: {line}\n")
     return cfg

@@ -84,8 +84,8 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     renderer = Renderer(interactive=interactive, show_tools=show_tools)
     renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
                     where=cfg.session.location, server=providers.server_url(name, agent, env))
-    if cfg.trust_notice:
-        renderer.warn(cfg.trust_notice)
+    for line in cfg.warnings:
+        renderer.warn(line)
     closers: list[Callable[[], None]] = []  # what the chat started (MCP servers)
     equipment = equipment_of(agent, loaded)
     chat = Starting(lambda: _build_chat(cfg, env, name, model, renderer, interactive=interactive,
@@ -195,6 +195,7 @@ class SessionBuilder:
         from rollchat.models.windows import WindowBook, default_path
         from rollchat.providers.base import RetryPolicy
         from rollchat.session.core import Session
+        from rollchat.session.hooked import notifying
         from rollchat.tools.hooks import Hooks
         from rollchat.ui.approve import (
             confirmer,
@@ -217,8 +218,8 @@ class SessionBuilder:
         settings = engine_settings(
             agent, equipment or Equipment(), provider=provider, model=model,
             retry=RetryPolicy(retry.max_retries, retry.base_delay, retry.max_delay),
-            ask=(piped_asker(yes=True) if yes else terminal_asker(renderer) if interactive
-                 else piped_asker(yes=False)),
+            ask=(piped_asker(yes=True) if yes else notifying(terminal_asker(renderer), hooks)
+                 if interactive else piped_asker(yes=False)),
             tool_sources=self._tool_sources(cfg, context_window(
                 model, cfg.context_window_override(model))), hooks=hooks)
         windows = WindowBook(default_path())  # windows learned from this server's refusals

@@ -13,7 +13,7 @@ from rollchat.config.document import Doc, describe_node, unknown_key
 from rollchat.config.fields import Field, nonempty
 
 HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact",
-               "PostCompact", "SessionEnd")
+               "PostCompact", "SessionEnd", "Stop", "Notification")
 # what each event's matcher is matched against (Claude Code's): the tool's name, how the
 # compaction or the session started, why the session ended; UserPromptSubmit has none
 MATCHED = {"PreToolUse": "tool name", "PostToolUse": "tool name", "PreCompact": "trigger",

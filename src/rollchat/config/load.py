@@ -138,7 +138,39 @@ def load_config(*, config_path: Path | None, env: Mapping[str, str], cwd: Path,
         project = not named and path == cwd / PROJECT_FILE
         trust = trust_check(path, user_config_dir) if project else None
         config = load_file(path, display_path(path, cwd), trust)
+    config = with_claude_settings(config, cwd, user_config_dir, _home(env))
     return _apply(config, _layers(env, overrides), overrides.no_save, cwd)
+
+
+def _home(env: Mapping[str, str]) -> Path:
+    return Path(env["HOME"]) if env.get("HOME") else Path.home()
+
+
+def with_claude_settings(config: Config, cwd: Path, user_config_dir: Path,
+                         home: Path) -> Config:
+    """``config`` with the hooks and permissions of Claude Code's settings: the user's
+    (~/.claude/settings.json, trusted) after the config file's, then the project's
+    (./.claude/settings.json, only what needs no trust until `rollchat trust` records it)."""
+    from rollchat.config.claude_settings import SETTINGS, read_settings
+    from rollchat.config.trust import trust_check
+
+    project = cwd / SETTINGS
+    found = [read_settings(home / SETTINGS, "~/.claude/settings.json"),
+             read_settings(project, str(SETTINGS), trust_check(project, user_config_dir))]
+    hooks = tuple(h for s in found for h in s.hooks)
+    allow = tuple(r for s in found for r in s.allow)
+    deny = tuple(r for s in found for r in s.deny)
+    notes = tuple(n for s in found for n in s.notes)
+    if not (hooks or allow or deny or notes):
+        return config
+    agents = {key: dataclasses.replace(agent, allow=agent.allow + allow,
+                                       deny=agent.deny + deny)
+              for key, agent in config.agents.items()}
+    held = config.hooks_held
+    own = config.hooks if held is None else ()  # held ones never run: Claude's still do
+    return dataclasses.replace(config, agents=agents, hooks=own + hooks,
+                               hooks_held=held if not hooks else None,
+                               settings_notes=config.settings_notes + notes)
 
 
 def looked_at(config: Config, *, config_path: Path | None, env: Mapping[str, str], cwd: Path,
@@ -161,11 +193,37 @@ def looked_at(config: Config, *, config_path: Path | None, env: Mapping[str, str
 
             files.append(user_config_dir / TRUST_FILE)
     prompts = [a.system_prompt_file for a in config.agents.values() if a.system_prompt_file]
-    return files + prompts
+    from rollchat.config.claude_settings import SETTINGS  # read by with_claude_settings
+
+    claude = [_home(env) / SETTINGS, cwd / SETTINGS]
+    if (cwd / SETTINGS).exists():  # its trust is recorded beside a project file's
+        from rollchat.config.trust import TRUST_FILE
+
+        claude.append(user_config_dir / TRUST_FILE)
+    return files + prompts + claude
 
 
 # ---------------------------------------------------------------------------------------------
 # `rollchat trust PATH`.
+
+
+def _trust_claude(target: Path, display: str, user_config_dir: Path) -> str:
+    """``rollchat trust .claude/settings.json``: Claude Code's project settings, recorded as a
+    project rollchat.yml is; what now applies is named."""
+    from rollchat.config.claude_settings import read_settings
+    from rollchat.config.trust import NOT_TRUSTED, TRUST_COMMAND, Untrusted, record_trust
+
+    full = read_settings(target, display)
+    if full.sha256 is None:
+        raise ConfigError(f"{display}: cannot read it; nothing was recorded")
+    record = record_trust(target, full.sha256, user_config_dir)
+    held = read_settings(target, display, lambda _sha: Untrusted(target.parent, NOT_TRUSTED))
+    keys = [k for k, on in (("hooks", bool(full.hooks)), ("permissions.allow", bool(full.allow)))
+            if on and not (held.hooks if k == "hooks" else held.allow)]
+    what = (f"its {' and '.join(keys)} now {'applies' if len(keys) == 1 else 'apply'}" if keys
+            else "nothing in it needed trust")
+    return (f"Trusted {display}: {what} (recorded in {record}); if the file changes, run "
+            f"`{TRUST_COMMAND}` again")
 
 
 def trust_file(path: Path, *, cwd: Path, user_config_dir: Path) -> str:
@@ -183,6 +241,8 @@ def trust_file(path: Path, *, cwd: Path, user_config_dir: Path) -> str:
         raise ConfigError(f"{path}: no such file; give the path of a project config file "
                           "(default: ./rollchat.yml)")
     display = display_path(target, cwd)
+    if target.name == "settings.json" and target.parent.name == ".claude":
+        return _trust_claude(target, display, user_config_dir)
     confined = load_file(target, display, lambda _sha: Untrusted(target.parent, NOT_TRUSTED))
     full = load_file(target, display)  # every setting checked, the prompt files read
     if full.source_sha256 != confined.source_sha256 or full.source_sha256 is None:

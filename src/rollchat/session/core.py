@@ -228,6 +228,7 @@ class Session(CompactorFigures, ModelSwitch):
             answer.error, False, auto_off=self.auto_mode == "off")
         yield from self.hooks.told()  # a tool hook that failed or timed out
         yield from self._record(turn, hint)
+        yield from self.hooks.stop(self.state)  # the answer is over (Claude Code's Stop)
 
     def _before_sending(self, text: str, sent: str, block: str, pending: Message,
                         ) -> Generator[Event, None, tuple[str, Message]]:
