@@ -178,3 +178,12 @@ def test_stop_runs_after_each_answer_and_notification_before_a_question(
     payload = json.loads(told.read_text())
     assert payload["hook_event_name"] == "Notification"
     assert payload["message"] == "rollchat needs your permission to use word_count"
+
+
+def test_an_agent_files_own_rules_keep_the_settings_rules(tmp_path: Path) -> None:
+    project, home = tmp_path / "p", tmp_path / "home"
+    _write(project / "helper.py", HELPER + 'deny = ["other_tool"]\n')
+    _write(home / ".claude" / "settings.json", {"permissions": {"deny": ["word_count"]}})
+    done = run_piped(project, USE, "helper.py", "--yes", env=clean_env(home))
+    assert done.returncode == 0, done.stderr
+    assert "3 words" not in done.stdout and "denied" in done.stdout.lower(), done.stdout
