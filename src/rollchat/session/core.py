@@ -88,7 +88,8 @@ class Session(CompactorFigures, ModelSwitch):
         self.server_down: ServerDownError | None = None  # the last answer found none listening
         self.memory, self.layers = memory, memory_layers(config, memory, layers)
         self.persona = engine_settings.system  # the agent's system prompt (skills included)
-        self.instructions = SessionInstructions(instructions or loader(config.instructions))
+        self.instructions = SessionInstructions(instructions or loader(
+            config.instructions, window=lambda: self.budget.window))
         self.hooks = SessionHooks(hooks, store)
         self.counter = TokenCounter(model)
         budget = self._budget(context_window)
@@ -227,6 +228,7 @@ class Session(CompactorFigures, ModelSwitch):
             answer.error, False, auto_off=self.auto_mode == "off")
         yield from self.hooks.told()  # a tool hook that failed or timed out
         yield from self._record(turn, hint)
+        yield from self.hooks.stop(self.state)  # the answer is over (Claude Code's Stop)
 
     def _before_sending(self, text: str, sent: str, block: str, pending: Message,
                         ) -> Generator[Event, None, tuple[str, Message]]:
