@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rollchat.memory.store import MemoryStore
 from tests.e2e import clean_env, run_piped, user_memory
+from tests.memory import project_memory
 
 HELPER = '''
 name = "Helper"
@@ -33,8 +34,8 @@ def _run(tmp_path: Path, *flags: str) -> tuple[str, list[str]]:
     done = run_piped(project, LINES, "helper.py", "--provider", "offline", *flags,
                      env=clean_env(home))
     assert done.returncode == 0, done.stderr
-    store = MemoryStore(project / "sessions", "helper", user_dir=project / "user",
-                        directory=user_memory(home))
+    store = MemoryStore(project / "sessions", "helper", user_dir=user_memory(home),
+                        **project_memory(home, project))
     return done.stdout, [f.text for f in store.facts()]
 
 
