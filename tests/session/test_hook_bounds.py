@@ -4,6 +4,7 @@ timeout everything it started ends, even what left its process group with setsid
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -98,3 +99,37 @@ def test_run_bounded_reads_what_a_child_says_and_its_status(tmp_path: Path) -> N
     done = run_bounded("cat; echo oops >&2; exit 3", stdin="given", timeout=30, cwd=tmp_path,
                        env=dict(os.environ), head=100)
     assert (done.returncode, done.out.text(), done.err.text()) == (3, "given", "oops\n")
+
+
+def test_a_run_killed_while_its_hooks_run_leaves_the_message_not_a_bare_header(
+        tmp_path: Path) -> None:
+    """Issue 33 item 6: the file is made for the hooks (they are told its path) before the
+    first message is answered; a SIGKILL then left a header alone, listed by ``sessions``."""
+    config = _config(tmp_path, "UserPromptSubmit", "echo $$ > hook.pid; exec sleep 1000")
+    child = subprocess.Popen([sys.executable, "-m", "rollchat", "--config", str(config),
+                              "--provider", "offline"], cwd=tmp_path, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, env=clean_env(tmp_path / "home"))
+    marker = tmp_path / "hook.pid"
+    try:
+        assert child.stdin is not None
+        child.stdin.write("deploy the staging cluster\n")
+        child.stdin.flush()
+        deadline = time.monotonic() + 60
+        while not (marker.exists() and marker.read_text().strip()):  # the hook is running
+            assert time.monotonic() < deadline and child.poll() is None
+            time.sleep(0.02)
+        child.kill()
+        child.wait()
+    finally:
+        if marker.exists() and marker.read_text().strip():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(marker.read_text()), 9)
+        child.kill()
+    [session] = (tmp_path / "sessions").glob("*.md")
+    [turn] = parse(session.read_text(encoding="utf-8")).turns
+    assert (turn.user, turn.status) == ("deploy the staging cluster", "interrupted")
+    listed = subprocess.run([sys.executable, "-m", "rollchat", "sessions"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60,
+                            env=clean_env(tmp_path / "home"))
+    assert "deploy the staging cluster" in listed.stdout, listed.stdout + listed.stderr
