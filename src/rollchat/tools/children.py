@@ -114,24 +114,40 @@ def _tree(roots: set[int]) -> set[int]:
     return seen
 
 
+def end_marked(mark: str, roots: frozenset[int] = frozenset(),
+               spared: frozenset[int] = frozenset()) -> None:
+    """SIGKILL every process carrying ``mark``, the ``roots``, and all their descendants
+    (Linux: /proc; nothing elsewhere) until none is left, but ``spared``; the ones that are
+    rollchat's children (an orphan re-parented to it) are reaped."""
+    if not Path("/proc/self").exists():
+        return
+    for _ in range(50):  # a fork bomb races the kill: a few rounds, then give up
+        pids = _tree(set(roots) | _marked(mark)) - spared
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in _children(os.getpid()) & pids:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, 0)
+
+
+def mark_of(pid: int) -> str | None:
+    """The ``MARK`` in the environment of the process ``pid`` (Linux), or None."""
+    with contextlib.suppress(OSError):
+        for entry in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+            if entry.startswith(f"{MARK}=".encode()):
+                return entry.split(b"=", 1)[1].decode("ascii", "replace")
+    return None
+
+
 def end_run(child: subprocess.Popen[str], mark: str) -> None:
-    """SIGKILL the child's process group, its descendants and everything carrying ``mark``,
-    until none is left; the ones re-parented to rollchat are reaped."""
+    """SIGKILL the child's process group, its descendants and everything carrying ``mark``
+    (see ``end_marked``), then reap the child."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.pid, signal.SIGKILL)
-    if not Path("/proc/self").exists():  # elsewhere: the process group only
-        pass
-    else:
-        for _ in range(50):  # a fork bomb races the kill: a few rounds, then give up
-            pids = _tree({child.pid} | _marked(mark)) - {child.pid}
-            if not pids:
-                break
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            for pid in _children(os.getpid()) & pids:  # orphans re-parented to us: reaped
-                with contextlib.suppress(ChildProcessError, OSError):
-                    os.waitpid(pid, 0)
+    end_marked(mark, frozenset({child.pid}), frozenset({child.pid}))
     with contextlib.suppress(subprocess.TimeoutExpired, ValueError, OSError):
         child.wait(timeout=5)
 
