@@ -14,8 +14,8 @@ from pathlib import Path
 
 from rollchat.events import Event, Notice
 from rollchat.tools import mcp as mcp_package
-from rollchat.tools.mcp import McpServers
 from rollchat.tools.children import MARK
+from rollchat.tools.mcp import McpServers
 from rollchat.tools.mcp.child import TAIL_BYTES, child_env
 from tests.drive import drain
 from tests.mcp_helpers import (
