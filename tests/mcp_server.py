@@ -121,9 +121,11 @@ def _odd() -> None:
         return "done"
 
     @server.tool()
-    def spawn(pid_file: str) -> str:
-        """Start a child process that outlives this server unless its group is ended."""
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    def spawn(pid_file: str, own_session: bool = False) -> str:
+        """Start a child process that outlives this server unless its group is ended (with
+        ``own_session``: in a session of its own, as setsid starts it)."""
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"],
+                                 start_new_session=own_session)
         Path(pid_file).write_text(str(child.pid), encoding="utf-8")
         return str(child.pid)
 

@@ -188,7 +188,10 @@ class Session(CompactorFigures, ModelSwitch):
         images the user attached (``attach``), sent with the message."""
         text = clean(text)
         sent, note = (text, "") if handed is None else (handed.wrap(text), handed.note)
-        refused = yield from self.hooks.prompt(self.state, text, self.ensure_file)
+        asked = Turn("query", self.state.queries + 1, now(), text, (), status="interrupted",
+                     context=note, attached=attached)  # on disk while the hooks run
+        refused = yield from self.hooks.prompt(self.state, text,
+                                               lambda: self.ensure_file(asked))
         if refused is not None:  # a UserPromptSubmit hook: kept in the transcript, not sent
             yield from self._record(Turn("query", 0, now(), text, (), status="unanswered",
                                          error=refused, context=note, attached=attached),
@@ -265,10 +268,11 @@ class Session(CompactorFigures, ModelSwitch):
         self.state.add(turn)
         yield from self._save()
 
-    def ensure_file(self) -> Generator[Event, None, str | None]:
-        """Make the session's file now (normally made at its first query); its id, or None
-        when nothing is saved."""
-        return (yield from self.recorder.ensure_file(self.state))
+    def ensure_file(self, pending: Turn | None = None) -> Generator[Event, None, str | None]:
+        """Make the session's file now (normally made at its first query), holding the turn
+        in progress ``pending`` (see Recorder.ensure_file); its id, or None when nothing is
+        saved."""
+        return (yield from self.recorder.ensure_file(self.state, pending))
 
     # ------------------------------------------------------------------ other sessions
     def compact(self, focus: str | None = None, undoable: bool = False) -> Flow:
