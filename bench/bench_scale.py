@@ -191,6 +191,9 @@ def main() -> None:
     parser.add_argument("--md-turns", type=int, default=500_000)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--only", nargs="*", default=["summary", "import", "show"])
+    parser.add_argument("--old-stages", nargs="*", default=["summary", "import", "show"],
+                        help="the stages --old runs (its imports do not finish: --old-stages "
+                             "summary)")
     args = parser.parse_args()
     if args.worker is not None:
         print(json.dumps(summary_worker(args.worker)))
@@ -204,6 +207,8 @@ def main() -> None:
         bench_summary(trees, args.sizes, args.timeout)
         print()
     if "import" in args.only or "show" in args.only:
+        if "import" not in args.old_stages:
+            trees.pop("--old", None)
         bench_files(trees, args.lines, args.md_turns, args.timeout, args.only)
 
 
