@@ -59,3 +59,26 @@ def test_many_similar_phrases_are_compared_in_bounded_work(
         assert any("9464" in t for t in summary.topics)  # the named topic, far back
         assert sum("sqlite" in d for d in summary.decisions) == 1  # said twice, kept once
         assert summary.dropped_topics > count // 2  # the plain topics left out are counted
+
+
+def test_a_session_of_plain_prompts_is_read_only_so_far_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Named topics and artifacts are looked for READ_TURNS turns back at most once the plain
+    topics fill their room: a 500,000-turn import read every turn for them."""
+    monkeypatch.setattr(extractive, "READ_TURNS", 400)
+    split = []
+    real = extractive.prose_sentences
+
+    def counted(text: str, *, reply: bool = False) -> list[str]:
+        split.append(text)
+        return real(text, reply=reply)
+
+    monkeypatch.setattr(extractive, "prose_sentences", counted)
+    made = []
+    for count in (1000, 2000):
+        split.clear()
+        summary = extractive.extractive_summary(_session(count), parent_summary=None,
+                                                focus=None, max_words=500, fallback=True)
+        made.append(len(split))
+        assert summary.dropped_topics >= count - 400
+    assert made[0] == made[1] < 600, made  # main: 1,000 then 2,000 turns split
