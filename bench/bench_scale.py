@@ -30,6 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 WHEN = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+LOAD = ("import sys; from pathlib import Path; from rollchat.storage.store import SessionStore;"
+        "SessionStore(Path(sys.argv[1])).load_transcript(sys.argv[2])")
 VOCABULARY = ("parser", "exporter", "session", "formatter", "cache", "index", "header", "tool",
               "reader", "writer", "picker", "render", "loader", "config", "schema", "queue",
               "table", "column", "field", "record")
@@ -59,21 +61,24 @@ def turns(count: int) -> list:  # type: ignore[type-arg]
 
 
 def write_jsonl(path: Path, lines: int) -> None:
-    """A Claude Code file of ``lines`` lines: a prompt, then its answer, alternately."""
+    """A Claude Code file of ``lines`` lines: in each twelve, a prompt, its answer and ten of
+    the tool's own progress lines (so that a million lines stay under the import's 64 MiB)."""
     rng = random.Random(lines)
     with open(path, "w", encoding="utf-8") as f:
         for n in range(lines):
-            i = n // 2
-            user, reply = phrases(i, rng)
+            i, kind = divmod(n, 12)
             stamp = (WHEN + timedelta(seconds=n)).strftime("%Y-%m-%dT%H:%M:%SZ")
-            if n % 2 == 0:
-                line = {"type": "user", "uuid": f"u{n}", "timestamp": stamp,
+            if kind == 0:
+                user, reply = phrases(i, rng)
+                line = {"type": "user", "timestamp": stamp,
                         "message": {"role": "user", "content": user}}
-            else:
-                line = {"type": "assistant", "uuid": f"a{n}", "timestamp": stamp,
+            elif kind == 1:
+                line = {"type": "assistant", "timestamp": stamp,
                         "message": {"role": "assistant",
                                     "content": [{"type": "text", "text": reply}]}}
-            f.write(json.dumps(line) + "\n")
+            else:
+                line = {"type": "progress", "n": n}
+            f.write(json.dumps(line, separators=(",", ":")) + "\n")
 
 
 def write_markdown(path: Path, count: int) -> None:
@@ -172,7 +177,9 @@ def bench_files(trees: dict[str, Path], lines: int, md_turns: int, timeout: floa
                 copy = work / f"show-{name}"
                 shutil.copytree(home, copy)
                 common = ["--sessions-dir", str(copy), "--config", str(config)]
+                load = [sys.executable, "-c", LOAD, str(copy), session.stem]
                 for label, command in (
+                        (f"load_transcript, the parse of show ({size} session)", load),
                         (f"show ({size} session)", rollchat("show", session.stem, *common)),
                         (f"compact --refresh ({size} session)",
                          rollchat("compact", session.stem, "--refresh", *common))):
