@@ -116,6 +116,7 @@ def content_words(text: str) -> list[str]:
                               and (len(w) >= 3 or w.isdigit())))
 
 
+CACHED_CHARS = 2_000  # texts up to this long are cached (4,096 of them: a few MB at most)
 # what every path or URL holds besides a "/" (read first: most sentences have none)
 _MAY_BE_PATH = re.compile(
     rf"\.(?:{_EXT})\b|(?:Dockerfile|Makefile|Justfile|Procfile|Jenkinsfile)\b")
@@ -125,7 +126,7 @@ def paths(text: str) -> list[str]:
     """File paths and URLs in ``text``, in order."""
     if "/" not in text and _MAY_BE_PATH.search(text) is None:
         return []
-    return list(_paths(text))
+    return list(_paths(text) if len(text) <= CACHED_CHARS else _paths.__wrapped__(text))
 
 
 @lru_cache(maxsize=4096)  # a sentence is read for names, numbers and artifacts in turn
@@ -148,7 +149,8 @@ def numbers(text: str) -> list[str]:
 
 def artifacts(text: str) -> list[str]:
     """Paths, URLs, commands in backticks and identifiers in ``text``, in order."""
-    return list(_artifacts(text))
+    return list(_artifacts(text) if len(text) <= CACHED_CHARS
+                else _artifacts.__wrapped__(text))
 
 
 @lru_cache(maxsize=4096)  # names() asks again for each capitalised word of a sentence

@@ -42,7 +42,7 @@ LOOK_AT = 128  # candidates compared at most per lookup (see above)
 ROWS, BANDS = 4, 16  # MinHash: BANDS buckets per key, each of ROWS minima
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=4096)  # 64 ints a word: about 10 MB when full
 def _word_hashes(word: str) -> tuple[int, ...]:
     """ROWS * BANDS fixed 32-bit hashes of ``word`` (the same in every process)."""
     data = word.encode("utf-8", "surrogatepass")
