@@ -189,10 +189,15 @@ class Engine(ModelChoice):
                 tools, lines = source.collect(False)
             for line in lines:
                 yield Notice("warning", line)
-            for name in self._sourced.get(id(source), set()) - set(tools):
+            before = self._sourced.get(id(source), set())
+            for name in before - set(tools):
                 self.tools.pop(name, None)  # withdrawn (its server went away)
-            self._sourced[id(source)] = {name for name, tool in tools.items()
-                                         if self.tools.setdefault(name, tool) is tool}
+            mine: set[str] = set()
+            for name, tool in tools.items():  # a name of this source's keeps its place and
+                if name in before or name not in self.tools:  # takes the new tool; another
+                    self.tools[name] = tool  # source's or a built-in's is never replaced
+                    mine.add(name)
+            self._sourced[id(source)] = mine
 
     def request(self, messages: Sequence[Message], purpose: Purpose = "chat") -> ChatRequest:
         return ChatRequest(

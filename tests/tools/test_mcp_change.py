@@ -1,0 +1,59 @@
+"""MCP servers that come and go, seen from the wire: the request a provider receives after a
+server died and another joined offers no tool of the dead one (any re-collection of tools
+keeps track of every server's tools)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+from rollchat.engine.core import Engine, EngineSettings
+from rollchat.events import Event, Notice
+from rollchat.providers.base import RetryPolicy
+from rollchat.providers.openai import OpenAIProvider
+from rollchat.tools.mcp import McpServers
+from tests.drive import drain
+from tests.mcp_helpers import servers, start, stdio, wait_for_file, wait_until
+from tests.wire_servers import WireServer, openai_server
+
+__all__ = ["openai_server", "servers"]  # the fixtures, imported for pytest
+
+
+def state(source: McpServers, name: str) -> str:
+    server = next(s for s in source._servers if s.name == name)
+    return server.state
+
+
+def offered(server: WireServer) -> list[str]:
+    return [t["function"]["name"] for t in server.bodies[-1].get("tools", [])]
+
+
+def test_a_dead_server_s_tools_are_not_offered_after_another_joined(
+        servers, openai_server: WireServer, tmp_path: Path) -> None:
+    pid_file, broken = tmp_path / "pid", tmp_path / "broken"
+    source = start(servers, stdio("db", "--pid-file", str(pid_file), "--crash-if", str(broken)),
+                   stdio("late", "--slow-start", "2"))
+    engine = Engine(EngineSettings(
+        OpenAIProvider("gpt-4o", api_key="k", base_url=openai_server.url, timeout=10),
+        model="gpt-4o", system="sys", max_output_tokens=100, temperature=None,
+        retry=RetryPolicy(max_retries=0), tool_sources=(source,)))
+
+    def stop_waiting(event: Event) -> None:  # Ctrl-C while the first message waits
+        if isinstance(event, Notice) and event.text.startswith("Waiting"):
+            raise KeyboardInterrupt
+
+    wait_until(lambda: state(source, "db") == "ready")
+    drain(engine.chat("one"), stop_waiting)
+    assert {n.split("__")[1] for n in offered(openai_server)} == {"db"}
+    wait_until(lambda: state(source, "late") == "ready")
+    drain(engine.chat("two"))  # late joins: the tools are collected again
+    assert {n.split("__")[1] for n in offered(openai_server)} == {"db", "late"}
+    broken.write_text("gone")  # its restarts fail
+    os.kill(int(wait_for_file(pid_file)), signal.SIGKILL)
+    wait_until(lambda: state(source, "db") == "failed")
+    events: list[Event] = []
+    drain(engine.chat("three"), events.append)
+    names = offered(openai_server)
+    assert names and not [n for n in names if n.startswith("mcp__db__")]
+    assert any(isinstance(e, Notice) and "'db' stopped" in e.text for e in events)
