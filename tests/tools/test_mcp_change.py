@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from pathlib import Path
 
 from rollchat.engine.core import Engine, EngineSettings
@@ -14,7 +15,7 @@ from rollchat.providers.base import RetryPolicy
 from rollchat.providers.openai import OpenAIProvider
 from rollchat.tools.mcp import McpServers
 from tests.drive import drain
-from tests.mcp_helpers import servers, start, stdio, wait_for_file, wait_until
+from tests.mcp_helpers import engine_with, servers, start, stdio, wait_for_file, wait_until
 from tests.wire_servers import WireServer, openai_server
 
 __all__ = ["openai_server", "servers"]  # the fixtures, imported for pytest
@@ -57,3 +58,50 @@ def test_a_dead_server_s_tools_are_not_offered_after_another_joined(
     names = offered(openai_server)
     assert names and not [n for n in names if n.startswith("mcp__db__")]
     assert any(isinstance(e, Notice) and "'db' stopped" in e.text for e in events)
+
+
+def warnings(events: list[Event]) -> list[str]:
+    return [e.text for e in events if isinstance(e, Notice) and e.level == "warning"]
+
+
+def test_a_server_killed_while_idle_and_back_before_the_next_message_says_so(
+        servers, tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    source = start(servers, stdio("db", "--pid-file", str(pid_file)))
+    engine = engine_with(source)
+    drain(engine.chat("hello"))
+    pid = int(wait_for_file(pid_file))
+    pid_file.unlink()
+    os.kill(pid, signal.SIGKILL)
+    assert int(wait_for_file(pid_file)) != pid  # restarted (after 1 s)
+    wait_until(lambda: state(source, "db") == "ready")
+    events: list[Event] = []
+    turn = drain(engine.chat('use mcp__db__add {"a": 1, "b": 2}'), events.append).turn
+    assert warnings(events) == ["MCP server 'db' stopped: the server exited; restarting (1 of "
+                                "3); it is back: its 5 tools are offered again"]
+    assert turn.tools[0].result == "3"
+
+
+def test_a_server_killed_mid_call_says_why_in_the_result_and_in_one_line(
+        servers, tmp_path: Path) -> None:
+    pid_file, sleeping = tmp_path / "pid", tmp_path / "sleeping"
+    source = start(servers, stdio("db", "--pid-file", str(pid_file), "--sleeping-file",
+                                  str(sleeping)))
+    engine = engine_with(source)
+    drain(engine.chat("hello"))
+    pid = int(wait_for_file(pid_file))
+
+    killer = threading.Thread(target=lambda: (wait_for_file(sleeping),
+                                              os.kill(pid, signal.SIGKILL)))
+    killer.start()
+    turn = drain(engine.chat('use mcp__db__sleep {"seconds": 60}')).turn
+    killer.join()
+    assert turn.tools[0].result == (
+        "error: sleep on MCP server 'db' failed: the server went away during the call (it "
+        "may have done part of it); 'tools' shows its state")
+    wait_until(lambda: bool(source._servers[0].news))  # its exit was seen
+    events: list[Event] = []
+    drain(engine.chat("hello"), events.append)
+    [line] = warnings(events)
+    assert line.startswith("MCP server 'db' stopped: the server exited; restarting (1 of 3)")
+    assert "stopped: stopped" not in line

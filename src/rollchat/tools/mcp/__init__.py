@@ -28,7 +28,15 @@ from rollchat.config.mcp_servers import McpServerConfig
 from rollchat.tools import Tool
 from rollchat.tools.images import ToolReturn
 from rollchat.tools.mcp.offer import DEFAULT_TOOL_TOKENS, Offer, lines_for, offer, short
-from rollchat.tools.mcp.serve import Server, connect, dropped, failure, import_sdk, reason
+from rollchat.tools.mcp.serve import (
+    CONNECTION_CLOSED,
+    Server,
+    connect,
+    dropped,
+    failure,
+    import_sdk,
+    reason,
+)
 from rollchat.tools.mcp_convert import McpToolError, Names, chosen, progress_text, result_text
 from rollchat.tools.sources import ToolEntry
 
@@ -236,8 +244,10 @@ class McpServers:
                     else f"restarting ({server.restarts + 1} of {MAX_RESTARTS})"
                     if server.restarts < MAX_RESTARTS
                     else f"'tools restart {server.name}' starts it again")
-            self._set(server, "failed", why + (f" (stderr: {last})" if last else "")
-                      + f"; {then}")
+            said = why + (f" (stderr: {last})" if last else "") + f"; {then}"
+            self._set(server, "failed", said)
+            with self._lock:
+                server.news.append(said)
             return "dropped"
         finally:
             timer.cancel()
@@ -245,6 +255,8 @@ class McpServers:
                 if server.state in ("starting", "ready"):
                     server.state = "stopped"
                     server.reason = "restarted ('tools restart')" if server.restart_now else ""
+                    if server.restart_now and server.ever_ready:
+                        server.news.append(server.reason)
                     self._version += 1
                 server.client = None
             server.settled.set()
@@ -370,6 +382,10 @@ class McpServers:
                 if server.check is not None:  # is it still there? (HTTP: ping now)
                     with contextlib.suppress(RuntimeError):
                         loop.call_soon_threadsafe(server.check.set)
+                if _closed(exc):
+                    raise McpToolError(f"{what} failed: the server went away during the call "
+                                       "(it may have done part of it); 'tools' shows "
+                                       "its state") from None
                 raise McpToolError(f"{what} failed: {reason(exc, None)}") from None
             raise
 
@@ -393,6 +409,11 @@ class McpServers:
                 shown = time.monotonic()
                 sink(tool, pending)
                 pending = ""
+
+
+def _closed(exc: BaseException) -> bool:
+    """Whether a call failed because the connection ended (the server went away)."""
+    return getattr(getattr(exc, "error", None), "code", None) == CONNECTION_CLOSED
 
 
 def _remote(server: Server) -> bool:

@@ -56,6 +56,8 @@ class Server:
     restart_now: bool = False  # `tools restart NAME` while it runs
     ever_ready: bool = False
     told: bool = False  # its failure was told (a new attempt tells again)
+    news: list[str] = field(default_factory=list)  # why it stopped, not told yet (a restart
+    # that came back before the next message still gets its line)
 
     @property
     def name(self) -> str:
