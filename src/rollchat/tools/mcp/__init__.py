@@ -27,7 +27,9 @@ from typing import Any, TypeVar
 from rollchat.config.mcp_servers import McpServerConfig
 from rollchat.tools import Tool
 from rollchat.tools.images import ToolReturn
+from rollchat.tools.mcp.asks import McpAsker, Sampler
 from rollchat.tools.mcp.offer import DEFAULT_TOOL_TOKENS, Offer, lines_for, offer, short
+from rollchat.tools.mcp.relay import Asks
 from rollchat.tools.mcp.serve import (
     CONNECTION_CLOSED,
     Server,
@@ -57,8 +59,10 @@ class McpServers:
 
     def __init__(self, servers: Sequence[McpServerConfig], env: Mapping[str, str], *,
                  tool_tokens: int = DEFAULT_TOOL_TOKENS,
-                 on_progress: Callable[[str, str], None] | None = None) -> None:
+                 on_progress: Callable[[str, str], None] | None = None,
+                 asker: McpAsker | None = None, sampler: Sampler | None = None) -> None:
         self._servers = [Server(s) for s in servers]
+        self._asks = Asks(asker, sampler)  # sampling and elicitation, during a call
         self._env = dict(env)
         self._tool_tokens = tool_tokens
         self._on_progress = on_progress  # (tool, what it reports), on the chat's thread
@@ -226,7 +230,7 @@ class McpServers:
 
         timer = loop.call_later(server.config.startup_timeout, expire)
         try:
-            await connect(server, self._env, ready)
+            await connect(server, self._env, ready, **self._asks.callbacks(server.name))
             return "stopped"
         except asyncio.CancelledError:
             if not expired:
@@ -395,20 +399,33 @@ class McpServers:
         """The call's result; its progress reports are shown meanwhile, from this thread
         (at most one a second: the last one then)."""
         sink = self._on_progress
-        if sink is None or reports is None:
+        if (sink is None or reports is None) and not self._asks.live:
             return future.result(timeout)
         end, shown, pending = time.monotonic() + timeout, 0.0, ""
-        while True:
-            with contextlib.suppress(FutureTimeout):
-                return future.result(max(0.0, min(PROGRESS_SECONDS, end - time.monotonic())))
-            if time.monotonic() >= end:
-                raise FutureTimeout
-            while not reports.empty():
-                pending = reports.get()
-            if pending and time.monotonic() - shown >= 1.0:
-                shown = time.monotonic()
-                sink(tool, pending)
-                pending = ""
+        with self._asks.during_call():
+            while True:
+                with contextlib.suppress(FutureTimeout):
+                    return future.result(max(0.0, min(PROGRESS_SECONDS,
+                                                      end - time.monotonic())))
+                end += self._asks.answer()  # the time the user took does not count
+                if time.monotonic() >= end:
+                    raise FutureTimeout
+                if sink is None or reports is None:
+                    continue
+                pending, shown = _report(sink, tool, reports, pending, shown)
+
+
+
+def _report(sink: Callable[[str, str], None], tool: str, reports: queue.SimpleQueue[str],
+            pending: str, shown: float) -> tuple[str, float]:
+    """The newest progress report shown, at most one a second; (pending, when shown)."""
+    while not reports.empty():
+        pending = reports.get()
+    if pending and time.monotonic() - shown >= 1.0:
+        shown = time.monotonic()
+        sink(tool, pending)
+        pending = ""
+    return pending, shown
 
 
 def _closed(exc: BaseException) -> bool:
