@@ -105,3 +105,19 @@ def test_a_server_killed_mid_call_says_why_in_the_result_and_in_one_line(
     [line] = warnings(events)
     assert line.startswith("MCP server 'db' stopped: the server exited; restarting (1 of 3)")
     assert "stopped: stopped" not in line
+
+
+def test_servers_still_starting_are_shown_live_with_their_time_and_timeout(servers) -> None:
+    from rollchat.events import ServersStarting
+
+    source = start(servers, stdio("late", "--slow-start", "2"))
+    events: list[Event] = []
+    drain(engine_with(source).chat("hello"), events.append)
+    live = [e for e in events if isinstance(e, ServersStarting)]
+    assert len(live) >= 2 and live[-1] == ServersStarting(())
+    shown = [e.servers for e in live[:-1]]
+    assert all(len(s) == 1 and s[0][0] == "late" and s[0][2] == 30.0 for s in shown)
+    elapsed = [s[0][1] for s in shown]
+    assert elapsed == sorted(elapsed) and elapsed[-1] > elapsed[0]
+    after = events[events.index(live[-1]) + 1:]
+    assert not [e for e in after if isinstance(e, ServersStarting)]

@@ -31,7 +31,7 @@ from rollchat.engine.hygiene import as_sent, repair
 from rollchat.engine.model import ModelChoice
 from rollchat.engine.rounds import run_round, trailing
 from rollchat.engine.thinking import Split, took
-from rollchat.events import Event, Notice, Retrying
+from rollchat.events import Event, Notice, Retrying, ServersStarting
 from rollchat.interrupts import Terminated
 from rollchat.memory.layers import with_block
 from rollchat.providers.base import (
@@ -60,6 +60,7 @@ INTERRUPTED_NOTE = "[interrupted by user]"
 # (it is kept verbatim in the context, a third of a 2K window at the agent's own limit).
 RESTORE_OUTPUT_TOKENS = 400
 MAX_TOOL_ROUNDS = 25  # the default of an agent's max_tool_rounds
+LIVE_SECONDS = 0.5  # how often the line of the tool servers still starting is drawn again
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,9 @@ class Engine(ModelChoice):
                 if starting:
                     yield Notice("detail", f"Waiting for MCP servers to start: "
                                            f"{', '.join(starting)}")
+                    while not source.settle(LIVE_SECONDS):  # a live line meanwhile
+                        yield ServersStarting(tuple(source.starting()))
+                    yield ServersStarting(())
                 tools, lines = source.collect(bool(starting))
             except KeyboardInterrupt as exc:  # those not ready join at the next compaction
                 if isinstance(exc, Terminated):  # a SIGTERM ends the chat

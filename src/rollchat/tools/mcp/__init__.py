@@ -72,6 +72,7 @@ class McpServers:
         self._closed = False
         self._all_stopped: asyncio.Event | None = None
         self._imported = threading.Event()
+        self._first_end: float | None = None  # when the first message stops waiting
         self._names = Names()
         self._version = 0  # bumped by every change of a server's state
         self._seen = -1  # the version the engine last collected
@@ -309,14 +310,33 @@ class McpServers:
         return now.tools, lines
 
     def _wait_first(self) -> None:
+        while not self.settle(1.0):
+            pass
+
+    def settle(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for the servers still starting; True once the first message
+        need wait no longer (each settled, or past its deadline or FIRST_WAIT)."""
         if self._thread is None:  # never started (all held): nothing to wait for
-            return
-        self._imported.wait(60)
-        end = time.monotonic() + FIRST_WAIT
+            return True
+        step_end = time.monotonic() + seconds
+        if not self._imported.wait(seconds):
+            return False
+        if self._first_end is None:
+            self._first_end = time.monotonic() + FIRST_WAIT
         for server in self._servers:
-            if server.state == "starting":
-                server.settled.wait(max(0.0, min(server.deadline + 1.0, end)  # (its timer
-                                        - time.monotonic()))  # fires on the loop thread)
+            limit = min(server.deadline + 1.0, self._first_end)  # (its timer fires on the
+            if server.state != "starting" or time.monotonic() >= limit:  # loop thread)
+                continue
+            server.settled.wait(max(0.0, min(limit, step_end) - time.monotonic()))
+            if server.state == "starting" and time.monotonic() < limit:
+                return False
+        return True
+
+    def starting(self) -> list[tuple[str, float, float]]:
+        now = time.monotonic()
+        return [(s.name, max(0.0, now - s.deadline + s.config.startup_timeout),
+                 s.config.startup_timeout) for s in self._servers if s.state == "starting"
+                and s.deadline]
 
     def entries(self, offered: Mapping[str, Tool]) -> list[ToolEntry]:
         last = self._last
