@@ -22,6 +22,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+if "--pid-file" in sys.argv:  # first, before the SDK loads (seconds on a loaded machine)
+    Path(sys.argv[sys.argv.index("--pid-file") + 1]).write_text(str(os.getpid()),
+                                                                encoding="utf-8")
+
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 

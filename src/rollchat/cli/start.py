@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # imported when the chat starts, not for --help or sessions
     from rollchat.agents.equip import Equipment
     from rollchat.agents.file import LoadedAgent
     from rollchat.config.settings import AgentConfig, Config, ConfigOverrides
+    from rollchat.providers.base import Provider
     from rollchat.session.core import Session
     from rollchat.session.forks import Forking
     from rollchat.storage.store import Store
@@ -223,7 +224,7 @@ class SessionBuilder:
             ask=(piped_asker(yes=True) if yes else notifying(terminal_asker(renderer), hooks)
                  if interactive else piped_asker(yes=False)),
             tool_sources=self._tool_sources(cfg, context_window(
-                model, cfg.context_window_override(model))), hooks=hooks)
+                model, cfg.context_window_override(model)), provider, model), hooks=hooks)
         windows = WindowBook(default_path())  # windows learned from this server's refusals
         override = cfg.context_window_override(model) or windows.get(agent.base_url, model)
         memory = None
@@ -246,17 +247,23 @@ class SessionBuilder:
         session.state.save_failed = self.save_failed
         return session
 
-    def _tool_sources(self, cfg: Config, window: int) -> list[ToolSource]:
+    def _tool_sources(self, cfg: Config, window: int, provider: Provider,
+                      model: str) -> list[ToolSource]:
         """The agent's MCP servers, started now, in the background (the SDK loads there);
         their tools' specs may take a fifth of the ``window``; a call's progress reports
-        are shown under its line."""
+        are shown under its line; in a terminal, their sampling requests (answered by the
+        chat's model once approved) and forms are asked at the prompt."""
         if not cfg.agent_mcp_servers:
             return []
         from rollchat.tools.mcp import McpServers
+        from rollchat.tools.mcp.asks import chat_sampler
+        from rollchat.ui.mcp_asks import TerminalMcpAsker
 
-        renderer = self.renderer
+        renderer, asking = self.renderer, self.interactive
         servers = McpServers(cfg.agent_mcp_servers, self.env, tool_tokens=window // 5,
-                             on_progress=lambda tool, text: renderer.dim(f"  … {text}"))
+                             on_progress=lambda tool, text: renderer.dim(f"  … {text}"),
+                             asker=TerminalMcpAsker(renderer) if asking else None,
+                             sampler=chat_sampler(provider, model) if asking else None)
         if self.closers is not None:
             self.closers.append(servers.close)
         servers.start()

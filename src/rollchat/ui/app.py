@@ -23,6 +23,7 @@ from rollchat.events import (
     FactRemembered,
     Notice,
     Retrying,
+    ServersStarting,
     SummaryFinished,
     SummaryStarted,
     ToolFinished,
@@ -36,6 +37,7 @@ from rollchat.session.core import Session
 from rollchat.session.steps import kept_in_memory
 from rollchat.text.wording import billed_breakdown, human_tokens, plural
 from rollchat.ui.render import Renderer, Step
+from rollchat.ui.starting_servers import StartingLine
 
 SUMMARY_STEP = "Generating session summary..."
 
@@ -57,6 +59,7 @@ class ChatApp:
         self.outside_allowed: set[Path] = set()  # files outside the project the user allowed
         self._spinner = ExitStack()
         self._step: Step | None = None
+        self._starting = StartingLine(self.out)  # MCP servers the first message waits for
 
     @property
     def recorded(self) -> int:
@@ -222,11 +225,16 @@ class ChatApp:
                 except KeyboardInterrupt:
                     resume = _thrower(flow)
         finally:
+            self._starting.end()
             self._end_spinner()
 
     # ------------------------------------------------------------------ drawing
     def draw(self, event: Event) -> None:
         out = self.out
+        if isinstance(event, ServersStarting):
+            self._starting.show(event)
+            return
+        self._starting.end()  # (a Ctrl-C during the wait: the next event ends the line)
         if isinstance(event, TextDelta):
             out.answer_delta(event.text)
         elif isinstance(event, ThinkingDelta):
