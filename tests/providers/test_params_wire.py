@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from rollchat.domain import Message
-from rollchat.providers.model_params import REFUSED, family_of, fitted
 from rollchat.providers.anthropic import AnthropicProvider
 from rollchat.providers.base import ChatRequest, Done, TextDelta
+from rollchat.providers.model_params import REFUSED, family_of, fitted
 from rollchat.providers.openai import OpenAIProvider
 from tests.compaction.test_compact_resume_wire import rollchat
 from tests.memory.test_memory_wire import FACTS

@@ -122,7 +122,7 @@ def request_params(request: ChatRequest, *, images: bool = True,
     summary; ``instruction`` False: a compaction request, whose instruction is a parameter)
     marks the end of what the chat's last request sent: read from the cache, nothing written
     (the answer after it and the instruction are never sent again)."""
-    messages = all_sendable(request.messages, images)
+    messages = all_sendable(request.messages, images, ANTHROPIC)
     chat_end = (None if request.purpose != "summary"
                 else _chat_end(messages, len(messages) - 1 if instruction else len(messages)))
     params: dict[str, Any] = {"model": request.model, "max_tokens": request.max_output_tokens,

@@ -72,7 +72,7 @@ def request_params(request: ChatRequest, *, official: bool = False,
     if request.system:
         messages.append({"role": "system", "content": request.system})
     images = official if images is None else images
-    messages += wire_messages(all_sendable(request.messages, images))
+    messages += wire_messages(all_sendable(request.messages, images, OPENAI))
     params: dict[str, Any] = {"model": request.model, "messages": messages, "stream": True,
                               "stream_options": {"include_usage": True}}
     params["max_completion_tokens" if official else "max_tokens"] = request.max_output_tokens

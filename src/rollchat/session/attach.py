@@ -1,6 +1,7 @@
 """Files the user attaches to a message (``attach PATH``): an image is sent as an image (the
-rules of tools/images.py: a kind the providers read, at most 5 MB), a text file as its text
-after the message, in a fence that names it; anything else is refused with the reason."""
+rules of storage/images.py: a kind the providers read, scaled down to their limits), a text
+file as its text after the message, in a fence that names it; anything else is refused with
+the reason."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from pathlib import Path
 
 from rollchat.domain import Image
 from rollchat.errors import UsageError
-from rollchat.storage.images import MAX_IMAGE_BYTES, image, sniff
+from rollchat.providers.image_fit import MAX_SOURCE_BYTES
+from rollchat.storage.images import fitted_image, sniff
 
 MAX_TEXT_CHARS = 200_000  # a text attachment's most characters (about 50k tokens)
 
@@ -24,10 +26,12 @@ class Attachment:
     name: str
     image: Image | None = None
     text: str | None = None
+    note: str = ""  # an image scaled down to fit: says so
 
     def describe(self) -> str:
         if self.image is not None:
-            return f"{self.name} ({self.image.media_type}, {self.image.size:,} bytes)"
+            scaled = f"; {self.note}" if self.note else ""
+            return f"{self.name} ({self.image.media_type}, {self.image.size:,} bytes{scaled})"
         return f"{self.name} ({len(self.text or ''):,} characters of text)"
 
 
@@ -37,7 +41,7 @@ def read_attachment(name: str, cwd: Path) -> Attachment:
     path = (cwd / Path(name).expanduser()).resolve()
     if path.is_dir():
         raise UsageError(f"attach: {name} is a folder; attach a file")
-    limit = max(MAX_IMAGE_BYTES, MAX_TEXT_CHARS * 4) + 1
+    limit = max(MAX_SOURCE_BYTES, MAX_TEXT_CHARS * 4) + 1
     try:
         with open(path, "rb") as f:
             data = f.read(limit)
@@ -46,13 +50,13 @@ def read_attachment(name: str, cwd: Path) -> Attachment:
     except OSError as e:
         raise UsageError(f"attach: cannot read {name}: {e.strerror or e}") from None
     if sniff(data) is not None:
-        if len(data) > MAX_IMAGE_BYTES:
+        if len(data) > MAX_SOURCE_BYTES:
             raise UsageError(f"attach: {name} is an image of {os.path.getsize(path):,} bytes, "
-                             f"over the {MAX_IMAGE_BYTES // 2**20} MB a model takes")
-        made = image(data)
+                             f"over the {MAX_SOURCE_BYTES // 2**20} MB rollchat scales down")
+        made, note = fitted_image(data)
         if isinstance(made, str):
             raise UsageError(f"attach: {name}: {made.strip('[]')}")
-        return Attachment(name, image=made)
+        return Attachment(name, image=made, note=note)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
