@@ -204,7 +204,9 @@ def _go_ahead(out: Renderer, *, dry_run: bool, yes: bool, listed: str, refusal: 
     if not yes:
         if not sys.stdin.isatty():
             fail(f"{refusal}: pass --yes to confirm, or --dry-run to only list them", 1)
-        if not typer.confirm(question):
+        from rollchat.ui.approve import yes_or_no
+
+        if not yes_or_no(question, out):  # Enter alone or Ctrl-D: no
             out.info("Nothing changed.")
             return False
     return True
