@@ -24,6 +24,7 @@ from rollchat.session import ops
 from rollchat.session.build import build_engine, memory_layers, session_tools, stable_prompt
 from rollchat.session.checkpoint import checkpointed  # each tool call on disk as it ends
 from rollchat.session.compactor import CompactAsker, CompactChoice, Compactor, Surroundings
+from rollchat.session.exiting import SKIPPED, exit_summary
 from rollchat.session.figures import CompactorFigures
 from rollchat.session.forks import IN_CHAT, Forking, Recorder
 from rollchat.session.hooked import SessionHooks, with_hook_context
@@ -351,7 +352,7 @@ class Session(CompactorFigures, ModelSwitch):
     # ------------------------------------------------------------------ memory
     def _memory(self) -> Memory:
         if self.memory is None:
-            raise UsageError("memory is off (memory.enabled is false, or --no-save)")
+            raise UsageError("memory is off (memory.enabled is false, --no-memory or --no-save)")
         return self.memory
 
     def remember(self, text: str) -> Flow:
@@ -384,10 +385,18 @@ class Session(CompactorFigures, ModelSwitch):
         self.finished, state = True, self.state
         yield from self.recorder.retry(state, self.cost(), self.engine.context.reported_size)
         kept = self.config.session.auto_save  # off (--no-save): a summary nobody would read
-        if state.queries and not state.save_failed and kept:
+        how = exit_summary(self.config.summary.on_exit, state.turns,
+                           continued=state.parent_summary is not None)
+        if state.queries and not state.save_failed and kept and how == "skip":
+            yield Notice("info", SKIPPED)
+            if self.memory is not None:
+                yield from self.memory.at_summary(state.turns, state.session_id, None,
+                                                  ending=True, within=within)
+        elif state.queries and not state.save_failed and kept:
             if self.server_down is not None:  # said once, by the answer: no second wait
                 self.summarizer.skip_model(self.engine.provider, "nothing listened at its server")
-            yield from self.compactor.finalize(state, within=within, ending=True, local=local)
+            yield from self.compactor.finalize(state, within=within, ending=True,
+                                               local=local or how == "local")
         yield from self.hooks.end(state, "exit")
         state.close()
         spent = self.cost()
