@@ -1,0 +1,31 @@
+"""Issue 35, item 7: a refused API key (HTTP 401) is said once, naming the one variable the
+provider in use reads (not both providers'); the exit does not ask the same key again for its
+summary. The real OpenAI SDK against a local wire server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.e2e import clean_env, run_piped
+from tests.wire_servers import WireServer, error, openai_server
+
+__all__ = ["openai_server"]
+
+REFUSED = "Incorrect API key provided: sk-bad"
+
+
+def test_a_refused_key_is_said_once_with_its_variable(tmp_path: Path,
+                                                      openai_server: WireServer) -> None:
+    openai_server.push(*[error(401, REFUSED, error_type="invalid_request_error",
+                               code="invalid_api_key")] * 3)
+    env = clean_env(tmp_path / "home", ROLLCHAT_PROVIDER="openai", OPENAI_API_KEY="sk-bad",
+                    ROLLCHAT_BASE_URL=openai_server.url, ROLLCHAT_MODEL="gpt-4o-mini")
+    done = run_piped(tmp_path, "Plan the migration of billing to postgres.\nexit\n",
+                     "--exit-summary", "model", env=env)
+    assert done.returncode == 0, done.stderr
+    said = done.stdout + done.stderr
+    assert "Check the API key in OPENAI_API_KEY." in said
+    assert "ANTHROPIC_API_KEY" not in said
+    assert said.count(REFUSED) == 1  # the answer's error only: the exit did not ask again
+    assert len(openai_server.requests) == 1
+    assert "the model was not asked: its API key was refused" in said
