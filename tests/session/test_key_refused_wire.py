@@ -29,3 +29,20 @@ def test_a_refused_key_is_said_once_with_its_variable(tmp_path: Path,
     assert said.count(REFUSED) == 1  # the answer's error only: the exit did not ask again
     assert len(openai_server.requests) == 1
     assert "the model was not asked: its API key was refused" in said
+
+
+def test_an_unknown_model_is_named_with_how_to_choose_another(
+        tmp_path: Path, openai_server: WireServer) -> None:
+    gone = "The model `gpt-9-turbo` does not exist or you do not have access to it."
+    openai_server.push(*[error(404, gone, error_type="invalid_request_error",
+                               code="model_not_found")] * 3)
+    env = clean_env(tmp_path / "home", ROLLCHAT_PROVIDER="openai", OPENAI_API_KEY="sk-test",
+                    ROLLCHAT_BASE_URL=openai_server.url, ROLLCHAT_MODEL="gpt-9-turbo")
+    done = run_piped(tmp_path, "Plan the migration of billing to postgres.\nexit\n",
+                     "--exit-summary", "model", env=env)
+    assert done.returncode == 0, done.stderr
+    said = " ".join((done.stdout + done.stderr).split())
+    assert "no such model: HTTP 404" in said
+    assert ("The server has no model 'gpt-9-turbo': 'model' lists the choices, 'model NAME' "
+            "switches (or start with --model NAME)") in said
+    assert said.count(gone) == 1 and len(openai_server.requests) == 1  # not asked again

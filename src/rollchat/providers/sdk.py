@@ -25,6 +25,7 @@ from rollchat.providers.base import (
     ContextTooLongError,
     Done,
     MalformedStreamError,
+    ModelNotFoundError,
     OverloadedError,
     ProviderConnectionError,
     ProviderError,
@@ -393,6 +394,8 @@ def _status_error(exc: Exception, status: int, secret: str | None) -> ProviderEr
         return OverloadedError(text, retry_after=wait)
     if status == 408:
         return ProviderTimeoutError(text)
+    if status == 404 and (code == "model_not_found" or "model" in message.lower()):
+        return ModelNotFoundError(text)
     if status >= 500:
         return ServerError(text, retry_after=wait)
     if 400 <= status < 500:

@@ -19,7 +19,7 @@ from rollchat.events import AnswerStarted, Ended, Event, Notice, TurnFinished
 from rollchat.memory.layers import MemoryLayers, with_block
 from rollchat.models.prices import cost, price_for
 from rollchat.models.tokens import TokenCounter
-from rollchat.providers.base import AuthError, ContextTooLongError, Provider, ServerDownError
+from rollchat.providers.base import ContextTooLongError, Provider, ServerDownError
 from rollchat.providers.names import KEY_ENV
 from rollchat.session import ops
 from rollchat.session.build import build_engine, memory_layers, session_tools, stable_prompt
@@ -39,6 +39,7 @@ from rollchat.session.state import (
     now,
     session_title,
     tools_too_big,
+    unusable,
 )
 from rollchat.session.steps import proposal
 from rollchat.session.switch import ModelSwitch
@@ -88,7 +89,7 @@ class Session(CompactorFigures, ModelSwitch):
         self.recorded = 0  # user messages recorded: a front end can check one was kept
         self.undo_point: UndoPoint | None = None  # what the last compact replaced
         self.server_down: ServerDownError | None = None  # the last answer found none listening
-        self.key_refused = False  # the last answer's key was refused (HTTP 401)
+        self.unusable: str | None = None  # why the last answer's model cannot be asked again
         self.memory, self.layers = memory, memory_layers(config, memory, layers)
         self.persona = engine_settings.system  # the agent's system prompt (skills included)
         self.instructions = SessionInstructions(instructions or loader(config.instructions))
@@ -224,12 +225,13 @@ class Session(CompactorFigures, ModelSwitch):
         if self.layers is not None and answer.turn.status != "unanswered":
             self.layers.sent(self.counter.count_text)
         self.server_down = answer.error if isinstance(answer.error, ServerDownError) else None
-        self.key_refused = isinstance(answer.error, AuthError)  # said once, by this answer
+        self.unusable = unusable(answer.error, self.engine.model)  # said once, by this answer
         turn = answer.turn if handed is None else replace(answer.turn, user=text, context=note)
         turn = self.noted(turn)  # a model switched since the last turn (see switch.py)
         hint = None if answer.turn.status != "unanswered" else failure_hint(
             answer.error, False, auto_off=self.auto_mode == "off",
-            key_var=self.agent.api_key_env or KEY_ENV.get(self.provider_name))
+            key_var=self.agent.api_key_env or KEY_ENV.get(self.provider_name),
+            model=self.engine.model)
         yield from self.hooks.told()  # a tool hook that failed or timed out
         yield from self._record(turn, hint)
 
@@ -399,8 +401,8 @@ class Session(CompactorFigures, ModelSwitch):
         elif state.queries and not state.save_failed and kept:
             if self.server_down is not None:  # said once, by the answer: no second wait
                 self.summarizer.skip_model(self.engine.provider, "nothing listened at its server")
-            elif self.key_refused:  # said once, by the answer: not a second 401
-                self.summarizer.skip_model(self.engine.provider, "its API key was refused")
+            elif self.unusable is not None:  # said once, by the answer: not a second 401
+                self.summarizer.skip_model(self.engine.provider, self.unusable)
             yield from self.compactor.finalize(state, within=within, ending=True,
                                                local=local or how == "local")
         yield from self.hooks.end(state, "exit")
