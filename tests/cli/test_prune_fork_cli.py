@@ -165,7 +165,9 @@ def test_fork_from_the_command_line_starts_the_chat_in_a_fork(tmp_path: Path) ->
     assert models == ["offline", "offline", "offline-2"]
     bad = run_piped(tmp_path, "", "fork", "nosuchsession", "--sessions-dir",
                     str(h.store.root))
-    assert bad.returncode == 1 and "no session 'nosuchsession'" in bad.stderr
+    # a usage error, said before the banner, as with -p
+    assert bad.returncode == 2 and "no session 'nosuchsession'" in bad.stderr
+    assert bad.stdout == ""
 
 
 def test_prune_ctrl_c_at_the_question_deletes_nothing_and_says_so(tmp_path: Path) -> None:
