@@ -46,3 +46,17 @@ def test_an_unknown_model_is_named_with_how_to_choose_another(
     assert ("The server has no model 'gpt-9-turbo': 'model' lists the choices, 'model NAME' "
             "switches (or start with --model NAME)") in said
     assert said.count(gone) == 1 and len(openai_server.requests) == 1  # not asked again
+
+
+def test_a_summary_the_model_was_not_asked_for_is_no_warning() -> None:
+    from rollchat.compaction.call import NOT_ASKED, SummaryOutcome
+    from rollchat.domain import Summary
+    from rollchat.session.summary_notes import summary_notices
+
+    local = Summary("Greetings.", (), (), ())
+    chosen = SummaryOutcome(local, True, f"{NOT_ASKED}its API key was refused")
+    failed = SummaryOutcome(local, True, "HTTP 500: down")
+    [said] = summary_notices(chosen, [], [], None)
+    assert said.level == "info" and said.text.startswith("The summary is the local one")
+    [said] = summary_notices(failed, [], [], None)
+    assert said.level == "warning" and "failed" in said.text
