@@ -112,11 +112,12 @@ def gauge(used: int, window: int) -> tuple[int, str | None]:
     return level, GAUGE_HINTS[level]
 
 
-def toolbar_parts(app: ChatApp) -> StyleAndTextTuples:
+def toolbar_parts(app: ChatApp, width: int | None = None) -> StyleAndTextTuples:
     """The toolbar as (style, text) fragments: context use first (it matters most and
     survives a narrow terminal), coloured from 70% of the window on, with a hint; then the
     rest. Before any usage report (start, after compact or resume) the figure is the
-    estimate."""
+    estimate. In ``width`` columns the agent, then the query count, then the model are left
+    out before the session id is cut (``resume`` needs it whole)."""
     session = app.session
     window = session.budget.window
     used = session.context_tokens  # the figure `context` shows too
@@ -126,14 +127,18 @@ def toolbar_parts(app: ChatApp) -> StyleAndTextTuples:
         figure = f"{figure[:-2]} · {hint}) "
     queries = session.state.queries
     sid = session.state.session_id or "new session"
-    rest = (f"· {plural(queries, 'query')} · {session.agent.name} · {session.engine.model} · "
-            f"{sid} ")
+    parts = [plural(queries, "query"), session.agent.name, session.engine.model, sid]
+    for drop in (1, 0, 0):  # the agent, the queries, the model (indexes as the list shrinks)
+        if width is None or len(figure) + len(f"· {' · '.join(parts)} ") <= width:
+            break
+        del parts[drop]
+    rest = f"· {' · '.join(parts)} "
     return [(GAUGE_STYLES[level], harmless(figure)), ("", harmless(rest))]
 
 
-def toolbar_text(app: ChatApp) -> str:
+def toolbar_text(app: ChatApp, width: int | None = None) -> str:
     """The toolbar's text (see ``toolbar_parts``)."""
-    return "".join(part[1] for part in toolbar_parts(app))
+    return "".join(part[1] for part in toolbar_parts(app, width))
 
 
 def prompt_text(chat: Starting) -> str:
@@ -323,4 +328,8 @@ def _keep_unsent(chat: Starting, line: str, before: int | None) -> None:
 
 def _toolbar(chat: Starting) -> AnyFormattedText:
     app = chat.ready
-    return toolbar_parts(app) if app is not None else chat.label
+    if app is None:
+        return chat.label
+    from prompt_toolkit.application import get_app
+
+    return toolbar_parts(app, get_app().output.get_size().columns)
