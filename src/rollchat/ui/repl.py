@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from prompt_toolkit.input import Input
     from prompt_toolkit.output import Output
 
+    from rollchat.storage.listing import SessionInfo
     from rollchat.ui.app import ChatApp
     from rollchat.ui.starting import Starting
 
@@ -184,7 +185,7 @@ def run_interactive(
     then runs in the background (warm-up work the first message would otherwise wait for).
     After ``idle_seconds`` at the prompt (0: never) facts are extracted in the background
     (see ui/idle.py).
-    Tab completes commands and ``@`` + the ``agents``' names.
+    Tab completes commands, ``@`` + the ``agents``' names and the sessions after ``resume``.
     """
     entered = _Entered(chat)
     session = _prompt_session(chat, history_file, agents, entered, input=input, output=output)
@@ -216,10 +217,11 @@ def _prompt_session(chat: Starting, history_file: Path, agents: Iterable[str],
     """The prompt: its keys, its history (in memory when the file cannot be used), its
     completions, its toolbar, and ``entered`` noting each line Enter accepts."""
     from prompt_toolkit import PromptSession
-    from prompt_toolkit.completion import WordCompleter
     from prompt_toolkit.history import FileHistory, InMemoryHistory
     from prompt_toolkit.key_binding import KeyBindings
     from prompt_toolkit.validation import Validator
+
+    from rollchat.ui.completion import ChatCompleter
 
     bindings = KeyBindings()
 
@@ -235,8 +237,8 @@ def _prompt_session(chat: Starting, history_file: Path, agents: Iterable[str],
         history = InMemoryHistory()
     return PromptSession(
         history=history,
-        completer=WordCompleter([*commands.completions(), *(f"@{a}" for a in agents)],
-                                sentence=True),
+        completer=ChatCompleter([*commands.completions(), *(f"@{a}" for a in agents)],
+                                lambda: _saved_sessions(chat)),
         complete_while_typing=False,
         key_bindings=bindings,
         bottom_toolbar=lambda: _toolbar(chat),
@@ -245,6 +247,15 @@ def _prompt_session(chat: Starting, history_file: Path, agents: Iterable[str],
         input=input,
         output=output,
     )
+
+
+def _saved_sessions(chat: Starting) -> tuple[list[SessionInfo], str | None]:
+    """The saved sessions and the chat's current one, for Tab after ``resume`` (none while
+    the chat is still being built)."""
+    app = chat.ready
+    if app is None:
+        return [], None
+    return app.session.list_sessions()[0], app.session.state.session_id
 
 
 def _read_lines(chat: Starting, session: PromptSession[str], idle: IdleExtraction,

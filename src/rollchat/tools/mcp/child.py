@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import threading
 import time
@@ -26,24 +25,13 @@ PASSED_ON = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUN
              "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "ALL_PROXY",
              "https_proxy", "http_proxy", "no_proxy", "all_proxy",
              "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ")
-# What package managers read (npx, uvx, pip, pnpm, yarn: registry, index, cache, offline mode),
-# passed on by prefix; a name that looks like a secret (npm_config__authToken,
-# UV_INDEX_X_PASSWORD) or a URL with credentials in it is withheld.
-PASSED_PREFIXES = ("npm_config_", "NPM_CONFIG_", "UV_", "PIP_", "PNPM_", "YARN_", "COREPACK_",
-                   "XDG_")
-_SECRET = re.compile(r"auth|key|token|secret|passw|credential|cookie", re.IGNORECASE)
-_CREDENTIALS = re.compile(r"://[^/@\s]+@")
 TAIL_BYTES = 16 * 1024  # the most of a server's stderr kept (its last bytes)
 
 
 def child_env(parent: Mapping[str, str], own: Mapping[str, str]) -> dict[str, str]:
-    """What a stdio server gets beside the SDK's few variables: TLS and proxy settings and
-    the package managers' settings from ``parent``, then the server's own ``env`` entries
-    (which win)."""
-    passed = {k: v for k, v in parent.items() if v and (k in PASSED_ON or (
-        k.startswith(PASSED_PREFIXES) and not _SECRET.search(k)
-        and not _CREDENTIALS.search(v)))}
-    return {**passed, **own}
+    """What a stdio server gets beside the SDK's few variables: TLS and proxy settings from
+    ``parent``, then the server's own ``env`` entries (which win)."""
+    return {**{k: parent[k] for k in PASSED_ON if parent.get(k)}, **own}
 
 
 class StderrTail:
