@@ -30,27 +30,6 @@ QUERY_KINDS = ("query", "carried")  # the turns that hold an exchange with the m
 # the chat): None, the model's own default (nothing is sent); "on" (adaptive thinking where
 # the model has it, else a default budget); "off"; or a budget in tokens.
 ThinkingSetting = Literal["on", "off"] | int | None
-MIN_THINKING_BUDGET = 1024  # Anthropic's floor for ``budget_tokens``
-
-
-def parse_thinking(value: object) -> ThinkingSetting:
-    """A thinking setting from the config or the chat: on/true/adaptive, off/false,
-    auto/default/null (the model's default) or a budget of at least MIN_THINKING_BUDGET
-    tokens; ValueError says what is accepted."""
-    word = str(value).strip().lower().replace(",", "").replace("_", "") \
-        if not isinstance(value, bool) and value is not None else value
-    if word in (True, "on", "true", "yes", "adaptive"):
-        return "on"
-    if word in (False, "off", "false", "no", "none"):
-        return "off"
-    if word in (None, "auto", "default", "null", ""):
-        return None
-    if isinstance(word, str) and word.isdigit() and int(word) >= MIN_THINKING_BUDGET:
-        return int(word)
-    raise ValueError(f"thinking must be on, off, auto or a budget of at least "
-                     f"{MIN_THINKING_BUDGET:,} tokens, not {str(value)[:40]!r}")
-
-
 @dataclass(frozen=True)
 class ToolCall:
     """A tool call the model asked for. ``arguments`` is the decoded JSON object."""

@@ -248,7 +248,7 @@ def test_review_and_import_ask_at_a_terminal(tmp_path: Path) -> None:
     (project / "sessions" / "memory" / "assistant.facts.jsonl").write_text(
         json.dumps(record | {"id": 1, "text": PLANTED}) + "\n")
     child = spawn(project, "memory", "import", "sessions/memory", env=_env(tmp_path))
-    child.expect_exact("Add 1 fact and 0 episodes? [y/N]:")
+    child.expect_exact("Add 1 fact and 0 episodes? [y/N, Enter]:")
     child.sendline("n")
     child.expect_exact("Nothing changed.")
     child.expect(pexpect.EOF)

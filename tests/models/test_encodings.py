@@ -22,8 +22,29 @@ def cached_file(directory: Path) -> Path:
     return path
 
 
-def test_the_cached_table_encodes_as_tiktoken_does(tmp_path: Path) -> None:
-    plain = tiktoken.get_encoding(NAME)
+def tiktokens_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tiktoken.Encoding:
+    """``NAME`` as tiktoken's own loader builds it (its registry, its pattern and special
+    tokens, its check of the file's hash), fed the vendored file through tiktoken's documented
+    download cache (TIKTOKEN_CACHE_DIR, the file named by the sha1 of its URL): there is no
+    network here."""
+    import hashlib
+    import shutil
+
+    from tiktoken import registry
+
+    cache = tmp_path / "tiktoken-cache"
+    cache.mkdir()
+    url = f"https://openaipublic.blob.core.windows.net/encodings/{NAME}.tiktoken"
+    shutil.copy(Path(encodings.__file__).parent / "data" / f"{NAME}.tiktoken",
+                cache / hashlib.sha1(url.encode()).hexdigest())
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    monkeypatch.setattr(registry, "ENCODINGS", {})
+    return tiktoken.get_encoding(NAME)
+
+
+def test_the_cached_table_encodes_as_tiktoken_does(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = tiktokens_own(tmp_path, monkeypatch)
     first = encodings.load(NAME, tmp_path)  # loaded by tiktoken, then cached
     second = encodings.load(NAME, tmp_path)  # from the cache
     for text in TEXTS:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rollchat.domain import Message, ProviderBlock, Thinking, ToolCall, parse_thinking
+from rollchat.config.fields import parse_thinking
+from rollchat.domain import Message, ProviderBlock, Thinking, ToolCall
 from rollchat.engine.core import Engine, EngineSettings, ModelRefused
 from rollchat.engine.replay import turn_messages
 from rollchat.providers.anthropic import AnthropicProvider, request_params, thinking_params

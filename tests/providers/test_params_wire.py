@@ -107,7 +107,7 @@ def test_memory_extraction_works_on_models_that_take_no_temperature(
     server.extraction_reply = json.dumps(FACTS)
     server.push(text("Rabbitmq is a fine choice."))
     out, err, code = rollchat(server, tmp_path, "I'd pick rabbitmq for job queues\nexit\n",
-                              "--yes", "--model", model)
+                              "--trust-input", "--model", model)
     assert code == 0, err
     assert "Remembered: prefers rabbitmq for job queues" in out
     assert "no facts extracted" not in out + err

@@ -93,12 +93,13 @@ def test_the_config_chooses_the_exit_summary(tmp_path: Path, openai_server: Wire
 
 def test_no_memory_makes_no_extraction_call(tmp_path: Path, openai_server: WireServer) -> None:
     openai_server.push(text(ANSWER))
-    done = run_piped(tmp_path, f"{REAL}\nexit\n", "--yes", env=_env(tmp_path, openai_server))
+    done = run_piped(tmp_path, f"{REAL}\nexit\n", "--trust-input",
+                     env=_env(tmp_path, openai_server))
     assert done.returncode == 0, done.stderr
     assert openai_server.extractions  # the other side: memory extracts at exit
     openai_server.extractions.clear()
     openai_server.push(text(ANSWER))
-    done = run_piped(tmp_path, f"{REAL}\nexit\n", "--yes", "--no-memory",
+    done = run_piped(tmp_path, f"{REAL}\nexit\n", "--trust-input", "--no-memory",
                      env=_env(tmp_path, openai_server))
     assert done.returncode == 0, done.stderr
     assert openai_server.extractions == []

@@ -16,7 +16,7 @@ from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
-from rollchat.cli import memory as memory_cli
+from rollchat.cli import memory_intake
 from rollchat.cli import prune as prune_cli
 from rollchat.storage.transcript import parse
 from rollchat.ui.approve import confirmer, terminal_asker, terminal_compact_asker, yes_or_no
@@ -131,9 +131,9 @@ def test_ctrl_d_at_memory_prune_changes_nothing(keys: PipeInput,
     _a_terminal(monkeypatch)
     out, buf = _renderer()
     keys.send_text(CTRL_D)
-    assert memory_cli._go_ahead(out, dry_run=False, yes=False, listed="2 to prune",
-                                refusal="2 facts would be forgotten",
-                                question="Forget these 2 facts for good?") is False
+    assert memory_intake.go_ahead(out, dry_run=False, yes=False, listed="2 to prune",
+                                  refusal="2 facts would be forgotten",
+                                  question="Forget these 2 facts for good?") is False
     assert "Nothing changed." in buf.getvalue()
 
 
@@ -141,4 +141,4 @@ def test_ctrl_d_at_memory_edits_question_discards(monkeypatch: pytest.MonkeyPatc
     import sys
 
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # end of input at once
-    assert memory_cli._ask("Edit again (e) or discard your changes (d)? [e/d] ") == "d"
+    assert memory_intake.ask("Edit again (e) or discard your changes (d)? [e/d] ") == "d"

@@ -10,11 +10,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rollchat.domain import MIN_THINKING_BUDGET, parse_thinking
 from rollchat.providers.names import PROVIDER_CHOICES
 from rollchat.text.wording import has_secret_in_url
+
+if TYPE_CHECKING:
+    from rollchat.domain import ThinkingSetting
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,29 @@ BOOL = Field("bool", "must be true or false")
 AUTO_COMPACT = Field("scalar", "must be true, false or ask (on/off work too)",
                      lambda v: isinstance(v, bool) or v == "ask")
 POSITIVE = Field("int", "must be a positive integer", lambda v: v > 0)
+# the thinking setting (domain.ThinkingSetting) as the config and the chat's `thinking` read it;
+# here, not in domain, so that reading a config never imports the value types
+MIN_THINKING_BUDGET = 1024  # Anthropic's floor for ``budget_tokens``
+
+
+def parse_thinking(value: object) -> ThinkingSetting:
+    """A thinking setting from the config or the chat: on/true/adaptive, off/false,
+    auto/default/null (the model's default) or a budget of at least MIN_THINKING_BUDGET
+    tokens; ValueError says what is accepted."""
+    word = str(value).strip().lower().replace(",", "").replace("_", "") \
+        if not isinstance(value, bool) and value is not None else value
+    if word in (True, "on", "true", "yes", "adaptive"):
+        return "on"
+    if word in (False, "off", "false", "no", "none"):
+        return "off"
+    if word in (None, "auto", "default", "null", ""):
+        return None
+    if isinstance(word, str) and word.isdigit() and int(word) >= MIN_THINKING_BUDGET:
+        return int(word)
+    raise ValueError(f"thinking must be on, off, auto or a budget of at least "
+                     f"{MIN_THINKING_BUDGET:,} tokens, not {str(value)[:40]!r}")
+
+
 NONNEG = Field("int", "must be an integer >= 0", lambda v: v >= 0)
 SECONDS = Field("float", "must be a number of seconds > 0", lambda v: v > 0)
 DELAY = Field("float", "must be a number of seconds >= 0", lambda v: v >= 0)

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from rollchat.config.compaction import ROLLCHAT, CompactionSettings, Engine
-from rollchat.domain import ThinkingSetting
 from rollchat.providers.names import AUTO
 
 if TYPE_CHECKING:  # read from a file only (config.file imports them)
     from rollchat.config.hooks import HookConfig
     from rollchat.config.mcp_servers import McpServerConfig
+    from rollchat.domain import ThinkingSetting
     from rollchat.models.prices import Price
 
 PROJECT_FILE = "rollchat.yml"  # the project config, read from the working directory untrusted

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from rollchat.domain import Image, Message
+from rollchat.providers.names import ANTHROPIC
 
 
 def b64(image: Image) -> str:
@@ -49,7 +50,7 @@ def all_sendable(messages: Sequence[Message], images: bool,
     from rollchat.providers.image_fit import MANY_IMAGES, MANY_SIDE, MAX_IMAGES
 
     over = total - MAX_IMAGES.get(provider, total)
-    many = provider == "anthropic" and total - max(over, 0) > MANY_IMAGES
+    many = provider == ANTHROPIC and total - max(over, 0) > MANY_IMAGES
     if over <= 0 and not many:
         return out
     fitted: list[Message] = []

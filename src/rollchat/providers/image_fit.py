@@ -23,11 +23,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from rollchat.providers.names import ANTHROPIC, OPENAI
+
 MAX_BASE64_BYTES = 5 * 1024 * 1024  # Anthropic: the base64 text of one image
 MAX_SIDE = 8000  # Anthropic: pixels on either side
 MANY_IMAGES = 20  # Anthropic: above this many images in a request ...
 MANY_SIDE = 2000  # ... each at most this many pixels on either side
-MAX_IMAGES = {"anthropic": 100, "openai": 500}  # images per request
+MAX_IMAGES = {ANTHROPIC: 100, OPENAI: 500}  # images per request
 MAX_SOURCE_BYTES = 64 * 1024 * 1024  # the largest file read to be scaled down
 _FORMATS = {"image/png": "PNG", "image/jpeg": "JPEG", "image/gif": "PNG", "image/webp": "WEBP"}
 _OPTIONS: dict[str, dict[str, Any]] = {"JPEG": {"quality": 85, "optimize": True},

@@ -288,7 +288,8 @@ def _instructions(app: ChatApp, arg: str) -> bool:
 def _thinking(app: ChatApp, arg: str) -> bool:
     """``thinking``: the latest answer's thinking in full (the screen folds it to one line);
     ``thinking on|off|auto|N``: how much the model thinks from the next message on."""
-    from rollchat.domain import Thinking, parse_thinking
+    from rollchat.config.fields import parse_thinking
+    from rollchat.domain import Thinking
 
     if arg.strip():
         try:
