@@ -45,7 +45,9 @@ def test_a_prefixed_request_reads_back_as_the_conversation_it_holds() -> None:
 
 def test_a_summary_on_another_model_is_a_separate_request(openai_server: WireServer,
                                                           tmp_path: Path) -> None:
-    cfg = write_config(tmp_path / "rollchat.yml", "summary:\n  model: cheap-model\n")
+    # (on_exit: model, as a chat this short is otherwise summarized locally at exit)
+    cfg = write_config(tmp_path / "rollchat.yml",
+                       "summary:\n  model: cheap-model\n  on_exit: model\n")
     openai_server.push(text("Use blue-green."), text("not a summary"), text("still not"))
     done = run_piped(tmp_path, "how do we deploy?\nexit\n", "--config", str(cfg),
                      "--provider", "openai", "--model", "test-model",

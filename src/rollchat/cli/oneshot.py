@@ -265,7 +265,7 @@ def _finish(session: Session | None, out: Renderer, outcome: Outcome, *, local: 
     if session is None:
         return
     with sigint_deferred(deliver=False):
-        _drive(session.exit(local=local), out, outcome)
+        _drive(session.exit(how="local" if local else "model"), out, outcome)
     settle()
     store = session.store
     if outcome.session_id is not None and hasattr(store, "path_for"):

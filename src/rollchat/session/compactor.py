@@ -37,6 +37,7 @@ from rollchat.interrupts import sigint_deferred
 from rollchat.models.prices import Price, cost
 from rollchat.models.tokens import TokenCounter
 from rollchat.models.windows import WindowLearner
+from rollchat.providers.anthropic_compaction import COMPACTION as ANTHROPIC_COMPACTION
 from rollchat.providers.base import ChatRequest
 from rollchat.session.state import (
     UNSAVED,
@@ -297,8 +298,10 @@ class Compactor:
         if not quiet:
             yield AnswerStarted(self.agent.name)
         signed = signed_to_send(parent.summary)[0]  # first, unless the summary changed since
-        # the signed block holds the summary: the prompt sent with it does not repeat it
-        restoring = self.engine.restore(prompt if signed is None else summary_once(prompt),
+        # Anthropic's compaction block holds the summary's own text: the prompt sent with it
+        # does not repeat it (a Responses window is opaque: the readable summary still goes)
+        once = signed is not None and signed.type == ANTHROPIC_COMPACTION
+        restoring = self.engine.restore(summary_once(prompt) if once else prompt,
                                         () if signed is None else (signed,))
         answer: Answer = yield from (quietly(restoring) if quiet else restoring)
         context = restored_context(parent, automatic=quiet)

@@ -25,7 +25,7 @@ from rollchat.session import ops
 from rollchat.session.build import build_engine, memory_layers, session_tools, stable_prompt
 from rollchat.session.checkpoint import checkpointed  # each tool call on disk as it ends
 from rollchat.session.compactor import CompactAsker, CompactChoice, Compactor, Surroundings
-from rollchat.session.exiting import SKIPPED, exit_summary
+from rollchat.session.exiting import SKIPPED, ExitSummary, exit_summary
 from rollchat.session.figures import CompactorFigures
 from rollchat.session.forks import IN_CHAT, Forking, Recorder
 from rollchat.session.hooked import SessionHooks, with_hook_context
@@ -391,16 +391,16 @@ class Session(CompactorFigures, ModelSwitch):
         return self.memory.take() if self.memory is not None else []
 
     # ------------------------------------------------------------------ exit
-    def exit(self, within: float | None = None, local: bool = False) -> Flow:
-        """Save with a summary (``within``: see Summarizer; ``local``: the local summary, no
-        model call). Safe to call twice."""
+    def exit(self, within: float | None = None, how: ExitSummary | None = None) -> Flow:
+        """Save with a summary (``within``: see Summarizer; ``how``: the model's, the local
+        one or none, else as ``summary.on_exit`` says). Safe to call twice."""
         if self.finished:
             return
         self.finished, state = True, self.state
         yield from self.recorder.retry(state, self.cost(), self.engine.context.reported_size)
         kept = self.config.session.auto_save  # off (--no-save): a summary nobody would read
-        how = exit_summary(self.config.summary.on_exit, state.turns,
-                           continued=state.parent_summary is not None)
+        how = how or exit_summary(self.config.summary.on_exit, state.turns,
+                                  continued=state.parent_summary is not None)
         if state.queries and not state.save_failed and kept and how == "skip":
             yield Notice("info", SKIPPED)
             if self.memory is not None:
@@ -412,7 +412,7 @@ class Session(CompactorFigures, ModelSwitch):
             elif self.unusable is not None:  # said once, by the answer: not a second 401
                 self.summarizer.skip_model(self.engine.provider, self.unusable)
             yield from self.compactor.finalize(state, within=within, ending=True,
-                                               local=local or how == "local")
+                                               local=how == "local")
         yield from self.hooks.end(state, "exit")
         state.close()
         spent = self.cost()
