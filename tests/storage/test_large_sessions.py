@@ -90,7 +90,9 @@ def test_a_70_mb_session_is_shown_exported_compacted_audited_and_resumed(
     [read] = turn.tools
     assert read.call.name == "session_archive_read" and ":end2" in read.result
     assert not read.result.startswith("error")
-    assert "The summary keeps" in _cli(tmp_path, env, "audit", sid, *where)
+    # two tool calls name nothing to keep: audit says so (not "keeps 0 of 0 named items")
+    assert "The session named no decisions, open tasks, files or figures for the summary to " \
+           "keep." in _cli(tmp_path, env, "audit", sid, *where)
 
 
 # ---------------------------------------------------------------- what an import writes
