@@ -1,0 +1,47 @@
+"""One record per model call a session pays for (a turn, a summary, a restoration, a memory
+extraction): its purpose, the model and provider that answered, its tokens and its cost priced
+with that model. Every cost and usage figure of a session is summed from these records."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from rollchat.domain import Usage
+from rollchat.models.prices import Price, cost
+
+Purpose = Literal["turn", "summary", "restoration", "memory"]
+
+
+@dataclass(frozen=True)
+class Call:
+    """A model call: what for, who answered, its tokens, and its dollars (None: the price of
+    the model that answered is unknown)."""
+
+    purpose: Purpose
+    model: str
+    provider: str
+    usage: Usage
+    cost: float | None
+
+    @classmethod
+    def priced(cls, purpose: Purpose, model: str, provider: str, usage: Usage,
+               price: Price | None) -> Call:
+        return cls(purpose, model, provider, usage,
+                   None if price is None else cost(usage, price))
+
+
+def usage_of(calls: Iterable[Call], *purposes: Purpose) -> Usage:
+    """The tokens of ``calls`` (of those ``purposes`` only, when named), summed."""
+    total = Usage()
+    for call in calls:
+        if not purposes or call.purpose in purposes:
+            total += call.usage
+    return total
+
+
+def cost_of(calls: Iterable[Call]) -> float | None:
+    """The dollars of ``calls``: the priced ones summed; None when none is priced."""
+    priced = [c.cost for c in calls if c.cost is not None]
+    return sum(priced) if priced else None
