@@ -4,7 +4,7 @@ with that model. Every cost and usage figure of a session is summed from these r
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -41,7 +41,11 @@ def usage_of(calls: Iterable[Call], *purposes: Purpose) -> Usage:
     return total
 
 
-def cost_of(calls: Iterable[Call]) -> float | None:
-    """The dollars of ``calls``: the priced ones summed; None when none is priced."""
+def cost_of(calls: Sequence[Call], priced_model: bool = False) -> float | None:
+    """The dollars of ``calls``: the priced ones summed; None when none is priced, but $0
+    for no call at all when the model that would answer has a known price
+    (``priced_model``)."""
     priced = [c.cost for c in calls if c.cost is not None]
-    return sum(priced) if priced else None
+    if priced:
+        return sum(priced)
+    return 0.0 if priced_model and not calls else None

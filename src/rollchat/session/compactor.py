@@ -33,7 +33,7 @@ from rollchat.events import (
     TurnFinished,
 )
 from rollchat.interrupts import sigint_deferred
-from rollchat.models.calls import Call
+from rollchat.models.calls import Call, cost_of
 from rollchat.models.current import CurrentModel
 from rollchat.models.tokens import TokenCounter
 from rollchat.models.windows import WindowLearner
@@ -133,10 +133,7 @@ class Compactor:
         """Dollars billed so far in ``state``, from its call records (each priced with the
         model that answered); None when no price is known ($0 before the first call of a
         model whose price is known)."""
-        spent = state.cost
-        if spent is None and not state.calls and self.current.price is not None:
-            return 0.0
-        return spent
+        return cost_of(state.calls, self.current.price is not None)
 
     def priced(self, purpose: Literal["turn", "restoration"], turn: Turn) -> Call:
         """The record of ``turn``'s model call, answered by the model now current."""

@@ -17,6 +17,7 @@ from rollchat.engine.tool_output import ToolOutput
 from rollchat.errors import UsageError
 from rollchat.events import AnswerStarted, Ended, Event, Notice, TurnFinished
 from rollchat.memory.layers import MemoryLayers, with_block
+from rollchat.models.calls import Call, cost_of, usage_of
 from rollchat.models.current import CurrentModel
 from rollchat.models.tokens import TokenCounter
 from rollchat.providers.base import ContextTooLongError, Provider, ServerDownError
@@ -115,6 +116,7 @@ class Session(CompactorFigures):
                                 self.hooks))
         self.recorder = Recorder(store, agent, self.current)
         self._switched: str | None = None  # the note the next turn starts with, after a switch
+        self._ran: list[SessionState] = []  # every state the chat went on in (see run_calls)
         self.continue_in(self.state, None)
 
     def continue_in(self, state: SessionState, parent_id: str | None) -> None:
@@ -124,6 +126,8 @@ class Session(CompactorFigures):
         now (until the next compaction or resume, so the request prefix stays byte-identical;
         see memory/layers.py), and so do the project instructions (session/instructed.py)."""
         self.state = state
+        if all(s is not state for s in self._ran):
+            self._ran.append(state)
         self.instructions.refresh("at a new context: compaction, resume or fork")
         self.hooks.new_context(state)  # SessionStart before its first message
         self.engine.new_context(self._system(), *session_tools(
@@ -189,6 +193,12 @@ class Session(CompactorFigures):
     def cost(self) -> float | None:
         """Dollars billed in this session, from its call records (see Compactor.cost)."""
         return self.compactor.cost(self.state)
+
+    def run_calls(self) -> list[Call]:
+        """Every model call made in this run, in every session the chat went on in
+        (restorations and summaries included): the records the session figures sum too."""
+        ran = self._ran if any(s is self.state for s in self._ran) else [*self._ran, self.state]
+        return [call for state in ran for call in state.calls]
 
     def _tool_room(self) -> int:
         """Tokens a new tool result may take in the current tool loop (see ToolOutput)."""
@@ -426,11 +436,12 @@ class Session(CompactorFigures):
             yield from self.compactor.finalize(state, within=within, ending=True, local=local)
         yield from self.hooks.end(state, "exit")
         state.close()
-        spent = self.cost()
+        spent, run, priced = self.cost(), self.run_calls(), self.current.price is not None
         chain = state.chain.plus(spent)
         yield Ended(state.session_id, state.queries, state.tokens, state.restoration_tokens,
                     state.summary_tokens, state.save_failed, state.restored is not None,
                     state.summary_failed, cost=spent,
                     chain_cost=chain.spent if chain.known else None,
                     chain_sessions=chain.sessions, chain_unpriced=chain.unpriced,
-                    in_memory=self.store.location == NO_SAVE_LOCATION)
+                    in_memory=self.store.location == NO_SAVE_LOCATION,
+                    run_usage=usage_of(run), run_cost=cost_of(run, priced))

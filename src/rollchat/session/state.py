@@ -14,7 +14,7 @@ from rollchat.compaction.summarizer import Background
 from rollchat.domain import QUERY_KINDS, Summary, Turn, Usage
 from rollchat.engine.context import WorkingContext
 from rollchat.errors import UsageError
-from rollchat.models.calls import Call, cost_of, usage_of
+from rollchat.models.calls import Call, usage_of
 from rollchat.models.prices import ChainCost
 from rollchat.providers.base import AuthError, ContextTooLongError, ProviderError
 from rollchat.storage.store import LiveSession
@@ -132,12 +132,6 @@ class SessionState:
     def billed_usage(self) -> Usage:
         """The usage of every model call billed to this session (see ``calls``)."""
         return usage_of(self.calls)
-
-    @property
-    def cost(self) -> float | None:
-        """Dollars billed in this session, each call priced with the model that answered;
-        None when no call's price is known."""
-        return cost_of(self.calls)
 
     @property
     def session_id(self) -> str | None:
