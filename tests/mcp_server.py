@@ -22,6 +22,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+if "--pid-file" in sys.argv:  # first, before the SDK loads (seconds on a loaded machine)
+    Path(sys.argv[sys.argv.index("--pid-file") + 1]).write_text(str(os.getpid()),
+                                                                encoding="utf-8")
+
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -121,9 +125,11 @@ def _odd() -> None:
         return "done"
 
     @server.tool()
-    def spawn(pid_file: str) -> str:
-        """Start a child process that outlives this server unless its group is ended."""
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    def spawn(pid_file: str, own_session: bool = False) -> str:
+        """Start a child process that outlives this server unless its group is ended (with
+        ``own_session``: in a session of its own, as setsid starts it)."""
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"],
+                                 start_new_session=own_session)
         Path(pid_file).write_text(str(child.pid), encoding="utf-8")
         return str(child.pid)
 

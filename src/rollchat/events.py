@@ -156,7 +156,16 @@ class FactRemembered:
     fact: Fact
 
 
+@dataclass(frozen=True)
+class ServersStarting:
+    """The tool servers the first message waits for, as they are now (a live line): each
+    name, the seconds since it was started and its startup timeout; empty: the wait is over."""
+
+    servers: tuple[tuple[str, float, float], ...]
+
+
 Event = (Notice | Document | AnswerStarted | AnswerAborted | TextDelta | ThinkingDelta
          | UsageEvent | Retrying | ToolStarted | ToolFinished | TurnFinished | SummaryStarted
          | SummaryFinished
-         | Planned | CompactionStarted | CompactionFinished | Saved | Ended | FactRemembered)
+         | Planned | CompactionStarted | CompactionFinished | Saved | Ended | FactRemembered
+         | ServersStarting)

@@ -168,7 +168,7 @@ def test_markdown_chats(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("content", "says"), [
     (b"just some notes\nwith no speakers\n", "unknown format"),
     (b'{"a": 1}\n{"b": 2}\n', "unknown format: no line is a Claude Code or Codex message"),
-    (b"\x00\x01binary", "binary file"),
+    (b"\x89PNG\r\n\x1a\n" + b"\x00" * 12 + bytes(range(256)), "binary file"),
 ])
 def test_unknown_formats_name_the_supported_ones(tmp_path: Path, content: bytes,
                                                  says: str) -> None:
@@ -177,6 +177,26 @@ def test_unknown_formats_name_the_supported_ones(tmp_path: Path, content: bytes,
     assert code == 2 and says in err
     assert "Claude Code session files" in err and "Codex session files" in err
     assert "markdown chats" in err and not (tmp_path / "sessions").exists()
+
+
+@pytest.mark.parametrize("name", ["chat.md", "chat.jsonl"])
+def test_one_raw_nul_byte_is_replaced_not_a_reason_to_refuse_the_file(tmp_path: Path,
+                                                                      name: str) -> None:
+    """Issue 33: one NUL byte made the import refuse the whole file as binary."""
+    if name.endswith(".md"):
+        data = b"## User\n\nFix the par\x00ser on port 6380\n\n## Assistant\n\nDone.\n"
+    else:
+        data = json.dumps(CLAUDE[1]).replace("Add a redis", "Add a re\u0000dis").encode() \
+            .replace(b"\\u0000", b"\x00") + b"\n"
+    assert data.count(b"\0") == 1
+    (tmp_path / name).write_bytes(data)
+    code, out, err = run(tmp_path, str(tmp_path / name), "--local-summary")
+    assert code == 0, err
+    assert "Imported 1 turn" in out
+    (saved,) = (tmp_path / "sessions").glob("*.md")
+    text = saved.read_bytes()
+    assert b"\0" not in text
+    assert ("par\u2400ser" if name.endswith(".md") else "re\u2400dis") in text.decode()
 
 
 def test_nothing_to_import_and_bad_arguments(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rollchat.storage.transcript import SIGNED_MARK, SUMMARY_END, parse
+from rollchat.storage.transcript import SIGNED_MARK, SUMMARY_END, parse, summary_digest
 from tests.compaction.test_provider_engine_wire import S1, answer, config, kinds
 from tests.e2e import clean_env, run_piped, write_config
 from tests.wire_anthropic_compaction import CompactionServer, compaction_server, sign
@@ -96,17 +96,38 @@ def test_a_summary_changed_by_hand_is_sent_readable(
     parent.write_text(parent.read_text().replace("- benchmark the zulu consumer",
                                                  "- benchmark the xray consumer"))
     out = rollchat(url, tmp_path, "and alerts?\nexit\n", "-c")
-    assert "signed compaction block was dropped (the summary was changed since the " \
-           "provider wrote it)" in out
+    assert "signed compaction block was dropped (the summary or its signed block was changed " \
+           "since the provider wrote it)" in out
     body = server.requests[2].body
     assert '"compaction"' not in json.dumps(body["messages"]) and "xray" in restoration(body)
+
+
+def test_a_signed_block_changed_by_hand_is_not_sent_and_the_readable_summary_is(
+        compaction_server: Server, tmp_path: Path) -> None:
+    """Issue 33 item 6: the block's content edited in the file, its digest left alone."""
+    server, url = compaction_server
+    parent = saved_parent(server, url, tmp_path)
+    lines = parent.read_text().split("\n")
+    [at] = [i for i, line in enumerate(lines) if line.startswith(SIGNED_MARK)]
+    assert "zulu" in lines[at]
+    lines[at] = lines[at].replace("zulu", "evil")
+    parent.write_text("\n".join(lines))
+    out = rollchat(url, tmp_path, "and alerts?\nexit\n", "-c")
+    assert "signed compaction block was dropped (the summary or its signed block was changed " \
+           "since the provider wrote it)" in out
+    body = server.requests[2].body
+    assert '"compaction"' not in json.dumps(body["messages"]) and "evil" not in json.dumps(body)
+    assert "benchmark the zulu consumer" in restoration(body)  # what `show` displays
 
 
 def test_a_forged_signed_block_is_refused_and_the_readable_summary_sent(
         compaction_server: Server, tmp_path: Path) -> None:
     server, url = compaction_server
     parent = saved_parent(server, url, tmp_path)
-    parent.write_text(parent.read_text().replace(sign(S1), "0" * 64))
+    forged = parent.read_text().replace(sign(S1), "0" * 64)
+    summary = parse(forged).summary  # its digest made again, as a forger can: the server refuses
+    assert summary is not None and summary.signed_for
+    parent.write_text(forged.replace(summary.signed_for, summary_digest(summary)))
     out = rollchat(url, tmp_path, "how many retries?\nexit\n", "-c")
     assert kinds(server)[2:4] == ["signed-first", "restored"]  # refused, sent again without
     assert "echo: how many retries?" in out

@@ -43,8 +43,8 @@ def test_claude_codes_shape_and_the_short_form(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("hooks:\n  Stop:\n    - command: x\n",
-     "c.yml:2: hooks.Stop: unknown hook event; known keys: SessionStart, UserPromptSubmit"),
+    ("hooks:\n  SubagentStop:\n    - command: x\n",
+     "c.yml:2: hooks.SubagentStop: unknown hook event; known keys: SessionStart, UserPromptSubmit"),
     ("hooks:\n  PreToolUse: ./x.sh\n",
      "c.yml:2: hooks.PreToolUse: must be a list of {matcher, hooks} entries (got './x.sh')"),
     ("hooks:\n  PreToolUse:\n    - matcher: '(unclosed'\n      command: x\n",

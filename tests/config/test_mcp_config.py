@@ -51,9 +51,16 @@ agents:
 
 
 def test_defaults_are_thirty_seconds_to_start_and_sixty_a_call(tmp_path: Path) -> None:
-    (server,) = load(tmp_path, "mcp_servers:\n  a: {command: x}\n")  # an `npx -y` or `uvx`
-    assert (server.startup_timeout, server.call_timeout) == (30.0, 60.0)  # first run fits
+    (server,) = load(tmp_path, "mcp_servers:\n  a: {command: x}\n")
+    assert (server.startup_timeout, server.call_timeout) == (30.0, 60.0)
     assert server.held is None
+
+
+def test_npx_and_uvx_get_the_time_a_first_download_needs(tmp_path: Path) -> None:
+    servers = load(tmp_path, "mcp_servers:\n  n: {command: npx, args: [-y, pkg]}\n"
+                   "  u: {command: /usr/local/bin/uvx, args: [mcp-server-time]}\n"
+                   "  own: {command: npx, startup_timeout: 10}\n")
+    assert [s.startup_timeout for s in servers] == [120.0, 120.0, 10.0]
 
 
 def test_an_mcp_json_file_and_inline_servers(tmp_path: Path) -> None:

@@ -139,7 +139,7 @@ def test_piped_exit_with_a_stalled_extraction_ends_within_its_deadline(
     out, err, code = rollchat(openai_server, tmp_path,
                               "I prefer rabbitmq for job queues.\ncompact\n"
                               "how many retries?\nexit\n", "--config", "slow.yml",
-                              "--yes")  # (piped input is the user's: see memory/keeper.py)
+                              "--trust-input")  # (piped input is the user's: see memory/keeper.py)
     assert code == 0, err
     assert time.monotonic() - began < 30
     assert "Five retries." in out  # answered while the compaction's extraction stalled
@@ -182,7 +182,7 @@ def test_sigterm_does_not_wait_for_a_stalled_extraction(openai_server: WireServe
         "extract_timeout_seconds: 1", "extract_timeout_seconds: 40"))
     proc = subprocess.Popen(
         [sys.executable, "-m", "rollchat", "--config", str(cfg), "--base-url",
-         openai_server.url, "--model", "gpt-4o", "--yes"],  # --yes: the piped input is mine
+         openai_server.url, "--model", "gpt-4o", "--trust-input"],  # the piped input is mine
         cwd=tmp_path, env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=default_signals)

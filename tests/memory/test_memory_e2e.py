@@ -73,8 +73,8 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[ChatReques
 
 
 def chat(*lines: str) -> str:
-    # --yes: the piped input is the user speaking, facts are taken from it (memory/keeper.py)
-    result = CliRunner().invoke(build_cli(), ["--config", "rollchat.yml", "--yes"],
+    # --trust-input: the piped input is the user speaking, facts taken from it (memory/keeper.py)
+    result = CliRunner().invoke(build_cli(), ["--config", "rollchat.yml", "--trust-input"],
                                 input="\n".join([*lines, "exit"]) + "\n")
     assert result.exit_code == 0, result.output
     return result.output

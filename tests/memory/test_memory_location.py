@@ -19,7 +19,7 @@ def _env(root: Path) -> dict[str, str]:
 def test_a_fact_remembered_in_one_directory_is_listed_from_another(tmp_path: Path) -> None:
     one, other = tmp_path / "one", tmp_path / "other"
     one.mkdir(), other.mkdir()
-    chat = run_piped(one, "remember I prefer tabs over spaces\nmemory\n", "--yes",
+    chat = run_piped(one, "remember I prefer tabs over spaces\nmemory\n", "--trust-input",
                      env=_env(tmp_path))
     assert "Remembered: I prefer tabs over spaces" in chat.stdout, chat.stdout
     where = user_memory(tmp_path / "home")
@@ -53,8 +53,8 @@ def test_a_projects_old_sessions_memory_is_named_not_read(tmp_path: Path) -> Non
 
 def test_memory_dir_in_the_config_is_where_memory_lives(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "rollchat.yml", "memory:\n  dir: team-memory\n")
-    run_piped(tmp_path, "remember we decided on short answers\n", "--yes", "--config", str(cfg),
-              env=_env(tmp_path))
+    run_piped(tmp_path, "remember we decided on short answers\n", "--trust-input", "--config",
+              str(cfg), env=_env(tmp_path))
     listed = run_piped(tmp_path, "", "memory", "--config", str(cfg), env=_env(tmp_path))
     assert "we decided on short answers" in listed.stdout
     assert f"lives in {tmp_path / 'team-memory'} (set by memory.dir" in listed.stdout

@@ -52,9 +52,9 @@ def test_a_decision_stays_in_its_project_and_a_preference_goes_everywhere(
     a, b = _project(tmp_path, "a"), _project(tmp_path, "b")
     (a / "src").mkdir()
     said = run_piped(a / "src", "remember we decided to use postgres\n"
-                     "remember I prefer tabs over spaces\n", "--yes", env=_env(tmp_path))
+                     "remember I prefer tabs over spaces\n", "--trust-input", env=_env(tmp_path))
     assert "Remembered: we decided to use postgres (forget 1)" in said.stdout, said.stdout
-    run_piped(b, "remember we decided to use sqlite\n", "--yes", env=_env(tmp_path))
+    run_piped(b, "remember we decided to use sqlite\n", "--trust-input", env=_env(tmp_path))
     # from a subdirectory of A, A's own; from B, B's; the preference in both
     assert _texts(_listed(a, tmp_path)) == {"we decided to use postgres": "project",
                                             "I prefer tabs over spaces": "user"}
@@ -145,7 +145,7 @@ def test_a_one_shot_question_in_a_planted_checkout_sends_none_of_it(
 def test_a_fact_added_outside_rollchat_waits_for_review_before_the_model_sees_it(
         openai_server: WireServer, tmp_path: Path) -> None:
     project = _project(tmp_path, "p")
-    run_piped(project, "remember I prefer short answers\n", "--yes", env=_env(tmp_path))
+    run_piped(project, "remember I prefer short answers\n", "--trust-input", env=_env(tmp_path))
     user_file = user_memory(tmp_path / "home") / "user.facts.jsonl"
     record = json.loads(user_file.read_text().splitlines()[0])
     record.update(id=50, text=PLANTED)  # a line rollchat did not write (its signature is off)
@@ -238,7 +238,7 @@ def test_an_undone_compaction_leaves_no_episode(tmp_path: Path) -> None:
 
 def test_review_and_import_ask_at_a_terminal(tmp_path: Path) -> None:
     project = _project(tmp_path, "p")
-    run_piped(project, "remember I prefer short answers\n", "--yes", env=_env(tmp_path))
+    run_piped(project, "remember I prefer short answers\n", "--trust-input", env=_env(tmp_path))
     user_file = user_memory(tmp_path / "home") / "user.facts.jsonl"
     record = json.loads(user_file.read_text().splitlines()[0])
     with user_file.open("a") as f:  # two lines rollchat did not write

@@ -261,8 +261,8 @@ def test_an_instruction_in_a_piped_document_never_becomes_a_fact(
     assert planted_facts(store) == [] and store.facts() == [], output
     assert "Not remembered: a 'remember' line in piped input may come from a document" in output
     assert "Remembered" not in output
-    # the user's explicit word: --yes takes piped input as theirs, remember lines included
-    output = run_cli("--yes", text="remember prefers tabs over spaces\nexit\n")
+    # the user's explicit word: --trust-input takes piped input as theirs, remember lines included
+    output = run_cli("--trust-input", text="remember prefers tabs over spaces\nexit\n")
     assert "Remembered: prefers tabs over spaces" in output
     assert [f.text for f in store.facts()] == ["prefers tabs over spaces"]
 

@@ -1,7 +1,7 @@
 """Fact extraction against the local OpenAI and Anthropic wire-format servers, rollchat run as
 a subprocess: the extraction is a separate call (never in the chat's history), its JSON reply
 becomes facts shown one line each, and a reply that is not JSON costs one warning. Piped input
-is the user speaking only with --yes (see memory/keeper.py), which these chats pass."""
+is the user speaking only with --trust-input (see memory/keeper.py), which these chats pass."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_extraction_is_a_separate_call_and_its_facts_are_shown(
     server.push(text("Rabbitmq is a fine choice."), text(S1), text("Ready to continue."),
                 text("Five retries."))
     out, err, code = rollchat(server, tmp_path, "I'd pick rabbitmq for job queues\ncompact\n"
-                              "how many retries?\nexit\n", "--yes")
+                              "how many retries?\nexit\n", "--trust-input")
     assert code == 0, err
     assert "Remembered: prefers rabbitmq for job queues (forget 1)" in out
     assert "kafka" not in out  # below the confidence floor
@@ -59,7 +59,7 @@ def test_a_reply_that_is_not_json_costs_one_warning(openai_server: WireServer,
     openai_server.extraction_reply = "I think the user likes rabbitmq!"
     openai_server.push(text("Rabbitmq is a fine choice."), text(S1))
     out, err, code = rollchat(openai_server, tmp_path, "I'd pick rabbitmq for jobs\nexit\n",
-                              "--yes")
+                              "--trust-input")
     assert code == 0, err
     assert out.count("Warning:") == 1 and "no facts extracted this time" in out
     assert "Saved session" in out and "Goodbye!" in out

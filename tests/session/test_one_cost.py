@@ -66,11 +66,11 @@ def chat_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 
 def chat(server: WireServer, lines: list[str], *more: str) -> str:
-    """A piped chat of ``lines`` (``--yes``: the input is the user's own, so memory extracts
-    from it) with small-model at ``server``; what it printed."""
+    """A piped chat of ``lines`` (``--trust-input``: the input is the user's own, so memory
+    extracts from it) with small-model at ``server``; what it printed."""
     result = CliRunner().invoke(build_cli(), [
         "--config", "rollchat.yml", "--provider", "openai", "--model", "small-model",
-        "--base-url", server.url, "--sessions-dir", "sessions", "--yes", *more],
+        "--base-url", server.url, "--sessions-dir", "sessions", "--trust-input", *more],
         input="\n".join(lines) + "\n")
     assert result.exit_code == 0, result.output
     return " ".join(result.output.split())

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from rollchat.text.near import NearIndex
+from rollchat.text.near import LOOK_AT, NearIndex
 from rollchat.text.phrases import near_duplicates, same_word, word_forms
 
 
@@ -62,3 +62,27 @@ def test_word_forms_meet_exactly_when_same_word_says_so() -> None:
     for a in words:
         for b in words:
             assert same_word(a, b) == bool(word_forms(a) & word_forms(b)), (a, b)
+
+
+def test_keys_of_common_words_are_looked_up_in_bounded_work_and_duplicates_still_found() -> None:
+    """Phrases drawn from a small vocabulary: every word common, no rare word to file under.
+    Each lookup compares at most LOOK_AT candidates, and a near-duplicate (a key again, or
+    one with a word left out) is still found."""
+    calls = 0
+
+    def counted(a: frozenset[str], b: frozenset[str]) -> bool:
+        nonlocal calls
+        calls += 1
+        return near_duplicates(a, b)
+
+    rng = random.Random(7)
+    vocabulary = [f"w{n}" for n in range(20)]
+    fresh = [frozenset(rng.sample(vocabulary, 8)) for _ in range(3000)]
+    again = [fresh[i] - {min(fresh[i])} for i in range(0, 3000, 10)]  # subsets: duplicates
+    index = NearIndex(counted, [*fresh, *again])
+    kept = {key for key in fresh if index.find(key) is None and index.add(key) >= 0}
+    assert len(kept) > 1000
+    assert calls <= LOOK_AT * len(fresh)  # the pairwise check: about 2,000,000 here
+    missed = [key for i, key in zip(range(0, 3000, 10), again, strict=True)
+              if fresh[i] in kept and index.find(key) is None]
+    assert len(missed) <= 1  # each found with odds of 99.8% at worst (text/near.py)

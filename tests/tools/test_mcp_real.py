@@ -81,7 +81,10 @@ def test_mcp_server_time_killed_mid_session_is_withdrawn_and_restarted(servers) 
 
 def test_server_everything_over_stdio(servers) -> None:
     shown: list[str] = []
-    parent = {"HTTPS_PROXY": "http://proxy.example:3128", "OPENAI_API_KEY": "sk-secret"}
+    parent = {"HTTPS_PROXY": "http://proxy.example:3128", "OPENAI_API_KEY": "sk-secret",
+              "npm_config_registry": "http://127.0.0.1:9/npm/", "UV_INDEX_URL": "http://uv.test",
+              "PIP_INDEX_URL": "https://user:pw-secret@pip.test/simple",
+              "npm_config__authToken": "npm-secret", "UV_INDEX_X_PASSWORD": "uv-secret"}
     source = start(servers, everything_stdio(), env=parent,
                    on_progress=lambda tool, text: shown.append(text))
     engine = engine_with(source)
@@ -107,6 +110,8 @@ def test_server_everything_over_stdio(servers) -> None:
     assert "completed" in done and shown and shown[0] == "1/3"  # no message: the counts
     env = tools["mcp__everything__get-env"].run({})
     assert "proxy.example:3128" in env and "sk-secret" not in env
+    assert "127.0.0.1:9/npm/" in env and "uv.test" in env  # what npx and uvx read
+    assert not [s for s in ("pw-secret", "npm-secret", "uv-secret") if s in env]
 
 
 def test_server_everything_over_streamable_http_killed_mid_session(servers) -> None:

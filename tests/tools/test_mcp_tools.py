@@ -107,7 +107,8 @@ def test_a_server_that_does_not_start_in_time_costs_one_line_and_is_stopped(
     lines = [e.text for e in events if isinstance(e, Notice)]
     assert "Waiting for MCP servers to start: slow, quick" in lines[0]
     assert ("MCP server 'slow' did not start: did not start within 1.5 s; the chat goes on "
-            "without its tools") in lines
+            "without its tools; raise its startup_timeout (now 1.5 s) or run 'tools restart "
+            "slow'") in lines
     assert gone_within(int(wait_for_file(pid_file)), 5)
     assert all(not name.startswith("mcp__slow") for name in engine.tools)
 
@@ -133,7 +134,8 @@ def test_a_variable_not_set_stops_only_that_server(servers) -> None:
     tools, lines = start(servers, stdio("keyed", env={"API_TOKEN": "${NOPE_TOKEN}"}),
                          stdio("plain")).collect(wait=True)
     assert lines == ["MCP server 'keyed' did not start: ${NOPE_TOKEN} is not set in the "
-                     "environment; the chat goes on without its tools"]
+                     "environment; the chat goes on without its tools; set it and start "
+                     "rollchat again"]
     assert "mcp__plain__add" in tools
 
 

@@ -7,11 +7,12 @@ sends nothing."""
 from __future__ import annotations
 
 import base64
+import os
 from pathlib import Path
 
 from rollchat.storage.transcript import parse
 from tests.agents.test_tool_images import png
-from tests.e2e import clean_env, run_piped
+from tests.e2e import PROMPT, clean_env, exit_chat, run_piped, spawn
 from tests.wire_servers import WireServer, anthropic_server, text
 
 __all__ = ["anthropic_server"]  # the fixture, imported for pytest
@@ -66,3 +67,77 @@ def test_what_cannot_be_attached_says_why_and_sends_nothing(anthropic_server: Wi
     assert [m["role"] for m in body["messages"]] == ["user"]
     assert body["messages"][0]["content"][-1]["text"].endswith("hi")
     assert "image" not in str(anthropic_server.bodies) and "attach" not in str(body)
+
+
+SECRET = "sk-ant-attach-secret-0123456789"
+
+
+def test_attach_keeps_to_regular_files_of_the_project(anthropic_server: WireServer,
+                                                      tmp_path: Path) -> None:
+    """The attacks of issue 33 (item 4): a symlink in a cloned project that leads to
+    /proc/self/environ (the API key), files outside the project named by the user (piped: no
+    one to ask), a FIFO (the chat hung on it), a device and a huge file (sizes told right)."""
+    project, outside = tmp_path / "project", tmp_path / "x"
+    (project / "docs").mkdir(parents=True)
+    outside.write_text("outside the project\n", encoding="utf-8")
+    (project / "docs" / "notes.txt").symlink_to("/proc/self/environ")
+    (project / "docs" / "up.md").symlink_to(outside)
+    (project / "ok.md").symlink_to(project / "docs" / "real.md")  # a link inside: fine
+    (project / "docs" / "real.md").write_text("inside\n", encoding="utf-8")
+    os.mkfifo(project / "pipe")
+    with open(project / "huge.log", "wb") as f:
+        f.truncate(int(3.1 * 2**30))  # sparse: no disk used
+    anthropic_server.push(text("Hello."))
+    lines = ["attach docs/notes.txt", "attach docs/up.md", "attach ../x", "attach /etc/shadow",
+             f"attach {outside}", "attach pipe", "attach /dev/zero", "attach huge.log",
+             "attach /proc/self/environ", "attach ok.md", "hi"]
+    done = run_piped(project, "\n".join(lines) + "\n", "--provider", "anthropic", "--model",
+                     "test-model", "--base-url", anthropic_server.url, timeout=30,
+                     env=clean_env(tmp_path / "home", ANTHROPIC_API_KEY=SECRET))
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert "attach: docs/notes.txt links outside the project to /proc/self/environ" in out
+    assert f"attach: docs/up.md links outside the project to {outside}" in out
+    assert f"attach: ../x is outside the project ({outside}); attaching it is asked in a " \
+        "terminal, never from piped input" in out
+    assert "attach: /etc/shadow is outside the project (/etc/shadow)" in out
+    assert f"attach: {outside} is outside the project" in out
+    assert "attach: pipe is a FIFO (a named pipe), not a file" in out
+    assert "attach: /dev/zero is a device, not a file" in out
+    assert "attach: huge.log is 3.1 GB, over the 5 MB an attachment may be" in out
+    assert "attach: /proc/self/environ is a proc file" in out
+    assert "Attached ok.md (7 characters of text)" in out
+    sent = str(anthropic_server.bodies)  # the message and the session's summary
+    assert SECRET not in sent and "outside the project" not in sent and "root:" not in sent
+    assert "[attached file ok.md]" in str(anthropic_server.bodies[0])
+    [session] = (project / "sessions").glob("*.md")
+    assert SECRET not in session.read_text(encoding="utf-8")
+
+
+def test_a_file_outside_the_project_is_asked_once_in_a_terminal(
+        anthropic_server: WireServer, tmp_path: Path) -> None:
+    project, outside = tmp_path / "project", tmp_path / "x.md"
+    project.mkdir()
+    outside.write_text("from outside\n", encoding="utf-8")
+    anthropic_server.push(text("Got it."))
+    child = spawn(project, "--provider", "anthropic", "--model", "test-model", "--base-url",
+                  anthropic_server.url,
+                  env=clean_env(tmp_path / "home", ANTHROPIC_API_KEY="test"))
+    try:
+        child.expect_exact(PROMPT)
+        child.sendline("attach ../x.md")
+        child.expect_exact("is outside this project. Send it to the model?")
+        child.sendline("n")
+        child.expect_exact("outside the project")
+        child.expect_exact(PROMPT)
+        child.sendline("attach ../x.md")
+        child.expect_exact("Send it to the model?")
+        child.sendline("y")
+        child.expect_exact("Attached ../x.md (13 characters of text)")
+        child.expect_exact(PROMPT)
+        child.sendline(f"attach {outside}")  # the same file: asked once
+        child.expect_exact(f"Attached {outside} (13 characters of text)")
+        exit_chat(child)
+    finally:
+        child.close(force=True)
+    assert not anthropic_server.bodies  # nothing was sent: only attached

@@ -179,6 +179,8 @@ def apply_agent_file(agent: AgentConfig, loaded: LoadedAgent,
                 "max_tool_rounds"):
         if key in s and key not in keep and key not in agent.set_in_config:
             changes[key] = s[key]
+            if key in ("allow", "deny"):  # with the rules Claude Code's settings added
+                changes[key] = (*s[key], *(r for r in getattr(agent, key) if r not in s[key]))
     if "skills" in s:
         changes["skills_dir"] = s["skills"]
     return dataclasses.replace(agent, **changes)

@@ -149,15 +149,21 @@ def shown(path: Path, cwd: Path, home: Path) -> str:
 
 
 def load(names: Sequence[str], cwd: Path, user_dir: Path | None, max_bytes: int,
-         home: Path | None = None) -> Instructions:
-    """The instructions found from ``cwd`` (see the order above), at most ``max_bytes``."""
+         home: Path | None = None, window: int | None = None) -> Instructions:
+    """The instructions found from ``cwd`` (see the order above), at most ``max_bytes``, and
+    at most WINDOW_SHARE of a ``window`` of that many tokens (a token is at least a byte, so
+    what is sent always leaves the chat most of the window)."""
     home = home or Path.home()
     project = git_root(cwd) or cwd
-    reader = _Reader(home, max_bytes)
+    bound = Bound(max_bytes, window)
+    reader = _Reader(home, bound.bytes)
     found: list[tuple[Path, str, Path | None]] = []
     for directory in directories(cwd, user_dir):
-        # the user's own file may include from the home directory; a project's files (which
-        # may come with a cloned repository) only from the project
+        # a file found by its name is inside its directory's own place (the user config
+        # directory, the project), symlinks resolved; the user's own file may include from
+        # the home directory; a project's files (which may come with a cloned repository)
+        # only from the project
+        own = directory if directory == user_dir else project
         roots = (directory, home, project) if directory == user_dir else (project,)
         for name in names:
             candidate = directory / name
@@ -166,13 +172,43 @@ def load(names: Sequence[str], cwd: Path, user_dir: Path | None, max_bytes: int,
                     continue
             except OSError:
                 continue
+            if not _inside(candidate, own):
+                where = "the user config directory" if directory == user_dir else "the project"
+                reader.problems.append(f"{candidate} is outside {where}; not read")
+                continue
             found += [f for f in reader.read(candidate, roots) if f[1]]
-    return _render(found, project, home, max_bytes, tuple(reader.problems))
+    return _render(found, project, home, bound, tuple(reader.problems))
+
+
+WINDOW_SHARE = 0.25  # the most of the context window the instructions may take
+
+
+@dataclass(frozen=True)
+class Bound:
+    """How many bytes of instructions a request may carry: ``instructions.max_bytes``, and a
+    share of the model's context window when it is known; ``why`` names the setting."""
+
+    max_bytes: int
+    window: int | None = None
+
+    @property
+    def bytes(self) -> int:
+        if self.window is None:
+            return self.max_bytes
+        return max(min(self.max_bytes, int(self.window * WINDOW_SHARE)), 0)
+
+    @property
+    def why(self) -> str:
+        if self.bytes == self.max_bytes:
+            return "instructions.max_bytes"
+        return (f"a quarter of the model's {self.window:,}-token context window; "
+                f"instructions.max_bytes is {self.max_bytes:,}")
 
 
 def _render(found: Sequence[tuple[Path, str, Path | None]], cwd: Path, home: Path,
-            max_bytes: int, problems: tuple[str, ...]) -> Instructions:
-    """The text of the files ``found``, cut at ``max_bytes`` (with a line saying so)."""
+            bound: Bound, problems: tuple[str, ...]) -> Instructions:
+    """The text of the files ``found``, cut at the ``bound`` (with a line saying so)."""
+    max_bytes = bound.bytes
     if not found:
         return Instructions(problems=problems)
     parts, sources, used = [HEADING], [], len(HEADING.encode())
@@ -188,7 +224,7 @@ def _render(found: Sequence[tuple[Path, str, Path | None]], cwd: Path, home: Pat
             kept = kept[:kept.rfind("\n") + 1].rstrip() if "\n" in kept else ""
             left = [shown(p, cwd, home) for p, _, _ in found[i + 1:]]
             cut = (f"[rollchat: project instructions cut at {max_bytes:,} bytes "
-                   f"(instructions.max_bytes): the rest of {name}"
+                   f"({bound.why}): the rest of {name}"
                    + (f" and {', '.join(left)}" if left else "") + " left out]")
             if kept.strip():
                 parts.append(kept)

@@ -8,6 +8,7 @@ _TAKES_VALUE = frozenset({"--agent", "--provider", "--model", "--base-url", "--c
                           "--sessions-dir", "--resume", "--fork", "--agent-file", "--output-format",
                           "-p", "--print"})
 _CHAT_FLAGS = frozenset({"--no-save", "--continue", "-c", "--pick", "--yes", "-y",
+                         "--trust-input",
                          "--show-tools", "--no-fork", "--version", "--print-stdin"})
 _PRINT = ("-p", "--print")
 

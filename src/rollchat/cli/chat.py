@@ -20,6 +20,7 @@ from rollchat.cli.options import (
     ModelOpt,
     SessionArg,
     SessionsDirOpt,
+    TrustInputOpt,
     YesOpt,
     fail,
     given,
@@ -107,6 +108,7 @@ def chat_command(
     continue_last: ContinueOpt = False,
     pick: PickOpt = False,
     yes: YesOpt = False,
+    trust_input: TrustInputOpt = False,
     agent_file: AgentFileOpt = None,
     show_tools: ShowToolsOpt = False,
     no_fork: NoForkOpt = False,
@@ -121,7 +123,8 @@ def chat_command(
                                          ("--fork", fork is not None),
                                          ("--resume (no value)", pick)) if on)
     flags = ChatFlags(agent=agent, provider=provider.value if provider else None, model=model,
-                      base_url=base_url, no_save=no_save, yes=yes, no_fork=no_fork,
+                      base_url=base_url, no_save=no_save, yes=yes, trust_input=trust_input,
+                      no_fork=no_fork,
                       agent_file=agent_file, show_tools=show_tools)
     before = Given(config=config, sessions_dir=sessions_dir, starts=starts, chat=flags)
     if ctx.invoked_subcommand is not None:  # `rollchat --config X sessions`: X still counts
@@ -170,6 +173,7 @@ def start(before: Given, *, resume: str | None = None, choose: str | None = None
                                 no_save=flags.no_save)
     try:
         code = start_chat(before.config, overrides, resume=resume, yes=flags.yes,
+                          trust_input=flags.trust_input,
                           no_fork=flags.no_fork, agent_file=flags.agent_file,
                           show_tools=flags.show_tools, choose=choose, fork=fork)
     except (ConfigError, UsageError) as exc:
@@ -195,6 +199,7 @@ def one_shot(before: Given, prompt: str | None, output_format: str, *,
     try:
         code = run_one_shot(before.config, overrides, prompt=prompt, output_format=output_format,
                             resume=resume, last=choose == "last", yes=flags.yes,
+                            trust_input=flags.trust_input,
                             agent_file=flags.agent_file, fork=fork)
     except (ConfigError, UsageError) as exc:
         fail(str(exc), USAGE)

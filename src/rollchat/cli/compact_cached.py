@@ -103,7 +103,7 @@ def _loaded(ref: str, given: dict[str, str]) -> str | None:
                            overrides=overrides, user_config_dir=user_dir)
 
     cfg = load()
-    if cfg.trust_notice:  # a warning to show: the ordinary way shows it
+    if cfg.warnings:  # a warning to show: the ordinary way shows it
         return None
     _, model = summary_names(cfg, os.environ)
     text = _answer(str(cfg.session.dir), model, ref)

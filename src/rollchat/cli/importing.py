@@ -169,10 +169,9 @@ def _save(cfg: Config, imported: Imported, file_name: str, digest: str, *,
     live = store.new_session(agent_key=agent.key, agent=agent.name, agent_path=agent.agent_path,
                              model=imported.model or "unknown", provider=imported.format,
                              now=turns[0].started, title=imported.title,
-                             imported_from=f"{imported.format} {file_name} {source}")
+                             imported_from=f"{imported.format} {file_name} {source}",
+                             entries=turns)  # one write, one fsync: not one per turn
     try:
-        for turn in turns:
-            live.append_turn(turn, agent.name)
         store.finalize(live.session_id, summary, total_queries=len(turns), total_tokens=0)
     except BaseException:  # nothing half-imported is left to block or confuse a retry
         live.close()

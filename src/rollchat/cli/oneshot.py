@@ -71,7 +71,8 @@ def read_prompt(prompt: str | None, stdin: IO[bytes] | None) -> str:
 
 def run_one_shot(config_path: Path | None, overrides: ConfigOverrides, *, prompt: str | None,
                  output_format: str, resume: str | None, last: bool, yes: bool,
-                 agent_file: Path | None, fork: str | None = None) -> int:
+                 agent_file: Path | None, fork: str | None = None,
+                 trust_input: bool = False) -> int:
     """Answer one question and save it; the exit status (see oneshot_output). ``resume``
     (``last``: the session used last) continues a saved session, ``fork`` branches off one.
     ConfigError / UsageError for a mistake in what was given."""
@@ -91,12 +92,13 @@ def run_one_shot(config_path: Path | None, overrides: ConfigOverrides, *, prompt
         except RollchatError as exc:  # nothing to continue: as a session not found
             raise UsageError(str(exc)) from None
     out = StderrRenderer()
-    if cfg.trust_notice:
-        out.warn(cfg.trust_notice)
+    for line in cfg.warnings:
+        out.warn(line)
     outcome = Outcome(model=model, provider=name, agent=cfg.agent.name)
     output = Output(output_format, outcome)
     question = Question(cfg, env, name, model, text, resume, yes, loaded, fork=fork,
-                        forking=one_shot_forking("-c" if last else "--resume", yes=yes))
+                        forking=one_shot_forking("-c" if last else "--resume", yes=yes),
+                        trust_input=trust_input)
     code = _answered(question, out, output)
     output.done()
     return code if code is not None else outcome.exit_code
@@ -116,6 +118,7 @@ class Question:
     loaded: LoadedAgent | None
     fork: str | None  # the saved session to branch off (--fork), left as it is
     forking: Forking  # a resumed session open elsewhere: forked with --yes, else why not
+    trust_input: bool = False  # --trust-input: piped text is the user speaking (memory)
 
 
 def one_shot_forking(given: str, *, yes: bool) -> Forking:
@@ -180,7 +183,7 @@ def _session(question: Question, out: Renderer, closers: list[Callable[[], None]
         raise RollchatError(problem)
     build = start.SessionBuilder(question.env, out, store, interactive=False, yes=question.yes,
                                  no_fork=False, closers=closers, save_failed=False,
-                                 forking=question.forking)
+                                 forking=question.forking, trust_input=question.trust_input)
     session = build.session(cfg, question.provider, question.model,
                             start.equipment_of(cfg.agent, question.loaded))
     if session.budget.warning:

@@ -12,6 +12,7 @@ from typing import IO, Any
 from rollchat.domain import ToolExchange, Turn, Usage
 from rollchat.events import AnswerAborted, Event, ToolFinished, ToolStarted
 from rollchat.providers.base import TextDelta, ThinkingDelta
+from rollchat.ui.sanitize import harmless
 
 # The exit codes of a one-shot run (docs/oneshot.md): a refused tool call counts only when
 # the answer itself came.
@@ -137,8 +138,8 @@ class Output:
         """The end: the answer, the object, or the error and done events."""
         o = self.outcome
         if self.format == "text":
-            answer = o.turn.assistant if o.turn is not None else ""
-            if answer:
+            answer = harmless(o.turn.assistant) if o.turn is not None else ""
+            if answer:  # (escaped: it is read in a terminal; json keeps it exact)
                 self.out.write(answer if answer.endswith("\n") else answer + "\n")
                 self.out.flush()
         elif self.format == "json":

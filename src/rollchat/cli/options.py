@@ -33,8 +33,11 @@ AgentOpt = Annotated[Optional[str],  # noqa: UP045
                      typer.Option(help="Agent name from the config.")]
 ModelOpt = Annotated[Optional[str], typer.Option(help="Model name.")]  # noqa: UP045
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help=(
-    "Answer yes to questions: tool calls run without asking, and piped input counts as yours "
-    "for memory (facts and 'remember' lines)."))]
+    "Approve every tool call without asking (and answer yes to forking a session open "
+    "elsewhere). It says nothing about piped input: see --trust-input."))]
+TrustInputOpt = Annotated[bool, typer.Option("--trust-input", help=(
+    "Piped input is yours: memory takes facts and 'remember' lines from it (without it, "
+    "piped text may be a document, and nothing in it is stored as your own)."))]
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -57,6 +60,7 @@ class ChatFlags:
     base_url: str | None = None
     no_save: bool = False
     yes: bool = False
+    trust_input: bool = False  # piped input is the user speaking (memory)
     no_fork: bool = False
     agent_file: Path | None = None
     show_tools: bool = False
@@ -107,6 +111,6 @@ def command_config(ctx: typer.Context, config: Path | None = None,
                                                     sessions_dir=options.sessions_dir))
     except ConfigError as exc:
         fail(str(exc))
-    if cfg.trust_notice and trust_warning:
-        sys.stderr.write(f"rollchat: warning: {cfg.trust_notice}\n")
+    for line in cfg.warnings if trust_warning else ():
+        sys.stderr.write(f"rollchat: warning: {line}\n")
     return cfg

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # imported when the chat starts, not for --help or sessions
     from rollchat.agents.equip import Equipment
     from rollchat.agents.file import LoadedAgent
     from rollchat.config.settings import AgentConfig, Config, ConfigOverrides
+    from rollchat.providers.base import Provider
     from rollchat.session.core import Session
     from rollchat.session.forks import Forking
     from rollchat.storage.store import Store
@@ -55,7 +56,8 @@ def chat_forking(*, no_fork: bool, interactive: bool, yes: bool) -> Forking:
 
 
 def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: str | None,
-               yes: bool, no_fork: bool = False, agent_file: Path | None = None,
+               yes: bool, trust_input: bool = False, no_fork: bool = False,
+               agent_file: Path | None = None,
                show_tools: bool = False, choose: str | None = None,
                fork: str | None = None) -> int:
     """Check the configuration, draw the banner, and run the chat until it ends. In a terminal
@@ -83,12 +85,13 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     renderer = Renderer(interactive=interactive, show_tools=show_tools)
     renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
                     where=cfg.session.location, server=providers.server_url(name, agent, env))
-    if cfg.trust_notice:
-        renderer.warn(cfg.trust_notice)
+    for line in cfg.warnings:
+        renderer.warn(line)
     closers: list[Callable[[], None]] = []  # what the chat started (MCP servers)
     equipment = equipment_of(agent, loaded)
     chat = Starting(lambda: _build_chat(cfg, env, name, model, renderer, interactive=interactive,
-                                        yes=yes, no_fork=no_fork, closers=closers,
+                                        yes=yes, trust_input=trust_input, no_fork=no_fork,
+                                        closers=closers,
                                         equipment=equipment),
                     label=f" starting · {agent.name} · {model} ", out=renderer)
     with ending_signals():  # SIGTERM, SIGHUP: saved and summarized like exit
@@ -123,8 +126,8 @@ def close_all(closers: list[Callable[[], None]]) -> None:
 
 
 def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, renderer: Renderer,
-                *, interactive: bool, yes: bool, no_fork: bool = False,
-                closers: list[Callable[[], None]] | None = None,
+                *, interactive: bool, yes: bool, trust_input: bool = False,
+                no_fork: bool = False, closers: list[Callable[[], None]] | None = None,
                 equipment: Equipment | None = None) -> tuple[ChatApp, list[str]]:
     """The session core and its terminal adapter, and what the user should be told first.
     The chat can build the session of any other agent of the config (``@NAME message``)."""
@@ -134,7 +137,7 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
     store, store_problem = open_store(cfg)
     build = SessionBuilder(env, renderer, store, interactive=interactive, yes=yes,
                             no_fork=no_fork, closers=closers,
-                            save_failed=store_problem is not None)
+                            save_failed=store_problem is not None, trust_input=trust_input)
     session = build.session(cfg, name, model, equipment)
     if session.budget.warning:
         notices.append(session.budget.warning)
@@ -166,9 +169,10 @@ class SessionBuilder:
     def __init__(self, env: dict[str, str], renderer: Renderer, store: Store, *,
                  interactive: bool, yes: bool, no_fork: bool,
                  closers: list[Callable[[], None]] | None, save_failed: bool,
-                 forking: Forking | None = None) -> None:
+                 forking: Forking | None = None, trust_input: bool = False) -> None:
         self.env, self.renderer, self.store = env, renderer, store
         self.interactive, self.yes = interactive, yes
+        self.trust_input = trust_input  # --trust-input: piped input is the user speaking
         # a resumed session open elsewhere: the chat's way unless told (a one-shot run's)
         self.forking = forking or chat_forking(no_fork=no_fork, interactive=interactive,
                                                yes=yes)
@@ -195,6 +199,7 @@ class SessionBuilder:
         from rollchat.models.windows import WindowBook, default_path
         from rollchat.providers.base import RetryPolicy
         from rollchat.session.core import Session
+        from rollchat.session.hooked import notifying
         from rollchat.tools.hooks import Hooks
         from rollchat.ui.approve import (
             confirmer,
@@ -217,10 +222,10 @@ class SessionBuilder:
         settings = engine_settings(
             agent, equipment or Equipment(), provider=provider, model=model,
             retry=RetryPolicy(retry.max_retries, retry.base_delay, retry.max_delay),
-            ask=(piped_asker(yes=True) if yes else terminal_asker(renderer) if interactive
-                 else piped_asker(yes=False)),
+            ask=(piped_asker(yes=True) if yes else notifying(terminal_asker(renderer), hooks)
+                 if interactive else piped_asker(yes=False)),
             tool_sources=self._tool_sources(cfg, context_window(
-                model, cfg.context_window_override(model))), hooks=hooks)
+                model, cfg.context_window_override(model)), provider, model), hooks=hooks)
         windows = WindowBook(default_path())  # windows learned from this server's refusals
         override = cfg.context_window_override(model) or windows.get(agent.base_url, model)
         # the chat's model: one object the session, its summaries and memory extraction share
@@ -233,7 +238,7 @@ class SessionBuilder:
             from rollchat.memory.keeper import open_memory
 
             memory = open_memory(cfg, summary_provider, summary_model,  # piped: a document?
-                                 typed=sys.stdin.isatty(), yes=yes,
+                                 typed=sys.stdin.isatty(), yes=self.trust_input,
                                  follows=current if same else None)
         session = Session(
             config=cfg, agent=agent, engine_settings=settings,
@@ -249,17 +254,23 @@ class SessionBuilder:
         session.state.save_failed = self.save_failed
         return session
 
-    def _tool_sources(self, cfg: Config, window: int) -> list[ToolSource]:
+    def _tool_sources(self, cfg: Config, window: int, provider: Provider,
+                      model: str) -> list[ToolSource]:
         """The agent's MCP servers, started now, in the background (the SDK loads there);
         their tools' specs may take a fifth of the ``window``; a call's progress reports
-        are shown under its line."""
+        are shown under its line; in a terminal, their sampling requests (answered by the
+        chat's model once approved) and forms are asked at the prompt."""
         if not cfg.agent_mcp_servers:
             return []
         from rollchat.tools.mcp import McpServers
+        from rollchat.tools.mcp.asks import chat_sampler
+        from rollchat.ui.mcp_asks import TerminalMcpAsker
 
-        renderer = self.renderer
+        renderer, asking = self.renderer, self.interactive
         servers = McpServers(cfg.agent_mcp_servers, self.env, tool_tokens=window // 5,
-                             on_progress=lambda tool, text: renderer.dim(f"  … {text}"))
+                             on_progress=lambda tool, text: renderer.dim(f"  … {text}"),
+                             asker=TerminalMcpAsker(renderer) if asking else None,
+                             sampler=chat_sampler(provider, model) if asking else None)
         if self.closers is not None:
             self.closers.append(servers.close)
         servers.start()

@@ -31,6 +31,7 @@ from rollchat.text.phrases import (
     haystack,
     is_request,
     is_small_talk,
+    item_key,
     mentions_focus,
     prose_sentences,
     tidy,
@@ -46,6 +47,14 @@ _FOCUS_TOPIC = re.compile(rf"^{FOCUS_LABEL} [^:]*:\s*")
 # the word budget of them (of named topics: ``fit_words`` drops the plain ones first): older
 # ones would all be dropped, and reading them made a long session's summary slow.
 READ_AHEAD = 2
+# Topics naming nothing are the first ``fit_words`` drops, the oldest first: past PLAIN_ROOM
+# times the word budget of them, older ones are left out unread (counted), so that a session of
+# thousands of plain prompts is not compared item by item.
+PLAIN_ROOM = 4
+# However few named topics and artifacts a session has, they are looked for READ_TURNS turns
+# back at most (topics: once the plain ones fill PLAIN_ROOM): a 500,000-turn import read every
+# turn for them (bench/bench_scale.py).
+READ_TURNS = 5_000
 
 
 class _Read:
@@ -72,11 +81,16 @@ class _Read:
 def _topics(read: _Read, focus: set[str], max_words: int) -> tuple[list[str], int]:
     """One topic per query (its first real sentence), most recent first; with a focus, every
     user sentence mentioning it is a topic too. Older turns are read only for the focus once
-    the named topics hold READ_AHEAD times ``max_words``; returns how many were not read."""
+    the named topics hold READ_AHEAD times ``max_words``, and topics naming nothing are kept
+    only until they hold PLAIN_ROOM times ``max_words`` (``fit_words`` drops them first: the
+    older ones could not stay), and from then on READ_TURNS turns back at most; returns how
+    many turns were not read and topics left out."""
     found: list[str] = []
-    named_words = unread = 0
+    named_words = plain_words = unread = 0
+    plain: set[frozenset[str]] = set()  # a plain topic said again adds no words
     for index in range(len(read.turns) - 1, -1, -1):
-        full = named_words >= READ_AHEAD * max_words
+        full = named_words >= READ_AHEAD * max_words or (
+            plain_words >= PLAIN_ROOM * max_words and len(read.turns) - index > READ_TURNS)
         if full and not (focus and mentions_focus(read.turns[index].user, focus)):
             unread += 1
             continue
@@ -87,8 +101,16 @@ def _topics(read: _Read, focus: set[str], max_words: int) -> tuple[list[str], in
             continue
         new = [_topic(sentences[0])] if sentences else []
         new += [tidy(s) for s in sentences[1:] if _fact(s)]
-        found.extend(new)
-        named_words += sum(len(t.split()) + 1 for t in new if named.has_named(t))
+        for topic in new:
+            if named.has_named(topic):
+                named_words += len(topic.split()) + 1
+            elif plain_words >= PLAIN_ROOM * max_words:
+                unread += 1
+                continue
+            elif (key := item_key(topic)) not in plain:
+                plain.add(key)
+                plain_words += len(topic.split()) + 1
+            found.append(topic)
     return unique(found), unread
 
 
@@ -225,10 +247,11 @@ def _pending(read: _Read, mined: _Mined, unread: bool) -> list[str]:
 
 def _artifacts(turns: Sequence[Turn], max_words: int) -> list[str]:
     """Paths, URLs, commands and identifiers of the turns and their tool calls, most recent
-    first, until there are READ_AHEAD times ``max_words`` words of them."""
+    first, until there are READ_AHEAD times ``max_words`` words of them (READ_TURNS turns
+    back at most)."""
     found: dict[str, None] = {}
     words = 0
-    for turn in reversed(turns):
+    for turn in reversed(turns[-READ_TURNS:]):
         if words >= READ_AHEAD * max_words:
             break
         texts = [turn.user, turn.assistant]

@@ -62,15 +62,17 @@ def server_summary(provider: CompactingProvider, prefix: ChatRequest, *,
                                       allowance=carried_words(parent))
     except SummaryError as error:
         return ServerOutcome(None, compacted.usage, str(error))
-    return ServerOutcome(replace(summary, signed=compacted.block,
-                                 signed_for=summary_digest(summary)), compacted.usage)
+    carrying = replace(summary, signed=compacted.block)
+    return ServerOutcome(replace(carrying, signed_for=summary_digest(carrying)),
+                         compacted.usage)
 
 
 def signed_to_send(summary: Summary) -> tuple[ProviderBlock | None, str | None]:
     """The provider's signed block to send first in place of ``summary`` (a child's first
     request, after a compaction or a resume), and when there is one that is not sent, why:
     it could not be read from the file, or the readable summary changed since it was
-    written (``summary edit``, or by hand). The readable summary is sent in either case."""
+    written (``summary edit``, or by hand), or the block itself was (the digest covers both).
+    The readable summary is sent in either case."""
     if summary.signed_problem:
         return None, summary.signed_problem
     if summary.signed is None:
@@ -78,5 +80,5 @@ def signed_to_send(summary: Summary) -> tuple[ProviderBlock | None, str | None]:
     if summary.edited:
         return None, f"the summary was edited at {summary.edited}"
     if summary.signed_for != summary_digest(summary):
-        return None, "the summary was changed since the provider wrote it"
+        return None, "the summary or its signed block was changed since the provider wrote it"
     return summary.signed, None

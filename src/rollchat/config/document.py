@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from rollchat.config.fields import Field, coerce, nonempty, show_value
+from rollchat.config.fields import Field, coerce, nonempty, over_cap, show_value
 from rollchat.config.trust import Untrusted
 from rollchat.errors import ConfigError
 
@@ -76,6 +76,9 @@ class Doc:
         good, converted = coerce(spec, value)
         if not good:
             raise self.error(node, key, f"{spec.need} (got {show_value(value)})")
+        too_big = over_cap(spec, converted)
+        if too_big is not None:
+            raise self.error(node, key, too_big)
         return converted
 
     def names(self, node: yaml.Node, key: str, spec: Field) -> tuple[str, ...]:
@@ -97,7 +100,8 @@ class Doc:
         when the caller read them already)."""
         values: dict[str, Any] = {}
         nodes: dict[str, yaml.Node] = {}
-        for name, (knode, vnode) in (entries or self.items(node, key)).items():
+        for name, (knode, vnode) in (self.items(node, key) if entries is None
+                                      else entries).items():
             if name in skip:
                 continue
             if name not in specs:

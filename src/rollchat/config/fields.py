@@ -3,6 +3,7 @@ coercion of raw values, and a safe rendering of bad values for error messages.""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -25,6 +26,23 @@ class Field:
     need: str  # the rule, as shown in error messages ("must be ...")
     ok: Callable[[Any], bool] = lambda _v: True
     nullable: bool = False
+    # the most a size or a time may be, whoever sets it (None: no cap); a value over it is
+    # refused with the setting and the cap named, never taken (a MemoryError, a hang)
+    cap: float | None = None
+
+
+def capped(spec: Field, cap: float) -> Field:
+    """``spec`` with an upper bound (see Field.cap)."""
+    return dataclasses.replace(spec, cap=cap)
+
+
+def over_cap(spec: Field, value: Any) -> str | None:
+    """Why ``value`` (already checked against ``spec``) is over its cap, or None."""
+    if spec.cap is None or value is None or not isinstance(value, (int, float)) \
+            or value <= spec.cap:
+        return None
+    cap = int(spec.cap) if float(spec.cap).is_integer() else spec.cap
+    return f"at most {cap:,} (got {show_value(value)})"
 
 
 def nonempty(v: Any) -> bool:

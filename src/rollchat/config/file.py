@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
@@ -25,8 +25,10 @@ from rollchat.config.fields import (
     THINKING,
     URL,
     Field,
+    capped,
     nonempty,
     resolve_path,
+    show_value,
 )
 from rollchat.config.hooks import read_hooks
 from rollchat.config.mcp_servers import (
@@ -37,6 +39,7 @@ from rollchat.config.mcp_servers import (
 )
 from rollchat.config.settings import (
     HANDOFF_STRATEGIES,
+    MAX_INSTRUCTION_BYTES,
     ONE_SHOT_SUMMARIES,
     AgentConfig,
     Config,
@@ -50,12 +53,17 @@ from rollchat.config.settings import (
     ToolsConfig,
     UIConfig,
 )
-from rollchat.config.trust import TrustCheck, confine, notice
+from rollchat.config.trust import TRUSTED_ONLY, TrustCheck, confine, notice
 from rollchat.config.yamlfile import compose, read_text
 from rollchat.errors import ConfigError
 from rollchat.models.prices import Price
 
 _MAX_PROMPT_BYTES = 1024 * 1024
+# The caps of the size and time settings, whoever sets them (config.fields.Field.cap): far
+# above any real use, low enough that no value can exhaust memory or hang a chat for days.
+MAX_OUTPUT_TOKENS = 1_000_000
+MAX_CONTEXT_WINDOW = 10_000_000  # the largest windows served today are 1-10 million tokens
+MAX_SECONDS = 3600.0
 _AGENT_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -68,21 +76,21 @@ _AGENT_FIELDS: dict[str, Field] = {
     "model": MODEL,
     "base_url": URL,
     "concurrency": Field("int", "must be an integer >= 1 (requests at once to the server), "
-                         "or null", lambda v: v >= 1, nullable=True),
+                         "or null", lambda v: v >= 1, nullable=True, cap=64),
     "api_key_env": Field(
         "str", "must be the NAME of an environment variable (not the key), or null",
         lambda v: bool(_ENV_NAME.fullmatch(v)), nullable=True,
     ),
     "system_prompt": Field("str", "must be a string"),
     "system_prompt_file": Field("path", "must be a file path, or null", nonempty, nullable=True),
-    "max_output_tokens": POSITIVE,
+    "max_output_tokens": capped(POSITIVE, MAX_OUTPUT_TOKENS),
     "file": Field("path", "must be the path of an agent file (.py), or null", nonempty,
                   nullable=True),
     "approval": Field("str", "must be one of ask, auto, never",
                       lambda v: v in ("ask", "auto", "never")),
     "allow": Field("list", "must be a list of tool names or globs"),
     "deny": Field("list", "must be a list of tool names or globs"),
-    "max_tool_rounds": POSITIVE,
+    "max_tool_rounds": capped(POSITIVE, 1000),
     "skills_dir": Field("path", "must be a folder path, or null", nonempty, nullable=True),
     "hygiene": HYGIENE_FIELD,
     "temperature": Field(
@@ -91,7 +99,8 @@ _AGENT_FIELDS: dict[str, Field] = {
     "thinking": THINKING,
 }
 _MODEL_FIELDS = {
-    "context_window": Field("int", "must be an integer >= 1024", lambda v: v >= 1024),
+    "context_window": Field("int", "must be an integer >= 1024", lambda v: v >= 1024,
+                            cap=MAX_CONTEXT_WINDOW),
     "price": Field("map", "must be a mapping: input, output, cached, cache_write"),
     "images": BOOL,
     "store": BOOL,
@@ -108,7 +117,7 @@ _SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
         "compact_threshold": Field(
             "float", "must be a number between 0 and 1", lambda v: 0 < v <= 1
         ),
-        "safety_margin_tokens": NONNEG,
+        "safety_margin_tokens": capped(NONNEG, MAX_CONTEXT_WINDOW),
         "compact_every_turns": Field("int", "must be an integer >= 0 (0: off)", lambda v: v >= 0),
         "keep_recent_turns": NONNEG,
         "history": Field("str", "must be one of all, relevant (relevant forgoes prompt "
@@ -118,28 +127,29 @@ _SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
         "provider": dataclasses.replace(PROVIDER, need=PROVIDER.need + ", or null",
                                        nullable=True),
         "model": MODEL,
-        "max_words": POSITIVE,
-        "timeout_seconds": SECONDS,
+        "max_words": capped(POSITIVE, 20_000),
+        "timeout_seconds": capped(SECONDS, MAX_SECONDS),
         "one_shot": Field("str", "must be one of local, model",
                           lambda v: v in ONE_SHOT_SUMMARIES),
     }),
     "retry": (RetryConfig, {
-        "max_retries": NONNEG,
-        "base_delay": DELAY,
-        "max_delay": DELAY,
-        "request_timeout": SECONDS,
+        "max_retries": capped(NONNEG, 100),
+        "base_delay": capped(DELAY, MAX_SECONDS),
+        "max_delay": capped(DELAY, MAX_SECONDS),
+        "request_timeout": capped(SECONDS, MAX_SECONDS),
     }),
     "tools": (ToolsConfig, {
         "max_result_tokens": Field(
             "int", "must be an integer >= 100, or null (a tenth of the context window)",
-            lambda v: v >= 100, nullable=True,
+            lambda v: v >= 100, nullable=True, cap=MAX_CONTEXT_WINDOW,
         ),
     }),
     "handoff": (HandoffConfig, {
         "strategy": Field("str", f"must be one of {', '.join(HANDOFF_STRATEGIES)}",
                           lambda v: v in HANDOFF_STRATEGIES),
-        "last_n": POSITIVE,
-        "max_tokens": Field("int", "must be an integer >= 100", lambda v: v >= 100),
+        "last_n": capped(POSITIVE, 1000),
+        "max_tokens": Field("int", "must be an integer >= 100", lambda v: v >= 100,
+                            cap=MAX_CONTEXT_WINDOW),
     }),
     "ui": (UIConfig, {
         "history_file": Field("path", "must be a file path, or null", nonempty, nullable=True),
@@ -151,15 +161,17 @@ _SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
     "instructions": (InstructionsConfig, {
         "enabled": BOOL,
         "files": Field("list", "must be a list of file names (AGENTS.md, CLAUDE.md, ...)"),
-        "max_bytes": Field("int", "must be an integer >= 1024 (bytes)", lambda v: v >= 1024),
+        "max_bytes": Field("int", "must be an integer >= 1024 (bytes)", lambda v: v >= 1024,
+                           cap=MAX_INSTRUCTION_BYTES),
     }),
     "memory": (MemoryConfig, {
         "enabled": BOOL,
         "scope": Field("str", "must be project or user", lambda v: v in ("project", "user")),
         "idle_seconds": Field("float", "must be a number of seconds >= 0 (0: never)",
-                              lambda v: v >= 0),
+                              lambda v: v >= 0, cap=24 * 3600),
         "extract_timeout_seconds": Field("float", "must be a number of seconds >= 0 (0: the "
-                                         "offline rules only)", lambda v: v >= 0),
+                                         "offline rules only)", lambda v: v >= 0,
+                                         cap=MAX_SECONDS),
         "max_age_days": Field("int", "must be a positive number of days, or null (off)",
                               lambda v: v > 0, nullable=True),
         "max_share": Field("float", "must be a number between 0 and 0.5 (a share of the "
@@ -215,8 +227,15 @@ def _parse_file(doc: Doc, root: yaml.Node) -> Config:
 
 def _section(doc: Doc, name: str, node: yaml.Node, cls: type[Any],
              specs: Mapping[str, Field]) -> Any:
-    values, nodes = doc.fields(node, name, specs)
-    confine(values, name, doc.base_dir, doc.untrusted, doc.ignored)
+    entries = doc.items(node, name)
+    if doc.untrusted is not None:  # never taken untrusted: not even checked
+        for key in [k for k in entries if f"{name}.{k}" in TRUSTED_ONLY]:
+            del entries[key]
+            doc.ignored.append(f"{name}.{key}")
+    values, nodes = doc.fields(node, name, specs, entries=entries)
+    if isinstance(values.get("files"), tuple):
+        _check_names(doc, nodes["files"], f"{name}.files", values["files"])
+    confine(values, name, doc.base_dir, doc.untrusted, doc.ignored, cls())
     for path_key in ("history_file", "user_dir", *(("dir",) if cls is MemoryConfig else ())):
         if values.get(path_key) is not None:
             values[path_key] = resolve_path(doc.base_dir, values[path_key])
@@ -226,6 +245,18 @@ def _section(doc: Doc, name: str, node: yaml.Node, cls: type[Any],
                         f"must be >= retry.base_delay (got {section.max_delay} < "
                         f"{section.base_delay})")
     return section
+
+
+def _check_names(doc: Doc, node: yaml.Node, key: str, names: tuple[str, ...]) -> None:
+    """Instruction file names are looked for in each directory (the user config directory,
+    the project's): a name may go down into a folder, never up or out of it."""
+    for name in names:
+        path = PurePosixPath(name.replace("\\", "/"))
+        if path.is_absolute() or ".." in path.parts or name.startswith("~") or (
+                len(name) > 1 and name[1] == ":"):
+            raise doc.error(node, key, "must be file names inside the directories searched "
+                            f"(AGENTS.md, docs/TEAM.md), not a path out of them (got "
+                            f"{show_value(name)})")
 
 
 def _models(doc: Doc, node: yaml.Node) -> dict[str, ModelConfig]:
@@ -271,7 +302,7 @@ def _agent(doc: Doc, key: str, node: yaml.Node) -> AgentConfig:
     entries = doc.items(node, dotted)  # (once: reading a mapping resolves its merges)
     values, nodes = doc.fields(node, dotted, _AGENT_FIELDS, skip=(*_MCP_KEYS, "compaction"),
                                entries=entries)
-    confine(values, dotted, doc.base_dir, doc.untrusted, doc.ignored)
+    confine(values, dotted, doc.base_dir, doc.untrusted, doc.ignored, AgentConfig())
     if "compaction" in entries:
         values["compaction"] = CompactionSettings(**doc.fields(
             entries["compaction"][1], f"{dotted}.compaction", COMPACTION_FIELDS)[0])

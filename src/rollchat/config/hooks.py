@@ -13,7 +13,7 @@ from rollchat.config.document import Doc, describe_node, unknown_key
 from rollchat.config.fields import Field, nonempty
 
 HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact",
-               "PostCompact", "SessionEnd")
+               "PostCompact", "SessionEnd", "Stop", "Notification")
 # what each event's matcher is matched against (Claude Code's): the tool's name, how the
 # compaction or the session started, why the session ended; UserPromptSubmit has none
 MATCHED = {"PreToolUse": "tool name", "PostToolUse": "tool name", "PreCompact": "trigger",
@@ -22,7 +22,7 @@ DEFAULT_TIMEOUT = 60.0  # seconds, as in Claude Code
 _ENTRY_KEYS = ("matcher", "hooks", "command", "timeout")
 _HOOK_KEYS = ("type", "command", "timeout")
 _COMMAND = Field("str", "must be a shell command (a non-empty string)", nonempty)
-_TIMEOUT = Field("float", "must be a number of seconds > 0", lambda v: v > 0)
+_TIMEOUT = Field("float", "must be a number of seconds > 0", lambda v: v > 0, cap=3600.0)
 _MATCHER = Field("str", "must be a regular expression (\"\" or \"*\": everything), or null",
                  nullable=True)
 

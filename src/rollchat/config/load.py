@@ -138,7 +138,80 @@ def load_config(*, config_path: Path | None, env: Mapping[str, str], cwd: Path,
         project = not named and path == cwd / PROJECT_FILE
         trust = trust_check(path, user_config_dir) if project else None
         config = load_file(path, display_path(path, cwd), trust)
+    config = with_claude_settings(config, cwd, user_config_dir, _home(env))
+    config = with_project_mcp(config, cwd, user_config_dir)
     return _apply(config, _layers(env, overrides), overrides.no_save, cwd)
+
+
+PROJECT_MCP = ".mcp.json"  # Claude Code's project MCP servers
+
+
+def with_project_mcp(config: Config, cwd: Path, user_config_dir: Path) -> Config:
+    """``config`` with the servers of the project's ./.mcp.json once `rollchat trust .mcp.json`
+    recorded it (the config's own servers win a name); until then one line names the file,
+    its servers and the command. A file the config reads already (mcp_servers_file) is left
+    to it."""
+    import hashlib
+    import json
+
+    from rollchat.config.mcp_servers import merged, read_servers_file
+    from rollchat.config.trust import CHANGED, TRUST_COMMAND, trust_check
+
+    path = cwd / PROJECT_MCP
+    servers = (*config.mcp_servers, *(s for a in config.agents.values() for s in a.mcp_servers))
+    if not path.is_file() or any(s.origin == str(path) for s in servers):
+        return config
+    try:
+        with path.open("rb") as handle:  # a larger file is refused when trusted (256 KiB)
+            data = handle.read(256 * 1024 + 1)
+    except OSError as exc:
+        return dataclasses.replace(config, settings_notes=(*config.settings_notes, (
+            f"{PROJECT_MCP}: cannot read it ({exc.strerror or exc}); its servers do not start")))
+    untrusted = trust_check(path, user_config_dir)(hashlib.sha256(data).hexdigest())
+    if untrusted is None:
+        return dataclasses.replace(config, mcp_servers=merged(
+            read_servers_file(path, PROJECT_MCP), config.mcp_servers))
+    try:
+        found = json.loads(data.decode("utf-8-sig")).get("mcpServers") or {}
+        names = f" (MCP servers: {', '.join(map(str, found))})" if found else ""
+    except (ValueError, UnicodeDecodeError, AttributeError, RecursionError):
+        names = ""
+    why = ("changed since you trusted it" if untrusted.reason == CHANGED
+           else "is not trusted")
+    line = (f"{PROJECT_MCP}{names} {why}, so none of its servers starts; if you trust the "
+            f"file, run `{TRUST_COMMAND} {PROJECT_MCP}`")
+    return dataclasses.replace(config, settings_notes=(*config.settings_notes, line))
+
+
+def _home(env: Mapping[str, str]) -> Path:
+    return Path(env["HOME"]) if env.get("HOME") else Path.home()
+
+
+def with_claude_settings(config: Config, cwd: Path, user_config_dir: Path,
+                         home: Path) -> Config:
+    """``config`` with the hooks and permissions of Claude Code's settings: the user's
+    (~/.claude/settings.json, trusted) after the config file's, then the project's
+    (./.claude/settings.json, only what needs no trust until `rollchat trust` records it)."""
+    from rollchat.config.claude_settings import SETTINGS, read_settings
+    from rollchat.config.trust import trust_check
+
+    project = cwd / SETTINGS
+    found = [read_settings(home / SETTINGS, "~/.claude/settings.json"),
+             read_settings(project, str(SETTINGS), trust_check(project, user_config_dir))]
+    hooks = tuple(h for s in found for h in s.hooks)
+    allow = tuple(r for s in found for r in s.allow)
+    deny = tuple(r for s in found for r in s.deny)
+    notes = tuple(n for s in found for n in s.notes)
+    if not (hooks or allow or deny or notes):
+        return config
+    agents = {key: dataclasses.replace(agent, allow=agent.allow + allow,
+                                       deny=agent.deny + deny)
+              for key, agent in config.agents.items()}
+    held = config.hooks_held
+    own = config.hooks if held is None else ()  # held ones never run: Claude's still do
+    return dataclasses.replace(config, agents=agents, hooks=own + hooks,
+                               hooks_held=held if not hooks else None,
+                               settings_notes=config.settings_notes + notes)
 
 
 def looked_at(config: Config, *, config_path: Path | None, env: Mapping[str, str], cwd: Path,
@@ -161,11 +234,62 @@ def looked_at(config: Config, *, config_path: Path | None, env: Mapping[str, str
 
             files.append(user_config_dir / TRUST_FILE)
     prompts = [a.system_prompt_file for a in config.agents.values() if a.system_prompt_file]
-    return files + prompts
+    from rollchat.config.claude_settings import SETTINGS  # read by with_claude_settings
+
+    claude = [_home(env) / SETTINGS, cwd / SETTINGS, cwd / PROJECT_MCP]
+    # their trust is recorded beside a project file's
+    if (cwd / SETTINGS).exists() or (cwd / PROJECT_MCP).exists():
+        from rollchat.config.trust import TRUST_FILE
+
+        claude.append(user_config_dir / TRUST_FILE)
+    return files + prompts + claude
 
 
 # ---------------------------------------------------------------------------------------------
 # `rollchat trust PATH`.
+
+
+def _trust_mcp(target: Path, display: str, user_config_dir: Path) -> str:
+    """``rollchat trust .mcp.json``: the project's MCP servers checked, then recorded."""
+    import hashlib
+
+    from rollchat.config.mcp_servers import MAX_SERVERS_FILE_BYTES, read_servers_file
+    from rollchat.config.trust import TRUST_COMMAND, record_trust
+
+    def read() -> bytes:
+        try:
+            with target.open("rb") as handle:
+                return handle.read(MAX_SERVERS_FILE_BYTES + 1)
+        except OSError as exc:
+            raise ConfigError(f"{display}: cannot read it: {exc.strerror or exc}") from None
+
+    data = read()
+    servers = read_servers_file(target, display)  # every server checked: ConfigError if not
+    if read() != data:
+        raise ConfigError(f"{display}: changed while it was read; run `{TRUST_COMMAND}` again")
+    record = record_trust(target, hashlib.sha256(data).hexdigest(), user_config_dir)
+    names = ", ".join(s.name for s in servers) or "none"
+    return (f"Trusted {display}: its MCP servers ({names}) now start (recorded in {record}); "
+            f"if the file changes, run `{TRUST_COMMAND}` again")
+
+
+def _trust_claude(target: Path, display: str, user_config_dir: Path) -> str:
+    """``rollchat trust .claude/settings.json``: Claude Code's project settings, recorded as a
+    project rollchat.yml is; what now applies is named."""
+    from rollchat.config.claude_settings import read_settings
+    from rollchat.config.trust import NOT_TRUSTED, TRUST_COMMAND, Untrusted, record_trust
+
+    full = read_settings(target, display)
+    if full.sha256 is None:
+        raise ConfigError(f"{display}: cannot read it; nothing was recorded")
+    record = record_trust(target, full.sha256, user_config_dir)
+    held = read_settings(target, display, lambda _sha: Untrusted(target.parent, NOT_TRUSTED))
+    keys = [k for k, on in (("hooks", bool(full.hooks)), ("permissions.allow", bool(full.allow)))
+            if on and not (held.hooks if k == "hooks" else held.allow)]
+    what = (f"its {' and '.join(keys)} now {'applies' if len(keys) == 1 else 'apply'}" if keys
+            else "nothing in it needed trust")
+    return (f"Trusted {display}: {what} (recorded in {record}); if the file changes, run "
+            f"`{TRUST_COMMAND}` again")
 
 
 def trust_file(path: Path, *, cwd: Path, user_config_dir: Path) -> str:
@@ -183,6 +307,10 @@ def trust_file(path: Path, *, cwd: Path, user_config_dir: Path) -> str:
         raise ConfigError(f"{path}: no such file; give the path of a project config file "
                           "(default: ./rollchat.yml)")
     display = display_path(target, cwd)
+    if target.name == "settings.json" and target.parent.name == ".claude":
+        return _trust_claude(target, display, user_config_dir)
+    if target.name == PROJECT_MCP:
+        return _trust_mcp(target, display, user_config_dir)
     confined = load_file(target, display, lambda _sha: Untrusted(target.parent, NOT_TRUSTED))
     full = load_file(target, display)  # every setting checked, the prompt files read
     if full.source_sha256 != confined.source_sha256 or full.source_sha256 is None:

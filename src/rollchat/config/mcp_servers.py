@@ -16,6 +16,8 @@ from rollchat.config.yamlfile import read_capped
 from rollchat.errors import ConfigError
 
 DEFAULT_STARTUP_TIMEOUT = 30.0  # seconds to start and list tools: npx -y / uvx first runs download
+FETCHING_STARTUP_TIMEOUT = 120.0  # the default for a command that may download first
+FETCHERS = frozenset({"npx", "uvx", "bunx", "pnpx", "pipx"})  # (npx -y took 28 s, first run)
 DEFAULT_CALL_TIMEOUT = 60.0  # seconds for one tool call
 MAX_SERVERS_FILE_BYTES = 256 * 1024
 SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -182,6 +184,8 @@ def check_server(name: str, raw: Any, *, base_dir: Path, origin: str,
     if raw.get("include_tools") is not None:
         values["include_tools"] = _strings(raw["include_tools"], "include_tools")
     values["exclude_tools"] = _strings(raw.get("exclude_tools", []), "exclude_tools")
+    if values.get("command") and Path(values["command"]).name in FETCHERS:
+        values["startup_timeout"] = FETCHING_STARTUP_TIMEOUT
     for key in ("startup_timeout", "call_timeout"):
         if key in raw:
             values[key] = _seconds(raw[key], key)

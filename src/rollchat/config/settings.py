@@ -191,6 +191,7 @@ class MemoryConfig:
 
 
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md")
+MAX_INSTRUCTION_BYTES = 1024 * 1024  # instructions.max_bytes' cap, whoever sets it
 
 
 @dataclass(frozen=True)
@@ -228,6 +229,14 @@ class Config:
     source_sha256: str | None = None  # the hash of the bytes read from it
     ignored_settings: tuple[str, ...] = ()  # what an untrusted project file could not set
     trust_notice: str | None = None  # the line saying which, and how to trust the file
+    # one line each: what Claude Code's settings.json files gave that rollchat cannot honour,
+    # or held (config.claude_settings)
+    settings_notes: tuple[str, ...] = ()
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The lines to show before the chat: the trust notice, then the settings' notes."""
+        return ((self.trust_notice,) if self.trust_notice else ()) + self.settings_notes
 
     @property
     def agent(self) -> AgentConfig:

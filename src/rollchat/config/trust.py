@@ -21,6 +21,15 @@ TRUST_COMMAND = "rollchat trust"
 # An agent file is code, and approval and allow let tools run unasked: never untrusted either.
 KEY_SETTINGS = ("base_url", "api_key_env", "file", "approval", "allow")
 PATH_SETTINGS = ("system_prompt_file", "history_file", "dir", "skills_dir", "user_dir")
+# Settings never taken untrusted, by their dotted key: which files become the system prompt
+# and how much of them (instructions: the user's own files too), and where memory is kept
+# (facts planted in a repository must not become "facts about the user").
+TRUSTED_ONLY = ("instructions.files", "instructions.max_bytes", "memory.dir", "memory.user_dir")
+# Limits an untrusted file may tighten (at most the default) but never loosen: more output,
+# more rounds, more retries, longer waits cost money and time the user did not choose.
+LIMITS = ("max_output_tokens", "max_tool_rounds", "max_retries", "base_delay", "max_delay",
+          "request_timeout", "max_words", "timeout_seconds", "max_tokens", "last_n",
+          "max_share", "extract_timeout_seconds")
 
 
 @dataclass(frozen=True)
@@ -44,18 +53,28 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def confine(values: MutableMapping[str, Any], dotted: str, base_dir: Path,
-            untrusted: Untrusted | None, ignored: list[str]) -> None:
+            untrusted: Untrusted | None, ignored: list[str], defaults: object = None) -> None:
     """Drop from ``values`` (one mapping of the file, at ``dotted``) what an untrusted file may
-    not set, adding the dotted keys to ``ignored``; a no-op for a trusted file."""
+    not set, adding the dotted keys to ``ignored``; a no-op for a trusted file. ``defaults``:
+    the part's default values, which a limit may not exceed."""
     if untrusted is None:
         return
-    for name in [n for n in values if n in KEY_SETTINGS or n in PATH_SETTINGS]:
-        value = values[name]
-        if name in PATH_SETTINGS and (value is None or _inside(
-                value if value.is_absolute() else base_dir / value, untrusted.project_dir)):
+    for name in list(values):
+        key, value = f"{dotted}.{name}", values[name]
+        if key in TRUSTED_ONLY:
+            pass
+        elif name in LIMITS:
+            default = getattr(defaults, name, None)
+            if default is None or value is None or value <= default:
+                continue
+        elif name in PATH_SETTINGS and name not in KEY_SETTINGS:
+            if value is None or _inside(value if value.is_absolute() else base_dir / value,
+                                        untrusted.project_dir):
+                continue
+        elif name not in KEY_SETTINGS:
             continue
         del values[name]
-        ignored.append(f"{dotted}.{name}")
+        ignored.append(key)
 
 
 def notice(display: str, untrusted: Untrusted, ignored: list[str]) -> str | None:
@@ -68,6 +87,13 @@ def notice(display: str, untrusted: Untrusted, ignored: list[str]) -> str | None
                 f"review the file, then run `{TRUST_COMMAND}` to apply {_them(ignored)}")
     names = {k.rsplit(".", 1)[-1] for k in ignored}
     risks = ["send your API key elsewhere", "use files outside this directory"]
+    if any(k.startswith("instructions.") for k in ignored):
+        risks.append("choose which files are sent as instructions")
+    if any(k.startswith("memory.") and k.rsplit(".", 1)[-1] in ("dir", "user_dir")
+           for k in ignored):
+        risks.append("choose where memory is kept")
+    if names & set(LIMITS):
+        risks.append("raise a limit")
     if any(n.startswith("mcp_servers") for n in names):
         risks.append("start MCP servers")
     if "hooks" in names:

@@ -32,7 +32,7 @@ from rollchat.engine.hygiene import as_sent, repair
 from rollchat.engine.model import ModelChoice
 from rollchat.engine.rounds import run_round, trailing
 from rollchat.engine.thinking import Split, took
-from rollchat.events import Event, Notice, Retrying
+from rollchat.events import Event, Notice, Retrying, ServersStarting
 from rollchat.interrupts import Terminated
 from rollchat.memory.layers import with_block
 from rollchat.providers.base import (
@@ -70,6 +70,7 @@ class ModelRefused(ProviderError):
 # (it is kept verbatim in the context, a third of a 2K window at the agent's own limit).
 RESTORE_OUTPUT_TOKENS = 400
 MAX_TOOL_ROUNDS = 25  # the default of an agent's max_tool_rounds
+LIVE_SECONDS = 0.5  # how often the line of the tool servers still starting is drawn again
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,9 @@ class Engine(ModelChoice):
                 if starting:
                     yield Notice("detail", f"Waiting for MCP servers to start: "
                                            f"{', '.join(starting)}")
+                    while not source.settle(LIVE_SECONDS):  # a live line meanwhile
+                        yield ServersStarting(tuple(source.starting()))
+                    yield ServersStarting(())
                 tools, lines = source.collect(bool(starting))
             except KeyboardInterrupt as exc:  # those not ready join at the next compaction
                 if isinstance(exc, Terminated):  # a SIGTERM ends the chat
@@ -205,10 +209,15 @@ class Engine(ModelChoice):
                 tools, lines = source.collect(False)
             for line in lines:
                 yield Notice("warning", line)
-            for name in self._sourced.get(id(source), set()) - set(tools):
+            before = self._sourced.get(id(source), set())
+            for name in before - set(tools):
                 self.tools.pop(name, None)  # withdrawn (its server went away)
-            self._sourced[id(source)] = {name for name, tool in tools.items()
-                                         if self.tools.setdefault(name, tool) is tool}
+            mine: set[str] = set()
+            for name, tool in tools.items():  # a name of this source's keeps its place and
+                if name in before or name not in self.tools:  # takes the new tool; another
+                    self.tools[name] = tool  # source's or a built-in's is never replaced
+                    mine.add(name)
+            self._sourced[id(source)] = mine
 
     def request(self, messages: Sequence[Message], purpose: Purpose = "chat") -> ChatRequest:
         return ChatRequest(

@@ -12,7 +12,7 @@ phrase rules extract the explicit statements instead (instant) and the model's f
 for that exit.
 
 Facts are the user's own words (see extract.own_facts). Piped input may be a document rather
-than the user speaking: unless the user passed --yes (yes, this input is mine), nothing is
+than the user speaking: unless the user passed --trust-input (this input is mine), nothing is
 extracted from it and its ``remember`` lines are refused, as a tool call that needs asking is
 refused with nobody to ask."""
 
@@ -100,7 +100,7 @@ class Memory:
     extraction, when the summarizer uses it (``model NAME`` then changes both); ``timeout``:
     seconds it may take in the background; ``exit_seconds``: at exit, extractions under way
     included. ``typed``: the chat's input is typed at a terminal (False: piped, see the module
-    docstring); ``yes``: --yes was given."""
+    docstring); ``yes``: --trust-input."""
 
     def __init__(self, store: MemoryStore, provider: Provider, *, model: str,
                  timeout: float = MAX_EXTRACT_SECONDS,
@@ -143,7 +143,7 @@ class Memory:
         if not self.own_input:
             yield Notice("warning", "Not remembered: a 'remember' line in piped input may come "
                                     "from a document, not from you. Type it at the prompt, or "
-                                    "pass --yes to take facts from piped input.")
+                                    "pass --trust-input to take facts from piped input.")
             return
         category, text = categorize(text)
         try:
@@ -178,7 +178,7 @@ class Memory:
             self._running.release()
 
     def _due(self, turns: Sequence[Turn]) -> bool:
-        """Turns since the last extraction (never from piped input without --yes)?"""
+        """Turns since the last extraction (never from piped input without --trust-input)?"""
         queries = [t for t in turns if t.kind == "query"] if self.own_input else []
         return bool(queries) and (self._last is None or queries[-1].started > self._last)
 

@@ -284,4 +284,8 @@ def _markdown(store: SessionStore, session_id: str) -> str:
 
 def serve(cfg: Config, model: SummaryModel) -> None:
     """Serve over stdio until the client closes the connection."""
-    build_server(cfg, model).run("stdio")
+    import anyio
+
+    from rollchat.server.wire import serve_stdio
+
+    anyio.run(serve_stdio, build_server(cfg, model))

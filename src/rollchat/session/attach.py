@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+import stat
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,10 @@ from rollchat.errors import UsageError
 from rollchat.storage.images import MAX_IMAGE_BYTES, image, sniff
 
 MAX_TEXT_CHARS = 200_000  # a text attachment's most characters (about 50k tokens)
+MAX_BYTES = max(MAX_IMAGE_BYTES, MAX_TEXT_CHARS * 4)  # the most an attached file may hold
+_KERNEL = (Path("/proc"), Path("/sys"))  # files the kernel makes up: never sent
+# Asked before a file outside the project is read (the resolved path); True: read it.
+OutsideCheck = Callable[[Path], bool]
 
 
 @dataclass(frozen=True)
@@ -31,23 +36,108 @@ class Attachment:
         return f"{self.name} ({len(self.text or ''):,} characters of text)"
 
 
-def read_attachment(name: str, cwd: Path) -> Attachment:
-    """The file ``name`` (relative to ``cwd``, ``~`` expanded) as an attachment; UsageError,
-    saying why, when it cannot be one."""
-    path = (cwd / Path(name).expanduser()).resolve()
-    if path.is_dir():
-        raise UsageError(f"attach: {name} is a folder; attach a file")
-    limit = max(MAX_IMAGE_BYTES, MAX_TEXT_CHARS * 4) + 1
+def _size(n: int) -> str:
+    """``n`` bytes for a person: "3.1 GB", "800 KB", "12 bytes"."""
+    for unit, scale in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:,.1f}".removesuffix(".0") + f" {unit}"
+    return f"{n:,} bytes"
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _kind(mode: int) -> str | None:
+    """What a file that is not a regular file is, or None for a regular file."""
+    if stat.S_ISDIR(mode):
+        return "a folder; attach a file"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (a named pipe), not a file"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device, not a file"
+    if stat.S_ISSOCK(mode):
+        return "a socket, not a file"
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def _link_target(named: Path, resolved: Path) -> str:
+    """Where a symlink the user named points, as written in the link when it is the file
+    itself (``/proc/self/environ``), else the resolved path."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(limit)
+        return os.readlink(named) if named.is_symlink() else str(resolved)
+    except OSError:
+        return str(resolved)
+
+
+def locate(name: str, project: Path, outside: OutsideCheck | None) -> Path:
+    """The real path of the file ``name`` (relative to ``project``, the directory rollchat
+    runs in; ``~`` expanded), symlinks resolved; UsageError, naming what the file is, when it
+    cannot be attached: a symlink from inside the project to outside it, a /proc or /sys
+    file, a folder, device, FIFO or socket, or a path outside the project that ``outside``
+    (None: nobody to ask) did not allow."""
+    named = Path(os.path.normpath(project.absolute() / Path(name).expanduser()))
+    try:
+        resolved = named.resolve(strict=True)
+        mode = resolved.stat().st_mode
     except FileNotFoundError:
+        if named.is_symlink():
+            raise UsageError(f"attach: {name} is a symlink to a missing file "
+                             f"({_link_target(named, named)})") from None
         raise UsageError(f"attach: no such file: {name}") from None
+    except RuntimeError:
+        raise UsageError(f"attach: {name} is a symlink loop") from None
     except OSError as e:
         raise UsageError(f"attach: cannot read {name}: {e.strerror or e}") from None
+    inside = _within(resolved, project.resolve())
+    if _within(named, Path(os.path.normpath(project.absolute()))) and not inside:
+        raise UsageError(f"attach: {name} links outside the project to "
+                         f"{_link_target(named, resolved)}; attach the file by its own path")
+    if any(_within(resolved, k) for k in _KERNEL):
+        raise UsageError(f"attach: {name} is a {resolved.parts[1]} file ({resolved}) the "
+                         "kernel makes up, not a file to send")
+    kind = _kind(mode)
+    if kind is not None:
+        raise UsageError(f"attach: {name} is {kind}")
+    if not inside and (outside is None or not outside(resolved)):
+        how = "not attached" if outside is not None else \
+            "attaching it is asked in a terminal, never from piped input"
+        raise UsageError(f"attach: {name} is outside the project ({resolved}); {how}")
+    return resolved
+
+
+def _read(path: Path, name: str) -> bytes:
+    """At most MAX_BYTES of the regular file ``path``, its size checked before reading."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | \
+        getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        raise UsageError(f"attach: cannot read {name}: {e.strerror or e}") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        kind = _kind(info.st_mode)  # (changed since it was looked at)
+        if kind is not None:
+            raise UsageError(f"attach: {name} is {kind}")
+        if info.st_size > MAX_BYTES:
+            if sniff(f.read(64)) is not None:
+                raise UsageError(f"attach: {name} is an image of {info.st_size:,} bytes, "
+                                 f"over the {MAX_IMAGE_BYTES // 2**20} MB a model takes")
+            raise UsageError(f"attach: {name} is {_size(info.st_size)}, over the "
+                             f"{_size(MAX_BYTES)} an attachment may be; attach a part")
+        return f.read(MAX_BYTES + 1)
+
+
+def read_attachment(name: str, project: Path, outside: OutsideCheck | None = None) -> Attachment:
+    """The file ``name`` (relative to ``project``, ``~`` expanded) as an attachment; UsageError,
+    saying why, when it cannot be one (see ``locate``)."""
+    data = _read(locate(name, project, outside), name)
+    if len(data) > MAX_BYTES:  # (grew while it was read)
+        raise UsageError(f"attach: {name} is over the {_size(MAX_BYTES)} an attachment "
+                         "may be; attach a part")
     if sniff(data) is not None:
         if len(data) > MAX_IMAGE_BYTES:
-            raise UsageError(f"attach: {name} is an image of {os.path.getsize(path):,} bytes, "
+            raise UsageError(f"attach: {name} is an image of {len(data):,} bytes, "
                              f"over the {MAX_IMAGE_BYTES // 2**20} MB a model takes")
         made = image(data)
         if isinstance(made, str):
@@ -58,9 +148,8 @@ def read_attachment(name: str, cwd: Path) -> Attachment:
     except UnicodeDecodeError:
         raise UsageError(f"attach: {name} is neither UTF-8 text nor an image the model reads "
                          "(png, jpeg, gif, webp)") from None
-    if len(data) == limit or len(text) > MAX_TEXT_CHARS:
-        size = os.path.getsize(path)
-        raise UsageError(f"attach: {name} is {size:,} bytes of text, over the "
+    if len(text) > MAX_TEXT_CHARS:
+        raise UsageError(f"attach: {name} is {len(data):,} bytes of text, over the "
                          f"{MAX_TEXT_CHARS:,} characters an attachment may hold; attach a part")
     return Attachment(name, text=text)
 

@@ -91,7 +91,8 @@ class Session(CompactorFigures):
         self.server_down: ServerDownError | None = None  # the last answer found none listening
         self.memory, self.layers = memory, memory_layers(config, memory, layers)
         self.persona = engine_settings.system  # the agent's system prompt (skills included)
-        self.instructions = SessionInstructions(instructions or loader(config.instructions))
+        self.instructions = SessionInstructions(instructions or loader(
+            config.instructions, window=lambda: self.budget.window))
         self.hooks = SessionHooks(hooks, store)
         self.counter = TokenCounter(model)
         budget = self._budget(context_window)
@@ -230,7 +231,10 @@ class Session(CompactorFigures):
         images the user attached (``attach``), sent with the message."""
         text = clean(text)
         sent, note = (text, "") if handed is None else (handed.wrap(text), handed.note)
-        refused = yield from self.hooks.prompt(self.state, text, self.ensure_file)
+        asked = Turn("query", self.state.queries + 1, now(), text, (), status="interrupted",
+                     context=note, attached=attached)  # on disk while the hooks run
+        refused = yield from self.hooks.prompt(self.state, text,
+                                               lambda: self.ensure_file(asked))
         if refused is not None:  # a UserPromptSubmit hook: kept in the transcript, not sent
             yield from self._record(Turn("query", 0, now(), text, (), status="unanswered",
                                          error=refused, context=note, attached=attached),
@@ -270,6 +274,7 @@ class Session(CompactorFigures):
             answer.error, False, auto_off=self.auto_mode == "off")
         yield from self.hooks.told()  # a tool hook that failed or timed out
         yield from self._record(turn, hint)
+        yield from self.hooks.stop(self.state)  # the answer is over (Claude Code's Stop)
 
     def _before_sending(self, text: str, sent: str, block: str, pending: Message,
                         ) -> Generator[Event, None, tuple[str, Message]]:
@@ -307,10 +312,11 @@ class Session(CompactorFigures):
         self.state.add(turn)
         yield from self._save()
 
-    def ensure_file(self) -> Generator[Event, None, str | None]:
-        """Make the session's file now (normally made at its first query); its id, or None
-        when nothing is saved."""
-        return (yield from self.recorder.ensure_file(self.state))
+    def ensure_file(self, pending: Turn | None = None) -> Generator[Event, None, str | None]:
+        """Make the session's file now (normally made at its first query), holding the turn
+        in progress ``pending`` (see Recorder.ensure_file); its id, or None when nothing is
+        saved."""
+        return (yield from self.recorder.ensure_file(self.state, pending))
 
     # ------------------------------------------------------------------ other sessions
     def compact(self, focus: str | None = None, undoable: bool = False) -> Flow:

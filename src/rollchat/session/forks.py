@@ -75,19 +75,21 @@ def agent_change(info: SessionInfo, agent: AgentConfig) -> str | None:
 
 
 def open_file(store: Store, state: SessionState, agent: AgentConfig, model: str,
-              provider: str, *, cost: float | None = None) -> Generator[Event, None, LiveSession]:
+              provider: str, *, cost: float | None = None,
+              pending: Turn | None = None) -> Generator[Event, None, LiveSession]:
     """Create the session's file (at its first query, held by this process from then on) with
     every entry so far in the same write (the restored summary's acknowledgment, turns carried
     over from the parent, the turns: a kill leaves no file with a header alone), and its
     parent's forward link. ``cost``: what the session cost so far, None when the model's
-    price is unknown (the header then has no Cost line)."""
+    price is unknown (the header then has no Cost line). ``pending``: the turn in progress,
+    written after them in the same write (see Recorder.ensure_file)."""
     entries = [state.restored, *state.turns] if state.restored is not None else state.turns
     live = state.live = store.new_session(
         agent_key=agent.key, agent=agent.name, agent_path=agent.agent_path, model=model,
         provider=provider, now=state.started, resumed_from=state.resumed_from,
         previous_session=state.previous_session, forked=state.forked,
         tools=agent.tool_names, handed_from=state.handed_from, cost=cost,
-        title=state.title, entries=entries)
+        title=state.title, entries=entries, pending=pending)
     state.saved_entries = len(entries)
     yield from link_parent(store, state)
     return live
@@ -161,10 +163,20 @@ class Recorder:
         if state.save_failed and unsaved(state):
             yield from self.catch_up(state, cost, context_tokens)
 
-    def ensure_file(self, state: SessionState) -> Generator[Event, None, str | None]:
-        """Make the session's file now (normally made at its first query); its id, or None
-        when nothing is saved."""
-        if state.live is None or state.save_failed:
+    def ensure_file(self, state: SessionState,
+                    pending: Turn | None = None) -> Generator[Event, None, str | None]:
+        """Make the session's file now (normally made at its first query); when it is made
+        here, with the turn in progress ``pending`` in the same write (the message about to be
+        sent, marked interrupted: a kill before its answer leaves it, never a file with a
+        header alone; the turn's save replaces it). Its id, or None when nothing is saved."""
+        if state.live is None and not state.save_failed and pending is not None:
+            try:
+                current = self.current
+                yield from open_file(self.store, state, self.agent, current.name,
+                                     current.provider_name, cost=None, pending=pending)
+            except StoreError:  # said once, as any failed write is
+                yield from self.catch_up(state, None)
+        elif state.live is None or state.save_failed:
             yield from self.catch_up(state, None)
         return state.session_id
 

@@ -1,6 +1,7 @@
 """A session's hooks (tools/hooks.py) at its fixed points: SessionStart (before the first message
-of each new context), UserPromptSubmit, PreCompact/PostCompact, SessionEnd; what they print
-goes into the message's context block, never the system prompt, so the prompt cache holds."""
+of each new context), UserPromptSubmit, Stop (each answer done), PreCompact/PostCompact,
+SessionEnd, and Notification (rollchat asks the user about a tool call); what they print goes
+into the message's context block, never the system prompt, so the prompt cache holds."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ from collections.abc import Callable, Generator
 from pathlib import Path
 
 from rollchat.config.settings import NO_SAVE_LOCATION
+from rollchat.domain import ToolCall
 from rollchat.events import Event, Notice
 from rollchat.memory.layers import BLOCK_CLOSE, BLOCK_OPEN
 from rollchat.session.state import SessionState
 from rollchat.storage.store import Store
+from rollchat.tools import Tool
+from rollchat.tools.approval import Asker, Reply
 from rollchat.tools.hooks import HookOutcome, Hooks
 
 Flow = Generator[Event, None, None]
@@ -28,6 +32,21 @@ def with_hook_context(block: str, context: str) -> str:
     if not block:
         return "\n".join([BLOCK_OPEN, *lines, BLOCK_CLOSE])
     return "\n".join([block.removesuffix(BLOCK_CLOSE).rstrip("\n"), *lines, BLOCK_CLOSE])
+
+
+def notifying(ask: Asker, hooks: Hooks | None) -> Asker:
+    """``ask`` (a tool approval question) after the Notification hooks are told, as Claude
+    Code tells them when it needs the user's permission."""
+    if hooks is None or not hooks.wanted("Notification"):
+        return ask
+
+    def asking(call: ToolCall, tool: Tool) -> Reply | None:
+        hooks.run("Notification", {"message": f"rollchat needs your permission to use "
+                                               f"{call.name}", "notification_type":
+                                   "permission_prompt"})
+        return ask(call, tool)
+
+    return asking
 
 
 class SessionHooks:
@@ -117,6 +136,18 @@ class SessionHooks:
         hooks = self._where(self.state) if self.state is not None else None
         if hooks is not None:
             yield from self._said(hooks.run("PostCompact", {"trigger": trigger}, trigger))
+
+    def stop(self, state: SessionState) -> Flow:
+        """Stop: the answer to a message is over. A hook that blocks (asks the agent to go on,
+        in Claude Code) is said in one line: rollchat waits for the user instead."""
+        hooks = self._where(state)
+        if hooks is None:
+            return
+        outcome = hooks.run("Stop", {"stop_hook_active": False})
+        yield from self._said(outcome)
+        if outcome.blocked is not None:
+            yield Notice("warning", f"A Stop hook asked the agent to go on ({outcome.blocked}); "
+                                    "rollchat does not go on by itself: send a message to")
 
     def end(self, state: SessionState, reason: str) -> Flow:
         hooks = self._where(state)

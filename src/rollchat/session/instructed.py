@@ -16,15 +16,17 @@ Loader = Callable[[], Instructions]
 
 
 def loader(config: InstructionsConfig, cwd: Path | None = None,
-           user_dir: Path | None = None) -> Loader:
+           user_dir: Path | None = None, window: Callable[[], int] | None = None) -> Loader:
     """How a session reads its instructions: ``config``'s names from ``cwd`` (default: the
-    working directory when read) and the user config directory; nothing when disabled."""
+    working directory when read) and the user config directory, bounded by
+    ``instructions.max_bytes`` and a share of the model's context ``window`` (the window when
+    read: it may shrink); nothing when disabled."""
     if not config.enabled:
         return Instructions
 
     def read() -> Instructions:
         return load(config.files, cwd or Path.cwd(), user_dir or default_user_config_dir(),
-                    config.max_bytes)
+                    config.max_bytes, window=window() if window is not None else None)
 
     return read
 

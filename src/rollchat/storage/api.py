@@ -53,6 +53,7 @@ class Store(Protocol):
                     cost: float | None = None,  # None: no price, no Cost line in the header
                     title: str | None = None,
                     entries: Sequence[Turn] = (),  # its first entries, with the header
+                    pending: Turn | None = None,  # then the turn in progress (write_pending)
                     ) -> LiveSession: ...  # holding its header, held by this process
 
     def finalize(self, session_id: str, summary: Summary, *, total_queries: int,

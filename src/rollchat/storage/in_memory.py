@@ -37,12 +37,13 @@ def _reader(data: bytes) -> ReadAt:
 class InMemorySession:
     """A session being written into an InMemoryStore."""
 
-    def __init__(self, store: InMemoryStore, header: SessionHeader) -> None:
+    def __init__(self, store: InMemoryStore, header: SessionHeader,
+                 pending_at: int | None = None) -> None:
         self._store = store
         self.header = header
         self.session_id = header.session_id
         self.file_name = f"{header.session_id}.md"
-        self._pending_at: int | None = None
+        self._pending_at = pending_at
 
     def append_turn(self, turn: Turn, agent_name: str) -> None:
         """Append one turn block to the session's text (replacing the provisional one)."""
@@ -93,9 +94,9 @@ class InMemoryStore:
                     imported_from: str | None = None,
                     cost: float | None = None,
                     title: str | None = None, entries: Sequence[Turn] = (),
-                    ) -> InMemorySession:
+                    pending: Turn | None = None) -> InMemorySession:
         """A new session (an id as SessionStore makes them) holding its header and
-        ``entries``."""
+        ``entries``, then ``pending`` (the turn in progress: the next turn replaces it)."""
         with self._lock:
             for sid in new_ids(agent_key, now):
                 if sid not in self._texts:
@@ -104,9 +105,12 @@ class InMemoryStore:
                                            tools=tools, handed_from=handed_from,
                                            imported_from=imported_from, cost=cost,
                                            title=title)
-                    self._texts[sid] = bytearray(encode(render_header(header) + "".join(
-                        render_turn(turn, agent) for turn in entries)))
-                    return InMemorySession(self, header)
+                    first = encode(render_header(header) + "".join(
+                        render_turn(turn, agent) for turn in entries))
+                    later = b"" if pending is None else encode(render_turn(pending, agent))
+                    self._texts[sid] = bytearray(first + later)
+                    return InMemorySession(self, header,
+                                           None if pending is None else len(first))
         raise StoreError("could not find a free session id in memory")
 
     def _data(self, session_id: str) -> bytearray:

@@ -130,14 +130,15 @@ class FileSession:
 
     def __init__(self, path: Path, header: SessionHeader,
                  locks: SessionLocks | None = None,
-                 saved: Callable[..., None] = _not_indexed) -> None:
+                 saved: Callable[..., None] = _not_indexed, *,
+                 pending_at: int | None = None) -> None:
         self.path = path
         self._saved = saved
         self.header = header
         self.session_id = header.session_id
         self.file_name = path.name
         self._totals = _totals_in(render_header(header))  # as it was written
-        self._pending_at: int | None = None  # where the turn in progress was written
+        self._pending_at = pending_at  # where the turn in progress was written
         self._release = weakref.finalize(self, locks.release if locks else _no_lock,
                                          self.session_id)
 

@@ -151,10 +151,13 @@ class SessionStore:
                     tools: tuple[str, ...] | None = None, handed_from: str | None = None,
                     imported_from: str | None = None,
                     cost: float | None = None,
-                    title: str | None = None, entries: Sequence[Turn] = ()) -> FileSession:
+                    title: str | None = None, entries: Sequence[Turn] = (),
+                    pending: Turn | None = None) -> FileSession:
         """Create ``{slug}_{YYYYMMDD_HHMMSS}_{hex}.md`` (O_EXCL, 0600) with its header and
-        ``entries`` (its first turns: no kill leaves a header without them), fsynced, locked
-        before it exists: from its first byte it is this process's to write."""
+        ``entries`` (its first turns: no kill leaves a header without them), then ``pending``
+        (the turn in progress, as ``FileSession.write_pending`` writes it: the next turn
+        replaces it), fsynced, locked before it exists: from its first byte it is this
+        process's to write."""
         if not self._ensured:
             self.ensure()
         for sid in new_ids(agent_key, now):
@@ -165,9 +168,11 @@ class SessionStore:
                                    imported_from=imported_from, cost=cost, title=title)
             if not self.locks.acquire(sid):
                 continue
-            made = False
+            made, first = False, b""
             try:  # (never another's: its images would go beside it)
-                made = not path.exists() and self._create(path, self._first(header, entries))
+                first = self._first(header, entries)
+                later = b"" if pending is None else self._first(None, [pending], header)
+                made = not path.exists() and self._create(path, first + later)
             finally:
                 if not made:
                     self.locks.release(sid)
@@ -175,15 +180,20 @@ class SessionStore:
                         delete_images(self.root, sid)
             if made:
                 self.index.saved(path.name)
-                return FileSession(path, header, self.locks, self.index.saved)
+                return FileSession(path, header, self.locks, self.index.saved,
+                                   pending_at=None if pending is None else len(first))
         raise StoreError(f"could not find a free session id in {self.root}")
 
-    def _first(self, header: SessionHeader, entries: Sequence[Turn]) -> bytes:
-        """A new file's bytes: its header, then its first entries (their images saved beside
-        it first, as ``FileSession.append_turn`` saves them)."""
-        turns = [save_images(t, self.root, header.session_id) for t in entries]
-        return encode(render_header(header) + "".join(render_turn(t, header.agent)
-                                                      for t in turns))
+    def _first(self, header: SessionHeader | None, entries: Sequence[Turn],
+               of: SessionHeader | None = None) -> bytes:
+        """A new file's bytes: its ``header`` (None: none), then its first entries (their
+        images saved beside it first, as ``FileSession.append_turn`` saves them) of the
+        session ``of`` (default: ``header``'s)."""
+        of = of or header
+        assert of is not None
+        turns = [save_images(t, self.root, of.session_id) for t in entries]
+        return encode((render_header(header) if header is not None else "") +
+                      "".join(render_turn(t, of.agent) for t in turns))
 
     def _create(self, path: Path, data: bytes) -> bool:
         """Write ``data`` to a temporary file, then hard-link it as ``path`` (refused if the id

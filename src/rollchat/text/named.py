@@ -5,6 +5,7 @@ summarizer, carrying open tasks and the summary audit; text.phrases classifies w
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # "I'd rather keep the API in Go", "I like teal", "please always answer in French"
 # An adverb may stand between the person and the verb, as people write: "I actually want to
@@ -115,8 +116,21 @@ def content_words(text: str) -> list[str]:
                               and (len(w) >= 3 or w.isdigit())))
 
 
+CACHED_CHARS = 2_000  # texts up to this long are cached (4,096 of them: a few MB at most)
+# what every path or URL holds besides a "/" (read first: most sentences have none)
+_MAY_BE_PATH = re.compile(
+    rf"\.(?:{_EXT})\b|(?:Dockerfile|Makefile|Justfile|Procfile|Jenkinsfile)\b")
+
+
 def paths(text: str) -> list[str]:
     """File paths and URLs in ``text``, in order."""
+    if "/" not in text and _MAY_BE_PATH.search(text) is None:
+        return []
+    return list(_paths(text) if len(text) <= CACHED_CHARS else _paths.__wrapped__(text))
+
+
+@lru_cache(maxsize=4096)  # a sentence is read for names, numbers and artifacts in turn
+def _paths(text: str) -> tuple[str, ...]:
     found = [m.rstrip(".,;:") for m in URL.findall(text)]
     rest = URL.sub(" ", text)
     for match in PATH.finditer(rest):
@@ -124,7 +138,7 @@ def paths(text: str) -> list[str]:
         if item.lower() not in _NOT_PATHS and not item.replace("/", "").isdigit() \
                 and re.search(r"[A-Za-z]", item):
             found.append(item)
-    return list(dict.fromkeys(found))
+    return tuple(dict.fromkeys(found))
 
 
 def numbers(text: str) -> list[str]:
@@ -135,10 +149,16 @@ def numbers(text: str) -> list[str]:
 
 def artifacts(text: str) -> list[str]:
     """Paths, URLs, commands in backticks and identifiers in ``text``, in order."""
+    return list(_artifacts(text) if len(text) <= CACHED_CHARS
+                else _artifacts.__wrapped__(text))
+
+
+@lru_cache(maxsize=4096)  # names() asks again for each capitalised word of a sentence
+def _artifacts(text: str) -> tuple[str, ...]:
     found = paths(text) + [c.strip() for c in COMMAND.findall(text)]
     found += [i for i in IDENTIFIER.findall(COMMAND.sub(" ", text))
               if not any(i in f for f in found)]
-    return list(dict.fromkeys(found))
+    return tuple(dict.fromkeys(found))
 
 
 def names(sentence: str, known: frozenset[str] = frozenset()) -> list[str]:

@@ -15,15 +15,46 @@ yields the few candidates `phrases.near_duplicates` can hold for, then checks on
 #     once (keys filed by word, position, size and m): many items made from one template
 #     ("we should use `x_1` for it", "... `x_2` ...") share every word but one and are not
 #     near-duplicates, and are never compared.
+# When every word is common (phrases drawn from a small vocabulary), the prefix words of a key
+# are held by most keys and (2) rules out few: each lookup is then bounded, LOOK_AT candidates
+# at most, and a superset looked for among the first LOOK_AT keys holding the rarest word.
+# The candidates looked at first are the likeliest: keys in one of the key's MinHash buckets
+# (BANDS bands of ROWS minima of a fixed hash of the words; a key overlapping by 0.75 shares a
+# bucket with odds 1 - (1 - 0.75 ** ROWS) ** BANDS, 99.8%; one overlapping by a quarter,
+# 6%), then the prefix groups, smallest first. The answer is the scan's whenever a key has
+# fewer candidates than LOOK_AT, as in every real session measured; past it, a near-duplicate
+# outside the candidates looked at is not found (the item is kept: bench/bench_scale.py).
 
 from __future__ import annotations
 
 from bisect import insort
 from collections import Counter
 from collections.abc import Callable, Iterable
+from functools import lru_cache
+from hashlib import blake2b
+from itertools import islice
 
 Key = frozenset[str]
 _Shape = tuple[int, int, int]  # the position of a word in a key's prefix, its size and m
+
+
+LOOK_AT = 128  # candidates compared at most per lookup (see above)
+ROWS, BANDS = 4, 16  # MinHash: BANDS buckets per key, each of ROWS minima
+
+
+@lru_cache(maxsize=4096)  # 64 ints a word: about 10 MB when full
+def _word_hashes(word: str) -> tuple[int, ...]:
+    """ROWS * BANDS fixed 32-bit hashes of ``word`` (the same in every process)."""
+    data = word.encode("utf-8", "surrogatepass")
+    raw = b"".join(blake2b(data, digest_size=64, salt=bytes([n]) * 16).digest()
+                   for n in range(ROWS * BANDS * 4 // 64))
+    return tuple(int.from_bytes(raw[i:i + 4], "little") for i in range(0, len(raw), 4))
+
+
+def _buckets(key: Key) -> list[tuple[int, tuple[int, ...]]]:
+    """The MinHash buckets of a non-empty ``key``: (band, its ROWS minima)."""
+    minima = tuple(map(min, zip(*(_word_hashes(w) for w in key), strict=True)))
+    return [(band, minima[band * ROWS:(band + 1) * ROWS]) for band in range(BANDS)]
 
 
 def _needed(size: int) -> int:
@@ -55,6 +86,7 @@ class NearIndex:
         self._holding: dict[str, list[int]] = {}  # word -> slots that held it, ascending
         self._anchor: dict[str, set[int]] = {}  # word -> subset candidates filed under it
         self._prefix: dict[str, dict[_Shape, set[int]]] = {}  # word -> shape -> slots
+        self._bucket: dict[tuple[int, tuple[int, ...]], set[int]] = {}  # MinHash -> slots
 
     def _shareable(self, key: Key) -> list[str]:
         """The words of ``key`` another key may share (no single word), rarest first."""
@@ -72,6 +104,8 @@ class NearIndex:
         for j, word in enumerate(words[:len(words) - _needed(len(key)) + 1]):
             shapes = self._prefix.setdefault(word, {})
             places.append(shapes.setdefault((j, len(key), len(words)), set()))
+        if key:
+            places.extend(self._bucket.setdefault(b, set()) for b in _buckets(key))
         return places
 
     def add(self, key: Key) -> int:
@@ -96,7 +130,7 @@ class NearIndex:
             insort(self._holding.setdefault(word, []), slot)
 
     def _first_superset(self, key: Key, rarest: str) -> int | None:
-        for slot in self._holding.get(rarest, ()):
+        for slot in islice(self._holding.get(rarest, ()), LOOK_AT):
             if key <= self._keys[slot]:
                 return slot
         return None
@@ -108,12 +142,22 @@ class NearIndex:
         words = self._shareable(key)
         found = self._first_superset(key, words[0]) \
             if len(key) >= 2 and len(words) == len(key) else None
-        candidates = [s for w in words for s in self._anchor.get(w, ())]
+        prefix: list[set[int]] = [self._anchor[w] for w in words if w in self._anchor]
         for i, word in enumerate(words[:len(words) - _needed(len(key)) + 1]):
-            for shape, slots in self._prefix.get(word, {}).items():
-                if _may_overlap(i, len(key), len(words), shape):
-                    candidates.extend(slots)
-        for slot in candidates:
-            if (found is None or slot < found) and self._same(key, self._keys[slot]):
-                found = slot
+            prefix.extend(slots for shape, slots in self._prefix.get(word, {}).items()
+                          if _may_overlap(i, len(key), len(words), shape))
+        if sum(map(len, prefix)) <= LOOK_AT:
+            candidates = set().union(*prefix)  # every candidate: the scan's answer
+        else:
+            candidates = set()
+            likeliest = [self._bucket.get(b, set()) for b in _buckets(key)]
+            for slots in [*likeliest, *sorted(prefix, key=len)]:
+                candidates.update(islice(slots, LOOK_AT - len(candidates)))
+                if len(candidates) >= LOOK_AT:
+                    break
+        for slot in sorted(candidates):  # the first that is one is the answer
+            if found is not None and slot > found:
+                break
+            if self._same(key, self._keys[slot]):
+                return slot
         return found

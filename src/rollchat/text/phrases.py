@@ -248,8 +248,11 @@ def near_duplicates(a: frozenset[str], b: frozenset[str]) -> bool:
     """Near-duplicates: one item's words contain the other's, or they mostly overlap."""
     if not a or not b:
         return a == b
-    small, large = sorted((a, b), key=len)
-    return (len(small) >= 2 and small <= large) or len(a & b) >= 0.75 * len(a | b)
+    small, large = (a, b) if len(a) <= len(b) else (b, a)
+    if len(small) >= 2 and small <= large:
+        return True
+    shared = len(a & b)  # |a | b| is |a| + |b| - shared
+    return shared >= 0.75 * (len(a) + len(b) - shared)
 
 
 def unique(items: Iterable[str], seen: Iterable[str] = ()) -> list[str]:

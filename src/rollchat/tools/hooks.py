@@ -4,17 +4,15 @@ continues (stdout may add context), exit 2 blocks (stderr is the reason), others
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rollchat.domain import ToolCall
+from rollchat.tools.children import Bounded, run_bounded
 
 if TYPE_CHECKING:  # (config.hooks reads the YAML: a chat without hooks never imports yaml)
     from rollchat.config.hooks import HookConfig
@@ -34,8 +32,15 @@ class HookOutcome:
 
 
 def _short(text: str) -> str:
+    """At most MAX_OUTPUT characters of ``text`` (stripped), `` [cut]`` after them when cut."""
     text = text.strip()
     return text if len(text) <= MAX_OUTPUT else text[:MAX_OUTPUT] + " [cut]"
+
+
+def _used(stream: Bounded) -> str:
+    """A hook's stream as rollchat holds it: the head (``_short`` cuts it, saying so), the
+    count of what was read and not kept, and the tail."""
+    return stream.text()
 
 
 def _decision(stdout: str) -> tuple[str | None, str]:
@@ -104,26 +109,20 @@ class Hooks:
         return HookOutcome(None, "\n".join(context), tuple(lines))
 
     def _one(self, hook: HookConfig, payload: str) -> tuple[int, str, str, str]:
-        """(exit status, stdout, stderr, the line that says it failed to run: "" when it ran)."""
+        """(exit status, stdout, stderr, the line that says it failed to run: "" when it ran).
+        The output is read bounded (see children.run_bounded): a hook printing without end
+        costs no memory; at the timeout everything it started is killed."""
         env = {**self.env, "ROLLCHAT_PROJECT_DIR": str(self.cwd),
                "CLAUDE_PROJECT_DIR": str(self.cwd)}
         try:
-            child = subprocess.Popen(hook.command, shell=True, cwd=self.cwd, env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, encoding="utf-8",
-                                     errors="replace", start_new_session=True)
+            done = run_bounded(hook.command, stdin=payload, timeout=hook.timeout, cwd=self.cwd,
+                               env=env, head=MAX_OUTPUT)
         except OSError as exc:
             return 0, "", "", f"{hook.event} hook {hook.command!r} could not start: {exc}"
-        try:
-            out, err = child.communicate(payload, timeout=hook.timeout)
-        except subprocess.TimeoutExpired:
-            _kill(child)
+        if done.returncode is None:
             return 0, "", "", (f"{hook.event} hook {hook.command!r} ({hook.origin}) took "
                                f"longer than {hook.timeout:g}s and was killed; going on")
-        except BaseException:  # Ctrl-C: nothing of it is left running
-            _kill(child)
-            raise
-        return child.returncode, out, err, ""
+        return done.returncode, _used(done.out), _used(done.err), ""
 
     # -------------------------------------------------------------- tool calls (tools.runner)
     def before_tool(self, call: ToolCall) -> str | None:
@@ -152,10 +151,3 @@ class Hooks:
         lines, self.pending = self.pending, []
         return lines
 
-
-def _kill(child: subprocess.Popen[str]) -> None:
-    """End ``child``'s whole process group (the shell and what it started), then reap it."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(child.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired, ValueError, OSError):
-        child.communicate(timeout=5)

@@ -32,6 +32,13 @@ class ToolSource(Protocol):
     def waiting_for(self) -> list[str]:
         """The names of what is still starting (shown while the first message waits)."""
 
+    def starting(self) -> list[tuple[str, float, float]]:
+        """What is still starting: name, seconds since it started, its startup timeout."""
+
+    def settle(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for what is still starting; True once the first message
+        need wait no longer (all ready or failed, or their time is up)."""
+
     def collect(self, wait: bool) -> tuple[dict[str, Tool], list[str]]:
         """The tools ready now, by name, in a stable order (waiting for those still starting
         when ``wait``), and the lines the user has not been told yet (failures)."""

@@ -23,6 +23,7 @@ from rollchat.events import (
     FactRemembered,
     Notice,
     Retrying,
+    ServersStarting,
     SummaryFinished,
     SummaryStarted,
     ToolFinished,
@@ -36,6 +37,7 @@ from rollchat.session.core import Session
 from rollchat.session.steps import kept_in_memory
 from rollchat.text.wording import billed_breakdown, human_tokens, plural
 from rollchat.ui.render import Renderer, Step
+from rollchat.ui.starting_servers import StartingLine
 
 SUMMARY_STEP = "Generating session summary..."
 
@@ -54,8 +56,10 @@ class ChatApp:
         self.handed = False  # a handoff happened: the prompt names the agent
         self.unsent_input: str | None = None  # typed text not sent, for the next prompt
         self.attachments: list[Attachment] = []  # ``attach``: sent with the next message
+        self.outside_allowed: set[Path] = set()  # files outside the project the user allowed
         self._spinner = ExitStack()
         self._step: Step | None = None
+        self._starting = StartingLine(self.out)  # MCP servers the first message waits for
 
     @property
     def recorded(self) -> int:
@@ -78,9 +82,23 @@ class ChatApp:
 
     def attach(self, name: str) -> None:
         """Attach the file ``name`` to the next message (UsageError when it cannot be)."""
-        attachment = read_attachment(name, Path.cwd())
+        attachment = read_attachment(name, Path.cwd(),
+                                     self._allow_outside if self.out.interactive else None)
         self.attachments.append(attachment)
         self.out.info(f"Attached {attachment.describe()}: it goes with your next message.")
+
+    def _allow_outside(self, path: Path) -> bool:
+        """Whether the user lets ``attach`` read ``path``, outside the project: asked once
+        per file in a chat (no by default)."""
+        if path not in self.outside_allowed:
+            from rollchat.ui.ask import ask
+
+            if not ask(f"{path} is outside this project. Send it to the model?",
+                       {"y": True, "yes": True, "n": False, "no": False}, "y/N", self.out,
+                       default=False):
+                return False
+            self.outside_allowed.add(path)
+        return True
 
     def compact(self, focus: str | None = None) -> None:
         self.run(self.session.compact(focus, undoable=True))
@@ -207,11 +225,16 @@ class ChatApp:
                 except KeyboardInterrupt:
                     resume = _thrower(flow)
         finally:
+            self._starting.end()
             self._end_spinner()
 
     # ------------------------------------------------------------------ drawing
     def draw(self, event: Event) -> None:
         out = self.out
+        if isinstance(event, ServersStarting):
+            self._starting.show(event)
+            return
+        self._starting.end()  # (a Ctrl-C during the wait: the next event ends the line)
         if isinstance(event, TextDelta):
             out.answer_delta(event.text)
         elif isinstance(event, ThinkingDelta):

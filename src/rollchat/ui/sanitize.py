@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 
 # C0 controls except tab and newline, DEL, C1 controls (0x9b is a CSI on some terminals),
-# the bidirectional embeddings, overrides and isolates (a "Trojan Source" line reads in an
-# order other than the one it is stored in), and lone surrogates (unprintable in UTF-8).
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# the bidirectional embeddings, overrides, isolates and marks (LRM, RLM, ALM: a "Trojan
+# Source" line reads in an order other than the one it is stored in), and lone surrogates
+# (unprintable in UTF-8).
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e"
+                     r"\u2066-\u2069\ud800-\udfff]")
 _CARRIAGE_RETURN = re.compile(r"\r\n?")
 _SURROGATES = (0xD800, 0xDFFF)
 

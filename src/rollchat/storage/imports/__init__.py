@@ -33,7 +33,7 @@ SUPPORTED = ("Claude Code session files (JSONL, ~/.claude/projects), Codex sessi
 def read_transcript(data: bytes, name: str) -> Imported:
     """The turns of a transcript file's ``data`` (``name``: for messages). UsageError when
     the format is none of the supported ones."""
-    if b"\0" in data:
+    if _binary(data):
         raise UsageError(f"{name} is a binary file; rollchat import reads {SUPPORTED}")
     data = data.removeprefix(b"\xef\xbb\xbf")
     if not data or data.isspace():
@@ -43,6 +43,23 @@ def read_transcript(data: bytes, name: str) -> Imported:
         out.title = next((t for t in (first_line_title(turn.user) for turn in out.turns) if t),
                          None)
     return out
+
+
+def _binary(data: bytes) -> bool:
+    """Whether ``data`` is no text: of its first 64 KiB, eight NUL bytes or more that are
+    over one in a hundred of them or in bytes that are not UTF-8 (an image, an archive). A
+    stray NUL in a text file is read like any control character (``clean`` shows it as
+    "\u2400"), not a reason to refuse the file."""
+    head = data[:65536]
+    nuls = head.count(b"\0")
+    if nuls < 8:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if e.start < len(head) - 3:  # not a character cut at the end of the head
+            return True
+    return nuls * 100 > len(head)
 
 
 def _read(data: bytes, name: str) -> Imported:

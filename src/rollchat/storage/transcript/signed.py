@@ -26,9 +26,12 @@ _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 def summary_digest(summary: Summary) -> str:
     """The digest of ``summary``'s readable block as rendered (the edit note left out: an edit
-    through ``summary edit`` is said by ``edited`` itself)."""
+    through ``summary edit`` is said by ``edited`` itself) and of its signed block (provider,
+    type and data), so that a change to either, by hand in the file, is seen."""
     block = render_summary_block(replace(summary, edited=""))
-    return "sha256:" + hashlib.sha256(block.encode("utf-8")).hexdigest()
+    signed = summary.signed
+    kept = [block] if signed is None else [block, signed.provider, signed.type, signed.data]
+    return "sha256:" + hashlib.sha256(json.dumps(kept).encode("utf-8")).hexdigest()
 
 
 def _canonical(value: object) -> str:

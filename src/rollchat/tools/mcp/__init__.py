@@ -27,8 +27,18 @@ from typing import Any, TypeVar
 from rollchat.config.mcp_servers import McpServerConfig
 from rollchat.tools import Tool
 from rollchat.tools.images import ToolReturn
+from rollchat.tools.mcp.asks import McpAsker, Sampler
 from rollchat.tools.mcp.offer import DEFAULT_TOOL_TOKENS, Offer, lines_for, offer, short
-from rollchat.tools.mcp.serve import Server, connect, dropped, failure, import_sdk, reason
+from rollchat.tools.mcp.relay import Asks
+from rollchat.tools.mcp.serve import (
+    CONNECTION_CLOSED,
+    Server,
+    connect,
+    dropped,
+    failure,
+    import_sdk,
+    reason,
+)
 from rollchat.tools.mcp_convert import McpToolError, Names, chosen, progress_text, result_text
 from rollchat.tools.sources import ToolEntry
 
@@ -49,8 +59,10 @@ class McpServers:
 
     def __init__(self, servers: Sequence[McpServerConfig], env: Mapping[str, str], *,
                  tool_tokens: int = DEFAULT_TOOL_TOKENS,
-                 on_progress: Callable[[str, str], None] | None = None) -> None:
+                 on_progress: Callable[[str, str], None] | None = None,
+                 asker: McpAsker | None = None, sampler: Sampler | None = None) -> None:
         self._servers = [Server(s) for s in servers]
+        self._asks = Asks(asker, sampler)  # sampling and elicitation, during a call
         self._env = dict(env)
         self._tool_tokens = tool_tokens
         self._on_progress = on_progress  # (tool, what it reports), on the chat's thread
@@ -60,6 +72,7 @@ class McpServers:
         self._closed = False
         self._all_stopped: asyncio.Event | None = None
         self._imported = threading.Event()
+        self._first_end: float | None = None  # when the first message stops waiting
         self._names = Names()
         self._version = 0  # bumped by every change of a server's state
         self._seen = -1  # the version the engine last collected
@@ -218,7 +231,7 @@ class McpServers:
 
         timer = loop.call_later(server.config.startup_timeout, expire)
         try:
-            await connect(server, self._env, ready)
+            await connect(server, self._env, ready, **self._asks.callbacks(server.name))
             return "stopped"
         except asyncio.CancelledError:
             if not expired:
@@ -236,8 +249,10 @@ class McpServers:
                     else f"restarting ({server.restarts + 1} of {MAX_RESTARTS})"
                     if server.restarts < MAX_RESTARTS
                     else f"'tools restart {server.name}' starts it again")
-            self._set(server, "failed", why + (f" (stderr: {last})" if last else "")
-                      + f"; {then}")
+            said = why + (f" (stderr: {last})" if last else "") + f"; {then}"
+            self._set(server, "failed", said)
+            with self._lock:
+                server.news.append(said)
             return "dropped"
         finally:
             timer.cancel()
@@ -245,6 +260,8 @@ class McpServers:
                 if server.state in ("starting", "ready"):
                     server.state = "stopped"
                     server.reason = "restarted ('tools restart')" if server.restart_now else ""
+                    if server.restart_now and server.ever_ready:
+                        server.news.append(server.reason)
                     self._version += 1
                 server.client = None
             server.settled.set()
@@ -293,14 +310,33 @@ class McpServers:
         return now.tools, lines
 
     def _wait_first(self) -> None:
+        while not self.settle(1.0):
+            pass
+
+    def settle(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for the servers still starting; True once the first message
+        need wait no longer (each settled, or past its deadline or FIRST_WAIT)."""
         if self._thread is None:  # never started (all held): nothing to wait for
-            return
-        self._imported.wait(60)
-        end = time.monotonic() + FIRST_WAIT
+            return True
+        step_end = time.monotonic() + seconds
+        if not self._imported.wait(seconds):
+            return False
+        if self._first_end is None:
+            self._first_end = time.monotonic() + FIRST_WAIT
         for server in self._servers:
-            if server.state == "starting":
-                server.settled.wait(max(0.0, min(server.deadline + 1.0, end)  # (its timer
-                                        - time.monotonic()))  # fires on the loop thread)
+            limit = min(server.deadline + 1.0, self._first_end)  # (its timer fires on the
+            if server.state != "starting" or time.monotonic() >= limit:  # loop thread)
+                continue
+            server.settled.wait(max(0.0, min(limit, step_end) - time.monotonic()))
+            if server.state == "starting" and time.monotonic() < limit:
+                return False
+        return True
+
+    def starting(self) -> list[tuple[str, float, float]]:
+        now = time.monotonic()
+        return [(s.name, max(0.0, now - s.deadline + s.config.startup_timeout),
+                 s.config.startup_timeout) for s in self._servers if s.state == "starting"
+                and s.deadline]
 
     def entries(self, offered: Mapping[str, Tool]) -> list[ToolEntry]:
         last = self._last
@@ -370,6 +406,10 @@ class McpServers:
                 if server.check is not None:  # is it still there? (HTTP: ping now)
                     with contextlib.suppress(RuntimeError):
                         loop.call_soon_threadsafe(server.check.set)
+                if _closed(exc):
+                    raise McpToolError(f"{what} failed: the server went away during the call "
+                                       "(it may have done part of it); 'tools' shows "
+                                       "its state") from None
                 raise McpToolError(f"{what} failed: {reason(exc, None)}") from None
             raise
 
@@ -379,20 +419,38 @@ class McpServers:
         """The call's result; its progress reports are shown meanwhile, from this thread
         (at most one a second: the last one then)."""
         sink = self._on_progress
-        if sink is None or reports is None:
+        if (sink is None or reports is None) and not self._asks.live:
             return future.result(timeout)
         end, shown, pending = time.monotonic() + timeout, 0.0, ""
-        while True:
-            with contextlib.suppress(FutureTimeout):
-                return future.result(max(0.0, min(PROGRESS_SECONDS, end - time.monotonic())))
-            if time.monotonic() >= end:
-                raise FutureTimeout
-            while not reports.empty():
-                pending = reports.get()
-            if pending and time.monotonic() - shown >= 1.0:
-                shown = time.monotonic()
-                sink(tool, pending)
-                pending = ""
+        with self._asks.during_call():
+            while True:
+                with contextlib.suppress(FutureTimeout):
+                    return future.result(max(0.0, min(PROGRESS_SECONDS,
+                                                      end - time.monotonic())))
+                end += self._asks.answer()  # the time the user took does not count
+                if time.monotonic() >= end:
+                    raise FutureTimeout
+                if sink is None or reports is None:
+                    continue
+                pending, shown = _report(sink, tool, reports, pending, shown)
+
+
+
+def _report(sink: Callable[[str, str], None], tool: str, reports: queue.SimpleQueue[str],
+            pending: str, shown: float) -> tuple[str, float]:
+    """The newest progress report shown, at most one a second; (pending, when shown)."""
+    while not reports.empty():
+        pending = reports.get()
+    if pending and time.monotonic() - shown >= 1.0:
+        shown = time.monotonic()
+        sink(tool, pending)
+        pending = ""
+    return pending, shown
+
+
+def _closed(exc: BaseException) -> bool:
+    """Whether a call failed because the connection ended (the server went away)."""
+    return getattr(getattr(exc, "error", None), "code", None) == CONNECTION_CLOSED
 
 
 def _remote(server: Server) -> bool:

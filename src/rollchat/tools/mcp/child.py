@@ -9,29 +9,46 @@ proxy settings, never API keys), its stderr kept as a bounded tail, and its proc
 # stops a server that is still running; a server that exited by itself leaves its own children
 # behind, so rollchat ends the group too once the connection is gone. The group is found by
 # the stderr pipe rollchat gave the child (Linux: /proc); elsewhere only the SDK's stop applies.
+# A descendant that left the group (setsid) is found by the mark in its environment (Linux).
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import secrets
 import signal
 import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from rollchat.tools.children import MARK, end_marked, mark_of
+
 PASSED_ON = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
              "NODE_EXTRA_CA_CERTS", "NODE_USE_SYSTEM_CA", "PIP_CERT", "UV_NATIVE_TLS",
              "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "ALL_PROXY",
              "https_proxy", "http_proxy", "no_proxy", "all_proxy",
              "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ")
+# What package managers read (npx, uvx, pip, pnpm, yarn: registry, index, cache, offline mode),
+# passed on by prefix; a name that looks like a secret (npm_config__authToken,
+# UV_INDEX_X_PASSWORD) or a URL with credentials in it is withheld.
+PASSED_PREFIXES = ("npm_config_", "NPM_CONFIG_", "UV_", "PIP_", "PNPM_", "YARN_", "COREPACK_",
+                   "XDG_")
+_SECRET = re.compile(r"auth|key|token|secret|passw|credential|cookie", re.IGNORECASE)
+_CREDENTIALS = re.compile(r"://[^/@\s]+@")
 TAIL_BYTES = 16 * 1024  # the most of a server's stderr kept (its last bytes)
+_MARKS: dict[int, str] = {}  # a server's pid (its group) -> the MARK in its environment
 
 
 def child_env(parent: Mapping[str, str], own: Mapping[str, str]) -> dict[str, str]:
-    """What a stdio server gets beside the SDK's few variables: TLS and proxy settings from
-    ``parent``, then the server's own ``env`` entries (which win)."""
-    return {**{k: parent[k] for k in PASSED_ON if parent.get(k)}, **own}
+    """What a stdio server gets beside the SDK's few variables: TLS and proxy settings and
+    the package managers' settings from ``parent``, then the server's own ``env`` entries
+    (which win), and a fresh ``MARK`` that its descendants inherit (see ``end_group``)."""
+    passed = {k: v for k, v in parent.items() if v and (k in PASSED_ON or (
+        k.startswith(PASSED_PREFIXES) and not _SECRET.search(k)
+        and not _CREDENTIALS.search(v)))}
+    return {**passed, **own, MARK: secrets.token_hex(8)}
 
 
 class StderrTail:
@@ -44,6 +61,7 @@ class StderrTail:
         self.writer = os.fdopen(write, "w", encoding="utf-8", errors="replace")
         self._limit = limit
         self._tail = bytearray()
+        self.dropped = 0  # bytes read and not kept (before the tail)
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._read, args=(read,), daemon=True,
                                         name="rollchat-mcp-stderr")
@@ -55,6 +73,7 @@ class StderrTail:
                 with self._lock:
                     self._tail += chunk
                     if len(self._tail) > 2 * self._limit:
+                        self.dropped += len(self._tail) - self._limit
                         del self._tail[:-self._limit]
 
     def close_writer(self) -> None:
@@ -76,7 +95,8 @@ class StderrTail:
 
 
 def child_with_stderr(inode: int) -> int | None:
-    """The process id of our child whose stderr is the pipe ``inode`` (Linux), or None."""
+    """The process id of our child whose stderr is the pipe ``inode`` (Linux), or None; its
+    ``MARK`` is remembered for ``end_group``."""
     wanted = f"pipe:[{inode}]"
     for children in Path("/proc/self/task").glob("*/children"):
         try:
@@ -86,14 +106,23 @@ def child_with_stderr(inode: int) -> int | None:
         for pid in pids:
             with contextlib.suppress(OSError):
                 if os.readlink(f"/proc/{pid}/fd/2") == wanted:
+                    _MARKS[int(pid)] = mark_of(int(pid)) or ""
                     return int(pid)
     return None
 
 
 def end_group(pgid: int, grace: float = 1.0) -> None:
-    """SIGTERM to the process group ``pgid``, SIGKILL to what is left after ``grace``."""
+    """SIGTERM to the process group ``pgid``, SIGKILL to what is left after ``grace``; then
+    SIGKILL to what the server started in sessions of its own (setsid), found by its mark."""
     if pgid <= 1 or pgid == os.getpgrp():  # never our own group
         return
+    _end_group(pgid, grace)
+    mark = _MARKS.pop(pgid, "")
+    if mark:
+        end_marked(mark)
+
+
+def _end_group(pgid: int, grace: float) -> None:
     try:
         os.killpg(pgid, signal.SIGTERM)
     except (ProcessLookupError, PermissionError):

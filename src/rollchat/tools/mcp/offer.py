@@ -97,18 +97,24 @@ def lines_for(servers: Sequence[Server], now: Offer, last: Offer | None,
     lines: list[str] = []
     for server in servers:
         was = last is not None and server.name in last.servers
+        news, server.news = "; ".join(server.news), []
         if server.name in now.servers and not was and last is not None:
             lines.append(f"MCP server {server.name!r} is ready: "
                          f"{plural(now.servers[server.name], 'tool')} offered from this "
                          "message")
         elif was and server.name not in now.servers:
             assert last is not None
-            lines.append(f"MCP server {server.name!r} stopped: {server.reason or 'stopped'}; "
-                         f"its {plural(last.servers[server.name], 'tool')} are withdrawn")
+            why = news or server.reason or _stopped_why(server)
+            lines.append(f"MCP server {server.name!r} stopped: {why}; its "
+                         f"{plural(last.servers[server.name], 'tool')} are withdrawn"
+                         + _to_do(server, why))
             server.told = True
+        elif was and news:  # it went away and came back between two messages
+            lines.append(f"MCP server {server.name!r} stopped: {news}; it is back: its "
+                         f"{plural(now.servers[server.name], 'tool')} are offered again")
         elif server.state == "failed" and not server.told:
             lines.append(f"MCP server {server.name!r} did not start: {server.reason}; the "
-                         "chat goes on without its tools")
+                         "chat goes on without its tools" + _to_do(server, server.reason))
             server.told = True
         elif first and server.state == "starting":
             lines.append(f"MCP server {server.name!r} is still starting (startup_timeout "
@@ -116,6 +122,28 @@ def lines_for(servers: Sequence[Server], now: Offer, last: Offer | None,
                          "ready")
     told = set(last.notes) if last is not None else set()
     return lines + [note for note in now.notes if note not in told]
+
+
+def _stopped_why(server: Server) -> str:
+    """Why a server is not ready when nothing else said so."""
+    if server.state == "starting":
+        return "it is starting again"
+    return server.state if server.state != "stopped" else "rollchat stopped it"
+
+
+def _to_do(server: Server, why: str) -> str:
+    """What the user can do, unless ``why`` says it already (a restart under way, a hint)."""
+    if "tools restart" in why or "restarting (" in why or server.state == "starting" \
+            or server.state == "held":
+        return ""
+    if "is not set in the environment" in why:
+        return "; set it and start rollchat again"
+    if "is not supported (use" in why:
+        return ""
+    if "did not start within" in why:
+        return (f"; raise its startup_timeout (now {server.config.startup_timeout:g} s) "
+                f"or run 'tools restart {server.name}'")
+    return f"; 'tools restart {server.name}' starts it again"
 
 
 def _tool(server: Server, name: str, spec: Any, description: str, schema: dict[str, Any],

@@ -56,6 +56,8 @@ class Server:
     restart_now: bool = False  # `tools restart NAME` while it runs
     ever_ready: bool = False
     told: bool = False  # its failure was told (a new attempt tells again)
+    news: list[str] = field(default_factory=list)  # why it stopped, not told yet (a restart
+    # that came back before the next message still gets its line)
 
     @property
     def name(self) -> str:
@@ -63,9 +65,10 @@ class Server:
 
 
 async def connect(server: Server, env: dict[str, str],
-                  ready: Callable[[Client, list[Any], bool], None]) -> None:
+                  ready: Callable[[Client, list[Any], bool], None], **callbacks: Any) -> None:
     """Connect to ``server``, hand its client and tool listing to ``ready``, then wait until
-    ``server.stop`` is set (returns) or the server goes away (raises Dropped)."""
+    ``server.stop`` is set (returns) or the server goes away (raises Dropped).
+    ``callbacks``: the Client's (sampling, elicitation), which declare those capabilities."""
     from mcp import Client
     from mcp.types import Implementation
 
@@ -75,7 +78,8 @@ async def connect(server: Server, env: dict[str, str],
     pgid: list[int] = []
     try:
         client = Client(_transport(config, server, env, gone.set, pgid), cache=None,
-                        client_info=Implementation(name="rollchat", version=__version__))
+                        client_info=Implementation(name="rollchat", version=__version__),
+                        **callbacks)
         async with client:
             ready(client, await _list_tools(client), await _has_resources(client))
             await _watch(server, client, gone)

@@ -1,0 +1,135 @@
+"""A hook's output and processes are bounded (issue 33 item 5): a hook printing without end
+costs rollchat no memory (its head is used, cut with " [cut]", the rest counted), and at the
+timeout everything it started ends, even what left its process group with setsid."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rollchat.storage.transcript import parse
+from rollchat.tools.children import Bounded, run_bounded
+from rollchat.tools.hooks import MAX_OUTPUT
+from tests.e2e import clean_env, write_config
+
+
+def _config(tmp_path: Path, event: str, command: str, timeout: float = 60) -> Path:
+    return write_config(tmp_path / "config.yml", f"""\
+summary:
+  provider: offline
+memory:
+  enabled: false
+ui:
+  offline_word_delay: 0
+hooks:
+  {event}:
+    - hooks:
+        - {{type: command, command: {json.dumps(command)}, timeout: {timeout}}}
+""")
+
+
+
+
+def test_a_hook_printing_hundreds_of_megabytes_costs_no_memory_and_is_cut(
+        tmp_path: Path) -> None:
+    config = _config(tmp_path, "UserPromptSubmit", "yes | head -c 400000000")
+    child = subprocess.Popen([sys.executable, "-m", "rollchat", "--config", str(config),
+                              "--provider", "offline"], cwd=tmp_path, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=clean_env(tmp_path / "home"))
+    assert child.stdin is not None and child.stdout is not None and child.stderr is not None
+    child.stdin.write("hello\n")
+    child.stdin.close()
+    _, status, usage = os.wait4(child.pid, 0)  # rollchat's own peak memory, reaped here
+    out, err = child.stdout.read(), child.stderr.read()
+    assert os.waitstatus_to_exitcode(status) == 0, out + err
+    assert usage.ru_maxrss < 200_000, usage.ru_maxrss  # KB: 400 MB read, under 200 MB kept
+    [session] = (tmp_path / "sessions").glob("*.md")
+    [turn] = parse(session.read_text(encoding="utf-8")).turns
+    assert "y\ny\ny" in turn.context_block
+    assert " [cut]" in turn.context_block  # the cut says so
+    assert len(turn.context_block) < MAX_OUTPUT + 1_000
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z")
+
+
+def test_what_a_hook_started_in_new_sessions_ends_at_its_timeout(tmp_path: Path) -> None:
+    """``setsid`` children (one under the hook's shell, one orphaned by a shell that exited)
+    outlived the kill of the hook's process group; both end at the timeout now."""
+    command = ("setsid sleep 1000 & echo $! > under.pid; "
+               "sh -c 'setsid sleep 1000 & echo $! > orphan.pid'; exec sleep 1000")
+    config = _config(tmp_path, "UserPromptSubmit", command, timeout=1)
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "rollchat", "--config", str(config),
+                           "--provider", "offline"], cwd=tmp_path, input="hello\n", text=True,
+                          capture_output=True, timeout=120, env=clean_env(tmp_path / "home"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "took longer than 1s and was killed; going on" in done.stdout
+    assert time.monotonic() - started < 60
+    pids = [int((tmp_path / name).read_text()) for name in ("under.pid", "orphan.pid")]
+    try:
+        assert [pid for pid in pids if _alive(pid)] == []  # gone when rollchat said so
+    finally:
+        for pid in pids:
+            if _alive(pid):
+                os.kill(pid, 9)
+
+
+def test_a_bounded_stream_keeps_its_head_and_tail_and_counts_the_rest() -> None:
+    kept = Bounded(head=5, tail=3)
+    for chunk in ("abc", "defgh", "ijklmnop", "qr"):
+        kept.add(chunk)
+    assert (kept.head, kept.tail, kept.dropped, kept.cut) == ("abcde", "pqr", 10, True)
+    assert kept.text() == "abcde\n[... 10 characters not kept ...]\npqr"
+
+
+def test_run_bounded_reads_what_a_child_says_and_its_status(tmp_path: Path) -> None:
+    done = run_bounded("cat; echo oops >&2; exit 3", stdin="given", timeout=30, cwd=tmp_path,
+                       env=dict(os.environ), head=100)
+    assert (done.returncode, done.out.text(), done.err.text()) == (3, "given", "oops\n")
+
+
+def test_a_run_killed_while_its_hooks_run_leaves_the_message_not_a_bare_header(
+        tmp_path: Path) -> None:
+    """Issue 33 item 6: the file is made for the hooks (they are told its path) before the
+    first message is answered; a SIGKILL then left a header alone, listed by ``sessions``."""
+    config = _config(tmp_path, "UserPromptSubmit", "echo $$ > hook.pid; exec sleep 1000")
+    child = subprocess.Popen([sys.executable, "-m", "rollchat", "--config", str(config),
+                              "--provider", "offline"], cwd=tmp_path, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, env=clean_env(tmp_path / "home"))
+    marker = tmp_path / "hook.pid"
+    try:
+        assert child.stdin is not None
+        child.stdin.write("deploy the staging cluster\n")
+        child.stdin.flush()
+        deadline = time.monotonic() + 60
+        while not (marker.exists() and marker.read_text().strip()):  # the hook is running
+            assert time.monotonic() < deadline and child.poll() is None
+            time.sleep(0.02)
+        child.kill()
+        child.wait()
+    finally:
+        if marker.exists() and marker.read_text().strip():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(marker.read_text()), 9)
+        child.kill()
+    [session] = (tmp_path / "sessions").glob("*.md")
+    [turn] = parse(session.read_text(encoding="utf-8")).turns
+    assert (turn.user, turn.status) == ("deploy the staging cluster", "interrupted")
+    listed = subprocess.run([sys.executable, "-m", "rollchat", "sessions"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60,
+                            env=clean_env(tmp_path / "home"))
+    assert "deploy the staging cluster" in listed.stdout, listed.stdout + listed.stderr

@@ -1,0 +1,29 @@
+"""What a stdio MCP server started in a session of its own (setsid) ends with the server
+(issue 33 item 5): found by the mark rollchat puts in the server's environment. Against the
+test server as a real process."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+from tests.mcp_helpers import gone_within, servers, start, stdio, wait_for_file, wait_until
+
+__all__ = ["servers"]  # the fixture, imported for pytest
+
+
+def test_a_server_s_child_in_its_own_session_ends_with_it(servers, tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    source = start(servers, stdio("parent", "--pid-file", str(pid_file), "--odd"))
+    tools, _ = source.collect(wait=True)
+    spawn = tools["mcp__parent__spawn"]
+    first = int(spawn.run({"pid_file": str(tmp_path / "a"), "own_session": True}))
+    assert os.getpgid(first) == first  # out of the server's group
+    os.kill(int(wait_for_file(pid_file)), signal.SIGKILL)  # the server dies, its child not
+    assert gone_within(first, 10)
+    server = source._servers[0]
+    wait_until(lambda: server.state == "ready", 30)  # restarted; and on a clean stop:
+    second = int(spawn.run({"pid_file": str(tmp_path / "b"), "own_session": True}))
+    source.close()
+    assert gone_within(second, 10)
