@@ -134,3 +134,25 @@ def test_memory_extraction_after_the_switch_asks_the_new_model(
                   "We decided to keep the retry queue.", "exit"])
     assert server.extractions, "no memory extraction reached the server"
     assert {b["model"] for b in server.extractions} == {"big-model"}
+
+
+def test_one_shot_json_reports_the_whole_run_beside_the_question(
+        server: WireServer, chat_dir: Path) -> None:
+    server.push(text("first answer", **ANSWER), text(summary_text(120), **SUMMARY))
+    chat(server, ["hello", "exit"])
+    [saved] = (chat_dir / "sessions").glob("*.md")
+    server.push(text("Restored; ready.", **ANSWER), text("the answer", **ANSWER))
+    result = CliRunner().invoke(build_cli(), [
+        "--config", "rollchat.yml", "--provider", "openai", "--model", "small-model",
+        "--base-url", server.url, "--sessions-dir", "sessions", "--resume", saved.stem,
+        "-p", "second question", "--output-format", "json"])
+    assert result.exit_code == 0, result.output
+    done = json.loads(result.stdout.strip().splitlines()[-1])
+    one = dollars("small-model", **ANSWER)
+    assert done["usage"]["input_tokens"] == 1000 and done["cost"] == pytest.approx(one)
+    # the restoration too (the summary is the local one: summary.one_shot)
+    assert done["total_usage"] == {"input_tokens": 2000, "output_tokens": 200,
+                                   "cached_tokens": 0, "cache_write_tokens": 0}
+    assert done["total_cost_usd"] == pytest.approx(2 * one)
+    [child] = [p for p in (chat_dir / "sessions").glob("*.md") if p != saved]
+    assert parse(child.read_text()).header.cost == pytest.approx(done["total_cost_usd"])
