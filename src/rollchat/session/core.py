@@ -269,7 +269,7 @@ class Session(CompactorFigures):
             self.layers.sent(self.counter.count_text)
         self.server_down = answer.error if isinstance(answer.error, ServerDownError) else None
         turn = answer.turn if handed is None else replace(answer.turn, user=text, context=note)
-        turn = self.noted(turn)  # a model switched since the last turn (see switch.py)
+        turn = self.noted(turn)  # a model switched since the last turn (see use_model)
         hint = None if answer.turn.status != "unanswered" else failure_hint(
             answer.error, False, auto_off=self.auto_mode == "off")
         yield from self.hooks.told()  # a tool hook that failed or timed out
