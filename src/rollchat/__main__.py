@@ -19,6 +19,9 @@ def main() -> None:
             return
     from rollchat.cli.app import build_cli
     from rollchat.cli.argv import chat_args, chat_only
+    from rollchat.cli.logs import log_to_file
+
+    log_to_file()  # library warnings go to the log file, never onto the chat's screen
 
     args = chat_args(sys.argv[1:])
     build_cli(subcommands=not chat_only(args))(args=args, prog_name="rollchat")

@@ -62,3 +62,12 @@ def test_tools_verbose_in_chat_shows_calls_in_full(tmp_path: Path) -> None:
     assert "Tool calls are shown in full" in verbose
     assert f'"query": "{long}"' in verbose and "← find_notes (ok, " in verbose
     assert f'"query": "{long}"' not in quiet and "← find_notes: " in quiet
+
+
+def test_the_walkthroughs_notes_file_is_named_and_ignored_in_the_checkout() -> None:
+    """Issue 35: the walkthrough leaves notes.json in the checkout: the README says so (and how
+    to start over), and git ignores it there."""
+    after = README.split("<!-- /agent-walkthrough -->", 1)[1]
+    assert "`notes.json` in the directory it runs in" in after.split("\n\n")[1]
+    ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert "/notes.json" in ignored

@@ -128,14 +128,14 @@ def test_prune_asks_on_a_terminal(tmp_path: Path) -> None:
     env = clean_env(tmp_path / "home")
     args = ("prune", "--older-than", "48h", "--sessions-dir", str(h.store.root))
     child = spawn(tmp_path, *args, env=env)
-    child.expect(r"Delete this session\? \[y/N\]")
+    child.expect(r"Delete this session\? \[y/N, Enter\]")
     child.sendline("")  # the default is no
     child.expect("Nothing deleted.")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 1 and path.exists()
     child = spawn(tmp_path, *args, env=env)
-    child.expect(r"\[y/N\]")
+    child.expect(r"\[y/N, Enter\]")
     child.sendline("y")
     child.expect("Deleted 1 session")
     child.expect(pexpect.EOF)
@@ -165,7 +165,9 @@ def test_fork_from_the_command_line_starts_the_chat_in_a_fork(tmp_path: Path) ->
     assert models == ["offline", "offline", "offline-2"]
     bad = run_piped(tmp_path, "", "fork", "nosuchsession", "--sessions-dir",
                     str(h.store.root))
-    assert bad.returncode == 1 and "no session 'nosuchsession'" in bad.stderr
+    # a usage error, said before the banner, as with -p
+    assert bad.returncode == 2 and "no session 'nosuchsession'" in bad.stderr
+    assert bad.stdout == ""
 
 
 def test_prune_ctrl_c_at_the_question_deletes_nothing_and_says_so(tmp_path: Path) -> None:
@@ -176,7 +178,7 @@ def test_prune_ctrl_c_at_the_question_deletes_nothing_and_says_so(tmp_path: Path
     _age(path, 3)
     child = spawn(tmp_path, "prune", "--older-than", "48h", "--sessions-dir",
                   str(h.store.root), env=clean_env(tmp_path / "home"))
-    child.expect(r"Delete this session\? \[y/N\]")
+    child.expect(r"Delete this session\? \[y/N, Enter\]")
     child.sendintr()
     child.expect("Nothing deleted.")
     child.expect(pexpect.EOF)
@@ -195,7 +197,7 @@ def test_prune_keeps_a_session_written_while_the_question_waited(tmp_path: Path)
     _age(path, 3)
     child = spawn(tmp_path, "prune", "--older-than", "48h", "--sessions-dir",
                   str(h.store.root), env=clean_env(tmp_path / "home"))
-    child.expect(r"\[y/N\]")
+    child.expect(r"\[y/N, Enter\]")
     path.write_bytes(path.read_bytes())  # written now
     child.sendline("y")
     child.expect("written since it was listed")

@@ -36,6 +36,7 @@ retry:
   max_retries: 0
 summary:
   timeout_seconds: 20
+  on_exit: model  # these short chats test the model's exit summary (auto: the local one)
 """
 SYSTEM = "You are the wire test agent."
 SUMMARY_WORDS = 500  # summary.max_words by default (the window is large: no smaller budget)

@@ -201,3 +201,10 @@ def test_offline_summary_of_a_realistic_planning_chat() -> None:
     assert any("fraud team" in p for p in summary.pending)
     assert any("8 seconds" in p for p in summary.pending)
     assert "legacy/checkout/views.py" in summary.artifacts
+
+
+def test_audit_line_of_a_session_with_nothing_named_is_not_zero_of_zero() -> None:
+    line = audit_line(audit([turn(1, "hello there")], Summary("Greetings.", (), (), ())))
+    assert "0 of 0" not in line
+    assert line == ("The session named no decisions, open tasks, files or figures for the "
+                    "summary to keep.")

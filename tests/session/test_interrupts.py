@@ -17,7 +17,7 @@ import pexpect
 import pytest
 from rich.console import Console
 
-from rollchat.config.settings import AgentConfig, Config
+from rollchat.config.settings import AgentConfig, Config, SummaryConfig
 from rollchat.domain import Transcript
 from rollchat.engine.core import EngineSettings
 from rollchat.providers.base import ChatRequest, RetryPolicy, StreamEvent
@@ -51,7 +51,10 @@ SUMMARY = (f"{SUMMARY_START}\n**Background Context:** A short test chat.\n\n"
 
 
 def _chat(tmp_path: Path, delay: float, *args: str) -> pexpect.spawn:
-    cfg = write_config(tmp_path / "rollchat.yml", f"ui:\n  offline_word_delay: {delay}\n")
+    # the exit summary is the model's even for these short chats (auto: the local one), so
+    # that the rows about the exit summary have one to interrupt
+    cfg = write_config(tmp_path / "rollchat.yml", f"ui:\n  offline_word_delay: {delay}\n"
+                       "summary:\n  on_exit: model\n")
     child = spawn(tmp_path, "--config", str(cfg), *args)
     child.expect(PROMPT)
     return child
@@ -60,8 +63,8 @@ def _chat(tmp_path: Path, delay: float, *args: str) -> pexpect.spawn:
 def _wire_chat(tmp_path: Path, server: WireServer, *args: str) -> pexpect.spawn:
     """A chat with a model served by ``server`` (which can hold a reply back until the chat
     hangs up: the moment a Ctrl-C is sent then never decides what it interrupts)."""
-    child = spawn(tmp_path, "--base-url", server.url, "--model", "gpt-4o", *args,
-                  env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
+    child = spawn(tmp_path, "--base-url", server.url, "--model", "gpt-4o", "--exit-summary",
+                  "model", *args, env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
     child.expect(PROMPT)
     return child
 
@@ -385,7 +388,8 @@ def test_ctrl_c_held_while_the_summary_is_written(tmp_path: Path,
     out = io.StringIO()
     provider = _StoppedSummary()
     store = SessionStore(tmp_path / "sessions")
-    app = chat_app(config=Config(agents={"assistant": agent}), agent=agent,
+    app = chat_app(config=Config(agents={"assistant": agent},  # the model's summary
+                                 summary=SummaryConfig(on_exit="model")), agent=agent,
                   engine_settings=EngineSettings(provider, model="offline", system="s",
                                 max_output_tokens=500, temperature=None,
                                 retry=RetryPolicy(0, 0.0, 0.0)),
@@ -426,7 +430,6 @@ def test_second_ctrl_c_during_the_local_fallback_keeps_the_summary(
 
     from rollchat.compaction import extractive
     from rollchat.compaction import request as summary_request
-    from rollchat.config.settings import AgentConfig, Config
     from rollchat.engine.core import EngineSettings
     from rollchat.providers.base import RetryPolicy
     from rollchat.providers.offline import OfflineProvider
@@ -439,7 +442,8 @@ def test_second_ctrl_c_during_the_local_fallback_keeps_the_summary(
     provider = OfflineProvider()
     out = io.StringIO()
     app = chat_app(
-        config=Config(agents={"assistant": agent}), agent=agent,
+        config=Config(agents={"assistant": agent}, summary=SummaryConfig(on_exit="model")),
+        agent=agent,
         engine_settings=EngineSettings(provider, model="offline", system="s",
                       max_output_tokens=500, temperature=None, retry=RetryPolicy(0, 0.0, 0.0)),
         summary_provider=provider, summary_model="offline", provider_name="offline",

@@ -33,6 +33,7 @@ def test_no_save_exit_makes_no_summary_call(tmp_path: Path, openai_server: WireS
 def test_a_saved_chat_still_summarizes_at_exit(tmp_path: Path, openai_server: WireServer) -> None:
     """The other side of the same rule: without ``--no-save`` the exit asks for its summary."""
     openai_server.push(text("First answer."))
-    result = run_piped(tmp_path, "hello\n", env=_env(tmp_path, openai_server))
+    result = run_piped(tmp_path, "hello\n", "--exit-summary", "model",  # "hello" alone: local
+                       env=_env(tmp_path, openai_server))
     assert result.returncode == 0, result.stderr
     assert len(openai_server.requests) >= 2

@@ -101,7 +101,8 @@ def test_sigterm_with_a_slow_model_saves_the_local_summary_quickly(
     wait): a server that stalls gets the local summary saved instead, and the chat ends."""
     openai_server.push(text("Postgres it is."), stall(60))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rollchat", "--base-url", openai_server.url, "--model", "gpt-4o"],
+        [sys.executable, "-m", "rollchat", "--base-url", openai_server.url, "--model", "gpt-4o",
+         "--exit-summary", "model"],  # the model's summary to wait for (auto: local here)
         cwd=tmp_path, env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=default_signals)
@@ -127,7 +128,8 @@ def test_a_second_signal_while_saving_does_not_cut_the_save(
     took 1 s: signals sent later on a loaded machine came after the save, testing nothing)."""
     openai_server.push(text("Noted: the release is on monday."), stall(600))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rollchat", "--base-url", openai_server.url, "--model", "gpt-4o"],
+        [sys.executable, "-m", "rollchat", "--base-url", openai_server.url, "--model", "gpt-4o",
+         "--exit-summary", "model"],  # the model's summary to wait for (auto: local here)
         cwd=tmp_path, env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=default_signals)

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from rollchat.compaction.extractive import condense
 from rollchat.compaction.prefixed import OPENING
-from rollchat.config.settings import AgentConfig, Config
+from rollchat.config.settings import AgentConfig, Config, SummaryConfig
 from rollchat.domain import Message, Summary
 from rollchat.engine.core import EngineSettings
 from rollchat.providers.base import ChatRequest, RetryPolicy, ServerError, StreamEvent, TextDelta
@@ -82,7 +82,9 @@ def make_app(tmp_path: Path, *, provider: Recording | None = None, agent_name: s
     provider = provider or Recording()
     agent = AgentConfig(key="assistant", name=agent_name, provider="offline",
                         system_prompt=SYSTEM)
-    config = Config(agents={"assistant": agent})
+    # the model's summary at exit even for these short chats (summary.on_exit: auto would
+    # write a trivial session's locally): the summary flows are what these tests are about
+    config = Config(agents={"assistant": agent}, summary=SummaryConfig(on_exit="model"))
     buffer = io.StringIO()
     renderer = Renderer(Console(file=buffer, width=200, color_system=None,
                                 force_terminal=False), interactive=False)

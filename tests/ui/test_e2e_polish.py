@@ -43,7 +43,8 @@ def test_after_a_refused_local_server_the_exit_summary_is_local_said_once(
         tmp_path: Path, no_save: bool) -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
     done = run_piped(tmp_path, "hello there\n", "--provider", "openai", "--model", "m",
-                     "--base-url", url, *(["--no-save"] if no_save else []),
+                     "--base-url", url, "--exit-summary", "model",  # ("hello": local anyway)
+                     *(["--no-save"] if no_save else []),
                      env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
     out = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 0, out

@@ -3,6 +3,8 @@ by name, in the order ``--help`` lists them."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -47,7 +49,28 @@ for _command in (typer.core.TyperCommand, typer.core.TyperGroup):
 
 class _Group(typer.core.TyperGroup):
     """Typer's group, telling a subcommand typed for one of the chat's options (``rollchat
-    resume``) what to type instead."""
+    resume``) what to type instead, and saying every usage error in one line (click's block
+    of usage, hint and error is four)."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             windows_expand_args: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, windows_expand_args,
+                                **extra)
+        try:
+            done = super().main(args, prog_name, complete_var, False, windows_expand_args,
+                                **extra)
+        except click.UsageError as exc:
+            sys.stderr.write(f"rollchat: error: {usage_line(exc)}\n")
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            sys.stderr.write(f"rollchat: error: {exc.format_message()}\n")
+            sys.exit(exc.exit_code)
+        except click.Abort:  # end of input at a question no one answers (typer.prompt)
+            sys.stderr.write("Aborted!\n")
+            sys.exit(1)
+        sys.exit(done if isinstance(done, int) else 0)  # (typer.Exit's code, else 0)
 
     def resolve_command(self, ctx: click.Context, args: list[str],
                         ) -> tuple[str | None, click.Command | None, list[str]]:
@@ -58,6 +81,19 @@ class _Group(typer.core.TyperGroup):
             if hint is None:
                 raise
             raise click.UsageError(f"No such command {args[0]!r}; {hint}.", ctx) from exc
+
+
+def usage_line(exc: click.UsageError) -> str:
+    """A usage error as one line that says what to do: an unknown option with the closest
+    one and where the options are listed, any other with the command's --help."""
+    path = exc.ctx.command_path if exc.ctx is not None else "rollchat"
+    if isinstance(exc, click.NoSuchOption):
+        near = sorted(exc.possibilities or ())
+        meant = f" (did you mean {' or '.join(near[:2])}?)" if near else ""
+        return f"no such option {exc.option_name}{meant}; {path} --help lists them"
+    message = " ".join(exc.format_message().split())
+    message = message[:1].lower() + message[1:] if message[1:2].islower() else message
+    return f"{message.rstrip('.')} (see {path} --help)"
 
 
 def build_cli(*, subcommands: bool = True) -> typer.Typer:

@@ -6,10 +6,11 @@ from __future__ import annotations
 # the chat's options that take a value, and those that take none
 _TAKES_VALUE = frozenset({"--agent", "--provider", "--model", "--base-url", "--config",
                           "--sessions-dir", "--resume", "--fork", "--agent-file", "--output-format",
-                          "-p", "--print"})
+                          "-p", "--print", "--exit-summary"})
 _CHAT_FLAGS = frozenset({"--no-save", "--continue", "-c", "--pick", "--yes", "-y",
                          "--trust-input",
-                         "--show-tools", "--no-fork", "--version", "--print-stdin"})
+                         "--show-tools", "--no-fork", "--version", "--print-stdin",
+                         "--no-exit-summary", "--no-memory"})
 _PRINT = ("-p", "--print")
 
 

@@ -90,6 +90,23 @@ class OutputFormat(str, Enum):
 OutputFormatOpt = Annotated[OutputFormat, typer.Option(
     "--output-format", help="With -p: text (the answer), json (one object) or stream-json "
     "(one event per line).")]
+class ExitSummary(str, Enum):
+    AUTO = "auto"
+    MODEL = "model"
+    LOCAL = "local"
+    SKIP = "skip"
+
+
+ExitSummaryOpt = Annotated[Optional[ExitSummary], typer.Option(  # noqa: UP045
+    "--exit-summary", help="How the chat's exit summarizes, this run: auto (the model's, the "
+    "local one for a trivial session), model, local (no model call) or skip (none). "
+    "Default: summary.on_exit.")]
+NoExitSummaryOpt = Annotated[bool, typer.Option(
+    "--no-exit-summary", help="Write no summary at exit (as --exit-summary skip): resuming "
+    "the session summarizes it then.")]
+NoMemoryOpt = Annotated[bool, typer.Option(
+    "--no-memory", help="No memory this run: no facts recalled, none extracted (no "
+    "extraction calls).")]
 VersionOpt = Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Show the version and exit.")]
 
@@ -115,6 +132,9 @@ def chat_command(
     prompt: PrintOpt = None,
     prompt_stdin: PrintStdinOpt = False,
     output_format: OutputFormatOpt = OutputFormat.TEXT,
+    exit_summary: ExitSummaryOpt = None,
+    no_exit_summary: NoExitSummaryOpt = False,
+    no_memory: NoMemoryOpt = False,
     version: VersionOpt = False,
 ) -> None:
     """Start the chat (offline model when no API key is configured)."""
@@ -124,8 +144,9 @@ def chat_command(
                                          ("--resume (no value)", pick)) if on)
     flags = ChatFlags(agent=agent, provider=provider.value if provider else None, model=model,
                       base_url=base_url, no_save=no_save, yes=yes, trust_input=trust_input,
-                      no_fork=no_fork,
-                      agent_file=agent_file, show_tools=show_tools)
+                      no_fork=no_fork, agent_file=agent_file, show_tools=show_tools,
+                      exit_summary=_exit_summary(exit_summary, no_exit_summary),
+                      no_memory=no_memory)
     before = Given(config=config, sessions_dir=sessions_dir, starts=starts, chat=flags)
     if ctx.invoked_subcommand is not None:  # `rollchat --config X sessions`: X still counts
         _not_before(ctx.invoked_subcommand, prompt is not None or prompt_stdin, fork)
@@ -144,6 +165,13 @@ def chat_command(
              f"--output-format {output_format.value}")
     start(before, resume=resume, choose="pick" if pick else "last" if continue_last else None,
           fork=fork)
+
+
+def _exit_summary(chosen: ExitSummary | None, off: bool) -> str | None:
+    """The exit summary the flags ask for (None: the config's)."""
+    if off and chosen not in (None, ExitSummary.SKIP):
+        fail(f"--no-exit-summary and --exit-summary {chosen.value} disagree: give one")
+    return "skip" if off else chosen.value if chosen is not None else None
 
 
 def _not_before(command: str, prompt: bool, fork: str | None) -> None:
@@ -170,7 +198,8 @@ def start(before: Given, *, resume: str | None = None, choose: str | None = None
     flags = before.chat
     overrides = ConfigOverrides(agent=flags.agent, provider=flags.provider, model=flags.model,
                                 base_url=flags.base_url, sessions_dir=before.sessions_dir,
-                                no_save=flags.no_save)
+                                no_save=flags.no_save, exit_summary=flags.exit_summary,
+                                no_memory=flags.no_memory)
     try:
         code = start_chat(before.config, overrides, resume=resume, yes=flags.yes,
                           trust_input=flags.trust_input,
@@ -193,9 +222,12 @@ def one_shot(before: Given, prompt: str | None, output_format: str, *,
     if choose == "pick":
         fail("-p cannot choose a session in a picker: give --resume N|ID, or -c")
     flags = before.chat
+    if flags.exit_summary is not None:
+        fail("--exit-summary and --no-exit-summary are the chat's: -p writes the summary "
+             "summary.one_shot names (local by default)")
     overrides = ConfigOverrides(agent=flags.agent, provider=flags.provider, model=flags.model,
                                 base_url=flags.base_url, sessions_dir=before.sessions_dir,
-                                no_save=flags.no_save)
+                                no_save=flags.no_save, no_memory=flags.no_memory)
     try:
         code = run_one_shot(before.config, overrides, prompt=prompt, output_format=output_format,
                             resume=resume, last=choose == "last", yes=flags.yes,

@@ -57,7 +57,9 @@ def go_ahead(out: Renderer, *, dry_run: bool, yes: bool, listed: str, refusal: s
     if not yes:
         if not sys.stdin.isatty():
             fail(f"{refusal}: pass --yes to confirm, or --dry-run to only list them", 1)
-        if question is not None and not typer.confirm(question):
+        from rollchat.ui.approve import yes_or_no
+
+        if question is not None and not yes_or_no(question, out):  # Enter alone or Ctrl-D: no
             out.info("Nothing changed.")
             return False
     return True

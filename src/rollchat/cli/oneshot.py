@@ -83,7 +83,7 @@ def run_one_shot(config_path: Path | None, overrides: ConfigOverrides, *, prompt
     cfg = load_config(config_path=config_path, env=env, cwd=Path.cwd(), overrides=overrides)
     text = read_prompt(prompt, None if sys.stdin.isatty() else sys.stdin.buffer)
     cfg, loaded = start.load_agent_file(cfg, agent_file, overrides, env)
-    name, _, model = start.checked_provider(cfg, env)
+    name, reason, model = start.checked_provider(cfg, env)
     if last:
         from rollchat.cli.reading import choose_session
 
@@ -94,6 +94,8 @@ def run_one_shot(config_path: Path | None, overrides: ConfigOverrides, *, prompt
     out = StderrRenderer()
     for line in cfg.warnings:
         out.warn(line)
+    if (note := start.offline_model_note(name, model, reason)) is not None:
+        out.warn(note)
     outcome = Outcome(model=model, provider=name, agent=cfg.agent.name)
     output = Output(output_format, outcome)
     question = Question(cfg, env, name, model, text, resume, yes, loaded, fork=fork,

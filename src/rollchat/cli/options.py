@@ -64,6 +64,8 @@ class ChatFlags:
     no_fork: bool = False
     agent_file: Path | None = None
     show_tools: bool = False
+    exit_summary: str | None = None  # --exit-summary, --no-exit-summary (skip)
+    no_memory: bool = False
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,8 @@ def _list(found: list[OldSession], going: list[OldSession], which: str) -> None:
 
 def _go_ahead(going: list[OldSession], *, dry_run: bool, yes: bool) -> bool:
     """Whether the listed sessions are deleted: not on --dry-run, at once with -y, else when
-    the user says yes in a terminal (without one, exit 1; Ctrl-C at the question, 130)."""
+    the user says yes in a terminal (without one, or no, Enter or Ctrl-D there: exit 1; Ctrl-C
+    at the question, 130)."""
     if dry_run:
         print("Dry run: nothing deleted.")
         return False
@@ -103,9 +104,12 @@ def _go_ahead(going: list[OldSession], *, dry_run: bool, yes: bool) -> bool:
              "--dry-run to only list them)", 1)
     question = ("Delete this session?" if len(going) == 1
                 else f"Delete these {len(going)} sessions?")
+    from rollchat.ui.approve import yes_or_no
+    from rollchat.ui.render import output_renderer
+
     try:
-        sure = typer.confirm(question, default=False)
-    except typer.Abort:  # Ctrl-C or end of input at the question
+        sure = yes_or_no(question, output_renderer())  # Ctrl-D: no
+    except KeyboardInterrupt:
         print("\nNothing deleted.")
         raise typer.Exit(130) from None
     if not sure:

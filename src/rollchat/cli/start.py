@@ -81,12 +81,17 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
         from rollchat.cli.reading import choose_session
 
         resume = choose_session(cfg, choose, interactive=interactive)
+    for ref in (resume, fork):  # a session that does not exist: said before the banner
+        if ref is not None and choose is None:
+            _exists_or_fail(cfg, ref)
     # rich is loaded with the first answer
     renderer = Renderer(interactive=interactive, show_tools=show_tools)
     renderer.banner(agent=agent.name, model=model, provider=name, reason=reason,
                     where=cfg.session.location, server=providers.server_url(name, agent, env))
     for line in cfg.warnings:
         renderer.warn(line)
+    if (note := offline_model_note(name, model, reason)) is not None:
+        renderer.warn(note)
     closers: list[Callable[[], None]] = []  # what the chat started (MCP servers)
     equipment = equipment_of(agent, loaded)
     chat = Starting(lambda: _build_chat(cfg, env, name, model, renderer, interactive=interactive,
@@ -287,6 +292,33 @@ def checked_provider(cfg: Config, env: dict[str, str]) -> tuple[str, str, str]:
     providers.check_provider(name, agent, env)
     providers.check_provider(cfg.summary.provider or name, agent, env)
     return name, reason, agent.model or providers.DEFAULT_MODELS[name]
+
+
+def _exists_or_fail(cfg: Config, ref: str) -> None:
+    """UsageError (exit 2, as with -p) when the sessions directory has no session ``ref``."""
+    from rollchat.errors import UsageError
+    from rollchat.session.resume import find
+    from rollchat.storage.store import SessionStore
+
+    if not cfg.session.auto_save:
+        return
+    try:
+        find(SessionStore(cfg.session.dir), ref, None)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def offline_model_note(provider: str, model: str, reason: str) -> str | None:
+    """The line that says a model named for the offline provider is not what answers (None:
+    the offline model's own name, or another provider)."""
+    from rollchat.providers import OFFLINE
+
+    if provider != OFFLINE or model.startswith(OFFLINE):
+        return None
+    why = ("no API key is set: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or give --base-url "
+           "for a local server" if "no API key" in reason else
+           "the provider is offline: choose one that serves it with --provider")
+    return f"Model {model} is not asked: the offline model answers under its name ({why})."
 
 
 def load_agent_file(cfg: Config, agent_file: Path | None, overrides: ConfigOverrides,

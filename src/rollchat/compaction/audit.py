@@ -117,6 +117,9 @@ def audit(turns: Sequence[Turn], summary: Summary, parent: Summary | None = None
 def audit_line(result: Audit, limit: int = 4) -> str:
     """One line for the chat: "The summary keeps 14 of 15 named items (lost: port 8443)"."""
     total = len(result.kept) + len(result.lost)
+    if not (total or result.dropped_topics or result.dropped_artifacts):  # not "0 of 0"
+        return ("The session named no decisions, open tasks, files or figures for the summary "
+                "to keep.")
     line = f"The summary keeps {len(result.kept)} of {total} named items"
     if result.dropped_topics or result.dropped_artifacts:
         line += (f" ({result.dropped_topics} topics and {result.dropped_artifacts} artifacts "

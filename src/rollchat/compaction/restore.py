@@ -35,6 +35,21 @@ def build_restoration_prompt(
     return PROMPTS[PROMPT_VERSION](facts)
 
 
+SIGNED_IN_PLACE = ("(The summary is the provider's compaction block just before this "
+                   "message; it is not repeated here.)")
+
+
+def summary_once(prompt: str) -> str:
+    """The restoration ``prompt`` as sent after the provider's signed compaction block, which
+    holds the same summary: the summary block replaced by a line saying where it is, so the
+    model reads it once (the session file keeps the whole prompt)."""
+    start = prompt.find(SUMMARY_START)
+    end = prompt.find(SUMMARY_END, start)
+    if start < 0 or end < 0:
+        return prompt
+    return prompt[:start] + SIGNED_IN_PLACE + prompt[end + len(SUMMARY_END):]
+
+
 def restored_summary(transcript: Transcript) -> Summary | None:
     """The parent's summary a session was started from, read from its own file: its first
     entry records the restoration prompt (so a child loses no context when its parent's file

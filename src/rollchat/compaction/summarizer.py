@@ -100,7 +100,9 @@ class Summarizer:
             return self._rollchat(turns, parent, focus, prefix)
         server = server_summary(self.provider, prefix, parent=parent, focus=focus,
                                 max_words=self.words,
-                                max_output_tokens=self.budget.max_output_tokens)
+                                max_output_tokens=self.budget.max_output_tokens,
+                                fill=lambda: self._local(turns, parent, focus, self.words,
+                                                         fallback=False))
         if server.summary is not None:
             return SummaryOutcome(server.summary, False, None, server.usage)
         self.notes.append(f"The provider's compaction failed ({server.reason}); rollchat "

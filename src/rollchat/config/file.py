@@ -38,6 +38,7 @@ from rollchat.config.mcp_servers import (
     read_servers_file,
 )
 from rollchat.config.settings import (
+    EXIT_SUMMARIES,
     HANDOFF_STRATEGIES,
     MAX_INSTRUCTION_BYTES,
     ONE_SHOT_SUMMARIES,
@@ -131,6 +132,8 @@ _SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
         "timeout_seconds": capped(SECONDS, MAX_SECONDS),
         "one_shot": Field("str", "must be one of local, model",
                           lambda v: v in ONE_SHOT_SUMMARIES),
+        "on_exit": Field("str", "must be one of auto, model, local, skip",
+                         lambda v: v in EXIT_SUMMARIES),
     }),
     "retry": (RetryConfig, {
         "max_retries": capped(NONNEG, 100),

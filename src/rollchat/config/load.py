@@ -140,7 +140,18 @@ def load_config(*, config_path: Path | None, env: Mapping[str, str], cwd: Path,
         config = load_file(path, display_path(path, cwd), trust)
     config = with_claude_settings(config, cwd, user_config_dir, _home(env))
     config = with_project_mcp(config, cwd, user_config_dir)
-    return _apply(config, _layers(env, overrides), overrides.no_save, cwd)
+    return _per_run(_apply(config, _layers(env, overrides), overrides.no_save, cwd), overrides)
+
+
+def _per_run(config: Config, overrides: ConfigOverrides) -> Config:
+    """The flags that turn a cost off for one run: --exit-summary, --no-memory."""
+    if overrides.exit_summary is not None:
+        summary = dataclasses.replace(config.summary, on_exit=overrides.exit_summary)
+        config = dataclasses.replace(config, summary=summary)
+    if overrides.no_memory:
+        config = dataclasses.replace(config, memory=dataclasses.replace(config.memory,
+                                                                        enabled=False))
+    return config
 
 
 PROJECT_MCP = ".mcp.json"  # Claude Code's project MCP servers

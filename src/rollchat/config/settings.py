@@ -118,6 +118,9 @@ class SummaryConfig:
     # the summary of a one-shot run (``rollchat -p``): "local" (extractive, no model call: a
     # model's summary of one exchange costs more than the exchange) or "model"
     one_shot: str = "local"
+    # the chat's exit summary: "auto" (the model's for a session with real content, the local
+    # one for a trivial session: session/exiting.py), "model", "local" or "skip" (none)
+    on_exit: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,7 @@ class ToolsConfig:
 
 HANDOFF_STRATEGIES = ("summary", "bm25", "last_n")
 ONE_SHOT_SUMMARIES = ("local", "model")  # summary.one_shot
+EXIT_SUMMARIES = ("auto", "model", "local", "skip")  # summary.on_exit
 
 
 @dataclass(frozen=True)
@@ -283,6 +287,8 @@ class ConfigOverrides:
     base_url: str | None = None
     sessions_dir: Path | None = None
     no_save: bool = False
+    exit_summary: str | None = None  # --exit-summary (--no-exit-summary: skip)
+    no_memory: bool = False  # --no-memory: neither recalled nor extracted this run
 
 
 

@@ -1,6 +1,8 @@
 """tiktoken encodings loaded through a cache of their parsed tables: tiktoken reads its
 encoding file as 100,000 base64 lines at each start (about half of the load, and the load is
-most of a one-shot run's time: bench/bench_cli.py), marshal reads the table in a tenth of that."""
+most of a one-shot run's time: bench/bench_cli.py), marshal reads the table in a tenth of that.
+cl100k_base comes from the file vendored in models/data (sha256 checked), so it needs no
+network; the others from tiktoken (which may download them)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,38 @@ from typing import Any
 
 CACHE_VERSION = 1
 MIN_RANKS = 1_000  # a table smaller than this is not one tiktoken wrote
+
+# Vendored BPE files (models/data/README.md says where they come from): name -> (file, the
+# sha256 tiktoken pins for it, its split pattern and special tokens as tiktoken_ext's
+# openai_public.py defines them; tiktoken is MIT-licensed).
+_ENDOFTEXT, _ENDOFPROMPT = "<|endoftext|>", "<|endofprompt|>"
+VENDORED: dict[str, tuple[str, str, str, dict[str, int]]] = {
+    "cl100k_base": (
+        "cl100k_base.tiktoken",
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|"""
+        r""" ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+        {_ENDOFTEXT: 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+         "<|fim_suffix|>": 100260, _ENDOFPROMPT: 100276}),
+}
+
+
+def vendored(name: str, directory: Path | None = None) -> Any:
+    """The encoding ``name`` built with tiktoken's documented constructor from the vendored
+    file, after checking its sha256; ValueError when the file's hash differs, KeyError when
+    ``name`` is not vendored."""
+    import hashlib
+
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    file_name, digest, pat_str, special = VENDORED[name]
+    path = (directory or Path(__file__).parent / "data") / file_name
+    if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+        raise ValueError(f"{path} is not the {name} table (its sha256 differs)")
+    ranks = load_tiktoken_bpe(str(path))
+    return tiktoken.Encoding(name, pat_str=pat_str, mergeable_ranks=ranks,
+                             special_tokens=special)
 
 
 def cache_dir() -> Path:
@@ -34,7 +68,7 @@ def load(name: str, directory: Path | None = None) -> Any:
         with contextlib.suppress(Exception):  # tiktoken refuses a table of the wrong types
             return tiktoken.Encoding(name, pat_str=pat_str, mergeable_ranks=ranks,
                                      special_tokens=special)
-    encoding = tiktoken.get_encoding(name)
+    encoding = vendored(name) if name in VENDORED else tiktoken.get_encoding(name)
     _write(path, (encoding.name, encoding._pat_str, encoding._mergeable_ranks,
                   encoding._special_tokens))
     return encoding

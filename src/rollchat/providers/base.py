@@ -196,6 +196,12 @@ class BadRequestError(ProviderError):
     label = "request rejected"
 
 
+class ModelNotFoundError(BadRequestError):
+    """The server has no model of the name asked for (HTTP 404 naming a model)."""
+
+    label = "no such model"
+
+
 # ---------------------------------------------------------------- retries
 
 

@@ -35,6 +35,18 @@ class CompactionFailed(ProviderError):
         self.code = code
 
 
+class CompactionUnavailable(CompactionFailed):
+    """The server could not compact for a transient reason (``compaction_unavailable``: the
+    SDK's CompactionUnavailableError, an OverloadedError, says "Retry the request"): retried
+    as any request is."""
+
+    retryable = True
+    label = "server compaction unavailable"
+
+
+TRANSIENT_CODES = {"compaction_unavailable": CompactionUnavailable}
+
+
 @runtime_checkable
 class CompactingProvider(Protocol):
     """A provider with on-demand server-side compaction. ``compact`` sends ``request`` (the

@@ -4,6 +4,7 @@ image becomes where it cannot be sent (no bytes in memory, or a provider without
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -36,5 +37,43 @@ def sendable(message: Message, images: bool) -> Message:
     return replace(message, content=content, images=keep)
 
 
-def all_sendable(messages: Sequence[Message], images: bool) -> list[Message]:
-    return [sendable(m, images) for m in messages]
+def all_sendable(messages: Sequence[Message], images: bool,
+                 provider: str = "") -> list[Message]:
+    """Each message ``sendable``, then within ``provider``'s limits per request (see
+    providers/image_fit.py): beyond its count the oldest images become text lines; with more
+    than MANY_IMAGES (Anthropic), each is scaled to MANY_SIDE pixels at most."""
+    out = [sendable(m, images) for m in messages]
+    total = sum(len(m.images) for m in out)
+    if not total:
+        return out
+    from rollchat.providers.image_fit import MANY_IMAGES, MANY_SIDE, MAX_IMAGES
+
+    over = total - MAX_IMAGES.get(provider, total)
+    many = provider == "anthropic" and total - max(over, 0) > MANY_IMAGES
+    if over <= 0 and not many:
+        return out
+    fitted: list[Message] = []
+    for message in out:
+        keep, lines = [], []
+        for i in message.images:
+            if over > 0:
+                over -= 1
+                lines.append(standin(i.media_type, i.size, "over the "
+                                     f"{MAX_IMAGES[provider]} images a request may hold"))
+            else:
+                keep.append(_within(i, MANY_SIDE) if many else i)
+        parts = [message.content, *lines] if message.content else lines
+        content = "\n".join(parts) if lines else message.content
+        fitted.append(replace(message, images=tuple(keep), content=content))
+    return fitted
+
+
+@functools.lru_cache(maxsize=256)
+def _within(image: Image, side: int) -> Image:
+    """``image`` at most ``side`` pixels on either side (the same image when it is)."""
+    from rollchat.providers.image_fit import fit
+
+    made = fit(image.data or b"", image.media_type, max_side=side)
+    if isinstance(made, str) or made.data == image.data:
+        return image
+    return replace(image, media_type=made.media_type, size=len(made.data), data=made.data)

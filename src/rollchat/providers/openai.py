@@ -18,6 +18,7 @@ from rollchat.providers.base import (
     ToolSpec,
 )
 from rollchat.providers.content import all_sendable, b64
+from rollchat.providers.fitting import create_fitted
 from rollchat.providers.lanes import traced_http_client
 from rollchat.providers.names import OPENAI, SDK_MODULES
 from rollchat.providers.sdk import (
@@ -45,7 +46,7 @@ class OpenAIProvider(SDKProvider):
         official = _is_official(self._base_url)
         params = request_params(request, official=official,
                                 images=official if self.images is None else self.images)
-        stream: SDKStream = client.chat.completions.create(**params)
+        stream: SDKStream = create_fitted(client.chat.completions.create, params, request.model)
         return stream
 
     def _parser(self) -> StreamParser:
@@ -71,7 +72,7 @@ def request_params(request: ChatRequest, *, official: bool = False,
     if request.system:
         messages.append({"role": "system", "content": request.system})
     images = official if images is None else images
-    messages += wire_messages(all_sendable(request.messages, images))
+    messages += wire_messages(all_sendable(request.messages, images, OPENAI))
     params: dict[str, Any] = {"model": request.model, "messages": messages, "stream": True,
                               "stream_options": {"include_usage": True}}
     params["max_completion_tokens" if official else "max_tokens"] = request.max_output_tokens

@@ -25,6 +25,7 @@ from rollchat.providers.base import (
 )
 from rollchat.providers.content import all_sendable, b64
 from rollchat.providers.context_errors import is_context_error, stated_limit
+from rollchat.providers.fitting import create_fitted
 from rollchat.providers.names import (
     OPENAI_RESPONSES,
     SDK_MODULES,
@@ -98,7 +99,8 @@ class ResponsesProvider(CompactingResponses):
 
     def _open(self, client: Any, request: ChatRequest) -> SDKStream:
         try:
-            stream: SDKStream = client.responses.create(**self._params(request))
+            stream: SDKStream = create_fitted(client.responses.create, self._params(request),
+                                              request.model)
         except Exception as exc:
             raise self._refused(exc, request) from None
         return stream

@@ -112,11 +112,13 @@ class CompactingResponses(SDKProvider):
     def _compacted_apart(self, request: ChatRequest) -> tuple[ProviderBlock, Usage]:
         params = self._params(request)
         try:
-            result = self._sdk_client().responses.compact(
+            raw = self._sdk_client().responses.with_raw_response.compact(
                 model=params["model"], input=params["input"],
                 **{k: params[k] for k in ("instructions", "prompt_cache_key") if k in params})
-            items = [item.to_dict(mode="json") for item in result.output]
-            usage = usage_from(result.usage)
+            # the items as the server sent them: the SDK's models serialized back warn (an
+            # input message typed as an output one) and may not give back what came
+            items = list(json.loads(raw.http_response.text).get("output") or [])
+            usage = usage_from(raw.parse().usage)
         except ProviderError:
             raise
         except Exception as exc:

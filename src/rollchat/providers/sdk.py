@@ -26,6 +26,7 @@ from rollchat.providers.base import (
     ContextTooLongError,
     Done,
     MalformedStreamError,
+    ModelNotFoundError,
     OverloadedError,
     ProviderConnectionError,
     ProviderError,
@@ -413,6 +414,8 @@ def _by_status(exc: Exception, status: int, secret: str | None) -> ProviderError
         return ProviderTimeoutError(text)
     if status == 409:
         return ConflictError(text, retry_after=wait)
+    if status == 404 and (code == "model_not_found" or "model" in message.lower()):
+        return ModelNotFoundError(text)
     if status >= 500:
         return ServerError(text, retry_after=wait)
     if 400 <= status < 500:

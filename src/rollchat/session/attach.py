@@ -1,6 +1,7 @@
 """Files the user attaches to a message (``attach PATH``): an image is sent as an image (the
-rules of tools/images.py: a kind the providers read, at most 5 MB), a text file as its text
-after the message, in a fence that names it; anything else is refused with the reason."""
+rules of storage/images.py: a kind the providers read, scaled down to their limits), a text
+file as its text after the message, in a fence that names it; anything else is refused with
+the reason."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from pathlib import Path
 
 from rollchat.domain import Image
 from rollchat.errors import UsageError
-from rollchat.storage.images import MAX_IMAGE_BYTES, image, sniff
+from rollchat.providers.image_fit import MAX_SOURCE_BYTES
+from rollchat.storage.images import fitted_image, sniff
 
 MAX_TEXT_CHARS = 200_000  # a text attachment's most characters (about 50k tokens)
-MAX_BYTES = max(MAX_IMAGE_BYTES, MAX_TEXT_CHARS * 4)  # the most an attached file may hold
+MAX_BYTES = 5 * 2**20  # the most a file that is not an image may hold (read before decoding)
 _KERNEL = (Path("/proc"), Path("/sys"))  # files the kernel makes up: never sent
 # Asked before a file outside the project is read (the resolved path); True: read it.
 OutsideCheck = Callable[[Path], bool]
@@ -29,10 +31,12 @@ class Attachment:
     name: str
     image: Image | None = None
     text: str | None = None
+    note: str = ""  # an image scaled down to fit: says so
 
     def describe(self) -> str:
         if self.image is not None:
-            return f"{self.name} ({self.image.media_type}, {self.image.size:,} bytes)"
+            scaled = f"; {self.note}" if self.note else ""
+            return f"{self.name} ({self.image.media_type}, {self.image.size:,} bytes{scaled})"
         return f"{self.name} ({len(self.text or ''):,} characters of text)"
 
 
@@ -107,7 +111,8 @@ def locate(name: str, project: Path, outside: OutsideCheck | None) -> Path:
 
 
 def _read(path: Path, name: str) -> bytes:
-    """At most MAX_BYTES of the regular file ``path``, its size checked before reading."""
+    """The regular file ``path``, its size checked before reading: at most MAX_SOURCE_BYTES
+    for an image (scaled down later), MAX_BYTES for anything else."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | \
         getattr(os, "O_CLOEXEC", 0)
     try:
@@ -119,30 +124,31 @@ def _read(path: Path, name: str) -> bytes:
         kind = _kind(info.st_mode)  # (changed since it was looked at)
         if kind is not None:
             raise UsageError(f"attach: {name} is {kind}")
-        if info.st_size > MAX_BYTES:
-            if sniff(f.read(64)) is not None:
+        picture = sniff(f.read(64)) is not None
+        f.seek(0)
+        limit = MAX_SOURCE_BYTES if picture else MAX_BYTES
+        if info.st_size > limit:
+            if picture:
                 raise UsageError(f"attach: {name} is an image of {info.st_size:,} bytes, "
-                                 f"over the {MAX_IMAGE_BYTES // 2**20} MB a model takes")
+                                 f"over the {MAX_SOURCE_BYTES // 2**20} MB rollchat scales down")
             raise UsageError(f"attach: {name} is {_size(info.st_size)}, over the "
                              f"{_size(MAX_BYTES)} an attachment may be; attach a part")
-        return f.read(MAX_BYTES + 1)
+        data = f.read(limit + 1)
+    if len(data) > limit:  # (grew while it was read)
+        raise UsageError(f"attach: {name} is over the {_size(limit)} an attachment may be; "
+                         "attach a part")
+    return data
 
 
 def read_attachment(name: str, project: Path, outside: OutsideCheck | None = None) -> Attachment:
     """The file ``name`` (relative to ``project``, ``~`` expanded) as an attachment; UsageError,
     saying why, when it cannot be one (see ``locate``)."""
     data = _read(locate(name, project, outside), name)
-    if len(data) > MAX_BYTES:  # (grew while it was read)
-        raise UsageError(f"attach: {name} is over the {_size(MAX_BYTES)} an attachment "
-                         "may be; attach a part")
     if sniff(data) is not None:
-        if len(data) > MAX_IMAGE_BYTES:
-            raise UsageError(f"attach: {name} is an image of {len(data):,} bytes, "
-                             f"over the {MAX_IMAGE_BYTES // 2**20} MB a model takes")
-        made = image(data)
+        made, note = fitted_image(data)
         if isinstance(made, str):
             raise UsageError(f"attach: {name}: {made.strip('[]')}")
-        return Attachment(name, image=made)
+        return Attachment(name, image=made, note=note)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

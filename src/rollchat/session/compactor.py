@@ -13,6 +13,7 @@ from rollchat.compaction import policy
 from rollchat.compaction.call import SummaryOutcome
 from rollchat.compaction.policy import Plan, PolicyState, Situation
 from rollchat.compaction.prefixed import INSTRUCTION_TOKENS
+from rollchat.compaction.restore import summary_once
 from rollchat.compaction.server import signed_to_send
 from rollchat.compaction.summarizer import Background, Summarizer
 from rollchat.config.settings import AgentConfig, AutoCompact, Config, auto_mode
@@ -311,7 +312,9 @@ class Compactor:
         if not quiet:
             yield AnswerStarted(self.agent.name)
         signed = signed_to_send(parent.summary)[0]  # first, unless the summary changed since
-        restoring = self.engine.restore(prompt, () if signed is None else (signed,))
+        # the signed block holds the summary: the prompt sent with it does not repeat it
+        restoring = self.engine.restore(prompt if signed is None else summary_once(prompt),
+                                        () if signed is None else (signed,))
         answer: Answer = yield from (quietly(restoring) if quiet else restoring)
         context = restored_context(parent, automatic=quiet)
         # the prompt is kept in the child's file: it holds the parent's summary (see prune)

@@ -21,10 +21,12 @@ from rollchat.models.calls import Call, cost_of, usage_of
 from rollchat.models.current import CurrentModel
 from rollchat.models.tokens import TokenCounter
 from rollchat.providers.base import ContextTooLongError, Provider, ServerDownError
+from rollchat.providers.names import KEY_ENV
 from rollchat.session import ops
 from rollchat.session.build import build_engine, memory_layers, session_tools, stable_prompt
 from rollchat.session.checkpoint import checkpointed  # each tool call on disk as it ends
 from rollchat.session.compactor import CompactAsker, CompactChoice, Compactor, Surroundings
+from rollchat.session.exiting import SKIPPED, exit_summary
 from rollchat.session.figures import CompactorFigures
 from rollchat.session.forks import IN_CHAT, Forking, Recorder
 from rollchat.session.hooked import SessionHooks, with_hook_context
@@ -38,6 +40,7 @@ from rollchat.session.state import (
     now,
     session_title,
     tools_too_big,
+    unusable,
 )
 from rollchat.session.steps import proposal
 from rollchat.session.switch import checked_choice, window_of
@@ -89,6 +92,7 @@ class Session(CompactorFigures):
         self.recorded = 0  # user messages recorded: a front end can check one was kept
         self.undo_point: UndoPoint | None = None  # what the last compact replaced
         self.server_down: ServerDownError | None = None  # the last answer found none listening
+        self.unusable: str | None = None  # why the last answer's model cannot be asked again
         self.memory, self.layers = memory, memory_layers(config, memory, layers)
         self.persona = engine_settings.system  # the agent's system prompt (skills included)
         self.instructions = SessionInstructions(instructions or loader(
@@ -268,10 +272,13 @@ class Session(CompactorFigures):
         if self.layers is not None and answer.turn.status != "unanswered":
             self.layers.sent(self.counter.count_text)
         self.server_down = answer.error if isinstance(answer.error, ServerDownError) else None
+        self.unusable = unusable(answer.error, self.engine.model)  # said once, by this answer
         turn = answer.turn if handed is None else replace(answer.turn, user=text, context=note)
         turn = self.noted(turn)  # a model switched since the last turn (see use_model)
         hint = None if answer.turn.status != "unanswered" else failure_hint(
-            answer.error, False, auto_off=self.auto_mode == "off")
+            answer.error, False, auto_off=self.auto_mode == "off",
+            key_var=self.agent.api_key_env or KEY_ENV.get(self.provider_name),
+            model=self.engine.model)
         yield from self.hooks.told()  # a tool hook that failed or timed out
         yield from self._record(turn, hint)
         yield from self.hooks.stop(self.state)  # the answer is over (Claude Code's Stop)
@@ -403,7 +410,7 @@ class Session(CompactorFigures):
     # ------------------------------------------------------------------ memory
     def _memory(self) -> Memory:
         if self.memory is None:
-            raise UsageError("memory is off (memory.enabled is false, or --no-save)")
+            raise UsageError("memory is off (memory.enabled is false, --no-memory or --no-save)")
         return self.memory
 
     def remember(self, text: str) -> Flow:
@@ -436,10 +443,20 @@ class Session(CompactorFigures):
         self.finished, state = True, self.state
         yield from self.recorder.retry(state, self.cost(), self.engine.context.reported_size)
         kept = self.config.session.auto_save  # off (--no-save): a summary nobody would read
-        if state.queries and not state.save_failed and kept:
+        how = exit_summary(self.config.summary.on_exit, state.turns,
+                           continued=state.parent_summary is not None)
+        if state.queries and not state.save_failed and kept and how == "skip":
+            yield Notice("info", SKIPPED)
+            if self.memory is not None:
+                yield from self.memory.at_summary(state.turns, state.session_id, None,
+                                                  ending=True, within=within)
+        elif state.queries and not state.save_failed and kept:
             if self.server_down is not None:  # said once, by the answer: no second wait
                 self.summarizer.skip_model(self.engine.provider, "nothing listened at its server")
-            yield from self.compactor.finalize(state, within=within, ending=True, local=local)
+            elif self.unusable is not None:  # said once, by the answer: not a second 401
+                self.summarizer.skip_model(self.engine.provider, self.unusable)
+            yield from self.compactor.finalize(state, within=within, ending=True,
+                                               local=local or how == "local")
         yield from self.hooks.end(state, "exit")
         state.close()
         spent, run, priced = self.cost(), self.run_calls(), self.current.price is not None

@@ -193,10 +193,13 @@ def _use_summary(state: SessionState, engine: Engine, store: Store, old: Summary
     context = engine.context
     before, after = render_summary_block(old), render_summary_block(new)
     first = context.messages[0] if context.prefix_len and context.messages else None
-    if first is None or before not in first.content:
+    # sent after a signed block, the prompt does not repeat the summary: the file's has it
+    whole = state.restored.user if first is not None and first.extra and \
+        state.restored is not None else (first.content if first is not None else "")
+    if first is None or before not in whole:
         raise RollchatError("the restored summary is no longer in the working context; "
                             "nothing was changed")
-    prompt = first.content.replace(before, after, 1)
+    prompt = whole.replace(before, after, 1)
     context.rewrite(0, Message("user", prompt))
     state.parent_summary = new
     if state.restored is not None:

@@ -16,7 +16,12 @@ from rollchat.engine.context import WorkingContext
 from rollchat.errors import UsageError
 from rollchat.models.calls import Call, usage_of
 from rollchat.models.prices import ChainCost
-from rollchat.providers.base import AuthError, ContextTooLongError, ProviderError
+from rollchat.providers.base import (
+    AuthError,
+    ContextTooLongError,
+    ModelNotFoundError,
+    ProviderError,
+)
 from rollchat.storage.store import LiveSession
 from rollchat.text.wording import session_size
 from rollchat.tools import Tool
@@ -233,11 +238,23 @@ def tools_too_big(error: str, tools: int, without: str | None) -> str:
             f"{error.removeprefix('message too long: ')}")
 
 
+def unusable(error: ProviderError | None, model: str) -> str | None:
+    """Why asking the same model again (the exit's summary) would only fail the same way: its
+    key refused, the model unknown to its server; None when it may answer."""
+    if isinstance(error, AuthError):
+        return "its API key was refused"
+    if isinstance(error, ModelNotFoundError):
+        return f"the server has no model {model!r}"
+    return None
+
+
 def failure_hint(error: ProviderError | None, too_big_message: bool,
-                 auto_off: bool = False, tools: str = "") -> str:
+                 auto_off: bool = False, tools: str = "", key_var: str | None = None,
+                 model: str = "") -> str:
     """What to do about an answer that failed, by the kind of failure (``auto_off``:
     automatic compaction is off, so a conversation too long for the window stays so;
-    ``tools``: the refusal, which may say the tools' specs are why)."""
+    ``tools``: the refusal, which may say the tools' specs are why; ``key_var``: the variable
+    the provider in use reads its key from; ``model``: the model asked)."""
     if TOOLS_TOO_BIG in tools:
         return ("Offer fewer tools (an MCP server's include_tools or exclude_tools, or the "
                 "agent's own) or use a model with a larger window; your message was kept.")
@@ -248,8 +265,12 @@ def failure_hint(error: ProviderError | None, too_big_message: bool,
     if too_big_message or isinstance(error, ContextTooLongError):
         return "Shorten or split the message (it is kept in the transcript and the history)."
     if isinstance(error, AuthError):
-        return ("Check the API key: ANTHROPIC_API_KEY, OPENAI_API_KEY or the variable the "
-                "agent's api_key_env names. Your message was kept.")
+        where = f"the API key in {key_var}" if key_var else "the API key"
+        return f"Check {where}. Your message was kept."
+    if isinstance(error, ModelNotFoundError):
+        return (f"The server has no model {model!r}: 'model' lists the choices, 'model NAME' "
+                "switches (or start with --model NAME); your message was kept, press Up and "
+                "Enter to send it again.")
     if isinstance(error, ProviderError) and not error.retryable:
         return "Your message was kept in the transcript and the input history."
     return "Your message was kept; press Up and Enter to send it again."

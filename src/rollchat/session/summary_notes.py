@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Protocol
 
-from rollchat.compaction.call import SummaryOutcome, fallback_line
+from rollchat.compaction.call import NOT_ASKED, SummaryOutcome, fallback_line
 from rollchat.domain import Usage
 from rollchat.events import Notice
 from rollchat.models.prices import money
@@ -25,8 +25,9 @@ def summary_notices(outcome: SummaryOutcome, learned: Iterable[Learned],
         yield Notice("warning", window.line("the summary was written in smaller parts"))
     for note in engine_notes:
         yield Notice("warning", note)
-    if outcome.fallback_used:
-        yield Notice("warning", fallback_line(outcome.reason))
+    if outcome.fallback_used:  # chosen (the model not asked: said why) is no warning
+        chosen = outcome.reason is not None and outcome.reason.startswith(NOT_ASKED)
+        yield Notice("info" if chosen else "warning", fallback_line(outcome.reason))
     if outcome.usage.total:
         yield Notice("info", summary_cost_line(outcome.usage, dollars))
 

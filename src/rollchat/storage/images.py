@@ -18,8 +18,11 @@ from pathlib import Path
 from rollchat.domain import Image, ToolResult, Turn
 from rollchat.errors import StoreError
 from rollchat.providers.content import standin
+from rollchat.providers.image_fit import MAX_SOURCE_BYTES, fit
 
-MAX_IMAGE_BYTES = 5 * 1024 * 1024  # Anthropic's limit per image (OpenAI's is larger)
+# The largest image file read back from beside a session (images are saved fitted, within
+# providers/image_fit.py's limits; sessions written before that kept files up to 5 MB)
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
 # The kinds both providers accept, by the first bytes of the file.
 _MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
           (b"GIF87a", "image/gif"), (b"GIF89a", "image/gif"))
@@ -41,16 +44,27 @@ def sniff(data: bytes) -> str | None:
 
 
 def image(data: bytes, media_type: str | None = None) -> Image | str:
-    """An Image of ``data``, or the one-line text it is replaced by when it cannot be shown
-    (not a kind the providers accept, or over ``MAX_IMAGE_BYTES``). The kind is read from
-    the bytes; a declared ``media_type`` that disagrees is not trusted."""
+    """An Image of ``data`` (scaled down to the providers' limits where it exceeds them), or
+    the one-line text it is replaced by when it cannot be shown (see ``fitted_image``)."""
+    return fitted_image(data, media_type)[0]
+
+
+def fitted_image(data: bytes, media_type: str | None = None) -> tuple[Image | str, str]:
+    """(an Image of ``data``, the line saying it was scaled down or "") or (the one-line text
+    it is replaced by, ""): when it is not a kind the providers accept, cannot be read, or
+    cannot be made to fit (providers/image_fit.py). The kind is read from the bytes; a declared
+    ``media_type`` that disagrees is not trusted."""
     kind = sniff(data)
     if kind is None:
         return standin(media_type or "unknown", len(data), "not an image kind the model reads "
-                       "(png, jpeg, gif, webp)")
-    if len(data) > MAX_IMAGE_BYTES:
-        return standin(kind, len(data), f"over {MAX_IMAGE_BYTES // (1024 * 1024)} MB")
-    return Image(kind, len(data), hashlib.sha256(data).hexdigest(), data=data)
+                       "(png, jpeg, gif, webp)"), ""
+    if len(data) > MAX_SOURCE_BYTES:
+        return standin(kind, len(data), f"over {MAX_SOURCE_BYTES // 2**20} MB"), ""
+    made = fit(data, kind)
+    if isinstance(made, str):
+        return standin(kind, len(data), made), ""
+    return Image(made.media_type, len(made.data), hashlib.sha256(made.data).hexdigest(),
+                 data=made.data), made.note
 
 
 def files_dir(root: Path, session_id: str) -> Path:

@@ -1,12 +1,13 @@
 """What a tool's ``run`` may give back beside text: image bytes, an Image, or text and images
-(ToolReturn); the bytes are checked as storage/images.py checks every image."""
+(ToolReturn); the bytes are checked (and scaled down to fit) as storage/images.py does every
+image."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from rollchat.domain import Image
-from rollchat.storage.images import image, sniff
+from rollchat.storage.images import fitted_image, sniff
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ def returned(result: object) -> tuple[str, tuple[Image, ...]]:
         data = bytes(result)
         if sniff(data) is None:
             return data.decode("utf-8", errors="replace"), ()
-        made = image(data)
-        return (made, ()) if isinstance(made, str) else ("", (made,))
+        made, note = fitted_image(data)
+        return (made, ()) if isinstance(made, str) else (f"[image {note}]" if note else "",
+                                                         (made,))
     return str(result), ()

@@ -95,7 +95,7 @@ class ChatApp:
 
             if not ask(f"{path} is outside this project. Send it to the model?",
                        {"y": True, "yes": True, "n": False, "no": False}, "y/N", self.out,
-                       default=False):
+                       safe=False, default=False):
                 return False
             self.outside_allowed.add(path)
         return True

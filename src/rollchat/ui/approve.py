@@ -38,7 +38,7 @@ def terminal_asker(out: Renderer) -> Asker:
                      (f" ({tool.source})" if tool.source != "builtin" else "", "dim"))
             for line in args.splitlines():
                 out.line(("  " + line, ""))
-            reply = ask(QUESTION, _APPROVAL, "y/a/n", out)
+            reply = ask(QUESTION, _APPROVAL, "y/a/n", out, safe="n")
             if reply == "a":
                 out.dim(ALWAYS_NOTE.format(name=call.name))
             return reply
@@ -70,8 +70,8 @@ def terminal_compact_asker(out: Renderer) -> Callable[[str], CompactChoice | Non
 
     def ask_compact(question: str) -> CompactChoice | None:
         try:
-            return ask(question, _COMPACT_ANSWERS, "c/l/o", out)
-        except (KeyboardInterrupt, EOFError):
+            return ask(question, _COMPACT_ANSWERS, "c/l/o", out, safe="later")
+        except KeyboardInterrupt:
             return "later"
 
     return ask_compact
@@ -86,7 +86,8 @@ def confirmer(out: Renderer, *, yes: bool, interactive: bool) -> Callable[[str],
     """The session's yes/no question (``... Continue? (y/n) ``, no by default, or ``...?
     (Y/n) ``, yes by default): yes at once with --yes; without a terminal, the default: a
     (y/n) question refused with the reason said, a (Y/n) one answered yes, saying so; else
-    asked in the terminal (Enter alone: the default)."""
+    asked in the terminal (Enter alone and Ctrl-D: the default, the answer given without a
+    terminal)."""
 
     def confirm(question: str) -> bool:
         if yes:
@@ -102,7 +103,15 @@ def confirmer(out: Renderer, *, yes: bool, interactive: bool) -> Callable[[str],
             return default
         asked = said if default or not (found and "Continue" in found[0]) else \
             f"{said} Continue?"
-        answer: bool = ask(asked, _YES_NO, "Y/n" if default else "y/N", out, default=default)
+        answer: bool = ask(asked, _YES_NO, "Y/n" if default else "y/N", out, safe=default,
+                           default=default)
         return answer
 
     return confirm
+
+
+def yes_or_no(question: str, out: Renderer) -> bool:
+    """A command's yes/no question in the terminal, no by default: Enter alone and Ctrl-D
+    answer no; Ctrl-C raises KeyboardInterrupt."""
+    answer: bool = ask(question, _YES_NO, "y/N", out, safe=False, default=False)
+    return answer

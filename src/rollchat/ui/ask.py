@@ -97,12 +97,14 @@ def wrapped(text: str, width: int) -> str:
 
 
 def ask(question: str, answers: Mapping[str, T], letters: str, out: Renderer, *,
-        default: T | None = None, input: Input | None = None,
+        safe: T, default: T | None = None, input: Input | None = None,
         output: Output | None = None) -> T:
     """Ask ``question`` until a word of ``answers`` (lowercase) is typed and Enter pressed;
     Enter alone answers ``default`` (None: asks again). The prompt ends with ``[letters,
     Enter]`` (the default's letter in capitals). Type-ahead is put aside first (see
-    ``hold_typeahead``). Ctrl-C and Ctrl-D raise (KeyboardInterrupt, EOFError)."""
+    ``hold_typeahead``). Ctrl-D (end of input) answers ``safe``, the answer that changes
+    nothing (no, later), saying so: a question never ends the chat. Ctrl-C raises
+    KeyboardInterrupt (the caller decides what it interrupts)."""
     from prompt_toolkit import PromptSession
 
     if hold_typeahead(input):
@@ -113,7 +115,12 @@ def ask(question: str, answers: Mapping[str, T], letters: str, out: Renderer, *,
     choices = ", ".join(dict.fromkeys(w for w in answers if len(w) == 1))
     session: PromptSession[str] = PromptSession(input=input, output=output)
     while True:
-        answer = session.prompt(message).strip().lower()
+        try:
+            answer = session.prompt(message).strip().lower()
+        except EOFError:
+            word = next((w for w, v in answers.items() if v == safe and len(w) > 1), "")
+            out.dim(f"Ctrl-D: {word or safe}.")
+            return safe
         if answer in answers:
             return answers[answer]
         if not answer and default is not None:

@@ -57,7 +57,7 @@ class TerminalMcpAsker:
                 out.resume_answer()
 
     def _ask(self, question: str, answers: dict[str, bool]) -> bool:
-        return ask(question, answers, "y/n", self._out, input=self._input,
+        return ask(question, answers, "y/n", self._out, safe=False, input=self._input,
                    output=self._output)
 
     def _field(self, field: Field) -> Any:

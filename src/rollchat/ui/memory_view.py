@@ -98,7 +98,7 @@ def show_facts(app: ChatApp) -> None:
 
     memory = app.session.memory
     if memory is None:
-        raise UsageError("memory is off (memory.enabled is false, or --no-save)")
+        raise UsageError("memory is off (memory.enabled is false, --no-memory or --no-save)")
     from rollchat.memory.location import memory_location
 
     facts = memory.store.listed()

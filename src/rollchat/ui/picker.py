@@ -37,6 +37,9 @@ def _short(text: str) -> str:
     return line if len(line) <= _PREVIEW_CHARS else line[:_PREVIEW_CHARS - 1] + "…"
 
 
+NARROW_TITLE = 30  # a title's columns worth more than the date column
+
+
 @dataclass(frozen=True)
 class Picked:
     """What the picker ended with: a session, or how it was cancelled."""
@@ -124,12 +127,17 @@ class Picker:
         return f"{info.number:>{self.digits}}{mark}" if info.number else ""
 
     def row_text(self, info: SessionInfo, width: int) -> str:
+        """A row: number, date, id, queries, title; where that leaves the title fewer than
+        NARROW_TITLE columns the date goes (the id holds it); a row still too wide ends in
+        an ellipsis, never mid-id without one."""
         title = (self.title(info) or info.first_query_preview
                  or ("(no queries)" if not info.queries else "(first question not readable)"))
-        text = (f"{self.label(info)}{info.date:%Y-%m-%d %H:%M}  {info.session_id}  "
-                f"{info.queries:>3}q  "
-                f"{one_line(title)}")
-        return text[:max(1, width)]
+        title = one_line(title)
+        head = f"{self.label(info)}{info.date:%Y-%m-%d %H:%M}  {info.session_id}  "
+        if len(head) + 7 + min(len(title), NARROW_TITLE) > width:  # the id says when, too
+            head = f"{self.label(info)}{info.session_id}  "
+        text = f"{head}{info.queries:>3}q  {title}"
+        return text if len(text) <= width else text[:max(1, width - 1)] + "…"
 
     def preview(self) -> list[tuple[str, str]]:
         """The preview pane's lines as (style, text): the highlighted session and its summary."""

@@ -96,8 +96,8 @@ Segment = tuple[str, str]  # (text, style; "" for none)
 # here, because importing the offline model before the first prompt costs ~100 ms.
 OFFLINE_TOOLS = ("The offline model calls the agent's tools when asked in plain words (count "
                  "the words in 'a b c', given a word_count tool: 'rollchat init-agent' writes "
-                 "an agent with one) or with: use TOOL {\"arg\": \"value\"}; 'tools' lists "
-                 "them.")
+                 "an agent with one) or with: use TOOL key=value (or JSON: use TOOL "
+                 "{\"key\": \"value\"}); 'tools' lists them.")
 
 
 def _wrapped(segments: Sequence[Segment], width: int, hang: int = 0) -> list[Segment]:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from prompt_toolkit.input import Input
     from prompt_toolkit.output import Output
 
+    from rollchat.storage.listing import SessionInfo
     from rollchat.ui.app import ChatApp
     from rollchat.ui.starting import Starting
 
@@ -112,11 +113,12 @@ def gauge(used: int, window: int) -> tuple[int, str | None]:
     return level, GAUGE_HINTS[level]
 
 
-def toolbar_parts(app: ChatApp) -> StyleAndTextTuples:
+def toolbar_parts(app: ChatApp, width: int | None = None) -> StyleAndTextTuples:
     """The toolbar as (style, text) fragments: context use first (it matters most and
     survives a narrow terminal), coloured from 70% of the window on, with a hint; then the
     rest. Before any usage report (start, after compact or resume) the figure is the
-    estimate."""
+    estimate. In ``width`` columns the agent, then the query count, then the model are left
+    out before the session id is cut (``resume`` needs it whole)."""
     session = app.session
     window = session.budget.window
     used = session.context_tokens  # the figure `context` shows too
@@ -126,14 +128,18 @@ def toolbar_parts(app: ChatApp) -> StyleAndTextTuples:
         figure = f"{figure[:-2]} · {hint}) "
     queries = session.state.queries
     sid = session.state.session_id or "new session"
-    rest = (f"· {plural(queries, 'query')} · {session.agent.name} · {session.engine.model} · "
-            f"{sid} ")
+    parts = [plural(queries, "query"), session.agent.name, session.engine.model, sid]
+    for drop in (1, 0, 0):  # the agent, the queries, the model (indexes as the list shrinks)
+        if width is None or len(figure) + len(f"· {' · '.join(parts)} ") <= width:
+            break
+        del parts[drop]
+    rest = f"· {' · '.join(parts)} "
     return [(GAUGE_STYLES[level], harmless(figure)), ("", harmless(rest))]
 
 
-def toolbar_text(app: ChatApp) -> str:
+def toolbar_text(app: ChatApp, width: int | None = None) -> str:
     """The toolbar's text (see ``toolbar_parts``)."""
-    return "".join(part[1] for part in toolbar_parts(app))
+    return "".join(part[1] for part in toolbar_parts(app, width))
 
 
 def prompt_text(chat: Starting) -> str:
@@ -179,7 +185,7 @@ def run_interactive(
     then runs in the background (warm-up work the first message would otherwise wait for).
     After ``idle_seconds`` at the prompt (0: never) facts are extracted in the background
     (see ui/idle.py).
-    Tab completes commands and ``@`` + the ``agents``' names.
+    Tab completes commands, ``@`` + the ``agents``' names and the sessions after ``resume``.
     """
     entered = _Entered(chat)
     session = _prompt_session(chat, history_file, agents, entered, input=input, output=output)
@@ -211,10 +217,11 @@ def _prompt_session(chat: Starting, history_file: Path, agents: Iterable[str],
     """The prompt: its keys, its history (in memory when the file cannot be used), its
     completions, its toolbar, and ``entered`` noting each line Enter accepts."""
     from prompt_toolkit import PromptSession
-    from prompt_toolkit.completion import WordCompleter
     from prompt_toolkit.history import FileHistory, InMemoryHistory
     from prompt_toolkit.key_binding import KeyBindings
     from prompt_toolkit.validation import Validator
+
+    from rollchat.ui.completion import ChatCompleter
 
     bindings = KeyBindings()
 
@@ -230,8 +237,8 @@ def _prompt_session(chat: Starting, history_file: Path, agents: Iterable[str],
         history = InMemoryHistory()
     return PromptSession(
         history=history,
-        completer=WordCompleter([*commands.completions(), *(f"@{a}" for a in agents)],
-                                sentence=True),
+        completer=ChatCompleter([*commands.completions(), *(f"@{a}" for a in agents)],
+                                lambda: _saved_sessions(chat)),
         complete_while_typing=False,
         key_bindings=bindings,
         bottom_toolbar=lambda: _toolbar(chat),
@@ -240,6 +247,15 @@ def _prompt_session(chat: Starting, history_file: Path, agents: Iterable[str],
         input=input,
         output=output,
     )
+
+
+def _saved_sessions(chat: Starting) -> tuple[list[SessionInfo], str | None]:
+    """The saved sessions and the chat's current one, for Tab after ``resume`` (none while
+    the chat is still being built)."""
+    app = chat.ready
+    if app is None:
+        return [], None
+    return app.session.list_sessions()[0], app.session.state.session_id
 
 
 def _read_lines(chat: Starting, session: PromptSession[str], idle: IdleExtraction,
@@ -323,4 +339,8 @@ def _keep_unsent(chat: Starting, line: str, before: int | None) -> None:
 
 def _toolbar(chat: Starting) -> AnyFormattedText:
     app = chat.ready
-    return toolbar_parts(app) if app is not None else chat.label
+    if app is None:
+        return chat.label
+    from prompt_toolkit.application import get_app
+
+    return toolbar_parts(app, get_app().output.get_size().columns)

@@ -1,0 +1,130 @@
+"""The request parameters each model family takes (sampling, the output limit's name, reasoning
+effort), and the ones a server refused during this run: a request carries only what its model
+takes (providers/fitting.py applies both). Here, not in models/: providers/ sits below it."""
+
+# Where each rule comes from (checked December 2026):
+# - OpenAI reasoning models (o1, o3, o4-mini, the gpt-5 family): only the default temperature
+#   (1) and top_p; anything else is refused with HTTP 400, code "unsupported_value" ("Only the
+#   default (1) value is supported", e.g. OpenHands/OpenHands#4131, johny-b/llmcomp#69 for
+#   gpt-5.4); ``max_tokens`` is refused ("unsupported_parameter": "Use
+#   'max_completion_tokens' instead"); ``reasoning_effort`` is theirs (platform.openai.com
+#   docs, "Reasoning models"). gpt-5-chat-latest is the non-reasoning chat model: it samples.
+# - OpenAI gpt-4o / gpt-4.1 and older: temperature and top_p, no reasoning effort.
+# - Anthropic claude-opus-4-7 and later: "Sampling parameters (temperature, top_p, top_k)
+#   removed", refused with 400 invalid_request_error "`temperature` is deprecated for this
+#   model." (Anthropic's "Migrating to Claude Opus 4.7"; openrouter.ai docs, Claude 4.7
+#   migration guide; Comfy-Org/ComfyUI#13923).
+# - Anthropic claude-opus-4-1, -4-5, -4-6, claude-sonnet-4-5, -4-6, claude-haiku-4-5: one
+#   sampler only: "temperature and top_p cannot both be specified for this model"
+#   (browseros-ai/BrowserOS#208, open-webui/functions#9).
+# - Anthropic's output limit is always ``max_tokens``; OpenAI-compatible servers (vLLM,
+#   llama.cpp, Ollama) read ``max_tokens``, api.openai.com takes ``max_completion_tokens``.
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+SAMPLING = ("temperature", "top_p", "top_k")
+
+
+@dataclass(frozen=True)
+class Family:
+    """What a family of models takes. ``prefixes``: model names it covers (the longest
+    matching prefix wins); ``sampling``: a non-default temperature/top_p/top_k;
+    ``one_sampler``: temperature and top_p not both; ``reasoning_effort``: the effort knob."""
+
+    name: str
+    prefixes: tuple[str, ...]
+    sampling: bool = True
+    one_sampler: bool = False
+    reasoning_effort: bool = False
+
+
+OPENAI_REASONING = Family("openai-reasoning", ("o1", "o3", "o4", "gpt-5", "codex-"),
+                          sampling=False, reasoning_effort=True)
+FAMILIES: tuple[Family, ...] = (
+    OPENAI_REASONING,
+    Family("openai-gpt-5-chat", ("gpt-5-chat", "gpt-5.1-chat", "gpt-5.2-chat")),
+    Family("openai-gpt-4", ("gpt-4", "gpt-3.5", "chatgpt-4o")),
+    Family("claude-sampling-removed", ("claude-opus-4-7", "claude-opus-5", "claude-sonnet-5",
+                                       "claude-haiku-5", "claude-mythos"), sampling=False),
+    Family("claude-one-sampler", ("claude-opus-4-1", "claude-opus-4-5", "claude-opus-4-6",
+                                  "claude-sonnet-4-5", "claude-sonnet-4-6",
+                                  "claude-haiku-4-5"), one_sampler=True),
+)
+ANY_MODEL = Family("any", ())  # an unknown model: sent what is asked; a refusal is learned
+
+
+def family_of(model: str) -> Family:
+    """The family of ``model`` (a provider prefix such as ``openai/`` or ``anthropic.`` and
+    case are ignored), ANY_MODEL when none matches."""
+    name = model.lower().rsplit("/", 1)[-1]
+    name = name.split("anthropic.", 1)[-1]  # Bedrock's "anthropic.claude-..." ids
+    best, length = ANY_MODEL, 0
+    for family in FAMILIES:
+        for prefix in family.prefixes:
+            if name.startswith(prefix) and len(prefix) > length:
+                best, length = family, len(prefix)
+    return best
+
+
+class Refused:
+    """Parameters a server refused for a model in this run ("unsupported parameter"): never
+    sent to that model again. Shared by every provider object of the process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_model: dict[str, set[str]] = {}
+
+    def add(self, model: str, name: str) -> None:
+        with self._lock:
+            self._by_model.setdefault(model, set()).add(name)
+
+    def of(self, model: str) -> frozenset[str]:
+        with self._lock:
+            return frozenset(self._by_model.get(model, ()))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._by_model.clear()
+
+
+REFUSED = Refused()
+
+
+def without(params: Mapping[str, Any], names: frozenset[str] | set[str]) -> dict[str, Any]:
+    """``params`` without ``names``, also inside ``extra_body`` (where a parameter the SDK no
+    longer types is sent); an emptied ``extra_body`` is dropped."""
+    out = {k: v for k, v in params.items() if k not in names}
+    extra = out.get("extra_body")
+    if isinstance(extra, Mapping):
+        kept = {k: v for k, v in extra.items() if k not in names}
+        if kept:
+            out["extra_body"] = kept
+        else:
+            del out["extra_body"]
+    return out
+
+
+def _present(params: Mapping[str, Any], name: str) -> bool:
+    extra = params.get("extra_body")
+    return name in params or (isinstance(extra, Mapping) and name in extra)
+
+
+def fitted(params: Mapping[str, Any], model: str,
+           refused: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """``params`` with only what ``model`` takes: sampling dropped for a family that refuses
+    it, top_p dropped beside a temperature for a one-sampler family, reasoning effort dropped
+    for a model without it, and whatever the server refused in this run."""
+    family = family_of(model)
+    drop = set(refused)
+    if not family.sampling:
+        drop.update(SAMPLING)
+    elif family.one_sampler and _present(params, "temperature"):
+        drop.add("top_p")
+    if not family.reasoning_effort and family is not ANY_MODEL:
+        drop.add("reasoning_effort")
+    return without(params, drop)

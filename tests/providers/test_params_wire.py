@@ -1,0 +1,114 @@
+"""Each request carries only the parameters its model takes (providers/model_params.py), through the
+real SDKs against the local wire servers, which answer a parameter the model does not take
+with the provider's documented HTTP 400 (tests/wire_servers.param_refusal)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rollchat.domain import Message
+from rollchat.providers.anthropic import AnthropicProvider
+from rollchat.providers.base import ChatRequest, Done, TextDelta
+from rollchat.providers.model_params import REFUSED, family_of, fitted
+from rollchat.providers.openai import OpenAIProvider
+from tests.compaction.test_compact_resume_wire import rollchat
+from tests.memory.test_memory_wire import FACTS
+from tests.wire_servers import WireServer, anthropic_server, openai_server, text
+
+__all__ = ["anthropic_server", "openai_server"]
+
+
+def ask(provider: OpenAIProvider | AnthropicProvider, temperature: float | None) -> str:
+    request = ChatRequest(model=provider.model, system="be brief",
+                          messages=(Message("user", "hi"),), temperature=temperature)
+    events = list(provider.stream(request))
+    assert isinstance(events[-1], Done)
+    return "".join(e.text for e in events if isinstance(e, TextDelta))
+
+
+def test_the_table_says_what_each_family_takes() -> None:
+    assert family_of("gpt-5-mini").name == "openai-reasoning"
+    assert family_of("openai/o4-mini").name == "openai-reasoning"
+    assert family_of("gpt-5-chat-latest").sampling
+    assert family_of("claude-opus-4-7-20260416").name == "claude-sampling-removed"
+    assert family_of("claude-sonnet-4-5-20250929").one_sampler
+    params = {"temperature": 0.2, "top_p": 0.9, "reasoning_effort": "low", "max_tokens": 5}
+    assert fitted(params, "gpt-5") == {"reasoning_effort": "low", "max_tokens": 5}
+    assert fitted(params, "claude-sonnet-4-6") == {"temperature": 0.2, "max_tokens": 5}
+    assert fitted(params, "gpt-4.1") == {"temperature": 0.2, "top_p": 0.9, "max_tokens": 5}
+    assert fitted(params, "llama3") == params  # unknown: sent, a refusal is learned
+    assert fitted({"extra_body": {"temperature": 0}}, "claude-opus-4-7") == {}
+
+
+def test_gpt5_gets_no_temperature_and_its_output_limit_by_its_name(
+        openai_server: WireServer) -> None:
+    provider = OpenAIProvider("gpt-5-mini", api_key="k", base_url=openai_server.url,
+                              timeout=5)
+    openai_server.push(text("one"), text("two"))
+    assert ask(provider, 0.0) == "one"
+    # the compatible server's max_tokens was refused once, then sent by its new name
+    assert [json.loads(json.dumps(b)).get("max_tokens") for b in openai_server.refused_params
+            ] == [4096]
+    assert ask(provider, 0.0) == "two"
+    assert len(openai_server.refused_params) == 1  # remembered: not refused again
+    for body in openai_server.bodies:
+        assert "temperature" not in body and "max_tokens" not in body
+        assert body["max_completion_tokens"] == 4096
+
+
+def test_claude_opus_4_7_gets_no_temperature_and_sonnet_4_5_keeps_it(
+        anthropic_server: WireServer) -> None:
+    opus = AnthropicProvider("claude-opus-4-7", api_key="k", base_url=anthropic_server.url,
+                             timeout=5)
+    sonnet = AnthropicProvider("claude-sonnet-4-5", api_key="k",
+                               base_url=anthropic_server.url, timeout=5)
+    anthropic_server.push(text("opus"), text("sonnet"))
+    assert ask(opus, 0.0) == "opus"
+    assert ask(sonnet, 0.3) == "sonnet"
+    assert anthropic_server.refused_params == []
+    assert "temperature" not in anthropic_server.bodies[0]
+    assert anthropic_server.bodies[1]["temperature"] == 0.3
+
+
+def test_a_refused_parameter_is_dropped_once_and_remembered_for_the_model(
+        anthropic_server: WireServer) -> None:
+    model = "claude-opus-4-8"  # not in the table: the server's refusal teaches it
+    REFUSED.clear()
+    provider = AnthropicProvider(model, api_key="k", base_url=anthropic_server.url, timeout=5)
+    anthropic_server.push(text("first"), text("second"))
+    assert ask(provider, 0.5) == "first"
+    assert [b["temperature"] for b in anthropic_server.refused_params] == [0.5]
+    assert ask(provider, 0.5) == "second"
+    assert len(anthropic_server.refused_params) == 1
+    assert all("temperature" not in b for b in anthropic_server.bodies)
+    assert "temperature" in REFUSED.of(model)
+
+
+def test_another_bad_request_is_not_retried(openai_server: WireServer) -> None:
+    from rollchat.providers.base import BadRequestError
+    from tests.wire_servers import error
+
+    provider = OpenAIProvider("gpt-4.1", api_key="k", base_url=openai_server.url, timeout=5)
+    openai_server.push(error(400, "Invalid 'messages': empty", error_type="invalid_request_error",
+                             code="invalid_value", param="messages"))
+    with pytest.raises(BadRequestError):
+        ask(provider, 0.2)
+    assert len(openai_server.requests) == 1
+
+
+@pytest.mark.parametrize(("server_name", "model"), [("openai_server", "gpt-5-mini"),
+                                                    ("anthropic_server", "claude-opus-4-7")])
+def test_memory_extraction_works_on_models_that_take_no_temperature(
+        server_name: str, model: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    server: WireServer = request.getfixturevalue(server_name)
+    server.extraction_reply = json.dumps(FACTS)
+    server.push(text("Rabbitmq is a fine choice."))
+    out, err, code = rollchat(server, tmp_path, "I'd pick rabbitmq for job queues\nexit\n",
+                              "--yes", "--model", model)
+    assert code == 0, err
+    assert "Remembered: prefers rabbitmq for job queues" in out
+    assert "no facts extracted" not in out + err
+    assert server.extractions and all("temperature" not in b for b in server.extractions)
