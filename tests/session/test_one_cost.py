@@ -28,6 +28,8 @@ ui:
   offline_word_delay: 0
 memory:
   user_dir: user
+summary:
+  on_exit: model  # these short chats' summaries too are the model's (billed)
 models:
   small-model:
     context_window: 60000
