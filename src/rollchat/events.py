@@ -6,10 +6,10 @@ None of them carries a terminal concept (no colours, no widgets): only what happ
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
-from rollchat.domain import Summary, ToolCall, Turn
+from rollchat.domain import Summary, ToolCall, Turn, Usage
 from rollchat.memory.records import Fact
 from rollchat.providers.base import TextDelta, ThinkingDelta, UsageEvent
 
@@ -143,6 +143,10 @@ class Ended:
     chain_sessions: int = 1
     chain_unpriced: int = 0  # sessions of the chain with no cost recorded
     in_memory: bool = False  # kept in memory only (--no-save): nothing was written
+    # the whole run: every model call this process made for the chat (every session it went
+    # on in: restorations, summaries and queries), from the same call records as ``cost``
+    run_usage: Usage = field(default_factory=Usage)
+    run_cost: float | None = None
 
 
 @dataclass(frozen=True)

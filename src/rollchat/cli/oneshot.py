@@ -255,6 +255,7 @@ def _seen(event: Event, out: Renderer, outcome: Outcome | None) -> None:
         outcome.session_id = event.session_id
     elif isinstance(event, Ended):
         outcome.session_id = event.session_id or outcome.session_id
+        outcome.total_usage, outcome.total_cost = event.run_usage, event.run_cost
 
 
 def _finish(session: Session | None, out: Renderer, outcome: Outcome, *, local: bool) -> None:

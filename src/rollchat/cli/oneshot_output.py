@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from rollchat.domain import ToolExchange, Turn
+from rollchat.domain import ToolExchange, Turn, Usage
 from rollchat.events import AnswerAborted, Event, ToolFinished, ToolStarted
 from rollchat.providers.base import TextDelta, ThinkingDelta
 from rollchat.ui.sanitize import harmless
@@ -29,6 +29,9 @@ class Outcome:
     agent: str
     turn: Turn | None = None
     cost: float | None = None
+    # the whole run (restoration, the question, summaries: see Ended.run_usage)
+    total_usage: Usage = field(default_factory=Usage)
+    total_cost: float | None = None
     session_id: str | None = None
     session_path: str | None = None
     statuses: dict[str, str] = field(default_factory=dict)  # tool call id -> status
@@ -71,11 +74,10 @@ class Outcome:
             "agent": self.agent,
             "stop_reason": self.stop_reason,
             "error": turn.error if turn is not None and self.stop_reason == "error" else None,
-            "usage": {"input_tokens": usage.input_tokens if usage else 0,
-                      "output_tokens": usage.output_tokens if usage else 0,
-                      "cached_tokens": usage.cache_read_tokens if usage else 0,
-                      "cache_write_tokens": usage.cache_write_tokens if usage else 0},
+            "usage": _usage(usage or Usage()),
             "cost": self.cost,
+            "total_usage": _usage(self.total_usage),
+            "total_cost_usd": self.total_cost,
             "tool_calls": [self._call(t) for t in (turn.tools if turn is not None else ())],
             "refused_tool_calls": self.refused,
             "exit_code": self.exit_code,
@@ -87,6 +89,12 @@ class Outcome:
         return {"id": exchange.call.id, "name": exchange.call.name,
                 "arguments": dict(exchange.call.arguments), "result": exchange.result,
                 "is_error": status != "ok", "status": status}
+
+
+def _usage(usage: Usage) -> dict[str, int]:
+    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+            "cached_tokens": usage.cache_read_tokens,
+            "cache_write_tokens": usage.cache_write_tokens}
 
 
 class Output:

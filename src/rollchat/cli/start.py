@@ -199,6 +199,7 @@ class SessionBuilder:
         from rollchat.agents.equip import Equipment, engine_settings
         from rollchat.compaction.choice import summary_choice
         from rollchat.config.settings import word_delay
+        from rollchat.models.current import CurrentModel
         from rollchat.models.tokens import context_window
         from rollchat.models.windows import WindowBook, default_path
         from rollchat.providers.base import RetryPolicy
@@ -232,12 +233,18 @@ class SessionBuilder:
                 model, cfg.context_window_override(model)), provider, model), hooks=hooks)
         windows = WindowBook(default_path())  # windows learned from this server's refusals
         override = cfg.context_window_override(model) or windows.get(agent.base_url, model)
+        # the chat's model: one object the session, its summaries and memory extraction share
+        current = CurrentModel(name=model, provider=provider, provider_name=name,
+                               prices=cfg.prices, book=windows, base_url=agent.base_url,
+                               window=context_window(model, override))
+        same = summary_provider is provider and summary_model == model
         memory = None
         if cfg.memory.enabled and cfg.session.auto_save and not self.save_failed:
             from rollchat.memory.keeper import open_memory
 
             memory = open_memory(cfg, summary_provider, summary_model,  # piped: a document?
-                                 typed=sys.stdin.isatty(), yes=self.trust_input)
+                                 typed=sys.stdin.isatty(), yes=self.trust_input,
+                                 follows=current if same else None)
         session = Session(
             config=cfg, agent=agent, engine_settings=settings,
             summary_provider=summary_provider, summary_model=summary_model,
@@ -247,7 +254,7 @@ class SessionBuilder:
             forking=self.forking,
             memory=memory,
             ask_compact=terminal_compact_asker(renderer) if interactive else None,
-            hooks=hooks,
+            hooks=hooks, current=current,
         )
         session.state.save_failed = self.save_failed
         return session

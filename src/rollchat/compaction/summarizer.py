@@ -9,7 +9,6 @@ turns since to add.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
 
     from rollchat.compaction.policy import Budget
     from rollchat.config.settings import SummaryConfig
+    from rollchat.models.current import CurrentModel
     from rollchat.models.tokens import TokenCounter
 
 SUMMARY_PROMPT_OVERHEAD = 1_500  # tokens of the summary prompt's own instructions
@@ -57,20 +57,20 @@ class Summarizer:
 
     def __init__(self, provider: Provider, *, model: str, config: SummaryConfig,
                  budget: Budget, counter: TokenCounter,
-                 refused: Callable[[ContextTooLongError, int], bool] | None = None,
+                 follows: CurrentModel | None = None,
                  engine: Engine = ROLLCHAT) -> None:
         self.provider = provider
         self.choice = choose_engine(engine, provider)  # compaction.engine, for this provider
         self.notes: list[str] = []  # lines for the user about the engine, taken as said
-        self.model = model
+        self._model = model
+        # the chat's model when summaries use it: its name (``model NAME`` included) and its
+        # window learner, asked at each summary (None: summaries have a model of their own)
+        self.follows = follows
         self.config = config
         self.budget = budget
         self.counter = counter
         self.words = 0
         self.resize(budget)
-        # called when a summary request is refused as too long, with the error and the size
-        # of the refused request; True when a smaller window was learned (see Session)
-        self.refused = refused
         self.skipped: str | None = None  # why the model is not asked (see ``skip_model``)
 
     def resize(self, budget: Budget) -> None:
@@ -79,9 +79,10 @@ class Summarizer:
         # A summary must leave room for work: small windows get shorter summaries.
         self.words = min(self.config.max_words, max(60, budget.tokens // 6))
 
-    def use_model(self, model: str) -> None:
-        """Ask ``model`` from now on (the chat's, switched by ``model NAME``)."""
-        self.model = model
+    @property
+    def model(self) -> str:
+        """The model summaries are asked of: the chat's current one when they follow it."""
+        return self._model if self.follows is None else self.follows.name
 
     def skip_model(self, provider: Provider, why: str) -> None:
         """The summaries from now on are local when ``provider`` is this summarizer's: it
@@ -259,10 +260,10 @@ class Summarizer:
     def _shrink(self, error: ContextTooLongError, chunk: list[Turn]) -> bool:
         """A summary request for ``chunk`` was refused as too long: True when a smaller
         window was learned (the chunks are then cut again), False to fall back locally."""
-        if self.refused is None:
+        if self.follows is None:  # another model's window: nothing of the chat's to learn
             return False
         sent = SUMMARY_PROMPT_OVERHEAD + sum(turn_tokens(self.counter, t) for t in chunk)
-        return self.refused(error, sent)
+        return self.follows.summary_refused(error, sent)
 
     def local(self, turns: list[Turn], parent: Summary | None,
               focus: str | None) -> SummaryOutcome:

@@ -9,5 +9,5 @@ class ModelChoice:
     model: str
 
     def use_model(self, model: str) -> None:
-        """``model`` answers from the next request on (session/switch.py notes the change)."""
+        """``model`` answers from the next request on (Session.use_model notes the change)."""
         self.model = model

@@ -39,6 +39,7 @@ from rollchat.text.wording import plural
 
 if TYPE_CHECKING:
     from rollchat.config.settings import Config
+    from rollchat.models.current import CurrentModel
     from rollchat.tools import Tool
 
 Flow = Generator[Event, None, None]
@@ -95,20 +96,23 @@ class _Job:
 
 class Memory:
     """The memory of one chat (see the module docstring). ``provider``/``model``: the
-    extraction call's (the summarizer's); ``timeout``: seconds it may take in the background;
-    ``exit_seconds``: at exit, extractions under way included. ``typed``: the chat's input is
-    typed at a terminal (False: piped, see the module docstring); ``yes``: --trust-input."""
+    extraction call's (the summarizer's); ``follows``: the chat's model, asked at each
+    extraction, when the summarizer uses it (``model NAME`` then changes both); ``timeout``:
+    seconds it may take in the background; ``exit_seconds``: at exit, extractions under way
+    included. ``typed``: the chat's input is typed at a terminal (False: piped, see the module
+    docstring); ``yes``: --trust-input."""
 
     def __init__(self, store: MemoryStore, provider: Provider, *, model: str,
                  timeout: float = MAX_EXTRACT_SECONDS,
                  exit_seconds: float = EXIT_EXTRACT_SECONDS, typed: bool = True,
-                 yes: bool = False, notes: Sequence[str] = ()) -> None:
+                 yes: bool = False, notes: Sequence[str] = (),
+                 follows: CurrentModel | None = None) -> None:
         self.store = store
         self.notes = tuple(notes)  # what the user is told at the start (see opened())
         self.last_episode: Episode | None = None  # the episode the latest summary kept
         self.own_input = typed or yes  # what the chat is sent is the user speaking
         self.provider = provider
-        self.model = model
+        self._model, self.follows = model, follows
         self.timeout = min(timeout, MAX_EXTRACT_SECONDS)
         self.exit_seconds = exit_seconds
         self._running = threading.Lock()  # one extraction at a time
@@ -117,6 +121,11 @@ class Memory:
         self._jobs: list[_Job] = []
         self._done: list[Event] = []
         self._notify: Callable[[], None] | None = None  # events are waiting in take()
+
+    @property
+    def model(self) -> str:
+        """The model extraction asks: the chat's current one when it follows it."""
+        return self._model if self.follows is None else self.follows.name
 
     def notify_with(self, wake: Callable[[], None] | None) -> None:
         """Call ``wake`` whenever a background extraction leaves events in ``take()`` (the
@@ -368,13 +377,13 @@ class Memory:
 
 
 def open_memory(cfg: Config, provider: Provider, model: str, *, typed: bool = True,
-                yes: bool = False) -> Memory:
+                yes: bool = False, follows: CurrentModel | None = None) -> Memory:
     """The chat's Memory: the store, and the summarizer's provider for extraction (``typed``,
-    ``yes``: see Memory); its ``notes`` are told at the start."""
+    ``yes``, ``follows``: see Memory); its ``notes`` are told at the start."""
     from rollchat.memory.opening import opened
 
     found = opened(cfg)
     return Memory(found.store, provider, model=model,
                   timeout=cfg.summary.timeout_seconds,
                   exit_seconds=cfg.memory.extract_timeout_seconds, typed=typed, yes=yes,
-                  notes=found.notes)
+                  notes=found.notes, follows=follows)

@@ -34,7 +34,8 @@ from rollchat.events import (
     TurnFinished,
 )
 from rollchat.interrupts import sigint_deferred
-from rollchat.models.prices import Price, cost
+from rollchat.models.calls import Call, cost_of
+from rollchat.models.current import CurrentModel
 from rollchat.models.tokens import TokenCounter
 from rollchat.models.windows import WindowLearner
 from rollchat.providers.anthropic_compaction import COMPACTION as ANTHROPIC_COMPACTION
@@ -67,13 +68,12 @@ CompactAsker = Callable[[str], CompactChoice | None]
 @dataclass(frozen=True)
 class Surroundings:
     """What a compaction works with besides the engine: where sessions are saved, the
-    memory (None: off), what the session's model calls cost, and ``continue_in``: the
+    memory (None: off), and ``continue_in``: the
     session goes on in a new state, in a new context whose archive tool reads the parent
     (None: none), from the moment the child exists (see Session.continue_in)."""
 
     store: Store
     memory: Memory | None
-    price: Price | None
     continue_in: Callable[[SessionState, str | None], None]
     retry_save: Callable[[SessionState], Flow]  # after a failed write (see Recorder.retry)
     hooks: SessionHooks | None = None  # the user's PreCompact/PostCompact (session/hooked.py)
@@ -83,16 +83,21 @@ class Compactor:
     """Summaries and compactions of one session (see the module docstring)."""
 
     def __init__(self, *, config: Config, agent: AgentConfig, engine: Engine,
-                 counter: TokenCounter, summarizer: Summarizer, windows: WindowLearner,
+                 counter: TokenCounter, summarizer: Summarizer, current: CurrentModel,
                  budget: policy.Budget, around: Surroundings,
                  ask: CompactAsker | None = None) -> None:
         self.config, self.agent, self.engine = config, agent, engine
-        self.counter, self.summarizer, self.windows = counter, summarizer, windows
+        self.counter, self.summarizer, self.current = counter, summarizer, current
         self.budget, self.around, self.ask = budget, around, ask
         self.guards = PolicyState()
         self.auto_override: AutoCompact | None = None  # set by `auto on|off|ask` in the chat
 
     # ------------------------------------------------------------------ figures
+    @property
+    def windows(self) -> WindowLearner:
+        """The window learner of the model now current (``model NAME`` changes it)."""
+        return self.current.windows
+
     @property
     def auto_mode(self) -> AutoCompact:
         """Automatic compaction in this session: on, off or ask (the config's, unless the
@@ -127,9 +132,16 @@ class Compactor:
         return self.engine.request(context.request_messages())
 
     def cost(self, state: SessionState) -> float | None:
-        """Dollars billed so far in ``state``; None when the model's price is unknown."""
-        price = self.around.price
-        return None if price is None else cost(state.billed_usage, price)
+        """Dollars billed so far in ``state``, from its call records (each priced with the
+        model that answered); None when no price is known ($0 before the first call of a
+        model whose price is known)."""
+        return cost_of(state.calls, self.current.price is not None)
+
+    def priced(self, purpose: Literal["turn", "restoration"], turn: Turn) -> Call:
+        """The record of ``turn``'s model call, answered by the model now current."""
+        current = self.current
+        return Call.priced(purpose, current.name, current.provider_name, turn.usage,
+                           current.price)
 
     def counted(self, turns: bool = True) -> None:
         """A model call was made (``turns``: for a query): the guards count it."""
@@ -227,12 +239,15 @@ class Compactor:
                                                 prefix=prefix)
         except KeyboardInterrupt:
             outcome = self.summarizer.interrupted(turns, parent, focus)
-        state.summary_usage += outcome.usage  # billed: counted in the totals and cost
+        model = self.summarizer.model  # billed: counted in the totals and cost, at its price
+        call = Call.priced("summary", model, self.config.summary.provider or
+                           self.current.provider_name, outcome.usage, self.current.price_of(model))
+        state.charge(call)
         try:
             yield SummaryFinished(outcome.summary,
                                   outcome.reason if outcome.fallback_used else None)
             yield from summary_notices(outcome, self.windows.take(),
-                                       self.summarizer.take_notes(), self.around.price)
+                                       self.summarizer.take_notes(), call.cost)
         except KeyboardInterrupt:
             return outcome, True
         return outcome, False
@@ -308,10 +323,11 @@ class Compactor:
         # the prompt is kept in the child's file: it holds the parent's summary (see prune)
         turn = replace(answer.turn, context=context, previous_session=parent.file_name,
                        user=prompt)
+        call = self.priced("restoration", turn)
         if not quiet:
-            price = self.around.price
-            yield TurnFinished(turn, None, None if price is None else cost(turn.usage, price))
+            yield TurnFinished(turn, None, call.cost)
         child.restored = turn
+        child.charge(call)
         return child
 
     def compact(self, state: SessionState, focus: str | None = None) -> Flow:

@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING
 from rollchat.compaction import policy
 from rollchat.compaction.summarizer import Summarizer
 from rollchat.config.settings import NO_SAVE_LOCATION, AgentConfig, Config
-from rollchat.domain import Image, Message, Turn, Usage
+from rollchat.domain import Image, Message, Note, Turn
 from rollchat.engine.core import Answer, EngineSettings
 from rollchat.engine.tool_output import ToolOutput
 from rollchat.errors import UsageError
 from rollchat.events import AnswerStarted, Ended, Event, Notice, TurnFinished
 from rollchat.memory.layers import MemoryLayers, with_block
-from rollchat.models.prices import cost, price_for
+from rollchat.models.calls import Call, cost_of, usage_of
+from rollchat.models.current import CurrentModel
 from rollchat.models.tokens import TokenCounter
 from rollchat.providers.base import ContextTooLongError, Provider, ServerDownError
 from rollchat.providers.names import KEY_ENV
@@ -42,7 +43,7 @@ from rollchat.session.state import (
     unusable,
 )
 from rollchat.session.steps import proposal
-from rollchat.session.switch import ModelSwitch
+from rollchat.session.switch import checked_choice, window_of
 from rollchat.session.windowing import WindowBook, WindowLearner, asked, cut_off, windowed
 from rollchat.storage.store import SessionInfo, Store
 from rollchat.text.normalize import clean
@@ -57,7 +58,7 @@ __all__ = ["CompactAsker", "CompactChoice", "Flow", "Session", "proposal"]
 Flow = Generator[Event, None, None]
 
 
-class Session(CompactorFigures, ModelSwitch):
+class Session(CompactorFigures):
     """One chat session and its flows. Each flow method is a generator of events (the
     compactor's figures: see figures.py)."""
 
@@ -81,6 +82,8 @@ class Session(CompactorFigures, ModelSwitch):
         ask_compact: CompactAsker | None = None,  # auto_compact: ask (None: nobody to ask)
         instructions: Loader | None = None,  # AGENTS.md & co (None: from the working dir)
         hooks: Hooks | None = None,  # the user's commands at fixed points (tools/hooks.py)
+        # the chat's model, shared with what follows it (memory extraction); None: made here
+        current: CurrentModel | None = None,
     ) -> None:
         model = engine_settings.model
         self.config, self.agent, self.store = config, agent, store
@@ -100,21 +103,25 @@ class Session(CompactorFigures, ModelSwitch):
         self.output = ToolOutput(config.tools, self.counter, context_window)
         self.engine = build_engine(engine_settings, config, self.counter, self.output,
                                    self._tool_room, budget.max_output_tokens)
-        self.windows = asked(WindowLearner(  # the server asked its window, in the background
-            windows or WindowBook(None), model=model, base_url=agent.base_url,
-            window=context_window, on_change=self._resize))
+        self.current = current or CurrentModel(
+            name=model, provider=engine_settings.provider, provider_name=provider_name,
+            prices=config.prices, book=windows or WindowBook(None), base_url=agent.base_url,
+            window=context_window)
+        self.current.follow_window(self._resize)
+        asked(self.current.windows)  # the server asked its window, in the background
         same = summary_provider is engine_settings.provider and summary_model == model
         summarizer = Summarizer(summary_provider, model=summary_model, config=config.summary,
                                 budget=budget, counter=self.counter, engine=agent.compaction.engine,
-                                refused=self.windows.summary_refused if same else None)
-        self.price = price_for(model, config.prices)  # None: unknown (no cost shown)
+                                follows=self.current if same else None)
         self.compactor = Compactor(
             config=config, agent=agent, engine=self.engine, counter=self.counter,
-            summarizer=summarizer, windows=self.windows, budget=budget, ask=ask_compact,
-            around=Surroundings(store, memory, self.price, self.continue_in,
+            summarizer=summarizer, current=self.current, budget=budget, ask=ask_compact,
+            around=Surroundings(store, memory, self.continue_in,
                                 lambda state: self.recorder.retry(state, self.cost()),
                                 self.hooks))
-        self.recorder = Recorder(store, agent, model, provider_name)
+        self.recorder = Recorder(store, agent, self.current)
+        self._switched: str | None = None  # the note the next turn starts with, after a switch
+        self._ran: list[SessionState] = []  # every state the chat went on in (see run_calls)
         self.continue_in(self.state, None)
 
     def continue_in(self, state: SessionState, parent_id: str | None) -> None:
@@ -124,6 +131,8 @@ class Session(CompactorFigures, ModelSwitch):
         now (until the next compaction or resume, so the request prefix stays byte-identical;
         see memory/layers.py), and so do the project instructions (session/instructed.py)."""
         self.state = state
+        if all(s is not state for s in self._ran):
+            self._ran.append(state)
         self.instructions.refresh("at a new context: compaction, resume or fork")
         self.hooks.new_context(state)  # SessionStart before its first message
         self.engine.new_context(self._system(), *session_tools(
@@ -154,13 +163,47 @@ class Session(CompactorFigures, ModelSwitch):
         self.engine.limit_output(budget.max_output_tokens)
         self.output.resize(window)
 
+    # ------------------------------------------------------------------ the model
+    def use_model(self, model: str) -> int:
+        """``model`` answers from the next message on: the estimate counts for it, the window
+        and budgets are its own, its price is used, summaries and memory extraction that used
+        the chat's model use it (all through the one CurrentModel), and the next turn notes
+        the switch in the file. Its window; UsageError for a model the provider does not
+        serve."""
+        current, model = self.current, model.strip()
+        checked_choice(self.config, self.agent, current.provider_name, model)
+        old = current.name
+        if model == old:
+            return self.budget.window
+        self.engine.use_model(model)
+        self.counter.use_model(model)
+        window = window_of(self.config, current.windows.book, self.agent.base_url, model)
+        current.switch(model, window)
+        self._switched = f"{model} answers from here on (was {old})"
+        return window
+
+    def noted(self, turn: Turn) -> Turn:
+        """``turn`` starting with the note of a switch made since the last one (kept in the
+        file, never sent: the change reads back from the transcript)."""
+        note, self._switched = self._switched, None
+        return turn if note is None else replace(turn, blocks=(Note("model", note),
+                                                               *turn.blocks))
+
+    @property
+    def windows(self) -> WindowLearner:
+        """The window learner of the model now current."""
+        return self.current.windows
+
     # ------------------------------------------------------------------ figures
-    def cost(self, usage: Usage | None = None) -> float | None:
-        """Dollars for ``usage`` (default: this session's billed tokens); None when the
-        model's price is unknown."""
-        if self.price is None:
-            return None
-        return cost(self.state.billed_usage if usage is None else usage, self.price)
+    def cost(self) -> float | None:
+        """Dollars billed in this session, from its call records (see Compactor.cost)."""
+        return self.compactor.cost(self.state)
+
+    def run_calls(self) -> list[Call]:
+        """Every model call made in this run, in every session the chat went on in
+        (restorations and summaries included): the records the session figures sum too."""
+        ran = self._ran if any(s is self.state for s in self._ran) else [*self._ran, self.state]
+        return [call for state in ran for call in state.calls]
 
     def _tool_room(self) -> int:
         """Tokens a new tool result may take in the current tool loop (see ToolOutput)."""
@@ -231,7 +274,7 @@ class Session(CompactorFigures, ModelSwitch):
         self.server_down = answer.error if isinstance(answer.error, ServerDownError) else None
         self.unusable = unusable(answer.error, self.engine.model)  # said once, by this answer
         turn = answer.turn if handed is None else replace(answer.turn, user=text, context=note)
-        turn = self.noted(turn)  # a model switched since the last turn (see switch.py)
+        turn = self.noted(turn)  # a model switched since the last turn (see use_model)
         hint = None if answer.turn.status != "unanswered" else failure_hint(
             answer.error, False, auto_off=self.auto_mode == "off",
             key_var=self.agent.api_key_env or KEY_ENV.get(self.provider_name),
@@ -253,11 +296,12 @@ class Session(CompactorFigures, ModelSwitch):
 
     def _record(self, turn: Turn, hint: str | None) -> Flow:
         turn = replace(turn, number=self.state.queries + 1)
-        self.state.add(turn)
+        call = self.compactor.priced("turn", turn)  # answered by the model now current
+        self.state.add(turn, call)
         self.compactor.counted()
         yield from self._save()  # on disk before the footer tells the user it is done
         self.recorded += 1
-        yield TurnFinished(turn, hint, self.cost(turn.usage))
+        yield TurnFinished(turn, hint, call.cost)
 
     def _save(self) -> Flow:
         yield from self.recorder.save(self.state, self.cost(), self.engine.context.reported_size)
@@ -415,11 +459,12 @@ class Session(CompactorFigures, ModelSwitch):
                                                local=how == "local")
         yield from self.hooks.end(state, "exit")
         state.close()
-        spent = self.cost()
+        spent, run, priced = self.cost(), self.run_calls(), self.current.price is not None
         chain = state.chain.plus(spent)
         yield Ended(state.session_id, state.queries, state.tokens, state.restoration_tokens,
                     state.summary_tokens, state.save_failed, state.restored is not None,
                     state.summary_failed, cost=spent,
                     chain_cost=chain.spent if chain.known else None,
                     chain_sessions=chain.sessions, chain_unpriced=chain.unpriced,
-                    in_memory=self.store.location == NO_SAVE_LOCATION)
+                    in_memory=self.store.location == NO_SAVE_LOCATION,
+                    run_usage=usage_of(run), run_cost=cost_of(run, priced))

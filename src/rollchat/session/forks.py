@@ -13,6 +13,7 @@ from rollchat.config.settings import AgentConfig
 from rollchat.domain import Turn
 from rollchat.errors import StoreError, TranscriptError
 from rollchat.events import Event, Notice, Saved
+from rollchat.models.current import CurrentModel
 from rollchat.session.state import SessionState
 from rollchat.storage.locks import SessionBusyError, busy_message
 from rollchat.storage.store import LiveSession, SessionInfo, Store
@@ -112,20 +113,17 @@ class Recorder:
     write (disk full, a read-only directory) is said once; the chat goes on in memory and
     each later save tries again, writing every entry held meanwhile, and says when it could."""
 
-    def __init__(self, store: Store, agent: AgentConfig, model: str, provider: str) -> None:
-        self.store, self.agent, self.model, self.provider = store, agent, model, provider
-
-    def use_model(self, model: str) -> None:
-        """The model a file opened from now on names in its header (``model NAME``)."""
-        self.model = model
+    def __init__(self, store: Store, agent: AgentConfig, current: CurrentModel) -> None:
+        self.store, self.agent, self.current = store, agent, current  # the header's model
 
     def _catch_up(self, state: SessionState,
                   cost: float | None) -> Generator[Event, None, LiveSession]:
         """Write what is not on disk yet: the file (at the first write), then each entry not
         written (the restored summary's acknowledgment, turns carried over from the parent,
         the turns); StoreError when a write fails (what was written stays counted)."""
-        live = state.live or (yield from open_file(self.store, state, self.agent, self.model,
-                                                   self.provider, cost=cost))
+        current = self.current  # a file opened after ``model NAME`` names the new model
+        live = state.live or (yield from open_file(self.store, state, self.agent, current.name,
+                                                   current.provider_name, cost=cost))
         first = 0 if state.restored is None else 1
         if state.saved_entries < first and state.restored is not None:
             live.append_turn(state.restored, self.agent.name)
@@ -173,8 +171,9 @@ class Recorder:
         header alone; the turn's save replaces it). Its id, or None when nothing is saved."""
         if state.live is None and not state.save_failed and pending is not None:
             try:
-                yield from open_file(self.store, state, self.agent, self.model, self.provider,
-                                     cost=None, pending=pending)
+                current = self.current
+                yield from open_file(self.store, state, self.agent, current.name,
+                                     current.provider_name, cost=None, pending=pending)
             except StoreError:  # said once, as any failed write is
                 yield from self.catch_up(state, None)
         elif state.live is None or state.save_failed:

@@ -14,6 +14,7 @@ from rollchat.compaction.summarizer import Background
 from rollchat.domain import QUERY_KINDS, Summary, Turn, Usage
 from rollchat.engine.context import WorkingContext
 from rollchat.errors import UsageError
+from rollchat.models.calls import Call, usage_of
 from rollchat.models.prices import ChainCost
 from rollchat.providers.base import (
     AuthError,
@@ -63,24 +64,27 @@ class SessionState:
     background: Background = field(default_factory=Background)
     query_turns: int = 0  # turns with a query: asked here, or carried over from the parent
     queries: int = 0  # queries asked in this session (carried-over turns excluded)
-    tokens: int = 0  # tokens of those queries
-    usage: Usage = field(default_factory=Usage)  # their usage, summed
-    # the model calls made for this session besides its queries: its summaries (compact, exit,
-    # automatic compaction, background pre-summaries); billed too
-    summary_usage: Usage = field(default_factory=Usage)
+    # every model call billed to this session, one record each (its queries, its restoration,
+    # its summaries: compact, exit, automatic compaction, background pre-summaries): every
+    # cost and token figure of the session is summed from these
+    calls: list[Call] = field(default_factory=list)
     chain: ChainCost = field(default_factory=ChainCost)  # the sessions this one continues
     title: str | None = None  # set by the user (``title``): the header's Title from then on
     cache_key: str = field(default_factory=chain_key)  # its chain's (see ``chain_key``)
 
-    def add(self, turn: Turn) -> None:
-        """Record a turn; the totals are kept as it goes (no rescans on the hot path)."""
+    def add(self, turn: Turn, call: Call | None = None) -> None:
+        """Record a turn; a query's model call is recorded with it (``call``: who answered
+        and at what price; None: an unpriced call of the turn's usage)."""
         self.turns.append(turn)
         if turn.kind in QUERY_KINDS:
             self.query_turns += 1
         if turn.kind == "query":
             self.queries += 1
-            self.tokens += turn.usage.total
-            self.usage += turn.usage
+            self.calls.append(call or Call("turn", "", "", turn.usage, None))
+
+    def charge(self, call: Call) -> None:
+        """A model call made for this session besides its queries (see ``calls``)."""
+        self.calls.append(call)
 
     def set_title(self, text: str) -> str:
         """The title ``text`` (one line, trimmed: see titles.py), in the header now or, before
@@ -103,8 +107,22 @@ class SessionState:
             self.live.close()
 
     @property
+    def usage(self) -> Usage:
+        """The usage of this session's queries, summed."""
+        return usage_of(self.calls, "turn")
+
+    @property
+    def tokens(self) -> int:
+        """Tokens of this session's queries."""
+        return self.usage.total
+
+    @property
+    def summary_usage(self) -> Usage:
+        return usage_of(self.calls, "summary")
+
+    @property
     def restoration_tokens(self) -> int:
-        return self.restored.usage.total if self.restored else 0
+        return usage_of(self.calls, "restoration").total
 
     @property
     def summary_tokens(self) -> int:
@@ -112,14 +130,13 @@ class SessionState:
 
     @property
     def billed(self) -> int:
-        """Tokens billed in this session: its queries, its restoration and its summaries."""
-        return self.tokens + self.restoration_tokens + self.summary_tokens
+        """Tokens billed in this session: every call of ``calls``."""
+        return self.billed_usage.total
 
     @property
     def billed_usage(self) -> Usage:
-        """The usage of this session's queries, restoration and summaries (see ``billed``)."""
-        usage = self.usage + self.summary_usage
-        return usage + self.restored.usage if self.restored else usage
+        """The usage of every model call billed to this session (see ``calls``)."""
+        return usage_of(self.calls)
 
     @property
     def session_id(self) -> str | None:

@@ -1,5 +1,5 @@
 """The in-chat ``model`` command: show the model and the choices, or switch to another model
-for the rest of the chat (see session/switch.py)."""
+for the rest of the chat (see Session.use_model)."""
 
 from __future__ import annotations
 
