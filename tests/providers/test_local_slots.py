@@ -1,0 +1,179 @@
+"""A busy llama.cpp server never starves the chat (issue 40.1, 40.5), through the real openai
+SDK against tests/wire_local.LlamaServer: 4 slots over one 2K cache, a prompt whose client
+hung up processed to its end, two prompts over the cache failing with the recorded
+"Context size has been exceeded" error, /slots showing each slot. A side request that gives
+way is waited for until /slots shows it idle; it is not sent again while the chat's request
+is being tried again; a side call stops at its stated time, connection included."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+import urllib.request
+from datetime import datetime, timezone
+from typing import Any
+
+from rollchat.domain import Message, Text, Turn
+from rollchat.memory.extract import ExtractionError, extract
+from rollchat.providers.base import (
+    ChatRequest,
+    Done,
+    RetryPolicy,
+    StreamEvent,
+    TextDelta,
+    stream_with_retries,
+)
+from rollchat.providers.openai import OpenAIProvider
+from tests.wire_local import Held, LlamaServer, llama_server, local_server, sse_answer
+
+SIDE = "summarize: " + "the harbour cranes moved containers all night " * 100  # ~1,200 tokens
+CHAT = "and then? " + "the pilots logged every ship " * 140  # ~1,000 tokens
+
+
+def provider(url: str, timeout: float = 30) -> OpenAIProvider:
+    return OpenAIProvider("smollm2", api_key=None, base_url=url, timeout=timeout)
+
+
+def request(purpose: Any, text: str) -> ChatRequest:
+    return ChatRequest(model="smollm2", system="", purpose=purpose, max_output_tokens=64,
+                       messages=(Message("user", text),))
+
+
+def text_of(events: list[Any]) -> str:
+    assert isinstance(events[-1], Done)
+    return "".join(e.text for e in events if isinstance(e, TextDelta))
+
+
+def answer(body: dict[str, Any]) -> str:
+    return "the summary" if "summarize" in body["messages"][-1]["content"] else "Noted."
+
+
+def wait_for(done: Any) -> None:
+    while not done():
+        threading.Event().wait(0.005)
+
+
+def side_in_flight(server: LlamaServer, p: OpenAIProvider, out: list[StreamEvent],
+                   ) -> threading.Thread:
+    """A summary started in the background, once the server is processing its prompt."""
+    worker = threading.Thread(target=lambda: out.extend(p.stream(request("summary", SIDE))))
+    worker.start()
+    wait_for(lambda: ("arrived", 1) in server.events)
+    return worker
+
+
+def post(url: str, text: str, timeout: float = 30) -> bytes:
+    """A streamed chat request sent as any client sends it (no lane of rollchat's)."""
+    data = json.dumps({"model": "m", "stream": True, "max_tokens": 64,
+                       "messages": [{"role": "user", "content": text}]}).encode()
+    sent = urllib.request.Request(f"{url}/chat/completions", data=data,
+                                  headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(sent, timeout=timeout) as response:
+        return bytes(response.read())
+
+
+def test_the_double_replays_llama_cpp_a_hung_up_prompt_goes_on_and_overlaps_fail() -> None:
+    """The double itself: what the client does not see (a hung-up prompt still processing),
+    /slots shows; two prompts over the cache fail with the recorded in-stream 500."""
+    with llama_server(answer, prompt_rate=2000) as server:
+        with contextlib.suppress(OSError):  # hung up on at once
+            post(server.url, SIDE, timeout=0.05)
+        busy = json.loads(server.slots_json().partition(b"\r\n\r\n")[2])
+        assert [(s["id"], s["is_processing"]) for s in busy] == [
+            (0, True), (1, False), (2, False), (3, False)]
+        assert set(busy[0]) >= {"id", "id_task", "n_ctx", "is_processing", "next_token"}
+        overlapped = post(server.url, CHAT)
+        wait_for(server.idle)
+        alone = post(server.url, CHAT)
+    assert b'"message":"Context size has been exceeded."' in overlapped
+    assert ("overflow", 2) in server.events and ("closed", 1) in server.events
+    assert b"Noted." in alone
+
+
+def test_the_chat_waits_until_the_cut_side_request_is_idle_and_is_answered() -> None:
+    with llama_server(answer) as server:
+        p = provider(server.url)
+        side: list[StreamEvent] = []
+        worker = side_in_flight(server, p, side)
+        chat = list(p.stream(request("chat", CHAT)))
+        worker.join(30)
+    assert text_of(chat) == "Noted." and text_of(side) == "the summary"
+    assert server.overflows == 0
+    events = server.events
+    # the side request hung up on, the server went on with it; the chat's request was sent
+    # once /slots showed it idle, alone, and the side request again after its answer
+    assert events.index(("closed", 1)) < events.index(("arrived", 2))
+    assert events.index(("answered", 2)) < events.index(("arrived", 3))
+    assert server.slot_looks >= 1 and p.lane.cuts == 1
+
+
+def test_without_slots_a_busy_error_is_retried_and_the_side_request_waits() -> None:
+    """A server without /slots (``--no-slots``): the chat's request may meet the hung-up one
+    and fail; the side request is not sent again while the chat's is being tried again."""
+    with llama_server(answer, slots_endpoint=False) as server:
+        p = provider(server.url)
+        side: list[StreamEvent] = []
+        worker = side_in_flight(server, p, side)
+        chat = list(e for e in stream_with_retries(p, request("chat", CHAT),
+                                                   RetryPolicy(6, 0.1, 0.4))
+                    if not isinstance(e, type(None)))
+        worker.join(30)
+    assert text_of(chat) == "Noted."
+    chats = [n for n, (_route, body) in enumerate(server.bodies, 1)
+             if "summarize" not in body["messages"][-1]["content"]]
+    sides = [n for n in range(1, len(server.bodies) + 1) if n not in chats]
+    assert sides[1] > max(chats)  # sent again only after the chat's answer
+
+
+def test_a_memory_extraction_stops_at_its_time_connection_included() -> None:
+    """"Remembering… (at most 10s)": at that time the call ends and its connection is
+    closed, though the server never answers."""
+    held = Held(sse_answer("[]"))
+    turns = [Turn("query", 1, datetime.now(timezone.utc), "I use Postgres.",
+                  (Text("Noted."),))]
+    with local_server(chat=lambda body: held) as server:
+        started = time.monotonic()
+        try:
+            extract(provider(server.url), turns, [], model="smollm2", timeout=0.5)
+        except ExtractionError as error:
+            assert "timed out" in str(error) or "within 0.5s" in str(error)
+        else:
+            raise AssertionError("no timeout")
+        elapsed = time.monotonic() - started
+        wait_for(lambda: ("closed", 1) in server.events)
+        held.release.set()
+    assert elapsed < 10  # the provider's own read timeout (30 s) was what ended it before
+
+
+def test_a_side_request_cut_and_sent_again_keeps_its_first_deadline() -> None:
+    """Its timeout counts from its first sending, across the cut and the sending again."""
+    held = Held(sse_answer("late"))
+
+    def chat(body: dict[str, Any]) -> Any:
+        return held if "summarize" in body["messages"][-1]["content"] else sse_answer("Hi.")
+
+    with local_server(chat=chat) as server:
+        p = provider(server.url)
+        outcome: list[Any] = []
+
+        def side() -> None:
+            try:
+                list(p.stream(ChatRequest(model="smollm2", system="", purpose="summary",
+                                          messages=(Message("user", "summarize"),),
+                                          timeout=1.0)))
+            except Exception as error:
+                outcome.append((error, time.monotonic()))
+
+        worker = threading.Thread(target=side)
+        started = time.monotonic()
+        worker.start()
+        wait_for(lambda: ("arrived", 1) in server.events)
+        wait_for(lambda: time.monotonic() - started >= 0.6)  # most of its second gone
+        list(p.stream(request("chat", "hi")))
+        worker.join(30)
+        held.release.set()
+    [(error, ended)] = outcome
+    assert "within 1s" in str(error)
+    assert ended - started < 1.5  # not a fresh second for the sending again (1.6 s)
