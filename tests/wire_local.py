@@ -171,15 +171,15 @@ def local_server(routes: dict[str, Reply] | None = None,
         yield server
 
 
-def sse_answer(text: str, finish: str = "stop") -> bytes:
+def sse_answer(text: str, finish: str = "stop", prompt: int = 20, written: int = 5) -> bytes:
     """A streamed Chat Completions answer in llama.cpp's framing (the shape of the recorded
     stream_stop bytes): for the scripted turns of the queueing tests."""
     chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": None},
                             "finish_reason": None}]},
               {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]},
               {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
-              {"choices": [], "usage": {"prompt_tokens": 20, "completion_tokens": 5,
-                                        "total_tokens": 25}}]
+              {"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": written,
+                                        "total_tokens": prompt + written}}]
     body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
     body += b"data: [DONE]\n\n"
     return (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n"
@@ -304,7 +304,7 @@ class LlamaServer(LocalServer):
             elif failed:
                 self._fail(handler, number)
             else:
-                self._write(handler, number, slot, text)
+                self._write(handler, number, slot, text, (prompt, writes))
         finally:
             with self._cache:
                 slot.processing, slot.cells, slot.task = False, 0, -1
@@ -333,7 +333,8 @@ class LlamaServer(LocalServer):
         with contextlib.suppress(OSError):
             handler.wfile.write(head + _error_event(error))
 
-    def _write(self, handler: _Handler, number: int, slot: SimSlot, text: str) -> None:
+    def _write(self, handler: _Handler, number: int, slot: SimSlot, text: str,
+               usage: tuple[int, int]) -> None:
         """The answer, written at ``write_rate``; a hang-up is seen between tokens."""
         if slot.failed.wait(len(text) / 4 / self.write_rate):
             self._fail(handler, number)
@@ -343,7 +344,7 @@ class LlamaServer(LocalServer):
             return
         self.log("answered", number)
         with contextlib.suppress(OSError):
-            handler.wfile.write(sse_answer(text))
+            handler.wfile.write(sse_answer(text, "stop", *usage))
 
 
 def _gone(handler: _Handler) -> bool:

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 import time
 import urllib.request
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from rollchat.domain import Message, Text, Turn
-from rollchat.memory.extract import ExtractionError, extract
+from rollchat.memory.extract import EXTRACT_SYSTEM, ExtractionError, extract
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -26,6 +28,7 @@ from rollchat.providers.base import (
     stream_with_retries,
 )
 from rollchat.providers.openai import OpenAIProvider
+from tests.compaction.test_autocompact import build_app, summary_text, user_message
 from tests.wire_local import Held, LlamaServer, llama_server, local_server, sse_answer
 
 SIDE = "summarize: " + "the harbour cranes moved containers all night " * 100  # ~1,200 tokens
@@ -177,3 +180,78 @@ def test_a_side_request_cut_and_sent_again_keeps_its_first_deadline() -> None:
     [(error, ended)] = outcome
     assert "within 1s" in str(error)
     assert ended - started < 1.5  # not a fresh second for the sending again (1.6 s)
+
+
+def test_typing_holds_back_side_requests_not_the_chat(tmp_path: Path) -> None:
+    """The prompt's typing is told to the lanes: for QUIET_SECONDS no side request starts;
+    the chat's request never waits for it."""
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from rollchat.providers import lanes
+    from rollchat.ui.repl import _Entered, _prompt_session
+
+    with create_pipe_input() as pipe:
+        session = _prompt_session(None, tmp_path / "history", [],  # type: ignore[arg-type]
+                                  _Entered(None),  # type: ignore[arg-type]
+                                  input=pipe, output=DummyOutput())
+        before = time.monotonic()
+        session.default_buffer.on_text_changed.fire()  # as a key typed fires it
+    typed = lanes._typed[0]
+    assert typed >= before
+    lane = lanes.Lane(1)
+    with lane.slot("chat"):  # at once
+        pass
+    waited: list[float] = []
+
+    def side() -> None:
+        with lane.slot("memory"):
+            waited.append(time.monotonic())
+
+    worker = threading.Thread(target=side)
+    worker.start()
+    worker.join(30)
+    assert waited and waited[0] >= typed + lanes.QUIET_SECONDS
+
+
+def answer_all(body: dict[str, Any]) -> str:
+    """The double's model: a summary when asked for one, no facts, a short reply else."""
+    last = str(body["messages"][-1]["content"])
+    asked = re.search(r"at most (\d+) words", last)
+    if asked and "Summarize" in last:
+        return summary_text(int(asked.group(1)))
+    if body["messages"][0]["content"] == EXTRACT_SYSTEM:
+        return "[]"
+    return "Understood." if "summary" in last.lower() else "Noted; go on."
+
+
+def test_a_chat_with_compaction_and_memory_on_a_4_slot_2k_server_answers_every_message(
+        tmp_path: Path) -> None:
+    """Issue 40.5: `llama-server -m MODEL -c 2048` (4 slots, one 2K cache). Before each
+    message a memory extraction is under way at the server (as the idle extraction starts
+    one while the prompt waits); the chat compacts on its own as the 2K window fills. Every
+    message is answered; before, each met the hung-up extraction in the cache and failed."""
+    said = [Turn("query", n, datetime.now(timezone.utc), f"[{n}] " + "we keep invoices "
+                 "in Postgres and retry failed charges nightly " * 40, (Text("Noted."),))
+            for n in range(1, 4)]  # ~1,500 tokens of extraction request
+    with llama_server(answer_all) as server:
+        p = provider(server.url)
+        built = build_app(tmp_path, p, window=2048, max_output=200,
+                          retry=RetryPolicy(3, 0.05, 0.2))
+        sent = answered = 0
+        def remember() -> None:
+            with contextlib.suppress(ExtractionError):
+                extract(p, said, [], model="smollm2", timeout=30)
+
+        for i in range(8):
+            arrived = len(server.bodies)
+            extraction = threading.Thread(target=remember)
+            extraction.start()
+            wait_for(lambda a=arrived: len(server.bodies) > a)  # type: ignore[misc]
+            turn = built.send(user_message(i) + " " + "the stack trace said " * 50)
+            sent += 1
+            answered += turn.status == "ok"
+            extraction.join(30)
+    assert (answered, sent) == (8, 8)
+    assert built.compactions  # the window filled: compacted on its own
+    assert server.overflows == 0
