@@ -247,7 +247,7 @@ def test_a_chat_with_compaction_and_memory_on_a_4_slot_2k_server_answers_every_m
             arrived = len(server.bodies)
             extraction = threading.Thread(target=remember)
             extraction.start()
-            wait_for(lambda a=arrived: len(server.bodies) > a)  # type: ignore[misc]
+            wait_for(lambda a=arrived: len(server.bodies) > a)
             turn = built.send(user_message(i) + " " + "the stack trace said " * 50)
             sent += 1
             answered += turn.status == "ok"
