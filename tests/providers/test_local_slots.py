@@ -80,9 +80,10 @@ def post(url: str, text: str, timeout: float = 30) -> bytes:
 def test_the_double_replays_llama_cpp_a_hung_up_prompt_goes_on_and_overlaps_fail() -> None:
     """The double itself: what the client does not see (a hung-up prompt still processing),
     /slots shows; two prompts over the cache fail with the recorded in-stream 500."""
-    with llama_server(answer, prompt_rate=2000) as server:
+    with llama_server(answer, prompt_rate=1000) as server:  # ~1.2 s for the hung-up prompt
         with contextlib.suppress(OSError):  # hung up on at once
             post(server.url, SIDE, timeout=0.05)
+        wait_for(lambda: not server.idle())  # the server took it (at once, or just after)
         busy = json.loads(server.slots_json().partition(b"\r\n\r\n")[2])
         assert [(s["id"], s["is_processing"]) for s in busy] == [
             (0, True), (1, False), (2, False), (3, False)]
@@ -196,7 +197,7 @@ def test_typing_holds_back_side_requests_not_the_chat(tmp_path: Path) -> None:
                                   _Entered(None),  # type: ignore[arg-type]
                                   input=pipe, output=DummyOutput())
         before = time.monotonic()
-        session.default_buffer.on_text_changed.fire()  # as a key typed fires it
+        session.default_buffer.text = "wha"  # as a key typed sets it
     typed = lanes._typed[0]
     assert typed >= before
     lane = lanes.Lane(1)
@@ -212,6 +213,10 @@ def test_typing_holds_back_side_requests_not_the_chat(tmp_path: Path) -> None:
     worker.start()
     worker.join(30)
     assert waited and waited[0] >= typed + lanes.QUIET_SECONDS
+    lanes.note_typing("")  # the line sent (the prompt emptied): what it asked goes at once
+    with lane.slot("summary"):
+        assert time.monotonic() < time.monotonic() + lanes.QUIET_SECONDS
+    assert lanes._typed[0] == float("-inf")
 
 
 def answer_all(body: dict[str, Any]) -> str:

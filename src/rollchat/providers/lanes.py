@@ -40,9 +40,11 @@ _POLL = 0.1  # seconds between two looks at /slots
 _typed = [float("-inf")]  # when the user last typed (time.monotonic)
 
 
-def note_typing() -> None:
-    """The user typed at the prompt: side requests wait QUIET_SECONDS (the UI calls this)."""
-    _typed[0] = time.monotonic()
+def note_typing(text: str = "x") -> None:
+    """The prompt's text changed (the UI calls this): side requests wait QUIET_SECONDS after
+    the last change; an empty prompt (a line just sent, or all of it deleted) holds none: what
+    was sent, a chat message or a command such as `compact`, goes as it is."""
+    _typed[0] = time.monotonic() if text else float("-inf")
 
 
 def slots_idle(base_url: str | None) -> bool | None:

@@ -20,6 +20,7 @@ from rollchat.memory.layers import MemoryLayers, with_block
 from rollchat.models.prices import cost, price_for
 from rollchat.models.tokens import TokenCounter
 from rollchat.providers.base import ContextTooLongError, Provider, ServerDownError
+from rollchat.providers.names import is_local
 from rollchat.session import ops
 from rollchat.session.build import build_engine, memory_layers, session_tools, stable_prompt
 from rollchat.session.checkpoint import checkpointed  # each tool call on disk as it ends
@@ -102,7 +103,8 @@ class Session(CompactorFigures, ModelSwitch):
         summarizer = Summarizer(summary_provider, model=summary_model, config=config.summary,
                                 budget=budget, counter=self.counter, engine=agent.compaction.engine,
                                 refused=self.windows.summary_refused if same else None)
-        self.price = price_for(model, config.prices)  # None: unknown (no cost shown)
+        self.price = None if is_local(agent.base_url) else price_for(  # a local server: none
+            model, config.prices)  # None: unknown (no cost shown)
         self.compactor = Compactor(
             config=config, agent=agent, engine=self.engine, counter=self.counter,
             summarizer=summarizer, windows=self.windows, budget=budget, ask=ask_compact,

@@ -11,7 +11,7 @@ from rollchat.errors import UsageError
 from rollchat.models.prices import price_for
 from rollchat.models.tokens import CONTEXT_WINDOWS, context_window
 from rollchat.models.windows import WindowLearner
-from rollchat.providers.names import ANTHROPIC, OFFLINE, OPENAI
+from rollchat.providers.names import ANTHROPIC, OFFLINE, OPENAI, is_local
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -87,7 +87,8 @@ class ModelSwitch:
         self._switched = f"{model} answers from here on (was {old})"
         self.counter.use_model(model)
         self.recorder.use_model(model)
-        self.price = price_for(model, self.config.prices)
+        self.price = None if is_local(self.agent.base_url) else price_for(
+            model, self.config.prices)
         book, url = self.windows.book, self.agent.base_url
         window = context_window(model, self.config.context_window_override(model)
                                 or book.get(url, model))

@@ -242,7 +242,7 @@ def _prompt_session(chat: Starting, history_file: Path, agents: Iterable[str],
         output=output,
     )
     # typing holds back a local server's side requests (providers/lanes.py)
-    session.default_buffer.on_text_changed += lambda _buffer: note_typing()
+    session.default_buffer.on_text_changed += lambda buffer: note_typing(buffer.text)
     return session
 
 
@@ -257,6 +257,7 @@ def _read_lines(chat: Starting, session: PromptSession[str], idle: IdleExtractio
             entered.line = None
             try:
                 line = session.prompt(lambda: prompt_text(chat), default=_unsent(chat))
+                note_typing("")  # sent: what it asks goes at once (providers/lanes.py)
             except KeyboardInterrupt:
                 if ending():
                     return
