@@ -17,7 +17,6 @@ import json
 import re
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from typing import Any
 
 from rollchat.domain import Message, Turn
@@ -173,8 +172,6 @@ def parse_reply(reply: str, turns: Sequence[int]) -> tuple[list[FoundFact], int]
 def _collect(provider: Provider, request: ChatRequest, timeout: float) -> str:
     deadline = time.monotonic() + timeout
     parts: list[str] = []
-    if getattr(provider, "enforces_timeout", False):  # its connection closed at that time
-        request = replace(request, timeout=timeout)
     stream: Iterator[Any] = iter(provider.stream(request))
     try:
         for event in stream:
