@@ -44,6 +44,7 @@ SYSTEM = ("You are Rollo, a careful engineering assistant for the billing team. 
           "short, name files exactly, and never invent configuration keys.")
 MODEL = "test-model"
 COUNTER = TokenCounter(MODEL)
+NO_RETRY = RetryPolicy(0, 0.0, 0.0)
 
 TOPICS = ("the invoice retry queue", "billing/api/handlers.py", "the Postgres migration 0042",
           "the nightly reconciliation job", "rate limiting on /v2/charges",
@@ -158,7 +159,7 @@ class Built:
 
 def build_app(tmp_path: Path, provider: object, *, window: int = 4000,
               session: SessionConfig | None = None, max_output: int = 500,
-              model: str = MODEL) -> Built:
+              model: str = MODEL, retry: RetryPolicy = NO_RETRY) -> Built:
     """A Session and its ChatApp wired the way ``cli.start_chat`` wires them."""
     session = session or SessionConfig()
     session = replace(session, dir=tmp_path / "sessions")
@@ -173,7 +174,7 @@ def build_app(tmp_path: Path, provider: object, *, window: int = 4000,
     store.ensure()
     engine = EngineSettings(provider, model=model, system=SYSTEM,  # type: ignore[arg-type]
                     max_output_tokens=max_output, temperature=None,
-                    retry=RetryPolicy(0, 0.0, 0.0))
+                    retry=retry)
     app = chat_app(config=config, agent=agent, engine_settings=engine, summary_provider=provider,
                    summary_model=model, provider_name="openai", store=store,
                    renderer=renderer, confirm=lambda q: False,

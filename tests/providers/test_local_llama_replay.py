@@ -142,3 +142,24 @@ def test_an_answer_cut_at_the_output_limit_says_so() -> None:
         events = list(provider(server.url).stream(request("story", max_tokens=12)))
     assert events[-1] == Done("max_tokens")
     assert "".join(e.text for e in events if isinstance(e, TextDelta)).strip()
+
+
+def test_a_server_that_did_not_state_its_window_is_asked_again_before_the_next_request(
+        tmp_path: Path) -> None:
+    """Issue 40.2: started while the server was down (here: not yet saying), the chat kept
+    the assumed window; the next request asks again, and the stated window applies."""
+    with local_server({}, chat=lambda body: sse_answer("Hello!")) as server:
+        built = build_app(tmp_path, provider(server.url), window=128_000)
+        session = built.session
+        session.windows.book = WindowBook(tmp_path / "windows.json")
+        session.windows.base_url = server.url
+        ask_server(session.windows)
+        assert session.windows.asking is not None
+        session.windows.asking.join(10)
+        server.routes.update(MODELS)  # the server up now
+        assert built.send("hi").status == "ok"  # asked again, in the background
+        session.windows.asking.join(10)
+        assert built.send("again").status == "ok"
+    assert session.budget.window == 2048
+    assert "Context window: 2,048 tokens (stated by the server" in " ".join(
+        built.output.split())

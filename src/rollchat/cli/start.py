@@ -291,6 +291,12 @@ def checked_provider(cfg: Config, env: dict[str, str]) -> tuple[str, str, str]:
     name, reason = providers.resolve_provider_name(agent, env)
     providers.check_provider(name, agent, env)
     providers.check_provider(cfg.summary.provider or name, agent, env)
+    url = providers.server_url(name, agent, env)
+    if agent.model is None and name == providers.OPENAI and providers.names.is_local(url):
+        from rollchat.providers.window_probe import reported_model
+
+        assert url is not None
+        return name, reason, reported_model(url) or providers.DEFAULT_MODELS[name]
     return name, reason, agent.model or providers.DEFAULT_MODELS[name]
 
 

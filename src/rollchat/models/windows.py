@@ -186,6 +186,7 @@ class WindowLearner:
         self.noted: list[Learned] = []  # learned while summarizing, not yet told
         self._stated: StatedWindow | None = None  # told by the server, not yet applied
         self.asking: threading.Thread | None = None  # the question to the server, if asked
+        self.unanswered = False  # the last question got no window (down): ask it again
         self._lock = threading.Lock()
 
     def refused(self, error: ContextTooLongError, sent: int) -> Learned | None:
@@ -224,8 +225,11 @@ class WindowLearner:
             try:
                 stated = probe()
             except Exception:  # a server that cannot tell: the window stays as it is
+                stated = None
+            if stated is None:  # down, or states nothing: asked again before the next request
+                self.unanswered = True
                 return
-            if stated is None or stated.tokens < MIN_WINDOW:
+            if stated.tokens < MIN_WINDOW:
                 return
             with contextlib.suppress(OSError):
                 self.book.remember(self.base_url, self.model, stated.tokens,

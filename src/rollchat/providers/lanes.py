@@ -5,6 +5,12 @@ give way to them, their stream cut and started again once the chat's answer is d
 # Why cut a side request rather than wait for it: a local server with one slot (llama.cpp
 # -np 1) makes the chat's request wait until the side request's answer ends (29.8 s measured),
 # and with several slots on one shared KV cache the overlap fails the chat's request outright.
+# Why wait after the cut: llama.cpp goes on with a prompt whose client hung up until the
+# prompt is processed (about 20 s measured, issue 40), so the next request waits until the
+# server's /slots shows no slot processing (bounded; a server without /slots: not at all).
+# Why hold side requests: a chat request that failed (a busy server) is retried after a
+# backoff, and the user typing is about to send one: a side request started then would be
+# in the way again.
 
 from __future__ import annotations
 
@@ -12,18 +18,44 @@ import contextlib
 import importlib
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from rollchat.providers.base import Purpose
+from rollchat.providers.base import ProviderError, ProviderTimeoutError, Purpose
+from rollchat.providers.window_probe import fetch_json, server_root
 
 # who goes first: someone waits for the chat's request (and the restoration's); a summary
 # may be what the user waits for (a compaction, the exit); memory extraction never is
 RANKS: dict[Purpose, int] = {"chat": 0, "restore": 0, "summary": 1, "memory": 2}
 FOREGROUND: frozenset[Purpose] = frozenset(p for p, rank in RANKS.items() if rank == 0)
 _OFFICIAL_HOSTS = ("api.openai.com", "api.anthropic.com")
+QUIET_SECONDS = 3.0  # the user typed within this: no side request starts
+HOLD_SECONDS = 30.0  # a chat request failed (retryable): its retry goes before side requests
+SETTLE_SECONDS = 30.0  # at most this long for a hung-up request's slot to go idle
+_POLL = 0.1  # seconds between two looks at /slots
+
+_typed = [float("-inf")]  # when the user last typed (time.monotonic)
+
+
+def note_typing(text: str = "x") -> None:
+    """The prompt's text changed (the UI calls this): side requests wait QUIET_SECONDS after
+    the last change; an empty prompt (a line just sent, or all of it deleted) holds none: what
+    was sent, a chat message or a command such as `compact`, goes as it is."""
+    _typed[0] = time.monotonic() if text else float("-inf")
+
+
+def slots_idle(base_url: str | None) -> bool | None:
+    """Whether llama.cpp's ``GET /slots`` shows no slot processing; None when the server has
+    no such view (disabled: 501, another server: 404) or it cannot be read."""
+    if not base_url:
+        return None
+    slots = fetch_json(f"{server_root(base_url)}/slots", None, timeout=1.0)
+    if not isinstance(slots, list) or not all(isinstance(s, dict) for s in slots):
+        return None
+    return not any(s.get("is_processing") for s in slots)
 
 
 def default_limit(base_url: str | None) -> int | None:
@@ -64,40 +96,88 @@ class Ticket:
 
 
 class Lane:
-    """The requests in flight to one server (``limit`` None: no limit, nothing waits)."""
+    """The requests in flight to one server (``limit`` None: no limit, nothing waits).
+    ``idle``: whether the server shows no request processing (None: it cannot tell)."""
 
-    def __init__(self, limit: int | None) -> None:
+    def __init__(self, limit: int | None,
+                 idle: Callable[[], bool | None] = lambda: None) -> None:
         self.limit = limit
+        self._idle = idle
         self._cond = threading.Condition()
         self._running: list[Ticket] = []
         self._waiting: list[Ticket] = []
+        self._hold_until = float("-inf")  # no side request starts before (time.monotonic)
+        self._unsettled = False  # a request was hung up on: the server may still process it
         self.cuts = 0  # side requests cut for a better-ranked one (for the tests and bench)
+        self.settled = 0  # waits for a hung-up request's slot (for the tests and bench)
 
     @contextlib.contextmanager
-    def slot(self, purpose: Purpose) -> Iterator[Ticket]:
-        """Hold a slot for one request of ``purpose`` while the block runs."""
+    def slot(self, purpose: Purpose, deadline: float | None = None) -> Iterator[Ticket]:
+        """Hold a slot for one request of ``purpose`` while the block runs; a side request
+        waiting past ``deadline`` (time.monotonic) raises ProviderTimeoutError."""
         ticket = Ticket(RANKS.get(purpose, len(RANKS)))
         with self._cond:
             self._waiting.append(ticket)
             try:
                 while not self._free(ticket):
                     self._cut_worse(ticket)
-                    self._cond.wait(0.5)
+                    wait = 0.5 if ticket.foreground else self._side_wait()
+                    if deadline is not None and time.monotonic() + wait > deadline:
+                        wait = deadline - time.monotonic()
+                        if wait <= 0:
+                            raise ProviderTimeoutError("no answer in time: the request "
+                                                       "waited behind the chat's")
+                    self._cond.wait(wait)
             finally:
                 self._waiting.remove(ticket)
             self._running.append(ticket)
+            owed, self._unsettled = self._unsettled, False
         try:
+            if owed:
+                self.settle()
             yield ticket
+        except ProviderError as error:
+            if ticket.foreground and error.retryable:
+                self._hold_until = time.monotonic() + HOLD_SECONDS
+            raise
+        else:
+            if ticket.foreground:
+                self._hold_until = float("-inf")
         finally:
             with self._cond:
+                if ticket.stopped():  # hung up on: the server may go on with it
+                    self._unsettled = True
                 self._running.remove(ticket)
                 self._cond.notify_all()
+
+    def settle(self) -> bool | None:
+        """Wait (at most SETTLE_SECONDS) until the server shows no request processing: a
+        request whose client hung up goes on at llama.cpp until its prompt is processed.
+        True once idle, False if still busy at the bound, None if the server cannot tell."""
+        self.settled += 1
+        bound = time.monotonic() + SETTLE_SECONDS
+        while True:
+            idle = self._idle()
+            if idle is None or idle:
+                return idle
+            if time.monotonic() >= bound:
+                return False
+            time.sleep(_POLL)
+
+    def _side_wait(self) -> float:
+        """How long a side request waits before it looks again (held: until the hold ends)."""
+        held = max(self._hold_until, _typed[0] + QUIET_SECONDS) - time.monotonic()
+        return min(0.5, held) if held > 0 else 0.5
 
     def _free(self, ticket: Ticket) -> bool:
         if self.limit is None:
             return True
         if any(other.rank < ticket.rank for other in self._waiting):
             return False  # the chat's request goes first, then summaries
+        if not ticket.foreground:
+            now = time.monotonic()
+            if now < self._hold_until or now < _typed[0] + QUIET_SECONDS:
+                return False  # a chat request's retry, or the user typing, comes first
         return len(self._running) < self.limit
 
     def _cut_worse(self, ticket: Ticket) -> None:
@@ -120,7 +200,10 @@ def lane_for(base_url: str | None, limit: int | None) -> Lane:
     """The one lane of a server (all providers of a process that talk to it share it)."""
     key = (_server(base_url), limit)
     with _lanes_lock:
-        return _lanes.setdefault(key, Lane(limit))
+        if key not in _lanes:
+            idle = (lambda: slots_idle(base_url)) if limit is not None else (lambda: None)
+            _lanes[key] = Lane(limit, idle)
+        return _lanes[key]
 
 
 def _server(base_url: str | None) -> str:

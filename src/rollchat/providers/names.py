@@ -38,6 +38,22 @@ def is_reasoning_model(model: str) -> bool:
     return name.startswith(REASONING_PREFIXES) and "chat" not in name
 
 
+def is_local(base_url: str | None) -> bool:
+    """Whether ``base_url`` is a server on this machine or a private network (llama.cpp,
+    Ollama, LM Studio, vLLM as people run them): its model is never priced."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(base_url).hostname or "") if base_url else ""
+    if host == "localhost" or host.endswith((".localhost", ".local")):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_unspecified
+
+
 def is_official(base_url: str | None) -> bool:
     """Whether requests go to OpenAI itself (no base URL, or one at api.openai.com)."""
     return base_url is None or "api.openai.com" in base_url

@@ -168,20 +168,36 @@ class SDKProvider(ABC):
         if request.purpose not in FOREGROUND and self.lane.limit is not None:
             yield from self._side(request)
             return
-        with self.lane.slot(request.purpose) as ticket, \
-                contextlib.closing(self._attempt(request, ticket)) as events:
-            for event in events:
-                if isinstance(event, Done):
-                    break  # the slot is free before the caller hears the end
-                yield event
+        started = False
+        try:
+            with self.lane.slot(request.purpose) as ticket, \
+                    contextlib.closing(self._attempt(request, ticket)) as events:
+                for event in events:
+                    if isinstance(event, Done):
+                        break  # the slot is free before the caller hears the end
+                    started = True
+                    yield event
+        except ServerError as error:
+            # a busy server (requests at once filled llama.cpp's shared cache): tried again
+            # once the server shows nothing processing, not after a blind backoff
+            if not started and self.lane.limit is not None and \
+                    is_busy_server("500", str(error)) and self.lane.settle():
+                error.retry_after = 0.0
+            raise
         yield event  # Done: parser.finish ends each answer with it (or raises)
 
     def _side(self, request: ChatRequest) -> Iterator[StreamEvent]:
-        """A side request: cut when a better one comes, sent again after it; given whole."""
+        """A side request: cut when a better one comes, sent again after it; given whole.
+        Its ``timeout`` counts from its first sending and covers each sending again and each
+        wait between them: at that time it stops, connection included."""
+        deadline: float | None = None
         while True:
-            with self.lane.slot(request.purpose) as ticket:
+            with self.lane.slot(request.purpose, deadline) as ticket:
+                if deadline is None and request.timeout is not None:
+                    deadline = time.monotonic() + request.timeout
+                left = None if deadline is None else deadline - time.monotonic()
                 try:
-                    events = list(self._attempt(request, ticket))
+                    events = list(self._attempt(request, ticket, left))
                 except ProviderError:
                     if ticket.cut.is_set() and not ticket.expired.is_set():
                         continue  # it gave way to the chat's request: again, after it
@@ -189,14 +205,15 @@ class SDKProvider(ABC):
             yield from events
             return
 
-    def _attempt(self, request: ChatRequest, ticket: Ticket,
+    def _attempt(self, request: ChatRequest, ticket: Ticket, left: float | None = None,
                  ) -> Generator[StreamEvent, None, None]:
         """One try of ``request`` holding ``ticket`` (its connection recorded, so another
-        thread can cut it: a chat request that needs the slot, or the request's timeout)."""
+        thread can cut it: a chat request that needs the slot, or the request's timeout;
+        ``left``: the seconds left of that timeout, when not all of it)."""
         disarm = watchdog(None, ticket)  # armed once the SDK is loaded (it counts from sending)
         try:
             client = self._sdk_client()
-            disarm = watchdog(request.timeout, ticket)
+            disarm = watchdog(request.timeout if left is None else left, ticket)
             with making(ticket):
                 items = self._open(client, request)
             try:

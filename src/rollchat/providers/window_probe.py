@@ -74,6 +74,17 @@ def probe_window(base_url: str, model: str, fetch: Fetch = fetch_json) -> Stated
     return from_lm_studio(fetch(f"{root}/api/v0/models", None), model)
 
 
+def reported_model(base_url: str, fetch: Fetch = fetch_json) -> str | None:
+    """The model a server reports at ``/v1/models`` when it serves just one (llama.cpp: its
+    ``-m`` path or ``--alias``); None when it reports none, several, or does not answer."""
+    models = fetch(f"{server_root(base_url)}/v1/models", None)
+    data = models.get("data") if isinstance(models, Mapping) else None
+    if not isinstance(data, list) or len(data) != 1 or not isinstance(data[0], Mapping):
+        return None
+    name = data[0].get("id")
+    return name if isinstance(name, str) and name.strip() else None
+
+
 def _llama_cpp(models: object) -> bool:
     data = models.get("data") if isinstance(models, Mapping) else None
     return isinstance(data, list) and any(

@@ -25,7 +25,12 @@ def asked(windows: WindowLearner) -> WindowLearner:
 def windowed(windows: WindowLearner, compactor: Compactor, state: SessionState,
              pending: Message) -> Generator[Event, None, bool]:
     """The compactor's plan before a request (``before_sending``), a window the server
-    stated since the last one applied first."""
+    stated since the last one applied first; a server that did not answer the last question
+    (down at the start) is asked again, in the background, before this request."""
+    if windows.unanswered and windows.base_url:
+        windows.unanswered = False
+        base_url, model = windows.base_url, windows.model
+        windows.ask(lambda: probe_window(base_url, model))
     notice = stated_notice(windows)
     if notice is not None:
         yield notice

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rollchat.errors import RollchatError
 from rollchat.interrupts import ENDING_SUMMARY_SECONDS, ending, settle
+from rollchat.providers.lanes import note_typing
 from rollchat.text.normalize import clean_bytes
 from rollchat.text.wording import context_size, plural
 from rollchat.ui import commands
@@ -235,7 +236,7 @@ def _prompt_session(chat: Starting, history_file: Path, agents: Iterable[str],
     except OSError as exc:
         chat.out.warn(f"input history not saved ({history_file}: {exc.strerror})")
         history = InMemoryHistory()
-    return PromptSession(
+    session: PromptSession[str] = PromptSession(
         history=history,
         completer=ChatCompleter([*commands.completions(), *(f"@{a}" for a in agents)],
                                 lambda: _saved_sessions(chat)),
@@ -247,6 +248,9 @@ def _prompt_session(chat: Starting, history_file: Path, agents: Iterable[str],
         input=input,
         output=output,
     )
+    # typing holds back a local server's side requests (providers/lanes.py)
+    session.default_buffer.on_text_changed += lambda buffer: note_typing(buffer.text)
+    return session
 
 
 def _saved_sessions(chat: Starting) -> tuple[list[SessionInfo], str | None]:
@@ -269,6 +273,7 @@ def _read_lines(chat: Starting, session: PromptSession[str], idle: IdleExtractio
             entered.line = None
             try:
                 line = session.prompt(lambda: prompt_text(chat), default=_unsent(chat))
+                note_typing("")  # sent: what it asks goes at once (providers/lanes.py)
             except KeyboardInterrupt:
                 if ending():
                     return
