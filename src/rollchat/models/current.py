@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 from rollchat.models.prices import Price, price_for
 from rollchat.models.windows import WindowBook, WindowLearner
-from rollchat.providers.names import is_local
 
 if TYPE_CHECKING:
     from rollchat.providers.base import ContextTooLongError, Provider
@@ -24,8 +23,7 @@ class CurrentModel:
         self.provider, self.provider_name, self.prices = provider, provider_name, prices
         self._resizes: list[Callable[[int], None]] = []  # who follows the window
         self.name = name
-        self.local = is_local(base_url)  # a server of the user's own: nothing is priced
-        self.price = self._priced(name)  # None: unknown or local (no cost shown)
+        self.price = price_for(name, prices)  # None: unknown (no cost shown)
         self.windows = WindowLearner(book, model=name, base_url=base_url, window=window,
                                      on_change=self._resized)
 
@@ -43,13 +41,10 @@ class CurrentModel:
         it is known by); the budgets follow. The one place the current model changes."""
         book, url = self.windows.book, self.windows.base_url
         self.name = name
-        self.price = self._priced(name)
+        self.price = price_for(name, self.prices)
         self.windows = WindowLearner(book, model=name, base_url=url, window=window,
                                      on_change=self._resized)
         self._resized(window)
-
-    def _priced(self, name: str) -> Price | None:
-        return None if self.local else price_for(name, self.prices)
 
     def price_of(self, model: str) -> Price | None:
         """The price of ``model`` (the chat's, or another that answered a side call)."""
