@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from rollchat.errors import RollchatError
 from rollchat.interrupts import ENDING_SUMMARY_SECONDS, ending, settle
-from rollchat.providers.lanes import note_typing
 from rollchat.text.normalize import clean_bytes
 from rollchat.text.wording import context_size, plural
 from rollchat.ui import commands
@@ -30,6 +29,14 @@ if TYPE_CHECKING:
     from rollchat.storage.listing import SessionInfo
     from rollchat.ui.app import ChatApp
     from rollchat.ui.starting import Starting
+
+
+def _note_typing(text: str) -> None:
+    """Tell the provider lanes the prompt's text changed (imported at the first keystroke, not
+    before the first prompt: the lanes import the value types)."""
+    from rollchat.providers.lanes import note_typing
+
+    note_typing(text)
 
 
 def handle_line(app: ChatApp, line: str) -> bool:
@@ -249,7 +256,7 @@ def _prompt_session(chat: Starting, history_file: Path, agents: Iterable[str],
         output=output,
     )
     # typing holds back a local server's side requests (providers/lanes.py)
-    session.default_buffer.on_text_changed += lambda buffer: note_typing(buffer.text)
+    session.default_buffer.on_text_changed += lambda buffer: _note_typing(buffer.text)
     return session
 
 
@@ -273,7 +280,7 @@ def _read_lines(chat: Starting, session: PromptSession[str], idle: IdleExtractio
             entered.line = None
             try:
                 line = session.prompt(lambda: prompt_text(chat), default=_unsent(chat))
-                note_typing("")  # sent: what it asks goes at once (providers/lanes.py)
+                _note_typing("")  # sent: what it asks goes at once (providers/lanes.py)
             except KeyboardInterrupt:
                 if ending():
                     return
