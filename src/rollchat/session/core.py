@@ -102,7 +102,8 @@ class Session(CompactorFigures):
         budget = self._budget(context_window)
         self.output = ToolOutput(config.tools, self.counter, context_window)
         self.engine = build_engine(engine_settings, config, self.counter, self.output,
-                                   self._tool_room, budget.max_output_tokens)
+                                   self._tool_room, budget.max_output_tokens,
+                                   budget.ack_tokens)
         self.current = current or CurrentModel(
             name=model, provider=engine_settings.provider, provider_name=provider_name,
             prices=config.prices, book=windows or WindowBook(None), base_url=agent.base_url,
@@ -160,7 +161,7 @@ class Session(CompactorFigures):
         """The model's window turned out smaller: budgets follow (see windows.py)."""
         budget = self._budget(window)
         self.compactor.resize(budget)
-        self.engine.limit_output(budget.max_output_tokens)
+        self.engine.limit_output(budget.max_output_tokens, budget.ack_tokens)
         self.output.resize(window)
 
     # ------------------------------------------------------------------ the model

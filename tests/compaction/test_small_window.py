@@ -1,0 +1,56 @@
+"""A small window goes to the conversation (issue 40.3): what rollchat itself asks of a 2K
+local server, read through the real openai SDK from tests/wire_local.py's servers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rollchat.compaction.prefixed import OPENING
+from rollchat.compaction.request import SUMMARY_SYSTEM_PROMPT
+from rollchat.providers.openai import OpenAIProvider
+from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START
+from tests.compaction.test_autocompact import build_app
+from tests.wire_local import Reply, local_server, sse_answer
+
+SUMMARY = (f"{SUMMARY_START}\n**Background Context:** A queue was chosen.\n\n"
+           "**Current Session Summary:**\n**Topics Discussed:**\n- the job queue\n\n"
+           f"**Decisions Made:**\n- use rabbitmq\n\n**Pending:**\n- none\n{SUMMARY_END}")
+
+
+def kind(body: dict[str, Any]) -> str:
+    messages = body["messages"]
+    text = [m.get("content") or "" for m in messages]
+    flat = ["".join(b.get("text", "") for b in t) if isinstance(t, list) else t for t in text]
+    if (messages[0]["role"] == "system" and flat[0] == SUMMARY_SYSTEM_PROMPT) \
+            or flat[-1].startswith(OPENING):
+        return "summary"
+    if any(t.startswith("CONTEXT RESTORATION") for t in flat) and flat[-1].startswith(
+            "CONTEXT RESTORATION"):
+        return "restore"
+    return "chat"
+
+
+def provider(url: str) -> OpenAIProvider:
+    return OpenAIProvider("smollm2", api_key=None, base_url=url, timeout=30)
+
+
+def test_a_2k_window_gets_a_one_line_acknowledgment_and_a_true_cut_off_warning(
+        tmp_path: Path) -> None:
+    def chat(body: dict[str, Any]) -> Reply:
+        what = kind(body)
+        if what == "summary":
+            return sse_answer(SUMMARY)
+        if what == "restore":  # a small model rambles until it is stopped
+            return sse_answer("Understood, " * 20, finish="length", written=64)
+        return sse_answer("Rabbitmq it is.")
+
+    with local_server(chat=chat) as server:
+        built = build_app(tmp_path, provider(server.url), window=2048, max_output=512)
+        assert built.send("which queue for jobs?").status == "ok"
+        built.app.run(built.session.compact())
+        [restore] = [b for _, b in server.bodies if kind(b) == "restore"]
+    assert restore["max_tokens"] == 2048 // 32  # not 400: 1/32 of the window
+    out = " ".join(built.output.split())
+    assert "The acknowledgment was cut off at its limit (64 tokens" in out
+    assert "512" not in out and "raise max_output_tokens" not in out
