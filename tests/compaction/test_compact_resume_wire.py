@@ -163,7 +163,7 @@ def test_compact_and_resume_send_only_what_they_should(
 
 
 @pytest.mark.parametrize("bad", [garbage(), error(400, "summaries are not allowed here"),
-                                 text("Here is your summary: it went fine.")])
+                                 text(f"{SUMMARY_START}\nHere is your summary: it went fine.")])
 def test_a_failed_summary_call_falls_back_and_says_so(
         openai_server: WireServer, tmp_path: Path, bad: Any) -> None:
     openai_server.push(text("Use the blue-green deploy."), bad, bad)

@@ -54,3 +54,21 @@ def test_a_2k_window_gets_a_one_line_acknowledgment_and_a_true_cut_off_warning(
     out = " ".join(built.output.split())
     assert "The acknowledgment was cut off at its limit (64 tokens" in out
     assert "512" not in out and "raise max_output_tokens" not in out
+
+
+def test_a_summary_reply_without_markers_is_taken_not_asked_again(tmp_path: Path) -> None:
+    def chat(body: dict[str, Any]) -> Reply:
+        what = kind(body)
+        if what == "summary":  # a small model ignores the format
+            return sse_answer("We picked rabbitmq as the job queue.")
+        return sse_answer("Understood." if what == "restore" else "Rabbitmq it is.")
+
+    with local_server(chat=chat) as server:
+        built = build_app(tmp_path, provider(server.url), window=2048, max_output=512)
+        assert built.send("which queue for jobs?").status == "ok"
+        built.app.run(built.session.compact())
+        asked = [kind(b) for _, b in server.bodies]
+    assert asked == ["chat", "summary", "restore"]  # asked once
+    summary = built.session.state.parent_summary
+    assert summary is not None and not summary.fallback
+    assert summary.background == "We picked rabbitmq as the job queue."
