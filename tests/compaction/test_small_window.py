@@ -8,6 +8,7 @@ from typing import Any
 
 from rollchat.compaction.prefixed import OPENING
 from rollchat.compaction.request import SUMMARY_SYSTEM_PROMPT
+from rollchat.domain import Summary
 from rollchat.providers.openai import OpenAIProvider
 from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START
 from tests.compaction.test_autocompact import build_app
@@ -72,3 +73,29 @@ def test_a_summary_reply_without_markers_is_taken_not_asked_again(tmp_path: Path
     summary = built.session.state.parent_summary
     assert summary is not None and not summary.fallback
     assert summary.background == "We picked rabbitmq as the job queue."
+
+
+def test_each_summary_request_of_saved_turns_fits_a_2k_window_with_its_output() -> None:
+    from rollchat.compaction import policy
+    from rollchat.compaction.summarizer import Summarizer
+    from rollchat.config.settings import SummaryConfig
+    from rollchat.models.tokens import TokenCounter
+    from tests.compaction.test_compaction import turn
+    from tests.wire_local import _tokens, llama_server
+
+    topics = ["queues", "retries", "alerts", "deploys", "caches", "limits", "logs", "tests"]
+    turns = [turn(i, f"Tell me about {t} in our job system, in detail please. " * 20,
+                  f"About {t}: we keep it simple and measured. " * 40)
+             for i, t in enumerate(topics, 1)]
+    with llama_server(lambda body: SUMMARY, slots=1) as server:
+        budget = policy.compute_budget(2048, 512, 0.8, 1000)
+        summarizer = Summarizer(provider(server.url), model="smollm2", config=SummaryConfig(),
+                                budget=budget, counter=TokenCounter("smollm2"))
+        parent = Summary("An earlier session about the job system. " * 20,
+                         tuple(f"topic {t} " * 6 for t in topics),
+                         tuple(f"decided {t} " * 6 for t in topics), ("None",))
+        outcome = summarizer.summarize(turns, parent, None)
+        sent = [b for _, b in server.bodies]
+    assert len(sent) > 1 and not outcome.fallback_used  # chunked, each one answered
+    for body in sent:  # never truncated by the server: the prompt and its output fit
+        assert _tokens(body) + body["max_tokens"] <= 2048, (_tokens(body), body["max_tokens"])
