@@ -3,6 +3,7 @@ local server, read through the real openai SDK from tests/wire_local.py's server
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +100,38 @@ def test_each_summary_request_of_saved_turns_fits_a_2k_window_with_its_output() 
     assert len(sent) > 1 and not outcome.fallback_used  # chunked, each one answered
     for body in sent:  # never truncated by the server: the prompt and its output fit
         assert _tokens(body) + body["max_tokens"] <= 2048, (_tokens(body), body["max_tokens"])
+
+
+def test_a_window_stated_after_the_context_began_refits_the_own_tools(tmp_path: Path) -> None:
+    """The chat started on an assumed 128K window (the server was asked in the background):
+    once the server states 2,048 tokens, the session's own tools shrink to their share."""
+    from rollchat.models.windows import WindowBook
+    from rollchat.session.build import OWN_TOOLS_SHARE
+    from rollchat.session.windowing import ask_server
+    from rollchat.tools import ARCHIVE_TOOL_NAME
+    from rollchat.tools.archive import ARCHIVE_BRIEF
+    from tests.wire_local import recorded
+
+    def chat(body: dict[str, Any]) -> Reply:
+        what = kind(body)
+        return sse_answer(SUMMARY if what == "summary" else "Understood." if what == "restore"
+                          else "Rabbitmq it is.")
+
+    routes = {"GET /v1/models": recorded("models.http"), "GET /props": recorded("props.http")}
+    with local_server(routes, chat=chat) as server:
+        built = build_app(tmp_path, provider(server.url), window=128_000, max_output=512)
+        assert built.send("which queue for jobs?").status == "ok"
+        built.app.run(built.session.compact())  # a child: the archive reads its parent
+        assert built.send("and retries?").status == "ok"
+        session = built.session
+        session.windows.book = WindowBook(tmp_path / "windows.json")
+        session.windows.base_url = server.url
+        ask_server(session.windows)
+        assert session.windows.asking is not None
+        session.windows.asking.join(10)
+        assert built.send("and alerts?").status == "ok"
+        chats = [b for r, b in server.bodies if r.startswith("POST") and kind(b) == "chat"]
+    whole, small = chats[-2]["tools"], chats[-1]["tools"]
+    assert [t["function"]["name"] for t in whole] == [ARCHIVE_TOOL_NAME]
+    assert [t["function"]["description"] for t in small] == [ARCHIVE_BRIEF.description]
+    assert len(json.dumps(small)) // 4 <= 2048 * OWN_TOOLS_SHARE < len(json.dumps(whole)) // 4
