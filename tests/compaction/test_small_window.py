@@ -56,6 +56,7 @@ def test_a_2k_window_gets_a_one_line_acknowledgment_and_a_true_cut_off_warning(
     out = " ".join(built.output.split())
     assert "The acknowledgment was cut off at its limit (64 tokens" in out
     assert "512" not in out and "raise max_output_tokens" not in out
+    assert "Error: acknowledgment limit" not in out  # said once, by the warning
 
 
 def test_a_summary_reply_without_markers_is_taken_not_asked_again(tmp_path: Path) -> None:
