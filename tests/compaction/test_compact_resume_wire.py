@@ -9,9 +9,9 @@ from typing import Any
 import pexpect
 import pytest
 
+from rollchat.compaction.policy import ACK_TOKENS
 from rollchat.compaction.prefixed import OPENING
 from rollchat.compaction.request import SUMMARY_SYSTEM_PROMPT, reply_tokens
-from rollchat.engine.core import RESTORE_OUTPUT_TOKENS
 from rollchat.memory.layers import split_block
 from rollchat.storage.transcript import FALLBACK_NOTE, SUMMARY_END, SUMMARY_START, parse
 from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
@@ -119,7 +119,7 @@ def test_compact_and_resume_send_only_what_they_should(
     assert summary_messages[-1][1].startswith(OPENING)
     assert bodies[3].get("tools") == bodies[4].get("tools")  # the restoration's prefix too
     # side calls are bounded: the summary by what a reply may hold, the acknowledgment small
-    assert bodies[1]["max_tokens"] == 4096 and bodies[3]["max_tokens"] == RESTORE_OUTPUT_TOKENS
+    assert bodies[1]["max_tokens"] == 4096 and bodies[3]["max_tokens"] == ACK_TOKENS
     assert bodies[2]["max_tokens"] == reply_tokens(SUMMARY_WORDS, None, 4096) < 4096
     for body in (bodies[0], bodies[1], bodies[3], bodies[4]):
         system, messages = conversation(body)
@@ -163,7 +163,7 @@ def test_compact_and_resume_send_only_what_they_should(
 
 
 @pytest.mark.parametrize("bad", [garbage(), error(400, "summaries are not allowed here"),
-                                 text("Here is your summary: it went fine.")])
+                                 text(f"{SUMMARY_START}\nHere is your summary: it went fine.")])
 def test_a_failed_summary_call_falls_back_and_says_so(
         openai_server: WireServer, tmp_path: Path, bad: Any) -> None:
     openai_server.push(text("Use the blue-green deploy."), bad, bad)

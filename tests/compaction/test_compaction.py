@@ -222,15 +222,28 @@ def test_valid_reply_accepted() -> None:
 
 
 def test_invalid_then_valid_reply_uses_the_retry() -> None:
-    provider = Scripted("not a summary", model_block())
+    provider = Scripted(f"{SUMMARY_START} not a summary", model_block())
     outcome = run(provider)
     assert not outcome.fallback_used and len(provider.requests) == 2
 
 
 def test_invalid_twice_falls_back_with_reason() -> None:
-    outcome = run(Scripted("nope", "still nope"))
+    outcome = run(Scripted(f"{SUMMARY_START} nope", f"{SUMMARY_START} still nope"))
     assert outcome.fallback_used and outcome.summary.fallback
-    assert "no summary markers" in outcome.reason
+    assert "no end marker" in outcome.reason
+
+
+def test_a_reply_without_markers_is_the_summary_structured_locally() -> None:
+    """A small model ignores the format (issue 40.3): its prose is the summary's background,
+    the lists the local summary's; it is not asked again."""
+    provider = Scripted("We chose rabbitmq for the job queue and retries with backoff.")
+    outcome = run(provider)
+    assert len(provider.requests) == 1 and not outcome.fallback_used
+    assert outcome.summary.background.startswith("We chose rabbitmq for the job queue")
+    assert not outcome.summary.fallback and outcome.summary.topics
+    sections = Scripted(model_block().split(SUMMARY_START)[1].split(SUMMARY_END)[0])
+    written = run(sections)  # the sections written, the markers left out: taken as written
+    assert len(sections.requests) == 1 and written.summary.background == "Initial session."
 
 
 def test_provider_error_falls_back() -> None:

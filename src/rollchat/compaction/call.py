@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rollchat.domain import Summary, Turn, Usage
+from rollchat.errors import TranscriptError
 from rollchat.providers.base import (
     ChatRequest,
     ContextTooLongError,
@@ -31,6 +32,30 @@ class SummaryOutcome:
     usage: Usage = field(default_factory=Usage)
     # the provider refused the request as too long (it is never sent again as it was)
     refused: ContextTooLongError | None = field(default=None, compare=False)
+
+
+def unmarked(text: str, turns: Sequence[Turn], parent: Summary | None, focus: str | None,
+             max_words: int) -> Summary | None:
+    """A reply with no summary markers at all (a small model ignores the format): its text is
+    the summary, structured locally (its sections when it wrote them, else its prose as the
+    background beside the local summary's lists) rather than asked for again. None: it has
+    markers (or nothing), and is read as a summary reply."""
+    from rollchat.compaction.extractive import extractive_summary
+    from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse_summary_body
+
+    prose = text.strip()
+    if not prose or SUMMARY_START in text or SUMMARY_END in text:
+        return None
+    words = prose.split()[:int(max_words * 1.5)]
+    try:
+        written = parse_summary_body(prose)
+        if written.background.strip() and len(prose.split()) <= len(words):
+            return written
+    except TranscriptError:
+        pass
+    local = extractive_summary(turns, parent_summary=parent, focus=focus,
+                               max_words=max_words, fallback=False)
+    return replace(local, background=" ".join(words))
 
 
 NOT_ASKED = "the model was not asked: "  # starts the reason of a summary never asked for
@@ -115,8 +140,9 @@ def summarize(
         try:
             text, call_usage = _collect(provider, request, timeout_seconds)
             usage += call_usage
-            summary = summary_request.parse_summary_reply(text, max_words=max_words,
-                                                          allowance=allowance)
+            summary = unmarked(text, turns, parent_summary, focus, max_words) or \
+                summary_request.parse_summary_reply(text, max_words=max_words,
+                                                    allowance=allowance)
             return SummaryOutcome(summary, False, None, usage)
         except KeyboardInterrupt:
             reason = "interrupted"

@@ -15,6 +15,11 @@ PRESUMMARY_SHARE = 0.7  # start the summary in the background past this share of
 POST_COMPACTION_SHARE = 0.5  # a compaction keeps fewer turns rather than leave more than this
 SUMMARY_SHARE = 1 / 3  # a summary takes at most this share of the budget
 RESTORATION_TOKENS = 400  # the restoration prompt's text and the acknowledgment, roughly
+# The restoration's acknowledgment is 2-6 sentences: a small model that rambles stops at the
+# smallest of this, ACK_SHARE of the window (a 2K window: 64 tokens, a line) and the output limit
+# (it is kept verbatim in the context).
+ACK_TOKENS = 400
+ACK_SHARE = 1 / 32
 # Shares of the context window where the toolbar's gauge changes colour; with auto_compact:
 # ask, a compaction put off ("later") is proposed again when the context reaches the next one.
 GAUGE_LEVELS = (0.70, 0.85, 0.95)
@@ -36,6 +41,11 @@ class Budget:
     safety_margin: int
     tokens: int
     warning: str | None = None
+
+    @property
+    def ack_tokens(self) -> int:
+        """The most tokens the restoration's acknowledgment may take (see ACK_SHARE)."""
+        return max(1, min(ACK_TOKENS, int(self.window * ACK_SHARE), self.max_output_tokens))
 
 
 def compute_budget(window: int, max_output_tokens: int, threshold: float,

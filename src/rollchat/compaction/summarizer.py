@@ -292,8 +292,24 @@ class Summarizer:
         total = sum(turn_tokens(self.counter, t) for t in turns)
         if running is not None or total > max(limit, 500):  # room for the (running) summary
             limit -= self.words * 2
-        limit = max(limit, 500) if cap is None else max(min(limit, cap), 1)
+        limit = max(limit, min(500, self._room(running))) if cap is None else \
+            max(min(limit, cap), 1)
         return chunk_turns(turns, limit, self.counter) if total > limit else [turns]
+
+    def _room(self, running: Summary | None) -> int:
+        """The most tokens of turns one summary request may carry so that the request and its
+        reply fit the window (a small one: the 500-token floor would overflow it): the window
+        less the margin, the reply's output limit and the request's own text (its
+        instructions, the running summary) with half that again for the turns' JSON form."""
+        from rollchat.compaction.request import build_summary_request, reply_tokens
+
+        empty = build_summary_request([], parent_summary=running, focus=None, model=self.model,
+                                      max_words=self.words, max_output_tokens=1)
+        fixed = self.counter.count_text(empty.system) + self.counter.count_text(
+            empty.messages[0].content)
+        reply = reply_tokens(self.words, running, self.budget.max_output_tokens)
+        room = self.budget.window - self.budget.safety_margin - reply - fixed
+        return max(room * 2 // 3, 1)
 
     def fit(self, outcome: SummaryOutcome, turns: list[Turn], parent: Summary | None,
             focus: str | None) -> SummaryOutcome:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
+from rollchat.compaction.policy import ACK_TOKENS
 from rollchat.domain import (
     ROUND_SEPARATOR,
     Block,
@@ -66,9 +67,6 @@ class ModelRefused(ProviderError):
     context (the provider's advice: do not send the refused turn back)."""
 
     label = "refused"
-# The restoration's acknowledgment is 2-6 sentences: a small model that rambles stops here
-# (it is kept verbatim in the context, a third of a 2K window at the agent's own limit).
-RESTORE_OUTPUT_TOKENS = 400
 MAX_TOOL_ROUNDS = 25  # the default of an agent's max_tool_rounds
 LIVE_SECONDS = 0.5  # how often the line of the tool servers still starting is drawn again
 
@@ -127,17 +125,20 @@ class Engine(ModelChoice):
     Built with its settings and what the session measures with: the working context (None:
     an empty one with the settings' system prompt), ``count`` (the token counter the budget
     is measured with), ``tool_room`` (tokens a new tool result may take now; None: no limit)
-    and ``max_output_tokens`` (None: the settings')."""
+    ``max_output_tokens`` (None: the settings') and ``ack_tokens``, the restoration
+    acknowledgment's (None: at most ACK_TOKENS; see compaction.policy.Budget.ack_tokens)."""
 
     def __init__(self, settings: EngineSettings, *, context: WorkingContext | None = None,
                  count: Callable[[str], int] | None = None,
                  tool_room: Callable[[], int] | None = None,
-                 max_output_tokens: int | None = None) -> None:
+                 max_output_tokens: int | None = None, ack_tokens: int | None = None,
+                 ) -> None:
         self.settings = settings
         self.provider = settings.provider
         self.model = settings.model
         self.context = context if context is not None else WorkingContext(settings.system)
         self.max_output_tokens = max_output_tokens or settings.max_output_tokens
+        self.ack_tokens = ack_tokens or min(self.max_output_tokens, ACK_TOKENS)
         self.thinking = settings.thinking  # ``thinking on|off|N`` in the chat changes it
         self.tools = {t.name: t for t in settings.tools}
         self.gate = settings.gate
@@ -161,9 +162,10 @@ class Engine(ModelChoice):
         """How much the model thinks from the next request on (``thinking`` in the chat)."""
         self.thinking = setting
 
-    def limit_output(self, tokens: int) -> None:
-        """The most tokens an answer may take from now on (a smaller window was learned)."""
-        self.max_output_tokens = tokens
+    def limit_output(self, tokens: int, ack_tokens: int) -> None:
+        """The most tokens an answer, and the restoration's acknowledgment, may take from now
+        on (another window was learned)."""
+        self.max_output_tokens, self.ack_tokens = tokens, ack_tokens
 
     def new_context(self, system: str, tools: Sequence[Tool] = (), withdrawn: Sequence[str] = (),
                     *, cache_key: str | None = None) -> None:
@@ -225,7 +227,7 @@ class Engine(ModelChoice):
             system=self.context.system,
             messages=tuple(messages),
             max_output_tokens=(self.max_output_tokens if purpose != "restore"
-                               else min(self.max_output_tokens, RESTORE_OUTPUT_TOKENS)),
+                               else min(self.max_output_tokens, self.ack_tokens)),
             temperature=self.settings.temperature,
             # the restoration offers the tools the turns after it will (one request prefix)
             tools=self.offered() if purpose in ("chat", "restore") else (),
@@ -335,11 +337,8 @@ class Engine(ModelChoice):
                 if paused:  # the server paused a long turn: its content so far goes back
                     continue  # as it came, and the model continues it (the same round)
                 if stop == "max_tokens" and not calls:  # the model was stopped mid-answer
-                    status, note = "error", (f"output limit of {self.max_output_tokens:,} "
-                                             "tokens reached (max_output_tokens)")
-                    yield Notice("warning", f"The answer was cut off at the output limit "
-                                            f"({self.max_output_tokens:,} tokens): ask it to "
-                                            "go on, or raise max_output_tokens.")
+                    status, note = "error", self._cut_off_note(purpose)
+                    yield Notice("warning", self._cut_off_warning(purpose))
                 if not calls:
                     break
                 if purpose == "restore":  # an acknowledgment runs no tool: its calls dropped
@@ -369,6 +368,22 @@ class Engine(ModelChoice):
             blocks.append(Text(last))
         return CallResult("".join(text), usage, status, error, note, tuple(blocks),
                           time.monotonic() - t0, last)
+
+    def _cut_off_note(self, purpose: Purpose) -> str:
+        """What the turn records of an answer stopped at the output limit of ``purpose``."""
+        if purpose == "restore":
+            return (f"acknowledgment limit of {min(self.max_output_tokens, self.ack_tokens):,} "
+                    "tokens reached (a share of the window, max_output_tokens)")
+        return f"output limit of {self.max_output_tokens:,} tokens reached (max_output_tokens)"
+
+    def _cut_off_warning(self, purpose: Purpose) -> str:
+        """The line shown when an answer of ``purpose`` was stopped at its output limit."""
+        if purpose == "restore":
+            return (f"The acknowledgment was cut off at its limit "
+                    f"({min(self.max_output_tokens, self.ack_tokens):,} tokens, kept small to "
+                    "leave the window to the chat): the context is restored; go on.")
+        return (f"The answer was cut off at the output limit ({self.max_output_tokens:,} "
+                "tokens): ask it to go on, or raise max_output_tokens.")
 
     def _stream_once(self, messages: Sequence[Message], purpose: Purpose, text: list[str],
                      thought: list[str], extra: list[ProviderBlock],

@@ -28,10 +28,10 @@ if TYPE_CHECKING:
 
 def build_engine(settings: EngineSettings, config: Config, counter: TokenCounter,
                  output: ToolOutput, tool_room: Callable[[], int],
-                 max_output_tokens: int) -> Engine:
+                 max_output_tokens: int, ack_tokens: int) -> Engine:
     """The engine of ``settings``, measuring with the session's ``counter``, its tool output
-    limits (``output``, ``tool_room``) and its budget's ``max_output_tokens``; a relevant
-    history (session.history) chooses what each request sends."""
+    limits (``output``, ``tool_room``) and its budget's ``max_output_tokens`` and
+    ``ack_tokens``; a relevant history (session.history) chooses what each request sends."""
     select = None
     if config.session.history == "relevant":
         from rollchat.engine.history import RelevantHistory
@@ -40,7 +40,7 @@ def build_engine(settings: EngineSettings, config: Config, counter: TokenCounter
     context = WorkingContext(settings.system, count=counter.count_text,
                              allowance=output.allowance, select=select)
     return Engine(settings, context=context, count=counter.count_text, tool_room=tool_room,
-                  max_output_tokens=max_output_tokens)
+                  max_output_tokens=max_output_tokens, ack_tokens=ack_tokens)
 
 
 def session_tools(engine: Engine, output: ToolOutput, store: Store, memory: Memory | None,

@@ -102,11 +102,13 @@ class Session(CompactorFigures):
         budget = self._budget(context_window)
         self.output = ToolOutput(config.tools, self.counter, context_window)
         self.engine = build_engine(engine_settings, config, self.counter, self.output,
-                                   self._tool_room, budget.max_output_tokens)
+                                   self._tool_room, budget.max_output_tokens,
+                                   budget.ack_tokens)
         self.current = current or CurrentModel(
             name=model, provider=engine_settings.provider, provider_name=provider_name,
             prices=config.prices, book=windows or WindowBook(None), base_url=agent.base_url,
             window=context_window)
+        self._own: tuple[str | None, Memory | None] = (None, memory)  # (see _resize)
         self.current.follow_window(self._resize)
         asked(self.current.windows)  # the server asked its window, in the background
         same = summary_provider is engine_settings.provider and summary_model == model
@@ -135,6 +137,7 @@ class Session(CompactorFigures):
             self._ran.append(state)
         self.instructions.refresh("at a new context: compaction, resume or fork")
         self.hooks.new_context(state)  # SessionStart before its first message
+        self._own = (parent_id, self.memory)
         self.engine.new_context(self._system(), *session_tools(
             self.engine, self.output, self.store, self.memory, state, parent_id,
             self.budget.window, self.counter.count_text), cache_key=state.cache_key)
@@ -157,11 +160,17 @@ class Session(CompactorFigures):
                                      cfg.compact_threshold, cfg.safety_margin_tokens)
 
     def _resize(self, window: int) -> None:
-        """The model's window turned out smaller: budgets follow (see windows.py)."""
+        """The model's window turned out smaller: budgets follow (see windows.py), and the
+        session's own tools are fitted to it again (a 2K window stated by the server after
+        the context began must not carry the tools sized for the window assumed)."""
         budget = self._budget(window)
         self.compactor.resize(budget)
-        self.engine.limit_output(budget.max_output_tokens)
+        self.engine.limit_output(budget.max_output_tokens, budget.ack_tokens)
         self.output.resize(window)
+        parent_id, memory = self._own
+        self.engine.new_context(self.engine.context.system, *session_tools(
+            self.engine, self.output, self.store, memory, self.state, parent_id, window,
+            self.counter.count_text))
 
     # ------------------------------------------------------------------ the model
     def use_model(self, model: str) -> int:
@@ -392,6 +401,7 @@ class Session(CompactorFigures):
         """A fresh session: no parent link, nothing carried (see ops.clear)."""
         self.state = state = yield from ops.clear(self.compactor, self.state)
         self.engine.clear()
+        self._own = (None, None)
         self.engine.new_context(self.engine.context.system, *session_tools(  # the archive only
             self.engine, self.output, self.store, None, state, None, self.budget.window,
             self.counter.count_text), cache_key=state.cache_key)

@@ -316,7 +316,7 @@ class Renderer:
                 "interrupted before any answer"
             self.line((f"[{note}]", "yellow"))
         elif turn.status in ("unanswered", "error") and turn.error \
-                and "(max_output_tokens)" not in turn.error:  # (a cut-off: its warning said it)
+                and " tokens reached (" not in turn.error:  # (a cut-off: its warning said it)
             self.error(turn.error)
             if hint:
                 self.dim(hint)
