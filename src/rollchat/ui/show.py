@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import textwrap
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
 _RESULT_LINES = 12  # of a tool result; ``rollchat export`` prints them whole
+_BATCH = 500  # prose turns written to the output at once
 # A line of prose that rich draws as plain words wrapped at the width, markdown or not: it
 # starts with a letter (no list, heading or quote), has no markup character, no tab, no run
 # of spaces and only characters one cell wide. ``show`` writes such turns itself when piped.
@@ -202,8 +202,21 @@ def prose_turn(turn: Turn, agent: str, width: int) -> str | None:
 
 
 def _wrapped(text: str, width: int) -> list[str]:
-    """``text`` (``_PROSE`` or ``_LINE``) wrapped as rich wraps it: greedy, at spaces."""
-    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
+    """``text`` (``_PROSE`` or ``_LINE``: words apart by one space) wrapped as rich wraps it:
+    greedy, at spaces (a word wider than the line stays whole: ``prose_turn`` declines it)."""
+    if len(text) <= width:
+        return [text]
+    lines: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        if not line:
+            line = word
+        elif len(line) + 1 + len(word) <= width:
+            line += " " + word
+        else:
+            lines.append(line)
+            line = word
+    return [*lines, line]
 
 
 def show(t: Transcript, *, summary_dropped: bool, terminal: bool) -> None:
@@ -225,16 +238,23 @@ def show(t: Transcript, *, summary_dropped: bool, terminal: bool) -> None:
 
 def _show_plain(t: Transcript, *, summary_dropped: bool) -> None:
     plain = plain_console()
-    out = plain.file
+    out, width = plain.file, plain.width
     for part in _head(t):  # wrapped at the width: a soft-wrapped box or list item is cropped
         plain.print(part, soft_wrap=False)
+    written: list[str] = []  # prose turns not yet written (written in batches: fewer writes)
     for turn in t.turns:
-        written = prose_turn(turn, t.header.agent, plain.width)
-        if written is not None:
-            out.write(written)
-            continue
-        for part in _turn(turn, t.header.agent):
-            plain.print(part, soft_wrap=False)
+        text = prose_turn(turn, t.header.agent, width)
+        if text is not None:
+            written.append(text)
+            if len(written) < _BATCH:
+                continue
+        if written:
+            out.write("".join(written))
+            written.clear()
+        if text is None:
+            for part in _turn(turn, t.header.agent):
+                plain.print(part, soft_wrap=False)
+    out.write("".join(written))
     for part in _tail(t, summary_dropped):
         plain.print(part, soft_wrap=False)
     out.flush()
