@@ -34,12 +34,14 @@ def shrink_turn(turn: Turn, max_tokens: int, count: Callable[[str], int]) -> Tur
     return replace(turn, user=cut(turn.user, half), blocks=blocks)
 
 
-def chunk_turns(turns: Sequence[Turn], limit: int, counter: TokenCounter) -> list[list[Turn]]:
-    """Oldest first, turns grouped so each group's conversation stays within ``limit``."""
+def chunk_turns(turns: Sequence[Turn], limit: int, counter: TokenCounter,
+                sized: Callable[[Turn], int] | None = None) -> list[list[Turn]]:
+    """Oldest first, turns grouped so each group's conversation stays within ``limit``.
+    ``sized``: ``turn_tokens`` of a turn, already counted (default: counted here)."""
     chunks: list[list[Turn]] = [[]]
     size = 0
     for turn in turns:
-        tokens = turn_tokens(counter, turn)
+        tokens = sized(turn) if sized is not None else turn_tokens(counter, turn)
         if tokens > limit:
             turn = shrink_turn(turn, limit, counter.count_text)
             tokens = turn_tokens(counter, turn)

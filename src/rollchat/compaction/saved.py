@@ -137,19 +137,25 @@ def plan_saved(summarizer: Summarizer, turns: list[Turn],
     from rollchat.compaction.chunks import turn_tokens
     from rollchat.compaction.summarizer import SUMMARY_PROMPT_OVERHEAD
 
-    chunks = summarizer.plan(turns)
+    # each turn counted once for both plans (tiktoken is the slow part of a large one)
+    sizes = {id(t): turn_tokens(summarizer.counter, t) for t in turns}
+
+    def sized(turn: Turn) -> int:
+        return sizes[id(turn)]
+
+    chunks = summarizer.plan(turns, sized)
     whole = SavedPlan(tuple(tuple(c) for c in chunks), None, len(chunks))
     if len(chunks) <= CONFIRM_CALLS:
         return whole
     if ask is not None:
-        tokens = (sum(turn_tokens(summarizer.counter, t) for t in turns)
+        tokens = (sum(sizes.values())
                   + len(chunks) * (SUMMARY_PROMPT_OVERHEAD + summarizer.words * 2))
         if ask(f"Summarizing its {len(turns):,} turns with {summarizer.model} takes "
                f"{len(chunks):,} model calls (about {human_tokens(tokens)} tokens sent); "
                "answering no has the model summarize only the last part and the rest is "
                "summarized locally. Continue? (y/n) "):
             return whole
-    newest = [tuple(c[::-1]) for c in summarizer.plan(turns[::-1])[::-1]]
+    newest = [tuple(c[::-1]) for c in summarizer.plan(turns[::-1], sized)[::-1]]
     return SavedPlan(tuple(newest), CHEAP_CALLS, len(chunks))
 
 

@@ -29,6 +29,7 @@ from rollchat.providers.compacting import CompactingProvider
 from rollchat.storage.transcript import render_summary_block
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from concurrent.futures import Future
 
     from rollchat.compaction.policy import Budget
@@ -278,23 +279,29 @@ class Summarizer:
             return SummaryOutcome(self._local(turns, parent, focus, self.words), True,
                                   "interrupted", Usage())
 
-    def plan(self, turns: list[Turn]) -> list[list[Turn]]:
-        """The summary requests ``turns`` need: groups of turns, one request each."""
-        return self._chunks(turns, None)
+    def plan(self, turns: list[Turn], sized: Callable[[Turn], int] | None = None,
+             ) -> list[list[Turn]]:
+        """The summary requests ``turns`` need: groups of turns, one request each. ``sized``:
+        a turn's ``turn_tokens``, remembered by the caller (default: counted here)."""
+        return self._chunks(turns, None, sized=sized)
 
     def _chunks(self, turns: list[Turn], running: Summary | None,
-                cap: int | None = None) -> list[list[Turn]]:
+                cap: int | None = None, sized: Callable[[Turn], int] | None = None,
+                ) -> list[list[Turn]]:
         """``turns`` in groups that each fit one summary request (usually one group), each at
         most ``cap`` tokens when given."""
         if not turns:
             return []
+        if sized is None:  # each turn counted once (tiktoken is the slow part)
+            sizes = {id(t): turn_tokens(self.counter, t) for t in turns}
+            sized = lambda turn: sizes[id(turn)]  # noqa: E731
         limit = self.budget.window - self.budget.max_output_tokens - SUMMARY_PROMPT_OVERHEAD
-        total = sum(turn_tokens(self.counter, t) for t in turns)
+        total = sum(sized(t) for t in turns)
         if running is not None or total > max(limit, 500):  # room for the (running) summary
             limit -= self.words * 2
         limit = max(limit, min(500, self._room(running))) if cap is None else \
             max(min(limit, cap), 1)
-        return chunk_turns(turns, limit, self.counter) if total > limit else [turns]
+        return chunk_turns(turns, limit, self.counter, sized) if total > limit else [turns]
 
     def _room(self, running: Summary | None) -> int:
         """The most tokens of turns one summary request may carry so that the request and its

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -30,15 +31,29 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
 _RESULT_LINES = 12  # of a tool result; ``rollchat export`` prints them whole
+_BATCH = 500  # prose turns written to the output at once
+# A line of prose that rich draws as plain words wrapped at the width, markdown or not: it
+# starts with a letter (no list, heading or quote), has no markup character, no tab, no run
+# of spaces and only characters one cell wide. ``show`` writes such turns itself when piped.
+_PROSE = re.compile(r"[A-Za-z](?: ?[A-Za-z0-9,.;:'\"?()/-])*")
+# A line of plain text (not markdown) that rich wraps word by word: printable ASCII and ·,
+# words apart by one space.
+_LINE = re.compile(r"[!-~·](?: ?[!-~·])*")
 
 
 def session_view(t: Transcript, *, summary_dropped: bool = False,
                  ) -> Iterator[RenderableType]:
     """What ``show`` prints, in order. ``summary_dropped``: the file's summary block could not
     be read."""
+    yield from _head(t)
+    for turn in t.turns:
+        yield from _turn(turn, t.header.agent)
+    yield from _tail(t, summary_dropped)
+
+
+def _head(t: Transcript) -> Iterator[RenderableType]:
     from rich.rule import Rule
     from rich.table import Table
-    from rich.text import Text
 
     h = t.header
     yield Rule(f"{one_line(h.agent)} conversation · {one_line(h.session_id)}", style="bold")
@@ -57,8 +72,12 @@ def session_view(t: Transcript, *, summary_dropped: bool = False,
     for name, value in rows:
         fields.add_row(name, one_line(value))
     yield fields
-    for turn in t.turns:
-        yield from _turn(turn, h.agent)
+
+
+def _tail(t: Transcript, summary_dropped: bool) -> Iterator[RenderableType]:
+    from rich.rule import Rule
+    from rich.text import Text
+
     yield Text("")
     if t.summary is not None:
         yield _summary(t.summary)
@@ -69,15 +88,19 @@ def session_view(t: Transcript, *, summary_dropped: bool = False,
         yield Rule("No summary (the session ended without one)", style="dim")
 
 
+def _title(turn: Turn) -> str:
+    when = f"{turn.started:%Y-%m-%d %H:%M:%S}"
+    title = {"query": f"Query {turn.number}", "carried": f"Carried over {turn.number}",
+             "restored": "Session restored", "handoff": "Handed off"}[turn.kind]
+    return f"{title} · {when}"
+
+
 def _turn(turn: Turn, agent: str) -> Iterator[RenderableType]:
     from rich.rule import Rule
     from rich.text import Text
 
-    when = f"{turn.started:%Y-%m-%d %H:%M:%S}"
-    title = {"query": f"Query {turn.number}", "carried": f"Carried over {turn.number}",
-             "restored": "Session restored", "handoff": "Handed off"}[turn.kind]
     yield Text("")
-    yield Rule(f"{title} · {when}", style="cyan", align="left")
+    yield Rule(_title(turn), style="cyan", align="left")
     if turn.kind in ("restored", "handoff"):
         yield Text.assemble(("Context: ", "bold"), harmless(turn.context))
     if turn.kind != "restored":
@@ -152,20 +175,86 @@ def _summary(s: Summary) -> RenderableType:
     return Panel(Group(*parts), title=title, title_align="left", border_style="magenta")
 
 
+def prose_turn(turn: Turn, agent: str, width: int) -> str | None:
+    """The text ``_turn`` draws on a console without colours ``width`` cells wide, written
+    here without rich (which costs ~1 ms a turn: minutes for a session of 100,000 turns), for
+    a turn of plain prose only (``_PROSE``: a question and answers as rich wraps them, word
+    by word); None for any other turn, which rich draws. Every text passes ``harmless``."""
+    if turn.kind not in ("query", "carried") or turn.attached or turn.status != "ok":
+        return None
+    texts = [harmless(block.text) if isinstance(block, TextBlock) else None
+             for block in turn.blocks]
+    name = f"{one_line(agent)}:"
+    user = f"You: {harmless(turn.user)}"
+    usage = usage_line(turn.elapsed, turn.usage)
+    title = _title(turn)
+    if len(title) > width - 2 or any(text is None or not _PROSE.fullmatch(text) for text in
+                                     texts) or not all(_LINE.fullmatch(line) for line in
+                                                       (user, name, usage)):
+        return None
+    lines = ["", f"{title} " + "─" * (width - len(title) - 1), *_wrapped(user, width), name]
+    for text in texts:
+        lines += _wrapped(text or "", width)
+    lines += _wrapped(usage, width)
+    if any(len(line) > width for line in lines):  # a word wider than the line: rich folds it
+        return None
+    return "\n".join(lines) + "\n"
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    """``text`` (``_PROSE`` or ``_LINE``: words apart by one space) wrapped as rich wraps it:
+    greedy, at spaces (a word wider than the line stays whole: ``prose_turn`` declines it)."""
+    if len(text) <= width:
+        return [text]
+    lines: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        if not line:
+            line = word
+        elif len(line) + 1 + len(word) <= width:
+            line += " " + word
+        else:
+            lines.append(line)
+            line = word
+    return [*lines, line]
+
+
 def show(t: Transcript, *, summary_dropped: bool, terminal: bool) -> None:
     """Print the session to stdout: plain text, or for a ``terminal`` through the pager ($PAGER,
     else less; less shows colours unless $LESS says otherwise, and quits at once when it all
-    fits on the screen)."""
-    parts = session_view(t, summary_dropped=summary_dropped)
+    fits on the screen). Piped, a turn of plain prose is written directly (``prose_turn``):
+    the same text, without rich's cost."""
     if not terminal:
-        plain = plain_console()
-        for part in parts:  # wrapped at the width: a soft-wrapped box or list item is cropped
-            plain.print(part, soft_wrap=False)
+        _show_plain(t, summary_dropped=summary_dropped)
         return
     from rich.console import Console
 
     console = Console()
     os.environ.setdefault("LESS", "-FRX")
     with console.pager(styles=True):
-        for part in parts:
+        for part in session_view(t, summary_dropped=summary_dropped):
             console.print(part)
+
+
+def _show_plain(t: Transcript, *, summary_dropped: bool) -> None:
+    plain = plain_console()
+    out, width = plain.file, plain.width
+    for part in _head(t):  # wrapped at the width: a soft-wrapped box or list item is cropped
+        plain.print(part, soft_wrap=False)
+    written: list[str] = []  # prose turns not yet written (written in batches: fewer writes)
+    for turn in t.turns:
+        text = prose_turn(turn, t.header.agent, width)
+        if text is not None:
+            written.append(text)
+            if len(written) < _BATCH:
+                continue
+        if written:
+            out.write("".join(written))
+            written.clear()
+        if text is None:
+            for part in _turn(turn, t.header.agent):
+                plain.print(part, soft_wrap=False)
+    out.write("".join(written))
+    for part in _tail(t, summary_dropped):
+        plain.print(part, soft_wrap=False)
+    out.flush()

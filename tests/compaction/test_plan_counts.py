@@ -1,0 +1,53 @@
+"""Planning the summary of a large saved session (``rollchat compact --refresh``, import,
+resume) counts each turn's tokens once, for both the whole plan and the cheap path's plan
+from the newest turn: tiktoken is the slow part, and a 200,000-turn session counted four
+times over took minutes."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from rollchat.compaction.chunks import chunk_turns
+from rollchat.compaction.policy import compute_budget
+from rollchat.compaction.saved import plan_saved
+from rollchat.compaction.summarizer import SUMMARY_PROMPT_OVERHEAD, Summarizer
+from rollchat.config.settings import SummaryConfig
+from rollchat.domain import Turn, answer_blocks
+from rollchat.models.tokens import TokenCounter
+from rollchat.providers.offline import OfflineProvider
+
+WHEN = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)
+FILLER = "lorem ipsum dolor sit amet " * 12
+
+
+def _turns(count: int) -> list[Turn]:
+    return [Turn("query", i + 1, WHEN, f"[{i}] step {i}: {FILLER}",
+                 answer_blocks(f"Done [{i}]. {FILLER}")) for i in range(count)]
+
+
+@pytest.mark.parametrize("count", [200, 400])
+def test_the_plan_of_a_large_session_counts_each_turn_once(
+        count: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    counter = TokenCounter("offline")
+    summarizer = Summarizer(OfflineProvider(), model="offline", config=SummaryConfig(),
+                            budget=compute_budget(8192, 512, 0.8, 0), counter=counter)
+    turns = _turns(count)
+    limit = (summarizer.budget.window - summarizer.budget.max_output_tokens
+             - SUMMARY_PROMPT_OVERHEAD - summarizer.words * 2)
+    expected = chunk_turns(turns, limit, counter)  # the plan, counted the plain way
+    assert len(expected) > 5  # the cheap path
+    texts: list[str] = []
+    real = TokenCounter.count_text
+
+    def counted(self: TokenCounter, text: str) -> int:
+        texts.append(text)
+        return real(self, text)
+
+    monkeypatch.setattr(TokenCounter, "count_text", counted)
+    plan = plan_saved(summarizer, turns)
+    assert len(texts) == 2 * count  # a question and an answer a turn, each counted once
+    assert plan.cheap and plan.needed == len(expected)
+    newest = chunk_turns(turns[::-1], limit, counter)[0][::-1]
+    assert list(plan.chunks[-1]) == newest  # the model gets the newest turns, as before
