@@ -13,6 +13,19 @@ from pathlib import Path
 import pexpect
 
 PROMPT = "You:"
+# an agent file with one typed tool (`use word_count text="..."`), for the tests that run one
+HELPER_AGENT = '''
+name = "Helper"
+
+
+def word_count(text: str) -> str:
+    """Count words.
+
+    Args:
+        text: The text.
+    """
+    return f"{len(text.split())} words"
+'''
 
 # The compiled bytecode of every Python child the tests start (rollchat, helper scripts, MCP
 # servers), shared by all of them and kept between runs: without it each child compiles

@@ -7,21 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from rollchat.memory.store import MemoryStore
-from tests.e2e import clean_env, run_piped, user_memory
+from tests.e2e import HELPER_AGENT, clean_env, run_piped, user_memory
 from tests.memory import project_memory
 
-HELPER = '''
-name = "Helper"
-
-
-def word_count(text: str) -> str:
-    """Count words.
-
-    Args:
-        text: The text.
-    """
-    return f"{len(text.split())} words"
-'''
+HELPER = HELPER_AGENT
 LINES = 'remember I prefer tabs over spaces\nuse word_count text="one two three"\nexit\n'
 
 

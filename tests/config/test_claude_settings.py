@@ -19,21 +19,10 @@ from rollchat.config.load import load_config
 from rollchat.domain import ToolCall
 from rollchat.session.hooked import notifying
 from rollchat.tools.hooks import Hooks
-from tests.e2e import clean_env, run_piped
+from tests.e2e import HELPER_AGENT, clean_env, run_piped
 
 REAL = Path(__file__).parent / "data" / "claude_settings_famtastic.json"
-HELPER = '''
-name = "Helper"
-
-
-def word_count(text: str) -> str:
-    """Count words.
-
-    Args:
-        text: The text.
-    """
-    return f"{len(text.split())} words"
-'''
+HELPER = HELPER_AGENT
 USE = 'use word_count text="one two three"\nexit\n'
 
 

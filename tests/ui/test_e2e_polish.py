@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rollchat.storage.transcript import parse
-from tests.e2e import clean_env, run_piped, write_config
+from tests.e2e import HELPER_AGENT, clean_env, run_piped, write_config
 from tests.mcp_helpers import free_port
 
 
@@ -59,18 +59,7 @@ def test_after_a_refused_local_server_the_exit_summary_is_local_said_once(
         assert parse(path.read_text()).summary is not None  # resumable all the same
 
 
-HELPER = '''
-name = "Helper"
-
-
-def word_count(text: str) -> str:
-    """Count words.
-
-    Args:
-        text: The text.
-    """
-    return f"{len(text.split())} words"
-'''
+HELPER = HELPER_AGENT
 
 
 def test_the_offline_model_runs_a_tool_asked_for_in_plain_words(tmp_path: Path) -> None:
