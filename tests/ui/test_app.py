@@ -251,7 +251,9 @@ def _failing_summary(request: ChatRequest) -> Iterator[StreamEvent]:
 
 
 def _garbage_summary(request: ChatRequest) -> Iterator[StreamEvent]:
-    return iter([TextDelta("Sure! Here is a summary: you talked about things.")])
+    # a broken marker pair: still refused (a reply with no markers at all is taken as the
+    # summary, structured locally: tests/compaction/test_small_window.py)
+    return iter([TextDelta(f"{SUMMARY_START} Sure! Here is a summary: you talked about things.")])
 
 
 @pytest.mark.parametrize("on_summary", [_failing_summary, _garbage_summary])
