@@ -15,18 +15,13 @@ from pathlib import Path
 from rollchat.storage.transcript import parse
 from rollchat.tools.children import Bounded, run_bounded
 from rollchat.tools.hooks import MAX_OUTPUT
-from tests.e2e import clean_env, write_config
+from tests.e2e import clean_env
+from tests.session.test_hooks import _config as hooks_config
 
 
 def _config(tmp_path: Path, event: str, command: str, timeout: float = 60) -> Path:
-    return write_config(tmp_path / "config.yml", f"""\
-summary:
-  provider: offline
-memory:
-  enabled: false
-ui:
-  offline_word_delay: 0
-hooks:
+    """The hooks tests' config (tests/session/test_hooks.py) with one command hook."""
+    return hooks_config(tmp_path, f"""\
   {event}:
     - hooks:
         - {{type: command, command: {json.dumps(command)}, timeout: {timeout}}}
