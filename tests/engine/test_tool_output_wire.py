@@ -47,9 +47,10 @@ SHORTENED = "result shortened to save context: "
 
 def build_log(size: int) -> str:
     """A build's output of about ``size`` chars: passing steps, then the failure at the end."""
-    steps, n = [], 0
-    while sum(len(s) + 1 for s in steps) < size:
+    steps, n, length = [], 0, 0
+    while length < size:
         steps.append(f"[{n:06d}] CC src/module_{n}.c -o build/module_{n}.o ... ok")
+        length += len(steps[-1]) + 1
         n += 1
     return "\n".join([*steps, "src/ledger.c:88: error: 'cents' undeclared",
                       "make: *** [Makefile:12: build] Error 1", "BUILD FAILED"])
