@@ -193,6 +193,7 @@ class Turn:
     ``context_block`` is the marked per-turn context block (date and time, relevant memory)
     sent before the user's text in the same message: context, not something the user typed;
     it is sent again byte for byte with the message in later requests.
+    ``typed`` is what the user typed when ``user`` came from a saved prompt (``/NAME args``).
     """
 
     kind: TurnKind
@@ -208,6 +209,7 @@ class Turn:
     error: str | None = None
     context_block: str = ""
     attached: tuple[Image, ...] = ()  # images attached to the user's message
+    typed: str = ""  # a saved prompt's command as typed (``/review src``): ``user`` is its prompt
 
     def __post_init__(self) -> None:
         if not isinstance(self.blocks, tuple):  # a str here would read as one block per char

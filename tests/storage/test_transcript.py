@@ -135,7 +135,8 @@ def turns(draw: st.DrawFn) -> Turn:
                 attached=tuple(draw(st.lists(images, max_size=2)))
                 if kind in ("query", "carried") else (),
                 previous_session=draw(opt_text), error=draw(opt_text),
-                context_block=draw(hostile_text) if kind in ("query", "carried") else "")
+                context_block=draw(hostile_text) if kind in ("query", "carried") else "",
+                typed=draw(hostile_text) if kind in ("query", "carried") else "")
 
 
 bullets = st.lists(hostile_text, max_size=3).map(tuple)
@@ -405,3 +406,16 @@ def test_artifacts_and_dropped_count_are_in_the_block() -> None:
     assert "**Files and artifacts:**\n- src/app.py" in block
     assert "<!-- rollchat: dropped 3 topics, 0 artifacts to fit the summary budget -->" in block
     assert parse_summary_body("\n".join(block.split("\n")[1:-2])) == s
+
+
+def test_a_saved_prompt_turn_keeps_what_was_typed_beside_the_prompt() -> None:
+    header = SessionHeader("a_1", datetime(2026, 12, 7, tzinfo=timezone.utc), "Assistant",
+                           "config:assistant", "m", "offline", total_queries=1, total_tokens=10)
+    turn = Turn("query", 1, datetime(2026, 12, 7, 5, tzinfo=timezone.utc), "Review a.py\n",
+                (Text("ok"),), typed="/review a.py\n*Typed:* forged")
+    text = render(Transcript(header, (turn,), None))
+    assert "*Typed:* /review a.py\\n*Typed:* forged\n" in text  # one line, escaped
+    assert parse(text).turns[0].typed == "/review a.py\n*Typed:* forged"
+    # a file written before the field existed: the same turn, nothing typed
+    old = text.replace("*Typed:* /review a.py\\n*Typed:* forged\n\n", "")
+    assert parse(old).turns[0] == replace(turn, typed="")

@@ -16,6 +16,7 @@ from rollchat.errors import StoreError
 if TYPE_CHECKING:  # imported when the chat starts, not for --help or sessions
     from rollchat.agents.equip import Equipment
     from rollchat.agents.file import LoadedAgent
+    from rollchat.config.saved_prompts import SavedPrompts
     from rollchat.config.settings import AgentConfig, Config, ConfigOverrides
     from rollchat.providers.base import Provider
     from rollchat.session.core import Session
@@ -92,11 +93,14 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
         renderer.warn(line)
     if (note := offline_model_note(name, model, reason)) is not None:
         renderer.warn(note)
+    prompts = saved_prompts(env)
+    for line in prompts.notes:
+        renderer.warn(line)
     closers: list[Callable[[], None]] = []  # what the chat started (MCP servers)
     equipment = equipment_of(agent, loaded)
     chat = Starting(lambda: _build_chat(cfg, env, name, model, renderer, interactive=interactive,
                                         yes=yes, trust_input=trust_input, no_fork=no_fork,
-                                        closers=closers,
+                                        closers=closers, prompts=prompts,
                                         equipment=equipment),
                     label=f" starting · {agent.name} · {model} ", out=renderer)
     with ending_signals():  # SIGTERM, SIGHUP: saved and summarized like exit
@@ -108,6 +112,7 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
             if interactive:
                 run_interactive(chat, history_file=history_path(cfg.ui.history_file),
                                 on_ready=_warm_up, agents=cfg.agents,
+                                prompts=prompts.commands,
                                 idle_seconds=cfg.memory.idle_seconds if cfg.memory.enabled
                                 and cfg.session.auto_save else 0.0)
             else:
@@ -118,6 +123,20 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
             close_all(closers)
     signum = ending()
     return 0 if signum is None else 128 + signum
+
+
+def saved_prompts(env: dict[str, str]) -> SavedPrompts:
+    """The saved prompts typed as ``/NAME`` (see config/saved_prompts.py), the project's
+    ``allowed-tools`` applied once `rollchat trust` recorded the file."""
+    from rollchat.config.load import user_home
+    from rollchat.config.saved_prompts import load_saved_prompts, places
+    from rollchat.config.settings import default_user_config_dir
+    from rollchat.config.trust import trust_check
+    from rollchat.ui.commands import COMMANDS
+
+    config_dir = default_user_config_dir()
+    return load_saved_prompts(places(Path.cwd(), user_home(env), config_dir),
+                              frozenset(COMMANDS), lambda path: trust_check(path, config_dir))
 
 
 def close_all(closers: list[Callable[[], None]]) -> None:
@@ -133,7 +152,8 @@ def close_all(closers: list[Callable[[], None]]) -> None:
 def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, renderer: Renderer,
                 *, interactive: bool, yes: bool, trust_input: bool = False,
                 no_fork: bool = False, closers: list[Callable[[], None]] | None = None,
-                equipment: Equipment | None = None) -> tuple[ChatApp, list[str]]:
+                equipment: Equipment | None = None,
+                prompts: SavedPrompts | None = None) -> tuple[ChatApp, list[str]]:
     """The session core and its terminal adapter, and what the user should be told first.
     The chat can build the session of any other agent of the config (``@NAME message``)."""
     from rollchat.ui.app import ChatApp
@@ -151,7 +171,8 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
     if store_problem is not None:
         notices.append(f"{store_problem}: the chat goes on in memory; saving starts by itself "
                        "once the directory takes writes")
-    return ChatApp(session, renderer, build=lambda key: build.agent(cfg, key)), notices
+    return ChatApp(session, renderer, build=lambda key: build.agent(cfg, key),
+                   prompts=prompts), notices
 
 
 def open_store(cfg: Config) -> tuple[Store, str | None]:

@@ -198,6 +198,9 @@ def _home(env: Mapping[str, str]) -> Path:
     return Path(env["HOME"]) if env.get("HOME") else Path.home()
 
 
+user_home = _home  # (the saved prompts' ~ is the same home)
+
+
 def with_claude_settings(config: Config, cwd: Path, user_config_dir: Path,
                          home: Path) -> Config:
     """``config`` with the hooks and permissions of Claude Code's settings: the user's
@@ -303,6 +306,25 @@ def _trust_claude(target: Path, display: str, user_config_dir: Path) -> str:
             f"`{TRUST_COMMAND}` again")
 
 
+def _trust_prompt(target: Path, display: str, user_config_dir: Path) -> str:
+    """``rollchat trust .claude/commands/NAME.md``: a project's saved prompt, whose
+    ``allowed-tools`` then apply (see config/saved_prompts.py)."""
+    import hashlib
+
+    from rollchat.config.saved_prompts import MAX_BYTES
+    from rollchat.config.trust import TRUST_COMMAND, record_trust
+
+    try:
+        data = target.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{display}: cannot be read ({exc.strerror or exc})") from None
+    if len(data) > MAX_BYTES:
+        raise ConfigError(f"{display}: larger than {MAX_BYTES // 1024} KiB, not a saved prompt")
+    record = record_trust(target, hashlib.sha256(data).hexdigest(), user_config_dir)
+    return (f"Trusted {display}: its allowed-tools now apply (recorded in {record}); if the "
+            f"file changes, run `{TRUST_COMMAND} {display}` again")
+
+
 def trust_file(path: Path, *, cwd: Path, user_config_dir: Path) -> str:
     """``rollchat trust PATH``: check the file loads, record its path and hash, and say what
     now applies. ConfigError for a missing or invalid file (nothing is recorded then)."""
@@ -322,6 +344,8 @@ def trust_file(path: Path, *, cwd: Path, user_config_dir: Path) -> str:
         return _trust_claude(target, display, user_config_dir)
     if target.name == PROJECT_MCP:
         return _trust_mcp(target, display, user_config_dir)
+    if target.suffix == ".md" and target.parent.name == "commands":
+        return _trust_prompt(target, display, user_config_dir)
     confined = load_file(target, display, lambda _sha: Untrusted(target.parent, NOT_TRUSTED))
     full = load_file(target, display)  # every setting checked, the prompt files read
     if full.source_sha256 != confined.source_sha256 or full.source_sha256 is None:

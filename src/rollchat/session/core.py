@@ -235,22 +235,24 @@ class Session(CompactorFigures):
 
     # ------------------------------------------------------------------ a turn
     def turn(self, text: str, handed: Handed | None = None,
-             attached: tuple[Image, ...] = ()) -> Flow:
+             attached: tuple[Image, ...] = (), typed: str = "") -> Flow:
         """Send one user message (cleaned: see rollchat.text.normalize), stream the answer, save the
         turn. Compacts first when the plan says so, and once more (then sends again) if the
         provider still answers that the context is too long. ``handed``: the context another
         agent's session handed over (see handoff.py), sent before the message in the same
         user message and kept as the turn's ``Context`` in the transcript. ``attached``: the
-        images the user attached (``attach``), sent with the message."""
+        images the user attached (``attach``), sent with the message. ``typed``: the saved
+        prompt's command the user typed (``text`` is its prompt), kept beside it."""
         text = clean(text)
         sent, note = (text, "") if handed is None else (handed.wrap(text), handed.note)
         asked = Turn("query", self.state.queries + 1, now(), text, (), status="interrupted",
-                     context=note, attached=attached)  # on disk while the hooks run
+                     context=note, attached=attached, typed=typed)  # on disk as hooks run
         refused = yield from self.hooks.prompt(self.state, text,
                                                lambda: self.ensure_file(asked))
         if refused is not None:  # a UserPromptSubmit hook: kept in the transcript, not sent
             yield from self._record(Turn("query", 0, now(), text, (), status="unanswered",
-                                         error=refused, context=note, attached=attached),
+                                         error=refused, context=note, attached=attached,
+                                         typed=typed),
                                     failure_hint(None, False))
             return
         block = self._block(text)
@@ -266,7 +268,7 @@ class Session(CompactorFigures):
             tools = self.counter.count_messages("", [], list(self.engine.offered()))
             error = tools_too_big(error, tools, policy.too_big(size - tools, self.budget, ""))
             turn = Turn("query", 0, now(), text, (), status="unanswered", error=error,
-                        context=note, attached=attached)
+                        context=note, attached=attached, typed=typed)
             yield from self._record(turn, failure_hint(None, True, tools=error))
             return
         block, pending = yield from self._before_sending(text, sent, block, pending)
@@ -283,6 +285,7 @@ class Session(CompactorFigures):
         self.server_down = answer.error if isinstance(answer.error, ServerDownError) else None
         self.unusable = unusable(answer.error, self.engine.model)  # said once, by this answer
         turn = answer.turn if handed is None else replace(answer.turn, user=text, context=note)
+        turn = replace(turn, typed=typed)
         turn = self.noted(turn)  # a model switched since the last turn (see use_model)
         hint = None if answer.turn.status != "unanswered" else failure_hint(
             answer.error, False, auto_off=self.auto_mode == "off",

@@ -135,6 +135,7 @@ def turn_json(t: Turn) -> dict[str, Any]:
         messages.append({"role": "context", "text": t.context})
     else:
         messages.append({"role": "user", "text": t.user,
+                         **({"typed": t.typed} if t.typed else {}),
                          **({"images": [image_json(i) for i in t.attached]}
                             if t.attached else {})})
     calls = {b.call.id: b.call for b in t.blocks if isinstance(b, ToolUse)}

@@ -11,7 +11,8 @@ by ``runner.run_call``), whatever made the tool (built-in, agent file, MCP serve
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Literal
@@ -82,6 +83,17 @@ class Gate:
         if reply == "a":
             self.always.add(name)
         return None if reply in ("y", "a") else f"refused: the user declined to run {name}"
+
+    @contextmanager
+    def allowing(self, patterns: Sequence[str]) -> Iterator[None]:
+        """``patterns`` allowed too while the block runs (a saved prompt's ``allowed-tools``,
+        for its one turn); a deny rule still refuses."""
+        before = self.allow
+        self.allow = (*before, *patterns)
+        try:
+            yield
+        finally:
+            self.allow = before
 
     def new_session(self) -> None:
         """Another session begins (``clear``, ``resume``, ``fork``, a handoff): what the user

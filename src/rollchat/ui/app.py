@@ -10,6 +10,7 @@ from collections.abc import Callable, Generator
 from contextlib import ExitStack
 from pathlib import Path
 
+from rollchat.config.saved_prompts import SavedPrompt, SavedPrompts
 from rollchat.domain import ToolCall
 from rollchat.errors import RollchatError, StoreError, UsageError
 from rollchat.events import (
@@ -48,8 +49,10 @@ class ChatApp:
     agent's session (made by ``build`` from its key), which the chat talks to from then on."""
 
     def __init__(self, session: Session, renderer: Renderer,
-                 build: Callable[[str], Session] | None = None) -> None:
+                 build: Callable[[str], Session] | None = None,
+                 prompts: SavedPrompts | None = None) -> None:
         self.session = session
+        self.prompts = prompts or SavedPrompts()  # ``/NAME``: the saved prompts found
         self.out = renderer
         self.build = build
         self.sessions: dict[str, Session] = {session.agent.key: session}  # this chat's agents
@@ -79,6 +82,20 @@ class ChatApp:
         sent, images = message_with(text, self.attachments)
         self.attachments = []
         self.run(self.session.turn(sent, attached=images))
+
+    def send_prompt(self, prompt: SavedPrompt, args: str, typed: str) -> None:
+        """Send the saved ``prompt`` filled with ``args`` (with the files attached), its
+        ``allowed-tools`` allowed for this one turn; the transcript keeps ``typed`` beside it.
+        What the prompt's front matter asks and rollchat cannot do is said first."""
+        for note in prompt.notes:
+            self.out.dim(note)
+        text = prompt.expand(args)
+        if not text.strip():
+            raise UsageError(f"{prompt.display} is empty: nothing to send")
+        sent, images = message_with(text, self.attachments) if self.attachments else (text, ())
+        self.attachments = []
+        with self.session.engine.gate.allowing(prompt.allowed):
+            self.run(self.session.turn(sent, attached=images, typed=typed))
 
     def attach(self, name: str) -> None:
         """Attach the file ``name`` to the next message (UsageError when it cannot be)."""

@@ -46,7 +46,11 @@ class Command:
 
 @dataclass(frozen=True)
 class Unknown:
+    """A ``/word`` no built-in command takes (a saved prompt's, or a mistake), and the rest of
+    the line."""
+
     word: str
+    arg: str = ""
 
 
 def _exit(app: ChatApp, arg: str) -> bool:
@@ -58,6 +62,10 @@ def _help(app: ChatApp, arg: str) -> bool:
         if command.name != "quit":
             usage = "exit, quit" if command.name == "exit" else command.usage
             app.out.entry(usage, command.help)
+    for prompt in app.prompts.commands.values():
+        hint = f" {prompt.argument_hint}" if prompt.argument_hint else ""
+        app.out.entry(f"/{prompt.name}{hint}", f"{prompt.description or 'a saved prompt'} "
+                      f"({prompt.display})")
     agents = app.session.config.agents
     if len(agents) > 1:  # one agent: nobody to hand over to
         app.out.entry("@NAME MESSAGE", "hand the conversation to another agent, who answers "
@@ -393,7 +401,7 @@ def parse(line: str) -> tuple[Command, str] | Unknown | None:
     command = COMMANDS.get(word.lower())
     if slash:
         if command is None:
-            return Unknown(word)
+            return Unknown(word, arg.strip())
         return command, arg.strip()
     if command is None or "\n" in stripped:
         return None

@@ -60,12 +60,16 @@ def _run_line(app: ChatApp, line: str) -> bool:
         if line.strip():
             app.send(line)
         return False
-    if isinstance(parsed, commands.Unknown):
-        app.out.error(f"unknown command /{parsed.word} (not sent to the model); "
-                      "type 'help' for the commands")
-        return False
-    command, arg = parsed
     try:
+        if isinstance(parsed, commands.Unknown):
+            prompt = app.prompts.find(parsed.word)
+            if prompt is None:
+                app.out.error(f"unknown command /{parsed.word} (not sent to the model); "
+                              "type 'help' for the commands and saved prompts")
+                return False
+            app.send_prompt(prompt, parsed.arg, line.strip())
+            return False
+        command, arg = parsed
         return command.run(app, arg)
     except RollchatError as exc:
         app.out.error(str(exc))
@@ -185,6 +189,7 @@ def run_interactive(
     output: Output | None = None,
     agents: Iterable[str] = (),
     idle_seconds: float = 0.0,
+    prompts: Iterable[str] = (),
 ) -> None:
     """The REPL: Enter sends, Alt+Enter / Esc Enter inserts a newline, Ctrl-C clears the
     line (or stops an answer), Ctrl-D exits.
@@ -193,10 +198,12 @@ def run_interactive(
     then runs in the background (warm-up work the first message would otherwise wait for).
     After ``idle_seconds`` at the prompt (0: never) facts are extracted in the background
     (see ui/idle.py).
-    Tab completes commands, ``@`` + the ``agents``' names and the sessions after ``resume``.
+    Tab completes commands, ``/`` + the saved ``prompts``' names, ``@`` + the ``agents``' names
+    and the sessions after ``resume``.
     """
     entered = _Entered(chat)
-    session = _prompt_session(chat, history_file, agents, entered, input=input, output=output)
+    words = [*(f"/{p}" for p in prompts), *(f"@{a}" for a in agents)]
+    session = _prompt_session(chat, history_file, words, entered, input=input, output=output)
     drawn = threading.Event()
 
     def first_render(_: object) -> None:
@@ -219,7 +226,7 @@ def run_interactive(
         idle.disarm()
 
 
-def _prompt_session(chat: Starting, history_file: Path, agents: Iterable[str],
+def _prompt_session(chat: Starting, history_file: Path, words: Iterable[str],
                     entered: _Entered, *, input: Input | None,
                     output: Output | None) -> PromptSession[str]:
     """The prompt: its keys, its history (in memory when the file cannot be used), its
@@ -245,7 +252,7 @@ def _prompt_session(chat: Starting, history_file: Path, agents: Iterable[str],
         history = InMemoryHistory()
     session: PromptSession[str] = PromptSession(
         history=history,
-        completer=ChatCompleter([*commands.completions(), *(f"@{a}" for a in agents)],
+        completer=ChatCompleter([*commands.completions(), *words],
                                 lambda: _saved_sessions(chat)),
         complete_while_typing=False,
         key_bindings=bindings,

@@ -105,6 +105,8 @@ def _turn(turn: Turn, agent: str) -> Iterator[RenderableType]:
         yield Text.assemble(("Context: ", "bold"), harmless(turn.context))
     if turn.kind != "restored":
         yield Text.assemble(("You: ", "bold cyan"), harmless(turn.user))
+    if turn.typed:
+        yield Text(f"[typed {harmless(turn.typed)}]", style="dim")
     for image in turn.attached:
         yield Text(f"[attached {_image(image)}]", style="dim")
     if turn.kind == "handoff":  # the message went to the other agent: no answer here
@@ -180,7 +182,8 @@ def prose_turn(turn: Turn, agent: str, width: int) -> str | None:
     here without rich (which costs ~1 ms a turn: minutes for a session of 100,000 turns), for
     a turn of plain prose only (``_PROSE``: a question and answers as rich wraps them, word
     by word); None for any other turn, which rich draws. Every text passes ``harmless``."""
-    if turn.kind not in ("query", "carried") or turn.attached or turn.status != "ok":
+    if turn.kind not in ("query", "carried") or turn.attached or turn.typed or \
+            turn.status != "ok":
         return None
     texts = [harmless(block.text) if isinstance(block, TextBlock) else None
              for block in turn.blocks]

@@ -36,6 +36,7 @@ from rollchat.storage.transcript.syntax import (
     RESULT,
     SENT,
     TOOL_CALL,
+    TYPED,
     arrows,
     aware,
     esc_line,
@@ -167,6 +168,8 @@ def render_turn(t: Turn, agent_name: str) -> str:
     if t.kind in ("query", "carried"):
         title = "Query" if t.kind == "query" else "Carried Over"
         lines += [f"## {title} {t.number} ({clock})", *_field("**You:** ", t.user)]
+        if t.typed:  # the saved prompt's command the user typed, beside the prompt sent
+            lines += [f"{TYPED} {inline(t.typed)}", ""]
         lines += [x for image in t.attached for x in (image_line(ATTACHED, image), "")]
         if t.context_block:  # sent with the message, not typed: out of the reader's way
             lines += [CONTEXT_OPEN, *(arrows(x) for x in _content(t.context_block)),

@@ -18,6 +18,9 @@ RESERVED_LABELS = frozenset({"You", "Context", "Previous Session"})
 # as they were sent (only a line that would forge structure is escaped, and "-->" is written
 # "--\\>" so the comment ends where it should). Files of 0546dd8 to 25.4 hold it as a star field.
 CONTEXT_BLOCK = "*Context block:*"
+# A query sent from a saved prompt: the command as the user typed it (``/review src``), one
+# line after the prompt it sent (files before 26.12 have none).
+TYPED = "*Typed:*"
 CONTEXT_OPEN, CONTEXT_END = "<!-- context block, sent with this message:", "-->"
 # The star fields of an answer's blocks (see render.block_lines), in the order they come.
 TOOL_CALL, CALL_ID, ARGUMENTS = "*Tool call:*", "*Call ID:*", "*Arguments:*"

@@ -70,6 +70,7 @@ class _Fields:
     pending_tool: list[str] | None = None  # a call's fields so far (name, id)
     open_calls: list[str] = field(default_factory=list)  # call ids still without a result
     answered: bool = False  # an answer label was seen (an empty one makes no block)
+    typed: str | None = None  # a saved prompt's command as typed
 
 
 def _text(first: str, rest: list[str]) -> str:
@@ -174,6 +175,8 @@ def _other_field(f: _Fields, key: str, value: str, rest: list[str], lineno: int)
             raise TranscriptError(f"line {lineno}: a provider block needs provider, type, data")
         f.blocks.append(ProviderBlock(uninline(parts[1]), uninline(parts[2]),
                                       uninline(parts[3])))
+    elif key == "Typed" and f.user is not None and not f.blocks and f.typed is None:
+        f.typed = _single(value, rest, lineno)
     elif key == "Attached image" and f.user is not None and not f.blocks:
         f.attached.append(_image(_single(value, rest, lineno), lineno))
     else:
@@ -269,6 +272,6 @@ def parse_turn(lines: list[str], start: int, end: int) -> Turn:
                 user=f.user or "", blocks=tuple(f.blocks), status=_STATUSES[m[7] or "ok"],
                 elapsed=float(m[1] or 0), usage=usage, context=f.context or "",
                 previous_session=f.previous, error=f.error, context_block=f.block or "",
-                attached=tuple(f.attached))
+                attached=tuple(f.attached), typed=f.typed or "")
 
 
