@@ -320,6 +320,19 @@ def _thinking(app: ChatApp, arg: str) -> bool:
     return False
 
 
+def _copy(app: ChatApp, arg: str) -> bool:
+    from rollchat.ui.copy_command import run_copy
+
+    return run_copy(app, arg)
+
+
+def _copy_bare(arg: str) -> bool:
+    """``copy all``, ``copy code``, ``copy code 2``: the command; ``copy this file`` is chat."""
+    words = arg.lower().split()
+    return words == ["all"] or (words[:1] == ["code"] and (
+        len(words) == 1 or (len(words) == 2 and words[1].isdigit())))
+
+
 def _memory(app: ChatApp, arg: str) -> bool:
     from rollchat.ui.memory_view import show_facts
 
@@ -376,6 +389,9 @@ COMMANDS: dict[str, Command] = {
                 "sets how much the model thinks", _thinking, takes_arg=True,
                 bare_arg=lambda a: a.strip().lower() in ("on", "off", "auto")
                 or a.strip().replace(",", "").isdigit()),
+        Command("copy", "copy [code [N]|all]", "put the last answer on the clipboard; code: its "
+                "last code block (or the Nth); all: the session as markdown", _copy,
+                takes_arg=True, bare_arg=_copy_bare),
         Command("memory", "memory", "list the facts remembered across sessions", _memory),
         Command("remember", "remember TEXT", "remember a fact in later sessions (CATEGORY: "
                 "TEXT names its category)", _remember, takes_arg=True,

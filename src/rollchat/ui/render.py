@@ -175,6 +175,17 @@ class Renderer:
         finally:
             self._restore_terminal()
 
+    def control(self, sequence: str) -> None:
+        """Write a terminal control sequence (OSC 52, a bell) as it is: only in an interactive
+        chat (piped output never gets one); flushed at once."""
+        if not self.interactive:
+            return
+        if self._stream is not None:
+            self._stream.flush()
+        stream = self.console.file
+        stream.write(sequence)
+        stream.flush()
+
     @property
     def terminal(self) -> bool:
         """Whether the lines go to a terminal (styles shown, long lines wrapped)."""
