@@ -160,6 +160,8 @@ _SECTIONS: dict[str, tuple[type[Any], dict[str, Field]]] = {
             "float", "must be a number of seconds from 0 to 10, or null (a short delay in a "
             "terminal, none when the output is piped)", lambda v: 0 <= v <= 10, nullable=True
         ),
+        "notify_after_seconds": Field("float", "must be a number of seconds >= 0 (0: never)",
+                                      lambda v: v >= 0, cap=24 * 3600),
     }),
     "instructions": (InstructionsConfig, {
         "enabled": BOOL,

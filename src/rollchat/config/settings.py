@@ -164,6 +164,9 @@ class UIConfig:
     # seconds between the offline model's streamed words; None: OFFLINE_WORD_DELAY when the
     # answer is drawn in a terminal, none when the output goes to a pipe or a file
     offline_word_delay: float | None = None
+    # a turn that took longer ends with a bell (and a desktop notification where the terminal
+    # shows one); 0: never. Never in piped or one-shot runs.
+    notify_after_seconds: float = 0.0
 
 
 OFFLINE_WORD_DELAY = 0.02

@@ -6,6 +6,8 @@ No decisions here: the session decides, this adapter only shows what happened.
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import Callable, Generator
 from contextlib import ExitStack
 from pathlib import Path
@@ -77,11 +79,11 @@ class ChatApp:
     def send(self, text: str) -> None:
         """Send ``text`` with the files attached since the last message."""
         if not self.attachments:
-            self.run(self.session.turn(text))
+            self.answer(self.session.turn(text))
             return
         sent, images = message_with(text, self.attachments)
         self.attachments = []
-        self.run(self.session.turn(sent, attached=images))
+        self.answer(self.session.turn(sent, attached=images))
 
     def send_prompt(self, prompt: SavedPrompt, args: str, typed: str) -> None:
         """Send the saved ``prompt`` filled with ``args`` (with the files attached), its
@@ -95,7 +97,7 @@ class ChatApp:
         sent, images = message_with(text, self.attachments) if self.attachments else (text, ())
         self.attachments = []
         with self.session.engine.gate.allowing(prompt.allowed):
-            self.run(self.session.turn(sent, attached=images, typed=typed))
+            self.answer(self.session.turn(sent, attached=images, typed=typed))
 
     def attach(self, name: str) -> None:
         """Attach the file ``name`` to the next message (UsageError when it cannot be)."""
@@ -207,7 +209,7 @@ class ChatApp:
         assert target is not None
         before = target.recorded
         try:
-            self.run(hand_off(self.session, target, message, previous))
+            self.answer(hand_off(self.session, target, message, previous))
         except RollchatError:  # e.g. its earlier session could not be resumed: not sent
             if target.recorded == before:
                 self.unsent_input = line
@@ -223,6 +225,22 @@ class ChatApp:
             if other is not self.session:
                 self.run(_ended_quietly(other.exit(within)))
         self.run(self.session.exit(within))
+
+    def answer(self, flow: Generator[Event, None, None]) -> None:
+        """``run`` a turn's flow; when it took at least ``ui.notify_after_seconds`` (0: never),
+        ring the terminal's bell (with a desktop notification where the terminal shows one),
+        so a user who switched windows hears it. Only in a terminal: never piped."""
+        after = self.session.config.ui.notify_after_seconds
+        started = time.monotonic()
+        try:
+            self.run(flow)
+        finally:
+            seconds = time.monotonic() - started
+            if after and seconds >= after and self.out.interactive:
+                from rollchat.ui.bell import bell_bytes, took
+
+                self.out.control(bell_bytes(os.environ, f"{self.session.agent.name} answered "
+                                            f"(took {took(seconds)})"))
 
     def run(self, flow: Generator[Event, None, None]) -> None:
         """Draw every event of ``flow``. Ctrl-C while an event is drawn is handed to the flow

@@ -1,0 +1,63 @@
+"""``ui.notify_after_seconds``: a turn that took longer ends with the terminal's bell, and a
+desktop notification where the terminal shows one; never when the output is piped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pexpect
+
+from rollchat.ui.bell import bell_bytes, notification, took
+from tests.e2e import PROMPT, clean_env, exit_chat, run_piped, spawn, write_config
+
+
+def test_the_notification_each_terminal_shows() -> None:
+    assert notification({"TERM_PROGRAM": "iTerm.app"}, "Done") == ("\x1b]9;Done\x07", "OSC 9")
+    assert notification({"TERM_PROGRAM": "tmux", "LC_TERMINAL": "iTerm2"}, "a") == (
+        "\x1b]9;a\x07", "OSC 9")  # iTerm2 seen through tmux (and ssh)
+    assert notification({"TERM": "foot"}, "Done") == (
+        "\x1b]777;notify;rollchat;Done\x07", "OSC 777")
+    assert notification({"KITTY_WINDOW_ID": "1"}, "Done") == ("\x1b]99;;Done\x1b\\", "OSC 99")
+    assert notification({"TERM": "xterm-256color"}, "Done") == ("", None)
+    # nothing the text holds can end the sequence early
+    assert notification({"TERM_PROGRAM": "iTerm.app"}, "a\x07b;\x1b]c\nd")[0] == "\x1b]9;ab]cd\x07"
+
+
+def test_the_bell_alone_or_after_the_notification_and_through_tmux() -> None:
+    assert bell_bytes({}, "x") == "\x07"
+    assert bell_bytes({"TERM_PROGRAM": "WezTerm"}, "x") == "\x1b]777;notify;rollchat;x\x07\x07"
+    assert bell_bytes({"TERM": "foot", "TMUX": "/tmp/t,1,0"}, "x") == (
+        "\x1bPtmux;\x1b\x1b]777;notify;rollchat;x\x07\x1b\\\x07")  # the bell itself raw
+    assert (took(4.9), took(65), took(3600)) == ("4s", "1m 05s", "60m 00s")
+
+
+def test_a_long_turn_rings_in_a_terminal(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  notify_after_seconds: 0.001\n")
+    env = clean_env(tmp_path / "home", TERM_PROGRAM="iTerm.app")
+    child = spawn(tmp_path, "--config", str(cfg), env=env)
+    try:
+        child.expect_exact(PROMPT)
+        child.sendline("hello there")
+        child.expect(r"\x1b\]9;Assistant answered \(took [0-9]+s\)\x07\x07")
+        exit_chat(child)
+    finally:
+        child.close(force=True)
+
+
+def test_no_bell_by_default_nor_when_piped(tmp_path: Path) -> None:
+    child = spawn(tmp_path, env=clean_env(tmp_path / "home", TERM_PROGRAM="iTerm.app"))
+    try:
+        child.expect_exact(PROMPT)
+        child.sendline("hello there")
+        child.expect_exact("Tokens:")  # the answer's footer, then the next prompt
+        child.expect_exact(PROMPT)
+        assert "\x07" not in child.before
+        child.sendline("exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  notify_after_seconds: 0.001\n")
+    done = run_piped(tmp_path, "hello there\n", "--config", str(cfg),
+                     env=clean_env(tmp_path / "home", TERM_PROGRAM="iTerm.app"))
+    assert done.returncode == 0 and "Tokens:" in done.stdout  # answered
+    assert "\x07" not in done.stdout + done.stderr and "\x1b" not in done.stdout
