@@ -17,13 +17,14 @@ def main() -> None:
 
         if answered(sys.argv[2:]):
             return
+    from rollchat.cli.agents import alias_args
     from rollchat.cli.app import build_cli
     from rollchat.cli.argv import chat_args, chat_only
     from rollchat.cli.logs import log_to_file
 
     log_to_file()  # library warnings go to the log file, never onto the chat's screen
 
-    args = chat_args(sys.argv[1:])
+    args = alias_args(chat_args(sys.argv[1:]))  # rollchat NAME: an agent saved by `agents add`
     build_cli(subcommands=not chat_only(args))(args=args, prog_name="rollchat")
 
 

@@ -116,7 +116,17 @@ def build_cli(*, subcommands: bool = True) -> typer.Typer:
 
 def _register_subcommands(app: typer.Typer) -> None:
     """Each subcommand's module is imported only here: the chat's start needs none of them."""
-    from rollchat.cli import chat, compact, importing, memory, prune, reading, sessions, setup
+    from rollchat.cli import (
+        agents,
+        chat,
+        compact,
+        importing,
+        memory,
+        prune,
+        reading,
+        sessions,
+        setup,
+    )
 
     app.command("import")(importing.import_command)
     app.command("pick")(chat.pick_command)
@@ -133,3 +143,4 @@ def _register_subcommands(app: typer.Typer) -> None:
     app.command("prune")(prune.prune_command)
     app.command("fork")(chat.fork_command)
     app.add_typer(memory.build_memory_app(), name="memory")
+    app.add_typer(agents.build_agents_app(), name="agents")

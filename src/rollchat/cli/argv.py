@@ -12,6 +12,7 @@ _CHAT_FLAGS = frozenset({"--no-save", "--continue", "-c", "--pick", "--yes", "-y
                          "--show-tools", "--no-fork", "--version", "--print-stdin",
                          "--no-exit-summary", "--no-memory"})
 _PRINT = ("-p", "--print")
+TAKES_VALUE = _TAKES_VALUE  # (cli/agents.py reads the command line the same way)
 
 
 def chat_args(args: list[str]) -> list[str]:

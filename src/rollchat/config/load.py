@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from rollchat.config.fields import (
 )
 from rollchat.config.settings import (
     PROJECT_FILE,
+    AgentConfig,
     Config,
     ConfigOverrides,
     default_user_config_dir,
@@ -66,10 +68,11 @@ def _layers(env: Mapping[str, str], overrides: ConfigOverrides) -> dict[str, tup
 
 
 def _apply(config: Config, chosen: Mapping[str, tuple[str, Any]], no_save: bool,
-           cwd: Path) -> Config:
+           cwd: Path, user_config_dir: Path) -> Config:
     key = config.default_agent
     if "agent" in chosen:
         source, key = chosen["agent"]
+        config = _with_alias(config, key, user_config_dir)
         if key not in config.agents:
             raise ConfigError(f"{source}: unknown agent {key!r}; known agents: "
                               f"{', '.join(config.agents)}")
@@ -140,7 +143,24 @@ def load_config(*, config_path: Path | None, env: Mapping[str, str], cwd: Path,
         config = load_file(path, display_path(path, cwd), trust)
     config = with_claude_settings(config, cwd, user_config_dir, _home(env))
     config = with_project_mcp(config, cwd, user_config_dir)
-    return _per_run(_apply(config, _layers(env, overrides), overrides.no_save, cwd), overrides)
+    return _per_run(_apply(config, _layers(env, overrides), overrides.no_save, cwd,
+                           user_config_dir), overrides)
+
+
+def _with_alias(config: Config, key: str, user_config_dir: Path) -> Config:
+    """``config`` with the agent ``key`` saved by ``rollchat agents add`` in the user config,
+    when the config read (a project's) has no agent of that name: an alias works from any
+    directory."""
+    if key in config.agents:
+        return config
+    from rollchat.config.aliases import alias_file
+
+    file = alias_file(user_config_dir, key)
+    if file is None:
+        return config
+    agent = AgentConfig(key=key, name=re.sub(r"[-_]+", " ", key).title(), file=file,
+                        set_in_config=frozenset({"file"}))
+    return dataclasses.replace(config, agents={**config.agents, key: agent})
 
 
 def _per_run(config: Config, overrides: ConfigOverrides) -> Config:
