@@ -40,3 +40,21 @@ def test_a_saved_prompt_is_typed_completed_sent_and_recorded(tmp_path: Path) -> 
     [path] = (tmp_path / "sessions").glob("*.md")
     [turn] = parse(path.read_text()).turns
     assert (turn.user, turn.typed) == ("Review parser.py for bugs.", "/review parser.py")
+
+
+def test_allowed_tools_let_the_prompts_turn_run_a_tool_and_only_that_turn(
+        tmp_path: Path) -> None:
+    from tests.e2e import HELPER_AGENT, clean_env, run_piped
+
+    (tmp_path / "helper.py").write_text(HELPER_AGENT)
+    prompts = tmp_path / "home" / ".prompts"
+    prompts.mkdir(parents=True)
+    (prompts / "count.md").write_text("---\nallowed-tools: word_count\n---\n"
+                                      'use word_count text="$ARGUMENTS"\n')
+    done = run_piped(tmp_path, '/count a b c\nuse word_count text="d e"\n', "helper.py",
+                     "--no-save", env=clean_env(tmp_path / "home"))
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "← word_count: " in out and "3 words" in out  # allowed by the prompt, no one asked
+    assert "needs the user's approval and there is no terminal" in out  # the next turn: asked
+    assert out.index("3 words") < out.index("needs the user's approval")

@@ -275,7 +275,8 @@ class Session(CompactorFigures):
         yield from self.instructions.told()  # an automatic compaction read the instructions again
         yield AnswerStarted(self.agent.name)
         answer: Answer = yield from cut_off(self.windows, self.engine, checkpointed(
-            self.engine.chat(sent, block, attached), self._write_pending,
+            self.engine.chat(sent, block, attached),
+            lambda so_far: self._write_pending(replace(so_far, typed=typed)),
             lambda: self.engine.current, self.state.queries + 1, text, note, block))
         if answer.turn.status == "unanswered" and isinstance(answer.error, ContextTooLongError):
             answer = yield from after_refusal(self.compactor, self.state, answer, pending,
