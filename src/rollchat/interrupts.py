@@ -28,6 +28,7 @@ ENDING_SUMMARY_SECONDS = 3.0  # ending on a signal: the model's summary if it is
 
 _received: list[int] = []  # the ending signal, once one arrived
 _settled: list[bool] = []  # not empty once nothing is to be interrupted any more
+_deferring: list[bool] = []  # not empty while rollchat's own SIGALRM timer is armed
 
 
 class Terminated(KeyboardInterrupt):
@@ -73,7 +74,8 @@ def settle() -> None:
     status) but raise nothing any more, and one whose raise was put off (see
     ``_raise_when_safe``) is dropped."""
     _settled.append(True)
-    if hasattr(signal, "setitimer"):
+    if _deferring and hasattr(signal, "setitimer"):  # only the timer rollchat armed: another
+        _deferring.clear()                           # one (a test runner's) is not ours
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
@@ -93,6 +95,7 @@ def _raise_when_safe(frame: Any) -> None:
         if inner.f_code.co_filename.startswith("<frozen importlib"):
             signal.signal(signal.SIGALRM, lambda signum, frame: _raise_when_safe(frame))
             signal.setitimer(signal.ITIMER_REAL, 0.02)
+            _deferring.append(True)
             return
         inner = inner.f_back
     raise Terminated(_received[0])

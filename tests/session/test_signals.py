@@ -246,3 +246,26 @@ def test_a_signal_as_enter_is_accepted_keeps_the_message(
     assert [(x.user, x.status) for x in t.turns] == [("my build server is called hal",
                                                       "interrupted")]
     assert t.summary is not None
+
+
+def test_a_chat_that_ends_leaves_a_timer_it_did_not_arm_alone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The end of a chat disarms only the SIGALRM timer rollchat armed itself (to put off a
+    signal that came during an import): a timer someone else armed (a test runner's per-test
+    timeout, an embedding program's) keeps running. It was cancelled, and with it the
+    timeout that would have ended a test hung after its chat."""
+    from rollchat import interrupts
+
+    monkeypatch.setattr(interrupts, "_settled", [])
+    fired: list[int] = []
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: fired.append(signum))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 600)
+        with interrupts.ending_signals():
+            pass
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 0 < left <= 600
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert not fired
