@@ -98,3 +98,34 @@ def test_model_name_asks_the_server_for_the_new_models_window(tmp_path: Path) ->
     out = " ".join(built.output.split())
     assert out.count("Context window: 2,048 tokens (stated by the server") == 2
     assert session.budget.window == 2048 and asked.count("GET /v1/models") == 2
+
+
+def test_a_server_found_down_is_asked_its_window_again_when_it_is_back(
+        tmp_path: Path) -> None:
+    """llama-server stopped mid-chat and started again with -c 8192 on the same port: the
+    message that found it down is kept unanswered, and the next one is planned with the
+    window the server states now (asked before it is sent), not the 2,048 of before."""
+    from urllib.parse import urlsplit
+
+    from rollchat.providers.openai import OpenAIProvider
+    from rollchat.session.windowing import ask_server
+    from tests.compaction.test_autocompact import build_app
+
+    with llama_server(lambda body: "Hello there.") as first:
+        url = first.url
+        built = build_app(tmp_path, OpenAIProvider("smollm2", api_key=None, base_url=url,
+                                                   timeout=30), window=128_000, model="smollm2")
+        session = built.session
+        session.windows.base_url = url  # what a base_url agent's session has
+        ask_server(session.windows)
+        assert built.send("hi").status == "ok"
+        assert session.budget.window == 2048
+    assert built.send("are you there?").status == "unanswered"  # nothing listens
+    with llama_server(lambda body: "Back.", n_ctx=8192,
+                      port=urlsplit(url).port or 0) as again:
+        stating(again, 8192)
+        assert built.send("back?").status == "ok"
+    assert session.budget.window == 8192
+    out = " ".join(built.output.split())
+    assert "Context window: 8,192 tokens (stated by the server" in out
+    assert out.index("Context window: 8,192") < out.index("Back.")  # before it was sent

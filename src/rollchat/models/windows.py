@@ -276,6 +276,17 @@ class WindowLearner:
         self.asking = threading.Thread(target=run, name="rollchat-window", daemon=True)
         return start_worker(self.asking)
 
+    def down(self) -> None:
+        """A request found nothing listening: the server is asked again before the next
+        request (it may come back with another model, or another window)."""
+        self.unanswered = True
+
+    def ask_again(self, probe: Callable[[], StatedWindow | None]) -> threading.Thread:
+        """Ask again (see ``ask``) a server that did not answer the last question or was
+        down since; the next request waits for its answer as the first did (first_answer)."""
+        self.unanswered, self._first = False, True
+        return self.ask(probe)
+
     def first_answer(self, seconds: float) -> None:
         """Before the first request planned with this window: wait (at most ``seconds``)
         for the server's answer if it is still on its way, so a remembered or assumed window

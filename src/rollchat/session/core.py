@@ -289,6 +289,8 @@ class Session(CompactorFigures):
         if self.layers is not None and answer.turn.status != "unanswered":
             self.layers.sent(self.counter.count_text)
         self.server_down = answer.error if isinstance(answer.error, ServerDownError) else None
+        if self.server_down is not None:  # back, it may serve another model or window
+            self.windows.down()
         self.unusable = unusable(answer.error, self.engine.model)  # said once, by this answer
         turn = answer.turn if handed is None else replace(answer.turn, user=text, context=note)
         turn = self.noted(turn)  # a model switched since the last turn (see use_model)

@@ -27,14 +27,14 @@ def windowed(windows: WindowLearner, compactor: Compactor, state: SessionState,
              pending: Message) -> Generator[Event, None, bool]:
     """The compactor's plan before a request (``before_sending``), a window the server
     stated since the last one applied first; a server that did not answer the last question
-    (down at the start) is asked again, in the background, before this request; the first
-    request waits for the server's first answer if it is still on its way. The budget's
+    (down at the start) or was found down since is asked again before this request; the
+    first request, and the one after asking again, wait for the answer if it is still on its
+    way (at most PROBE_SECONDS). The budget's
     warning (max_output_tokens leaves no room in this window) is told here, after the
     window's line and of the same window, once per change (see WindowLearner.to_tell)."""
     if windows.unanswered and windows.base_url:
-        windows.unanswered = False
         base_url, model = windows.base_url, windows.model
-        windows.ask(lambda: probe_window(base_url, model))
+        windows.ask_again(lambda: probe_window(base_url, model))
     windows.first_answer(PROBE_SECONDS)  # a local server answers in milliseconds
     notice = stated_notice(windows)
     if notice is not None:
