@@ -102,14 +102,14 @@ class LocalServer:
     poll of the socket, so a request sent right after the hang-up may be logged first)."""
 
     def __init__(self, routes: dict[str, Reply] | None = None,
-                 chat: Chooser | None = None) -> None:
+                 chat: Chooser | None = None, port: int = 0) -> None:
         self.routes = routes or {}
         self.chat = chat
         self.events: list[tuple[str, int]] = []
         self.bodies: list[tuple[str, dict[str, Any]]] = []  # (route, body) per request
         self.slot_looks = 0
         self._lock = threading.Lock()
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd = _Server(("127.0.0.1", port), _Handler)  # (0: any free port)
         self._httpd.owner = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
@@ -239,9 +239,9 @@ class LlamaServer(LocalServer):
 
     def __init__(self, answer: Callable[[dict[str, Any]], str], *, n_ctx: int = 2048,
                  slots: int = 4, prompt_rate: float = 4000.0, write_rate: float = 400.0,
-                 slots_endpoint: bool = True) -> None:
+                 slots_endpoint: bool = True, port: int = 0) -> None:
         super().__init__({"GET /v1/models": recorded("models.http"),
-                          "GET /props": recorded("props.http")})
+                          "GET /props": recorded("props.http")}, port=port)
         self.answer = answer
         self.n_ctx = n_ctx
         self.prompt_rate = prompt_rate

@@ -136,3 +136,37 @@ def test_a_window_stated_after_the_context_began_refits_the_own_tools(tmp_path: 
     assert [t["function"]["name"] for t in whole] == [ARCHIVE_TOOL_NAME]
     assert [t["function"]["description"] for t in small] == [ARCHIVE_BRIEF.description]
     assert len(json.dumps(small)) // 4 <= 2048 * OWN_TOOLS_SHARE < len(json.dumps(whole)) // 4
+
+
+def test_the_summary_reusing_the_chats_prefix_is_capped_to_what_the_window_leaves() -> None:
+    """The summary request that reuses the chat's cached prefix (compaction/prefixed.py) carries
+    the whole chat: its output limit is capped as it is sent to what the window leaves beside
+    it, not only to what the config allowed (512 of a 2K window beside a 1.5K prompt: the
+    server cut it, "Context size has been exceeded")."""
+    from rollchat.compaction import policy
+    from rollchat.compaction.summarizer import Summarizer
+    from rollchat.config.settings import SummaryConfig
+    from rollchat.domain import Message
+    from rollchat.models.tokens import TokenCounter
+    from rollchat.providers.base import ChatRequest
+    from tests.compaction.test_compaction import turn
+    from tests.wire_local import _tokens, llama_server
+
+    topics = ["queues", "retries", "alerts", "deploys"]
+    # prose and ids: the double counts about what tiktoken counts (a character in four)
+    turns = [turn(i, f"Tell me about {t} in our job system, please. " * 6,
+                  " ".join(f"{t}{n} ran in pool {n % 5}." for n in range(34)))
+             for i, t in enumerate(topics, 1)]
+    prefix = ChatRequest(model="smollm2", system="You help.", messages=tuple(
+        m for t in turns for m in (Message("user", t.user), Message("assistant", t.assistant))))
+    long_reply = "We went over queues, retries, alerts and deploys of the job system. " * 60
+    with llama_server(lambda body: long_reply, slots=1) as server:
+        budget = policy.compute_budget(2048, 512, 0.8, 1000)
+        summarizer = Summarizer(provider(server.url), model="smollm2", config=SummaryConfig(),
+                                budget=budget, counter=TokenCounter("smollm2"))
+        outcome = summarizer.summarize(turns, None, None, prefix=prefix)
+        [body] = [b for _, b in server.bodies]
+    assert _tokens(body) > 1200  # the whole chat rides in it
+    assert _tokens(body) + body["max_tokens"] <= 2048, (_tokens(body), body["max_tokens"])
+    assert server.events == [("arrived", 1), ("answered", 1)]  # once, and answered
+    assert outcome.usage.output_tokens == body["max_tokens"]

@@ -30,7 +30,7 @@ def test_an_answer_cut_at_the_output_limit_says_so(server_name: str, tmp_path: P
                      env=clean_env(tmp_path / "home", **{key: "test"}))
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
-    assert out.count("cut off at the output limit") == 1  # said once, as a warning
+    assert out.count("Output limit reached: the answer was cut off at") == 1  # once, a warning
     assert "Error:" not in out
     [session] = (tmp_path / "sessions").glob("*.md")
     first, second = parse(session.read_text(encoding="utf-8")).turns
@@ -39,3 +39,26 @@ def test_an_answer_cut_at_the_output_limit_says_so(server_name: str, tmp_path: P
     assert second.status == "ok"
     sent = str(server.bodies[1]["messages"])  # the model is told its answer was cut off
     assert "open the\\n\\n[answer cut off: output limit of" in sent
+
+
+def test_p_cut_off_at_the_output_limit_says_so_and_exits_0(tmp_path: Path) -> None:
+    """`-p`: the answer on stdout, "Output limit reached" on stderr and no "Error:" line beside
+    exit 0 (docs/oneshot.md: 0, answered; stop_reason max_tokens)."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.wire_local import local_server, sse_answer
+
+    with local_server(chat=lambda body: sse_answer("The three steps are: first", "length",
+                                                   written=64)) as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "rollchat", "--provider", "openai", "--model", "smollm2",
+             "--base-url", server.url, "-p", "list the steps", "--output-format", "json"],
+            cwd=str(tmp_path), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            timeout=60, env=clean_env(tmp_path / "home", OPENAI_API_KEY="none"))
+    assert done.returncode == 0, done.stderr
+    assert "Output limit reached" in done.stderr and "Error" not in done.stderr
+    out = json.loads(done.stdout)
+    assert out["answer"] == "The three steps are: first"
+    assert (out["stop_reason"], out["exit_code"]) == ("max_tokens", 0)

@@ -157,9 +157,10 @@ def test_a_chat_cut_off_while_thinking(tmp_path: Path) -> None:
         out, saved = chat_with(tmp_path, server, "cut short?\nstory?\nis 7 prime?\n")
         bodies = chat_bodies(server)
     first, second = out.split("You: ")[1:3]
-    assert first.index("▸ thought for") < first.index("The answer was cut off")
+    cut = "Output limit reached: the answer was cut off"
+    assert first.index("▸ thought for") < first.index(cut)
     story = "Once upon a time, in the bustling port of Newhaven"
-    assert second.index(story) < second.index("The answer was cut off")
+    assert second.index(story) < second.index(cut)
     assert "*Thinking:* 7 is indeed a prime\n" in saved
     assert [t.assistant for t in parse(saved).turns][:2] == ["", story]
     [later] = [b for b in bodies if last_user_text(b) == "is 7 prime?"]

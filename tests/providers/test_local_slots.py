@@ -18,10 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from rollchat.domain import Message, Text, Turn
-from rollchat.memory.extract import EXTRACT_SYSTEM, ExtractionError, extract
+from rollchat.memory.extract import EXTRACT_SYSTEM, ExtractionError, ExtractionTimeout, extract
+from rollchat.memory.keeper import Memory
+from rollchat.memory.store import MemoryStore
 from rollchat.providers.base import (
     ChatRequest,
     Done,
+    ProviderTimeoutError,
     RetryPolicy,
     StreamEvent,
     TextDelta,
@@ -129,6 +132,84 @@ def test_without_slots_a_busy_error_is_retried_and_the_side_request_waits() -> N
              if "summarize" not in body["messages"][-1]["content"]]
     sides = [n for n in range(1, len(server.bodies) + 1) if n not in chats]
     assert sides[1] > max(chats)  # sent again only after the chat's answer
+
+
+def until(done: Any, seconds: float = 30) -> bool:
+    """Wait (at most ``seconds``) for ``done()``; whether it came."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        threading.Event().wait(0.005)
+    return True
+
+
+def tabs_turn() -> list[Turn]:
+    return [Turn("query", 1, datetime.now(timezone.utc), "I prefer tabs over spaces.",
+                 (Text("Noted."),))]
+
+
+def exit_memory(tmp_path: Path, p: OpenAIProvider) -> Memory:
+    store = MemoryStore(tmp_path / "sessions", "assistant", user_dir=tmp_path / "user")
+    return Memory(store, p, model="smollm2", exit_seconds=1)
+
+
+def shown(events: list[Any]) -> str:
+    return "\n".join(getattr(e, "text", "") or str(getattr(e, "fact", "")) for e in events)
+
+
+def test_a_memory_extraction_stops_at_its_time_connection_included() -> None:
+    """At its time the call ends and its connection is closed, though the server never
+    answers (the provider's own read timeout, 30 s, was what ended it before)."""
+    held = Held(sse_answer("[]"))
+    with local_server(chat=lambda body: held) as server:
+        started = time.monotonic()
+        try:
+            extract(provider(server.url), tabs_turn(), [], model="smollm2", timeout=0.5)
+        except ExtractionTimeout as error:
+            assert "did not answer within 0.5s" in str(error)
+        else:
+            raise AssertionError("no timeout")
+        elapsed = time.monotonic() - started
+        closed = until(lambda: ("closed", 1) in server.events, 10)
+        held.release.set()
+    assert closed and elapsed < 10
+
+
+def test_remembering_at_exit_ends_at_its_bound_connection_closed(tmp_path: Path) -> None:
+    """"Remembering… (at most 1s)" against a server that never answers: at 1 s the
+    connection is closed (not left to the 30 s read timeout of a thread the exit no longer
+    waits for) and the offline rules keep the explicit statement."""
+    held = Held(sse_answer("[]"))
+    with local_server(chat=lambda body: held) as server:
+        memory = exit_memory(tmp_path, provider(server.url))
+        events = list(memory.at_summary(tabs_turn(), "s1", None, ending=True))
+        closed = until(lambda: ("closed", 1) in server.events, 10)
+        held.release.set()
+    text = shown(events)
+    assert "Remembering… (at most 1s; Ctrl-C skips it)" in text
+    assert "memory: the model did not answer within 1s: only explicit statements" in text
+    assert "prefers tabs over spaces" in text
+    assert closed
+
+
+def test_remembering_at_exit_counts_its_wait_for_a_busy_server(tmp_path: Path) -> None:
+    """Its bound covers the wait for a hung-up prompt the server is still processing (the
+    lane waits for /slots to show it idle, up to 30 s): at the bound it is given up, and
+    not sent later by the thread the exit stopped waiting for."""
+    with llama_server(answer, prompt_rate=150) as server:  # ~8 s for the hung-up summary
+        p = provider(server.url)
+        with contextlib.suppress(ProviderTimeoutError):  # hung up on at 0.3 s
+            list(p.stream(ChatRequest(model="smollm2", system="", purpose="summary",
+                                      messages=(Message("user", SIDE),), timeout=0.3)))
+        memory = exit_memory(tmp_path, p)
+        events = list(memory.at_summary(tabs_turn(), "s1", None, ending=True))
+        ended = until(lambda: not memory._running.locked() and not memory.busy(), 30)
+        until(server.idle, 30)
+    assert "did not answer within 1s" in shown(events)
+    assert ended
+    asked = [b for _route, b in server.bodies if b["messages"][0]["content"] == EXTRACT_SYSTEM]
+    assert asked == []  # its second went on the wait: never sent
 
 
 def test_a_side_request_cut_and_sent_again_keeps_its_first_deadline() -> None:

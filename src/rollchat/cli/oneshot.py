@@ -188,8 +188,6 @@ def _session(question: Question, out: Renderer, closers: list[Callable[[], None]
                                  forking=question.forking, trust_input=question.trust_input)
     session = build.session(cfg, question.provider, question.model,
                             start.equipment_of(cfg.agent, question.loaded))
-    if session.budget.warning:
-        out.warn(session.budget.warning)
     for note in session.memory.notes if session.memory is not None else ():
         out.warn(note)  # memory found in the project, facts to review
     return session
@@ -247,8 +245,9 @@ def _seen(event: Event, out: Renderer, outcome: Outcome | None) -> None:
         return
     elif isinstance(event, TurnFinished):
         outcome.turn, outcome.cost = event.turn, event.cost
-        if event.turn.status in ("unanswered", "error") and event.turn.error:
-            out.error(event.turn.error)
+        if event.turn.status in ("unanswered", "error") and event.turn.error and \
+                " tokens reached (" not in event.turn.error:  # (a cut-off: its warning said
+            out.error(event.turn.error)  # it, and the answer is there: exit 0, see docs)
         if event.hint and "Up and Enter" not in event.hint and "history" not in event.hint:
             out.dim(event.hint)  # (those two speak of the chat's prompt)
     elif isinstance(event, Saved):

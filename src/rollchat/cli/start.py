@@ -163,9 +163,7 @@ def _build_chat(cfg: Config, env: dict[str, str], name: str, model: str, rendere
     build = SessionBuilder(env, renderer, store, interactive=interactive, yes=yes,
                             no_fork=no_fork, closers=closers,
                             save_failed=store_problem is not None, trust_input=trust_input)
-    session = build.session(cfg, name, model, equipment)
-    if session.budget.warning:
-        notices.append(session.budget.warning)
+    session = build.session(cfg, name, model, equipment)  # (its window's warning: windowed)
     if session.memory is not None:  # memory found in the project, facts to review
         notices.extend(session.memory.notes)
     if store_problem is not None:

@@ -4,7 +4,7 @@ within a timeout, one retry, and the local summary when the model's fails; nothi
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -111,13 +111,16 @@ def summarize(
     timeout_seconds: float,
     max_output_tokens: int,
     prefix: ChatRequest | None = None,
+    room: Callable[[ChatRequest], int] | None = None,
 ) -> SummaryOutcome:
     """Ask ``provider`` for the summary; on an invalid reply, a provider error or a timeout,
     retry once, then fall back to ``extractive_summary`` (labelled fallback) with the reason.
     Ctrl-C (KeyboardInterrupt) during the call goes straight to the fallback: nothing is lost.
     A request refused as too long is not sent again as it was: the outcome says ``refused``.
     ``prefix``: the chat's next request without a new message, holding ``turns``: the
-    summary request then reuses it (its cached prefix, see prefixed.py).
+    summary request then reuses it (its cached prefix, see prefixed.py). ``room``: the output
+    tokens the window leaves beside a request, counted as it is sent: its output limit is
+    capped to it, so the server never truncates the request or the reply's room.
     """
     from rollchat.compaction import extractive  # on first use
     from rollchat.compaction import request as summary_request
@@ -132,6 +135,9 @@ def summarize(
             turns, parent_summary=parent_summary, focus=focus, model=model,
             max_words=max_words, max_output_tokens=max_output_tokens,
         )
+    if room is not None:  # what the window leaves now, not what the config said
+        request = replace(request, max_output_tokens=max(
+            1, min(request.max_output_tokens, room(request))))
     usage = Usage()
     reason = "no attempt made"
     refused: ContextTooLongError | None = None

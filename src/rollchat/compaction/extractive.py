@@ -230,12 +230,18 @@ def _request(turn: Turn) -> str | None:
 
 
 def _pending(read: _Read, mined: _Mined, unread: bool) -> list[str]:
-    """Cut-off turns, the last request, then to-dos and next steps (most recent first)."""
+    """Cut-off turns, the last request, then to-dos and next steps (most recent first). A
+    message sent again and answered then is not left open (nor its first sending)."""
     found: list[str] = []
     turns = read.turns
+    answered: set[str] = set()  # the messages answered, at this turn or later
     for index in range(len(turns) - 1, -1, -1):
-        status = turns[index].status
-        if status in ("unanswered", "interrupted", "error") and read.user(index):
+        turn, status = turns[index], turns[index].status
+        said = " ".join(turn.user.split()).casefold()
+        if status == "ok" or (status == "error" and turn.assistant.strip()):
+            answered.add(said)
+        if status in ("unanswered", "interrupted", "error") and read.user(index) and \
+                (said not in answered or status == "error"):
             first = read.user(index)[0]
             found.append(tidy(f"Unanswered: {first}" if status == "unanswered"
                               else f"Answer cut off ({status}): {first}"))

@@ -121,7 +121,14 @@ class Summarizer:
         return summarize(self.provider, turns, parent_summary=parent, focus=focus,
                          model=self.model, max_words=self.words,
                          timeout_seconds=self.config.timeout_seconds,
-                         max_output_tokens=self.budget.max_output_tokens, prefix=prefix)
+                         max_output_tokens=self.budget.max_output_tokens, prefix=prefix,
+                         room=self.output_room)
+
+    def output_room(self, request: ChatRequest) -> int:
+        """The output tokens the window leaves beside ``request``, its prompt counted now
+        (tools, system prompt and messages), the safety margin kept."""
+        sent = self.counter.count_messages(request.system, request.messages, request.tools)
+        return self.budget.window - self.budget.safety_margin - sent
 
     def _local(self, turns: list[Turn], parent: Summary | None, focus: str | None,
                words: int, fallback: bool = True) -> Summary:

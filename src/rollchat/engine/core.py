@@ -382,8 +382,8 @@ class Engine(ModelChoice):
             return (f"The acknowledgment was cut off at its limit "
                     f"({min(self.max_output_tokens, self.ack_tokens):,} tokens, kept small to "
                     "leave the window to the chat): the context is restored; go on.")
-        return (f"The answer was cut off at the output limit ({self.max_output_tokens:,} "
-                "tokens): ask it to go on, or raise max_output_tokens.")
+        return (f"Output limit reached: the answer was cut off at {self.max_output_tokens:,} "
+                "tokens; ask it to go on, or raise max_output_tokens.")
 
     def _stream_once(self, messages: Sequence[Message], purpose: Purpose, text: list[str],
                      thought: list[str], extra: list[ProviderBlock],

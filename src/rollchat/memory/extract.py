@@ -17,13 +17,20 @@ import json
 import re
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from rollchat.domain import Message, Turn
 from rollchat.errors import RollchatError
 from rollchat.memory.records import CATEGORIES, MAX_TEXT, clean_text
 from rollchat.memory.rules import FoundFact, extract_rules
-from rollchat.providers.base import ChatRequest, Provider, ProviderError, TextDelta
+from rollchat.providers.base import (
+    ChatRequest,
+    Provider,
+    ProviderError,
+    ProviderTimeoutError,
+    TextDelta,
+)
 from rollchat.text.normalize import clean
 from rollchat.text.thinking import without_thinking
 
@@ -66,6 +73,10 @@ Only facts you are at least {min_confidence} sure of. [] when there is nothing n
 
 class ExtractionError(RollchatError):
     """Facts could not be extracted: the reply was not valid, the call failed or timed out."""
+
+
+class ExtractionTimeout(ExtractionError):
+    """The model did not answer within the extraction's time (its connection closed)."""
 
 
 def _dumps(value: Any) -> str:
@@ -169,20 +180,29 @@ def parse_reply(reply: str, turns: Sequence[int]) -> tuple[list[FoundFact], int]
     return found[:MAX_FACTS], invalid
 
 
-def _collect(provider: Provider, request: ChatRequest, timeout: float) -> str:
+def _collect(provider: Provider, request: ChatRequest, timeout: float, from_call: bool) -> str:
+    """The reply's text within ``timeout`` seconds: a provider that enforces it closes the
+    connection at that time (counted from now with ``from_call``, else from the sending),
+    another is given up on at its next event."""
     deadline = time.monotonic() + timeout
+    missed = f"the model did not answer within {timeout:g}s"
     parts: list[str] = []
-    stream: Iterator[Any] = iter(provider.stream(request))
+    if getattr(provider, "enforces_timeout", False):
+        request = replace(request, timeout=timeout, timeout_from_call=from_call)
     try:
-        for event in stream:
-            if time.monotonic() > deadline:
-                raise ExtractionError(f"the model did not answer within {timeout:g}s")
-            if isinstance(event, TextDelta):
-                parts.append(event.text)
-    finally:
-        close = getattr(stream, "close", None)
-        if callable(close):
-            close()
+        stream: Iterator[Any] = iter(provider.stream(request))
+        try:
+            for event in stream:
+                if time.monotonic() > deadline:
+                    raise ExtractionTimeout(missed)
+                if isinstance(event, TextDelta):
+                    parts.append(event.text)
+        finally:
+            close = getattr(stream, "close", None)
+            if callable(close):
+                close()
+    except ProviderTimeoutError:
+        raise ExtractionTimeout(missed) from None
     return clean(without_thinking("".join(parts)))  # a reasoning model's <think> first
 
 
@@ -198,12 +218,14 @@ def own_facts(found: Sequence[FoundFact], turns: Sequence[Turn]) -> tuple[list[F
 
 
 def extract(provider: Provider, turns: Sequence[Turn], known: Sequence[str], *, model: str,
-            timeout: float) -> tuple[list[FoundFact], int]:
-    """Ask the model for new facts (see parse_reply). ExtractionError on any failure."""
+            timeout: float, from_call: bool = False) -> tuple[list[FoundFact], int]:
+    """Ask the model for new facts (see parse_reply). ExtractionError on any failure,
+    ExtractionTimeout when ``timeout`` passed (``from_call``: counted from now, the wait for
+    the server's turn included; else from the sending)."""
     request = build_request(turns, known, model=model)
     numbers = [t.number for t in turns if t.kind == "query"]
     try:
-        reply = _collect(provider, request, timeout)
+        reply = _collect(provider, request, timeout, from_call)
     except ProviderError as e:
         raise ExtractionError(str(e)) from None
     return parse_reply(reply, numbers)

@@ -30,7 +30,13 @@ from rollchat.domain import Summary, Turn
 from rollchat.errors import RollchatError
 from rollchat.events import Event, FactRemembered, Notice
 from rollchat.interrupts import join, start_worker
-from rollchat.memory.extract import ExtractionError, extract, latest_messages, own_facts
+from rollchat.memory.extract import (
+    ExtractionError,
+    ExtractionTimeout,
+    extract,
+    latest_messages,
+    own_facts,
+)
 from rollchat.memory.records import Episode
 from rollchat.memory.rules import FoundFact, extract_rules
 from rollchat.memory.store import MemoryStore, SecretRefused
@@ -165,15 +171,18 @@ class Memory:
 
     # ------------------------------------------------------------ extraction
     def extract(self, turns: Sequence[Turn], session_id: str | None, *, local: bool = False,
-                wait: float | None = None, timeout: float | None = None) -> list[Event] | None:
+                wait: float | None = None, timeout: float | None = None,
+                bounded: bool = False) -> list[Event] | None:
         """New facts from the latest turns: the model's (``local``: the rules', no call;
         ``timeout``: the model's seconds, else ``self.timeout``). Only when there are turns
         since the last extraction; with another extraction under way it waits ``wait``
-        seconds (None: as long as it takes), then gives up: None."""
+        seconds (None: as long as it takes), then gives up: None. ``bounded``: ``timeout``
+        is a stated bound (the exit's): it counts from now, the wait for the server's turn
+        included, and missing it raises ExtractionTimeout instead of a warning."""
         if not self._running.acquire(timeout=-1 if wait is None else max(wait, 0.0)):
             return None
         try:
-            return self._extract(list(turns), session_id, local, timeout)
+            return self._extract(list(turns), session_id, local, timeout, bounded)
         finally:
             self._running.release()
 
@@ -183,7 +192,7 @@ class Memory:
         return bool(queries) and (self._last is None or queries[-1].started > self._last)
 
     def _extract(self, turns: list[Turn], session_id: str | None, local: bool,
-                 timeout: float | None = None) -> list[Event]:
+                 timeout: float | None = None, bounded: bool = False) -> list[Event]:
         queries = [t for t in turns if t.kind == "query"]
         if not self._due(turns):
             return []
@@ -194,8 +203,11 @@ class Memory:
                 found, invalid = extract_rules(latest_messages(turns))[:5], 0
             else:
                 found, invalid = extract(self.provider, turns, known, model=self.model,
-                                         timeout=self.timeout if timeout is None else timeout)
+                                         timeout=self.timeout if timeout is None else timeout,
+                                         from_call=bounded)
         except ExtractionError as e:
+            if bounded and isinstance(e, ExtractionTimeout):
+                raise  # the caller's deadline passed: it tells the user and falls back
             return [*self._problems(), Notice("warning", f"no facts extracted this time: {e}")]
         except RollchatError as e:
             return [*self._problems(), Notice("warning", f"no facts extracted this time: {e}")]
@@ -315,9 +327,11 @@ class Memory:
         def work() -> None:
             self.wait(max(0.0, deadline - time.monotonic()))
             left = deadline - time.monotonic()
-            try:
-                result.append(self.extract(turns, session_id, wait=left, timeout=left)
-                              if left > 0 else None)
+            try:  # the call ends at the deadline, its connection closed
+                result.append(self.extract(turns, session_id, wait=left, timeout=left,
+                                           bounded=True) if left > 0 else None)
+            except ExtractionTimeout:
+                result.append(None)  # missed: the rules instead, as for a call still going
             except Exception as e:  # (a bug) told, as a failed extraction is
                 result.append([Notice("warning", f"no facts extracted this time: {e}")])
 

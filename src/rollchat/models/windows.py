@@ -1,6 +1,7 @@
 """Context windows learned from the server: the window it states when asked (see
 providers/window_probe.py) or in a too-long refusal, or a smaller guess, replaces the assumed
-one, kept per model and base URL in the user data directory with where it came from."""
+one, kept per model and base URL in the user data directory with where it came from, and
+the warning last told about it (told once per change, not at every start)."""
 
 # The file is small JSON, rewritten through a temporary file and an atomic rename, so two
 # rollchat processes writing it at once can lose one entry but never corrupt the file.
@@ -58,17 +59,42 @@ class WindowBook:
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self._memory: dict[str, dict[str, object]] = {}
+        self._told: dict[str, str] = {}
 
     def _read(self) -> dict[str, dict[str, object]]:
+        return self._read_all()[0]
+
+    def _read_all(self) -> tuple[dict[str, dict[str, object]], dict[str, str]]:
+        """The windows, and the warning last told of each (see ``told``)."""
         if self.path is None:
-            return dict(self._memory)
+            return dict(self._memory), dict(self._told)
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return {}  # missing or unreadable: nothing learned (it is rewritten whole)
+            return {}, {}  # missing or unreadable: nothing learned (it is rewritten whole)
         windows = data.get("windows") if isinstance(data, dict) else None
-        return {k: v for k, v in windows.items() if isinstance(v, dict)} if isinstance(
-            windows, dict) else {}
+        told = data.get("told") if isinstance(data, dict) else None
+        return ({k: v for k, v in windows.items() if isinstance(v, dict)}
+                if isinstance(windows, dict) else {},
+                {k: v for k, v in told.items() if isinstance(v, str)}
+                if isinstance(told, dict) else {})
+
+    def tell(self, base_url: str | None, model: str, line: str) -> bool:
+        """Record ``line`` as the warning about this model's window now ("": none); True
+        when it is not the one recorded (by this run or an earlier one): it is to be told.
+        Raises OSError."""
+        key = _key(base_url, model)
+        if self._read_all()[1].get(key, "") == line:
+            return False
+        return self._locked(lambda: self._tell(key, line))
+
+    def _tell(self, key: str, line: str) -> bool:
+        windows, told = self._read_all()
+        if told.get(key, "") == line:
+            return False  # another process told it meanwhile
+        told[key] = line
+        self._write(windows, told)
+        return True
 
     def get(self, base_url: str | None, model: str) -> int | None:
         window = self.entry(base_url, model)
@@ -83,19 +109,23 @@ class WindowBook:
         where it came from; a guess never replaces a window the server stated (False: kept).
         Raises OSError. Two processes learning at once both keep what they learned: the
         read-modify-write holds a lock file next to the data (``windows.json.lock``)."""
+        return self._locked(lambda: self._remember(base_url, model, tokens, source))
+
+    def _locked(self, change: Callable[[], bool]) -> bool:
+        """``change`` holding the lock file next to the data. Raises OSError."""
         if self.path is None:
-            return self._remember(base_url, model, tokens, source)
+            return change()
         from filelock import FileLock, Timeout
 
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
             with FileLock(f"{self.path}.lock", timeout=10, mode=0o600):
-                return self._remember(base_url, model, tokens, source)
+                return change()
         except Timeout:
             raise OSError(f"{self.path} is locked by another process") from None
 
     def _remember(self, base_url: str | None, model: str, tokens: int, source: str) -> bool:
-        windows = self._read()
+        windows, told = self._read_all()
         key = _key(base_url, model)
         known = _window(windows.get(key, {}))
         if source == "guess" and known is not None and known.source in KEPT:
@@ -104,10 +134,15 @@ class WindowBook:
             "model": model, "base_url": redact_url(base_url) if base_url else None,
             "tokens": tokens, "source": source, "stated_by_server": source in KEPT,
             "learned": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        self._write(windows, told)
+        return True
+
+    def _write(self, windows: dict[str, dict[str, object]], told: dict[str, str]) -> None:
         if self.path is None:
-            self._memory = windows
-            return True
-        data = json.dumps({"version": VERSION, "windows": windows}, indent=1, sort_keys=True)
+            self._memory, self._told = windows, told
+            return
+        data = json.dumps({"version": VERSION, "windows": windows, "told": told}, indent=1,
+                          sort_keys=True)
         fd, temp = tempfile.mkstemp(prefix=".windows-", suffix=".tmp", dir=self.path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -119,7 +154,6 @@ class WindowBook:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             raise
-        return True
 
 
 def _window(entry: dict[str, object]) -> Window | None:
@@ -187,6 +221,8 @@ class WindowLearner:
         self._stated: StatedWindow | None = None  # told by the server, not yet applied
         self.asking: threading.Thread | None = None  # the question to the server, if asked
         self.unanswered = False  # the last question got no window (down): ask it again
+        self._told: str | None = ""  # the warning last told in this run (see to_tell)
+        self._first = True  # no request planned with it yet (see first_answer)
         self._lock = threading.Lock()
 
     def refused(self, error: ContextTooLongError, sent: int) -> Learned | None:
@@ -240,6 +276,25 @@ class WindowLearner:
         self.asking = threading.Thread(target=run, name="rollchat-window", daemon=True)
         return start_worker(self.asking)
 
+    def down(self) -> None:
+        """A request found nothing listening: the server is asked again before the next
+        request (it may come back with another model, or another window)."""
+        self.unanswered = True
+
+    def ask_again(self, probe: Callable[[], StatedWindow | None]) -> threading.Thread:
+        """Ask again (see ``ask``) a server that did not answer the last question or was
+        down since; the next request waits for its answer as the first did (first_answer)."""
+        self.unanswered, self._first = False, True
+        return self.ask(probe)
+
+    def first_answer(self, seconds: float) -> None:
+        """Before the first request planned with this window: wait (at most ``seconds``)
+        for the server's answer if it is still on its way, so a remembered or assumed window
+        never plans a request the server's statement was about to correct."""
+        first, self._first = self._first, False
+        if first and self.asking is not None:
+            self.asking.join(seconds)
+
     def poll(self) -> StatedWindow | None:
         """The window the server stated since the last poll, applied (on the session's
         thread, before a request is planned); None when nothing new."""
@@ -252,6 +307,20 @@ class WindowLearner:
         self.window, self.source = stated.tokens, stated.source
         self.on_change(stated.tokens)
         return stated
+
+    def to_tell(self, warning: str | None) -> bool:
+        """Whether ``warning``, about the window now (None: there is none), is to be told:
+        not the one last told of this model at this server, in this run or an earlier one
+        (see WindowBook.tell). Recorded now; None clears it, so the same warning is told
+        again after the window changed and back."""
+        if warning == self._told:
+            return False
+        self._told = warning
+        try:
+            changed = self.book.tell(self.base_url, self.model, warning or "")
+        except OSError:
+            changed = True  # not recorded: told again next time rather than never
+        return changed and warning is not None
 
     def summary_refused(self, error: ContextTooLongError, sent: int) -> bool:
         """A summary request was refused (the summarizer's hook): True if a smaller window

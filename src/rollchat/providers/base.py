@@ -49,6 +49,9 @@ class ChatRequest:
     # seconds the whole answer may take once sent (None: the client's read timeout only);
     # a provider that ``enforces_timeout`` closes the connection when they pass
     timeout: float | None = None
+    # the timeout counts from the call, the wait for the server's turn included (a stated
+    # "at most", such as memory extraction's at exit), not from the sending
+    timeout_from_call: bool = False
     # the conversation chain's key, a hash (session/state.chain_key): one value for every
     # request of the chain; OpenAI routes requests with one key to one cache
     # (``prompt_cache_key``), the other providers ignore it. None: not sent.

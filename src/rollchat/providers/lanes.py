@@ -134,7 +134,7 @@ class Lane:
             owed, self._unsettled = self._unsettled, False
         try:
             if owed:
-                self.settle()
+                self.settle(deadline)
             yield ticket
         except ProviderError as error:
             if ticket.foreground and error.retryable:
@@ -150,12 +150,15 @@ class Lane:
                 self._running.remove(ticket)
                 self._cond.notify_all()
 
-    def settle(self) -> bool | None:
-        """Wait (at most SETTLE_SECONDS) until the server shows no request processing: a
-        request whose client hung up goes on at llama.cpp until its prompt is processed.
-        True once idle, False if still busy at the bound, None if the server cannot tell."""
+    def settle(self, deadline: float | None = None) -> bool | None:
+        """Wait (at most SETTLE_SECONDS, nor past ``deadline``, time.monotonic) until the
+        server shows no request processing: a request whose client hung up goes on at
+        llama.cpp until its prompt is processed. True once idle, False if still busy at the
+        bound, None if the server cannot tell."""
         self.settled += 1
         bound = time.monotonic() + SETTLE_SECONDS
+        if deadline is not None:
+            bound = min(bound, deadline)
         while True:
             idle = self._idle()
             if idle is None or idle:

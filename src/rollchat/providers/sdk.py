@@ -188,14 +188,20 @@ class SDKProvider(ABC):
 
     def _side(self, request: ChatRequest) -> Iterator[StreamEvent]:
         """A side request: cut when a better one comes, sent again after it; given whole.
-        Its ``timeout`` counts from its first sending and covers each sending again and each
-        wait between them: at that time it stops, connection included."""
+        Its ``timeout`` counts from its first sending (``timeout_from_call``: from now) and
+        covers each sending again and each wait between them: at that time it stops,
+        connection included."""
         deadline: float | None = None
+        if request.timeout is not None and request.timeout_from_call:
+            deadline = time.monotonic() + request.timeout
         while True:
             with self.lane.slot(request.purpose, deadline) as ticket:
                 if deadline is None and request.timeout is not None:
                     deadline = time.monotonic() + request.timeout
                 left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:  # its time went on the wait: not sent
+                    raise ProviderTimeoutError(f"no answer within {request.timeout:g}s: the "
+                                               "request waited for the server")
                 try:
                     events = list(self._attempt(request, ticket, left))
                 except ProviderError:

@@ -173,8 +173,13 @@ _asked: set[tuple[str, str]] = set()
 def ask_once(base_url: str, model: str) -> bool:
     """True the first time in this process a server and model are to be asked (not the
     official APIs: their windows are in rollchat's table)."""
-    host = urlsplit(base_url).hostname or ""
-    if host in ("api.openai.com", "api.anthropic.com") or (base_url, model) in _asked:
+    if not askable(base_url) or (base_url, model) in _asked:
         return False
     _asked.add((base_url, model))
     return True
+
+
+def askable(base_url: str) -> bool:
+    """A server asked for its windows: not the official APIs (their windows are in
+    rollchat's table)."""
+    return (urlsplit(base_url).hostname or "") not in ("api.openai.com", "api.anthropic.com")

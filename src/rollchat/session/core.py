@@ -44,7 +44,14 @@ from rollchat.session.state import (
 )
 from rollchat.session.steps import proposal
 from rollchat.session.switch import checked_choice, window_of
-from rollchat.session.windowing import WindowBook, WindowLearner, asked, cut_off, windowed
+from rollchat.session.windowing import (
+    WindowBook,
+    WindowLearner,
+    ask_server,
+    asked,
+    cut_off,
+    windowed,
+)
 from rollchat.storage.store import SessionInfo, Store
 from rollchat.text.normalize import clean
 
@@ -188,6 +195,7 @@ class Session(CompactorFigures):
         self.counter.use_model(model)
         window = window_of(self.config, current.windows.book, self.agent.base_url, model)
         current.switch(model, window)
+        ask_server(current.windows, again=True)  # its window, as the server states it now
         self._switched = f"{model} answers from here on (was {old})"
         return window
 
@@ -284,6 +292,8 @@ class Session(CompactorFigures):
         if self.layers is not None and answer.turn.status != "unanswered":
             self.layers.sent(self.counter.count_text)
         self.server_down = answer.error if isinstance(answer.error, ServerDownError) else None
+        if self.server_down is not None:  # back, it may serve another model or window
+            self.windows.down()
         self.unusable = unusable(answer.error, self.engine.model)  # said once, by this answer
         turn = answer.turn if handed is None else replace(answer.turn, user=text, context=note)
         turn = replace(turn, typed=typed)

@@ -9,11 +9,12 @@ from rollchat.domain import Message
 from rollchat.engine.core import Answer, Engine
 from rollchat.events import Event, Notice
 from rollchat.models.windows import SOURCE_WORDS, WindowBook, WindowLearner
-from rollchat.providers.window_probe import ask_once, probe_window
+from rollchat.providers.window_probe import PROBE_SECONDS, ask_once, askable, probe_window
 from rollchat.session.compactor import Compactor
 from rollchat.session.state import SessionState
 
-__all__ = ["WindowBook", "WindowLearner", "asked", "cut_off", "windowed"]  # for session.core
+# for session.core
+__all__ = ["WindowBook", "WindowLearner", "ask_server", "asked", "cut_off", "windowed"]
 
 
 def asked(windows: WindowLearner) -> WindowLearner:
@@ -26,14 +27,21 @@ def windowed(windows: WindowLearner, compactor: Compactor, state: SessionState,
              pending: Message) -> Generator[Event, None, bool]:
     """The compactor's plan before a request (``before_sending``), a window the server
     stated since the last one applied first; a server that did not answer the last question
-    (down at the start) is asked again, in the background, before this request."""
+    (down at the start) or was found down since is asked again before this request; the
+    first request, and the one after asking again, wait for the answer if it is still on its
+    way (at most PROBE_SECONDS). The budget's
+    warning (max_output_tokens leaves no room in this window) is told here, after the
+    window's line and of the same window, once per change (see WindowLearner.to_tell)."""
     if windows.unanswered and windows.base_url:
-        windows.unanswered = False
         base_url, model = windows.base_url, windows.model
-        windows.ask(lambda: probe_window(base_url, model))
+        windows.ask_again(lambda: probe_window(base_url, model))
+    windows.first_answer(PROBE_SECONDS)  # a local server answers in milliseconds
     notice = stated_notice(windows)
     if notice is not None:
         yield notice
+    warning = compactor.budget.warning  # of the window just stated, if one was
+    if windows.to_tell(warning) and warning is not None:
+        yield Notice("warning", warning)
     return (yield from compactor.before_sending(state, pending))
 
 
@@ -47,11 +55,12 @@ def cut_off(windows: WindowLearner, engine: Engine, flow: Generator[Event, None,
     return answer
 
 
-def ask_server(windows: WindowLearner) -> None:
+def ask_server(windows: WindowLearner, *, again: bool = False) -> None:
     """Ask an OpenAI-compatible server for the window, in the background, once per server
-    and model in this process (see providers/window_probe.py)."""
+    and model in this process (``again``: also when asked before, as after ``model NAME``:
+    the model it serves may have changed since; see providers/window_probe.py)."""
     base_url, model = windows.base_url, windows.model
-    if base_url and ask_once(base_url, model):
+    if base_url and (ask_once(base_url, model) or (again and askable(base_url))):
         windows.ask(lambda: probe_window(base_url, model))
 
 
