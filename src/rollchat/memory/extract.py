@@ -16,14 +16,14 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from rollchat.domain import Message, Turn
+from rollchat.domain import Message, Turn, Usage
 from rollchat.errors import RollchatError
 from rollchat.memory.records import CATEGORIES, MAX_TEXT, clean_text
 from rollchat.memory.rules import FoundFact, extract_rules
-from rollchat.providers.base import ChatRequest, Provider, ProviderError, TextDelta
+from rollchat.providers.base import ChatRequest, Provider, ProviderError, TextDelta, UsageEvent
 from rollchat.text.normalize import clean
 from rollchat.text.thinking import without_thinking
 
@@ -169,9 +169,13 @@ def parse_reply(reply: str, turns: Sequence[int]) -> tuple[list[FoundFact], int]
     return found[:MAX_FACTS], invalid
 
 
-def _collect(provider: Provider, request: ChatRequest, timeout: float) -> str:
+def _collect(provider: Provider, request: ChatRequest, timeout: float,
+             spent: Callable[[Usage], None]) -> str:
+    """The reply's text; the call's usage goes to ``spent`` once it ends, however it ends
+    (a call that failed or ran out of time after its usage came is billed too)."""
     deadline = time.monotonic() + timeout
     parts: list[str] = []
+    usage = Usage()
     stream: Iterator[Any] = iter(provider.stream(request))
     try:
         for event in stream:
@@ -179,10 +183,13 @@ def _collect(provider: Provider, request: ChatRequest, timeout: float) -> str:
                 raise ExtractionError(f"the model did not answer within {timeout:g}s")
             if isinstance(event, TextDelta):
                 parts.append(event.text)
+            elif isinstance(event, UsageEvent):
+                usage = usage + event.usage
     finally:
         close = getattr(stream, "close", None)
         if callable(close):
             close()
+        spent(usage)
     return clean(without_thinking("".join(parts)))  # a reasoning model's <think> first
 
 
@@ -198,12 +205,14 @@ def own_facts(found: Sequence[FoundFact], turns: Sequence[Turn]) -> tuple[list[F
 
 
 def extract(provider: Provider, turns: Sequence[Turn], known: Sequence[str], *, model: str,
-            timeout: float) -> tuple[list[FoundFact], int]:
-    """Ask the model for new facts (see parse_reply). ExtractionError on any failure."""
+            timeout: float, spent: Callable[[Usage], None] = lambda usage: None,
+            ) -> tuple[list[FoundFact], int]:
+    """Ask the model for new facts (see parse_reply); the call's usage goes to ``spent``
+    (see _collect). ExtractionError on any failure."""
     request = build_request(turns, known, model=model)
     numbers = [t.number for t in turns if t.kind == "query"]
     try:
-        reply = _collect(provider, request, timeout)
+        reply = _collect(provider, request, timeout, spent)
     except ProviderError as e:
         raise ExtractionError(str(e)) from None
     return parse_reply(reply, numbers)

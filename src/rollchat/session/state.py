@@ -72,15 +72,15 @@ class SessionState:
     title: str | None = None  # set by the user (``title``): the header's Title from then on
     cache_key: str = field(default_factory=chain_key)  # its chain's (see ``chain_key``)
 
-    def add(self, turn: Turn, call: Call | None = None) -> None:
-        """Record a turn; a query's model call is recorded with it (``call``: who answered
-        and at what price; None: an unpriced call of the turn's usage)."""
+    def add(self, turn: Turn, calls: Sequence[Call] = ()) -> None:
+        """Record a turn; a query's model calls are recorded with it (``calls``: one per
+        call it made, with who answered and at what price)."""
         self.turns.append(turn)
         if turn.kind in QUERY_KINDS:
             self.query_turns += 1
         if turn.kind == "query":
             self.queries += 1
-            self.calls.append(call or Call("turn", "", "", turn.usage, None))
+            self.calls += calls
 
     def charge(self, call: Call) -> None:
         """A model call made for this session besides its queries (see ``calls``)."""
@@ -123,6 +123,11 @@ class SessionState:
     @property
     def restoration_tokens(self) -> int:
         return usage_of(self.calls, "restoration").total
+
+    @property
+    def memory_tokens(self) -> int:
+        """Tokens of the memory's fact-extraction calls billed to this session."""
+        return usage_of(self.calls, "memory").total
 
     @property
     def summary_tokens(self) -> int:
