@@ -340,6 +340,37 @@ def test_title_and_search_in_the_chat(tmp_path: Path) -> None:
     assert SessionIndex(root).search("project")[0].title == "My new project"
 
 
+def test_a_chain_keeps_the_title_the_user_gave_it(tmp_path: Path) -> None:
+    """A renamed session's title goes on with the sessions that continue it (``--resume``,
+    ``compact``), as one conversation keeps its name; a title the file got by itself (its
+    first message's) does not: the continuation gets its own."""
+    root = tmp_path / "s"
+    flags = ("--provider", "offline", "--sessions-dir", str(root))
+
+    def titles() -> dict[str, str | None]:
+        return {p.stem: parse(p.read_text()).header.title for p in root.glob("*.md")}
+
+    assert run_piped(tmp_path, "we will use kafka here\nexit\n", *flags).returncode == 0
+    [first] = titles()
+    renamed = run_piped(tmp_path, "", "rename", first, "Kafka rollout", *flags[2:])
+    assert renamed.returncode == 0, renamed.stderr
+    done = run_piped(tmp_path, "and the consumers?\ncompact\nand the lag?\nexit\n",
+                     "--resume", first, *flags)
+    assert done.returncode == 0, done.stderr
+    chain = titles()
+    assert len(chain) == 3 and set(chain.values()) == {"Kafka rollout"}, chain
+    auto = tmp_path / "auto"
+    again = ("--provider", "offline", "--sessions-dir", str(auto))
+    assert run_piped(tmp_path, "we will use redis here\nexit\n", *again).returncode == 0
+    [plain] = [p.stem for p in auto.glob("*.md")]
+    assert run_piped(tmp_path, "what about the eviction policy?\nexit\n", "--resume", plain,
+                     *again).returncode == 0
+    headers = {p.stem: parse(p.read_text()).header.title for p in auto.glob("*.md")}
+    assert headers[plain] == "we will use redis here"
+    [child] = [t for sid, t in headers.items() if sid != plain]
+    assert child != "we will use redis here", headers
+
+
 def test_sessions_in_the_chat_pages_too(tmp_path: Path) -> None:
     root = tmp_path / "s"
     for i in range(23):

@@ -326,8 +326,9 @@ class Compactor:
         entry. The child's state (the session continues in it from its start, even when the
         restoration fails)."""
         chain = state.chain.plus(self.cost(state))  # the chain goes on (resume replaces it)
-        # a title given before anything was saved names the session that takes its place
-        title = state.title if state.live is None else None
+        # the title the user gave the parent goes on with the chain; one given here before
+        # anything was saved names the session that takes its place
+        title = parent.title or (state.title if state.live is None else None)
         state.close()
         child = SessionState(started=now(), resumed_from=parent.session_id,
                              previous_session=parent.file_name, parent_summary=parent.summary,

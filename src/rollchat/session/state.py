@@ -150,7 +150,8 @@ class SessionState:
     def as_parent(self, summary: Summary) -> Parent:
         """This session, summarized, as the parent of the child that continues it."""
         return Parent(self.session_id, self.live.file_name if self.live else None, summary,
-                      self.started, self.queries, self.billed, self.resumed_from)
+                      self.started, self.queries, self.billed, self.resumed_from,
+                      title=self.title)
 
 
 def session_title(state: SessionState) -> str | None:
@@ -198,6 +199,7 @@ class Parent:
     forked: bool = False  # open in another process: the child is a fork, the file not written
     by_user: bool = False  # forked by the user's ``fork`` (not because it was open elsewhere)
     cache_key: str | None = None  # the chain's key, when the child continues a saved chain
+    title: str | None = None  # the title the user gave it: the child keeps it (one name)
 
 
 def restoration_prompt(parent: Parent, *, archive_tool: bool) -> str:
