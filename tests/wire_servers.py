@@ -121,6 +121,15 @@ def held(first: str, rest: str, seconds: float = 600) -> Reply:
 
 
 @dataclass(frozen=True)
+class Charge:
+    """What the server billed one answer: the model asked, its input and output tokens."""
+
+    model: str
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
 class Recorded:
     path: str
     headers: dict[str, str]
@@ -369,6 +378,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _reply(self, r: Reply, body: dict[str, Any]) -> None:
         dialect = self.server.owner.dialect
+        told = not isinstance(dialect, OpenAIDialect) or not body.get("stream") or bool(
+            (body.get("stream_options") or {}).get("include_usage"))
+        if r.kind in ("text", "tool") and r.usage and told:  # what this call is billed
+            self.server.owner.charged.append(Charge(str(body.get("model")), r.input_tokens,
+                                                    r.output_tokens))
         if r.kind == "error":
             self._json(r.status, dialect.error_body(r), r.headers)
             return
@@ -459,6 +473,7 @@ class WireServer:
         self.queue: list[Reply] = []
         self.requests: list[Recorded] = []
         self.extractions: list[dict[str, Any]] = []
+        self.charged: list[Charge] = []  # every answer that told its usage (extractions too)
         self.refused_params: list[dict[str, Any]] = []  # refused by param_refusal, any kind
         self.extraction_reply = "[]"
         self.extraction_stall = 0.0  # seconds before the extraction reply (a slow model)

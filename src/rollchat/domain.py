@@ -54,6 +54,35 @@ class Image:
     data: bytes | None = field(default=None, compare=False, repr=False)
 
 
+def image_marker(number: int, image: Image) -> str:
+    """The line that holds the place of a tool result's ``number``-th image (from 1) in its
+    text, where the tool returned it between texts (an MCP result of text, image, text): the
+    request puts the image there (``interleaved``), the transcript keeps the line."""
+    return f"[image {number}: {image.media_type}, {image.size:,} bytes]"
+
+
+def interleaved(content: str, images: Sequence[Image]) -> list[str | Image]:
+    """``content`` and ``images`` in the order the tool gave them: each image at its marker
+    line (``image_marker``, which it replaces), the text between them as pieces (never
+    empty); an image whose marker is not in the text (a result without markers, or cut) after
+    the text, as before."""
+    parts: list[str | Image] = []
+    rest, at = content, 0
+    placed: list[Image] = []
+    for number, image in enumerate(images, 1):
+        marker = image_marker(number, image)
+        found = rest.find(marker, at)
+        if found < 0:
+            continue
+        parts.append(rest[at:found].strip("\n"))
+        parts.append(image)
+        placed.append(image)
+        at = found + len(marker)
+    parts.append(rest[at:].strip("\n"))
+    parts += [i for i in images if all(i is not p for p in placed)]
+    return [p for p in parts if not isinstance(p, str) or p]
+
+
 @dataclass(frozen=True)
 class Message:
     """One message of the model's working context (system prompt excluded).

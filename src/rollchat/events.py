@@ -147,6 +147,7 @@ class Ended:
     # on in: restorations, summaries and queries), from the same call records as ``cost``
     run_usage: Usage = field(default_factory=Usage)
     run_cost: float | None = None
+    memory_tokens: int = 0  # the memory's fact-extraction calls'
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ def test_prompt_has_the_seed_shape() -> None:
     assert text.startswith("CONTEXT RESTORATION: You are continuing a previous conversation "
                            "from 2026-11-21 10:15.")
     assert ("Previous session summary (Session ID: assistant_20261121_101500_c01d, 5 queries, "
-            "2.3K tokens):") in text
+            "2,345 tokens):") in text  # exact, as every other figure (issue 35)
     assert "Previous session file: assistant_20261121_101500_c01d.md" in text
     assert text.index(SUMMARY_START) < text.index("- Auth refactoring") < text.index(SUMMARY_END)
     assert "2-6 sentences" in text and "ready to continue" in text

@@ -158,3 +158,18 @@ def test_ctrl_c_in_the_first_of_two_calls_records_both_and_keeps_the_pairing() -
     calls = [c.id for m in messages for c in m.tool_calls]
     results = [m.tool_call_id for m in messages if m.role == "tool"]
     assert calls == results == ["c1", "c2"]
+
+
+def test_each_model_call_of_a_tool_loop_is_its_own_record() -> None:
+    """A turn of two model calls (a tool round, then the answer) leaves two call records,
+    each with that call's usage and the model that answered (issue 35.3), not one of their
+    sum; the turn's usage is still their sum."""
+    core, _, _ = make()
+    core.engine.provider = TwoCalls()
+    core.engine.tools = {"first": Tool(ToolSpec("first", "", {}), lambda a: "1"),
+                         "second": Tool(ToolSpec("second", "", {}), lambda a: "2")}
+    drain(core.turn("go"))
+    calls = [c for c in core.state.calls if c.purpose == "turn"]
+    assert [c.usage for c in calls] == [Usage(10, 5), Usage(20, 3)]
+    assert {c.model for c in calls} == {core.current.name}
+    assert core.state.turns[-1].usage == Usage(30, 8) == core.state.usage

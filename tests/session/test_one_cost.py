@@ -3,11 +3,14 @@ in process (the whole CLI, the real openai SDK against the local wire-format ser
 switches models mid-session, compacts and exits. Every figure (turn lines, summary lines,
 restoration line, goodbye, file headers, ``sessions --json``) is summed from the same per-call
 records, each call priced with the model that answered; the window a server states after the
-switch is the new model's; memory extraction asks the new model."""
+switch is the new model's; memory extraction asks the new model. Every model call is billed
+once: each round of a tool loop and each memory-extraction call is its own record, so what
+rollchat reports is what the server billed, answer by answer."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +21,8 @@ from rollchat.cli.app import build_cli
 from rollchat.models.windows import WindowBook
 from rollchat.storage.transcript import parse
 from tests.compaction.test_autocompact import summary_text
-from tests.wire_servers import OpenAIDialect, WireServer, text, too_long
+from tests.e2e import HELPER_AGENT
+from tests.wire_servers import Charge, OpenAIDialect, Reply, WireServer, text, too_long, tool
 
 PRICES = {"small-model": (1.0, 2.0), "big-model": (10.0, 20.0)}  # dollars per M: in, out
 CONFIG = """\
@@ -92,7 +96,15 @@ def test_after_model_name_every_figure_is_summed_from_calls_priced_by_who_answer
     assert models == ["small-model", *["big-model"] * 5], models
     small, big = dollars("small-model", **ANSWER), dollars("big-model", **ANSWER)
     summary = dollars("big-model", **SUMMARY)  # written by the chat's model: the new one
-    parent_cost, child_cost = small + big + summary, big + big + summary
+    # fact extraction (the compaction's, the exit's: 11 + 7 tokens each, the server's
+    # default) billed to the child at the new price; one the chat's own request cut before
+    # it answered (providers/lanes.py) is asked again, and only the answer is billed
+    assert {b["model"] for b in server.extractions} == {"big-model"}
+    said = re.search(r"([\d,]+) for memory", out)
+    assert said is not None, out
+    memory = int(said[1].replace(",", "")) // 18 * dollars("big-model", 11, 7)
+    assert memory >= 2 * dollars("big-model", 11, 7)
+    parent_cost, child_cost = small + big + summary, big + big + summary + memory
 
     # the turn lines and the restoration line: each priced with the model that answered
     assert out.count("· $0.0012") == 1 and out.count("· $0.0120") == 3, out
@@ -158,3 +170,60 @@ def test_one_shot_json_reports_the_whole_run_beside_the_question(
     assert done["total_cost_usd"] == pytest.approx(2 * one)
     [child] = [p for p in (chat_dir / "sessions").glob("*.md") if p != saved]
     assert parse(child.read_text()).header.cost == pytest.approx(done["total_cost_usd"])
+
+
+ROUND = {"input_tokens": 1000, "output_tokens": 100}  # each chat call
+LAST = {"input_tokens": 1500, "output_tokens": 40}  # the call after the tool's result
+
+
+
+def billed(charged: list[Charge]) -> float:
+    """What the server billed, each answer at the price of the model it was asked for."""
+    return sum(dollars(c.model, c.input_tokens, c.output_tokens) for c in charged)
+
+
+def tool_turn() -> tuple[Reply, Reply]:
+    """A turn of two model calls: a tool call, then the answer after its result."""
+    return (tool("word_count", {"text": "one two three"}, **ROUND),
+            text("Three words.", **LAST))
+
+
+def test_the_goodbye_and_the_header_are_what_the_server_billed(
+        server: WireServer, chat_dir: Path) -> None:
+    (chat_dir / "helper.py").write_text(HELPER_AGENT, encoding="utf-8")
+    server.push(*tool_turn(), text(summary_text(120, "exit"), **SUMMARY))
+    out = chat(server, ["We decided to keep the retry queue. Count these words.", "exit"],
+               "--agent-file", "helper.py", "--yes")
+    assert server.extractions, "no memory extraction reached the server"
+    assert len(server.charged) == 4, server.charged  # 2 rounds, the summary, the extraction
+    spent = billed(server.charged)
+    memory = sum(c.input_tokens + c.output_tokens for c in server.charged[3:])
+    assert f"Cost: ${spent:.4f}" in out, out
+    assert f"{memory:,} for memory" in out, out
+    tokens = sum(c.input_tokens + c.output_tokens for c in server.charged)
+    assert f"{tokens:,} tokens billed" in out, out
+    [saved] = (chat_dir / "sessions").glob("*.md")
+    header = parse(saved.read_text()).header
+    assert header.cost == pytest.approx(spent, abs=5e-5)  # the header keeps 4 decimals
+    assert header.total_tokens == tokens
+
+
+def test_one_shot_json_counts_each_round_and_the_extraction(
+        server: WireServer, chat_dir: Path) -> None:
+    (chat_dir / "helper.py").write_text(HELPER_AGENT, encoding="utf-8")
+    server.push(*tool_turn())
+    result = CliRunner().invoke(build_cli(), [
+        "--config", "rollchat.yml", "--provider", "openai", "--model", "small-model",
+        "--base-url", server.url, "--sessions-dir", "sessions", "--yes", "--trust-input",
+        "--agent-file", "helper.py", "-p", "We decided to keep the retry queue. Count these words.",
+        "--output-format", "json"])
+    assert result.exit_code == 0, result.output
+    done = json.loads(result.stdout.strip().splitlines()[-1])
+    assert server.extractions, "no memory extraction reached the server"
+    assert len(server.charged) == 3, server.charged  # 2 rounds and the extraction
+    question = dollars("small-model", **ROUND) + dollars("small-model", **LAST)
+    assert done["cost"] == pytest.approx(question)
+    assert done["usage"]["input_tokens"] == 2500
+    assert done["total_cost_usd"] == pytest.approx(billed(server.charged))
+    assert done["total_usage"]["input_tokens"] == sum(c.input_tokens for c in server.charged)
+    assert done["total_usage"]["output_tokens"] == sum(c.output_tokens for c in server.charged)

@@ -261,7 +261,9 @@ def test_search_ranks_hits_with_id_title_date_and_snippet(tmp_path: Path) -> Non
     assert code == 0 and {h["id"] for h in hits} == {a, b}
     assert hits[0]["id"] == b  # the title is short: the best match
     assert hits[0]["title"] == "Kafka consumers everywhere"
-    assert hits[1]["snippet"].count("**kafka**") >= 1
+    assert hits[0]["snippet"] == "" and hits[0]["matched"] == []  # the title is not repeated
+    assert "kafka" in hits[1]["snippet"] and "**" not in hits[1]["snippet"]  # plain text
+    assert hits[1]["matched"] == ["kafka"]
     assert hits[1]["date"] == (T0).isoformat() and set(hits[0]) >= {"id", "title", "date",
                                                                       "snippet"}
     code, out, _ = rollchat("search", "blue", "plan", "--sessions-dir", str(root))
@@ -271,8 +273,8 @@ def test_search_ranks_hits_with_id_title_date_and_snippet(tmp_path: Path) -> Non
 
 def test_search_marks_only_the_matched_words_bold_in_a_terminal(tmp_path: Path) -> None:
     """The matched words are marked apart from the text: a ``**`` the session itself holds
-    (markdown) is not taken for a match; a terminal shows matches in bold, a pipe between
-    ``**`` as before."""
+    (markdown) is not taken for a match, nor shown; a terminal shows matches in bold, a pipe
+    as plain text (no markup for a script to strip)."""
     from rollchat.ui.table import hit_rows
 
     root = tmp_path / "s"
@@ -280,12 +282,14 @@ def test_search_marks_only_the_matched_words_bold_in_a_terminal(tmp_path: Path) 
     [hit] = SessionIndex(root).search("kafka")
     matched = [text for text, is_match in hit.parts if is_match]
     assert matched and {t.lower() for t in matched} == {"kafka"}
-    assert any("**bold**" in text for text, is_match in hit.parts if not is_match)
-    assert "**kafka**" in hit.snippet and "**bold**" in hit.snippet
+    assert any("about bold " in text for text, is_match in hit.parts if not is_match)
+    assert "**kafka**" in hit.snippet and "**bold**" not in hit.snippet  # (MCP's: marked)
+    assert "**" not in hit.text and "about bold kafka" in hit.text
     shown = hit_rows(hit, terminal=True)[1]
-    assert ("kafka", "bold") in shown and not any("**kafka**" in t for t, _ in shown)
+    assert ("kafka", "bold") in shown and not any("**" in t for t, _ in shown)
     piped = hit_rows(hit, terminal=False)[1]
-    assert ("**kafka**", "dim") in piped and all(style != "bold" for _, style in piped)
+    assert ("kafka", "dim") in piped and all(style != "bold" for _, style in piped)
+    assert not any("**" in t for t, _ in piped)
 
 
 def test_search_text_is_never_query_syntax(tmp_path: Path) -> None:
@@ -328,12 +332,43 @@ def test_title_and_search_in_the_chat(tmp_path: Path) -> None:
     text = out.stdout
     assert "This session has no title yet" in text
     assert "Title: My new project (saved with the session's first message)" in text
-    assert "  1. " in text and "Streams" in text and "**kafka**" in text
+    assert "  1. " in text and "Streams" in text and "kafka" in text and "**" not in text
     assert "Title: My new project\n" in text
     assert "usage: search TEXT" in text
     mine = [p for p in root.glob("*.md") if "0000" not in p.name]
     assert [parse(p.read_text()).header.title for p in mine] == ["My new project"]  # kept
     assert SessionIndex(root).search("project")[0].title == "My new project"
+
+
+def test_a_chain_keeps_the_title_the_user_gave_it(tmp_path: Path) -> None:
+    """A renamed session's title goes on with the sessions that continue it (``--resume``,
+    ``compact``), as one conversation keeps its name; a title the file got by itself (its
+    first message's) does not: the continuation gets its own."""
+    root = tmp_path / "s"
+    flags = ("--provider", "offline", "--sessions-dir", str(root))
+
+    def titles() -> dict[str, str | None]:
+        return {p.stem: parse(p.read_text()).header.title for p in root.glob("*.md")}
+
+    assert run_piped(tmp_path, "we will use kafka here\nexit\n", *flags).returncode == 0
+    [first] = titles()
+    renamed = run_piped(tmp_path, "", "rename", first, "Kafka rollout", *flags[2:])
+    assert renamed.returncode == 0, renamed.stderr
+    done = run_piped(tmp_path, "and the consumers?\ncompact\nand the lag?\nexit\n",
+                     "--resume", first, *flags)
+    assert done.returncode == 0, done.stderr
+    chain = titles()
+    assert len(chain) == 3 and set(chain.values()) == {"Kafka rollout"}, chain
+    auto = tmp_path / "auto"
+    again = ("--provider", "offline", "--sessions-dir", str(auto))
+    assert run_piped(tmp_path, "we will use redis here\nexit\n", *again).returncode == 0
+    [plain] = [p.stem for p in auto.glob("*.md")]
+    assert run_piped(tmp_path, "what about the eviction policy?\nexit\n", "--resume", plain,
+                     *again).returncode == 0
+    headers = {p.stem: parse(p.read_text()).header.title for p in auto.glob("*.md")}
+    assert headers[plain] == "we will use redis here"
+    [child] = [t for sid, t in headers.items() if sid != plain]
+    assert child != "we will use redis here", headers
 
 
 def test_sessions_in_the_chat_pages_too(tmp_path: Path) -> None:

@@ -127,3 +127,27 @@ def test_a_prompt_rollchat_did_not_write_is_kept_as_it_is() -> None:
                     context="Resumed from x")
     t = Transcript(HEADER, (restored,), None)
     assert parse(render(t)) == t and "**You:** some other prompt" in render(t)
+
+
+def test_the_restored_entrys_facts_hold_numbers_and_a_v1_line_still_reads() -> None:
+    """Machine-read figures are numbers: the prompt says "2,982 tokens" (as every other
+    figure, never "3.0K") and the facts' JSON holds ``"queries": 4, "tokens": 2982``; a file
+    written by an older rollchat (v1: the words, "1.4K") still rebuilds its prompt."""
+    import json
+    import re
+
+    prompt = build_restoration_prompt(
+        session_id="assistant_20261125_000000_aaaa", date=T0, queries=4, tokens=2_982,
+        parent_of_parent=None, file_name="assistant_20261125_000000_aaaa.md",
+        summary=SUMMARY, archive_tool=True)
+    assert "(Session ID: assistant_20261125_000000_aaaa, 4 queries, 2,982 tokens)" in prompt
+    restored = Turn("restored", 0, T0, prompt, (Text("Ready."),), context="Resumed from x")
+    text = render(Transcript(HEADER, (restored,), None))
+    line = re.search(r"<!-- restored summary: sent in restoration prompt v2 (\{.*\}) -->", text)
+    assert line is not None, text
+    facts = json.loads(line[1])
+    assert facts["queries"] == 4 and facts["tokens"] == 2982
+    assert parse(text).turns[0].user == prompt
+    old = text.replace(line[0], line[0].replace(" v2 ", " v1 ").replace(
+        '"queries": 4, "tokens": 2982', '"queries": "4 queries", "tokens": "3.0K"'))
+    assert parse(old).turns[0].user == prompt.replace("2,982 tokens", "3.0K tokens")

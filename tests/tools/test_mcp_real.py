@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rollchat.config.mcp_servers import check_server
-from rollchat.domain import ToolResult
+from rollchat.domain import ToolResult, image_marker
 from rollchat.events import Event, Notice
 from rollchat.tools.mcp import McpServers
 from tests.drive import drain
@@ -101,7 +101,10 @@ def test_server_everything_over_stdio(servers) -> None:
     shot = drain(engine.chat("use get-tiny-image {}")).turn  # an image content: an image
     [result] = [b for b in shot.blocks if isinstance(b, ToolResult)]
     [picture] = result.images
-    assert picture.media_type == "image/png" and picture.data and "[image" not in result.content
+    assert picture.media_type == "image/png" and picture.data  # an image, not a text line
+    # its place between the server's two texts, kept (issue 35.5)
+    before, marker, after = result.content.split("\n")
+    assert marker == image_marker(1, picture) and before and after, result.content
     sent = [m for m in engine.context.messages if m.role == "tool"][-1]
     assert sent.images == (picture,)  # to the model as an image (a line for the offline one)
     tools = engine.tools

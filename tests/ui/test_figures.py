@@ -59,3 +59,32 @@ def test_the_toolbar_and_context_show_one_context_size(tmp_path: Path) -> None:
         [shown] = re.findall(r"Now: (context [\d,]+ of [\d,]+ tokens \(\d+%\))", built.output)[-1:]
         assert toolbar_text(built.app).startswith(f" {shown} · ")
         assert shown.startswith(f"context {built.session.estimate():,} of ")
+
+
+def test_contexts_total_is_the_size_shown_when_the_provider_counts_otherwise(
+        tmp_path: Path) -> None:
+    """A provider that counts more than the local tokenizer (its own template, hidden
+    tokens): `context`'s Total, its Now line and the toolbar give one figure, the
+    provider's difference a row of its own."""
+    from collections.abc import Iterator
+    from dataclasses import replace
+
+    from rollchat.providers.base import ChatRequest, StreamEvent, UsageEvent
+    from rollchat.ui.repl import handle_line, toolbar_text
+    from tests.compaction.test_autocompact import FakeProvider, build_app
+
+    class Generous(FakeProvider):
+        def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
+            for event in super().stream(request):
+                yield replace(event, usage=replace(event.usage, input_tokens=(
+                    event.usage.input_tokens + 700))) if isinstance(event, UsageEvent) else event
+
+    built = build_app(tmp_path, Generous())
+    built.send("hello there")
+    handle_line(built.app, "context")
+    [total] = re.findall(r"\n  Total +([\d,]+) ", built.output)
+    [now] = re.findall(r"Now: context ([\d,]+) of", built.output)
+    assert total == now == f"{built.session.estimate():,}"
+    assert toolbar_text(built.app).startswith(f" context {now} of ")
+    [diff] = re.findall(r"Provider's count difference +([\d,-]+) ", built.output)
+    assert 650 <= int(diff.replace(",", "")) <= 700

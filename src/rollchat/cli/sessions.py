@@ -143,7 +143,7 @@ def search_command(
         fail(str(exc), 1)
     if as_json:
         _json([{"id": h.session_id, "title": h.title, "date": h.date.isoformat(),
-                "snippet": h.snippet, "number": h.number} for h in hits])
+                "snippet": h.text, "matched": h.matched, "number": h.number} for h in hits])
         return
     from rollchat.ui.render import output_renderer
     from rollchat.ui.table import ROW_INDENT, hit_rows

@@ -9,7 +9,7 @@ from rollchat.domain import Summary, Transcript
 from rollchat.errors import TranscriptError
 from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse_summary_body
 from rollchat.storage.transcript.restored import PROMPT_VERSION, PROMPTS, Restoration
-from rollchat.text.wording import human_tokens, plural
+from rollchat.text.wording import plural
 from rollchat.tools import ARCHIVE_TOOL_NAME
 
 
@@ -29,7 +29,7 @@ def build_restoration_prompt(
     the session file's (storage/transcript/restored.py), which rebuilds it from a child's file."""
     facts = Restoration(
         session_id=session_id, file_name=file_name, date=date.strftime("%Y-%m-%d %H:%M"),
-        queries=plural(queries, "query"), tokens=human_tokens(tokens),
+        queries=plural(queries, "query"), tokens=f"{tokens:,}",
         grandparent=parent_of_parent, tool=ARCHIVE_TOOL_NAME if archive_tool else None,
         summary=summary)
     return PROMPTS[PROMPT_VERSION](facts)

@@ -81,6 +81,7 @@ class CallResult:
     blocks: tuple[Block, ...]  # what happened, in order (see domain.Turn)
     elapsed: float
     last: str = ""  # the text of the last round (after the last tool calls)
+    calls: tuple[Usage, ...] = ()  # each model call's usage, in order (tool rounds, pauses)
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,9 @@ class Answer:
 
     turn: Turn
     error: ProviderError | None = None
+    # the usage of each model call the turn made (one per tool round or paused answer), in
+    # order: each is billed as its own call; () for none (the turn's usage is their sum)
+    calls: tuple[Usage, ...] = ()
 
 
 Stream = Generator[Event, None, Answer]
@@ -268,7 +272,7 @@ class Engine(ModelChoice):
                 context.append(Message("assistant", content, extra=trailing(result.blocks)))
         turn = replace(self._turn("query", started, text, result), context_block=block,
                        attached=images)
-        return Answer(turn, result.error)
+        return Answer(turn, result.error, result.calls)
 
     def restore(self, prompt: str, extra: tuple[ProviderBlock, ...] = ()) -> Stream:
         """A restoration prompt (after ``extra``: a signed block) in a fresh context: the prefix."""
@@ -281,7 +285,8 @@ class Engine(ModelChoice):
         self.context.reset([user, Message("assistant", ack)], prefix_len=2)
         if self._collect == "done":  # a new context: servers ready since then join now
             self._collect = "due"
-        return Answer(self._turn("restored", started, "", result), result.error)
+        return Answer(self._turn("restored", started, "", result), result.error,
+                      result.calls)
 
     def clear(self) -> None:
         """An empty working context (``clear``): the system prompt and the tools only."""
@@ -313,6 +318,7 @@ class Engine(ModelChoice):
         text: list[str] = []
         thought: list[str] = []  # this round's thinking, kept apart from its text
         usage = Usage()
+        made: list[Usage] = []  # each model call's usage
         status: TurnStatus = "ok"
         note: str | None = None
         error: ProviderError | None = None
@@ -327,9 +333,8 @@ class Engine(ModelChoice):
                     yield TextDelta(ROUND_SEPARATOR)  # paragraph, on screen and on disk
                 if not paused:
                     mark, extra = len(text), []
-                calls, round_usage, stop = yield from self._stream_once(
-                    [*messages_now(), *paused], purpose, text, thought, extra)
-                usage = usage + round_usage
+                calls, _, stop = yield from self._stream_once(
+                    [*messages_now(), *paused], purpose, text, thought, extra, made)
                 if stop == "refusal":
                     raise ModelRefused(REFUSED)
                 paused = [Message("assistant", "".join(text[mark:]), extra=tuple(extra))] \
@@ -362,12 +367,14 @@ class Engine(ModelChoice):
             note = exc.one_line()
             status = "error" if ("".join(text) or blocks) and not isinstance(
                 exc, ModelRefused) else "unanswered"
+        for spent in made:  # every call's, an interrupted or failed one's too
+            usage = usage + spent
         last = "".join(text[mark:])
         blocks += [*extra, *took(thought)]
         if last:
             blocks.append(Text(last))
         return CallResult("".join(text), usage, status, error, note, tuple(blocks),
-                          time.monotonic() - t0, last)
+                          time.monotonic() - t0, last, tuple(made))
 
     def _cut_off_note(self, purpose: Purpose) -> str:
         """What the turn records of an answer stopped at the output limit of ``purpose``."""
@@ -386,10 +393,12 @@ class Engine(ModelChoice):
                 "tokens; ask it to go on, or raise max_output_tokens.")
 
     def _stream_once(self, messages: Sequence[Message], purpose: Purpose, text: list[str],
-                     thought: list[str], extra: list[ProviderBlock],
+                     thought: list[str], extra: list[ProviderBlock], made: list[Usage],
                      ) -> Generator[Event, None, tuple[list[ToolCall], Usage, str | None]]:
         """One model call: its calls, usage and stop reason (None: none came). Text, thinking,
-        provider blocks go into ``text``, ``thought``, ``extra`` as they come (kept on Ctrl-C)."""
+        provider blocks go into ``text``, ``thought``, ``extra`` as they come (kept on Ctrl-C);
+        its usage is added to ``made`` when it ends, however it ends (a call interrupted or
+        failed after its usage came is billed too)."""
         request = self.request(messages, purpose)
         calls: list[ToolCall] = []
         usage = Usage()
@@ -424,6 +433,8 @@ class Engine(ModelChoice):
         except BaseException:
             split.keep(cleaner.flush())  # a CR or half a pair held back is kept
             raise
+        finally:
+            made.append(usage)
         yield from split.end(cleaner.flush())
         return calls, usage, stop
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from rollchat.domain import Message, Turn
+from rollchat.domain import Message, Turn, Usage
 from rollchat.errors import RollchatError
 from rollchat.memory.records import CATEGORIES, MAX_TEXT, clean_text
 from rollchat.memory.rules import FoundFact, extract_rules
@@ -30,6 +30,7 @@ from rollchat.providers.base import (
     ProviderError,
     ProviderTimeoutError,
     TextDelta,
+    UsageEvent,
 )
 from rollchat.text.normalize import clean
 from rollchat.text.thinking import without_thinking
@@ -180,13 +181,17 @@ def parse_reply(reply: str, turns: Sequence[int]) -> tuple[list[FoundFact], int]
     return found[:MAX_FACTS], invalid
 
 
-def _collect(provider: Provider, request: ChatRequest, timeout: float, from_call: bool) -> str:
+def _collect(provider: Provider, request: ChatRequest, timeout: float, from_call: bool,
+             spent: Callable[[Usage], None]) -> str:
     """The reply's text within ``timeout`` seconds: a provider that enforces it closes the
     connection at that time (counted from now with ``from_call``, else from the sending),
-    another is given up on at its next event."""
+    another is given up on at its next event. The call's usage goes to ``spent`` once it
+    ends, however it ends (a call that failed or ran out of time after its usage came is
+    billed too)."""
     deadline = time.monotonic() + timeout
     missed = f"the model did not answer within {timeout:g}s"
     parts: list[str] = []
+    usage = Usage()
     if getattr(provider, "enforces_timeout", False):
         request = replace(request, timeout=timeout, timeout_from_call=from_call)
     try:
@@ -197,10 +202,13 @@ def _collect(provider: Provider, request: ChatRequest, timeout: float, from_call
                     raise ExtractionTimeout(missed)
                 if isinstance(event, TextDelta):
                     parts.append(event.text)
+                elif isinstance(event, UsageEvent):
+                    usage = usage + event.usage
         finally:
             close = getattr(stream, "close", None)
             if callable(close):
                 close()
+            spent(usage)
     except ProviderTimeoutError:
         raise ExtractionTimeout(missed) from None
     return clean(without_thinking("".join(parts)))  # a reasoning model's <think> first
@@ -218,14 +226,17 @@ def own_facts(found: Sequence[FoundFact], turns: Sequence[Turn]) -> tuple[list[F
 
 
 def extract(provider: Provider, turns: Sequence[Turn], known: Sequence[str], *, model: str,
-            timeout: float, from_call: bool = False) -> tuple[list[FoundFact], int]:
-    """Ask the model for new facts (see parse_reply). ExtractionError on any failure,
-    ExtractionTimeout when ``timeout`` passed (``from_call``: counted from now, the wait for
-    the server's turn included; else from the sending)."""
+            timeout: float, from_call: bool = False,
+            spent: Callable[[Usage], None] = lambda usage: None,
+            ) -> tuple[list[FoundFact], int]:
+    """Ask the model for new facts (see parse_reply); the call's usage goes to ``spent``
+    (see _collect). ExtractionError on any failure, ExtractionTimeout when ``timeout``
+    passed (``from_call``: counted from now, the wait for the server's turn included; else
+    from the sending)."""
     request = build_request(turns, known, model=model)
     numbers = [t.number for t in turns if t.kind == "query"]
     try:
-        reply = _collect(provider, request, timeout, from_call)
+        reply = _collect(provider, request, timeout, from_call, spent)
     except ProviderError as e:
         raise ExtractionError(str(e)) from None
     return parse_reply(reply, numbers)

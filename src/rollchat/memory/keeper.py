@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from rollchat.domain import Summary, Turn
+from rollchat.domain import Summary, Turn, Usage
 from rollchat.errors import RollchatError
 from rollchat.events import Event, FactRemembered, Notice
 from rollchat.interrupts import join, start_worker
@@ -126,6 +126,7 @@ class Memory:
         self._guard = threading.Lock()  # the jobs and the events they left
         self._jobs: list[_Job] = []
         self._done: list[Event] = []
+        self._spent: list[tuple[str, Usage]] = []  # (model, usage) of each call: see spent()
         self._notify: Callable[[], None] | None = None  # events are waiting in take()
 
     @property
@@ -202,9 +203,15 @@ class Memory:
             if local:
                 found, invalid = extract_rules(latest_messages(turns))[:5], 0
             else:
-                found, invalid = extract(self.provider, turns, known, model=self.model,
+                model = self.model
+
+                def spent(usage: Usage) -> None:
+                    with self._guard:
+                        self._spent.append((model, usage))
+
+                found, invalid = extract(self.provider, turns, known, model=model,
                                          timeout=self.timeout if timeout is None else timeout,
-                                         from_call=bounded)
+                                         spent=spent, from_call=bounded)
         except ExtractionError as e:
             if bounded and isinstance(e, ExtractionTimeout):
                 raise  # the caller's deadline passed: it tells the user and falls back
@@ -278,6 +285,13 @@ class Memory:
         with self._guard:
             events, self._done = self._done, []
         return events
+
+    def spent(self) -> list[tuple[str, Usage]]:
+        """The model calls extraction made since the last call, each as (the model that
+        answered, its usage), to be billed to the session (in the background ones too)."""
+        with self._guard:
+            calls, self._spent = self._spent, []
+        return calls
 
     def busy(self) -> bool:
         """An extraction is under way (or queued) in the background."""

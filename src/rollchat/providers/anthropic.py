@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
-from rollchat.domain import Image, Message, ProviderBlock, ThinkingSetting, Usage
+from rollchat.domain import Image, Message, ProviderBlock, ThinkingSetting, Usage, interleaved
 from rollchat.providers.anthropic_compaction import (
     CLEAR_TOOL_USES,
     COMPACT_BETA,
@@ -212,9 +212,9 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
     message = sendable(message, images=True)
     if message.role == "tool":
         content: Any = message.content
-        if message.images:  # text and images in the result itself (the API takes both)
-            content = [*([{"type": "text", "text": content}] if content else []),
-                       *(_image(i) for i in message.images)]
+        if message.images:  # text and images in the result itself, in the tool's order
+            content = [_image(p) if isinstance(p, Image) else {"type": "text", "text": p}
+                       for p in interleaved(message.content, message.images)]
         result = {"type": "tool_result", "tool_use_id": message.tool_call_id or "",
                   "content": content}
         return [{**result, "is_error": True} if message.is_error else result]

@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
-from rollchat.domain import Image, Message, Usage
+from rollchat.domain import Image, Message, Usage, image_marker
 from rollchat.providers.base import (
     ChatRequest,
     StreamEvent,
@@ -96,11 +96,14 @@ def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
             out.append({"role": "user", "content": shown})
             shown = []
         out.append(message_param(message))
-        if message.role == "tool" and message.images:
-            shown += [{"type": "text", "text": f"The images the tool call "
+        if message.role == "tool" and message.images:  # each named as its result's text
+            shown += [{"type": "text", "text": f"The images the tool call "  # places it
                                                f"{message.tool_call_id} ({message.name}) "
                                                "returned:"},
-                      *(_image_part(i) for i in message.images)]
+                      *(part for number, i in enumerate(message.images, 1) for part in (
+                          *([{"type": "text", "text": image_marker(number, i)}]
+                            if image_marker(number, i) in message.content else []),
+                          _image_part(i)))]
     if shown:
         out.append({"role": "user", "content": shown})
     return out

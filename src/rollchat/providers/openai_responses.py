@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence, Set
 from typing import Any, ClassVar
 
-from rollchat.domain import Image, Message, ProviderBlock, Usage
+from rollchat.domain import Image, Message, ProviderBlock, Usage, interleaved
 from rollchat.providers.base import (
     BadRequestError,
     ChatRequest,
@@ -208,9 +208,10 @@ def message_items(message: Message, ids: Mapping[str, Any] | None = None,
     them (``ids``: item_ids), as output items are sent back."""
     if message.role == "tool":
         output: str | list[dict[str, Any]] = message.content
-        if message.images:  # a function's output may hold images (input_image parts)
-            output = [{"type": "input_text", "text": message.content},
-                      *(_image_part(i) for i in message.images)]
+        if message.images:  # a function's output may hold images (input_image parts), in
+            output = [_image_part(p) if isinstance(p, Image) else  # the tool's order
+                      {"type": "input_text", "text": p}
+                      for p in interleaved(message.content, message.images)]
         return [{"type": "function_call_output", "call_id": message.tool_call_id or "",
                  "output": output}]
     if message.role == "user":

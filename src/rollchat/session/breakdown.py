@@ -38,12 +38,19 @@ class Breakdown:
     source: str = ""  # where the window figure comes from (session/windowing.py)
 
 
+# the provider counted the last request otherwise than the local count: the difference is its
+# own row, so that the Total is the context size shown everywhere (toolbar, ``Now:``)
+PROVIDER_ROW = "Provider's count difference"
+
+
 def _messages(n: int) -> str:
     return f"{n} message{'' if n == 1 else 's'}"
 
 
 def breakdown(session: Session) -> Breakdown:
-    """The next request (without a new message), in layers that add up to its total."""
+    """The next request (without a new message), in layers that add up to its total: the
+    context size the toolbar shows (the provider's count of the last request, when there is
+    one, plus a local count of what was added since)."""
     session.windows.poll()  # a window the server stated meanwhile counts from now
     counter, context = session.counter, session.engine.context
     specs = session.engine.offered()
@@ -91,6 +98,10 @@ def breakdown(session: Session) -> Breakdown:
               f"{len(blocks)} in their messages: date, time, relevant facts" if blocks
               else ""),
     ]
+    counted, now = sum(layer.tokens for layer in layers), session.context_tokens
+    if now is not None and now != counted:  # the provider's figure: the Total is THE size
+        layers.append(Layer(PROVIDER_ROW, now - counted, "its count of the last request "
+                            "sent, less the local count of the layers above"))
     budget = session.budget
     return Breakdown(layers, sum(layer.tokens for layer in layers), budget.window,
                      budget.tokens, budget.max_output_tokens, context.last_prompt_tokens,

@@ -17,7 +17,7 @@ from rollchat.compaction.restore import summary_once
 from rollchat.compaction.server import signed_to_send
 from rollchat.compaction.summarizer import Background, Summarizer
 from rollchat.config.settings import AgentConfig, AutoCompact, Config, auto_mode
-from rollchat.domain import Message, Summary, Turn
+from rollchat.domain import Message, Summary, Turn, Usage
 from rollchat.engine.context import estimate_prompt, tail_sizes, tail_start
 from rollchat.engine.core import Answer, Engine
 from rollchat.errors import RollchatError, StoreError
@@ -137,11 +137,13 @@ class Compactor:
         model whose price is known)."""
         return cost_of(state.calls, self.current.price is not None)
 
-    def priced(self, purpose: Literal["turn", "restoration"], turn: Turn) -> Call:
-        """The record of ``turn``'s model call, answered by the model now current."""
+    def priced(self, purpose: Literal["turn", "restoration"], turn: Turn,
+               made: Sequence[Usage] = ()) -> list[Call]:
+        """The records of ``turn``'s model calls (``made``: each one's usage, one per tool
+        round; () for none made), answered by the model now current."""
         current = self.current
-        return Call.priced(purpose, current.name, current.provider_name, turn.usage,
-                           current.price)
+        return [Call.priced(purpose, current.name, current.provider_name, usage, current.price)
+                for usage in made]
 
     def counted(self, turns: bool = True) -> None:
         """A model call was made (``turns``: for a query): the guards count it."""
@@ -275,17 +277,41 @@ class Compactor:
             yield from memory.at_summary(state.turns, state.session_id, outcome.summary,
                                          ending=ending, within=left,
                                          title=saved_title(state, outcome.summary))
+            if self.bill_memory(state) and not state.summary_failed:
+                try:  # the exit's extraction came after the summary: the header counts it
+                    self._write_summary(state, outcome.summary)
+                except StoreError as exc:
+                    yield Notice("warning", f"the cost of fact extraction is not in the "
+                                            f"session file's header: {exc}")
         return outcome.summary
+
+    def bill_memory(self, state: SessionState) -> bool:
+        """The memory's extraction calls made since the last look (at exit, at a compaction,
+        in the background), each billed to ``state`` priced with the model that answered (on
+        the summary's provider, as extraction is); False when there were none."""
+        memory = self.around.memory
+        spent = [] if memory is None else memory.spent()
+        provider = self.config.summary.provider or self.current.provider_name
+        for model, usage in spent:
+            state.charge(Call.priced("memory", model, provider, usage,
+                                     self.current.price_of(model)))
+        return bool(spent)
+
+    def _write_summary(self, state: SessionState, summary: Summary) -> None:
+        """The summary and the header's totals into the file (StoreError when it fails)."""
+        if state.live is None or state.save_failed:
+            return
+        with sigint_deferred():
+            self.around.store.finalize(
+                state.live.session_id, summary, total_queries=state.queries,
+                total_tokens=state.billed, context_tokens=self.engine.context.reported_size,
+                cost=self.cost(state))
 
     def _save_summary(self, state: SessionState, summary: Summary) -> Flow:
         if state.live is None or state.save_failed:
             return
         try:
-            with sigint_deferred():
-                self.around.store.finalize(
-                    state.live.session_id, summary, total_queries=state.queries,
-                    total_tokens=state.billed, context_tokens=self.engine.context.reported_size,
-                    cost=self.cost(state))
+            self._write_summary(state, summary)
         except StoreError as exc:
             state.summary_failed = True
             yield Notice("error", f"could not write the summary: {exc}")
@@ -300,8 +326,9 @@ class Compactor:
         entry. The child's state (the session continues in it from its start, even when the
         restoration fails)."""
         chain = state.chain.plus(self.cost(state))  # the chain goes on (resume replaces it)
-        # a title given before anything was saved names the session that takes its place
-        title = state.title if state.live is None else None
+        # the title the user gave the parent goes on with the chain; one given here before
+        # anything was saved names the session that takes its place
+        title = parent.title or (state.title if state.live is None else None)
         state.close()
         child = SessionState(started=now(), resumed_from=parent.session_id,
                              previous_session=parent.file_name, parent_summary=parent.summary,
@@ -323,11 +350,12 @@ class Compactor:
         # the prompt is kept in the child's file: it holds the parent's summary (see prune)
         turn = replace(answer.turn, context=context, previous_session=parent.file_name,
                        user=prompt)
-        call = self.priced("restoration", turn)
+        calls = self.priced("restoration", turn, answer.calls)
         if not quiet:
-            yield TurnFinished(turn, None, call.cost)
+            yield TurnFinished(turn, None, cost_of(calls))
         child.restored = turn
-        child.charge(call)
+        for call in calls:
+            child.charge(call)
         return child
 
     def compact(self, state: SessionState, focus: str | None = None) -> Flow:

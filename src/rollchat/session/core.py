@@ -4,14 +4,14 @@ the same Session; its Compactor owns compaction, its Recorder writes the file, t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rollchat.compaction import policy
 from rollchat.compaction.summarizer import Summarizer
 from rollchat.config.settings import NO_SAVE_LOCATION, AgentConfig, Config
-from rollchat.domain import Image, Message, Note, Turn
+from rollchat.domain import Image, Message, Note, Turn, Usage
 from rollchat.engine.core import Answer, EngineSettings
 from rollchat.engine.tool_output import ToolOutput
 from rollchat.errors import UsageError
@@ -213,12 +213,15 @@ class Session(CompactorFigures):
 
     # ------------------------------------------------------------------ figures
     def cost(self) -> float | None:
-        """Dollars billed in this session, from its call records (see Compactor.cost)."""
+        """Dollars billed in this session, from its call records (see Compactor.cost), the
+        memory's extraction calls made since the last look included (billed to it now)."""
+        self.compactor.bill_memory(self.state)
         return self.compactor.cost(self.state)
 
     def run_calls(self) -> list[Call]:
         """Every model call made in this run, in every session the chat went on in
         (restorations and summaries included): the records the session figures sum too."""
+        self.compactor.bill_memory(self.state)
         ran = self._ran if any(s is self.state for s in self._ran) else [*self._ran, self.state]
         return [call for state in ran for call in state.calls]
 
@@ -303,7 +306,7 @@ class Session(CompactorFigures):
             key_var=self.agent.api_key_env or KEY_ENV.get(self.provider_name),
             model=self.engine.model)
         yield from self.hooks.told()  # a tool hook that failed or timed out
-        yield from self._record(turn, hint)
+        yield from self._record(turn, hint, answer.calls)
         yield from self.hooks.stop(self.state)  # the answer is over (Claude Code's Stop)
 
     def _before_sending(self, text: str, sent: str, block: str, pending: Message,
@@ -317,14 +320,16 @@ class Session(CompactorFigures):
                 block, pending = again, replace(pending, content=with_block(again, sent))
         return block, pending
 
-    def _record(self, turn: Turn, hint: str | None) -> Flow:
+    def _record(self, turn: Turn, hint: str | None, made: Sequence[Usage] = ()) -> Flow:
+        """Keep ``turn`` with a record of each model call it made (``made``: their usages,
+        one per tool round; () for none), answered by the model now current."""
         turn = replace(turn, number=self.state.queries + 1)
-        call = self.compactor.priced("turn", turn)  # answered by the model now current
-        self.state.add(turn, call)
+        calls = self.compactor.priced("turn", turn, made)
+        self.state.add(turn, calls)
         self.compactor.counted()
         yield from self._save()  # on disk before the footer tells the user it is done
         self.recorded += 1
-        yield TurnFinished(turn, hint, call.cost)
+        yield TurnFinished(turn, hint, cost_of(calls))
 
     def _save(self) -> Flow:
         yield from self.recorder.save(self.state, self.cost(), self.engine.context.reported_size)
@@ -474,6 +479,9 @@ class Session(CompactorFigures):
             if self.memory is not None:
                 yield from self.memory.at_summary(state.turns, state.session_id, None,
                                                   ending=True, within=within)
+                if self.compactor.bill_memory(state) and state.live is not None:
+                    state.live.set_totals(state.queries, state.billed,  # (best effort)
+                                          self.engine.context.reported_size, self.cost())
         elif state.queries and not state.save_failed and kept:
             if self.server_down is not None:  # said once, by the answer: no second wait
                 self.summarizer.skip_model(self.engine.provider, "nothing listened at its server")
@@ -491,4 +499,5 @@ class Session(CompactorFigures):
                     chain_cost=chain.spent if chain.known else None,
                     chain_sessions=chain.sessions, chain_unpriced=chain.unpriced,
                     in_memory=self.store.location == NO_SAVE_LOCATION,
-                    run_usage=usage_of(run), run_cost=cost_of(run, priced))
+                    run_usage=usage_of(run), run_cost=cost_of(run, priced),
+                    memory_tokens=state.memory_tokens)

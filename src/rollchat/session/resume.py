@@ -128,10 +128,27 @@ def resume(compactor: Compactor, state: SessionState, ref: str, *, fork: bool,
     child = yield from compactor.start_child(state, Parent(
         info.session_id, info.file_name, summary, info.date, info.queries, info.tokens,
         info.resumed_from, elsewhere or fork, by_user=fork and not elsewhere,
-        cache_key=chain_key(first_of(info, lineage))))
+        cache_key=chain_key(first_of(info, lineage)), title=given_title(info, summary)))
     child.chain = chain_of(info, lineage)  # the chain continued, as recorded
     compactor.reset()
     return True
+
+
+def given_title(info: SessionInfo, summary: Summary) -> str | None:
+    """The title the user gave ``info`` (``title``, ``rollchat rename``, or one its own parent
+    passed on), which the session that continues it keeps; None when its title is the one
+    its file got by itself (its summary's, else its first message's first line)."""
+    from rollchat.storage.titles import first_line_title, model_title
+
+    if not info.title:
+        return None
+    if summary.title:
+        automatic = info.title == model_title(summary.title)
+    else:  # the first line (the listing's preview of it may be cut: "…")
+        preview = first_line_title(info.first_query_preview)
+        automatic = info.title == preview or (preview.endswith("…") and info.title.startswith(
+            preview[:-1]))
+    return None if automatic else info.title
 
 
 def first_of(info: SessionInfo, lineage: list[SessionInfo]) -> str:

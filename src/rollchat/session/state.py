@@ -72,15 +72,15 @@ class SessionState:
     title: str | None = None  # set by the user (``title``): the header's Title from then on
     cache_key: str = field(default_factory=chain_key)  # its chain's (see ``chain_key``)
 
-    def add(self, turn: Turn, call: Call | None = None) -> None:
-        """Record a turn; a query's model call is recorded with it (``call``: who answered
-        and at what price; None: an unpriced call of the turn's usage)."""
+    def add(self, turn: Turn, calls: Sequence[Call] = ()) -> None:
+        """Record a turn; a query's model calls are recorded with it (``calls``: one per
+        call it made, with who answered and at what price)."""
         self.turns.append(turn)
         if turn.kind in QUERY_KINDS:
             self.query_turns += 1
         if turn.kind == "query":
             self.queries += 1
-            self.calls.append(call or Call("turn", "", "", turn.usage, None))
+            self.calls += calls
 
     def charge(self, call: Call) -> None:
         """A model call made for this session besides its queries (see ``calls``)."""
@@ -125,6 +125,11 @@ class SessionState:
         return usage_of(self.calls, "restoration").total
 
     @property
+    def memory_tokens(self) -> int:
+        """Tokens of the memory's fact-extraction calls billed to this session."""
+        return usage_of(self.calls, "memory").total
+
+    @property
     def summary_tokens(self) -> int:
         return self.summary_usage.total
 
@@ -145,7 +150,8 @@ class SessionState:
     def as_parent(self, summary: Summary) -> Parent:
         """This session, summarized, as the parent of the child that continues it."""
         return Parent(self.session_id, self.live.file_name if self.live else None, summary,
-                      self.started, self.queries, self.billed, self.resumed_from)
+                      self.started, self.queries, self.billed, self.resumed_from,
+                      title=self.title)
 
 
 def session_title(state: SessionState) -> str | None:
@@ -193,6 +199,7 @@ class Parent:
     forked: bool = False  # open in another process: the child is a fork, the file not written
     by_user: bool = False  # forked by the user's ``fork`` (not because it was open elsewhere)
     cache_key: str | None = None  # the chain's key, when the child continues a saved chain
+    title: str | None = None  # the title the user gave it: the child keeps it (one name)
 
 
 def restoration_prompt(parent: Parent, *, archive_tool: bool) -> str:

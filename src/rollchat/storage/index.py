@@ -76,6 +76,16 @@ class Hit:
     # session's own text is not a mark there)
     parts: tuple[tuple[str, bool], ...] = ()
 
+    @property
+    def text(self) -> str:
+        """The snippet as plain text (no marks: piped and JSON output)."""
+        return "".join(text for text, _ in self.parts)
+
+    @property
+    def matched(self) -> list[str]:
+        """The words of the snippet that matched, in order, each once."""
+        return list(dict.fromkeys(text for text, matched in self.parts if matched))
+
 
 @dataclass(frozen=True)
 class Page:
@@ -371,15 +381,18 @@ class SessionIndex:
 
     def _matches(self, conn: sqlite3.Connection, query: str, limit: int) -> list[Hit]:
         rows = conn.execute(
-            "SELECT parts.file, snippet(docs, 0, char(2), char(3), '…', 16) FROM docs "
-            "JOIN parts ON parts.rowid = docs.rowid WHERE docs MATCH ? ORDER BY rank "
+            "SELECT parts.file, parts.part, snippet(docs, 0, char(2), char(3), '…', 16) "
+            "FROM docs JOIN parts ON parts.rowid = docs.rowid WHERE docs MATCH ? ORDER BY rank "
             "LIMIT ?", (query, max(limit, 1) * 50))
+        # each session's best matching part other than its title (shown beside the snippet
+        # already): "" when only the title matched; sessions in the order of their best part
         best: dict[str, str] = {}
-        for name, snippet in rows:
-            if name not in best:
+        for name, part, snippet in rows:
+            if name not in best and len(best) >= limit:
+                continue
+            if not best.get(name) and part != "title":
                 best[name] = snippet
-                if len(best) >= limit:
-                    break
+            best.setdefault(name, "")
         hits: list[Hit] = []
         for name, snippet in best.items():
             row = conn.execute("SELECT info, ts, id, empty FROM files WHERE file = ? AND "

@@ -58,15 +58,17 @@ _MARK = re.compile("\x02([^\x02\x03]*)\x03")
 
 
 def snippet_parts(marked: str) -> tuple[tuple[str, bool], ...]:
-    """FTS5's snippet with \\x02 and \\x03 around each match, as (text, matched) parts."""
+    """FTS5's snippet with \\x02 and \\x03 around each match, as (text, matched) parts; the
+    markdown's own ``**`` (bold in a transcript) left out: a snippet is plain text."""
     parts: list[tuple[str, bool]] = []
     at = 0
     for match in _MARK.finditer(marked):
         parts += [(marked[at:match.start()], False), (match[1], True)]
         at = match.end()
     parts.append((marked[at:], False))
-    return tuple((text.replace("\x02", "").replace("\x03", ""), matched)
-                 for text, matched in parts if text)
+    plain = ((text.replace("\x02", "").replace("\x03", "").replace("**", ""), matched)
+             for text, matched in parts)
+    return tuple((text, matched) for text, matched in plain if text)
 
 
 

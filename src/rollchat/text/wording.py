@@ -86,11 +86,14 @@ def context_size(tokens: int | None, window: int) -> str:
     return f"context {tokens:,} of {window:,} tokens ({share})"
 
 
-def billed_breakdown(queries: int, query_tokens: int, restoring: int, summaries: int) -> str:
+def billed_breakdown(queries: int, query_tokens: int, restoring: int, summaries: int,
+                     memory: int = 0) -> str:
     """A session's size with where its tokens went: "2 queries, 5,055 tokens billed (2,633 for
-    the queries, 725 restoring the context, 1,697 for summaries)"."""
+    the queries, 725 restoring the context, 1,697 for summaries)", and ``memory``'s tokens
+    "for memory" (fact extraction) when there are some."""
     parts = [f"{restoring:,} restoring the context"] if restoring else []
     parts += [f"{summaries:,} for summaries"] if summaries else []
-    size = session_size(queries, query_tokens + restoring + summaries)
+    parts += [f"{memory:,} for memory"] if memory else []
+    size = session_size(queries, query_tokens + restoring + summaries + memory)
     return size + (f" ({', '.join([f'{query_tokens:,} for the queries', *parts])})"
                    if parts else "")

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rollchat.config.mcp_servers import McpServerConfig
-from rollchat.domain import Image
+from rollchat.domain import Image, image_marker
 from rollchat.storage.images import image
 from rollchat.tools.images import ToolReturn
 
@@ -147,7 +147,9 @@ def chosen(config: McpServerConfig, names: Sequence[str]) -> tuple[list[str], li
 
 def result_text(result: Any) -> str | ToolReturn:
     """A ``CallToolResult`` as the model gets it: its text, with its images when it has some
-    (a ToolReturn); raises McpToolError when ``is_error``."""
+    (a ToolReturn, each image's place among the texts held by its marker line: see
+    domain.image_marker), in the order the server gave them; raises McpToolError when
+    ``is_error``."""
     images: list[Image] = []
     parts = [_block_text(block, images) for block in getattr(result, "content", None) or ()]
     structured = getattr(result, "structured_content", None)
@@ -173,7 +175,7 @@ def _block_text(block: Any, images: list[Image]) -> str:
         if isinstance(made, str):
             return made
         images.append(made)
-        return ""
+        return image_marker(len(images), made)  # its place among the texts
     if kind == "audio":
         size = len(getattr(block, "data", "") or "") * 3 // 4
         return f"[{kind}: {getattr(block, 'mime_type', '?')}, about {size:,} bytes, not shown]"

@@ -317,7 +317,7 @@ class ChatApp:
     def _goodbye(self, end: Ended) -> None:
         if end.queries or end.restored:
             lines = [billed_breakdown(end.queries, end.tokens, end.restoration_tokens,
-                                      end.summary_tokens), *_costs(end)]
+                                      end.summary_tokens, end.memory_tokens), *_costs(end)]
             if end.session_id and end.in_memory:
                 self.out.info(kept_in_memory(end.session_id))
             elif end.session_id and end.save_failed:

@@ -88,7 +88,8 @@ def _context(app: ChatApp, arg: str) -> bool:
     state = session.state
     app.out.dim(f"Now: {context_size(session.context_tokens, session.budget.window)}")
     app.out.dim("Session: " + billed_breakdown(state.queries, state.tokens,
-                                               state.restoration_tokens, state.summary_tokens))
+                                               state.restoration_tokens, state.summary_tokens,
+                                               state.memory_tokens))
     return False
 
 

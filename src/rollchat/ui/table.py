@@ -61,13 +61,12 @@ def more_line(page: Page, command: str) -> str | None:
 
 def hit_rows(hit: Hit, terminal: bool, current: str | None = None) -> list[Row]:
     """A search hit: its number, id, date and title (marked when it is the chat's ``current``
-    session), then its snippet, the matched words in bold in a terminal and between ``**``
-    elsewhere."""
-    return [
-        ((f"{hit.number:>3}. ", "bold"), (one_line(hit.session_id), "cyan"),
-         (f" · {hit.date:%Y-%m-%d %H:%M} · ", ""), (one_line(hit.title) or "(untitled)", "bold"),
-         *_mark(hit.session_id, current)),
-        (("     ", ""), *((one_line(text), "bold") if matched and terminal else
-                         (f"**{one_line(text)}**" if matched else one_line(text), "dim")
-                         for text, matched in hit.parts)),
-    ]
+    session), then its snippet (none when only the title matched), the matched words in bold
+    in a terminal and plain text elsewhere (piped: no markup to strip)."""
+    head: Row = ((f"{hit.number:>3}. ", "bold"), (one_line(hit.session_id), "cyan"),
+                 (f" · {hit.date:%Y-%m-%d %H:%M} · ", ""),
+                 (one_line(hit.title) or "(untitled)", "bold"), *_mark(hit.session_id, current))
+    if not hit.parts:
+        return [head]
+    return [head, (("     ", ""), *((one_line(text), "bold" if matched and terminal else "dim")
+                                   for text, matched in hit.parts))]

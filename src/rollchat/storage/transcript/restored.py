@@ -15,7 +15,9 @@ from rollchat.storage.transcript.syntax import SUMMARY_END, SUMMARY_START
 # The prompt's wording, by version: a file names the version its prompt was built with, so a
 # later rollchat rebuilds exactly the bytes that were sent. A new wording is a new version (and
 # PROMPTS keeps the old ones); files written before 25.4 hold the prompt itself.
-PROMPT_VERSION = 1
+# v2: the wording of v1 with the size in exact figures ("1,412 tokens", never "1.4K"), and
+# the facts' JSON holding numbers ("queries": 3, "tokens": 1412); a v1 line is still read
+PROMPT_VERSION = 2
 _OPEN = "<!-- restored summary: sent in restoration prompt v{version} "
 _OPEN_RE = re.compile(r"<!-- restored summary: sent in restoration prompt v([0-9]{1,4}) "
                       r"(\{.*\}) -->")
@@ -31,7 +33,7 @@ class Restoration:
     file_name: str
     date: str  # "YYYY-MM-DD HH:MM"
     queries: str  # "3 queries": as the prompt words it
-    tokens: str  # "2.4K": as the prompt words it
+    tokens: str  # "2,412" (v1 also "2.4K"): as the prompt words it
     grandparent: str | None
     tool: str | None
     summary: Summary
@@ -64,7 +66,9 @@ def prompt_v1(r: Restoration) -> str:
     return "\n".join(lines)
 
 
-PROMPTS = {1: prompt_v1}
+PROMPTS = {1: prompt_v1, 2: prompt_v1}  # (the same words: see PROMPT_VERSION)
+_COUNT = re.compile(r"([0-9]+) quer(?:y|ies)")
+_FIGURE = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})*")
 _V1 = re.compile(
     r"CONTEXT RESTORATION: You are continuing a previous conversation from (.*)\.\n\n"
     r"Previous session summary \(Session ID: (.*), ([0-9,]+ quer(?:y|ies)), (.*) tokens\):\n\n"
@@ -95,13 +99,34 @@ def restored_lines(prompt: str) -> list[str] | None:
     r = read_prompt(prompt)
     if r is None:
         return None
-    facts = {"session_id": r.session_id, "file": r.file_name, "date": r.date,
-             "queries": r.queries, "tokens": r.tokens, "resumed_from": r.grandparent,
-             "tool": r.tool}
+    count, figure = _COUNT.fullmatch(r.queries), _FIGURE.fullmatch(r.tokens)
+    numbers = (int(count[1]), int(r.tokens.replace(",", ""))) if count and figure else None
+    size: tuple[object, object] = (r.queries, r.tokens)  # a v1 prompt's words ("1.4K")
+    version = 1
+    if numbers is not None and _words({"queries": numbers[0], "tokens": numbers[1]}) == size:
+        version, size = 2, numbers  # numbers in the JSON (from which the words are rebuilt)
+    queries, tokens = size
+    facts: dict[str, object] = {
+        "session_id": r.session_id, "file": r.file_name, "date": r.date,
+        "queries": queries, "tokens": tokens, "resumed_from": r.grandparent,
+        "tool": r.tool}
     # ">" as \u003e: a value can never end the comment
     data = json.dumps(facts, ensure_ascii=False).replace(">", "\\u003e")
     body = render_summary_block(r.summary).split("\n")[1:-2]  # between the markers
-    return [_OPEN.format(version=PROMPT_VERSION) + data + " -->", *body, RESTORED_END, ""]
+    return [_OPEN.format(version=version) + data + " -->", *body, RESTORED_END, ""]
+
+
+def _words(facts: dict[str, object]) -> tuple[str, str]:
+    """The prompt's words for the size in ``facts``: numbers (v2), else the words (v1)."""
+    from rollchat.text.wording import plural
+
+    queries, tokens = facts["queries"], facts["tokens"]
+    if isinstance(queries, int) and isinstance(tokens, int) and not isinstance(
+            queries, bool) and not isinstance(tokens, bool):
+        return plural(queries, "query"), f"{tokens:,}"
+    if isinstance(queries, (int, float)) or isinstance(tokens, (int, float)):
+        raise TypeError("queries and tokens must both be whole numbers or both words")
+    return str(queries), str(tokens)
 
 
 def is_restored_start(line: str) -> bool:
@@ -119,7 +144,7 @@ def read_restored(lines: list[str], lineno: int) -> str:
     try:
         facts = json.loads(m[2])
         r = Restoration(str(facts["session_id"]), str(facts["file"]), str(facts["date"]),
-                        str(facts["queries"]), str(facts["tokens"]),
+                        *_words(facts),
                         None if facts["resumed_from"] is None else str(facts["resumed_from"]),
                         None if facts["tool"] is None else str(facts["tool"]),
                         parse_summary_body("\n".join(lines[1:])))
