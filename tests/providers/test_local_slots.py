@@ -240,7 +240,9 @@ def test_a_side_request_cut_and_sent_again_keeps_its_first_deadline() -> None:
         worker.join(30)
         held.release.set()
     [(error, ended)] = outcome
-    assert "within 1s" in str(error)
+    # its second ran out either at the server or while it waited for the chat to end (a
+    # loaded machine: the chat's answer came after it), then it is not sent again
+    assert "within 1s" in str(error) or "waited behind the chat's" in str(error)
     assert ended - started < 1.5  # not a fresh second for the sending again (1.6 s)
 
 
