@@ -48,6 +48,20 @@ def test_gpt4_with_bundled_cl100k_is_exact() -> None:
     assert counter.exact is True
 
 
+@pytest.mark.parametrize("model", ["gpt-4o", "gpt-4.1-mini", "o3", "o4-mini", "gpt-5",
+                                   "gpt-5-mini", "openai/gpt-4o"])
+def test_gpt4o_and_later_count_with_the_vendored_o200k_without_a_download(
+        model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_download(name: str) -> None:
+        raise AssertionError(f"{name} asked of tiktoken (a download)")
+
+    monkeypatch.setattr(tokens, "_model_encoding", no_download)
+    counter = TokenCounter(model)  # downloads allowed: the vendored file is used all the same
+    assert counter.method == "tiktoken:o200k_base"
+    assert counter.exact is True
+    assert counter.count_text("hello world") == 2
+
+
 def test_special_token_text_is_counted_not_rejected() -> None:
     counter = TokenCounter("gpt-4", allow_download=False)
     assert counter.count_text("<|endoftext|>") > 1

@@ -105,6 +105,13 @@ _ENCODINGS: dict[str, Any] = {}  # encoding name -> tiktoken Encoding, or None w
 _MODEL_ENCODINGS: dict[str, str | None] = {}  # model -> encoding name from encoding_for_model
 _FALLBACK_ENCODINGS = ("cl100k_base",)  # vendored (models/encodings.py): no download
 
+
+def _vendored() -> frozenset[str]:
+    """The encodings read from rollchat's own files (models/data), never downloaded."""
+    from rollchat.models.encodings import VENDORED
+
+    return frozenset(VENDORED)
+
 # Overheads in the manner of OpenAI's cookbook recipe for chat models.
 PER_MESSAGE_TOKENS = 4
 PER_TOOL_CALL_TOKENS = 4
@@ -153,11 +160,12 @@ def estimate_tokens(text: str) -> int:
 
 
 def _own_encoding_name(model: str) -> str | None:
-    """The encoding tiktoken associates with ``model`` (a table lookup, no download)."""
+    """The encoding tiktoken associates with ``model`` (a table lookup, no download; an
+    "org/" prefix, as OpenRouter's openai/gpt-4o, is not part of the name)."""
     try:
         import tiktoken.model
 
-        return str(tiktoken.model.encoding_name_for_model(model))
+        return str(tiktoken.model.encoding_name_for_model(model.rsplit("/", 1)[-1]))
     except Exception:  # unknown to tiktoken (Claude, local models ...)
         return None
 
@@ -165,10 +173,11 @@ def _own_encoding_name(model: str) -> str | None:
 class TokenCounter:
     """Counts tokens for one model, never raising.
 
-    Tries, in order: tiktoken's encoding for the model (``encoding_for_model``, which may
-    download the file once and is skipped when ``allow_download`` is False), ``cl100k_base``
-    from the file vendored in models/data (sha256 checked), and finally a character
-    estimate. Encodings load lazily on the first count, once per process.
+    Tries, in order: the model's own encoding from the files vendored in models/data
+    (o200k_base for gpt-4o, gpt-4.1, the o-series and gpt-5; cl100k_base; sha256 checked),
+    else tiktoken's (``encoding_for_model``, which may download the file once and is skipped
+    when ``allow_download`` is False), then ``cl100k_base`` from its vendored file, and
+    finally a character estimate. Encodings load lazily on the first count, once per process.
     For Claude and local models cl100k is an approximation (their tokenizers are not
     public or differ); ``exact`` is True only when the model's own encoding is used.
     """
@@ -200,7 +209,11 @@ class TokenCounter:
         if self._resolved:
             return
         own = _own_encoding_name(self.model) if self.model else None
-        encoding = _model_encoding(self.model) if own and self._allow_download else None
+        encoding = None
+        if own in _vendored():  # gpt-4o and later (o200k_base), gpt-4: no download
+            encoding = _load_encoding(own)
+        elif own and self._allow_download:
+            encoding = _model_encoding(self.model)
         candidates = iter(_FALLBACK_ENCODINGS)
         while encoding is None:
             name = next(candidates, None)
