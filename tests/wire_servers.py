@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import re
 import socket
 import sys
 import threading
@@ -684,6 +685,28 @@ def _openai_reasoning(model: str) -> bool:
     return model.startswith("gpt-5") and "-chat" not in model
 
 
+def effort_refusal(model: str, effort: object) -> Reply | None:
+    """OpenAI's 400 for a ``reasoning_effort`` the model does not take: any on a model that does
+    not reason (gpt-4o, gpt-4.1, gpt-5-chat), "none" before gpt-5.1, "minimal" on the o-series
+    (the openai SDK's ReasoningEffort: "All models before gpt-5.1 ... do not support none")."""
+    if effort is None:
+        return None
+    if model.startswith(("gpt-4", "gpt-3.5", "chatgpt")) or "-chat" in model:
+        return error(400, "Unsupported parameter: 'reasoning_effort' is not supported with this "
+                          "model.", code="unsupported_parameter", param="reasoning_effort",
+                     error_type="invalid_request_error")
+    allowed = {"low", "medium", "high"}
+    if re.match(r"gpt-5\.\d", model):
+        allowed |= {"none", "xhigh"}
+    elif model.startswith("gpt-5"):
+        allowed.add("minimal")
+    if _openai_reasoning(model) and effort not in allowed:
+        return error(400, f"Unsupported value: 'reasoning_effort' does not support '{effort}' "
+                          "with this model.", code="unsupported_value",
+                     param="reasoning_effort", error_type="invalid_request_error")
+    return None
+
+
 def param_refusal(dialect: Dialect, body: dict[str, Any]) -> Reply | None:
     """The provider's documented 400 for a parameter the request's model does not take.
 
@@ -694,8 +717,9 @@ def param_refusal(dialect: Dialect, body: dict[str, Any]) -> Reply | None:
     temperature and top_p together (browseros-ai/BrowserOS#208)."""
     model = str(body.get("model") or "")
     if isinstance(dialect, OpenAIDialect):
-        if not _openai_reasoning(model):
-            return None
+        effort = effort_refusal(model, body.get("reasoning_effort"))
+        if effort is not None or not _openai_reasoning(model):
+            return effort
         for name in ("temperature", "top_p"):
             if name in body and body[name] != 1:
                 return error(400, f"Unsupported value: '{name}' does not support "

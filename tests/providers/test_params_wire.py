@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rollchat.domain import Message
+from rollchat.domain import Message, ThinkingSetting
 from rollchat.providers.anthropic import AnthropicProvider
 from rollchat.providers.base import ChatRequest, Done, TextDelta
 from rollchat.providers.model_params import REFUSED, family_of, fitted
@@ -112,3 +112,43 @@ def test_memory_extraction_works_on_models_that_take_no_temperature(
     assert "Remembered: prefers rabbitmq for job queues" in out
     assert "no facts extracted" not in out + err
     assert server.extractions and all("temperature" not in b for b in server.extractions)
+
+
+def ask_thinking(provider: OpenAIProvider, thinking: ThinkingSetting) -> str:
+    request = ChatRequest(model=provider.model, system="be brief",
+                          messages=(Message("user", "hi"),), thinking=thinking)
+    return "".join(e.text for e in provider.stream(request) if isinstance(e, TextDelta))
+
+
+@pytest.mark.parametrize(("model", "thinking", "effort"), [
+    ("gpt-5-mini", 1000, "low"), ("gpt-5-mini", 20_000, "high"), ("gpt-5-mini", "on", "medium"),
+    ("gpt-5-mini", "off", "minimal"), ("gpt-5.1", "off", "none"), ("o4-mini", "off", "low"),
+    ("gpt-5.2", 8000, "medium"), ("openai/o3", "on", "medium")])
+def test_chat_completions_sends_the_thinking_setting_as_reasoning_effort(
+        model: str, thinking: ThinkingSetting, effort: str, openai_server: WireServer) -> None:
+    """Each value is one the model takes: the server (OpenAI's documented 400 for an effort a
+    model does not take) refuses none of them."""
+    provider = OpenAIProvider(model, api_key="k", base_url=openai_server.url, timeout=5)
+    openai_server.push(text("ok"))
+    assert ask_thinking(provider, thinking) == "ok"
+    # refused only for max_tokens (a compatible server's name, learned as in the test above)
+    assert all("max_tokens" in b for b in openai_server.refused_params)
+    assert openai_server.bodies[-1]["reasoning_effort"] == effort
+
+
+@pytest.mark.parametrize("model", ["gpt-4.1", "gpt-4o-mini", "gpt-5-chat-latest", "gpt-5-pro"])
+def test_a_model_without_reasoning_effort_is_sent_none_for_any_setting(
+        model: str, openai_server: WireServer) -> None:
+    provider = OpenAIProvider(model, api_key="k", base_url=openai_server.url, timeout=5)
+    for setting in ("on", "off", 4000):
+        openai_server.push(text("ok"))
+        assert ask_thinking(provider, setting) == "ok"
+    assert all("max_tokens" in b for b in openai_server.refused_params)
+    assert all("reasoning_effort" not in b for b in openai_server.bodies)
+
+
+def test_no_thinking_setting_sends_no_effort(openai_server: WireServer) -> None:
+    provider = OpenAIProvider("gpt-5", api_key="k", base_url=openai_server.url, timeout=5)
+    openai_server.push(text("ok"))
+    assert ask_thinking(provider, None) == "ok"
+    assert "reasoning_effort" not in openai_server.bodies[-1]
