@@ -12,8 +12,9 @@ import pytest
 from rollchat.domain import Message, ThinkingSetting
 from rollchat.providers.anthropic import AnthropicProvider
 from rollchat.providers.base import ChatRequest, Done, TextDelta
-from rollchat.providers.model_params import REFUSED, family_of, fitted
+from rollchat.providers.model_params import family_of, fitted
 from rollchat.providers.openai import OpenAIProvider
+from rollchat.providers.refused import REFUSED
 from tests.compaction.test_compact_resume_wire import rollchat
 from tests.memory.test_memory_wire import FACTS
 from tests.wire_servers import WireServer, anthropic_server, openai_server, text
@@ -84,7 +85,7 @@ def test_a_refused_parameter_is_dropped_once_and_remembered_for_the_model(
     assert ask(provider, 0.5) == "second"
     assert len(anthropic_server.refused_params) == 1
     assert all("temperature" not in b for b in anthropic_server.bodies)
-    assert "temperature" in REFUSED.of(model)
+    assert "temperature" in REFUSED.of(model, anthropic_server.url)
 
 
 def test_another_bad_request_is_not_retried(openai_server: WireServer) -> None:
@@ -152,3 +153,44 @@ def test_no_thinking_setting_sends_no_effort(openai_server: WireServer) -> None:
     openai_server.push(text("ok"))
     assert ask_thinking(provider, None) == "ok"
     assert "reasoning_effort" not in openai_server.bodies[-1]
+
+
+def test_a_refused_parameter_is_not_sent_again_by_the_next_run(openai_server: WireServer,
+                                                               tmp_path: Path) -> None:
+    """gpt-5-mini behind a compatible server (a proxy) refuses max_tokens: the first run pays
+    the refused request once, the second none (providers/refused.py, beside windows.json)."""
+    openai_server.push(text("first answer"))
+    out, err, code = rollchat(openai_server, tmp_path, "hello\nexit\n", "--model", "gpt-5-mini")
+    assert code == 0, err
+    assert "first answer" in out
+    refused = list(openai_server.refused_params)
+    assert refused and all("max_tokens" in b for b in refused)
+    [saved] = (tmp_path / "home").rglob("refused_params.json")
+    entry = json.loads(saved.read_text())["models"][f"{openai_server.url} gpt-5-mini"]
+    assert entry["params"] == ["max_tokens"]
+    assert saved.stat().st_mode & 0o077 == 0
+
+    openai_server.push(text("second answer"))
+    out, err, code = rollchat(openai_server, tmp_path, "again\nexit\n", "--model", "gpt-5-mini")
+    assert code == 0, err
+    assert "second answer" in out
+    assert openai_server.refused_params == refused  # the second run was refused nothing
+    assert openai_server.bodies[-1]["max_completion_tokens"] > 0
+
+
+def test_what_another_process_learns_does_not_change_this_runs_requests(tmp_path: Path) -> None:
+    """The file is read once per server and model: a refusal written by another rollchat
+    meanwhile leaves this run's parameters (its request prefix) as they began."""
+    from rollchat.providers.refused import Refused
+
+    path = tmp_path / "refused_params.json"
+    ours, other = Refused(lambda: path), Refused(lambda: path)
+    assert ours.of("gpt-5", "http://proxy/v1") == frozenset()
+    other.add("gpt-5", "temperature", "http://proxy/v1")
+    assert ours.of("gpt-5", "http://proxy/v1") == frozenset()  # this run goes on unchanged
+    assert Refused(lambda: path).of("gpt-5", "http://proxy/v1") == {"temperature"}  # next run
+    ours.add("gpt-5", "top_p", "http://proxy/v1")  # both kept in the file
+    assert Refused(lambda: path).of("gpt-5", "http://proxy/v1") == {"temperature", "top_p"}
+    assert Refused(lambda: path).of("gpt-5", "http://other/v1") == frozenset()
+    path.write_text("{not json")
+    assert Refused(lambda: path).of("gpt-5", "http://proxy/v1") == frozenset()  # unreadable

@@ -82,13 +82,15 @@ class AnthropicProvider(SDKProvider):
         params = request_params(request, images=images)
         needed = betas(request, self.hygiene)
         if not needed:
-            stream: SDKStream = create_fitted(client.messages.create, params, request.model)
+            stream: SDKStream = create_fitted(client.messages.create, params, request.model,
+                                              server=self._base_url)
             return stream
         if self.hygiene == "provider":
             params["context_management"] = {"edits": [dict(CLEAR_TOOL_USES)]}
         try:
             beta_stream: SDKStream = create_fitted(client.beta.messages.create,
-                                                   {**params, "betas": needed}, request.model)
+                                                   {**params, "betas": needed}, request.model,
+                                                   server=self._base_url)
         except Exception as exc:
             raise self._refused(exc, request) from None
         return beta_stream
@@ -116,7 +118,8 @@ class AnthropicProvider(SDKProvider):
         parser = CompactionParser()
         try:
             items = create_fitted(self._sdk_client().beta.messages.create,
-                                  {**params, "betas": [COMPACT_BETA]}, request.model)
+                                  {**params, "betas": [COMPACT_BETA]}, request.model,
+                                  server=self._base_url)
             try:
                 for item in items:
                     parser.feed(item)

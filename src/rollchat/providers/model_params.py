@@ -1,6 +1,6 @@
 """The request parameters each model family takes (sampling, the output limit's name, reasoning
-effort), and the ones a server refused during this run: a request carries only what its model
-takes (providers/fitting.py applies both). Here, not in models/: providers/ sits below it."""
+effort): a request carries only what its model takes (providers/fitting.py applies it, and what
+a server refused: providers/refused.py). Here, not in models/: providers/ sits below it."""
 
 # Where each rule comes from (checked December 2026):
 # - OpenAI reasoning models (o1, o3, o4-mini, the gpt-5 family): only the default temperature
@@ -26,7 +26,6 @@ takes (providers/fitting.py applies both). Here, not in models/: providers/ sits
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -97,30 +96,6 @@ def reasoning_effort(model: str, setting: ThinkingSetting,
             return "none"
         return "minimal" if name.startswith("gpt-5") else "low"
     return budget_effort(int(setting))
-
-
-class Refused:
-    """Parameters a server refused for a model in this run ("unsupported parameter"): never
-    sent to that model again. Shared by every provider object of the process."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_model: dict[str, set[str]] = {}
-
-    def add(self, model: str, name: str) -> None:
-        with self._lock:
-            self._by_model.setdefault(model, set()).add(name)
-
-    def of(self, model: str) -> frozenset[str]:
-        with self._lock:
-            return frozenset(self._by_model.get(model, ()))
-
-    def clear(self) -> None:
-        with self._lock:
-            self._by_model.clear()
-
-
-REFUSED = Refused()
 
 
 def without(params: Mapping[str, Any], names: frozenset[str] | set[str]) -> dict[str, Any]:

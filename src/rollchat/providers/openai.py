@@ -48,7 +48,8 @@ class OpenAIProvider(SDKProvider):
         official = _is_official(self._base_url)
         params = request_params(request, official=official,
                                 images=official if self.images is None else self.images)
-        stream: SDKStream = create_fitted(client.chat.completions.create, params, request.model)
+        stream: SDKStream = create_fitted(client.chat.completions.create, params, request.model,
+                                          server=self._base_url)
         return stream
 
     def _parser(self) -> StreamParser:
