@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -357,6 +357,31 @@ class _Handler(BaseHTTPRequestHandler):
             reply = replace(reply, input_tokens=counted)
         self._reply(reply, body)
 
+    def do_GET(self) -> None:
+        """The models endpoints: Anthropic's ``GET /v1/models/{id}`` (the SDK's ModelInfo, with
+        ``max_input_tokens``/``max_tokens`` for a model in ``model_windows``, else its 404
+        not_found_error) and the OpenAI-compatible ``GET /v1/models`` (a list; an entry of
+        ``model_windows`` with ``context_length``, as OpenRouter states it)."""
+        owner = self.server.owner
+        path = urlsplit(self.path).path
+        owner.gets.append(path)
+        if isinstance(owner.dialect, AnthropicDialect) and path.startswith("/v1/models/"):
+            model = unquote(path.removeprefix("/v1/models/"))
+            if model not in owner.model_windows:
+                self._json(404, {"type": "error", "error": {
+                    "type": "not_found_error", "message": f"model: {model}"}})
+                return
+            self._json(200, {"type": "model", "id": model, "display_name": model,
+                             "created_at": "2026-01-01T00:00:00Z", "lifecycle": "active",
+                             "max_input_tokens": owner.model_windows[model],
+                             "max_tokens": 64_000})
+        elif isinstance(owner.dialect, OpenAIDialect) and path == "/v1/models":
+            self._json(200, {"object": "list", "data": [
+                {"id": m, "object": "model", "created": 1, "owned_by": "wire",
+                 "context_length": n} for m, n in owner.model_windows.items()]})
+        else:
+            self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
     def _json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None,
               ) -> None:
         data = json.dumps(payload).encode()
@@ -461,6 +486,8 @@ class WireServer:
         self.requests: list[Recorded] = []
         self.extractions: list[dict[str, Any]] = []
         self.refused_params: list[dict[str, Any]] = []  # refused by param_refusal, any kind
+        self.model_windows: dict[str, int] = {}  # what the models endpoint states (do_GET)
+        self.gets: list[str] = []  # the paths asked with GET
         self.extraction_reply = "[]"
         self.extraction_stall = 0.0  # seconds before the extraction reply (a slow model)
         self.released = threading.Event()
