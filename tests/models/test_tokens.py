@@ -164,3 +164,12 @@ def test_override_wins() -> None:
 
 def test_table_values_are_positive() -> None:
     assert all(value > 0 for value in CONTEXT_WINDOWS.values())
+
+
+@pytest.mark.parametrize(("model", "window"), [
+    ("claude-opus-5-5", 1_000_000), ("claude-sonnet-5-5-20261001", 1_000_000),
+    ("claude-haiku-5-5", 1_000_000), ("claude-fable-5-1", 1_000_000),
+    ("claude-haiku-4-5", 200_000), ("claude-opus-4-8", 200_000)])
+def test_the_current_claude_windows(model: str, window: int) -> None:
+    """platform.claude.com model pages (stored 2026-12-07); the models endpoint is asked too."""
+    assert context_window(model) == window

@@ -21,8 +21,18 @@ OFFLINE_CONTEXT_WINDOW = 32_000
 # Context windows in tokens. Matching: exact name, else the longest known prefix
 # (so "claude-sonnet-4-5-20250929" -> "claude-sonnet-4-5", "llama3.1:8b" -> "llama3.1").
 CONTEXT_WINDOWS: Mapping[str, int] = {
-    # Anthropic, from docs.anthropic.com "Models overview" and "Context windows":
-    # every current Claude model has a 200K window (Sonnet 4/4.5 offer 1M only in beta).
+    # Anthropic, from platform.claude.com/docs "Models overview" and each model's overview
+    # page ("Context window"), as stored on 2026-12-07: the 5-generation models and Haiku 5.5
+    # have 1M. Anthropic's models endpoint states each model's window (max_input_tokens),
+    # which is asked and preferred to this table (session/windowing.py); rows below it
+    # (Opus 4.6 to 4.8 included, whose pages were not in the stored docs) keep 200K.
+    "claude-fable-5": 1_000_000,
+    "claude-mythos-5": 1_000_000,
+    "claude-opus-5": 1_000_000,
+    "claude-sonnet-5": 1_000_000,
+    "claude-haiku-5": 1_000_000,
+    # Anthropic, docs.anthropic.com "Models overview" and "Context windows" (2025-11): 200K
+    # (Sonnet 4/4.5 offered 1M only in beta).
     "claude-opus-4-5": 200_000,
     "claude-opus-4-1": 200_000,
     "claude-opus-4": 200_000,
@@ -35,7 +45,9 @@ CONTEXT_WINDOWS: Mapping[str, int] = {
     "claude-3-opus": 200_000,
     "claude-3-haiku": 200_000,
     "claude": 200_000,
-    # OpenAI, from platform.openai.com/docs/models (each model's page, "Context window").
+    # OpenAI, from platform.openai.com/docs/models (each model's page, "Context window"), as
+    # of 2025-11 (the stored documentation holds no OpenAI page for later models: gpt-5.x
+    # matches gpt-5's row; OpenAI's models endpoint states no window).
     "gpt-5": 400_000,
     "gpt-5-mini": 400_000,
     "gpt-5-nano": 400_000,
