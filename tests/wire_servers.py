@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import re
 import socket
 import sys
 import threading
@@ -16,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -365,6 +366,31 @@ class _Handler(BaseHTTPRequestHandler):
             reply = replace(reply, input_tokens=counted)
         self._reply(reply, body)
 
+    def do_GET(self) -> None:
+        """The models endpoints: Anthropic's ``GET /v1/models/{id}`` (the SDK's ModelInfo, with
+        ``max_input_tokens``/``max_tokens`` for a model in ``model_windows``, else its 404
+        not_found_error) and the OpenAI-compatible ``GET /v1/models`` (a list; an entry of
+        ``model_windows`` with ``context_length``, as OpenRouter states it)."""
+        owner = self.server.owner
+        path = urlsplit(self.path).path
+        owner.gets.append(path)
+        if isinstance(owner.dialect, AnthropicDialect) and path.startswith("/v1/models/"):
+            model = unquote(path.removeprefix("/v1/models/"))
+            if model not in owner.model_windows:
+                self._json(404, {"type": "error", "error": {
+                    "type": "not_found_error", "message": f"model: {model}"}})
+                return
+            self._json(200, {"type": "model", "id": model, "display_name": model,
+                             "created_at": "2026-01-01T00:00:00Z", "lifecycle": "active",
+                             "max_input_tokens": owner.model_windows[model],
+                             "max_tokens": 64_000})
+        elif isinstance(owner.dialect, OpenAIDialect) and path == "/v1/models":
+            self._json(200, {"object": "list", "data": [
+                {"id": m, "object": "model", "created": 1, "owned_by": "wire",
+                 "context_length": n} for m, n in owner.model_windows.items()]})
+        else:
+            self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
     def _json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None,
               ) -> None:
         data = json.dumps(payload).encode()
@@ -475,6 +501,8 @@ class WireServer:
         self.extractions: list[dict[str, Any]] = []
         self.charged: list[Charge] = []  # every answer that told its usage (extractions too)
         self.refused_params: list[dict[str, Any]] = []  # refused by param_refusal, any kind
+        self.model_windows: dict[str, int] = {}  # what the models endpoint states (do_GET)
+        self.gets: list[str] = []  # the paths asked with GET
         self.extraction_reply = "[]"
         self.extraction_stall = 0.0  # seconds before the extraction reply (a slow model)
         self.released = threading.Event()
@@ -699,6 +727,28 @@ def _openai_reasoning(model: str) -> bool:
     return model.startswith("gpt-5") and "-chat" not in model
 
 
+def effort_refusal(model: str, effort: object) -> Reply | None:
+    """OpenAI's 400 for a ``reasoning_effort`` the model does not take: any on a model that does
+    not reason (gpt-4o, gpt-4.1, gpt-5-chat), "none" before gpt-5.1, "minimal" on the o-series
+    (the openai SDK's ReasoningEffort: "All models before gpt-5.1 ... do not support none")."""
+    if effort is None:
+        return None
+    if model.startswith(("gpt-4", "gpt-3.5", "chatgpt")) or "-chat" in model:
+        return error(400, "Unsupported parameter: 'reasoning_effort' is not supported with this "
+                          "model.", code="unsupported_parameter", param="reasoning_effort",
+                     error_type="invalid_request_error")
+    allowed = {"low", "medium", "high"}
+    if re.match(r"gpt-5\.\d", model):
+        allowed |= {"none", "xhigh"}
+    elif model.startswith("gpt-5"):
+        allowed.add("minimal")
+    if _openai_reasoning(model) and effort not in allowed:
+        return error(400, f"Unsupported value: 'reasoning_effort' does not support '{effort}' "
+                          "with this model.", code="unsupported_value",
+                     param="reasoning_effort", error_type="invalid_request_error")
+    return None
+
+
 def param_refusal(dialect: Dialect, body: dict[str, Any]) -> Reply | None:
     """The provider's documented 400 for a parameter the request's model does not take.
 
@@ -709,8 +759,9 @@ def param_refusal(dialect: Dialect, body: dict[str, Any]) -> Reply | None:
     temperature and top_p together (browseros-ai/BrowserOS#208)."""
     model = str(body.get("model") or "")
     if isinstance(dialect, OpenAIDialect):
-        if not _openai_reasoning(model):
-            return None
+        effort = effort_refusal(model, body.get("reasoning_effort"))
+        if effort is not None or not _openai_reasoning(model):
+            return effort
         for name in ("temperature", "top_p"):
             if name in body and body[name] != 1:
                 return error(400, f"Unsupported value: '{name}' does not support "

@@ -127,7 +127,7 @@ def test_a_window_stated_after_the_context_began_refits_the_own_tools(tmp_path: 
         session = built.session
         session.windows.book = WindowBook(tmp_path / "windows.json")
         session.windows.base_url = server.url
-        ask_server(session.windows)
+        ask_server(session.windows, session.current.provider)
         assert session.windows.asking is not None
         session.windows.asking.join(10)
         assert built.send("and alerts?").status == "ok"

@@ -22,7 +22,8 @@ def cached_file(directory: Path) -> Path:
     return path
 
 
-def tiktokens_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tiktoken.Encoding:
+def tiktokens_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                  name: str = NAME) -> tiktoken.Encoding:
     """``NAME`` as tiktoken's own loader builds it (its registry, its pattern and special
     tokens, its check of the file's hash), fed the vendored file through tiktoken's documented
     download cache (TIKTOKEN_CACHE_DIR, the file named by the sha1 of its URL): there is no
@@ -34,12 +35,12 @@ def tiktokens_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tiktoken.E
 
     cache = tmp_path / "tiktoken-cache"
     cache.mkdir()
-    url = f"https://openaipublic.blob.core.windows.net/encodings/{NAME}.tiktoken"
-    shutil.copy(Path(encodings.__file__).parent / "data" / f"{NAME}.tiktoken",
+    url = f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+    shutil.copy(Path(encodings.__file__).parent / "data" / f"{name}.tiktoken",
                 cache / hashlib.sha1(url.encode()).hexdigest())
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
     monkeypatch.setattr(registry, "ENCODINGS", {})
-    return tiktoken.get_encoding(NAME)
+    return tiktoken.get_encoding(name)
 
 
 def test_the_cached_table_encodes_as_tiktoken_does(tmp_path: Path,
@@ -52,6 +53,21 @@ def test_the_cached_table_encodes_as_tiktoken_does(tmp_path: Path,
         assert first.encode(text, disallowed_special=()) == expected
         assert second.encode(text, disallowed_special=()) == expected
     assert second.name == NAME and second.n_vocab == plain.n_vocab
+
+
+def test_the_vendored_o200k_base_is_tiktokens_own(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The vendored o200k_base (gpt-4o and later) is built as tiktoken builds it: the same
+    pattern, special tokens and ranks, so the same tokens (tiktoken checks the file against
+    its own pinned hash too)."""
+    plain = tiktokens_own(tmp_path, monkeypatch, "o200k_base")
+    ours = encodings.vendored("o200k_base")
+    assert (ours._pat_str, ours._special_tokens, ours.n_vocab) == (
+        plain._pat_str, plain._special_tokens, plain.n_vocab)
+    for text in TEXTS:
+        assert ours.encode(text, disallowed_special=()) == plain.encode(
+            text, disallowed_special=())
+    assert ours.encode("hello world") == [24912, 2375]
 
 
 def test_once_written_the_cache_is_what_is_read(tmp_path: Path,

@@ -289,3 +289,15 @@ def test_cost_header_line_round_trips_and_refuses_garbage(tmp_path: Path) -> Non
     assert parse_head(final).header.cost == 0.0123 and final.count("**Cost:**") == 1
     with pytest.raises(TranscriptError, match="header field 'Cost' is not an amount"):
         parse_head(text.replace("$0.0123", "lots"))
+
+
+def test_the_current_claude_models_are_priced_as_anthropics_pages_state() -> None:
+    """platform.claude.com pricing and model pages (stored 2026-12-07): the 5 generation."""
+    from rollchat.models.prices import price_for
+
+    assert price_for("claude-opus-5-5") == Price(4.0, 20.0, 0.20, 5.0)
+    assert price_for("claude-sonnet-5-5-20261001") == Price(2.0, 10.0, 0.2, 2.5)
+    assert price_for("claude-fable-5-1") == Price(10.0, 50.0, 0.25, 12.5)
+    assert price_for("claude-haiku-5-5") == Price(0.10, 0.50, 0.01, 0.125)
+    assert price_for("claude-opus-4-7") == Price(5.0, 25.0, 0.5, 6.25)
+    assert price_for("anthropic/claude-sonnet-4.6") == Price(3.0, 15.0, 0.3, 3.75)

@@ -48,6 +48,20 @@ def test_gpt4_with_bundled_cl100k_is_exact() -> None:
     assert counter.exact is True
 
 
+@pytest.mark.parametrize("model", ["gpt-4o", "gpt-4.1-mini", "o3", "o4-mini", "gpt-5",
+                                   "gpt-5-mini", "openai/gpt-4o"])
+def test_gpt4o_and_later_count_with_the_vendored_o200k_without_a_download(
+        model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_download(name: str) -> None:
+        raise AssertionError(f"{name} asked of tiktoken (a download)")
+
+    monkeypatch.setattr(tokens, "_model_encoding", no_download)
+    counter = TokenCounter(model)  # downloads allowed: the vendored file is used all the same
+    assert counter.method == "tiktoken:o200k_base"
+    assert counter.exact is True
+    assert counter.count_text("hello world") == 2
+
+
 def test_special_token_text_is_counted_not_rejected() -> None:
     counter = TokenCounter("gpt-4", allow_download=False)
     assert counter.count_text("<|endoftext|>") > 1
@@ -150,3 +164,12 @@ def test_override_wins() -> None:
 
 def test_table_values_are_positive() -> None:
     assert all(value > 0 for value in CONTEXT_WINDOWS.values())
+
+
+@pytest.mark.parametrize(("model", "window"), [
+    ("claude-opus-5-5", 1_000_000), ("claude-sonnet-5-5-20261001", 1_000_000),
+    ("claude-haiku-5-5", 1_000_000), ("claude-fable-5-1", 1_000_000),
+    ("claude-haiku-4-5", 200_000), ("claude-opus-4-8", 200_000)])
+def test_the_current_claude_windows(model: str, window: int) -> None:
+    """platform.claude.com model pages (stored 2026-12-07); the models endpoint is asked too."""
+    assert context_window(model) == window

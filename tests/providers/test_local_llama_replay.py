@@ -67,7 +67,7 @@ def test_the_session_knows_the_window_before_its_first_request(tmp_path: Path) -
         session = built.session
         session.windows.book = WindowBook(tmp_path / "windows.json")
         session.windows.base_url = server.url
-        ask_server(session.windows)  # what Session() does for a base_url agent
+        ask_server(session.windows, session.current.provider)  # as Session() does
         assert session.windows.asking is not None
         session.windows.asking.join(10)  # (the chat never waits for it: the test does)
         assert built.send("hi").status == "ok"
@@ -153,7 +153,7 @@ def test_a_server_that_did_not_state_its_window_is_asked_again_before_the_next_r
         session = built.session
         session.windows.book = WindowBook(tmp_path / "windows.json")
         session.windows.base_url = server.url
-        ask_server(session.windows)
+        ask_server(session.windows, session.current.provider)
         assert session.windows.asking is not None
         session.windows.asking.join(10)
         server.routes.update(MODELS)  # the server up now

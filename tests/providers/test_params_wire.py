@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from rollchat.domain import Message
+from rollchat.domain import Message, ThinkingSetting
 from rollchat.providers.anthropic import AnthropicProvider
 from rollchat.providers.base import ChatRequest, Done, TextDelta
-from rollchat.providers.model_params import REFUSED, family_of, fitted
+from rollchat.providers.model_params import family_of, fitted
 from rollchat.providers.openai import OpenAIProvider
+from rollchat.providers.refused import REFUSED
 from tests.compaction.test_compact_resume_wire import rollchat
 from tests.memory.test_memory_wire import FACTS
 from tests.wire_servers import WireServer, anthropic_server, openai_server, text
@@ -84,7 +85,7 @@ def test_a_refused_parameter_is_dropped_once_and_remembered_for_the_model(
     assert ask(provider, 0.5) == "second"
     assert len(anthropic_server.refused_params) == 1
     assert all("temperature" not in b for b in anthropic_server.bodies)
-    assert "temperature" in REFUSED.of(model)
+    assert "temperature" in REFUSED.of(model, anthropic_server.url)
 
 
 def test_another_bad_request_is_not_retried(openai_server: WireServer) -> None:
@@ -112,3 +113,84 @@ def test_memory_extraction_works_on_models_that_take_no_temperature(
     assert "Remembered: prefers rabbitmq for job queues" in out
     assert "no facts extracted" not in out + err
     assert server.extractions and all("temperature" not in b for b in server.extractions)
+
+
+def ask_thinking(provider: OpenAIProvider, thinking: ThinkingSetting) -> str:
+    request = ChatRequest(model=provider.model, system="be brief",
+                          messages=(Message("user", "hi"),), thinking=thinking)
+    return "".join(e.text for e in provider.stream(request) if isinstance(e, TextDelta))
+
+
+@pytest.mark.parametrize(("model", "thinking", "effort"), [
+    ("gpt-5-mini", 1000, "low"), ("gpt-5-mini", 20_000, "high"), ("gpt-5-mini", "on", "medium"),
+    ("gpt-5-mini", "off", "minimal"), ("gpt-5.1", "off", "none"), ("o4-mini", "off", "low"),
+    ("gpt-5.2", 8000, "medium"), ("openai/o3", "on", "medium")])
+def test_chat_completions_sends_the_thinking_setting_as_reasoning_effort(
+        model: str, thinking: ThinkingSetting, effort: str, openai_server: WireServer) -> None:
+    """Each value is one the model takes: the server (OpenAI's documented 400 for an effort a
+    model does not take) refuses none of them."""
+    provider = OpenAIProvider(model, api_key="k", base_url=openai_server.url, timeout=5)
+    openai_server.push(text("ok"))
+    assert ask_thinking(provider, thinking) == "ok"
+    # refused only for max_tokens (a compatible server's name, learned as in the test above)
+    assert all("max_tokens" in b for b in openai_server.refused_params)
+    assert openai_server.bodies[-1]["reasoning_effort"] == effort
+
+
+@pytest.mark.parametrize("model", ["gpt-4.1", "gpt-4o-mini", "gpt-5-chat-latest", "gpt-5-pro"])
+def test_a_model_without_reasoning_effort_is_sent_none_for_any_setting(
+        model: str, openai_server: WireServer) -> None:
+    provider = OpenAIProvider(model, api_key="k", base_url=openai_server.url, timeout=5)
+    for setting in ("on", "off", 4000):
+        openai_server.push(text("ok"))
+        assert ask_thinking(provider, setting) == "ok"
+    assert all("max_tokens" in b for b in openai_server.refused_params)
+    assert all("reasoning_effort" not in b for b in openai_server.bodies)
+
+
+def test_no_thinking_setting_sends_no_effort(openai_server: WireServer) -> None:
+    provider = OpenAIProvider("gpt-5", api_key="k", base_url=openai_server.url, timeout=5)
+    openai_server.push(text("ok"))
+    assert ask_thinking(provider, None) == "ok"
+    assert "reasoning_effort" not in openai_server.bodies[-1]
+
+
+def test_a_refused_parameter_is_not_sent_again_by_the_next_run(openai_server: WireServer,
+                                                               tmp_path: Path) -> None:
+    """gpt-5-mini behind a compatible server (a proxy) refuses max_tokens: the first run pays
+    the refused request once, the second none (providers/refused.py, beside windows.json)."""
+    openai_server.push(text("first answer"))
+    out, err, code = rollchat(openai_server, tmp_path, "hello\nexit\n", "--model", "gpt-5-mini")
+    assert code == 0, err
+    assert "first answer" in out
+    refused = list(openai_server.refused_params)
+    assert refused and all("max_tokens" in b for b in refused)
+    [saved] = (tmp_path / "home").rglob("refused_params.json")
+    entry = json.loads(saved.read_text())["models"][f"{openai_server.url} gpt-5-mini"]
+    assert entry["params"] == ["max_tokens"]
+    assert saved.stat().st_mode & 0o077 == 0
+
+    openai_server.push(text("second answer"))
+    out, err, code = rollchat(openai_server, tmp_path, "again\nexit\n", "--model", "gpt-5-mini")
+    assert code == 0, err
+    assert "second answer" in out
+    assert openai_server.refused_params == refused  # the second run was refused nothing
+    assert openai_server.bodies[-1]["max_completion_tokens"] > 0
+
+
+def test_what_another_process_learns_does_not_change_this_runs_requests(tmp_path: Path) -> None:
+    """The file is read once per server and model: a refusal written by another rollchat
+    meanwhile leaves this run's parameters (its request prefix) as they began."""
+    from rollchat.providers.refused import Refused
+
+    path = tmp_path / "refused_params.json"
+    ours, other = Refused(lambda: path), Refused(lambda: path)
+    assert ours.of("gpt-5", "http://proxy/v1") == frozenset()
+    other.add("gpt-5", "temperature", "http://proxy/v1")
+    assert ours.of("gpt-5", "http://proxy/v1") == frozenset()  # this run goes on unchanged
+    assert Refused(lambda: path).of("gpt-5", "http://proxy/v1") == {"temperature"}  # next run
+    ours.add("gpt-5", "top_p", "http://proxy/v1")  # both kept in the file
+    assert Refused(lambda: path).of("gpt-5", "http://proxy/v1") == {"temperature", "top_p"}
+    assert Refused(lambda: path).of("gpt-5", "http://other/v1") == frozenset()
+    path.write_text("{not json")
+    assert Refused(lambda: path).of("gpt-5", "http://proxy/v1") == frozenset()  # unreadable

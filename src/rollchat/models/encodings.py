@@ -1,8 +1,8 @@
 """tiktoken encodings loaded through a cache of their parsed tables: tiktoken reads its
 encoding file as 100,000 base64 lines at each start (about half of the load, and the load is
 most of a one-shot run's time: bench/bench_cli.py), marshal reads the table in a tenth of that.
-cl100k_base comes from the file vendored in models/data (sha256 checked), so it needs no
-network; the others from tiktoken (which may download them)."""
+cl100k_base and o200k_base come from the files vendored in models/data (sha256 checked), so
+they need no network; the others from tiktoken (which may download them)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,21 @@ VENDORED: dict[str, tuple[str, str, str, dict[str, int]]] = {
         r""" ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
         {_ENDOFTEXT: 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
          "<|fim_suffix|>": 100260, _ENDOFPROMPT: 100276}),
+    # gpt-4o, gpt-4.1, the o-series and the gpt-5 family (tiktoken.model's table)
+    "o200k_base": (
+        "o200k_base.tiktoken",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        "|".join((
+            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"""
+            r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*"""
+            r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""\p{N}{1,3}""",
+            r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+            r"""\s*[\r\n]+""",
+            r"""\s+(?!\S)""",
+            r"""\s+""")),
+        {_ENDOFTEXT: 199999, _ENDOFPROMPT: 200018}),
 }
 
 

@@ -47,15 +47,33 @@ def _anthropic(input: float, output: float) -> Price:
     return Price(input, output, round(input / 10, 6), round(input * 1.25, 6))
 
 
-# Published list prices (standard tier, short context), as of 2025-11; the config's
+# Published list prices (standard tier, short context); the config's
 # ``models: NAME: price:`` overrides them. A name matches exactly, else an entry followed only
 # by what names the same model (see _SAME_MODEL: a date, "latest", a provider's version):
 # claude-3-5-sonnet-20241022, gpt-4o-2024-08-06, claude-3-5-sonnet@20240620. An "org/" prefix
 # (OpenRouter), Bedrock's "anthropic." and dotted Claude versions (claude-sonnet-4.5) are read
-# too. Anything else (o1-pro, gpt-4o-realtime-preview, a newer claude-opus-4-N) is unknown:
+# too. Anything else (gpt-4o-realtime-preview, a newer claude-opus-N) is unknown:
 # no price rather than a sibling's.
 PRICES: dict[str, Price] = {
-    # Anthropic
+    # Anthropic: platform.claude.com/docs "Pricing" (model pricing table) and each model's
+    # overview page ("Specifications: Pricing"), as stored on 2026-12-07. Cache reads are a
+    # tenth of the input price except where a page states otherwise (Fable/Mythos 5.1: $0.25;
+    # Opus 5.5: $0.20 = 0.05x). Haiku 5.5 is priced by prompt length: these are its rates for
+    # prompts up to 100,000 tokens (5x above: a longer prompt's cost is under-counted).
+    "claude-fable-5-1": Price(10.0, 50.0, 0.25, 12.5),
+    "claude-mythos-5-1": Price(10.0, 50.0, 0.25, 12.5),
+    "claude-fable-5": _anthropic(10.0, 50.0),
+    "claude-mythos-5": _anthropic(10.0, 50.0),
+    "claude-opus-5-5": Price(4.0, 20.0, 0.20, 5.0),
+    "claude-opus-5": _anthropic(5.0, 25.0),
+    "claude-opus-4-8": _anthropic(5.0, 25.0),
+    "claude-opus-4-7": _anthropic(5.0, 25.0),
+    "claude-opus-4-6": _anthropic(5.0, 25.0),
+    "claude-sonnet-5-5": _anthropic(2.0, 10.0),
+    "claude-sonnet-5": _anthropic(2.0, 10.0),
+    "claude-sonnet-4-6": _anthropic(3.0, 15.0),
+    "claude-haiku-5-5": _anthropic(0.10, 0.50),
+    # Anthropic, earlier rows (the same pricing page, checked 2025-11 and again 2026-12-07)
     "claude-opus-4-5": _anthropic(5.0, 25.0),
     "claude-opus-4-1": _anthropic(15.0, 75.0),
     "claude-opus-4": _anthropic(15.0, 75.0),
@@ -67,7 +85,10 @@ PRICES: dict[str, Price] = {
     "claude-haiku-4-5": _anthropic(1.0, 5.0),
     "claude-3-5-haiku": _anthropic(0.8, 4.0),
     "claude-3-haiku": _anthropic(0.25, 1.25),
-    # OpenAI (cached input as published; no charge for cache writes)
+    # OpenAI (cached input as published; no charge for cache writes), platform.openai.com
+    # pricing as of 2025-11. The stored documentation holds no OpenAI page for the later
+    # models (gpt-5.1 to gpt-5.6, gpt-6): only resellers' copies, not checked, so not listed
+    # (no price shown rather than a guessed one; the config's ``models: NAME: price:`` sets one).
     "gpt-5": Price(1.25, 10.0, 0.125, 0.0),
     "gpt-5-codex": Price(1.25, 10.0, 0.125, 0.0),
     "gpt-5-chat": Price(1.25, 10.0, 0.125, 0.0),

@@ -21,8 +21,18 @@ OFFLINE_CONTEXT_WINDOW = 32_000
 # Context windows in tokens. Matching: exact name, else the longest known prefix
 # (so "claude-sonnet-4-5-20250929" -> "claude-sonnet-4-5", "llama3.1:8b" -> "llama3.1").
 CONTEXT_WINDOWS: Mapping[str, int] = {
-    # Anthropic, from docs.anthropic.com "Models overview" and "Context windows":
-    # every current Claude model has a 200K window (Sonnet 4/4.5 offer 1M only in beta).
+    # Anthropic, from platform.claude.com/docs "Models overview" and each model's overview
+    # page ("Context window"), as stored on 2026-12-07: the 5-generation models and Haiku 5.5
+    # have 1M. Anthropic's models endpoint states each model's window (max_input_tokens),
+    # which is asked and preferred to this table (session/windowing.py); rows below it
+    # (Opus 4.6 to 4.8 included, whose pages were not in the stored docs) keep 200K.
+    "claude-fable-5": 1_000_000,
+    "claude-mythos-5": 1_000_000,
+    "claude-opus-5": 1_000_000,
+    "claude-sonnet-5": 1_000_000,
+    "claude-haiku-5": 1_000_000,
+    # Anthropic, docs.anthropic.com "Models overview" and "Context windows" (2025-11): 200K
+    # (Sonnet 4/4.5 offered 1M only in beta).
     "claude-opus-4-5": 200_000,
     "claude-opus-4-1": 200_000,
     "claude-opus-4": 200_000,
@@ -35,7 +45,9 @@ CONTEXT_WINDOWS: Mapping[str, int] = {
     "claude-3-opus": 200_000,
     "claude-3-haiku": 200_000,
     "claude": 200_000,
-    # OpenAI, from platform.openai.com/docs/models (each model's page, "Context window").
+    # OpenAI, from platform.openai.com/docs/models (each model's page, "Context window"), as
+    # of 2025-11 (the stored documentation holds no OpenAI page for later models: gpt-5.x
+    # matches gpt-5's row; OpenAI's models endpoint states no window).
     "gpt-5": 400_000,
     "gpt-5-mini": 400_000,
     "gpt-5-nano": 400_000,
@@ -105,6 +117,13 @@ _ENCODINGS: dict[str, Any] = {}  # encoding name -> tiktoken Encoding, or None w
 _MODEL_ENCODINGS: dict[str, str | None] = {}  # model -> encoding name from encoding_for_model
 _FALLBACK_ENCODINGS = ("cl100k_base",)  # vendored (models/encodings.py): no download
 
+
+def _vendored() -> frozenset[str]:
+    """The encodings read from rollchat's own files (models/data), never downloaded."""
+    from rollchat.models.encodings import VENDORED
+
+    return frozenset(VENDORED)
+
 # Overheads in the manner of OpenAI's cookbook recipe for chat models.
 PER_MESSAGE_TOKENS = 4
 PER_TOOL_CALL_TOKENS = 4
@@ -153,11 +172,12 @@ def estimate_tokens(text: str) -> int:
 
 
 def _own_encoding_name(model: str) -> str | None:
-    """The encoding tiktoken associates with ``model`` (a table lookup, no download)."""
+    """The encoding tiktoken associates with ``model`` (a table lookup, no download; an
+    "org/" prefix, as OpenRouter's openai/gpt-4o, is not part of the name)."""
     try:
         import tiktoken.model
 
-        return str(tiktoken.model.encoding_name_for_model(model))
+        return str(tiktoken.model.encoding_name_for_model(model.rsplit("/", 1)[-1]))
     except Exception:  # unknown to tiktoken (Claude, local models ...)
         return None
 
@@ -165,10 +185,11 @@ def _own_encoding_name(model: str) -> str | None:
 class TokenCounter:
     """Counts tokens for one model, never raising.
 
-    Tries, in order: tiktoken's encoding for the model (``encoding_for_model``, which may
-    download the file once and is skipped when ``allow_download`` is False), ``cl100k_base``
-    from the file vendored in models/data (sha256 checked), and finally a character
-    estimate. Encodings load lazily on the first count, once per process.
+    Tries, in order: the model's own encoding from the files vendored in models/data
+    (o200k_base for gpt-4o, gpt-4.1, the o-series and gpt-5; cl100k_base; sha256 checked),
+    else tiktoken's (``encoding_for_model``, which may download the file once and is skipped
+    when ``allow_download`` is False), then ``cl100k_base`` from its vendored file, and
+    finally a character estimate. Encodings load lazily on the first count, once per process.
     For Claude and local models cl100k is an approximation (their tokenizers are not
     public or differ); ``exact`` is True only when the model's own encoding is used.
     """
@@ -200,7 +221,11 @@ class TokenCounter:
         if self._resolved:
             return
         own = _own_encoding_name(self.model) if self.model else None
-        encoding = _model_encoding(self.model) if own and self._allow_download else None
+        encoding = None
+        if own in _vendored():  # gpt-4o and later (o200k_base), gpt-4: no download
+            encoding = _load_encoding(own)
+        elif own and self._allow_download:
+            encoding = _model_encoding(self.model)
         candidates = iter(_FALLBACK_ENCODINGS)
         while encoding is None:
             name = next(candidates, None)

@@ -5,6 +5,7 @@ Streaming and error mapping are in providers/sdk.py.
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -44,6 +45,7 @@ from rollchat.providers.sdk import (
     StreamParser,
     effort_for,
 )
+from rollchat.providers.window_probe import StatedWindow
 
 _CACHE = {"type": "ephemeral"}
 # The thinking blocks of an answer, sent back complete and unmodified before its tool_use
@@ -56,6 +58,7 @@ ADAPTIVE = ("claude-opus-4-6", "claude-sonnet-4-6", "claude-opus-4-7", "claude-o
             "claude-sonnet-5", "claude-mythos", "claude-fable")
 ADAPTIVE_ONLY = ("claude-opus-4-7", "claude-mythos", "claude-fable")
 DEFAULT_BUDGET = 8192  # ``thinking on`` on a model with budgets only
+MODELS_SECONDS = 10.0  # the models endpoint's answer (asked in the background)
 
 
 class AnthropicProvider(SDKProvider):
@@ -82,16 +85,34 @@ class AnthropicProvider(SDKProvider):
         params = request_params(request, images=images)
         needed = betas(request, self.hygiene)
         if not needed:
-            stream: SDKStream = create_fitted(client.messages.create, params, request.model)
+            stream: SDKStream = create_fitted(client.messages.create, params, request.model,
+                                              server=self._base_url)
             return stream
         if self.hygiene == "provider":
             params["context_management"] = {"edits": [dict(CLEAR_TOOL_USES)]}
         try:
             beta_stream: SDKStream = create_fitted(client.beta.messages.create,
-                                                   {**params, "betas": needed}, request.model)
+                                                   {**params, "betas": needed}, request.model,
+                                                   server=self._base_url)
         except Exception as exc:
             raise self._refused(exc, request) from None
         return beta_stream
+
+    def stated_window(self, model: str) -> StatedWindow | None:
+        """The window Anthropic's models endpoint states for ``model`` (``GET
+        /v1/models/{id}``: ``max_input_tokens`` of the SDK's ModelInfo, in recent API
+        versions); None when it states none or does not know the model (HTTP 404). Raises
+        when the server cannot be reached."""
+        client = self._sdk_client().with_options(timeout=MODELS_SECONDS, max_retries=0)
+        sdk = importlib.import_module(self.sdk)
+        try:
+            info = client.models.retrieve(model)
+        except sdk.APIStatusError:  # unknown model, a proxy without the endpoint ...
+            return None
+        tokens = getattr(info, "max_input_tokens", None)
+        if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens <= 0:
+            return None
+        return StatedWindow(tokens, "server", "/v1/models max_input_tokens")
 
     def _refused(self, exc: Exception, request: ChatRequest) -> Exception:
         """A compaction error for a request that sends a signed block back: the block is
@@ -116,7 +137,8 @@ class AnthropicProvider(SDKProvider):
         parser = CompactionParser()
         try:
             items = create_fitted(self._sdk_client().beta.messages.create,
-                                  {**params, "betas": [COMPACT_BETA]}, request.model)
+                                  {**params, "betas": [COMPACT_BETA]}, request.model,
+                                  server=self._base_url)
             try:
                 for item in items:
                     parser.feed(item)

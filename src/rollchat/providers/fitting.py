@@ -1,6 +1,6 @@
 """Sending a request with only the parameters its model takes (providers/model_params.py), and a
 server's "unsupported parameter" refusal retried once without that parameter, remembered for
-the model for the rest of the run."""
+the model at that server, in this run and the next ones (providers/refused.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from rollchat.providers.model_params import REFUSED, Refused, fitted, without
+from rollchat.providers.model_params import fitted, without
+from rollchat.providers.refused import REFUSED, Refused
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -62,12 +63,12 @@ def _retried(params: Mapping[str, Any], name: str) -> dict[str, Any]:
 
 
 def create_fitted(create: Callable[..., T], params: Mapping[str, Any], model: str, *,
-                  refused: Refused = REFUSED) -> T:
+                  server: str | None = None, refused: Refused = REFUSED) -> T:
     """``create(**params)`` with only what ``model`` takes. A 400 refusing one of the
-    parameters is retried once without it, and the parameter is not sent to the model again
-    in this run."""
+    parameters is retried once without it, and the parameter is not sent to the model at
+    ``server`` (its base URL; None: the provider's own) again, in this run or the next."""
     sent = fitted(params, model)
-    for name in refused.of(model):
+    for name in sorted(refused.of(model, server)):
         sent = _retried(sent, name)
     try:
         return create(**sent)
@@ -75,7 +76,7 @@ def create_fitted(create: Callable[..., T], params: Mapping[str, Any], model: st
         found = refused_parameter(exc, sent)
         if found is None:
             raise
-    refused.add(model, found)
+    refused.add(model, found, server)
     log.info("%s refused the parameter %r: sent again without it, and not sent to it again",
              model, found)
     return create(**_retried(sent, found))

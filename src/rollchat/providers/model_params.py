@@ -1,6 +1,6 @@
 """The request parameters each model family takes (sampling, the output limit's name, reasoning
-effort), and the ones a server refused during this run: a request carries only what its model
-takes (providers/fitting.py applies both). Here, not in models/: providers/ sits below it."""
+effort): a request carries only what its model takes (providers/fitting.py applies it, and what
+a server refused: providers/refused.py). Here, not in models/: providers/ sits below it."""
 
 # Where each rule comes from (checked December 2026):
 # - OpenAI reasoning models (o1, o3, o4-mini, the gpt-5 family): only the default temperature
@@ -17,15 +17,20 @@ takes (providers/fitting.py applies both). Here, not in models/: providers/ sits
 # - Anthropic claude-opus-4-1, -4-5, -4-6, claude-sonnet-4-5, -4-6, claude-haiku-4-5: one
 #   sampler only: "temperature and top_p cannot both be specified for this model"
 #   (browseros-ai/BrowserOS#208, open-webui/functions#9).
+# - Reasoning effort (the openai SDK's ReasoningEffort, "Reasoning models" guide): "none" from
+#   gpt-5.1 on (its default: no reasoning), "minimal" on gpt-5, -mini, -nano (their default is
+#   medium; "none" refused), o1/o3/o4-mini "low" at least; gpt-5-pro takes only "high".
 # - Anthropic's output limit is always ``max_tokens``; OpenAI-compatible servers (vLLM,
 #   llama.cpp, Ollama) read ``max_tokens``, api.openai.com takes ``max_completion_tokens``.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from rollchat.domain import ThinkingSetting
 
 SAMPLING = ("temperature", "top_p", "top_k")
 
@@ -71,28 +76,26 @@ def family_of(model: str) -> Family:
     return best
 
 
-class Refused:
-    """Parameters a server refused for a model in this run ("unsupported parameter"): never
-    sent to that model again. Shared by every provider object of the process."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_model: dict[str, set[str]] = {}
-
-    def add(self, model: str, name: str) -> None:
-        with self._lock:
-            self._by_model.setdefault(model, set()).add(name)
-
-    def of(self, model: str) -> frozenset[str]:
-        with self._lock:
-            return frozenset(self._by_model.get(model, ()))
-
-    def clear(self) -> None:
-        with self._lock:
-            self._by_model.clear()
-
-
-REFUSED = Refused()
+def reasoning_effort(model: str, setting: ThinkingSetting,
+                     budget_effort: Callable[[int], str]) -> str | None:
+    """The ``reasoning_effort`` of a Chat Completions request for rollchat's thinking setting
+    (``budget_effort``: the effort nearest a budget): None (not sent) for the model's default,
+    for a model known to take no effort (gpt-4o, gpt-4.1, gpt-5-chat: they do not reason), and
+    for gpt-5-pro (high only); "on": medium (gpt-5.1 and later do not reason by default);
+    "off": the least the model takes (none, minimal or low); a budget: the nearest effort. An
+    unknown model (a compatible server's) gets it too: a refusal is learned."""
+    family = family_of(model)
+    name = model.lower().rsplit("/", 1)[-1]
+    if setting is None or name.startswith("gpt-5-pro") or not (
+            family.reasoning_effort or family is ANY_MODEL):
+        return None
+    if setting == "on":
+        return "medium"
+    if setting == "off":
+        if re.match(r"gpt-5\.\d", name):  # gpt-5.1 and later: none is their default
+            return "none"
+        return "minimal" if name.startswith("gpt-5") else "low"
+    return budget_effort(int(setting))
 
 
 def without(params: Mapping[str, Any], names: frozenset[str] | set[str]) -> dict[str, Any]:

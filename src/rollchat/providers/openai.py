@@ -20,12 +20,14 @@ from rollchat.providers.base import (
 from rollchat.providers.content import all_sendable, b64
 from rollchat.providers.fitting import create_fitted
 from rollchat.providers.lanes import traced_http_client
+from rollchat.providers.model_params import reasoning_effort
 from rollchat.providers.names import OPENAI, SDK_MODULES
 from rollchat.providers.sdk import (
     PartialCall,
     SDKProvider,
     SDKStream,
     StreamParser,
+    effort_for,
 )
 
 _NO_KEY = "not-needed"  # local OpenAI-compatible servers ignore the key, the SDK wants one
@@ -46,7 +48,8 @@ class OpenAIProvider(SDKProvider):
         official = _is_official(self._base_url)
         params = request_params(request, official=official,
                                 images=official if self.images is None else self.images)
-        stream: SDKStream = create_fitted(client.chat.completions.create, params, request.model)
+        stream: SDKStream = create_fitted(client.chat.completions.create, params, request.model,
+                                          server=self._base_url)
         return stream
 
     def _parser(self) -> StreamParser:
@@ -66,7 +69,8 @@ def request_params(request: ChatRequest, *, official: bool = False,
     api.openai.com, and to a server whose model is set to take them (``images``); others get
     their text stand-ins (many serve text-only models that refuse image parts). The chain's
     cache key goes to api.openai.com only, as ``prompt_cache_key`` (a compatible server may
-    refuse a parameter it does not know).
+    refuse a parameter it does not know). The thinking setting goes as ``reasoning_effort``
+    where the model takes one (providers/model_params.reasoning_effort).
     """
     messages: list[dict[str, Any]] = []
     if request.system:
@@ -78,6 +82,9 @@ def request_params(request: ChatRequest, *, official: bool = False,
     params["max_completion_tokens" if official else "max_tokens"] = request.max_output_tokens
     if request.temperature is not None:
         params["temperature"] = request.temperature
+    effort = reasoning_effort(request.model, request.thinking, effort_for)
+    if effort is not None:  # None: the model's default, or a model that does not reason
+        params["reasoning_effort"] = effort
     if request.tools:
         params["tools"] = [tool_param(t) for t in request.tools]
     if official and request.cache_key:

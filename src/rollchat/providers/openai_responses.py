@@ -100,7 +100,7 @@ class ResponsesProvider(CompactingResponses):
     def _open(self, client: Any, request: ChatRequest) -> SDKStream:
         try:
             stream: SDKStream = create_fitted(client.responses.create, self._params(request),
-                                              request.model)
+                                              request.model, server=self._base_url)
         except Exception as exc:
             raise self._refused(exc, request) from None
         return stream

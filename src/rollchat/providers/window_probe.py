@@ -1,6 +1,8 @@
-"""Asking a local server the model's context window before the first request: llama.cpp
-(``/v1/models`` meta ``n_ctx``, ``/props``), vLLM (``max_model_len``), Ollama (``/api/show``:
-``num_ctx`` as configured, else ``/api/ps``), LM Studio (``/api/v0/models``)."""
+"""Asking a server the model's context window before the first request: llama.cpp
+(``/v1/models`` meta ``n_ctx``, ``/props``), vLLM (``max_model_len``), OpenRouter and others
+(``context_length``), Ollama (``/api/show``: ``num_ctx`` as configured, else ``/api/ps``), LM
+Studio (``/api/v0/models``); a provider that tells it through its SDK (``WindowTeller``:
+Anthropic's ``GET /v1/models/{id}``, ``max_input_tokens``)."""
 
 # The shapes: tests/fixtures/real/ (llama.cpp's own bytes, recorded) and the Ollama and vLLM
 # documented ones beside them (their sources in PROVENANCE.md). Each question has a short
@@ -14,7 +16,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 WindowSource = Literal["server", "configured", "guess"]
@@ -31,6 +33,14 @@ class StatedWindow:
     tokens: int
     source: WindowSource
     where: str
+
+
+@runtime_checkable
+class WindowTeller(Protocol):
+    """A provider that tells a model's window itself (its SDK's models endpoint); None when
+    it does not say. Raises when the server cannot be reached (asked again later)."""
+
+    def stated_window(self, model: str) -> StatedWindow | None: ...
 
 
 Fetch = Callable[[str, "Mapping[str, Any] | None"], Any]  # (url, JSON body or None) -> JSON
@@ -109,15 +119,16 @@ def _entry(data: object, model: str, key: str = "id") -> Mapping[str, Any] | Non
 
 def from_models(body: object, model: str) -> StatedWindow | None:
     """``/v1/models``: llama.cpp's ``meta.n_ctx`` (its ``n_ctx_train`` is not it), vLLM's
-    ``max_model_len``."""
+    ``max_model_len``, ``context_length`` (OpenRouter's, SGLang's)."""
     entry = _entry(body.get("data"), model) if isinstance(body, Mapping) else None
     if entry is None:
         return None
     meta = entry.get("meta")
     if isinstance(meta, Mapping) and _positive(meta.get("n_ctx")):
         return StatedWindow(meta["n_ctx"], "server", "/v1/models meta.n_ctx")
-    if _positive(entry.get("max_model_len")):
-        return StatedWindow(entry["max_model_len"], "server", "/v1/models max_model_len")
+    for field in ("max_model_len", "context_length"):  # vLLM; OpenRouter, SGLang and others
+        if _positive(entry.get(field)):
+            return StatedWindow(entry[field], "server", f"/v1/models {field}")
     return None
 
 
@@ -170,12 +181,17 @@ def from_lm_studio(body: object, model: str) -> StatedWindow | None:
 _asked: set[tuple[str, str]] = set()
 
 
-def ask_once(base_url: str, model: str) -> bool:
-    """True the first time in this process a server and model are to be asked (not the
-    official APIs: their windows are in rollchat's table)."""
-    if not askable(base_url) or (base_url, model) in _asked:
+def ask_once(base_url: str | None, model: str, *, teller: bool = False) -> bool:
+    """True the first time in this process a server and model are to be asked: a provider
+    that tells windows itself (``teller``) at any URL (None: its own), else a server at
+    ``base_url`` that is not an official API (whose models endpoint states no window:
+    rollchat's table has them)."""
+    if not teller and (not base_url or not askable(base_url)):
         return False
-    _asked.add((base_url, model))
+    key = (base_url or "", model)
+    if key in _asked:
+        return False
+    _asked.add(key)
     return True
 
 

@@ -117,7 +117,7 @@ class Session(CompactorFigures):
             window=context_window)
         self._own: tuple[str | None, Memory | None] = (None, memory)  # (see _resize)
         self.current.follow_window(self._resize)
-        asked(self.current.windows)  # the server asked its window, in the background
+        asked(self.current.windows, self.current.provider)  # asked in the background
         same = summary_provider is engine_settings.provider and summary_model == model
         summarizer = Summarizer(summary_provider, model=summary_model, config=config.summary,
                                 budget=budget, counter=self.counter, engine=agent.compaction.engine,
@@ -195,7 +195,7 @@ class Session(CompactorFigures):
         self.counter.use_model(model)
         window = window_of(self.config, current.windows.book, self.agent.base_url, model)
         current.switch(model, window)
-        ask_server(current.windows, again=True)  # its window, as the server states it now
+        ask_server(current.windows, current.provider, again=True)  # its window as stated now
         self._switched = f"{model} answers from here on (was {old})"
         return window
 
@@ -313,7 +313,8 @@ class Session(CompactorFigures):
                         ) -> Generator[Event, None, tuple[str, Message]]:
         """The plan before a message is sent: compact first (the message then gets the new
         context's block), or start a summary in the background; (block, pending) to send."""
-        compacted = yield from windowed(self.windows, self.compactor, self.state, pending)
+        compacted = yield from windowed(self.windows, self.current.provider, self.compactor,
+                                        self.state, pending)
         if compacted:  # a new context: its own profile and time, nothing sent yet
             again = self._block(text)
             if again != block:
