@@ -219,3 +219,19 @@ def resolve(ref: str, listing: Listing, current: str | None = None) -> SessionIn
     if isinstance(found, int):
         return not_current(sessions[found - 1], current)
     return not_current(next(s for s in sessions if s.session_id == found), current)
+
+
+def lineage(sessions: Sequence[SessionInfo], listed: Sequence[SessionInfo]) -> list[SessionInfo]:
+    """``sessions`` and every session they continue (Resumed From, and theirs...) among
+    ``listed``, as far as it goes."""
+    by_id = {s.session_id: s for s in listed}
+    found = {s.session_id: s for s in sessions}
+    wanted = [s.resumed_from for s in sessions if s.resumed_from]
+    while wanted:
+        sid = wanted.pop()
+        if sid in found or sid not in by_id:
+            continue
+        found[sid] = parent = by_id[sid]
+        if parent.resumed_from:
+            wanted.append(parent.resumed_from)
+    return list(found.values())
