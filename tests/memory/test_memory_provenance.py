@@ -301,23 +301,14 @@ def test_the_rules_read_only_the_users_messages() -> None:
                           (1, "tool", OTHERS_SAY), (None, "system", OTHERS_SAY)]) == []
 
 
-@dataclass
-class SaysItself:
+class SaysItself(OfflineProvider):
     """The offline model, except that every chat answer says, in the first person, what the
     user asked about (the user's message holds the same words, as a question)."""
 
-    inner: OfflineProvider = field(default_factory=lambda: OfflineProvider(word_delay=0))
-    name: str = "offline"
-
     def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
-        if request.purpose != "chat":
-            yield from self.inner.stream(request)
-            return
-        yield TextDelta(OTHERS_SAY)
-        yield Done("end")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+        if request.purpose == "chat":
+            return iter((TextDelta(OTHERS_SAY), Done("end")))
+        return super().stream(request)
 
 
 def test_what_the_assistant_says_in_the_first_person_never_becomes_a_fact(
@@ -325,7 +316,7 @@ def test_what_the_assistant_says_in_the_first_person_never_becomes_a_fact(
     """End to end: the question holds every content word of the answer's statements, so the
     grounding check alone would keep them; only the rules' reading the user's words alone
     keeps them out (at compaction: the model's extraction; at exit: the local rules)."""
-    chat = chat_with(tmp_path, SaysItself())
+    chat = chat_with(tmp_path, SaysItself(word_delay=0))
     shown = chat.type("Tabs or spaces, vim or emacs, Fridays or not, mocks or no mocks: "
                       "which do you prefer, and what should we deploy and remember?")
     assert "I prefer tabs over spaces" in shown  # the assistant said it
