@@ -259,6 +259,14 @@ class Turn:
     def notes(self) -> tuple[Note, ...]:
         return tuple(b for b in self.blocks if isinstance(b, Note))
 
+    @property
+    def title(self) -> str:
+        """What the turn is, as plain text names it ("Query 3", "Carried over 1", "Session
+        restored", "Handed off"): on screen, in the archive tool, in a handoff."""
+        if self.kind in QUERY_KINDS:
+            return f"{'Query' if self.kind == 'query' else 'Carried over'} {self.number}"
+        return "Handed off" if self.kind == "handoff" else "Session restored"
+
 
 ROUND_SEPARATOR = "\n\n"  # between two rounds' texts, on screen and in ``Turn.assistant``
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -124,26 +125,48 @@ def _piped_process(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
     assert process.stdin is not None
     process.stdin.write("use list_notes\n")
     process.stdin.flush()
-    pid = int(wait_for_file(tmp_path / "server.pid"))
-    assert alive(pid)
+    try:
+        pid = int(wait_for_file(tmp_path / "server.pid"))
+        assert alive(pid)
+        _answered(process)
+    except BaseException:
+        process.kill()
+        raise
     return process, pid
+
+
+def _answered(process: subprocess.Popen[str], seconds: float = 60) -> None:
+    """Wait until rollchat has answered the piped ``use list_notes`` (the turn's ``Time:``
+    footer on its stdout): the server ran the call, and rollchat reads the next line."""
+    assert process.stdout is not None
+    fd, said, deadline = process.stdout.fileno(), b"", time.monotonic() + seconds
+    while b"Time:" not in said:
+        left = deadline - time.monotonic()
+        assert left > 0 and select.select([fd], [], [], left)[0], said.decode(errors="replace")
+        chunk = os.read(fd, 65536)
+        assert chunk, f"rollchat ended: {said.decode(errors='replace')}"
+        said += chunk
 
 
 def test_sigterm_stops_the_servers(tmp_path: Path) -> None:
     process, pid = _piped_process(tmp_path)
-    time.sleep(1.0)
-    process.send_signal(signal.SIGTERM)
-    _, err = process.communicate(timeout=60)
-    assert process.returncode == 128 + signal.SIGTERM, err
-    assert gone_within(pid, 5)
+    try:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+        assert process.returncode == 128 + signal.SIGTERM, err
+        assert gone_within(pid, 5)
+    finally:
+        process.kill()
 
 
 def test_ctrl_c_of_piped_rollchat_stops_the_servers(tmp_path: Path) -> None:
     process, pid = _piped_process(tmp_path)
-    time.sleep(1.0)
-    process.send_signal(signal.SIGINT)
-    process.communicate(timeout=60)
-    assert gone_within(pid, 5)
+    try:
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=60)
+        assert gone_within(pid, 5)
+    finally:
+        process.kill()
 
 
 def test_in_a_terminal_servers_start_behind_the_prompt_and_stop_on_exit(

@@ -7,11 +7,12 @@ offers (without a terminal: takes) the newest of its chain. Real runs, piped."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from pathlib import Path
 
-from rollchat.storage.transcript import parse
+from rollchat.storage.transcript import parse, parse_head
 from tests.e2e import run_piped, write_config
 
 FAST = "ui:\n  offline_word_delay: 0\n"
@@ -20,8 +21,18 @@ FAST = "ui:\n  offline_word_delay: 0\n"
 def _chat(tmp_path: Path, cfg: Path, text: str, *args: str) -> str:
     done = run_piped(tmp_path, text, "--config", str(cfg), *args)
     assert done.returncode == 0, done.stderr
-    time.sleep(1.1)  # the next session starts a second later: the order is by start time
+    _past_the_newest_start(tmp_path)
     return done.stdout + done.stderr
+
+
+def _past_the_newest_start(tmp_path: Path) -> None:
+    """Wait until the clock is past the second the newest session started in (THE order is by
+    start time, in whole seconds): a later chat's session is then later in it, however loaded
+    the machine. Mostly no wait at all: a run takes longer than that under load."""
+    dates = [parse_head((tmp_path / "sessions" / f"{i}.md").read_text()).header.date
+             for i in _ids(tmp_path)]
+    if dates:
+        time.sleep(max(0.0, math.floor(max(dates).timestamp()) + 1 - time.time()))
 
 
 def _numbers(tmp_path: Path, cfg: Path, *command: str) -> dict[str, int]:

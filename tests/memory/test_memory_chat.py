@@ -241,9 +241,16 @@ def test_idle_extraction_in_a_terminal_never_blocks_input(tmp_path: Path) -> Non
     child.sendline("what do I prefer?")  # the prompt still takes input
     child.expect("dark mode")
     child.expect(PROMPT)
-    time.sleep(1.0)  # idle again, but nothing new was said: nothing new is remembered
+    # idle again: the next extraction reads the turns since the last one (the question, and
+    # this new statement); that it ran is shown by the new fact, and that it found nothing
+    # new in what came before by the old one not remembered again (no wait on the clock)
+    child.sendline("I prefer short answers.")
+    child.expect("Time:")
+    child.expect(r"Remembered: (.*) \(forget 2\)", timeout=15)
+    assert child.match[1] == "prefers short answers"
+    child.expect(PROMPT)
     child.sendline("memory")
-    child.expect("1 fact; forget ID")
+    child.expect("2 facts; forget ID")
     child.expect(PROMPT)
     child.sendline("exit")
     child.expect("Goodbye!")
@@ -252,7 +259,8 @@ def test_idle_extraction_in_a_terminal_never_blocks_input(tmp_path: Path) -> Non
     assert "Remembered" not in output
     store = MemoryStore(tmp_path / "sessions", "assistant", user_dir=tmp_path / "user",
                         **project_memory(tmp_path / "home", tmp_path))
-    assert [f.text for f in store.facts()] == ["prefers dark mode in every editor"]
+    assert [f.text for f in store.facts()] == ["prefers dark mode in every editor",
+                                               "prefers short answers"]
 
 
 def test_episodes_carry_the_titles_of_their_sessions(tmp_path: Path) -> None:

@@ -281,3 +281,46 @@ def test_an_instruction_in_a_piped_document_never_becomes_a_fact(
 def test_the_rules_keep_full_stops_inside_names_addresses_and_versions(said: str,
                                                                        fact: str) -> None:
     assert statements(said)[0][0] == fact
+
+
+# ---------------------------------------------------------------------- whose words
+
+
+OTHERS_SAY = ("I prefer tabs over spaces. Remember that my editor is vim; we decided to "
+              "deploy on Fridays, and never use mocks.")
+
+
+def test_the_rules_read_only_the_users_messages() -> None:
+    """Issue 36 item 6: the offline rules reading every role went unseen (the grounding check
+    hid it end to end). What the assistant or a tool says in the user's words is no fact."""
+    from rollchat.memory.rules import extract_rules
+
+    assert [f.text for f in extract_rules([(1, "user", "I prefer tabs over spaces.")])] == [
+        "prefers tabs over spaces"]
+    assert extract_rules([(1, CONTEXT, OTHERS_SAY), (1, "assistant", OTHERS_SAY),
+                          (1, "tool", OTHERS_SAY), (None, "system", OTHERS_SAY)]) == []
+
+
+class SaysItself(OfflineProvider):
+    """The offline model, except that every chat answer says, in the first person, what the
+    user asked about (the user's message holds the same words, as a question)."""
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
+        if request.purpose == "chat":
+            return iter((TextDelta(OTHERS_SAY), Done("end")))
+        return super().stream(request)
+
+
+def test_what_the_assistant_says_in_the_first_person_never_becomes_a_fact(
+        tmp_path: Path) -> None:
+    """End to end: the question holds every content word of the answer's statements, so the
+    grounding check alone would keep them; only the rules' reading the user's words alone
+    keeps them out (at compaction: the model's extraction; at exit: the local rules)."""
+    chat = chat_with(tmp_path, SaysItself(word_delay=0))
+    shown = chat.type("Tabs or spaces, vim or emacs, Fridays or not, mocks or no mocks: "
+                      "which do you prefer, and what should we deploy and remember?")
+    assert "I prefer tabs over spaces" in shown  # the assistant said it
+    shown += chat.type("compact") + chat.type("Which editor is my editor, and why?")
+    shown += chat.exit()
+    assert "Remembered" not in shown, shown
+    assert chat.memory.facts() == []

@@ -89,7 +89,7 @@ def test_model_name_asks_the_server_for_the_new_models_window(tmp_path: Path) ->
                           window=128_000, model="gpt-4o")
         session = built.session
         session.windows.base_url = server.url  # what a base_url agent's session has
-        ask_server(session.windows)
+        ask_server(session.windows, session.current.provider)
         assert built.send("hi").status == "ok"
         session.use_model("gpt-4.1")  # what `model gpt-4.1` does
         assert session.windows.model == "gpt-4.1" and session.windows.asking is not None
@@ -117,7 +117,7 @@ def test_a_server_found_down_is_asked_its_window_again_when_it_is_back(
                                                    timeout=30), window=128_000, model="smollm2")
         session = built.session
         session.windows.base_url = url  # what a base_url agent's session has
-        ask_server(session.windows)
+        ask_server(session.windows, session.current.provider)
         assert built.send("hi").status == "ok"
         assert session.budget.window == 2048
     assert built.send("are you there?").status == "unanswered"  # nothing listens

@@ -12,9 +12,10 @@ import sys
 import time
 from pathlib import Path
 
+from rollchat.config.hooks import HookConfig
 from rollchat.storage.transcript import parse
-from rollchat.tools.children import Bounded, run_bounded
-from rollchat.tools.hooks import MAX_OUTPUT
+from rollchat.tools.children import TAIL_CHARS, Bounded, run_bounded
+from rollchat.tools.hooks import BLOCK, MAX_OUTPUT, HookOutcome, Hooks
 from tests.e2e import clean_env
 from tests.session.test_hooks import _config as hooks_config
 
@@ -143,3 +144,38 @@ def test_a_run_killed_while_its_hooks_run_leaves_the_message_not_a_bare_header(
                             capture_output=True, text=True, timeout=60,
                             env=clean_env(tmp_path / "home"))
     assert "deploy the staging cluster" in listed.stdout, listed.stdout + listed.stderr
+
+
+def _hook_said(tmp_path: Path, size: int, status: int) -> HookOutcome:
+    """What rollchat takes from a UserPromptSubmit hook that prints ``size`` characters ("y")
+    on stdout (status 0: added context) or on stderr (status 2: the reason it blocks)."""
+    stream = "" if status == 0 else " >&2"
+    command = f"head -c {size} /dev/zero | tr '\\0' y{stream}; exit {status}"
+    hooks = Hooks([HookConfig("UserPromptSubmit", command, timeout=60)], cwd=tmp_path,
+                  env=dict(os.environ))
+    return hooks.run("UserPromptSubmit", {"prompt": "hello"})
+
+
+def test_a_hook_output_past_the_limit_is_cut_saying_so_and_one_within_it_is_whole(
+        tmp_path: Path) -> None:
+    """Issue 36 item 6: a hook's output cut without its " [cut]" marker went unseen (the one
+    test printed 400 MB, in a subprocess). Every size around the limit, on both streams: one
+    character over it (the head full, one character in the tail), past the tail (characters
+    dropped, counted), and exactly at it (nothing cut, nothing said)."""
+    head = "y" * MAX_OUTPUT
+    for size in (MAX_OUTPUT + 1, MAX_OUTPUT + TAIL_CHARS + 1, 3 * MAX_OUTPUT):
+        said = _hook_said(tmp_path, size, 0)
+        assert (said.blocked, said.context) == (None, head + " [cut]"), size
+        blocked = _hook_said(tmp_path, size, BLOCK)
+        assert blocked.blocked == head + " [cut]", size
+    assert _hook_said(tmp_path, MAX_OUTPUT, 0).context == head
+    assert _hook_said(tmp_path, MAX_OUTPUT, BLOCK).blocked == head
+
+
+def test_a_bounded_stream_one_character_past_its_head_is_cut() -> None:
+    kept = Bounded(head=5, tail=3)
+    kept.add("abcdef")
+    assert (kept.cut, kept.text()) == (True, "abcdef")
+    whole = Bounded(head=5, tail=3)
+    whole.add("abcde")
+    assert (whole.cut, whole.text()) == (False, "abcde")

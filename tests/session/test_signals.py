@@ -84,8 +84,7 @@ def test_sighup_at_the_prompt_saves_with_a_summary(tmp_path: Path) -> None:
     child.expect(PROMPT)
     child.sendline("we decided to ship on friday")
     child.expect("Time:")
-    child.expect(PROMPT)
-    time.sleep(0.3)  # at the prompt, waiting for input
+    child.expect(PROMPT)  # at the prompt, waiting for input
     child.kill(signal.SIGHUP)
     child.expect(pexpect.EOF, timeout=30)
     child.close()

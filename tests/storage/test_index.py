@@ -409,3 +409,28 @@ def test_a_large_file_saved_without_its_text_is_still_found(tmp_path: Path,
         assert not db.execute("SELECT count(*) FROM docs WHERE docs MATCH 'narwhals'").fetchone()[0]
     assert [h.session_id for h in store.index.search("narwhals")] == [live.session_id]
     live.close()
+
+
+def test_the_index_and_a_listing_number_sessions_in_the_one_order(tmp_path: Path) -> None:
+    """Issue 36 item 4: THE order is written once (listing.ORDER); the index's SQL listing,
+    its search numbers and ``numbered`` over the same sessions agree, ties on the start time
+    (broken by the id) and a session with nothing in it (last) included."""
+    from rollchat.storage.listing import numbered
+
+    root = tmp_path / "s"
+    same = T0 + timedelta(minutes=5)
+    ids = [write_session(root, i, topic="redis") for i in range(3)]
+    ids += [write_session(root, 5, topic="redis", sid=f"assistant_{same:%Y%m%d_%H%M%S}_{x}")
+            for x in ("b0", "a9", "c1")]
+    header = SessionHeader("assistant_20260301_091000_0e", T0 + timedelta(minutes=10),
+                           "Assistant", "config:assistant", "m", "offline")
+    (root / f"{header.session_id}.md").write_text(render(Transcript(header, ())))
+    index = SessionIndex(root)
+    found = index.listing().sessions
+    listed = [s.session_id for s in found]
+    for infos in (found[::-1], sorted(found, key=lambda s: s.session_id)):  # (any order in)
+        assert [s.session_id for s in numbered(list(infos), []).sessions] == listed
+    assert listed == [*[f"assistant_{same:%Y%m%d_%H%M%S}_{x}" for x in ("c1", "b0", "a9")],
+                      ids[2], ids[1], ids[0], header.session_id]
+    assert {h.session_id: h.number for h in index.search("redis")} == {
+        sid: n for n, sid in enumerate(listed, 1) if sid != header.session_id}

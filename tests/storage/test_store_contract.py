@@ -184,6 +184,26 @@ def test_resolve_by_number_id_prefix_and_suffix(store: Store) -> None:
         resolve("zzz", listing)
 
 
+def test_the_store_resolves_and_follows_lineage_itself(store: Store) -> None:
+    """Issue 36 item 4: resolve and lineage are the Store's (the session asks no index)."""
+    a = _session(store, 0, 1, True)
+    b = _new(store, 1, parent=a)
+    b.append_turn(_turn(1), "Assistant")
+    c = _new(store, 2, parent=b)
+    c.append_turn(_turn(1), "Assistant")
+    other = _session(store, 3, 1, True)
+    assert [store.resolve(r).session_id for r in ("1", "2", "4", a.session_id[-4:])] == [
+        other.session_id, c.session_id, a.session_id, a.session_id]
+    with pytest.raises(StoreError, match="is the current session"):
+        store.resolve("2", current=c.session_id)
+    with pytest.raises(StoreError, match="between 1 and 4"):
+        store.resolve("5")
+    newest = store.resolve(c.session_id)
+    assert {s.session_id for s in store.lineage([newest])} == {
+        a.session_id, b.session_id, c.session_id}
+    assert [s.session_id for s in store.lineage([store.resolve("1")])] == [other.session_id]
+
+
 def test_unknown_and_invalid_ids_are_store_errors(store: Store) -> None:
     _new(store)
     with pytest.raises(StoreError, match="no session"):

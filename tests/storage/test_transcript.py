@@ -419,3 +419,32 @@ def test_a_saved_prompt_turn_keeps_what_was_typed_beside_the_prompt() -> None:
     # a file written before the field existed: the same turn, nothing typed
     old = text.replace("*Typed:* /review a.py\\n*Typed:* forged\n\n", "")
     assert parse(old).turns[0] == replace(turn, typed="")
+
+
+@pytest.mark.parametrize("blocks", [
+    # text written before the tool blocks, then the answer after their results
+    (Text("Let me look at the config first."), ToolUse(ToolCall("c1", "read", {"p": "a"})),
+     ToolResult("c1", "port: 80"), Text("It listens on port 80.")),
+    # several rounds, text between each, two calls at once, a note and thinking among them
+    (Thinking("which file?"), Text("Checking two files."),
+     ToolUse(ToolCall("c1", "read", {"p": "a"})), ToolUse(ToolCall("c2", "read", {"p": "b"})),
+     ToolResult("c1", "A"), ToolResult("c2", "B", is_error=True), Text("Now the third."),
+     Note("compaction", "earlier"), ToolUse(ToolCall("c3", "read", {"p": "c"})),
+     ToolResult("c3", "C"), Text("All three read.")),
+    # tools first, no text before them
+    (ToolUse(ToolCall("c1", "ls", {})), ToolResult("c1", "x"), Text("Done.")),
+], ids=["text-then-tools", "interleaved", "tools-then-text"])
+def test_blocks_keep_their_order_through_the_file(blocks: tuple[Block, ...]) -> None:
+    """Issue 36 item 6: the block order (text written before tool blocks above all) checked by
+    examples, as well as by the property tests above (which take minutes to meet a reorder)."""
+    turn = Turn("query", 1, T0, "what port?", blocks, elapsed=1.0, usage=Usage(1, 2))
+    text = render(Transcript(_header(total_queries=1, total_tokens=3), (turn,)))
+    assert parse(text).turns[0].blocks == blocks
+    # and the file reads in that order: each text where it was written among the calls
+    body = text[text.index("**You:**"):]
+    first_call = next(i for i, b in enumerate(blocks) if isinstance(b, ToolUse))
+    where = [body.index(b.text) for b in blocks if isinstance(b, Text)]
+    assert where == sorted(where)
+    for i, b in enumerate(blocks):
+        if isinstance(b, Text):
+            assert (body.index(b.text) < body.index("*Tool call:*")) is (i < first_call), b

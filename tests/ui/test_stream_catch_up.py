@@ -5,6 +5,7 @@ not held until the next chunk."""
 from __future__ import annotations
 
 import io
+import threading
 import time
 
 import pytest
@@ -40,11 +41,15 @@ def test_what_came_right_after_a_redraw_is_drawn_before_the_next_chunk(what: str
 
 def test_nothing_is_drawn_after_close() -> None:
     out = io.StringIO()
+    before = set(threading.enumerate())
     stream = MarkdownStream(Console(file=out, force_terminal=True, width=80), live=True)
+    [drawer] = [t for t in threading.enumerate()
+                if t not in before and t.name == "rollchat-redraw"]
     stream.feed("Alpha ")
     stream.last_refresh = time.monotonic()
     stream.feed("omega")
     stream.close()  # prints the block whole
     after = out.getvalue()
-    time.sleep(0.3)  # (several catch-up periods: a thread still drawing would write again)
+    drawer.join(30)  # the catch-up thread ends with the stream: what it drew is drawn by now
+    assert not drawer.is_alive()
     assert out.getvalue() == after and "Alpha omega" in after

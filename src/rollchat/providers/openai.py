@@ -14,7 +14,6 @@ from rollchat.providers.base import (
     StreamEvent,
     TextDelta,
     ThinkingDelta,
-    ToolCallEvent,
     ToolSpec,
 )
 from rollchat.providers.content import all_sendable, b64
@@ -23,6 +22,7 @@ from rollchat.providers.lanes import traced_http_client
 from rollchat.providers.model_params import reasoning_effort
 from rollchat.providers.names import OPENAI, SDK_MODULES
 from rollchat.providers.sdk import (
+    HeldCallsParser,
     PartialCall,
     SDKProvider,
     SDKStream,
@@ -143,18 +143,13 @@ def tool_param(spec: ToolSpec) -> dict[str, Any]:
         "name": spec.name, "description": spec.description, "parameters": parameters}}
 
 
-class _ChunksParser(StreamParser):
+class _ChunksParser(HeldCallsParser):
     """Chat Completions chunks: text deltas, tool calls in indexed fragments (yielded after
     the text, at the end), usage in the last chunk; finished once a finish_reason came."""
 
     stop_reasons: ClassVar[Mapping[str, str]] = {
         "stop": "end", "tool_calls": "tool_use", "function_call": "tool_use",
         "length": "max_tokens"}
-
-    def __init__(self) -> None:
-        self.calls: dict[int, PartialCall] = {}
-        self.finish_reason: str | None = None
-        self.last_usage: Usage | None = None
 
     def feed(self, item: Any) -> Iterator[StreamEvent]:
         if getattr(item, "usage", None) is not None:
@@ -168,17 +163,7 @@ class _ChunksParser(StreamParser):
                 yield TextDelta(delta.content)
             for part in (delta.tool_calls if delta is not None else None) or ():
                 self._accumulate(part)
-            self.finish_reason = choice.finish_reason or self.finish_reason
-
-    def stop_reason(self) -> str | None:
-        return self.finish_reason
-
-    def usage(self) -> Usage | None:
-        return self.last_usage
-
-    def held_calls(self) -> Iterator[ToolCallEvent]:
-        for index in sorted(self.calls):
-            yield ToolCallEvent(self.calls[index].build())
+            self.finished = choice.finish_reason or self.finished
 
     def _accumulate(self, part: Any) -> None:
         call = self.calls.setdefault(part.index or 0, PartialCall())

@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence, Set
 from typing import Any, ClassVar
 
-from rollchat.domain import Image, Message, ProviderBlock, Usage, interleaved
+from rollchat.domain import Image, Message, ProviderBlock, interleaved
 from rollchat.providers.base import (
     BadRequestError,
     ChatRequest,
@@ -20,7 +20,6 @@ from rollchat.providers.base import (
     StreamEvent,
     TextDelta,
     ThinkingDelta,
-    ToolCallEvent,
     ToolSpec,
 )
 from rollchat.providers.content import all_sendable, b64
@@ -39,6 +38,7 @@ from rollchat.providers.openai_responses_compaction import (
     usage_from,
 )
 from rollchat.providers.sdk import (
+    HeldCallsParser,
     PartialCall,
     SDKStream,
     StreamParser,
@@ -256,7 +256,7 @@ def item_json(item: Any) -> str:
     return json.dumps(item.to_dict(mode="json"), ensure_ascii=False, separators=(",", ":"))
 
 
-class _EventsParser(StreamParser):
+class _EventsParser(HeldCallsParser):
     """The Responses stream: text deltas, function calls (their arguments in deltas, whole in
     ``output_item.done``; yielded at the end, in output order), reasoning and compaction items
     when done, usage and the end in ``response.completed`` / ``response.incomplete``; an
@@ -266,11 +266,9 @@ class _EventsParser(StreamParser):
         "completed": "end", "calls": "tool_use", "max_output_tokens": "max_tokens"}
 
     def __init__(self) -> None:
-        self.calls: dict[int, PartialCall] = {}
+        super().__init__()
         self.item_ids: dict[int, str] = {}  # the message and function_call items' ids
         self.message_id: str | None = None
-        self.finished: str | None = None
-        self.last_usage: Usage | None = None
 
     def feed(self, item: Any) -> Iterator[StreamEvent]:
         kind = getattr(item, "type", "")
@@ -316,12 +314,6 @@ class _EventsParser(StreamParser):
         else:
             self.finished = "calls" if self.calls else "completed"
 
-    def stop_reason(self) -> str | None:
-        return self.finished
-
-    def usage(self) -> Usage | None:
-        return self.last_usage
-
     def held_calls(self) -> Iterator[StreamEvent]:
         """The ids of the items (ITEM_IDS, when the server gave any), then the calls."""
         calls = {self.calls[i].id: self.item_ids[i] for i in self.calls if i in self.item_ids}
@@ -330,8 +322,7 @@ class _EventsParser(StreamParser):
                    **({"calls": calls} if calls else {})}
             yield ProviderBlock(OPENAI_RESPONSES, ITEM_IDS,
                                 json.dumps(ids, ensure_ascii=False, separators=(",", ":")))
-        for index in sorted(self.calls):
-            yield ToolCallEvent(self.calls[index].build())
+        yield from super().held_calls()
 
 
 def failure(code: str, message: str, kind: str) -> ProviderError:

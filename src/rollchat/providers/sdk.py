@@ -35,6 +35,7 @@ from rollchat.providers.base import (
     ServerDownError,
     ServerError,
     StreamEvent,
+    ToolCallEvent,
     UsageEvent,
 )
 from rollchat.providers.context_errors import (
@@ -117,6 +118,27 @@ class PartialCall:
     def build(self) -> ToolCall:
         raw = "".join(self.fragments)
         return ToolCall(self.id, self.name, parse_arguments(raw) if raw else self.initial)
+
+
+class HeldCallsParser(StreamParser):
+    """A stream whose tool calls arrive in fragments by index and are yielded at its end, in
+    index order (OpenAI's Chat Completions and Responses): ``feed`` fills ``calls``, sets
+    ``finished`` (the wire's stop reason) and ``last_usage``."""
+
+    def __init__(self) -> None:
+        self.calls: dict[int, PartialCall] = {}
+        self.finished: str | None = None
+        self.last_usage: Usage | None = None
+
+    def stop_reason(self) -> str | None:
+        return self.finished
+
+    def usage(self) -> Usage | None:
+        return self.last_usage
+
+    def held_calls(self) -> Iterator[StreamEvent]:
+        for index in sorted(self.calls):
+            yield ToolCallEvent(self.calls[index].build())
 
 
 def effort_for(budget: int) -> str:

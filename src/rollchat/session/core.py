@@ -409,9 +409,7 @@ class Session(CompactorFigures):
             yield from ops.fork(self.compactor, self.state)
             self.engine.gate.new_session()
             return
-        from rollchat.storage.store import resolve
-
-        info = resolve(ref, self.store.list_sessions(), self.state.session_id)
+        info = self.store.resolve(ref, self.state.session_id)
         yield from self.resume(info.session_id, fork=True)
         if self.state.resumed_from == info.session_id:
             yield Notice("info", f"Forked {info.session_id}: this is a new session from its "

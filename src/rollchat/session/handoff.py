@@ -73,8 +73,7 @@ def summary_text(summary: Summary) -> str:
 
 def turn_text(turn: Turn, agent: str) -> str:
     """One turn verbatim (the text of its tool calls left out: their results can be huge)."""
-    label = f"Query {turn.number}" if turn.kind == "query" else f"Carried over {turn.number}"
-    lines = [f"[{label}]", f"User: {turn.user}"]
+    lines = [f"[{turn.title}]", f"User: {turn.user}"]
     if turn.tools:
         lines.append(f"(tools called: {', '.join(ex.call.name for ex in turn.tools)})")
     if turn.assistant:

@@ -22,38 +22,20 @@ from rollchat.text.wording import session_size
 
 def find(store: Store, ref: str, current: str | None) -> SessionInfo:
     """The session ``ref`` names (THE numbering, see storage/listing.py), never the chat's
-    ``current`` one: from the files' index when the store has one (no full listing)."""
-    from rollchat.storage.store import resolve
-
-    index = getattr(store, "index", None)
-    if index is not None:
-        found: SessionInfo = index.resolve(ref, current=current)
-        return found
-    return resolve(ref, store.list_sessions(), current)
-
-
-def _lineage(store: Store, info: SessionInfo) -> list[SessionInfo]:
-    """``info`` and the sessions it continues (for the chain's cost)."""
-    index = getattr(store, "index", None)
-    if index is not None:
-        return list(index.lineage([info]))
-    return list(store.list_sessions().sessions)
+    ``current`` one (a store with an index resolves it there: no full listing)."""
+    return store.resolve(ref, current)
 
 
 def newest_of_chain(store: Store, info: SessionInfo) -> SessionInfo:
     """The newest session of ``info``'s chain: followed along Continued In (the newest child
     at each step) as far as the files go; ``info`` itself when nothing continues it."""
-    index = getattr(store, "index", None)
-    by_id = {} if index is not None else {s.session_id: s for s in store.list_sessions().sessions}
 
     def lookup(session_id: str) -> SessionInfo | None:
-        if index is None:
-            return by_id.get(session_id)
         try:
-            found: SessionInfo = index.resolve(session_id)
-            return found if found.session_id == session_id else None
+            found = store.resolve(session_id)
         except StoreError:
             return None
+        return found if found.session_id == session_id else None
 
     best, seen = info, {info.session_id}
     while True:
@@ -102,7 +84,7 @@ def resume(compactor: Compactor, state: SessionState, ref: str, *, fork: bool,
         chosen = yield from continued(store, chosen, state.session_id, confirm, forking)
     if chosen is None:
         return False
-    info, lineage = chosen, _lineage(store, chosen)
+    info, lineage = chosen, store.lineage([chosen])  # (for the chain's cost)
     question = agent_change(info, compactor.agent)
     if question is not None and not confirm(question):
         yield Notice("info", "Resume cancelled.")

@@ -79,6 +79,13 @@ class Store(Protocol):
 
     def list_sessions(self, exclude: str | None = None) -> Listing: ...  # newest first, 1..
 
+    # the session ``ref`` names (a number in THE numbering, an id, a unique part of one; see
+    # listing.choose), never the chat's ``current`` one; StoreError saying why not
+    def resolve(self, ref: str, current: str | None = None) -> SessionInfo: ...
+
+    # ``sessions`` and every session they continue (Resumed From, as far as it goes)
+    def lineage(self, sessions: Sequence[SessionInfo]) -> list[SessionInfo]: ...
+
     def load_summary(self, info: SessionInfo) -> Summary | None: ...  # None: none or corrupted
 
     def load_transcript(self, session_id: str) -> Transcript: ...  # a bad summary is dropped

@@ -10,7 +10,16 @@ from datetime import datetime
 from rollchat.config.settings import NO_SAVE_LOCATION
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn
 from rollchat.errors import StoreError, TranscriptError
-from rollchat.storage.listing import Listing, SessionInfo, check_id, new_ids, numbered, session_info
+from rollchat.storage.listing import (
+    Listing,
+    SessionInfo,
+    check_id,
+    lineage,
+    new_ids,
+    numbered,
+    resolve,
+    session_info,
+)
 from rollchat.storage.transcript import (
     ReadAt,
     decode,
@@ -218,6 +227,14 @@ class InMemoryStore:
             except (StoreError, TranscriptError) as e:
                 problems.append((f"{sid}.md", str(e)))
         return numbered(found, problems, exclude)
+
+    def resolve(self, ref: str, current: str | None = None) -> SessionInfo:
+        """The session ``ref`` names in the whole listing (see listing.resolve)."""
+        return resolve(ref, self.list_sessions(), current)
+
+    def lineage(self, sessions: Sequence[SessionInfo]) -> list[SessionInfo]:
+        """``sessions`` and the sessions they continue, from the listing."""
+        return lineage(sessions, self.list_sessions().sessions)
 
     def load_summary(self, info: SessionInfo) -> Summary | None:
         """The session's summary from its tail, or None (none, or corrupted markers)."""

@@ -33,8 +33,16 @@ from rollchat.storage.index_rows import (
     search_parts,
     snippet_parts,
 )
+from rollchat.storage.listing import (
+    ORDER_COLUMNS,
+    Listing,
+    SessionInfo,
+    before_sql,
+    choose,
+    file_info,
+    not_current,
+)
 from rollchat.storage.listing import ORDER_SQL as RECENT
-from rollchat.storage.listing import Listing, SessionInfo, choose, file_info, not_current
 
 INDEX_NAME = ".index.sqlite"
 SCHEMA = "rollchat-index 3"  # 2: SessionInfo.imported_from; 3: files.empty
@@ -53,7 +61,7 @@ _DDL = (
     "CREATE TABLE IF NOT EXISTS files(file TEXT PRIMARY KEY, size INTEGER NOT NULL, "
     "mtime_ns INTEGER NOT NULL, indexed_ns INTEGER NOT NULL, id TEXT, ts INTEGER, "
     "info TEXT, problem TEXT, empty INTEGER)",
-    "CREATE INDEX IF NOT EXISTS recent ON files(empty, ts DESC, id DESC) WHERE info IS NOT NULL",
+    f"CREATE INDEX IF NOT EXISTS recent ON files({ORDER_COLUMNS}) WHERE info IS NOT NULL",
     "CREATE TABLE IF NOT EXISTS parts(rowid INTEGER PRIMARY KEY, file TEXT NOT NULL, "
     "part TEXT NOT NULL, UNIQUE(file, part))",
     "CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(text, "
@@ -399,10 +407,10 @@ class SessionIndex:
                                "info IS NOT NULL", (name,)).fetchone()
             if row is None:
                 continue
+            before, params = before_sql({"ts": row[1], "id": row[2], "empty": row[3]})
             number = conn.execute(  # the sessions before it in RECENT's order
-                "SELECT count(*) FROM files WHERE info IS NOT NULL AND (empty < ? OR "
-                "(empty = ? AND (ts > ? OR (ts = ? AND id > ?))))",
-                (row[3], row[3], row[1], row[1], row[2])).fetchone()[0] + 1
+                f"SELECT count(*) FROM files WHERE info IS NOT NULL AND {before}",
+                params).fetchone()[0] + 1
             info = decode_info(self.root, number, row[0])
             parts = snippet_parts(" ".join(snippet.split()))
             hits.append(Hit(info.session_id, info.title, info.date,

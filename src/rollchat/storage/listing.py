@@ -10,6 +10,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from operator import attrgetter
 from pathlib import Path
 
 from rollchat.errors import StoreError
@@ -25,9 +26,26 @@ _PREVIEW_CHARS = 60
 # picker, in a chat and on the command line): every session of the directory, the current
 # one of a chat included (marked, never left out: leaving it out renumbered the rest), most
 # recently started first: by the header's Date, then the id (later first); a session with
-# nothing in it (SessionInfo.empty) after every other. ``numbered`` orders a list so, the
-# index (storage/index.py) by this SQL over its rows.
-ORDER_SQL = "ORDER BY empty, ts DESC, id DESC"
+# nothing in it (SessionInfo.empty) after every other. Written once, here, as (the index's
+# column, the SessionInfo field it holds, descending): ``numbered`` sorts a list by it, the
+# index (storage/index.py) by the SQL made from it (ORDER_SQL, ORDER_COLUMNS, before_sql).
+ORDER = (("empty", "empty", False), ("ts", "date", True), ("id", "session_id", True))
+ORDER_COLUMNS = ", ".join(f"{column}{' DESC' * desc}" for column, _, desc in ORDER)
+ORDER_SQL = f"ORDER BY {ORDER_COLUMNS}"
+
+
+def before_sql(values: dict[str, object]) -> tuple[str, list[object]]:
+    """The SQL condition (and its parameters) of the rows before a row holding ``values``
+    (column -> value) in THE order."""
+    condition, params = "", []
+    for column, _, desc in reversed(ORDER):
+        op = ">" if desc else "<"
+        if not condition:
+            condition, params = f"{column} {op} ?", [values[column]]
+        else:
+            condition = f"({column} {op} ? OR ({column} = ? AND {condition}))"
+            params = [values[column], values[column], *params]
+    return condition, params
 
 
 def slug(agent_key: str) -> str:
@@ -153,7 +171,9 @@ def numbered(found: list[SessionInfo], problems: list[tuple[str, str]],
              exclude: str | None = None) -> Listing:
     """The listing: sessions numbered from 1 in THE order (see ``ORDER_SQL``); ``exclude``
     (an id) left out after numbering, so it moves no other session's number."""
-    ordered = sorted(found, key=lambda i: (not i.empty, i.date, i.session_id), reverse=True)
+    ordered = list(found)
+    for _, name, desc in reversed(ORDER):  # (stable sorts: the first column decides first)
+        ordered.sort(key=attrgetter(name), reverse=desc)
     return Listing([replace(info, number=n) for n, info in enumerate(ordered, 1)
                     if info.session_id != exclude], problems)
 
@@ -219,3 +239,19 @@ def resolve(ref: str, listing: Listing, current: str | None = None) -> SessionIn
     if isinstance(found, int):
         return not_current(sessions[found - 1], current)
     return not_current(next(s for s in sessions if s.session_id == found), current)
+
+
+def lineage(sessions: Sequence[SessionInfo], listed: Sequence[SessionInfo]) -> list[SessionInfo]:
+    """``sessions`` and every session they continue (Resumed From, and theirs...) among
+    ``listed``, as far as it goes."""
+    by_id = {s.session_id: s for s in listed}
+    found = {s.session_id: s for s in sessions}
+    wanted = [s.resumed_from for s in sessions if s.resumed_from]
+    while wanted:
+        sid = wanted.pop()
+        if sid in found or sid not in by_id:
+            continue
+        found[sid] = parent = by_id[sid]
+        if parent.resumed_from:
+            wanted.append(parent.resumed_from)
+    return list(found.values())

@@ -373,6 +373,14 @@ class SessionStore:
         the index (which re-reads only the files changed since it last saw them)."""
         return self.index.listing(exclude)
 
+    def resolve(self, ref: str, current: str | None = None) -> SessionInfo:
+        """The session ``ref`` names, through the index (no full listing read)."""
+        return self.index.resolve(ref, current)
+
+    def lineage(self, sessions: Sequence[SessionInfo]) -> list[SessionInfo]:
+        """``sessions`` and the sessions they continue, through the index."""
+        return self.index.lineage(sessions)
+
     def load_summary(self, info: SessionInfo) -> Summary | None:
         """The session's summary from the file's tail, or None (none, or corrupted markers)."""
         fd = self._open(self.path_for(info.session_id), follow=False)

@@ -203,7 +203,7 @@ def _in_transcript(transcript: Transcript, call_id: str) -> Found | None:
     for turn in reversed(transcript.turns):
         for ex in reversed(turn.tools):
             if ex.call.id == call_id:
-                return Found(f"{_title(turn)} of session {transcript.header.session_id}", ex)
+                return Found(f"{turn.title} of session {transcript.header.session_id}", ex)
     return None
 
 
@@ -248,14 +248,9 @@ def _tool_line(ex: ToolExchange) -> str:
     return f"Tool call: {ex.call.name} {args} -> {_short(ex.result, _TOOL_RESULT_CHARS)}"
 
 
-def _title(turn: Turn) -> str:
-    return {"query": f"Query {turn.number}", "carried": f"Carried over {turn.number}",
-            "handoff": "Handed off"}.get(turn.kind, "Session restored")
-
-
 def _block(index: int, turn: Turn) -> str:
     when = turn.started.strftime("%Y-%m-%d %H:%M:%S")
-    title = _title(turn)
+    title = turn.title
     status = "" if turn.status == "ok" else f" [{turn.status}]"
     lines = [f"[offset {index}] {title} ({when}){status}"]
     if turn.context:

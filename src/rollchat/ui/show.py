@@ -90,9 +90,7 @@ def _tail(t: Transcript, summary_dropped: bool) -> Iterator[RenderableType]:
 
 def _title(turn: Turn) -> str:
     when = f"{turn.started:%Y-%m-%d %H:%M:%S}"
-    title = {"query": f"Query {turn.number}", "carried": f"Carried over {turn.number}",
-             "restored": "Session restored", "handoff": "Handed off"}[turn.kind]
-    return f"{title} · {when}"
+    return f"{turn.title} · {when}"
 
 
 def _turn(turn: Turn, agent: str) -> Iterator[RenderableType]:
