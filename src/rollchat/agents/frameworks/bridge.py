@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import queue
 import threading
+import time
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -81,15 +81,30 @@ class Channel:
                 answer.set_result(INTERRUPTED)
 
 
+_LOOP: list[asyncio.AbstractEventLoop] = []  # THE loop every run of the process goes on
+_LOOP_LOCK = threading.Lock()
+
+
+def shared_loop() -> asyncio.AbstractEventLoop:
+    """One event loop for every framework run of the process, on a daemon thread started the
+    first time: a framework's async HTTP clients (httpx pools in AsyncOpenAI, ChatOpenAI) are
+    bound to the loop they first ran on, so a second turn on a new loop fails ("Event loop is
+    closed")."""
+    with _LOOP_LOCK:
+        if not _LOOP:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="rollchat-framework",
+                             daemon=True).start()
+            _LOOP.append(loop)
+        return _LOOP[0]
+
+
 def bridged(work: Callable[[Channel], Coroutine[Any, Any, None]],
             approve: Approve) -> Iterator[RunEvent]:
-    """The events of ``work(channel)`` run on its own event loop, as they come; each approval
-    it asks for is answered with ``approve`` on this thread. A failure of the run is raised
-    as FrameworkError; closing the iterator cancels the run."""
+    """The events of ``work(channel)`` run on the shared event loop, as they come; each
+    approval it asks for is answered with ``approve`` on this thread. A failure of the run is
+    raised as FrameworkError; closing the iterator cancels the run and waits for it to stop."""
     channel = Channel()
-    loop = asyncio.new_event_loop()
-    started = threading.Event()
-    tasks: list[asyncio.Task[None]] = []
 
     async def main() -> None:
         try:
@@ -101,24 +116,16 @@ def bridged(work: Callable[[Channel], Coroutine[Any, Any, None]],
         finally:
             channel.queue.put(_END)
 
-    def thread_main() -> None:
-        asyncio.set_event_loop(loop)
-        try:
-            tasks.append(loop.create_task(main()))
-            started.set()
-            loop.run_until_complete(tasks[0])
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            loop.close()
-
-    thread = threading.Thread(target=thread_main, name="rollchat-framework", daemon=True)
-    thread.start()
+    future = asyncio.run_coroutine_threadsafe(main(), shared_loop())
+    ended = False
     try:
         while True:
             item = channel.queue.get()
             if item is _END:
+                ended = True
                 return
             if isinstance(item, _Failed):
+                ended = True
                 raise FrameworkError(_one_line(item.error)) from item.error
             if isinstance(item, _Ask):
                 channel.answered(item.answer, approve(item.call))
@@ -126,12 +133,23 @@ def bridged(work: Callable[[Channel], Coroutine[Any, Any, None]],
             yield item  # type: ignore[misc]
     finally:
         channel.close()
-        if thread.is_alive():
-            started.wait(STOP_SECONDS)
-            if tasks and not loop.is_closed():
-                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                    loop.call_soon_threadsafe(tasks[0].cancel)
-            thread.join(STOP_SECONDS)
+        if not ended:
+            future.cancel()  # the task on the loop is cancelled; its ``finally`` puts _END
+            _drain_until_end(channel)
+
+
+def _drain_until_end(channel: Channel) -> None:
+    """Waits (at most STOP_SECONDS) for a cancelled run to end."""
+    deadline = time.monotonic() + STOP_SECONDS
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            item = channel.queue.get(timeout=left)
+        except queue.Empty:
+            return
+        if item is _END:
+            return
+        if isinstance(item, _Ask):
+            channel.answered(item.answer, INTERRUPTED)
 
 
 def _one_line(exc: BaseException) -> str:
