@@ -25,6 +25,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from rollchat.agents.frameworks import FrameworkAgent
 from rollchat.agents.frameworks.bridge import Channel, bridged
+from rollchat.agents.frameworks.instructions import extra_instructions
 from rollchat.domain import Message, ToolCall, Usage
 from rollchat.engine.runner import FrameworkError, RunEvent, RunRequest, ToolCalled, ToolReturned
 from rollchat.providers.base import (
@@ -45,25 +46,25 @@ NO_MODEL = ("rollchat found no chat model in this graph to write a summary with 
 
 def adapt(obj: object, name: str) -> FrameworkAgent:
     graph: Any = obj
-    model = chat_model(graph)
+    model = next((v for v in _held(graph) if isinstance(v, BaseChatModel)), None)
+    prompt = next((v for v in _held(graph) if isinstance(v, SystemMessage)), None)
+    own = prompt.content if prompt is not None and isinstance(prompt.content, str) else ""
     model_name = str(getattr(model, "model_name", None) or getattr(model, "model", None)
                      or "langgraph")
-    return FrameworkAgent("langgraph", name, model_name, LangGraphRunner(graph),
-                          PlainModel(model, model_name), has_tools=TOOLS in graph.nodes)
+    return FrameworkAgent("langgraph", name, model_name, LangGraphRunner(graph, own),
+                          PlainModel(model, model_name), instructions=own,
+                          has_tools=TOOLS in graph.nodes)
 
 
-def chat_model(graph: Any) -> BaseChatModel | None:
-    """The graph's chat model, where its model node holds one (create_agent's does)."""
+def _held(graph: Any) -> Iterator[object]:
+    """What the graph's node functions hold (create_agent's model node: its chat model and
+    system message); a model with tools bound is given as the model."""
     for node in graph.nodes.values():
         bound = getattr(node, "bound", None)
         for fn in (getattr(bound, "func", None), getattr(bound, "afunc", None)):
-            if not inspect.isfunction(fn):
-                continue
-            for value in inspect.getclosurevars(fn).nonlocals.values():
-                value = getattr(value, "bound", value)  # a model with tools bound
-                if isinstance(value, BaseChatModel):
-                    return value
-    return None
+            if inspect.isfunction(fn):
+                for value in inspect.getclosurevars(fn).nonlocals.values():
+                    yield getattr(value, "bound", value)
 
 
 # ---------------------------------------------------------------- history
@@ -127,8 +128,9 @@ def _content(message: ToolMessage) -> str:
 class LangGraphRunner:
     framework = "langgraph"
 
-    def __init__(self, graph: Any) -> None:
+    def __init__(self, graph: Any, own: str = "") -> None:
         self.graph = graph
+        self.own = own  # the graph's own system prompt, sent by its model node
 
     def run(self, request: RunRequest) -> Iterator[RunEvent]:
         yield from bridged(lambda channel: self._run(request, channel), request.approve)
@@ -138,7 +140,8 @@ class LangGraphRunner:
         graph = self.graph.copy(update={"checkpointer": InMemorySaver()})
         config: dict[str, Any] = {"configurable": {"thread_id": uuid.uuid4().hex}}
         gate = [TOOLS] if TOOLS in graph.nodes else None
-        system = [SystemMessage(request.system)] if request.system else []
+        extra = extra_instructions(request.system, self.own)
+        system = [SystemMessage(extra)] if extra else []
         inputs: Any = {"messages": [*system, *to_messages(request.history),
                                     HumanMessage(request.user.content)]}
         calls: dict[str, ToolCall] = {}
@@ -161,9 +164,13 @@ class LangGraphRunner:
             if TOOLS not in state.next or not model_node:
                 raise FrameworkError(f"the graph stopped before {', '.join(state.next)} "
                                      "(an interrupt rollchat cannot answer)")
-            refusals = await _approve(state.values.get("messages", []), channel, calls)
-            if refusals:
-                await graph.aupdate_state(config, {"messages": refusals}, as_node=model_node)
+            pending, refusals = await _approve(state.values.get("messages", []), channel,
+                                               calls)
+            if refusals:  # written as the tool node when every call is refused (the graph
+                # goes back to its model), else as the model node (create_agent then runs
+                # the calls still pending)
+                writer = TOOLS if len(refusals) == pending else model_node
+                await graph.aupdate_state(config, {"messages": refusals}, as_node=writer)
             inputs = None
 
 
@@ -201,8 +208,9 @@ def _update(message: object, channel: Channel, calls: dict[str, ToolCall]) -> No
 
 
 async def _approve(messages: Sequence[Any], channel: Channel,
-                   calls: dict[str, ToolCall]) -> list[ToolMessage]:
-    """Asks about each pending call of the last AIMessage; the refused ones' ToolMessages."""
+                   calls: dict[str, ToolCall]) -> tuple[int, list[ToolMessage]]:
+    """Asks about each pending call of the last AIMessage: how many were pending, and the
+    refused ones' ToolMessages."""
     answered = set()
     for message in reversed(messages):
         if isinstance(message, ToolMessage):
@@ -211,7 +219,7 @@ async def _approve(messages: Sequence[Any], channel: Channel,
             pending = [_call(raw) for raw in message.tool_calls if raw.get("id") not in answered]
             break
     else:
-        return []
+        return 0, []
     refusals = []
     for call in pending:
         refusal = await channel.ask(call)
@@ -220,7 +228,7 @@ async def _approve(messages: Sequence[Any], channel: Channel,
             channel.put(ToolReturned(call, refusal, "refused"))
             refusals.append(ToolMessage(refusal, tool_call_id=call.id, name=call.name,
                                         status="error"))
-    return refusals
+    return len(pending), refusals
 
 
 # ---------------------------------------------------------------- the plain model call

@@ -23,6 +23,7 @@ from pydantic_ai.tools import (
 
 from rollchat.agents.frameworks import FrameworkAgent
 from rollchat.agents.frameworks.bridge import Channel, bridged
+from rollchat.agents.frameworks.instructions import extra_instructions
 from rollchat.domain import Message, ToolCall, Usage
 from rollchat.engine.runner import RunEvent, RunRequest, ToolCalled, ToolReturned
 from rollchat.providers.base import (
@@ -41,8 +42,11 @@ def adapt(obj: object, name: str) -> FrameworkAgent:
     assert isinstance(obj, Agent)
     agent: Agent[Any, Any] = obj
     has_tools = any(True for _ in _tool_names(agent))
-    return FrameworkAgent("pydantic-ai", name, model_name(agent.model), PydanticAIRunner(agent),
-                          PlainModel(agent), has_tools=has_tools)
+    own = "\n\n".join(text for text in (getattr(i, "instruction", None) for i in getattr(
+        agent, "_instructions", ())) if isinstance(text, str))  # its literal instructions
+    return FrameworkAgent("pydantic-ai", name, model_name(agent.model),
+                          PydanticAIRunner(agent, own), PlainModel(agent), instructions=own,
+                          has_tools=has_tools)
 
 
 def _tool_names(agent: Agent[Any, Any]) -> Iterator[str]:
@@ -145,8 +149,9 @@ def _gate(channel: Channel, refused: dict[str, str]) -> list[AbstractCapability[
 class PydanticAIRunner:
     framework = "pydantic-ai"
 
-    def __init__(self, agent: Agent[Any, Any]) -> None:
+    def __init__(self, agent: Agent[Any, Any], own: str = "") -> None:
         self.agent = agent
+        self.own = own  # the agent's literal instructions, which Pydantic AI sends itself
 
     def run(self, request: RunRequest) -> Iterator[RunEvent]:
         yield from bridged(lambda channel: self._run(request, channel), request.approve)
@@ -157,7 +162,7 @@ class PydanticAIRunner:
         history = to_messages(request.history)
         async with self.agent.run_stream_events(
                 request.user.content, message_history=history,
-                instructions=request.system or None,
+                instructions=extra_instructions(request.system, self.own) or None,
                 capabilities=_gate(channel, refused)) as run:
             reported = 0
             async for event in run:
