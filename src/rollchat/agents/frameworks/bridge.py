@@ -81,11 +81,12 @@ class Channel:
                 answer.set_result(INTERRUPTED)
 
 
-def bridged(work: Callable[[Channel], Coroutine[Any, Any, None]],
-            approve: Approve) -> Iterator[RunEvent]:
+def bridged(work: Callable[[Channel], Coroutine[Any, Any, None]], approve: Approve,
+            stop: Callable[[], None] | None = None) -> Iterator[RunEvent]:
     """The events of ``work(channel)`` run on its own event loop, as they come; each approval
     it asks for is answered with ``approve`` on this thread. A failure of the run is raised
-    as FrameworkError; closing the iterator cancels the run."""
+    as FrameworkError; closing the iterator calls ``stop`` (the framework's own cancel) and
+    cancels the run."""
     channel = Channel()
     loop = asyncio.new_event_loop()
     started = threading.Event()
@@ -126,6 +127,8 @@ def bridged(work: Callable[[Channel], Coroutine[Any, Any, None]],
             yield item  # type: ignore[misc]
     finally:
         channel.close()
+        if thread.is_alive() and stop is not None:
+            stop()
         if thread.is_alive():
             started.wait(STOP_SECONDS)
             if tasks and not loop.is_closed():
