@@ -99,11 +99,12 @@ def shared_loop() -> asyncio.AbstractEventLoop:
         return _LOOP[0]
 
 
-def bridged(work: Callable[[Channel], Coroutine[Any, Any, None]],
-            approve: Approve) -> Iterator[RunEvent]:
+def bridged(work: Callable[[Channel], Coroutine[Any, Any, None]], approve: Approve,
+            stop: Callable[[], None] | None = None) -> Iterator[RunEvent]:
     """The events of ``work(channel)`` run on the shared event loop, as they come; each
     approval it asks for is answered with ``approve`` on this thread. A failure of the run is
-    raised as FrameworkError; closing the iterator cancels the run and waits for it to stop."""
+    raised as FrameworkError; closing the iterator calls ``stop`` (the framework's own cancel),
+    cancels the run and waits for it to stop."""
     channel = Channel()
 
     async def main() -> None:
@@ -134,6 +135,8 @@ def bridged(work: Callable[[Channel], Coroutine[Any, Any, None]],
     finally:
         channel.close()
         if not ended:
+            if stop is not None:
+                stop()
             future.cancel()  # the task on the loop is cancelled; its ``finally`` puts _END
             _drain_until_end(channel)
 
