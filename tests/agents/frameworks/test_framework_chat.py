@@ -1,4 +1,4 @@
-"""A Pydantic AI agent and a LangChain ``create_agent`` graph run as a user runs them
+"""The Pydantic AI and LangChain ``create_agent`` example agents run as a user runs them
 (``rollchat agent.py``, piped, in a child process), their real OpenAI clients at the local wire
 server: a tool turn recorded as rollchat's ordered blocks, the next turn given the history,
 a call refused by a deny rule, and a resume in a new process starting from the summary."""
@@ -17,62 +17,23 @@ from tests.wire_servers import WireServer, openai_server, text, tool
 
 __all__ = ["openai_server"]
 
-PYDANTIC_AI = '''
-"""A Pydantic AI agent that adds numbers."""
-import os
-
-from pydantic_ai import Agent
-from pydantic_ai.models.openai import OpenAIChatModel
-from pydantic_ai.providers.openai import OpenAIProvider
-
-model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(
-    base_url=os.environ["ADDER_BASE_URL"], api_key="test"))
-agent = Agent(model, instructions="You add numbers.")
-
-
-@agent.tool_plain
-def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
-'''
-
-LANGGRAPH = '''
-"""A LangChain agent graph that adds numbers."""
-import os
-
-from langchain.agents import create_agent
-from langchain_core.tools import tool
-from langchain_openai import ChatOpenAI
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
-
-
-root_agent = create_agent(
-    ChatOpenAI(model="gpt-4o-mini", base_url=os.environ["ADDER_BASE_URL"], api_key="test",
-               stream_usage=True),
-    tools=[add], system_prompt="You add numbers.")
-'''
-
-FILES = {"pydantic-ai": ("pydantic_ai", PYDANTIC_AI), "langgraph": ("langchain.agents", LANGGRAPH)}
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+FILES = {"pydantic-ai": ("pydantic_ai", "pydantic_ai_agent"),
+         "langgraph": ("langchain.agents", "langgraph_agent")}
 
 
 @pytest.fixture(params=sorted(FILES))
 def agent_file(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
-    module, source = FILES[request.param]
+    """The example agent of each framework (examples/*/agent.py), as a user runs it."""
+    module, example = FILES[request.param]
     if importlib.util.find_spec(module.split(".")[0]) is None:
         pytest.skip(f"{module} is not installed (pip install -e '.[frameworks]')")
-    path = tmp_path / "adder.py"
-    path.write_text(source, encoding="utf-8")
-    return path
+    return EXAMPLES / example / "agent.py"
 
 
 def chat(server: WireServer, tmp_path: Path, agent: Path | None, lines: str, *args: str
          ) -> str:
-    env = clean_env(tmp_path / "home", ADDER_BASE_URL=server.url, OPENAI_API_KEY="test")
+    env = clean_env(tmp_path / "home", OPENAI_BASE_URL=server.url, OPENAI_API_KEY="test")
     where = (str(agent),) if agent is not None else ()
     done = run_piped(tmp_path, lines, *where, *args, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
