@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import queue
 import threading
 from collections.abc import Callable, Coroutine, Iterator
@@ -81,39 +80,43 @@ class Channel:
                 answer.set_result(INTERRUPTED)
 
 
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def shared_loop() -> asyncio.AbstractEventLoop:
+    """The one event loop every framework run of this process runs on, in a daemon thread:
+    a client a framework made once (an AsyncOpenAI in the agent file) keeps its connections
+    on one loop from run to run, summaries included."""
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="rollchat-framework",
+                             daemon=True).start()
+            _loop = loop
+        return _loop
+
+
 def bridged(work: Callable[[Channel], Coroutine[Any, Any, None]], approve: Approve,
             stop: Callable[[], None] | None = None) -> Iterator[RunEvent]:
-    """The events of ``work(channel)`` run on its own event loop, as they come; each approval
-    it asks for is answered with ``approve`` on this thread. A failure of the run is raised
-    as FrameworkError; closing the iterator calls ``stop`` (the framework's own cancel) and
-    cancels the run."""
+    """The events of ``work(channel)``, run on the shared event loop, as they come; each
+    approval it asks for is answered with ``approve`` on this thread. A failure of the run is
+    raised as FrameworkError; closing the iterator calls ``stop`` (the framework's own
+    cancel) and cancels the run."""
     channel = Channel()
-    loop = asyncio.new_event_loop()
-    started = threading.Event()
-    tasks: list[asyncio.Task[None]] = []
 
     async def main() -> None:
         try:
             await work(channel)
         except asyncio.CancelledError:
             pass
-        except BaseException as exc:  # the framework's own error: one line in the chat
+        except Exception as exc:  # the framework's own error: one line in the chat
             channel.queue.put(_Failed(exc))
         finally:
             channel.queue.put(_END)
 
-    def thread_main() -> None:
-        asyncio.set_event_loop(loop)
-        try:
-            tasks.append(loop.create_task(main()))
-            started.set()
-            loop.run_until_complete(tasks[0])
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            loop.close()
-
-    thread = threading.Thread(target=thread_main, name="rollchat-framework", daemon=True)
-    thread.start()
+    future = asyncio.run_coroutine_threadsafe(main(), shared_loop())
     try:
         while True:
             item = channel.queue.get()
@@ -127,14 +130,11 @@ def bridged(work: Callable[[Channel], Coroutine[Any, Any, None]], approve: Appro
             yield item  # type: ignore[misc]
     finally:
         channel.close()
-        if thread.is_alive() and stop is not None:
-            stop()
-        if thread.is_alive():
-            started.wait(STOP_SECONDS)
-            if tasks and not loop.is_closed():
-                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                    loop.call_soon_threadsafe(tasks[0].cancel)
-            thread.join(STOP_SECONDS)
+        if not future.done():
+            if stop is not None:
+                stop()
+            future.cancel()
+            concurrent.futures.wait([future], STOP_SECONDS)
 
 
 def _one_line(exc: BaseException) -> str:
