@@ -138,3 +138,13 @@ def test_an_async_function_and_a_failing_one(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "agent framework error: ValueError: no such thing" in done.stdout + done.stderr
     assert "SHOUT" in done.stdout  # the chat went on
+
+
+def test_one_shot_with_a_named_function(tmp_path: Path) -> None:
+    (tmp_path / "bots.py").write_text("def shout(query):\n    return query.upper()\n\n"
+                                      "def root_agent(query):\n    return 'root'\n",
+                                      encoding="utf-8")
+    done = run_piped(tmp_path, "", "-p", "hello", "--agent-file", "bots.py:shout",
+                     env=clean_env(tmp_path / "home"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "HELLO"
