@@ -260,6 +260,8 @@ class SessionBuilder:
             hooks=hooks, current=current,
         )
         session.state.save_failed = self.save_failed
+        if framework is not None and framework.no_summaries and not cfg.summary.provider:
+            session.summarizer.skip_model(provider, framework.no_summaries)
         return session
 
     def _tool_sources(self, cfg: Config, window: int, provider: Provider,

@@ -70,8 +70,8 @@ def run_framed(runner: Runner, request: RunRequest, blocks: list[Block],
                ) -> Generator[Event, None, Framed]:
     """Run ``request`` through ``runner``: events drawn, blocks appended to ``blocks`` as they
     come (kept on Ctrl-C), the replies with tool calls and their results given to ``add``
-    once the run ends (as engine/replay.py rebuilds them), each call's prompt size to
-    ``reported``."""
+    once the run ends (as engine/replay.py rebuilds them), then the last call's prompt size
+    to ``reported`` (the baseline of the next estimate)."""
     t0 = time.monotonic()
     text: list[str] = []
     thought: list[str] = []
@@ -79,14 +79,14 @@ def run_framed(runner: Runner, request: RunRequest, blocks: list[Block],
     status: TurnStatus = "ok"
     error: ProviderError | None = None
     mark = len(blocks)
+    prompt: int | None = None  # the last model call's prompt size, as reported
     state = _Round(text, thought)
     events = runner.run(request)
     try:
         for event in events:
             yield from state.take(event, blocks)
             if isinstance(event, UsageEvent):
-                usage = usage + event.usage
-                reported(event.usage.input_tokens)
+                usage, prompt = usage + event.usage, event.usage.input_tokens
                 yield event
     except KeyboardInterrupt:
         status = "interrupted"
@@ -101,6 +101,8 @@ def run_framed(runner: Runner, request: RunRequest, blocks: list[Block],
     replies, _, _ = answer_messages(tuple(blocks[mark:]))
     for message in replies:
         add(message)
+    if prompt is not None:  # it measured the replies and results just given to ``add``
+        reported(prompt)
     return Framed("".join(text), last, usage, status, error, time.monotonic() - t0)
 
 
@@ -119,6 +121,7 @@ class _Round:
             if self.after_result and isinstance(event, TextDelta) and \
                     "".join(self.text).strip():
                 self.text.append(ROUND_SEPARATOR)  # a new round's text: its own paragraph
+                self.mark = len(self.text)  # on screen, not in the round's Text block
                 yield TextDelta(ROUND_SEPARATOR)
             self.after_result = False
             if isinstance(event, TextDelta):

@@ -69,6 +69,7 @@ class FrameworkAgent:
     provider: Provider
     instructions: str = ""
     has_tools: bool = False
+    no_summaries: str | None = None
 
 
 def kind_of(obj: object) -> Kind | None:

@@ -9,7 +9,6 @@ import asyncio
 import concurrent.futures
 import queue
 import threading
-import time
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -81,30 +80,30 @@ class Channel:
                 answer.set_result(INTERRUPTED)
 
 
-_LOOP: list[asyncio.AbstractEventLoop] = []  # THE loop every run of the process goes on
-_LOOP_LOCK = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
 
 
 def shared_loop() -> asyncio.AbstractEventLoop:
-    """One event loop for every framework run of the process, on a daemon thread started the
-    first time: a framework's async HTTP clients (httpx pools in AsyncOpenAI, ChatOpenAI) are
-    bound to the loop they first ran on, so a second turn on a new loop fails ("Event loop is
-    closed")."""
-    with _LOOP_LOCK:
-        if not _LOOP:
+    """The one event loop every framework run of this process runs on, in a daemon thread:
+    a client a framework made once (an AsyncOpenAI in the agent file) keeps its connections
+    on one loop from run to run, summaries included."""
+    global _loop
+    with _loop_lock:
+        if _loop is None:
             loop = asyncio.new_event_loop()
             threading.Thread(target=loop.run_forever, name="rollchat-framework",
                              daemon=True).start()
-            _LOOP.append(loop)
-        return _LOOP[0]
+            _loop = loop
+        return _loop
 
 
 def bridged(work: Callable[[Channel], Coroutine[Any, Any, None]], approve: Approve,
             stop: Callable[[], None] | None = None) -> Iterator[RunEvent]:
-    """The events of ``work(channel)`` run on the shared event loop, as they come; each
+    """The events of ``work(channel)``, run on the shared event loop, as they come; each
     approval it asks for is answered with ``approve`` on this thread. A failure of the run is
-    raised as FrameworkError; closing the iterator calls ``stop`` (the framework's own cancel),
-    cancels the run and waits for it to stop."""
+    raised as FrameworkError; closing the iterator calls ``stop`` (the framework's own
+    cancel) and cancels the run."""
     channel = Channel()
 
     async def main() -> None:
@@ -112,21 +111,18 @@ def bridged(work: Callable[[Channel], Coroutine[Any, Any, None]], approve: Appro
             await work(channel)
         except asyncio.CancelledError:
             pass
-        except BaseException as exc:  # the framework's own error: one line in the chat
+        except Exception as exc:  # the framework's own error: one line in the chat
             channel.queue.put(_Failed(exc))
         finally:
             channel.queue.put(_END)
 
     future = asyncio.run_coroutine_threadsafe(main(), shared_loop())
-    ended = False
     try:
         while True:
             item = channel.queue.get()
             if item is _END:
-                ended = True
                 return
             if isinstance(item, _Failed):
-                ended = True
                 raise FrameworkError(_one_line(item.error)) from item.error
             if isinstance(item, _Ask):
                 channel.answered(item.answer, approve(item.call))
@@ -134,25 +130,11 @@ def bridged(work: Callable[[Channel], Coroutine[Any, Any, None]], approve: Appro
             yield item  # type: ignore[misc]
     finally:
         channel.close()
-        if not ended:
+        if not future.done():
             if stop is not None:
                 stop()
-            future.cancel()  # the task on the loop is cancelled; its ``finally`` puts _END
-            _drain_until_end(channel)
-
-
-def _drain_until_end(channel: Channel) -> None:
-    """Waits (at most STOP_SECONDS) for a cancelled run to end."""
-    deadline = time.monotonic() + STOP_SECONDS
-    while (left := deadline - time.monotonic()) > 0:
-        try:
-            item = channel.queue.get(timeout=left)
-        except queue.Empty:
-            return
-        if item is _END:
-            return
-        if isinstance(item, _Ask):
-            channel.answered(item.answer, INTERRUPTED)
+            future.cancel()
+            concurrent.futures.wait([future], STOP_SECONDS)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -21,6 +21,7 @@ from rollchat.providers.base import (
     TextDelta,
 )
 
+NO_SUMMARIES = "a function agent has no model; set summary.provider for a model's summary"
 ACKNOWLEDGED = "I have the summary of our earlier conversation; go on."
 
 
@@ -28,7 +29,7 @@ def adapt(obj: object, name: str) -> FrameworkAgent:
     assert callable(obj)
     doc = inspect.getdoc(obj) or ""
     return FrameworkAgent("function", name, "function", FunctionRunner(obj),
-                          NoModel(), instructions=doc)
+                          NoModel(), instructions=doc, no_summaries=NO_SUMMARIES)
 
 
 def as_dicts(messages: tuple[Message, ...]) -> list[dict[str, str]]:
