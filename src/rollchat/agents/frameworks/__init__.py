@@ -118,7 +118,14 @@ def adapt(obj: object, name: str, shown: str) -> FrameworkAgent:
     if kind is None:
         raise ConfigError(f"{shown}: {name} is a {type(obj).__module__}.{type(obj).__name__}, "
                           f"which rollchat cannot run; it runs {ACCEPTED}")
-    module = importlib.import_module(f"rollchat.agents.frameworks.{kind.adapter}")
+    adapter = f"rollchat.agents.frameworks.{kind.adapter}"
+    try:
+        module = importlib.import_module(adapter)
+    except ModuleNotFoundError as exc:
+        if exc.name != adapter:
+            raise
+        raise ConfigError(f"{shown}: {name} is {kind.label}, which this rollchat cannot run "
+                          "yet (docs/frameworks.md)") from None
     agent: FrameworkAgent = module.adapt(obj, name)
     return agent
 
