@@ -20,9 +20,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.framework_agents import OPENAI_AGENT, STRANDS_AGENT  # noqa: E402
-from tests.wire_servers import OpenAIDialect, WireServer  # noqa: E402
-
+from tests.framework_agents import OPENAI_AGENT, STRANDS_AGENT
+from tests.wire_servers import OpenAIDialect, WireServer
 
 LOOP = asyncio.new_event_loop()  # one loop for the direct calls, as a framework's own app has
 
