@@ -166,7 +166,9 @@ class PydanticAIRunner:
                 capabilities=_gate(channel, refused)) as run:
             reported = 0
             async for event in run:
-                reported = _report_usage(run.all_messages(), len(history), reported, channel)
+                if isinstance(event, pm.FunctionToolCallEvent):  # a response ended: its usage
+                    reported = _report_usage(run.all_messages(), len(history), reported,
+                                             channel)
                 _forward(event, channel, calls, refused)
             _report_usage(run.all_messages(), len(history), reported, channel)
 
