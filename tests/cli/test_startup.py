@@ -30,11 +30,16 @@ def report(chat, **kwargs):
          "pydantic", "docstring_parser", "rollchat.agents.file", "rollchat.tools.python",
          "rollchat.memory", "sqlite3", "rollchat.domain", "rollchat.cli.sessions",
          "rollchat.cli.reading", "rollchat.cli.importing", "rollchat.cli.compact",
-         "rollchat.cli.memory", "rollchat.cli.prune", "rollchat.cli.setup")))
+         "rollchat.cli.memory", "rollchat.cli.prune", "rollchat.cli.setup", *FRAMEWORKS)))
     print("LOADED", heavy, flush=True)
     app = chat.get()
     repl.handle_line(app, "my favourite colour is teal")
     print("BUILT", type(app.session).__name__, app.session.state.queries, flush=True)
+    print("FRAMEWORKS", sorted(m for m in sys.modules if m.startswith(FRAMEWORKS)), flush=True)
+
+# a chat of a rollchat agent imports no agent framework, nor rollchat's adapters of them
+FRAMEWORKS = ("strands", "agents", "pydantic_ai", "langgraph", "langchain", "google.adk",
+              "rollchat.agents.frameworks")
 
 repl.run_interactive = report
 sys.argv = ["rollchat", "--sessions-dir", "s"]
@@ -52,6 +57,8 @@ def test_nothing_heavy_is_imported_before_the_first_prompt(tmp_path: Path) -> No
     assert child.match.group(1) == ""
     child.expect("teal")
     child.expect("BUILT Session 1")
+    child.expect(r"FRAMEWORKS \[(.*)\]")
+    assert child.match.group(1) == ""
     child.expect(pexpect.EOF)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rollchat.agents.skills import Skill, load_skills, skill_tool, skills_prompt
 from rollchat.config.settings import AgentConfig
@@ -17,17 +18,25 @@ from rollchat.tools.approval import Asker, Gate, Mode
 from rollchat.tools.hooks import Hooks
 from rollchat.tools.sources import ToolSource
 
+if TYPE_CHECKING:
+    from rollchat.agents.frameworks import FrameworkAgent
+
 
 @dataclass(frozen=True)
 class Equipment:
-    """What the agent brings besides its settings: tools and skills."""
+    """What the agent brings besides its settings: tools and skills, or the agent a framework
+    built (agents/frameworks/), which runs its own tools."""
 
     tools: tuple[Tool, ...] = ()
     skills: tuple[Skill, ...] = field(default_factory=tuple)
+    framework: FrameworkAgent | None = None
 
 
-def gather(agent: AgentConfig, tools: Sequence[Tool]) -> Equipment:
+def gather(agent: AgentConfig, tools: Sequence[Tool],
+           framework: FrameworkAgent | None = None) -> Equipment:
     """Read the skills folder (ConfigError on a mistake: checked before the chat starts)."""
+    if framework is not None:
+        return Equipment(framework=framework)
     skills = tuple(load_skills(agent.skills_dir)) if agent.skills_dir is not None else ()
     names = {t.name for t in tools}
     if skills and "load_skill" in names:
@@ -52,4 +61,5 @@ def engine_settings(agent: AgentConfig, equipment: Equipment, *, provider: Provi
         provider, model=model, system=system, max_output_tokens=agent.max_output_tokens,
         temperature=agent.temperature, retry=retry, tools=tuple(tools), thinking=agent.thinking,
         gate=Gate(mode=mode, allow=agent.allow, deny=agent.deny, ask=ask, hooks=hooks),
-        max_tool_rounds=agent.max_tool_rounds, tool_sources=tuple(tool_sources))
+        max_tool_rounds=agent.max_tool_rounds, tool_sources=tuple(tool_sources),
+        runner=equipment.framework.runner if equipment.framework is not None else None)

@@ -28,12 +28,15 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rollchat.config.settings import AgentConfig
 from rollchat.errors import ConfigError
 from rollchat.providers import PROVIDER_CHOICES
 from rollchat.tools import Tool
+
+if TYPE_CHECKING:
+    from rollchat.agents.frameworks import FrameworkAgent
 
 APPROVAL_MODES = ("ask", "auto", "never")
 _SETTINGS = ("name", "system_prompt", "provider", "model", "approval", "allow", "deny",
@@ -46,11 +49,13 @@ class AgentFileError(ConfigError):
 
 @dataclass(frozen=True)
 class LoadedAgent:
-    """What an agent file defines: its settings (only those it sets) and its tools."""
+    """What an agent file defines: its settings (only those it sets) and its tools; or the
+    agent a framework built (``framework``: agents/frameworks/)."""
 
     path: Path
     settings: dict[str, Any]
     tools: tuple[Tool, ...]
+    framework: FrameworkAgent | None = None
 
 
 def agent_key(path: Path) -> str:
@@ -61,12 +66,36 @@ def agent_key(path: Path) -> str:
     return key or "agent"
 
 
-def load_agent_file(path: Path, display: str | None = None) -> LoadedAgent:
-    """Run the agent file at ``path`` and read its settings and tools."""
+def split_target(target: str) -> tuple[str, str | None]:
+    """``path/to/agent.py:NAME`` or ``package.module:NAME`` -> the file or module, and NAME
+    (None when not given)."""
+    head, sep, tail = target.rpartition(":")
+    if sep and tail.isidentifier() and head and not (len(head) == 1 and head.isalpha()):
+        return head, tail
+    return target, None
+
+
+def load_agent_file(path: Path, display: str | None = None,
+                    attribute: str | None = None) -> LoadedAgent:
+    """Run the agent file at ``path`` and read its settings and tools, or the framework agent
+    it defines (``attribute``: the one named; see agents/frameworks/)."""
     shown = display or str(path)
-    if not path.is_file():
+    dotted = attribute is not None and not path.is_file() and path.suffix != ".py" and all(
+        part.isidentifier() for part in path.name.split("."))
+    if not path.is_file() and not dotted:
         raise AgentFileError(f"{shown}: no such agent file")
-    module = _import(path.resolve(), shown)
+    module = _import_module(path.name, shown) if dotted else _import(path.resolve(), shown)
+    from rollchat.agents.frameworks import adapt, find_agent
+
+    try:
+        found = find_agent(module, attribute, shown)
+        framework = adapt(found[1], found[0], shown) if found is not None else None
+    except ConfigError as exc:
+        raise AgentFileError(str(exc)) from None
+    if framework is not None:
+        own: dict[str, Any] = {"system_prompt": framework.instructions} \
+            if framework.instructions.strip() else {}
+        return LoadedAgent(path.resolve(), own, (), framework)
     settings = {name: getattr(module, name) for name in _SETTINGS if hasattr(module, name)}
     _check(settings, shown)
     functions = settings.pop("tools", None)
@@ -90,6 +119,24 @@ def load_agent_file(path: Path, display: str | None = None) -> LoadedAgent:
     return LoadedAgent(path.resolve(), settings, tuple(tools))
 
 
+def _import_module(name: str, shown: str) -> ModuleType:
+    """``package.module`` of ``package.module:NAME``, imported as Python imports it."""
+    import importlib
+
+    if "" not in sys.path and "." not in sys.path:
+        sys.path.insert(0, "")  # the current directory, as `python -m` has it
+    try:
+        return importlib.import_module(name)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        if isinstance(exc, ModuleNotFoundError) and exc.name == name:
+            raise AgentFileError(f"{shown}: no such agent file or module") from None
+        _missing_framework(exc, Path(name), shown)
+        raise AgentFileError(f"{shown}: cannot load the module: {type(exc).__name__}: "
+                             f"{_first_line(exc)}") from None
+
+
 def _import(path: Path, shown: str) -> ModuleType:
     name = "rollchat_agent_" + re.sub(r"\W", "_", path.stem)
     spec = importlib.util.spec_from_file_location(name, path)
@@ -106,9 +153,22 @@ def _import(path: Path, shown: str) -> ModuleType:
         raise
     except BaseException as exc:  # SyntaxError, ImportError, SystemExit, anything it raised
         sys.modules.pop(name, None)
+        _missing_framework(exc, path, shown)
         raise AgentFileError(f"{shown}:{_failing_line(exc, path)}: cannot load the agent "
                              f"file: {type(exc).__name__}: {_first_line(exc)}") from None
     return module
+
+
+def _missing_framework(exc: BaseException, path: Path, shown: str) -> None:
+    """An agent file whose framework is not installed: one line naming the package."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return
+    from rollchat.agents.frameworks import package_for
+
+    package = package_for(exc.name)
+    if package is not None:
+        raise AgentFileError(f"{shown}:{_failing_line(exc, path)}: the agent needs {package}, "
+                             f"which is not installed (pip install {package})")
 
 
 def _failing_line(exc: BaseException, path: Path) -> int | str:

@@ -24,17 +24,19 @@ def config_with_agent_file(config: Config, agent_file: Path | None, overrides: C
     path = agent_file if agent_file is not None else agent.file
     if path is None:
         return config, None
-    from rollchat.agents.file import agent_key, apply_agent_file, load_agent_file
+    from rollchat.agents.file import agent_key, apply_agent_file, load_agent_file, split_target
 
+    target, attribute = split_target(str(path))
+    path = Path(target)
     if agent_file is not None:
         if overrides.agent is not None:
             raise UsageError("give --agent or an agent file, not both")
-        path = (cwd / os.path.expanduser(agent_file)).resolve()
+        path = (cwd / os.path.expanduser(target)).resolve()
         key = agent_key(path)
         agent = dataclasses.replace(config.agents.get(key, agent), key=key,
                                     name=key.replace("-", " ").replace("_", " ").title())
     shown = str(agent_file) if agent_file is not None else str(path)
-    loaded = load_agent_file(path, shown)
+    loaded = load_agent_file(path, shown, attribute)
     keep = frozenset(name for name, var in (("provider", "ROLLCHAT_PROVIDER"),
                                             ("model", "ROLLCHAT_MODEL"))
                      if getattr(overrides, name) is not None or env.get(var))

@@ -83,7 +83,7 @@ def run_one_shot(config_path: Path | None, overrides: ConfigOverrides, *, prompt
     cfg = load_config(config_path=config_path, env=env, cwd=Path.cwd(), overrides=overrides)
     text = read_prompt(prompt, None if sys.stdin.isatty() else sys.stdin.buffer)
     cfg, loaded = start.load_agent_file(cfg, agent_file, overrides, env)
-    name, reason, model = start.checked_provider(cfg, env)
+    name, reason, model = start.checked_provider(cfg, env, loaded)
     if last:
         from rollchat.cli.reading import choose_session
 

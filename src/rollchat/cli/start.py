@@ -76,7 +76,7 @@ def start_chat(config_path: Path | None, overrides: ConfigOverrides, *, resume: 
     cfg = load_config(config_path=config_path, env=env, cwd=Path.cwd(), overrides=overrides)
     cfg, loaded = load_agent_file(cfg, agent_file, overrides, env)  # user code: up front
     agent = cfg.agent
-    name, reason, model = checked_provider(cfg, env)
+    name, reason, model = checked_provider(cfg, env, loaded)
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     if choose is not None:
         from rollchat.cli.reading import choose_session
@@ -209,7 +209,7 @@ class SessionBuilder:
 
         cfg = replace(cfg, default_agent=key)
         cfg, loaded = load_agent_file(cfg, None, ConfigOverrides(), self.env)
-        name, _, model = checked_provider(cfg, self.env)
+        name, _, model = checked_provider(cfg, self.env, loaded)
         return self.session(cfg, name, model, equipment_of(cfg.agent, loaded))
 
     def session(self, cfg: Config, name: str, model: str,
@@ -236,8 +236,11 @@ class SessionBuilder:
             cfg.ui, sys.stdout.isatty())))
         agent, renderer, env = cfg.agent, self.renderer, self.env
         interactive, yes = self.interactive, self.yes
-        provider = providers.build_provider(name, agent, cfg, env)
-        summary_name, summary_model = summary_choice(cfg.summary, name, model)
+        framework = equipment.framework if equipment is not None else None
+        provider = framework.provider if framework is not None else \
+            providers.build_provider(name, agent, cfg, env)
+        summary_name, summary_model = summary_choice(cfg.summary, name, model) if (
+            framework is None or cfg.summary.provider) else (name, model)
         summary_agent = replace(agent, provider=summary_name, model=summary_model)
         summary_provider = (provider if (summary_name, summary_model) == (name, model)
                             else providers.build_provider(summary_name, summary_agent, cfg, env))
@@ -276,6 +279,8 @@ class SessionBuilder:
             hooks=hooks, current=current,
         )
         session.state.save_failed = self.save_failed
+        if framework is not None and framework.no_summaries and not cfg.summary.provider:
+            session.summarizer.skip_model(provider, framework.no_summaries)
         return session
 
     def _tool_sources(self, cfg: Config, window: int, provider: Provider,
@@ -301,12 +306,18 @@ class SessionBuilder:
         return [servers]
 
 
-def checked_provider(cfg: Config, env: dict[str, str]) -> tuple[str, str, str]:
+def checked_provider(cfg: Config, env: dict[str, str],
+                     loaded: LoadedAgent | None = None) -> tuple[str, str, str]:
     """The agent's provider, why it was chosen, and its model, once that provider and the one
-    that writes summaries are known to be usable (ConfigError / UsageError when not)."""
+    that writes summaries are known to be usable (ConfigError / UsageError when not). An
+    agent a framework built (``loaded``) is its own provider: the framework's name and model."""
     from rollchat import providers
 
     agent = cfg.agent
+    if loaded is not None and loaded.framework is not None:
+        if cfg.summary.provider:
+            providers.check_provider(cfg.summary.provider, agent, env)
+        return loaded.framework.framework, "the agent's framework", loaded.framework.model
     name, reason = providers.resolve_provider_name(agent, env)
     providers.check_provider(name, agent, env)
     providers.check_provider(cfg.summary.provider or name, agent, env)
@@ -364,4 +375,5 @@ def equipment_of(agent: AgentConfig, loaded: LoadedAgent | None) -> Equipment | 
         return None
     from rollchat.agents.equip import gather
 
-    return gather(agent, loaded.tools if loaded is not None else ())
+    return gather(agent, loaded.tools if loaded is not None else (),
+                  loaded.framework if loaded is not None else None)

@@ -29,9 +29,11 @@ from rollchat.domain import (
     Usage,
 )
 from rollchat.engine.context import WorkingContext
+from rollchat.engine.framed import approver, history_of, run_framed
 from rollchat.engine.hygiene import as_sent, repair
 from rollchat.engine.model import ModelChoice
-from rollchat.engine.rounds import run_round, trailing
+from rollchat.engine.rounds import INTERRUPTED_NOTE, run_round, trailing
+from rollchat.engine.runner import Runner, RunRequest
 from rollchat.engine.thinking import Split, took
 from rollchat.events import Event, Notice, Retrying, ServersStarting
 from rollchat.interrupts import Terminated
@@ -57,7 +59,6 @@ from rollchat.tools.approval import Gate
 from rollchat.tools.runner import CallOutcome, run_call
 from rollchat.tools.sources import ToolSource
 
-INTERRUPTED_NOTE = "[interrupted by user]"
 REFUSED = ("the model declined to answer (stop reason: refusal); the exchange is left out of "
            "what the model sees next")
 
@@ -121,6 +122,10 @@ class EngineSettings:
     clock: Callable[[], datetime] = _now
     sleep: Callable[[float], None] = time.sleep
     thinking: ThinkingSetting = None  # how much the model thinks (None: its default)
+    # an agent framework that runs the chat's turns (engine/runner.py); None: this engine's
+    # own tool loop over ``provider``. With a runner, ``provider`` is the agent's plain model
+    # call (summaries, the restoration's acknowledgment).
+    runner: Runner | None = None
 
 
 class Engine(ModelChoice):
@@ -258,7 +263,10 @@ class Engine(ModelChoice):
         mark = context.mark()
         self.current = []
         context.append(Message("user", with_block(block, text), images=images))
-        result = yield from self._call(context.append, context.request_messages, "chat")
+        if self.settings.runner is None:
+            result = yield from self._call(context.append, context.request_messages, "chat")
+        else:
+            result = yield from self._framed(self.settings.runner, text)
         if result.status == "unanswered":
             context.rollback(mark)
         else:
@@ -375,6 +383,19 @@ class Engine(ModelChoice):
             blocks.append(Text(last))
         return CallResult("".join(text), usage, status, error, note, tuple(blocks),
                           time.monotonic() - t0, last, tuple(made))
+
+    def _framed(self, runner: Runner, query: str) -> Generator[Event, None, CallResult]:
+        """The turn in flight (``query``: the user's words) run by an agent framework
+        (engine/framed.py)."""
+        history, user = history_of(self.context.request_messages())
+        request = RunRequest(self.context.system, history, user,
+                             approver(self.gate, self.tools, runner.framework), query=query)
+        self.current = []
+        done = yield from run_framed(runner, request, self.current, self.context.append,
+                                     self.context.reported)
+        note = done.error.one_line() if done.error is not None else None
+        return CallResult(done.text, done.usage, done.status, done.error, note,
+                          tuple(self.current), done.elapsed, done.last)
 
     def _cut_off_note(self, purpose: Purpose) -> str:
         """What the turn records of an answer stopped at the output limit of ``purpose``."""

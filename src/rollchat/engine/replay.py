@@ -17,8 +17,8 @@ from rollchat.domain import (
     ToolUse,
     Turn,
 )
-from rollchat.engine.core import INTERRUPTED_NOTE
 from rollchat.engine.hygiene import MISSING_RESULT, cut_result
+from rollchat.engine.rounds import INTERRUPTED_NOTE
 from rollchat.memory.layers import with_block
 
 

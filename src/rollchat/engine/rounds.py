@@ -10,6 +10,7 @@ from rollchat.events import Event, ToolFinished, ToolStarted
 from rollchat.tools.runner import CallInterrupted, CallOutcome
 
 NOT_RUN = "[not run: the turn was interrupted before this call]"
+INTERRUPTED_NOTE = "[interrupted by user]"  # after a partial answer, as the model reads it
 
 
 def trailing(blocks: Sequence[Block]) -> tuple[ProviderBlock, ...]:

@@ -1,0 +1,92 @@
+"""The Runner seam: what runs one turn's model calls and tools when an agent framework (Strands,
+the OpenAI Agents SDK, a plain function, ...) does instead of rollchat's own tool loop.
+
+How an adapter plugs in (agents/frameworks/, one module per framework, the only importer of it):
+
+1. It implements ``Runner``: ``run(request)`` is given the history rollchat decided on
+   (``RunRequest.history``: the restoration exchange, carried turns and the turns since, as
+   rollchat ``Message`` values, already trimmed and repaired) and the user's message, converts
+   them to the framework's own messages, runs the framework and yields ``RunEvent`` values as
+   they come: ``TextDelta``/``ThinkingDelta`` pieces, ``ToolCalled`` before a tool runs,
+   ``ToolReturned`` after it, ``UsageEvent`` per model call. It returns nothing: the Engine
+   records the turn's ordered blocks (Text, Thinking, ToolUse, ToolResult) from these events,
+   so the transcript, ``show``, compaction and resume never know which Runner ran the turn.
+2. Before the framework runs a tool, the adapter calls ``request.approve(call)`` through the
+   framework's own mechanism (a hook, an interruption): None lets it run, a string is the
+   refusal the model reads (rollchat's gate: ask/auto/never, allow/deny, PreToolUse hooks).
+   ``approve`` may ask the user: call it on the thread iterating ``run`` (agents/frameworks/
+   bridge.py carries it there from a framework's event loop).
+3. Ctrl-C: the Engine closes the iterator (``close()``, GeneratorExit inside ``run``); the
+   adapter stops the framework's run in its ``finally``. What was yielded is kept. A framework
+   failure is raised as ``FrameworkError`` (one line; the chat goes on).
+4. For summaries and the restoration's acknowledgment the adapter also offers a plain model
+   call (no tools) as a ``providers.base.Provider`` (EngineSettings.provider), so compaction
+   writes the summary through the agent's own model unless ``summary.provider`` is set.
+
+rollchat's own agents have no Runner (EngineSettings.runner is None): the Engine's own loop
+over its Provider runs them, unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from rollchat.domain import Message, ToolCall
+from rollchat.providers.base import ProviderError, TextDelta, ThinkingDelta, UsageEvent
+
+ToolStatus = Literal["ok", "error", "refused", "interrupted"]
+
+
+@dataclass(frozen=True)
+class ToolCalled:
+    """The framework is about to run ``call`` (after ``approve`` let it through, or not)."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class ToolReturned:
+    """The framework ran ``call`` (or refused it: ``status`` "refused"); ``content`` is the
+    result as the model reads it."""
+
+    call: ToolCall
+    content: str
+    status: ToolStatus = "ok"
+    elapsed: float = 0.0
+
+
+RunEvent = TextDelta | ThinkingDelta | ToolCalled | ToolReturned | UsageEvent
+Approve = Callable[[ToolCall], "str | None"]  # None: the call may run; else the refusal
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One turn for a Runner: the system prompt rollchat built (the agent's instructions, the
+    project instructions, the memory profile), the ``history`` before this turn, the
+    ``user`` message (its context block included: the date, relevant facts), ``query``
+    (what the user typed, without the block: for an agent that takes only that), the
+    ``purpose`` ("chat"; "restore": the restoration prompt, answered without tools) and the
+    approval of each tool call."""
+
+    system: str
+    history: tuple[Message, ...]
+    user: Message
+    approve: Approve
+    query: str = ""
+    purpose: Literal["chat", "restore"] = "chat"
+
+
+class FrameworkError(ProviderError):
+    """The framework's run failed (its own exception, shown as one line)."""
+
+    label = "agent framework error"
+
+
+class Runner(Protocol):
+    """Runs one turn of a framework agent; see the module's docstring."""
+
+    framework: str  # "strands", "openai-agents", "function", ...
+
+    def run(self, request: RunRequest) -> Iterator[RunEvent]: ...

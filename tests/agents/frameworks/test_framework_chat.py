@@ -1,0 +1,106 @@
+"""The Pydantic AI and LangChain ``create_agent`` example agents run as a user runs them
+(``rollchat agent.py``, piped, in a child process), their real OpenAI clients at the local wire
+server: a tool turn recorded as rollchat's ordered blocks, the next turn given the history,
+a call refused by a deny rule, and a resume in a new process starting from the summary."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from rollchat.domain import Text, ToolResult, ToolUse
+from rollchat.storage.transcript.parse import parse
+from tests.e2e import clean_env, run_piped, write_config
+from tests.wire_servers import WireServer, openai_server, text, tool
+
+__all__ = ["openai_server"]
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+FILES = {"pydantic-ai": ("pydantic_ai", "pydantic_ai_agent"),
+         "langgraph": ("langchain.agents", "langgraph_agent")}
+
+
+@pytest.fixture(params=sorted(FILES))
+def agent_file(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """The example agent of each framework (examples/*/agent.py), as a user runs it."""
+    module, example = FILES[request.param]
+    if importlib.util.find_spec(module.split(".")[0]) is None:
+        pytest.skip(f"{module} is not installed (pip install -e '.[frameworks]')")
+    return EXAMPLES / example / "agent.py"
+
+
+def chat(server: WireServer, tmp_path: Path, agent: Path | None, lines: str, *args: str
+         ) -> str:
+    env = clean_env(tmp_path / "home", OPENAI_BASE_URL=server.url, OPENAI_API_KEY="test")
+    where = (str(agent),) if agent is not None else ()
+    done = run_piped(tmp_path, lines, *where, *args, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def sessions(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "sessions").glob("*.md"))
+
+
+def non_system(body: dict[str, object]) -> list[dict[str, object]]:
+    return [m for m in body["messages"] if m["role"] != "system"]  # type: ignore[index,union-attr]
+
+
+def test_a_tool_turn_is_recorded_as_blocks_and_given_back(openai_server: WireServer,
+                                                          tmp_path: Path, agent_file: Path,
+                                                          ) -> None:
+    openai_server.push(tool("add", {"a": 2, "b": 3}), text("It is 5."), text("Still 5."))
+    out = chat(openai_server, tmp_path, agent_file, "what is 2+3?\nand now?\n", "--yes")
+    assert "It is 5." in out and "Still 5." in out
+    [saved] = sessions(tmp_path)
+    turn = parse(saved.read_text(encoding="utf-8")).turns[0]
+    assert [type(b) for b in turn.blocks] == [ToolUse, ToolResult, Text]
+    use, result, answer = turn.blocks
+    assert isinstance(use, ToolUse) and isinstance(result, ToolResult)
+    assert (use.call.name, dict(use.call.arguments), result.content) == (
+        "add", {"a": 2, "b": 3}, "5")
+    assert isinstance(answer, Text) and answer.text == "It is 5."
+    second = non_system(openai_server.bodies[2])
+    assert [m["role"] for m in second] == ["user", "assistant", "tool", "assistant", "user"]
+    assert second[2]["content"] == "5" and second[3]["content"] == "It is 5."
+    assert str(second[4]["content"]).endswith("and now?")
+
+
+def test_a_denied_call_reaches_the_model_as_a_refusal(openai_server: WireServer,
+                                                      tmp_path: Path, agent_file: Path) -> None:
+    """The agent named in ``agents:`` by its file, its deny rule applied to the framework's
+    call through the framework's own refusal."""
+    config = write_config(tmp_path / "config.yaml", (
+        "default_agent: adder\nagents:\n  adder:\n"
+        f"    file: {agent_file}\n    approval: auto\n    deny: [add]\n"))
+    openai_server.push(tool("add", {"a": 2, "b": 3}), text("I may not add."))
+    out = chat(openai_server, tmp_path, None, "what is 2+3?\n", "--config", str(config))
+    assert "I may not add." in out
+    [result] = [m for m in openai_server.bodies[1]["messages"] if m["role"] == "tool"]
+    assert "denied" in str(result["content"])
+    turn = parse(sessions(tmp_path)[0].read_text(encoding="utf-8")).turns[0]
+    [refused] = [b for b in turn.blocks if isinstance(b, ToolResult)]
+    assert refused.is_error and refused.content == result["content"]
+
+
+def test_resume_in_a_new_process_starts_from_the_summary(openai_server: WireServer,
+                                                         tmp_path: Path, agent_file: Path,
+                                                         ) -> None:
+    openai_server.push(tool("add", {"a": 40, "b": 2}), text("It is 42, the answer."))
+    chat(openai_server, tmp_path, agent_file, "what is 40+2?\n", "--yes")
+    [first] = sessions(tmp_path)
+    summary = parse(first.read_text(encoding="utf-8")).summary
+    assert summary is not None
+    openai_server.requests.clear()
+    out = chat(openai_server, tmp_path, agent_file, "what did we compute?\n", "--yes", "-c")
+    assert "echo: what did we compute?" in out
+    restore = openai_server.bodies[0]  # the restoration, through the agent's plain call
+    assert "tools" not in restore
+    [question] = [b for b in openai_server.bodies if "tools" in b]  # the framework's run
+    sent = non_system(question)
+    assert summary.background and summary.background in str(sent[0]["content"])
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert non_system(restore)[0]["content"] == sent[0]["content"]  # the same exchange
+    assert all(topic in str(sent[0]["content"]) for topic in summary.topics)

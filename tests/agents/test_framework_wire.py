@@ -1,0 +1,144 @@
+"""Agents built with Strands (strands-agents, its OpenAIModel) and the OpenAI Agents SDK
+(openai-agents, an AsyncOpenAI client), from PyPI, their clients pointed at the local wire
+server, run by rollchat as their developers run them: ``rollchat agent.py``. For each: a tool
+turn recorded as rollchat's blocks, a call refused through rollchat's approval (Strands'
+cancel_tool; the SDK's needs_approval interruption rejected), an automatic compaction
+summarized through the agent's own model, a resume in a new process, and Ctrl-C keeping the
+partial answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pexpect
+import pytest
+
+from rollchat.domain import Text
+from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START
+from tests.e2e import PROMPT, clean_env, exit_chat, spawn
+from tests.framework_agents import (
+    OPENAI_AGENT,
+    SMALL_WINDOW,
+    STRANDS_AGENT,
+    calls_and_results,
+    chat,
+    sessions,
+    tool_messages,
+    turns,
+)
+from tests.wire_servers import Reply, WireServer, held, last_user_text, openai_server, text, tool
+
+__all__ = ["openai_server"]
+
+FRAMEWORKS = [pytest.param(STRANDS_AGENT, "strands", id="strands"),
+              pytest.param(OPENAI_AGENT, "agents", id="openai-agents")]
+each = pytest.mark.parametrize(("source", "module"), FRAMEWORKS)
+
+SUMMARY = (f"{SUMMARY_START}\n**Background Context:** Initial session.\n\n"
+           "**Current Session Summary:**\n**Topics Discussed:**\n- the zanzibar ferry\n\n"
+           "**Decisions Made:**\n- take the morning boat\n\n**Pending:**\n- buy tickets\n"
+           f"{SUMMARY_END}")
+
+
+def asks_summary(body: dict[str, Any]) -> bool:
+    """A summary request: the chat's prefix with an instruction, or the separate request."""
+    said = last_user_text(body)
+    return "<summary-request>" in said or said.startswith("Summarize the session")
+
+
+def summarizing(body: dict[str, Any]) -> Reply:
+    return text(SUMMARY) if asks_summary(body) else text(f"echo: {last_user_text(body)[:40]}")
+
+
+@each
+def test_a_tool_turn_is_recorded_as_rollchats_blocks(openai_server: WireServer, tmp_path: Path,
+                                                      source: str, module: str) -> None:
+    pytest.importorskip(module)
+    openai_server.push(tool("word_count", {"text": "a b c"}), text("It has 3 words."))
+    done = chat(tmp_path, openai_server, source, "count a b c\n", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert "wire-model via " in done.stdout
+    assert "It has 3 words." in done.stdout
+    first, second = openai_server.bodies[:2]
+    assert first["messages"][0] == {"role": "system", "content": "You count words."}
+    assert first.get("stream_options") == {"include_usage": True}
+    assert [t["function"]["name"] for t in first["tools"]] == ["word_count"]
+    assert [m["content"] for m in tool_messages(second)] == ["3 words"]
+    [turn] = turns(sessions(tmp_path)[0])
+    uses, results = calls_and_results(turn)
+    assert [(u.call.name, dict(u.call.arguments)) for u in uses] == [
+        ("word_count", {"text": "a b c"})]
+    assert [(r.content, r.is_error) for r in results] == [("3 words", False)]
+    assert isinstance(turn.blocks[-1], Text) and turn.blocks[-1].text == "It has 3 words."
+    assert turn.usage.input_tokens == 22  # both model calls, as the server reported them
+
+
+@each
+def test_a_refused_call_reaches_the_model_as_the_frameworks_refusal(
+        openai_server: WireServer, tmp_path: Path, source: str, module: str) -> None:
+    pytest.importorskip(module)
+    openai_server.push(tool("word_count", {"text": "a b c"}), text("I could not count."))
+    done = chat(tmp_path, openai_server, source, "count a b c\n")  # no --yes, piped
+    assert done.returncode == 0, done.stderr
+    [sent] = tool_messages(openai_server.bodies[1])
+    assert "refused" in str(sent["content"]) and "3 words" not in str(sent["content"])
+    [turn] = turns(sessions(tmp_path)[0])
+    _, [result] = calls_and_results(turn)
+    assert result.is_error and "refused" in result.content
+
+
+@each
+def test_compaction_through_the_agents_model_and_resume_in_a_new_process(
+        tmp_path: Path, source: str, module: str) -> None:
+    pytest.importorskip(module)
+    with WireServer(openai_server_dialect(), responder=summarizing, counting=True) as server:
+        long = " ".join(["the zanzibar ferry leaves early"] * 60)
+        done = chat(tmp_path, server, source, f"{long}\n{long}\n{long}\n",
+                    config=SMALL_WINDOW)
+        assert done.returncode == 0, done.stderr
+        asked = [b for b in server.bodies if asks_summary(b)]
+        assert asked, "the summary was not asked of the agent's model"
+        assert not asked[0].get("tools")  # a plain call, no tools
+        files = sessions(tmp_path)
+        assert len(files) >= 2, done.stdout[-1500:]
+        assert "take the morning boat" in files[0].read_text(encoding="utf-8")
+        before = len(server.bodies)
+        again = chat(tmp_path, server, source, "what was pending?\n", "-c",
+                     config=SMALL_WINDOW)
+        assert again.returncode == 0, again.stderr
+        chats = [b for b in server.bodies[before:] if last_user_text(b) == "what was pending?"]
+        assert chats, again.stdout
+        history = str(chats[-1]["messages"])
+        assert "buy tickets" in history  # the framework got the restored summary
+
+
+def openai_server_dialect() -> Any:
+    from tests.wire_servers import OpenAIDialect
+
+    return OpenAIDialect()
+
+
+@each
+def test_ctrl_c_stops_the_run_and_keeps_the_partial_answer(
+        openai_server: WireServer, tmp_path: Path, source: str, module: str) -> None:
+    pytest.importorskip(module)
+    agent = tmp_path / "agent.py"
+    agent.write_text(source, encoding="utf-8")
+    openai_server.push(held("The first part.\n\n", "never sent"))
+    child = spawn(tmp_path, str(agent), env=clean_env(
+        tmp_path / "home", WIRE_URL=openai_server.url, OPENAI_AGENTS_DISABLE_TRACING="1"),
+        timeout=60)
+    try:
+        child.expect_exact(PROMPT)
+        child.sendline("tell me")
+        child.expect_exact("The first part.")
+        child.sendintr()
+        child.expect_exact("interrupted")
+        exit_chat(child)
+    finally:
+        child.close(force=True)
+    [turn] = turns(sessions(tmp_path)[0])
+    assert turn.status == "interrupted"
+    assert "The first part." in "".join(b.text for b in turn.blocks if isinstance(b, Text))
+    assert pexpect  # the child was driven through a terminal
