@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from rollchat.cli.options import ConfigOpt, SessionArg, SessionsDirOpt, command_config, fail
-from rollchat.errors import RollchatError, UsageError
+from rollchat.errors import RollchatError, TranscriptError, UsageError
 
 if TYPE_CHECKING:
     from rollchat.config.settings import Config
@@ -101,18 +101,18 @@ def show_command(
     config: ConfigOpt = None,
 ) -> None:
     """Show a saved session for reading: header, turns, summary. In a terminal through the pager
-    ($PAGER, else less); plain text when piped."""
-    from rollchat.storage.export import read_document
+    ($PAGER, else less); plain text when piped. The file is read as it is shown, a turn at a
+    time: a session of any size starts at once and holds one turn in memory."""
+    from rollchat.storage.transcript.stream import TranscriptStream, file_lines
+    from rollchat.ui.show import show
 
     store, session_id = _document_of(ctx, session, config, sessions_dir)
     try:
-        document = read_document(store, session_id)
-    except RollchatError as exc:
-        fail(str(exc), 1)
-    from rollchat.ui.show import show
-
-    show(document.transcript, summary_dropped=document.summary_dropped,
-         terminal=sys.stdout.isatty())
+        with store.open_file(session_id) as f:
+            show(TranscriptStream(file_lines(f)), terminal=sys.stdout.isatty())
+    except RollchatError as exc:  # a turn further on that cannot be read ends it there
+        sys.stdout.flush()
+        fail(f"{session_id}.md: {exc}" if isinstance(exc, TranscriptError) else str(exc), 1)
 
 
 def export_command(

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn
 from rollchat.errors import StoreError, TranscriptError
@@ -396,6 +397,19 @@ class SessionStore:
         regular file inside the directory; at most ``max_read_bytes`` when the store was given
         a limit), without parsing."""
         return self._read_data(self.path_for(session_id), follow=True, limit=self.max_read_bytes)
+
+    def open_file(self, session_id: str) -> BinaryIO:
+        """The session file opened for reading as ``load_transcript`` reads it (a regular file
+        inside the directory, at most ``max_read_bytes`` when the store was given a limit), to
+        be read a line at a time (``transcript.stream``)."""
+        path = self.path_for(session_id)
+        f = os.fdopen(self._open(path, follow=True), "rb")
+        size = os.fstat(f.fileno()).st_size
+        if self.max_read_bytes is not None and size > self.max_read_bytes:
+            f.close()
+            raise StoreError(f"{path.name} is too large to read ({size} bytes, limit "
+                             f"{self.max_read_bytes})")
+        return f
 
     def read_text(self, session_id: str) -> str:
         """The session's file as it is, read as ``load_transcript`` reads it."""

@@ -4,6 +4,7 @@ passes ``sanitize`` first."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -14,6 +15,7 @@ from rollchat.domain import (
     Block,
     Image,
     Note,
+    SessionHeader,
     Summary,
     Thinking,
     ToolResult,
@@ -22,6 +24,7 @@ from rollchat.domain import (
     Turn,
 )
 from rollchat.domain import Text as TextBlock
+from rollchat.storage.transcript.stream import TranscriptStream
 from rollchat.text.wording import plural
 from rollchat.ui.render import plain_console, usage_line
 from rollchat.ui.sanitize import harmless, one_line
@@ -31,7 +34,7 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
 _RESULT_LINES = 12  # of a tool result; ``rollchat export`` prints them whole
-_BATCH = 500  # prose turns written to the output at once
+_BATCH = 64 * 1024  # characters of prose turns written to the output at once
 # A line of prose that rich draws as plain words wrapped at the width, markdown or not: it
 # starts with a letter (no list, heading or quote), has no markup character, no tab, no run
 # of spaces and only characters one cell wide. ``show`` writes such turns itself when piped.
@@ -41,21 +44,42 @@ _PROSE = re.compile(r"[A-Za-z](?: ?[A-Za-z0-9,.;:'\"?()/-])*")
 _LINE = re.compile(r"[!-~·](?: ?[!-~·])*")
 
 
-def session_view(t: Transcript, *, summary_dropped: bool = False,
+class _Source:
+    """What ``show`` reads, whole or streamed: the header, the turns once, then the summary."""
+
+    def __init__(self, t: Transcript | TranscriptStream, summary_dropped: bool) -> None:
+        self.header = t.header
+        self._t = t
+        self._dropped = summary_dropped
+        self.count = 0  # turns read so far
+
+    def turns(self) -> Iterator[Turn]:
+        for turn in (self._t.turns if isinstance(self._t, Transcript) else self._t.turns()):
+            self.count += 1
+            yield turn
+
+    def ending(self) -> tuple[Summary | None, bool]:
+        """The summary and whether a corrupted one was dropped: once ``turns`` are read."""
+        if isinstance(self._t, Transcript):
+            return self._t.summary, self._dropped
+        return self._t.summary, self._t.summary_dropped
+
+
+def session_view(t: Transcript | TranscriptStream, *, summary_dropped: bool = False,
                  ) -> Iterator[RenderableType]:
-    """What ``show`` prints, in order. ``summary_dropped``: the file's summary block could not
-    be read."""
-    yield from _head(t)
-    for turn in t.turns:
-        yield from _turn(turn, t.header.agent)
-    yield from _tail(t, summary_dropped)
+    """What ``show`` prints, in order, drawn as each turn is read. ``summary_dropped``: the
+    file's summary block could not be read (a stream knows it itself)."""
+    source = _Source(t, summary_dropped)
+    yield from _head(source.header)
+    for turn in source.turns():
+        yield from _turn(turn, source.header.agent)
+    yield from _tail(source)
 
 
-def _head(t: Transcript) -> Iterator[RenderableType]:
+def _head(h: SessionHeader) -> Iterator[RenderableType]:
     from rich.rule import Rule
     from rich.table import Table
 
-    h = t.header
     yield Rule(f"{one_line(h.agent)} conversation · {one_line(h.session_id)}", style="bold")
     fields = Table.grid(padding=(0, 2))
     fields.add_column(style="bold")
@@ -74,17 +98,18 @@ def _head(t: Transcript) -> Iterator[RenderableType]:
     yield fields
 
 
-def _tail(t: Transcript, summary_dropped: bool) -> Iterator[RenderableType]:
+def _tail(source: _Source) -> Iterator[RenderableType]:
     from rich.rule import Rule
     from rich.text import Text
 
+    summary, summary_dropped = source.ending()
     yield Text("")
-    if t.summary is not None:
-        yield _summary(t.summary)
+    if summary is not None:
+        yield _summary(summary)
     elif summary_dropped:
         yield Rule("Its summary block is corrupted: not shown ('rollchat export' prints the "
                    "file as it is)", style="yellow")
-    elif t.turns:
+    elif source.count:
         yield Rule("No summary (the session ended without one)", style="dim")
 
 
@@ -220,42 +245,82 @@ def _wrapped(text: str, width: int) -> list[str]:
     return [*lines, line]
 
 
-def show(t: Transcript, *, summary_dropped: bool, terminal: bool) -> None:
-    """Print the session to stdout: plain text, or for a ``terminal`` through the pager ($PAGER,
-    else less; less shows colours unless $LESS says otherwise, and quits at once when it all
-    fits on the screen). Piped, a turn of plain prose is written directly (``prose_turn``):
-    the same text, without rich's cost."""
+def show(t: Transcript | TranscriptStream, *, summary_dropped: bool = False,
+         terminal: bool) -> None:
+    """Print the session to stdout as its turns are read (a stream holds one turn at a time):
+    plain text, or for a ``terminal`` through the pager ($PAGER, else less; less shows colours
+    unless $LESS says otherwise, and quits at once when it all fits on the screen). Piped, a
+    turn of plain prose is written directly (``prose_turn``): the same text, without rich's
+    cost."""
     if not terminal:
-        _show_plain(t, summary_dropped=summary_dropped)
+        _show_plain(_Source(t, summary_dropped))
         return
+    _paged(session_view(t, summary_dropped=summary_dropped))
+
+
+def _paged(parts: Iterator[RenderableType]) -> None:
+    """``parts`` drawn for this terminal and written to the pager's input as they come (rich's
+    own pager holds the whole text first); the pager quitting early ends the drawing."""
+    import io
+    import shutil
+    import subprocess
+
     from rich.console import Console
 
-    console = Console()
-    os.environ.setdefault("LESS", "-FRX")
-    with console.pager(styles=True):
-        for part in session_view(t, summary_dropped=summary_dropped):
+    screen = Console()
+    command = os.environ.get("PAGER") or ("less" if shutil.which("less") else "")
+    if not command.strip():
+        for part in parts:
+            screen.print(part)
+        return
+    env = {**os.environ, "LESS": os.environ.get("LESS", "-FRX")}
+    pager = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, env=env)
+    assert pager.stdin is not None
+    pipe = io.TextIOWrapper(pager.stdin, encoding="utf-8", errors="backslashreplace")
+    console = Console(file=pipe, force_terminal=True,
+                      width=screen.width, height=screen.height, no_color=screen.no_color)
+    try:
+        for part in parts:
             console.print(part)
+        pipe.close()
+    except (BrokenPipeError, KeyboardInterrupt):  # the reader quit the pager: stop drawing
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            pipe.close()
+        while True:  # Ctrl-C in the pager is the pager's, as pydoc's pager has it
+            try:
+                pager.wait()
+                break
+            except KeyboardInterrupt:
+                continue
 
 
-def _show_plain(t: Transcript, *, summary_dropped: bool) -> None:
+def _show_plain(source: _Source) -> None:
     plain = plain_console()
     out, width = plain.file, plain.width
-    for part in _head(t):  # wrapped at the width: a soft-wrapped box or list item is cropped
-        plain.print(part, soft_wrap=False)
+    agent = source.header.agent
+    for part in _head(source.header):  # wrapped at the width: a soft-wrapped box or list
+        plain.print(part, soft_wrap=False)  # item is cropped
     written: list[str] = []  # prose turns not yet written (written in batches: fewer writes)
-    for turn in t.turns:
-        text = prose_turn(turn, t.header.agent, width)
-        if text is not None:
-            written.append(text)
-            if len(written) < _BATCH:
-                continue
-        if written:
+    size = 0
+    try:
+        for turn in source.turns():
+            text = prose_turn(turn, agent, width)
+            if text is not None:
+                written.append(text)
+                size += len(text)
+                if size < _BATCH:
+                    continue
             out.write("".join(written))
             written.clear()
-        if text is None:
-            for part in _turn(turn, t.header.agent):
-                plain.print(part, soft_wrap=False)
-    out.write("".join(written))
-    for part in _tail(t, summary_dropped):
+            size = 0
+            if text is None:
+                for part in _turn(turn, agent):
+                    plain.print(part, soft_wrap=False)
+    finally:  # a turn that cannot be read further on: the ones before it are shown
+        out.write("".join(written))
+        out.flush()
+    for part in _tail(source):
         plain.print(part, soft_wrap=False)
     out.flush()

@@ -151,8 +151,9 @@ def _block_end(lines: list[str], start: int) -> int | None:
 
 
 def _heading(line: str) -> bool:
-    return line.startswith("## ") and any(
-        h.match(line) for h in (HEADING_Q, HEADING_R, HEADING_C, HEADING_H))
+    return line.startswith("## ") and (HEADING_Q.match(line) or HEADING_R.match(line)
+                                       or HEADING_C.match(line) or HEADING_H.match(line)
+                                       ) is not None
 
 
 def _body(lines: list[str], k: int) -> tuple[list[Turn], Summary | None]:

@@ -253,10 +253,44 @@ def _collect(lines: list[str], start: int, end: int) -> _Fields:
     return f
 
 
+_PLAIN_LABEL = re.compile(r"\*\*([^\\:*]+):\*\* ")
+
+
+def _plain(lines: list[str], start: int, end: int, kind: TurnKind,
+           number: int) -> Turn | None:
+    """A query of one line typed and one line of answer, nothing escaped (most turns of a
+    long session), read without the field machinery: the Turn ``_collect`` would make of it;
+    None for any other block."""
+    if end - start != 7:
+        return None
+    you, gap, said, gap2, foot, last = lines[start + 1:end]
+    if gap or gap2 or last or not you.startswith("**You:** ") or "\\" in you or "\\" in said:
+        return None
+    label = _PLAIN_LABEL.match(said)
+    m = _FOOTER.match(foot)
+    if label is None or label[1] in RESERVED_LABELS or label.end() == len(said) or m is None:
+        return None
+    return _made(m, start, kind, number, user=you[len("**You:** "):],
+                 blocks=(Text(said[label.end():]),))
+
+
+def _made(m: re.Match[str], start: int, kind: TurnKind, number: int, **fields: object) -> Turn:
+    """The turn whose footer is ``m``, with its other ``fields``."""
+    usage = Usage(*(int((m[i] or "0").replace(",", "")) for i in (3, 4, 5, 6)))
+    return Turn(kind=kind, number=number, started=parse_date(m[8], f"line {start + 1}: turn time"),
+                status=_STATUSES[m[7] or "ok"], elapsed=float(m[1] or 0), usage=usage,
+                **fields)  # type: ignore[arg-type]
+
+
 def parse_turn(lines: list[str], start: int, end: int) -> Turn:
     head = lines[start]
     q, r = HEADING_Q.match(head) or HEADING_C.match(head), HEADING_R.match(head)
     h = HEADING_H.match(head)
+    kind: TurnKind = (("query" if head.startswith("## Query") else "carried") if q
+                      else "handoff" if h else "restored")
+    number = int(q[1]) if q else 0
+    if q is not None and (plain := _plain(lines, start, end, kind, number)) is not None:
+        return plain
     f = _collect(lines, start + 1, end)
     m = f.footer
     if m is None or f.pending_tool is not None:
@@ -264,14 +298,6 @@ def parse_turn(lines: list[str], start: int, end: int) -> Turn:
     if (q is not None and f.user is None) or (r is not None and f.context is None) or (
             h is not None and (f.context is None or f.answered)):
         raise TranscriptError(f"line {start + 1}: turn block lacks its user/context line")
-    usage = Usage(*(int((m[i] or "0").replace(",", "")) for i in (3, 4, 5, 6)))
-    kind: TurnKind = (("query" if head.startswith("## Query") else "carried") if q
-                      else "handoff" if h else "restored")
-    return Turn(kind=kind, number=int(q[1]) if q else 0,
-                started=parse_date(m[8], f"line {start + 1}: turn time"),
-                user=f.user or "", blocks=tuple(f.blocks), status=_STATUSES[m[7] or "ok"],
-                elapsed=float(m[1] or 0), usage=usage, context=f.context or "",
-                previous_session=f.previous, error=f.error, context_block=f.block or "",
-                attached=tuple(f.attached), typed=f.typed or "")
-
-
+    return _made(m, start, kind, number, user=f.user or "", blocks=tuple(f.blocks),
+                 context=f.context or "", previous_session=f.previous, error=f.error,
+                 context_block=f.block or "", attached=tuple(f.attached), typed=f.typed or "")
