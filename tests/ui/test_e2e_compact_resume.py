@@ -84,7 +84,8 @@ def test_pty_compact_then_resume(tmp_path: Path) -> None:
     _say(child, "what about the eviction tests?", *ANSWER)
     child.sendline("exit")
     _see(child, "Generating session summary", "Saved session: ", "1 query, ", "tokens billed (",
-         "for the queries, ", "restoring the context, ", "for summaries)", "Goodbye!")
+         "for the queries, ", "restoring the context, ", "for summaries, ", "for memory)",
+         "Goodbye!")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
