@@ -72,7 +72,7 @@ def test_a_changed_session_is_answered_again_not_from_a_stale_entry(
     assert "typer" in imported(after.stderr)  # the ordinary way answered it
 
 
-@pytest.mark.parametrize("args", [["--json", "--focus", "x"], ["--json", "--refresh"], []])
+@pytest.mark.parametrize("args", [["--json", "--refresh"], [], ["--json", "--max-words", "x"]])
 def test_other_command_lines_go_the_ordinary_way(sessions: Sessions, tmp_path: Path,
                                                 args: list[str]) -> None:
     compact(sessions, tmp_path, sessions.parent, "--json")
@@ -80,10 +80,52 @@ def test_other_command_lines_go_the_ordinary_way(sessions: Sessions, tmp_path: P
     assert "typer" in imported(done.stderr)
 
 
-def test_a_session_number_goes_the_ordinary_way(sessions: Sessions, tmp_path: Path) -> None:
-    compact(sessions, tmp_path, "2", "--json")
-    done = compact(sessions, tmp_path, "2", "--json", importtime=True)
-    assert "typer" in imported(done.stderr) and as_json(done)["session"]
+def test_a_session_number_or_part_of_an_id_is_answered_through_the_index(
+        sessions: Sessions, tmp_path: Path) -> None:
+    """Issue 36 item 7: ``compact 2 --json`` from its cache as quickly as by id: the number
+    resolved through the sessions index, no typer, no parser of the whole transcript."""
+    first = compact(sessions, tmp_path, sessions.parent, "--json")
+    for ref in ("2", sessions.parent[-4:]):  # (the parent is the older one: number 2)
+        done = compact(sessions, tmp_path, ref, "--json", importtime=True)
+        assert done.stdout == first.stdout, ref
+        assert not {"typer", "tiktoken"} & imported(done.stderr)
+    missing = compact(sessions, tmp_path, "7", "--json", importtime=True)  # the ordinary way
+    assert missing.returncode == 2 and "between 1 and 2" in missing.stderr
+    assert "typer" in imported(missing.stderr)
+
+
+def cached(answer: dict[str, Any]) -> dict[str, Any]:
+    """A model's summary as the ordinary way answers it from its cache."""
+    assert answer["method"] == "model" and answer["cached"] is False
+    return {**answer, "cached": True}
+
+
+@pytest.mark.parametrize("asked", [["--focus", "port"], ["--max-words", "60"],
+                                   ["--focus", " port ", "--max-words=60"]],
+                         ids=["focus", "size", "both"])
+def test_a_focused_or_sized_summary_is_answered_from_the_cache(
+        sessions: Sessions, tmp_path: Path, asked: list[str]) -> None:
+    """Issue 36 item 7: ``compact ID --json --focus F`` (the child: its parent's summary is
+    part of the key) from its cache, by id and by number, as the ordinary way answers it."""
+    first = as_json(compact(sessions, tmp_path, sessions.child, "--json", *asked))
+    recorded(sessions, tmp_path)  # (the configuration recalled from now on)
+    for ref in (sessions.child, "1"):
+        done = compact(sessions, tmp_path, ref, "--json", *asked, importtime=True)
+        assert as_json(done) == cached(first), ref
+        assert not {"typer", "tiktoken", "rollchat.config.load"} & imported(done.stderr)
+    other = compact(sessions, tmp_path, sessions.child, "--json", "--focus", "syslog",
+                    importtime=True)  # not in the cache: the ordinary way writes it
+    assert "typer" in imported(other.stderr) and as_json(other)["focus"] == "syslog"
+
+
+def test_a_focused_summary_whose_parent_is_gone_is_answered_the_ordinary_way(
+        sessions: Sessions, tmp_path: Path) -> None:
+    first = as_json(compact(sessions, tmp_path, sessions.child, "--json", "--focus", "port"))
+    (sessions.root / f"{sessions.parent}.md").unlink()
+    done = compact(sessions, tmp_path, sessions.child, "--json", "--focus", "port",
+                   importtime=True)
+    assert "typer" in imported(done.stderr)  # the key without the parent's block: a miss
+    assert as_json(done)["notes"] and as_json(done)["summary"] != "" and first["notes"] == []
 
 
 # The configuration recalled (config.recall): the loader skipped while nothing it read changed.

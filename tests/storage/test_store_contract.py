@@ -204,6 +204,37 @@ def test_the_store_resolves_and_follows_lineage_itself(store: Store) -> None:
     assert [s.session_id for s in store.lineage([store.resolve("1")])] == [other.session_id]
 
 
+def test_a_page_of_the_listing_and_search_are_the_stores(store: Store) -> None:
+    """Issue 36 item 4: a page of THE numbering and search are asked of the Store, whichever
+    it is (the CLI, the MCP server and the chat hold no index of their own)."""
+    a, b, c = (_session(store, m, 1, True) for m in (0, 5, 9))
+    page = store.page(2)
+    assert [(i.number, i.session_id) for i in page.sessions] == [
+        (1, c.session_id), (2, b.session_id)]
+    assert (page.total, page.more, page.problems) == (3, 1, [])
+    every = store.page(None, exclude=b.session_id)  # left out after numbering
+    assert [(i.number, i.session_id) for i in every.sessions] == [
+        (1, c.session_id), (3, a.session_id)]
+    hits = store.search("query 5")
+    if isinstance(store, InMemoryStore):
+        assert hits is None  # nothing is kept to search (--no-save)
+    else:
+        assert hits is not None and hits[0].session_id == b.session_id
+        assert hits[0].number == 2
+
+
+def test_nothing_outside_storage_reaches_the_sessions_index() -> None:
+    """Issue 36 item 4: the Store is the whole interface: no module outside storage/ imports
+    the index or reaches a store's ``index``."""
+    src = Path(__file__).resolve().parents[2] / "src" / "rollchat"
+    reaching = [str(path.relative_to(src)) for path in sorted(src.rglob("*.py"))
+                if path.parent.name != "storage" and re.search(
+                    r"storage\.index\b|storage import index\b|\.index\.(?:page|search|"
+                    r"resolve|lineage|listing|imported|saved)\(|SessionIndex",
+                    path.read_text(encoding="utf-8"))]
+    assert reaching == []
+
+
 def test_unknown_and_invalid_ids_are_store_errors(store: Store) -> None:
     _new(store)
     with pytest.raises(StoreError, match="no session"):

@@ -107,11 +107,11 @@ def _refuse_a_second_import(sessions: Path, file: Path, digest: str) -> None:
     with these very bytes, found through the sessions index. An import that failed or was
     killed part-way (no summary: an import writes its summary last) does not count: its
     partial session is removed, so that the retry leaves one whole session."""
-    from rollchat.storage.index import SessionIndex
+    from rollchat.storage.store import SessionStore
     from rollchat.ui.sanitize import harmless
 
     try:
-        found = SessionIndex(sessions).imported(f"(sha256 {digest},")
+        found = SessionStore(sessions).imported(f"(sha256 {digest},")
     except RollchatError as exc:
         fail(str(exc), 1)
     whole = [info for info in found if info.has_summary]

@@ -53,18 +53,19 @@ def sessions_command(
     """List saved sessions, most recent first (the numbers 'rollchat --resume SESSION' and
     'resume SESSION' in the chat use): the 20 most
     recent, or --limit N, or --all."""
-    from rollchat.storage.index import DEFAULT_LIMIT, SessionIndex
+    from rollchat.storage.listing import DEFAULT_LIMIT
+    from rollchat.storage.store import SessionStore
 
     if show_all and limit is not None:
         fail("use either --all or --limit N, not both")
     try:
-        index = SessionIndex(_sessions_dir(ctx, config, sessions_dir))
-        page = index.page(None if show_all else limit or DEFAULT_LIMIT)
+        store = SessionStore(_sessions_dir(ctx, config, sessions_dir))
+        page = store.page(None if show_all else limit or DEFAULT_LIMIT)
     except RollchatError as exc:
         fail(str(exc), 1)
     if as_json:
         # they and their ancestors by id, for the chain costs
-        lineage = {s.session_id: s for s in index.lineage(page.sessions)}
+        lineage = {s.session_id: s for s in store.lineage(page.sessions)}
         _json({
             "sessions": [
                 {"number": i.number, "id": i.session_id, "file": i.file_name, "agent": i.agent,
@@ -111,7 +112,7 @@ def rename_command(
         fail(str(exc))
     store = SessionStore(_sessions_dir(ctx, config, sessions_dir))
     try:
-        info = store.index.resolve(session)
+        info = store.resolve(session)
         store.set_title(info.session_id, new)
     except SessionBusyError:
         fail(f"session {session} is open in another rollchat process: set its title there "
@@ -133,11 +134,12 @@ def search_command(
 ) -> None:
     """Search the saved sessions' transcripts, summaries and titles: the best matches first,
     each with its number, id, date, title and the matching text."""
-    from rollchat.storage.index import DEFAULT_LIMIT, SessionIndex
+    from rollchat.storage.listing import DEFAULT_LIMIT
+    from rollchat.storage.store import SessionStore
 
     query = " ".join(text)
     try:
-        hits = SessionIndex(_sessions_dir(ctx, config, sessions_dir)).search(
+        hits = SessionStore(_sessions_dir(ctx, config, sessions_dir)).search(
             query, limit or DEFAULT_LIMIT)
     except RollchatError as exc:
         fail(str(exc), 1)

@@ -9,10 +9,35 @@ import json
 import os
 
 from rollchat.config.recall import read_regular
+from rollchat.errors import RollchatError
 
 CACHE_DIR_PARTS = (".cache", "compact")  # inside the sessions directory (listing skips dot names)
 CACHE_VERSION = 1  # part of every key: a change of format makes old entries unreachable
 CACHE_ENTRY_MAX_BYTES = 1024 * 1024  # a larger entry is not read (it is not one of ours)
+MIN_WORDS = 20  # the smallest --max-words accepted
+# the largest --max-words and --focus accepted, from the command line and over MCP alike (a
+# summary is a page, not a book; a focus is a phrase, not a document)
+MAX_WORDS = 10_000
+MAX_FOCUS_CHARS = 2_000
+
+
+def arguments(focus: str | None, max_words: int | None) -> tuple[str | None, int | None]:
+    """A summary's ``focus`` (cleaned, as the cache key holds it) and ``max_words``, checked;
+    RollchatError saying what is wrong with either."""
+    if focus is not None:
+        if len(focus) > MAX_FOCUS_CHARS:
+            raise RollchatError(f"the focus is too long: {len(focus):,} characters, at most "
+                                f"{MAX_FOCUS_CHARS:,} (a few words on what to dwell on)")
+        from rollchat.text.normalize import clean
+
+        focus = clean(focus).strip()
+        if not focus:
+            raise RollchatError("the focus is empty: give some text, or leave it out")
+    if max_words is not None and max_words < MIN_WORDS:
+        raise RollchatError(f"max words must be at least {MIN_WORDS} (got {max_words})")
+    if max_words is not None and max_words > MAX_WORDS:
+        raise RollchatError(f"max words must be at most {MAX_WORDS:,} (got {max_words:,})")
+    return focus, max_words
 
 
 def entry_key(data: bytes, block: str | None, focus: str | None, max_words: int | None,

@@ -17,6 +17,7 @@ from rollchat.compaction.cache import (
     file_key,
     summary_markdown,
 )
+from rollchat.compaction.cache_entry import MAX_FOCUS_CHARS, MAX_WORDS, MIN_WORDS, arguments
 from rollchat.compaction.choice import summary_choice, summary_names
 from rollchat.domain import Summary, Transcript, Turn
 from rollchat.errors import RollchatError, StoreError, TranscriptError
@@ -31,14 +32,10 @@ if TYPE_CHECKING:
     from rollchat.providers.base import Provider
     from rollchat.storage.store import SessionStore
 
-__all__ = ["summary_choice"]  # (its home is choice.py; callers import it from here too)
+# (their homes are choice.py and cache_entry.py; callers import them from here too)
+__all__ = ["MAX_FOCUS_CHARS", "MAX_WORDS", "MIN_WORDS", "summary_choice"]
 
 T = TypeVar("T")
-MIN_WORDS = 20  # the smallest --max-words accepted
-# the largest --max-words and --focus accepted, from the command line and over MCP alike (a
-# summary is a page, not a book; a focus is a phrase, not a document)
-MAX_WORDS = 10_000
-MAX_FOCUS_CHARS = 2_000
 CONFIRM_CALLS = 5  # more summary calls than this: the cheap path, unless the user agrees
 CHEAP_CALLS = 1  # the model calls of the cheap path (the newest part of the transcript)
 
@@ -223,43 +220,31 @@ def compact(store: SessionStore, ref: str, model: SummaryModel, *, focus: str | 
     """The summary of session ``ref`` (a number, an id or a unique part of one). Writes no
     session file: only the cache entry of a summary the model wrote. RollchatError for an
     unknown or unreadable session, one with no queries, or a bad ``focus``/``max_words``."""
-    from rollchat.text.normalize import clean
-
-    if focus is not None:
-        if len(focus) > MAX_FOCUS_CHARS:
-            raise RollchatError(f"the focus is too long: {len(focus):,} characters, at most "
-                                f"{MAX_FOCUS_CHARS:,} (a few words on what to dwell on)")
-        focus = clean(focus).strip()
-        if not focus:
-            raise RollchatError("the focus is empty: give some text, or leave it out")
-    if max_words is not None and max_words < MIN_WORDS:
-        raise RollchatError(f"max words must be at least {MIN_WORDS} (got {max_words})")
-    if max_words is not None and max_words > MAX_WORDS:
-        raise RollchatError(f"max words must be at most {MAX_WORDS:,} (got {max_words:,})")
-    info = store.index.resolve(ref)  # through the index, as resume: no full listing read
+    focus, max_words = arguments(focus, max_words)
+    info = store.resolve(ref)  # through the index, as resume: no full listing read
     data = store.read_bytes(info.session_id)
     cache = CompactCache(store.root)
     own = focus is None and max_words is None and not refresh  # the file's summary will do
     if own and (hit := cache.get(file_key(data, model.model))) is not None:
         return hit  # (the tokenizer is the slow part of an answer from the file's summary)
-    transcript = _parsed(data, info)
     title = title_of(info)
-    if transcript.summary is not None and own:
+    transcript = _parsed(data, info) if own else None
+    if transcript is not None and transcript.summary is not None:
         result = _done(info, title, transcript.summary, "file", None, None, None, cached=True,
                        counter=model.model)
         problem = cache.put(file_key(data, model.model), result)
         return replace(result, notes=(problem,)) if problem is not None else result
-    turns = [t for t in transcript.turns if t.kind != "restored"]
-    if not any(t.kind in ("query", "carried") for t in turns):
-        raise RollchatError(f"session {info.session_id} has no queries to summarize")
     notes: list[str] = []
     parent = _parent_summary(store, info, notes)
     words = max_words if max_words is not None else model.config.max_words
     key = cache_key(data, parent, focus, words, model.key)
-    if not refresh:
+    if not refresh:  # (an entry is keyed by the file's bytes: they were parsed when written)
         hit = cache.get(key)
         if hit is not None:
             return replace(hit, title=title, cached=True, notes=tuple(notes))
+    turns = [t for t in (transcript or _parsed(data, info)).turns if t.kind != "restored"]
+    if not any(t.kind in ("query", "carried") for t in turns):
+        raise RollchatError(f"session {info.session_id} has no queries to summarize")
     saved = settled(summarize_saved(model.summarizer(words), turns, parent, focus))
     outcome = saved.outcome
     if saved.plan.cheap:  # nobody is asked: a client's one call must not cost dozens
@@ -288,7 +273,7 @@ def _parent_summary(store: SessionStore, info: SessionInfo,
     """The parent's summary (the chain's context a compaction carries), or None."""
     if info.resumed_from is None:
         return None
-    parent = next((s for s in store.index.lineage([info])
+    parent = next((s for s in store.lineage([info])
                    if s.session_id == info.resumed_from), None)
     if parent is None:
         notes.append(f"its parent {info.resumed_from} is missing: summarized without the "

@@ -162,13 +162,13 @@ def _cut_turn(item: dict[str, Any], room: int) -> dict[str, Any]:
 
 def search(store: SessionStore, query: str, limit: int) -> list[dict[str, Any]]:
     """Sessions whose title, summary or messages hold every word of ``query`` (else, when none
-    does, any of them), best first, through the sessions index (``SessionIndex.search``); each
+    does, any of them), best first, through the sessions index (``Store.search``); each
     with its number in the listing and a snippet of its best matching text (the matched
     words between ``**``)."""
     if not query.strip():
         raise ToolError("the query is empty: give one or more words to look for")
     try:
-        hits = store.index.search(query, limit)
+        hits = store.search(query, limit)
     except StoreError as exc:
         raise ToolError(str(exc)) from None
     return [{"id": hit.session_id, "title": hit.title or None, "date": hit.date.isoformat(),
@@ -186,7 +186,7 @@ def build_server(cfg: Config, model: SummaryModel) -> SessionsServer:
 
 def _find(store: SessionStore, ref: str | int) -> SessionInfo:
     try:
-        return store.index.resolve(str(ref))
+        return store.resolve(str(ref))
     except StoreError as exc:
         raise ToolError(str(exc)) from None
 
@@ -200,7 +200,7 @@ def _add_finding(server: SessionsServer, store: SessionStore) -> None:
         has a summary, and its parent session (the one it continues)."""
         _check_limit(limit, offset)
         try:
-            page = store.index.page(offset + limit)  # the index: no file opened
+            page = store.page(offset + limit)  # the index: no file opened
         except StoreError as exc:
             raise ToolError(str(exc)) from None
         return {"total": page.total,

@@ -52,6 +52,7 @@ from rollchat.session.windowing import (
     cut_off,
     windowed,
 )
+from rollchat.storage.listing import Hit, Page
 from rollchat.storage.store import SessionInfo, Store
 from rollchat.text.normalize import clean
 
@@ -232,6 +233,15 @@ class Session(CompactorFigures):
     def list_sessions(self) -> tuple[list[SessionInfo], list[tuple[str, str]]]:
         listing = self.store.list_sessions()  # the current one too (THE numbering)
         return list(listing.sessions), list(listing.problems)
+
+    def sessions_page(self, limit: int | None) -> Page:
+        """The ``limit`` most recent saved sessions (None: all), this one too (THE numbering)."""
+        return self.store.page(limit)
+
+    def search(self, text: str) -> list[Hit] | None:
+        """The saved sessions matching ``text``, best first; None when nothing is kept to
+        search (--no-save); StoreError for text with no word to look for."""
+        return self.store.search(text)
 
     def set_title(self, text: str) -> str:
         """Give this session the title ``text`` (one line, trimmed: see titles.py), in its

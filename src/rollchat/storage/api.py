@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Protocol
 
 from rollchat.domain import Summary, Transcript, Turn
-from rollchat.storage.listing import Listing, SessionInfo
+from rollchat.storage.listing import DEFAULT_LIMIT, Hit, Listing, Page, SessionInfo
 
 
 class LiveSession(Protocol):
@@ -78,6 +78,14 @@ class Store(Protocol):
     def open_elsewhere(self, session_id: str) -> bool: ...  # does another process write it
 
     def list_sessions(self, exclude: str | None = None) -> Listing: ...  # newest first, 1..
+
+    # the ``limit`` most recent sessions (None: all) in THE numbering, the total, the files
+    # that are not sessions; ``exclude`` (an id) left out after numbering
+    def page(self, limit: int | None = DEFAULT_LIMIT, exclude: str | None = None) -> Page: ...
+
+    # the sessions whose title, summary or turns hold the words of ``text``, best first;
+    # None when nothing is kept to search (--no-save); StoreError for text with no word
+    def search(self, text: str, limit: int = DEFAULT_LIMIT) -> list[Hit] | None: ...
 
     # the session ``ref`` names (a number in THE numbering, an id, a unique part of one; see
     # listing.choose), never the chat's ``current`` one; StoreError saying why not

@@ -11,7 +11,9 @@ from rollchat.config.settings import NO_SAVE_LOCATION
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn
 from rollchat.errors import StoreError, TranscriptError
 from rollchat.storage.listing import (
+    DEFAULT_LIMIT,
     Listing,
+    Page,
     SessionInfo,
     check_id,
     lineage,
@@ -227,6 +229,15 @@ class InMemoryStore:
             except (StoreError, TranscriptError) as e:
                 problems.append((f"{sid}.md", str(e)))
         return numbered(found, problems, exclude)
+
+    def page(self, limit: int | None = DEFAULT_LIMIT, exclude: str | None = None) -> Page:
+        """The ``limit`` most recent sessions (None: all) of the listing, and its total."""
+        listing = self.list_sessions(exclude)
+        return Page(listing.sessions[:limit], len(listing.sessions), listing.problems)
+
+    def search(self, text: str, limit: int = DEFAULT_LIMIT) -> None:
+        """None: nothing is kept to search (--no-save)."""
+        return None
 
     def resolve(self, ref: str, current: str | None = None) -> SessionInfo:
         """The session ``ref`` names in the whole listing (see listing.resolve)."""

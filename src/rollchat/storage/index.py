@@ -19,8 +19,6 @@ import re
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 from rollchat.errors import StoreError, TranscriptError
@@ -34,8 +32,11 @@ from rollchat.storage.index_rows import (
     snippet_parts,
 )
 from rollchat.storage.listing import (
+    DEFAULT_LIMIT,
     ORDER_COLUMNS,
+    Hit,
     Listing,
+    Page,
     SessionInfo,
     before_sql,
     choose,
@@ -53,7 +54,6 @@ SAVE_BUSY_MS = 200  # a save waits this long for the index at most, then leaves 
 # a save re-indexes the text of a file up to this size; a larger one's row is marked and its
 # text re-read by the next listing or search (its row is racy: see _refresh)
 SAVE_TEXT_MAX_BYTES = 256 * 1024
-DEFAULT_LIMIT = 20
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 _DDL = (
@@ -67,47 +67,6 @@ _DDL = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(text, "
     "tokenize='unicode61 remove_diacritics 2')",
 )
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One search result: a session, where it is in the listing, and the best matching text
-    (matched words between ``**``)."""
-
-    session_id: str
-    title: str
-    date: datetime
-    snippet: str
-    number: int  # its number in the full listing (``resume N``)
-    file_name: str
-    # the snippet as (text, matched) parts, to draw the matched words in bold (a ``**`` in the
-    # session's own text is not a mark there)
-    parts: tuple[tuple[str, bool], ...] = ()
-
-    @property
-    def text(self) -> str:
-        """The snippet as plain text (no marks: piped and JSON output)."""
-        return "".join(text for text, _ in self.parts)
-
-    @property
-    def matched(self) -> list[str]:
-        """The words of the snippet that matched, in order, each once."""
-        return list(dict.fromkeys(text for text, matched in self.parts if matched))
-
-
-@dataclass(frozen=True)
-class Page:
-    """The most recent sessions (numbered 1..), how many there are in all, and the files that
-    are not sessions."""
-
-    sessions: list[SessionInfo] = field(default_factory=list)
-    total: int = 0
-    problems: list[tuple[str, str]] = field(default_factory=list)
-
-    @property
-    def more(self) -> int:
-        """How many sessions the page leaves out."""
-        return self.total - len(self.sessions)
 
 
 # ---------------------------------------------------------------- errors

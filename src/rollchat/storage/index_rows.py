@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rollchat.errors import TranscriptError
-from rollchat.storage.listing import SessionInfo
-from rollchat.storage.session_file import NOFOLLOW
+from rollchat.storage.listing import NOFOLLOW, SessionInfo
 
 TEXT_MAX_BYTES = 4 * 1024 * 1024  # of a file's text indexed for search (its summary always)
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)

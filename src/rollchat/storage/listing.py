@@ -1,5 +1,6 @@
 """Sessions as every Store names and lists them: ids (``slug``, new ids), the listing
-(SessionInfo, Listing) from a file's head and tail, THE numbering, and ``resolve``."""
+(SessionInfo, Listing, a Page of it, a search Hit) from a file's head and tail, THE numbering,
+and ``resolve``."""
 
 from __future__ import annotations
 
@@ -12,11 +13,17 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from operator import attrgetter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rollchat.errors import StoreError
-from rollchat.storage.session_file import NOFOLLOW
 from rollchat.storage.titles import first_line_title
-from rollchat.storage.transcript import Glance, glance
+
+if TYPE_CHECKING:  # (the transcript package is imported to read a file: a listing from the
+    # index reads none, and `sessions`, `search`, `compact N --json` are timed: bench/)
+    from rollchat.storage.transcript import Glance
+
+# how the store opens a session file: its last component not followed (session_file too)
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 # A session id, as it names a file ``<id>.md``: nothing that could leave a directory.
 SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]+")
@@ -149,6 +156,8 @@ def file_info(path: Path, st: os.stat_result) -> SessionInfo:
     """The (unnumbered) listing entry of the file ``path`` named ``<id>.md``, whose lstat is
     ``st``, from its head and tail; StoreError or TranscriptError saying why it is not a
     session."""
+    from rollchat.storage.transcript import glance
+
     name = path.name
     if stat.S_ISLNK(st.st_mode):
         raise StoreError(f"symbolic link to {os.readlink(path)!r}, not followed")
@@ -255,3 +264,49 @@ def lineage(sessions: Sequence[SessionInfo], listed: Sequence[SessionInfo]) -> l
         if parent.resumed_from:
             wanted.append(parent.resumed_from)
     return list(found.values())
+
+
+# ---------------------------------------------------------------- a page, a search hit
+
+DEFAULT_LIMIT = 20  # the sessions a listing shows, the hits a search shows, unless told
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: a session, where it is in the listing, and the best matching text
+    (matched words between ``**``)."""
+
+    session_id: str
+    title: str
+    date: datetime
+    snippet: str
+    number: int  # its number in the full listing (``resume N``)
+    file_name: str
+    # the snippet as (text, matched) parts, to draw the matched words in bold (a ``**`` in the
+    # session's own text is not a mark there)
+    parts: tuple[tuple[str, bool], ...] = ()
+
+    @property
+    def text(self) -> str:
+        """The snippet as plain text (no marks: piped and JSON output)."""
+        return "".join(text for text, _ in self.parts)
+
+    @property
+    def matched(self) -> list[str]:
+        """The words of the snippet that matched, in order, each once."""
+        return list(dict.fromkeys(text for text, matched in self.parts if matched))
+
+
+@dataclass(frozen=True)
+class Page:
+    """The most recent sessions (numbered 1..), how many there are in all, and the files that
+    are not sessions."""
+
+    sessions: list[SessionInfo] = field(default_factory=list)
+    total: int = 0
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def more(self) -> int:
+        """How many sessions the page leaves out."""
+        return self.total - len(self.sessions)

@@ -24,6 +24,7 @@ from rollchat.domain import SessionHeader, Turn
 from rollchat.errors import StoreError, TranscriptError
 from rollchat.interrupts import sigint_deferred
 from rollchat.storage.images import save_images
+from rollchat.storage.listing import NOFOLLOW as NOFOLLOW  # (its importers read it here)
 from rollchat.storage.locks import SessionLocks
 from rollchat.storage.transcript import (
     decode,
@@ -35,7 +36,6 @@ from rollchat.storage.transcript import (
 )
 from rollchat.text.normalize import encode
 
-NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 SECTOR = 512  # the unit a device writes whole
 
 

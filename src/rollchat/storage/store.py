@@ -28,8 +28,11 @@ from rollchat.storage.images import delete_images, save_images
 from rollchat.storage.in_memory import InMemorySession, InMemoryStore
 from rollchat.storage.index import SessionIndex
 from rollchat.storage.listing import (
+    DEFAULT_LIMIT,
     SESSION_ID_RE,
+    Hit,
     Listing,
+    Page,
     SessionInfo,
     check_id,
     new_ids,
@@ -373,6 +376,19 @@ class SessionStore:
         """Sessions most recent first (numbered 1..), and files that are not sessions, through
         the index (which re-reads only the files changed since it last saw them)."""
         return self.index.listing(exclude)
+
+    def page(self, limit: int | None = DEFAULT_LIMIT, exclude: str | None = None) -> Page:
+        """The ``limit`` most recent sessions (None: all), numbered 1.., the total and the
+        files that are not sessions, through the index (no file opened when it is fresh)."""
+        return self.index.page(limit, exclude)
+
+    def search(self, text: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
+        """The sessions matching ``text``, best first, through the index's full-text search."""
+        return self.index.search(text, limit)
+
+    def imported(self, marker: str) -> list[SessionInfo]:
+        """The sessions whose Imported From holds ``marker`` (``rollchat import``'s digest)."""
+        return self.index.imported(marker)
 
     def resolve(self, ref: str, current: str | None = None) -> SessionInfo:
         """The session ``ref`` names, through the index (no full listing read)."""

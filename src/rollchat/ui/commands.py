@@ -141,18 +141,13 @@ def _sessions(app: ChatApp, arg: str) -> bool:
     if choice and choice != "all" and not (choice.isascii() and choice.isdigit()
                                            and int(choice) > 0):
         raise UsageError("usage: sessions [all | N] (the N most recent; default 20)")
-    current = app.session.state.session_id  # listed and marked, never left out
-    index = getattr(app.session.store, "index", None)  # None: --no-save keeps no files
-    if index is not None:
-        from rollchat.storage.index import DEFAULT_LIMIT
-        from rollchat.ui.table import more_line
+    from rollchat.storage.listing import DEFAULT_LIMIT
+    from rollchat.ui.table import more_line
 
-        page = index.page(None if choice == "all" else int(choice or DEFAULT_LIMIT))
-        infos, problems = page.sessions, page.problems
-        more = more_line(page, "'sessions all' lists them all, 'sessions N' the N most recent")
-    else:
-        infos, problems = app.session.list_sessions()
-        more = None
+    current = app.session.state.session_id  # listed and marked, never left out
+    page = app.session.sessions_page(None if choice == "all" else int(choice or DEFAULT_LIMIT))
+    infos, problems = page.sessions, page.problems
+    more = more_line(page, "'sessions all' lists them all, 'sessions N' the N most recent")
     app.out.sessions(infos, problems, current)
     if more:
         app.out.dim(more)
@@ -210,14 +205,13 @@ def _search(app: ChatApp, arg: str) -> bool:
     text = arg.strip()
     if not text:
         raise UsageError("usage: search TEXT (words to look for in the saved sessions)")
-    index = getattr(app.session.store, "index", None)
-    if index is None:
+    hits = app.session.search(text)
+    if hits is None:
         app.out.info("Nothing is saved in this chat (--no-save): there are no saved sessions "
                      "to search.")
         return False
     from rollchat.ui.table import ROW_INDENT, hit_rows
 
-    hits = index.search(text)
     current = app.session.state.session_id
     if not hits:
         app.out.info(f"No saved session matches {text!r}.")

@@ -10,7 +10,7 @@ from rollchat.text.wording import plural, tokens_billed
 from rollchat.ui.sanitize import one_line
 
 if TYPE_CHECKING:
-    from rollchat.storage.index import Hit, Page
+    from rollchat.storage.listing import Hit, Page
     from rollchat.storage.store import SessionInfo
 
 Row = tuple[tuple[str, str], ...]
