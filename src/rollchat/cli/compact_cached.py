@@ -10,8 +10,8 @@ import os
 import re
 import stat
 import sys
-from typing import TYPE_CHECKING, NamedTuple
 
+TYPE_CHECKING = False  # (typing itself is not imported: ``--json`` is timed to the ms)
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -27,14 +27,15 @@ RECORD = "config-record"  # beside the entries (not *.json: the cache's pruning 
 _KEYED = ("summary_key", "max_words")
 
 
-class Asked(NamedTuple):
+class Asked:
     """A command line answered here: the session as given, the options naming the config and
     sessions directory, and what the summary is asked for (None: the file's own summary)."""
 
-    ref: str
-    given: dict[str, str]
-    focus: str | None
-    max_words: int | None
+    __slots__ = ("focus", "given", "max_words", "ref")
+
+    def __init__(self, ref: str, given: dict[str, str], focus: str | None,
+                 max_words: int | None) -> None:
+        self.ref, self.given, self.focus, self.max_words = ref, given, focus, max_words
 
 
 def answered(args: list[str]) -> bool:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -63,6 +62,8 @@ def slug(agent_key: str) -> str:
 def new_ids(agent_key: str, now: datetime) -> list[str]:
     """``{slug}_{YYYYMMDD_HHMMSS}_{hex}`` ids for a new session, to try in turn until one is
     free (a longer random part after 20 are taken)."""
+    import secrets  # (only a new session needs it: a listing is timed, bench/)
+
     base = f"{slug(agent_key)}_{now:%Y%m%d_%H%M%S}"
     return [f"{base}_{secrets.token_hex(2 if n < 20 else 4)}" for n in range(200)]
 
