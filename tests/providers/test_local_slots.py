@@ -261,9 +261,9 @@ def test_typing_holds_back_side_requests_not_the_chat(tmp_path: Path) -> None:
                                   input=pipe, output=DummyOutput())
         before = time.monotonic()
         session.default_buffer.text = "wha"  # as a key typed sets it
-    typed = lanes._typed[0]
+    typed = lanes.LANES.typing.at
     assert typed >= before
-    lane = lanes.Lane(1)
+    lane = lanes.Lane(1, lanes.LANES.typing)  # (the process's typing, as lane_for gives it)
     with lane.slot("chat"):  # at once
         pass
     waited: list[float] = []
@@ -279,7 +279,7 @@ def test_typing_holds_back_side_requests_not_the_chat(tmp_path: Path) -> None:
     lanes.note_typing("")  # the line sent (the prompt emptied): what it asked goes at once
     with lane.slot("summary"):
         assert time.monotonic() < time.monotonic() + lanes.QUIET_SECONDS
-    assert lanes._typed[0] == float("-inf")
+    assert lanes.LANES.typing.at == float("-inf")
 
 
 def answer_all(body: dict[str, Any]) -> str:

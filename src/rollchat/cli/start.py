@@ -276,9 +276,8 @@ class SessionBuilder:
             forking=self.forking,
             memory=memory,
             ask_compact=terminal_compact_asker(renderer) if interactive else None,
-            hooks=hooks, current=current,
+            hooks=hooks, current=current, save_failed=self.save_failed,
         )
-        session.state.save_failed = self.save_failed
         if framework is not None and framework.no_summaries and not cfg.summary.provider:
             session.summarizer.skip_model(provider, framework.no_summaries)
         return session

@@ -317,6 +317,11 @@ class Engine(ModelChoice):
                     status=result.status, elapsed=round(result.elapsed, 1), usage=result.usage,
                     error=result.note)
 
+    def turn_so_far(self) -> tuple[Block, ...]:
+        """The blocks of the turn in flight so far, in order (text, calls, results whole): what
+        the session checkpoints after each tool call (session/checkpoint.py)."""
+        return tuple(self.current)
+
     def _call(self, add: Callable[[Message], None], messages_now: Callable[[], list[Message]],
               purpose: Purpose) -> Generator[Event, None, CallResult]:
         """One exchange: the call, then tool rounds. Each round's tool calls and results are

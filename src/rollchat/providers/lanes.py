@@ -37,14 +37,22 @@ HOLD_SECONDS = 30.0  # a chat request failed (retryable): its retry goes before 
 SETTLE_SECONDS = 30.0  # at most this long for a hung-up request's slot to go idle
 _POLL = 0.1  # seconds between two looks at /slots
 
-_typed = [float("-inf")]  # when the user last typed (time.monotonic)
+class Typing:
+    """When the user last typed at the prompt (time.monotonic): side requests wait
+    QUIET_SECONDS after it. One per process (``Lanes.typing``), held by each of its lanes."""
 
+    def __init__(self) -> None:
+        self.at = float("-inf")
 
-def note_typing(text: str = "x") -> None:
-    """The prompt's text changed (the UI calls this): side requests wait QUIET_SECONDS after
-    the last change; an empty prompt (a line just sent, or all of it deleted) holds none: what
-    was sent, a chat message or a command such as `compact`, goes as it is."""
-    _typed[0] = time.monotonic() if text else float("-inf")
+    def note(self, text: str = "x") -> None:
+        """The prompt's text changed: ``text`` empty (a line just sent, or all of it deleted)
+        holds nothing back: what was sent, a chat message or a command such as `compact`,
+        goes as it is."""
+        self.at = time.monotonic() if text else float("-inf")
+
+    def quiet_from(self) -> float:
+        """When a side request may start as far as typing goes (time.monotonic)."""
+        return self.at + QUIET_SECONDS
 
 
 def slots_idle(base_url: str | None) -> bool | None:
@@ -99,9 +107,10 @@ class Lane:
     """The requests in flight to one server (``limit`` None: no limit, nothing waits).
     ``idle``: whether the server shows no request processing (None: it cannot tell)."""
 
-    def __init__(self, limit: int | None,
+    def __init__(self, limit: int | None, typing: Typing,
                  idle: Callable[[], bool | None] = lambda: None) -> None:
         self.limit = limit
+        self._typing = typing  # the process's (Lanes.typing): the user typing holds side ones
         self._idle = idle
         self._cond = threading.Condition()
         self._running: list[Ticket] = []
@@ -169,7 +178,7 @@ class Lane:
 
     def _side_wait(self) -> float:
         """How long a side request waits before it looks again (held: until the hold ends)."""
-        held = max(self._hold_until, _typed[0] + QUIET_SECONDS) - time.monotonic()
+        held = max(self._hold_until, self._typing.quiet_from()) - time.monotonic()
         return min(0.5, held) if held > 0 else 0.5
 
     def _free(self, ticket: Ticket) -> bool:
@@ -179,7 +188,7 @@ class Lane:
             return False  # the chat's request goes first, then summaries
         if not ticket.foreground:
             now = time.monotonic()
-            if now < self._hold_until or now < _typed[0] + QUIET_SECONDS:
+            if now < self._hold_until or now < self._typing.quiet_from():
                 return False  # a chat request's retry, or the user typing, comes first
         return len(self._running) < self.limit
 
@@ -195,18 +204,36 @@ class Lane:
             other.abort()
 
 
-_lanes: dict[tuple[str, int | None], Lane] = {}
-_lanes_lock = threading.Lock()
+class Lanes:
+    """The lanes of a process, one per server (all providers that talk to it share it), and
+    the user's typing they all give way to."""
+
+    def __init__(self) -> None:
+        self.typing = Typing()
+        self._lanes: dict[tuple[str, int | None], Lane] = {}
+        self._lock = threading.Lock()
+
+    def lane_for(self, base_url: str | None, limit: int | None) -> Lane:
+        """The one lane of the server at ``base_url`` with ``limit``."""
+        key = (_server(base_url), limit)
+        with self._lock:
+            if key not in self._lanes:
+                idle = (lambda: slots_idle(base_url)) if limit is not None else (lambda: None)
+                self._lanes[key] = Lane(limit, self.typing, idle)
+            return self._lanes[key]
+
+
+LANES = Lanes()  # the process's: providers take their lane from it, the prompt tells it typing
 
 
 def lane_for(base_url: str | None, limit: int | None) -> Lane:
-    """The one lane of a server (all providers of a process that talk to it share it)."""
-    key = (_server(base_url), limit)
-    with _lanes_lock:
-        if key not in _lanes:
-            idle = (lambda: slots_idle(base_url)) if limit is not None else (lambda: None)
-            _lanes[key] = Lane(limit, idle)
-        return _lanes[key]
+    """The process's one lane of a server (``LANES.lane_for``)."""
+    return LANES.lane_for(base_url, limit)
+
+
+def note_typing(text: str = "x") -> None:
+    """The prompt's text changed (the UI calls this): see ``Typing.note``."""
+    LANES.typing.note(text)
 
 
 def _server(base_url: str | None) -> str:

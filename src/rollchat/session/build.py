@@ -50,7 +50,7 @@ def session_tools(engine: Engine, output: ToolOutput, store: Store, memory: Memo
     (``fitted``): the archive (of the parent ``parent_id``, of ``state``'s turns and of the
     turn in flight) and, with ``memory``, memory search; and the names of those left out."""
     tools = [output.archive(store, parent_id, lambda: state.turns,
-                            lambda: exchanges(engine.current))]
+                            lambda: exchanges(engine.turn_so_far()))]
     if memory is not None:
         tools.append(memory.search_tool())
     kept = fitted(tools, window, count)

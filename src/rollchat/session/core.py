@@ -5,13 +5,14 @@ the same Session; its Compactor owns compaction, its Recorder writes the file, t
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rollchat.compaction import policy
 from rollchat.compaction.summarizer import Summarizer
 from rollchat.config.settings import NO_SAVE_LOCATION, AgentConfig, Config
-from rollchat.domain import Image, Message, Note, Turn, Usage
+from rollchat.domain import Image, Message, Note, ThinkingSetting, Turn, Usage
 from rollchat.engine.core import Answer, EngineSettings
 from rollchat.engine.tool_output import ToolOutput
 from rollchat.errors import UsageError
@@ -27,10 +28,10 @@ from rollchat.session.build import build_engine, memory_layers, session_tools, s
 from rollchat.session.checkpoint import checkpointed  # each tool call on disk as it ends
 from rollchat.session.compactor import CompactAsker, CompactChoice, Compactor, Surroundings
 from rollchat.session.exiting import SKIPPED, ExitSummary, exit_summary
-from rollchat.session.figures import CompactorFigures
-from rollchat.session.forks import IN_CHAT, Forking, Recorder
+from rollchat.session.forks import IN_CHAT, Forking
 from rollchat.session.hooked import SessionHooks, with_hook_context
 from rollchat.session.instructed import Loader, SessionInstructions, loader
+from rollchat.session.recorder import Recorder
 from rollchat.session.refusal import after_refusal
 from rollchat.session.resume import resume
 from rollchat.session.state import (
@@ -44,6 +45,7 @@ from rollchat.session.state import (
 )
 from rollchat.session.steps import proposal
 from rollchat.session.switch import checked_choice, window_of
+from rollchat.session.tools_view import ToolsView, restart_server, tools_view
 from rollchat.session.windowing import (
     WindowBook,
     WindowLearner,
@@ -57,6 +59,8 @@ from rollchat.storage.store import SessionInfo, Store
 from rollchat.text.normalize import clean
 
 if TYPE_CHECKING:
+    from rollchat.compaction.policy import PolicyState
+    from rollchat.config.settings import AutoCompact
     from rollchat.memory.keeper import Memory
     from rollchat.session.handed import Handed
     from rollchat.tools.hooks import Hooks
@@ -66,9 +70,8 @@ __all__ = ["CompactAsker", "CompactChoice", "Flow", "Session", "proposal"]
 Flow = Generator[Event, None, None]
 
 
-class Session(CompactorFigures):
-    """One chat session and its flows. Each flow method is a generator of events (the
-    compactor's figures: see figures.py)."""
+class Session:
+    """One chat session and its flows. Each flow method is a generator of events."""
 
     def __init__(
         self,
@@ -92,11 +95,12 @@ class Session(CompactorFigures):
         hooks: Hooks | None = None,  # the user's commands at fixed points (tools/hooks.py)
         # the chat's model, shared with what follows it (memory extraction); None: made here
         current: CurrentModel | None = None,
+        save_failed: bool = False,  # the store could not be set up: each save tries again
     ) -> None:
         model = engine_settings.model
         self.config, self.agent, self.store = config, agent, store
         self.provider_name, self.confirm, self.forking = provider_name, confirm, forking
-        self.state, self.finished = SessionState(started=now()), False
+        self.state, self.finished = SessionState(started=now(), save_failed=save_failed), False
         self.recorded = 0  # user messages recorded: a front end can check one was kept
         self.undo_point: UndoPoint | None = None  # what the last compact replaced
         self.server_down: ServerDownError | None = None  # the last answer found none listening
@@ -213,6 +217,55 @@ class Session(CompactorFigures):
         return self.current.windows
 
     # ------------------------------------------------------------------ figures
+    # (what its Compactor holds, read through the session: budget, guards, summarizer, the
+    # automatic compaction mode, the next prompt's estimate)
+    @property
+    def budget(self) -> policy.Budget:
+        return self.compactor.budget
+
+    @property
+    def guards(self) -> PolicyState:
+        return self.compactor.guards
+
+    @property
+    def summarizer(self) -> Summarizer:
+        return self.compactor.summarizer
+
+    @property
+    def auto_mode(self) -> AutoCompact:
+        """Automatic compaction in this session: on, off or ask (the config's, unless the
+        chat changed it)."""
+        return self.compactor.auto_mode
+
+    @property
+    def auto_override(self) -> AutoCompact | None:
+        return self.compactor.auto_override
+
+    def set_auto(self, mode: AutoCompact) -> AutoCompact:
+        """``auto on|off|ask``: see Compactor.set_auto; the mode it had."""
+        return self.compactor.set_auto(mode)
+
+    @property
+    def context_tokens(self) -> int | None:
+        """THE context size shown (toolbar, ``context``): the next prompt's estimate, the
+        figure automatic compaction compares with its budget; None before the first message
+        (nothing counted yet: the tokenizer loads after the first prompt appears)."""
+        context = self.compactor.engine.context
+        if context.last_prompt_tokens is None and not context.messages:
+            return None
+        # the toolbar asks at every keystroke: counted again only when the context changed
+        key = (id(context), len(context.messages), context.last_prompt_tokens, context.shrunk,
+               context.messages[-1].content if context.messages else "")
+        cached: tuple[object, int] | None = getattr(self, "_context_tokens", None)
+        if cached is None or cached[0] != key:
+            cached = (key, self.estimate())
+            self._context_tokens = cached
+        return cached[1]
+
+    def estimate(self, pending: Sequence[Message] = ()) -> int:
+        """The size of the next prompt (see context.estimate_prompt)."""
+        return self.compactor.estimate(pending)
+
     def cost(self) -> float | None:
         """Dollars billed in this session, from its call records (see Compactor.cost), the
         memory's extraction calls made since the last look included (billed to it now)."""
@@ -295,10 +348,13 @@ class Session(CompactorFigures):
         block, pending = yield from self._before_sending(text, sent, block, pending)
         yield from self.instructions.told()  # an automatic compaction read the instructions again
         yield AnswerStarted(self.agent.name)
-        answer: Answer = yield from cut_off(self.windows, self.engine, checkpointed(
-            self.engine.chat(sent, block, attached),
-            lambda so_far: self._write_pending(replace(so_far, typed=typed)),
-            lambda: self.engine.current, self.state.queries + 1, text, note, block))
+        # the turn's pipeline, one named step each: the engine's call with its tool loop;
+        # the turn so far on disk after each tool call; what an answer cut off by the window
+        # taught; a refusal for a context too long answered again after a compaction
+        flow = self.engine.chat(sent, block, attached)
+        flow = checkpointed(flow, lambda so_far: self._write_pending(replace(so_far, typed=typed)),
+                            self.engine.turn_so_far, self.state.queries + 1, text, note, block)
+        answer: Answer = yield from cut_off(self.windows, self.engine, flow)
         if answer.turn.status == "unanswered" and isinstance(answer.error, ContextTooLongError):
             answer = yield from after_refusal(self.compactor, self.state, answer, pending,
                                               sent, block)
@@ -357,6 +413,41 @@ class Session(CompactorFigures):
         """Keep an entry that is not a query (a handoff to another agent) in the transcript."""
         self.state.add(turn)
         yield from self._save()
+
+    # ------------------------------------------------------------------ the engine, read
+    # (what the in-chat commands ask of the chat's engine: the UI never holds it)
+    @property
+    def model(self) -> str:
+        """The model the chat's requests go to now."""
+        return self.engine.model
+
+    @property
+    def system_prompt(self) -> str:
+        """The working context's system prompt (the request's cached prefix starts with it)."""
+        return self.engine.context.system
+
+    def think(self, setting: ThinkingSetting) -> None:
+        """``thinking on|off|auto|N``: how much the model thinks from the next message on."""
+        self.engine.think(setting)
+
+    def allowing(self, patterns: Sequence[str]) -> AbstractContextManager[None]:
+        """``patterns`` allowed too while the block runs (a saved prompt's allowed tools)."""
+        return self.engine.gate.allowing(patterns)
+
+    def tools_view(self) -> ToolsView:
+        """The ``tools`` listing (see session/tools_view.py)."""
+        return tools_view(self.engine)
+
+    def restart_tool_server(self, name: str) -> str | None:
+        """``tools restart NAME``: what to tell the user, None when no server is so named."""
+        return restart_server(self.engine, name)
+
+    def handed_over_from(self, source: str | None) -> None:
+        """The conversation was handed here from the session ``source`` (an id): the file
+        made next names it (Handed From); a session with a file, or handed over already,
+        keeps what it has."""
+        if self.state.live is None and self.state.handed_from is None:
+            self.state.handed_from = source
 
     def ensure_file(self, pending: Turn | None = None) -> Generator[Event, None, str | None]:
         """Make the session's file now (normally made at its first query), holding the turn

@@ -192,8 +192,7 @@ def hand_off(source: Session, target: Session, message: str,
         yield Notice("info", f"Continuing {target.agent.name}'s session {previous.session_id} "
                              "of this conversation.")
         yield from target.resume(previous.session_id, as_chosen=True)  # (chosen above)
-    if target.state.live is None and target.state.handed_from is None:
-        target.state.handed_from = source.state.session_id
+    target.handed_over_from(source.state.session_id)
     target_id = yield from target.ensure_file()
     if source.state.live is not None:
         yield from source.record_entry(Turn(

@@ -96,7 +96,7 @@ class ChatApp:
             raise UsageError(f"{prompt.display} is empty: nothing to send")
         sent, images = message_with(text, self.attachments) if self.attachments else (text, ())
         self.attachments = []
-        with self.session.engine.gate.allowing(prompt.allowed):
+        with self.session.allowing(prompt.allowed):
             self.answer(self.session.turn(sent, attached=images, typed=typed))
 
     def attach(self, name: str) -> None:

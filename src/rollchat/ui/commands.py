@@ -81,7 +81,7 @@ def _context(app: ChatApp, arg: str) -> bool:
     from rollchat.session.breakdown import DETAIL_COLUMN, breakdown, lines
 
     session = app.session
-    for line in lines(breakdown(session), model=session.engine.model,
+    for line in lines(breakdown(session), model=session.model,
                       method=session.counter.method, auto=session.auto_mode != "off"):
         row = line[DETAIL_COLUMN - 3:DETAIL_COLUMN] == "  ("  # a layer's row with its detail
         app.out.line((line, ""), hang=DETAIL_COLUMN if row else 2)
@@ -277,9 +277,9 @@ def _instructions(app: ChatApp, arg: str) -> bool:
         raise UsageError("usage: instructions [reload]")
     session = app.session
     if word == "reload":
-        before = session.engine.context.system
+        before = session.system_prompt
         app.run(session.reload_instructions())
-        if session.engine.context.system == before:
+        if session.system_prompt == before:
             app.out.info("Project instructions reloaded: unchanged (the prompt cache keeps "
                          "hitting).")
         return False
@@ -299,7 +299,7 @@ def _thinking(app: ChatApp, arg: str) -> bool:
             setting = parse_thinking(arg)
         except ValueError as exc:
             raise UsageError(f"usage: thinking [on|off|auto|BUDGET]: {exc}") from None
-        app.session.engine.think(setting)
+        app.session.think(setting)
         said = {None: "auto (the model's default)", "on": "on (adaptive where the model has "
                 "it)", "off": "off"}.get(setting) if not isinstance(setting, int) else \
             f"a budget of {setting:,} tokens"

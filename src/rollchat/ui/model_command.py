@@ -19,15 +19,15 @@ def run_model(app: ChatApp, arg: str) -> bool:
     session = app.session
     name = arg.strip()
     if name:
-        old, window = session.engine.model, session.use_model(name)
+        old, window = session.model, session.use_model(name)
         change = "unchanged" if name == old else f"was {old}"
         app.out.info(f"Model: {name} from your next message ({change}); window "
                      f"{human_tokens(window)} tokens.")
         return False
     allowed = choices(session.config, session.agent, session.provider_name)
-    app.out.info(f"Model: {session.engine.model} via {session.provider_name}; window "
+    app.out.info(f"Model: {session.model} via {session.provider_name}; window "
                  f"{human_tokens(session.budget.window)} tokens.")
-    named = [m for m in allowed.named if m != session.engine.model]
+    named = [m for m in allowed.named if m != session.model]
     listed = ", ".join(named[:_SHOWN]) + (f" and {len(named) - _SHOWN} more"
                                           if len(named) > _SHOWN else "")
     if allowed.any_name:

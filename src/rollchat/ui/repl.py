@@ -140,7 +140,7 @@ def toolbar_parts(app: ChatApp, width: int | None = None) -> StyleAndTextTuples:
         figure = f"{figure[:-2]} · {hint}) "
     queries = session.state.queries
     sid = session.state.session_id or "new session"
-    parts = [plural(queries, "query"), session.agent.name, session.engine.model, sid]
+    parts = [plural(queries, "query"), session.agent.name, session.model, sid]
     for drop in (1, 0, 0):  # the agent, the queries, the model (indexes as the list shrinks)
         if width is None or len(figure) + len(f"· {' · '.join(parts)} ") <= width:
             break

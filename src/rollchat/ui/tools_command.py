@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from rollchat.errors import UsageError
 from rollchat.text.wording import plural
-from rollchat.tools.sources import tool_entries
 
 if TYPE_CHECKING:
     from rollchat.ui.app import ChatApp
@@ -35,19 +34,16 @@ def run_tools(app: ChatApp, arg: str) -> bool:
         app.out.info("Tool calls are shown in full (arguments and results)." if
                      app.out.show_tools else "Tool calls are shown compactly.")
         return False
-    engine = app.session.engine
-    gate = engine.gate
-    entries = tool_entries(engine.tools, engine.tool_sources)
-    names = [e.name or NO_TOOL for e in entries]
+    view = app.session.tools_view()
+    names = [row.entry.name or NO_TOOL for row in view.rows]
     width = max((len(n) for n in names), default=0)
-    source_width = max((len(e.source) for e in entries), default=0)
-    names_offered = {spec.name for spec in engine.offered()}
-    offered = sum(1 for e in entries if e.name in names_offered)
+    source_width = max((len(row.entry.source) for row in view.rows), default=0)
+    offered = sum(1 for row in view.rows if row.offered)
     app.out.info(f"Tools: {plural(offered, 'tool')} offered to the model (approval: "
-                 f"{gate.mode}; at most {engine.max_tool_rounds} rounds of tool calls per turn)")
-    for name, entry in zip(names, entries, strict=True):
-        tool = engine.tools.get(entry.name)
-        rule = f"  {gate.rule(tool)}" if tool is not None else ""
+                 f"{view.mode}; at most {view.max_rounds} rounds of tool calls per turn)")
+    for name, row in zip(names, view.rows, strict=True):
+        entry = row.entry
+        rule = f"  {row.rule}" if row.rule is not None else ""
         line = f"  {name:<{width}}  {entry.source:<{source_width}}  {entry.state}{rule}"
         app.out.info(line)
         if entry.description:
@@ -58,12 +54,9 @@ def run_tools(app: ChatApp, arg: str) -> bool:
 
 def _restart(app: ChatApp, name: str) -> None:
     """``tools restart SERVER``: an MCP server started again (its tools join when ready)."""
-    sources = app.session.engine.tool_sources
     if not name:
         raise UsageError(USAGE)
-    for source in sources:
-        told = source.restart(name)
-        if told is not None:
-            app.out.info(told)
-            return
-    raise UsageError(f"no MCP server named {name!r} (the 'tools' listing names them)")
+    told = app.session.restart_tool_server(name)
+    if told is None:
+        raise UsageError(f"no MCP server named {name!r} (the 'tools' listing names them)")
+    app.out.info(told)
