@@ -16,11 +16,11 @@ from rollchat.providers.anthropic_compaction import (
     CLEAR_TOOL_USES,
     COMPACT_BETA,
     CompactionParser,
+    MessagesStream,
     SignedBlockRefused,
     betas,
     compaction_error,
     signed_blocks,
-    take_counts,
     usage_of,
     without_signed,
 )
@@ -295,7 +295,7 @@ def message_params(messages: Sequence[Message], cache_prefix: int = 0, *,
     return out
 
 
-class _MessagesParser(StreamParser):
+class _MessagesParser(MessagesStream):
     """Raw Messages stream events: text and tool-use blocks, usage split over message_start
     and message_delta; the answer is finished at message_stop."""
 
@@ -305,17 +305,12 @@ class _MessagesParser(StreamParser):
         "model_context_window_exceeded": "max_tokens"}
 
     def __init__(self) -> None:
+        super().__init__()
         self.calls: dict[int, PartialCall] = {}
         self.thoughts: dict[int, _Thought] = {}  # thinking blocks in flight, by index
-        self.counts: dict[str, int] = {}
-        self.stop: str | None = None
-        self.stopped = False
 
-    def feed(self, item: Any) -> Iterator[StreamEvent]:
-        kind = getattr(item, "type", None)
-        if kind == "message_start":
-            self._take_usage(getattr(item.message, "usage", None))
-        elif kind == "content_block_start":
+    def content(self, kind: str | None, item: Any) -> Iterator[StreamEvent]:
+        if kind == "content_block_start":
             yield from self._start(item.index, item.content_block)
         elif kind == "content_block_delta":
             yield from self._delta(item.index, item.delta)
@@ -323,11 +318,6 @@ class _MessagesParser(StreamParser):
             yield ToolCallEvent(self.calls.pop(item.index).build())
         elif kind == "content_block_stop" and item.index in self.thoughts:
             yield self.thoughts.pop(item.index).block()
-        elif kind == "message_delta":
-            self.stop = item.delta.stop_reason or self.stop
-            self._take_usage(getattr(item, "usage", None))
-        elif kind == "message_stop":
-            self.stopped = True
 
     def _start(self, index: int, block: Any) -> Iterator[StreamEvent]:
         kind = getattr(block, "type", None)
@@ -354,14 +344,8 @@ class _MessagesParser(StreamParser):
         elif delta.type == "signature_delta" and index in self.thoughts:
             self.thoughts[index].signature.append(delta.signature)
 
-    def stop_reason(self) -> str | None:
-        return self.stop if self.stopped else None
-
     def usage(self) -> Usage | None:
         return usage_of(self.counts) if self.counts else None
-
-    def _take_usage(self, usage: Any) -> None:
-        take_counts(self.counts, usage)
 
 
 @dataclass

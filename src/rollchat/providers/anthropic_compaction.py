@@ -5,6 +5,7 @@ the signed block sent first on later requests, the compaction errors; old tool u
 from __future__ import annotations
 
 import json
+from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -88,7 +89,42 @@ def compaction_error(exc: Exception, secret: str | None) -> ProviderError:
     return error
 
 
-class CompactionParser(StreamParser):
+class MessagesStream(StreamParser):
+    """Anthropic's Messages event stream as every parser of it reads the envelope (written
+    once: the answer's parser in anthropic.py, the compaction's here): the usage of
+    message_start and message_delta, the stop reason, the end at message_stop; ``content``
+    reads the content block events."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.stop: str | None = None
+        self.stopped = False
+
+    def feed(self, item: Any) -> Iterator[StreamEvent]:
+        kind = getattr(item, "type", None)
+        if kind == "message_start":
+            self._take_usage(getattr(item.message, "usage", None))
+        elif kind == "message_delta":
+            self.stop = item.delta.stop_reason or self.stop
+            self._take_usage(getattr(item, "usage", None))
+        elif kind == "message_stop":
+            self.stopped = True
+        else:
+            return self.content(kind, item)
+        return iter(())
+
+    @abstractmethod
+    def content(self, kind: str | None, item: Any) -> Iterator[StreamEvent]:
+        """The events a content block event (start, delta, stop) completes."""
+
+    def stop_reason(self) -> str | None:
+        return self.stop if self.stopped else None
+
+    def _take_usage(self, usage: Any) -> None:
+        take_counts(self.counts, usage)
+
+
+class CompactionParser(MessagesStream):
     """The raw stream of a compaction response: one ``compaction`` block (its signature with
     the block's start, its content in ``compaction_delta``s: each carries the content so far,
     as the SDK's accumulator reads them), stop reason ``compaction``, and the usage, whose
@@ -97,18 +133,13 @@ class CompactionParser(StreamParser):
     stop_reasons: ClassVar[Mapping[str, str]] = {COMPACTION: COMPACTION}
 
     def __init__(self) -> None:
+        super().__init__()
         self.block: dict[str, Any] | None = None
         self.index: int | None = None
-        self.counts: dict[str, int] = {}
         self.iterations: list[Mapping[str, Any]] = []
-        self.stop: str | None = None
-        self.stopped = False
 
-    def feed(self, item: Any) -> Iterator[StreamEvent]:
-        kind = getattr(item, "type", None)
-        if kind == "message_start":
-            self._take_usage(getattr(item.message, "usage", None))
-        elif kind == "content_block_start" and item.content_block.type == COMPACTION:
+    def content(self, kind: str | None, item: Any) -> Iterator[StreamEvent]:
+        if kind == "content_block_start" and item.content_block.type == COMPACTION:
             self.index = item.index
             self.block = item.content_block.model_dump(mode="json", exclude_none=True)
         elif kind == "content_block_delta" and item.index == self.index and self.block:
@@ -119,15 +150,7 @@ class CompactionParser(StreamParser):
                         self.block[key] = getattr(delta, key)
             elif delta.type == "signature_delta":
                 self.block["signature"] = delta.signature
-        elif kind == "message_delta":
-            self.stop = item.delta.stop_reason or self.stop
-            self._take_usage(getattr(item, "usage", None))
-        elif kind == "message_stop":
-            self.stopped = True
         return iter(())
-
-    def stop_reason(self) -> str | None:
-        return self.stop if self.stopped else None
 
     def usage(self) -> Usage | None:
         """Billed: the top-level figures plus every compaction iteration's."""
@@ -152,7 +175,7 @@ class CompactionParser(StreamParser):
     def _take_usage(self, usage: Any) -> None:
         if usage is None:
             return
-        take_counts(self.counts, usage)
+        super()._take_usage(usage)
         iterations = getattr(usage, "iterations", None)
         if iterations:
             self.iterations = [i.model_dump() if hasattr(i, "model_dump") else dict(i)
