@@ -434,3 +434,30 @@ def test_the_index_and_a_listing_number_sessions_in_the_one_order(tmp_path: Path
                       ids[2], ids[1], ids[0], header.session_id]
     assert {h.session_id: h.number for h in index.search("redis")} == {
         sid: n for n, sid in enumerate(listed, 1) if sid != header.session_id}
+
+
+def test_the_lineage_of_a_page_just_read_does_not_scan_the_directory_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 36 item 7: `sessions --json` read its page, then the page's lineage for the chain
+    costs, each after a scan of the whole directory (10,000 stats twice); the lineage read
+    right after the page comes from the index as the page left it."""
+    import rollchat.storage.index as index_module
+
+    root = tmp_path / "sessions"
+    parent = write_session(root, 1)
+    child = write_session(root, 2, sid=f"{parent}_child")
+    path = root / f"{child}.md"
+    path.write_text(path.read_text().replace("**Session ID:**",
+                                             f"**Resumed From:** {parent}\n**Session ID:**"))
+    index = SessionIndex(root)
+    assert {s.session_id for s in index.page().sessions} == {child, parent}
+    scans: list[str] = []
+    real = os.scandir
+    monkeypatch.setattr(index_module.os, "scandir",
+                        lambda p: scans.append(str(p)) or real(p))  # type: ignore[func-returns-value]
+    [newest] = [s for s in index.page().sessions if s.session_id == child]
+    assert newest.resumed_from == parent
+    assert len(scans) == 1  # the page: brought up to date
+    assert {s.session_id for s in index.lineage([newest])} == {child, parent}
+    assert len(scans) == 1  # its lineage: not scanned again
+    assert SessionIndex(root).lineage([newest]) and len(scans) == 2  # another object scans

@@ -50,6 +50,9 @@ SCHEMA = "rollchat-index 3"  # 2: SessionInfo.imported_from; 3: files.empty
 RACY_NS = 2_000_000_000  # a row indexed this soon after its file's mtime is checked again
 BATCH = 500  # files indexed per write transaction (other processes wait at most one batch)
 READ_BUSY_MS = 10_000
+# the lineage of sessions just listed or resolved is read without scanning the directory again
+# (10,000 files stat'ed twice was half of `sessions --json`: bench/bench_listing.py)
+LINEAGE_FRESH_SECONDS = 2.0
 SAVE_BUSY_MS = 200  # a save waits this long for the index at most, then leaves it to the reads
 # a save re-indexes the text of a file up to this size; a larger one's row is marked and its
 # text re-read by the next listing or search (its row is racy: see _refresh)
@@ -91,6 +94,7 @@ class SessionIndex:
     def __init__(self, root: Path, *, path: Path | None = None) -> None:
         self.root = Path(root)
         self.path = path or self.root / INDEX_NAME
+        self._fresh_at = float("-inf")  # when this object last brought the file up to date
 
     # ------------------------------------------------------------ connections
 
@@ -134,16 +138,22 @@ class SessionIndex:
                 os.unlink(f"{self.path}{suffix}")
 
     @contextlib.contextmanager
-    def _connection(self, busy_ms: int = READ_BUSY_MS) -> Iterator[sqlite3.Connection]:
-        """A connection to an index brought up to date with the directory. A corrupt index
-        file is deleted and rebuilt; one that cannot be written (a read-only directory, a
-        full disk, another process holding it too long) is replaced, for this call, by an
-        index in memory."""
+    def _connection(self, busy_ms: int = READ_BUSY_MS,
+                    fresh_within: float = 0.0) -> Iterator[sqlite3.Connection]:
+        """A connection to an index brought up to date with the directory (not again when
+        this object did so less than ``fresh_within`` seconds ago: a listing's lineage read
+        right after the listing). A corrupt index file is deleted and rebuilt; one that cannot
+        be written (a read-only directory, a full disk, another process holding it too long)
+        is replaced, for this call, by an index in memory."""
         conn: sqlite3.Connection | None = None
+        recent = time.monotonic() - self._fresh_at < fresh_within
         for attempt in range(2):
             try:
                 conn = self._open(busy_ms)
-                self._refresh(conn)
+                if attempt or not recent:
+                    started = time.monotonic()
+                    self._refresh(conn)
+                    self._fresh_at = started
                 break
             except sqlite3.Error as e:
                 if conn is not None:
@@ -295,7 +305,9 @@ class SessionIndex:
         as the files go; the ancestors unnumbered (0)."""
         found = {s.session_id: s for s in sessions}
         wanted = {s.resumed_from for s in sessions if s.resumed_from} - set(found)
-        with self._connection() as conn:
+        if not wanted:
+            return list(found.values())
+        with self._connection(fresh_within=LINEAGE_FRESH_SECONDS) as conn:
             while wanted:
                 marks = ", ".join("?" * len(wanted))
                 rows = conn.execute(f"SELECT info FROM files WHERE info IS NOT NULL AND id IN "
