@@ -4,8 +4,9 @@ and loaded: config/recall.py), the interactive chat's time to its first prompt, 
 -p` with the offline model (docs/oneshot.md).
 
 Usage: python bench/bench_cli.py [--runs N]
-Prints each median and minimum and the two ratios the issue sets goals for: compact --json
-against --version (goal: at most 3x) and -p against the first prompt (goal: at most 2x).
+Prints each median and minimum and the ratios the issue sets goals for: compact --json (by id or
+by number, with or without --focus) against --version (goal: at most 3x) and -p against the
+first prompt (goal: at most 2x).
 Needs pexpect (installed with the test extra). Every run is interleaved with the others, so a
 busy machine slows them alike.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -25,6 +27,7 @@ from pathlib import Path
 import pexpect
 
 ROLLCHAT = [sys.executable, "-m", "rollchat"]
+FOCUS = "rate limits"
 
 
 def environment(home: Path) -> dict[str, str]:
@@ -45,6 +48,12 @@ def timed(args: list[str], cwd: Path, env: dict[str, str]) -> float:
     return time.perf_counter() - t0
 
 
+def children_cpu() -> float:
+    """CPU time (user + system) of the child processes waited for so far."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def first_prompt(cwd: Path, env: dict[str, str]) -> float:
     """From spawn until the chat's prompt is drawn in a pseudo-terminal."""
     t0 = time.perf_counter()
@@ -63,8 +72,9 @@ def prepared(cwd: Path, env: dict[str, str]) -> str:
                            "json"], check=True, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                           capture_output=True, text=True)
     session = str(__import__("json").loads(done.stdout)["session_id"])
-    subprocess.run([*ROLLCHAT, "compact", session, "--json"], check=True, cwd=cwd, env=env,
-                   stdout=subprocess.DEVNULL)
+    for extra in ([], ["--focus", FOCUS]):  # (the offline model writes the focused one)
+        subprocess.run([*ROLLCHAT, "compact", session, "--json", *extra], check=True, cwd=cwd,
+                       env=env, stdout=subprocess.DEVNULL)
     return session
 
 
@@ -89,6 +99,12 @@ def main() -> None:
                 [*ROLLCHAT, "compact", session, "--json"], cwd, env),
             "  the same, configuration loaded": lambda: loaded(
                 [*ROLLCHAT, "compact", session, "--json"], cwd, env),
+            "  the same, by number (compact 1)": lambda: timed(
+                [*ROLLCHAT, "compact", "1", "--json"], cwd, env),
+            "  with --focus (cached)": lambda: timed(
+                [*ROLLCHAT, "compact", session, "--json", "--focus", FOCUS], cwd, env),
+            "  with --focus, by number": lambda: timed(
+                [*ROLLCHAT, "compact", "1", "--json", "--focus", FOCUS], cwd, env),
             "first prompt of the chat": lambda: first_prompt(cwd, env),
             "rollchat -p (offline)": lambda: timed(
                 [*ROLLCHAT, "-p", "what is a token bucket?", "--no-save"], cwd, env),
@@ -96,9 +112,12 @@ def main() -> None:
         for measure in measures.values():  # warm the caches (files, byte code)
             measure()
         figures: dict[str, list[float]] = {name: [] for name in measures}
-        for _ in range(runs):
+        cpu: dict[str, list[float]] = {name: [] for name in measures}  # (the steadier figure
+        for _ in range(runs):  # on a machine shared with other work)
             for name, measure in measures.items():
+                before = children_cpu()
                 figures[name].append(measure())
+                cpu[name].append(children_cpu() - before)
     median = {name: statistics.median(values) for name, values in figures.items()}
     print(f"{runs} runs each, interleaved; python {sys.version.split()[0]}, "
           f"{os.cpu_count()} cores")
@@ -106,9 +125,15 @@ def main() -> None:
         print(f"{name:<38} median {median[name] * 1000:7.1f} ms   "
               f"min {min(values) * 1000:7.1f} ms")
     names = list(median)
-    print(f"compact --json / --version: {median[names[1]] / median[names[0]]:.2f}x (goal <= 3; "
-          f"configuration loaded: {median[names[2]] / median[names[0]]:.2f}x)")
-    print(f"-p / first prompt:          {median[names[4]] / median[names[3]]:.2f}x (goal <= 2)")
+    version = median[names[0]]
+    for name in names[1:6]:
+        print(f"{name.strip():<38} / --version: {median[name] / version:.2f}x (goal <= 3)")
+    used = {name: statistics.median(values) for name, values in cpu.items()}
+    print("CPU time (user + system) of the process, median:")
+    for name in names[:6]:
+        print(f"  {name.strip():<38} {used[name] * 1000:7.1f} ms  "
+              f"{used[name] / used[names[0]]:5.2f}x --version")
+    print(f"-p / first prompt:          {median[names[7]] / median[names[6]]:.2f}x (goal <= 2)")
 
 
 if __name__ == "__main__":

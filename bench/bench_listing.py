@@ -6,7 +6,9 @@ Makes N realistic session files (4-8 turns of varied text, a summary on most, a 
 cold (no index: the first run builds it) once, then warm (median of --runs). Also the
 per-turn cost the index adds to a save (append + totals refresh, with and without an index).
 
-Run: .venv/bin/python bench/bench_listing.py [--sessions 10000] [--runs 5]
+Run: .venv/bin/python bench/bench_listing.py [--sessions 10000] [--runs 5] [--against SRC]
+(--against SRC: each warm command also run with another checkout's ``src`` first on the path,
+the two interleaved, side by side: e.g. ``git archive main src | tar -x -C /tmp/base``.)
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from rollchat.domain import SessionHeader, Summary, Transcript, Turn, Usage
+from rollchat.domain import SessionHeader, Summary, Transcript, Turn, Usage, answer_blocks
 from rollchat.storage.index import INDEX_NAME
 from rollchat.storage.store import SessionStore
 from rollchat.storage.transcript import render
@@ -42,8 +44,8 @@ def write_sessions(root: Path, count: int, seed: int = 1) -> None:
         when = T0 + timedelta(minutes=7 * i, seconds=rng.randrange(60))
         sid = f"assistant_{when:%Y%m%d_%H%M%S}_{rng.getrandbits(16):04x}"
         turns = tuple(Turn("query", n, when + timedelta(minutes=n), _text(rng, rng.randint(8, 40)),
-                           "\n\n".join(_text(rng, rng.randint(20, 60))
-                                       for _ in range(rng.randint(1, 3))),
+                           answer_blocks("\n\n".join(_text(rng, rng.randint(20, 60))
+                                                       for _ in range(rng.randint(1, 3)))),
                            elapsed=1.5, usage=Usage(rng.randint(100, 4000), rng.randint(50, 800)))
                       for n in range(1, rng.randint(4, 8) + 1))
         summary = None if i % 10 == 0 else Summary(
@@ -56,15 +58,46 @@ def write_sessions(root: Path, count: int, seed: int = 1) -> None:
         (root / f"{sid}.md").write_text(render(Transcript(header, turns, summary)))
 
 
-def run(root: Path, *args: str) -> float:
+def run(root: Path, *args: str, src: str | None = None) -> float:
+    """One whole process; ``src``: another checkout's source directory, imported instead."""
+    env = dict(os.environ, PYTHONPATH=src) if src else None
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "rollchat", *args, "--sessions-dir", str(root)],
-                   check=True, stdout=subprocess.DEVNULL)
+                   check=True, stdout=subprocess.DEVNULL, env=env)
     return time.perf_counter() - start
 
 
 COMMANDS = (("sessions",), ("sessions", "--json"), ("sessions", "--all", "--json"),
             ("search", "redis"), ("search", "limiter", "bucket", "--json"))
+
+
+def cpu_run(root: Path, *args: str, src: str | None = None) -> tuple[float, float]:
+    """``run``'s wall time and the process's CPU time (user + system): on a machine shared
+    with other work the CPU time is the steadier figure."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = run(root, *args, src=src)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def bench_sides(root: Path, runs: int, against: str) -> None:
+    """Each warm command with ``against``'s source and with this one, interleaved."""
+    run(root, "sessions")
+    time.sleep(2.5)  # past the racy window (see bench_processes)
+    print(f"warm, whole process, median of {runs}, interleaved: {against} | this checkout "
+          "(wall; CPU user+system)")
+    for args in (*COMMANDS, ("--version",)):
+        base: list[tuple[float, float]] = []
+        this: list[tuple[float, float]] = []
+        for _ in range(runs):
+            base.append(cpu_run(root, *args, src=against))
+            this.append(cpu_run(root, *args))
+        bw, nw = (statistics.median(w for w, _ in s) for s in (base, this))
+        bc, nc = (statistics.median(c for _, c in s) for s in (base, this))
+        print(f"  rollchat {' '.join(args):<32} wall {bw:.3f} s | {nw:.3f} s ({nw / bw:.2f}x)"
+              f"   CPU {bc:.3f} s | {nc:.3f} s ({nc / bc:.2f}x)")
 
 
 def bench_processes(root: Path, runs: int) -> None:
@@ -97,7 +130,8 @@ def bench_save(root: Path, turns: int = 50) -> None:
                                      provider="offline", now=T0)
             costs = []
             for n in range(1, turns + 1):
-                turn = Turn("query", n, T0, "question " * 20, "answer " * 300, usage=Usage(1, 2))
+                turn = Turn("query", n, T0, "question " * 20, answer_blocks("answer " * 300),
+                            usage=Usage(1, 2))
                 start = time.perf_counter()
                 live.append_turn(turn, "A")
                 live.set_totals(n, 3 * n, 1)
@@ -112,10 +146,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--against", help="another checkout's src directory (side by side)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "sessions"
         write_sessions(root, args.sessions)
+        if args.against:
+            bench_sides(root, args.runs, args.against)
+            return
         bench_processes(root, args.runs)
     bench_save(Path(tmp))
 
