@@ -23,9 +23,11 @@ from rollchat.domain import SessionHeader, Transcript, Turn, answer_blocks
 from rollchat.memory.layers import split_block
 from rollchat.providers.base import ChatRequest, StreamEvent
 from rollchat.providers.offline import OfflineProvider
-from rollchat.session.handoff import CONTEXT_TAG, mention, relevant_turns
+from rollchat.session.handoff import CONTEXT_TAG, relevant_turns
 from rollchat.storage.transcript import parse, render
 from rollchat.ui.app import ChatApp
+from rollchat.ui.commands import Mention, mention
+from rollchat.ui.commands import parse as parse_line
 from rollchat.ui.render import Renderer
 from rollchat.ui.repl import handle_line, prompt_text
 from rollchat.ui.starting import Starting
@@ -231,9 +233,10 @@ def test_unknown_agent_or_no_message_sends_nothing(tmp_path: Path,
 
 
 def test_mentions() -> None:
-    assert mention("@reviewer please look") == ("reviewer", "please look")
-    assert mention("  @reviewer   two\nlines ") == ("reviewer", "two\nlines")
-    assert mention("@reviewer") == ("reviewer", "")
+    assert mention("@reviewer please look") == Mention("reviewer", "please look")
+    assert mention("  @reviewer   two\nlines ") == Mention("reviewer", "two\nlines")
+    assert mention("@reviewer") == Mention("reviewer", "")
+    assert parse_line("@reviewer please look") == Mention("reviewer", "please look")  # (36.3)
     for text in ("@", "@ reviewer", "me@x.com hi", "@x.com hi", "hi @reviewer", "@-x hi"):
         assert mention(text) is None, text
 

@@ -17,7 +17,7 @@ from rollchat.session.state import UNSAVED, now
 from rollchat.text.normalize import clean
 from rollchat.text.wording import plural
 
-__all__ = ["CONTEXT_TAG", "Handed", "hand_off", "handed_context", "latest_in_chain", "mention"]
+__all__ = ["CONTEXT_TAG", "Handed", "hand_off", "handed_context", "latest_in_chain"]
 
 if TYPE_CHECKING:
     from rollchat.config.settings import AgentConfig, HandoffConfig
@@ -26,9 +26,6 @@ if TYPE_CHECKING:
     from rollchat.storage.listing import SessionInfo
     from rollchat.storage.store import Store
 
-# ``@NAME`` opening a line, NAME an agent key (config_file's rule), then a space or the end:
-# "@" alone, "me@x.com" or "@x.com" are chat text.
-_MENTION = re.compile(r"@([A-Za-z0-9][A-Za-z0-9_-]{0,63})(?=\s|$)")
 _WORD = re.compile(r"\w+")
 _MAX_TERMS = 64  # query words given to bm25 (a pasted essay does not make a huge query)
 # Words left out of the query: with them every turn would match (bm25 orders the turns that
@@ -46,15 +43,6 @@ _STOPWORDS = frozenset(_COMMON_WORDS.split())
 TRIMMED = " […cut to fit handoff.max_tokens]"
 
 Count = Callable[[str], int]
-
-
-def mention(line: str) -> tuple[str, str] | None:
-    """(agent key, message) when ``line`` starts with ``@NAME``; None for anything else."""
-    text = line.strip()
-    m = _MENTION.match(text)
-    if m is None:
-        return None
-    return m[1], text[m.end():].strip()
 
 
 # ------------------------------------------------------------------ choosing the context

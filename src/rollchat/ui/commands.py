@@ -45,6 +45,28 @@ class Command:
 
 
 @dataclass(frozen=True)
+class Mention:
+    """``@NAME message``: the conversation handed to agent NAME (session/handoff.py)."""
+
+    agent: str
+    message: str
+
+
+# ``@NAME`` opening a line, NAME an agent key (config_file's rule), then a space or the end:
+# "@" alone, "me@x.com" or "@x.com" are chat text.
+_MENTION = re.compile(r"@([A-Za-z0-9][A-Za-z0-9_-]{0,63})(?=\s|$)")
+
+
+def mention(line: str) -> Mention | None:
+    """The handoff ``line`` asks for when it starts with ``@NAME``; None for anything else."""
+    text = line.strip()
+    m = _MENTION.match(text)
+    if m is None:
+        return None
+    return Mention(m[1], text[m.end():].strip())
+
+
+@dataclass(frozen=True)
 class Unknown:
     """A ``/word`` no built-in command takes (a saved prompt's, or a mistake), and the rest of
     the line."""
@@ -399,11 +421,15 @@ COMMANDS: dict[str, Command] = {
 }
 
 
-def parse(line: str) -> tuple[Command, str] | Unknown | None:
-    """The command a line invokes, Unknown for an unknown ``/word``, None for chat text."""
+def parse(line: str) -> tuple[Command, str] | Mention | Unknown | None:
+    """The command a line invokes, a Mention for ``@NAME message``, Unknown for an unknown
+    ``/word``, None for chat text."""
     stripped = line.strip()
     if not stripped:
         return None
+    handed = mention(stripped)
+    if handed is not None:
+        return handed
     slash = stripped.startswith("/")
     word, _, arg = stripped.lstrip("/").partition(" ") if slash else stripped.partition(" ")
     if "\n" in word:

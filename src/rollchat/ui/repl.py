@@ -49,13 +49,10 @@ def handle_line(app: ChatApp, line: str) -> bool:
 
 
 def _run_line(app: ChatApp, line: str) -> bool:
-    from rollchat.session.handoff import mention
-
-    handed = mention(line)
-    if handed is not None:  # "@NAME message": hand the conversation to agent NAME
-        app.handoff(*handed, line)
-        return False
     parsed = commands.parse(line)
+    if isinstance(parsed, commands.Mention):  # hand the conversation to agent NAME
+        app.handoff(parsed.agent, parsed.message, line)
+        return False
     if parsed is None:
         if line.strip():
             app.send(line)
@@ -350,7 +347,10 @@ def _keep_unsent(chat: Starting, line: str, before: int | None) -> None:
     recorded (the chat had recorded ``before`` messages before it; None: unknown), keep it
     as a turn interrupted before any answer. Keeping it counts as recording it, so a second
     call for the same line does nothing."""
-    if ending() and line.strip() and commands.parse(line) is None:
+    if not (ending() and line.strip()):
+        return
+    parsed = commands.parse(line)
+    if parsed is None or isinstance(parsed, commands.Mention):  # (a handoff's message too)
         app = chat.get()
         if before is None or app.recorded == before:
             app.keep_unsent(line)
