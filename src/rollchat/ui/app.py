@@ -65,6 +65,7 @@ class ChatApp:
         self._spinner = ExitStack()
         self._step: Step | None = None
         self._starting = StartingLine(self.out)  # MCP servers the first message waits for
+        self._stopped = False  # the last turn drawn was stopped by the user (Ctrl-C): no bell
 
     @property
     def recorded(self) -> int:
@@ -229,14 +230,19 @@ class ChatApp:
     def answer(self, flow: Generator[Event, None, None]) -> None:
         """``run`` a turn's flow; when it took at least ``ui.notify_after_seconds`` (0: never),
         ring the terminal's bell (with a desktop notification where the terminal shows one),
-        so a user who switched windows hears it. Only in a terminal: never piped."""
+        so a user who switched windows hears it. Only in a terminal: never piped; never for a
+        turn the user stopped with Ctrl-C (they are looking at it)."""
         after = self.session.config.ui.notify_after_seconds
         started = time.monotonic()
+        self._stopped = False
         try:
             self.run(flow)
+        except KeyboardInterrupt:
+            self._stopped = True
+            raise
         finally:
             seconds = time.monotonic() - started
-            if after and seconds >= after and self.out.interactive:
+            if after and seconds >= after and self.out.interactive and not self._stopped:
                 from rollchat.ui.bell import bell_bytes, took
 
                 self.out.control(bell_bytes(os.environ, f"{self.session.agent.name} answered "
@@ -277,6 +283,7 @@ class ChatApp:
         elif isinstance(event, AnswerStarted):
             out.answer_start(event.agent)
         elif isinstance(event, TurnFinished):
+            self._stopped = event.turn.status == "interrupted"
             out.answer_end(event.turn, event.hint, event.cost)
         elif isinstance(event, AnswerAborted):
             out.answer_abort()
