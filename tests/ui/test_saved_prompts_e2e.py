@@ -71,7 +71,8 @@ def test_a_prompts_command_is_shown_and_asked_then_its_output_sent(tmp_path: Pat
     try:
         child.expect_exact(PROMPT)
         child.sendline("/st")
-        child.expect_exact("The agent wants to run Bash")
+        child.expect_exact("The saved prompt /st (~/.claude/commands/st.md) runs a command "
+                           "(Bash)")
         child.expect_exact('"command": "echo all-green"')
         child.expect_exact("Allow?")
         child.sendline("y")

@@ -112,7 +112,7 @@ def _approve(prompt: SavedPrompt, command: str, gate: Gate, where: str) -> None:
         raise UsageError(f"{where} not sent: !`{command}` needs a Bash rule for it in "
                          f"its allowed-tools (it has {said})")
     tool = Tool(ToolSpec(BASH, f"a command of the saved prompt {where}", {}), lambda a: "",
-                source=f"the saved prompt {where}")
+                source=f"the saved prompt {where}")  # (ui/approve.py's PROMPT_SOURCE)
     refused = gate.check(ToolCall(f"prompt-{secrets.token_hex(4)}", BASH,
                                   {"command": command}), tool)
     if refused is not None:
