@@ -27,6 +27,12 @@ class _Ask:
 
 
 @dataclass(frozen=True)
+class _OnChat:
+    work: Callable[[], str]
+    answer: concurrent.futures.Future[str | None]
+
+
+@dataclass(frozen=True)
 class _Failed:
     error: BaseException
 
@@ -41,7 +47,8 @@ class Channel:
     def __init__(self) -> None:
         self.queue: queue.Queue[object] = queue.Queue()
         self.closed = threading.Event()
-        self._pending: set[concurrent.futures.Future[str | None]] = set()
+        # the questions open, each with its answer once the chat stopped listening
+        self._pending: dict[concurrent.futures.Future[str | None], str] = {}
         self._lock = threading.Lock()
 
     def put(self, event: RunEvent) -> None:
@@ -53,7 +60,7 @@ class Channel:
             if self.closed.is_set():
                 answer.set_result(INTERRUPTED)
                 return answer
-            self._pending.add(answer)
+            self._pending[answer] = INTERRUPTED
         self.queue.put(_Ask(call, answer))
         return answer
 
@@ -64,20 +71,32 @@ class Channel:
     def ask_blocking(self, call: ToolCall) -> str | None:
         return self._future(call).result()
 
+    async def on_chat(self, work: Callable[[], str]) -> str:
+        """``work()`` run on the chat's thread (a PostToolUse hook); "" once the chat stopped
+        listening."""
+        answer: concurrent.futures.Future[str | None] = concurrent.futures.Future()
+        with self._lock:
+            if self.closed.is_set():
+                return ""
+            self._pending[answer] = ""
+        self.queue.put(_OnChat(work, answer))
+        return await asyncio.wrap_future(answer) or ""
+
     def answered(self, answer: concurrent.futures.Future[str | None], reply: str | None) -> None:
         with self._lock:
-            self._pending.discard(answer)
+            self._pending.pop(answer, None)
         if not answer.done():
             answer.set_result(reply)
 
     def close(self) -> None:
-        """The chat stopped listening: every question still open is refused."""
+        """The chat stopped listening: every question still open is refused (a hook's
+        addition is none)."""
         with self._lock:
             self.closed.set()
-            pending, self._pending = self._pending, set()
-        for answer in pending:
+            pending, self._pending = self._pending, {}
+        for answer, closed in pending.items():
             if not answer.done():
-                answer.set_result(INTERRUPTED)
+                answer.set_result(closed)
 
 
 _loop: asyncio.AbstractEventLoop | None = None
@@ -126,6 +145,9 @@ def bridged(work: Callable[[Channel], Coroutine[Any, Any, None]], approve: Appro
                 raise FrameworkError(_one_line(item.error)) from item.error
             if isinstance(item, _Ask):
                 channel.answered(item.answer, approve(item.call))
+                continue
+            if isinstance(item, _OnChat):
+                channel.answered(item.answer, item.work())
                 continue
             yield item  # type: ignore[misc]
     finally:
