@@ -143,3 +143,32 @@ def test_a_posttooluse_hook_adds_to_the_result_the_model_reads(
     turn = parse(sessions(tmp_path)[0].read_text(encoding="utf-8")).turns[0]
     [recorded] = [b for b in turn.blocks if isinstance(b, ToolResult)]
     assert recorded.content == sent["content"]
+
+
+def test_the_memory_layers_reach_the_framework_agent(openai_server: WireServer, tmp_path: Path,
+                                                     agent_file: Path) -> None:
+    """The user profile joins the agent's own instructions (as the framework sends extra
+    instructions: a system message of its own) and a remembered fact relevant to the message
+    rides in the user message's context block, as for rollchat's own agents."""
+    from rollchat.memory.store import MemoryStore
+    from tests.e2e import user_memory
+    from tests.memory import project_memory
+
+    store = MemoryStore(tmp_path / "sessions", "assistant",
+                        user_dir=user_memory(tmp_path / "home"),
+                        **project_memory(tmp_path / "home", tmp_path))
+    store.add("prefers answers in roman numerals", "preference", source_session="s_1")
+    store.add("the invoice batch job adds shipping fees", "project", source_session="s_1")
+    config = write_config(tmp_path / "config.yaml",
+                          f"agents:\n  assistant:\n    file: {agent_file}\n")
+    openai_server.push(text("V."))
+    chat(openai_server, tmp_path, None, "what does the invoice batch job add?\n",
+         "--config", str(config), "--yes")
+    messages = openai_server.bodies[0]["messages"]
+    system = [str(m["content"]) for m in messages if m["role"] == "system"]
+    assert system[0] == "You add numbers with the add tool and answer briefly."
+    assert any("prefers answers in roman numerals" in s for s in system[1:])
+    user = str(messages[-1]["content"])
+    assert "the invoice batch job adds shipping fees" in user
+    assert user.endswith("what does the invoice batch job add?")
+    assert "roman" not in user and "shipping" not in "".join(system)
