@@ -54,6 +54,40 @@ agent = Agent(name="Counter", instructions="You count words.", tools=[word_count
               model=OpenAIChatCompletionsModel(model="wire-model", openai_client=client))
 '''
 
+PYDANTIC_AI_AGENT = '''
+import os
+from pydantic_ai import Agent
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+agent = Agent(OpenAIChatModel("wire-model", provider=OpenAIProvider(
+    base_url=os.environ["WIRE_URL"], api_key="test")), instructions="You count words.")
+
+
+@agent.tool_plain
+def word_count(text: str) -> str:
+    """Count words."""
+    return f"{len(text.split())} words"
+'''
+
+LANGGRAPH_AGENT = '''
+import os
+from langchain.agents import create_agent
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+
+
+@tool
+def word_count(text: str) -> str:
+    """Count words."""
+    return f"{len(text.split())} words"
+
+
+root_agent = create_agent(
+    ChatOpenAI(model="wire-model", base_url=os.environ["WIRE_URL"], api_key="test",
+               stream_usage=True), tools=[word_count], system_prompt="You count words.")
+'''
+
 # a small window, so that a few long messages compact on their own
 SMALL_WINDOW = """
 models:
