@@ -145,3 +145,40 @@ def test_the_plain_call_is_the_graphs_model_without_tools(openai_server: WireSer
     assert "tools" not in body
     assert body["messages"][0] == {"role": "system", "content": "Summarize."}
     assert body["messages"][-1] == {"role": "user", "content": "Write the summary."}
+
+
+def test_graph_state_besides_messages_is_kept_from_turn_to_turn(openai_server: WireServer,
+                                                                 adapter: Any) -> None:
+    """A graph's own state keys (here ``turns``) as the last turn left them start the next
+    turn's run; rollchat's history stays the truth for ``messages``."""
+    from typing import Annotated, TypedDict
+
+    from langchain_openai import ChatOpenAI
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph.message import add_messages
+
+    # (made by a call: this module's annotations are strings LangGraph cannot resolve here)
+    State = TypedDict("State", {  # noqa: UP013
+        "messages": Annotated[list[Any], add_messages], "turns": int},
+        total=False)
+
+    seen: list[int] = []
+    model = ChatOpenAI(model="gpt-4o-mini", base_url=openai_server.url, api_key="test")
+
+    async def call(state: State) -> dict[str, Any]:
+        seen.append(state.get("turns", 0))
+        return {"messages": [await model.ainvoke(state["messages"])],
+                "turns": state.get("turns", 0) + 1}
+
+    graph = StateGraph(State)
+    graph.add_node("model", call)
+    graph.add_edge(START, "model")
+    graph.add_edge("model", END)
+    agent = adapter.adapt(graph.compile(), "agent")
+    openai_server.push(text("One."), text("Two."))
+    list(agent.runner.run(request("first")))
+    history = (Message("user", "first"), Message("assistant", "One."))
+    list(agent.runner.run(request("second", history)))
+    assert seen == [0, 1]
+    assert [m["content"] for m in openai_server.bodies[1]["messages"]] == [
+        "Project rule: be brief.", "first", "One.", "second"]

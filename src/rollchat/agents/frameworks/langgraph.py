@@ -139,6 +139,9 @@ class LangGraphRunner:
     def __init__(self, graph: Any, own: str = "") -> None:
         self.graph = graph
         self.own = own  # the graph's own system prompt, sent by its model node
+        # the graph's state besides ``messages`` as the last turn that ended left it, given
+        # to the next turn's run (kept across compactions: the runner outlives them)
+        self.kept: dict[str, Any] = {}
 
     def run(self, request: RunRequest) -> Iterator[RunEvent]:
         yield from bridged(lambda channel: self._run(request, channel), request.approve)
@@ -150,8 +153,8 @@ class LangGraphRunner:
         gate = [TOOLS] if TOOLS in graph.nodes else None
         extra = extra_instructions(request.system, self.own)
         system = [SystemMessage(extra)] if extra else []
-        inputs: Any = {"messages": [*system, *to_messages(request.history),
-                                    HumanMessage(request.user.content)]}
+        inputs: Any = {**self.kept, "messages": [*system, *to_messages(request.history),
+                                                 HumanMessage(request.user.content)]}
         calls: dict[str, ToolCall] = {}
         # with PostToolUse hooks, the graph also stops after its tool node: the results the
         # calls gave are held until the hooks have added their word
@@ -179,6 +182,7 @@ class LangGraphRunner:
                 inputs = None
                 continue
             if not state.next:
+                self.kept = {k: v for k, v in state.values.items() if k != "messages"}
                 return
             if TOOLS not in state.next or not model_node:
                 raise FrameworkError(f"the graph stopped before {', '.join(state.next)} "
