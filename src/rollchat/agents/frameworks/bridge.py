@@ -15,9 +15,11 @@ from typing import Any
 
 from rollchat.domain import ToolCall
 from rollchat.engine.runner import Approve, FrameworkError, RunEvent
+from rollchat.providers.base import Done, StreamEvent, TextDelta, ThinkingDelta, UsageEvent
 
 STOP_SECONDS = 10.0  # the most a cancelled run may take to stop before the turn ends anyway
 INTERRUPTED = "refused: the turn was interrupted before this call"
+NO_TOOLS = "refused: no tools in this call"  # a plain model call (a summary) runs none
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,15 @@ def bridged(work: Callable[[Channel], Coroutine[Any, Any, None]], approve: Appro
                 stop()
             future.cancel()
             concurrent.futures.wait([future], STOP_SECONDS)
+
+
+def plain_call(work: Callable[[Channel], Coroutine[Any, Any, None]]) -> Iterator[StreamEvent]:
+    """An adapter's model as a plain call (summaries, the restoration's acknowledgment): the
+    text, thinking and usage ``work(channel)`` puts, then Done; a tool call is refused."""
+    for event in bridged(work, lambda call: NO_TOOLS):
+        if isinstance(event, (TextDelta, ThinkingDelta, UsageEvent)):
+            yield event
+    yield Done()
 
 
 def _one_line(exc: BaseException) -> str:

@@ -25,7 +25,7 @@ from langchain_core.messages import (
 from langgraph.checkpoint.memory import InMemorySaver
 
 from rollchat.agents.frameworks import FrameworkAgent
-from rollchat.agents.frameworks.bridge import Channel, bridged
+from rollchat.agents.frameworks.bridge import Channel, bridged, plain_call
 from rollchat.agents.frameworks.instructions import extra_instructions
 from rollchat.domain import Message, ToolCall, Usage
 from rollchat.engine.runner import (
@@ -38,7 +38,6 @@ from rollchat.engine.runner import (
 )
 from rollchat.providers.base import (
     ChatRequest,
-    Done,
     ProviderError,
     StreamEvent,
     TextDelta,
@@ -47,7 +46,6 @@ from rollchat.providers.base import (
 )
 
 TOOLS = "tools"  # the tool node's name in create_agent and create_react_agent graphs
-NO_TOOLS = "refused: no tools in this call"
 NO_MODEL = ("rollchat found no chat model in this graph to write a summary with "
             "(set summary.provider)")
 
@@ -307,7 +305,4 @@ class PlainModel:
                     if usage is not None:
                         channel.put(UsageEvent(usage))
 
-        for event in bridged(work, lambda call: NO_TOOLS):
-            if isinstance(event, (TextDelta, ThinkingDelta, UsageEvent)):
-                yield event
-        yield Done()
+        yield from plain_call(work)

@@ -15,19 +15,17 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 from rollchat.agents.frameworks import FrameworkAgent
-from rollchat.agents.frameworks.bridge import Channel, bridged
+from rollchat.agents.frameworks.bridge import NO_TOOLS, Channel, bridged, plain_call
 from rollchat.domain import Message, ToolCall, Usage
 from rollchat.engine.runner import After, RunEvent, RunRequest, ToolCalled, ToolReturned
 from rollchat.providers.base import (
     ChatRequest,
-    Done,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
     UsageEvent,
 )
 
-NO_TOOLS = "refused: no tools in a summary"
 MAX_TURNS = 25
 
 
@@ -253,7 +251,4 @@ class AgentsModel:
                 if not result.is_complete:
                     result.cancel()
 
-        for event in bridged(work, lambda call: NO_TOOLS):
-            if isinstance(event, (TextDelta, UsageEvent)):
-                yield event
-        yield Done()
+        yield from plain_call(work)

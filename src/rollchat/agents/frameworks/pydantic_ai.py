@@ -22,20 +22,17 @@ from pydantic_ai.tools import (
 )
 
 from rollchat.agents.frameworks import FrameworkAgent
-from rollchat.agents.frameworks.bridge import Channel, bridged
+from rollchat.agents.frameworks.bridge import Channel, bridged, plain_call
 from rollchat.agents.frameworks.instructions import extra_instructions
 from rollchat.domain import Message, ToolCall, Usage
 from rollchat.engine.runner import After, RunEvent, RunRequest, ToolCalled, ToolReturned
 from rollchat.providers.base import (
     ChatRequest,
-    Done,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
     UsageEvent,
 )
-
-NO_TOOLS = "refused: no tools in this call"
 
 
 def adapt(obj: object, name: str) -> FrameworkAgent:
@@ -249,7 +246,4 @@ class PlainModel:
                     _forward(event, channel, {}, {})
                 _report_usage(run.all_messages(), len(history), reported, channel)
 
-        for event in bridged(work, lambda call: NO_TOOLS):
-            if isinstance(event, (TextDelta, ThinkingDelta, UsageEvent)):
-                yield event
-        yield Done()
+        yield from plain_call(work)
