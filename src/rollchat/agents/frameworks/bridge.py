@@ -9,6 +9,7 @@ import asyncio
 import concurrent.futures
 import queue
 import threading
+import time
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +56,9 @@ class Channel:
 
     def put(self, event: RunEvent) -> None:
         self.queue.put(event)
+        # the chat's thread, woken by the event, takes the GIL now: else it waits out this
+        # thread's switch interval (5 ms) while the framework parses the rest of the stream
+        time.sleep(0)
 
     def _future(self, call: ToolCall) -> concurrent.futures.Future[str | None]:
         answer: concurrent.futures.Future[str | None] = concurrent.futures.Future()
