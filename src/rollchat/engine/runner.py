@@ -16,6 +16,8 @@ How an adapter plugs in (agents/frameworks/, one module per framework, the only 
    refusal the model reads (rollchat's gate: ask/auto/never, allow/deny, PreToolUse hooks).
    ``approve`` may ask the user: call it on the thread iterating ``run`` (agents/frameworks/
    bridge.py carries it there from a framework's event loop).
+   After a call the framework ran, ``request.after`` (when set: the PostToolUse hooks) gives
+   what to add to the result the model reads, on the same thread.
 3. Ctrl-C: the Engine closes the iterator (``close()``, GeneratorExit inside ``run``); the
    adapter stops the framework's run in its ``finally``. What was yielded is kept. A framework
    failure is raised as ``FrameworkError`` (one line; the chat goes on).
