@@ -4,8 +4,8 @@ the same Session; its Compactor owns compaction, its Recorder writes the file, t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from rollchat.config.settings import AutoCompact
     from rollchat.memory.keeper import Memory
     from rollchat.session.handed import Handed
+    from rollchat.tools.approval import Gate
     from rollchat.tools.hooks import Hooks
 
 __all__ = ["CompactAsker", "CompactChoice", "Flow", "Session", "proposal"]
@@ -203,6 +204,25 @@ class Session:
         ask_server(current.windows, current.provider, again=True)  # its window as stated now
         self._switched = f"{model} answers from here on (was {old})"
         return window
+
+    @contextmanager
+    def model_for_turn(self, model: str, why: str) -> Iterator[str]:
+        """``model`` answers the turns run inside (a saved prompt's ``model:``, as Claude Code
+        runs a command with it), then the chat's model again; the turn notes it in the file.
+        Yields the chat's model; UsageError (nothing switched) for a model the provider does
+        not serve."""
+        old, pending = self.current.name, self._switched
+        model = model.strip()
+        if model == old:
+            yield old
+            return
+        self.use_model(model)
+        self._switched = f"{model} answered this turn ({why}); the chat's model is {old}"
+        try:
+            yield old
+        finally:
+            self.use_model(old)
+            self._switched = pending  # the chat's model is the one it had: nothing to note
 
     def noted(self, turn: Turn) -> Turn:
         """``turn`` starting with the note of a switch made since the last one (kept in the
@@ -429,6 +449,11 @@ class Session:
     def think(self, setting: ThinkingSetting) -> None:
         """``thinking on|off|auto|N``: how much the model thinks from the next message on."""
         self.engine.think(setting)
+
+    @property
+    def gate(self) -> Gate:
+        """The approval gate the chat's tool calls pass (a saved prompt's commands too)."""
+        return self.engine.gate
 
     def allowing(self, patterns: Sequence[str]) -> AbstractContextManager[None]:
         """``patterns`` allowed too while the block runs (a saved prompt's allowed tools)."""
