@@ -8,6 +8,7 @@ import contextlib
 import signal
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,14 @@ import pexpect
 import pytest
 
 from tests.e2e import PYCACHE, user_dirs
+
+# This process (each xdist worker) keeps what it compiles in the same shared cache, whatever
+# PYTHONDONTWRITEBYTECODE says: the test modules as pytest rewrites their asserts (the most of
+# collection's time) and rollchat's own modules are then read, not compiled again, by the
+# other workers and by every later run (a changed file is compiled again: the cache checks
+# each source's mtime and size).
+sys.dont_write_bytecode = False
+sys.pycache_prefix = str(PYCACHE)
 
 # A shell that starts pytest in the background (``pytest &``) makes it ignore SIGINT, and
 # Python then installs no KeyboardInterrupt handler: the tests that press Ctrl-C on this very
