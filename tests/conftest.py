@@ -17,6 +17,13 @@ import pexpect
 import pytest
 
 from tests.e2e import PYCACHE, user_dirs
+from tests.examples_budget import DEEP
+
+if DEEP:  # HYPOTHESIS_PROFILE=deep: the property tests without a count of their own try more
+    from hypothesis import settings
+
+    settings.register_profile("deep", max_examples=500)
+    settings.load_profile("deep")
 
 # This process (each xdist worker) keeps what it compiles in the same shared cache, whatever
 # PYTHONDONTWRITEBYTECODE says: the test modules as pytest rewrites their asserts (the most of
