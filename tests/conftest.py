@@ -47,17 +47,24 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 ONE_AT_A_TIME = ("tests/session/test_signals.py", "tests/session/test_interrupts.py",
                  "tests/storage/test_locks.py", "tests/storage/test_concurrency.py",
                  "tests/storage/test_crash.py", "tests/memory/test_memory_deadline.py")
+# Modules whose tests are each far longer than the rest (a minute of CPU or more on two cores):
+# run first, so that no worker starts one while the others have finished. xdist hands out the
+# tests in collection order (after the one-at-a-time group, the largest unit), and these would
+# come late in it.
+LONGEST_FIRST = ("tests/storage/test_large_sessions.py",)
 _ROOT = Path(__file__).resolve().parent.parent
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     paths = {_ROOT / name for name in ONE_AT_A_TIME}
-    missing = sorted(str(path) for path in paths if not path.is_file())
-    if missing:  # a module moved: keep the list true
-        raise pytest.UsageError(f"tests/conftest.py ONE_AT_A_TIME: no such file {missing}")
+    first = {_ROOT / name for name in LONGEST_FIRST}
+    missing = sorted(str(path) for path in paths | first if not path.is_file())
+    if missing:  # a module moved: keep the lists true
+        raise pytest.UsageError(f"tests/conftest.py: no such file {missing}")
     for item in items:
         if item.path in paths:
             item.add_marker(pytest.mark.xdist_group("one-at-a-time"))
+    items.sort(key=lambda item: item.path not in first)  # stable: the rest keep their order
 
 
 _real_connect = socket.socket.connect
