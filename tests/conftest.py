@@ -8,6 +8,7 @@ import contextlib
 import signal
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,21 @@ import pexpect
 import pytest
 
 from tests.e2e import PYCACHE, user_dirs
+from tests.examples_budget import DEEP
+
+if DEEP:  # HYPOTHESIS_PROFILE=deep: the property tests without a count of their own try more
+    from hypothesis import settings
+
+    settings.register_profile("deep", max_examples=500)
+    settings.load_profile("deep")
+
+# This process (each xdist worker) keeps what it compiles in the same shared cache, whatever
+# PYTHONDONTWRITEBYTECODE says: the test modules as pytest rewrites their asserts (the most of
+# collection's time) and rollchat's own modules are then read, not compiled again, by the
+# other workers and by every later run (a changed file is compiled again: the cache checks
+# each source's mtime and size).
+sys.dont_write_bytecode = False
+sys.pycache_prefix = str(PYCACHE)
 
 # A shell that starts pytest in the background (``pytest &``) makes it ignore SIGINT, and
 # Python then installs no KeyboardInterrupt handler: the tests that press Ctrl-C on this very
@@ -31,17 +47,24 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 ONE_AT_A_TIME = ("tests/session/test_signals.py", "tests/session/test_interrupts.py",
                  "tests/storage/test_locks.py", "tests/storage/test_concurrency.py",
                  "tests/storage/test_crash.py", "tests/memory/test_memory_deadline.py")
+# Modules whose tests are each far longer than the rest (a minute of CPU or more on two cores):
+# run first, so that no worker starts one while the others have finished. xdist hands out the
+# tests in collection order (after the one-at-a-time group, the largest unit), and these would
+# come late in it.
+LONGEST_FIRST = ("tests/storage/test_large_sessions.py",)
 _ROOT = Path(__file__).resolve().parent.parent
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     paths = {_ROOT / name for name in ONE_AT_A_TIME}
-    missing = sorted(str(path) for path in paths if not path.is_file())
-    if missing:  # a module moved: keep the list true
-        raise pytest.UsageError(f"tests/conftest.py ONE_AT_A_TIME: no such file {missing}")
+    first = {_ROOT / name for name in LONGEST_FIRST}
+    missing = sorted(str(path) for path in paths | first if not path.is_file())
+    if missing:  # a module moved: keep the lists true
+        raise pytest.UsageError(f"tests/conftest.py: no such file {missing}")
     for item in items:
         if item.path in paths:
             item.add_marker(pytest.mark.xdist_group("one-at-a-time"))
+    items.sort(key=lambda item: item.path not in first)  # stable: the rest keep their order
 
 
 _real_connect = socket.socket.connect

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
 from typer.testing import CliRunner
 
 from rollchat.cli.app import build_cli
@@ -133,6 +132,8 @@ def _import(tmp_path: Path, server: WireServer) -> None:
 
 
 def _mcp(tmp_path: Path, server: WireServer) -> None:
+    from mcp import Client
+
     from rollchat.compaction.saved import summary_model
     from rollchat.server.mcp import build_server
 

@@ -24,6 +24,7 @@ from rollchat.config.settings import (
 from rollchat.config.trust import record_trust
 from rollchat.errors import ConfigError
 from rollchat.providers.names import PROVIDER_CHOICES
+from tests.examples_budget import examples
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config.example.yml"
 
@@ -434,7 +435,7 @@ def test_example_file_commented_examples_are_valid(tmp_path: Path) -> None:
 
 # --- fuzzing ------------------------------------------------------------------------------
 
-_FUZZ = settings(max_examples=300, deadline=None,
+_FUZZ = settings(max_examples=examples(300), deadline=None,
                  suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 

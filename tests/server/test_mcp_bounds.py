@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
 from typer.testing import CliRunner
 
 from rollchat.cli.app import build_cli
 from rollchat.compaction.saved import MAX_FOCUS_CHARS, MAX_WORDS
 from tests.compact_fixtures import OFFLINE_CONFIG, make_sessions, snapshot
-from tests.server.test_mcp_server import _json, _params, _text
+from tests.server.test_mcp_server import _client, _json, _params, _text
+
+if TYPE_CHECKING:  # the SDK is imported by the tests that run, not at collection
+    from mcp import StdioServerParameters
 
 HUGE_FOCUS = "port " * 200_000  # 1 MB
 CASES: list[tuple[dict[str, Any], list[str], str]] = [
@@ -27,7 +28,7 @@ CASES: list[tuple[dict[str, Any], list[str], str]] = [
 
 
 async def _calls(params: StdioServerParameters, errlog: Any, child: str) -> list[Any]:
-    async with Client(stdio_client(params, errlog=errlog)) as client:
+    async with _client(params, errlog) as client:
         answers = [await client.call_tool("compact_session", {"session": child, **arguments})
                    for arguments, _, _ in CASES]
         answers.append(_json(await client.call_tool("compact_session", {

@@ -9,16 +9,17 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
 from typer.testing import CliRunner
 
 from rollchat.cli.app import build_cli
 from tests.compact_fixtures import OFFLINE_CONFIG, PARENT_SUMMARY, make_sessions, snapshot
 from tests.e2e import PYCACHE, user_dirs
+
+if TYPE_CHECKING:  # the SDK is imported by the tests that run, not at collection
+    from mcp import Client, StdioServerParameters
 
 TOOLS = {"list_sessions", "search_sessions", "read_session", "compact_session"}
 
@@ -26,12 +27,22 @@ TOOLS = {"list_sessions", "search_sessions", "read_session", "compact_session"}
 def _params(tmp_path: Path, sessions: Path, config: Path, **env: str) -> StdioServerParameters:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
+    from mcp import StdioServerParameters
+
     return StdioServerParameters(
         command=sys.executable, args=["-m", "rollchat", "mcp", "--sessions-dir", str(sessions),
                                       "--config", str(config)],
         env={**user_dirs(home), "PYTHONPATH": os.pathsep.join(sys.path),
              "PYTHONPYCACHEPREFIX": str(PYCACHE), **env},
         cwd=str(tmp_path))
+
+
+def _client(params: StdioServerParameters, errlog: Any) -> Client:
+    """The SDK's client of a server started as ``params`` say (its stderr to ``errlog``)."""
+    from mcp import Client
+    from mcp.client.stdio import stdio_client
+
+    return Client(stdio_client(params, errlog=errlog))
 
 
 def _text(result: Any) -> str:
@@ -46,7 +57,7 @@ def _json(result: Any) -> Any:
 async def _session(params: StdioServerParameters, errlog: Any) -> dict[str, Any]:
     """Everything a client does, in one server process; what it saw, by step."""
     seen: dict[str, Any] = {}
-    async with Client(stdio_client(params, errlog=errlog)) as client:
+    async with _client(params, errlog) as client:
         seen["tools"] = {t.name: t for t in (await client.list_tools()).tools}
         seen["list"] = _json(await client.call_tool("list_sessions", {}))
         seen["page"] = _json(await client.call_tool("list_sessions", {"limit": 1,
@@ -196,7 +207,7 @@ def _big_session(root: Path) -> str:
 
 async def _pages(params: StdioServerParameters, errlog: Any, sid: str) -> dict[str, Any]:
     seen: dict[str, Any] = {"md": [], "json": []}
-    async with Client(stdio_client(params, errlog=errlog)) as client:
+    async with _client(params, errlog) as client:
         offset: int | None = 0
         while offset is not None:
             text = _text(await client.call_tool("read_session",
@@ -251,7 +262,7 @@ def test_read_session_answers_a_bounded_page_and_says_how_to_read_on(tmp_path: P
 async def _titled_session(params: StdioServerParameters, errlog: Any, child: str,
                           ) -> dict[str, Any]:
     seen: dict[str, Any] = {}
-    async with Client(stdio_client(params, errlog=errlog)) as client:
+    async with _client(params, errlog) as client:
         seen["list"] = _json(await client.call_tool("list_sessions", {}))
         seen["by_title"] = _json(await client.call_tool("search_sessions",
                                                         {"query": "edge proxy"}))

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from rollchat.errors import UsageError
 from rollchat.storage.imports import read_transcript
+from tests.examples_budget import examples
 
 REAL = Path(__file__).parent.parent / "fixtures" / "real"
 SERVERS = ("llama_cpp", "ollama", "vllm")  # model servers' bytes (wire_local.py): no sessions
@@ -33,7 +34,7 @@ def survives(data: bytes) -> None:
         assert isinstance(turn.user, str) and isinstance(turn.blocks, tuple)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(SMALL), st.floats(0, 1), st.floats(0, 1))
 def test_a_real_file_cut_anywhere(path: Path, start: float, end: float) -> None:
     data = path.read_bytes()
@@ -53,7 +54,7 @@ def _swap(value: Any, seed: list[Any]) -> Any:
     return seed.pop() if seed else value
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from([p for p in SMALL if p.suffix in (".jsonl", ".json")]),
        st.lists(JSON, min_size=1, max_size=40))
 def test_a_real_file_with_values_of_other_types(path: Path, seed: list[Any]) -> None:
@@ -65,7 +66,7 @@ def test_a_real_file_with_values_of_other_types(path: Path, seed: list[Any]) -> 
     survives("\n".join(json.dumps(_swap(r, list(seed))) for r in rows).encode())
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(JSON, st.sampled_from(["claude", "codex", "gemini", "llm"]))
 def test_arbitrary_json_in_each_formats_shape(value: Any, shape: str) -> None:
     documents = {

@@ -35,6 +35,7 @@ from rollchat.storage.transcript import parse
 from rollchat.text.normalize import clean
 from tests.drive import drain
 from tests.e2e import clean_env, write_config
+from tests.examples_budget import examples
 from tests.wire_servers import WireServer, openai_server, text
 
 __all__ = ["openai_server"]
@@ -91,7 +92,7 @@ def _sendable(request: ChatRequest) -> None:
     assert b"\x00" not in body and b"\x1b" not in body
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(messages, replies), min_size=1, max_size=3), messages, replies)
 def test_any_text_goes_through_turn_file_parse_compact_and_resume(
         exchanges: list[tuple[str, list[str]]], later: str, later_reply: list[str]) -> None:

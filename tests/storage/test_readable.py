@@ -14,6 +14,7 @@ from rollchat.compaction.restore import build_restoration_prompt, restored_summa
 from rollchat.domain import SessionHeader, Summary, Text, Transcript, Turn, Usage
 from rollchat.storage.transcript import parse, render
 from rollchat.storage.transcript.syntax import forges_turn
+from tests.examples_budget import examples
 
 T0 = datetime(2026, 11, 26, 1, 2, 3, tzinfo=timezone.utc)
 HEADER = SessionHeader("assistant_20261126_010203_abcd", T0, "Assistant", "config:assistant",
@@ -34,7 +35,7 @@ def _file(user: str, answer: str, block: str = "") -> tuple[Transcript, str]:
     return t, render(t)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(user=TEXT, answer=TEXT, block=TEXT)
 @example(user="q\n---\n**You:** x", answer="a\n---\n## Query 2 (00:00:00)\n**b**", block="--> ")
 def test_prose_round_trips_and_is_escaped_only_where_it_would_forge(
@@ -102,7 +103,7 @@ SUMMARY = Summary("Chose **rabbitmq** at C:\\jobs.", ("queues", "*emph* <!-- x -
 
 
 @given(archive=st.booleans(), grandparent=st.sampled_from([None, "assistant_x_1"]))
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 def test_a_restored_entry_keeps_the_summary_once_and_rebuilds_the_prompt(
         archive: bool, grandparent: str | None) -> None:
     prompt = build_restoration_prompt(

@@ -48,6 +48,7 @@ from rollchat.storage.transcript import (
     tail_summary,
 )
 from rollchat.storage.transcript.syntax import first_query_line
+from tests.examples_budget import examples
 
 UTC = timezone.utc
 T0 = datetime(2026, 11, 22, 14, 30, 22, tzinfo=UTC)
@@ -150,7 +151,7 @@ headers = st.builds(SessionHeader, hostile_text, aware, hostile_text, hostile_te
                     title=opt_text).filter(lambda h: h.resumed_from is not None or not h.forked)
 transcripts = st.builds(Transcript, headers, st.lists(turns(), max_size=4).map(tuple),
                         st.none() | summaries)
-SETTINGS = settings(max_examples=250, deadline=None,
+SETTINGS = settings(max_examples=examples(250), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -187,7 +188,7 @@ def test_parse_raises_only_transcript_error(text: str) -> None:
         assert parse(render(t)) == t
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(transcripts, st.data())
 def test_truncated_file_parses_up_to_last_complete_turn(t: Transcript, data: st.DataObject) -> None:
     full = render(Transcript(t.header, t.turns))
@@ -323,7 +324,8 @@ def test_summary_text_starting_with_a_colon_round_trips() -> None:
 
 # ---------------------------------------------------------------- finalize, lenient parse, scan
 
-FEWER = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FEWER = settings(max_examples=examples(100), deadline=None,
+                 suppress_health_check=[HealthCheck.too_slow])
 
 
 @FEWER

@@ -21,6 +21,7 @@ from rollchat.domain import (
 )
 from rollchat.storage.transcript import glance, parse, render
 from rollchat.text.normalize import StreamCleaner, clean, clean_bytes, clean_value, encode
+from tests.examples_budget import examples
 
 # Every code point, surrogates included (hypothesis leaves them out by default).
 ANY_CHAR = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=())
@@ -29,7 +30,8 @@ ODD = st.sampled_from(["\x00", "\x1b", "\x07", "\r", "\r\n", "\n", "\t", "\x7f",
                        "\ufeff", "\ufffe", "é", "🙂", "## Query 1 (00:00:00)",
                        "<!-- SESSION_SUMMARY_START -->", "**You:**"])
 any_text = st.lists(ODD | st.text(ANY_CHAR, max_size=8), max_size=8).map("".join)
-SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(400), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
 # What clean never leaves behind: C0 controls but tab and newline, DEL, surrogates.
 LEFT_OUT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
 

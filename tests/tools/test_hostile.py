@@ -38,12 +38,13 @@ from rollchat.tools import ARCHIVE_TOOL_NAME
 from rollchat.tools.archive import archive_tool
 from tests.drive import drain
 from tests.e2e import PROMPT, clean_env, default_signals, run_piped, write_config
+from tests.examples_budget import examples
 from tests.wire_servers import WireServer, openai_server, text
 
 __all__ = ["openai_server"]  # the fixture, imported for pytest
 
 T0 = datetime(2026, 11, 22, 14, 30, 0, tzinfo=timezone.utc)
-FUZZ = settings(max_examples=1500, deadline=None, database=None,
+FUZZ = settings(max_examples=examples(1500), deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow])
 
 
