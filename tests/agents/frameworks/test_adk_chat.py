@@ -15,7 +15,7 @@ import pytest
 
 from rollchat.domain import Text
 from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START
-from tests.e2e import PROMPT, clean_env, exit_chat, spawn
+from tests.e2e import PROMPT, clean_env, exit_chat, run_piped, spawn
 from tests.framework_agents import (
     ADK_AGENT,
     SMALL_WINDOW,
@@ -144,3 +144,18 @@ def test_ctrl_c_stops_the_run_and_keeps_the_partial_answer(openai_server: WireSe
     assert turn.status == "interrupted"
     said = "".join(b.text for b in turn.blocks if isinstance(b, Text))
     assert "The first part." in said and "never sent" not in said
+
+
+def test_the_example_runs_offline_and_keeps_its_session_state(tmp_path: Path) -> None:
+    """examples/adk_agent/agent.py with no key: rollchat's offline model as an ADK BaseLlm;
+    its tool counts in ADK's session state, carried from one turn to the next."""
+    example = Path(__file__).resolve().parents[3] / "examples" / "adk_agent" / "agent.py"
+    ask = 'use word_count {"text": "one two three"}\n'
+    done = run_piped(tmp_path, ask + ask, str(example), "--yes",
+                     env=clean_env(tmp_path / "home"), timeout=120)
+    assert done.returncode == 0, done.stderr
+    first, second = turns(sessions(tmp_path)[0])
+    results = [calls_and_results(turn)[1] for turn in (first, second)]
+    assert [json.loads(r.content) for [r] in results] == [
+        {"result": "3 words (text 1 counted in this session)"},
+        {"result": "3 words (text 2 counted in this session)"}]
