@@ -15,7 +15,7 @@ import pytest
 
 from rollchat.domain import Message, ToolCall
 from rollchat.engine.runner import RunRequest, ToolCalled, ToolReturned
-from rollchat.providers.base import ChatRequest, TextDelta, UsageEvent
+from rollchat.providers.base import ChatRequest, TextDelta, ThinkingDelta, UsageEvent
 from tests.wire_servers import WireServer, held, openai_server, text, tool, tools
 
 __all__ = ["openai_server"]
@@ -152,6 +152,20 @@ def test_closing_the_run_stops_the_framework(openai_server: WireServer, adapter:
     openai_server.push(text("Back."))  # the agent runs again after the interruption
     events = list(agent.runner.run(request("again")))
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Back."
+
+
+def test_thinking_streams_as_thinking_and_is_counted_once(openai_server: WireServer,
+                                                          adapter: Any) -> None:
+    """A model's reasoning (LiteLlm's thought parts) is thinking, not text; its tokens are
+    already in the completion's, counted once."""
+    agent = adapter.adapt(build(openai_server, []), "root_agent")
+    openai_server.push(text("It is 5.", reasoning="Let me add 2 and 3.", output_tokens=9))
+    events = list(agent.runner.run(request("2+3?")))
+    assert "".join(e.text for e in events if isinstance(e, ThinkingDelta)) == (
+        "Let me add 2 and 3.")
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "It is 5."
+    assert [(e.usage.input_tokens, e.usage.output_tokens) for e in events
+            if isinstance(e, UsageEvent)] == [(11, 9)]
 
 
 def test_the_plain_call_has_no_tools(openai_server: WireServer, adapter: Any) -> None:

@@ -118,9 +118,14 @@ def to_events(history: Sequence[Message], author: str) -> list[Event]:
 
 
 def _usage(meta: Any) -> Usage:
-    return Usage(input_tokens=meta.prompt_token_count or 0,
-                 output_tokens=(meta.candidates_token_count or 0)
-                 + (meta.thoughts_token_count or 0),
+    """A model response's ``usage_metadata`` as rollchat's Usage. The output is the total less
+    the prompt: Gemini counts thoughts apart from ``candidates_token_count``, LiteLlm's
+    completion tokens already hold them (and it estimates ``thoughts_token_count`` besides)."""
+    prompt = meta.prompt_token_count or 0
+    total = meta.total_token_count
+    output = total - prompt - (meta.tool_use_prompt_token_count or 0) if total else (
+        meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0)
+    return Usage(input_tokens=prompt, output_tokens=max(output, 0),
                  cache_read_tokens=meta.cached_content_token_count or 0)
 
 
