@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from rollchat.domain import Text
-from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START
+from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse
 from tests.e2e import PROMPT, clean_env, exit_chat, run_piped, spawn
 from tests.framework_agents import (
     ADK_AGENT,
@@ -72,7 +72,11 @@ def test_a_tool_turn_is_recorded_as_rollchats_blocks(openai_server: WireServer,
     assert [t["function"]["name"] for t in first["tools"]] == ["word_count"]
     assert [json.loads(m["content"]) for m in tool_messages(second)] == [
         {"result": "3 words"}]
-    [turn, _] = turns(sessions(tmp_path)[0])
+    saved = parse(sessions(tmp_path)[0].read_text(encoding="utf-8"))
+    turn, later = saved.turns
+    queries = turn.usage.input_tokens + turn.usage.output_tokens + later.usage.input_tokens \
+        + later.usage.output_tokens
+    assert queries == 54 and saved.header.total_tokens >= queries  # each call billed
     uses, results = calls_and_results(turn)
     assert [(u.call.name, dict(u.call.arguments)) for u in uses] == [
         ("word_count", {"text": "a b c"})]
