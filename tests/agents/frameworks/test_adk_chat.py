@@ -29,6 +29,7 @@ from tests.wire_servers import (
     OpenAIDialect,
     Reply,
     WireServer,
+    error,
     held,
     last_user_text,
     openai_server,
@@ -163,3 +164,15 @@ def test_the_example_runs_offline_and_keeps_its_session_state(tmp_path: Path) ->
     assert [json.loads(r.content) for [r] in results] == [
         {"result": "3 words (text 1 counted in this session)"},
         {"result": "3 words (text 2 counted in this session)"}]
+
+
+def test_a_framework_error_is_one_line_and_the_chat_goes_on(openai_server: WireServer,
+                                                            tmp_path: Path) -> None:
+    openai_server.push(error(400, "bad request here"), text("Fine again."))
+    done = chat(tmp_path, openai_server, ADK_AGENT, "hi\nagain\n")
+    assert done.returncode == 0, done.stderr
+    assert "Fine again." in done.stdout
+    shown = done.stdout + done.stderr
+    assert "Traceback" not in shown and "Give Feedback" not in shown, shown
+    [line] = [x for x in shown.splitlines() if "bad request here" in x]
+    assert "agent framework error" in line

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import sys
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -51,6 +53,8 @@ TEMP = "temp:"  # ADK's prefix of state that lasts one invocation
 
 def adapt(obj: object, name: str) -> FrameworkAgent:
     assert isinstance(obj, LlmAgent)
+    # ADK logs a failed run with its traceback: the failure is rollchat's one line instead
+    logging.getLogger("google_adk").addHandler(logging.NullHandler())
     own = obj.instruction if isinstance(obj.instruction, str) else ""
     return FrameworkAgent("google-adk", name, model_name(obj), ADKRunner(obj, own),
                           PlainModel(obj), instructions=own, has_tools=_has_tools(obj))
@@ -183,6 +187,7 @@ class ADKRunner:
                            stop)
 
     async def _run(self, request: RunRequest, channel: Channel, abort: asyncio.Event) -> None:
+        _quiet_litellm()
         refused: dict[str, str] = {}
         gate = _Gate(channel, extra_instructions(request.system, self.own), refused)
         service = InMemorySessionService()
@@ -206,6 +211,16 @@ class ADKRunner:
             if kept is not None:
                 self.state = {k: v for k, v in kept.state.items() if not k.startswith(TEMP)}
             await runner.close()
+
+
+def _quiet_litellm() -> None:
+    """An agent file that uses ADK's ``LiteLlm``: litellm prints a banner and hints to stdout
+    with each failure, besides the exception rollchat shows as one line; it is told not to
+    (imported here, in the run, where the model call would import it anyway)."""
+    if "google.adk.models.lite_llm" in sys.modules:
+        import litellm  # type: ignore[import-not-found,unused-ignore]
+
+        litellm.suppress_debug_info = True
 
 
 class _Stream:
