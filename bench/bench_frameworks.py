@@ -15,6 +15,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,25 @@ from tests.framework_agents import OPENAI_AGENT, STRANDS_AGENT
 from tests.wire_servers import OpenAIDialect, WireServer
 
 LOOP = asyncio.new_event_loop()  # one loop for the direct calls, as a framework's own app has
+
+
+class Stopwatch:
+    """Enter to the first word: the wall time (``stop`` returns it) and the process's CPU
+    time (``cpu``: every thread's, the wire server's too, the same for both sides), which the
+    machine's load moves less than the wall time."""
+
+    def __init__(self) -> None:
+        self.wall = self.cpu = 0.0
+
+    def start(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def stop(self) -> float:
+        self.cpu = time.process_time() - self.cpu
+        return time.perf_counter() - self.wall
+
+
+WATCH = Stopwatch()
 
 
 def build(source: str, url: str) -> Any:
@@ -36,10 +56,10 @@ def build(source: str, url: str) -> Any:
 def direct_strands(agent: Any) -> float:
     async def first() -> float:
         agent.messages = []
-        t0 = time.perf_counter()
+        WATCH.start()
         async for event in agent.stream_async("hello"):
             if isinstance(event, dict) and event.get("data"):
-                took = time.perf_counter() - t0
+                took = WATCH.stop()
                 break
         return took
     return LOOP.run_until_complete(first())
@@ -49,13 +69,13 @@ def direct_agents(agent: Any) -> float:
     from agents import RunConfig, Runner
 
     async def first() -> float:
-        t0 = time.perf_counter()
+        WATCH.start()
         result = Runner.run_streamed(agent, "hello",
                                      run_config=RunConfig(tracing_disabled=True))
         async for event in result.stream_events():
             if getattr(event, "type", "") == "raw_response_event" and \
                     getattr(event.data, "type", "") == "response.output_text.delta":
-                took = time.perf_counter() - t0
+                took = WATCH.stop()
                 result.cancel()
                 break
         return took
@@ -66,14 +86,14 @@ def via_rollchat(engine: Any) -> float:
     from rollchat.providers.base import TextDelta
 
     engine.clear()
-    t0 = time.perf_counter()
+    WATCH.start()
     flow = engine.chat("hello")
     took = 0.0
     try:
         while True:
             event = next(flow)
             if isinstance(event, TextDelta) and event.text.strip():
-                took = time.perf_counter() - t0
+                took = WATCH.stop()
                 break
         for _ in flow:
             pass
@@ -99,6 +119,38 @@ def import_time(module: str) -> float:
     return time.perf_counter() - t0
 
 
+def compare(label: str, direct: Callable[[Any], float], plain: Any, engine: Any, module: str,
+            runs: int) -> None:
+    """The first word of ``plain`` called directly against ``engine`` running its twin, runs
+    interleaved (medians of Stopwatch's two figures), and the framework's import time; one
+    line printed."""
+    direct(plain), via_rollchat(engine)  # warm: imports, connections
+    wall: dict[str, list[float]] = {"direct": [], "rollchat": []}
+    cpu: dict[str, list[float]] = {"direct": [], "rollchat": []}
+    for _ in range(runs):  # interleaved
+        for key, call in (("direct", lambda: direct(plain)),
+                          ("rollchat", lambda: via_rollchat(engine))):
+            wall[key].append(call())
+            cpu[key].append(WATCH.cpu)
+    da, db = (statistics.median(wall[k]) * 1000 for k in ("direct", "rollchat"))
+    ca, cb = (statistics.median(cpu[k]) * 1000 for k in ("direct", "rollchat"))
+    imports = statistics.median(import_time(module) for _ in range(3)) * 1000
+    floor = statistics.median(import_time("sys") for _ in range(3)) * 1000
+    print(f"{label}: first word direct {da:.1f} ms, via rollchat {db:.1f} ms "
+          f"({(db / da - 1) * 100:+.0f}%); CPU to the first word direct {ca:.1f} ms, via rollchat "
+          f"{cb:.1f} ms; import {imports:.0f} ms (python -c 'import sys': {floor:.0f} ms)",
+          flush=True)
+
+
+def installed(module: str) -> bool:
+    import importlib.util
+
+    if importlib.util.find_spec(module.split(".")[0]) is None:
+        print(f"{module}: not installed, skipped", flush=True)
+        return False
+    return True
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=15)
@@ -107,20 +159,9 @@ def main() -> None:
         for label, source, direct, module in (
                 ("strands", STRANDS_AGENT, direct_strands, "strands"),
                 ("openai-agents", OPENAI_AGENT, direct_agents, "agents")):
-            plain, adapted = build(source, server.url), build(source, server.url)
-            engine = engine_for(adapted, "root_agent")
-            direct(plain), via_rollchat(engine)  # warm: imports, connections
-            a: list[float] = []
-            b: list[float] = []
-            for _ in range(runs):  # interleaved
-                a.append(direct(plain))
-                b.append(via_rollchat(engine))
-            da, db = statistics.median(a) * 1000, statistics.median(b) * 1000
-            imports = statistics.median(import_time(module) for _ in range(3)) * 1000
-            floor = statistics.median(import_time("sys") for _ in range(3)) * 1000
-            print(f"{label}: first word direct {da:.1f} ms, via rollchat {db:.1f} ms "
-                  f"({(db / da - 1) * 100:+.0f}%); import {imports:.0f} ms "
-                  f"(python -c 'import sys': {floor:.0f} ms)", flush=True)
+            if installed(module):
+                plain, adapted = build(source, server.url), build(source, server.url)
+                compare(label, direct, plain, engine_for(adapted, "root_agent"), module, runs)
 
 
 if __name__ == "__main__":

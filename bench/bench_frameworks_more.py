@@ -11,16 +11,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_frameworks import engine_for, import_time, via_rollchat  # noqa: E402
+from bench.bench_frameworks import WATCH, compare, engine_for, installed  # noqa: E402
 from tests.wire_servers import OpenAIDialect, WireServer  # noqa: E402
 
 
@@ -45,11 +43,11 @@ def direct_pydantic_ai(agent: Any) -> float:
     from pydantic_ai import messages as pm
 
     async def first() -> float:
-        t0 = time.perf_counter()
+        WATCH.start()
         async with agent.run_stream_events("hello") as run:
             async for event in run:
                 if isinstance(event, (pm.PartStartEvent, pm.PartDeltaEvent)):
-                    took = time.perf_counter() - t0
+                    took = WATCH.stop()
                     break
             run.cancel()
         return took
@@ -60,11 +58,11 @@ def direct_langgraph(graph: Any) -> float:
     from langchain_core.messages import HumanMessage
 
     async def first() -> float:
-        t0 = time.perf_counter()
+        WATCH.start()
         stream = graph.astream({"messages": [HumanMessage("hello")]}, stream_mode="messages")
         async for chunk, _ in stream:
             if getattr(chunk, "content", ""):
-                took = time.perf_counter() - t0
+                took = WATCH.stop()
                 break
         await stream.aclose()
         return took
@@ -82,20 +80,9 @@ def main() -> None:
                  "pydantic_ai"),
                 ("langgraph", "langgraph_agent", "root_agent", direct_langgraph,
                  "langchain.agents")):
-            plain, adapted = build(example, name), build(example, name)
-            engine = engine_for(adapted, name)
-            direct(plain), via_rollchat(engine)  # warm: imports, connections
-            a: list[float] = []
-            b: list[float] = []
-            for _ in range(runs):  # interleaved
-                a.append(direct(plain))
-                b.append(via_rollchat(engine))
-            da, db = statistics.median(a) * 1000, statistics.median(b) * 1000
-            imports = statistics.median(import_time(module) for _ in range(3)) * 1000
-            floor = statistics.median(import_time("sys") for _ in range(3)) * 1000
-            print(f"{label}: first word direct {da:.1f} ms, via rollchat {db:.1f} ms "
-                  f"({(db / da - 1) * 100:+.0f}%); import {imports:.0f} ms "
-                  f"(python -c 'import sys': {floor:.0f} ms)", flush=True)
+            if installed(module):
+                plain, adapted = build(example, name), build(example, name)
+                compare(label, direct, plain, engine_for(adapted, name), module, runs)
 
 
 if __name__ == "__main__":

@@ -60,9 +60,11 @@ def write_session(directory: Path, count: int) -> Path:
 
 
 def run(src: Path, command: list[str], timeout: float, *, terminal: bool,
-        ) -> tuple[float | None, int, str]:
+        ) -> tuple[float | None, int, str, float]:
     """``command`` with rollchat from ``src``: (seconds or None, peak RSS in KB, what it said
-    last or why it failed). Piped: stdout to /dev/null through a file; terminal: a pty."""
+    last or why it failed, the child's CPU seconds: user + system, which a shared machine's
+    load inflates far less than the wall time). Piped: stdout to /dev/null through a file;
+    terminal: a pty."""
     env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{ROOT}", "NO_COLOR": "1",
            "PAGER": "wc -c", "LESS": ""}
     start = time.perf_counter()
@@ -93,7 +95,7 @@ def run(src: Path, command: list[str], timeout: float, *, terminal: bool,
             if time.perf_counter() > deadline:
                 proc.kill()
                 proc.wait()
-                return None, 0, f"did not finish in {timeout:.0f} s"
+                return None, 0, f"did not finish in {timeout:.0f} s", 0.0
             if master < 0:
                 time.sleep(0.2)
         seconds = time.perf_counter() - start
@@ -110,9 +112,10 @@ def run(src: Path, command: list[str], timeout: float, *, terminal: bool,
             proc.kill()
             proc.wait()
     last = (said.decode("utf-8", "replace").strip().splitlines() or [""])[-1]
+    cpu = usage.ru_utime + usage.ru_stime
     if proc.returncode != 0:
-        return None, usage.ru_maxrss, f"exit {proc.returncode}: {last}"
-    return seconds, usage.ru_maxrss, last
+        return None, usage.ru_maxrss, f"exit {proc.returncode}: {last}", cpu
+    return seconds, usage.ru_maxrss, last, cpu
 
 
 def main() -> None:
@@ -150,9 +153,9 @@ def main() -> None:
                 shutil.copytree(made, copy)
                 command = [sys.executable, "-m", "rollchat", *what, "--sessions-dir",
                            str(copy), "--config", str(config)]
-                seconds, peak, said = run(src, command, args.timeout, terminal=terminal)
-                cells.append(said if seconds is None
-                             else f"{seconds:.2f} s, peak {peak / 1024:.0f} MB")
+                seconds, peak, said, cpu = run(src, command, args.timeout, terminal=terminal)
+                cells.append(said if seconds is None else
+                             f"{seconds:.2f} s (CPU {cpu:.2f} s), peak {peak / 1024:.0f} MB")
                 shutil.rmtree(copy)
             print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
 

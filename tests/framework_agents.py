@@ -3,10 +3,17 @@ clients pointed at the local OpenAI wire server (WIRE_URL), run through the CLI 
 
 from __future__ import annotations
 
+import importlib
 import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from rollchat.domain import ToolResult, ToolUse, Turn
+import pytest
+
+from rollchat.domain import Message, ToolCall, ToolResult, ToolUse, Turn
+from rollchat.engine.runner import RunRequest
 from rollchat.storage.transcript import parse
 from tests.e2e import clean_env, run_piped, write_config
 from tests.wire_servers import WireServer
@@ -52,6 +59,40 @@ def word_count(text: str) -> str:
 client = AsyncOpenAI(base_url=os.environ["WIRE_URL"], api_key="test")
 agent = Agent(name="Counter", instructions="You count words.", tools=[word_count],
               model=OpenAIChatCompletionsModel(model="wire-model", openai_client=client))
+'''
+
+PYDANTIC_AI_AGENT = '''
+import os
+from pydantic_ai import Agent
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+agent = Agent(OpenAIChatModel("wire-model", provider=OpenAIProvider(
+    base_url=os.environ["WIRE_URL"], api_key="test")), instructions="You count words.")
+
+
+@agent.tool_plain
+def word_count(text: str) -> str:
+    """Count words."""
+    return f"{len(text.split())} words"
+'''
+
+LANGGRAPH_AGENT = '''
+import os
+from langchain.agents import create_agent
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+
+
+@tool
+def word_count(text: str) -> str:
+    """Count words."""
+    return f"{len(text.split())} words"
+
+
+root_agent = create_agent(
+    ChatOpenAI(model="wire-model", base_url=os.environ["WIRE_URL"], api_key="test",
+               stream_usage=True), tools=[word_count], system_prompt="You count words.")
 '''
 
 ADK_AGENT = '''
@@ -116,3 +157,84 @@ def calls_and_results(turn: Turn) -> tuple[list[ToolUse], list[ToolResult]]:
 def tool_messages(body: dict[str, object]) -> list[dict[str, object]]:
     """The tool results a Chat Completions request carries."""
     return [m for m in body["messages"] if isinstance(m, dict) and m.get("role") == "tool"]
+
+
+# ---------------------------------------------------------------- one agent per framework
+
+
+@dataclass(frozen=True)
+class Adder:
+    """A framework's agent with one tool, ``add`` (each call it runs appended to ``ran``),
+    and the instructions "You add numbers.", its real OpenAI client at the wire server; and
+    the rollchat adapter that runs it."""
+
+    framework: str
+    adapter: Any  # the module rollchat.agents.frameworks.NAME
+    build: Callable[[WireServer, list[tuple[int, int]]], Any]
+
+    def adapt(self, server: WireServer, ran: list[tuple[int, int]] | None = None) -> Any:
+        return self.adapter.adapt(self.build(server, [] if ran is None else ran), "agent")
+
+
+def _pydantic_ai_adder(server: WireServer, ran: list[tuple[int, int]]) -> Any:
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    model = OpenAIChatModel("gpt-4o-mini",
+                            provider=OpenAIProvider(base_url=server.url, api_key="test"))
+    agent: Agent[None, str] = Agent(model, instructions="You add numbers.")
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        ran.append((a, b))
+        return a + b
+
+    return agent
+
+
+def _langgraph_adder(server: WireServer, ran: list[tuple[int, int]]) -> Any:
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool as as_tool
+    from langchain_openai import ChatOpenAI
+
+    @as_tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        ran.append((a, b))
+        return a + b
+
+    model = ChatOpenAI(model="gpt-4o-mini", base_url=server.url, api_key="test",
+                       stream_usage=True)
+    return create_agent(model, tools=[add], system_prompt="You add numbers.")
+
+
+# framework: (the module to have installed, the adapter's module, the agent's builder)
+ADDERS = {"pydantic-ai": ("pydantic_ai", "pydantic_ai", _pydantic_ai_adder),
+          "langgraph": ("langchain.agents", "langgraph", _langgraph_adder)}
+
+
+def adder_for(framework: str) -> Adder:
+    """The framework's Adder (skipped where the framework is not installed)."""
+    module, adapter, build = ADDERS[framework]
+    pytest.importorskip(module)
+    return Adder(framework, importlib.import_module(f"rollchat.agents.frameworks.{adapter}"),
+                 build)
+
+
+@pytest.fixture(params=sorted(ADDERS))
+def adder(request: pytest.FixtureRequest) -> Adder:
+    """Each framework's Adder in turn."""
+    return adder_for(request.param)
+
+
+def run_request(user: str, history: tuple[Message, ...] = (), refuse: str | None = None,
+                asked: list[ToolCall] | None = None) -> RunRequest:
+    """A turn for a Runner (the project's rule as rollchat's system prompt), each call it
+    asks about appended to ``asked`` and answered ``refuse`` (None: it may run)."""
+    def approve(call: ToolCall) -> str | None:
+        (asked if asked is not None else []).append(call)
+        return refuse
+
+    return RunRequest("Project rule: be brief.", history, Message("user", user), approve)

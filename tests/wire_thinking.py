@@ -29,6 +29,41 @@ ALTERED = "messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
 NOT_ISSUED = "messages.{i}.content.{j}: Invalid `data` in `redacted_thinking` block"
 
 
+# The ``thinking`` types each current model refuses (platform.claude.com, "What's new in Claude
+# Opus 5.5": "On Claude Opus 5.5, thinking is always on: a request that sets thinking:
+# {type: disabled}, or one that sets a manual budget with {type: enabled, budget_tokens: N},
+# returns a 400 invalid_request_error", the first three breaking changes "also apply on Claude
+# Fable 5.1"; "What's new in Claude Sonnet 5.5": disabled returns 400 "whose message points to
+# between_tools", the lowest setting there; the adaptive-thinking docs: Claude Opus 4.7 and
+# Mythos Preview take only adaptive (enabled refused), Mythos Preview has no opt-out; Fable 5
+# and Mythos 5 are Mythos-class, adaptive always on). ``between_tools`` is documented for
+# Sonnet 5.5 only.
+ALWAYS_ON = ("claude-opus-5-5", "claude-fable", "claude-mythos")
+ADAPTIVE_ONLY = ("claude-opus-4-7", *ALWAYS_ON)
+BETWEEN_TOOLS = ("claude-sonnet-5-5",)
+NOT_SUPPORTED = ('"thinking.type.{kind}" is not supported for this model. Use '
+                 '"thinking.type.adaptive" and "output_config.effort" to control thinking '
+                 "behavior.")
+USE_BETWEEN_TOOLS = ('"thinking.type.disabled" is not supported for this model. Use '
+                     '"thinking.type.between_tools" to turn off up-front thinking.')
+
+
+def thinking_type_refusal(body: dict[str, Any]) -> str | None:
+    """The 400 message for a ``thinking`` type the request's model does not take, or None."""
+    model = str(body.get("model") or "")
+    kind = (body.get("thinking") or {}).get("type")
+    if kind is None:
+        return None
+    if model.startswith(BETWEEN_TOOLS) and kind == "disabled":
+        return USE_BETWEEN_TOOLS
+    if kind == "between_tools" and not model.startswith(BETWEEN_TOOLS):
+        return NOT_SUPPORTED.format(kind=kind)
+    if (kind == "enabled" and model.startswith(ADAPTIVE_ONLY)) or (
+            kind == "disabled" and model.startswith(ALWAYS_ON)):
+        return NOT_SUPPORTED.format(kind=kind)
+    return None
+
+
 def sign(thinking: str) -> str:
     """The signature this server gives a thinking text (and checks when it comes back)."""
     digest = hmac.new(_SECRET, thinking.encode(), hashlib.sha256).digest()
@@ -44,6 +79,9 @@ def thinks(body: dict[str, Any], by_default: bool) -> bool:
 
 def thinking_refusal(body: dict[str, Any], by_default: bool) -> str | None:
     """The 400 message for a request that breaks the rules, or None."""
+    refused = thinking_type_refusal(body)
+    if refused is not None:
+        return refused
     messages = body.get("messages") or []
     for i, m in enumerate(messages):
         content = m.get("content") if isinstance(m.get("content"), list) else []

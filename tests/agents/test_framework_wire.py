@@ -1,10 +1,11 @@
-"""Agents built with Strands (strands-agents, its OpenAIModel) and the OpenAI Agents SDK
-(openai-agents, an AsyncOpenAI client), from PyPI, their clients pointed at the local wire
-server, run by rollchat as their developers run them: ``rollchat agent.py``. For each: a tool
-turn recorded as rollchat's blocks, a call refused through rollchat's approval (Strands'
-cancel_tool; the SDK's needs_approval interruption rejected), an automatic compaction
-summarized through the agent's own model, a resume in a new process, and Ctrl-C keeping the
-partial answer."""
+"""Agents built with Strands (strands-agents, its OpenAIModel), the OpenAI Agents SDK
+(openai-agents, an AsyncOpenAI client), Pydantic AI and LangGraph, from PyPI, their clients
+pointed at the local wire server, run by rollchat as their developers run them: ``rollchat
+agent.py``. For Strands and the SDK: a tool turn recorded as rollchat's blocks, a call refused
+through rollchat's approval (Strands' cancel_tool; the SDK's needs_approval interruption
+rejected) and Ctrl-C keeping the partial answer (Pydantic AI's and LangGraph's are in
+frameworks/); for all four: an automatic compaction (the budget from the model's
+``context_window``) summarized through the agent's own model, and a resume in a new process."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from rollchat.domain import Text
 from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START
 from tests.e2e import PROMPT, clean_env, exit_chat, spawn
 from tests.framework_agents import (
+    LANGGRAPH_AGENT,
     OPENAI_AGENT,
+    PYDANTIC_AI_AGENT,
     SMALL_WINDOW,
     STRANDS_AGENT,
     calls_and_results,
@@ -34,6 +37,9 @@ __all__ = ["openai_server"]
 FRAMEWORKS = [pytest.param(STRANDS_AGENT, "strands", id="strands"),
               pytest.param(OPENAI_AGENT, "agents", id="openai-agents")]
 each = pytest.mark.parametrize(("source", "module"), FRAMEWORKS)
+every = pytest.mark.parametrize(("source", "module"), [
+    *FRAMEWORKS, pytest.param(PYDANTIC_AI_AGENT, "pydantic_ai", id="pydantic-ai"),
+    pytest.param(LANGGRAPH_AGENT, "langchain.agents", id="langgraph")])
 
 SUMMARY = (f"{SUMMARY_START}\n**Background Context:** Initial session.\n\n"
            "**Current Session Summary:**\n**Topics Discussed:**\n- the zanzibar ferry\n\n"
@@ -88,7 +94,7 @@ def test_a_refused_call_reaches_the_model_as_the_frameworks_refusal(
     assert result.is_error and "refused" in result.content
 
 
-@each
+@every
 def test_compaction_through_the_agents_model_and_resume_in_a_new_process(
         tmp_path: Path, source: str, module: str) -> None:
     pytest.importorskip(module)

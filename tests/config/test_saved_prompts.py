@@ -85,8 +85,6 @@ def test_claude_code_front_matter(tmp_path: Path) -> None:
     assert commit.body == "Commit with $ARGUMENTS\n"
     assert commit.allowed == ("run_tests", "github.*")
     assert commit.notes == (
-        "~/.claude/commands/commit.md asks for the model claude-opus-4: rollchat keeps the "
-        "chat's model for a saved prompt ('model claude-opus-4' switches the chat)",
         "~/.claude/commands/commit.md: allowed-tools Bash(git add:*), Bash(git commit:*) not "
         "applied (Claude Code's tools; rollchat's tools have other names)",
         "~/.claude/commands/commit.md: front matter color not used by rollchat")

@@ -301,3 +301,18 @@ def test_the_current_claude_models_are_priced_as_anthropics_pages_state() -> Non
     assert price_for("claude-haiku-5-5") == Price(0.10, 0.50, 0.01, 0.125)
     assert price_for("claude-opus-4-7") == Price(5.0, 25.0, 0.5, 6.25)
     assert price_for("anthropic/claude-sonnet-4.6") == Price(3.0, 15.0, 0.3, 3.75)
+
+
+def test_the_current_openai_models_are_priced_as_openais_pages_state() -> None:
+    """developers.openai.com (stored 2026-12-07): the models page gives input and output
+    only (cached tokens then count at the input price, an upper bound); the gpt-5.4-nano and
+    gpt-5.1 pages give the cached price too. Models with no stored OpenAI page: no price."""
+    from rollchat.models.prices import price_for
+
+    assert price_for("gpt-5.5") == Price(5.0, 30.0, 5.0, 0.0)
+    assert price_for("gpt-5.4-2026-03-05") == Price(2.50, 15.0, 2.50, 0.0)
+    assert price_for("openai/gpt-5.4-mini") == Price(0.75, 4.50, 0.75, 0.0)
+    assert price_for("gpt-5.4-nano") == Price(0.20, 1.25, 0.02, 0.0)
+    assert price_for("gpt-5.1-2025-11-13") == Price(1.25, 10.0, 0.125, 0.0)
+    for unlisted in ("gpt-5.2", "gpt-5.5-pro", "gpt-6", "gpt-6-luna"):
+        assert price_for(unlisted) is None, unlisted

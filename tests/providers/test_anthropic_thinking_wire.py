@@ -109,7 +109,13 @@ def test_thinking_streams_as_deltas_and_comes_back_as_a_provider_block(
     ("claude-opus-4-6", "on", {"thinking": {"type": "adaptive"}}),
     ("claude-opus-4-6", 20000, {"thinking": {"type": "adaptive"},
                                 "output_config": {"effort": "high"}}),
-    ("claude-opus-4-7", "off", {"thinking": {"type": "between_tools"}}),
+    ("claude-opus-4-7", "off", {"thinking": {"type": "disabled"}}),
+    ("claude-opus-5", "off", {"thinking": {"type": "disabled"}}),
+    ("claude-sonnet-5-5", "off", {"thinking": {"type": "between_tools"}}),
+    ("claude-opus-5-5", "off", {"thinking": {"type": "adaptive"},
+                                "output_config": {"effort": "low"}}),
+    ("claude-fable-5-1", "off", {"thinking": {"type": "adaptive"},
+                                 "output_config": {"effort": "low"}}),
 ])
 def test_thinking_settings_become_the_models_parameters(model: str, setting: object,
                                                         expected: dict[str, object]) -> None:
@@ -194,3 +200,42 @@ def test_a_refusal_in_a_one_shot_run_is_an_error_not_an_answer(anthropic_server:
     assert done.returncode == 3 and result["stop_reason"] == "error"
     assert result["error"].startswith("refused: the model declined to answer")
     assert "refused: the model declined" in done.stderr
+
+
+@pytest.mark.parametrize(("model", "sent"), [
+    ("claude-opus-5-5", {"type": "adaptive"}),
+    ("claude-fable-5", {"type": "adaptive"}),
+    ("claude-mythos-5", {"type": "adaptive"}),
+    ("claude-sonnet-5-5", {"type": "between_tools"}),
+    ("claude-opus-5", {"type": "disabled"}),
+])
+def test_thinking_off_sends_what_each_model_takes(anthropic_server: WireServer,
+                                                  model: str, sent: dict[str, str]) -> None:
+    """The server holds the documented rule: a model whose thinking cannot be disabled refuses
+    ``{"type": "disabled"}`` (HTTP 400, '"thinking.type.disabled" is not supported for this
+    model'); Sonnet 5.5 refuses it too, pointing to between_tools. ``thinking off`` sends
+    what each takes, and the chat goes on."""
+    anthropic_server.push(text("Fine."))
+    engine = _engine(anthropic_server, model)
+    engine.think(parse_thinking("off"))
+    answer = drain(engine.chat("hello"))
+    assert answer.turn.status == "ok", answer.turn.error
+    assert anthropic_server.rejected == []
+    body = anthropic_server.bodies[-1]
+    assert body["thinking"] == sent
+    if sent["type"] == "adaptive":
+        assert body["output_config"] == {"effort": "low"}
+
+
+def test_the_server_refuses_disabled_where_the_docs_say_so(anthropic_server: WireServer) -> None:
+    """What rollchat sent before, through the SDK as it is: ``disabled`` to a model that is
+    always thinking, and to Sonnet 5.5."""
+    import anthropic
+
+    client = anthropic.Anthropic(api_key="k", base_url=anthropic_server.url, max_retries=0)
+    for model, said in (("claude-opus-5-5", '"thinking.type.disabled" is not supported for '
+                                            "this model"),
+                        ("claude-sonnet-5-5", "between_tools")):
+        with pytest.raises(anthropic.BadRequestError, match=said):
+            client.messages.create(model=model, max_tokens=100, thinking={"type": "disabled"},
+                                   messages=[{"role": "user", "content": "hi"}])

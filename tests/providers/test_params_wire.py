@@ -42,6 +42,11 @@ def test_the_table_says_what_each_family_takes() -> None:
     assert fitted(params, "gpt-4.1") == {"temperature": 0.2, "top_p": 0.9, "max_tokens": 5}
     assert fitted(params, "llama3") == params  # unknown: sent, a refusal is learned
     assert fitted({"extra_body": {"temperature": 0}}, "claude-opus-4-7") == {}
+    # the current models (see model_params' sources): reasoning, no sampling
+    for model in ("gpt-5.5", "gpt-5.4-mini", "gpt-5.4-nano", "gpt-5.1", "gpt-6-luna"):
+        assert fitted(params, model) == {"reasoning_effort": "low", "max_tokens": 5}, model
+    for model in ("claude-fable-5-1", "claude-opus-5-5", "claude-sonnet-5-5"):
+        assert fitted(params, model) == {"max_tokens": 5}, model
 
 
 def test_gpt5_gets_no_temperature_and_its_output_limit_by_its_name(
@@ -124,7 +129,8 @@ def ask_thinking(provider: OpenAIProvider, thinking: ThinkingSetting) -> str:
 @pytest.mark.parametrize(("model", "thinking", "effort"), [
     ("gpt-5-mini", 1000, "low"), ("gpt-5-mini", 20_000, "high"), ("gpt-5-mini", "on", "medium"),
     ("gpt-5-mini", "off", "minimal"), ("gpt-5.1", "off", "none"), ("o4-mini", "off", "low"),
-    ("gpt-5.2", 8000, "medium"), ("openai/o3", "on", "medium")])
+    ("gpt-5.2", 8000, "medium"), ("openai/o3", "on", "medium"), ("gpt-5.5", "off", "none"),
+    ("gpt-5.4-mini", "on", "medium"), ("gpt-5.4-nano", "off", "none")])
 def test_chat_completions_sends_the_thinking_setting_as_reasoning_effort(
         model: str, thinking: ThinkingSetting, effort: str, openai_server: WireServer) -> None:
     """Each value is one the model takes: the server (OpenAI's documented 400 for an effort a

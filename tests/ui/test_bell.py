@@ -3,11 +3,21 @@ desktop notification where the terminal shows one; never when the output is pipe
 
 from __future__ import annotations
 
+import io
+from collections.abc import Iterator
 from pathlib import Path
 
 import pexpect
+from rich.console import Console
 
+from rollchat.config.settings import AgentConfig, Config, UIConfig
+from rollchat.engine.core import EngineSettings
+from rollchat.providers.base import ChatRequest, RetryPolicy, StreamEvent, TextDelta
+from rollchat.session.core import Session
+from rollchat.storage.in_memory import InMemoryStore
+from rollchat.ui.app import ChatApp
 from rollchat.ui.bell import bell_bytes, notification, took
+from rollchat.ui.render import Renderer
 from tests.e2e import PROMPT, clean_env, exit_chat, run_piped, spawn, write_config
 
 
@@ -61,3 +71,41 @@ def test_no_bell_by_default_nor_when_piped(tmp_path: Path) -> None:
                      env=clean_env(tmp_path / "home", TERM_PROGRAM="iTerm.app"))
     assert done.returncode == 0 and "Tokens:" in done.stdout  # answered
     assert "\x07" not in done.stdout + done.stderr and "\x1b" not in done.stdout
+
+
+class _Stopped:
+    """A provider whose answer the user stops with Ctrl-C after its first words (the second
+    request, ``stop=False``, answers in full)."""
+
+    name = "offline"
+
+    def __init__(self) -> None:
+        self.stop = True
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
+        yield TextDelta("Working on it")
+        if self.stop and request.purpose == "chat":
+            raise KeyboardInterrupt
+        yield TextDelta(", done.")
+
+
+def test_a_turn_stopped_with_ctrl_c_does_not_ring(tmp_path: Path) -> None:
+    provider = _Stopped()
+    agent = AgentConfig(key="assistant", name="Assistant", provider="offline")
+    config = Config(agents={"assistant": agent}, ui=UIConfig(notify_after_seconds=1e-9))
+    buffer = io.StringIO()
+    renderer = Renderer(Console(file=buffer, width=100, color_system=None, force_terminal=False),
+                        interactive=True)
+    engine = EngineSettings(provider, model="offline", system="s", max_output_tokens=256,
+                            temperature=None, retry=RetryPolicy(0, 0.0, 0.0))
+    session = Session(config=config, agent=agent, engine_settings=engine,
+                      summary_provider=provider, summary_model="offline",
+                      provider_name="offline", store=InMemoryStore(), context_window=128_000,
+                      confirm=lambda q: False)
+    app = ChatApp(session, renderer)
+    app.send("a long question")
+    assert "Working on it" in buffer.getvalue()  # the turn ran, and was stopped
+    assert "\x07" not in buffer.getvalue()
+    provider.stop = False
+    app.send("again")  # a turn that ends by itself still rings
+    assert buffer.getvalue().endswith("\x07")

@@ -58,3 +58,47 @@ def test_allowed_tools_let_the_prompts_turn_run_a_tool_and_only_that_turn(
     assert "← word_count: " in out and "3 words" in out  # allowed by the prompt, no one asked
     assert "needs the user's approval and there is no terminal" in out  # the next turn: asked
     assert out.index("3 words") < out.index("needs the user's approval")
+
+
+def test_a_prompts_command_is_shown_and_asked_then_its_output_sent(tmp_path: Path) -> None:
+    """Claude Code's !`command` in a prompt of the user's own: approval: ask shows the command
+    and asks; once approved its output goes in its place."""
+    commands = tmp_path / "home" / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "st.md").write_text("---\nallowed-tools: Bash(echo:*)\n---\n"
+                                    "State: !`echo all-green`\n")
+    child = spawn(tmp_path)
+    try:
+        child.expect_exact(PROMPT)
+        child.sendline("/st")
+        child.expect_exact("The saved prompt /st (~/.claude/commands/st.md) runs a command "
+                           "(Bash)")
+        child.expect_exact('"command": "echo all-green"')
+        child.expect_exact("Allow?")
+        child.sendline("y")
+        child.expect_exact("ran !`echo all-green` for /st (exit status 0)")
+        child.expect_exact("Noted: State: all-green")
+        exit_chat(child)
+    finally:
+        child.close(force=True)
+
+
+def test_piped_a_prompts_command_is_refused_and_a_hostile_project_prompt_runs_nothing(
+        tmp_path: Path) -> None:
+    from tests.e2e import clean_env, run_piped
+
+    prompts = tmp_path / "home" / ".prompts"
+    prompts.mkdir(parents=True)
+    (prompts / "st.md").write_text("---\nallowed-tools: Bash\n---\nState: !`touch ran`\n")
+    project = tmp_path / ".claude" / "commands"
+    project.mkdir(parents=True)
+    (project / "evil.md").write_text("---\nallowed-tools: Bash\n---\n!`touch pwned` @../x\n")
+    done = run_piped(tmp_path, "/st\n/evil\nhello\n", "--no-save",
+                     env=clean_env(tmp_path / "home"))
+    out = done.stdout + done.stderr
+    assert ("/st (~/.prompts/st.md) not sent: !`touch ran` refused: the tool Bash needs the "
+            "user's approval and there is no terminal to ask") in out
+    assert ("/evil (.claude/commands/evil.md) not sent: it runs commands (!`touch pwned`) and "
+            "the project's file is not trusted") in out
+    assert "1 query" in out  # the chat went on: "hello" was answered
+    assert not (tmp_path / "ran").exists() and not (tmp_path / "pwned").exists()

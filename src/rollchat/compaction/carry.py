@@ -42,6 +42,24 @@ def _says_done(sentence: str) -> bool:
                 or NOT_DONE.search(sentence))
 
 
+# A word of every phrase of DONE (its letters in a row): text that holds none of them cannot
+# say something is done. haystack() only drops characters or turns them into spaces, so a
+# phrase DONE finds there has this word in the text itself (tests/compaction/test_carry_scan.py).
+_DONE_WORDS = ("done", "finished", "complete", "shipped", "merged", "resolved", "fixed",
+               "deployed", "migrated", "landed", "closed", "sorted", "taken", "wrapped",
+               "needed", "cancel", "upgraded", "released", "works", "live")
+
+
+def may_say_done(text: str) -> bool:
+    """False when no sentence of ``text`` can say something is done (no word of a done-phrase
+    in it): decided without ``haystack`` and DONE, which a session's every turn would cost.
+    ASCII text only (beyond it, IGNORECASE folds more than ``lower``): else True."""
+    if not text.isascii():
+        return True
+    low = text.lower()
+    return any(word in low for word in _DONE_WORDS)
+
+
 def _task_words(item: str) -> list[str]:
     return content_words(_LABELS.sub("", item))
 
@@ -70,8 +88,10 @@ class Resolutions:
     def add(self, index: int, turn: Turn, texts: Sequence[str] = ()) -> None:
         """File the done-sentences of ``turn``, the turn at ``index`` (``texts``: the
         ``haystack`` of its user text and reply, when the caller has them)."""
-        texts = texts or (haystack(turn.user), haystack(turn.assistant))
-        for text, whole in zip((turn.user, turn.assistant), texts, strict=True):
+        for at, text in enumerate((turn.user, turn.assistant)):
+            if not may_say_done(text):
+                continue  # (the cheap look first: a long session's every turn comes here)
+            whole = texts[at] if texts else haystack(text)
             if not DONE.search(whole):
                 continue  # no sentence of it can say something is done
             for sentence in prose_sentences(text):

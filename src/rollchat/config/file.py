@@ -54,7 +54,7 @@ from rollchat.config.settings import (
     ToolsConfig,
     UIConfig,
 )
-from rollchat.config.trust import TRUSTED_ONLY, TrustCheck, confine, notice
+from rollchat.config.trust import MODEL_SIZES, TRUSTED_ONLY, TrustCheck, confine, notice
 from rollchat.config.yamlfile import compose, read_text
 from rollchat.errors import ConfigError
 from rollchat.models.prices import Price
@@ -276,6 +276,9 @@ def _models(doc: Doc, node: yaml.Node) -> dict[str, ModelConfig]:
             values["price"] = _price(doc, entries["price"][1], f"{dotted}.price")
         if not values:
             raise doc.error(vnode, dotted, "set context_window, price, images or store")
+        for size in MODEL_SIZES if doc.untrusted is not None else ():
+            if values.pop(size, None) is not None:
+                doc.ignored.append(f"{dotted}.{size}")
         models[name] = ModelConfig(**values)
     return models
 

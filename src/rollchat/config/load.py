@@ -341,7 +341,8 @@ def _trust_prompt(target: Path, display: str, user_config_dir: Path) -> str:
     if len(data) > MAX_BYTES:
         raise ConfigError(f"{display}: larger than {MAX_BYTES // 1024} KiB, not a saved prompt")
     record = record_trust(target, hashlib.sha256(data).hexdigest(), user_config_dir)
-    return (f"Trusted {display}: its allowed-tools now apply (recorded in {record}); if the "
+    return (f"Trusted {display}: its allowed-tools now apply and its !`commands` may run, "
+            f"each asked as approval says (recorded in {record}); if the "
             f"file changes, run `{TRUST_COMMAND} {display}` again")
 
 

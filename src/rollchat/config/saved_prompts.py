@@ -17,6 +17,9 @@ MAX_BYTES = 64 * 1024  # a prompt longer than this is not a saved prompt
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _PLACEHOLDER = re.compile(r"\$(ARGUMENTS|[1-9])")
+# Claude Code's bash execution: !`command` runs before the prompt is sent, its output in its
+# place (only with ``allowed-tools`` naming Bash; see session/saved_prompt.py)
+COMMAND = re.compile(r"!`([^`\n]+)`")
 # front matter keys Claude Code documents that rollchat has nothing to do with: said once
 _IGNORED_KEYS = ("disable-model-invocation", "argument_hint")
 _KNOWN_KEYS = ("description", "argument-hint", "model", "allowed-tools")
@@ -58,11 +61,42 @@ class SavedPrompt:
     model: str | None = None
     allowed: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    bash: tuple[str, ...] = ()  # the ``Bash``/``Bash(...)`` rules of its allowed-tools
+    trusted: bool = True  # the user's own file, or a project file the user trusted
+
+    @property
+    def commands(self) -> tuple[str, ...]:
+        """The ``!`command``` of the prompt file, as written (before any argument)."""
+        return tuple(m[1] for m in COMMAND.finditer(self.body))
+
+    def parts(self, args: str) -> list[tuple[str, str]]:
+        """The prompt filled with ``args`` (see ``expand``) as ("text", ...) and ("command",
+        ...) pieces: the commands are the file's own ``!`...```, found before the arguments
+        are filled in, so an argument can never make one."""
+        pieces: list[tuple[str, str]] = []
+        at = 0
+        for m in COMMAND.finditer(self.body):
+            pieces += [("text", self.body[at:m.start()]), ("command", m[1])]
+            at = m.end()
+        pieces.append(("text", self.body[at:]))
+        filled = [(kind, self._fill(text, args)) for kind, text in pieces]
+        if _PLACEHOLDER.search(self.body) is None and args.strip():
+            filled.append(("text", f"\n\n{args.strip()}"))
+        kind, last = filled[-1]
+        filled[-1] = (kind, last.rstrip() if kind == "text" else last)
+        return filled
 
     def expand(self, args: str) -> str:
         """The prompt with ``args`` filled in: ``$ARGUMENTS`` is all of them, ``$1``..``$9``
         each one (split as a shell splits words; missing ones are empty). Arguments given to a
         prompt that uses none are added after it, never dropped."""
+        if _PLACEHOLDER.search(self.body) is None:
+            args = args.strip()
+            return f"{self.body.rstrip()}\n\n{args}" if args else self.body.rstrip()
+        return self._fill(self.body, args).rstrip()
+
+    @staticmethod
+    def _fill(text: str, args: str) -> str:
         args = args.strip()
         try:
             words = shlex.split(args)
@@ -75,9 +109,7 @@ class SavedPrompt:
             index = int(m[1]) - 1
             return words[index] if index < len(words) else ""
 
-        if _PLACEHOLDER.search(self.body) is None:
-            return f"{self.body.rstrip()}\n\n{args}" if args else self.body.rstrip()
-        return _PLACEHOLDER.sub(fill, self.body).rstrip()
+        return _PLACEHOLDER.sub(fill, text)
 
 
 @dataclass(frozen=True)
@@ -191,15 +223,15 @@ def _prompt(name: str, path: Path, display: str, body: str, meta: dict[str, obje
             untrusted: bool) -> SavedPrompt:
     notes: list[str] = []
     description = _string(meta.get("description")) or _first_line(body)
-    model = _string(meta.get("model")) or None
-    if model is not None:
-        notes.append(f"{display} asks for the model {model}: rollchat keeps the chat's model "
-                     f"for a saved prompt ('model {model}' switches the chat)")
+    model = _string(meta.get("model")) or None  # answers the prompt's turn (ChatApp)
     allowed: list[str] = []
+    bash: list[str] = []
     tools = meta.get("allowed-tools")
     if tools is not None:
         rules = _tool_list(tools)
-        claude = [r for r in rules if not _ours(r)]
+        if COMMAND.search(body) is not None:  # Bash rules: what its !`commands` may run
+            bash = [r for r in rules if re.fullmatch(r"Bash(\(.*\))?", r)]
+        claude = [r for r in rules if not _ours(r) and r not in bash]
         allowed = [r for r in rules if _ours(r)]
         if claude:
             notes.append(f"{display}: allowed-tools {', '.join(claude)} not applied "
@@ -213,7 +245,8 @@ def _prompt(name: str, path: Path, display: str, body: str, meta: dict[str, obje
         notes.append(f"{display}: front matter {', '.join(unknown)} not used by rollchat")
     return SavedPrompt(name, path, display, body, description=description,
                        argument_hint=_string(meta.get("argument-hint")), model=model,
-                       allowed=tuple(allowed), notes=tuple(notes))
+                       allowed=tuple(allowed), notes=tuple(notes), bash=tuple(bash),
+                       trusted=not untrusted)
 
 
 def _string(value: object) -> str:

@@ -26,10 +26,26 @@ PATH_SETTINGS = ("system_prompt_file", "history_file", "dir", "skills_dir", "use
 # (facts planted in a repository must not become "facts about the user").
 TRUSTED_ONLY = ("instructions.files", "instructions.max_bytes", "memory.dir", "memory.user_dir")
 # Limits an untrusted file may tighten (at most the default) but never loosen: more output,
-# more rounds, more retries, longer waits cost money and time the user did not choose.
+# more rounds, more retries, longer waits, larger requests (a higher compaction threshold, a
+# longer kept tail) and compactions the user did not ask for (compact_every_turns: 0 is off)
+# cost money and time the user did not choose.
 LIMITS = ("max_output_tokens", "max_tool_rounds", "max_retries", "base_delay", "max_delay",
           "request_timeout", "max_words", "timeout_seconds", "max_tokens", "last_n",
-          "max_share", "extract_timeout_seconds")
+          "max_share", "extract_timeout_seconds", "compact_threshold", "keep_recent_turns",
+          "compact_every_turns")
+# Margins: larger is safer (compaction comes earlier), so an untrusted file may raise one (up to
+# its cap) but never lower it below the default.
+MARGINS = ("safety_margin_tokens",)
+# Sizes whose default depends on the model or the server (None): an untrusted file may set
+# null or one of these values (each at most any default), nothing larger. concurrency: 1
+# request at a time (the default for a local server; the official APIs take any number);
+# max_result_tokens: none (its default is a tenth of the window, not known here); thinking:
+# off (a budget or "on" spends output tokens the user did not choose).
+SIZES: dict[str, tuple[object, ...]] = {"concurrency": (1,), "max_result_tokens": (),
+                                        "thinking": ("off",)}
+# Sizes by their key in a ``models.<name>`` entry: a window set lower multiplies compactions
+# (summary calls), a higher one sends requests past the model's own. Never untrusted.
+MODEL_SIZES = ("context_window",)
 
 
 @dataclass(frozen=True)
@@ -63,9 +79,16 @@ def confine(values: MutableMapping[str, Any], dotted: str, base_dir: Path,
         key, value = f"{dotted}.{name}", values[name]
         if key in TRUSTED_ONLY:
             pass
-        elif name in LIMITS:
+        elif name in LIMITS:  # (a limit with no default to compare with is never taken)
             default = getattr(defaults, name, None)
-            if default is None or value is None or value <= default:
+            if value is None or (default is not None and value <= default):
+                continue
+        elif name in MARGINS:
+            default = getattr(defaults, name, None)
+            if value is None or (default is not None and value >= default):
+                continue
+        elif name in SIZES:
+            if value is None or value in SIZES[name]:
                 continue
         elif name in PATH_SETTINGS and name not in KEY_SETTINGS:
             if value is None or _inside(value if value.is_absolute() else base_dir / value,
@@ -94,6 +117,10 @@ def notice(display: str, untrusted: Untrusted, ignored: list[str]) -> str | None
         risks.append("choose where memory is kept")
     if names & set(LIMITS):
         risks.append("raise a limit")
+    if names & set(MARGINS):
+        risks.append("lower a safety margin")
+    if names & {*SIZES, *MODEL_SIZES}:
+        risks.append("size requests")
     if any(n.startswith("mcp_servers") for n in names):
         risks.append("start MCP servers")
     if "hooks" in names:

@@ -29,7 +29,7 @@ from rollchat.domain import (
     Usage,
 )
 from rollchat.engine.context import WorkingContext
-from rollchat.engine.framed import approver, history_of, run_framed
+from rollchat.engine.framed import approver, history_of, post_hooks, run_framed
 from rollchat.engine.hygiene import as_sent, repair
 from rollchat.engine.model import ModelChoice
 from rollchat.engine.rounds import INTERRUPTED_NOTE, run_round, trailing
@@ -389,7 +389,8 @@ class Engine(ModelChoice):
         (engine/framed.py)."""
         history, user = history_of(self.context.request_messages())
         request = RunRequest(self.context.system, history, user,
-                             approver(self.gate, self.tools, runner.framework), query=query)
+                             approver(self.gate, self.tools, runner.framework), query=query,
+                             after=post_hooks(self.gate))
         self.current = []
         done = yield from run_framed(runner, request, self.current, self.context.append,
                                      self.context.reported)

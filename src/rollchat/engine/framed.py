@@ -62,6 +62,14 @@ def approver(gate: Gate, tools: dict[str, Tool], framework: str) -> Callable[
     return approve
 
 
+def post_hooks(gate: Gate) -> Callable[[ToolCall, str, str], str] | None:
+    """The user's PostToolUse hooks for a framework's calls (None: there are none)."""
+    hooks = gate.hooks
+    if hooks is None or not hooks.wanted("PostToolUse"):
+        return None
+    return hooks.after_tool
+
+
 def _not_here(arguments: object) -> object:
     raise RuntimeError("a framework's tool runs in its framework")
 

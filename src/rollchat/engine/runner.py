@@ -16,6 +16,8 @@ How an adapter plugs in (agents/frameworks/, one module per framework, the only 
    refusal the model reads (rollchat's gate: ask/auto/never, allow/deny, PreToolUse hooks).
    ``approve`` may ask the user: call it on the thread iterating ``run`` (agents/frameworks/
    bridge.py carries it there from a framework's event loop).
+   After a call the framework ran, ``request.after`` (when set: the PostToolUse hooks) gives
+   what to add to the result the model reads, on the same thread.
 3. Ctrl-C: the Engine closes the iterator (``close()``, GeneratorExit inside ``run``); the
    adapter stops the framework's run in its ``finally``. What was yielded is kept. A framework
    failure is raised as ``FrameworkError`` (one line; the chat goes on).
@@ -59,6 +61,9 @@ class ToolReturned:
 
 RunEvent = TextDelta | ThinkingDelta | ToolCalled | ToolReturned | UsageEvent
 Approve = Callable[[ToolCall], "str | None"]  # None: the call may run; else the refusal
+# PostToolUse hooks of a call that ran (its result as the model would read it, its status):
+# what to add to that result
+After = Callable[[ToolCall, str, str], str]
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,9 @@ class RunRequest:
     ``user`` message (its context block included: the date, relevant facts), ``query``
     (what the user typed, without the block: for an agent that takes only that), the
     ``purpose`` ("chat"; "restore": the restoration prompt, answered without tools) and the
-    approval of each tool call."""
+    approval of each tool call; ``after``: the PostToolUse hooks, to run (on the thread
+    iterating ``run``) after each call the framework ran, adding their word to the result the
+    model reads where the framework lets a result be changed (None: no hook wants any)."""
 
     system: str
     history: tuple[Message, ...]
@@ -76,6 +83,7 @@ class RunRequest:
     approve: Approve
     query: str = ""
     purpose: Literal["chat", "restore"] = "chat"
+    after: After | None = None
 
 
 class FrameworkError(ProviderError):

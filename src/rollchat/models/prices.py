@@ -85,10 +85,24 @@ PRICES: dict[str, Price] = {
     "claude-haiku-4-5": _anthropic(1.0, 5.0),
     "claude-3-5-haiku": _anthropic(0.8, 4.0),
     "claude-3-haiku": _anthropic(0.25, 1.25),
-    # OpenAI (cached input as published; no charge for cache writes), platform.openai.com
-    # pricing as of 2025-11. The stored documentation holds no OpenAI page for the later
-    # models (gpt-5.1 to gpt-5.6, gpt-6): only resellers' copies, not checked, so not listed
-    # (no price shown rather than a guessed one; the config's ``models: NAME: price:`` sets one).
+    # OpenAI, current (no charge for cache writes), as OpenAI's own pages stored on 2026-12-07
+    # state them; each row names its page:
+    # - developers.openai.com/docs/models ("Choosing a model": gpt-5.5 the flagship, gpt-5.4,
+    #   gpt-5.4-mini and -nano the lower-cost ones) gives input and output prices only: the
+    #   cached-input price of gpt-5.5, gpt-5.4 and gpt-5.4-mini is on no stored OpenAI page
+    #   (resellers quote a tenth of the input; not checked), so cached tokens are counted at
+    #   the input price here, an upper bound, never a guess below it;
+    # - developers.openai.com/api/docs/models/gpt-5.4-nano and /gpt-5.1 give all three.
+    # Not listed, no stored OpenAI page: gpt-5.2, gpt-5.3, the -pro variants after gpt-5-pro,
+    # gpt-6 and gpt-6-luna (only resellers' pages); the config's ``models: NAME: price:`` sets
+    # one (no price is shown rather than a guessed one).
+    "gpt-5.5": Price(5.0, 30.0, 5.0, 0.0),  # docs/models; cached: not stated (= input)
+    "gpt-5.4": Price(2.50, 15.0, 2.50, 0.0),  # docs/models; cached: not stated (= input)
+    "gpt-5.4-mini": Price(0.75, 4.50, 0.75, 0.0),  # docs/models; cached: not stated (= input)
+    "gpt-5.4-nano": Price(0.20, 1.25, 0.02, 0.0),  # api/docs/models/gpt-5.4-nano
+    "gpt-5.1": Price(1.25, 10.0, 0.125, 0.0),  # api/docs/models/gpt-5.1 (marked deprecated)
+    # OpenAI, earlier (cached input as published), platform.openai.com pricing as of 2025-11;
+    # gpt-5-nano and gpt-5-codex agree with their developers.openai.com pages stored 2026-12-07.
     "gpt-5": Price(1.25, 10.0, 0.125, 0.0),
     "gpt-5-codex": Price(1.25, 10.0, 0.125, 0.0),
     "gpt-5-chat": Price(1.25, 10.0, 0.125, 0.0),

@@ -45,9 +45,17 @@ CONTEXT_WINDOWS: Mapping[str, int] = {
     "claude-3-opus": 200_000,
     "claude-3-haiku": 200_000,
     "claude": 200_000,
-    # OpenAI, from platform.openai.com/docs/models (each model's page, "Context window"), as
-    # of 2025-11 (the stored documentation holds no OpenAI page for later models: gpt-5.x
-    # matches gpt-5's row; OpenAI's models endpoint states no window).
+    # OpenAI, current: developers.openai.com/docs/models ("Context window": gpt-5.5 and
+    # gpt-5.4 1M, gpt-5.4-mini 400K) and each model's page (gpt-5.4-nano, gpt-5.1: 400,000),
+    # as stored on 2026-12-07. gpt-5.2, gpt-5.3 and gpt-6 have no stored OpenAI page: they
+    # match gpt-5's row, or none (OpenAI's models endpoint states no window).
+    "gpt-5.5": 1_000_000,
+    "gpt-5.4": 1_000_000,
+    "gpt-5.4-mini": 400_000,
+    "gpt-5.4-nano": 400_000,
+    "gpt-5.1": 400_000,
+    # OpenAI, earlier, from platform.openai.com/docs/models (each model's page, "Context
+    # window"), as of 2025-11.
     "gpt-5": 400_000,
     "gpt-5-mini": 400_000,
     "gpt-5-nano": 400_000,

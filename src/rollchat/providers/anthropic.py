@@ -51,12 +51,20 @@ _CACHE = {"type": "ephemeral"}
 # The thinking blocks of an answer, sent back complete and unmodified before its tool_use
 # blocks (the API refuses a tool-use turn whose thinking is missing or altered).
 THINKING_BLOCKS = ("thinking", "redacted_thinking")
-# Models with adaptive thinking (Claude decides when and how much to think), and those that
-# only have it (``enabled`` and ``disabled`` refused: thinking is turned off with
-# ``between_tools``). The Anthropic docs' adaptive-thinking page lists them.
+# Models with adaptive thinking (Claude decides when and how much to think); the Anthropic
+# docs' adaptive-thinking page lists them.
 ADAPTIVE = ("claude-opus-4-6", "claude-sonnet-4-6", "claude-opus-4-7", "claude-opus-5",
-            "claude-sonnet-5", "claude-mythos", "claude-fable")
-ADAPTIVE_ONLY = ("claude-opus-4-7", "claude-mythos", "claude-fable")
+            "claude-sonnet-5", "claude-haiku-5", "claude-mythos", "claude-fable")
+# What ``thinking off`` can be on the models that refuse ``{"type": "disabled"}`` (HTTP 400):
+# - always on (platform.claude.com, "What's new in Claude Opus 5.5": "Thinking can't be
+#   disabled", the same on Claude Fable 5.1; Mythos Preview has no opt-out, and Fable 5 /
+#   Mythos 5 are the same class): adaptive thinking at the lowest effort, which the docs give
+#   as the way to "lower effort where you previously disabled thinking";
+# - ``between_tools`` ("What's new in Claude Sonnet 5.5": "send thinking: {type:
+#   between_tools} instead of disabled", the lowest setting on that model).
+ALWAYS_ON = ("claude-opus-5-5", "claude-fable", "claude-mythos")
+BETWEEN_TOOLS = ("claude-sonnet-5-5",)
+LOWEST_EFFORT = "low"
 DEFAULT_BUDGET = 8192  # ``thinking on`` on a model with budgets only
 MODELS_SECONDS = 10.0  # the models endpoint's answer (asked in the background)
 
@@ -191,13 +199,17 @@ def thinking_params(model: str, setting: ThinkingSetting, max_tokens: int) -> di
     """The request's ``thinking`` (and ``output_config``, ``max_tokens``) for ``setting``:
     nothing for the model's default; "on": adaptive where the model has it, else a budget;
     a budget: ``enabled`` with it (max_tokens raised above it: the API wants budget_tokens <
-    max_tokens), or on an adaptive model the effort nearest it; "off": ``disabled`` (on a
-    model that only thinks adaptively, ``between_tools``)."""
+    max_tokens), or on an adaptive model the effort nearest it; "off": ``disabled``, or what
+    the model takes instead (see ``off_note``)."""
     if setting is None:
         return {}
-    adaptive, only = _adaptive(model, ADAPTIVE), _adaptive(model, ADAPTIVE_ONLY)
+    adaptive = _adaptive(model, ADAPTIVE)
     if setting == "off":
-        return {"thinking": {"type": "between_tools" if only else "disabled"}}
+        if _adaptive(model, ALWAYS_ON):
+            return {"thinking": {"type": "adaptive"},
+                    "output_config": {"effort": LOWEST_EFFORT}}
+        return {"thinking": {"type": "between_tools" if _adaptive(model, BETWEEN_TOOLS)
+                             else "disabled"}}
     if setting == "on" and adaptive:
         return {"thinking": {"type": "adaptive"}}
     budget = DEFAULT_BUDGET if setting == "on" else int(setting)
@@ -207,6 +219,17 @@ def thinking_params(model: str, setting: ThinkingSetting, max_tokens: int) -> di
     if budget >= max_tokens:
         out["max_tokens"] = budget + max_tokens
     return out
+
+
+def off_note(model: str) -> str | None:
+    """What ``thinking off`` does on ``model`` when it is not what it says (None: it is)."""
+    if _adaptive(model, ALWAYS_ON):
+        return (f"{model} cannot turn thinking off (its documentation: always on): it thinks "
+                f"adaptively at the lowest effort ({LOWEST_EFFORT}) instead")
+    if _adaptive(model, BETWEEN_TOOLS):
+        return (f"{model} turns off only the thinking before its answer (between_tools, its "
+                "lowest setting): it may still think between tool calls")
+    return None
 
 
 def _thinks(params: Mapping[str, Any]) -> bool:

@@ -20,6 +20,13 @@ a server refused: providers/refused.py). Here, not in models/: providers/ sits b
 # - Reasoning effort (the openai SDK's ReasoningEffort, "Reasoning models" guide): "none" from
 #   gpt-5.1 on (its default: no reasoning), "minimal" on gpt-5, -mini, -nano (their default is
 #   medium; "none" refused), o1/o3/o4-mini "low" at least; gpt-5-pro takes only "high".
+#   The current ones, per developers.openai.com (stored 2026-12-07): gpt-5.5, gpt-5.4, -mini
+#   and -nano take none (their default), low, medium, high, xhigh; gpt-5.1 none to high.
+#   gpt-6 (no stored OpenAI page) is taken as the reasoning family names.py already counts it
+#   in: no sampling, an effort; a refusal is learned (fitting.py).
+# - Claude Fable: a Mythos-class model (Fable 5 / Mythos 5 share capabilities), no sampling
+#   parameters like the rest of the 5 generation (openrouter.ai docs, Claude 5.5 migration:
+#   "Non-default temperature, top_p, and top_k are not supported").
 # - Anthropic's output limit is always ``max_tokens``; OpenAI-compatible servers (vLLM,
 #   llama.cpp, Ollama) read ``max_tokens``, api.openai.com takes ``max_completion_tokens``.
 
@@ -48,14 +55,15 @@ class Family:
     reasoning_effort: bool = False
 
 
-OPENAI_REASONING = Family("openai-reasoning", ("o1", "o3", "o4", "gpt-5", "codex-"),
+OPENAI_REASONING = Family("openai-reasoning", ("o1", "o3", "o4", "gpt-5", "gpt-6", "codex-"),
                           sampling=False, reasoning_effort=True)
 FAMILIES: tuple[Family, ...] = (
     OPENAI_REASONING,
     Family("openai-gpt-5-chat", ("gpt-5-chat", "gpt-5.1-chat", "gpt-5.2-chat")),
     Family("openai-gpt-4", ("gpt-4", "gpt-3.5", "chatgpt-4o")),
     Family("claude-sampling-removed", ("claude-opus-4-7", "claude-opus-5", "claude-sonnet-5",
-                                       "claude-haiku-5", "claude-mythos"), sampling=False),
+                                       "claude-haiku-5", "claude-mythos", "claude-fable"),
+           sampling=False),
     Family("claude-one-sampler", ("claude-opus-4-1", "claude-opus-4-5", "claude-opus-4-6",
                                   "claude-sonnet-4-5", "claude-sonnet-4-6",
                                   "claude-haiku-4-5"), one_sampler=True),

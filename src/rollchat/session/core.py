@@ -4,7 +4,8 @@ the same Session; its Compactor owns compaction, its Recorder writes the file, t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -198,6 +199,25 @@ class Session(CompactorFigures):
         ask_server(current.windows, current.provider, again=True)  # its window as stated now
         self._switched = f"{model} answers from here on (was {old})"
         return window
+
+    @contextmanager
+    def model_for_turn(self, model: str, why: str) -> Iterator[str]:
+        """``model`` answers the turns run inside (a saved prompt's ``model:``, as Claude Code
+        runs a command with it), then the chat's model again; the turn notes it in the file.
+        Yields the chat's model; UsageError (nothing switched) for a model the provider does
+        not serve."""
+        old, pending = self.current.name, self._switched
+        model = model.strip()
+        if model == old:
+            yield old
+            return
+        self.use_model(model)
+        self._switched = f"{model} answered this turn ({why}); the chat's model is {old}"
+        try:
+            yield old
+        finally:
+            self.use_model(old)
+            self._switched = pending  # the chat's model is the one it had: nothing to note
 
     def noted(self, turn: Turn) -> Turn:
         """``turn`` starting with the note of a switch made since the last one (kept in the

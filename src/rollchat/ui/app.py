@@ -35,8 +35,10 @@ from rollchat.events import (
 )
 from rollchat.models.prices import money
 from rollchat.providers.base import TextDelta, ThinkingDelta
+from rollchat.providers.names import OFFLINE
 from rollchat.session.attach import Attachment, message_with, read_attachment
 from rollchat.session.core import Session
+from rollchat.session.saved_prompt import fill_prompt
 from rollchat.session.steps import kept_in_memory
 from rollchat.text.wording import billed_breakdown, human_tokens, plural
 from rollchat.ui.render import Renderer, Step
@@ -65,6 +67,7 @@ class ChatApp:
         self._spinner = ExitStack()
         self._step: Step | None = None
         self._starting = StartingLine(self.out)  # MCP servers the first message waits for
+        self._stopped = False  # the last turn drawn was stopped by the user (Ctrl-C): no bell
 
     @property
     def recorded(self) -> int:
@@ -91,13 +94,38 @@ class ChatApp:
         What the prompt's front matter asks and rollchat cannot do is said first."""
         for note in prompt.notes:
             self.out.dim(note)
-        text = prompt.expand(args)
-        if not text.strip():
+        if not prompt.expand(args).strip():
             raise UsageError(f"{prompt.display} is empty: nothing to send")
-        sent, images = message_with(text, self.attachments) if self.attachments else (text, ())
-        self.attachments = []
-        with self.session.engine.gate.allowing(prompt.allowed):
+        with ExitStack() as scope:
+            if prompt.model is not None:
+                self._prompt_model(scope, prompt)
+            filled = fill_prompt(prompt, args, gate=self.session.engine.gate, cwd=Path.cwd())
+            for line in filled.lines:
+                self.out.dim(line)
+            attached = [*self.attachments, *filled.attachments]
+            sent, images = (message_with(filled.text, attached) if attached
+                            else (filled.text, ()))
+            self.attachments = []
+            scope.enter_context(self.session.engine.gate.allowing(prompt.allowed))
             self.answer(self.session.turn(sent, attached=images, typed=typed))
+
+    def _prompt_model(self, scope: ExitStack, prompt: SavedPrompt) -> None:
+        """The saved ``prompt``'s ``model:`` answers its turn only (said in one line); one the
+        provider does not serve refuses the prompt (UsageError). The offline model has no
+        other model: it answers, and says so."""
+        model, session = prompt.model or "", self.session
+        if session.provider_name == OFFLINE:
+            self.out.dim(f"/{prompt.name} asks for the model {model}: the offline model "
+                         "answers it (it has no other)")
+            return
+        try:
+            chat_model = scope.enter_context(session.model_for_turn(model, f"/{prompt.name}"))
+        except UsageError as exc:
+            raise UsageError(f"/{prompt.name} not sent ({prompt.display} asks for it): "
+                             f"{exc}") from None
+        if chat_model != model:
+            self.out.dim(f"{model} answers /{prompt.name} (its front matter asks for it); "
+                         f"{chat_model} again after it")
 
     def attach(self, name: str) -> None:
         """Attach the file ``name`` to the next message (UsageError when it cannot be)."""
@@ -229,14 +257,19 @@ class ChatApp:
     def answer(self, flow: Generator[Event, None, None]) -> None:
         """``run`` a turn's flow; when it took at least ``ui.notify_after_seconds`` (0: never),
         ring the terminal's bell (with a desktop notification where the terminal shows one),
-        so a user who switched windows hears it. Only in a terminal: never piped."""
+        so a user who switched windows hears it. Only in a terminal: never piped; never for a
+        turn the user stopped with Ctrl-C (they are looking at it)."""
         after = self.session.config.ui.notify_after_seconds
         started = time.monotonic()
+        self._stopped = False
         try:
             self.run(flow)
+        except KeyboardInterrupt:
+            self._stopped = True
+            raise
         finally:
             seconds = time.monotonic() - started
-            if after and seconds >= after and self.out.interactive:
+            if after and seconds >= after and self.out.interactive and not self._stopped:
                 from rollchat.ui.bell import bell_bytes, took
 
                 self.out.control(bell_bytes(os.environ, f"{self.session.agent.name} answered "
@@ -277,6 +310,7 @@ class ChatApp:
         elif isinstance(event, AnswerStarted):
             out.answer_start(event.agent)
         elif isinstance(event, TurnFinished):
+            self._stopped = event.turn.status == "interrupted"
             out.answer_end(event.turn, event.hint, event.cost)
         elif isinstance(event, AnswerAborted):
             out.answer_abort()

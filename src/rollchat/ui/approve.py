@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from rollchat.tools.approval import Asker, Reply
     from rollchat.ui.render import Renderer
 
+PROMPT_SOURCE = "the saved prompt "  # a tool source that is a saved prompt's (saved_prompt.py)
 QUESTION = "Allow? y: yes, once; a: always for this tool in this session; n: no"
 _APPROVAL: dict[str, Reply] = {"y": "y", "yes": "y", "a": "a", "always": "a", "n": "n",
                                "no": "n"}
@@ -34,8 +35,12 @@ def terminal_asker(out: Renderer) -> Asker:
         streaming = out.suspend_answer()
         try:
             args = json.dumps(dict(call.arguments), ensure_ascii=False, indent=2)
-            out.line((f"The agent wants to run {call.name}", "bold yellow"),
-                     (f" ({tool.source})" if tool.source != "builtin" else "", "dim"))
+            if tool.source.startswith(PROMPT_SOURCE):  # a saved prompt's !`command`
+                out.line((f"{tool.source[0].upper()}{tool.source[1:]} runs a command "
+                          f"({call.name})", "bold yellow"))
+            else:
+                out.line((f"The agent wants to run {call.name}", "bold yellow"),
+                         (f" ({tool.source})" if tool.source != "builtin" else "", "dim"))
             for line in args.splitlines():
                 out.line(("  " + line, ""))
             reply = ask(QUESTION, _APPROVAL, "y/a/n", out, safe="n")

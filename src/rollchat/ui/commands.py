@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from rollchat.errors import UsageError
+from rollchat.providers.names import ANTHROPIC
 from rollchat.text.wording import billed_breakdown, context_size, plural
 from rollchat.ui.model_command import run_model
 
@@ -310,6 +311,12 @@ def _thinking(app: ChatApp, arg: str) -> bool:
                 "it)", "off": "off"}.get(setting) if not isinstance(setting, int) else \
             f"a budget of {setting:,} tokens"
         app.out.info(f"Thinking: {said}, from the next message on.")
+        if setting == "off" and app.session.provider_name == ANTHROPIC:
+            from rollchat.providers.anthropic import off_note
+
+            note = off_note(app.session.engine.model)
+            if note is not None:
+                app.out.dim(note)
         return False
     for turn in reversed(app.session.state.turns):
         thoughts = [b.text for b in turn.blocks if isinstance(b, Thinking)]

@@ -89,8 +89,14 @@ class Step:
 
 # The styles of plain lines, as rich names them and as SGR codes for the lines written before
 # rich is loaded (the banner and start-up warnings: loading rich costs ~25 ms before the prompt).
-_SGR = {"bold": "1", "dim": "2", "yellow": "33", "red": "31", "green": "32", "cyan": "36",
-        "bold cyan": "1;36"}
+_SGR = {"bold": "1", "dim": "2", "yellow": "33", "red": "31", "green": "32", "cyan": "36"}
+
+
+def _sgr(style: str) -> str:
+    """The SGR codes of a style of words ("bold yellow": "1;33"); words it lacks are left out."""
+    return ";".join(_SGR[word] for word in style.split() if word in _SGR)
+
+
 Segment = tuple[str, str]  # (text, style; "" for none)
 # How the offline model is asked to call a tool (providers/offline/tooluse.py), in the banner:
 # here, because importing the offline model before the first prompt costs ~100 ms.
@@ -206,7 +212,7 @@ class Renderer:
         if self._console is None:
             colour = self.interactive and _colours_wanted()
             sys.stdout.write("".join(
-                f"\x1b[{_SGR[style]}m{text}\x1b[0m" if colour and style else text
+                f"\x1b[{_sgr(style)}m{text}\x1b[0m" if colour and _sgr(style) else text
                 for text, style in segments) + "\n")
             sys.stdout.flush()
             return

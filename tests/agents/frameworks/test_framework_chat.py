@@ -6,6 +6,7 @@ a call refused by a deny rule, and a resume in a new process starting from the s
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,70 @@ def test_resume_in_a_new_process_starts_from_the_summary(openai_server: WireServ
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
     assert non_system(restore)[0]["content"] == sent[0]["content"]  # the same exchange
     assert all(topic in str(sent[0]["content"]) for topic in summary.topics)
+
+
+HOOKED = [pytest.param("pydantic_ai", "pydantic_ai_agent", "add", {"a": 2, "b": 3}, "5",
+                       id="pydantic-ai"),
+          pytest.param("langchain", "langgraph_agent", "add", {"a": 2, "b": 3}, "5",
+                       id="langgraph"),
+          pytest.param("agents", "openai_agents_agent", "word_count", {"text": "a b c"},
+                       "3 words", id="openai-agents")]
+
+
+@pytest.mark.parametrize(("module", "example", "name", "args", "result"), HOOKED)
+def test_a_posttooluse_hook_adds_to_the_result_the_model_reads(
+        openai_server: WireServer, tmp_path: Path, module: str, example: str, name: str,
+        args: dict[str, object], result: str) -> None:
+    """The user's PostToolUse hook runs after the framework ran the call; its word reaches
+    the model with the result (Pydantic AI's ``after_tool_execute``; LangGraph: the state
+    after its tool node; the Agents SDK: the function tool's invocation) and the transcript
+    records the result as the model read it."""
+    from tests.session.test_hooks import _config, _hook, _log
+
+    pytest.importorskip(module)
+    config = _config(tmp_path, f"""\
+  PostToolUse:
+    - matcher: {name}
+      command: {json.dumps(_hook(tmp_path, "say", "checked by the hook"))}
+""", agent=f"agents:\n  it:\n    file: {EXAMPLES / example / 'agent.py'}\n"
+           "    approval: auto\ndefault_agent: it\n")
+    openai_server.push(tool(name, args), text("Done."))
+    out = chat(openai_server, tmp_path, None, "go\n", "--config", str(config))
+    assert "Done." in out
+    [sent] = [m for m in openai_server.bodies[1]["messages"] if m["role"] == "tool"]
+    assert sent["content"] == f"{result}\n\n[PostToolUse hook: checked by the hook]"
+    [event] = [e for e in _log(tmp_path) if e["hook_event_name"] == "PostToolUse"]
+    assert (event["tool_name"], event["tool_input"]) == (name, args)
+    assert event["tool_response"] == {"text": result, "status": "ok"}
+    turn = parse(sessions(tmp_path)[0].read_text(encoding="utf-8")).turns[0]
+    [recorded] = [b for b in turn.blocks if isinstance(b, ToolResult)]
+    assert recorded.content == sent["content"]
+
+
+def test_the_memory_layers_reach_the_framework_agent(openai_server: WireServer, tmp_path: Path,
+                                                     agent_file: Path) -> None:
+    """The user profile joins the agent's own instructions (as the framework sends extra
+    instructions: a system message of its own) and a remembered fact relevant to the message
+    rides in the user message's context block, as for rollchat's own agents."""
+    from rollchat.memory.store import MemoryStore
+    from tests.e2e import user_memory
+    from tests.memory import project_memory
+
+    store = MemoryStore(tmp_path / "sessions", "assistant",
+                        user_dir=user_memory(tmp_path / "home"),
+                        **project_memory(tmp_path / "home", tmp_path))
+    store.add("prefers answers in roman numerals", "preference", source_session="s_1")
+    store.add("the invoice batch job adds shipping fees", "project", source_session="s_1")
+    config = write_config(tmp_path / "config.yaml",
+                          f"agents:\n  assistant:\n    file: {agent_file}\n")
+    openai_server.push(text("V."))
+    chat(openai_server, tmp_path, None, "what does the invoice batch job add?\n",
+         "--config", str(config), "--yes")
+    messages = openai_server.bodies[0]["messages"]
+    system = [str(m["content"]) for m in messages if m["role"] == "system"]
+    assert system[0] == "You add numbers with the add tool and answer briefly."
+    assert any("prefers answers in roman numerals" in s for s in system[1:])
+    user = str(messages[-1]["content"])
+    assert "the invoice batch job adds shipping fees" in user
+    assert user.endswith("what does the invoice batch job add?")
+    assert "roman" not in user and "shipping" not in "".join(system)

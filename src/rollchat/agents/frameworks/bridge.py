@@ -9,20 +9,29 @@ import asyncio
 import concurrent.futures
 import queue
 import threading
+import time
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from rollchat.domain import ToolCall
 from rollchat.engine.runner import Approve, FrameworkError, RunEvent
+from rollchat.providers.base import Done, StreamEvent, TextDelta, ThinkingDelta, UsageEvent
 
 STOP_SECONDS = 10.0  # the most a cancelled run may take to stop before the turn ends anyway
 INTERRUPTED = "refused: the turn was interrupted before this call"
+NO_TOOLS = "refused: no tools in this call"  # a plain model call (a summary) runs none
 
 
 @dataclass(frozen=True)
 class _Ask:
     call: ToolCall
+    answer: concurrent.futures.Future[str | None]
+
+
+@dataclass(frozen=True)
+class _OnChat:
+    work: Callable[[], str]
     answer: concurrent.futures.Future[str | None]
 
 
@@ -41,11 +50,15 @@ class Channel:
     def __init__(self) -> None:
         self.queue: queue.Queue[object] = queue.Queue()
         self.closed = threading.Event()
-        self._pending: set[concurrent.futures.Future[str | None]] = set()
+        # the questions open, each with its answer once the chat stopped listening
+        self._pending: dict[concurrent.futures.Future[str | None], str] = {}
         self._lock = threading.Lock()
 
     def put(self, event: RunEvent) -> None:
         self.queue.put(event)
+        # the chat's thread, woken by the event, takes the GIL now: else it waits out this
+        # thread's switch interval (5 ms) while the framework parses the rest of the stream
+        time.sleep(0)
 
     def _future(self, call: ToolCall) -> concurrent.futures.Future[str | None]:
         answer: concurrent.futures.Future[str | None] = concurrent.futures.Future()
@@ -53,7 +66,7 @@ class Channel:
             if self.closed.is_set():
                 answer.set_result(INTERRUPTED)
                 return answer
-            self._pending.add(answer)
+            self._pending[answer] = INTERRUPTED
         self.queue.put(_Ask(call, answer))
         return answer
 
@@ -64,20 +77,32 @@ class Channel:
     def ask_blocking(self, call: ToolCall) -> str | None:
         return self._future(call).result()
 
+    async def on_chat(self, work: Callable[[], str]) -> str:
+        """``work()`` run on the chat's thread (a PostToolUse hook); "" once the chat stopped
+        listening."""
+        answer: concurrent.futures.Future[str | None] = concurrent.futures.Future()
+        with self._lock:
+            if self.closed.is_set():
+                return ""
+            self._pending[answer] = ""
+        self.queue.put(_OnChat(work, answer))
+        return await asyncio.wrap_future(answer) or ""
+
     def answered(self, answer: concurrent.futures.Future[str | None], reply: str | None) -> None:
         with self._lock:
-            self._pending.discard(answer)
+            self._pending.pop(answer, None)
         if not answer.done():
             answer.set_result(reply)
 
     def close(self) -> None:
-        """The chat stopped listening: every question still open is refused."""
+        """The chat stopped listening: every question still open is refused (a hook's
+        addition is none)."""
         with self._lock:
             self.closed.set()
-            pending, self._pending = self._pending, set()
-        for answer in pending:
+            pending, self._pending = self._pending, {}
+        for answer, closed in pending.items():
             if not answer.done():
-                answer.set_result(INTERRUPTED)
+                answer.set_result(closed)
 
 
 _loop: asyncio.AbstractEventLoop | None = None
@@ -127,6 +152,9 @@ def bridged(work: Callable[[Channel], Coroutine[Any, Any, None]], approve: Appro
             if isinstance(item, _Ask):
                 channel.answered(item.answer, approve(item.call))
                 continue
+            if isinstance(item, _OnChat):
+                channel.answered(item.answer, item.work())
+                continue
             yield item  # type: ignore[misc]
     finally:
         channel.close()
@@ -135,6 +163,15 @@ def bridged(work: Callable[[Channel], Coroutine[Any, Any, None]], approve: Appro
                 stop()
             future.cancel()
             concurrent.futures.wait([future], STOP_SECONDS)
+
+
+def plain_call(work: Callable[[Channel], Coroutine[Any, Any, None]]) -> Iterator[StreamEvent]:
+    """An adapter's model as a plain call (summaries, the restoration's acknowledgment): the
+    text, thinking and usage ``work(channel)`` puts, then Done; a tool call is refused."""
+    for event in bridged(work, lambda call: NO_TOOLS):
+        if isinstance(event, (TextDelta, ThinkingDelta, UsageEvent)):
+            yield event
+    yield Done()
 
 
 def _one_line(exc: BaseException) -> str:

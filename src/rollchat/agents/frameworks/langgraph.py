@@ -6,6 +6,7 @@ rollchat's gate answers; a refusal is a ``ToolMessage`` with ``status="error"``.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import uuid
@@ -24,13 +25,19 @@ from langchain_core.messages import (
 from langgraph.checkpoint.memory import InMemorySaver
 
 from rollchat.agents.frameworks import FrameworkAgent
-from rollchat.agents.frameworks.bridge import Channel, bridged
+from rollchat.agents.frameworks.bridge import Channel, bridged, plain_call
 from rollchat.agents.frameworks.instructions import extra_instructions
 from rollchat.domain import Message, ToolCall, Usage
-from rollchat.engine.runner import FrameworkError, RunEvent, RunRequest, ToolCalled, ToolReturned
+from rollchat.engine.runner import (
+    After,
+    FrameworkError,
+    RunEvent,
+    RunRequest,
+    ToolCalled,
+    ToolReturned,
+)
 from rollchat.providers.base import (
     ChatRequest,
-    Done,
     ProviderError,
     StreamEvent,
     TextDelta,
@@ -39,7 +46,6 @@ from rollchat.providers.base import (
 )
 
 TOOLS = "tools"  # the tool node's name in create_agent and create_react_agent graphs
-NO_TOOLS = "refused: no tools in this call"
 NO_MODEL = ("rollchat found no chat model in this graph to write a summary with "
             "(set summary.provider)")
 
@@ -131,6 +137,9 @@ class LangGraphRunner:
     def __init__(self, graph: Any, own: str = "") -> None:
         self.graph = graph
         self.own = own  # the graph's own system prompt, sent by its model node
+        # the graph's state besides ``messages`` as the last turn that ended left it, given
+        # to the next turn's run (kept across compactions: the runner outlives them)
+        self.kept: dict[str, Any] = {}
 
     def run(self, request: RunRequest) -> Iterator[RunEvent]:
         yield from bridged(lambda channel: self._run(request, channel), request.approve)
@@ -142,12 +151,17 @@ class LangGraphRunner:
         gate = [TOOLS] if TOOLS in graph.nodes else None
         extra = extra_instructions(request.system, self.own)
         system = [SystemMessage(extra)] if extra else []
-        inputs: Any = {"messages": [*system, *to_messages(request.history),
-                                    HumanMessage(request.user.content)]}
+        inputs: Any = {**self.kept, "messages": [*system, *to_messages(request.history),
+                                                 HumanMessage(request.user.content)]}
         calls: dict[str, ToolCall] = {}
+        # with PostToolUse hooks, the graph also stops after its tool node: the results the
+        # calls gave are held until the hooks have added their word
+        post = gate if request.after is not None else None
+        held: list[ToolMessage] | None = [] if post else None
         while True:
             model_node = ""
             async for mode, chunk in graph.astream(inputs, config, interrupt_before=gate,
+                                                   interrupt_after=post,
                                                    stream_mode=["messages", "updates"]):
                 if mode == "messages":
                     _delta(chunk[0], channel)
@@ -157,9 +171,16 @@ class LangGraphRunner:
                         if isinstance(message, AIMessage) and not isinstance(
                                 message, AIMessageChunk):
                             model_node = node
-                        _update(message, channel, calls)
+                        _update(message, channel, calls, held)
             state = await graph.aget_state(config)
+            if held and request.after is not None:
+                await _post(graph, config, state.values.get("messages", []), held,
+                            request.after, channel, calls)
+                held.clear()
+                inputs = None
+                continue
             if not state.next:
+                self.kept = {k: v for k, v in state.values.items() if k != "messages"}
                 return
             if TOOLS not in state.next or not model_node:
                 raise FrameworkError(f"the graph stopped before {', '.join(state.next)} "
@@ -190,7 +211,10 @@ def _delta(message: object, channel: Channel) -> None:
             channel.put(TextDelta(text))
 
 
-def _update(message: object, channel: Channel, calls: dict[str, ToolCall]) -> None:
+def _update(message: object, channel: Channel, calls: dict[str, ToolCall],
+            held: list[ToolMessage] | None = None) -> None:
+    """A message the graph's nodes added: its usage and calls, or a tool's result (``held``
+    for the PostToolUse hooks when it ran)."""
     if isinstance(message, AIMessage):
         usage = _usage(message)
         if usage is not None:
@@ -201,10 +225,34 @@ def _update(message: object, channel: Channel, calls: dict[str, ToolCall]) -> No
                 calls[call.id] = call
                 channel.put(ToolCalled(call))
     elif isinstance(message, ToolMessage):
+        if held is not None and message.status != "error":
+            held.append(message)
+            return
         call = calls.get(message.tool_call_id) or ToolCall(message.tool_call_id,
                                                            message.name or "", {})
         channel.put(ToolReturned(call, _content(message),
                                  "error" if message.status == "error" else "ok"))
+
+
+async def _post(graph: Any, config: Any, messages: Sequence[Any], held: Sequence[ToolMessage],
+                after: After, channel: Channel, calls: dict[str, ToolCall]) -> None:
+    """The PostToolUse hooks of the calls that ran (``held``): what they add is written into
+    the graph's state as the tool node (the same message ids), so the model reads it."""
+    ids = {m.tool_call_id: m.id for m in messages if isinstance(m, ToolMessage)}
+    changed = []
+    for message in held:
+        call = calls.get(message.tool_call_id) or ToolCall(message.tool_call_id,
+                                                           message.name or "", {})
+        content = _content(message)
+        added = await channel.on_chat(functools.partial(after, call, content, "ok"))
+        if added:
+            content += added
+            changed.append(ToolMessage(content, id=ids.get(message.tool_call_id),
+                                       tool_call_id=message.tool_call_id, name=message.name,
+                                       status=message.status))
+        channel.put(ToolReturned(call, content))
+    if changed:
+        await graph.aupdate_state(config, {"messages": changed}, as_node=TOOLS)
 
 
 async def _approve(messages: Sequence[Any], channel: Channel,
@@ -257,7 +305,4 @@ class PlainModel:
                     if usage is not None:
                         channel.put(UsageEvent(usage))
 
-        for event in bridged(work, lambda call: NO_TOOLS):
-            if isinstance(event, (TextDelta, ThinkingDelta, UsageEvent)):
-                yield event
-        yield Done()
+        yield from plain_call(work)

@@ -7,25 +7,25 @@ Summaries: a clone with no tools, through the agent's own model."""
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 from rollchat.agents.frameworks import FrameworkAgent
-from rollchat.agents.frameworks.bridge import Channel, bridged
+from rollchat.agents.frameworks.bridge import NO_TOOLS, Channel, bridged, plain_call
 from rollchat.domain import Message, ToolCall, Usage
-from rollchat.engine.runner import RunEvent, RunRequest, ToolCalled, ToolReturned
+from rollchat.engine.runner import After, RunEvent, RunRequest, ToolCalled, ToolReturned
 from rollchat.providers.base import (
     ChatRequest,
-    Done,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
     UsageEvent,
 )
 
-NO_TOOLS = "refused: no tools in a summary"
 MAX_TURNS = 25
 
 
@@ -132,7 +132,9 @@ class AgentsRunner:
             from agents import Runner
 
             self.channel = channel
-            agent = _clone(self.agent, instructions=request.system)
+            tools = {} if request.after is None else {
+                "tools": _posting(self.agent.tools, request.after, channel)}
+            agent = _clone(self.agent, instructions=request.system, **tools)
             items: Any = [*to_items(request.history), {"role": "user",
                                                        "content": request.user.content}]
             try:
@@ -188,6 +190,31 @@ class AgentsRunner:
                     time.monotonic() - started.get(call_id, time.monotonic())))
 
 
+def _posting(tools: Sequence[Any], after: After, channel: Channel) -> list[Any]:
+    """The agent's tools for one run, each function tool's result followed by what the
+    PostToolUse hooks add (the model reads both)."""
+    from agents import FunctionTool
+
+    out = []
+    for tool in tools:
+        if isinstance(tool, FunctionTool):
+            tool = copy.copy(tool)
+            tool.on_invoke_tool = _after_invoke(tool.name, tool.on_invoke_tool, after, channel)
+        out.append(tool)
+    return out
+
+
+def _after_invoke(name: str, invoke: Callable[[Any, str], Awaitable[Any]], after: After,
+                  channel: Channel) -> Callable[[Any, str], Awaitable[Any]]:
+    async def invoked(context: Any, arguments: str) -> Any:
+        result = await invoke(context, arguments)
+        said = result if isinstance(result, str) else str(result)
+        call = ToolCall(str(getattr(context, "tool_call_id", "")), name, _arguments(arguments))
+        added = await channel.on_chat(functools.partial(after, call, said, "ok"))
+        return said + added if added else result
+    return invoked
+
+
 def _arguments(raw: object) -> dict[str, Any]:
     if isinstance(raw, dict):
         return raw
@@ -224,7 +251,4 @@ class AgentsModel:
                 if not result.is_complete:
                     result.cancel()
 
-        for event in bridged(work, lambda call: NO_TOOLS):
-            if isinstance(event, (TextDelta, UsageEvent)):
-                yield event
-        yield Done()
+        yield from plain_call(work)

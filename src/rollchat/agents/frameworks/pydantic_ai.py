@@ -22,20 +22,17 @@ from pydantic_ai.tools import (
 )
 
 from rollchat.agents.frameworks import FrameworkAgent
-from rollchat.agents.frameworks.bridge import Channel, bridged
+from rollchat.agents.frameworks.bridge import Channel, bridged, plain_call
 from rollchat.agents.frameworks.instructions import extra_instructions
 from rollchat.domain import Message, ToolCall, Usage
-from rollchat.engine.runner import RunEvent, RunRequest, ToolCalled, ToolReturned
+from rollchat.engine.runner import After, RunEvent, RunRequest, ToolCalled, ToolReturned
 from rollchat.providers.base import (
     ChatRequest,
-    Done,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
     UsageEvent,
 )
-
-NO_TOOLS = "refused: no tools in this call"
 
 
 def adapt(obj: object, name: str) -> FrameworkAgent:
@@ -127,7 +124,21 @@ class _Deferred(AbstractCapability[Any]):
         return args
 
 
-def _gate(channel: Channel, refused: dict[str, str]) -> list[AbstractCapability[Any]]:
+class _Post(AbstractCapability[Any]):
+    """The PostToolUse hooks after each call that ran: their word added to the result."""
+
+    def __init__(self, after: After, channel: Channel) -> None:
+        self.after, self.channel = after, channel
+
+    async def after_tool_execute(self, ctx: RunContext[Any], *, call: pm.ToolCallPart,
+                                 tool_def: Any, args: Any, result: Any) -> Any:
+        said = result if isinstance(result, str) else json.dumps(result, default=str)
+        added = await self.channel.on_chat(lambda: self.after(_call(call), said, "ok"))
+        return said + added if added else result
+
+
+def _gate(channel: Channel, refused: dict[str, str],
+          after: After | None = None) -> list[AbstractCapability[Any]]:
     async def handle(ctx: RunContext[Any], requests: DeferredToolRequests
                      ) -> DeferredToolResults:
         approvals: dict[str, bool | ToolApproved | ToolDenied] = {}
@@ -140,7 +151,8 @@ def _gate(channel: Channel, refused: dict[str, str]) -> list[AbstractCapability[
                 approvals[part.tool_call_id] = ToolDenied(refusal)
         return DeferredToolResults(approvals=approvals)
 
-    return [_Deferred(), HandleDeferredToolCalls(handler=handle)]
+    post = [_Post(after, channel)] if after is not None else []
+    return [_Deferred(), HandleDeferredToolCalls(handler=handle), *post]
 
 
 # ---------------------------------------------------------------- the run
@@ -163,7 +175,7 @@ class PydanticAIRunner:
         async with self.agent.run_stream_events(
                 request.user.content, message_history=history,
                 instructions=extra_instructions(request.system, self.own) or None,
-                capabilities=_gate(channel, refused)) as run:
+                capabilities=_gate(channel, refused, request.after)) as run:
             reported = 0
             async for event in run:
                 if isinstance(event, pm.FunctionToolCallEvent):  # a response ended: its usage
@@ -234,7 +246,4 @@ class PlainModel:
                     _forward(event, channel, {}, {})
                 _report_usage(run.all_messages(), len(history), reported, channel)
 
-        for event in bridged(work, lambda call: NO_TOOLS):
-            if isinstance(event, (TextDelta, ThinkingDelta, UsageEvent)):
-                yield event
-        yield Done()
+        yield from plain_call(work)

@@ -12,19 +12,16 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from rollchat.agents.frameworks import FrameworkAgent
-from rollchat.agents.frameworks.bridge import Channel, bridged
+from rollchat.agents.frameworks.bridge import NO_TOOLS, Channel, bridged, plain_call
 from rollchat.domain import Message, ToolCall, Usage
 from rollchat.engine.runner import RunEvent, RunRequest, ToolCalled, ToolReturned
 from rollchat.providers.base import (
     ChatRequest,
-    Done,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
     UsageEvent,
 )
-
-NO_TOOLS = "refused: no tools in a summary"
 
 
 def adapt(obj: object, name: str) -> FrameworkAgent:
@@ -167,7 +164,4 @@ class StrandsModel:
                 elif (usage := _usage(chunk)) is not None:
                     channel.put(UsageEvent(usage))
 
-        for event in bridged(work, lambda call: NO_TOOLS):
-            if isinstance(event, (TextDelta, UsageEvent)):
-                yield event
-        yield Done()
+        yield from plain_call(work)
