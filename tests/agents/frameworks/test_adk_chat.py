@@ -176,3 +176,33 @@ def test_a_framework_error_is_one_line_and_the_chat_goes_on(openai_server: WireS
     assert "Traceback" not in shown and "Give Feedback" not in shown, shown
     [line] = [x for x in shown.splitlines() if "bad request here" in x]
     assert "agent framework error" in line
+
+
+def test_a_posttooluse_hook_joins_the_response_the_model_reads(openai_server: WireServer,
+                                                               tmp_path: Path) -> None:
+    """The user's PostToolUse hook runs after ADK ran the call (the plugin's
+    ``after_tool_callback``); its word joins the function response the model reads, and the
+    transcript records the response as the model read it."""
+    from tests.session.test_hooks import _config, _hook, _log
+
+    agent = tmp_path / "agent.py"
+    agent.write_text(ADK_AGENT, encoding="utf-8")
+    config = _config(tmp_path, f"""\
+  PostToolUse:
+    - matcher: word_count
+      command: {json.dumps(_hook(tmp_path, "say", "checked by the hook"))}
+""", agent=f"agents:\n  it:\n    file: {agent}\n    approval: auto\ndefault_agent: it\n")
+    openai_server.push(tool("word_count", {"text": "a b c"}), text("Done."))
+    done = run_piped(tmp_path, "go\n", "--config", str(config), timeout=120,
+                     env=clean_env(tmp_path / "home", WIRE_URL=openai_server.url))
+    assert done.returncode == 0, done.stderr
+    assert "Done." in done.stdout, done.stdout
+    [sent] = tool_messages(openai_server.bodies[1])
+    assert json.loads(str(sent["content"])) == {
+        "result": "3 words", "post_tool_use": "[PostToolUse hook: checked by the hook]"}
+    [event] = [e for e in _log(tmp_path) if e["hook_event_name"] == "PostToolUse"]
+    assert (event["tool_name"], event["tool_input"]) == ("word_count", {"text": "a b c"})
+    assert event["tool_response"] == {"text": '{"result": "3 words"}', "status": "ok"}
+    [turn] = turns(sessions(tmp_path)[0])
+    _, [recorded] = calls_and_results(turn)
+    assert recorded.content == sent["content"]

@@ -35,7 +35,7 @@ from rollchat.agents.frameworks import FrameworkAgent
 from rollchat.agents.frameworks.bridge import Channel, bridged, shared_loop
 from rollchat.agents.frameworks.instructions import extra_instructions
 from rollchat.domain import Message, ToolCall, Usage
-from rollchat.engine.runner import RunEvent, RunRequest, ToolCalled, ToolReturned
+from rollchat.engine.runner import After, RunEvent, RunRequest, ToolCalled, ToolReturned
 from rollchat.providers.base import (
     ChatRequest,
     Done,
@@ -49,6 +49,7 @@ APP = "rollchat"
 USER = "user"
 NO_TOOLS = "refused: no tools in this call"
 TEMP = "temp:"  # ADK's prefix of state that lasts one invocation
+POST_TOOL_USE = "post_tool_use"  # the response's key for what PostToolUse hooks add
 
 
 def adapt(obj: object, name: str) -> FrameworkAgent:
@@ -83,6 +84,11 @@ def _response(content: str) -> dict[str, Any]:
     except ValueError:
         return {"result": content}
     return value if isinstance(value, dict) else {"result": value}
+
+
+def _failed(response: object) -> bool:
+    """ADK's shape of a failed call: a response that is only an ``error``."""
+    return isinstance(response, dict) and set(response) == {"error"}
 
 
 def _result_text(response: object) -> str:
@@ -141,9 +147,10 @@ class _Gate(BasePlugin):  # type: ignore[misc,unused-ignore]  # Any without goog
     own): each tool call asks rollchat's approval; each model call gets rollchat's additions
     appended to the agent's instructions."""
 
-    def __init__(self, channel: Channel, extra: str, refused: dict[str, str]) -> None:
+    def __init__(self, channel: Channel, extra: str, refused: dict[str, str],
+                 after: After | None = None) -> None:
         super().__init__(name="rollchat")
-        self.channel, self.extra, self.refused = channel, extra, refused
+        self.channel, self.extra, self.refused, self.after = channel, extra, refused, after
         self.started: dict[str, float] = {}
 
     async def before_model_callback(self, *, callback_context: CallbackContext,
@@ -161,6 +168,20 @@ class _Gate(BasePlugin):  # type: ignore[misc,unused-ignore]  # Any without goog
             return None
         self.refused[call_id] = refusal
         return {"error": refusal}  # ADK's own refusal shape ("This tool call is rejected.")
+
+    async def after_tool_callback(self, *, tool: BaseTool, tool_args: dict[str, Any],
+                                  tool_context: ToolContext, result: dict[str, Any]
+                                  ) -> dict[str, Any] | None:
+        """The PostToolUse hooks after a call that ran: their word joins the response."""
+        after, call_id = self.after, tool_context.function_call_id or ""
+        if after is None or call_id in self.refused:
+            return None
+        call = ToolCall(call_id, tool.name, dict(tool_args))
+        # a tool's own value, before ADK wraps what is not a dict as {"result": ...}
+        response = result if isinstance(result, dict) else {"result": result}
+        status = "error" if _failed(response) else "ok"
+        added = await self.channel.on_chat(lambda: after(call, _result_text(response), status))
+        return {**response, POST_TOOL_USE: added.strip()} if added.strip() else None
 
 
 # ---------------------------------------------------------------- the run
@@ -189,7 +210,8 @@ class ADKRunner:
     async def _run(self, request: RunRequest, channel: Channel, abort: asyncio.Event) -> None:
         _quiet_litellm()
         refused: dict[str, str] = {}
-        gate = _Gate(channel, extra_instructions(request.system, self.own), refused)
+        gate = _Gate(channel, extra_instructions(request.system, self.own), refused,
+                     request.after)
         service = InMemorySessionService()
         runner = Runner(app=App(name=APP, root_agent=self.agent, plugins=[gate]),
                         session_service=service)
@@ -266,7 +288,7 @@ class _Stream:
             self.channel.put(ToolReturned(call, self.refused[call_id], "refused"))
             return
         response = fr.response
-        failed = isinstance(response, dict) and set(response) == {"error"}
+        failed = _failed(response)
         elapsed = time.monotonic() - self.started.get(call_id, time.monotonic())
         self.channel.put(ToolReturned(call, _result_text(response), "error" if failed else "ok",
                                       elapsed))
