@@ -32,13 +32,12 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 from rollchat.agents.frameworks import FrameworkAgent
-from rollchat.agents.frameworks.bridge import Channel, bridged, shared_loop
+from rollchat.agents.frameworks.bridge import Channel, bridged, plain_call, shared_loop
 from rollchat.agents.frameworks.instructions import extra_instructions
 from rollchat.domain import Message, ToolCall, Usage
 from rollchat.engine.runner import After, RunEvent, RunRequest, ToolCalled, ToolReturned
 from rollchat.providers.base import (
     ChatRequest,
-    Done,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -47,7 +46,6 @@ from rollchat.providers.base import (
 
 APP = "rollchat"
 USER = "user"
-NO_TOOLS = "refused: no tools in this call"
 TEMP = "temp:"  # ADK's prefix of state that lasts one invocation
 POST_TOOL_USE = "post_tool_use"  # the response's key for what PostToolUse hooks add
 
@@ -327,7 +325,4 @@ class PlainModel:
                 if not response.partial and response.usage_metadata is not None:
                     channel.put(UsageEvent(_usage(response.usage_metadata)))
 
-        for event in bridged(work, lambda call: NO_TOOLS):
-            if isinstance(event, (TextDelta, ThinkingDelta, UsageEvent)):
-                yield event
-        yield Done()
+        yield from plain_call(work)
