@@ -95,6 +95,30 @@ root_agent = create_agent(
                stream_usage=True), tools=[word_count], system_prompt="You count words.")
 '''
 
+ADK_AGENT = '''
+import os
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm: no fetch at start
+from google.adk.agents import LlmAgent
+from google.adk.models.lite_llm import LiteLlm
+from google.adk.tools.tool_context import ToolContext
+
+
+def word_count(text: str, tool_context: ToolContext) -> str:
+    """Count words.
+
+    Args:
+        text: The text.
+    """
+    tool_context.state["counted"] = tool_context.state.get("counted", 0) + 1
+    return f"{len(text.split())} words"
+
+
+root_agent = LlmAgent(
+    name="counter", instruction="You count words.", tools=[word_count],
+    model=LiteLlm(model="openai/wire-model", api_base=os.environ["WIRE_URL"], api_key="test"))
+'''
+
 # a small window, so that a few long messages compact on their own
 SMALL_WINDOW = """
 models:

@@ -121,3 +121,11 @@ def test_a_framework_failure_is_the_turns_error_and_the_chat_goes_on() -> None:
     assert answer.error is not None
     assert answer.error.one_line() == "agent framework error: ValueError: boom"
     assert isinstance(answer.turn.blocks[2], ToolUse)  # what happened before stays
+
+
+def test_each_model_call_the_framework_reported_is_billed() -> None:
+    """The session bills a turn's model calls one by one (its cost, the header's tokens
+    billed): a framework's turn gives them as it reported them, as the Engine's own loop
+    does."""
+    answer = drain(engine(Scripted()).chat("count a b c"))
+    assert answer.calls == (Usage(40, 5), Usage(60, 4))

@@ -401,7 +401,7 @@ class Engine(ModelChoice):
                                      self.context.reported)
         note = done.error.one_line() if done.error is not None else None
         return CallResult(done.text, done.usage, done.status, done.error, note,
-                          tuple(self.current), done.elapsed, done.last)
+                          tuple(self.current), done.elapsed, done.last, done.calls)
 
     def _cut_off_note(self, purpose: Purpose) -> str:
         """What the turn records of an answer stopped at the output limit of ``purpose``."""

@@ -45,6 +45,7 @@ class Framed:
     status: TurnStatus
     error: ProviderError | None
     elapsed: float
+    calls: tuple[Usage, ...] = ()  # each model call's usage, as the framework reported it
 
 
 def approver(gate: Gate, tools: dict[str, Tool], framework: str) -> Callable[
@@ -84,6 +85,7 @@ def run_framed(runner: Runner, request: RunRequest, blocks: list[Block],
     text: list[str] = []
     thought: list[str] = []
     usage = Usage()
+    made: list[Usage] = []  # each model call's usage (the session bills each)
     status: TurnStatus = "ok"
     error: ProviderError | None = None
     mark = len(blocks)
@@ -95,6 +97,7 @@ def run_framed(runner: Runner, request: RunRequest, blocks: list[Block],
             yield from state.take(event, blocks)
             if isinstance(event, UsageEvent):
                 usage, prompt = usage + event.usage, event.usage.input_tokens
+                made.append(event.usage)
                 yield event
     except KeyboardInterrupt:
         status = "interrupted"
@@ -111,7 +114,8 @@ def run_framed(runner: Runner, request: RunRequest, blocks: list[Block],
         add(message)
     if prompt is not None:  # it measured the replies and results just given to ``add``
         reported(prompt)
-    return Framed("".join(text), last, usage, status, error, time.monotonic() - t0)
+    return Framed("".join(text), last, usage, status, error, time.monotonic() - t0,
+                  tuple(made))
 
 
 class _Round:

@@ -1,0 +1,185 @@
+"""A Google ADK ``LlmAgent`` behind the Runner seam, run by ADK's own Runner with its real
+``LiteLlm`` model pointed at the local wire server: a tool turn as events (rollchat's additions
+appended to the agent's instruction), the history given back as ADK events, a refused call
+reaching the model as ADK's ``{"error": ...}`` response, the session state kept from turn to
+turn, Ctrl-C stopping the run, and the agent's model as a plain call (summaries)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from rollchat.domain import Message, ToolCall
+from rollchat.engine.runner import RunRequest, ToolCalled, ToolReturned
+from rollchat.providers.base import ChatRequest, TextDelta, ThinkingDelta, UsageEvent
+from tests.wire_servers import WireServer, held, openai_server, text, tool, tools
+
+__all__ = ["openai_server"]
+
+
+@pytest.fixture
+def adapter(monkeypatch: pytest.MonkeyPatch) -> Any:
+    if not all(importlib.util.find_spec(m) for m in ("google.adk", "litellm")):
+        pytest.skip("google-adk and litellm are not installed (pip install google-adk litellm)")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no fetch from the internet
+    from rollchat.agents.frameworks import adk
+    return adk
+
+
+def build(server: WireServer, ran: list[tuple[int, int]]) -> Any:
+    from google.adk.agents import LlmAgent
+    from google.adk.models.lite_llm import LiteLlm
+    from google.adk.tools.tool_context import ToolContext
+
+    def add(a: int, b: int, tool_context: ToolContext) -> int:
+        """Add two numbers."""
+        ran.append((a, b))
+        tool_context.state["adds"] = tool_context.state.get("adds", 0) + 1
+        return a + b
+
+    return LlmAgent(name="adder", instruction="You add numbers.", tools=[add],
+                    model=LiteLlm(model="openai/gpt-4o-mini", api_base=server.url,
+                                  api_key="test"))
+
+
+def request(user: str, history: tuple[Message, ...] = (), refuse: str | None = None,
+            asked: list[ToolCall] | None = None) -> RunRequest:
+    def approve(call: ToolCall) -> str | None:
+        (asked if asked is not None else []).append(call)
+        return refuse
+
+    return RunRequest("You add numbers.\n\nProject rule: be brief.", history,
+                      Message("user", user), approve)
+
+
+def test_a_tool_turn_streams_calls_results_text_and_usage(openai_server: WireServer,
+                                                           adapter: Any) -> None:
+    ran: list[tuple[int, int]] = []
+    asked: list[ToolCall] = []
+    agent = adapter.adapt(build(openai_server, ran), "root_agent")
+    assert (agent.framework, agent.model, agent.has_tools) == ("google-adk", "gpt-4o-mini", True)
+    assert agent.instructions == "You add numbers."
+    openai_server.push(tool("add", {"a": 2, "b": 3}, input_tokens=40, cache_read=30),
+                       text("It is 5."))
+    events = list(agent.runner.run(request("what is 2+3?", asked=asked)))
+    call = ToolCall("call_1", "add", {"a": 2, "b": 3})
+    assert [(type(e), e.call) for e in events if isinstance(e, (ToolCalled, ToolReturned))] == [
+        (ToolCalled, call), (ToolReturned, call)]
+    [returned] = [e for e in events if isinstance(e, ToolReturned)]
+    assert (returned.content, returned.status) == ('{"result": 5}', "ok")
+    assert asked == [call] and ran == [(2, 3)]
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "It is 5."
+    usages = [e.usage for e in events if isinstance(e, UsageEvent)]
+    assert [(u.input_tokens, u.output_tokens, u.cache_read_tokens) for u in usages] == [
+        (40, 7, 30), (11, 7, 0)]
+    first, second = openai_server.bodies
+    system = first["messages"][0]
+    assert system["role"] == "system" and system["content"].startswith("You add numbers.")
+    assert system["content"].endswith("Project rule: be brief.")  # appended, once
+    assert system["content"].count("Project rule") == 1
+    assert first["messages"][-1] == {"role": "user", "content": "what is 2+3?"}
+    assert second["messages"][0] == system  # the same prefix in the run's next call
+    assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "tool"]
+    assert second["messages"][-1]["content"] == returned.content  # what the model read
+
+
+def test_history_is_given_back_as_adk_events(openai_server: WireServer, adapter: Any) -> None:
+    agent = adapter.adapt(build(openai_server, []), "root_agent")
+    call = ToolCall("call_7", "add", {"a": 1, "b": 1})
+    history = (Message("user", "Summary of our talk: we add."), Message("assistant", "Noted."),
+               Message("user", "1+1?"), Message("assistant", "", (call,)),
+               Message("tool", '{"result": 2}', tool_call_id="call_7", name="add"),
+               Message("assistant", "It is 2."))
+    openai_server.push(text("First."), text("Yes."))
+    list(agent.runner.run(request("first")))  # the same agent's next turn: a new run
+    list(agent.runner.run(request("and again?", history)))
+    sent = [m for m in openai_server.bodies[1]["messages"] if m["role"] != "system"]
+    assert [(m["role"], m.get("content")) for m in sent] == [
+        ("user", "Summary of our talk: we add."), ("assistant", "Noted."), ("user", "1+1?"),
+        ("assistant", None), ("tool", '{"result": 2}'), ("assistant", "It is 2."),
+        ("user", "and again?")]
+    [asked] = sent[3]["tool_calls"]
+    assert (asked["id"], asked["function"]["name"], json.loads(asked["function"]["arguments"])
+            ) == ("call_7", "add", {"a": 1, "b": 1})
+    assert sent[4]["tool_call_id"] == "call_7"
+
+
+def test_a_refused_call_reaches_the_model_as_adks_refusal(openai_server: WireServer,
+                                                          adapter: Any) -> None:
+    ran: list[tuple[int, int]] = []
+    agent = adapter.adapt(build(openai_server, ran), "root_agent")
+    openai_server.push(tools(("c1", "add", {"a": 1, "b": 2}), ("c2", "add", {"a": 3, "b": 4})),
+                       text("I was not allowed."))
+    refusal = "refused by the user: not now"
+    events = list(agent.runner.run(request("add them", refuse=refusal)))
+    assert ran == []
+    returned = [e for e in events if isinstance(e, ToolReturned)]
+    assert sorted((e.call.id, e.content, e.status) for e in returned) == [
+        ("c1", refusal, "refused"), ("c2", refusal, "refused")]
+    results = [m for m in openai_server.bodies[1]["messages"] if m["role"] == "tool"]
+    assert sorted((m["tool_call_id"], json.loads(m["content"])) for m in results) == [
+        ("c1", {"error": refusal}), ("c2", {"error": refusal})]
+    assert "I was not allowed." in "".join(e.text for e in events if isinstance(e, TextDelta))
+
+
+def test_the_session_state_is_kept_from_turn_to_turn(openai_server: WireServer,
+                                                     adapter: Any) -> None:
+    agent = adapter.adapt(build(openai_server, []), "root_agent")
+    for _ in range(2):
+        openai_server.push(tool("add", {"a": 1, "b": 1}), text("2."))
+        list(agent.runner.run(request("1+1?")))
+    assert agent.runner.state == {"adds": 2}  # the tool saw the first turn's state
+
+
+def test_closing_the_run_stops_the_framework(openai_server: WireServer, adapter: Any) -> None:
+    """Ctrl-C: the Engine closes the iterator; the run is aborted, the partial text kept by
+    the caller, and the held stream is no longer read."""
+    agent = adapter.adapt(build(openai_server, []), "root_agent")
+    openai_server.push(held("The first part.", "the rest never comes"))
+    run: Iterator[Any] = agent.runner.run(request("tell me"))
+    seen = ""
+    for event in run:
+        if isinstance(event, TextDelta):
+            seen += event.text
+            if "first part." in seen:
+                break
+    run.close()  # what the Engine does on Ctrl-C
+    assert "The first part." in seen and "never" not in seen
+    openai_server.push(text("Back."))  # the agent runs again after the interruption
+    events = list(agent.runner.run(request("again")))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Back."
+
+
+def test_thinking_streams_as_thinking_and_is_counted_once(openai_server: WireServer,
+                                                          adapter: Any) -> None:
+    """A model's reasoning (LiteLlm's thought parts) is thinking, not text; its tokens are
+    already in the completion's, counted once."""
+    agent = adapter.adapt(build(openai_server, []), "root_agent")
+    openai_server.push(text("It is 5.", reasoning="Let me add 2 and 3.", output_tokens=9))
+    events = list(agent.runner.run(request("2+3?")))
+    assert "".join(e.text for e in events if isinstance(e, ThinkingDelta)) == (
+        "Let me add 2 and 3.")
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "It is 5."
+    assert [(e.usage.input_tokens, e.usage.output_tokens) for e in events
+            if isinstance(e, UsageEvent)] == [(11, 9)]
+
+
+def test_the_plain_call_has_no_tools(openai_server: WireServer, adapter: Any) -> None:
+    agent = adapter.adapt(build(openai_server, []), "root_agent")
+    openai_server.push(text("A summary."))
+    events = list(agent.provider.stream(ChatRequest(
+        "gpt-4o-mini", "Summarize.", (Message("user", "hi"), Message("assistant", "hello"),
+                                      Message("user", "Write the summary.")),
+        purpose="summary")))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "A summary."
+    assert [e.usage.input_tokens for e in events if isinstance(e, UsageEvent)] == [11]
+    body = openai_server.bodies[0]
+    assert "tools" not in body
+    assert body["messages"] == [{"role": "system", "content": "Summarize."},
+                                {"role": "user", "content": "hi"},
+                                {"role": "assistant", "content": "hello"},
+                                {"role": "user", "content": "Write the summary."}]
