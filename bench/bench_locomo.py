@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -91,9 +92,9 @@ class Run:
     say: Callable[[str], None]
 
 
-def _row(question: Question, conv: Conversation, context: str, tokens: int,
+def _row(question: Question, conv: Conversation, context: Sequence[str], tokens: int,
          answer: str | None, frequency: Any) -> dict[str, Any]:
-    sent = vocabulary(context)
+    sent = frozenset().union(*(_words(part) for part in context))
     lines = [conv.line(e) for e in question.evidence]
     keys = [key_words(line, frequency) for line in lines if line is not None]
     row: dict[str, Any] = {"i": question.index, "cat": question.category,
@@ -103,6 +104,12 @@ def _row(question: Question, conv: Conversation, context: str, tokens: int,
         row["answer"] = answer
         row["f1"] = score_answer(question, answer)
     return row
+
+
+@lru_cache(maxsize=4096)
+def _words(text: str) -> frozenset[str]:
+    """``vocabulary``, once per text: each question resends most of the same messages."""
+    return vocabulary(text)
 
 
 class Results:
@@ -189,12 +196,12 @@ def _chain_modes(conv: Conversation, run: Run, partner: Partner, frequency: Any)
 
 
 def ask_tools(session: Any, q: Question, conv: Conversation, run: Run,
-              asked: Any) -> tuple[str, int]:
+              asked: Any) -> tuple[tuple[str, ...], int]:
     """The memory session's request plus what its tools return for ``q``."""
     tools = session.engine.saved()[1]
     results = [str(tools[name].run(args)) for name, args in tool_queries(q, conv)
                if name in tools]
-    return ("\n".join([asked.context, *results]),
+    return ((*asked.context, *results),
             asked.tokens + sum(run.counter.count_text(r) for r in results))
 
 

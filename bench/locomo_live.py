@@ -232,15 +232,15 @@ def question_text(question: Question, seed: int) -> str:
 
 @dataclass(frozen=True)
 class Asked:
-    """What one question sent: the text the model was given besides the question, its
-    tokens, and the answer."""
+    """What one question sent: the texts the model was given besides the question (the
+    system prompt, each message, each tool result), its tokens, and the answer."""
 
-    context: str
+    context: tuple[str, ...]
     tokens: int
     answer: str
 
 
-def sent_context(request: ChatRequest) -> str:
+def sent_context(request: ChatRequest) -> list[str]:
     """Everything ``request`` gives the model but the question's own words: the system
     prompt, the messages, the context block of the last user message."""
     parts = [request.system]
@@ -250,7 +250,7 @@ def sent_context(request: ChatRequest) -> str:
             parts.append(split_block(m.content)[0])
         else:
             parts.append(m.content)
-    return "\n".join(parts)
+    return parts
 
 
 def tool_queries(question: Question, conv: Conversation) -> list[tuple[str, dict[str, object]]]:
@@ -276,7 +276,7 @@ def ask(session: Session, chat: Chat, text: str, counter: TokenCounter,
     requests = chat.partner.sent[before:]  # more than one when the model called tools
     tools = session.engine.saved()[1]
     results = [str(tools[name].run(args)) for name, args in calls if name in tools]
-    context = "\n".join([*(sent_context(r) for r in requests), *results])
+    context = (*(part for r in requests for part in sent_context(r)), *results)
     tokens = sum(chat.partner.size(r) for r in requests) + sum(
         counter.count_text(r) for r in results)
     return Asked(context, tokens, answer)
