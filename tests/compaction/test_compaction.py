@@ -507,3 +507,21 @@ def test_a_plain_statement_is_not_left_pending() -> None:
     summary = extractive_summary([said, asked], parent_summary=None, focus=None,
                                  max_words=200, fallback=True)
     assert summary.pending == ("Last request: Can you compare redis and memcached?",)
+
+
+def test_a_name_only_addressed_is_not_a_fact_carried_down_the_chain() -> None:
+    """"Glad you agree, Ana" names nobody it is about: such topics are plain (dropped first,
+    never carried to the next summary as facts), while a topic naming someone is carried."""
+    parent = Summary("Initial session.", ("Glad you agree, Ana", "Thanks Bo, that helps",
+                                          "Wow, Ana, well done", "Priya owns the load test"),
+                     (), ())
+    summary = extractive_summary([turn(1, "How do we page through the results?")],
+                                 parent_summary=parent, focus=None, max_words=500,
+                                 fallback=False)
+    assert "Priya owns the load test" in summary.topics
+    assert not {"Glad you agree, Ana", "Thanks Bo, that helps",
+                "Wow, Ana, well done"} & set(summary.topics)
+    # the name a sentence is about still counts when it also addresses someone
+    child = extractive_summary([turn(1, "Thanks Ana. We moved the billing API to Go, Bo.")],
+                               parent_summary=None, focus=None, max_words=500, fallback=False)
+    assert any("Go" in t for t in child.topics)

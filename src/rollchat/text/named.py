@@ -195,6 +195,25 @@ def mid_sentence_names(sentences: list[str]) -> frozenset[str]:
     return frozenset(n.lower() for s in sentences for n in names(s))
 
 
+# A name the sentence only addresses (a vocative) says nothing about what it is about: after
+# the interjection that opens it ("Thanks Ana, that works", "Hey, Bo!") or set off by a comma
+# before its end or another comma ("That works, Ana.", "Wow, Bo, well done").
+_INTERJECTION = (r"(?i:hey|hi|hello|hiya|thanks|thank you|thx|wow|whoa|yeah|yes|yep|oh|ah|"
+                 r"aw+|ok|okay|sure|great|cool|nice|congrats|congratulations|sorry|dear|haha|"
+                 r"lol|well|good morning|morning|evening|bye|goodbye|cheers)")
+_VOCATIVE = re.compile(rf"^\W*{_INTERJECTION}\b[\s,!.]*(?P<lead>[A-Z][\w'’-]*)(?![\w'’-])|"
+                       r",\s*(?P<tail>[A-Z][\w'’-]*)\s*(?:[.!?,;:)]|$)")
+
+
+def addressed(sentence: str) -> frozenset[str]:
+    """The names ``sentence`` only addresses (see _VOCATIVE)."""
+    return frozenset(m["lead"] or m["tail"] for m in _VOCATIVE.finditer(sentence))
+
+
 def has_named(text: str) -> bool:
-    """Whether ``text`` holds a name, a number with its unit, a path or an identifier."""
-    return bool(names(text) or numbers(text) or artifacts(text))
+    """Whether ``text`` holds a name (not only one it addresses: "Thanks, Ana"), a number with
+    its unit, a path or an identifier."""
+    if numbers(text) or artifacts(text):
+        return True
+    found = names(text)
+    return bool(found) and bool(set(found) - addressed(text))
