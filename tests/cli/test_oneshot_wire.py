@@ -159,6 +159,8 @@ def test_the_summary_is_local_unless_configured(openai_server: WireServer, tmp_p
     argv, env = command(openai_server, tmp_path, "-p", "q", "--output-format", "json")
     config = tmp_path / "rollchat.yml"
     config.write_text(config.read_text(encoding="utf-8") + setting, encoding="utf-8")
+    # (the user's own file, named: one_shot: model from an untrusted project file is ignored)
+    argv += ["--config", str(config)]
     done = subprocess.run(argv, cwd=str(tmp_path), stdin=subprocess.DEVNULL, text=True,
                           capture_output=True, timeout=60, env=env)
     assert done.returncode == 0, done.stderr

@@ -41,6 +41,7 @@ from rollchat.config.settings import (
     EXIT_SUMMARIES,
     HANDOFF_STRATEGIES,
     MAX_INSTRUCTION_BYTES,
+    OFFLINE_WORD_DELAY,
     ONE_SHOT_SUMMARIES,
     AgentConfig,
     Config,
@@ -54,7 +55,7 @@ from rollchat.config.settings import (
     ToolsConfig,
     UIConfig,
 )
-from rollchat.config.trust import MODEL_SIZES, TRUSTED_ONLY, TrustCheck, confine, notice
+from rollchat.config.trust import TRUSTED_ONLY, TrustCheck, confine, confine_model, notice
 from rollchat.config.yamlfile import compose, read_text
 from rollchat.errors import ConfigError
 from rollchat.models.prices import Price
@@ -240,7 +241,10 @@ def _section(doc: Doc, name: str, node: yaml.Node, cls: type[Any],
     values, nodes = doc.fields(node, name, specs, entries=entries)
     if isinstance(values.get("files"), tuple):
         _check_names(doc, nodes["files"], f"{name}.files", values["files"])
-    confine(values, name, doc.base_dir, doc.untrusted, doc.ignored, cls())
+    # (the offline model's word delay defaults to None, chosen at run time: an untrusted file
+    # may set at most the delay a terminal gets)
+    bounds = UIConfig(offline_word_delay=OFFLINE_WORD_DELAY) if cls is UIConfig else cls()
+    confine(values, name, doc.base_dir, doc.untrusted, doc.ignored, bounds)
     for path_key in ("history_file", "user_dir", *(("dir",) if cls is MemoryConfig else ())):
         if values.get(path_key) is not None:
             values[path_key] = resolve_path(doc.base_dir, values[path_key])
@@ -276,9 +280,7 @@ def _models(doc: Doc, node: yaml.Node) -> dict[str, ModelConfig]:
             values["price"] = _price(doc, entries["price"][1], f"{dotted}.price")
         if not values:
             raise doc.error(vnode, dotted, "set context_window, price, images or store")
-        for size in MODEL_SIZES if doc.untrusted is not None else ():
-            if values.pop(size, None) is not None:
-                doc.ignored.append(f"{dotted}.{size}")
+        confine_model(values, dotted, doc.untrusted, doc.ignored)
         models[name] = ModelConfig(**values)
     return models
 

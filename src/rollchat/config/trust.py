@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rollchat.errors import ConfigError
+from rollchat.providers.names import AUTO, OFFLINE
 
 TRUST_FILE = "trusted.json"
 TRUST_COMMAND = "rollchat trust"
@@ -28,11 +29,12 @@ TRUSTED_ONLY = ("instructions.files", "instructions.max_bytes", "memory.dir", "m
 # Limits an untrusted file may tighten (at most the default) but never loosen: more output,
 # more rounds, more retries, longer waits, larger requests (a higher compaction threshold, a
 # longer kept tail) and compactions the user did not ask for (compact_every_turns: 0 is off)
-# cost money and time the user did not choose.
+# cost money and time the user did not choose; a slower offline model (offline_word_delay, at
+# most a terminal's delay) only wastes it.
 LIMITS = ("max_output_tokens", "max_tool_rounds", "max_retries", "base_delay", "max_delay",
           "request_timeout", "max_words", "timeout_seconds", "max_tokens", "last_n",
           "max_share", "extract_timeout_seconds", "compact_threshold", "keep_recent_turns",
-          "compact_every_turns")
+          "compact_every_turns", "offline_word_delay")
 # Margins: larger is safer (compaction comes earlier), so an untrusted file may raise one (up to
 # its cap) but never lower it below the default.
 MARGINS = ("safety_margin_tokens",)
@@ -43,6 +45,21 @@ MARGINS = ("safety_margin_tokens",)
 # off (a budget or "on" spends output tokens the user did not choose).
 SIZES: dict[str, tuple[object, ...]] = {"concurrency": (1,), "max_result_tokens": (),
                                         "thinking": ("off",)}
+# Settings that choose who reads the conversation or what it costs, by their name: taken from
+# an untrusted file only with one of these values (nothing sent elsewhere, no call or cost
+# added). provider/model (agents.*, summary.*): the conversation sent with the user's keys to
+# another provider or a dearer model; summary.on_exit/one_shot "model": a summary call the user
+# did not choose; session.history "relevant": prompt caching off, every request paid in full.
+SAFE_ONLY: dict[str, tuple[object, ...]] = {
+    "provider": (None, AUTO, OFFLINE), "model": (None,), "on_exit": ("auto", "local", "skip"),
+    "one_shot": ("local",), "history": ("all",)}
+# A time whose default is the safe side from below: memory.idle_seconds lower than its
+# default is a fact-extraction call at every pause; 0 (never) or a longer wait is taken.
+OFF_OR_LONGER = ("idle_seconds",)
+# By their key in a ``models.<name>`` entry: ``store: true`` has OpenAI keep the conversation on
+# its servers, and a ``price`` changes the costs the user is shown. Never untrusted (store:
+# false, the default, is taken).
+MODEL_TRUSTED_ONLY = ("price",)
 # Sizes by their key in a ``models.<name>`` entry: a window set lower multiplies compactions
 # (summary calls), a higher one sends requests past the model's own. Never untrusted.
 MODEL_SIZES = ("context_window",)
@@ -90,6 +107,13 @@ def confine(values: MutableMapping[str, Any], dotted: str, base_dir: Path,
         elif name in SIZES:
             if value is None or value in SIZES[name]:
                 continue
+        elif name in SAFE_ONLY:
+            if value in SAFE_ONLY[name]:
+                continue
+        elif name in OFF_OR_LONGER:
+            default = getattr(defaults, name, None)
+            if value == 0 or (default is not None and value >= default):
+                continue
         elif name in PATH_SETTINGS and name not in KEY_SETTINGS:
             if value is None or _inside(value if value.is_absolute() else base_dir / value,
                                         untrusted.project_dir):
@@ -98,6 +122,18 @@ def confine(values: MutableMapping[str, Any], dotted: str, base_dir: Path,
             continue
         del values[name]
         ignored.append(key)
+
+
+def confine_model(values: MutableMapping[str, Any], dotted: str, untrusted: Untrusted | None,
+                  ignored: list[str]) -> None:
+    """The same for one ``models.<name>`` entry: its sizes and price never untrusted, ``store``
+    only when false."""
+    if untrusted is None:
+        return
+    for name in (*MODEL_SIZES, *MODEL_TRUSTED_ONLY, "store"):
+        if values.get(name) is not None and (name != "store" or values[name]):
+            del values[name]
+            ignored.append(f"{dotted}.{name}")
 
 
 def notice(display: str, untrusted: Untrusted, ignored: list[str]) -> str | None:
@@ -121,6 +157,14 @@ def notice(display: str, untrusted: Untrusted, ignored: list[str]) -> str | None
         risks.append("lower a safety margin")
     if names & {*SIZES, *MODEL_SIZES}:
         risks.append("size requests")
+    if names & {"provider", "model"}:
+        risks.append("send your conversation to another provider or model")
+    if "store" in names:
+        risks.append("have the provider keep your conversation")
+    if names & {"on_exit", "one_shot", "history", *OFF_OR_LONGER}:
+        risks.append("add model calls or turn off prompt caching")
+    if "price" in names:
+        risks.append("change the costs you are shown")
     if any(n.startswith("mcp_servers") for n in names):
         risks.append("start MCP servers")
     if "hooks" in names:
