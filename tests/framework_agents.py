@@ -3,7 +3,7 @@ clients pointed at the local OpenAI wire server (WIRE_URL), run through the CLI 
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -238,3 +238,16 @@ def run_request(user: str, history: tuple[Message, ...] = (), refuse: str | None
         return refuse
 
     return RunRequest("Project rule: be brief.", history, Message("user", user), approve)
+
+
+def require_adk() -> None:
+    """Skip unless google-adk and litellm are installed (they are not in the frameworks extra).
+
+    `find_spec("google.adk")` raises rather than answers None when no `google` package exists."""
+    for name in ("google.adk", "litellm"):
+        try:
+            found = importlib.util.find_spec(name)
+        except ModuleNotFoundError:
+            found = None
+        if found is None:
+            pytest.skip("google-adk and litellm are not installed (pip install google-adk litellm)")

@@ -6,7 +6,6 @@ turn, Ctrl-C stopping the run, and the agent's model as a plain call (summaries)
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 from rollchat.domain import Message, ToolCall
 from rollchat.engine.runner import RunRequest, ToolCalled, ToolReturned
 from rollchat.providers.base import ChatRequest, TextDelta, ThinkingDelta, UsageEvent
+from tests.framework_agents import require_adk
 from tests.wire_servers import WireServer, held, openai_server, text, tool, tools
 
 __all__ = ["openai_server"]
@@ -23,8 +23,7 @@ __all__ = ["openai_server"]
 
 @pytest.fixture
 def adapter(monkeypatch: pytest.MonkeyPatch) -> Any:
-    if not all(importlib.util.find_spec(m) for m in ("google.adk", "litellm")):
-        pytest.skip("google-adk and litellm are not installed (pip install google-adk litellm)")
+    require_adk()
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no fetch from the internet
     from rollchat.agents.frameworks import adk
     return adk

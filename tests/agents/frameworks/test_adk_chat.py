@@ -6,7 +6,6 @@ Ctrl-C keeping the partial answer."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from tests.framework_agents import (
     SMALL_WINDOW,
     calls_and_results,
     chat,
+    require_adk,
     sessions,
     tool_messages,
     turns,
@@ -47,8 +47,7 @@ SUMMARY = (f"{SUMMARY_START}\n**Background Context:** Initial session.\n\n"
 
 @pytest.fixture(autouse=True)
 def adk_installed() -> None:
-    if not all(importlib.util.find_spec(m) for m in ("google.adk", "litellm")):
-        pytest.skip("google-adk and litellm are not installed (pip install google-adk litellm)")
+    require_adk()
 
 
 def asks_summary(body: dict[str, Any]) -> bool:
