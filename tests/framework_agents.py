@@ -14,9 +14,9 @@ import pytest
 
 from rollchat.domain import Message, ToolCall, ToolResult, ToolUse, Turn
 from rollchat.engine.runner import RunRequest
-from rollchat.storage.transcript import parse
+from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse
 from tests.e2e import clean_env, run_piped, write_config
-from tests.wire_servers import WireServer
+from tests.wire_servers import Reply, WireServer, last_user_text, text
 
 STRANDS_AGENT = '''
 import os
@@ -251,3 +251,20 @@ def require_adk() -> None:
             found = None
         if found is None:
             pytest.skip("google-adk and litellm are not installed (pip install google-adk litellm)")
+
+
+SUMMARY = (f"{SUMMARY_START}\n**Background Context:** Initial session.\n\n"
+           "**Current Session Summary:**\n**Topics Discussed:**\n- the zanzibar ferry\n\n"
+           "**Decisions Made:**\n- take the morning boat\n\n**Pending:**\n- buy tickets\n"
+           f"{SUMMARY_END}")
+
+
+def asks_summary(body: dict[str, Any]) -> bool:
+    """A summary request: the chat's prefix with an instruction, or the separate request."""
+    said = last_user_text(body)
+    return "<summary-request>" in said or said.startswith("Summarize the session")
+
+
+def summarizing(body: dict[str, Any]) -> Reply:
+    """The model: the summary above when asked for one, else an echo of the user's words."""
+    return text(SUMMARY) if asks_summary(body) else text(f"echo: {last_user_text(body)[:40]}")

@@ -4,8 +4,9 @@ pointed at the local wire server, run by rollchat as their developers run them: 
 agent.py``. For Strands and the SDK: a tool turn recorded as rollchat's blocks, a call refused
 through rollchat's approval (Strands' cancel_tool; the SDK's needs_approval interruption
 rejected) and Ctrl-C keeping the partial answer (Pydantic AI's and LangGraph's are in
-frameworks/); for all four: an automatic compaction (the budget from the model's
-``context_window``) summarized through the agent's own model, and a resume in a new process."""
+frameworks/); for all of them and Google ADK (its LiteLlm, where installed): an automatic
+compaction (the budget from the model's ``context_window``) summarized through the agent's own
+model, and a resume in a new process."""
 
 from __future__ import annotations
 
@@ -16,21 +17,23 @@ import pexpect
 import pytest
 
 from rollchat.domain import Text
-from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START
 from tests.e2e import PROMPT, clean_env, exit_chat, spawn
 from tests.framework_agents import (
+    ADK_AGENT,
     LANGGRAPH_AGENT,
     OPENAI_AGENT,
     PYDANTIC_AI_AGENT,
     SMALL_WINDOW,
     STRANDS_AGENT,
+    asks_summary,
     calls_and_results,
     chat,
     sessions,
+    summarizing,
     tool_messages,
     turns,
 )
-from tests.wire_servers import Reply, WireServer, held, last_user_text, openai_server, text, tool
+from tests.wire_servers import WireServer, held, last_user_text, openai_server, text, tool
 
 __all__ = ["openai_server"]
 
@@ -39,22 +42,10 @@ FRAMEWORKS = [pytest.param(STRANDS_AGENT, "strands", id="strands"),
 each = pytest.mark.parametrize(("source", "module"), FRAMEWORKS)
 every = pytest.mark.parametrize(("source", "module"), [
     *FRAMEWORKS, pytest.param(PYDANTIC_AI_AGENT, "pydantic_ai", id="pydantic-ai"),
-    pytest.param(LANGGRAPH_AGENT, "langchain.agents", id="langgraph")])
-
-SUMMARY = (f"{SUMMARY_START}\n**Background Context:** Initial session.\n\n"
-           "**Current Session Summary:**\n**Topics Discussed:**\n- the zanzibar ferry\n\n"
-           "**Decisions Made:**\n- take the morning boat\n\n**Pending:**\n- buy tickets\n"
-           f"{SUMMARY_END}")
+    pytest.param(LANGGRAPH_AGENT, "langchain.agents", id="langgraph"),
+    pytest.param(ADK_AGENT, "google.adk.models.lite_llm", id="adk")])
 
 
-def asks_summary(body: dict[str, Any]) -> bool:
-    """A summary request: the chat's prefix with an instruction, or the separate request."""
-    said = last_user_text(body)
-    return "<summary-request>" in said or said.startswith("Summarize the session")
-
-
-def summarizing(body: dict[str, Any]) -> Reply:
-    return text(SUMMARY) if asks_summary(body) else text(f"echo: {last_user_text(body)[:40]}")
 
 
 @each
@@ -115,6 +106,7 @@ def test_compaction_through_the_agents_model_and_resume_in_a_new_process(
         assert again.returncode == 0, again.stderr
         chats = [b for b in server.bodies[before:] if last_user_text(b) == "what was pending?"]
         assert chats, again.stdout
+        assert chats[-1].get("tools")  # the framework's run, not the plain call
         history = str(chats[-1]["messages"])
         assert "buy tickets" in history  # the framework got the restored summary
 

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from rollchat.domain import Text
-from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse
+from rollchat.storage.transcript import parse
 from tests.e2e import PROMPT, clean_env, exit_chat, run_piped, spawn
 from tests.framework_agents import (
     ADK_AGENT,
-    SMALL_WINDOW,
     calls_and_results,
     chat,
     require_adk,
@@ -26,12 +24,9 @@ from tests.framework_agents import (
     turns,
 )
 from tests.wire_servers import (
-    OpenAIDialect,
-    Reply,
     WireServer,
     error,
     held,
-    last_user_text,
     openai_server,
     text,
     tool,
@@ -39,24 +34,12 @@ from tests.wire_servers import (
 
 __all__ = ["openai_server"]
 
-SUMMARY = (f"{SUMMARY_START}\n**Background Context:** Initial session.\n\n"
-           "**Current Session Summary:**\n**Topics Discussed:**\n- the zanzibar ferry\n\n"
-           "**Decisions Made:**\n- take the morning boat\n\n**Pending:**\n- buy tickets\n"
-           f"{SUMMARY_END}")
 
 
 @pytest.fixture(autouse=True)
 def adk_installed() -> None:
     require_adk()
 
-
-def asks_summary(body: dict[str, Any]) -> bool:
-    said = last_user_text(body)
-    return "<summary-request>" in said or said.startswith("Summarize the session")
-
-
-def summarizing(body: dict[str, Any]) -> Reply:
-    return text(SUMMARY) if asks_summary(body) else text(f"echo: {last_user_text(body)[:40]}")
 
 
 def test_a_tool_turn_is_recorded_as_rollchats_blocks(openai_server: WireServer,
@@ -102,30 +85,6 @@ def test_a_refused_call_reaches_the_model_as_adks_refusal(openai_server: WireSer
     [turn] = turns(sessions(tmp_path)[0])
     _, [result] = calls_and_results(turn)
     assert result.is_error and result.content == refusal["error"]
-
-
-def test_compaction_through_the_agents_model_and_resume_in_a_new_process(
-        tmp_path: Path) -> None:
-    with WireServer(OpenAIDialect(), responder=summarizing, counting=True) as server:
-        long = " ".join(["the zanzibar ferry leaves early"] * 60)
-        done = chat(tmp_path, server, ADK_AGENT, f"{long}\n{long}\n{long}\n",
-                    config=SMALL_WINDOW)
-        assert done.returncode == 0, done.stderr
-        asked = [b for b in server.bodies if asks_summary(b)]
-        assert asked, "the summary was not asked of the agent's model"
-        assert not asked[0].get("tools")  # a plain call, no tools
-        files = sessions(tmp_path)
-        assert len(files) >= 2, done.stdout[-1500:]
-        assert "take the morning boat" in files[0].read_text(encoding="utf-8")
-        before = len(server.bodies)
-        again = chat(tmp_path, server, ADK_AGENT, "what was pending?\n", "-c",
-                     config=SMALL_WINDOW)
-        assert again.returncode == 0, again.stderr
-        chats = [b for b in server.bodies[before:] if last_user_text(b) == "what was pending?"]
-        assert chats, again.stdout
-        assert chats[-1].get("tools")  # the framework's run, not the plain call
-        history = str(chats[-1]["messages"])
-        assert "buy tickets" in history  # ADK got the restored summary
 
 
 def test_ctrl_c_stops_the_run_and_keeps_the_partial_answer(openai_server: WireServer,
