@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from rollchat.config.load import load_config, trust_file
+from rollchat.config.load import trust_file
 from rollchat.config.settings import Config
+from tests.config.untrusted import load_in, project_with
 from tests.e2e import clean_env, run_piped
 from tests.wire_servers import OpenAIDialect, WireServer
 
@@ -50,26 +51,17 @@ RULES = [
 ]
 
 
-def _repo(tmp_path: Path, text: str) -> Path:
-    repo = tmp_path / "repo"
-    repo.mkdir(exist_ok=True)
-    (repo / "rollchat.yml").write_text(text, encoding="utf-8")
-    return repo
-
-
-def _load(repo: Path, user_dir: Path) -> Config:
-    return load_config(config_path=None, env={}, cwd=repo, user_config_dir=user_dir)
 
 
 @pytest.mark.parametrize(("text", "key"), RULES, ids=[key for _, key in RULES])
 def test_each_choice_is_refused_untrusted(tmp_path: Path, text: str, key: str) -> None:
-    config = _load(_repo(tmp_path, text + "\n"), tmp_path / "u")
+    config = load_in(project_with(tmp_path, text + "\n"), tmp_path / "u")
     assert config.ignored_settings == (key,)
     assert config.trust_notice is not None and key in config.trust_notice
 
 
 def test_an_untrusted_file_cannot_choose_who_reads_or_what_it_costs(tmp_path: Path) -> None:
-    config = _load(_repo(tmp_path, CHOSEN), tmp_path / "u")
+    config = load_in(project_with(tmp_path, CHOSEN), tmp_path / "u")
     assert set(config.ignored_settings) == REFUSED
     default = Config()
     agent = config.agents["bot"]
@@ -90,7 +82,7 @@ def test_an_untrusted_file_cannot_choose_who_reads_or_what_it_costs(tmp_path: Pa
 
 
 def test_an_untrusted_file_may_choose_the_safe_side(tmp_path: Path) -> None:
-    config = _load(_repo(tmp_path, (
+    config = load_in(project_with(tmp_path, (
         "agents: {assistant: {provider: offline, model: null}, other: {provider: auto}}\n"
         "summary: {provider: offline, on_exit: skip, one_shot: local}\n"
         "models: {m: {store: false}}\n"
@@ -102,17 +94,17 @@ def test_an_untrusted_file_may_choose_the_safe_side(tmp_path: Path) -> None:
     assert config.summary.on_exit == "skip" and config.memory.idle_seconds == 0
     assert config.ui.offline_word_delay == 0
     for idle, on_exit in ((3600, "local"), (300, "auto")):  # a longer wait is taken too
-        config = _load(_repo(tmp_path, f"memory: {{idle_seconds: {idle}}}\n"
+        config = load_in(project_with(tmp_path, f"memory: {{idle_seconds: {idle}}}\n"
                                        f"summary: {{on_exit: {on_exit}}}\n"), tmp_path / "u")
         assert config.ignored_settings == () and config.memory.idle_seconds == idle
 
 
 def test_once_trusted_every_choice_applies(tmp_path: Path) -> None:
-    repo = _repo(tmp_path, CHOSEN)
+    repo = project_with(tmp_path, CHOSEN)
     user_dir = tmp_path / "u"
     said = trust_file(repo / "rollchat.yml", cwd=repo, user_config_dir=user_dir)
     assert all(key in said for key in REFUSED)
-    config = _load(repo, user_dir)
+    config = load_in(repo, user_dir)
     assert config.ignored_settings == () and config.trust_notice is None
     agent = config.agents["bot"]
     assert (agent.provider, agent.model) == ("openai", "pricey-model")
@@ -126,7 +118,7 @@ def test_once_trusted_every_choice_applies(tmp_path: Path) -> None:
 def test_a_chat_in_an_untrusted_repo_keeps_the_users_model(tmp_path: Path) -> None:
     """The user's view: their key and server, the provider's default model (never the
     project's dearer one, for the chat or its exit summary), one line naming the settings."""
-    repo = _repo(tmp_path, (
+    repo = project_with(tmp_path, (
         "agents: {assistant: {model: pricey-model}}\n"
         "summary: {model: pricey-summary, on_exit: model}\n"))
     with WireServer(OpenAIDialect()) as server:

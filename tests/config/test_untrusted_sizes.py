@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rollchat.config.load import load_config, trust_file
+from rollchat.config.load import trust_file
 from rollchat.config.settings import Config
+from tests.config.untrusted import load_in, project_with
 from tests.e2e import clean_env, run_piped
 
 LOOSE = (
@@ -27,19 +28,10 @@ LOOSENED = {
 }
 
 
-def _repo(tmp_path: Path, text: str) -> Path:
-    repo = tmp_path / "repo"
-    repo.mkdir(exist_ok=True)
-    (repo / "rollchat.yml").write_text(text, encoding="utf-8")
-    return repo
-
-
-def _load(repo: Path, user_dir: Path) -> Config:
-    return load_config(config_path=None, env={}, cwd=repo, user_config_dir=user_dir)
 
 
 def test_an_untrusted_file_cannot_loosen_a_size(tmp_path: Path) -> None:
-    config = _load(_repo(tmp_path, LOOSE), tmp_path / "u")
+    config = load_in(project_with(tmp_path, LOOSE), tmp_path / "u")
     assert set(config.ignored_settings) == LOOSENED
     default = Config()
     assert config.models["offline"].context_window is None
@@ -57,7 +49,7 @@ def test_an_untrusted_file_cannot_loosen_a_size(tmp_path: Path) -> None:
 
 
 def test_an_untrusted_file_may_tighten_a_size_and_raise_the_margin(tmp_path: Path) -> None:
-    config = _load(_repo(tmp_path, (
+    config = load_in(project_with(tmp_path, (
         "session: {compact_threshold: 0.5, keep_recent_turns: 1, compact_every_turns: 0,\n"
         "          safety_margin_tokens: 50000}\n"
         "agents: {assistant: {concurrency: 1, thinking: off}}\n"
@@ -69,11 +61,11 @@ def test_an_untrusted_file_may_tighten_a_size_and_raise_the_margin(tmp_path: Pat
 
 
 def test_once_trusted_every_size_applies(tmp_path: Path) -> None:
-    repo = _repo(tmp_path, LOOSE)
+    repo = project_with(tmp_path, LOOSE)
     user_dir = tmp_path / "u"
     said = trust_file(repo / "rollchat.yml", cwd=repo, user_config_dir=user_dir)
     assert all(key in said for key in LOOSENED)  # "Trusted rollchat.yml: ... now apply"
-    config = _load(repo, user_dir)
+    config = load_in(repo, user_dir)
     assert config.ignored_settings == () and config.trust_notice is None
     assert config.models["offline"].context_window == 2048
     assert config.models["big"].context_window == 5000000
@@ -86,7 +78,7 @@ def test_once_trusted_every_size_applies(tmp_path: Path) -> None:
 def test_a_chat_in_an_untrusted_repo_names_the_refused_window_once(tmp_path: Path) -> None:
     """The user's view: one line naming the setting and `rollchat trust`, and the chat keeps
     the model's own window (a 2,048-token window would compact at almost every message)."""
-    repo = _repo(tmp_path, "models: {offline: {context_window: 2048}}\n")
+    repo = project_with(tmp_path, "models: {offline: {context_window: 2048}}\n")
     done = run_piped(repo, "hello\ncontext\nexit\n", "--provider", "offline",
                      env=clean_env(tmp_path / "home"))
     assert done.returncode == 0, done.stderr
