@@ -7,6 +7,7 @@ or SIGKILL during a long tool loop then loses no completed call, and resume pars
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
+from datetime import datetime
 from typing import TypeVar
 
 from rollchat.domain import Block, Turn
@@ -21,11 +22,11 @@ Blocks = Callable[[], Sequence[Block]]
 
 def checkpointed(flow: Generator[Event, None, T], write: Write, blocks: Blocks, number: int,
                  user: str, context: str = "", block: str = "",
-                 ) -> Generator[Event, None, T]:
+                 clock: Callable[[], datetime] = now) -> Generator[Event, None, T]:
     """``flow`` (the engine's call for ``user``'s message, query ``number``), unchanged for
     its caller (events, Ctrl-C thrown in, its result), with the turn so far (``blocks``: the
     engine's record of it, in order) given to ``write`` after each tool call ends."""
-    started = now()
+    started = clock()
     try:
         event = next(flow)
         while True:

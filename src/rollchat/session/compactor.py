@@ -45,7 +45,6 @@ from rollchat.session.state import (
     Parent,
     SessionState,
     carried_turns,
-    now,
     restoration_prompt,
     restored_context,
     saved_title,
@@ -330,7 +329,7 @@ class Compactor:
         # anything was saved names the session that takes its place
         title = parent.title or (state.title if state.live is None else None)
         state.close()
-        child = SessionState(started=now(), resumed_from=parent.session_id,
+        child = SessionState(started=self.engine.settings.clock(), resumed_from=parent.session_id,
                              previous_session=parent.file_name, parent_summary=parent.summary,
                              forked=parent.forked, chain=chain, title=title,
                              cache_key=parent.cache_key or state.cache_key)

@@ -38,7 +38,6 @@ from rollchat.session.state import (
     SessionState,
     UndoPoint,
     failure_hint,
-    now,
     session_title,
     tools_too_big,
     unusable,
@@ -101,7 +100,11 @@ class Session:
         model = engine_settings.model
         self.config, self.agent, self.store = config, agent, store
         self.provider_name, self.confirm, self.forking = provider_name, confirm, forking
-        self.state, self.finished = SessionState(started=now(), save_failed=save_failed), False
+        # one owner of "now" for the session: the engine's clock dates its turns, so it also
+        # dates the session's start (the file header, the restoration a child gets)
+        self.clock = engine_settings.clock
+        self.state = SessionState(started=self.clock(), save_failed=save_failed)
+        self.finished = False
         self.recorded = 0  # user messages recorded: a front end can check one was kept
         self.undo_point: UndoPoint | None = None  # what the last compact replaced
         self.server_down: ServerDownError | None = None  # the last answer found none listening
@@ -339,12 +342,12 @@ class Session:
         prompt's command the user typed (``text`` is its prompt), kept beside it."""
         text = clean(text)
         sent, note = (text, "") if handed is None else (handed.wrap(text), handed.note)
-        asked = Turn("query", self.state.queries + 1, now(), text, (), status="interrupted",
+        asked = Turn("query", self.state.queries + 1, self.clock(), text, (), status="interrupted",
                      context=note, attached=attached, typed=typed)  # on disk as hooks run
         refused = yield from self.hooks.prompt(self.state, text,
                                                lambda: self.ensure_file(asked))
         if refused is not None:  # a UserPromptSubmit hook: kept in the transcript, not sent
-            yield from self._record(Turn("query", 0, now(), text, (), status="unanswered",
+            yield from self._record(Turn("query", 0, self.clock(), text, (), status="unanswered",
                                          error=refused, context=note, attached=attached,
                                          typed=typed),
                                     failure_hint(None, False))
@@ -361,7 +364,7 @@ class Session:
         if error is not None:  # the tools' specs alone may be what does not fit
             tools = self.counter.count_messages("", [], list(self.engine.offered()))
             error = tools_too_big(error, tools, policy.too_big(size - tools, self.budget, ""))
-            turn = Turn("query", 0, now(), text, (), status="unanswered", error=error,
+            turn = Turn("query", 0, self.clock(), text, (), status="unanswered", error=error,
                         context=note, attached=attached, typed=typed)
             yield from self._record(turn, failure_hint(None, True, tools=error))
             return
@@ -373,7 +376,8 @@ class Session:
         # taught; a refusal for a context too long answered again after a compaction
         flow = self.engine.chat(sent, block, attached)
         flow = checkpointed(flow, lambda so_far: self._write_pending(replace(so_far, typed=typed)),
-                            self.engine.turn_so_far, self.state.queries + 1, text, note, block)
+                            self.engine.turn_so_far, self.state.queries + 1, text, note, block,
+                            clock=self.clock)
         answer: Answer = yield from cut_off(self.windows, self.engine, flow)
         if answer.turn.status == "unanswered" and isinstance(answer.error, ContextTooLongError):
             answer = yield from after_refusal(self.compactor, self.state, answer, pending,
@@ -426,8 +430,8 @@ class Session:
 
     def unsent(self, text: str) -> Flow:
         """Keep a message the chat ended before sending (a signal right after Enter)."""
-        yield from self._record(Turn("query", 0, now(), clean(text), (), status="interrupted"),
-                                None)
+        yield from self._record(
+            Turn("query", 0, self.clock(), clean(text), (), status="interrupted"), None)
 
     def record_entry(self, turn: Turn) -> Flow:
         """Keep an entry that is not a query (a handoff to another agent) in the transcript."""

@@ -106,7 +106,7 @@ def clear(compactor: Compactor, state: SessionState) -> Generator[Event, None, S
         yield saved_notice(state, compactor.around.store)
     state.close()
     compactor.reset()
-    return SessionState(started=now())
+    return SessionState(started=compactor.engine.settings.clock())
 
 
 # ---------------------------------------------------------------------- the restored summary
