@@ -311,3 +311,25 @@ def test_a_forked_child_neither_shares_nor_drops_its_parents_locks(tmp_path: Pat
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+
+
+def test_a_release_inside_the_registry_lock_does_not_deadlock(tmp_path: Path) -> None:
+    """A SessionFile's weakref finalizer releases its session's lock; the garbage collector may
+    run it on a thread that is inside the registry lock (making a FileLock allocates). CI hung
+    there until pytest-timeout's alarm broke in (a plain Lock taken twice by one thread)."""
+    import threading
+
+    from rollchat.storage import locks as locks_module
+
+    locks = locks_module.SessionLocks(tmp_path)
+    assert locks.acquire("s1")
+
+    def finalizer_inside_the_lock() -> None:
+        with locks_module._registry_lock:  # as when the collector runs inside _lock
+            locks.release("s1")
+
+    worker = threading.Thread(target=finalizer_inside_the_lock, daemon=True)
+    worker.start()
+    worker.join(timeout=20)
+    assert not worker.is_alive(), "release deadlocked inside the registry lock"
+    assert not locks.held_elsewhere("s1")

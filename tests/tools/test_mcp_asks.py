@@ -95,3 +95,30 @@ def test_typed_values_are_read_as_the_schema_wants() -> None:
         read_value(Field("n", "N", "integer"), "4.5")
     with pytest.raises(ValueError, match="choose one of a, b"):
         read_value(Field("c", "C", "string", choices=(("a", "A"), ("b", "B"))), "z")
+
+
+def test_a_server_that_asks_at_once_is_answered(servers, openai_server: WireServer,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server may ask before the chat's thread starts waiting for the call's result: the
+    call counts as running from before it is sent (CI once saw the quick server refused)."""
+    import time
+
+    from rollchat.tools.mcp import McpServers
+
+    waited = McpServers._wait
+
+    def late_wait(self: Any, future: Any, *args: Any) -> Any:
+        # the chat's thread is slow to start waiting: the server's question comes first
+        end = time.monotonic() + 30
+        while self._asks._queue.empty() and not future.done() and time.monotonic() < end:
+            time.sleep(0.01)
+        return waited(self, future, *args)
+
+    monkeypatch.setattr(McpServers, "_wait", late_wait)
+    openai_server.push(text("Paris."))
+    sampler = chat_sampler(OpenAIProvider("gpt-4o", api_key="k", base_url=openai_server.url,
+                                          timeout=10), "gpt-4o")
+    source = start(servers, everything_stdio(), asker=User(approve=True), sampler=sampler)
+    tools, _ = source.collect(wait=True)
+    result = tools["mcp__everything__trigger-sampling-request"].run({"prompt": "capital?"})
+    assert "Paris." in str(result)

@@ -26,7 +26,9 @@ LOCK_DIR = ".locks"
 BRIEF_WAIT = 2.0
 
 _registry: dict[str, BaseFileLock] = {}  # one lock object per lock file, for the process
-_registry_lock = threading.Lock()
+# reentrant: a SessionFile's weakref finalizer releases its lock, and the collector may run it
+# on a thread that is inside this very lock (allocating a FileLock): a plain Lock deadlocks
+_registry_lock = threading.RLock()
 _inherited: list[BaseFileLock] = []  # a forked child's copies: kept, never used or released
 
 
@@ -36,7 +38,7 @@ def _forked() -> None:
     global _registry_lock
     _inherited.extend(_registry.values())
     _registry.clear()
-    _registry_lock = threading.Lock()
+    _registry_lock = threading.RLock()
 
 
 if hasattr(os, "register_at_fork"):

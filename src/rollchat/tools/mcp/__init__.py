@@ -392,27 +392,29 @@ class McpServers:
         if loop is None or self._closed:
             coroutine.close()
             raise McpToolError("the MCP servers are stopped")
-        future: Future[T] = asyncio.run_coroutine_threadsafe(coroutine, loop)
-        try:
-            return self._wait(future, timeout, what.partition(" ")[0], reports)
-        except FutureTimeout:
-            future.cancel()
-            raise McpToolError(f"{what} timed out after {timeout:g} s") from None
-        except BaseException as exc:
-            future.cancel()  # a Ctrl-C (KeyboardInterrupt) stops the call too
-            if isinstance(exc, (McpToolError, KeyboardInterrupt)):
+        # a server may ask (sampling, elicitation) as soon as the call reaches it: the call
+        # counts as running before it is sent, or a quick server's question is refused
+        with self._asks.during_call():
+            future: Future[T] = asyncio.run_coroutine_threadsafe(coroutine, loop)
+            try:
+                return self._wait(future, timeout, what.partition(" ")[0], reports)
+            except FutureTimeout:
+                future.cancel()
+                raise McpToolError(f"{what} timed out after {timeout:g} s") from None
+            except BaseException as exc:
+                future.cancel()  # a Ctrl-C (KeyboardInterrupt) stops the call too
+                if isinstance(exc, (McpToolError, KeyboardInterrupt)):
+                    raise
+                if isinstance(exc, Exception):
+                    if server.check is not None:  # is it still there? (HTTP: ping now)
+                        with contextlib.suppress(RuntimeError):
+                            loop.call_soon_threadsafe(server.check.set)
+                    if _closed(exc):
+                        raise McpToolError(f"{what} failed: the server went away during the call "
+                                           "(it may have done part of it); 'tools' shows "
+                                           "its state") from None
+                    raise McpToolError(f"{what} failed: {reason(exc, None)}") from None
                 raise
-            if isinstance(exc, Exception):
-                if server.check is not None:  # is it still there? (HTTP: ping now)
-                    with contextlib.suppress(RuntimeError):
-                        loop.call_soon_threadsafe(server.check.set)
-                if _closed(exc):
-                    raise McpToolError(f"{what} failed: the server went away during the call "
-                                       "(it may have done part of it); 'tools' shows "
-                                       "its state") from None
-                raise McpToolError(f"{what} failed: {reason(exc, None)}") from None
-            raise
-
 
     def _wait(self, future: Future[T], timeout: float, tool: str,
               reports: queue.SimpleQueue[str] | None) -> T:
@@ -422,17 +424,15 @@ class McpServers:
         if (sink is None or reports is None) and not self._asks.live:
             return future.result(timeout)
         end, shown, pending = time.monotonic() + timeout, 0.0, ""
-        with self._asks.during_call():
-            while True:
-                with contextlib.suppress(FutureTimeout):
-                    return future.result(max(0.0, min(PROGRESS_SECONDS,
-                                                      end - time.monotonic())))
-                end += self._asks.answer()  # the time the user took does not count
-                if time.monotonic() >= end:
-                    raise FutureTimeout
-                if sink is None or reports is None:
-                    continue
-                pending, shown = _report(sink, tool, reports, pending, shown)
+        while True:
+            with contextlib.suppress(FutureTimeout):
+                return future.result(max(0.0, min(PROGRESS_SECONDS, end - time.monotonic())))
+            end += self._asks.answer()  # the time the user took does not count
+            if time.monotonic() >= end:
+                raise FutureTimeout
+            if sink is None or reports is None:
+                continue
+            pending, shown = _report(sink, tool, reports, pending, shown)
 
 
 
