@@ -171,21 +171,29 @@ def test_ctrl_c_of_piped_rollchat_stops_the_servers(tmp_path: Path) -> None:
 
 def test_in_a_terminal_servers_start_behind_the_prompt_and_stop_on_exit(
         tmp_path: Path) -> None:
-    config = notes_config(tmp_path)
+    sleeping = tmp_path / "sleeping"
+    config = write_config(tmp_path / "config.yml", f"""\
+agents:
+  assistant:
+    allow: ["mcp__testing__*"]
+mcp_servers:
+  testing:
+    command: {PY}
+    args: [{SERVER}, --pid-file, {tmp_path / 'server.pid'}, --sleeping-file, {sleeping}]
+""")
     child = spawn(tmp_path, "--config", str(config), env=env_for(tmp_path))
     child.expect(PROMPT)
     pid = int(wait_for_file(tmp_path / "server.pid"))  # started with no message sent
     child.sendline("tools")
-    child.expect("mcp:notes")
-    child.sendline('use wait_seconds {"seconds": 30}')
-    child.expect("wait_seconds")
-    time.sleep(1.5)
+    child.expect("mcp:testing")
+    child.sendline('use sleep {"seconds": 60}')
+    wait_for_file(sleeping, 60)  # the server runs the call (a fixed sleep hoped it did)
     child.sendintr()  # Ctrl-C stops the call: the server is in its own process group
     child.expect("interrupted")
     child.expect(PROMPT)
     assert alive(pid)
-    child.sendline('use add_note {"text": "after"}')
-    child.expect("Added note 1: after")
+    child.sendline('use add {"a": 2, "b": 40}')
+    child.expect(r"mcp__testing__add: 2 chars")  # the server still answers
     child.expect(PROMPT)
     child.sendcontrol("c")  # Ctrl-C at the prompt: the line is cleared, nothing stops
     assert alive(pid)

@@ -49,9 +49,11 @@ def _blocked_in_a_wait(thread_id: int) -> bool:
 
 def _ctrl_c_to_another_thread(run: _Watched, main: int) -> None:
     """Once the main thread waits for ``run``, send SIGINT to this thread, not to it: the
-    handler then runs only when the main thread next runs Python code."""
-    run.waited.wait()
-    while not _blocked_in_a_wait(main):
+    handler then runs only when the main thread next runs Python code. Bounded: past 60 s
+    the Ctrl-C goes anyway (the test then fails on what it finds instead of hanging)."""
+    deadline = time.monotonic() + 60
+    run.waited.wait(60)
+    while not _blocked_in_a_wait(main) and time.monotonic() < deadline:
         time.sleep(0.01)
     signal.pthread_kill(threading.get_ident(), signal.SIGINT)
 

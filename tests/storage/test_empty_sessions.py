@@ -4,7 +4,6 @@ never the one ``rollchat -c`` continues."""
 
 from __future__ import annotations
 
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -50,7 +49,6 @@ def test_continue_never_picks_a_header_only_session(tmp_path: Path) -> None:
     store = SessionStore(root)
     real = session(store, datetime.now(timezone.utc) - timedelta(minutes=5),
                    "my editor is helix")
-    time.sleep(0.01)
     empty = session(store, datetime.now(timezone.utc), None)  # written last, started last
     cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0\n")
     result = run_piped(tmp_path, "which editor did I mention?\n", "--config", str(cfg),
