@@ -5,7 +5,7 @@ Frozen dataclasses with no I/O; identity and storage are the store's concern.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -290,6 +290,31 @@ def answer_blocks(assistant: str, tools: Sequence[ToolExchange] = ()) -> tuple[B
     if assistant:
         blocks.append(Text(assistant))
     return tuple(blocks)
+
+
+def plain_turn(turn: Turn, heading: str, *, you: str, agent: str,
+               each_call: Callable[[ToolExchange], str] | None = None,
+               full: bool = True) -> str:
+    """``turn`` as plain text for a model to read (the turns handed over to another agent,
+    the archive tool's pages): ``heading``, the context handed with it, the user's words
+    after ``you``, its tool calls, the answer after ``agent``, its error. Each call is a line
+    by ``each_call``; None: one line naming them all (their results can be huge). ``full``:
+    False leaves out the handed context and the error, and writes the user's line even when
+    empty (a handoff's turns, as they were always handed)."""
+    lines = [heading]
+    if full and turn.context:
+        lines.append(f"Context: {turn.context}")
+    if turn.user or not full:
+        lines.append(f"{you}: {turn.user}")
+    if each_call is not None:
+        lines += [each_call(ex) for ex in turn.tools]
+    elif turn.tools:
+        lines.append(f"(tools called: {', '.join(ex.call.name for ex in turn.tools)})")
+    if turn.assistant:
+        lines.append(f"{agent}: {turn.assistant}")
+    if full and turn.error:
+        lines.append(f"Error: {turn.error}")
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Generator, Sequence
 from typing import TYPE_CHECKING
 
-from rollchat.domain import QUERY_KINDS, Summary, Turn
+from rollchat.domain import QUERY_KINDS, Summary, Turn, plain_turn
 from rollchat.events import Event, Notice, SummaryFinished, SummaryStarted
 from rollchat.session.handed import CONTEXT_TAG, Handed
 from rollchat.session.state import UNSAVED, now
@@ -61,12 +61,7 @@ def summary_text(summary: Summary) -> str:
 
 def turn_text(turn: Turn, agent: str) -> str:
     """One turn verbatim (the text of its tool calls left out: their results can be huge)."""
-    lines = [f"[{turn.title}]", f"User: {turn.user}"]
-    if turn.tools:
-        lines.append(f"(tools called: {', '.join(ex.call.name for ex in turn.tools)})")
-    if turn.assistant:
-        lines.append(f"{agent}: {turn.assistant}")
-    return "\n".join(lines)
+    return plain_turn(turn, f"[{turn.title}]", you="User", agent=agent, full=False)
 
 
 def trim(text: str, limit: int, count: Count) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rollchat.domain import ToolExchange, Transcript, Turn
+from rollchat.domain import ToolExchange, Transcript, Turn, plain_turn
 from rollchat.errors import ConfigError, RollchatError, StoreError, TranscriptError
 from rollchat.providers.base import ToolSpec
 from rollchat.tools import ARCHIVE_TOOL_NAME, Tool
@@ -250,19 +250,9 @@ def _tool_line(ex: ToolExchange) -> str:
 
 def _block(index: int, turn: Turn) -> str:
     when = turn.started.strftime("%Y-%m-%d %H:%M:%S")
-    title = turn.title
     status = "" if turn.status == "ok" else f" [{turn.status}]"
-    lines = [f"[offset {index}] {title} ({when}){status}"]
-    if turn.context:
-        lines.append(f"Context: {turn.context}")
-    if turn.user:
-        lines.append(f"You: {turn.user}")
-    lines += [_tool_line(ex) for ex in turn.tools]
-    if turn.assistant:
-        lines.append(f"Assistant: {turn.assistant}")
-    if turn.error:
-        lines.append(f"Error: {turn.error}")
-    return "\n".join(lines)
+    return plain_turn(turn, f"[offset {index}] {turn.title} ({when}){status}", you="You",
+                      agent="Assistant", each_call=_tool_line)
 
 
 def _format(transcript: Transcript, args: _Args, max_chars: int) -> str:
