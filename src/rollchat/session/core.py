@@ -4,15 +4,15 @@ the same Session; its Compactor owns compaction, its Recorder writes the file, t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Generator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rollchat.compaction import policy
 from rollchat.compaction.summarizer import Summarizer
 from rollchat.config.settings import NO_SAVE_LOCATION, AgentConfig, Config
-from rollchat.domain import Image, Message, Note, ThinkingSetting, Turn, Usage
+from rollchat.domain import Image, Message, ThinkingSetting, Turn, Usage
 from rollchat.engine.core import Answer, EngineSettings
 from rollchat.engine.tool_output import ToolOutput
 from rollchat.errors import UsageError
@@ -43,12 +43,11 @@ from rollchat.session.state import (
     unusable,
 )
 from rollchat.session.steps import proposal
-from rollchat.session.switch import checked_choice, window_of
+from rollchat.session.switch import ModelSwitch
 from rollchat.session.tools_view import ToolsView, restart_server, tools_view
 from rollchat.session.windowing import (
     WindowBook,
     WindowLearner,
-    ask_server,
     asked,
     cut_off,
     windowed,
@@ -138,7 +137,7 @@ class Session:
                                 lambda state: self.recorder.retry(state, self.cost()),
                                 self.hooks))
         self.recorder = Recorder(store, agent, self.current)
-        self._switched: str | None = None  # the note the next turn starts with, after a switch
+        self.switch = ModelSwitch(config, agent, self.engine, self.counter, self.current)
         self._ran: list[SessionState] = []  # every state the chat went on in (see run_calls)
         self.continue_in(self.state, None)
 
@@ -190,49 +189,15 @@ class Session:
 
     # ------------------------------------------------------------------ the model
     def use_model(self, model: str) -> int:
-        """``model`` answers from the next message on: the estimate counts for it, the window
-        and budgets are its own, its price is used, summaries and memory extraction that used
-        the chat's model use it (all through the one CurrentModel), and the next turn notes
-        the switch in the file. Its window; UsageError for a model the provider does not
-        serve."""
-        current, model = self.current, model.strip()
-        checked_choice(self.config, self.agent, current.provider_name, model)
-        old = current.name
-        if model == old:
-            return self.budget.window
-        self.engine.use_model(model)
-        self.counter.use_model(model)
-        window = window_of(self.config, current.windows.book, self.agent.base_url, model)
-        current.switch(model, window)
-        ask_server(current.windows, current.provider, again=True)  # its window as stated now
-        self._switched = f"{model} answers from here on (was {old})"
-        return window
+        """``model NAME``: ``model`` answers from the next message on (see ModelSwitch.use);
+        its window. UsageError for a model the provider does not serve."""
+        window = self.switch.use(model)
+        return self.budget.window if window is None else window
 
-    @contextmanager
-    def model_for_turn(self, model: str, why: str) -> Iterator[str]:
-        """``model`` answers the turns run inside (a saved prompt's ``model:``, as Claude Code
-        runs a command with it), then the chat's model again; the turn notes it in the file.
-        Yields the chat's model; UsageError (nothing switched) for a model the provider does
-        not serve."""
-        old, pending = self.current.name, self._switched
-        model = model.strip()
-        if model == old:
-            yield old
-            return
-        self.use_model(model)
-        self._switched = f"{model} answered this turn ({why}); the chat's model is {old}"
-        try:
-            yield old
-        finally:
-            self.use_model(old)
-            self._switched = pending  # the chat's model is the one it had: nothing to note
-
-    def noted(self, turn: Turn) -> Turn:
-        """``turn`` starting with the note of a switch made since the last one (kept in the
-        file, never sent: the change reads back from the transcript)."""
-        note, self._switched = self._switched, None
-        return turn if note is None else replace(turn, blocks=(Note("model", note),
-                                                               *turn.blocks))
+    def model_for_turn(self, model: str, why: str) -> AbstractContextManager[str]:
+        """``model`` answers the turns run inside, then the chat's model again (see
+        ModelSwitch.for_turn); yields the chat's model."""
+        return self.switch.for_turn(model, why)
 
     @property
     def windows(self) -> WindowLearner:
@@ -390,7 +355,7 @@ class Session:
         self.unusable = unusable(answer.error, self.engine.model)  # said once, by this answer
         turn = answer.turn if handed is None else replace(answer.turn, user=text, context=note)
         turn = replace(turn, typed=typed)
-        turn = self.noted(turn)  # a model switched since the last turn (see use_model)
+        turn = self.switch.noted(turn)  # a model switched since the last turn (use_model)
         hint = None if answer.turn.status != "unanswered" else failure_hint(
             answer.error, False, auto_off=self.auto_mode == "off",
             key_var=self.agent.api_key_env or KEY_ENV.get(self.provider_name),
