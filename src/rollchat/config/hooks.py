@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import yaml
-
-from rollchat.config.document import Doc, describe_node, unknown_key
 from rollchat.config.fields import Field, nonempty
+
+if TYPE_CHECKING:  # (imported where a YAML file is read: what reads only HookConfig, Claude
+    import yaml  # Code's settings.json on every command, does without the YAML parser)
+
+    from rollchat.config.document import Doc
 
 HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact",
                "PostCompact", "SessionEnd", "Stop", "Notification")
@@ -48,6 +51,10 @@ class HookConfig:
 def read_hooks(doc: Doc, node: yaml.Node) -> tuple[HookConfig, ...]:
     """The hooks of the ``hooks:`` mapping at ``node`` (ConfigError naming the key on a
     mistake)."""
+    import yaml
+
+    from rollchat.config.document import describe_node, unknown_key
+
     out: list[HookConfig] = []
     for event, (knode, vnode) in doc.items(node, "hooks").items():
         if event not in HOOK_EVENTS:
@@ -64,6 +71,10 @@ def read_hooks(doc: Doc, node: yaml.Node) -> tuple[HookConfig, ...]:
 
 
 def _entry(doc: Doc, event: str, node: yaml.Node, key: str) -> list[HookConfig]:
+    import yaml
+
+    from rollchat.config.document import describe_node, unknown_key
+
     entries = doc.items(node, key)
     for name, (knode, _) in entries.items():
         if name not in _ENTRY_KEYS:

@@ -182,16 +182,16 @@ def with_project_mcp(config: Config, cwd: Path, user_config_dir: Path) -> Config
     recorded it (the config's own servers win a name); until then one line names the file,
     its servers and the command. A file the config reads already (mcp_servers_file) is left
     to it."""
+    path = cwd / PROJECT_MCP
+    servers = (*config.mcp_servers, *(s for a in config.agents.values() for s in a.mcp_servers))
+    if not path.is_file() or any(s.origin == str(path) for s in servers):
+        return config  # (before the imports: every command comes by here, most with no file)
     import hashlib
     import json
 
     from rollchat.config.mcp_servers import merged, read_servers_file
     from rollchat.config.trust import CHANGED, TRUST_COMMAND, trust_check
 
-    path = cwd / PROJECT_MCP
-    servers = (*config.mcp_servers, *(s for a in config.agents.values() for s in a.mcp_servers))
-    if not path.is_file() or any(s.origin == str(path) for s in servers):
-        return config
     try:
         with path.open("rb") as handle:  # a larger file is refused when trusted (256 KiB)
             data = handle.read(256 * 1024 + 1)
