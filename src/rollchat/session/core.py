@@ -16,9 +16,9 @@ from rollchat.domain import Image, Message, ThinkingSetting, Turn, Usage
 from rollchat.engine.core import Answer, EngineSettings
 from rollchat.engine.tool_output import ToolOutput
 from rollchat.errors import UsageError
-from rollchat.events import AnswerStarted, Ended, Event, Notice, TurnFinished
+from rollchat.events import AnswerStarted, Event, Notice, TurnFinished
 from rollchat.memory.layers import MemoryLayers, with_block
-from rollchat.models.calls import Call, cost_of, usage_of
+from rollchat.models.calls import Call, cost_of
 from rollchat.models.current import CurrentModel
 from rollchat.models.tokens import TokenCounter
 from rollchat.providers.base import ContextTooLongError, Provider, ServerDownError
@@ -27,7 +27,7 @@ from rollchat.session import ops
 from rollchat.session.build import build_engine, memory_layers, session_tools, stable_prompt
 from rollchat.session.checkpoint import checkpointed  # each tool call on disk as it ends
 from rollchat.session.compactor import CompactAsker, CompactChoice, Compactor, Surroundings
-from rollchat.session.exiting import SKIPPED, ExitSummary, exit_summary
+from rollchat.session.exiting import SKIPPED, ExitSummary, ended, exit_summary
 from rollchat.session.forks import IN_CHAT, Forking
 from rollchat.session.hooked import SessionHooks, with_hook_context
 from rollchat.session.instructed import Loader, SessionInstructions, loader
@@ -585,13 +585,5 @@ class Session:
                                                local=how == "local")
         yield from self.hooks.end(state, "exit")
         state.close()
-        spent, run, priced = self.cost(), self.run_calls(), self.current.price is not None
-        chain = state.chain.plus(spent)
-        yield Ended(state.session_id, state.queries, state.tokens, state.restoration_tokens,
-                    state.summary_tokens, state.save_failed, state.restored is not None,
-                    state.summary_failed, cost=spent,
-                    chain_cost=chain.spent if chain.known else None,
-                    chain_sessions=chain.sessions, chain_unpriced=chain.unpriced,
-                    in_memory=self.store.location == NO_SAVE_LOCATION,
-                    run_usage=usage_of(run), run_cost=cost_of(run, priced),
-                    memory_tokens=state.memory_tokens)
+        yield ended(state, self.cost(), self.run_calls(), priced=self.current.price is not None,
+                    in_memory=self.store.location == NO_SAVE_LOCATION)
