@@ -60,7 +60,11 @@ def write_sessions(root: Path, count: int, seed: int = 1) -> None:
 
 def run(root: Path, *args: str, src: str | None = None) -> float:
     """One whole process; ``src``: another checkout's source directory, imported instead."""
-    env = dict(os.environ, PYTHONPATH=src) if src else None
+    # byte-code caches written and reused as on a user's machine (this sandbox turns them off:
+    # a fresh checkout then compiles every module it imports on every run)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if src:
+        env["PYTHONPATH"] = src
     where = [] if args == ("--version",) else ["--sessions-dir", str(root)]  # (its fast path)
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "rollchat", *args, *where],
