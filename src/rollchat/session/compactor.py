@@ -48,6 +48,7 @@ from rollchat.session.state import (
     restoration_prompt,
     restored_context,
     saved_title,
+    tools_too_big,
 )
 from rollchat.session.steps import proposal, quietly, saved_notice
 from rollchat.session.summary_notes import summary_notices
@@ -112,6 +113,17 @@ class Compactor:
         """The size of the next prompt (see context.estimate_prompt)."""
         return estimate_prompt(self.counter, self.engine.context, list(pending),
                                list(self.engine.offered()))
+
+    def unsendable(self, pending: Message) -> str | None:
+        """Why ``pending`` cannot be sent even into an empty context (the budget's refusal,
+        naming the tools' specs when they alone are why), or None when it fits."""
+        offered = list(self.engine.offered())
+        size = self.counter.count_messages(self.engine.context.system, [pending], offered)
+        error = policy.too_big(size, self.budget, self.engine.model)
+        if error is None:
+            return None
+        tools = self.counter.count_messages("", [], offered)
+        return tools_too_big(error, tools, policy.too_big(size - tools, self.budget, ""))
 
     def cached_prefix(self) -> ChatRequest | None:
         """The chat's next request without a new message, for a summary request that reuses

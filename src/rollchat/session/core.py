@@ -39,7 +39,6 @@ from rollchat.session.state import (
     UndoPoint,
     failure_hint,
     session_title,
-    tools_too_big,
     unusable,
 )
 from rollchat.session.steps import proposal
@@ -323,12 +322,8 @@ class Session:
             for problem in self.layers.take_problems():
                 yield Notice("warning", problem)
         yield from self.instructions.told()
-        size = self.counter.count_messages(self.engine.context.system, [pending],
-                                           list(self.engine.offered()))
-        error = policy.too_big(size, self.budget, self.engine.model)
-        if error is not None:  # the tools' specs alone may be what does not fit
-            tools = self.counter.count_messages("", [], list(self.engine.offered()))
-            error = tools_too_big(error, tools, policy.too_big(size - tools, self.budget, ""))
+        error = self.compactor.unsendable(pending)  # too big even for an empty context
+        if error is not None:
             turn = Turn("query", 0, self.clock(), text, (), status="unanswered", error=error,
                         context=note, attached=attached, typed=typed)
             yield from self._record(turn, failure_hint(None, True, tools=error))
