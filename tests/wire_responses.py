@@ -114,6 +114,7 @@ class ResponsesServer:
         self.queue: list[Answer] = []
         self.compactions: list[Compaction] = []
         self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.refused: list[dict[str, Any]] = []  # bodies answered with a refusal (400, 404)
         self.issued: set[str] = set()
         # reasoning item id -> the id of the output item that followed it (sent back after it)
         self.followers: dict[str, str] = {}
@@ -191,6 +192,26 @@ class ResponsesServer:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def sampling_refusal(body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    """OpenAI's 400 for a sampling parameter or reasoning effort a reasoning model does not
+    take, as Chat Completions words it (tests/wire_servers.py ``param_refusal``): a temperature
+    or top_p other than 1 ("unsupported_value"), an effort outside the model's."""
+    model = str(body.get("model") or "")
+    effort = (body.get("reasoning") or {}).get("effort")
+    refused = wire_servers.effort_refusal(model, effort) if effort is not None else None
+    if refused is not None:
+        return refused.status, _error(refused.message, refused.error_code, "invalid_request_error",
+                                      "reasoning.effort")
+    if not wire_servers._openai_reasoning(model):
+        return None
+    for name in ("temperature", "top_p"):
+        if name in body and body[name] != 1:
+            return 400, _error(f"Unsupported value: '{name}' does not support {body[name]} "
+                               "with this model. Only the default (1) value is supported.",
+                               "unsupported_value", "invalid_request_error", name)
+    return None
 
 
 def _error(message: str, code: str | None, kind: str, param: str | None = None,
@@ -410,7 +431,9 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(raw or b"{}")
         path = urlsplit(self.path).path  # through a proxy (HTTP_PROXY): a whole URL
         owner.requests.append((path, body))
-        refused = owner.refusal(body)
+        refused = owner.refusal(body) or sampling_refusal(body)
+        if refused is not None:
+            owner.refused.append(body)
         unknown = bad_context_management(body)
         if (body.get("max_output_tokens") or 16) < 16:  # new-api#2866; the wording is ours
             self._json(400, _error("Invalid 'max_output_tokens': integer below minimum value. "

@@ -778,6 +778,9 @@ def param_refusal(dialect: Dialect, body: dict[str, Any]) -> Reply | None:
                     if (v := _version(model, f)) is not None), None)
     if version is None:
         return None
+    forced = sonnet_5_5_refusal(model, body)
+    if forced is not None:
+        return forced
     if version >= (4, 7):
         for name in ("temperature", "top_p", "top_k"):
             if name in body:
@@ -785,6 +788,24 @@ def param_refusal(dialect: Dialect, body: dict[str, Any]) -> Reply | None:
     elif version >= (4, 1) and "temperature" in body and "top_p" in body:
         return error(400, "`temperature` and `top_p` cannot both be specified for this model. "
                           "Please use only one.")
+    return None
+
+
+def sonnet_5_5_refusal(model: str, body: dict[str, Any]) -> Reply | None:
+    """Claude Sonnet 5.5's 400s besides sampling and thinking ("Claude Sonnet 5.5 migration
+    guide": a request with "forced tool choice" or "assistant prefill" returns a 400; "What's
+    new in Claude Sonnet 5.5": "Forced tool use returns an error"). The wording is this
+    server's."""
+    if not model.startswith("claude-sonnet-5-5"):
+        return None
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") in ("any", "tool"):
+        return error(400, f"tool_choice.type: \"{choice['type']}\" (forced tool use) is not "
+                          "supported for this model.")
+    messages = body.get("messages") or []
+    if messages and messages[-1].get("role") == "assistant":
+        return error(400, "This model does not support assistant message prefill. The "
+                          "conversation must end with a user message.")
     return None
 
 

@@ -2,7 +2,7 @@
 `rollchat examples/adk_agent/agent.py`.
 
 Needs `pip install google-adk` (and `litellm` for an OpenAI-compatible model). With
-OPENAI_API_KEY set, the model is `LiteLlm("openai/" + EXAMPLE_MODEL)` (default gpt-4o-mini;
+OPENAI_API_KEY set, the model is `LiteLlm("openai/" + EXAMPLE_MODEL)` (default gpt-5.4-mini;
 OPENAI_BASE_URL for another server, a local one works). Without a key it runs offline: ADK
 takes any `BaseLlm`, and `OfflineModel` below is rollchat's built-in offline model as one (ask
 it `use word_count {"text": "one two"}`). rollchat keeps the transcript, compacts and resumes;
@@ -99,7 +99,7 @@ def _model() -> Any:
         return OfflineModel()
     from google.adk.models.lite_llm import LiteLlm
 
-    return LiteLlm(model="openai/" + os.environ.get("EXAMPLE_MODEL", "gpt-4o-mini"),
+    return LiteLlm(model="openai/" + os.environ.get("EXAMPLE_MODEL", "gpt-5.4-mini"),
                    api_base=os.environ.get("OPENAI_BASE_URL") or None)
 
 

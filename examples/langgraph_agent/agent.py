@@ -19,5 +19,5 @@ def add(a: int, b: int) -> int:
 
 
 root_agent = create_agent(
-    ChatOpenAI(model=os.environ.get("EXAMPLE_MODEL", "gpt-4o-mini"), stream_usage=True),
+    ChatOpenAI(model=os.environ.get("EXAMPLE_MODEL", "gpt-5.4-mini"), stream_usage=True),
     tools=[add], system_prompt="You add numbers with the add tool and answer briefly.")

@@ -2,7 +2,7 @@
 
 Needs `pip install openai-agents` (or rollchat's `frameworks` extra). OPENAI_API_KEY, and
 OPENAI_BASE_URL for another OpenAI-compatible server; EXAMPLE_MODEL names the model (default
-gpt-4o-mini). rollchat keeps the transcript, compacts and resumes; the SDK runs the model and the
+gpt-5.4-mini). rollchat keeps the transcript, compacts and resumes; the SDK runs the model and the
 tools, and every tool call asks rollchat's approval first (needs_approval).
 """
 
@@ -28,6 +28,6 @@ agent = Agent(
     name="Counter",
     instructions="You are a helpful assistant. Use word_count when asked to count words.",
     tools=[word_count],
-    model=OpenAIChatCompletionsModel(model=os.environ.get("EXAMPLE_MODEL", "gpt-4o-mini"),
+    model=OpenAIChatCompletionsModel(model=os.environ.get("EXAMPLE_MODEL", "gpt-5.4-mini"),
                                      openai_client=client),
 )

@@ -10,7 +10,7 @@ import os
 from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
 
-model = OpenAIChatModel(os.environ.get("EXAMPLE_MODEL", "gpt-4o-mini"))
+model = OpenAIChatModel(os.environ.get("EXAMPLE_MODEL", "gpt-5.4-mini"))
 agent = Agent(model, instructions="You add numbers with the add tool and answer briefly.")
 
 

@@ -2,7 +2,7 @@
 
 Needs `pip install strands-agents` (or rollchat's `frameworks` extra). The model is an
 OpenAI-compatible one: OPENAI_API_KEY, and OPENAI_BASE_URL for another server (a local one
-works); EXAMPLE_MODEL names the model (default gpt-4o-mini). rollchat keeps the transcript,
+works); EXAMPLE_MODEL names the model (default gpt-5.4-mini). rollchat keeps the transcript,
 compacts and resumes; Strands runs the model and the tools, and asks rollchat before each call.
 """
 
@@ -28,7 +28,7 @@ if os.environ.get("OPENAI_BASE_URL"):
 
 root_agent = Agent(
     model=OpenAIModel(client_args=client_args,
-                      model_id=os.environ.get("EXAMPLE_MODEL", "gpt-4o-mini")),
+                      model_id=os.environ.get("EXAMPLE_MODEL", "gpt-5.4-mini")),
     tools=[word_count],
     system_prompt="You are a helpful assistant. Use word_count when asked to count words.",
     callback_handler=None,  # rollchat draws the stream

@@ -12,6 +12,7 @@ import pytest
 
 from rollchat.config.load import trust_file
 from rollchat.config.settings import Config
+from rollchat.providers.names import DEFAULT_MODELS, OPENAI
 from tests.config.untrusted import load_in, project_with
 from tests.e2e import clean_env, run_piped
 from tests.wire_servers import OpenAIDialect, WireServer
@@ -127,7 +128,7 @@ def test_a_chat_in_an_untrusted_repo_keeps_the_users_model(tmp_path: Path) -> No
         done = run_piped(repo, "hello\nexit\n", env=env)
         models = {b.get("model") for b in server.bodies}
     assert done.returncode == 0, done.stderr
-    assert models == {"gpt-4o-mini"}, models
+    assert models == {DEFAULT_MODELS[OPENAI]}, models
     lines = [line for line in done.stdout.splitlines() if "`rollchat trust`" in line]
     assert len(lines) == 1, done.stdout
     for key in ("agents.assistant.model", "summary.model", "summary.on_exit"):

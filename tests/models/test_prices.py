@@ -296,23 +296,42 @@ def test_the_current_claude_models_are_priced_as_anthropics_pages_state() -> Non
     from rollchat.models.prices import price_for
 
     assert price_for("claude-opus-5-5") == Price(4.0, 20.0, 0.20, 5.0)
-    assert price_for("claude-sonnet-5-5-20261001") == Price(2.0, 10.0, 0.2, 2.5)
+    assert price_for("claude-sonnet-5-5-20261001") == Price(2.0, 10.0, 0.10, 2.5)
     assert price_for("claude-fable-5-1") == Price(10.0, 50.0, 0.25, 12.5)
     assert price_for("claude-haiku-5-5") == Price(0.10, 0.50, 0.01, 0.125)
     assert price_for("claude-opus-4-7") == Price(5.0, 25.0, 0.5, 6.25)
     assert price_for("anthropic/claude-sonnet-4.6") == Price(3.0, 15.0, 0.3, 3.75)
 
 
-def test_the_current_openai_models_are_priced_as_openais_pages_state() -> None:
-    """developers.openai.com (stored 2026-12-07): the models page gives input and output
-    only (cached tokens then count at the input price, an upper bound); the gpt-5.4-nano and
-    gpt-5.1 pages give the cached price too. Models with no stored OpenAI page: no price."""
+def test_the_current_openai_models_are_priced_as_their_sources_state() -> None:
+    """developers.openai.com (stored 2026-12-07) for input and output, the gpt-5.4-nano and
+    gpt-5.1 pages for all three; LiteLLM's table (pinned commit) for the cached-input prices
+    the models page leaves out (a tenth of the input) and for gpt-5.2, 5.3 and the -pro
+    variants. Models no source states: no price."""
     from rollchat.models.prices import price_for
 
-    assert price_for("gpt-5.5") == Price(5.0, 30.0, 5.0, 0.0)
-    assert price_for("gpt-5.4-2026-03-05") == Price(2.50, 15.0, 2.50, 0.0)
-    assert price_for("openai/gpt-5.4-mini") == Price(0.75, 4.50, 0.75, 0.0)
+    assert price_for("gpt-5.5") == Price(5.0, 30.0, 0.50, 0.0)
+    assert price_for("gpt-5.4-2026-03-05") == Price(2.50, 15.0, 0.25, 0.0)
+    assert price_for("openai/gpt-5.4-mini") == Price(0.75, 4.50, 0.075, 0.0)
     assert price_for("gpt-5.4-nano") == Price(0.20, 1.25, 0.02, 0.0)
     assert price_for("gpt-5.1-2025-11-13") == Price(1.25, 10.0, 0.125, 0.0)
-    for unlisted in ("gpt-5.2", "gpt-5.5-pro", "gpt-6", "gpt-6-luna"):
+    assert price_for("gpt-5.2-2025-12-11") == Price(1.75, 14.0, 0.175, 0.0)
+    assert price_for("gpt-5.2-pro") == Price(21.0, 168.0, 21.0, 0.0)
+    assert price_for("gpt-5.5-pro-2026-04-23") == Price(30.0, 180.0, 3.0, 0.0)
+    assert price_for("gpt-5.3-chat-latest") == Price(1.75, 14.0, 0.175, 0.0)
+    for unlisted in ("gpt-5.3", "gpt-6", "gpt-6-luna", "gpt-5.4-mini-fast"):
         assert price_for(unlisted) is None, unlisted
+
+
+def test_the_cached_price_of_the_default_openai_model_is_a_tenth_of_its_input() -> None:
+    """A chat on gpt-5.4-mini (the default) whose prompt is mostly cache reads costs what
+    OpenAI bills, not the input price for every cached token (as before: 10x too much)."""
+    from rollchat.domain import Usage
+    from rollchat.models.prices import cost, price_for
+    from rollchat.providers.names import DEFAULT_MODELS, OPENAI
+
+    price = price_for(DEFAULT_MODELS[OPENAI])
+    assert price is not None
+    usage = Usage(input_tokens=100_000, output_tokens=1_000, cache_read_tokens=90_000)
+    expected = (10_000 * 0.75 + 1_000 * 4.50 + 90_000 * 0.075) / 1e6
+    assert cost(usage, price) == pytest.approx(expected)

@@ -178,7 +178,8 @@ def test_the_current_claude_windows(model: str, window: int) -> None:
 @pytest.mark.parametrize(("model", "window"), [
     ("gpt-5.5", 1_000_000), ("gpt-5.5-2026-04-23", 1_000_000), ("gpt-5.4", 1_000_000),
     ("gpt-5.4-mini", 400_000), ("gpt-5.4-nano-2026-03-17", 400_000), ("gpt-5.1", 400_000),
-    ("openai/gpt-5.4-mini", 400_000)])
+    ("openai/gpt-5.4-mini", 400_000), ("gpt-5.2", 400_000), ("gpt-5.3-codex", 400_000),
+    ("gpt-5.5-pro", 1_000_000), ("gpt-5.2-chat-latest", 128_000), ("gpt-5.3-chat-latest", 128_000)])
 def test_the_current_openai_windows(model: str, window: int) -> None:
     """developers.openai.com's models page and model pages (stored 2026-12-07)."""
     assert context_window(model) == window

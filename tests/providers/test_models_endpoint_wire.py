@@ -42,7 +42,10 @@ def test_an_unknown_claude_gets_its_window_from_the_endpoint_not_the_fallback(
     built = build_app(tmp_path, provider, window=200_000, model=model)
     session = built.session
     assert session.windows.asking is not None  # Session() asked
-    session.windows.asking.join(10)  # (the chat never waits for it: the test does)
+    # (the chat never waits for it: the test does, long enough for a loaded machine to import
+    # the SDK in that thread: joined for 10 s, it was still asking when the chat went on)
+    session.windows.asking.join(120)
+    assert not session.windows.asking.is_alive()
     assert built.send("hi").status == "ok"
     out = " ".join(built.output.split())
     assert ("Context window: 1,000,000 tokens (stated by the server: /v1/models "
@@ -65,7 +68,8 @@ def test_the_answer_is_kept_in_windows_json(anthropic_server: WireServer,
                             window=DEFAULT_CONTEXT_WINDOW, on_change=lambda n: None)
     ask_server(learner, provider)
     assert learner.asking is not None
-    learner.asking.join(10)
+    learner.asking.join(120)
+    assert not learner.asking.is_alive()
     assert WindowBook(tmp_path / "windows.json").entry(anthropic_server.url, model) is not None
     assert WindowBook(tmp_path / "windows.json").get(anthropic_server.url, model) == 400_000
 

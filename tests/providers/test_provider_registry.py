@@ -25,6 +25,7 @@ from rollchat.providers import (
 )
 from rollchat.providers.anthropic import AnthropicProvider
 from rollchat.providers.openai import OpenAIProvider
+from rollchat.providers.openai_responses import ResponsesProvider
 
 OLLAMA = "http://localhost:11434/v1"
 
@@ -32,7 +33,10 @@ OLLAMA = "http://localhost:11434/v1"
 @pytest.mark.parametrize(("agent", "env", "expected"), [
     (AgentConfig(), {}, ("offline", "no API key configured")),
     (AgentConfig(), {"ANTHROPIC_API_KEY": "a"}, ("anthropic", "ANTHROPIC_API_KEY is set")),
-    (AgentConfig(), {"OPENAI_API_KEY": "o"}, ("openai", "OPENAI_API_KEY is set")),
+    # the default model (gpt-5.4-mini) reasons: at OpenAI itself, the Responses API
+    (AgentConfig(), {"OPENAI_API_KEY": "o"},
+     ("openai-responses", "OPENAI_API_KEY is set; gpt-5.4-mini is a reasoning model: the "
+                          "Responses API keeps its reasoning between turns")),
     (AgentConfig(), {"ANTHROPIC_API_KEY": "a", "OPENAI_API_KEY": "o"},
      ("anthropic", "ANTHROPIC_API_KEY is set")),
     (AgentConfig(), {"ANTHROPIC_API_KEY": ""}, ("offline", "no API key configured")),
@@ -43,7 +47,9 @@ OLLAMA = "http://localhost:11434/v1"
     (AgentConfig(api_key_env="MY_KEY", base_url=OLLAMA), {"MY_KEY": "x"},
      ("openai", f"base URL {OLLAMA}")),
     (AgentConfig(api_key_env="MY_KEY"), {}, ("offline", "no API key configured")),
-    (AgentConfig(provider="openai"), {"ANTHROPIC_API_KEY": "a"}, ("openai", "configured")),
+    (AgentConfig(provider="openai"), {"ANTHROPIC_API_KEY": "a"},  # its default model reasons
+     ("openai", "configured; gpt-5.4-mini is a reasoning model: provider openai-responses "
+                "would keep its reasoning between turns")),
     (AgentConfig(base_url=OLLAMA), {"ANTHROPIC_API_KEY": "a"},
      ("openai", f"base URL {OLLAMA}; ANTHROPIC_API_KEY is not sent to it: use --provider "
                 "anthropic for an Anthropic server")),
@@ -68,8 +74,8 @@ def test_unknown_provider_is_a_config_error() -> None:
 
 def test_registry_is_a_dict_of_the_four() -> None:
     assert set(REGISTRY) == {"anthropic", "openai", "openai-responses", "offline"}
-    assert DEFAULT_MODELS == {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4o-mini",
-                              "openai-responses": "gpt-5-mini", "offline": "offline"}
+    assert DEFAULT_MODELS == {"anthropic": "claude-sonnet-5-5", "openai": "gpt-5.4-mini",
+                              "openai-responses": "gpt-5.4-mini", "offline": "offline"}
 
 
 RESPONSES_WHY = "; {} is a reasoning model: the Responses API keeps its reasoning between turns"
@@ -101,11 +107,9 @@ def test_reasoning_models_at_openai_get_the_responses_api(
 
 
 def test_responses_provider_is_built_like_openai() -> None:
-    from rollchat.providers.openai_responses import ResponsesProvider
-
     p = build_provider("openai-responses", AgentConfig(base_url=OLLAMA), Config(), {})
     assert isinstance(p, ResponsesProvider) and p.store is False
-    assert (p.model, p._base_url) == ("gpt-5-mini", OLLAMA)
+    assert (p.model, p._base_url) == ("gpt-5.4-mini", OLLAMA)
     with pytest.raises(ConfigError, match="set OPENAI_API_KEY"):
         build_provider("openai-responses", AgentConfig(), Config(), {})
     kept = Config(models={"gpt-5": ModelConfig(store=True)})
@@ -152,7 +156,7 @@ def test_build_anthropic_with_defaults() -> None:
     config = Config(retry=RetryConfig(request_timeout=9.0))
     p = build_provider("anthropic", AgentConfig(), config, {"ANTHROPIC_API_KEY": "ak"})
     assert isinstance(p, AnthropicProvider)
-    assert (p.name, p.model, p._api_key, p._timeout) == ("anthropic", "claude-sonnet-4-5",
+    assert (p.name, p.model, p._api_key, p._timeout) == ("anthropic", "claude-sonnet-5-5",
                                                           "ak", 9.0)
 
 
@@ -167,11 +171,13 @@ def test_build_openai_base_url_without_key() -> None:
     p = build_provider("openai", AgentConfig(base_url=OLLAMA), Config(), {})
     assert isinstance(p, OpenAIProvider)
     assert p._api_key is None
-    assert p.model == "gpt-4o-mini"
+    assert p.model == "gpt-5.4-mini"
 
 
 def test_build_auto_resolves_first() -> None:
     p = build_provider("auto", AgentConfig(), Config(), {"OPENAI_API_KEY": "ok"})
+    assert isinstance(p, ResponsesProvider)  # its default model reasons, at OpenAI itself
+    p = build_provider("auto", AgentConfig(base_url=OLLAMA), Config(), {"OPENAI_API_KEY": "ok"})
     assert isinstance(p, OpenAIProvider)
 
 

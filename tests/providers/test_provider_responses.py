@@ -293,5 +293,11 @@ def test_thinking_settings_become_the_reasoning_parameter() -> None:
     assert reasoning(None) == {"summary": "auto"}
     assert reasoning(20000) == {"summary": "auto", "effort": "high"}
     assert reasoning(2048) == {"summary": "auto", "effort": "low"}
-    assert reasoning("off") is None  # no summary asked: nothing shown
+    assert reasoning("off") == {"effort": "minimal"}  # its least; no summary: nothing shown
     assert reasoning("on", "gpt-4.1") is None  # not a reasoning model
+    # gpt-5.4-mini (the default) does not reason by default (effort none): "on" asks medium,
+    # as Chat Completions does, and "off" its none (before: "on" sent no effort, no reasoning)
+    assert reasoning("on", "gpt-5.4-mini") == {"summary": "auto", "effort": "medium"}
+    assert reasoning("off", "gpt-5.4-mini") == {"effort": "none"}
+    assert reasoning(None, "gpt-5.4-mini") == {"summary": "auto"}  # the model's default
+    assert reasoning("on", "gpt-5-pro") == {"summary": "auto"}  # high only: never sent

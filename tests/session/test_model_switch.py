@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rollchat.providers.names import ANTHROPIC, DEFAULT_MODELS
 from rollchat.storage.transcript import parse
 from tests.e2e import clean_env, run_piped, write_config
 from tests.wire_servers import WireServer, openai_server
@@ -55,4 +56,4 @@ def test_an_unknown_model_is_refused_and_the_model_unchanged(tmp_path: Path) -> 
     out = " ".join(done.stdout.split())
     assert "Error: unknown model 'gpt-4o' for anthropic; choose one of: claude-" in out
     assert "the model is unchanged" in out
-    assert "Model: claude-sonnet-4-5 via anthropic" in out
+    assert f"Model: {DEFAULT_MODELS[ANTHROPIC]} via anthropic" in out

@@ -6,7 +6,7 @@ The file sets module-level names, all optional::
     name = "Weather"                 # shown in the chat and the transcript
     system_prompt = "You are ..."
     provider = "anthropic"           # auto | anthropic | openai | offline
-    model = "claude-sonnet-4-5"
+    model = "claude-sonnet-5-5"
     approval = "ask"                 # ask | auto | never
     allow = ["get_weather"]          # tools (names or globs) that run without asking
     deny = ["delete_*"]              # tools that never run

@@ -61,7 +61,7 @@ system_prompt = (
     "You are a helpful assistant. Use the tools when they help, and say which you used."
 )
 # provider = "anthropic"        # auto | anthropic | openai | offline (default: auto)
-# model = "claude-sonnet-4-5"   # default: the provider's default model
+# model = "claude-sonnet-5-5"   # default: the provider's default model
 approval = "ask"                # ask | auto | never: what a tool call needs
 allow: list[str] = []           # tools (names or globs) that run without asking
 deny: list[str] = []            # tools that never run

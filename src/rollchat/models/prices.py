@@ -69,7 +69,10 @@ PRICES: dict[str, Price] = {
     "claude-opus-4-8": _anthropic(5.0, 25.0),
     "claude-opus-4-7": _anthropic(5.0, 25.0),
     "claude-opus-4-6": _anthropic(5.0, 25.0),
-    "claude-sonnet-5-5": _anthropic(2.0, 10.0),
+    # Sonnet 5.5: cache reads cut to $0.10 (0.05x) on 2026-10-07 ("Claude Sonnet 5.5 migration
+    # guide", English, stored 2026-12-07: "the same prices as Claude Sonnet 5, except for
+    # prompt cache reads, which cost $0.10"; the translated overview pages still say $0.20).
+    "claude-sonnet-5-5": Price(2.0, 10.0, 0.10, 2.5),
     "claude-sonnet-5": _anthropic(2.0, 10.0),
     "claude-sonnet-4-6": _anthropic(3.0, 15.0),
     "claude-haiku-5-5": _anthropic(0.10, 0.50),
@@ -86,20 +89,31 @@ PRICES: dict[str, Price] = {
     "claude-3-5-haiku": _anthropic(0.8, 4.0),
     "claude-3-haiku": _anthropic(0.25, 1.25),
     # OpenAI, current (no charge for cache writes), as OpenAI's own pages stored on 2026-12-07
-    # state them; each row names its page:
+    # state them, else LiteLLM's price table (BerriAI/litellm
+    # model_prices_and_context_window.json at commit 00035b69f416be24e2e323c13198d9b7d2d1bdf9,
+    # MIT, kept from OpenAI's pricing page); each row names its source:
     # - developers.openai.com/docs/models ("Choosing a model": gpt-5.5 the flagship, gpt-5.4,
-    #   gpt-5.4-mini and -nano the lower-cost ones) gives input and output prices only: the
-    #   cached-input price of gpt-5.5, gpt-5.4 and gpt-5.4-mini is on no stored OpenAI page
-    #   (resellers quote a tenth of the input; not checked), so cached tokens are counted at
-    #   the input price here, an upper bound, never a guess below it;
-    # - developers.openai.com/api/docs/models/gpt-5.4-nano and /gpt-5.1 give all three.
-    # Not listed, no stored OpenAI page: gpt-5.2, gpt-5.3, the -pro variants after gpt-5-pro,
-    # gpt-6 and gpt-6-luna (only resellers' pages); the config's ``models: NAME: price:`` sets
-    # one (no price is shown rather than a guessed one).
-    "gpt-5.5": Price(5.0, 30.0, 5.0, 0.0),  # docs/models; cached: not stated (= input)
-    "gpt-5.4": Price(2.50, 15.0, 2.50, 0.0),  # docs/models; cached: not stated (= input)
-    "gpt-5.4-mini": Price(0.75, 4.50, 0.75, 0.0),  # docs/models; cached: not stated (= input)
+    #   gpt-5.4-mini and -nano the lower-cost ones) gives input and output prices; the
+    #   cached-input price of gpt-5.5, gpt-5.4 and gpt-5.4-mini (a tenth of the input) is
+    #   LiteLLM's (cache_read_input_token_cost);
+    # - developers.openai.com/api/docs/models/gpt-5.4-nano and /gpt-5.1 give all three;
+    # - LiteLLM alone: gpt-5.2, gpt-5.3-codex, gpt-5.3-chat, the -pro variants of 5.2, 5.4, 5.5.
+    # Standard rates for prompts under 272K tokens (above, gpt-5.4 and 5.5 bill input 2x and
+    # output 1.5x: a longer prompt's cost is under-counted). Not listed, no source states
+    # them: gpt-5.3 itself and gpt-6, gpt-6-luna (LiteLLM has no row; only resellers' pages);
+    # the config's ``models: NAME: price:`` sets one (no price is shown rather than a guess).
+    "gpt-5.5": Price(5.0, 30.0, 0.50, 0.0),  # docs/models; cached: LiteLLM
+    "gpt-5.5-pro": Price(30.0, 180.0, 3.0, 0.0),  # LiteLLM
+    "gpt-5.4": Price(2.50, 15.0, 0.25, 0.0),  # docs/models; cached: LiteLLM
+    "gpt-5.4-pro": Price(30.0, 180.0, 3.0, 0.0),  # LiteLLM
+    "gpt-5.4-mini": Price(0.75, 4.50, 0.075, 0.0),  # docs/models; cached: LiteLLM
     "gpt-5.4-nano": Price(0.20, 1.25, 0.02, 0.0),  # api/docs/models/gpt-5.4-nano
+    "gpt-5.3-codex": Price(1.75, 14.0, 0.175, 0.0),  # LiteLLM
+    "gpt-5.3-chat": Price(1.75, 14.0, 0.175, 0.0),  # LiteLLM (gpt-5.3-chat-latest)
+    "gpt-5.2": Price(1.75, 14.0, 0.175, 0.0),  # LiteLLM
+    "gpt-5.2-codex": Price(1.75, 14.0, 0.175, 0.0),  # LiteLLM
+    "gpt-5.2-chat": Price(1.75, 14.0, 0.175, 0.0),  # LiteLLM (gpt-5.2-chat-latest)
+    "gpt-5.2-pro": Price(21.0, 168.0, 21.0, 0.0),  # LiteLLM (no cached price: = input)
     "gpt-5.1": Price(1.25, 10.0, 0.125, 0.0),  # api/docs/models/gpt-5.1 (marked deprecated)
     # OpenAI, earlier (cached input as published), platform.openai.com pricing as of 2025-11;
     # gpt-5-nano and gpt-5-codex agree with their developers.openai.com pages stored 2026-12-07.

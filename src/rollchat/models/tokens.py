@@ -47,12 +47,18 @@ CONTEXT_WINDOWS: Mapping[str, int] = {
     "claude": 200_000,
     # OpenAI, current: developers.openai.com/docs/models ("Context window": gpt-5.5 and
     # gpt-5.4 1M, gpt-5.4-mini 400K) and each model's page (gpt-5.4-nano, gpt-5.1: 400,000),
-    # as stored on 2026-12-07. gpt-5.2, gpt-5.3 and gpt-6 have no stored OpenAI page: they
-    # match gpt-5's row, or none (OpenAI's models endpoint states no window).
+    # as stored on 2026-12-07. gpt-5.2, gpt-5.3 and their -codex variants match gpt-5's row,
+    # which LiteLLM's table agrees with (BerriAI/litellm model_prices_and_context_window.json
+    # at 00035b69f416be24e2e323c13198d9b7d2d1bdf9: 272K in + 128K out); the -pro variants
+    # their model's; the "chat" variants 128K (LiteLLM: 128,000 in, 16,384 out). gpt-6 and
+    # gpt-6-luna: no source states one (OpenAI's models endpoint states no window): 128K.
     "gpt-5.5": 1_000_000,
     "gpt-5.4": 1_000_000,
     "gpt-5.4-mini": 400_000,
     "gpt-5.4-nano": 400_000,
+    "gpt-5.3-chat": 128_000,
+    "gpt-5.2-chat": 128_000,
+    "gpt-5.1-chat": 128_000,
     "gpt-5.1": 400_000,
     # OpenAI, earlier, from platform.openai.com/docs/models (each model's page, "Context
     # window"), as of 2025-11.

@@ -27,6 +27,10 @@ a server refused: providers/refused.py). Here, not in models/: providers/ sits b
 # - Claude Fable: a Mythos-class model (Fable 5 / Mythos 5 share capabilities), no sampling
 #   parameters like the rest of the 5 generation (openrouter.ai docs, Claude 5.5 migration:
 #   "Non-default temperature, top_p, and top_k are not supported").
+# - Claude Sonnet 5.5 (the default Claude model, providers/names.py): no sampling parameters,
+#   thinking budgets or ``thinking: disabled`` (``between_tools`` instead), and neither forced
+#   tool choice nor assistant prefill ("Claude Sonnet 5.5 migration guide": the five settings
+#   that return a 400); rollchat sends neither of the last two to any model.
 # - Anthropic's output limit is always ``max_tokens``; OpenAI-compatible servers (vLLM,
 #   llama.cpp, Ollama) read ``max_tokens``, api.openai.com takes ``max_completion_tokens``.
 

@@ -12,9 +12,16 @@ AUTO = "auto"  # picks one by the keys set (providers.resolve_provider_name)
 PROVIDER_NAMES = (ANTHROPIC, OPENAI, OPENAI_RESPONSES, OFFLINE)  # the registry builds each of these
 PROVIDER_CHOICES = (AUTO, *PROVIDER_NAMES)  # what --provider and the config file accept
 
-# The offline model is named after its provider (its context window is keyed by it).
-DEFAULT_MODELS = {ANTHROPIC: "claude-sonnet-4-5", OPENAI: "gpt-4o-mini",
-                  OPENAI_RESPONSES: "gpt-5-mini", OFFLINE: OFFLINE}
+# The model each provider uses when none is configured. The offline model is named after its
+# provider (its context window is keyed by it). Anthropic: its current Sonnet
+# (platform.claude.com "Models overview" and the Claude Sonnet 5.5 pages, stored 2026-12-07:
+# 1M window, 128K output, adaptive thinking on by default, no sampling parameters, no forced
+# tool choice). OpenAI: gpt-5.4-mini, named among the current lower-cost models by
+# developers.openai.com "Choosing a model" (400K window, a reasoning model: no temperature,
+# ``max_completion_tokens``, reasoning effort none by default), for both of its APIs (auto picks
+# the Responses API for it at api.openai.com: providers.resolve_provider_name).
+DEFAULT_MODELS = {ANTHROPIC: "claude-sonnet-5-5", OPENAI: "gpt-5.4-mini",
+                  OPENAI_RESPONSES: "gpt-5.4-mini", OFFLINE: OFFLINE}
 
 # The environment variable holding each remote provider's key, the one its SDK reads a server
 # URL from when no base_url is given, and the SDK it imports.

@@ -25,6 +25,7 @@ from rollchat.providers.base import (
 from rollchat.providers.content import all_sendable, b64
 from rollchat.providers.context_errors import is_context_error, stated_limit
 from rollchat.providers.fitting import create_fitted
+from rollchat.providers.model_params import reasoning_effort
 from rollchat.providers.names import (
     OPENAI_RESPONSES,
     SDK_MODULES,
@@ -142,12 +143,16 @@ def request_params(request: ChatRequest, *, images: bool, store: bool = False,
         params["instructions"] = request.system
     if not store and is_reasoning_model(request.model):
         params["include"] = [ENCRYPTED_REASONING]
-    if is_reasoning_model(request.model) and request.thinking != "off":
-        # the reasoning's summary, shown as thinking (the model's own reasoning never is);
-        # a thinking budget is given as the effort nearest it (this API takes no budget)
-        params["reasoning"] = {**params.get("reasoning", {}), "summary": "auto",
-                               **({"effort": effort_for(request.thinking)}
-                                  if isinstance(request.thinking, int) else {})}
+    if is_reasoning_model(request.model):
+        # the reasoning's summary, shown as thinking (the model's own reasoning never is), and
+        # the effort as Chat Completions sends it (model_params.reasoning_effort): "on" medium
+        # (gpt-5.1 and later, gpt-5.4-mini the default among them, do not reason by default),
+        # "off" the least the model takes, a budget the nearest effort (this API takes none)
+        effort = reasoning_effort(request.model, request.thinking, effort_for)
+        reasoning = {**({"summary": "auto"} if request.thinking != "off" else {}),
+                     **({"effort": effort} if effort is not None else {})}
+        if reasoning:
+            params["reasoning"] = reasoning
     if request.temperature is not None:
         params["temperature"] = request.temperature
     if request.tools:
