@@ -200,6 +200,6 @@ def test_a_line_not_utf8_is_named_after_the_lines_before_it(
     monkeypatch.setattr(stream, "_CHUNK", chunk)
     data = "one\ntw\u00e9\nthree\n".encode() + b"fo\xffur\nfive\n"
     read: list[str] = []
-    with pytest.raises(TranscriptError, match="^line 4: not UTF-8 text"):
+    with pytest.raises(TranscriptError, match=r"^line 4: not UTF-8 text"):
         read.extend(file_lines(io.BytesIO(data)))
     assert read == ["one", "tw\u00e9", "three"]
