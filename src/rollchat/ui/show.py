@@ -26,6 +26,7 @@ from rollchat.domain import (
 from rollchat.domain import Text as TextBlock
 from rollchat.storage.transcript.stream import TranscriptStream
 from rollchat.text.wording import plural
+from rollchat.ui.plain_markdown import plain_markdown
 from rollchat.ui.render import plain_console, usage_line
 from rollchat.ui.sanitize import harmless, one_line
 from rollchat.ui.stream import markdown
@@ -269,6 +270,8 @@ def plain_part(part: RenderableType, width: int) -> str | None:
         return _rule(title, width) + "\n"
     elif isinstance(part, Markdown) and _prose(part.markup):
         lines = _wrapped(part.markup, width)
+    elif isinstance(part, Markdown):  # paragraphs and lists of words: as rich draws them
+        return plain_markdown(part.markup, width, _wrapped)
     else:
         return None
     if any(len(line) > width for line in lines):  # a word wider than the line: rich folds it
