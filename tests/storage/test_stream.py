@@ -177,3 +177,29 @@ def test_a_plain_turn_read_quickly_is_the_turn_the_fields_make(
     slow = [turn_block_module.parse_turn(b, 0, b.index("---")) for b in blocks]
     assert quick == slow == turns
     assert sum(taken) >= 4  # plain question, "ends in space ", the two above
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 7, 64, 1 << 16])
+def test_lines_read_a_chunk_at_a_time_are_the_lines_of_the_text(
+        chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines cut across chunks, a line longer than several chunks, characters of several
+    bytes, no final newline, an empty file: the lines ``split`` gives."""
+    from rollchat.storage.transcript import stream
+
+    monkeypatch.setattr(stream, "_CHUNK", chunk)
+    for text in ["", "\n", "a", "a\n", "\n\nab\n", "caf\u00e9 \u4e2d\u6587\n" * 5 + "x" * 200,
+                 "x" * 300 + "\n\u00e9" + "y" * 70 + "\n"]:
+        assert list(file_lines(io.BytesIO(text.encode()))) == text.split("\n"), (chunk, text)
+
+
+@pytest.mark.parametrize("chunk", [5, 1 << 16])
+def test_a_line_not_utf8_is_named_after_the_lines_before_it(
+        chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rollchat.storage.transcript import stream
+
+    monkeypatch.setattr(stream, "_CHUNK", chunk)
+    data = "one\ntw\u00e9\nthree\n".encode() + b"fo\xffur\nfive\n"
+    read: list[str] = []
+    with pytest.raises(TranscriptError, match=r"^line 4: not UTF-8 text"):
+        read.extend(file_lines(io.BytesIO(data)))
+    assert read == ["one", "tw\u00e9", "three"]

@@ -79,6 +79,8 @@ def test_it_is_rich_s_markdown_with_the_same_state() -> None:
     text = ANSWERS[0]
     ours, theirs = markdown(text), _rich_markdown(text)
     assert isinstance(ours, Markdown)
+    assert "parsed" not in vars(ours)  # parsed when first drawn (never, when show writes it)
+    assert ours.parsed
     assert vars(ours).keys() == vars(theirs).keys()  # rich gained a field: set it too
     for name in vars(theirs):
         if name != "parsed":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import sys
 from collections.abc import Iterator, Sequence
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
 
 
 
+_PADDING = re.compile(r" +\n")  # the spaces that end a line
+
+
 class _TrimmedLines(io.TextIOBase):
     """A text stream that drops the spaces rich pads lines with (piped output stays clean)."""
 
@@ -39,9 +43,13 @@ class _TrimmedLines(io.TextIOBase):
         self.partial = ""
 
     def write(self, text: str) -> int:
-        *lines, self.partial = (self.partial + text).split("\n")
-        for line in lines:
-            self.stream.write(line.rstrip(" ") + "\n")
+        whole = self.partial + text
+        cut = whole.rfind("\n") + 1  # the lines ended so far, written at once
+        whole, self.partial = whole[:cut], whole[cut:]
+        if " \n" in whole:
+            whole = _PADDING.sub("\n", whole)
+        if whole:
+            self.stream.write(whole)
         return len(text)
 
     def flush(self) -> None:

@@ -26,22 +26,24 @@ from rollchat.domain import (
 from rollchat.domain import Text as TextBlock
 from rollchat.storage.transcript.stream import TranscriptStream
 from rollchat.text.wording import plural
+from rollchat.ui.plain_markdown import plain_markdown
 from rollchat.ui.render import plain_console, usage_line
 from rollchat.ui.sanitize import harmless, one_line
 from rollchat.ui.stream import markdown
 
 if TYPE_CHECKING:
-    from rich.console import RenderableType
+    from rich.console import Console, RenderableType
 
 _RESULT_LINES = 12  # of a tool result; ``rollchat export`` prints them whole
 _BATCH = 64 * 1024  # characters of prose turns written to the output at once
 # A line of prose that rich draws as plain words wrapped at the width, markdown or not: it
 # starts with a letter (no list, heading or quote), has no markup character, no tab, no run
 # of spaces and only characters one cell wide. ``show`` writes such turns itself when piped.
-_PROSE = re.compile(r"[A-Za-z](?: ?[A-Za-z0-9,.;:'\"?()/-])*")
-# A line of plain text (not markdown) that rich wraps word by word: printable ASCII and ·,
-# words apart by one space.
-_LINE = re.compile(r"[!-~·](?: ?[!-~·])*")
+# (A group per word, not per character: most of a session's text is matched against these.)
+_PROSE = re.compile(r"[A-Za-z][A-Za-z0-9,.;:'\"?()/-]*(?: [A-Za-z0-9,.;:'\"?()/-]+)*")
+# A line of plain text (not markdown) that rich wraps word by word: printable ASCII, · and →
+# (each one cell wide), words apart by one space.
+_LINE = re.compile(r"[!-~·→]+(?: [!-~·→]+)*")
 
 
 class _Source:
@@ -114,7 +116,9 @@ def _tail(source: _Source) -> Iterator[RenderableType]:
 
 
 def _title(turn: Turn) -> str:
-    when = f"{turn.started:%Y-%m-%d %H:%M:%S}"
+    started = turn.started
+    when = (started.isoformat(" ", "seconds")[:19] if started.year >= 1000  # (a tenth of
+            else f"{started:%Y-%m-%d %H:%M:%S}")  # strftime's time, the same text)
     return f"{turn.title} · {when}"
 
 
@@ -214,14 +218,62 @@ def prose_turn(turn: Turn, agent: str, width: int) -> str | None:
     user = f"You: {harmless(turn.user)}"
     usage = usage_line(turn.elapsed, turn.usage)
     title = _title(turn)
-    if len(title) > width - 2 or any(text is None or not _PROSE.fullmatch(text) for text in
-                                     texts) or not all(_LINE.fullmatch(line) for line in
-                                                       (user, name, usage)):
+    if len(title) > width - 2 or any(text is None or not _prose(text) for text in texts) \
+            or not all(_line(line) for line in (user, name, usage)):
         return None
-    lines = ["", f"{title} " + "─" * (width - len(title) - 1), *_wrapped(user, width), name]
+    lines = ["", _rule(title, width), *_wrapped(user, width), name]
     for text in texts:
         lines += _wrapped(text or "", width)
     lines += _wrapped(usage, width)
+    if max(map(len, lines)) > width:  # a word wider than the line: rich folds it
+        return None
+    return "\n".join(lines) + "\n"
+
+
+def _prose(text: str) -> bool:
+    return _PROSE.fullmatch(text) is not None
+
+
+def _line(text: str) -> bool:
+    return _LINE.fullmatch(text) is not None
+
+
+def _rule(title: str, width: int) -> str:
+    """A rule with ``title`` at its left, as rich draws it when ``len(title) <= width - 2``."""
+    return f"{title} " + "─" * (width - len(title) - 1)
+
+
+def plain_part(part: RenderableType, width: int) -> str | None:
+    """What rich draws of one part of ``_turn`` (a Text of plain lines, a rule titled with
+    one, an answer of ``_PROSE``) on a console without colours ``width`` cells wide, written
+    without rich; None for any other part, which rich draws."""
+    from rich.markdown import Markdown
+    from rich.rule import Rule
+    from rich.text import Text
+
+    if isinstance(part, Text):
+        if part.justify is not None or part.overflow is not None or part.no_wrap or \
+                part.end != "\n":
+            return None
+        if not part.plain:
+            return "\n"
+        lines: list[str] = []
+        for line in part.plain.split("\n"):
+            if not _line(line):
+                return None
+            lines += _wrapped(line, width)
+    elif isinstance(part, Rule):
+        title = part.title
+        if part.align != "left" or part.characters != "─" or not isinstance(title, str) or \
+                len(title) > width - 2 or not _line(title):
+            return None
+        return _rule(title, width) + "\n"
+    elif isinstance(part, Markdown) and _prose(part.markup):
+        lines = _wrapped(part.markup, width)
+    elif isinstance(part, Markdown):  # paragraphs and lists of words: as rich draws them
+        return plain_markdown(part.markup, width, _wrapped)
+    else:
+        return None
     if any(len(line) > width for line in lines):  # a word wider than the line: rich folds it
         return None
     return "\n".join(lines) + "\n"
@@ -229,20 +281,19 @@ def prose_turn(turn: Turn, agent: str, width: int) -> str | None:
 
 def _wrapped(text: str, width: int) -> list[str]:
     """``text`` (``_PROSE`` or ``_LINE``: words apart by one space) wrapped as rich wraps it:
-    greedy, at spaces (a word wider than the line stays whole: ``prose_turn`` declines it)."""
-    if len(text) <= width:
-        return [text]
+    greedy, at spaces (a word wider than the line stays whole: ``prose_turn`` declines it).
+    Each line ends at the last space that lets it fit: one search a line, not a step a word."""
     lines: list[str] = []
-    line = ""
-    for word in text.split(" "):
-        if not line:
-            line = word
-        elif len(line) + 1 + len(word) <= width:
-            line += " " + word
-        else:
-            lines.append(line)
-            line = word
-    return [*lines, line]
+    while len(text) > width:
+        cut = text.rfind(" ", 0, width + 1)
+        if cut < 0:  # the first word is wider than the line: it stays whole
+            cut = text.find(" ")
+            if cut < 0:
+                break
+        lines.append(text[:cut])
+        text = text[cut + 1:]
+    lines.append(text)
+    return lines
 
 
 def show(t: Transcript | TranscriptStream, *, summary_dropped: bool = False,
@@ -296,8 +347,20 @@ def _paged(parts: Iterator[RenderableType]) -> None:
                 continue
 
 
+def _draw(parts: Iterator[RenderableType], plain: Console, width: int) -> None:
+    """The parts of a turn that is not plain prose: each written directly where it can be
+    (``plain_part``), else drawn by rich."""
+    for part in parts:
+        text = plain_part(part, width)
+        if text is None:
+            plain.print(part, soft_wrap=False)
+        else:
+            plain.file.write(text)
+
+
 def _show_plain(source: _Source) -> None:
     plain = plain_console()
+    plain.size = plain.size  # measured once (else at every part: a system call each)
     out, width = plain.file, plain.width
     agent = source.header.agent
     for part in _head(source.header):  # wrapped at the width: a soft-wrapped box or list
@@ -316,8 +379,7 @@ def _show_plain(source: _Source) -> None:
             written.clear()
             size = 0
             if text is None:
-                for part in _turn(turn, agent):
-                    plain.print(part, soft_wrap=False)
+                _draw(_turn(turn, agent), plain, width)
     finally:  # a turn that cannot be read further on: the ones before it are shown
         out.write("".join(written))
         out.flush()

@@ -40,6 +40,7 @@ _parsers = threading.local()  # each thread's parser (a parser's rule caches are
 @functools.cache
 def _markdown_class() -> type[Markdown]:
     from markdown_it import MarkdownIt
+    from markdown_it.token import Token
     from rich.markdown import Markdown
 
     class SharedParserMarkdown(Markdown):
@@ -47,19 +48,24 @@ def _markdown_class() -> type[Markdown]:
         parsed by a parser made once per thread instead of once per object."""
 
         def __init__(self, markup: str) -> None:
-            parser = getattr(_parsers, "parser", None)
-            if parser is None:
-                parser = MarkdownIt("commonmark", {"html": False}).enable(
-                    ["strikethrough", "table"])
-                _parsers.parser = parser
             self.markup = markup
-            self.parsed = parser.parse(markup)
             self.code_theme = "monokai"
             self.justify = None
             self.style = "none"
             self.hyperlinks = True
             self.inline_code_lexer = None
             self.inline_code_theme = self.code_theme
+
+        @functools.cached_property
+        def parsed(self) -> list[Token]:  # type: ignore[override]
+            """The text parsed when first drawn (``show`` writes the simplest markdown
+            piped without rich: it is never parsed then)."""
+            parser = getattr(_parsers, "parser", None)
+            if parser is None:
+                parser = MarkdownIt("commonmark", {"html": False}).enable(
+                    ["strikethrough", "table"])
+                _parsers.parser = parser
+            return parser.parse(self.markup)
 
     return SharedParserMarkdown
 

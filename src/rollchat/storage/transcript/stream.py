@@ -16,21 +16,42 @@ from rollchat.storage.transcript.turn_block import parse_turn
 
 HEADER_LINES = 1000  # a header longer than this is not a session file's
 SUMMARY_BYTES = 16 * 1024 * 1024  # what follows the summary marker (summary, signed block)
+_CHUNK = 64 * 1024  # bytes read at once (lines split and decoded together)
 _LINE_NO = re.compile(r"line ([0-9]+)")
 
 
 def file_lines(f: BinaryIO) -> Iterator[str]:
     """The lines of a file as ``text.split("\\n")`` gives them (a last "" after a final
-    newline), each decoded as strict UTF-8 (TranscriptError when one is not)."""
-    last = b"\n"
-    for number, raw in enumerate(f, 1):
-        last = raw
-        try:
-            yield (raw[:-1] if raw.endswith(b"\n") else raw).decode("utf-8")
-        except UnicodeDecodeError:
-            raise TranscriptError(f"line {number}: not UTF-8 text, not a session") from None
-    if last.endswith(b"\n"):
-        yield ""
+    newline), each decoded as strict UTF-8 (TranscriptError when one is not, after the lines
+    before it). Read and decoded a chunk of whole lines at a time: a call per line cost more
+    than the reading (seconds for a file of millions of lines)."""
+    number = 0  # lines yielded so far
+    pending: list[bytes] = []  # the start of a line not yet ended
+    while chunk := f.read(_CHUNK):
+        cut = chunk.rfind(b"\n")
+        if cut < 0:  # a line longer than a chunk: its pieces joined once it ends
+            pending.append(chunk)
+            continue
+        pending.append(chunk[:cut])
+        data = b"".join(pending)
+        pending = [chunk[cut + 1:]]
+        yield from _decoded(data, number)
+        number += data.count(b"\n") + 1
+    yield from _decoded(b"".join(pending), number)
+
+
+def _decoded(data: bytes, before: int) -> Iterator[str]:
+    """The lines of ``data`` (whole lines, without the last one's newline) decoded; at a line
+    that is not UTF-8, TranscriptError naming it (``before`` lines came first)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        start = data.rfind(b"\n", 0, e.start) + 1  # the first byte of the line
+        if start:
+            yield from data[:start - 1].decode("utf-8").split("\n")
+        number = before + data.count(b"\n", 0, start) + 1
+        raise TranscriptError(f"line {number}: not UTF-8 text, not a session") from None
+    yield from text.split("\n")
 
 
 class TranscriptStream:
@@ -100,10 +121,12 @@ class TranscriptStream:
             blank = False
 
     def _turn(self, heading: str) -> Turn | None:
-        start = self._number
+        start = number = self._number
         block = [heading]
-        while (line := self._next()) is not None:
+        for line in self._lines:  # (the loop of most of the file: no call per line)
+            number += 1
             if line == "---":
+                self._number = number
                 block.append(line)
                 try:
                     return parse_turn(block, 0, len(block) - 1)
@@ -113,11 +136,13 @@ class TranscriptStream:
                 except Exception as e:  # any input: only our own error type escapes
                     raise TranscriptError(f"line {start}: not a valid turn: {e}") from None
             if line in (SUMMARY_START, SUMMARY_END):  # parse_lenient cuts the file there
+                self._number = number
                 self._dropped(line)
                 return None
-            if _heading(line):
+            if line[:3] == "## " and _heading(line):
                 raise TranscriptError(f"line {start}: turn block not closed by '---'")
             block.append(line)
+        self._number = number
         return None  # cut short at the end of the file
 
     def _read_summary(self) -> None:

@@ -276,7 +276,9 @@ def _plain(lines: list[str], start: int, end: int, kind: TurnKind,
 
 def _made(m: re.Match[str], start: int, kind: TurnKind, number: int, **fields: object) -> Turn:
     """The turn whose footer is ``m``, with its other ``fields``."""
-    usage = Usage(*(int((m[i] or "0").replace(",", "")) for i in (3, 4, 5, 6)))
+    _, _, given, said, read, wrote, _, _ = m.groups("0")
+    usage = Usage(int(given.replace(",", "")), int(said.replace(",", "")),
+                  int(read.replace(",", "")), int(wrote.replace(",", "")))
     return Turn(kind=kind, number=number, started=parse_date(m[8], f"line {start + 1}: turn time"),
                 status=_STATUSES[m[7] or "ok"], elapsed=float(m[1] or 0), usage=usage,
                 **fields)  # type: ignore[arg-type]
