@@ -210,6 +210,16 @@ Block = Text | Thinking | ToolUse | ToolResult | Note | ProviderBlock
 
 
 @dataclass(frozen=True)
+class FrameworkState:
+    """What an agent framework keeps besides the conversation (Strands ``agent.state``, a
+    LangGraph graph's state keys other than ``messages``, ADK's ``session.state``), as the
+    session file keeps it: the framework's name and ``data``, the JSON text of an object."""
+
+    framework: str
+    data: str
+
+
+@dataclass(frozen=True)
 class Turn:
     """One entry of a transcript: the user's message and the answer's ``blocks`` in the order
     they happened (texts, tool calls, their results, notes, provider blocks).
@@ -328,6 +338,11 @@ class Summary:
     # could not be read ("" when there is none, or it was read).
     signed_for: str = field(default="", compare=False)
     signed_problem: str = field(default="", compare=False)
+    # the agent framework's state when the summary was written (storage/transcript/
+    # framework_state.py), given back to the framework at resume; ``state_problem``: why a
+    # state line in the file could not be read. Not compared.
+    framework_state: FrameworkState | None = field(default=None, compare=False)
+    state_problem: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
