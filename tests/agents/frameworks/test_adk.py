@@ -182,3 +182,51 @@ def test_the_plain_call_has_no_tools(openai_server: WireServer, adapter: Any) ->
                                 {"role": "user", "content": "hi"},
                                 {"role": "assistant", "content": "hello"},
                                 {"role": "user", "content": "Write the summary."}]
+
+
+def _by_agent(body: dict[str, Any]) -> Any:
+    """The model of a workflow's two agents: the adder calls ``add`` then says the sum, the
+    reporter reports (each known by its instruction)."""
+    system = str(body["messages"][0].get("content"))
+    if system.startswith("You report."):
+        return text("Reported.")
+    return text("It is 5.") if body["messages"][-1]["role"] == "tool" else tool(
+        "add", {"a": 2, "b": 3})
+
+
+@pytest.mark.parametrize("kind", ["SequentialAgent", "LoopAgent", "ParallelAgent"])
+def test_a_workflow_root_runs_its_agents_through_adks_runner(adapter: Any, kind: str) -> None:
+    """A root that is not an LlmAgent (ADK's workflow agents) is run by ADK's Runner as any
+    BaseAgent: each sub-agent's calls approved through the plugin, rollchat's additions in
+    each model call, the first LlmAgent's model for summaries."""
+    from google.adk import agents
+    from google.adk.models.lite_llm import LiteLlm
+
+    from rollchat.agents.frameworks import adapt as adapt_any
+    from tests.wire_servers import OpenAIDialect
+
+    with WireServer(OpenAIDialect(), responder=_by_agent) as server:
+        ran: list[tuple[int, int]] = []
+        reporter = agents.LlmAgent(name="reporter", instruction="You report.", model=LiteLlm(
+            model="openai/gpt-4o-mini", api_base=server.url, api_key="test"))
+        more = {"max_iterations": 1} if kind == "LoopAgent" else {}
+        root = getattr(agents, kind)(name="pipeline", sub_agents=[build(server, ran), reporter],
+                                     **more)
+        agent = adapt_any(root, "root_agent", "agent.py")  # found as ADK's, not refused
+        assert (agent.framework, agent.model, agent.has_tools) == (
+            "google-adk", "gpt-4o-mini", True)
+        assert agent.instructions == ""  # a workflow has none: each LlmAgent sends its own
+        asked: list[ToolCall] = []
+        events = list(agent.runner.run(request("what is 2+3?", asked=asked)))
+        assert ran == [(2, 3)] and [(c.name, dict(c.arguments)) for c in asked] == [
+            ("add", {"a": 2, "b": 3})]
+        said = "".join(e.text for e in events if isinstance(e, TextDelta))
+        assert "It is 5." in said and "Reported." in said
+        assert len(server.bodies) == 3  # the adder twice, the reporter once
+        for body in server.bodies:
+            assert str(body["messages"][0]["content"]).endswith("Project rule: be brief.")
+        server.push(text("A summary."))
+        plain = list(agent.provider.stream(ChatRequest(
+            "gpt-4o-mini", "Summarize.", (Message("user", "Write the summary."),),
+            purpose="summary")))
+        assert "".join(e.text for e in plain if isinstance(e, TextDelta)) == "A summary."
