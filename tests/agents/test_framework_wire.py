@@ -10,6 +10,7 @@ summarized through the agent's own model, and a resume in a new process."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -138,15 +139,18 @@ def test_ctrl_c_stops_the_run_and_keeps_the_partial_answer(
     child = spawn(tmp_path, str(agent), env=clean_env(
         tmp_path / "home", WIRE_URL=openai_server.url, OPENAI_AGENTS_DISABLE_TRACING="1"),
         timeout=90)  # each expect's deadline (ADK imports litellm at start: slow when loaded)
+    shown = io.StringIO()
     try:
         child.expect_exact(PROMPT)
         child.sendline("tell me")
         child.expect_exact("The first part.")
+        child.logfile_read = shown
         child.sendintr()
         child.expect_exact("interrupted")
         exit_chat(child)
     finally:
         child.close(force=True)
+    assert "Traceback" not in shown.getvalue(), shown.getvalue()[-2000:]
     [turn] = turns(sessions(tmp_path)[0])
     assert turn.status == "interrupted"
     said = "".join(b.text for b in turn.blocks if isinstance(b, Text))
