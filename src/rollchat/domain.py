@@ -249,6 +249,9 @@ class Turn:
     context_block: str = ""
     attached: tuple[Image, ...] = ()  # images attached to the user's message
     typed: str = ""  # a saved prompt's command as typed (``/review src``): ``user`` is its prompt
+    # a framework agent's state after this turn, when the turn changed it from what the
+    # session file last kept (so a session that crashed resumes with it)
+    framework_state: FrameworkState | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.blocks, tuple):  # a str here would read as one block per char

@@ -5,12 +5,14 @@ their clients at the local wire server, run as ``rollchat agent.py``."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rollchat.storage.transcript import parse
+from tests.e2e import PROMPT, clean_env, spawn
 from tests.framework_agents import (
     SUMMARY,
     asks_summary,
@@ -128,6 +130,7 @@ def _results(bodies: list[dict[str, Any]]) -> list[str]:
 
 
 @STATEFUL
+@pytest.mark.timeout(300)  # two chats (each bounded at 120 s), each importing its framework
 def test_the_frameworks_state_is_kept_across_resume_in_a_new_process(
         tmp_path: Path, source: str, installed: Any) -> None:
     installed()
@@ -150,3 +153,38 @@ def test_the_frameworks_state_is_kept_across_resume_in_a_new_process(
         kept = parse(newest.read_text(encoding="utf-8")).summary
         assert kept is not None and kept.framework_state is not None
         assert kept.framework_state.data == '{"counted":2}'
+
+
+@pytest.mark.timeout(300)  # a chat killed, then one resuming it (each wait bounded)
+def test_a_session_that_crashed_resumes_with_the_state_its_turn_kept(tmp_path: Path) -> None:
+    """The turn that changed the state keeps it in the file (``*Framework state:*``), so a
+    chat killed before it wrote a summary resumes with it: the transcript is summarized
+    first (its summary keeps the state too), and the tool reads the count the dead process
+    left."""
+    _langgraph()
+    agent = tmp_path / "agent.py"
+    agent.write_text(LANGGRAPH_STATEFUL, encoding="utf-8")
+    with WireServer(OpenAIDialect(), responder=counting) as server:
+        child = spawn(tmp_path, str(agent), "--yes", env=clean_env(
+            tmp_path / "home", WIRE_URL=server.url), timeout=90)
+        try:
+            child.expect_exact(PROMPT)
+            child.sendline("count these words")
+            child.expect_exact("done")
+            child.expect_exact(PROMPT)  # the turn is on disk before the prompt comes back
+            child.kill(signal.SIGKILL)
+        finally:
+            child.close(force=True)
+        [crashed] = sessions(tmp_path)
+        saved = parse(crashed.read_text(encoding="utf-8"))
+        assert saved.summary is None  # it died before writing one
+        [turn] = saved.turns
+        assert turn.framework_state is not None and turn.framework_state.data == '{"counted":1}'
+        before = len(server.bodies)
+        again = chat(tmp_path, server, LANGGRAPH_STATEFUL, "resume 1\ncount these words\n",
+                     "--yes")
+        assert again.returncode == 0, again.stderr
+        later = _results(server.bodies[before:])
+        assert later and "count number 2" in later[-1], (later, again.stdout)
+        summary = parse(crashed.read_text(encoding="utf-8")).summary
+        assert summary is not None and summary.framework_state == turn.framework_state

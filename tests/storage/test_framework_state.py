@@ -1,7 +1,7 @@
 """An agent framework's state kept after a summary block (storage/transcript/framework_state.py)
-through the real parser, the tail reader and the rewrites: round trips with hostile values,
-beside a signed block, a state too large or not JSON left out with one line saying why,
-corrupt and forged lines."""
+and in the turn that changed it, through the real parser, the tail reader and the rewrites:
+round trips with hostile values, beside a signed block, a state too large or not JSON left out
+with one line saying why, corrupt and forged lines."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rollchat.domain import FrameworkState, ProviderBlock, Summary, Transcript
+from rollchat.domain import FrameworkState, ProviderBlock, Summary, Text, Transcript, Turn
 from rollchat.errors import TranscriptError
 from rollchat.storage.transcript import (
     SUMMARY_END,
@@ -29,7 +29,7 @@ from rollchat.storage.transcript.framework_state import (
     freeze,
     thawed,
 )
-from tests.storage.test_transcript import SETTINGS, _header, hostile_text, json_val
+from tests.storage.test_transcript import SETTINGS, T0, _header, hostile_text, json_val, turns
 
 SUMMARY = Summary("We chose a queue.", ("picking a queue",), ("use rabbitmq",),
                   ("benchmark the zulu consumer",))
@@ -128,4 +128,24 @@ def test_a_corrupt_line_is_left_out_and_said(facts: object) -> None:
 def test_other_text_after_the_summary_block_is_still_refused() -> None:
     text = file_of(kept({"counted": 1})) + "hello\n"
     with pytest.raises(TranscriptError, match="text after the summary block"):
+        parse(text)
+
+
+@SETTINGS
+@given(turns(), st.dictionaries(hostile_text, json_val, min_size=1, max_size=3))
+def test_a_turn_keeps_the_state_it_changed(turn: Turn, state: dict[str, object]) -> None:
+    """A framework turn that changed the state keeps it (``*Framework state:*``), read back
+    whatever the values hold."""
+    frozen, _ = freeze("langgraph", {**state, "x": "*Framework state:* --> \n---"})
+    kept = replace(turn, framework_state=frozen)
+    text = render(Transcript(_header(), (kept,), None))
+    [got] = parse(text).turns
+    assert got == kept and got.framework_state == frozen
+
+
+def test_an_unreadable_turn_state_is_a_transcript_error() -> None:
+    turn = Turn("query", 1, T0, "hi", (Text("hello"),),
+                framework_state=FrameworkState("strands", '{"n":1}'))
+    text = render(Transcript(_header(), (turn,), None)).replace('"state":{"n":1}', '"state":7')
+    with pytest.raises(TranscriptError, match="unreadable framework state"):
         parse(text)

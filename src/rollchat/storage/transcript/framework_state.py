@@ -1,6 +1,7 @@
 """An agent framework's state kept beside a summary block: one HTML comment line after
 SESSION_SUMMARY_END (and after the signed block's line), the framework's name and its state as
-JSON, bounded in size; read back with the summary, so ``resume`` gives it to the framework."""
+JSON, bounded in size; read back with the summary, so ``resume`` gives it to the framework.
+A turn that changed the state keeps it too (``*Framework state:*``, turn_block.py)."""
 
 from __future__ import annotations
 
@@ -48,12 +49,17 @@ def thawed(state: FrameworkState) -> dict[str, object]:
     return value if isinstance(value, dict) else {}
 
 
-def state_line(state: FrameworkState) -> str:
-    """The comment line keeping ``state``: plain ASCII JSON, ``<`` and ``>`` escaped, so the
-    comment ends only where it should."""
+def state_json(state: FrameworkState) -> str:
+    """``state`` as one line of plain ASCII JSON, ``<`` and ``>`` escaped (so a comment holding
+    it ends only where it should): ``{"framework": ..., "state": {...}}``."""
     text = json.dumps({"framework": state.framework, "state": json.loads(state.data)},
                       ensure_ascii=True, separators=(",", ":"))
-    return _OPEN + text.replace("<", "\\u003c").replace(">", "\\u003e") + _CLOSE
+    return text.replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def state_line(state: FrameworkState) -> str:
+    """The comment line keeping ``state`` after a summary block."""
+    return _OPEN + state_json(state) + _CLOSE
 
 
 def read_state(summary: Summary, line: str) -> Summary:
@@ -73,7 +79,12 @@ def _read(line: str) -> FrameworkState:
         raise ValueError(f"longer than {STATE_MAX_CHARS:,} characters")
     if not (line.startswith(_OPEN) and line.endswith(_CLOSE)):
         raise ValueError("not the line rollchat writes")
-    facts = json.loads(line[len(_OPEN):-len(_CLOSE)])
+    return from_json(line[len(_OPEN):-len(_CLOSE)])
+
+
+def from_json(text: str) -> FrameworkState:
+    """The state :func:`state_json` wrote (ValueError, TypeError, KeyError when it is not)."""
+    facts = json.loads(text)
     if not isinstance(facts, dict):
         raise TypeError("not a JSON object")
     framework, state = facts["framework"], facts["state"]
