@@ -4,6 +4,7 @@ clients pointed at the local OpenAI wire server (WIRE_URL), run through the CLI 
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -210,15 +211,39 @@ def _langgraph_adder(server: WireServer, ran: list[tuple[int, int]]) -> Any:
     return create_agent(model, tools=[add], system_prompt="You add numbers.")
 
 
+def adk_adder(server: WireServer, ran: list[tuple[int, int]]) -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no fetch from the internet
+    from google.adk.agents import LlmAgent
+    from google.adk.models.lite_llm import LiteLlm
+    from google.adk.tools.tool_context import ToolContext
+
+    def add(a: int, b: int, tool_context: ToolContext) -> int:
+        """Add two numbers."""
+        ran.append((a, b))
+        tool_context.state["adds"] = tool_context.state.get("adds", 0) + 1
+        return a + b
+
+    return LlmAgent(name="adder", instruction="You add numbers.", tools=[add],
+                    model=LiteLlm(model="openai/gpt-4o-mini", api_base=server.url,
+                                  api_key="test"))
+
+
 # framework: (the module to have installed, the adapter's module, the agent's builder)
 ADDERS = {"pydantic-ai": ("pydantic_ai", "pydantic_ai", _pydantic_ai_adder),
           "langgraph": ("langchain.agents", "langgraph", _langgraph_adder)}
+# and Google ADK (not in the frameworks extra), whose tool results and instructions reach the
+# model in shapes of its own (tests/agents/frameworks/test_adk.py): for the tests where the
+# shapes are the same
+EVERY_ADDER = {**ADDERS, "adk": ("google.adk", "adk", adk_adder)}
 
 
 def adder_for(framework: str) -> Adder:
     """The framework's Adder (skipped where the framework is not installed)."""
-    module, adapter, build = ADDERS[framework]
-    pytest.importorskip(module)
+    module, adapter, build = EVERY_ADDER[framework]
+    if framework == "adk":
+        require_adk()
+    else:
+        pytest.importorskip(module)
     return Adder(framework, importlib.import_module(f"rollchat.agents.frameworks.{adapter}"),
                  build)
 
@@ -226,6 +251,12 @@ def adder_for(framework: str) -> Adder:
 @pytest.fixture(params=sorted(ADDERS))
 def adder(request: pytest.FixtureRequest) -> Adder:
     """Each framework's Adder in turn."""
+    return adder_for(request.param)
+
+
+@pytest.fixture(params=sorted(EVERY_ADDER))
+def any_adder(request: pytest.FixtureRequest) -> Adder:
+    """Each framework's Adder in turn, Google ADK's too."""
     return adder_for(request.param)
 
 

@@ -210,6 +210,16 @@ Block = Text | Thinking | ToolUse | ToolResult | Note | ProviderBlock
 
 
 @dataclass(frozen=True)
+class FrameworkState:
+    """What an agent framework keeps besides the conversation (Strands ``agent.state``, a
+    LangGraph graph's state keys other than ``messages``, ADK's ``session.state``), as the
+    session file keeps it: the framework's name and ``data``, the JSON text of an object."""
+
+    framework: str
+    data: str
+
+
+@dataclass(frozen=True)
 class Turn:
     """One entry of a transcript: the user's message and the answer's ``blocks`` in the order
     they happened (texts, tool calls, their results, notes, provider blocks).
@@ -239,6 +249,9 @@ class Turn:
     context_block: str = ""
     attached: tuple[Image, ...] = ()  # images attached to the user's message
     typed: str = ""  # a saved prompt's command as typed (``/review src``): ``user`` is its prompt
+    # a framework agent's state after this turn, when the turn changed it from what the
+    # session file last kept (so a session that crashed resumes with it)
+    framework_state: FrameworkState | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.blocks, tuple):  # a str here would read as one block per char
@@ -353,6 +366,11 @@ class Summary:
     # could not be read ("" when there is none, or it was read).
     signed_for: str = field(default="", compare=False)
     signed_problem: str = field(default="", compare=False)
+    # the agent framework's state when the summary was written (storage/transcript/
+    # framework_state.py), given back to the framework at resume; ``state_problem``: why a
+    # state line in the file could not be read. Not compared.
+    framework_state: FrameworkState | None = field(default=None, compare=False)
+    state_problem: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ answering no has the model summarize only its newest part, the rest summarized l
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rollchat.compaction.restore import restored_summary
@@ -37,14 +38,18 @@ def summarize_unsummarized(info: SessionInfo, *, store: Store, summarizer: Summa
         raise RollchatError(f"session {info.session_id} has no queries to resume from")
     done = yield from summarize_saved(summarizer, turns, parent, ask=confirm,
                                    summarize=summarize)
+    # a framework agent's state as the last turn that changed it left it
+    state = next((t.framework_state for t in reversed(transcript.turns)
+                  if t.framework_state is not None), None)
+    summary = replace(done.outcome.summary, framework_state=state)
     tokens = sum(t.usage.total for t in turns)
     try:
         with sigint_deferred():
             if save:
-                store.finalize(info.session_id, done.outcome.summary,
-                               total_queries=len(turns), total_tokens=tokens)
+                store.finalize(info.session_id, summary, total_queries=len(turns),
+                               total_tokens=tokens)
     except StoreError as exc:
         yield Notice("warning", f"could not save the new summary into {info.file_name}: {exc}")
     if done.interrupted:
         raise KeyboardInterrupt
-    return done.outcome.summary
+    return summary

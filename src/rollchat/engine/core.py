@@ -15,6 +15,7 @@ from rollchat.compaction.policy import ACK_TOKENS
 from rollchat.domain import (
     ROUND_SEPARATOR,
     Block,
+    FrameworkState,
     Image,
     Message,
     ProviderBlock,
@@ -33,7 +34,7 @@ from rollchat.engine.framed import approver, history_of, post_hooks, run_framed
 from rollchat.engine.hygiene import as_sent, repair
 from rollchat.engine.model import ModelChoice
 from rollchat.engine.rounds import INTERRUPTED_NOTE, run_round, trailing
-from rollchat.engine.runner import Runner, RunRequest
+from rollchat.engine.runner import Runner, RunRequest, framework_state
 from rollchat.engine.thinking import Split, took
 from rollchat.events import Event, Notice, Retrying, ServersStarting
 from rollchat.interrupts import Terminated
@@ -158,6 +159,7 @@ class Engine(ModelChoice):
         # message when a source changed (a server joined or left): the prefix changes only then.
         self._collect: str | None = "wait" if settings.tool_sources else None  # "due", "done"
         self._sourced: dict[int, set[str]] = {}  # id(source) -> the names it added
+        self._state_kept = ""  # a framework's state as this session's file last got it
 
     @property
     def tool_sources(self) -> tuple[ToolSource, ...]:
@@ -279,8 +281,17 @@ class Engine(ModelChoice):
             if content:
                 context.append(Message("assistant", content, extra=trailing(result.blocks)))
         turn = replace(self._turn("query", started, text, result), context_block=block,
-                       attached=images)
+                       attached=images, framework_state=self._state_changed())
         return Answer(turn, result.error, result.calls)
+
+    def _state_changed(self) -> FrameworkState | None:
+        """A framework's state after the turn when it differs from what the session file last
+        got (its turns and the summary keep it for resume; one not kept is said at summary)."""
+        kept = framework_state(self.settings.runner)[0]
+        if kept is None or kept.data == self._state_kept:
+            return None
+        self._state_kept = kept.data
+        return kept
 
     def restore(self, prompt: str, extra: tuple[ProviderBlock, ...] = ()) -> Stream:
         """A restoration prompt (after ``extra``: a signed block) in a fresh context: the prefix."""
@@ -288,6 +299,7 @@ class Engine(ModelChoice):
         user = Message("user", prompt, extra=extra)
         flight = [user]
         self.current = [*extra]  # the turn keeps the signed block, first
+        self._state_kept = ""  # a new session file: its first turn keeps the state again
         result = yield from self._call(flight.append, lambda: repair(flight), "restore")
         ack = result.text or "(no acknowledgment: " + (result.note or "interrupted") + ")"
         self.context.reset([user, Message("assistant", ack)], prefix_len=2)

@@ -31,12 +31,13 @@ over its Provider runs them, unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from rollchat.domain import Message, ToolCall
+from rollchat.domain import FrameworkState, Message, ToolCall
 from rollchat.providers.base import ProviderError, TextDelta, ThinkingDelta, UsageEvent
+from rollchat.storage.transcript.framework_state import freeze, thawed
 
 ToolStatus = Literal["ok", "error", "refused", "interrupted"]
 
@@ -98,3 +99,42 @@ class Runner(Protocol):
     framework: str  # "strands", "openai-agents", "function", ...
 
     def run(self, request: RunRequest) -> Iterator[RunEvent]: ...
+
+
+@runtime_checkable
+class KeepsState(Protocol):
+    """A Runner whose framework keeps state besides the conversation (Strands
+    ``agent.state``, LangGraph state keys, ADK ``session.state``): rollchat writes it to the
+    session file with the summary and gives it back at ``resume``."""
+
+    framework: str
+
+    def kept_state(self) -> Mapping[str, Any]:
+        """The framework's state now (a JSON object when it can be saved; {}: none)."""
+        ...
+
+    def give_state(self, state: Mapping[str, Any]) -> None:
+        """The state a resumed session saved, given to the framework its own way."""
+        ...
+
+
+def framework_state(runner: Runner | None) -> tuple[FrameworkState | None, str]:
+    """The state of ``runner``'s framework as the session file keeps it, or None and why not
+    ("" when there is none: no framework, or one that keeps no state)."""
+    if not isinstance(runner, KeepsState):
+        return None, ""
+    return freeze(runner.framework, runner.kept_state())
+
+
+def give_framework_state(runner: Runner | None, state: FrameworkState | None) -> str:
+    """The state a resumed session saved, given to ``runner``'s framework (None: it starts
+    empty); the line saying why it was not ("" when given, or there was none)."""
+    if not isinstance(runner, KeepsState):
+        return "" if state is None else (f"the session's {state.framework} state is not "
+                                         "given to this agent (another kind of agent)")
+    if state is not None and state.framework != runner.framework:
+        runner.give_state({})
+        return (f"the session's {state.framework} state is not given to this "
+                f"{runner.framework} agent")
+    runner.give_state({} if state is None else thawed(state))
+    return ""

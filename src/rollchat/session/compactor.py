@@ -20,6 +20,7 @@ from rollchat.config.settings import AgentConfig, AutoCompact, Config, auto_mode
 from rollchat.domain import Message, Summary, Turn, Usage
 from rollchat.engine.context import estimate_prompt, tail_sizes, tail_start
 from rollchat.engine.core import Answer, Engine
+from rollchat.engine.runner import framework_state
 from rollchat.errors import RollchatError, StoreError
 from rollchat.events import (
     AnswerStarted,
@@ -279,22 +280,26 @@ class Compactor:
                                                   focus, background=state.background,
                                                   quick=quick, within=within,
                                                   prefix=self.cached_prefix(), local=local)
-        yield from self._save_summary(state, outcome.summary)
+        kept, problem = framework_state(self.engine.settings.runner)
+        if problem:
+            yield Notice("warning", problem)
+        summary = replace(outcome.summary, framework_state=kept)  # given back at resume
+        yield from self._save_summary(state, summary)
         if stop:
             raise KeyboardInterrupt
         memory = self.around.memory
         if memory is not None:  # facts from the last turns, the summary as an episode
             left = None if within is None else within - (time.monotonic() - started)
-            yield from memory.at_summary(state.turns, state.session_id, outcome.summary,
+            yield from memory.at_summary(state.turns, state.session_id, summary,
                                          ending=ending, within=left,
-                                         title=saved_title(state, outcome.summary))
+                                         title=saved_title(state, summary))
             if self.bill_memory(state) and not state.summary_failed:
                 try:  # the exit's extraction came after the summary: the header counts it
-                    self._write_summary(state, outcome.summary)
+                    self._write_summary(state, summary)
                 except StoreError as exc:
                     yield Notice("warning", f"the cost of fact extraction is not in the "
                                             f"session file's header: {exc}")
-        return outcome.summary
+        return summary
 
     def bill_memory(self, state: SessionState) -> bool:
         """The memory's extraction calls made since the last look (at exit, at a compaction,

@@ -182,7 +182,7 @@ def edit_summary(state: SessionState, engine: Engine, store: Store,
         return
     # the provider's signed block stays beside the summary in the file, no longer sent
     new = replace(new, edited=now().isoformat(timespec="seconds"), signed=old.signed,
-                  signed_for=old.signed_for)
+                  signed_for=old.signed_for, framework_state=old.framework_state)
     yield from _use_summary(state, engine, store, old, new)
 
 

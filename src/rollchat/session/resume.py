@@ -10,6 +10,7 @@ from functools import partial
 
 from rollchat.compaction.server import signed_to_send
 from rollchat.domain import Summary
+from rollchat.engine.runner import give_framework_state
 from rollchat.errors import StoreError
 from rollchat.events import Event, Notice
 from rollchat.models.prices import chain_of
@@ -107,6 +108,11 @@ def resume(compactor: Compactor, state: SessionState, ref: str, *, fork: bool,
     if dropped is not None:
         yield Notice("info", f"The provider's signed compaction block was dropped ({dropped}): "
                              "rollchat's readable summary is sent instead.")
+    # the framework's state as the session saved it (none saved: it starts empty)
+    for problem in (summary.state_problem, give_framework_state(
+            compactor.engine.settings.runner, summary.framework_state)):
+        if problem:
+            yield Notice("warning", f"{info.file_name}: {problem}")
     child = yield from compactor.start_child(state, Parent(
         info.session_id, info.file_name, summary, info.date, info.queries, info.tokens,
         info.resumed_from, elsewhere or fork, by_user=fork and not elsewhere,

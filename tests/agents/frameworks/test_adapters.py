@@ -1,8 +1,9 @@
 """The Pydantic AI agent and the LangChain ``create_agent`` graph behind the Runner seam, each
 with its real OpenAI client at the local wire server (tests/framework_agents.py ``adder``): a
-tool turn as events, the history given back in the framework's own messages, Ctrl-C stopping
-the run, and the agent's model as a plain call (summaries). What differs per framework is in
-test_pydantic_ai.py and test_langgraph.py."""
+tool turn as events, the history given back in the framework's own messages; and for those
+and Google ADK's LlmAgent (``any_adder``, where installed): Ctrl-C stopping the run, and the
+agent's model as a plain call (summaries). What differs per framework is in
+test_pydantic_ai.py, test_langgraph.py and test_adk.py."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from typing import Any
 from rollchat.domain import Message, ToolCall
 from rollchat.engine.runner import ToolCalled, ToolReturned
 from rollchat.providers.base import ChatRequest, TextDelta, UsageEvent
-from tests.framework_agents import Adder, adder, run_request
+from tests.framework_agents import Adder, adder, any_adder, run_request
 from tests.wire_servers import WireServer, held, openai_server, text, tool
 
-__all__ = ["adder", "openai_server"]
+__all__ = ["adder", "any_adder", "openai_server"]
 
 
 def test_a_tool_turn_streams_calls_results_text_and_usage(openai_server: WireServer,
@@ -68,10 +69,12 @@ def test_history_is_given_back_in_the_frameworks_messages(openai_server: WireSer
         {"role": "user", "content": "and again?"}]
 
 
-def test_closing_the_run_stops_the_framework(openai_server: WireServer, adder: Adder) -> None:
-    """Ctrl-C: the Engine closes the iterator; the run is cancelled, the partial text kept by
-    the caller, and the held stream is no longer read."""
-    agent = adder.adapt(openai_server)
+def test_closing_the_run_stops_the_framework(openai_server: WireServer,
+                                             any_adder: Adder) -> None:
+    """Ctrl-C: the Engine closes the iterator; the run is cancelled (ADK: aborted), the
+    partial text kept by the caller, the held stream no longer read, and the agent runs
+    again after it."""
+    agent = any_adder.adapt(openai_server)
     openai_server.push(held("The first part.", "the rest never comes"))
     run: Iterator[Any] = agent.runner.run(run_request("tell me"))
     seen = ""
@@ -82,18 +85,24 @@ def test_closing_the_run_stops_the_framework(openai_server: WireServer, adder: A
                 break
     run.close()  # what the Engine does on Ctrl-C
     assert "The first part." in seen and "never" not in seen
+    openai_server.push(text("Back."))
+    events = list(agent.runner.run(run_request("again")))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Back."
 
 
 def test_the_plain_call_is_the_agents_model_without_tools(openai_server: WireServer,
-                                                          adder: Adder) -> None:
-    agent = adder.adapt(openai_server)
+                                                          any_adder: Adder) -> None:
+    agent = any_adder.adapt(openai_server)
     openai_server.push(text("A summary."))
     events = list(agent.provider.stream(ChatRequest(
         "gpt-4o-mini", "Summarize.", (Message("user", "hi"), Message("assistant", "hello"),
                                       Message("user", "Write the summary.")),
         purpose="summary")))
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "A summary."
+    assert [e.usage.input_tokens for e in events if isinstance(e, UsageEvent)] == [11]
     body = openai_server.bodies[0]
     assert "tools" not in body
-    assert body["messages"][0] == {"role": "system", "content": "Summarize."}
-    assert body["messages"][-1] == {"role": "user", "content": "Write the summary."}
+    assert body["messages"] == [{"role": "system", "content": "Summarize."},
+                                {"role": "user", "content": "hi"},
+                                {"role": "assistant", "content": "hello"},
+                                {"role": "user", "content": "Write the summary."}]

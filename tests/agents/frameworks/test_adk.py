@@ -2,12 +2,11 @@
 ``LiteLlm`` model pointed at the local wire server: a tool turn as events (rollchat's additions
 appended to the agent's instruction), the history given back as ADK events, a refused call
 reaching the model as ADK's ``{"error": ...}`` response, the session state kept from turn to
-turn, Ctrl-C stopping the run, and the agent's model as a plain call (summaries)."""
+turn, thinking, and workflow roots (Ctrl-C and the plain call: test_adapters.py)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,8 +14,8 @@ import pytest
 from rollchat.domain import Message, ToolCall
 from rollchat.engine.runner import RunRequest, ToolCalled, ToolReturned
 from rollchat.providers.base import ChatRequest, TextDelta, ThinkingDelta, UsageEvent
-from tests.framework_agents import require_adk
-from tests.wire_servers import WireServer, held, openai_server, text, tool, tools
+from tests.framework_agents import adk_adder, require_adk
+from tests.wire_servers import WireServer, openai_server, text, tool, tools
 
 __all__ = ["openai_server"]
 
@@ -29,20 +28,7 @@ def adapter(monkeypatch: pytest.MonkeyPatch) -> Any:
     return adk
 
 
-def build(server: WireServer, ran: list[tuple[int, int]]) -> Any:
-    from google.adk.agents import LlmAgent
-    from google.adk.models.lite_llm import LiteLlm
-    from google.adk.tools.tool_context import ToolContext
-
-    def add(a: int, b: int, tool_context: ToolContext) -> int:
-        """Add two numbers."""
-        ran.append((a, b))
-        tool_context.state["adds"] = tool_context.state.get("adds", 0) + 1
-        return a + b
-
-    return LlmAgent(name="adder", instruction="You add numbers.", tools=[add],
-                    model=LiteLlm(model="openai/gpt-4o-mini", api_base=server.url,
-                                  api_key="test"))
+build = adk_adder  # an LlmAgent with one tool, add, its LiteLlm at the server
 
 
 def request(user: str, history: tuple[Message, ...] = (), refuse: str | None = None,
@@ -134,25 +120,6 @@ def test_the_session_state_is_kept_from_turn_to_turn(openai_server: WireServer,
     assert agent.runner.state == {"adds": 2}  # the tool saw the first turn's state
 
 
-def test_closing_the_run_stops_the_framework(openai_server: WireServer, adapter: Any) -> None:
-    """Ctrl-C: the Engine closes the iterator; the run is aborted, the partial text kept by
-    the caller, and the held stream is no longer read."""
-    agent = adapter.adapt(build(openai_server, []), "root_agent")
-    openai_server.push(held("The first part.", "the rest never comes"))
-    run: Iterator[Any] = agent.runner.run(request("tell me"))
-    seen = ""
-    for event in run:
-        if isinstance(event, TextDelta):
-            seen += event.text
-            if "first part." in seen:
-                break
-    run.close()  # what the Engine does on Ctrl-C
-    assert "The first part." in seen and "never" not in seen
-    openai_server.push(text("Back."))  # the agent runs again after the interruption
-    events = list(agent.runner.run(request("again")))
-    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Back."
-
-
 def test_thinking_streams_as_thinking_and_is_counted_once(openai_server: WireServer,
                                                           adapter: Any) -> None:
     """A model's reasoning (LiteLlm's thought parts) is thinking, not text; its tokens are
@@ -167,18 +134,49 @@ def test_thinking_streams_as_thinking_and_is_counted_once(openai_server: WireSer
             if isinstance(e, UsageEvent)] == [(11, 9)]
 
 
-def test_the_plain_call_has_no_tools(openai_server: WireServer, adapter: Any) -> None:
-    agent = adapter.adapt(build(openai_server, []), "root_agent")
-    openai_server.push(text("A summary."))
-    events = list(agent.provider.stream(ChatRequest(
-        "gpt-4o-mini", "Summarize.", (Message("user", "hi"), Message("assistant", "hello"),
-                                      Message("user", "Write the summary.")),
-        purpose="summary")))
-    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "A summary."
-    assert [e.usage.input_tokens for e in events if isinstance(e, UsageEvent)] == [11]
-    body = openai_server.bodies[0]
-    assert "tools" not in body
-    assert body["messages"] == [{"role": "system", "content": "Summarize."},
-                                {"role": "user", "content": "hi"},
-                                {"role": "assistant", "content": "hello"},
-                                {"role": "user", "content": "Write the summary."}]
+def _by_agent(body: dict[str, Any]) -> Any:
+    """The model of a workflow's two agents: the adder calls ``add`` then says the sum, the
+    reporter reports (each known by its instruction)."""
+    system = str(body["messages"][0].get("content"))
+    if system.startswith("You report."):
+        return text("Reported.")
+    return text("It is 5.") if body["messages"][-1]["role"] == "tool" else tool(
+        "add", {"a": 2, "b": 3})
+
+
+@pytest.mark.parametrize("kind", ["SequentialAgent", "LoopAgent", "ParallelAgent"])
+def test_a_workflow_root_runs_its_agents_through_adks_runner(adapter: Any, kind: str) -> None:
+    """A root that is not an LlmAgent (ADK's workflow agents) is run by ADK's Runner as any
+    BaseAgent: each sub-agent's calls approved through the plugin, rollchat's additions in
+    each model call, the first LlmAgent's model for summaries."""
+    from google.adk import agents
+    from google.adk.models.lite_llm import LiteLlm
+
+    from rollchat.agents.frameworks import adapt as adapt_any
+    from tests.wire_servers import OpenAIDialect
+
+    with WireServer(OpenAIDialect(), responder=_by_agent) as server:
+        ran: list[tuple[int, int]] = []
+        reporter = agents.LlmAgent(name="reporter", instruction="You report.", model=LiteLlm(
+            model="openai/gpt-4o-mini", api_base=server.url, api_key="test"))
+        more = {"max_iterations": 1} if kind == "LoopAgent" else {}
+        root = getattr(agents, kind)(name="pipeline", sub_agents=[build(server, ran), reporter],
+                                     **more)
+        agent = adapt_any(root, "root_agent", "agent.py")  # found as ADK's, not refused
+        assert (agent.framework, agent.model, agent.has_tools) == (
+            "google-adk", "gpt-4o-mini", True)
+        assert agent.instructions == ""  # a workflow has none: each LlmAgent sends its own
+        asked: list[ToolCall] = []
+        events = list(agent.runner.run(request("what is 2+3?", asked=asked)))
+        assert ran == [(2, 3)] and [(c.name, dict(c.arguments)) for c in asked] == [
+            ("add", {"a": 2, "b": 3})]
+        said = "".join(e.text for e in events if isinstance(e, TextDelta))
+        assert "It is 5." in said and "Reported." in said
+        assert len(server.bodies) == 3  # the adder twice, the reporter once
+        for body in server.bodies:
+            assert str(body["messages"][0]["content"]).endswith("Project rule: be brief.")
+        server.push(text("A summary."))
+        plain = list(agent.provider.stream(ChatRequest(
+            "gpt-4o-mini", "Summarize.", (Message("user", "Write the summary."),),
+            purpose="summary")))
+        assert "".join(e.text for e in plain if isinstance(e, TextDelta)) == "A summary."

@@ -1,8 +1,8 @@
 """A Google ADK agent file (google-adk from PyPI, its ``LiteLlm`` model pointed at the local wire
 server) run as its developer runs it: ``rollchat agent.py``. A tool turn recorded as rollchat's
-blocks, a call refused through rollchat's approval (ADK's ``before_tool_callback``), an
-automatic compaction summarized through the agent's own model, a resume in a new process, and
-Ctrl-C keeping the partial answer."""
+blocks, a call refused through rollchat's approval (ADK's ``before_tool_callback``), the
+offline example's session state, a framework error as one line, a PostToolUse hook. Its
+Ctrl-C and its compaction and resume are cases of tests/agents/test_framework_wire.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from rollchat.domain import Text
 from rollchat.storage.transcript import parse
-from tests.e2e import PROMPT, clean_env, exit_chat, run_piped, spawn
+from tests.e2e import clean_env, run_piped
 from tests.framework_agents import (
     ADK_AGENT,
     calls_and_results,
@@ -26,7 +26,6 @@ from tests.framework_agents import (
 from tests.wire_servers import (
     WireServer,
     error,
-    held,
     openai_server,
     text,
     tool,
@@ -85,28 +84,6 @@ def test_a_refused_call_reaches_the_model_as_adks_refusal(openai_server: WireSer
     [turn] = turns(sessions(tmp_path)[0])
     _, [result] = calls_and_results(turn)
     assert result.is_error and result.content == refusal["error"]
-
-
-def test_ctrl_c_stops_the_run_and_keeps_the_partial_answer(openai_server: WireServer,
-                                                           tmp_path: Path) -> None:
-    agent = tmp_path / "agent.py"
-    agent.write_text(ADK_AGENT, encoding="utf-8")
-    openai_server.push(held("The first part.\n\n", "never sent"))
-    child = spawn(tmp_path, str(agent), env=clean_env(tmp_path / "home",
-                                                      WIRE_URL=openai_server.url), timeout=90)
-    try:
-        child.expect_exact(PROMPT)
-        child.sendline("tell me")
-        child.expect_exact("The first part.")
-        child.sendintr()
-        child.expect_exact("interrupted")
-        exit_chat(child)
-    finally:
-        child.close(force=True)
-    [turn] = turns(sessions(tmp_path)[0])
-    assert turn.status == "interrupted"
-    said = "".join(b.text for b in turn.blocks if isinstance(b, Text))
-    assert "The first part." in said and "never sent" not in said
 
 
 def test_the_example_runs_offline_and_keeps_its_session_state(tmp_path: Path) -> None:

@@ -112,7 +112,9 @@ HOOKED = [pytest.param("pydantic_ai", "pydantic_ai_agent", "add", {"a": 2, "b": 
           pytest.param("langchain", "langgraph_agent", "add", {"a": 2, "b": 3}, "5",
                        id="langgraph"),
           pytest.param("agents", "openai_agents_agent", "word_count", {"text": "a b c"},
-                       "3 words", id="openai-agents")]
+                       "3 words", id="openai-agents"),
+          pytest.param("strands", "strands_agent", "word_count", {"text": "a b c"},
+                       "3 words", id="strands")]
 
 
 @pytest.mark.parametrize(("module", "example", "name", "args", "result"), HOOKED)
@@ -121,8 +123,8 @@ def test_a_posttooluse_hook_adds_to_the_result_the_model_reads(
         args: dict[str, object], result: str) -> None:
     """The user's PostToolUse hook runs after the framework ran the call; its word reaches
     the model with the result (Pydantic AI's ``after_tool_execute``; LangGraph: the state
-    after its tool node; the Agents SDK: the function tool's invocation) and the transcript
-    records the result as the model read it."""
+    after its tool node; the Agents SDK: the function tool's invocation; Strands: its
+    ``AfterToolCallEvent``) and the transcript records the result as the model read it."""
     from tests.session.test_hooks import _config, _hook, _log
 
     pytest.importorskip(module)

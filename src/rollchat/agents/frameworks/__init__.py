@@ -46,8 +46,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("a LangGraph compiled graph with messages (langchain create_agent, "
          "langgraph create_react_agent)", ("langgraph", "langchain"), "langgraph",
          "langgraph", ("CompiledStateGraph", "CompiledGraph", "Pregel")),
-    Kind("a Google ADK agent (google.adk.agents.LlmAgent)", ("google.adk",), "google-adk",
-         "adk", ("LlmAgent", "Agent")),
+    Kind("a Google ADK agent (google.adk.agents.LlmAgent, SequentialAgent, LoopAgent, "
+         "ParallelAgent: any BaseAgent)", ("google.adk",), "google-adk", "adk", ("BaseAgent",)),
 )
 FUNCTION = Kind("a function root_agent(query) -> str (async, or a generator of text)", (),
                 "", "function")

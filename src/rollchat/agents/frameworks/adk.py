@@ -1,9 +1,10 @@
-"""A Google ADK agent (``google.adk.agents.LlmAgent``, package google-adk) behind the Runner
-seam, the only importer of google.adk: each turn ADK's own ``Runner`` runs it on a fresh
-in-memory session holding rollchat's history as ADK events and the kept session state; a
-plugin's ``before_tool_callback`` asks rollchat's approval (a refusal is ADK's own
-``{"error": ...}`` response) and its ``before_model_callback`` appends rollchat's additions to
-the agent's instructions. The agent's model (``canonical_model``, no tools) writes summaries."""
+"""A Google ADK agent (an ``LlmAgent``, or a workflow such as ``SequentialAgent``: any
+``BaseAgent``; package google-adk) behind the Runner seam, the only importer of google.adk:
+each turn ADK's own ``Runner`` runs it on a fresh in-memory session holding rollchat's history
+as ADK events and the kept session state; a plugin's ``before_tool_callback`` asks rollchat's
+approval (a refusal is ADK's own ``{"error": ...}`` response) and its ``before_model_callback``
+appends rollchat's additions to the instructions of each model call. The model of the agent
+(a workflow's first ``LlmAgent``: ``canonical_model``, no tools) writes summaries."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from google.adk.agents import LlmAgent, RunConfig
+from google.adk.agents import BaseAgent, LlmAgent, RunConfig
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.agents.run_config import StreamingMode  # type: ignore[attr-defined,unused-ignore]
 from google.adk.apps import App
@@ -38,6 +39,7 @@ from rollchat.domain import Message, ToolCall, Usage
 from rollchat.engine.runner import After, RunEvent, RunRequest, ToolCalled, ToolReturned
 from rollchat.providers.base import (
     ChatRequest,
+    ProviderError,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -48,15 +50,23 @@ APP = "rollchat"
 USER = "user"
 TEMP = "temp:"  # ADK's prefix of state that lasts one invocation
 POST_TOOL_USE = "post_tool_use"  # the response's key for what PostToolUse hooks add
+NO_MODEL = ("rollchat found no LlmAgent in this ADK agent to write a summary with "
+            "(set summary.provider)")
 
 
 def adapt(obj: object, name: str) -> FrameworkAgent:
-    assert isinstance(obj, LlmAgent)
+    assert isinstance(obj, BaseAgent)
     # ADK logs a failed run with its traceback: the failure is rollchat's one line instead
     logging.getLogger("google_adk").addHandler(logging.NullHandler())
-    own = obj.instruction if isinstance(obj.instruction, str) else ""
-    return FrameworkAgent("google-adk", name, model_name(obj), ADKRunner(obj, own),
-                          PlainModel(obj), instructions=own, has_tools=_has_tools(obj))
+    # a workflow root (SequentialAgent, LoopAgent, ParallelAgent) has no instruction of its
+    # own: rollchat's additions go to each of its LlmAgents' model calls
+    own = obj.instruction if isinstance(obj, LlmAgent) and isinstance(obj.instruction,
+                                                                      str) else ""
+    first = first_llm(obj)
+    return FrameworkAgent("google-adk", name, model_name(first), ADKRunner(obj, own),
+                          PlainModel(first, obj.name), instructions=own,
+                          has_tools=_has_tools(obj),
+                          no_summaries=None if first is not None else NO_MODEL)
 
 
 def _has_tools(agent: Any) -> bool:
@@ -64,10 +74,22 @@ def _has_tools(agent: Any) -> bool:
         _has_tools(sub) for sub in getattr(agent, "sub_agents", ()) or ())
 
 
-def model_name(agent: LlmAgent) -> str:
+def first_llm(agent: BaseAgent) -> LlmAgent | None:
+    """The agent itself when it is an LlmAgent, else the first LlmAgent of its sub-agents
+    (depth first): the model a workflow's summaries are written with."""
+    if isinstance(agent, LlmAgent):
+        return agent
+    for sub in agent.sub_agents:
+        found = first_llm(sub)
+        if found is not None:
+            return found
+    return None
+
+
+def model_name(agent: LlmAgent | None) -> str:
     """The model's own name (``openai/gpt-4o`` is ``gpt-4o``), as rollchat's windows and
     prices know it."""
-    model = agent.model
+    model = agent.model if agent is not None else ""
     name = model if isinstance(model, str) else str(getattr(model, "model", "") or "")
     return name.rsplit("/", 1)[-1] or "google-adk"
 
@@ -191,10 +213,18 @@ class ADKRunner:
 
     framework = "google-adk"
 
-    def __init__(self, agent: LlmAgent, own: str = "") -> None:
-        self.agent = agent
+    def __init__(self, agent: BaseAgent, own: str = "") -> None:
+        self.agent = agent  # any BaseAgent: an LlmAgent, or a workflow of them
         self.own = own  # the agent's literal instruction, which ADK sends itself
         self.state: dict[str, Any] = {}  # the ADK session state, kept across turns
+
+    def kept_state(self) -> Mapping[str, Any]:
+        """The ADK session state the last turn left (its ``temp:`` keys dropped)."""
+        return self.state
+
+    def give_state(self, state: Mapping[str, Any]) -> None:
+        """The session state a resumed session saved: the next turn's session starts with it."""
+        self.state = dict(state)
 
     def run(self, request: RunRequest) -> Iterator[RunEvent]:
         abort = asyncio.Event()
@@ -299,13 +329,16 @@ class PlainModel:
     """The agent's model as a plain call with no tools (summaries, the restoration's
     acknowledgment): its ``BaseLlm`` given ADK contents and a system instruction."""
 
-    def __init__(self, agent: LlmAgent) -> None:
-        self.agent = agent
+    def __init__(self, agent: LlmAgent | None, author: str) -> None:
+        self.agent = agent  # None: a workflow with no LlmAgent in it
+        self.author = author  # the root's name: the author of the agent's side of history
         self.name = model_name(agent)
 
     def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
+        if self.agent is None:
+            raise ProviderError(NO_MODEL)
         model: BaseLlm = self.agent.canonical_model
-        contents = [e.content for e in to_events(request.messages, self.agent.name)
+        contents = [e.content for e in to_events(request.messages, self.author)
                     if e.content is not None]
         llm_request = LlmRequest(model=model.model, contents=contents,
                                  config=types.GenerateContentConfig(

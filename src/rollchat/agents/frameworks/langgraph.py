@@ -10,7 +10,7 @@ import functools
 import inspect
 import json
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -140,6 +140,14 @@ class LangGraphRunner:
         # the graph's state besides ``messages`` as the last turn that ended left it, given
         # to the next turn's run (kept across compactions: the runner outlives them)
         self.kept: dict[str, Any] = {}
+
+    def kept_state(self) -> Mapping[str, Any]:
+        """The graph's state keys besides ``messages`` as the last finished turn left them."""
+        return self.kept
+
+    def give_state(self, state: Mapping[str, Any]) -> None:
+        """The state keys a resumed session saved, given to the next turn's run."""
+        self.kept = dict(state)
 
     def run(self, request: RunRequest) -> Iterator[RunEvent]:
         yield from bridged(lambda channel: self._run(request, channel), request.approve)

@@ -1,20 +1,23 @@
 """Strands Agents (``strands.Agent``, package strands-agents), the only importer of strands:
 each turn the agent is given rollchat's history as its ``messages`` and rollchat's system
 prompt, streamed with ``stream_async``; a ``BeforeToolCallEvent`` hook asks rollchat's approval
-and sets ``cancel_tool`` with the refusal; Ctrl-C sets the run's ``cancel_signal``. The
-agent's model (``agent.model.stream``, no tools) writes summaries."""
+and sets ``cancel_tool`` with the refusal, an ``AfterToolCallEvent`` hook adds the PostToolUse
+hooks' word to the result; Ctrl-C sets the run's ``cancel_signal``; ``agent.state`` is saved
+with the summary and given back at resume. The agent's model (``agent.model.stream``, no
+tools) writes summaries."""
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from rollchat.agents.frameworks import FrameworkAgent
 from rollchat.agents.frameworks.bridge import NO_TOOLS, Channel, bridged, plain_call
 from rollchat.domain import Message, ToolCall, Usage
-from rollchat.engine.runner import RunEvent, RunRequest, ToolCalled, ToolReturned
+from rollchat.engine.runner import After, RunEvent, RunRequest, ToolCalled, ToolReturned
 from rollchat.providers.base import (
     ChatRequest,
     StreamEvent,
@@ -25,10 +28,11 @@ from rollchat.providers.base import (
 
 
 def adapt(obj: object, name: str) -> FrameworkAgent:
-    from strands.hooks import BeforeToolCallEvent
+    from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent
 
     runner = StrandsRunner(obj)
     obj.add_hook(runner.before_tool, BeforeToolCallEvent)  # type: ignore[attr-defined]
+    obj.add_hook(runner.after_tool, AfterToolCallEvent)  # type: ignore[attr-defined]
     config = obj.model.get_config() or {}  # type: ignore[attr-defined]
     model = str(config.get("model_id") or type(obj.model).__name__)  # type: ignore[attr-defined]
     prompt = obj.system_prompt  # type: ignore[attr-defined]
@@ -81,13 +85,36 @@ def _text_of(result: dict[str, Any]) -> str:
         result.get("content") or "")
 
 
+def _added(content: list[Any], added: str) -> list[Any]:
+    """A tool result's content with ``added`` at the end of its last text."""
+    for k in range(len(content) - 1, -1, -1):
+        if isinstance(content[k], dict) and isinstance(content[k].get("text"), str):
+            return [*content[:k], {**content[k], "text": content[k]["text"] + added},
+                    *content[k + 1:]]
+    return [*content, {"text": added}]
+
+
 class StrandsRunner:
     framework = "strands"
 
     def __init__(self, agent: Any) -> None:
         self.agent = agent
         self.channel: Channel | None = None  # the run in flight's
+        self.after: After | None = None  # its PostToolUse hooks
         self.refused: dict[str, str] = {}
+
+    def kept_state(self) -> Mapping[str, Any]:
+        """The agent's ``agent.state`` (Strands keeps it JSON)."""
+        state: dict[str, Any] = self.agent.state.get()
+        return state
+
+    def give_state(self, state: Mapping[str, Any]) -> None:
+        """``agent.state`` as a resumed session saved it, through its own set and delete."""
+        kept = self.agent.state
+        for key in kept.get():
+            kept.delete(key)
+        for key, value in state.items():
+            kept.set(key, value)
 
     async def before_tool(self, event: Any) -> None:
         """Strands' BeforeToolCallEvent: rollchat's approval, a refusal as ``cancel_tool``."""
@@ -100,9 +127,27 @@ class StrandsRunner:
             self.refused[call.id] = refusal
             event.cancel_tool = refusal
 
+    async def after_tool(self, event: Any) -> None:
+        """Strands' AfterToolCallEvent: the PostToolUse hooks after a call that ran, their
+        word added to the result's text (Strands sends the event's ``result`` on)."""
+        channel, after = self.channel, self.after
+        use = event.tool_use
+        key = str(use.get("toolUseId"))
+        if channel is None or after is None or key in self.refused or (
+                event.cancel_message is not None):
+            return
+        call = ToolCall(key, str(use.get("name")), dict(use.get("input") or {}))
+        result = event.result
+        status = "error" if result.get("status") == "error" else "ok"
+        added = await channel.on_chat(functools.partial(after, call, _text_of(result), status))
+        if added:
+            event.result = {**result, "content": _added(list(result.get("content") or []),
+                                                        added)}
+
     def run(self, request: RunRequest) -> Iterator[RunEvent]:
         cancel = threading.Event()
         self.refused = {}
+        self.after = request.after
 
         async def work(channel: Channel) -> None:
             self.channel = channel

@@ -22,6 +22,9 @@ markers, bounded reads. Pure: bytes and text in, values out; the store does the 
 # * The provider's signed compaction block (``Summary.signed``) is one comment line after the
 #   summary block (see ``signed``): plain ASCII JSON, ``<``/``>`` escaped, with the digest of the
 #   readable summary it was written beside. Files without it read as before.
+# * An agent framework's state (``Summary.framework_state``) is one comment line after those
+#   (see ``framework_state``): the framework's name and its state as plain ASCII JSON, bounded
+#   (a larger state is not written). Files without it read as before.
 # * Truncation: a last block with no closing ``---`` (a crash mid-append) is ignored by
 #   :func:`parse`, which returns the complete turns before it. The number of a "restored"
 #   turn is not stored (it is always 0).

@@ -14,7 +14,7 @@ from rollchat.domain import (
 )
 from rollchat.errors import TranscriptError
 from rollchat.storage.transcript.render import amount
-from rollchat.storage.transcript.signed import after_block, read_signed
+from rollchat.storage.transcript.signed import after_block, read_after
 from rollchat.storage.transcript.summary import parse_summary_body
 from rollchat.storage.transcript.syntax import (
     SUMMARY_END,
@@ -134,8 +134,8 @@ def _summary(lines: list[str], start: int) -> Summary:
         if lines[k] == SUMMARY_START:
             raise TranscriptError(f"line {k + 1}: a second SESSION_SUMMARY_START")
         if lines[k] == SUMMARY_END:
-            signed = after_block("\n".join(lines[k + 1:]), k + 2)
-            return read_signed(parse_summary_body("\n".join(lines[start + 1:k])), signed)
+            after = after_block("\n".join(lines[k + 1:]), k + 2)
+            return read_after(parse_summary_body("\n".join(lines[start + 1:k])), after)
     raise TranscriptError(f"line {start + 1}: summary block has no SESSION_SUMMARY_END")
 
 

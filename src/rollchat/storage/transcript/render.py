@@ -21,6 +21,7 @@ from rollchat.domain import (
 )
 from rollchat.errors import TranscriptError
 from rollchat.storage.titles import first_line_title, model_title
+from rollchat.storage.transcript.framework_state import state_json
 from rollchat.storage.transcript.restored import restored_lines
 from rollchat.storage.transcript.signed import summary_tail
 from rollchat.storage.transcript.syntax import (
@@ -30,6 +31,7 @@ from rollchat.storage.transcript.syntax import (
     CONTEXT_END,
     CONTEXT_OPEN,
     ERROR_RESULT,
+    FRAMEWORK_STATE,
     IMAGE,
     PROVIDER_BLOCK,
     RESERVED_LABELS,
@@ -191,6 +193,8 @@ def render_turn(t: Turn, agent_name: str) -> str:
     texts = any(isinstance(b, Text) for b in t.blocks)
     if not texts and t.kind != "handoff" and t.status != "unanswered":
         lines += _field(label, "")  # an answer with no text says so
+    if t.framework_state is not None:
+        lines += [f"{FRAMEWORK_STATE} {inline(state_json(t.framework_state))}", ""]
     lines += [*_status_lines(t), _footer(t), "", "---", "", ""]
     return "\n".join(lines)
 

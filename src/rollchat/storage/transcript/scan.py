@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from rollchat.domain import SessionHeader, Summary
 from rollchat.errors import TranscriptError
 from rollchat.storage.transcript.parse import Head, parse_head
-from rollchat.storage.transcript.signed import after_block, read_signed
+from rollchat.storage.transcript.signed import after_block, read_after
 from rollchat.storage.transcript.summary import parse_summary_body
 from rollchat.storage.transcript.syntax import SUMMARY_END, SUMMARY_START, marker_lines
 
@@ -134,14 +134,14 @@ def _summary_state(text: str, parse_body: bool) -> tuple[bool, Summary | None, s
     if len(ends) > 1 or not starts or ends[0] < starts[0]:
         return False, None, "corrupted summary markers: SESSION_SUMMARY_END before START"
     try:
-        signed = after_block(text[ends[0] + len(SUMMARY_END):], 0)
+        after = after_block(text[ends[0] + len(SUMMARY_END):], 0)
     except TranscriptError:
         return False, None, "corrupted summary: text after SESSION_SUMMARY_END"
     if not parse_body:
         return True, None, None
     try:
         body = text[starts[0] + len(SUMMARY_START) + 1:ends[0]].removesuffix("\n")
-        return True, read_signed(parse_summary_body(body), signed), None
+        return True, read_after(parse_summary_body(body), after), None
     except TranscriptError as e:
         return False, None, f"unreadable summary block: {e}"
 

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from rollchat.domain import ProviderBlock, Summary
 from rollchat.errors import TranscriptError
+from rollchat.storage.transcript.framework_state import STATE_MARK, read_state, state_line
 from rollchat.storage.transcript.summary import render_summary_block
 
 SIGNED_MARK = "<!-- rollchat: signed compaction block"  # how the line starts, whatever follows
@@ -61,21 +62,33 @@ def signed_line(summary: Summary) -> str | None:
 
 
 def summary_tail(summary: Summary) -> str:
-    """The summary block and, when it has a signed block, its line after it (a newline
-    ending each)."""
+    """The summary block and, when it has a signed block, its line after it, then the
+    framework state's line when it has one (a newline ending each)."""
     line = signed_line(summary)
-    return render_summary_block(summary) + ("" if line is None else line + "\n")
+    state = summary.framework_state
+    return (render_summary_block(summary) + ("" if line is None else line + "\n")
+            + ("" if state is None else state_line(state) + "\n"))
 
 
-def after_block(after: str, lineno: int) -> str:
-    """The signed line of the text ``after`` a summary block ("" when there is none);
-    TranscriptError for any other text there (``lineno``: the line after the block's end)."""
-    lines = [x for x in after.split("\n") if x.strip()]
-    if not lines:
-        return ""
-    if len(lines) == 1 and lines[0].startswith(SIGNED_MARK):
-        return lines[0].rstrip(" \t\r")
-    raise TranscriptError(f"line {lineno}: text after the summary block")
+def after_block(after: str, lineno: int) -> tuple[str, str]:
+    """The signed line and the framework state's line of the text ``after`` a summary block
+    ("" for each there is not); TranscriptError for any other text there (``lineno``: the
+    line after the block's end)."""
+    lines = [x.rstrip(" \t\r") for x in after.split("\n") if x.strip()]
+    signed = state = ""
+    for line in lines:
+        if line.startswith(SIGNED_MARK) and not signed and not state:
+            signed = line
+        elif line.startswith(STATE_MARK) and not state:
+            state = line
+        else:
+            raise TranscriptError(f"line {lineno}: text after the summary block")
+    return signed, state
+
+
+def read_after(summary: Summary, lines: tuple[str, str]) -> Summary:
+    """``summary`` with what the lines after its block keep (from :func:`after_block`)."""
+    return read_state(read_signed(summary, lines[0]), lines[1])
 
 
 def read_signed(summary: Summary, line: str) -> Summary:

@@ -28,6 +28,7 @@ RESULT, ERROR_RESULT = "*Result:*", "*Result (error):*"
 SENT = "*Sent:*"  # how a result too large for the context was sent (cut or omitted)
 IMAGE, ATTACHED = "*Image:*", "*Attached image:*"  # a result's image, a user's attachment
 PROVIDER_BLOCK = "*Provider block:*"  # a provider's own block, kept byte for byte
+FRAMEWORK_STATE = "*Framework state:*"  # a framework agent's state after a turn (JSON)
 # The start of a line that could be structure: files written before 25.4 escaped every content
 # line starting so (a heading, bold, emphasis, a rule, a comment), and the parser still removes
 # one backslash from such a line (see make_escaper).

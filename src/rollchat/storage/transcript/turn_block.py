@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from rollchat.domain import (
     Block,
+    FrameworkState,
     Image,
     Note,
     ProviderBlock,
@@ -24,6 +25,7 @@ from rollchat.domain import (
     Usage,
 )
 from rollchat.errors import TranscriptError
+from rollchat.storage.transcript.framework_state import from_json
 from rollchat.storage.transcript.restored import RESTORED_END, is_restored_start, read_restored
 from rollchat.storage.transcript.syntax import (
     CONTEXT_END,
@@ -71,6 +73,7 @@ class _Fields:
     open_calls: list[str] = field(default_factory=list)  # call ids still without a result
     answered: bool = False  # an answer label was seen (an empty one makes no block)
     typed: str | None = None  # a saved prompt's command as typed
+    state: FrameworkState | None = None  # the framework's state after the turn
 
 
 def _text(first: str, rest: list[str]) -> str:
@@ -175,6 +178,11 @@ def _other_field(f: _Fields, key: str, value: str, rest: list[str], lineno: int)
             raise TranscriptError(f"line {lineno}: a provider block needs provider, type, data")
         f.blocks.append(ProviderBlock(uninline(parts[1]), uninline(parts[2]),
                                       uninline(parts[3])))
+    elif key == "Framework state" and f.state is None:
+        try:
+            f.state = from_json(_single(value, rest, lineno))
+        except (ValueError, TypeError, KeyError, RecursionError) as e:
+            raise TranscriptError(f"line {lineno}: unreadable framework state ({e})") from None
     elif key == "Typed" and f.user is not None and not f.blocks and f.typed is None:
         f.typed = _single(value, rest, lineno)
     elif key == "Attached image" and f.user is not None and not f.blocks:
@@ -302,4 +310,5 @@ def parse_turn(lines: list[str], start: int, end: int) -> Turn:
         raise TranscriptError(f"line {start + 1}: turn block lacks its user/context line")
     return _made(m, start, kind, number, user=f.user or "", blocks=tuple(f.blocks),
                  context=f.context or "", previous_session=f.previous, error=f.error,
-                 context_block=f.block or "", attached=tuple(f.attached), typed=f.typed or "")
+                 context_block=f.block or "", attached=tuple(f.attached), typed=f.typed or "",
+                 framework_state=f.state)
