@@ -96,13 +96,13 @@ def spawn(cwd: Path, *args: str, env: dict[str, str] | None = None,
     return child
 
 
-def run_piped(cwd: Path, text: str, *args: str, env: dict[str, str] | None = None,
+def run_piped(cwd: Path, text: str | None, *args: str, env: dict[str, str] | None = None,
               timeout: float = 60, fresh: bool = False) -> subprocess.CompletedProcess[str]:
-    """``python -m rollchat ARGS`` with ``text`` on its stdin, its output captured, killed at
-    ``timeout`` (subprocess.TimeoutExpired). Forked by the tests' fork server (tests/forkserver.py:
-    the same process, without paying its imports again) unless ``fresh`` (what the test proves
-    is about a new interpreter), ROLLCHAT_TESTS_NO_FORKSERVER=1, or ``env`` differs from the
-    server's in what is read at start; then a new interpreter, as ``fresh``."""
+    """``python -m rollchat ARGS`` with ``text`` on its stdin (None: /dev/null), its output
+    captured, killed at ``timeout`` (subprocess.TimeoutExpired). Forked by the tests' fork
+    server (tests/forkserver.py: a process of its own, without paying the imports again) unless
+    ``fresh`` (what the test proves is about a new interpreter), ROLLCHAT_TESTS_NO_FORKSERVER=1,
+    or ``env`` differs from the server's in what is read at start: then a new interpreter."""
     env = env or clean_env(cwd / "home")
     if not fresh:
         done = forkserver.run(args, cwd, text, env, timeout,
@@ -110,6 +110,7 @@ def run_piped(cwd: Path, text: str, *args: str, env: dict[str, str] | None = Non
         if done is not None:
             return done
     return subprocess.run([sys.executable, "-m", "rollchat", *args], cwd=str(cwd), input=text,
+                          stdin=subprocess.DEVNULL if text is None else None,
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 

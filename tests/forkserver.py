@@ -158,11 +158,12 @@ def _fail(why: str) -> None:
         _server = None
 
 
-def run(args: tuple[str, ...], cwd: Path, text: str, env: dict[str, str], timeout: float,
+def run(args: tuple[str, ...], cwd: Path, text: str | None, env: dict[str, str], timeout: float,
         make_env: Callable[[Path], dict[str, str]],
         module: str = "rollchat") -> subprocess.CompletedProcess[str] | None:
     """``python -m MODULE ARGS`` forked by the server, as ``subprocess.run(..., input=text,
-    capture_output=True, text=True, timeout=timeout)`` would run it; None when it should run
+    capture_output=True, text=True, timeout=timeout)`` would run it (``text`` None: stdin is
+    /dev/null, ``stdin=subprocess.DEVNULL``); None when it should run
     as a real process instead (the server off or failed, or ``env`` differs from the server's
     in what is read at start). ``make_env(home)``: the environment to start the server with."""
     if os.environ.get(OFF) == "1":
@@ -182,15 +183,15 @@ def run(args: tuple[str, ...], cwd: Path, text: str, env: dict[str, str], timeou
     return done
 
 
-def _call(server: Server, module: str, args: tuple[str, ...], cwd: Path, text: str,
+def _call(server: Server, module: str, args: tuple[str, ...], cwd: Path, text: str | None,
           env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", module, *args]
     encoding = locale.getpreferredencoding(False)  # what subprocess's text mode uses
-    data = text.encode(encoding)
+    data = (text or "").encode(encoding)
     request = json.dumps({"module": module, "args": list(args), "cwd": str(cwd),
                           "env": env}).encode()
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    stdin_r, stdin_w = os.pipe()
+    stdin_r, stdin_w = os.pipe() if text is not None else (os.open(os.devnull, os.O_RDONLY), -1)
     stdout_r, stdout_w = os.pipe()
     stderr_r, stderr_w = os.pipe()
     ours = [stdin_w, stdout_r, stderr_r]
@@ -237,7 +238,7 @@ def _communicate(server: Server, mine: socket.socket, ours: list[int], data: byt
         if data:
             os.set_blocking(stdin_w, False)
             selector.register(stdin_w, selectors.EVENT_WRITE)
-        else:
+        elif stdin_w != -1:
             os.close(stdin_w)
             ours[0] = -1
         for fd in (stdout_r, stderr_r):

@@ -18,7 +18,7 @@ from tests.e2e import _STARTING_ENV, _clean_env, clean_env, run_piped
 
 # What a process sees of itself; printed as JSON, then it ends as its first argument says.
 PROBE = r'''
-import json, os, signal, site, sys, threading, time
+import json, os, signal, site, stat, sys, threading, time
 facts = {
     "argv": sys.argv, "orig_argv": sys.orig_argv, "cwd": os.getcwd(), "path0": sys.path[0],
     "env": dict(os.environ), "stdin": sys.stdin.read(), "name": __name__,
@@ -29,6 +29,7 @@ facts = {
     "fds": sorted(os.listdir("/proc/self/fd")), "threads": threading.active_count(),
     "flags": str(sys.flags), "tzname": time.tzname, "user_site": site.USER_SITE,
     "session": os.getsid(0) == os.getpid(),
+    "kinds": [stat.S_IFMT(os.fstat(fd).st_mode) for fd in (0, 1, 2)],
 }
 print(json.dumps(facts))
 sys.stdout.flush()
@@ -56,11 +57,12 @@ def probe(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _both(cwd: Path, end: str, env: dict[str, str], text: str = "typed\n"
+def _both(cwd: Path, end: str, env: dict[str, str], text: str | None = "typed\n"
           ) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
     forked = forkserver.run((end,), cwd, text, env, 60, _server_env, module="probe")
     assert forked is not None, forkserver.STATS
     real = subprocess.run([sys.executable, "-m", "probe", end], cwd=str(cwd), input=text,
+                          stdin=subprocess.DEVNULL if text is None else None,
                           capture_output=True, text=True, timeout=60, env=env)
     return forked, real
 
@@ -82,6 +84,12 @@ def test_a_forked_child_is_the_process_python_m_starts(probe: Path) -> None:
     assert _facts(forked) == _facts(real)
     assert _facts(forked)["stdin"] == "typed\n" and _facts(forked)["fds"] == ["0", "1", "2", "3"]
     assert forked.stderr == real.stderr == ""
+
+
+def test_no_input_is_dev_null_as_subprocess_devnull(probe: Path) -> None:
+    forked, real = _both(probe, "0", clean_env(probe / "home"), text=None)
+    assert _facts(forked) == _facts(real)
+    assert _facts(forked)["stdin"] == ""
 
 
 @pytest.mark.parametrize("end", ["0", "raise", "interrupt", "message", "300"])
