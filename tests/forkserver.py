@@ -26,7 +26,7 @@ from typing import Any
 
 OFF = "ROLLCHAT_TESTS_NO_FORKSERVER"
 PROGRAM = Path(__file__).with_name("zygote.py")
-START_DEADLINE = 120.0  # the server's imports: a few seconds, a minute on a loaded machine
+START_DEADLINE = 60.0  # its imports: seconds (a loaded machine: more), under pytest-timeout
 REPLY_DEADLINE = 30.0  # a fork, or a killed child's end
 # Read at interpreter start from the environment (by Python, or the C library: locale, stdio
 # encoding, hash seed, flags): a call whose value of one differs runs as a real process.

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -147,3 +149,46 @@ def test_rollchat_forked_answers_as_run(tmp_path: Path) -> None:
     done = run_piped(tmp_path, "", "--version")
     assert done.returncode == 0 and done.stdout.startswith("rollchat ")
     assert forkserver.STATS["forked"] == before + 1
+
+
+class Interrupted(Exception):
+    """What pytest-timeout's signal (or a ^C) raises in the middle of a call."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+def test_a_call_interrupted_kills_its_child(probe: Path) -> None:
+    pid_file = probe / "pid"
+
+    def interrupt() -> None:  # once the child runs, an exception in the waiting caller
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        signal.pthread_kill(caller, signal.SIGUSR1)
+
+    def raise_interrupted(signum: int, frame: object) -> None:
+        raise Interrupted
+
+    caller = threading.get_ident()
+    previous = signal.signal(signal.SIGUSR1, raise_interrupted)
+    interrupter = threading.Thread(target=interrupt, daemon=True)
+    interrupter.start()
+    try:
+        with pytest.raises(Interrupted):
+            forkserver.run(("sleep",), probe, "", clean_env(probe / "home"), 120, _server_env,
+                           module="probe")
+    finally:
+        interrupter.join(70)
+        signal.signal(signal.SIGUSR1, previous)
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 30
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
