@@ -176,8 +176,8 @@ def run(args: tuple[str, ...], cwd: Path, text: str | None, env: dict[str, str],
         return None
     try:
         done = _call(server, module, args, cwd, text, env, timeout)
-    except ServerFailed as error:
-        _fail(str(error))
+    except (ServerFailed, OSError) as error:  # (OSError: a socket or pipe to it failed)
+        _fail(f"{type(error).__name__}: {error}")
         return None
     STATS["forked"] += 1
     return done
