@@ -22,7 +22,7 @@ from tests.e2e import _STARTING_ENV, _clean_env, clean_env, run_piped
 PROBE = r'''
 import json, os, signal, site, stat, sys, threading, time
 facts = {
-    "argv": sys.argv, "orig_argv": sys.orig_argv, "cwd": os.getcwd(), "path0": sys.path[0],
+    "argv": sys.argv, "orig_argv": sys.orig_argv, "cwd": os.getcwd(), "path": sys.path,
     "env": dict(os.environ), "stdin": sys.stdin.read(), "name": __name__,
     "streams": [(s.encoding, s.errors, s.line_buffering, s.isatty()) for s in
                 (sys.stdin, sys.stdout, sys.stderr)],

@@ -173,7 +173,7 @@ class Server:
             os.environ.update(request["env"])
             time.tzset()  # time.timezone/tzname were computed from the server's TZ
             refresh_user_base()
-            sys.path[0] = os.getcwd()  # what -m puts first
+            sys.path.insert(0, os.getcwd())  # what -m puts first
             sys.orig_argv = [sys.executable, "-m", request["module"], *request["args"]]
             sys.argv = ["-m", *request["args"]]  # run_module sets argv[0] to the module's path
             code = run(request["module"])
@@ -260,6 +260,7 @@ def with_reply(caller: socket.socket, message: dict[str, Any]) -> None:
 
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
+    del sys.path[0]  # this script's directory (tests/): nothing is imported from it
     read = preload()
     control.send(json.dumps({"read": read, "threads": threads(), "cpu": own_cpu(),
                              "modules": len(sys.modules)}).encode())
