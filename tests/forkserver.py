@@ -48,11 +48,11 @@ class Server:
         self.env = env
         self.home = Path(env["HOME"])
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.log = tempfile.NamedTemporaryFile(  # noqa: SIM115 (open for the server's life)
-            prefix="rollchat-forkserver-", suffix=".log", delete=False)
+        self.log = open(self.home.parent / "server.log", "wb")  # noqa: SIM115 (the server's life)
         with theirs:
             self.process = subprocess.Popen(  # stdin and stdout pipes, as a run_piped child's
-                [sys.executable, str(PROGRAM), str(theirs.fileno())], pass_fds=[theirs.fileno()],
+                [sys.executable, str(PROGRAM), str(theirs.fileno()), str(self.home.parent)],
+                pass_fds=[theirs.fileno()],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env,
                 cwd=str(self.home), start_new_session=True)  # a ^C at pytest's terminal: not it
         self.children_cpu = 0.0  # CPU seconds of the children it forked, so far
@@ -104,9 +104,7 @@ class Server:
             if stream is not None:
                 stream.close()
         self.log.close()
-        with contextlib.suppress(OSError):
-            os.unlink(self.log.name)
-        shutil.rmtree(self.home.parent, ignore_errors=True)
+        shutil.rmtree(self.home.parent, ignore_errors=True)  # (the server's HOME, its log)
 
 
 _server: Server | None = None

@@ -2,7 +2,8 @@
 chat and the SDKs once, then forks one child per request that runs ``python -m rollchat`` as a
 fresh process would: the caller's stdin/stdout/stderr, cwd, environment and argv.
 
-Usage (by tests/forkserver.py only): python tests/zygote.py CONTROL_FD
+Usage (by tests/forkserver.py only): python tests/zygote.py CONTROL_FD DIRECTORY
+(DIRECTORY: its HOME and log, removed when it ends because its client did)
 Standard library only until the preload: the server itself starts no thread and holds no state
 a child could inherit besides the imported modules (and the env keys read while importing them,
 which it reports, so the client runs a real process when a call's value of one differs)."""
@@ -16,6 +17,7 @@ import os
 import pkgutil
 import runpy
 import selectors
+import shutil
 import signal
 import socket
 import sys
@@ -104,6 +106,7 @@ class Server:
         if not message:  # the pytest worker is gone (ended, or killed): so are its children
             for pid in list(self.calls):
                 self.kill(pid)
+            shutil.rmtree(sys.argv[2], ignore_errors=True)
             return False
         caller = socket.socket(fileno=fds[3])
         try:
