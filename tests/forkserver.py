@@ -186,8 +186,8 @@ def _call(server: Server, module: str, args: tuple[str, ...], cwd: Path, text: s
     command = [sys.executable, "-m", module, *args]
     encoding = locale.getpreferredencoding(False)  # what subprocess's text mode uses
     data = (text or "").encode(encoding)
-    request = json.dumps({"module": module, "args": list(args), "cwd": str(cwd),
-                          "env": env}).encode()
+    request = json.dumps({"module": module, "args": list(args), "cwd": str(cwd), "env": env,
+                          "umask": _umask()}).encode()
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     stdin_r, stdin_w = os.pipe() if text is not None else (os.open(os.devnull, os.O_RDONLY), -1)
     stdout_r, stdout_w = os.pipe()
@@ -223,6 +223,15 @@ def _call(server: Server, module: str, args: tuple[str, ...], cwd: Path, text: s
                 os.close(fd)
     return subprocess.CompletedProcess(command, ended["code"], _text(out, encoding),
                                        _text(err, encoding))
+
+
+def _umask() -> int:
+    """This process's umask, which a child it started would inherit (read, not set and set back:
+    another thread may be creating a file)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("Umask:"):
+            return int(line.split()[1], 8)
+    raise OSError("no Umask in /proc/self/status")
 
 
 def _communicate(server: Server, mine: socket.socket, ours: list[int], data: bytes,

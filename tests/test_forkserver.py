@@ -32,6 +32,7 @@ facts = {
     "flags": str(sys.flags), "tzname": time.tzname, "user_site": site.USER_SITE,
     "session": os.getsid(0) == os.getpid(),
     "kinds": [stat.S_IFMT(os.fstat(fd).st_mode) for fd in (0, 1, 2)],
+    "umask": [l for l in open("/proc/self/status") if l.startswith("Umask")],
 }
 print(json.dumps(facts))
 sys.stdout.flush()
@@ -86,6 +87,16 @@ def test_a_forked_child_is_the_process_python_m_starts(probe: Path) -> None:
     assert _facts(forked) == _facts(real)
     assert _facts(forked)["stdin"] == "typed\n" and _facts(forked)["fds"] == ["0", "1", "2", "3"]
     assert forked.stderr == real.stderr == ""
+
+
+def test_a_forked_child_has_its_callers_umask(probe: Path) -> None:
+    _both(probe, "0", clean_env(probe / "home"))  # the server runs (with the usual umask)
+    previous = os.umask(0)  # (test_secrets: files written under umask 0 are still private)
+    try:
+        forked, real = _both(probe, "0", clean_env(probe / "home"))
+    finally:
+        os.umask(previous)
+    assert _facts(forked)["umask"] == _facts(real)["umask"] == ["Umask:\t0000\n"]
 
 
 def test_no_input_is_dev_null_as_subprocess_devnull(probe: Path) -> None:

@@ -172,6 +172,7 @@ class Server:
                 os.dup2(fd, target)
             os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # as subprocess's close_fds does
             os.chdir(request["cwd"])
+            os.umask(request["umask"])  # the caller's, as a child of it inherits
             os.environ.clear()
             os.environ.update(request["env"])
             time.tzset()  # time.timezone/tzname were computed from the server's TZ
