@@ -169,7 +169,7 @@ def run(args: tuple[str, ...], cwd: Path, text: str | None, env: dict[str, str],
     server = _get(make_env)
     if server is None:
         return None
-    if server.differs(env) is not None:
+    if server.differs(env) is not None or not cwd.is_dir():  # (the latter: subprocess raises)
         STATS["real"] += 1
         return None
     try:
@@ -206,8 +206,8 @@ def _call(server: Server, module: str, args: tuple[str, ...], cwd: Path, text: s
                 os.close(fd)
             theirs.close()
         started = server.receive(mine, REPLY_DEADLINE, "with a child")
-        if "error" in started:
-            raise ServerFailed(started["error"])
+        if "error" in started:  # (a child that failed at once may say so before the server)
+            raise ServerFailed(f"a child failed: {started['error'].splitlines()[-1]}")
         out, err, ended = _communicate(server, mine, ours, data, deadline)
         if ended is None:  # the timeout: killed, as subprocess.run kills it
             mine.send(b"kill")
@@ -262,6 +262,8 @@ def _communicate(server: Server, mine: socket.socket, ours: list[int], data: byt
                     if not message:
                         raise ServerFailed(f"it ended during a call{server.last_words()}")
                     ended = json.loads(message)
+                    if "error" in ended:  # the child failed before it ran the module
+                        raise ServerFailed(f"a child failed: {ended['error'].splitlines()[-1]}")
                     selector.unregister(mine)
                 elif key.fileobj == stdin_w:
                     try:

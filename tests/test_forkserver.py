@@ -44,7 +44,8 @@ if end == "interrupt":
 if end == "message":
     sys.exit("a message")
 if end == "sleep":
-    open("pid", "w").write(str(os.getpid()))
+    open("pid.tmp", "w").write(str(os.getpid()))
+    os.replace("pid.tmp", "pid")
     time.sleep(600)
 sys.exit(int(end))
 '''
@@ -203,3 +204,13 @@ def test_a_call_interrupted_kills_its_child(probe: Path) -> None:
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(pid)
+
+
+def test_a_child_that_fails_before_running_leaves_real_processes_with_a_warning(
+        probe: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = clean_env(probe / "home")
+    monkeypatch.setattr(forkserver, "_off", None)  # after the test: a new server may start
+    monkeypatch.setattr(forkserver, "_umask", lambda: "not a umask")  # os.umask raises
+    with pytest.warns(RuntimeWarning, match="a child failed: TypeError"):
+        assert forkserver.run(("0",), probe, "", env, 60, _server_env, module="probe") is None
+    assert forkserver._server is None

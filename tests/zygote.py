@@ -160,9 +160,7 @@ class Server:
     def child(self, request: dict[str, Any], fds: list[int], caller: socket.socket) -> None:
         """In the forked child: become ``python -m rollchat ARGS`` with the caller's streams,
         cwd and environment; never returns."""
-        code = 1
         try:
-            caller.close()
             self.selector.close()
             self.control.close()
             for other, pidfd in self.calls.values():
@@ -170,7 +168,9 @@ class Server:
                 os.close(pidfd)
             for target, fd in enumerate(fds):
                 os.dup2(fd, target)
-            os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # as subprocess's close_fds does
+            keep = caller.fileno()  # (closed once the rest is done, or with a failure on it)
+            os.closerange(3, keep)  # as subprocess's close_fds does
+            os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))
             os.chdir(request["cwd"])
             os.umask(request["umask"])  # the caller's, as a child of it inherits
             os.environ.clear()
@@ -180,14 +180,11 @@ class Server:
             sys.path.insert(0, os.getcwd())  # what -m puts first
             sys.orig_argv = [sys.executable, "-m", request["module"], *request["args"]]
             sys.argv = ["-m", *request["args"]]  # run_module sets argv[0] to the module's path
-            code = run(request["module"])
-        except BaseException:  # the server's own part failed: say so where the caller looks
-            try:
-                traceback.print_exc()
-                sys.stderr.flush()
-            finally:
-                os._exit(1)
-        os._exit(code)
+        except BaseException as error:  # the server's part failed: the caller runs a real one
+            with_reply(caller, {"error": "".join(traceback.format_exception(error))})
+            os._exit(1)
+        caller.close()
+        os._exit(run(request["module"]))
 
 
 def refresh_user_base() -> None:
