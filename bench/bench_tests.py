@@ -7,6 +7,9 @@ Usage: python bench/bench_tests.py [--top N] PYTEST_ARGS...
   e.g. python bench/bench_tests.py --top 30 tests/cli/test_oneshot_wire.py tests/storage
 Runs pytest in this process, one test at a time (-n 0), then prints the N most costly tests
 (own CPU, children's CPU, wall), the totals, and the modules by their summed CPU.
+Children's CPU includes the tests' fork server (tests/forkserver.py: its own CPU and its
+children's, which are not this process's children); ROLLCHAT_TESTS_NO_FORKSERVER=1 to compare
+without it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,11 @@ import pytest
 
 def _cpu(who: int) -> float:
     usage = resource.getrusage(who)
-    return usage.ru_utime + usage.ru_stime
+    seconds = usage.ru_utime + usage.ru_stime
+    forkserver = sys.modules.get("tests.forkserver")  # (imported by the tests' conftest)
+    if who == resource.RUSAGE_CHILDREN and forkserver is not None:
+        seconds += forkserver.cpu_seconds()
+    return seconds
 
 
 class Recorder:
@@ -59,6 +66,8 @@ def main() -> int:
           f"{sum(r[2] for r in rows):.1f} s, wall {sum(r[3] for r in rows):.1f} s")
     for module, cpu in sorted(modules.items(), key=lambda m: -m[1])[:args.top]:
         print(f"{cpu:7.1f}  {module}")
+    forkserver = sys.modules.get("tests.forkserver")
+    print(f"fork server: {dict(forkserver.STATS) if forkserver else {}}")
     return int(status)
 
 

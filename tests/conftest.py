@@ -16,6 +16,7 @@ from typing import Any
 import pexpect
 import pytest
 
+from tests import forkserver
 from tests.e2e import PYCACHE, user_dirs
 from tests.examples_budget import DEEP
 
@@ -132,7 +133,14 @@ def _reaped_children(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(pexpect.spawn, "__init__", track_spawn)
     yield
     for child in started:
-        _reap(child)
+        if not forkserver.is_server(child):  # started by a test, for the whole session
+            _reap(child)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The fork server ends with the session (each xdist worker's its own), whatever its
+    outcome; it would end anyway when this process does (its control socket closes)."""
+    forkserver.stop()
 
 
 def _reap(child: subprocess.Popen[Any] | pexpect.spawn) -> None:

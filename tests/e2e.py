@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pexpect
 
+from tests import forkserver
+
 PROMPT = "You:"
 # an agent file with one typed tool (`use word_count text="..."`), for the tests that run one
 HELPER_AGENT = '''
@@ -61,7 +63,15 @@ def child_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str, 
 
 def clean_env(home: Path, **extra: str) -> dict[str, str]:
     """An environment with no API keys and the user dirs inside ``home``."""
-    env = {k: v for k, v in os.environ.items()
+    return _clean_env(os.environ, home, **extra)
+
+
+# This process's environment before any test changed it: the fork server's (see run_piped)
+_STARTING_ENV = dict(os.environ)
+
+
+def _clean_env(base: Mapping[str, str], home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in base.items()
            if not k.endswith("_API_KEY") and not k.startswith(("ROLLCHAT_", "OPENAI_",
                                                                 "ANTHROPIC_"))}
     home.mkdir(parents=True, exist_ok=True)
@@ -86,11 +96,22 @@ def spawn(cwd: Path, *args: str, env: dict[str, str] | None = None,
     return child
 
 
-def run_piped(cwd: Path, text: str, *args: str, env: dict[str, str] | None = None,
-              timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_piped(cwd: Path, text: str | None, *args: str, env: dict[str, str] | None = None,
+              timeout: float = 60, fresh: bool = False) -> subprocess.CompletedProcess[str]:
+    """``python -m rollchat ARGS`` with ``text`` on its stdin (None: /dev/null), its output
+    captured, killed at ``timeout`` (subprocess.TimeoutExpired). Forked by the tests' fork
+    server (tests/forkserver.py: a process of its own, without paying the imports again) unless
+    ``fresh`` (what the test proves is about a new interpreter), ROLLCHAT_TESTS_NO_FORKSERVER=1,
+    or ``env`` differs from the server's in what is read at start: then a new interpreter."""
+    env = env or clean_env(cwd / "home")
+    if not fresh:
+        done = forkserver.run(args, cwd, text, env, timeout,
+                              lambda home: _clean_env(_STARTING_ENV, home))
+        if done is not None:
+            return done
     return subprocess.run([sys.executable, "-m", "rollchat", *args], cwd=str(cwd), input=text,
-                          capture_output=True, text=True, timeout=timeout,
-                          env=env or clean_env(cwd / "home"))
+                          stdin=subprocess.DEVNULL if text is None else None,
+                          capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def exit_chat(child: pexpect.spawn) -> None:

@@ -5,8 +5,6 @@ directory, a project with its own config included."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ from typer.testing import CliRunner
 
 from rollchat.cli.agents import SUBCOMMANDS
 from rollchat.cli.app import build_cli
+from tests.e2e import run_piped
 
 CONFIG = """# My rollchat settings
 session:
@@ -103,13 +102,11 @@ def test_the_alias_starts_from_any_directory(project: Path, tmp_path: Path) -> N
     elsewhere.mkdir()
     (elsewhere / "rollchat.yml").write_text("summary:\n  max_words: 200\n")  # its own config
     for args in (["dev"], ["--agent", "dev"]):
-        done = subprocess.run([sys.executable, "-m", "rollchat", *args, "--no-save", "--yes"],
-                              cwd=elsewhere, input='use word_count text="a b c"\nexit\n',
-                              capture_output=True, text=True, timeout=120)
+        done = run_piped(elsewhere, 'use word_count text="a b c"\nexit\n', *args, "--no-save",
+                         "--yes", env=dict(os.environ), timeout=120)
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith("rollchat · Helper ·") and "3 words" in done.stdout
-    done = subprocess.run([sys.executable, "-m", "rollchat", "nobody"], cwd=elsewhere,
-                          capture_output=True, text=True, timeout=120)
+    done = run_piped(elsewhere, None, "nobody", env=dict(os.environ), timeout=120)
     assert done.returncode == 2 and "no such command 'nobody'" in done.stderr
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,10 +20,7 @@ from tests.e2e import clean_env, run_piped
 def run(tmp_path: Path, *args: str, stdin: str | None = None,
         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """rollchat with ``args``; stdin is ``stdin`` piped, or nothing (/dev/null) when None."""
-    return subprocess.run([sys.executable, "-m", "rollchat", *args], cwd=str(tmp_path),
-                          input=stdin, stdin=subprocess.DEVNULL if stdin is None else None,
-                          capture_output=True, text=True, timeout=60,
-                          env=env or clean_env(tmp_path / "home"))
+    return run_piped(tmp_path, stdin, *args, env=env or clean_env(tmp_path / "home"))
 
 
 def sessions(tmp_path: Path) -> list[Path]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ import jsonschema
 import pytest
 
 from tests.cli.test_oneshot_wire import command
-from tests.e2e import clean_env
+from tests.e2e import clean_env, run_piped
 from tests.wire_servers import WireServer, error, openai_server, text, tool
 
 __all__ = ["openai_server"]
@@ -57,10 +56,8 @@ def test_the_page_holds_both_schemas_and_they_reject_what_they_should() -> None:
 
 @pytest.mark.parametrize("output_format", ["json", "stream-json"])
 def test_an_offline_run_matches_the_schema(tmp_path: Path, output_format: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "rollchat", "-p", "hello",
-                           "--output-format", output_format], cwd=str(tmp_path),
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
-                          env=clean_env(tmp_path / "home"))
+    done = run_piped(tmp_path, None, "-p", "hello", "--output-format", output_format,
+                     env=clean_env(tmp_path / "home"))
     assert done.returncode == 0, done.stderr
     objects = check(done.stdout.splitlines(), output_format)
     if output_format == "stream-json":

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import io
 import re
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import replace
@@ -24,7 +22,7 @@ from rollchat.ui.repl import gauge, handle_line, toolbar_parts, toolbar_text
 from tests.compaction.test_autocompact import Built, FakeProvider, build_app, user_message
 from tests.compaction.test_policy import OVER
 from tests.config.test_config import load
-from tests.e2e import PROMPT, clean_env, exit_chat, spawn, write_config
+from tests.e2e import PROMPT, clean_env, exit_chat, run_piped, spawn, write_config
 
 # ---------------------------------------------------------------- config
 
@@ -49,9 +47,7 @@ def test_auto_compact_rejects_anything_else_naming_the_choices(tmp_path: Path,
 
 def test_bad_auto_compact_exits_2_with_the_message(tmp_path: Path) -> None:
     config = write_config(tmp_path / "c.yml", "session:\n  auto_compact: sometimes\n")
-    done = subprocess.run([sys.executable, "-m", "rollchat", "--config", str(config)],
-                          input="", capture_output=True, text=True, timeout=60,
-                          cwd=tmp_path, env=clean_env(tmp_path / "home"))
+    done = run_piped(tmp_path, "", "--config", str(config), env=clean_env(tmp_path / "home"))
     assert done.returncode == 2
     assert "session.auto_compact: must be true, false or ask" in done.stderr
     assert "'sometimes'" in done.stderr

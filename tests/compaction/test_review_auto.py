@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -144,8 +142,7 @@ def test_the_chain_cost_at_exit_is_the_one_sessions_json_gives(
     assert done.returncode == 0, done.stderr
     end = re.search(r"Chain \((\d+) sessions\): (\$\S+)", done.stdout)
     assert end is not None and int(end[1]) >= 3, done.stdout[-600:]
-    listed = subprocess.run([sys.executable, "-m", "rollchat", "sessions", "--json"],
-                            cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
+    listed = run_piped(tmp_path, None, "sessions", "--json", env=env)
     newest = json.loads(listed.stdout)["sessions"][0]
     assert end[2] == money(newest["chain_cost"])
 

@@ -10,8 +10,6 @@ github.com/famtastic-fritz/famtastic at 755ccb8d (.claude/settings.json)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -46,9 +44,7 @@ def test_a_real_project_file_is_read_and_held_until_trusted(tmp_path: Path) -> N
         ".claude/settings.json is not trusted, so these are ignored: hooks (they run commands "
         "or let tools run unasked); if you trust the file, run `rollchat trust "
         ".claude/settings.json`",)
-    done = subprocess.run([sys.executable, "-m", "rollchat", "trust", ".claude/settings.json"],
-                          cwd=project, env=clean_env(home), capture_output=True, text=True,
-                          timeout=60)
+    done = run_piped(project, None, "trust", ".claude/settings.json", env=clean_env(home))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Trusted .claude/settings.json: its hooks now applies ")
     config = _load(project, home)
@@ -122,8 +118,7 @@ def test_allow_from_the_users_file_and_the_trusted_projects_lets_a_tool_run(
     assert "3 words" not in done.stdout and "needs the user's approval" in done.stdout
     assert ("Warning: .claude/settings.json is not trusted, so these are ignored: "
             "permissions.allow") in done.stdout
-    subprocess.run([sys.executable, "-m", "rollchat", "trust", str(settings)], cwd=project,
-                   env=env, check=True, capture_output=True, timeout=60)
+    assert run_piped(project, None, "trust", str(settings), env=env).returncode == 0
     done = run_piped(project, USE, "helper.py", env=env)
     assert "3 words" in done.stdout and "Warning" not in done.stdout, done.stdout
     settings.unlink()

@@ -6,7 +6,6 @@ server: examples/mcp/notes_server.py); a change makes it untrusted again."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -29,8 +28,7 @@ def test_an_untrusted_mcp_json_is_named_and_starts_once_trusted(tmp_path: Path) 
     assert done.stdout.splitlines().count(f"Warning: {LINE}") == 1, done.stdout
     assert "mcp__notes__" not in done.stdout
 
-    trusted = subprocess.run([sys.executable, "-m", "rollchat", "trust", ".mcp.json"],
-                             cwd=project, env=env, capture_output=True, text=True, timeout=60)
+    trusted = run_piped(project, None, "trust", ".mcp.json", env=env)
     assert trusted.returncode == 0, trusted.stderr
     assert trusted.stdout.startswith("Trusted .mcp.json: its MCP servers (notes) now start ")
     # (a message waits for the servers starting: then `tools` lists theirs)
@@ -54,7 +52,6 @@ def test_a_broken_mcp_json_is_still_named_and_trust_refuses_it(tmp_path: Path) -
     done = run_piped(project, "exit\n", env=env)
     assert ("Warning: .mcp.json is not trusted, so none of its servers starts; if you trust "
             "the file, run `rollchat trust .mcp.json`") in done.stdout.splitlines()
-    trusted = subprocess.run([sys.executable, "-m", "rollchat", "trust", ".mcp.json"],
-                             cwd=project, env=env, capture_output=True, text=True, timeout=60)
+    trusted = run_piped(project, None, "trust", ".mcp.json", env=env)
     assert trusted.returncode == 2 and "is not valid JSON" in trusted.stderr
     assert not (home / "config" / "rollchat" / "trusted.json").exists()

@@ -9,7 +9,6 @@ import json
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -34,8 +33,7 @@ def _project(tmp_path: Path, text: str) -> Path:
 
 
 def _trust(project: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rollchat", "trust", *args], cwd=project,
-                          capture_output=True, text=True, timeout=60, env=env)
+    return run_piped(project, None, "trust", *args, env=env)
 
 
 def _answered_by(server: WireServer) -> set[str | None]:
@@ -200,9 +198,7 @@ def test_trust_by_path_and_a_damaged_record(tmp_path: Path) -> None:
 def test_sessions_command_names_what_it_ignored(tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere"
     project = _project(tmp_path, f"session:\n  dir: {outside}\n")
-    done = subprocess.run([sys.executable, "-m", "rollchat", "sessions"], cwd=project,
-                          capture_output=True, text=True, timeout=60,
-                          env=clean_env(tmp_path / "home"))
+    done = run_piped(project, None, "sessions", env=clean_env(tmp_path / "home"))
     assert done.returncode == 0
     assert done.stdout == "No saved sessions.\n"
     assert done.stderr == ("rollchat: warning: rollchat.yml is not trusted, so session.dir was "

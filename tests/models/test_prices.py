@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -227,8 +225,7 @@ def test_piped_chat_over_the_anthropic_wire_then_sessions_json(
     assert f"Cost: {money(turn + summary)}" in done.stdout
     [file] = (tmp_path / "sessions").glob("*.md")
     assert parse_head(file.read_text(encoding="utf-8")).header.total_tokens == 1_096
-    listed = subprocess.run([sys.executable, "-m", "rollchat", "sessions", "--json"],
-                            cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
+    listed = run_piped(tmp_path, None, "sessions", "--json", env=env)
     [session] = json.loads(listed.stdout)["sessions"]
     assert session["cost"] == pytest.approx(turn + summary, abs=1e-4)
     assert session["chain_cost"] == session["cost"]
@@ -253,9 +250,7 @@ def test_a_price_from_the_config_for_a_local_model(tmp_path: Path,
 def test_offline_shows_no_cost_and_json_says_null(tmp_path: Path) -> None:
     done = run_piped(tmp_path, "hello\n")
     assert done.returncode == 0 and "$" not in done.stdout and "Cost" not in done.stdout
-    listed = subprocess.run([sys.executable, "-m", "rollchat", "sessions", "--json"],
-                            cwd=tmp_path, capture_output=True, text=True,
-                            env=clean_env(tmp_path / "home"), timeout=60)
+    listed = run_piped(tmp_path, None, "sessions", "--json", env=clean_env(tmp_path / "home"))
     [session] = json.loads(listed.stdout)["sessions"]
     assert session["cost"] is None and session["chain_cost"] is None
 

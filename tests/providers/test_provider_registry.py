@@ -26,6 +26,7 @@ from rollchat.providers import (
 from rollchat.providers.anthropic import AnthropicProvider
 from rollchat.providers.openai import OpenAIProvider
 from rollchat.providers.openai_responses import ResponsesProvider
+from tests.e2e import run_piped
 
 OLLAMA = "http://localhost:11434/v1"
 
@@ -134,8 +135,8 @@ def test_cli_and_config_accept_the_registry_names() -> None:
     assert all(coerce(PROVIDER, name)[0] for name in PROVIDER_CHOICES)
     assert not coerce(PROVIDER, "gemini")[0]
     env = {**os.environ, "COLUMNS": "200"}
-    out = subprocess.run([sys.executable, "-m", "rollchat", "--help"], capture_output=True,
-                         text=True, check=True, timeout=60, env=env)
+    out = run_piped(Path.cwd(), None, "--help", env=env)
+    assert out.returncode == 0, out.stderr
     assert f"--provider [{'|'.join(PROVIDER_CHOICES)}]" in out.stdout
 
 

@@ -16,7 +16,7 @@ from rollchat.config.hooks import HookConfig
 from rollchat.storage.transcript import parse
 from rollchat.tools.children import TAIL_CHARS, Bounded, run_bounded
 from rollchat.tools.hooks import BLOCK, MAX_OUTPUT, HookOutcome, Hooks
-from tests.e2e import clean_env
+from tests.e2e import clean_env, run_piped
 from tests.session.test_hooks import _config as hooks_config
 
 
@@ -83,9 +83,8 @@ def test_what_a_hook_started_in_new_sessions_ends_at_its_timeout(tmp_path: Path)
                "sh -c 'setsid sleep 1000 & echo $! > orphan.pid'; exec sleep 1000")
     config = _config(tmp_path, "UserPromptSubmit", command, timeout=1)
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "rollchat", "--config", str(config),
-                           "--provider", "offline"], cwd=tmp_path, input="hello\n", text=True,
-                          capture_output=True, timeout=120, env=clean_env(tmp_path / "home"))
+    done = run_piped(tmp_path, "hello\n", "--config", str(config), "--provider", "offline",
+                     timeout=120, env=clean_env(tmp_path / "home"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "took longer than 1s and was killed; going on" in done.stdout
     assert time.monotonic() - started < 60
@@ -140,9 +139,7 @@ def test_a_run_killed_while_its_hooks_run_leaves_the_message_not_a_bare_header(
     [session] = (tmp_path / "sessions").glob("*.md")
     [turn] = parse(session.read_text(encoding="utf-8")).turns
     assert (turn.user, turn.status) == ("deploy the staging cluster", "interrupted")
-    listed = subprocess.run([sys.executable, "-m", "rollchat", "sessions"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=60,
-                            env=clean_env(tmp_path / "home"))
+    listed = run_piped(tmp_path, None, "sessions", env=clean_env(tmp_path / "home"))
     assert "deploy the staging cluster" in listed.stdout, listed.stdout + listed.stderr
 
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pexpect
@@ -16,7 +14,7 @@ import pytest
 
 from rollchat.storage.store import MAX_FILE_BYTES
 from rollchat.storage.transcript import parse
-from tests.e2e import PROMPT, clean_env, spawn, write_config
+from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
 
 RESULT = 35_000_000  # characters of each tool result
 AGENT = f'''
@@ -32,8 +30,7 @@ def big(n: int) -> str:
 
 
 def _cli(cwd: Path, env: dict[str, str], *args: str, stdin: str = "") -> str:
-    done = subprocess.run([sys.executable, "-m", "rollchat", *args], cwd=cwd, env=env,
-                          input=stdin, capture_output=True, text=True, timeout=600)
+    done = run_piped(cwd, stdin, *args, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 

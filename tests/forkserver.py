@@ -1,0 +1,289 @@
+"""The client of the tests' fork server (tests/zygote.py): ``run_piped``'s ``python -m rollchat``
+forked from one process per pytest worker that has imported rollchat and the SDKs already,
+instead of a new interpreter paying those imports each time. The child is still a real process
+of its own (streams, cwd, environment, argv, exit status); ROLLCHAT_TESTS_NO_FORKSERVER=1 turns
+the server off, and any failure of it falls back to a real subprocess with a warning."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import locale
+import os
+import selectors
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+OFF = "ROLLCHAT_TESTS_NO_FORKSERVER"
+PROGRAM = Path(__file__).with_name("zygote.py")
+START_DEADLINE = 60.0  # its imports: seconds (a loaded machine: more), under pytest-timeout
+REPLY_DEADLINE = 30.0  # a fork, or a killed child's end
+# Read at interpreter start from the environment (by Python, or the C library: locale, stdio
+# encoding, hash seed, flags): a call whose value of one differs runs as a real process.
+AT_START = ("PYTHON", "LC_", "LANG")
+# What the server did, for the bench and for a reader wondering: calls forked, calls run as a
+# real process because their environment differs in what matters, failures (warned).
+STATS: Counter[str] = Counter()
+
+
+class ServerFailed(Exception):
+    """The server could not run this call (it is off for the rest of the session)."""
+
+
+class Server:
+    """One running server: its process, its control socket, the environment it started with
+    and the keys its imports read."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.home = Path(env["HOME"])
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.log = open(self.home.parent / "server.log", "wb")  # noqa: SIM115 (the server's life)
+        with theirs:
+            self.process = subprocess.Popen(  # stdin and stdout pipes, as a run_piped child's
+                [sys.executable, str(PROGRAM), str(theirs.fileno()), str(self.home.parent)],
+                pass_fds=[theirs.fileno()],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env,
+                cwd=str(self.home), start_new_session=True)  # a ^C at pytest's terminal: not it
+        self.children_cpu = 0.0  # CPU seconds of the children it forked, so far
+        try:
+            ready = self.receive(self.control, START_DEADLINE, "to start")
+            if ready["threads"] != 1:
+                raise ServerFailed(f"it has {ready['threads']} threads after its imports")
+        except BaseException:
+            self.stop()
+            raise
+        self.read: dict[str, str | None] = ready["read"]
+        self.own_cpu: float = ready["cpu"]  # and of the server itself
+
+    def receive(self, sock: socket.socket, deadline: float, what: str) -> dict[str, Any]:
+        """One message from the server, waited for at most ``deadline`` seconds."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(sock, selectors.EVENT_READ)
+            if not selector.select(deadline):
+                raise ServerFailed(f"no answer within {deadline:.0f} s {what}")
+        message = sock.recv(1 << 20)
+        if not message:
+            raise ServerFailed(f"it ended instead of answering {what}{self.last_words()}")
+        return json.loads(message)  # type: ignore[no-any-return]
+
+    def last_words(self) -> str:
+        with contextlib.suppress(OSError):
+            text = Path(self.log.name).read_text(errors="replace").strip()
+            if text:
+                return f": {text.splitlines()[-1]}"
+        return ""
+
+    def differs(self, env: Mapping[str, str]) -> str | None:
+        """The first variable whose value at a child's start matters and differs from the
+        server's (the child would see the server's), or None."""
+        if "*" in self.read:
+            return "*"
+        keys = set(self.read) | {k for k in (*env, *self.env) if k.startswith(AT_START)}
+        return next((key for key in sorted(keys) if env.get(key) != self.env.get(key)), None)
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            self.control.close()  # the server ends at this, killing any child still running
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=5)
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+        self.log.close()
+        shutil.rmtree(self.home.parent, ignore_errors=True)  # (the server's HOME, its log)
+
+
+_server: Server | None = None
+_off: str | None = None  # why the server is off for the rest of the session
+_lock = threading.Lock()
+
+
+def is_server(process: object) -> bool:
+    """Whether ``process`` is the server's (conftest's reaper leaves it to the session's end)."""
+    return _server is not None and process is _server.process
+
+
+def cpu_seconds() -> float:
+    """CPU of the server and of every child it forked so far (not in this process's
+    RUSAGE_CHILDREN: they are not its children)."""
+    return _server.children_cpu + _server.own_cpu if _server is not None else 0.0
+
+
+def stop() -> None:
+    """End the server (at the session's end; it also ends by itself when this process does)."""
+    global _server
+    with _lock:
+        if _server is not None:
+            _server.stop()
+            _server = None
+
+
+def _get(make_env: Callable[[Path], dict[str, str]]) -> Server | None:
+    global _server, _off
+    with _lock:
+        if _server is None and _off is None:
+            home = Path(tempfile.mkdtemp(prefix="rollchat-forkserver-")) / "home"
+            try:
+                _server = Server(make_env(home))
+            except (ServerFailed, OSError) as error:
+                _fail(f"it did not start: {error}")
+        return _server
+
+
+def _fail(why: str) -> None:
+    global _server, _off
+    _off = why
+    STATS["failed"] += 1
+    warnings.warn(f"the tests' fork server is off, children run as real processes: {why}",
+                  RuntimeWarning, stacklevel=3)
+    if _server is not None:
+        with contextlib.suppress(Exception):
+            _server.stop()
+        _server = None
+
+
+def run(args: tuple[str, ...], cwd: Path, text: str | None, env: dict[str, str], timeout: float,
+        make_env: Callable[[Path], dict[str, str]],
+        module: str = "rollchat") -> subprocess.CompletedProcess[str] | None:
+    """``python -m MODULE ARGS`` forked by the server, as ``subprocess.run(..., input=text,
+    capture_output=True, text=True, timeout=timeout)`` would run it (``text`` None: stdin is
+    /dev/null, ``stdin=subprocess.DEVNULL``); None when it should run
+    as a real process instead (the server off or failed, or ``env`` differs from the server's
+    in what is read at start). ``make_env(home)``: the environment to start the server with."""
+    if os.environ.get(OFF) == "1":
+        return None
+    server = _get(make_env)
+    if server is None:
+        return None
+    if server.differs(env) is not None or not cwd.is_dir():  # (the latter: subprocess raises)
+        STATS["real"] += 1
+        return None
+    try:
+        done = _call(server, module, args, cwd, text, env, timeout)
+    except (ServerFailed, OSError) as error:  # (OSError: a socket or pipe to it failed)
+        _fail(f"{type(error).__name__}: {error}")
+        return None
+    STATS["forked"] += 1
+    return done
+
+
+def _call(server: Server, module: str, args: tuple[str, ...], cwd: Path, text: str | None,
+          env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", module, *args]
+    encoding = locale.getpreferredencoding(False)  # what subprocess's text mode uses
+    data = (text or "").encode(encoding)
+    request = json.dumps({"module": module, "args": list(args), "cwd": str(cwd), "env": env,
+                          "umask": _umask()}).encode()
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    stdin_r, stdin_w = os.pipe() if text is not None else (os.open(os.devnull, os.O_RDONLY), -1)
+    stdout_r, stdout_w = os.pipe()
+    stderr_r, stderr_w = os.pipe()
+    ours = [stdin_w, stdout_r, stderr_r]
+    deadline = time.monotonic() + timeout
+    ended: dict[str, Any] | None = None
+    try:
+        try:
+            socket.send_fds(server.control, [request], [stdin_r, stdout_w, stderr_w,
+                                                        theirs.fileno()])
+        except OSError as error:
+            raise ServerFailed(f"it is gone ({error}){server.last_words()}") from error
+        finally:
+            for fd in (stdin_r, stdout_w, stderr_w):
+                os.close(fd)
+            theirs.close()
+        started = server.receive(mine, REPLY_DEADLINE, "with a child")
+        if "error" in started:  # (a child that failed at once may say so before the server)
+            raise ServerFailed(f"a child failed: {started['error'].splitlines()[-1]}")
+        out, err, ended = _communicate(server, mine, ours, data, deadline)
+        if ended is None:  # the timeout: killed, as subprocess.run kills it
+            mine.send(b"kill")
+            ended = server.receive(mine, REPLY_DEADLINE, "with the killed child's end")
+            raise subprocess.TimeoutExpired(command, timeout, output=out, stderr=err)
+    finally:
+        if ended is not None:
+            server.children_cpu += ended["cpu"]
+            server.own_cpu = ended["server_cpu"]
+        mine.close()  # before its end was read (interrupted): the server kills the child
+        for fd in ours:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    return subprocess.CompletedProcess(command, ended["code"], _text(out, encoding),
+                                       _text(err, encoding))
+
+
+def _umask() -> int:
+    """This process's umask, which a child it started would inherit (read, not set and set back:
+    another thread may be creating a file)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("Umask:"):
+            return int(line.split()[1], 8)
+    raise OSError("no Umask in /proc/self/status")
+
+
+def _communicate(server: Server, mine: socket.socket, ours: list[int], data: bytes,
+                 deadline: float) -> tuple[bytes, bytes, dict[str, Any] | None]:
+    """Write ``data`` to the child's stdin, read its stdout and stderr to their ends and its
+    exit status, until ``deadline``: (stdout, stderr, its end or None at the deadline)."""
+    stdin_w, stdout_r, stderr_r = ours
+    chunks: dict[int, list[bytes]] = {stdout_r: [], stderr_r: []}
+    ended: dict[str, Any] | None = None
+    with selectors.DefaultSelector() as selector:
+        if data:
+            os.set_blocking(stdin_w, False)
+            selector.register(stdin_w, selectors.EVENT_WRITE)
+        elif stdin_w != -1:
+            os.close(stdin_w)
+            ours[0] = -1
+        for fd in (stdout_r, stderr_r):
+            selector.register(fd, selectors.EVENT_READ)
+        selector.register(mine, selectors.EVENT_READ)
+        written = 0
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return b"".join(chunks[stdout_r]), b"".join(chunks[stderr_r]), None
+            for key, _ in selector.select(left):
+                if key.fileobj is mine:
+                    message = mine.recv(1 << 16)
+                    if not message:
+                        raise ServerFailed(f"it ended during a call{server.last_words()}")
+                    ended = json.loads(message)
+                    if "error" in ended:  # the child failed before it ran the module
+                        raise ServerFailed(f"a child failed: {ended['error'].splitlines()[-1]}")
+                    selector.unregister(mine)
+                elif key.fileobj == stdin_w:
+                    try:
+                        written += os.write(stdin_w, data[written:written + 65536])
+                    except BrokenPipeError:  # the child stopped reading: as subprocess does
+                        written = len(data)
+                    if written >= len(data):
+                        selector.unregister(stdin_w)
+                        os.close(stdin_w)
+                        ours[0] = -1
+                else:
+                    fd = int(key.fd)
+                    chunk = os.read(fd, 1 << 16)
+                    if chunk:
+                        chunks[fd].append(chunk)
+                    else:
+                        selector.unregister(fd)
+    return b"".join(chunks[stdout_r]), b"".join(chunks[stderr_r]), ended
+
+
+def _text(data: bytes, encoding: str) -> str:
+    """As subprocess's text mode decodes (universal newlines)."""
+    return data.decode(encoding).replace("\r\n", "\n").replace("\r", "\n")

@@ -1,0 +1,216 @@
+"""The tests' fork server (tests/forkserver.py, tests/zygote.py): a child it forks is the process
+``python -m MODULE`` would start (streams, cwd, environment, argv, signals, open files, exit
+status), a timeout kills it, and a server that fails leaves the tests to real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests import forkserver
+from tests.e2e import _STARTING_ENV, _clean_env, clean_env, run_piped
+
+# What a process sees of itself; printed as JSON, then it ends as its first argument says.
+PROBE = r'''
+import json, os, signal, site, stat, sys, threading, time
+facts = {
+    "argv": sys.argv, "orig_argv": sys.orig_argv, "cwd": os.getcwd(), "path": sys.path,
+    "env": dict(os.environ), "stdin": sys.stdin.read(), "name": __name__,
+    "streams": [(s.encoding, s.errors, s.line_buffering, s.isatty()) for s in
+                (sys.stdin, sys.stdout, sys.stderr)],
+    "signals": [str(signal.getsignal(n)) for n in (signal.SIGINT, signal.SIGTERM,
+                signal.SIGHUP, signal.SIGPIPE, signal.SIGCHLD, signal.SIGXFSZ)],
+    "fds": sorted(os.listdir("/proc/self/fd")), "threads": threading.active_count(),
+    "flags": str(sys.flags), "tzname": time.tzname, "user_site": site.USER_SITE,
+    "session": os.getsid(0) == os.getpid(),
+    "kinds": [stat.S_IFMT(os.fstat(fd).st_mode) for fd in (0, 1, 2)],
+    "umask": [l for l in open("/proc/self/status") if l.startswith("Umask")],
+}
+print(json.dumps(facts))
+sys.stdout.flush()
+end = sys.argv[1]
+if end == "raise":
+    raise ValueError("boom")
+if end == "interrupt":
+    raise KeyboardInterrupt
+if end == "message":
+    sys.exit("a message")
+if end == "sleep":
+    open("pid.tmp", "w").write(str(os.getpid()))
+    os.replace("pid.tmp", "pid")
+    time.sleep(600)
+sys.exit(int(end))
+'''
+
+
+def _server_env(home: Path) -> dict[str, str]:
+    return _clean_env(_STARTING_ENV, home)
+
+
+@pytest.fixture
+def probe(tmp_path: Path) -> Path:
+    (tmp_path / "probe.py").write_text(PROBE, encoding="utf-8")
+    return tmp_path
+
+
+def _both(cwd: Path, end: str, env: dict[str, str], text: str | None = "typed\n"
+          ) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+    forked = forkserver.run((end,), cwd, text, env, 60, _server_env, module="probe")
+    assert forked is not None, forkserver.STATS
+    real = subprocess.run([sys.executable, "-m", "probe", end], cwd=str(cwd), input=text,
+                          stdin=subprocess.DEVNULL if text is None else None,
+                          capture_output=True, text=True, timeout=60, env=env)
+    return forked, real
+
+
+def _without_runpy(text: str) -> list[str]:
+    """A traceback without the frames of runpy (python -m shows two of its own)."""
+    return [line for line in text.splitlines() if '"<frozen runpy>"' not in line]
+
+
+def _facts(done: subprocess.CompletedProcess[str]) -> dict[str, object]:
+    return json.loads(done.stdout.splitlines()[0])  # type: ignore[no-any-return]
+
+
+def test_a_forked_child_is_the_process_python_m_starts(probe: Path) -> None:
+    env = clean_env(probe / "home", TZ="Asia/Kolkata", EXTRA="yes")
+    forked, real = _both(probe, "3", env)
+    assert (forked.returncode, real.returncode) == (3, 3)
+    assert forked.args == real.args == [sys.executable, "-m", "probe", "3"]
+    assert _facts(forked) == _facts(real)
+    assert _facts(forked)["stdin"] == "typed\n" and _facts(forked)["fds"] == ["0", "1", "2", "3"]
+    assert forked.stderr == real.stderr == ""
+
+
+def test_a_forked_child_has_its_callers_umask(probe: Path) -> None:
+    _both(probe, "0", clean_env(probe / "home"))  # the server runs (with the usual umask)
+    previous = os.umask(0)  # (test_secrets: files written under umask 0 are still private)
+    try:
+        forked, real = _both(probe, "0", clean_env(probe / "home"))
+    finally:
+        os.umask(previous)
+    assert _facts(forked)["umask"] == _facts(real)["umask"] == ["Umask:\t0000\n"]
+
+
+def test_no_input_is_dev_null_as_subprocess_devnull(probe: Path) -> None:
+    forked, real = _both(probe, "0", clean_env(probe / "home"), text=None)
+    assert _facts(forked) == _facts(real)
+    assert _facts(forked)["stdin"] == ""
+
+
+@pytest.mark.parametrize("end", ["0", "raise", "interrupt", "message", "300"])
+def test_a_forked_child_ends_as_the_real_one(probe: Path, end: str) -> None:
+    forked, real = _both(probe, end, clean_env(probe / "home"), text="")
+    assert forked.returncode == real.returncode
+    assert _without_runpy(forked.stderr) == _without_runpy(real.stderr)
+    assert forked.stdout == real.stdout
+
+
+def test_a_forked_child_is_killed_at_the_timeout(probe: Path) -> None:
+    with pytest.raises(subprocess.TimeoutExpired) as raised:
+        forkserver.run(("sleep",), probe, "", clean_env(probe / "home"), 3, _server_env,
+                       module="probe")
+    assert b'"argv"' in raised.value.output
+    pid = int((probe / "pid").read_text())
+    with pytest.raises(ProcessLookupError):  # killed, and reaped before the timeout was raised
+        os.kill(pid, 0)
+
+
+def test_what_is_read_at_start_differing_runs_a_real_process(probe: Path) -> None:
+    before = forkserver.STATS["real"]
+    env = clean_env(probe / "home", PYTHONUTF8="1")
+    assert forkserver.run(("0",), probe, "", env, 60, _server_env, module="probe") is None
+    assert forkserver.STATS["real"] == before + 1
+    done = run_piped(probe, "", "--version", env=env)  # then run_piped runs a real one
+    assert done.returncode == 0 and done.stdout.startswith("rollchat ")
+
+
+def test_the_server_can_be_turned_off(probe: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(forkserver.OFF, "1")
+    assert forkserver.run(("0",), probe, "", clean_env(probe / "home"), 60, _server_env,
+                          module="probe") is None
+
+
+def test_a_dead_server_leaves_real_processes_with_a_warning(
+        probe: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = clean_env(probe / "home")
+    assert forkserver.run(("0",), probe, "", env, 60, _server_env, module="probe") is not None
+    monkeypatch.setattr(forkserver, "_off", None)  # after the test: a new server may start
+    server = forkserver._server
+    assert server is not None
+    server.process.kill()
+    server.process.wait(timeout=30)
+    started = time.monotonic()
+    with pytest.warns(RuntimeWarning, match="fork server is off"):
+        assert forkserver.run(("0",), probe, "", env, 60, _server_env, module="probe") is None
+    assert time.monotonic() - started < forkserver.REPLY_DEADLINE
+    done = run_piped(probe, "", "--version", env=env)
+    assert done.returncode == 0 and done.stdout.startswith("rollchat ")
+
+
+def test_rollchat_forked_answers_as_run(tmp_path: Path) -> None:
+    before = forkserver.STATS["forked"]
+    done = run_piped(tmp_path, "", "--version")
+    assert done.returncode == 0 and done.stdout.startswith("rollchat ")
+    assert forkserver.STATS["forked"] == before + 1
+
+
+class Interrupted(Exception):
+    """What pytest-timeout's signal (or a ^C) raises in the middle of a call."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+def test_a_call_interrupted_kills_its_child(probe: Path) -> None:
+    pid_file = probe / "pid"
+
+    def interrupt() -> None:  # once the child runs, an exception in the waiting caller
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        signal.pthread_kill(caller, signal.SIGUSR1)
+
+    def raise_interrupted(signum: int, frame: object) -> None:
+        raise Interrupted
+
+    caller = threading.get_ident()
+    previous = signal.signal(signal.SIGUSR1, raise_interrupted)
+    interrupter = threading.Thread(target=interrupt, daemon=True)
+    interrupter.start()
+    try:
+        with pytest.raises(Interrupted):
+            forkserver.run(("sleep",), probe, "", clean_env(probe / "home"), 120, _server_env,
+                           module="probe")
+    finally:
+        interrupter.join(70)
+        signal.signal(signal.SIGUSR1, previous)
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 30
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
+def test_a_child_that_fails_before_running_leaves_real_processes_with_a_warning(
+        probe: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = clean_env(probe / "home")
+    monkeypatch.setattr(forkserver, "_off", None)  # after the test: a new server may start
+    monkeypatch.setattr(forkserver, "_umask", lambda: "not a umask")  # os.umask raises
+    with pytest.warns(RuntimeWarning, match="a child failed: TypeError"):
+        assert forkserver.run(("0",), probe, "", env, 60, _server_env, module="probe") is None
+    assert forkserver._server is None
