@@ -126,12 +126,13 @@ def test_the_oldest_days_go_first_to_fit_their_share_and_are_counted() -> None:
         days[-len(fitted.timeline) - 1:])
     assert fitted.dropped_topics == len(days) - len(fitted.timeline)
     assert fitted.topics == ("Kayaks",) and fitted.decisions == ("Buy a kayak",)
-    # within its share the latest day always stays; a budget too small for it and the
-    # topics takes the days (counted) before the first topic
-    assert fit_words(summary, 40).timeline == days[-1:]
-    tight = fit_words(summary, 8)
-    assert tight.timeline == () and tight.topics == ("Kayaks",)
-    assert tight.dropped_topics == len(days)
+    # however small the budget, the latest day stays, like the decisions: the first topic
+    # goes; but a focused summary keeps its focus first, and its days go before it
+    tight = fit_words(summary, 16)
+    assert tight.timeline == days[-1:] and tight.topics == ()
+    focused = fit_words(replace(summary, topics=("Focus on kayaks: Kayaks",)), 16, focused=True)
+    assert focused.timeline == () and focused.topics == ("Focus on kayaks: Kayaks",)
+    assert focused.dropped_topics == len(days)
 
 
 def test_merging_partial_summaries_keeps_every_day_in_date_order() -> None:
@@ -146,7 +147,7 @@ def test_merging_partial_summaries_keeps_every_day_in_date_order() -> None:
 
 
 def test_a_model_is_asked_for_the_timeline_and_given_the_parents() -> None:
-    assert "**Timeline:**\n- <YYYY-MM-DD: what happened that day>" in SUMMARY_SYSTEM_PROMPT
+    assert "**Timeline:**\n- <YYYY-MM-DD: what happened>" in SUMMARY_SYSTEM_PROMPT
     parent = Summary("Initial session.", ("Luna",), (), (),
                      timeline=("2023-05-08: We adopted Luna",))
     request = build_summary_request([turn(1, MAY_25, "Melanie ran a race in Boston.")],
@@ -154,7 +155,7 @@ def test_a_model_is_asked_for_the_timeline_and_given_the_parents() -> None:
                                     max_words=300, max_output_tokens=2000)
     prompt = request.messages[-1].content
     assert '"timeline": ["2023-05-08: We adopted Luna"]' in prompt.replace("\n", "")
-    assert "its timeline lines" in prompt
+    assert "and its timeline." in prompt
     read = parse_summary_request(request)  # (the offline model reads it back so)
     assert read.parent_summary is not None and read.parent_summary.timeline == parent.timeline
     assert read.turns[0].started == MAY_25
@@ -176,13 +177,13 @@ def test_a_summary_request_on_the_chats_prefix_carries_its_turns_days() -> None:
                 Message("user", "We went hiking."), Message("assistant", "Nice."))
     turns = [turn(1, MAY_8, "We adopted Luna."), turn(2, MAY_8, "Melanie ran a race."),
              turn(3, MAY_25, "We went hiking.")]
-    assert turn_days(turns) == [["2023-05-08", 1, 2], ["2023-05-25", 3, 3]]
+    assert turn_days(turns) == ["2023-05-08: messages 1-2", "2023-05-25: messages 3-3"]
     prefix = ChatRequest("m", "You are the agent.", messages, 500)
     request = build_prefixed_request(prefix, parent_summary=None, focus=None, max_words=120,
                                      max_output_tokens=400, turns=turns)
     assert request.messages[:-1] == messages  # the prefix is untouched: only the last is new
     prompt = request.messages[-1].content
-    assert "The turn-days section (JSON)" in prompt and "<turn-days>" in prompt
+    assert '<turn-days>\n[\n"2023-05-08: messages 1-2",\n"2023-05-25: messages 3-3"\n]' in prompt
     days = [t.started.date().isoformat() for t in read_summary_request(request).turns]
     assert days == ["2023-05-08", "2023-05-08", "2023-05-25"]
     summary = extractive_summary(read_summary_request(request).turns, parent_summary=None,
@@ -190,7 +191,7 @@ def test_a_summary_request_on_the_chats_prefix_carries_its_turns_days() -> None:
     assert [item[:10] for item in summary.timeline] == ["2023-05-08", "2023-05-25"]
     # a turn-days section that does not read dates nothing (the request still reads)
     broken = replace(request, messages=(*messages, Message("user", prompt.replace(
-        '["2023-05-08", 1, 2]', '["May 8", 1, 2]'))))
+        '"2023-05-08: messages 1-2"', '"May 8: messages 1-2"'))))
     undated = [t.started.year for t in read_summary_request(broken).turns]
     assert undated == [1970, 1970, 2023]
     # without turns (a caller that has none) there is no section and no instruction

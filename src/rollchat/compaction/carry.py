@@ -209,14 +209,15 @@ def _topics_to_drop(topics: Sequence[str], budget: _Budget) -> set[int]:
     return drop
 
 
-def fit_words(summary: Summary, max_words: int) -> Summary:
+def fit_words(summary: Summary, max_words: int, *, focused: bool = False) -> Summary:
     """``summary`` within ``max_words`` words and ``max_words * CHARS_PER_WORD`` characters if
     it can be without losing a decision or a pending item: near-duplicates merged, then the
     last topics dropped (the lists hold the most recent first; topics naming nothing go
     first), then the last artifacts, and the first topic (the focus, or the latest) last; the
     counts are recorded in the summary. The Timeline is first fitted to its own share of the
-    budget (``timeline.fit``: the oldest days go first, counted with the topics), and its
-    days go (the oldest first) after the artifacts, before the first topic."""
+    budget (``timeline.fit``: the oldest days go first, counted with the topics) and is then
+    kept, like the decisions; but for a ``focused`` summary (its first topic names the focus)
+    its days go, the oldest first, before the first topic does."""
     when, gone = timeline.fit(timeline.merge([summary.timeline]), max_words)
     summary = replace(summary, topics=tuple(union([summary.topics])),
                       decisions=tuple(union([summary.decisions])),
@@ -228,7 +229,7 @@ def fit_words(summary: Summary, max_words: int) -> Summary:
     artifacts = list(summary.artifacts)
     while budget.over and artifacts:
         budget.spend(artifacts.pop())
-    while budget.over and when:  # the oldest days, before the first topic
+    while focused and budget.over and when:  # the oldest days, before the focus
         budget.spend(when.pop(0))
     if budget.over and summary.topics:
         drop.add(0)

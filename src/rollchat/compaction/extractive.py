@@ -365,7 +365,8 @@ def extractive_summary(
     when = timeline.merge([parent.timeline, timeline.day_items(topics, dated)])
     fitted = fit_words(Summary(background, tuple(lists[0]), tuple(lists[1]), tuple(lists[2]),
                                fallback, tuple(artifacts), dropped_topics=unread,
-                               timeline=tuple(when)), max_words)
+                               timeline=tuple(when)), max_words,
+                       focused=bool(focus and words))
     # the offline title: the first query's first line, trimmed
     title = next((t for t in (first_line_title(q.user) for q in queries) if t), None)
     return replace(fitted, title=title)

@@ -45,9 +45,8 @@ request for a summary.
 Reply with exactly the block below and nothing else. Every section must be present; \
 write "- None" for an empty list. The Title names what this session is about in at most 8 \
 words (plain text, one line). The Background Context condenses the previous session's \
-summary to 1-2 sentences, or says "Initial session." when there is none. The Timeline says \
-on which day (by the conversation's times) the topics and decisions happened: one line a day, \
-oldest first, the date as YYYY-MM-DD.
+summary to 1-2 sentences, or says "Initial session." when there is none. The Timeline: one \
+line per day, oldest first.
 
 {SUMMARY_START}
 **Title:** <a short title for this session>
@@ -65,7 +64,7 @@ oldest first, the date as YYYY-MM-DD.
 - <open question, unfinished task or next step>
 
 **Timeline:**
-- <YYYY-MM-DD: what happened that day>
+- <YYYY-MM-DD: what happened>
 
 **Files and artifacts:**
 - <path, URL, command or identifier mentioned or changed>
@@ -92,7 +91,7 @@ PARENT_INSTRUCTION = (
     "pending items are lists, verbatim: copy each decision that still holds into Decisions "
     "Made, and carry each pending item into Pending word for word unless the conversation "
     "resolved it (done, dropped or answered). Keep its files and artifacts that still matter, "
-    "and its timeline lines (add this session's days after them)."
+    "and its timeline."
 )
 NO_PARENT_INSTRUCTION = 'There is no previous session: the Background Context is "Initial session."'
 
