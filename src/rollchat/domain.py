@@ -340,7 +340,9 @@ class Summary:
     section; absent in older files). ``dropped_topics`` / ``dropped_artifacts``: how many
     items were left out to fit the summary budget (an HTML comment in the block).
     ``edited``: when the user last edited it (``summary edit``; ISO 8601, "" if never), an
-    HTML comment in the block too.
+    HTML comment in the block too. ``timeline``: on which day the session's topics happened,
+    oldest first, one item a day ("2023-05-08: <what happened>"), carried down the chain (the
+    "Timeline" section; absent in older files and when no turn is dated).
     """
 
     background: str
@@ -352,6 +354,7 @@ class Summary:
     dropped_topics: int = 0
     dropped_artifacts: int = 0
     edited: str = ""
+    timeline: tuple[str, ...] = ()
     # the session's short title as the summary's writer proposed it (the model's ``**Title:**``
     # line; the local summarizer's is the first query's first line). Not part of the block:
     # finalizing writes it to the header's Title field when the session has none yet. Not

@@ -60,7 +60,8 @@ class Compacted:
         return {"session": self.session_id, "title": self.title, "summary": self.markdown,
                 "background": s.background, "topics": list(s.topics),
                 "decisions": list(s.decisions), "pending": list(s.pending),
-                "files": list(s.artifacts), "tokens": self.tokens, "cached": self.cached,
+                "files": list(s.artifacts), "timeline": list(s.timeline),
+                "tokens": self.tokens, "cached": self.cached,
                 "method": self.method, "model": self.model, "focus": self.focus,
                 "max_words": self.max_words, "parent": self.parent,
                 "fallback_reason": self.reason, "notes": list(self.notes)}
@@ -75,6 +76,8 @@ def summary_markdown(s: Summary) -> str:
     lines = [f"**Background Context:** {s.background}", ""]
     sections = [("Topics Discussed", s.topics), ("Decisions Made", s.decisions),
                 ("Pending", s.pending)]
+    if s.timeline:
+        sections.append(("Timeline", s.timeline))
     if s.artifacts:
         sections.append(("Files and artifacts", s.artifacts))
     for title, items in sections:
@@ -150,7 +153,8 @@ def _from_result(r: dict[str, Any]) -> Compacted:
 
     summary = Summary(r["background"], strings(r["topics"]), strings(r["decisions"]),
                       strings(r["pending"]), fallback=r["method"] == "extractive",
-                      artifacts=strings(r["files"]))
+                      artifacts=strings(r["files"]),
+                      timeline=strings(r.get("timeline", [])))  # (entries before it have none)
     return Compacted(r["session"], r["title"], summary, r["summary"], r["tokens"], True,
                      r["method"], r["model"], r["focus"], r["max_words"], r["parent"],
                      r["fallback_reason"])

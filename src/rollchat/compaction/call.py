@@ -129,7 +129,7 @@ def summarize(
     if prefix is not None:
         request = build_prefixed_request(prefix, parent_summary=parent_summary, focus=focus,
                                          max_words=max_words,
-                                         max_output_tokens=max_output_tokens)
+                                         max_output_tokens=max_output_tokens, turns=turns)
     else:
         request = summary_request.build_summary_request(
             turns, parent_summary=parent_summary, focus=focus, model=model,

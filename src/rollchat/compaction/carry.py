@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
+from rollchat.compaction import timeline
 from rollchat.domain import Summary, Turn
 from rollchat.text.named import DONE, NOT_DONE, content_words, has_named
 from rollchat.text.near import NearIndex
@@ -166,13 +167,15 @@ LEFT_OUT_PENDING = "Earlier open tasks are left out (too many to keep); the tran
 
 def words_of(summary: Summary) -> int:
     """Words of a summary's background and bullets (a dash counts as one)."""
-    items = (*summary.topics, *summary.decisions, *summary.pending, *summary.artifacts)
+    items = (*summary.topics, *summary.decisions, *summary.pending, *summary.artifacts,
+             *summary.timeline)
     return len(summary.background.split()) + sum(len(i.split()) + 1 for i in items)
 
 
 def chars_of(summary: Summary) -> int:
     """Characters of a summary's background and bullets (each with its dash and newline)."""
-    items = (*summary.topics, *summary.decisions, *summary.pending, *summary.artifacts)
+    items = (*summary.topics, *summary.decisions, *summary.pending, *summary.artifacts,
+             *summary.timeline)
     return len(summary.background) + sum(len(i) + 3 for i in items)
 
 
@@ -206,26 +209,35 @@ def _topics_to_drop(topics: Sequence[str], budget: _Budget) -> set[int]:
     return drop
 
 
-def fit_words(summary: Summary, max_words: int) -> Summary:
+def fit_words(summary: Summary, max_words: int, *, focused: bool = False) -> Summary:
     """``summary`` within ``max_words`` words and ``max_words * CHARS_PER_WORD`` characters if
     it can be without losing a decision or a pending item: near-duplicates merged, then the
     last topics dropped (the lists hold the most recent first; topics naming nothing go
     first), then the last artifacts, and the first topic (the focus, or the latest) last; the
-    counts are recorded in the summary."""
+    counts are recorded in the summary. The Timeline is first fitted to its own share of the
+    budget (``timeline.fit``: the oldest days go first, counted with the topics) and is then
+    kept, like the decisions; but for a ``focused`` summary (its first topic names the focus)
+    its days go, the oldest first, before the first topic does."""
+    when, gone = timeline.fit(timeline.merge([summary.timeline]), max_words)
     summary = replace(summary, topics=tuple(union([summary.topics])),
                       decisions=tuple(union([summary.decisions])),
                       pending=tuple(union([summary.pending])),
-                      artifacts=tuple(union([summary.artifacts])))
+                      artifacts=tuple(union([summary.artifacts])),
+                      timeline=tuple(when), dropped_topics=summary.dropped_topics + gone)
     budget = _Budget(summary, max_words)
     drop = _topics_to_drop(summary.topics, budget)
     artifacts = list(summary.artifacts)
     while budget.over and artifacts:
         budget.spend(artifacts.pop())
+    while focused and budget.over and when:  # the oldest days, before the focus
+        budget.spend(when.pop(0))
     if budget.over and summary.topics:
         drop.add(0)
     topics = [t for i, t in enumerate(summary.topics) if i not in drop]
     fitted = replace(summary, topics=tuple(topics), artifacts=tuple(artifacts),
-                     dropped_topics=summary.dropped_topics + len(drop),
+                     timeline=tuple(when),
+                     dropped_topics=(summary.dropped_topics + len(drop)
+                                     + len(summary.timeline) - len(when)),
                      dropped_artifacts=summary.dropped_artifacts + len(summary.artifacts)
                      - len(artifacts))
     return _bounded(fitted, max_words)
@@ -265,6 +277,7 @@ def merge_summaries(parts: Sequence[Summary], max_words: int, turns: Sequence[Tu
         pending=tuple(union([pending])),
         fallback=any(p.fallback for p in parts),
         artifacts=tuple(union(reversed([p.artifacts for p in parts]))),
+        timeline=tuple(timeline.merge(p.timeline for p in parts)),
         dropped_topics=sum(p.dropped_topics for p in parts),
         dropped_artifacts=sum(p.dropped_artifacts for p in parts),
         # the latest part's title names the whole session best (it saw the most of it)

@@ -7,7 +7,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from datetime import date
 
+from rollchat.compaction import timeline
 from rollchat.compaction.carry import (
     CHARS_PER_WORD,
     HARD_FACTOR,
@@ -78,13 +80,15 @@ class _Read:
         return self._reply[index]
 
 
-def _topics(read: _Read, focus: set[str], max_words: int) -> tuple[list[str], int]:
+def _topics(read: _Read, focus: set[str], max_words: int,
+            days: dict[str, date] | None = None) -> tuple[list[str], int]:
     """One topic per query (its first real sentence), most recent first; with a focus, every
     user sentence mentioning it is a topic too. Older turns are read only for the focus once
     the named topics hold READ_AHEAD times ``max_words``, and topics naming nothing are kept
     only until they hold PLAIN_ROOM times ``max_words`` (``fit_words`` drops them first: the
     older ones could not stay), and from then on READ_TURNS turns back at most; returns how
-    many turns were not read and topics left out."""
+    many turns were not read and topics left out. ``days`` gets each topic's day (its latest
+    turn's)."""
     found: list[str] = []
     named_words = plain_words = unread = 0
     plain: set[frozenset[str]] = set()  # a plain topic said again adds no words
@@ -95,8 +99,11 @@ def _topics(read: _Read, focus: set[str], max_words: int) -> tuple[list[str], in
             unread += 1
             continue
         sentences = [s for s in read.user(index) if not is_small_talk(s)]
+        day = read.turns[index].started.date()
         if focus:
-            found.extend(topic_phrase(s) for s in sentences if mentions_focus(s, focus))
+            focused = [topic_phrase(s) for s in sentences if mentions_focus(s, focus)]
+            found.extend(focused)
+            _date(days, focused, day)
         if full:
             continue
         new = [_topic(sentences[0])] if sentences else []
@@ -111,7 +118,15 @@ def _topics(read: _Read, focus: set[str], max_words: int) -> tuple[list[str], in
                 plain.add(key)
                 plain_words += len(topic.split()) + 1
             found.append(topic)
+            _date(days, [topic], day)
     return unique(found), unread
+
+
+def _date(days: dict[str, date] | None, topics: list[str], day: date) -> None:
+    """Record ``day`` as the day of each of ``topics`` not yet dated (a later turn's is)."""
+    if days is not None and day.year > 1970:  # (a turn read without its time has 1970)
+        for topic in topics:
+            days.setdefault(topic, day)
 
 
 def _topic(sentence: str) -> str:
@@ -337,7 +352,8 @@ def extractive_summary(
     words = focus_words(focus)
     facts = [t for t in parent.topics if named.has_named(t) and not _FOCUS_TOPIC.match(t)]
     read = _Read(queries)
-    topics, unread = _topics(read, words, max_words)
+    dated: dict[str, date] = {}
+    topics, unread = _topics(read, words, max_words, dated)
     mined, left_out = _mine(read, max_words)
     lists = [_focus_first(found, words) for found in
              (union([topics, facts]),
@@ -346,8 +362,11 @@ def extractive_summary(
     if focus and words:  # a focus of only filler ("keep the details") names nothing
         lists[0] = _focus_bullet(focus_subject(focus), lists, words)
     artifacts = union([_artifacts(queries, max_words), parent.artifacts])
+    when = timeline.merge([parent.timeline, timeline.day_items(topics, dated)])
     fitted = fit_words(Summary(background, tuple(lists[0]), tuple(lists[1]), tuple(lists[2]),
-                               fallback, tuple(artifacts), dropped_topics=unread), max_words)
+                               fallback, tuple(artifacts), dropped_topics=unread,
+                               timeline=tuple(when)), max_words,
+                       focused=bool(focus and words))
     # the offline title: the first query's first line, trimmed
     title = next((t for t in (first_line_title(q.user) for q in queries) if t), None)
     return replace(fitted, title=title)

@@ -45,7 +45,8 @@ request for a summary.
 Reply with exactly the block below and nothing else. Every section must be present; \
 write "- None" for an empty list. The Title names what this session is about in at most 8 \
 words (plain text, one line). The Background Context condenses the previous session's \
-summary to 1-2 sentences, or says "Initial session." when there is none.
+summary to 1-2 sentences, or says "Initial session." when there is none. The Timeline: one \
+line per day, oldest first.
 
 {SUMMARY_START}
 **Title:** <a short title for this session>
@@ -61,6 +62,9 @@ summary to 1-2 sentences, or says "Initial session." when there is none.
 
 **Pending:**
 - <open question, unfinished task or next step>
+
+**Timeline:**
+- <YYYY-MM-DD: what happened>
 
 **Files and artifacts:**
 - <path, URL, command or identifier mentioned or changed>
@@ -86,7 +90,8 @@ PARENT_INSTRUCTION = (
     "background and topics to 1-2 sentences as the Background Context. Its decisions and "
     "pending items are lists, verbatim: copy each decision that still holds into Decisions "
     "Made, and carry each pending item into Pending word for word unless the conversation "
-    "resolved it (done, dropped or answered). Keep its files and artifacts that still matter."
+    "resolved it (done, dropped or answered). Keep its files and artifacts that still matter, "
+    "and its timeline."
 )
 NO_PARENT_INSTRUCTION = 'There is no previous session: the Background Context is "Initial session."'
 
@@ -97,7 +102,7 @@ HEADING_WORDS = 12  # words of the section headings, not counted against max_wor
 SUMMARY_MARKUP_TOKENS = 200  # the markers, the headings' markdown and the title line
 
 
-def _dumps(value: Any) -> str:
+def dumps(value: Any) -> str:
     """JSON with "<" and ">" escaped; a list is written one item per line."""
     if isinstance(value, list):
         text = "[\n" + ",\n".join(json.dumps(v, ensure_ascii=False, default=str)
@@ -141,6 +146,7 @@ def _summary_record(summary: Summary) -> dict[str, Any]:
         "decisions": list(summary.decisions),
         "pending": list(summary.pending),
         "artifacts": list(summary.artifacts),
+        **({"timeline": list(summary.timeline)} if summary.timeline else {}),
     }
 
 
@@ -149,9 +155,9 @@ def context_sections(parent_summary: Summary | None, focus: str | None) -> list[
     sections: list[str] = []
     focus = (focus or "").strip() or None
     if focus:
-        sections.append(f"<focus>\n{_dumps(focus)}\n</focus>")
+        sections.append(f"<focus>\n{dumps(focus)}\n</focus>")
     if parent_summary is not None:
-        sections.append(f"<parent-summary>\n{_dumps(_summary_record(parent_summary))}\n"
+        sections.append(f"<parent-summary>\n{dumps(_summary_record(parent_summary))}\n"
                         "</parent-summary>")
     return sections
 
@@ -167,6 +173,7 @@ def parent_section(prompt: str) -> Summary | None:
         decisions=tuple(str(x) for x in parent.get("decisions") or ()),
         pending=tuple(str(x) for x in parent.get("pending") or ()),
         artifacts=tuple(str(x) for x in parent.get("artifacts") or ()),
+        timeline=tuple(str(x) for x in parent.get("timeline") or ()),
     )
 
 
@@ -195,7 +202,7 @@ def build_summary_request(
     sections = context_sections(parent_summary, focus)
     focus = (focus or "").strip() or None
     records = [_turn_record(turn) for turn in turns if turn.kind in ("query", "carried")]
-    sections.append(f"<conversation>\n{_dumps(records)}\n</conversation>")
+    sections.append(f"<conversation>\n{dumps(records)}\n</conversation>")
     prompt = SUMMARY_USER_TEMPLATE.format(
         max_words=max_words,
         focus_instruction=FOCUS_INSTRUCTION if focus else "",
@@ -219,6 +226,11 @@ class SummaryInput:
     parent_summary: Summary | None
     focus: str | None
     max_words: int
+
+
+def data_section(prompt: str, tag: str) -> Any:
+    """The JSON of the ``<tag>`` data section of a summary request's ``prompt``, or None."""
+    return _section(prompt, tag)
 
 
 def _section(prompt: str, tag: str) -> Any:

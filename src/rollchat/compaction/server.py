@@ -8,14 +8,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from rollchat.compaction.prefixed import PREFIXED_TEMPLATE
+from rollchat.compaction.prefixed import instruction
 from rollchat.compaction.request import (
-    FOCUS_INSTRUCTION,
-    NO_PARENT_INSTRUCTION,
-    PARENT_INSTRUCTION,
     SummaryError,
     carried_words,
-    context_sections,
     parse_summary_reply,
     reply_tokens,
 )
@@ -31,11 +27,7 @@ _RETRY = RetryPolicy()
 def server_instructions(parent: Summary | None, focus: str | None, max_words: int) -> str:
     """rollchat's summary instruction, given as the server's summarization prompt (it
     replaces the server's own): the same words a prefixed summary request ends with."""
-    return PREFIXED_TEMPLATE.format(
-        max_words=max_words,
-        focus_instruction=FOCUS_INSTRUCTION if (focus or "").strip() else "",
-        parent_instruction=PARENT_INSTRUCTION if parent else NO_PARENT_INSTRUCTION,
-        data="\n\n".join(context_sections(parent, focus)))
+    return instruction(parent, focus, max_words)
 
 
 @dataclass(frozen=True)

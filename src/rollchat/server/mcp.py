@@ -89,7 +89,8 @@ def transcript_json(transcript: Transcript) -> dict[str, Any]:
         "summary": None if s is None else {
             "background": s.background, "topics": list(s.topics),
             "decisions": list(s.decisions), "pending": list(s.pending),
-            "files": list(s.artifacts), "fallback": s.fallback},
+            "files": list(s.artifacts), "timeline": list(s.timeline),
+            "fallback": s.fallback},
     }
 
 

@@ -53,6 +53,7 @@ def summary_text(summary: Summary) -> str:
     parts = [f"Background: {summary.background}"]
     for title, items in (("Topics discussed", summary.topics),
                          ("Decisions made", summary.decisions), ("Pending", summary.pending),
+                         ("Timeline", summary.timeline),
                          ("Files and artifacts", summary.artifacts)):
         if items:
             parts.append(f"{title}:\n" + "\n".join(f"- {item}" for item in items))

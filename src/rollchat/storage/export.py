@@ -167,7 +167,8 @@ def summary_json(s: Summary | None) -> dict[str, Any] | None:
         return None
     return {"background": s.background, "topics": list(s.topics),
             "decisions": list(s.decisions), "pending": list(s.pending),
-            "artifacts": list(s.artifacts), "fallback": s.fallback,
+            "artifacts": list(s.artifacts), "timeline": list(s.timeline),
+            "fallback": s.fallback,
             "dropped_topics": s.dropped_topics, "dropped_artifacts": s.dropped_artifacts}
 
 

@@ -101,7 +101,7 @@ def search_parts(path: str, info: SessionInfo) -> list[tuple[str, str]]:
         text = data.decode("utf-8", "replace")
     if summary is not None:
         items = (summary.background, *summary.topics, *summary.decisions, *summary.pending,
-                 *summary.artifacts)
+                 *summary.artifacts, *summary.timeline)
         parts.append(("summary", "\n".join(items)))
     try:
         turns = parse_lenient(text).turns

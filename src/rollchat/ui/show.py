@@ -190,7 +190,10 @@ def _summary(s: Summary) -> RenderableType:
 
     parts: list[RenderableType] = [Text("Background", style="bold"), Text(harmless(s.background))]
     for head, items in (("Topics discussed", s.topics), ("Decisions made", s.decisions),
-                        ("Pending", s.pending), ("Files and artifacts", s.artifacts)):
+                        ("Pending", s.pending), ("Timeline", s.timeline),
+                        ("Files and artifacts", s.artifacts)):
+        if head == "Timeline" and not items:  # (optional: older summaries have none)
+            continue
         parts.append(Text(f"\n{head}", style="bold"))
         if not items:
             parts.append(Text("(none)", style="dim"))

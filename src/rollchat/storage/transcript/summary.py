@@ -20,12 +20,14 @@ FALLBACK_NOTE = (
     "*[summary written by the local extractive summarizer because the model's summary failed]*"
 )
 ARTIFACTS = "Files and artifacts"  # optional: files written before it parse without it
+TIMELINE = "Timeline"  # optional too: the days the topics happened (files before it lack it)
 _SECTIONS = ("Background Context", "Current Session Summary", "Topics Discussed",
-             "Decisions Made", "Pending", ARTIFACTS)
-_OPTIONAL = ("Current Session Summary", ARTIFACTS)
+             "Decisions Made", "Pending", TIMELINE, ARTIFACTS)
+_OPTIONAL = ("Current Session Summary", TIMELINE, ARTIFACTS)
 _SECTION_RE = re.compile(
     r"(#{1,6}[ \t]*)?(\*\*)?[ \t]*(background context|current session summary|topics discussed"
-    r"|decisions made|pending|files and artifacts)[ \t]*(:?)[ \t]*(\*\*)?[ \t]*(:?)(.*)$",
+    r"|decisions made|pending|timeline|files and artifacts)"
+    r"[ \t]*(:?)[ \t]*(\*\*)?[ \t]*(:?)(.*)$",
     re.IGNORECASE)
 # What was left out to fit the summary budget: one HTML comment line inside the block.
 _DROPPED_RE = re.compile(r"<!-- rollchat: dropped (\d+) topics?, (\d+) artifacts? to fit the "
@@ -121,6 +123,8 @@ def render_summary_block(s: Summary) -> str:
               "**Current Session Summary:**", "**Topics Discussed:**", *_bullets(s.topics), "",
               "**Decisions Made:**", *_bullets(s.decisions), "",
               "**Pending:**", *_bullets(s.pending)]
+    if s.timeline:  # like the artifacts: written only when there is one
+        lines += ["", f"**{TIMELINE}:**", *_bullets(s.timeline)]
     if s.artifacts:  # written only when there are some: older readers never see it empty
         lines += ["", f"**{ARTIFACTS}:**", *_bullets(s.artifacts)]
     lines += [SUMMARY_END, ""]
@@ -219,6 +223,8 @@ def parse_summary_body(text: str) -> Summary:
                    fallback=bool(sections["\0fallback"]),
                    artifacts=(_parse_bullets(ARTIFACTS, sections[ARTIFACTS])
                               if ARTIFACTS in sections else ()),
+                   timeline=(_parse_bullets(TIMELINE, sections[TIMELINE])
+                             if TIMELINE in sections else ()),
                    dropped_topics=int(dropped[0]) if dropped else 0,
                    dropped_artifacts=int(dropped[1]) if dropped else 0,
                    edited=sections["\0edited"][0] if sections["\0edited"] else "")
