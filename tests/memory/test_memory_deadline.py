@@ -21,6 +21,7 @@ import pexpect
 
 from rollchat.providers.base import ChatRequest, Done, StreamEvent, TextDelta
 from rollchat.providers.offline import OfflineProvider
+from rollchat.storage.store import SessionStore
 from tests.compaction.test_compact_resume_wire import S1, rollchat
 from tests.e2e import PROMPT, clean_env, default_signals, spawn, write_config
 from tests.memory.test_memory_chat import make_chat
@@ -198,3 +199,87 @@ def test_sigterm_does_not_wait_for_a_stalled_extraction(openai_server: WireServe
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "memory: the model did not answer within" in out
     assert "Remembered: prefers postgres for everything" in out
+
+
+def test_exit_right_after_compact_gives_the_parents_extraction_its_deadline(
+        tmp_path: Path) -> None:
+    """The child has no question yet: the exit still waits for the extraction the compaction
+    left in the background, then keeps the rules' facts from the parent's turns."""
+    model = HeldExtraction()
+    chat = make_chat(tmp_path, model, exit_seconds=1)
+    chat.type("I prefer tabs over spaces.")
+    assert "Ready to continue" in chat.type("compact", settle=False)
+    assert model.asked.wait(10)  # the compaction's extraction, held
+    began = time.monotonic()
+    shown = chat.exit()
+    assert time.monotonic() - began < 10  # the model would have taken 30 s
+    assert "Remembering… (at most 1s; Ctrl-C skips it)" in shown
+    assert "did not answer within 1s" in shown
+    assert f"Remembered: {TABS} (forget 1)" in shown
+    assert shown.index("Remembered") < shown.index("Goodbye!")
+    assert [f.text for f in chat.memory.facts()] == [TABS]
+
+
+def test_exit_right_after_resume_gives_the_parents_extraction_its_deadline(
+        tmp_path: Path) -> None:
+    """``resume N`` saves the current session and extracts from it in the background; an
+    ``exit`` before any question in the resumed one still waits for it."""
+    earlier_chat = make_chat(tmp_path)
+    earlier_chat.type("What is a hash map?")
+    earlier_chat.exit()  # a session to resume
+    [earlier] = SessionStore(tmp_path / "sessions").list_sessions().sessions
+    model = HeldExtraction()
+    chat = make_chat(tmp_path, model, exit_seconds=1)
+    chat.type("I prefer tabs over spaces.")
+    assert "Restoring context" in chat.type(f"resume {earlier.session_id}", settle=False)
+    assert model.asked.wait(10)  # the saved session's extraction, held
+    shown = chat.exit()
+    assert "Remembering… (at most 1s; Ctrl-C skips it)" in shown
+    assert f"Remembered: {TABS} (forget 1)" in shown
+    assert [f.text for f in chat.memory.facts()] == [TABS]
+
+
+def test_piped_compact_then_exit_keeps_the_facts(openai_server: WireServer,
+                                                  tmp_path: Path) -> None:
+    """As a user pipes it, against the wire: the compaction's extraction stalls, and the
+    ``exit`` right after it (no question in the new session) still keeps the fact."""
+    openai_server.extraction_stall = 60
+    openai_server.push(text("Rabbitmq is a fine choice."), text(S1), text("Ready to continue."))
+    write_config(tmp_path / "slow.yml", CONFIG_SLOW)
+    out, err, code = rollchat(openai_server, tmp_path,
+                              "I prefer rabbitmq for job queues.\ncompact\nexit\n",
+                              "--config", "slow.yml", "--trust-input")
+    assert code == 0, err
+    assert "memory: the model did not answer within 1s" in out
+    assert "Remembered: prefers rabbitmq for job queues (forget 1)" in out
+    assert out.index("Remembered") < out.index("Goodbye!")
+
+
+def test_ctrl_c_at_exit_right_after_compact_keeps_the_rules_facts(
+        openai_server: WireServer, tmp_path: Path) -> None:
+    openai_server.extraction_stall = 60
+    openai_server.push(text("Tabs it is."), text(S1), text("Ready to continue."))
+    cfg = write_config(tmp_path / "rollchat.yml",
+                       CONFIG_SLOW.replace("extract_timeout_seconds: 1",
+                                           "extract_timeout_seconds: 40"))
+    child = spawn(tmp_path, "--config", str(cfg), "--provider", "openai", "--model",
+                  "test-model", "--base-url", openai_server.url,
+                  env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
+    try:
+        child.expect(PROMPT)
+        child.sendline("I prefer tabs over spaces.")
+        child.expect("Tabs it is.")
+        child.expect(PROMPT)
+        child.sendline("compact")
+        child.expect("Ready to continue", timeout=20)
+        child.expect(PROMPT)
+        child.sendline("exit")
+        child.expect("Remembering…", timeout=20)
+        child.sendintr()
+        child.expect("fact extraction interrupted", timeout=10)
+        child.expect(f"Remembered: {TABS}")
+        child.expect("Goodbye!")
+        child.expect(pexpect.EOF, timeout=10)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0

@@ -578,6 +578,13 @@ class Session:
                 self.summarizer.skip_model(self.engine.provider, self.unusable)
             yield from self.compactor.finalize(state, within=within, ending=True,
                                                local=how == "local")
+        elif self.memory is not None and not state.queries:
+            # nothing to summarize (a child with no question yet, after a compaction or a
+            # resume): the extraction its parent left in the background gets the exit's
+            # deadline (Ctrl-C skips it), past which the rules take the parent's turns
+            yield from self.memory.at_summary(state.turns, state.session_id, None,
+                                              ending=True, within=within)
+            self.compactor.bill_memory(state)
         yield from self.hooks.end(state, "exit")
         state.close()
         yield ended(state, self.cost(), self.run_calls(), priced=self.current.price is not None,
