@@ -249,7 +249,7 @@ class AnthropicDialect:
         blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
         if thinks(body, self.thinks) and r.kind in ("text", "tool", "truncated"):
             blocks += thinking_frames(r.thought or f"The user said {last_user_text(body)!r}; "
-                                      "I will answer.", r.redacted)
+                                      "I will answer.", r.redacted, body)
         if r.text:
             deltas = [{"type": "text_delta", "text": p} for p in split_text(r.text)]
             blocks.append(({"type": "text", "text": ""}, deltas))
@@ -351,7 +351,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._reply(orphan, body)
                 return
         if isinstance(owner.dialect, AnthropicDialect):
-            refused = thinking_refusal(body, owner.dialect.thinks)
+            refused = thinking_refusal(body, owner.dialect.thinks, dict(self.headers.items()))
             if refused is not None:
                 owner.rejected.append(owner.requests[-1])
                 self._reply(error(400, refused), body)

@@ -7,6 +7,16 @@ Wordings: "Expected `thinking` or `redacted_thinking`, but found `tool_use`. Whe
 enabled, a final `assistant` message must start with a thinking block ..." (e.g.
 anomalyco/opencode#3077, deepset-ai/haystack-core-integrations#2146) and "Invalid `signature`
 in `thinking` block"; redacted_thinking data the server never issued is refused alike.
+
+Preserved thinking (platform.claude.com "Prefix checks on thinking blocks" and "Fix a thinking
+block bound to a different conversation", stored 2026-12): on the models listed there (BOUND) a
+block's signature is bound to its prefix, "`system`, `tools`, or an earlier message": "A prefix
+check fails if `system`, `tools`, or an earlier message changed after Claude produced a block",
+refused with "Invalid `signature` in `thinking` block. The block is bound to a different
+conversation. ..." unless ``thinking.block_binding.prefix_mismatch_behavior`` is "drop_block"
+with the beta header ``anthropic-beta: thinking-binding-controls-2026-08-01`` (the block is then
+dropped). Here the signature carries an HMAC of the thinking and one of thinking + prefix digest
+(cache_control marks left out of the digest: they mark cache breakpoints, not content).
 """
 
 from __future__ import annotations
@@ -14,6 +24,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
+from collections.abc import Mapping
 from typing import Any
 
 _SECRET = b"rollchat-wire-thinking"
@@ -27,6 +39,15 @@ MISSING = ("messages.{i}.content.0.type: Expected `thinking` or `redacted_thinki
            "https://docs.claude.com/en/docs/build-with-claude/extended-thinking")
 ALTERED = "messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
 NOT_ISSUED = "messages.{i}.content.{j}: Invalid `data` in `redacted_thinking` block"
+BOUND_ELSEWHERE = ("messages.{i}.content.{j}: Invalid `signature` in `thinking` block. The block "
+                   "is bound to a different conversation. Remove the block, or set "
+                   "`thinking.block_binding.prefix_mismatch_behavior` to \"drop_block\".")
+# the models whose thinking is bound to its prefix (the docs' supportedModels list)
+BOUND = ("claude-sonnet-5-5", "claude-opus-5-5", "claude-haiku-5-5", "claude-fable-5-1",
+         "claude-fable-5-2", "claude-mythos-5-1", "claude-mythos-5-2")
+BINDING_BETA = "thinking-binding-controls-2026-08-01"
+NEEDS_BETA = ("thinking.block_binding: this field requires the beta header "
+              f"`anthropic-beta: {BINDING_BETA}`")  # this server's wording (not documented)
 
 
 # The ``thinking`` types each current model refuses (platform.claude.com, "What's new in Claude
@@ -64,10 +85,59 @@ def thinking_type_refusal(body: dict[str, Any]) -> str | None:
     return None
 
 
-def sign(thinking: str) -> str:
-    """The signature this server gives a thinking text (and checks when it comes back)."""
+def sign(thinking: str, prefix: str | None = None) -> str:
+    """The signature this server gives a thinking text (and checks when it comes back); on a
+    BOUND model, bound to the digest of its ``prefix`` too (``prefix_digest``)."""
     digest = hmac.new(_SECRET, thinking.encode(), hashlib.sha256).digest()
-    return base64.b64encode(digest * 3).decode()  # as long as a real one, roughly
+    if prefix is None:
+        return base64.b64encode(digest * 3).decode()  # as long as a real one, roughly
+    bound = hmac.new(_SECRET, f"{thinking}\0{prefix}".encode(), hashlib.sha256).digest()
+    return base64.b64encode(digest + bound + digest).decode()
+
+
+def bound(body: Mapping[str, Any]) -> bool:
+    """Whether the request's model binds its thinking blocks to their prefix."""
+    return str(body.get("model") or "").startswith(BOUND)
+
+
+def unmarked(value: Any) -> Any:
+    """``value`` without its cache_control marks."""
+    if isinstance(value, dict):
+        return {k: unmarked(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [unmarked(v) for v in value]
+    return value
+
+
+def prefix_digest(body: Mapping[str, Any], i: int, j: int) -> str:
+    """The digest of what comes before block ``j`` of message ``i`` (message ``i`` being the
+    reply when ``i`` is past the messages sent): system, tools, the earlier messages and the
+    blocks before it in its own message."""
+    messages = list(body.get("messages") or [])
+    own = messages[i].get("content") if i < len(messages) else []
+    before = [*messages[:i], {"role": "assistant",
+                              "content": own[:j] if isinstance(own, list) else []}]
+    text = json.dumps(unmarked({"system": body.get("system"), "tools": body.get("tools"),
+                              "messages": before}), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def issued_signature(thinking: str, body: Mapping[str, Any]) -> str:
+    """The signature of a thinking block this server answers ``body`` with (first in its
+    reply)."""
+    if not bound(body):
+        return sign(thinking)
+    return sign(thinking, prefix_digest(body, len(body.get("messages") or []), 0))
+
+
+def drops_mismatched(body: Mapping[str, Any], headers: Mapping[str, str]) -> bool | str:
+    """True when the request asks for mismatched blocks to be dropped (with the beta header),
+    a refusal message when it asks without the header, False otherwise."""
+    binding = (body.get("thinking") or {}).get("block_binding") or {}
+    if binding.get("prefix_mismatch_behavior") != "drop_block":
+        return False
+    betas = ",".join(v for k, v in headers.items() if k.lower() == "anthropic-beta")
+    return True if BINDING_BETA in [b.strip() for b in betas.split(",")] else NEEDS_BETA
 
 
 def thinks(body: dict[str, Any], by_default: bool) -> bool:
@@ -77,22 +147,48 @@ def thinks(body: dict[str, Any], by_default: bool) -> bool:
     return kind in ("enabled", "adaptive") or (kind is None and by_default)
 
 
-def thinking_refusal(body: dict[str, Any], by_default: bool) -> str | None:
-    """The 400 message for a request that breaks the rules, or None."""
+def _signature_refusal(body: dict[str, Any], i: int, j: int, block: dict[str, Any]) -> str | None:
+    thought, signature = block.get("thinking", ""), str(block.get("signature") or "")
+    if not bound(body):
+        return None if signature == sign(thought) else ALTERED.format(i=i, j=j)
+    try:
+        raw = base64.b64decode(signature, validate=True)
+    except ValueError:
+        return ALTERED.format(i=i, j=j)
+    if raw[:32] != hmac.new(_SECRET, thought.encode(), hashlib.sha256).digest():
+        return ALTERED.format(i=i, j=j)
+    if signature != sign(thought, prefix_digest(body, i, j)):
+        return BOUND_ELSEWHERE.format(i=i, j=j)
+    return None
+
+
+def thinking_refusal(body: dict[str, Any], by_default: bool,
+                     headers: Mapping[str, str] | None = None) -> str | None:
+    """The 400 message for a request that breaks the rules, or None. A block whose prefix
+    changed is dropped (left out of the checks) when the request asks for it
+    (``drops_mismatched``), as the API drops it."""
     refused = thinking_type_refusal(body)
     if refused is not None:
         return refused
+    drop = drops_mismatched(body, headers or {})
+    if isinstance(drop, str):
+        return drop
     messages = body.get("messages") or []
+    dropped: set[int] = set()
     for i, m in enumerate(messages):
         content = m.get("content") if isinstance(m.get("content"), list) else []
         if m.get("role") != "assistant":
             continue
         for j, b in enumerate(content):
-            if b.get("type") == "thinking" and b.get("signature") != sign(b.get("thinking", "")):
-                return ALTERED.format(i=i, j=j)
+            if b.get("type") == "thinking":
+                wrong = _signature_refusal(body, i, j, b)
+                if wrong is not None and drop and wrong == BOUND_ELSEWHERE.format(i=i, j=j):
+                    dropped.add(i)
+                elif wrong is not None:
+                    return wrong
             if b.get("type") == "redacted_thinking" and b.get("data") != REDACTED:
                 return NOT_ISSUED.format(i=i, j=j)
-    if not thinks(body, by_default) or len(messages) < 2:
+    if not thinks(body, by_default) or len(messages) < 2 or len(messages) - 2 in dropped:
         return None
     last = messages[-1]
     content = last.get("content") if isinstance(last.get("content"), list) else []
@@ -106,14 +202,15 @@ def thinking_refusal(body: dict[str, Any], by_default: bool) -> str | None:
     return None
 
 
-def thinking_frames(thought: str, redacted: bool) -> list[tuple[dict[str, Any],
-                                                              list[dict[str, Any]]]]:
-    """The content blocks of a reply's thinking (start block, deltas): the thinking streamed
-    in pieces then its signature, as the API streams them; and a redacted block if asked."""
+def thinking_frames(thought: str, redacted: bool, body: Mapping[str, Any],
+                    ) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The content blocks of a reply's thinking (start block, deltas) to ``body``: the thinking
+    streamed in pieces then its signature, as the API streams them; and a redacted block if
+    asked."""
     from tests.wire_servers import split_text
 
     deltas = [{"type": "thinking_delta", "thinking": p} for p in split_text(thought)]
-    deltas.append({"type": "signature_delta", "signature": sign(thought)})
+    deltas.append({"type": "signature_delta", "signature": issued_signature(thought, body)})
     blocks = [({"type": "thinking", "thinking": "", "signature": ""}, deltas)]
     if redacted:
         blocks.append(({"type": "redacted_thinking", "data": REDACTED}, []))

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from rollchat.domain import Thinking
 from rollchat.providers.base import ToolSpec
 from rollchat.session.state import CARRIED_PREFIX
 from rollchat.storage.transcript import parse
@@ -142,3 +143,24 @@ def test_a_turn_with_no_answer_is_never_carried(tmp_path: Path,
     parent = [p for p in session.built.store.root.glob("*.md")
               if not parse(p.read_text()).header.resumed_from]
     assert lost in parent[0].read_text()  # kept in the parent, marked unanswered
+
+
+def test_a_kept_tail_on_a_model_that_binds_its_thinking_is_not_refused(
+        tmp_path: Path) -> None:
+    """claude-sonnet-5-5 binds each thinking block to what precedes it; after a compaction
+    the summary replaces that, so thinking kept in the carried turns would be refused (HTTP 400,
+    "bound to a different conversation": tests/wire_thinking.py). The docs' fix for a summary
+    the API did not write: remove the thinking of the kept turns."""
+    with WireServer(AnthropicDialect(thinks=True), window=WINDOW, responder=ToolScript(),
+                    strict_tools=True) as server:
+        session = with_lookup(start(tmp_path, server, model="claude-sonnet-5-5"))
+        i = 0
+        while len(session.built.compactions) < 2:
+            message = realistic(i) + (" and look up its invoice" if i % 2 else "")
+            turn = send(session, message)
+            assert turn.status == "ok", (i, turn.error)
+            i += 1
+            assert i < 150
+        assert server.rejected == []
+        kept = [t for child in children(session) for t in child.turns if t.kind == "carried"]
+        assert kept and any(isinstance(b, Thinking) for t in kept for b in t.blocks)

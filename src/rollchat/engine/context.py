@@ -53,7 +53,7 @@ class WorkingContext:
     # the conversation chain's key, sent with each request (ChatRequest.cache_key); None: none
     cache_key: str | None = None
 
-    def append(self, message: Message) -> None:
+    def append(self, message: Message, *, append_only: bool = False) -> None:
         """Add a message (it is sent as it is from now on).
 
         Older tool results are shortened in batches, never one by one: the last ``keep_whole``
@@ -61,12 +61,16 @@ class WorkingContext:
         past that, all of them are shortened at once. A result changes at most once and is then
         byte-identical in every later request, so the requests between two such batches each
         start with the whole previous request (the provider's prompt cache holds).
+
+        ``append_only`` (a model whose thinking is bound to what precedes it: a changed earlier
+        message makes every later thinking block refused): nothing is shortened; the results
+        wait, whole, for the next compaction (``reset`` shortens them then).
         """
         self.messages.append(message)
         if message.role == "tool" and not is_shortened(message):
             self.whole.append((len(self.messages) - 1, self.count(message.content)))
             older = self.whole[:max(len(self.whole) - self.keep_whole, 0)]
-            if sum(size for _, size in older) > self.allowance():
+            if not append_only and sum(size for _, size in older) > self.allowance():
                 for i, size in older:
                     self._shorten(i, size)
                 self.whole = self.whole[len(older):]
@@ -76,10 +80,10 @@ class WorkingContext:
         if i < self.covered:  # the last report counted it whole
             self.shrunk += size - self.count(self.messages[i].content)
 
-    def close_calls(self) -> None:
+    def close_calls(self, *, append_only: bool = False) -> None:
         """Give the last tool calls their missing results (a turn stopped during a tool)."""
         for message in missing_results(self.messages):
-            self.append(message)
+            self.append(message, append_only=append_only)
 
     def mark(self) -> int:
         return len(self.messages)

@@ -54,6 +54,7 @@ from rollchat.providers.base import (
     UsageEvent,
     stream_with_retries,
 )
+from rollchat.providers.names import binds_thinking
 from rollchat.text.normalize import StreamCleaner, clean, clean_value
 from rollchat.tools import Tool
 from rollchat.tools.approval import Gate
@@ -266,13 +267,13 @@ class Engine(ModelChoice):
         self.current = []
         context.append(Message("user", with_block(block, text), images=images))
         if self.settings.runner is None:
-            result = yield from self._call(context.append, context.request_messages, "chat")
+            result = yield from self._call(self._add, context.request_messages, "chat")
         else:
             result = yield from self._framed(self.settings.runner, text)
         if result.status == "unanswered":
             context.rollback(mark)
         else:
-            context.close_calls()
+            context.close_calls(append_only=binds_thinking(self.model))
             content = result.last
             note = {"interrupted": INTERRUPTED_NOTE,
                     "error": f"[answer cut off: {result.note}]"}.get(result.status)
@@ -401,6 +402,11 @@ class Engine(ModelChoice):
         return CallResult("".join(text), usage, status, error, note, tuple(blocks),
                           time.monotonic() - t0, last, tuple(made))
 
+    def _add(self, message: Message) -> None:
+        """Add a message of the turn in flight to the context; append-only (nothing sent is
+        rewritten) for a model whose thinking is bound to what precedes it."""
+        self.context.append(message, append_only=binds_thinking(self.model))
+
     def _framed(self, runner: Runner, query: str) -> Generator[Event, None, CallResult]:
         """The turn in flight (``query``: the user's words) run by an agent framework
         (engine/framed.py)."""
@@ -409,7 +415,7 @@ class Engine(ModelChoice):
                              approver(self.gate, self.tools, runner.framework), query=query,
                              after=post_hooks(self.gate))
         self.current = []
-        done = yield from run_framed(runner, request, self.current, self.context.append,
+        done = yield from run_framed(runner, request, self.current, self._add,
                                      self.context.reported)
         note = done.error.one_line() if done.error is not None else None
         return CallResult(done.text, done.usage, done.status, done.error, note,

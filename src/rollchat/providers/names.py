@@ -64,3 +64,17 @@ def is_local(base_url: str | None) -> bool:
 def is_official(base_url: str | None) -> bool:
     """Whether requests go to OpenAI itself (no base URL, or one at api.openai.com)."""
     return base_url is None or "api.openai.com" in base_url
+
+# Models with preserved thinking: a thinking block is bound to everything before it (system,
+# tools, earlier messages), and a request that changed any of it is refused with HTTP 400
+# ("Invalid `signature` in `thinking` block. The block is bound to a different conversation")
+# (platform.claude.com "Prefix checks on thinking blocks", supportedModels, stored 2026-12-07).
+# Their requests must stay append-only: nothing already sent is rewritten (engine/context.py).
+THINKING_BOUND_PREFIXES = ("claude-sonnet-5-5", "claude-opus-5-5", "claude-haiku-5-5",
+                           "claude-fable-5-1", "claude-fable-5-2", "claude-mythos-5-1",
+                           "claude-mythos-5-2")
+
+
+def binds_thinking(model: str) -> bool:
+    """Whether ``model`` binds its thinking blocks to what precedes them (see above)."""
+    return model.startswith(THINKING_BOUND_PREFIXES)

@@ -41,6 +41,7 @@ from rollchat.models.tokens import TokenCounter
 from rollchat.models.windows import WindowLearner
 from rollchat.providers.anthropic_compaction import COMPACTION as ANTHROPIC_COMPACTION
 from rollchat.providers.base import ChatRequest
+from rollchat.providers.names import binds_thinking
 from rollchat.session.state import (
     UNSAVED,
     Parent,
@@ -429,7 +430,7 @@ class Compactor:
         except RollchatError as exc:
             yield from self._failed(exc)
             return False
-        for message in tail:
+        for message in unbound(tail, self.engine.model):
             self.engine.context.append(message)
         for turn in carried:
             child.add(turn)
@@ -464,3 +465,17 @@ class Compactor:
             self.guards = replace(self.guards, consecutive_failures=previous_failures + 1)
             yield Notice("warning", f"compaction left the context over budget ({after:,} of "
                                     f"{self.budget.tokens:,} tokens)")
+
+
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
+
+
+def unbound(messages: Sequence[Message], model: str) -> list[Message]:
+    """The kept tail of a compaction, as ``model`` may be sent it: a model whose thinking is
+    bound to what precedes it refuses kept thinking once a summary it did not write replaces
+    that (HTTP 400), so the kept turns go without their thinking ("remove thinking in kept
+    turns": platform.claude.com "Prefix checks on thinking blocks"); the transcript keeps it."""
+    if not binds_thinking(model):
+        return list(messages)
+    return [replace(m, extra=tuple(b for b in m.extra if b.type not in THINKING_BLOCKS))
+            for m in messages]
