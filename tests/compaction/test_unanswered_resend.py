@@ -53,5 +53,6 @@ def test_a_question_answered_when_sent_again_is_not_left_unanswered(tmp_path: Pa
     pending = list(summary.pending)
     assert [p for p in pending if p.startswith("Unanswered")] == [f"Unanswered: {RETRIES}"]
     shown = done.stdout.split("Restored summary (from", 1)[1]  # the `summary` command
-    pending_shown = " ".join(shown.split("Pending:", 1)[1].split("'summary edit'", 1)[0].split())
+    pending_shown = " ".join(shown.split("Pending:", 1)[1].split("Timeline:", 1)[0]
+                            .split("'summary edit'", 1)[0].split())
     assert pending_shown == f"• Unanswered: {RETRIES}"

@@ -216,8 +216,9 @@ def fit_words(summary: Summary, max_words: int, *, focused: bool = False) -> Sum
     first), then the last artifacts, and the first topic (the focus, or the latest) last; the
     counts are recorded in the summary. The Timeline is first fitted to its own share of the
     budget (``timeline.fit``: the oldest days go first, counted with the topics) and is then
-    kept, like the decisions; but for a ``focused`` summary (its first topic names the focus)
-    its days go, the oldest first, before the first topic does."""
+    kept, like the decisions, unless the summary is still over budget without any topic (its
+    days then go, the oldest first); for a ``focused`` summary (its first topic names the
+    focus) its days go before the first topic does."""
     when, gone = timeline.fit(timeline.merge([summary.timeline]), max_words)
     summary = replace(summary, topics=tuple(union([summary.topics])),
                       decisions=tuple(union([summary.decisions])),
@@ -233,6 +234,9 @@ def fit_words(summary: Summary, max_words: int, *, focused: bool = False) -> Sum
         budget.spend(when.pop(0))
     if budget.over and summary.topics:
         drop.add(0)
+        budget.spend(summary.topics[0])
+    while budget.over and when:  # days of blobs (a "word" of 200 characters): they go too
+        budget.spend(when.pop(0))
     topics = [t for i, t in enumerate(summary.topics) if i not in drop]
     fitted = replace(summary, topics=tuple(topics), artifacts=tuple(artifacts),
                      timeline=tuple(when),
