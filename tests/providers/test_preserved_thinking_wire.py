@@ -106,6 +106,7 @@ def _first_exchange(server: WireServer) -> tuple[dict[str, Any], list[dict[str, 
     """A tool call answered with bound thinking, and the messages to send its result with."""
     server.push(tool("read_file", {"path": "a"}, tool_id="c1", thought="Read a first."))
     first = {"model": MODEL, "max_tokens": 100, "system": "sys",
+             "thinking": {"type": "adaptive", "display": "summarized"},
              "messages": [{"role": "user", "content": "read a"}]}
     client = anthropic.Anthropic(api_key="k", base_url=server.url, max_retries=0)
     with client.messages.stream(**first) as stream:
