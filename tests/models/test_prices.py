@@ -314,7 +314,9 @@ def test_the_current_openai_models_are_priced_as_their_sources_state() -> None:
     assert price_for("gpt-5.2-pro") == Price(21.0, 168.0, 21.0, 0.0)
     assert price_for("gpt-5.5-pro-2026-04-23") == Price(30.0, 180.0, 3.0, 0.0)
     assert price_for("gpt-5.3-chat-latest") == Price(1.75, 14.0, 0.175, 0.0)
-    for unlisted in ("gpt-5.3", "gpt-6", "gpt-6-luna", "gpt-5.4-mini-fast"):
+    # OpenAI's own model page: input, output, cached input, cache writes
+    assert price_for("gpt-6-luna") == Price(0.10, 0.50, 0.01, 0.125)
+    for unlisted in ("gpt-5.3", "gpt-6", "gpt-6-sol", "gpt-5.4-mini-fast"):
         assert price_for(unlisted) is None, unlisted
 
 
