@@ -194,11 +194,12 @@ def test_chain_cost_after_automatic_compaction_and_resume(tmp_path: Path) -> Non
     assert total[1] == money(sum(c for c in resumed if c is not None))
 
 
-def test_no_price_no_cost_anywhere(tmp_path: Path) -> None:
-    built = build_app(tmp_path, FakeProvider())  # "test-model": no price
+def test_no_price_no_dollar_figure_anywhere_and_the_cost_said_unknown(tmp_path: Path) -> None:
+    built = build_app(tmp_path, FakeProvider())  # "test-model": no price, a remote server
     built.send("hello")
     built.app.exit()
-    assert "$" not in built.output and "Cost" not in built.output
+    assert "$" not in built.output
+    assert "Cost: unknown (no price for test-model" in " ".join(built.output.split())
     [path] = built.store.root.glob("*.md")
     assert "**Cost:**" not in path.read_text()
 

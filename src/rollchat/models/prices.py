@@ -180,6 +180,17 @@ def price_for(model: str, overrides: Mapping[str, Price] | None = None) -> Price
     return None if found is None or found.free else found
 
 
+def price_listed(model: str, overrides: Mapping[str, Price] | None = None) -> bool:
+    """Whether ``model`` has a price in the config or the table, a zero one included (a
+    model without one has a cost rollchat does not know: it says so, never $0)."""
+    overrides = overrides or {}
+    if model in overrides:
+        return True
+    name = _name(model)
+    return (_match(name, {_name(k): v for k, v in overrides.items()}) is not None
+            or _match(name, PRICES) is not None)
+
+
 def cost(usage: Usage, price: Price) -> float:
     """Dollars for ``usage`` (its input tokens include the cache reads and writes)."""
     fresh = max(usage.input_tokens - usage.cache_read_tokens - usage.cache_write_tokens, 0)
