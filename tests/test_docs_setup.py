@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.test_docs import fences, project
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,6 +23,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 CI = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 PYPROJECT = (ROOT / "pyproject.toml").read_text(encoding="utf-8")  # no tomllib on 3.10
 VENV = "python3 -m venv .venv"
+STRANDS = "1.62.0"  # the strands-agents the test command installs (without its mcp<2.2 pin)
 
 
 def marked(name: str) -> str:
@@ -43,14 +46,42 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
 def test_the_test_command_installs_and_runs_tests_ruff_and_mypy() -> None:
     steps = marked("test-command").split(" && ")
     # the frameworks extra: the framework adapters' tests drive the real packages
-    assert steps[:2] == [VENV, ".venv/bin/pip install -e '.[test,frameworks]'"]
-    assert steps[2].startswith(".venv/bin/python -m pytest")
-    assert steps[3:] == [".venv/bin/ruff check src tests", ".venv/bin/mypy"]
+    assert steps[:3] == [VENV, ".venv/bin/pip install -e '.[test,frameworks]'",
+                         f".venv/bin/pip install --no-deps strands-agents=={STRANDS}"]
+    assert steps[3].startswith(".venv/bin/python -m pytest")
+    assert steps[4:] == [".venv/bin/ruff check src tests", ".venv/bin/mypy"]
     test_deps = PYPROJECT.split("\ntest = [", 1)[1].split("]", 1)[0]
     if " -n " in steps[2]:  # pytest-xdist gives -n
         assert "pytest-xdist" in test_deps
     for tool in ("pytest", "ruff", "mypy"):
         assert tool in test_deps
+
+
+def test_strands_without_its_deps_has_all_it_requires_but_its_mcp_bound() -> None:
+    """strands-agents goes in with --no-deps (it declares mcp<2.2, rollchat needs mcp>=2.3):
+    the frameworks extra must bring every other requirement of the version the test command
+    pins, and the one it pins is the one installed here."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    try:
+        installed = metadata.version("strands-agents")
+    except metadata.PackageNotFoundError:
+        pytest.skip("strands-agents is not installed")
+    assert installed == STRANDS
+    unmet = []
+    for line in metadata.requires("strands-agents") or []:
+        need = Requirement(line)
+        if need.marker is not None and not need.marker.evaluate({"extra": ""}):
+            continue  # an extra of Strands (its other model providers), or another platform
+        try:
+            have = metadata.version(need.name)
+        except metadata.PackageNotFoundError:
+            have = None
+        if have is None or not need.specifier.contains(have, prereleases=True):
+            unmet.append(f"{need} (installed: {have})")
+    assert [line for line in unmet if not line.startswith("mcp")] == []
 
 
 def test_the_chat_command_installs_and_starts_the_offline_chat(tmp_path: Path) -> None:

@@ -180,3 +180,71 @@ def test_a_workflow_root_runs_its_agents_through_adks_runner(adapter: Any, kind:
             "gpt-4o-mini", "Summarize.", (Message("user", "Write the summary."),),
             purpose="summary")))
         assert "".join(e.text for e in plain if isinstance(e, TextDelta)) == "A summary."
+
+
+def _example_agent(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """examples/adk_agent's LlmAgent with its offline model (no key: no litellm needed)."""
+    import runpy
+    from pathlib import Path
+
+    pytest.importorskip("google.adk")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    example = Path(__file__).resolve().parents[3] / "examples" / "adk_agent" / "agent.py"
+    return runpy.run_path(str(example))["root_agent"]
+
+
+@pytest.mark.parametrize("refuse", [None, "refused: not now"])
+def test_an_apps_root_agent_runs_with_the_apps_plugins_after_rollchats_gate(
+        monkeypatch: pytest.MonkeyPatch, refuse: str | None) -> None:
+    """An ``App`` (as `adk web` and `adk api_server` take it) is run as its root agent, its
+    own plugins after rollchat's: a call rollchat refused never reaches them."""
+    from google.adk.apps import App
+    from google.adk.plugins.base_plugin import BasePlugin
+
+    from rollchat.agents.frameworks import adapt as adapt_any
+
+    seen: list[str] = []
+
+    class Recorder(BasePlugin):
+        async def before_model_callback(self, **kwargs: Any) -> None:
+            seen.append("model")
+
+        async def before_tool_callback(self, *, tool: Any, **kwargs: Any) -> None:
+            seen.append(f"tool {tool.name}")
+
+    app = App(name="words", root_agent=_example_agent(monkeypatch),
+              plugins=[Recorder(name="recorder")])
+    agent = adapt_any(app, "app", "agent.py")
+    assert (agent.framework, agent.name, agent.has_tools) == ("google-adk", "app", True)
+    asked: list[ToolCall] = []
+    events = list(agent.runner.run(request('use word_count {"text": "one two"}',
+                                           refuse=refuse, asked=asked)))
+    assert [c.name for c in asked] == ["word_count"]
+    returned = [e for e in events if isinstance(e, ToolReturned)]
+    assert [(e.call.name, e.status) for e in returned] == [
+        ("word_count", "ok" if refuse is None else "refused")]
+    if refuse is None:
+        assert "2 words" in returned[0].content
+        assert seen == ["model", "tool word_count", "model"]
+    else:
+        assert refuse in returned[0].content
+        assert seen == ["model", "model"]  # the refused call never reached the App's plugin
+
+
+def test_an_app_of_an_adk2_graph_workflow_is_one_line() -> None:
+    pytest.importorskip("google.adk")
+    from google.adk.apps import App
+    from google.adk.workflow import START, Workflow
+
+    from rollchat.agents.frameworks import adapt as adapt_any
+    from rollchat.errors import ConfigError
+
+    def greet(node_input: str) -> str:
+        return "hi"
+
+    app = App(name="flow", root_agent=Workflow(name="flow", edges=[(START, greet)]))
+    with pytest.raises(ConfigError) as caught:
+        adapt_any(app, "app", "agent.py")
+    assert str(caught.value) == ("agent.py: app is an ADK App whose root_agent is a Workflow (an "
+                                 "ADK 2 graph workflow, not a BaseAgent), which rollchat "
+                                 "cannot run")

@@ -47,7 +47,8 @@ KINDS: tuple[Kind, ...] = (
          "langgraph create_react_agent)", ("langgraph", "langchain"), "langgraph",
          "langgraph", ("CompiledStateGraph", "CompiledGraph", "Pregel")),
     Kind("a Google ADK agent (google.adk.agents.LlmAgent, SequentialAgent, LoopAgent, "
-         "ParallelAgent: any BaseAgent)", ("google.adk",), "google-adk", "adk", ("BaseAgent",)),
+         "ParallelAgent: any BaseAgent; or an App of one)", ("google.adk",), "google-adk", "adk",
+         ("BaseAgent", "App")),
 )
 FUNCTION = Kind("a function root_agent(query) -> str (async, or a generator of text)", (),
                 "", "function")
@@ -126,7 +127,10 @@ def adapt(obj: object, name: str, shown: str) -> FrameworkAgent:
             raise
         raise ConfigError(f"{shown}: {name} is {kind.label}, which this rollchat cannot run "
                           "yet (docs/frameworks.md)") from None
-    agent: FrameworkAgent = module.adapt(obj, name)
+    try:
+        agent: FrameworkAgent = module.adapt(obj, name)
+    except ConfigError as exc:  # what the adapter cannot run of its framework
+        raise ConfigError(f"{shown}: {exc}") from None
     return agent
 
 

@@ -37,6 +37,7 @@ from rollchat.agents.frameworks.bridge import Channel, bridged, plain_call, shar
 from rollchat.agents.frameworks.instructions import extra_instructions
 from rollchat.domain import Message, ToolCall, Usage
 from rollchat.engine.runner import After, RunEvent, RunRequest, ToolCalled, ToolReturned
+from rollchat.errors import ConfigError
 from rollchat.providers.base import (
     ChatRequest,
     ProviderError,
@@ -55,6 +56,14 @@ NO_MODEL = ("rollchat found no LlmAgent in this ADK agent to write a summary wit
 
 
 def adapt(obj: object, name: str) -> FrameworkAgent:
+    plugins: tuple[BasePlugin, ...] = ()
+    if isinstance(obj, App):  # its root agent, run with the App's plugins after rollchat's
+        plugins = tuple(obj.plugins)
+        obj = obj.root_agent
+        if not isinstance(obj, BaseAgent):
+            raise ConfigError(f"{name} is an ADK App whose root_agent is a "
+                              f"{type(obj).__name__} (an ADK 2 graph workflow, not a "
+                              "BaseAgent), which rollchat cannot run")
     assert isinstance(obj, BaseAgent)
     # ADK logs a failed run with its traceback: the failure is rollchat's one line instead
     logging.getLogger("google_adk").addHandler(logging.NullHandler())
@@ -63,7 +72,7 @@ def adapt(obj: object, name: str) -> FrameworkAgent:
     own = obj.instruction if isinstance(obj, LlmAgent) and isinstance(obj.instruction,
                                                                       str) else ""
     first = first_llm(obj)
-    return FrameworkAgent("google-adk", name, model_name(first), ADKRunner(obj, own),
+    return FrameworkAgent("google-adk", name, model_name(first), ADKRunner(obj, own, plugins),
                           PlainModel(first, obj.name), instructions=own,
                           has_tools=_has_tools(obj),
                           no_summaries=None if first is not None else NO_MODEL)
@@ -213,8 +222,10 @@ class ADKRunner:
 
     framework = "google-adk"
 
-    def __init__(self, agent: BaseAgent, own: str = "") -> None:
+    def __init__(self, agent: BaseAgent, own: str = "",
+                 plugins: Sequence[BasePlugin] = ()) -> None:
         self.agent = agent  # any BaseAgent: an LlmAgent, or a workflow of them
+        self.plugins = tuple(plugins)  # the plugins of the App the agent came in, if any
         self.own = own  # the agent's literal instruction, which ADK sends itself
         self.state: dict[str, Any] = {}  # the ADK session state, kept across turns
 
@@ -241,7 +252,8 @@ class ADKRunner:
         gate = _Gate(channel, extra_instructions(request.system, self.own), refused,
                      request.after)
         service = InMemorySessionService()
-        runner = Runner(app=App(name=APP, root_agent=self.agent, plugins=[gate]),
+        runner = Runner(app=App(name=APP, root_agent=self.agent,
+                                    plugins=[gate, *self.plugins]),
                         session_service=service)
         session = await service.create_session(app_name=APP, user_id=USER,
                                                state=dict(self.state))
