@@ -37,6 +37,12 @@ class Screen(io.StringIO):
         self.changed = threading.Condition()
         self.seen = 0  # where the next expect starts
         self.before = ""  # the text between the previous match and the last one
+        self.ended = False  # the chat ended: nothing more will be written
+
+    def close_screen(self) -> None:
+        with self.changed:
+            self.ended = True
+            self.changed.notify_all()
 
     def isatty(self) -> bool:
         return True
@@ -69,13 +75,21 @@ class Screen(io.StringIO):
                     self.seen = found.end()
                     return found
                 left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError(f"{regex.pattern!r} not shown within {timeout} s; "
+                if left <= 0 or self.ended:
+                    raise AssertionError(f"{regex.pattern!r} not shown (within {timeout} s, "
+                                         f"or before the chat ended); "
                                          f"after the cursor: {text[self.seen:][-3000:]!r}")
                 self.changed.wait(left)
 
     def expect_exact(self, text: str, timeout: float = 30) -> re.Match[str]:
         return self.expect(re.escape(text), timeout)
+
+    def expect_any(self, patterns: list[str], timeout: float = 30) -> int:
+        """Which of ``patterns`` (regexes) appears first after the cursor, as pexpect's
+        ``expect`` of a list; the cursor moves past it."""
+        found = self.expect("|".join(f"(?P<p{i}>{p})" for i, p in enumerate(patterns)),
+                            timeout)
+        return next(i for i in range(len(patterns)) if found.group(f"p{i}") is not None)
 
 
 class _TypedStdin(io.StringIO):
@@ -107,6 +121,9 @@ class Terminal:
     def expect_exact(self, text: str, timeout: float = 30) -> re.Match[str]:
         return self.screen.expect_exact(text, timeout)
 
+    def expect_any(self, patterns: list[str], timeout: float = 30) -> int:
+        return self.screen.expect_any(patterns, timeout)
+
     @property
     def before(self) -> str:
         return self.screen.before
@@ -126,6 +143,7 @@ def _as_a_terminal(monkeypatch: pytest.MonkeyPatch, cwd: Path,
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.chdir(cwd)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # an agent file's folder is put first
     monkeypatch.setattr(sys, "stdout", screen)
     monkeypatch.setattr(sys, "stdin", _TypedStdin())
     output = Vt100_Output(screen, lambda: Size(rows=40, columns=120), term="xterm",
@@ -147,26 +165,34 @@ def run_chat(monkeypatch: pytest.MonkeyPatch, cwd: Path, args: list[str],
     from rollchat.cli.argv import chat_args, chat_only
 
     failed: list[BaseException] = []
-    with _as_a_terminal(monkeypatch, cwd, env or clean_env(cwd / "home")) as term:
-        def typist() -> None:
-            try:
-                script(term)
-            except BaseException as exc:  # handed to the test's thread
-                failed.append(exc)
-                term.keys.close()  # end of input: the chat ends as with Ctrl-D
+    ended = threading.Event()
+    try:
+        with _as_a_terminal(monkeypatch, cwd, env or clean_env(cwd / "home")) as term:
+            def typist() -> None:
+                try:
+                    script(term)
+                    if not ended.wait(timeout):
+                        raise AssertionError(f"the chat did not end: {term.screen.text()}")
+                except BaseException as exc:  # handed to the test's thread
+                    failed.append(exc)
+                    term.keys.close()  # end of input: the chat ends as with Ctrl-D
 
-        thread = threading.Thread(target=typist, name="typist", daemon=True)
-        thread.start()
-        argv = alias_args(chat_args(args))
-        try:
-            build_cli(subcommands=not chat_only(argv))(args=argv, prog_name="rollchat")
-            code = 0
-        except SystemExit as done:
-            code = done.code if isinstance(done.code, int) else 1
-        finally:
-            if thread.is_alive() and not failed:
+            thread = threading.Thread(target=typist, name="typist", daemon=True)
+            thread.start()
+            argv = alias_args(chat_args(args))
+            try:
+                build_cli(subcommands=not chat_only(argv))(args=argv, prog_name="rollchat")
+                code = 0
+            except SystemExit as done:
+                code = done.code if isinstance(done.code, int) else 1
+            finally:
+                ended.set()
+                term.screen.close_screen()  # a wait for more output fails at once now
                 thread.join(timeout)
-        if failed:
-            raise failed[0]
-        assert not thread.is_alive(), f"the script was still running: {term.screen.text()}"
+            if failed:
+                raise failed[0]
+            assert not thread.is_alive(), f"the script still ran: {term.screen.text()}"
+    finally:
+        for name in [n for n in sys.modules if n.startswith("rollchat_agent_")]:
+            del sys.modules[name]  # the agent files this chat loaded
     return code
