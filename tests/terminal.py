@@ -145,6 +145,7 @@ def _as_a_terminal(monkeypatch: pytest.MonkeyPatch, cwd: Path,
     monkeypatch.chdir(cwd)
     monkeypatch.setattr(sys, "path", list(sys.path))  # an agent file's folder is put first
     monkeypatch.setattr(sys, "stdout", screen)
+    monkeypatch.setattr(sys, "stderr", screen)  # one terminal shows both
     monkeypatch.setattr(sys, "stdin", _TypedStdin())
     output = Vt100_Output(screen, lambda: Size(rows=40, columns=120), term="xterm",
                           enable_cpr=False)
