@@ -35,7 +35,8 @@ class Screen(io.StringIO):
     def __init__(self) -> None:
         super().__init__()
         self.changed = threading.Condition()
-        self.seen = 0  # where the next expect starts
+        self.seen = 0  # where the next expect starts (in the text without escapes)
+        self.seen_raw = 0  # (in the bytes as written)
         self.before = ""  # the text between the previous match and the last one
         self.ended = False  # the chat ended: nothing more will be written
 
@@ -61,28 +62,35 @@ class Screen(io.StringIO):
         with self.changed:
             return _ANSI.sub("", self.getvalue())
 
-    def expect(self, pattern: str | re.Pattern[str], timeout: float = 30) -> re.Match[str]:
+    def expect(self, pattern: str | re.Pattern[str], timeout: float = 30, *,
+               raw: bool = False) -> re.Match[str]:
         """Wait until ``pattern`` (a regex) appears after the cursor in the text without
-        escape sequences; move the cursor past it. AssertionError at ``timeout``."""
+        escape sequences (``raw``: in the bytes as written, with a cursor of their own); move
+        the cursor past it. AssertionError at ``timeout``, or once the chat ended without it."""
         regex = re.compile(pattern) if isinstance(pattern, str) else pattern
         deadline = time.monotonic() + timeout
         with self.changed:
             while True:
-                text = _ANSI.sub("", self.getvalue())
-                found = regex.search(text, self.seen)
+                text = self.getvalue() if raw else _ANSI.sub("", self.getvalue())
+                start = self.seen_raw if raw else self.seen
+                found = regex.search(text, start)
                 if found is not None:
-                    self.before = text[self.seen:found.start()]
-                    self.seen = found.end()
+                    self.before = text[start:found.start()]
+                    if raw:
+                        self.seen_raw = found.end()
+                    else:
+                        self.seen = found.end()
                     return found
                 left = deadline - time.monotonic()
                 if left <= 0 or self.ended:
                     raise AssertionError(f"{regex.pattern!r} not shown (within {timeout} s, "
                                          f"or before the chat ended); "
-                                         f"after the cursor: {text[self.seen:][-3000:]!r}")
+                                         f"after the cursor: {text[start:][-3000:]!r}")
                 self.changed.wait(left)
 
-    def expect_exact(self, text: str, timeout: float = 30) -> re.Match[str]:
-        return self.expect(re.escape(text), timeout)
+    def expect_exact(self, text: str, timeout: float = 30, *,
+                     raw: bool = False) -> re.Match[str]:
+        return self.expect(re.escape(text), timeout, raw=raw)
 
     def expect_any(self, patterns: list[str], timeout: float = 30) -> int:
         """Which of ``patterns`` (regexes) appears first after the cursor, as pexpect's
@@ -115,11 +123,13 @@ class Terminal:
     def sendline(self, text: str = "") -> None:
         self.keys.send_text(text + "\r")
 
-    def expect(self, pattern: str | re.Pattern[str], timeout: float = 30) -> re.Match[str]:
-        return self.screen.expect(pattern, timeout)
+    def expect(self, pattern: str | re.Pattern[str], timeout: float = 30, *,
+               raw: bool = False) -> re.Match[str]:
+        return self.screen.expect(pattern, timeout, raw=raw)
 
-    def expect_exact(self, text: str, timeout: float = 30) -> re.Match[str]:
-        return self.screen.expect_exact(text, timeout)
+    def expect_exact(self, text: str, timeout: float = 30, *,
+                     raw: bool = False) -> re.Match[str]:
+        return self.screen.expect_exact(text, timeout, raw=raw)
 
     def expect_any(self, patterns: list[str], timeout: float = 30) -> int:
         return self.screen.expect_any(patterns, timeout)
