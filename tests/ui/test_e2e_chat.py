@@ -9,9 +9,11 @@ import stat
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse
 from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
+from tests.terminal import Terminal, run_chat
 from tests.wire_servers import WireServer, held, openai_server, text
 
 __all__ = ["openai_server"]  # the fixture, imported for pytest
@@ -94,16 +96,18 @@ def test_pty_ctrl_c_at_prompt_clears_line_and_ctrl_d_exits(tmp_path: Path) -> No
     assert [turn.user for turn in t.turns] == ["hello"]
 
 
-def test_pty_multiline_input_with_escape_enter(tmp_path: Path) -> None:
-    child = spawn(tmp_path)
-    child.expect(PROMPT)
-    child.send("first line")
-    child.send("\x1b\r")  # Esc then Enter inserts a newline
-    child.send("second line\r")
-    child.expect("Assistant:")
-    child.expect(PROMPT)
-    child.sendline("exit")
-    child.expect(pexpect.EOF)
+def test_multiline_input_with_escape_enter(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    def script(term: Terminal) -> None:  # as a terminal runs the chat (tests/terminal.py)
+        term.expect(PROMPT)
+        term.send("first line")
+        term.send("\x1b\r")  # Esc then Enter inserts a newline
+        term.send("second line\r")
+        term.expect("Assistant:")
+        term.expect(PROMPT)
+        term.sendline("exit")
+
+    assert run_chat(monkeypatch, tmp_path, [], script) == 0
     t = parse(_session_files(tmp_path / "sessions")[0].read_text())
     assert t.turns[0].user == "first line\nsecond line"
 
@@ -163,15 +167,17 @@ def test_version_and_help(tmp_path: Path) -> None:
     assert result.returncode == 0 and "--sessions-dir" in result.stdout
 
 
-def test_pty_pasted_multiline_text_arrives_whole(tmp_path: Path) -> None:
-    child = spawn(tmp_path)
-    child.expect(PROMPT)
-    child.send("\x1b[200~def f():\n    return 42\n\x1b[201~")  # a bracketed paste
-    child.send("\r")
-    child.expect("Assistant:")
-    child.expect(PROMPT)
-    child.sendline("exit")
-    child.expect(pexpect.EOF)
+def test_pasted_multiline_text_arrives_whole(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    def script(term: Terminal) -> None:  # as a terminal runs the chat (tests/terminal.py)
+        term.expect(PROMPT)
+        term.send("\x1b[200~def f():\n    return 42\n\x1b[201~")  # a bracketed paste
+        term.send("\r")
+        term.expect("Assistant:")
+        term.expect(PROMPT)
+        term.sendline("exit")
+
+    assert run_chat(monkeypatch, tmp_path, [], script) == 0
     t = parse(_session_files(tmp_path / "sessions")[0].read_text())
     assert [turn.user for turn in t.turns] == ["def f():\n    return 42\n"]
 
