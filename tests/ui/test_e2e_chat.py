@@ -1,5 +1,6 @@
-"""The chat loop end to end: a pseudo-terminal session and piped input (offline model; a local
-wire server where a Ctrl-C must land while an answer streams)."""
+"""The chat loop end to end: a pseudo-terminal session where Ctrl-C is the point, the chat as a
+terminal runs it in process (tests/terminal.py), and piped input (offline model; a local wire
+server where a Ctrl-C must land while an answer streams)."""
 
 from __future__ import annotations
 
