@@ -81,22 +81,6 @@ def test_pty_two_turns_interrupt_and_exit(openai_server: WireServer, tmp_path: P
     assert "which editor did I mention?" in history.read_text()
 
 
-def test_pty_ctrl_c_at_prompt_clears_line_and_ctrl_d_exits(tmp_path: Path) -> None:
-    child = spawn(tmp_path)
-    child.expect(PROMPT)
-    child.send("half typed")
-    child.sendintr()
-    child.expect(PROMPT)
-    child.sendline("hello")
-    child.expect("Hello")
-    child.expect(PROMPT)
-    child.sendeof()
-    child.expect("Goodbye!")
-    child.expect(pexpect.EOF)
-    t = parse(_session_files(tmp_path / "sessions")[0].read_text())
-    assert [turn.user for turn in t.turns] == ["hello"]
-
-
 def test_multiline_input_with_escape_enter(tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     def script(term: Terminal) -> None:  # as a terminal runs the chat (tests/terminal.py)
