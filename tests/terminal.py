@@ -140,14 +140,26 @@ class Terminal:
 
 
 @contextmanager
-def _as_a_terminal(monkeypatch: pytest.MonkeyPatch, cwd: Path,
-                   env: dict[str, str]) -> Iterator[Terminal]:
+def _as_a_terminal(cwd: Path, env: dict[str, str]) -> Iterator[Terminal]:
+    """The process's environment, directory, standard streams and prompt_toolkit's session
+    those of a terminal running ``rollchat`` in ``cwd``; all put back afterwards."""
     from prompt_toolkit.application import create_app_session
     from prompt_toolkit.data_structures import Size
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output.vt100 import Vt100_Output
 
     screen = Screen()
+    with pytest.MonkeyPatch.context() as monkeypatch, ExitStack() as stack:
+        _take_over(monkeypatch, screen, cwd, env)
+        output = Vt100_Output(screen, lambda: Size(rows=40, columns=120), term="xterm",
+                              enable_cpr=False)
+        keys = stack.enter_context(create_pipe_input())
+        stack.enter_context(create_app_session(input=keys, output=output))
+        yield Terminal(keys, screen)
+
+
+def _take_over(monkeypatch: pytest.MonkeyPatch, screen: Screen, cwd: Path,
+               env: dict[str, str]) -> None:
     for name in [n for n in os.environ if n not in env]:
         monkeypatch.delenv(name)
     for name, value in env.items():
@@ -157,17 +169,10 @@ def _as_a_terminal(monkeypatch: pytest.MonkeyPatch, cwd: Path,
     monkeypatch.setattr(sys, "stdout", screen)
     monkeypatch.setattr(sys, "stderr", screen)  # one terminal shows both
     monkeypatch.setattr(sys, "stdin", _TypedStdin())
-    output = Vt100_Output(screen, lambda: Size(rows=40, columns=120), term="xterm",
-                          enable_cpr=False)
-    with ExitStack() as stack:
-        keys = stack.enter_context(create_pipe_input())
-        stack.enter_context(create_app_session(input=keys, output=output))
-        yield Terminal(keys, screen)
 
 
-def run_chat(monkeypatch: pytest.MonkeyPatch, cwd: Path, args: list[str],
-             script: Callable[[Terminal], None], *, env: dict[str, str] | None = None,
-             timeout: float = 120) -> int:
+def run_chat(cwd: Path, args: list[str], script: Callable[[Terminal], None], *,
+             env: dict[str, str] | None = None, timeout: float = 120) -> int:
     """Run ``rollchat ARGS`` in ``cwd`` as a terminal would, while ``script`` types into it
     from another thread; its exit status once both ended. An exception in the script is
     raised here, after the chat was ended (its input closed)."""
@@ -178,7 +183,7 @@ def run_chat(monkeypatch: pytest.MonkeyPatch, cwd: Path, args: list[str],
     failed: list[BaseException] = []
     ended = threading.Event()
     try:
-        with _as_a_terminal(monkeypatch, cwd, env or clean_env(cwd / "home")) as term:
+        with _as_a_terminal(cwd, env or clean_env(cwd / "home")) as term:
             def typist() -> None:
                 try:
                     script(term)

@@ -120,7 +120,7 @@ def test_a_session_open_in_another_process_is_kept(
         holder.communicate("\n", timeout=30)
 
 
-def test_prune_asks_on_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prune_asks_on_a_terminal(tmp_path: Path) -> None:
     h = make_app(tmp_path)
     chat(h, DECISION)
     h.app.exit()
@@ -134,14 +134,14 @@ def test_prune_asks_on_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         term.sendline("")  # the default is no
         term.expect("Nothing deleted.")
 
-    assert run_chat(monkeypatch, tmp_path, args, no, env=env) == 1 and path.exists()
+    assert run_chat(tmp_path, args, no, env=env) == 1 and path.exists()
 
     def yes(term: Terminal) -> None:
         term.expect(r"\[y/N, Enter\]")
         term.sendline("y")
         term.expect("Deleted 1 session")
 
-    assert run_chat(monkeypatch, tmp_path, args, yes, env=env) == 0 and not path.exists()
+    assert run_chat(tmp_path, args, yes, env=env) == 0 and not path.exists()
 
 
 def test_fork_from_the_command_line_starts_the_chat_in_a_fork(tmp_path: Path) -> None:
@@ -188,8 +188,7 @@ def test_prune_ctrl_c_at_the_question_deletes_nothing_and_says_so(tmp_path: Path
     assert child.exitstatus == 130 and path.exists()
 
 
-def test_prune_keeps_a_session_written_while_the_question_waited(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prune_keeps_a_session_written_while_the_question_waited(tmp_path: Path) -> None:
     """The list the user said yes to is what goes: a session written meanwhile (resumed,
     its summary edited) is young again, and is kept with a warning."""
     h = make_app(tmp_path)
@@ -205,7 +204,7 @@ def test_prune_keeps_a_session_written_while_the_question_waited(
         term.expect("written since it was listed")
         term.expect("Deleted 0 sessions")
 
-    assert run_chat(monkeypatch, tmp_path, ["prune", "--older-than", "48h", "--sessions-dir",
+    assert run_chat(tmp_path, ["prune", "--older-than", "48h", "--sessions-dir",
                                             str(h.store.root)], script,
                     env=clean_env(tmp_path / "home")) == 1
     assert path.exists()

@@ -267,8 +267,7 @@ ui:
 """
 
 
-def test_the_question_in_a_terminal_takes_one_line_and_an_answer(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_question_in_a_terminal_takes_one_line_and_an_answer(tmp_path: Path) -> None:
     """As a terminal runs the chat (in process, tests/terminal.py): the question is one line
     that takes an answer (later, then compact), and the message is answered either way."""
     config = write_config(tmp_path / "c.yml", CONFIG)
@@ -299,7 +298,7 @@ def test_the_question_in_a_terminal_takes_one_line_and_an_answer(
         term.sendline("exit")
         term.expect_exact("Goodbye!")
 
-    assert run_chat(monkeypatch, tmp_path, ["--config", str(config)], script) == 0
+    assert run_chat(tmp_path, ["--config", str(config)], script) == 0
     assert answers == []
     levels = [gauge_level(percent, 100) for percent in asked]
     assert asked[0] >= 50 and levels[1] > levels[0]  # at the budget, then a level higher

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
 from rich.console import Console
 
 from rollchat.config.settings import AgentConfig, Config, MemoryConfig, SessionConfig
@@ -229,8 +228,7 @@ def test_memory_search_tool_reads_facts_and_episodes(tmp_path: Path) -> None:
     assert "memory_search" in specs  # memory holds something: offered with every request
 
 
-def test_idle_extraction_in_a_terminal_never_blocks_input(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_idle_extraction_in_a_terminal_never_blocks_input(tmp_path: Path) -> None:
     """As a terminal runs the chat (in process, tests/terminal.py)."""
     config = write_config(tmp_path / "rollchat.yml",
                           "memory:\n  idle_seconds: 0.5\n  user_dir: user\n"
@@ -262,7 +260,7 @@ def test_idle_extraction_in_a_terminal_never_blocks_input(
         term.sendline("exit")
         term.expect("Goodbye!")
 
-    assert run_chat(monkeypatch, tmp_path, ["--config", str(config)], script) == 0
+    assert run_chat(tmp_path, ["--config", str(config)], script) == 0
     [screen] = screens
     assert "Remembered" not in screen.text()[screen.seen:]  # after the goodbye
     store = MemoryStore(tmp_path / "sessions", "assistant", user_dir=tmp_path / "user",

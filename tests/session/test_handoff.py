@@ -315,8 +315,7 @@ def test_bad_strategy_is_a_config_error(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- in a pseudo-terminal
 
 
-def test_at_completes_agent_names_and_the_prompt_follows(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_at_completes_agent_names_and_the_prompt_follows(tmp_path: Path) -> None:
     write_config(tmp_path / "rollchat.yml", CONFIG)
 
     def script(term: Terminal) -> None:
@@ -339,7 +338,7 @@ def test_at_completes_agent_names_and_the_prompt_follows(
         term.sendline("exit")
         term.expect("Goodbye!")
 
-    assert run_chat(monkeypatch, tmp_path, ["--config", "rollchat.yml"], script,
+    assert run_chat(tmp_path, ["--config", "rollchat.yml"], script,
                     env=clean_env(tmp_path / "home")) == 0
     files = sorted((tmp_path / "sessions").glob("*.md"))
     assert [f.name.split("_")[0] for f in files] == ["assistant", "reviewer"]

@@ -15,8 +15,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from rollchat.storage.transcript import parse
 from tests.e2e import PROMPT, clean_env, run_piped, write_config
 from tests.terminal import Terminal, run_chat
@@ -132,8 +130,7 @@ def test_a_pretooluse_hook_refuses_a_call_and_the_model_reads_why(
     assert pre["session_id"] == session.stem and pre["transcript_path"] == str(session)
 
 
-def test_a_pretooluse_hook_refuses_before_anyone_is_asked_in_a_terminal(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_pretooluse_hook_refuses_before_anyone_is_asked_in_a_terminal(tmp_path: Path) -> None:
     config = _config(tmp_path, f"""\
   PreToolUse:
     - matcher: delete_file
@@ -153,7 +150,7 @@ def test_a_pretooluse_hook_refuses_before_anyone_is_asked_in_a_terminal(
         term.expect(PROMPT)
         term.sendline("exit")
 
-    assert run_chat(monkeypatch, tmp_path, ["--config", str(config), "--provider", "offline"],
+    assert run_chat(tmp_path, ["--config", str(config), "--provider", "offline"],
                     script, env=clean_env(tmp_path / "home")) == 0
     assert (tmp_path / "a.txt").exists() and (tmp_path / "b.txt").exists()
 

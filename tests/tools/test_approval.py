@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import pexpect
-import pytest
 
 from rollchat.domain import ToolCall
 from rollchat.providers.base import ToolSpec
@@ -51,8 +50,7 @@ def nap(seconds: int) -> str:
 '''
 
 
-def test_ask_once_always_and_no_in_a_terminal(tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ask_once_always_and_no_in_a_terminal(tmp_path: Path) -> None:
     (tmp_path / "helper.py").write_text(AGENT)
 
     def script(term: Terminal) -> None:
@@ -82,7 +80,7 @@ def test_ask_once_always_and_no_in_a_terminal(tmp_path: Path,
         term.expect(PROMPT)
         term.sendline("exit")
 
-    assert run_chat(monkeypatch, tmp_path, ["helper.py"], script) == 0
+    assert run_chat(tmp_path, ["helper.py"], script) == 0
     [session] = (tmp_path / "sessions").glob("*.md")
     results = [t.result for turn in parse(session.read_text()).turns for t in turn.tools]
     assert results[0] == "refused: the user declined to run word_count"
@@ -113,8 +111,7 @@ def _approve_always(term: Terminal, text: str, asked: bool) -> None:
     term.expect(PROMPT)
 
 
-def test_always_means_this_session_clear_resume_fork_and_handoff_ask_again(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_always_means_this_session_clear_resume_fork_and_handoff_ask_again(tmp_path: Path) -> None:
     """Issue 24, point 7: after "a" a later session (clear, resume, fork, a handoff and back)
     asks again before running the tool; within a session (a compaction too) it does not."""
     (tmp_path / "helper.py").write_text(AGENT)
@@ -143,7 +140,7 @@ def test_always_means_this_session_clear_resume_fork_and_handoff_ask_again(
         term.expect(HANDED_PROMPT)
         term.sendline("exit")
 
-    assert run_chat(monkeypatch, tmp_path, ["--config", "rollchat.yml"], script) == 0
+    assert run_chat(tmp_path, ["--config", "rollchat.yml"], script) == 0
 
 
 def test_ctrl_c_during_a_tool_call_cancels_it_and_records_it(tmp_path: Path) -> None:
@@ -196,8 +193,7 @@ def test_the_gate_rules_in_order() -> None:
     assert Gate(mode="auto", deny=("*",)).check(call, _tool("shell")) is not None
 
 
-def test_a_tools_time_leaves_out_the_wait_for_approval(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_tools_time_leaves_out_the_wait_for_approval(tmp_path: Path) -> None:
     (tmp_path / "helper.py").write_text(AGENT)
 
     def script(term: Terminal) -> None:
@@ -211,4 +207,4 @@ def test_a_tools_time_leaves_out_the_wait_for_approval(tmp_path: Path,
         term.expect(PROMPT)
         term.sendline("exit")
 
-    assert run_chat(monkeypatch, tmp_path, ["helper.py"], script) == 0
+    assert run_chat(tmp_path, ["helper.py"], script) == 0

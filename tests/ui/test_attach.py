@@ -10,8 +10,6 @@ import base64
 import os
 from pathlib import Path
 
-import pytest
-
 from rollchat.storage.transcript import parse
 from tests.agents.test_tool_images import png
 from tests.e2e import PROMPT, clean_env, run_piped
@@ -119,7 +117,7 @@ def test_attach_keeps_to_regular_files_of_the_project(anthropic_server: WireServ
 
 
 def test_a_file_outside_the_project_is_asked_once_in_a_terminal(
-        anthropic_server: WireServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        anthropic_server: WireServer, tmp_path: Path) -> None:
     project, outside = tmp_path / "project", tmp_path / "x.md"
     project.mkdir()
     outside.write_text("from outside\n", encoding="utf-8")
@@ -144,7 +142,7 @@ def test_a_file_outside_the_project_is_asked_once_in_a_terminal(
         term.sendline("exit")
         term.expect_exact("Goodbye!")
 
-    assert run_chat(monkeypatch, project, ["--provider", "anthropic", "--model", "test-model",
+    assert run_chat(project, ["--provider", "anthropic", "--model", "test-model",
                                            "--base-url", anthropic_server.url], script,
                     env=clean_env(tmp_path / "home", ANTHROPIC_API_KEY="test")) == 0
     assert not anthropic_server.bodies  # nothing was sent: only attached

@@ -7,7 +7,6 @@ import io
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from rich.console import Console
 
 from rollchat.config.settings import AgentConfig, Config, UIConfig
@@ -42,8 +41,7 @@ def test_the_bell_alone_or_after_the_notification_and_through_tmux() -> None:
     assert (took(4.9), took(65), took(3600)) == ("4s", "1m 05s", "60m 00s")
 
 
-def test_a_long_turn_rings_in_a_terminal(tmp_path: Path,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_long_turn_rings_in_a_terminal(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  notify_after_seconds: 0.001\n")
     env = clean_env(tmp_path / "home", TERM_PROGRAM="iTerm.app")
 
@@ -55,11 +53,10 @@ def test_a_long_turn_rings_in_a_terminal(tmp_path: Path,
         term.sendline("exit")
         term.expect_exact("Goodbye!")
 
-    assert run_chat(monkeypatch, tmp_path, ["--config", str(cfg)], script, env=env) == 0
+    assert run_chat(tmp_path, ["--config", str(cfg)], script, env=env) == 0
 
 
-def test_no_bell_by_default_nor_when_piped(tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_bell_by_default_nor_when_piped(tmp_path: Path) -> None:
     def script(term: Terminal) -> None:
         term.expect_exact(PROMPT, raw=True)
         term.sendline("hello there")
@@ -69,7 +66,7 @@ def test_no_bell_by_default_nor_when_piped(tmp_path: Path,
         term.sendline("exit")
         term.expect_exact("Goodbye!")
 
-    assert run_chat(monkeypatch, tmp_path, [], script,
+    assert run_chat(tmp_path, [], script,
                     env=clean_env(tmp_path / "home", TERM_PROGRAM="iTerm.app")) == 0
     cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  notify_after_seconds: 0.001\n")
     done = run_piped(tmp_path, "hello there\n", "--config", str(cfg),

@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-import pytest
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
@@ -45,8 +44,7 @@ def test_tab_after_resume_offers_the_sessions_with_their_titles() -> None:
     assert [t for t, _ in _offered("ses")] == ["sessions"]  # commands as before
 
 
-def test_tab_after_resume_inserts_the_saved_session(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tab_after_resume_inserts_the_saved_session(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0\n")
     done = run_piped(tmp_path, "We chose postgres.\nexit\n", "--config", str(cfg))
     assert done.returncode == 0, done.stderr
@@ -63,7 +61,7 @@ def test_tab_after_resume_inserts_the_saved_session(tmp_path: Path,
         term.expect_exact(f"Found: {saved}")
         _exit(term)
 
-    assert run_chat(monkeypatch, tmp_path, ["--config", str(cfg)], script) == 0
+    assert run_chat(tmp_path, ["--config", str(cfg)], script) == 0
 
 
 def _exit(term: Terminal) -> None:

@@ -8,8 +8,6 @@ import os
 import stat
 from pathlib import Path
 
-import pytest
-
 from rollchat.domain import Text, Turn
 from rollchat.session.state import now
 from rollchat.ui import clipboard, commands
@@ -79,7 +77,7 @@ def test_copy_words_that_are_chat() -> None:
 
 
 def test_copy_in_a_terminal_sends_osc52_and_runs_the_clipboard_command(
-        tmp_path: Path, openai_server: WireServer, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, openai_server: WireServer) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "xclip"
@@ -117,5 +115,5 @@ def test_copy_in_a_terminal_sends_osc52_and_runs_the_clipboard_command(
         term.sendline("exit")
         term.expect_exact("Goodbye!")
 
-    assert run_chat(monkeypatch, tmp_path, ["--config", str(cfg), "--base-url",
+    assert run_chat(tmp_path, ["--config", str(cfg), "--base-url",
                                             openai_server.url], script, env=env) == 0

@@ -40,8 +40,7 @@ def keys() -> Iterator[PipeInput]:
         yield pipe
 
 
-def test_ctrl_d_at_the_tool_approval_refuses_the_call_and_the_chat_goes_on(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ctrl_d_at_the_tool_approval_refuses_the_call_and_the_chat_goes_on(tmp_path: Path) -> None:
     made = run_piped(tmp_path, "", "init-agent", "helper.py")
     assert made.returncode == 0, made.stderr
     write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0\n")
@@ -58,7 +57,7 @@ def test_ctrl_d_at_the_tool_approval_refuses_the_call_and_the_chat_goes_on(
         term.sendline("exit")
         term.expect_exact("Goodbye!")  # after the summary
 
-    assert run_chat(monkeypatch, tmp_path, ["--config", str(tmp_path / "rollchat.yml"),
+    assert run_chat(tmp_path, ["--config", str(tmp_path / "rollchat.yml"),
                                             "helper.py"], script) == 0
     [path] = (tmp_path / "sessions").glob("*.md")
     saved = parse(path.read_text(encoding="utf-8"))

@@ -10,7 +10,6 @@ import stat
 from pathlib import Path
 
 import pexpect
-import pytest
 
 from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse
 from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
@@ -81,8 +80,7 @@ def test_pty_two_turns_interrupt_and_exit(openai_server: WireServer, tmp_path: P
     assert "which editor did I mention?" in history.read_text()
 
 
-def test_multiline_input_with_escape_enter(tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_multiline_input_with_escape_enter(tmp_path: Path) -> None:
     def script(term: Terminal) -> None:  # as a terminal runs the chat (tests/terminal.py)
         term.expect(PROMPT)
         term.send("first line")
@@ -92,7 +90,7 @@ def test_multiline_input_with_escape_enter(tmp_path: Path,
         term.expect(PROMPT)
         term.sendline("exit")
 
-    assert run_chat(monkeypatch, tmp_path, [], script) == 0
+    assert run_chat(tmp_path, [], script) == 0
     t = parse(_session_files(tmp_path / "sessions")[0].read_text())
     assert t.turns[0].user == "first line\nsecond line"
 
@@ -152,8 +150,7 @@ def test_version_and_help(tmp_path: Path) -> None:
     assert result.returncode == 0 and "--sessions-dir" in result.stdout
 
 
-def test_pasted_multiline_text_arrives_whole(tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pasted_multiline_text_arrives_whole(tmp_path: Path) -> None:
     def script(term: Terminal) -> None:  # as a terminal runs the chat (tests/terminal.py)
         term.expect(PROMPT)
         term.send("\x1b[200~def f():\n    return 42\n\x1b[201~")  # a bracketed paste
@@ -162,7 +159,7 @@ def test_pasted_multiline_text_arrives_whole(tmp_path: Path,
         term.expect(PROMPT)
         term.sendline("exit")
 
-    assert run_chat(monkeypatch, tmp_path, [], script) == 0
+    assert run_chat(tmp_path, [], script) == 0
     t = parse(_session_files(tmp_path / "sessions")[0].read_text())
     assert [turn.user for turn in t.turns] == ["def f():\n    return 42\n"]
 

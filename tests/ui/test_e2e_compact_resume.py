@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from rollchat.domain import Transcript
 from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse
 from tests.e2e import PROMPT, run_piped, write_config
@@ -66,8 +64,7 @@ def _check_pair(found: dict[str, Transcript]) -> tuple[Transcript, Transcript]:
     return parent, child
 
 
-def test_compact_then_resume_in_a_terminal(tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compact_then_resume_in_a_terminal(tmp_path: Path) -> None:
     """The chat as a terminal runs it (in process, tests/terminal.py): compact, then in a
     second chat resume the compacted parent, which offers its continuation first."""
     cfg = str(write_config(tmp_path / "rollchat.yml", FAST))
@@ -86,7 +83,7 @@ def test_compact_then_resume_in_a_terminal(tmp_path: Path,
              "tokens billed (", "for the queries, ", "restoring the context, ",
              "for summaries, ", "for memory)", "Goodbye!")
 
-    assert run_chat(monkeypatch, tmp_path, ["--config", cfg], compacting) == 0
+    assert run_chat(tmp_path, ["--config", cfg], compacting) == 0
     parent, kid = _check_pair(_sessions(tmp_path))
     for path in (tmp_path / "sessions").glob("*.md"):
         text = path.read_text()  # one block (the child's restoration prompt quotes its
@@ -108,7 +105,7 @@ def test_compact_then_resume_in_a_terminal(tmp_path: Path,
         term.sendline("exit")
         _see(term, "0 queries, ", "tokens billed (", "restoring the context)", "Goodbye!")
 
-    assert run_chat(monkeypatch, tmp_path, ["--config", cfg], resuming) == 0
+    assert run_chat(tmp_path, ["--config", cfg], resuming) == 0
     assert set(_sessions(tmp_path)) == {parent.header.session_id, kid.header.session_id}
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from rollchat.storage.transcript import parse
 from tests.e2e import PROMPT, clean_env, write_config
 from tests.terminal import Terminal, run_chat
@@ -15,7 +13,7 @@ from tests.wire_servers import WireServer, error, openai_server, text
 __all__ = ["openai_server"]
 
 
-def test_tab_completes_a_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tab_completes_a_command(tmp_path: Path) -> None:
     # (the bottom toolbar is not drawn without cursor-position reports, which these tests turn
     # off: its text is tested in test_commands.py, and it was looked at in tmux)
     def script(term: Terminal) -> None:
@@ -29,11 +27,11 @@ def test_tab_completes_a_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         term.expect(PROMPT)
         term.sendline("exit")
 
-    assert run_chat(monkeypatch, tmp_path, [], script) == 0
+    assert run_chat(tmp_path, [], script) == 0
 
 
 def test_up_and_enter_sends_an_unanswered_message_again(
-        tmp_path: Path, openai_server: WireServer, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, openai_server: WireServer) -> None:
     cfg = write_config(tmp_path / "rollchat.yml",
                        "retry:\n  max_retries: 0\n  base_delay: 0.0\n  max_delay: 0.0\n")
     openai_server.push(error(500, "the server fell over"), text("Here is the answer."))
@@ -51,7 +49,7 @@ def test_up_and_enter_sends_an_unanswered_message_again(
         term.expect(PROMPT)
         term.sendline("exit")
 
-    assert run_chat(monkeypatch, tmp_path, ["--config", str(cfg), "--base-url",
+    assert run_chat(tmp_path, ["--config", str(cfg), "--base-url",
                                             openai_server.url], script, env=env) == 0
     [path] = (tmp_path / "sessions").glob("*.md")
     turns = parse(path.read_text()).turns

@@ -18,7 +18,7 @@ from rollchat.text.fuzzy import Candidate, Matcher
 from rollchat.ui.picker import Picker
 from tests.e2e import PROMPT, run_piped, write_config
 from tests.sessions_helpers import summary, write_session
-from tests.terminal import Terminal, run_chat
+from tests.terminal import Screen, Terminal, run_chat
 
 FAST = "ui:\n  offline_word_delay: 0\n"
 OLD = "assistant_20260501_090000_a1a1"
@@ -163,8 +163,7 @@ def test_two_ways_to_choose_at_once_are_refused(tmp_path: Path, args: list[str])
 
 # ------------------------------------------------------------------ in a terminal (in process)
 
-def test_picker_filters_previews_and_resumes_the_chosen_session(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_picker_filters_previews_and_resumes_the_chosen_session(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "rollchat.yml", FAST)
     sessions = _three(tmp_path)
 
@@ -185,28 +184,28 @@ def test_picker_filters_previews_and_resumes_the_chosen_session(
         term.expect_exact(PROMPT)
         term.sendline("exit")
 
-    assert run_chat(monkeypatch, tmp_path, ["--config", str(cfg), "--resume"], script) == 0
+    assert run_chat(tmp_path, ["--config", str(cfg), "--resume"], script) == 0
     [new] = [p for p in sessions.glob("*.md") if p.stem not in (OLD, REDIS, NEWEST)]
     assert parse(new.read_text()).header.resumed_from == OLD
 
 
 @pytest.mark.parametrize(("key", "status"), [("\x1b", 1), ("\x03", 130)])
-def test_pick_cancelled_starts_no_chat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                       key: str, status: int) -> None:
+def test_pick_cancelled_starts_no_chat(tmp_path: Path, key: str, status: int) -> None:
     cfg = write_config(tmp_path / "rollchat.yml", FAST)
     _three(tmp_path)
 
+    screens: list[Screen] = []
+
     def script(term: Terminal) -> None:
+        screens.append(term.screen)
         term.expect_exact("3 of 3 sessions")
         term.send("garden")
         term.expect_exact("tomatoes by the wall")
         term.send(key)
         term.expect_exact("no session chosen")
 
-    terminal: list[Terminal] = []
-    assert run_chat(monkeypatch, tmp_path, ["--config", str(cfg), "pick"],
-                    lambda term: (terminal.append(term), script(term))[1]) == status
-    assert PROMPT not in terminal[0].screen.text()
+    assert run_chat(tmp_path, ["--config", str(cfg), "pick"], script) == status
+    assert PROMPT not in screens[0].text()
     assert len(list(tmp_path.glob("sessions/*.md"))) == 3
 
 
@@ -294,8 +293,7 @@ def test_picker_rows_show_titles_and_the_filter_matches_them(tmp_path: Path) -> 
         picker.current, 200)
 
 
-def test_picker_shows_a_title_and_finds_the_session_by_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_picker_shows_a_title_and_finds_the_session_by_it(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "rollchat.yml", FAST)
     sessions = _three(tmp_path)
     titled = "assistant_20260501_085500_d4d4"  # the oldest: not highlighted at first
@@ -315,13 +313,12 @@ def test_picker_shows_a_title_and_finds_the_session_by_it(
         term.expect_exact(PROMPT)
         term.sendline("exit")
 
-    assert run_chat(monkeypatch, tmp_path, ["--config", str(cfg), "pick"], script) == 0
+    assert run_chat(tmp_path, ["--config", str(cfg), "pick"], script) == 0
 
 
 # ------------------------------------------------------------------ a bare resume in the chat
 
-def test_a_bare_resume_in_the_chat_opens_the_picker(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bare_resume_in_the_chat_opens_the_picker(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "rollchat.yml", FAST)
     sessions = _three(tmp_path)
 
@@ -347,7 +344,7 @@ def test_a_bare_resume_in_the_chat_opens_the_picker(tmp_path: Path,
         term.expect_exact(PROMPT)
         term.sendline("exit")
 
-    assert run_chat(monkeypatch, tmp_path, ["--config", str(cfg)], script) == 0
+    assert run_chat(tmp_path, ["--config", str(cfg)], script) == 0
     [new] = [p for p in sessions.glob("*.md") if p.stem not in (OLD, REDIS, NEWEST)]
     assert parse(new.read_text()).header.resumed_from == OLD
 
@@ -362,8 +359,7 @@ def test_a_bare_resume_in_a_piped_chat_is_a_usage_error(tmp_path: Path) -> None:
     assert len(list(tmp_path.glob("sessions/*.md"))) == 3  # nothing resumed, nothing saved
 
 
-def test_picker_rows_use_the_terminals_width_for_titles(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_picker_rows_use_the_terminals_width_for_titles(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "rollchat.yml", FAST)
     sessions = _three(tmp_path)
     title = "Migrate the billing service from the old cluster to Kubernetes"  # 62 characters
@@ -377,4 +373,4 @@ def test_picker_rows_use_the_terminals_width_for_titles(
         term.expect_exact(title[:-1], timeout=10)
         term.send("\x1b")
 
-    assert run_chat(monkeypatch, tmp_path, ["--config", str(cfg), "pick"], script) == 1
+    assert run_chat(tmp_path, ["--config", str(cfg), "pick"], script) == 1

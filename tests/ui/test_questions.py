@@ -77,8 +77,7 @@ def test_pty_typing_ahead_of_a_question_is_neither_its_answer_nor_sent(tmp_path:
     assert [t.user for t in turns][1:] == ["no wait, first the summary"]  # whole, once, by Enter
 
 
-def test_a_question_needs_enter_and_enter_alone_is_its_default(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_question_needs_enter_and_enter_alone_is_its_default(tmp_path: Path) -> None:
     cfg, _ = _reviewers_session(tmp_path)
 
     def script(term: Terminal) -> None:
@@ -89,7 +88,7 @@ def test_a_question_needs_enter_and_enter_alone_is_its_default(
         term.expect_exact("Resume cancelled.")
         _exit(term)
 
-    assert run_chat(monkeypatch, tmp_path, ["--config", str(cfg), "-c"], script) == 0
+    assert run_chat(tmp_path, ["--config", str(cfg), "-c"], script) == 0
 
 
 def test_wrapped_at_words_only() -> None:
@@ -104,8 +103,7 @@ def test_typed_text_keeps_the_text_and_drops_keys() -> None:
     assert typed_text("no wait\x1b[A, first\x1b[12;1R\rsecond\r") == "no wait, first\nsecond"
 
 
-def test_the_tool_approval_question_says_how_it_is_answered(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_tool_approval_question_says_how_it_is_answered(tmp_path: Path) -> None:
     made = run_piped(tmp_path, "", "init-agent", "helper.py")
     assert made.returncode == 0, made.stderr
     write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0\n")
@@ -122,12 +120,11 @@ def test_the_tool_approval_question_says_how_it_is_answered(
         term.expect_exact("3 words")
         _exit(term)
 
-    assert run_chat(monkeypatch, tmp_path, ["--config", str(tmp_path / "rollchat.yml"),
+    assert run_chat(tmp_path, ["--config", str(tmp_path / "rollchat.yml"),
                                             "helper.py"], script) == 0
 
 
-def test_resuming_a_continued_session_offers_its_chains_newest(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resuming_a_continued_session_offers_its_chains_newest(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0\n")
     done = run_piped(tmp_path, "We chose postgres.\nexit\n", "--config", str(cfg))
     assert done.returncode == 0, done.stderr
@@ -146,4 +143,4 @@ def test_resuming_a_continued_session_offers_its_chains_newest(
         term.expect_exact(f"Found: {newest}")
         _exit(term)
 
-    assert run_chat(monkeypatch, tmp_path, ["--config", str(cfg)], script) == 0
+    assert run_chat(tmp_path, ["--config", str(cfg)], script) == 0

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from rollchat.storage.transcript import parse
 from tests.e2e import PROMPT
 from tests.terminal import Terminal, run_chat
@@ -19,8 +17,7 @@ def _exit(term: Terminal) -> None:
     term.expect_exact("Goodbye!")
 
 
-def test_a_saved_prompt_is_typed_completed_sent_and_recorded(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_saved_prompt_is_typed_completed_sent_and_recorded(tmp_path: Path) -> None:
     commands = tmp_path / "home" / ".claude" / "commands"
     commands.mkdir(parents=True)
     (commands / "review.md").write_text("---\ndescription: Review a file for bugs\n"
@@ -46,7 +43,7 @@ def test_a_saved_prompt_is_typed_completed_sent_and_recorded(
         term.expect_exact("unknown command /reveiw (not sent to the model)")
         _exit(term)
 
-    assert run_chat(monkeypatch, tmp_path, [], script) == 0
+    assert run_chat(tmp_path, [], script) == 0
     [path] = (tmp_path / "sessions").glob("*.md")
     [turn] = parse(path.read_text()).turns
     assert (turn.user, turn.typed) == ("Review parser.py for bugs.", "/review parser.py")
@@ -70,8 +67,7 @@ def test_allowed_tools_let_the_prompts_turn_run_a_tool_and_only_that_turn(
     assert out.index("3 words") < out.index("needs the user's approval")
 
 
-def test_a_prompts_command_is_shown_and_asked_then_its_output_sent(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_prompts_command_is_shown_and_asked_then_its_output_sent(tmp_path: Path) -> None:
     """Claude Code's !`command` in a prompt of the user's own: approval: ask shows the command
     and asks; once approved its output goes in its place."""
     commands = tmp_path / "home" / ".claude" / "commands"
@@ -91,7 +87,7 @@ def test_a_prompts_command_is_shown_and_asked_then_its_output_sent(
         term.expect_exact("Noted: State: all-green")
         _exit(term)
 
-    assert run_chat(monkeypatch, tmp_path, [], script) == 0
+    assert run_chat(tmp_path, [], script) == 0
 
 
 def test_piped_a_prompts_command_is_refused_and_a_hostile_project_prompt_runs_nothing(
