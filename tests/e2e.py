@@ -15,11 +15,9 @@ import pexpect
 from tests import forkserver
 
 PROMPT = "You:"
-# an agent file with one typed tool (`use word_count text="..."`), for the tests that run one
-HELPER_AGENT = '''
-name = "Helper"
-
-
+# Tools an agent file of a test holds (see agent_file): word_count answers "3 words", count_words
+# answers "3"
+WORD_COUNT = '''
 def word_count(text: str) -> str:
     """Count words.
 
@@ -28,6 +26,25 @@ def word_count(text: str) -> str:
     """
     return f"{len(text.split())} words"
 '''
+COUNT_WORDS = '''
+def count_words(text: str) -> str:
+    """Count the words of a text.
+
+    Args:
+        text: The text.
+    """
+    return str(len(text.split()))
+'''
+
+
+def agent_file(head: str, *parts: str) -> str:
+    """The source of an agent file: ``head`` (its docstring, imports, name, approval rules),
+    then each of ``parts`` (a tool's function, the ``tools`` list) two blank lines apart."""
+    return "\n" + head.strip("\n") + "\n" + "".join("\n\n" + p.strip("\n") + "\n" for p in parts)
+
+
+# an agent file with one typed tool (`use word_count text="..."`), for the tests that run one
+HELPER_AGENT = agent_file('name = "Helper"', WORD_COUNT)
 
 # The compiled bytecode of every Python child the tests start (rollchat, helper scripts, MCP
 # servers), shared by all of them and kept between runs: without it each child compiles

@@ -96,7 +96,7 @@ root_agent = create_agent(
                stream_usage=True), tools=[word_count], system_prompt="You count words.")
 '''
 
-ADK_AGENT = '''
+_ADK_COUNTER = '''
 import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm: no fetch at start
@@ -106,19 +106,34 @@ from google.adk.tools.tool_context import ToolContext
 
 
 def word_count(text: str, tool_context: ToolContext) -> str:
-    """Count words.
+    """DOC
 
     Args:
         text: The text.
     """
     tool_context.state["counted"] = tool_context.state.get("counted", 0) + 1
-    return f"{len(text.split())} words"
+    return SAID
 
 
 root_agent = LlmAgent(
     name="counter", instruction="You count words.", tools=[word_count],
     model=LiteLlm(model="openai/wire-model", api_base=os.environ["WIRE_URL"], api_key="test"))
 '''
+
+
+def adk_counter(says_count: bool) -> str:
+    """An ADK agent file whose tool word_count counts its calls in ADK's session state
+    (``counted``); its result says how many words ("2 words") and, with ``says_count``, which
+    call it was ("2 words, count number 1")."""
+    if says_count:
+        doc, said = ("Count words, and how many times it counted.",
+                     "f\"{len(text.split())} words, count number {tool_context.state['counted']}\"")
+    else:
+        doc, said = "Count words.", "f\"{len(text.split())} words\""
+    return _ADK_COUNTER.replace("DOC", doc).replace("SAID", said)
+
+
+ADK_AGENT = adk_counter(says_count=False)
 
 # a small window, so that a few long messages compact on their own
 SMALL_WINDOW = """

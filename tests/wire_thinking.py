@@ -69,12 +69,45 @@ USE_BETWEEN_TOOLS = ('"thinking.type.disabled" is not supported for this model. 
                      '"thinking.type.between_tools" to turn off up-front thinking.')
 
 
+# Thinking display (platform.claude.com "Controlling thinking display"; the anthropic SDK's
+# ThinkingConfigAdaptiveParam / ThinkingConfigEnabledParam: ``display`` "summarized" returns the
+# thinking normally, "omitted" returns the block with empty thinking text and a signature "for
+# multi-turn continuity"; "the default depends on the model"): "omitted" by default on Claude
+# Opus 4.7 (its docs, quoted in anthropics/claude-code#49268) and the Opus models after it
+# and Fable 5 (docker-agent#3415: "Newer Claude models (Opus 4.7+, Fable 5) hide thinking
+# content by default"), Mythos, Sonnet 5 and Sonnet 5.5 (the Claude Sonnet 5.5 migration
+# guide's table: default display "omitted"; "What's new in Claude Sonnet 5.5": an application
+# "goes quiet between tool calls until it sets a display value that returns the text");
+# "summarized" on earlier models.
+# ``display`` belongs to the adaptive and enabled configurations only.
+OMITTED_BY_DEFAULT = ("claude-opus-4-7", "claude-opus-4-8", "claude-opus-5", "claude-sonnet-5",
+                      "claude-fable", "claude-mythos")
+DISPLAYS = ("summarized", "omitted")
+BAD_DISPLAY = ("thinking.display: Input should be 'summarized' or 'omitted'")
+NO_DISPLAY = "thinking.{kind}.display: Extra inputs are not permitted"
+
+
+def shown(body: Mapping[str, Any]) -> bool:
+    """Whether the reply's thinking text is returned (display summarized, asked or the
+    model's default) or omitted (empty thinking, the signature only)."""
+    display = (body.get("thinking") or {}).get("display")
+    if display is None:
+        return not str(body.get("model") or "").startswith(OMITTED_BY_DEFAULT)
+    return bool(display == "summarized")
+
+
 def thinking_type_refusal(body: dict[str, Any]) -> str | None:
-    """The 400 message for a ``thinking`` type the request's model does not take, or None."""
+    """The 400 message for a ``thinking`` type (or ``display``) the request's model does not
+    take, or None."""
     model = str(body.get("model") or "")
     kind = (body.get("thinking") or {}).get("type")
     if kind is None:
         return None
+    display = (body.get("thinking") or {}).get("display")
+    if display is not None and kind not in ("adaptive", "enabled"):
+        return NO_DISPLAY.format(kind=kind)
+    if display is not None and display not in DISPLAYS:
+        return BAD_DISPLAY
     if model.startswith(BETWEEN_TOOLS) and kind == "disabled":
         return USE_BETWEEN_TOOLS
     if kind == "between_tools" and not model.startswith(BETWEEN_TOOLS):
@@ -205,10 +238,13 @@ def thinking_refusal(body: dict[str, Any], by_default: bool,
 def thinking_frames(thought: str, redacted: bool, body: Mapping[str, Any],
                     ) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """The content blocks of a reply's thinking (start block, deltas) to ``body``: the thinking
-    streamed in pieces then its signature, as the API streams them; and a redacted block if
-    asked."""
+    streamed in pieces then its signature, as the API streams them (with display omitted: no
+    thinking text, the signature alone; here the signature of the empty text the client holds,
+    which is what it must send back); and a redacted block if asked."""
     from tests.wire_servers import split_text
 
+    if not shown(body):
+        thought = ""
     deltas = [{"type": "thinking_delta", "thinking": p} for p in split_text(thought)]
     deltas.append({"type": "signature_delta", "signature": issued_signature(thought, body)})
     blocks = [({"type": "thinking", "thinking": "", "signature": ""}, deltas)]

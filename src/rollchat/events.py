@@ -73,6 +73,7 @@ class TurnFinished:
     turn: Turn
     hint: str | None = None
     cost: float | None = None  # dollars for the turn's tokens (None: the price is unknown)
+    cost_unknown: bool = False  # a remote model with no known price: said, never $0
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,7 @@ class Ended:
     run_usage: Usage = field(default_factory=Usage)
     run_cost: float | None = None
     memory_tokens: int = 0  # the memory's fact-extraction calls'
+    unpriced_model: str | None = None  # the chat's model when its price is unknown (said)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from rollchat.storage.transcript import parse
 from tests.e2e import PROMPT, clean_env, spawn
 from tests.framework_agents import (
     SUMMARY,
+    adk_counter,
     asks_summary,
     chat,
     require_adk,
@@ -76,31 +77,6 @@ root_agent = create_agent(
     state_schema=Counting)
 '''
 
-ADK_STATEFUL = '''
-import os
-
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-from google.adk.agents import LlmAgent
-from google.adk.models.lite_llm import LiteLlm
-from google.adk.tools.tool_context import ToolContext
-
-
-def word_count(text: str, tool_context: ToolContext) -> str:
-    """Count words, and how many times it counted.
-
-    Args:
-        text: The text.
-    """
-    tool_context.state["counted"] = tool_context.state.get("counted", 0) + 1
-    return f"{len(text.split())} words, count number {tool_context.state['counted']}"
-
-
-root_agent = LlmAgent(
-    name="counter", instruction="You count words.", tools=[word_count],
-    model=LiteLlm(model="openai/wire-model", api_base=os.environ["WIRE_URL"], api_key="test"))
-'''
-
-
 def _strands() -> None:
     pytest.importorskip("strands")
 
@@ -112,7 +88,7 @@ def _langgraph() -> None:
 STATEFUL = pytest.mark.parametrize(("source", "installed"), [
     pytest.param(STRANDS_STATEFUL, _strands, id="strands"),
     pytest.param(LANGGRAPH_STATEFUL, _langgraph, id="langgraph"),
-    pytest.param(ADK_STATEFUL, require_adk, id="adk")])
+    pytest.param(adk_counter(says_count=True), require_adk, id="adk")])
 
 
 def counting(body: dict[str, Any]) -> Reply:

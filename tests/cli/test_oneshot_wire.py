@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from rollchat.storage.transcript import parse
-from tests.e2e import clean_env, default_signals
+from tests.e2e import COUNT_WORDS, agent_file, clean_env, default_signals
 from tests.wire_servers import (
     WireServer,
     anthropic_server,
@@ -31,22 +31,9 @@ from tests.wire_servers import (
 
 __all__ = ["anthropic_server", "openai_server"]  # the fixtures, imported for pytest
 
-AGENT = '''
-"""A test agent: one tool allowed, one that needs approval."""
-name = "Counter"
-approval = "ask"
-allow = ["count_words"]
-
-
-def count_words(text: str) -> str:
-    """Count the words of a text.
-
-    Args:
-        text: The text.
-    """
-    return str(len(text.split()))
-
-
+AGENT = agent_file(
+    '"""A test agent: one tool allowed, one that needs approval."""\n'
+    'name = "Counter"\napproval = "ask"\nallow = ["count_words"]', COUNT_WORDS, '''
 def delete_everything(path: str) -> str:
     """Delete a folder.
 
@@ -54,10 +41,7 @@ def delete_everything(path: str) -> str:
         path: The folder.
     """
     return "deleted " + path
-
-
-tools = [count_words, delete_everything]
-'''
+''', "tools = [count_words, delete_everything]")
 
 
 def command(server: WireServer, tmp_path: Path, *args: str) -> tuple[list[str], dict[str, str]]:

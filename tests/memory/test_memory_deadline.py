@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from rollchat.providers.base import ChatRequest, Done, StreamEvent, TextDelta
 from rollchat.providers.offline import OfflineProvider
@@ -150,27 +151,38 @@ def test_piped_exit_with_a_stalled_extraction_ends_within_its_deadline(
     assert out.index("Remembering") < out.index("Goodbye!")
 
 
-def test_ctrl_c_skips_the_wait_at_exit(openai_server: WireServer, tmp_path: Path) -> None:
+@pytest.mark.parametrize("compact", [False, True], ids=["after-a-question", "after-compact"])
+def test_ctrl_c_skips_the_wait_at_exit(openai_server: WireServer, tmp_path: Path,
+                                       compact: bool) -> None:
+    """In a terminal, Ctrl-C while ``exit`` waits for a stalled extraction skips the wait and
+    keeps the rules' facts; right after ``compact`` too (the extraction the compaction left)."""
     openai_server.extraction_stall = 60
-    openai_server.push(text("Tabs it is."), text(S1))
+    openai_server.push(text("Tabs it is."), text(S1),
+                       *([text("Ready to continue.")] if compact else []))
     cfg = write_config(tmp_path / "rollchat.yml",
                        CONFIG_SLOW.replace("extract_timeout_seconds: 1",
                                            "extract_timeout_seconds: 40"))
     child = spawn(tmp_path, "--config", str(cfg), "--provider", "openai", "--model",
                   "test-model", "--base-url", openai_server.url,
                   env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
-    child.expect(PROMPT)
-    child.sendline("I prefer tabs over spaces.")
-    child.expect("Tabs it is.")
-    child.expect(PROMPT)
-    child.sendline("exit")
-    child.expect("Remembering…", timeout=20)
-    child.sendintr()
-    child.expect("fact extraction interrupted", timeout=10)
-    child.expect(f"Remembered: {TABS}")
-    child.expect("Goodbye!")
-    child.expect(pexpect.EOF, timeout=10)
-    child.close()
+    try:
+        child.expect(PROMPT)
+        child.sendline("I prefer tabs over spaces.")
+        child.expect("Tabs it is.")
+        child.expect(PROMPT)
+        if compact:
+            child.sendline("compact")
+            child.expect("Ready to continue", timeout=20)
+            child.expect(PROMPT)
+        child.sendline("exit")
+        child.expect("Remembering…", timeout=20)
+        child.sendintr()
+        child.expect("fact extraction interrupted", timeout=10)
+        child.expect(f"Remembered: {TABS}")
+        child.expect("Goodbye!")
+        child.expect(pexpect.EOF, timeout=10)
+    finally:
+        child.close(force=True)
     assert child.exitstatus == 0
 
 
@@ -253,33 +265,3 @@ def test_piped_compact_then_exit_keeps_the_facts(openai_server: WireServer,
     assert "memory: the model did not answer within 1s" in out
     assert "Remembered: prefers rabbitmq for job queues (forget 1)" in out
     assert out.index("Remembered") < out.index("Goodbye!")
-
-
-def test_ctrl_c_at_exit_right_after_compact_keeps_the_rules_facts(
-        openai_server: WireServer, tmp_path: Path) -> None:
-    openai_server.extraction_stall = 60
-    openai_server.push(text("Tabs it is."), text(S1), text("Ready to continue."))
-    cfg = write_config(tmp_path / "rollchat.yml",
-                       CONFIG_SLOW.replace("extract_timeout_seconds: 1",
-                                           "extract_timeout_seconds: 40"))
-    child = spawn(tmp_path, "--config", str(cfg), "--provider", "openai", "--model",
-                  "test-model", "--base-url", openai_server.url,
-                  env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
-    try:
-        child.expect(PROMPT)
-        child.sendline("I prefer tabs over spaces.")
-        child.expect("Tabs it is.")
-        child.expect(PROMPT)
-        child.sendline("compact")
-        child.expect("Ready to continue", timeout=20)
-        child.expect(PROMPT)
-        child.sendline("exit")
-        child.expect("Remembering…", timeout=20)
-        child.sendintr()
-        child.expect("fact extraction interrupted", timeout=10)
-        child.expect(f"Remembered: {TABS}")
-        child.expect("Goodbye!")
-        child.expect(pexpect.EOF, timeout=10)
-    finally:
-        child.close(force=True)
-    assert child.exitstatus == 0

@@ -194,11 +194,12 @@ def test_chain_cost_after_automatic_compaction_and_resume(tmp_path: Path) -> Non
     assert total[1] == money(sum(c for c in resumed if c is not None))
 
 
-def test_no_price_no_cost_anywhere(tmp_path: Path) -> None:
-    built = build_app(tmp_path, FakeProvider())  # "test-model": no price
+def test_no_price_no_dollar_figure_anywhere_and_the_cost_said_unknown(tmp_path: Path) -> None:
+    built = build_app(tmp_path, FakeProvider())  # "test-model": no price, a remote server
     built.send("hello")
     built.app.exit()
-    assert "$" not in built.output and "Cost" not in built.output
+    assert "$" not in built.output
+    assert "Cost: unknown (no price for test-model" in " ".join(built.output.split())
     [path] = built.store.root.glob("*.md")
     assert "**Cost:**" not in path.read_text()
 
@@ -314,7 +315,9 @@ def test_the_current_openai_models_are_priced_as_their_sources_state() -> None:
     assert price_for("gpt-5.2-pro") == Price(21.0, 168.0, 21.0, 0.0)
     assert price_for("gpt-5.5-pro-2026-04-23") == Price(30.0, 180.0, 3.0, 0.0)
     assert price_for("gpt-5.3-chat-latest") == Price(1.75, 14.0, 0.175, 0.0)
-    for unlisted in ("gpt-5.3", "gpt-6", "gpt-6-luna", "gpt-5.4-mini-fast"):
+    # OpenAI's own model page: input, output, cached input, cache writes
+    assert price_for("gpt-6-luna") == Price(0.10, 0.50, 0.01, 0.125)
+    for unlisted in ("gpt-5.3", "gpt-6", "gpt-6-sol", "gpt-5.4-mini-fast"):
         assert price_for(unlisted) is None, unlisted
 
 

@@ -9,7 +9,9 @@ import json
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+import anthropic
 import pytest
 
 from rollchat.config.fields import parse_thinking
@@ -24,8 +26,11 @@ from rollchat.providers.base import (
     RetryPolicy,
     ThinkingDelta,
     ToolCallEvent,
+    ToolSpec,
 )
+from rollchat.providers.names import ANTHROPIC, DEFAULT_MODELS
 from rollchat.storage.transcript import parse
+from rollchat.tools import Tool
 from tests.cli.test_oneshot_wire import model_calls, run
 from tests.drive import drain
 from tests.wire_servers import AnthropicDialect, WireServer, anthropic_server, text, tool
@@ -90,7 +95,9 @@ def test_thinking_streams_as_deltas_and_comes_back_as_a_provider_block(
         thinker: WireServer) -> None:
     thinker.push(tool("search", {"q": "x"}, thought="Search first."))
     p = AnthropicProvider("claude-opus-4-7", api_key="k", base_url=thinker.url, timeout=5)
-    events = list(p.stream(ChatRequest("claude-opus-4-7", "", (Message("user", "find x"),))))
+    # thinking on (its display asked for: "omitted" by default on claude-opus-4-7)
+    events = list(p.stream(ChatRequest("claude-opus-4-7", "", (Message("user", "find x"),),
+                                       thinking="on")))
     assert "".join(e.text for e in events if isinstance(e, ThinkingDelta)) == "Search first."
     [block] = [e for e in events if isinstance(e, ProviderBlock)]
     assert json.loads(block.data) == {"type": "thinking", "thinking": "Search first.",
@@ -101,20 +108,28 @@ def test_thinking_streams_as_deltas_and_comes_back_as_a_provider_block(
     assert any(isinstance(e, ToolCallEvent) for e in events)
 
 
+SHOWN = {"display": "summarized"}  # thinking asked for is shown (its text returned)
+
+
 @pytest.mark.parametrize(("model", "setting", "expected"), [
     ("claude-sonnet-4-5", None, {}),
-    ("claude-sonnet-4-5", "on", {"thinking": {"type": "enabled", "budget_tokens": 8192}}),
-    ("claude-sonnet-4-5", 2048, {"thinking": {"type": "enabled", "budget_tokens": 2048}}),
+    ("claude-sonnet-4-5", "on", {"thinking": {"type": "enabled", "budget_tokens": 8192,
+                                              **SHOWN}}),
+    ("claude-sonnet-4-5", 2048, {"thinking": {"type": "enabled", "budget_tokens": 2048,
+                                              **SHOWN}}),
     ("claude-sonnet-4-5", "off", {"thinking": {"type": "disabled"}}),
-    ("claude-opus-4-6", "on", {"thinking": {"type": "adaptive"}}),
-    ("claude-opus-4-6", 20000, {"thinking": {"type": "adaptive"},
+    ("claude-opus-4-6", "on", {"thinking": {"type": "adaptive", **SHOWN}}),
+    ("claude-opus-4-6", 20000, {"thinking": {"type": "adaptive", **SHOWN},
                                 "output_config": {"effort": "high"}}),
+    ("claude-opus-4-7", None, {}),  # does not think unless asked
     ("claude-opus-4-7", "off", {"thinking": {"type": "disabled"}}),
     ("claude-opus-5", "off", {"thinking": {"type": "disabled"}}),
+    # the default model thinks by default, its display "omitted" by default: asked for
+    ("claude-sonnet-5-5", None, {"thinking": {"type": "adaptive", **SHOWN}}),
     ("claude-sonnet-5-5", "off", {"thinking": {"type": "between_tools"}}),
-    ("claude-opus-5-5", "off", {"thinking": {"type": "adaptive"},
+    ("claude-opus-5-5", "off", {"thinking": {"type": "adaptive", **SHOWN},
                                 "output_config": {"effort": "low"}}),
-    ("claude-fable-5-1", "off", {"thinking": {"type": "adaptive"},
+    ("claude-fable-5-1", "off", {"thinking": {"type": "adaptive", **SHOWN},
                                  "output_config": {"effort": "low"}}),
 ])
 def test_thinking_settings_become_the_models_parameters(model: str, setting: object,
@@ -126,7 +141,7 @@ def test_a_budget_above_max_tokens_raises_it_and_drops_the_temperature() -> None
     params = request_params(ChatRequest("claude-sonnet-4-5", "", (Message("user", "hi"),),
                                         max_output_tokens=4096, temperature=0.2,
                                         thinking=10000))
-    assert params["thinking"] == {"type": "enabled", "budget_tokens": 10000}
+    assert params["thinking"] == {"type": "enabled", "budget_tokens": 10000, **SHOWN}
     assert params["max_tokens"] > 10000  # the API wants budget_tokens < max_tokens
     assert "extra_body" not in params  # temperature is refused with thinking
 
@@ -176,7 +191,7 @@ def test_thinking_set_in_the_chat_goes_on_the_next_request(anthropic_server: Wir
     engine.think(parse_thinking("off"))
     drain(engine.chat("three"))
     assert [b.get("thinking") for b in anthropic_server.bodies] == [
-        None, {"type": "enabled", "budget_tokens": 4096}, {"type": "disabled"}]
+        None, {"type": "enabled", "budget_tokens": 4096, **SHOWN}, {"type": "disabled"}]
     with pytest.raises(ValueError, match="at least 1,024"):
         parse_thinking("100")
 
@@ -203,9 +218,9 @@ def test_a_refusal_in_a_one_shot_run_is_an_error_not_an_answer(anthropic_server:
 
 
 @pytest.mark.parametrize(("model", "sent"), [
-    ("claude-opus-5-5", {"type": "adaptive"}),
-    ("claude-fable-5", {"type": "adaptive"}),
-    ("claude-mythos-5", {"type": "adaptive"}),
+    ("claude-opus-5-5", {"type": "adaptive", **SHOWN}),
+    ("claude-fable-5", {"type": "adaptive", **SHOWN}),
+    ("claude-mythos-5", {"type": "adaptive", **SHOWN}),
     ("claude-sonnet-5-5", {"type": "between_tools"}),
     ("claude-opus-5", {"type": "disabled"}),
 ])
@@ -239,3 +254,66 @@ def test_the_server_refuses_disabled_where_the_docs_say_so(anthropic_server: Wir
         with pytest.raises(anthropic.BadRequestError, match=said):
             client.messages.create(model=model, max_tokens=100, thinking={"type": "disabled"},
                                    messages=[{"role": "user", "content": "hi"}])
+
+
+# ---------------------------------------------------------------- thinking display
+
+
+def test_the_default_models_thinking_is_shown_between_tool_calls(thinker: WireServer) -> None:
+    """claude-sonnet-5-5 thinks by default with its display "omitted" by default: the server
+    then returns the thinking blocks empty (the signature only), and the user saw nothing
+    between tool calls. rollchat asks for display "summarized", so the text streams."""
+    model = DEFAULT_MODELS[ANTHROPIC]
+    thinker.push(tool("search", {"q": "x"}, tool_id="c1", thought="Search for x first."),
+                 text("Found it.", thought="The search found x."))
+    read = Tool(ToolSpec("search", "Search.", {"type": "object", "properties": {
+        "q": {"type": "string"}}}), lambda args: "x is here", read_only=True)
+    provider = AnthropicProvider(model, api_key="k", base_url=thinker.url, timeout=5)
+    engine = Engine(EngineSettings(provider, model=model, system="sys", max_output_tokens=1000,
+                                   temperature=None, retry=RetryPolicy(max_retries=0),
+                                   sleep=lambda s: None, tools=(read,)))
+    events: list[object] = []
+    answer = drain(engine.chat("find x"), events.append)
+    assert thinker.rejected == [] and answer.turn.status == "ok", answer.turn.error
+    shown = "".join(e.text for e in events if isinstance(e, ThinkingDelta))
+    assert shown == "Search for x first.The search found x."
+    assert [b.text for b in answer.turn.blocks if isinstance(b, Thinking)] == [
+        "Search for x first.", "The search found x."]
+    assert all(b["thinking"] == {"type": "adaptive", "display": "summarized"}
+               for b in thinker.bodies)
+    sent_back = thinker.bodies[1]["messages"][1]["content"][0]
+    assert sent_back["type"] == "thinking" and sent_back["thinking"] == "Search for x first."
+
+
+def test_the_server_omits_the_thinking_text_where_the_model_omits_it_by_default(
+        thinker: WireServer) -> None:
+    """The documented rule the server holds: with display omitted (asked, or the model's
+    default) the block comes with empty thinking and a signature, which is taken back as it
+    came; with summarized its text comes; display goes only with adaptive or enabled."""
+    client = anthropic.Anthropic(api_key="k", base_url=thinker.url, max_retries=0)
+    ask: dict[str, Any] = {"max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
+
+    def first_block(**kw: Any) -> Any:
+        thinker.push(text("a", thought="Hm."))
+        with client.messages.stream(**ask, **kw) as stream:
+            return stream.get_final_message().content
+
+    omitted = first_block(model="claude-sonnet-5-5")
+    assert omitted[0].type == "thinking" and omitted[0].thinking == ""
+    assert omitted[0].signature
+    assert first_block(model="claude-opus-4-6", thinking={
+        "type": "adaptive", "display": "omitted"})[0].thinking == ""
+    assert first_block(model="claude-sonnet-5-5", thinking={
+        "type": "adaptive", "display": "summarized"})[0].thinking == "Hm."
+    assert first_block(model="claude-sonnet-4-6")[0].thinking == "Hm."  # summarized by default
+    back = [*ask["messages"],
+            {"role": "assistant", "content": [b.model_dump(exclude_none=True)
+                                              for b in omitted]},
+            {"role": "user", "content": "and?"}]
+    thinker.push(text("e"))
+    client.messages.create(model="claude-sonnet-5-5", max_tokens=100, messages=back)
+    assert thinker.rejected == []
+    with pytest.raises(anthropic.BadRequestError, match="Extra inputs are not permitted"):
+        client.messages.create(model="claude-sonnet-5-5", max_tokens=100, messages=back,
+                               extra_body={"thinking": {"type": "between_tools",
+                                                        "display": "summarized"}})

@@ -20,26 +20,13 @@ from rollchat.memory.extract import EXTRACT_SYSTEM
 from rollchat.providers.names import ANTHROPIC, DEFAULT_MODELS, OPENAI, OPENAI_RESPONSES
 from rollchat.storage.transcript import parse
 from tests.compaction.test_autocompact import summary_text
+from tests.e2e import COUNT_WORDS, agent_file
 from tests.wire_responses import ResponsesServer, calling, said
 from tests.wire_servers import AnthropicDialect, OpenAIDialect, WireServer, text, tool
 
-AGENT = '''
-"""A test agent with one tool it may run without asking, and no model named."""
-name = "Counter"
-allow = ["count_words"]
-
-
-def count_words(text: str) -> str:
-    """Count the words of a text.
-
-    Args:
-        text: The text.
-    """
-    return str(len(text.split()))
-
-
-tools = [count_words]
-'''
+AGENT = agent_file(
+    '"""A test agent with one tool it may run without asking, and no model named."""\n'
+    'name = "Counter"\nallow = ["count_words"]', COUNT_WORDS, "tools = [count_words]")
 SUMMARY = summary_text(60, marker="counted three words with the tool")
 # after the compaction, one more question: the exit extracts its facts (waited for)
 INPUT = "count the words of one two three\ncompact\nand what is a word?\nexit\n"

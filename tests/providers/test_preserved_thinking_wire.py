@@ -106,6 +106,7 @@ def _first_exchange(server: WireServer) -> tuple[dict[str, Any], list[dict[str, 
     """A tool call answered with bound thinking, and the messages to send its result with."""
     server.push(tool("read_file", {"path": "a"}, tool_id="c1", thought="Read a first."))
     first = {"model": MODEL, "max_tokens": 100, "system": "sys",
+             "thinking": {"type": "adaptive", "display": "summarized"},
              "messages": [{"role": "user", "content": "read a"}]}
     client = anthropic.Anthropic(api_key="k", base_url=server.url, max_retries=0)
     with client.messages.stream(**first) as stream:
@@ -148,3 +149,35 @@ def test_the_server_drops_a_mismatched_block_when_asked_with_the_beta_header(
                                    extra_body=drop,
                                    extra_headers={"anthropic-beta": BINDING_BETA})
     assert reply.content[-1].type == "text"
+
+
+# ---------------------------------------------------------------- relevant history
+
+
+def test_a_relevant_history_on_the_default_model_is_not_refused(thinker: WireServer) -> None:
+    """``session.history: relevant`` leaves older exchanges out; the thinking of the exchanges
+    sent was bound to a prefix that held them, so it was refused with the API's 400 ("bound to
+    a different conversation"). Now the thinking of the exchanges before the current one is
+    removed (the docs' fix), and the current exchange's tool loop keeps its own."""
+    from rollchat.engine.history import RelevantHistory
+
+    engine = _engine(thinker, MODEL)
+    engine.context.select = RelevantHistory()
+    questions = ["kafka brokers", "redis eviction", "nginx proxy", "docker volumes"]
+    for question in questions:
+        thinker.push(text(f"About {question}.", thought=f"Think about {question}."))
+        assert drain(engine.chat(question)).turn.status == "ok"
+    # the fifth asks about kafka again: redis is left out, nginx and docker stay (recent)
+    thinker.push(tool("read_file", {"path": "kafka.yml"}, tool_id="c9",
+                      thought="Read the kafka file."), text("Twelve partitions."))
+    answer = drain(engine.chat("kafka partitions again"))
+    assert thinker.rejected == [], thinker.rejected[0].body["messages"]
+    assert answer.turn.status == "ok" and answer.turn.assistant == "Twelve partitions."
+    last = thinker.bodies[-1]["messages"]
+    said = json.dumps(last)
+    assert "redis eviction" not in said and "nginx proxy" in said  # the relevant choice
+    thoughts = [b["thinking"] for m in last if m["role"] == "assistant"
+                for b in m["content"] if isinstance(b, dict) and b.get("type") == "thinking"]
+    assert thoughts == ["Read the kafka file."]  # the current exchange's only
+    # kept in the context: four answers, the tool round and the last answer
+    assert sum(m.extra != () for m in engine.context.messages) == 6

@@ -227,3 +227,40 @@ def test_one_shot_json_counts_each_round_and_the_extraction(
     assert done["total_cost_usd"] == pytest.approx(billed(server.charged))
     assert done["total_usage"]["input_tokens"] == sum(c.input_tokens for c in server.charged)
     assert done["total_usage"]["output_tokens"] == sum(c.output_tokens for c in server.charged)
+
+
+def test_a_remote_model_with_no_price_says_its_cost_is_unknown_never_zero(
+        server: WireServer, chat_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """gpt-6 has no price (no source states one): each turn line and the goodbye say the
+    cost is unknown, and nothing says $0 (before: nothing was said at all). api.openai.com
+    is reached through HTTP_PROXY (the wire server), so the model is remote."""
+    root = f"http://127.0.0.1:{server.port}"
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", root)
+    monkeypatch.setenv("http_proxy", root)
+    server.push(text("an answer", **ANSWER), text(summary_text(120, "exit"), **SUMMARY))
+    result = CliRunner().invoke(build_cli(), [
+        "--config", "rollchat.yml", "--provider", "openai", "--model", "gpt-6",
+        "--base-url", "http://api.openai.com/v1", "--sessions-dir", "sessions",
+        "--no-memory"], input="hello\nexit\n")
+    out = " ".join(result.output.split())
+    assert result.exit_code == 0, out
+    assert [b["model"] for b in server.bodies][:1] == ["gpt-6"]
+    assert "· cost unknown" in out, out
+    assert ("Cost: unknown (no price for gpt-6; set one with models: gpt-6: price: in the "
+            "config)") in out, out
+    assert "$0" not in out, out
+
+
+def test_a_model_on_a_local_server_says_no_cost_at_all(server: WireServer,
+                                                       chat_dir: Path) -> None:
+    """A model on this machine (llama.cpp and the like) costs nothing: no cost is said."""
+    server.push(text("an answer", **ANSWER), text(summary_text(120, "exit"), **SUMMARY))
+    result = CliRunner().invoke(build_cli(), [
+        "--config", "rollchat.yml", "--provider", "openai", "--model", "mystery-model",
+        "--base-url", server.url, "--sessions-dir", "sessions", "--no-memory"],
+        input="hello\nexit\n")
+    out = " ".join(result.output.split())
+    assert result.exit_code == 0, out
+    assert "an answer" in out and "cost unknown" not in out and "Cost:" not in out, out

@@ -14,30 +14,14 @@ from rollchat.providers.base import ToolSpec
 from rollchat.storage.transcript import parse
 from rollchat.tools import Tool
 from rollchat.tools.approval import Gate
-from tests.e2e import PROMPT, spawn
+from tests.e2e import PROMPT, WORD_COUNT, agent_file, spawn
 from tests.terminal import Terminal, run_chat
 
-AGENT = '''
-import time
-
-name = "Helper"
-deny = ["wipe_*"]
-
-
-def word_count(text: str) -> str:
-    """Count words.
-
-    Args:
-        text: The text.
-    """
-    return f"{len(text.split())} words"
-
-
+AGENT = agent_file('import time\n\nname = "Helper"\ndeny = ["wipe_*"]', WORD_COUNT, '''
 def wipe_disk(path: str) -> str:
     """Never runs."""
     return "wiped"
-
-
+''', '''
 def nap(seconds: int) -> str:
     """Sleep.
 
@@ -47,7 +31,7 @@ def nap(seconds: int) -> str:
     open("napping", "w").close()
     time.sleep(seconds)
     return "rested"
-'''
+''')
 
 
 def test_ask_once_always_and_no_in_a_terminal(tmp_path: Path) -> None:

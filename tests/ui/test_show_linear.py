@@ -9,16 +9,16 @@ from __future__ import annotations
 import io
 import sys
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from types import FrameType
 
 import pytest
 
-from rollchat.domain import SessionHeader, ToolCall, ToolExchange, Turn, Usage, answer_blocks
-from rollchat.storage.transcript import render_header, render_turn
+from rollchat.domain import SessionHeader
 from rollchat.storage.transcript.stream import TranscriptStream, file_lines
 from rollchat.ui.show import show
+from tests.ui.show_sessions import write_session
 
 WHEN = datetime(2026, 5, 1, 9, 0, 5, tzinfo=timezone.utc)
 
@@ -28,20 +28,7 @@ def _session(path: Path, count: int, paragraphs: int = 1) -> Path:
     draws (a list, a tool call and its result)."""
     header = SessionHeader("assistant_20260501_090000_a1a1", WHEN, "Assistant", "agents/a.md",
                            "offline-model", "offline", total_queries=count)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(render_header(header))
-        for i in range(count):
-            reply = " ".join(f"We decided to keep the parser number {i} as it is, and "
-                             f"update cache {n}." for n in range(paragraphs))
-            tools: tuple[ToolExchange, ...] = ()
-            if i % 10 == 9:
-                reply = f"Two things:\n\n- **first** {reply}\n- `second`"
-                tools = (ToolExchange(ToolCall(f"c{i}", "read", {"p": f"m{i}.py"}), "a\nb"),)
-            turn = Turn("query", i + 1, WHEN + timedelta(seconds=i),
-                        f"please make the reader {i} work with the writer again.",
-                        answer_blocks(reply, tools), elapsed=1.5, usage=Usage(100, 40))
-            f.write(render_turn(turn, "Assistant"))
-    return path
+    return write_session(path, header, count, paragraphs=paragraphs, drawn=(10, 9))
 
 
 def _calls(path: Path, *, terminal: bool) -> int:

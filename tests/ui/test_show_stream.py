@@ -8,23 +8,16 @@ from __future__ import annotations
 import re
 import sys
 import tracemalloc
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-from rollchat.domain import (
-    SessionHeader,
-    Summary,
-    ToolCall,
-    ToolExchange,
-    Turn,
-    Usage,
-    answer_blocks,
-)
-from rollchat.storage.transcript import parse, render_header, render_summary_block, render_turn
+from rollchat.domain import SessionHeader, Summary
+from rollchat.storage.transcript import parse
 from rollchat.storage.transcript.stream import TranscriptStream, file_lines
 from rollchat.ui.show import show
+from tests.ui.show_sessions import write_session
 
 WHEN = datetime(2026, 5, 1, 9, 0, 5, tzinfo=timezone.utc)
 HEADER = SessionHeader("assistant_20260501_090000_a1a1", WHEN, "Assistant", "agents/a.md",
@@ -34,22 +27,9 @@ HEADER = SessionHeader("assistant_20260501_090000_a1a1", WHEN, "Assistant", "age
 def _session(path: Path, count: int) -> Path:
     """``count`` turns of prose (3 kB each), every 50th one that rich draws (a list, a tool
     call), and a summary."""
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(render_header(HEADER))
-        for i in range(count):
-            reply = " ".join(f"We decided to keep the parser number {i} as it is, and update "
-                             f"cache {n}." for n in range(40))
-            tools: tuple[ToolExchange, ...] = ()
-            if i % 50 == 24:
-                reply = f"Two things:\n\n- **first** {reply}\n- `second`"
-                tools = (ToolExchange(ToolCall(f"c{i}", "read", {"p": f"m{i}.py"}), "a\nb"),)
-            turn = Turn("query", i + 1, WHEN + timedelta(seconds=i),
-                        f"please make the reader {i} work with the writer again.",
-                        answer_blocks(reply, tools), elapsed=1.5, usage=Usage(100, 40))
-            f.write(render_turn(turn, "Assistant"))
-        f.write(render_summary_block(Summary(background="A long parser session.", topics=(),
-                                             decisions=("keep the parser",), pending=())))
-    return path
+    return write_session(path, HEADER, count, paragraphs=40, drawn=(50, 24), summary=Summary(
+        background="A long parser session.", topics=(), decisions=("keep the parser",),
+        pending=()))
 
 
 def _shown(path: Path, out: Path, *, terminal: bool, traced: bool = False) -> int:

@@ -31,8 +31,10 @@ def test_thinking_set_in_the_chat_reaches_the_next_requests(thinker: WireServer,
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
     sent = [b.get("thinking") for b in thinker.bodies]
-    assert sent[:3] == [{"type": "enabled", "budget_tokens": 8192},
-                        {"type": "enabled", "budget_tokens": 4096}, {"type": "disabled"}]
+    shown = {"display": "summarized"}  # the thinking asked for is shown
+    assert sent[:3] == [{"type": "enabled", "budget_tokens": 8192, **shown},
+                        {"type": "enabled", "budget_tokens": 4096, **shown},
+                        {"type": "disabled"}]
     assert "Thinking: a budget of 4,096 tokens, from the next message on." in out
     assert "thought for" in out  # folded to one dim line, as a <think> block is
     # bare `thinking` shows the latest thinking in full: the second answer's (none after off)

@@ -46,7 +46,7 @@ def test_thinking_off_says_what_the_model_does_instead(anthropic_server: WireSer
     assert ("claude-opus-5-5 cannot turn thinking off (its documentation: always on): it "
             "thinks adaptively at the lowest effort (low) instead") in said
     assert "Fine." in said and anthropic_server.rejected == []
-    assert anthropic_server.bodies[-1]["thinking"] == {"type": "adaptive"}
+    assert anthropic_server.bodies[-1]["thinking"] == {"type": "adaptive", "display": "summarized"}
 
 
 def test_thinking_off_on_a_model_that_turns_it_off_says_nothing_more(

@@ -8,19 +8,28 @@ memory store: memory/search.py). An exchange is a user message with everything u
 next one, so a tool call never travels without its result.
 
 This mode sends a different history each turn, so a request rarely starts with the previous
-one: it forgoes the provider's prompt caching (the default, ``all``, keeps it).
+one: it forgoes the provider's prompt caching (the default, ``all``, keeps it). Anthropic's
+thinking blocks are bound to what preceded them when they were written (on the models with
+preserved thinking a changed prefix is refused with HTTP 400, "The block is bound to a
+different conversation. Remove the block ...": platform.claude.com "Prefix checks on thinking
+blocks"), and the earlier turns were written under another choice: once older exchanges are
+chosen, the thinking of every exchange before the current one is removed, as the docs allow
+(only the current exchange's tool loop needs its thinking, and it was written under this
+turn's choice, made once per turn). The transcript keeps it all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rollchat.domain import Message
 from rollchat.memory.layers import split_block
 from rollchat.memory.search import rank
+from rollchat.providers.names import ANTHROPIC
 
 HISTORY_MODES = ("all", "relevant")
+THINKING_BLOCKS = ("thinking", "redacted_thinking")  # Anthropic's, bound to their prefix
 KEEP_RECENT = 3
 MOST_OLDER = 20
 CACHE_NOTE = ("History: relevant (a different history is sent each turn, so it forgoes "
@@ -78,6 +87,14 @@ class RelevantHistory:
         out = list(messages[:starts[0]])  # the prefix (and anything before the first message)
         ends = [*starts[1:], len(messages)]
         for i in self.older(messages, starts):
-            out += messages[starts[i]:ends[i]]
-        out += messages[starts[old]:]
+            out += [unthought(m) for m in messages[starts[i]:ends[i]]]
+        out += [unthought(m) for m in messages[starts[old]:starts[-1]]]
+        out += messages[starts[-1]:]  # the current exchange, its thinking with it
         return out
+
+
+def unthought(message: Message) -> Message:
+    """``message`` without Anthropic thinking blocks (bound to a prefix this request changed)."""
+    kept = tuple(b for b in message.extra
+                 if not (b.provider == ANTHROPIC and b.type in THINKING_BLOCKS))
+    return message if len(kept) == len(message.extra) else replace(message, extra=kept)

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from rollchat.models.prices import Price, price_for
+from rollchat.models.prices import Price, price_for, price_listed
 from rollchat.models.windows import WindowBook, WindowLearner
+from rollchat.providers.names import OFFLINE, is_local
 
 if TYPE_CHECKING:
     from rollchat.providers.base import ContextTooLongError, Provider
@@ -21,6 +22,8 @@ class CurrentModel:
                  prices: Mapping[str, Price], book: WindowBook, base_url: str | None,
                  window: int) -> None:
         self.provider, self.provider_name, self.prices = provider, provider_name, prices
+        # the offline model and a server on this machine or network cost nothing to know
+        self.free_by_place = provider_name == OFFLINE or is_local(base_url)
         self._resizes: list[Callable[[int], None]] = []  # who follows the window
         self.name = name
         self.price = price_for(name, prices)  # None: unknown (no cost shown)
@@ -45,6 +48,12 @@ class CurrentModel:
         self.windows = WindowLearner(book, model=name, base_url=url, window=window,
                                      on_change=self._resized)
         self._resized(window)
+
+    @property
+    def cost_unknown(self) -> bool:
+        """Whether what this model's calls cost is unknown: a remote model with no price in
+        the config or the table (rollchat says "cost unknown", never $0)."""
+        return not self.free_by_place and not price_listed(self.name, self.prices)
 
     def price_of(self, model: str) -> Price | None:
         """The price of ``model`` (the chat's, or another that answered a side call)."""

@@ -100,8 +100,12 @@ PRICES: dict[str, Price] = {
     # - LiteLLM alone: gpt-5.2, gpt-5.3-codex, gpt-5.3-chat, the -pro variants of 5.2, 5.4, 5.5.
     # Standard rates for prompts under 272K tokens (above, gpt-5.4 and 5.5 bill input 2x and
     # output 1.5x: a longer prompt's cost is under-counted). Not listed, no source states
-    # them: gpt-5.3 itself and gpt-6, gpt-6-luna (LiteLLM has no row; only resellers' pages);
-    # the config's ``models: NAME: price:`` sets one (no price is shown rather than a guess).
+    # them: gpt-5.3 itself and a bare gpt-6 (searched again 2026-12-07: no OpenAI model page,
+    # no LiteLLM row; OpenAI's GPT-6 models are named gpt-6-astra, -sol, -luna); the config's
+    # ``models: NAME: price:`` sets one (rollchat says the cost is unknown, never $0).
+    # - developers.openai.com/ja-JP/api/docs/models/gpt-6-luna (stored 2026-12-07): input
+    #   $0.10, cached input $0.01, cache writes $0.125, output $0.50 (short-context rates).
+    "gpt-6-luna": Price(0.10, 0.50, 0.01, 0.125),  # api/docs/models/gpt-6-luna
     "gpt-5.5": Price(5.0, 30.0, 0.50, 0.0),  # docs/models; cached: LiteLLM
     "gpt-5.5-pro": Price(30.0, 180.0, 3.0, 0.0),  # LiteLLM
     "gpt-5.4": Price(2.50, 15.0, 0.25, 0.0),  # docs/models; cached: LiteLLM
@@ -174,6 +178,17 @@ def price_for(model: str, overrides: Mapping[str, Price] | None = None) -> Price
         if found is None:
             found = _match(name, PRICES)
     return None if found is None or found.free else found
+
+
+def price_listed(model: str, overrides: Mapping[str, Price] | None = None) -> bool:
+    """Whether ``model`` has a price in the config or the table, a zero one included (a
+    model without one has a cost rollchat does not know: it says so, never $0)."""
+    overrides = overrides or {}
+    if model in overrides:
+        return True
+    name = _name(model)
+    return (_match(name, {_name(k): v for k, v in overrides.items()}) is not None
+            or _match(name, PRICES) is not None)
 
 
 def cost(usage: Usage, price: Price) -> float:

@@ -65,6 +65,18 @@ ADAPTIVE = ("claude-opus-4-6", "claude-sonnet-4-6", "claude-opus-4-7", "claude-o
 ALWAYS_ON = ("claude-opus-5-5", "claude-fable", "claude-mythos")
 BETWEEN_TOOLS = ("claude-sonnet-5-5",)
 LOWEST_EFFORT = "low"
+# The models that think when a request sends no ``thinking`` (the Claude 5 family's "adaptive
+# thinking is on by default", Opus 5.5 / Fable / Mythos always on: their model pages and
+# "What's new" pages, stored 2026-12). Their default ``display`` is "omitted" (the Claude Sonnet
+# 5.5 migration guide's table: "default display: omitted"; Opus 4.7 likewise): the thinking
+# blocks come back with empty text and only a signature, so nothing would show between tool
+# calls. rollchat asks for it to be shown (SHOWN) whenever the model thinks.
+THINKS_BY_DEFAULT = ("claude-sonnet-5", "claude-opus-5", "claude-fable", "claude-mythos")
+# ``thinking.display`` (anthropic SDK ThinkingConfigAdaptiveParam / ThinkingConfigEnabledParam:
+# "summarized" returns the thinking normally, "omitted" redacts it but keeps the signature;
+# platform.claude.com "Controlling thinking display"): sent with every adaptive or enabled
+# thinking rollchat asks for, so a model's thinking streams dim like any other.
+SHOWN = "summarized"
 DEFAULT_BUDGET = 8192  # ``thinking on`` on a model with budgets only
 MODELS_SECONDS = 10.0  # the models endpoint's answer (asked in the background)
 
@@ -197,28 +209,38 @@ def _adaptive(model: str, names: tuple[str, ...]) -> bool:
 
 def thinking_params(model: str, setting: ThinkingSetting, max_tokens: int) -> dict[str, Any]:
     """The request's ``thinking`` (and ``output_config``, ``max_tokens``) for ``setting``:
-    nothing for the model's default; "on": adaptive where the model has it, else a budget;
-    a budget: ``enabled`` with it (max_tokens raised above it: the API wants budget_tokens <
-    max_tokens), or on an adaptive model the effort nearest it; "off": ``disabled``, or what
-    the model takes instead (see ``off_note``)."""
+    the model's default (None): nothing, except on a model that thinks by default, where it
+    is spelled out (adaptive) to ask for the thinking to be shown; "on": adaptive where the
+    model has it, else a budget; a budget: ``enabled`` with it (max_tokens raised above it: the
+    API wants budget_tokens < max_tokens), or on an adaptive model the effort nearest it;
+    "off": ``disabled``, or what the model takes instead (see ``off_note``). Thinking asked for
+    (adaptive, enabled) carries ``display: summarized`` (SHOWN)."""
     if setting is None:
-        return {}
+        return _shown({"thinking": {"type": "adaptive"}}) if _adaptive(
+            model, THINKS_BY_DEFAULT) else {}
     adaptive = _adaptive(model, ADAPTIVE)
     if setting == "off":
         if _adaptive(model, ALWAYS_ON):
-            return {"thinking": {"type": "adaptive"},
-                    "output_config": {"effort": LOWEST_EFFORT}}
+            return _shown({"thinking": {"type": "adaptive"},
+                           "output_config": {"effort": LOWEST_EFFORT}})
         return {"thinking": {"type": "between_tools" if _adaptive(model, BETWEEN_TOOLS)
                              else "disabled"}}
     if setting == "on" and adaptive:
-        return {"thinking": {"type": "adaptive"}}
+        return _shown({"thinking": {"type": "adaptive"}})
     budget = DEFAULT_BUDGET if setting == "on" else int(setting)
     if adaptive:  # budgets are deprecated there (refused by the adaptive-only ones)
-        return {"thinking": {"type": "adaptive"}, "output_config": {"effort": effort_for(budget)}}
-    out: dict[str, Any] = {"thinking": {"type": "enabled", "budget_tokens": budget}}
+        return _shown({"thinking": {"type": "adaptive"},
+                       "output_config": {"effort": effort_for(budget)}})
+    out: dict[str, Any] = _shown({"thinking": {"type": "enabled", "budget_tokens": budget}})
     if budget >= max_tokens:
         out["max_tokens"] = budget + max_tokens
     return out
+
+
+def _shown(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with its thinking shown (``display``: SHOWN)."""
+    params["thinking"]["display"] = SHOWN
+    return params
 
 
 def off_note(model: str) -> str | None:

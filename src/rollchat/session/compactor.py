@@ -472,9 +472,20 @@ THINKING_BLOCKS = ("thinking", "redacted_thinking")
 
 def unbound(messages: Sequence[Message], model: str) -> list[Message]:
     """The kept tail of a compaction, as ``model`` may be sent it: a model whose thinking is
-    bound to what precedes it refuses kept thinking once a summary it did not write replaces
-    that (HTTP 400), so the kept turns go without their thinking ("remove thinking in kept
-    turns": platform.claude.com "Prefix checks on thinking blocks"); the transcript keeps it."""
+    bound to what precedes it refuses kept thinking once a summary replaces that (HTTP 400),
+    so the kept turns go without their thinking ("remove thinking in kept turns":
+    platform.claude.com "Prefix checks on thinking blocks"); the transcript keeps it.
+
+    The same when the API wrote the summary (Anthropic's compaction): "Compaction and
+    preserved thinking" (platform.claude.com, beta compact-2026-09-04) keeps kept thinking
+    valid only while the compaction ran on a preserved-thinking model, the kept turns
+    "immediately follow the summarized messages", sent unchanged, with no message skipped or
+    added between the last summarized one and the first kept one, and ``system`` and
+    ``tools`` are unchanged; otherwise the first request that sends it gets the 400 (or
+    drops it with ``drop_block``). rollchat compacts the chat's whole request (the kept turns
+    are inside what is summarized, not after it), and the child sends the restoration prompt
+    and its acknowledgment between the compaction block and the kept turns: the conditions
+    do not hold, so the docs' outcome is the refusal, and the thinking is removed here too."""
     if not binds_thinking(model):
         return list(messages)
     return [replace(m, extra=tuple(b for b in m.extra if b.type not in THINKING_BLOCKS))

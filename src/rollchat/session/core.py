@@ -380,7 +380,7 @@ class Session:
         self.compactor.counted()
         yield from self._save()  # on disk before the footer tells the user it is done
         self.recorded += 1
-        yield TurnFinished(turn, hint, cost_of(calls))
+        yield TurnFinished(turn, hint, cost_of(calls), self.current.cost_unknown)
 
     def _save(self) -> Flow:
         yield from self.recorder.save(self.state, self.cost(), self.engine.context.reported_size)
@@ -588,4 +588,5 @@ class Session:
         yield from self.hooks.end(state, "exit")
         state.close()
         yield ended(state, self.cost(), self.run_calls(), priced=self.current.price is not None,
-                    in_memory=self.store.location == NO_SAVE_LOCATION)
+                    in_memory=self.store.location == NO_SAVE_LOCATION,
+                    unpriced_model=self.current.name if self.current.cost_unknown else None)

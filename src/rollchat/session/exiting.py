@@ -41,7 +41,7 @@ def exit_summary(on_exit: str, turns: Sequence[Turn], *, continued: bool) -> Exi
 
 
 def ended(state: SessionState, spent: float | None, run: Sequence[Call], *, priced: bool,
-          in_memory: bool) -> Ended:
+          in_memory: bool, unpriced_model: str | None = None) -> Ended:
     """The goodbye's figures: the session's (``spent``: its cost), its chain's, and the whole
     run's (``run``: every model call the chat made, in every session it went on in)."""
     chain = state.chain.plus(spent)
@@ -51,4 +51,4 @@ def ended(state: SessionState, spent: float | None, run: Sequence[Call], *, pric
                  chain_cost=chain.spent if chain.known else None,
                  chain_sessions=chain.sessions, chain_unpriced=chain.unpriced,
                  in_memory=in_memory, run_usage=usage_of(run), run_cost=cost_of(run, priced),
-                 memory_tokens=state.memory_tokens)
+                 memory_tokens=state.memory_tokens, unpriced_model=unpriced_model)

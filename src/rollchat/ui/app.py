@@ -311,7 +311,7 @@ class ChatApp:
             out.answer_start(event.agent)
         elif isinstance(event, TurnFinished):
             self._stopped = event.turn.status == "interrupted"
-            out.answer_end(event.turn, event.hint, event.cost)
+            out.answer_end(event.turn, event.hint, event.cost, event.cost_unknown)
         elif isinstance(event, AnswerAborted):
             out.answer_abort()
         elif isinstance(event, Notice):
@@ -367,9 +367,12 @@ class ChatApp:
 
 
 def _costs(end: Ended) -> list[str]:
-    """The session's cost and its chain's, when the price is known."""
+    """The session's cost and its chain's, when the price is known; that it is unknown for a
+    remote model with no price (never $0)."""
     if end.cost is None:
-        return []
+        return [] if end.unpriced_model is None else [
+            f"Cost: unknown (no price for {end.unpriced_model}; set one with models: "
+            f"{end.unpriced_model}: price: in the config)"]
     out = [f"Cost: {money(end.cost)}"]
     if end.chain_sessions > 1 and end.chain_cost is not None:
         unpriced = (f"; {plural(end.chain_unpriced, 'session')} without a recorded cost"

@@ -332,9 +332,10 @@ class Renderer:
             self._stream.think(text)
 
     def answer_end(self, turn: Turn, hint: str | None = None, cost: float | None = None,
-                   ) -> None:
+                   cost_unknown: bool = False) -> None:
         """Close the answer and say how it ended; ``hint``: what to do about a failure;
-        ``cost``: the turn's, in dollars (None: unknown, not shown)."""
+        ``cost``: the turn's, in dollars (None: not shown, or "cost unknown" when
+        ``cost_unknown``: a remote model with no known price)."""
         self._close_stream()
         if turn.status == "interrupted":
             note = "interrupted: partial answer kept" if turn.assistant else \
@@ -346,7 +347,8 @@ class Renderer:
             if hint:
                 self.dim(hint)
         if turn.usage.total or turn.status == "ok":
-            price = f" · {money(cost)}" if cost is not None and turn.usage.total else ""
+            price = f" · {money(cost)}" if cost is not None and turn.usage.total else (
+                " · cost unknown" if cost_unknown and turn.usage.total else "")
             self.dim(usage_line(turn.elapsed, turn.usage) + price)
         else:  # the provider never said (interrupted or failed before its usage report)
             self.dim(f"Time: {turn.elapsed:.1f}s | Tokens: not reported")

@@ -6,24 +6,24 @@ A turn that changed the state keeps it too (``*Framework state:*``, turn_block.p
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 
 from rollchat.domain import FrameworkState, Summary
+from rollchat.storage.transcript.comment_line import (
+    NAME,
+    CommentLine,
+    canonical,
+    escaped_json,
+    json_object,
+)
 
 STATE_MARK = "<!-- rollchat: framework state"  # how the line starts, whatever follows
-_OPEN = (STATE_MARK + " besides the conversation, given back to the agent framework at "
-         "resume: ")
-_CLOSE = " -->"
 # A larger state is not kept (one line says so): the file's tail, read in bounded windows
 # (scan.TAIL_MAX_BYTES), holds the summary block, the signed block's line and this line.
 STATE_MAX_CHARS = 64 * 1024
-_NAME = re.compile(r"[a-z][a-z0-9_.-]{0,39}")
-
-
-def _canonical(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_LINE = CommentLine(STATE_MARK, " besides the conversation, given back to the agent framework "
+                    "at resume: ", STATE_MAX_CHARS)
 
 
 def freeze(framework: str, state: Mapping[str, object]) -> tuple[FrameworkState | None, str]:
@@ -32,7 +32,7 @@ def freeze(framework: str, state: Mapping[str, object]) -> tuple[FrameworkState 
     if not state:
         return None, ""
     try:
-        data = _canonical(dict(state))
+        data = canonical(dict(state), allow_nan=False)
     except (TypeError, ValueError, RecursionError) as e:
         return None, f"the {framework} state was not saved for resume: it is not JSON ({e})"
     kept = FrameworkState(framework, data)
@@ -52,14 +52,16 @@ def thawed(state: FrameworkState) -> dict[str, object]:
 def state_json(state: FrameworkState) -> str:
     """``state`` as one line of plain ASCII JSON, ``<`` and ``>`` escaped (so a comment holding
     it ends only where it should): ``{"framework": ..., "state": {...}}``."""
-    text = json.dumps({"framework": state.framework, "state": json.loads(state.data)},
-                      ensure_ascii=True, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e")
+    return escaped_json(_facts(state))
 
 
 def state_line(state: FrameworkState) -> str:
     """The comment line keeping ``state`` after a summary block."""
-    return _OPEN + state_json(state) + _CLOSE
+    return _LINE.write(_facts(state))
+
+
+def _facts(state: FrameworkState) -> dict[str, object]:
+    return {"framework": state.framework, "state": json.loads(state.data)}
 
 
 def read_state(summary: Summary, line: str) -> Summary:
@@ -68,28 +70,21 @@ def read_state(summary: Summary, line: str) -> Summary:
     if not line:
         return summary
     try:
-        state = _read(line)
+        state = _state_of(_LINE.read(line))
     except (ValueError, TypeError, KeyError, RecursionError) as e:
         return replace(summary, state_problem=f"unreadable framework state ({e})")
     return replace(summary, framework_state=state)
 
 
-def _read(line: str) -> FrameworkState:
-    if len(line) > STATE_MAX_CHARS:
-        raise ValueError(f"longer than {STATE_MAX_CHARS:,} characters")
-    if not (line.startswith(_OPEN) and line.endswith(_CLOSE)):
-        raise ValueError("not the line rollchat writes")
-    return from_json(line[len(_OPEN):-len(_CLOSE)])
-
-
 def from_json(text: str) -> FrameworkState:
     """The state :func:`state_json` wrote (ValueError, TypeError, KeyError when it is not)."""
-    facts = json.loads(text)
-    if not isinstance(facts, dict):
-        raise TypeError("not a JSON object")
+    return _state_of(json_object(text))
+
+
+def _state_of(facts: dict[str, object]) -> FrameworkState:
     framework, state = facts["framework"], facts["state"]
-    if not isinstance(framework, str) or not _NAME.fullmatch(framework):
+    if not isinstance(framework, str) or not NAME.fullmatch(framework):
         raise ValueError("bad 'framework'")
     if not isinstance(state, dict):
         raise TypeError("the state is not a JSON object")
-    return FrameworkState(framework, _canonical(state))
+    return FrameworkState(framework, canonical(state, allow_nan=False))

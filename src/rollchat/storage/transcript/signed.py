@@ -11,17 +11,16 @@ from dataclasses import replace
 
 from rollchat.domain import ProviderBlock, Summary
 from rollchat.errors import TranscriptError
+from rollchat.storage.transcript.comment_line import NAME, CommentLine, canonical
 from rollchat.storage.transcript.framework_state import STATE_MARK, read_state, state_line
 from rollchat.storage.transcript.summary import render_summary_block
 
 SIGNED_MARK = "<!-- rollchat: signed compaction block"  # how the line starts, whatever follows
-_OPEN = (SIGNED_MARK + " of the provider, sent back first in place of the summary above while "
-         "that is unchanged: ")
-_CLOSE = " -->"
 # Longer blocks are not kept (the readable summary is): the file's tail, read in bounded
 # windows (scan.TAIL_MAX_BYTES), must hold the summary block and this line.
 SIGNED_MAX_CHARS = 256 * 1024
-_NAME = re.compile(r"[a-z][a-z0-9_.-]{0,39}")
+_LINE = CommentLine(SIGNED_MARK, " of the provider, sent back first in place of the summary "
+                    "above while that is unchanged: ", SIGNED_MAX_CHARS)
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
@@ -35,11 +34,6 @@ def summary_digest(summary: Summary) -> str:
     return "sha256:" + hashlib.sha256(json.dumps(kept).encode("utf-8")).hexdigest()
 
 
-def _canonical(value: object) -> str:
-    # how the providers write a block's data (providers/anthropic_compaction.py)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def signed_line(summary: Summary) -> str | None:
     """The comment line keeping ``summary.signed`` (None: no block, or one too long to keep).
     Plain ASCII with ``<`` and ``>`` escaped, so the comment ends only where it should; a
@@ -51,13 +45,13 @@ def signed_line(summary: Summary) -> str | None:
                                 "for": summary.signed_for or summary_digest(summary)}
     try:
         value = json.loads(block.data)
-        if _canonical(value) != block.data:
+        # the providers write a block's data in canonical form (providers/anthropic_compaction.py)
+        if canonical(value) != block.data:
             raise ValueError("not in the providers' form")
         facts["block"] = value
     except (ValueError, RecursionError):
         facts["data"] = block.data
-    text = json.dumps(facts, ensure_ascii=True, separators=(",", ":"))
-    line = _OPEN + text.replace("<", "\\u003c").replace(">", "\\u003e") + _CLOSE
+    line = _LINE.write(facts)
     return line if len(line) <= SIGNED_MAX_CHARS else None
 
 
@@ -104,20 +98,14 @@ def read_signed(summary: Summary, line: str) -> Summary:
 
 
 def _read(line: str) -> tuple[ProviderBlock, str]:
-    if len(line) > SIGNED_MAX_CHARS:
-        raise ValueError(f"longer than {SIGNED_MAX_CHARS:,} characters")
-    if not (line.startswith(_OPEN) and line.endswith(_CLOSE)):
-        raise ValueError("not the line rollchat writes")
-    facts = json.loads(line[len(_OPEN):-len(_CLOSE)])
-    if not isinstance(facts, dict):
-        raise TypeError("not a JSON object")
+    facts = _LINE.read(line)
     provider, kind, written_for = facts["provider"], facts["type"], facts["for"]
-    for name, value, pattern in (("provider", provider, _NAME), ("type", kind, _NAME),
+    for name, value, pattern in (("provider", provider, NAME), ("type", kind, NAME),
                                  ("for", written_for, _DIGEST)):
         if not isinstance(value, str) or not pattern.fullmatch(value):
             raise ValueError(f"bad {name!r}")
     if "block" in facts:
-        value, data = facts["block"], _canonical(facts["block"])
+        value, data = facts["block"], canonical(facts["block"])
     else:
         data = facts["data"]
         value = json.loads(data) if isinstance(data, str) else None
