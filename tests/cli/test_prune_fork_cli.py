@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from rollchat.cli.app import build_cli
 from rollchat.storage.transcript import parse
 from tests.e2e import clean_env, run_piped, spawn
+from tests.terminal import Terminal, run_chat
 from tests.ui.test_app import Harness, chat, make_app
 
 DAY = 86400.0
@@ -126,21 +127,21 @@ def test_prune_asks_on_a_terminal(tmp_path: Path) -> None:
     [path] = h.files()
     _age(path, 3)
     env = clean_env(tmp_path / "home")
-    args = ("prune", "--older-than", "48h", "--sessions-dir", str(h.store.root))
-    child = spawn(tmp_path, *args, env=env)
-    child.expect(r"Delete this session\? \[y/N, Enter\]")
-    child.sendline("")  # the default is no
-    child.expect("Nothing deleted.")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 1 and path.exists()
-    child = spawn(tmp_path, *args, env=env)
-    child.expect(r"\[y/N, Enter\]")
-    child.sendline("y")
-    child.expect("Deleted 1 session")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0 and not path.exists()
+    args = ["prune", "--older-than", "48h", "--sessions-dir", str(h.store.root)]
+
+    def no(term: Terminal) -> None:
+        term.expect(r"Delete this session\? \[y/N, Enter\]")
+        term.sendline("")  # the default is no
+        term.expect("Nothing deleted.")
+
+    assert run_chat(tmp_path, args, no, env=env) == 1 and path.exists()
+
+    def yes(term: Terminal) -> None:
+        term.expect(r"\[y/N, Enter\]")
+        term.sendline("y")
+        term.expect("Deleted 1 session")
+
+    assert run_chat(tmp_path, args, yes, env=env) == 0 and not path.exists()
 
 
 def test_fork_from_the_command_line_starts_the_chat_in_a_fork(tmp_path: Path) -> None:
@@ -195,16 +196,18 @@ def test_prune_keeps_a_session_written_while_the_question_waited(tmp_path: Path)
     h.app.exit()
     [path] = h.files()
     _age(path, 3)
-    child = spawn(tmp_path, "prune", "--older-than", "48h", "--sessions-dir",
-                  str(h.store.root), env=clean_env(tmp_path / "home"))
-    child.expect(r"\[y/N, Enter\]")
-    path.write_bytes(path.read_bytes())  # written now
-    child.sendline("y")
-    child.expect("written since it was listed")
-    child.expect("Deleted 0 sessions")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 1 and path.exists()
+
+    def script(term: Terminal) -> None:
+        term.expect(r"\[y/N, Enter\]")
+        path.write_bytes(path.read_bytes())  # written now
+        term.sendline("y")
+        term.expect("written since it was listed")
+        term.expect("Deleted 0 sessions")
+
+    assert run_chat(tmp_path, ["prune", "--older-than", "48h", "--sessions-dir",
+                                            str(h.store.root)], script,
+                    env=clean_env(tmp_path / "home")) == 1
+    assert path.exists()
 
 
 def test_fork_help_names_its_argument_as_show_and_export_do() -> None:

@@ -22,7 +22,8 @@ from rollchat.ui.repl import gauge, handle_line, toolbar_parts, toolbar_text
 from tests.compaction.test_autocompact import Built, FakeProvider, build_app, user_message
 from tests.compaction.test_policy import OVER
 from tests.config.test_config import load
-from tests.e2e import PROMPT, clean_env, exit_chat, run_piped, spawn, write_config
+from tests.e2e import PROMPT, clean_env, run_piped, write_config
+from tests.terminal import Terminal, run_chat
 
 # ---------------------------------------------------------------- config
 
@@ -266,40 +267,41 @@ ui:
 """
 
 
-def test_pty_the_question_takes_one_line_and_an_answer(tmp_path: Path) -> None:
-    """In a terminal: the question is one line that takes an answer (later, then compact),
-    and the message is answered either way."""
+def test_the_question_in_a_terminal_takes_one_line_and_an_answer(tmp_path: Path) -> None:
+    """As a terminal runs the chat (in process, tests/terminal.py): the question is one line
+    that takes an answer (later, then compact), and the message is answered either way."""
     config = write_config(tmp_path / "c.yml", CONFIG)
-    child = spawn(tmp_path, "--config", str(config))
     long = ("We decided the invoice retry queue keeps its lock for now and the nightly "
             "reconciliation job moves to 02:00; remember the cents rounding bug. ") * 2
     answers = ["l", "c"]
     asked: list[int] = []  # the percentages in the questions
-    try:
-        child.expect(PROMPT)
+
+    def script(term: Terminal) -> None:
+        term.expect(PROMPT)
         for _ in range(30):
-            child.sendline(long)
-            found = child.expect([r"Context at (\d+)% \(≈[\d.]+K of 4\.1K tokens\)\. Compact now\? "
-                                  r"\[c\]ompact / \[l\]ater / \[o\]ff for this session "
-                                  r"\[c/l/o, Enter\]:",
-                                  r"Tokens: \d+"])
-            if found == 0:
-                asked.append(int(child.match.group(1)))
+            term.sendline(long)
+            found = term.expect(r"Context at (\d+)% \(≈[\d.]+K of 4\.1K tokens\)\. "
+                                r"Compact now\? \[c\]ompact / \[l\]ater / \[o\]ff for this "
+                                r"session \[c/l/o, Enter\]:|Tokens: \d+")
+            if found.group(0).startswith("Context"):
+                asked.append(int(found.group(1)))
                 answer = answers.pop(0)
-                child.sendline(answer)
-                child.expect(r"Not compacting now; asking again when the context reaches \d\d%"
-                             if answer == "l" else r"compacting \(window 4\.1K\)")
+                term.sendline(answer)
+                term.expect(r"Not compacting now; asking again when the context reaches \d\d%"
+                            if answer == "l" else r"compacting \(window 4\.1K\)")
                 if answer == "c":
-                    child.expect("Compacted .* into a summary; continuing in a new session")
-                child.expect(r"Tokens: \d+")  # the message was answered
+                    term.expect("Compacted .* into a summary; continuing in a new session")
+                term.expect(r"Tokens: \d+")  # the message was answered
             if not answers:
                 break
-        assert answers == []
-        levels = [gauge_level(percent, 100) for percent in asked]
-        assert asked[0] >= 50 and levels[1] > levels[0]  # at the budget, then a level higher
-        exit_chat(child)
-    finally:
-        child.close(force=True)
+        term.expect(PROMPT)
+        term.sendline("exit")
+        term.expect_exact("Goodbye!")
+
+    assert run_chat(tmp_path, ["--config", str(config)], script) == 0
+    assert answers == []
+    levels = [gauge_level(percent, 100) for percent in asked]
+    assert asked[0] >= 50 and levels[1] > levels[0]  # at the budget, then a level higher
 
 
 def test_the_toolbar_drawn_by_the_repl_is_coloured_with_its_hint(tmp_path: Path) -> None:

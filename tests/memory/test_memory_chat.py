@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pexpect
 from rich.console import Console
 
 from rollchat.config.settings import AgentConfig, Config, MemoryConfig, SessionConfig
@@ -33,8 +32,9 @@ from rollchat.storage.store import SessionStore
 from rollchat.ui.app import ChatApp
 from rollchat.ui.render import Renderer
 from rollchat.ui.repl import handle_line
-from tests.e2e import PROMPT, spawn, write_config
+from tests.e2e import PROMPT, write_config
 from tests.memory import project_memory
+from tests.terminal import Screen, Terminal, run_chat
 
 
 @dataclass
@@ -229,34 +229,40 @@ def test_memory_search_tool_reads_facts_and_episodes(tmp_path: Path) -> None:
 
 
 def test_idle_extraction_in_a_terminal_never_blocks_input(tmp_path: Path) -> None:
+    """As a terminal runs the chat (in process, tests/terminal.py)."""
     config = write_config(tmp_path / "rollchat.yml",
                           "memory:\n  idle_seconds: 0.5\n  user_dir: user\n"
                           "ui:\n  offline_word_delay: 0\n")
-    child = spawn(tmp_path, "--config", str(config))
-    child.expect(PROMPT)
-    child.sendline("I prefer dark mode in every editor.")
-    child.expect("Time:")
-    child.expect(PROMPT)
-    child.expect(r"Remembered: prefers dark mode in every editor \(forget 1\)", timeout=15)
-    child.sendline("what do I prefer?")  # the prompt still takes input
-    child.expect("dark mode")
-    child.expect(PROMPT)
-    # idle again: the next extraction reads the turns since the last one (the question, and
-    # this new statement); that it ran is shown by the new fact, and that it found nothing
-    # new in what came before by the old one not remembered again (no wait on the clock)
-    child.sendline("I prefer short answers.")
-    child.expect("Time:")
-    child.expect(r"Remembered: (.*) \(forget 2\)", timeout=15)
-    assert child.match[1] == "prefers short answers"
-    child.expect(PROMPT)
-    child.sendline("memory")
-    child.expect("2 facts; forget ID")
-    child.expect(PROMPT)
-    child.sendline("exit")
-    child.expect("Goodbye!")
-    child.expect(pexpect.EOF)
-    output = child.before or ""
-    assert "Remembered" not in output
+    screens: list[Screen] = []
+
+    def script(term: Terminal) -> None:
+        screens.append(term.screen)
+        term.expect(PROMPT)
+        term.sendline("I prefer dark mode in every editor.")
+        term.expect("Time:")
+        term.expect(PROMPT)
+        term.expect(r"Remembered: prefers dark mode in every editor \(forget 1\)", timeout=15)
+        term.sendline("what do I prefer?")  # the prompt still takes input
+        term.expect("dark mode")
+        term.expect(PROMPT)
+        # idle again: the next extraction reads the turns since the last one (the question,
+        # and this new statement); that it ran is shown by the new fact, and that it found
+        # nothing new in what came before by the old one not remembered again (no wait on
+        # the clock)
+        term.sendline("I prefer short answers.")
+        term.expect("Time:")
+        found = term.expect(r"Remembered: (.*) \(forget 2\)", timeout=15)
+        assert found[1] == "prefers short answers"
+        term.expect(PROMPT)
+        term.sendline("memory")
+        term.expect("2 facts; forget ID")
+        term.expect(PROMPT)
+        term.sendline("exit")
+        term.expect("Goodbye!")
+
+    assert run_chat(tmp_path, ["--config", str(config)], script) == 0
+    [screen] = screens
+    assert "Remembered" not in screen.text()[screen.seen:]  # after the goodbye
     store = MemoryStore(tmp_path / "sessions", "assistant", user_dir=tmp_path / "user",
                         **project_memory(tmp_path / "home", tmp_path))
     assert [f.text for f in store.facts()] == ["prefers dark mode in every editor",

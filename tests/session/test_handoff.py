@@ -31,7 +31,8 @@ from rollchat.ui.commands import parse as parse_line
 from rollchat.ui.render import Renderer
 from rollchat.ui.repl import handle_line, prompt_text
 from rollchat.ui.starting import Starting
-from tests.e2e import PROMPT, clean_env, spawn, write_config
+from tests.e2e import PROMPT, clean_env, write_config
+from tests.terminal import Terminal, run_chat
 
 A_PROMPT = "You are the architect."
 B_PROMPT = "You are the reviewer. Be strict."
@@ -316,29 +317,29 @@ def test_bad_strategy_is_a_config_error(tmp_path: Path) -> None:
 
 def test_at_completes_agent_names_and_the_prompt_follows(tmp_path: Path) -> None:
     write_config(tmp_path / "rollchat.yml", CONFIG)
-    child = spawn(tmp_path, "--config", "rollchat.yml", env=clean_env(tmp_path / "home"))
-    try:
-        child.expect(PROMPT)
-        child.sendline("the cache uses redis on port 6380")
-        child.expect("Architect:")
-        child.expect(PROMPT)
-        child.send("@rev")
-        child.send("\t")
-        child.expect("iewer")  # the completion is drawn (asynchronously: wait for it)
-        child.sendline(" please check the port")  # '@rev' + Tab became '@reviewer'
 
-        child.expect("Handing over to Reviewer")
-        child.expect("Reviewer:")
-        child.expect("You → Reviewer:")
-        child.sendline("@nobody hi")
-        child.expect("no agent nobody; agents: assistant, reviewer")
-        child.expect("You → Reviewer:")
-        child.send("\x15")  # the text came back: clear it
-        child.sendline("exit")
-        child.expect("Goodbye!")
-        child.expect(pytest.importorskip("pexpect").EOF)
-    finally:
-        child.close(force=True)
+    def script(term: Terminal) -> None:
+        term.expect(PROMPT)
+        term.sendline("the cache uses redis on port 6380")
+        term.expect("Architect:")
+        term.expect(PROMPT)
+        term.send("@rev")
+        term.send("\t")
+        term.expect("iewer")  # the completion is drawn (asynchronously: wait for it)
+        term.sendline(" please check the port")  # '@rev' + Tab became '@reviewer'
+
+        term.expect("Handing over to Reviewer")
+        term.expect("Reviewer:")
+        term.expect("You → Reviewer:")
+        term.sendline("@nobody hi")
+        term.expect("no agent nobody; agents: assistant, reviewer")
+        term.expect("You → Reviewer:")
+        term.send("\x15")  # the text came back: clear it
+        term.sendline("exit")
+        term.expect("Goodbye!")
+
+    assert run_chat(tmp_path, ["--config", "rollchat.yml"], script,
+                    env=clean_env(tmp_path / "home")) == 0
     files = sorted((tmp_path / "sessions").glob("*.md"))
     assert [f.name.split("_")[0] for f in files] == ["assistant", "reviewer"]
     assert "## Handed Off" in files[0].read_text()

@@ -15,10 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pexpect
-
 from rollchat.storage.transcript import parse
-from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
+from tests.e2e import PROMPT, clean_env, run_piped, write_config
+from tests.terminal import Terminal, run_chat
 from tests.wire_servers import WireServer, anthropic_server, text, tool
 
 __all__ = ["anthropic_server"]  # the fixture, imported for pytest
@@ -138,19 +137,21 @@ def test_a_pretooluse_hook_refuses_before_anyone_is_asked_in_a_terminal(tmp_path
       command: {json.dumps(_hook(tmp_path, "block", "never delete here"))}
 """, agent=f"agents:\n  assistant:\n    file: {AGENT}\n    approval: ask\n")
     (tmp_path / "a.txt").write_text("x\n", encoding="utf-8")
-    child = spawn(tmp_path, "--config", str(config), "--provider", "offline",
-                  env=clean_env(tmp_path / "home"))
-    child.expect(PROMPT)
-    child.sendline('use delete_file {"path": "a.txt"}')
-    index = child.expect(["Allow\\?", "refused by a PreToolUse hook: never delete here"])
-    assert index == 1, child.before
-    child.expect(PROMPT)
-    child.sendline('use write_file {"path": "b.txt", "text": "y"}')  # the gate still asks
-    child.expect("Allow\\?")
-    child.sendline("y")
-    child.expect(PROMPT)
-    child.sendline("exit")
-    child.expect(pexpect.EOF)
+
+    def script(term: Terminal) -> None:
+        term.expect(PROMPT)
+        term.sendline('use delete_file {"path": "a.txt"}')
+        index = term.expect_any(["Allow\\?", "refused by a PreToolUse hook: never delete here"])
+        assert index == 1, term.before
+        term.expect(PROMPT)
+        term.sendline('use write_file {"path": "b.txt", "text": "y"}')  # the gate still asks
+        term.expect("Allow\\?")
+        term.sendline("y")
+        term.expect(PROMPT)
+        term.sendline("exit")
+
+    assert run_chat(tmp_path, ["--config", str(config), "--provider", "offline"],
+                    script, env=clean_env(tmp_path / "home")) == 0
     assert (tmp_path / "a.txt").exists() and (tmp_path / "b.txt").exists()
 
 

@@ -102,48 +102,29 @@ def _queries(t: Transcript) -> list[tuple[str, str]]:
 # ---------------------------------------------------------------- at the prompt
 
 
-def test_ctrl_c_at_the_empty_prompt_gives_a_new_prompt(tmp_path: Path) -> None:
+def test_ctrl_c_and_ctrl_d_at_the_prompt(tmp_path: Path) -> None:
+    """In one chat, in sequence: Ctrl-C at the empty prompt gives a new prompt; Ctrl-C with
+    text discards that line only (nor is it kept in the input history); Ctrl-D with text does
+    nothing and the text stays (sent by Enter); Ctrl-D at the empty prompt saves with the
+    model's summary and exits 0."""
     child = _chat(tmp_path, 0)
     child.sendintr()
     child.expect(PROMPT)
-    _ask(child, "hi")
-    _end(child)
-    [t] = _sessions(tmp_path)
-    assert _queries(t) == [("hi", "ok")] and t.summary is not None
-
-
-def test_ctrl_c_with_text_discards_that_line_only(tmp_path: Path) -> None:
-    child = _chat(tmp_path, 0)
     child.send("half typed draft")
     child.sendintr()
     child.expect(PROMPT)
     _ask(child, "hi")
-    _end(child)
-    [t] = _sessions(tmp_path)
-    assert _queries(t) == [("hi", "ok")]
-    history = (tmp_path / "home" / "data" / "rollchat" / "history").read_text()
-    assert "hi" in history and "half typed draft" not in history
-
-
-def test_ctrl_d_at_the_empty_prompt_saves_with_a_summary_and_exits(tmp_path: Path) -> None:
-    child = _chat(tmp_path, 0)
-    _ask(child, "hi")
-    _end(child, eof=True)
-    [t] = _sessions(tmp_path)
-    assert _queries(t) == [("hi", "ok")]
-    assert t.summary is not None and not t.summary.fallback
-
-
-def test_ctrl_d_with_text_does_nothing_and_the_text_stays(tmp_path: Path) -> None:
-    child = _chat(tmp_path, 0)
     child.send("kept text")
     child.sendeof()  # prompt_toolkit: delete the character under the cursor (none at the end)
     child.send("\r")
     child.expect(r"Time: .*s \| Tokens")
     child.expect(PROMPT)
-    _end(child)
+    _end(child, eof=True)
     [t] = _sessions(tmp_path)
-    assert _queries(t) == [("kept text", "ok")]
+    assert _queries(t) == [("hi", "ok"), ("kept text", "ok")]
+    assert t.summary is not None and not t.summary.fallback
+    history = (tmp_path / "home" / "data" / "rollchat" / "history").read_text()
+    assert "hi" in history and "half typed draft" not in history
 
 
 # ---------------------------------------------------------------- while an answer streams

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from rollchat.storage.transcript import parse
 from tests.agents.test_tool_images import png
-from tests.e2e import PROMPT, clean_env, exit_chat, run_piped, spawn
+from tests.e2e import PROMPT, clean_env, run_piped
+from tests.terminal import Terminal, run_chat
 from tests.wire_servers import WireServer, anthropic_server, text
 
 __all__ = ["anthropic_server"]  # the fixture, imported for pytest
@@ -115,35 +116,33 @@ def test_attach_keeps_to_regular_files_of_the_project(anthropic_server: WireServ
     assert SECRET not in session.read_text(encoding="utf-8")
 
 
-# a line break where the question wraps: spaces, newlines and the terminal's style codes
-WRAP = r"(?:\s|\x1b\[[0-9;?]*[A-Za-z])+"
-
-
 def test_a_file_outside_the_project_is_asked_once_in_a_terminal(
         anthropic_server: WireServer, tmp_path: Path) -> None:
     project, outside = tmp_path / "project", tmp_path / "x.md"
     project.mkdir()
     outside.write_text("from outside\n", encoding="utf-8")
     anthropic_server.push(text("Got it."))
-    child = spawn(project, "--provider", "anthropic", "--model", "test-model", "--base-url",
-                  anthropic_server.url,
-                  env=clean_env(tmp_path / "home", ANTHROPIC_API_KEY="test"))
-    try:
-        child.expect_exact(PROMPT)
-        child.sendline("attach ../x.md")
+
+    def script(term: Terminal) -> None:
+        term.expect_exact(PROMPT)
+        term.sendline("attach ../x.md")
         # (the question is wrapped at words to the terminal's width: the path is long)
-        child.expect(r"is outside this project\. Send it to the" + WRAP + r"model\?")
-        child.sendline("n")
-        child.expect_exact("outside the project")
-        child.expect_exact(PROMPT)
-        child.sendline("attach ../x.md")
-        child.expect(r"Send it to the" + WRAP + r"model\?")
-        child.sendline("y")
-        child.expect_exact("Attached ../x.md (13 characters of text)")
-        child.expect_exact(PROMPT)
-        child.sendline(f"attach {outside}")  # the same file: asked once
-        child.expect_exact(f"Attached {outside} (13 characters of text)")
-        exit_chat(child)
-    finally:
-        child.close(force=True)
+        term.expect(r"is outside this project\. Send it to the\s+model\?")
+        term.sendline("n")
+        term.expect_exact("outside the project")
+        term.expect_exact(PROMPT)
+        term.sendline("attach ../x.md")
+        term.expect(r"Send it to the\s+model\?")
+        term.sendline("y")
+        term.expect_exact("Attached ../x.md (13 characters of text)")
+        term.expect_exact(PROMPT)
+        term.sendline(f"attach {outside}")  # the same file: asked once
+        term.expect_exact(f"Attached {outside} (13 characters of text)")
+        term.expect_exact(PROMPT)
+        term.sendline("exit")
+        term.expect_exact("Goodbye!")
+
+    assert run_chat(project, ["--provider", "anthropic", "--model", "test-model",
+                                           "--base-url", anthropic_server.url], script,
+                    env=clean_env(tmp_path / "home", ANTHROPIC_API_KEY="test")) == 0
     assert not anthropic_server.bodies  # nothing was sent: only attached

@@ -7,7 +7,6 @@ import io
 from collections.abc import Iterator
 from pathlib import Path
 
-import pexpect
 from rich.console import Console
 
 from rollchat.config.settings import AgentConfig, Config, UIConfig
@@ -18,7 +17,8 @@ from rollchat.storage.in_memory import InMemoryStore
 from rollchat.ui.app import ChatApp
 from rollchat.ui.bell import bell_bytes, notification, took
 from rollchat.ui.render import Renderer
-from tests.e2e import PROMPT, clean_env, exit_chat, run_piped, spawn, write_config
+from tests.e2e import PROMPT, clean_env, run_piped, write_config
+from tests.terminal import Terminal, run_chat
 
 
 def test_the_notification_each_terminal_shows() -> None:
@@ -44,28 +44,30 @@ def test_the_bell_alone_or_after_the_notification_and_through_tmux() -> None:
 def test_a_long_turn_rings_in_a_terminal(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  notify_after_seconds: 0.001\n")
     env = clean_env(tmp_path / "home", TERM_PROGRAM="iTerm.app")
-    child = spawn(tmp_path, "--config", str(cfg), env=env)
-    try:
-        child.expect_exact(PROMPT)
-        child.sendline("hello there")
-        child.expect(r"\x1b\]9;Assistant answered \(took [0-9]+s\)\x07\x07")
-        exit_chat(child)
-    finally:
-        child.close(force=True)
+
+    def script(term: Terminal) -> None:
+        term.expect_exact(PROMPT)
+        term.sendline("hello there")
+        term.expect(r"\x1b\]9;Assistant answered \(took [0-9]+s\)\x07\x07", raw=True)
+        term.expect_exact(PROMPT)
+        term.sendline("exit")
+        term.expect_exact("Goodbye!")
+
+    assert run_chat(tmp_path, ["--config", str(cfg)], script, env=env) == 0
 
 
 def test_no_bell_by_default_nor_when_piped(tmp_path: Path) -> None:
-    child = spawn(tmp_path, env=clean_env(tmp_path / "home", TERM_PROGRAM="iTerm.app"))
-    try:
-        child.expect_exact(PROMPT)
-        child.sendline("hello there")
-        child.expect_exact("Tokens:")  # the answer's footer, then the next prompt
-        child.expect_exact(PROMPT)
-        assert "\x07" not in child.before
-        child.sendline("exit")
-        child.expect(pexpect.EOF)
-    finally:
-        child.close(force=True)
+    def script(term: Terminal) -> None:
+        term.expect_exact(PROMPT, raw=True)
+        term.sendline("hello there")
+        term.expect_exact("Tokens:", raw=True)  # the answer's footer, then the next prompt
+        term.expect_exact(PROMPT, raw=True)
+        assert "\x07" not in term.before
+        term.sendline("exit")
+        term.expect_exact("Goodbye!")
+
+    assert run_chat(tmp_path, [], script,
+                    env=clean_env(tmp_path / "home", TERM_PROGRAM="iTerm.app")) == 0
     cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  notify_after_seconds: 0.001\n")
     done = run_piped(tmp_path, "hello there\n", "--config", str(cfg),
                      env=clean_env(tmp_path / "home", TERM_PROGRAM="iTerm.app"))

@@ -12,7 +12,8 @@ from prompt_toolkit.document import Document
 
 from rollchat.storage.listing import SessionInfo
 from rollchat.ui.completion import ChatCompleter
-from tests.e2e import PROMPT, exit_chat, run_piped, spawn, write_config
+from tests.e2e import PROMPT, run_piped, write_config
+from tests.terminal import Terminal, run_chat
 
 
 def _info(number: int, session_id: str, title: str) -> SessionInfo:
@@ -43,21 +44,27 @@ def test_tab_after_resume_offers_the_sessions_with_their_titles() -> None:
     assert [t for t, _ in _offered("ses")] == ["sessions"]  # commands as before
 
 
-def test_pty_tab_after_resume_inserts_the_saved_session(tmp_path: Path) -> None:
+def test_tab_after_resume_inserts_the_saved_session(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0\n")
     done = run_piped(tmp_path, "We chose postgres.\nexit\n", "--config", str(cfg))
     assert done.returncode == 0, done.stderr
     [saved] = [p.stem for p in (tmp_path / "sessions").glob("*.md")]
-    child = spawn(tmp_path, "--config", str(cfg))
-    try:
-        child.expect_exact(PROMPT)
-        child.send("hello\r")  # the chat is built (its sessions listed) once it runs
-        child.expect(r"Tokens: \d+")
-        child.expect_exact(PROMPT)
-        child.send("resume \t")  # one session besides this one: Tab inserts its number
-        child.expect(r"resume(?:\s|\x1b\[[0-9;?]*[A-Za-z])+2")  # (a space, or a cursor move)
-        child.send("\r")  # "resume 2" (a bare "resume" would open the picker)
-        child.expect_exact(f"Found: {saved}")
-        exit_chat(child)
-    finally:
-        child.close(force=True)
+
+    def script(term: Terminal) -> None:
+        term.expect_exact(PROMPT)
+        term.send("hello\r")  # the chat is built (its sessions listed) once it runs
+        term.expect(r"Tokens: \d+")
+        term.expect_exact(PROMPT)
+        term.send("resume \t")  # one session besides this one: Tab inserts its number
+        term.expect(r"resume\s*2")  # (a space, or a cursor move: not in the text)
+        term.send("\r")  # "resume 2" (a bare "resume" would open the picker)
+        term.expect_exact(f"Found: {saved}")
+        _exit(term)
+
+    assert run_chat(tmp_path, ["--config", str(cfg)], script) == 0
+
+
+def _exit(term: Terminal) -> None:
+    term.expect_exact(PROMPT)
+    term.sendline("exit")
+    term.expect_exact("Goodbye!")

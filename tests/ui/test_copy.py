@@ -12,7 +12,8 @@ from rollchat.domain import Text, Turn
 from rollchat.session.state import now
 from rollchat.ui import clipboard, commands
 from rollchat.ui.copy_command import code_blocks, session_markdown
-from tests.e2e import PROMPT, clean_env, exit_chat, spawn, write_config
+from tests.e2e import PROMPT, clean_env, write_config
+from tests.terminal import Terminal, run_chat
 from tests.wire_servers import WireServer, openai_server, text
 
 __all__ = ["openai_server"]
@@ -90,25 +91,29 @@ def test_copy_in_a_terminal_sends_osc52_and_runs_the_clipboard_command(
                     DISPLAY=":0", CLIP_OUT=str(clip), TMUX="/tmp/tmux-1/default,1,0",
                     PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     env.pop("WAYLAND_DISPLAY", None)
-    child = spawn(tmp_path, "--config", str(cfg), "--base-url", openai_server.url, env=env)
-    try:
-        child.expect_exact(PROMPT)
-        child.sendline("copy")
-        child.expect_exact("nothing to copy: no answer yet in this session")
-        child.expect_exact(PROMPT)
-        child.sendline("show me two ways")
-        child.expect_exact("Done.")
-        child.expect_exact(PROMPT)
-        child.sendline("copy code 2")
+
+    def script(term: Terminal) -> None:
+        term.expect_exact(PROMPT)
+        term.sendline("copy")
+        term.expect_exact("nothing to copy: no answer yet in this session")
+        term.expect_exact(PROMPT)
+        term.sendline("show me two ways")
+        term.expect_exact("Done.")
+        term.expect_exact(PROMPT)
+        term.sendline("copy code 2")
         encoded = base64.b64encode(b"echo two\n```not a fence end").decode()
-        child.expect_exact(f"\x1b]52;c;{encoded}\x07")  # the terminal's own
-        child.expect_exact(f"\x1bPtmux;\x1b\x1b]52;c;{encoded}\x07\x1b\\")  # tmux passthrough
-        child.expect_exact("Copied code block 2 of 2 (27 characters) through the terminal "
-                           "(OSC 52) and xclip.")
+        term.expect_exact(f"\x1b]52;c;{encoded}\x07", raw=True)  # the terminal's own
+        term.expect_exact(f"\x1bPtmux;\x1b\x1b]52;c;{encoded}\x07\x1b\\",
+                          raw=True)  # tmux passthrough
+        term.expect_exact("Copied code block 2 of 2 (27 characters) through the terminal "
+                          "(OSC 52) and xclip.")
         assert clip.read_text() == "echo two\n```not a fence end"
-        child.expect_exact(PROMPT)
-        child.sendline("copy code 3")
-        child.expect_exact("the last answer has 2 code blocks: copy code 1..2")
-        exit_chat(child)
-    finally:
-        child.close(force=True)
+        term.expect_exact(PROMPT)
+        term.sendline("copy code 3")
+        term.expect_exact("the last answer has 2 code blocks: copy code 1..2")
+        term.expect_exact(PROMPT)
+        term.sendline("exit")
+        term.expect_exact("Goodbye!")
+
+    assert run_chat(tmp_path, ["--config", str(cfg), "--base-url",
+                                            openai_server.url], script, env=env) == 0

@@ -1,7 +1,7 @@
 """Issue 35, item 1: no question ends the chat. Ctrl-D at any question rollchat asks answers
 its safe answer (no, later: the answer given without a terminal), says so, and the turn in
-progress goes on whole: the tool approval in a chat (pty), every other question in process
-through prompt_toolkit's own input."""
+progress goes on whole: the tool approval in a chat (as a terminal runs it, in process:
+tests/terminal.py), every other question in process through prompt_toolkit's own input."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from rollchat.cli import prune as prune_cli
 from rollchat.storage.transcript import parse
 from rollchat.ui.approve import confirmer, terminal_asker, terminal_compact_asker, yes_or_no
 from rollchat.ui.render import Renderer
-from tests.e2e import PROMPT, exit_chat, run_piped, spawn, write_config
+from tests.e2e import PROMPT, run_piped, write_config
+from tests.terminal import Terminal, run_chat
 
 CTRL_D = "\x04"
 
@@ -39,24 +40,25 @@ def keys() -> Iterator[PipeInput]:
         yield pipe
 
 
-def test_pty_ctrl_d_at_the_tool_approval_refuses_the_call_and_the_chat_goes_on(
-        tmp_path: Path) -> None:
+def test_ctrl_d_at_the_tool_approval_refuses_the_call_and_the_chat_goes_on(tmp_path: Path) -> None:
     made = run_piped(tmp_path, "", "init-agent", "helper.py")
     assert made.returncode == 0, made.stderr
     write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0\n")
-    child = spawn(tmp_path, "--config", str(tmp_path / "rollchat.yml"), "helper.py")
-    try:
-        child.expect_exact(PROMPT)
-        child.sendline('use word_count on "one two three"')
-        child.expect(r"\[y/a/n, Enter\]:")
-        child.sendcontrol("d")  # was: "Aborted!", exit 1, the turn lost
-        child.expect_exact("Ctrl-D: no.")
-        child.expect_exact(PROMPT)  # the turn finished; the chat asks for the next message
-        child.sendline("thanks")
-        exit_chat(child)  # exit 0, after the summary and the goodbye
-        assert "Goodbye!" in child.before
-    finally:
-        child.close(force=True)
+
+    def script(term: Terminal) -> None:
+        term.expect_exact(PROMPT)
+        term.sendline('use word_count on "one two three"')
+        term.expect(r"\[y/a/n, Enter\]:")
+        term.send(CTRL_D)  # was: "Aborted!", exit 1, the turn lost
+        term.expect_exact("Ctrl-D: no.")
+        term.expect_exact(PROMPT)  # the turn finished; the chat asks for the next message
+        term.sendline("thanks")
+        term.expect_exact(PROMPT)
+        term.sendline("exit")
+        term.expect_exact("Goodbye!")  # after the summary
+
+    assert run_chat(tmp_path, ["--config", str(tmp_path / "rollchat.yml"),
+                                            "helper.py"], script) == 0
     [path] = (tmp_path / "sessions").glob("*.md")
     saved = parse(path.read_text(encoding="utf-8"))
     assert saved.summary is not None

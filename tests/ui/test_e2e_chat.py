@@ -1,5 +1,6 @@
-"""The chat loop end to end: a pseudo-terminal session and piped input (offline model; a local
-wire server where a Ctrl-C must land while an answer streams)."""
+"""The chat loop end to end: a pseudo-terminal session where Ctrl-C is the point, the chat as a
+terminal runs it in process (tests/terminal.py), and piped input (offline model; a local wire
+server where a Ctrl-C must land while an answer streams)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pexpect
 
 from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse
 from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
+from tests.terminal import Terminal, run_chat
 from tests.wire_servers import WireServer, held, openai_server, text
 
 __all__ = ["openai_server"]  # the fixture, imported for pytest
@@ -78,32 +80,17 @@ def test_pty_two_turns_interrupt_and_exit(openai_server: WireServer, tmp_path: P
     assert "which editor did I mention?" in history.read_text()
 
 
-def test_pty_ctrl_c_at_prompt_clears_line_and_ctrl_d_exits(tmp_path: Path) -> None:
-    child = spawn(tmp_path)
-    child.expect(PROMPT)
-    child.send("half typed")
-    child.sendintr()
-    child.expect(PROMPT)
-    child.sendline("hello")
-    child.expect("Hello")
-    child.expect(PROMPT)
-    child.sendeof()
-    child.expect("Goodbye!")
-    child.expect(pexpect.EOF)
-    t = parse(_session_files(tmp_path / "sessions")[0].read_text())
-    assert [turn.user for turn in t.turns] == ["hello"]
+def test_multiline_input_with_escape_enter(tmp_path: Path) -> None:
+    def script(term: Terminal) -> None:  # as a terminal runs the chat (tests/terminal.py)
+        term.expect(PROMPT)
+        term.send("first line")
+        term.send("\x1b\r")  # Esc then Enter inserts a newline
+        term.send("second line\r")
+        term.expect("Assistant:")
+        term.expect(PROMPT)
+        term.sendline("exit")
 
-
-def test_pty_multiline_input_with_escape_enter(tmp_path: Path) -> None:
-    child = spawn(tmp_path)
-    child.expect(PROMPT)
-    child.send("first line")
-    child.send("\x1b\r")  # Esc then Enter inserts a newline
-    child.send("second line\r")
-    child.expect("Assistant:")
-    child.expect(PROMPT)
-    child.sendline("exit")
-    child.expect(pexpect.EOF)
+    assert run_chat(tmp_path, [], script) == 0
     t = parse(_session_files(tmp_path / "sessions")[0].read_text())
     assert t.turns[0].user == "first line\nsecond line"
 
@@ -163,15 +150,16 @@ def test_version_and_help(tmp_path: Path) -> None:
     assert result.returncode == 0 and "--sessions-dir" in result.stdout
 
 
-def test_pty_pasted_multiline_text_arrives_whole(tmp_path: Path) -> None:
-    child = spawn(tmp_path)
-    child.expect(PROMPT)
-    child.send("\x1b[200~def f():\n    return 42\n\x1b[201~")  # a bracketed paste
-    child.send("\r")
-    child.expect("Assistant:")
-    child.expect(PROMPT)
-    child.sendline("exit")
-    child.expect(pexpect.EOF)
+def test_pasted_multiline_text_arrives_whole(tmp_path: Path) -> None:
+    def script(term: Terminal) -> None:  # as a terminal runs the chat (tests/terminal.py)
+        term.expect(PROMPT)
+        term.send("\x1b[200~def f():\n    return 42\n\x1b[201~")  # a bracketed paste
+        term.send("\r")
+        term.expect("Assistant:")
+        term.expect(PROMPT)
+        term.sendline("exit")
+
+    assert run_chat(tmp_path, [], script) == 0
     t = parse(_session_files(tmp_path / "sessions")[0].read_text())
     assert [turn.user for turn in t.turns] == ["def f():\n    return 42\n"]
 

@@ -1,17 +1,15 @@
-"""compact and resume end to end with the offline model: in a pseudo-terminal, with piped
+"""compact and resume end to end with the offline model: as in a terminal, with piped
 input, ``rollchat sessions [--json]`` and ``rollchat --resume N|ID`` followed by piped lines."""
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
-
-import pexpect
 
 from rollchat.domain import Transcript
 from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse
-from tests.e2e import PROMPT, run_piped, spawn, write_config
+from tests.e2e import PROMPT, run_piped, write_config
+from tests.terminal import Terminal, run_chat
 
 FAST = "ui:\n  offline_word_delay: 0\n"
 TWO_AGENTS = FAST + """\
@@ -30,23 +28,17 @@ def _sessions(cwd: Path) -> dict[str, Transcript]:
 
 
 ANSWER = ("Time: ", "Tokens: ")  # the footer that ends an answer
-_ANSI = r"(?:\x1b\[[0-9;?]*[A-Za-z])*"
 
 
-def _lit(text: str) -> re.Pattern[str]:
-    """``text`` as shown by rich in a terminal: style codes may sit between any characters."""
-    return re.compile(_ANSI.join(re.escape(ch) for ch in text))
-
-
-def _see(child: pexpect.spawn, *texts: str) -> None:
+def _see(term: Terminal, *texts: str) -> None:
     for text in texts:
-        child.expect(_lit(text))
+        term.expect_exact(text)
 
 
-def _say(child: pexpect.spawn, line: str, *expect: str) -> None:
-    child.sendline(line)
-    _see(child, *expect)
-    child.expect_exact(PROMPT)
+def _say(term: Terminal, line: str, *expect: str) -> None:
+    term.sendline(line)
+    _see(term, *expect)
+    term.expect_exact(PROMPT)
 
 
 def _check_pair(found: dict[str, Transcript]) -> tuple[Transcript, Transcript]:
@@ -72,23 +64,26 @@ def _check_pair(found: dict[str, Transcript]) -> tuple[Transcript, Transcript]:
     return parent, child
 
 
-def test_pty_compact_then_resume(tmp_path: Path) -> None:
-    cfg = write_config(tmp_path / "rollchat.yml", FAST)
-    child = spawn(tmp_path, "--config", str(cfg))
-    child.expect_exact(PROMPT)
-    _say(child, "we decided to use redis for caching", *ANSWER)
-    _say(child, "TODO: write the eviction tests", *ANSWER)
-    _say(child, "which port should redis listen on?", *ANSWER)
-    _say(child, "compact", "Generating session summary...", "Saved session: ", "(3 queries,",
-         "Starting new session with summary...", "I've reviewed the summary", *ANSWER)
-    _say(child, "what about the eviction tests?", *ANSWER)
-    child.sendline("exit")
-    _see(child, "Generating session summary", "Saved session: ", "1 query, ", "tokens billed (",
-         "for the queries, ", "restoring the context, ", "for summaries, ", "for memory)",
-         "Goodbye!")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+def test_compact_then_resume_in_a_terminal(tmp_path: Path) -> None:
+    """The chat as a terminal runs it (in process, tests/terminal.py): compact, then in a
+    second chat resume the compacted parent, which offers its continuation first."""
+    cfg = str(write_config(tmp_path / "rollchat.yml", FAST))
+
+    def compacting(term: Terminal) -> None:
+        term.expect_exact(PROMPT)
+        _say(term, "we decided to use redis for caching", *ANSWER)
+        _say(term, "TODO: write the eviction tests", *ANSWER)
+        _say(term, "which port should redis listen on?", *ANSWER)
+        _say(term, "compact", "Generating session summary...", "Saved session: ",
+             "(3 queries,", "Starting new session with summary...",
+             "I've reviewed the summary", *ANSWER)
+        _say(term, "what about the eviction tests?", *ANSWER)
+        term.sendline("exit")
+        _see(term, "Generating session summary", "Saved session: ", "1 query, ",
+             "tokens billed (", "for the queries, ", "restoring the context, ",
+             "for summaries, ", "for memory)", "Goodbye!")
+
+    assert run_chat(tmp_path, ["--config", cfg], compacting) == 0
     parent, kid = _check_pair(_sessions(tmp_path))
     for path in (tmp_path / "sessions").glob("*.md"):
         text = path.read_text()  # one block (the child's restoration prompt quotes its
@@ -96,22 +91,21 @@ def test_pty_compact_then_resume(tmp_path: Path) -> None:
         assert text.split("\n").count(SUMMARY_START) == 1
         assert text.rstrip().endswith(SUMMARY_END)
 
-    again = spawn(tmp_path, "--config", str(cfg))
-    again.expect_exact(PROMPT)
-    _say(again, "sessions", kid.header.session_id, parent.header.session_id)
-    # the parent was continued in the kid: resuming it offers the kid; "n" branches off
-    again.sendline("resume 2")
-    again.expect_exact("Resume 1 instead? [Y/n, Enter]:")
-    asked = " ".join(again.before.split())
-    assert f"({parent.header.session_id}) was continued in session 1 " \
-           f"({kid.header.session_id}," in asked
-    _say(again, "n", "Loading session...", "Restoring context...",
-         "I've reviewed the summary", *ANSWER)
-    again.sendline("exit")
-    _see(again, "0 queries, ", "tokens billed (", "restoring the context)", "Goodbye!")
-    again.expect(pexpect.EOF)
-    again.close()
-    assert again.exitstatus == 0
+    def resuming(term: Terminal) -> None:
+        term.expect_exact(PROMPT)
+        _say(term, "sessions", kid.header.session_id, parent.header.session_id)
+        # the parent was continued in the kid: resuming it offers the kid; "n" branches off
+        term.sendline("resume 2")
+        term.expect_exact("Resume 1 instead? [Y/n, Enter]:")
+        asked = " ".join(term.before.split())
+        assert f"({parent.header.session_id}) was continued in session 1 " \
+               f"({kid.header.session_id}," in asked
+        _say(term, "n", "Loading session...", "Restoring context...",
+             "I've reviewed the summary", *ANSWER)
+        term.sendline("exit")
+        _see(term, "0 queries, ", "tokens billed (", "restoring the context)", "Goodbye!")
+
+    assert run_chat(tmp_path, ["--config", cfg], resuming) == 0
     assert set(_sessions(tmp_path)) == {parent.header.session_id, kid.header.session_id}
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import pexpect
 import pytest
 
 from rollchat.cli.argv import chat_args
@@ -17,8 +16,9 @@ from rollchat.storage.store import SessionStore
 from rollchat.storage.transcript import parse
 from rollchat.text.fuzzy import Candidate, Matcher
 from rollchat.ui.picker import Picker
-from tests.e2e import PROMPT, run_piped, spawn, write_config
+from tests.e2e import PROMPT, run_piped, write_config
 from tests.sessions_helpers import summary, write_session
+from tests.terminal import Screen, Terminal, run_chat
 
 FAST = "ui:\n  offline_word_delay: 0\n"
 OLD = "assistant_20260501_090000_a1a1"
@@ -161,48 +161,51 @@ def test_two_ways_to_choose_at_once_are_refused(tmp_path: Path, args: list[str])
     assert "--continue" in result.stderr
 
 
-# ------------------------------------------------------------------ in a terminal
+# ------------------------------------------------------------------ in a terminal (in process)
 
-def test_pty_picker_filters_previews_and_resumes_the_chosen_session(tmp_path: Path) -> None:
+def test_picker_filters_previews_and_resumes_the_chosen_session(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "rollchat.yml", FAST)
     sessions = _three(tmp_path)
-    child = spawn(tmp_path, "--config", str(cfg), "--resume", timeout=60)
-    child.expect_exact("3 of 3 sessions")
-    child.expect_exact("No summary yet")  # the newest is highlighted first
-    child.send("rds")  # fuzzy: "redis" (tight), "garden beds" (spread out); not NEWEST
-    child.expect_exact("redis listens on port 6380")  # the preview: its decisions
-    child.expect_exact("write the eviction tests")
-    child.send("\x1b[B")  # Down: the garden session
-    child.send("\x1b[A")  # Up: back to redis
-    child.send("\x1b[B")  # Down again
-    child.send("\r")
-    child.expect_exact(f"Found: {OLD}")
-    child.expect_exact(PROMPT)
-    child.sendline("and now?")
-    child.expect_exact("Tokens: ")
-    child.expect_exact(PROMPT)
-    child.sendline("exit")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+
+    def script(term: Terminal) -> None:
+        term.expect_exact("3 of 3 sessions")
+        term.expect_exact("No summary yet")  # the newest is highlighted first
+        term.send("rds")  # fuzzy: "redis" (tight), "garden beds" (spread out); not NEWEST
+        term.expect_exact("redis listens on port 6380")  # the preview: its decisions
+        term.expect_exact("write the eviction tests")
+        term.send("\x1b[B")  # Down: the garden session
+        term.send("\x1b[A")  # Up: back to redis
+        term.send("\x1b[B")  # Down again
+        term.send("\r")
+        term.expect_exact(f"Found: {OLD}")
+        term.expect_exact(PROMPT)
+        term.sendline("and now?")
+        term.expect_exact("Tokens: ")
+        term.expect_exact(PROMPT)
+        term.sendline("exit")
+
+    assert run_chat(tmp_path, ["--config", str(cfg), "--resume"], script) == 0
     [new] = [p for p in sessions.glob("*.md") if p.stem not in (OLD, REDIS, NEWEST)]
     assert parse(new.read_text()).header.resumed_from == OLD
 
 
 @pytest.mark.parametrize(("key", "status"), [("\x1b", 1), ("\x03", 130)])
-def test_pty_pick_cancelled_starts_no_chat(tmp_path: Path, key: str, status: int) -> None:
+def test_pick_cancelled_starts_no_chat(tmp_path: Path, key: str, status: int) -> None:
     cfg = write_config(tmp_path / "rollchat.yml", FAST)
     _three(tmp_path)
-    child = spawn(tmp_path, "--config", str(cfg), "pick", timeout=60)
-    child.expect_exact("3 of 3 sessions")
-    child.send("garden")
-    child.expect_exact("tomatoes by the wall")
-    child.send(key)
-    child.expect_exact("no session chosen")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == status
-    assert PROMPT not in (child.before or "")
+
+    screens: list[Screen] = []
+
+    def script(term: Terminal) -> None:
+        screens.append(term.screen)
+        term.expect_exact("3 of 3 sessions")
+        term.send("garden")
+        term.expect_exact("tomatoes by the wall")
+        term.send(key)
+        term.expect_exact("no session chosen")
+
+    assert run_chat(tmp_path, ["--config", str(cfg), "pick"], script) == status
+    assert PROMPT not in screens[0].text()
     assert len(list(tmp_path.glob("sessions/*.md"))) == 3
 
 
@@ -290,58 +293,58 @@ def test_picker_rows_show_titles_and_the_filter_matches_them(tmp_path: Path) -> 
         picker.current, 200)
 
 
-def test_pty_picker_shows_a_title_and_finds_the_session_by_it(tmp_path: Path) -> None:
+def test_picker_shows_a_title_and_finds_the_session_by_it(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "rollchat.yml", FAST)
     sessions = _three(tmp_path)
     titled = "assistant_20260501_085500_d4d4"  # the oldest: not highlighted at first
     write_session(sessions, titled, ["help me with the cluster"], minutes=-5,
                   title="Kubernetes upgrade plan")
-    child = spawn(tmp_path, "--config", str(cfg), "pick", timeout=60)
-    child.expect_exact("4 of 4 sessions")
-    # its row, numbered as 'rollchat sessions' numbers it
-    child.expect_exact("4 2026-05-01 08:55  assistant_20260501_085500_d4d4    1q  "
-                       "Kubernetes upgrade plan")
-    child.expect_exact("No summary yet")  # the newest is highlighted first
-    child.send("upgrade")  # a word only its title holds
-    child.expect_exact("First: help me with")  # it is highlighted now (its preview)
-    child.send("\r")
-    child.expect_exact(f"Found: {titled}")
-    child.expect_exact(PROMPT)
-    child.sendline("exit")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+
+    def script(term: Terminal) -> None:
+        term.expect_exact("4 of 4 sessions")
+        # its row, numbered as 'rollchat sessions' numbers it
+        term.expect_exact("4 2026-05-01 08:55  assistant_20260501_085500_d4d4    1q  "
+                          "Kubernetes upgrade plan")
+        term.expect_exact("No summary yet")  # the newest is highlighted first
+        term.send("upgrade")  # a word only its title holds
+        term.expect_exact("First: help me with")  # it is highlighted now (its preview)
+        term.send("\r")
+        term.expect_exact(f"Found: {titled}")
+        term.expect_exact(PROMPT)
+        term.sendline("exit")
+
+    assert run_chat(tmp_path, ["--config", str(cfg), "pick"], script) == 0
 
 
 # ------------------------------------------------------------------ a bare resume in the chat
 
-def test_pty_a_bare_resume_in_the_chat_opens_the_picker(tmp_path: Path) -> None:
+def test_a_bare_resume_in_the_chat_opens_the_picker(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "rollchat.yml", FAST)
     sessions = _three(tmp_path)
-    child = spawn(tmp_path, "--config", str(cfg), timeout=60)
-    child.expect_exact(PROMPT)
-    child.sendline("resume")
-    child.expect_exact("3 of 3 sessions")  # the picker, over the saved sessions
-    child.send("garden")
-    child.expect_exact("tomatoes by the wall")
-    child.send("\x1b")  # Esc: back to the chat, nothing resumed
-    child.expect_exact("No session chosen.")
-    child.expect_exact(PROMPT)
-    child.sendline("/resume")
-    child.expect_exact("3 of 3 sessions")
-    child.send("garden")
-    child.expect_exact("tomatoes by the wall")
-    child.send("\r")
-    child.expect_exact("Loading session...")
-    child.expect_exact("Restoring context...")
-    child.expect_exact(PROMPT)
-    child.sendline("and now?")
-    child.expect_exact("Tokens: ")
-    child.expect_exact(PROMPT)
-    child.sendline("exit")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+
+    def script(term: Terminal) -> None:
+        term.expect_exact(PROMPT)
+        term.sendline("resume")
+        term.expect_exact("3 of 3 sessions")  # the picker, over the saved sessions
+        term.send("garden")
+        term.expect_exact("tomatoes by the wall")
+        term.send("\x1b")  # Esc: back to the chat, nothing resumed
+        term.expect_exact("No session chosen.")
+        term.expect_exact(PROMPT)
+        term.sendline("/resume")
+        term.expect_exact("3 of 3 sessions")
+        term.send("garden")
+        term.expect_exact("tomatoes by the wall")
+        term.send("\r")
+        term.expect_exact("Loading session...")
+        term.expect_exact("Restoring context...")
+        term.expect_exact(PROMPT)
+        term.sendline("and now?")
+        term.expect_exact("Tokens: ")
+        term.expect_exact(PROMPT)
+        term.sendline("exit")
+
+    assert run_chat(tmp_path, ["--config", str(cfg)], script) == 0
     [new] = [p for p in sessions.glob("*.md") if p.stem not in (OLD, REDIS, NEWEST)]
     assert parse(new.read_text()).header.resumed_from == OLD
 
@@ -356,17 +359,18 @@ def test_a_bare_resume_in_a_piped_chat_is_a_usage_error(tmp_path: Path) -> None:
     assert len(list(tmp_path.glob("sessions/*.md"))) == 3  # nothing resumed, nothing saved
 
 
-def test_pty_picker_rows_use_the_terminals_width_for_titles(tmp_path: Path) -> None:
+def test_picker_rows_use_the_terminals_width_for_titles(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "rollchat.yml", FAST)
     sessions = _three(tmp_path)
     title = "Migrate the billing service from the old cluster to Kubernetes"  # 62 characters
     titled = "assistant_20260501_085500_d4d4"  # the oldest: not highlighted, no preview
     write_session(sessions, titled, ["help me with the cluster"], minutes=-5, title=title)
-    child = spawn(tmp_path, "--config", str(cfg), "pick", timeout=60)  # 120 columns
-    child.expect_exact("4 of 4 sessions")
-    # in full: 62 columns are left for it after the row's number, not 24 (its last letter
-    # is in the last column, which prompt_toolkit draws after a cursor move)
-    child.expect_exact(title[:-1], timeout=10)
-    child.send("\x1b")
-    child.expect(pexpect.EOF)
-    child.close()
+
+    def script(term: Terminal) -> None:  # a terminal of 120 columns
+        term.expect_exact("4 of 4 sessions")
+        # in full: 62 columns are left for it after the row's number, not 24 (its last letter
+        # is in the last column, which prompt_toolkit draws after a cursor move)
+        term.expect_exact(title[:-1], timeout=10)
+        term.send("\x1b")
+
+    assert run_chat(tmp_path, ["--config", str(cfg), "pick"], script) == 1

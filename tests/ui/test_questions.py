@@ -1,18 +1,21 @@
 """Issue 25, point 3: every question is answered one way, a letter then Enter, shown in the
 prompt (``[y/N, Enter]``); what was typed before a question appeared is never its answer: it is
 put aside and comes back, unsent, in the next ``You:`` prompt (sent only when the user presses
-Enter there); a question is wrapped at words, never mid-word. Driven in a terminal (pty)."""
+Enter there); a question is wrapped at words, never mid-word. Driven in a pseudo-terminal where
+the terminal holds what was typed ahead, else as a terminal runs the chat, in process
+(tests/terminal.py)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-import pexpect
+import pytest
 
 from rollchat.storage.transcript import parse
 from rollchat.ui.ask import KEPT_NOTE, typed_text, wrapped
 from tests.e2e import PROMPT, exit_chat, run_piped, spawn, write_config
+from tests.terminal import Terminal, run_chat
 
 AGENTS = """ui:
   offline_word_delay: 0
@@ -26,6 +29,12 @@ agents:
     provider: offline
 """
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-B]|\x1b[=>]")
+
+
+def _exit(term: Terminal) -> None:
+    term.expect_exact(PROMPT)
+    term.sendline("exit")
+    term.expect_exact("Goodbye!")
 
 
 def _reviewers_session(tmp_path: Path) -> tuple[Path, str]:
@@ -68,18 +77,18 @@ def test_pty_typing_ahead_of_a_question_is_neither_its_answer_nor_sent(tmp_path:
     assert [t.user for t in turns][1:] == ["no wait, first the summary"]  # whole, once, by Enter
 
 
-def test_pty_a_question_needs_enter_and_enter_alone_is_its_default(tmp_path: Path) -> None:
+def test_a_question_needs_enter_and_enter_alone_is_its_default(tmp_path: Path) -> None:
     cfg, _ = _reviewers_session(tmp_path)
-    child = spawn(tmp_path, "--config", str(cfg), "-c")
-    try:
-        child.expect(r"Continue\? \[y/N, Enter\]:")
-        child.send("x\r")  # not an answer: asked again, saying how to answer
-        child.expect_exact("Type one of y, n, then Enter.")
-        child.send("\r")  # Enter alone: the default, no
-        child.expect_exact("Resume cancelled.")
-        exit_chat(child)
-    finally:
-        child.close(force=True)
+
+    def script(term: Terminal) -> None:
+        term.expect(r"Continue\? \[y/N, Enter\]:")
+        term.send("x\r")  # not an answer: asked again, saying how to answer
+        term.expect_exact("Type one of y, n, then Enter.")
+        term.send("\r")  # Enter alone: the default, no
+        term.expect_exact("Resume cancelled.")
+        _exit(term)
+
+    assert run_chat(tmp_path, ["--config", str(cfg), "-c"], script) == 0
 
 
 def test_wrapped_at_words_only() -> None:
@@ -94,26 +103,28 @@ def test_typed_text_keeps_the_text_and_drops_keys() -> None:
     assert typed_text("no wait\x1b[A, first\x1b[12;1R\rsecond\r") == "no wait, first\nsecond"
 
 
-def test_pty_the_tool_approval_question_says_how_it_is_answered(tmp_path: Path) -> None:
+def test_the_tool_approval_question_says_how_it_is_answered(tmp_path: Path) -> None:
     made = run_piped(tmp_path, "", "init-agent", "helper.py")
     assert made.returncode == 0, made.stderr
     write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0\n")
-    child = spawn(tmp_path, "--config", str(tmp_path / "rollchat.yml"), "helper.py")
-    try:
-        child.expect_exact(PROMPT)
-        child.sendline('use word_count on "one two three"')
-        child.expect(r"Allow\? y: yes, once; a: always for this tool in this session; n: "
-                     r"no \[y/a/n, Enter\]:")
-        child.send("y")  # a letter alone answers nothing yet: Enter does
-        assert child.expect([r"3 words", pexpect.TIMEOUT], timeout=1.5) == 1
-        child.send("\r")
-        child.expect_exact("3 words")
-        exit_chat(child)
-    finally:
-        child.close(force=True)
+
+    def script(term: Terminal) -> None:
+        term.expect_exact(PROMPT)
+        term.sendline('use word_count on "one two three"')
+        term.expect(r"Allow\? y: yes, once; a: always for this tool in this session; n: "
+                    r"no \[y/a/n, Enter\]:")
+        term.send("y")  # a letter alone answers nothing yet: Enter does
+        with pytest.raises(AssertionError, match="not shown"):
+            term.expect(r"3 words", timeout=1.5)
+        term.send("\r")
+        term.expect_exact("3 words")
+        _exit(term)
+
+    assert run_chat(tmp_path, ["--config", str(tmp_path / "rollchat.yml"),
+                                            "helper.py"], script) == 0
 
 
-def test_pty_resuming_a_continued_session_offers_its_chains_newest(tmp_path: Path) -> None:
+def test_resuming_a_continued_session_offers_its_chains_newest(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "rollchat.yml", "ui:\n  offline_word_delay: 0\n")
     done = run_piped(tmp_path, "We chose postgres.\nexit\n", "--config", str(cfg))
     assert done.returncode == 0, done.stderr
@@ -121,15 +132,15 @@ def test_pty_resuming_a_continued_session_offers_its_chains_newest(tmp_path: Pat
     done = run_piped(tmp_path, "And the version?\nexit\n", "--config", str(cfg), "--resume", old)
     assert done.returncode == 0, done.stderr
     [newest] = [p.stem for p in (tmp_path / "sessions").glob("*.md") if p.stem != old]
-    child = spawn(tmp_path, "--config", str(cfg))
-    try:
-        child.expect_exact(PROMPT)
-        child.sendline("resume 2")  # old: 1 is its continuation, the newest
-        child.expect(r"Resume 1 instead\? \[Y/n, Enter\]:")
+
+    def script(term: Terminal) -> None:
+        term.expect_exact(PROMPT)
+        term.sendline("resume 2")  # old: 1 is its continuation, the newest
+        term.expect(r"Resume 1 instead\? \[Y/n, Enter\]:")
         assert f"Session 2 ({old}) was continued in session 1 ({newest}," in " ".join(
-            _ANSI.sub("", child.before).split())
-        child.send("\r")  # Enter alone: the default, the newest
-        child.expect_exact(f"Found: {newest}")
-        exit_chat(child)
-    finally:
-        child.close(force=True)
+            term.before.split())
+        term.send("\r")  # Enter alone: the default, the newest
+        term.expect_exact(f"Found: {newest}")
+        _exit(term)
+
+    assert run_chat(tmp_path, ["--config", str(cfg)], script) == 0

@@ -1,13 +1,20 @@
-"""Saved prompts as a user meets them, in a pseudo-terminal: ``/NAME`` completed by Tab, sent
-with its arguments filled in, listed in ``help``, and kept in the transcript beside what was
-typed."""
+"""Saved prompts as a user meets them, in a terminal (the chat in process, tests/terminal.py):
+``/NAME`` completed by Tab, sent with its arguments filled in, listed in ``help``, and kept in
+the transcript beside what was typed."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from rollchat.storage.transcript import parse
-from tests.e2e import PROMPT, exit_chat, spawn
+from tests.e2e import PROMPT
+from tests.terminal import Terminal, run_chat
+
+
+def _exit(term: Terminal) -> None:
+    term.expect_exact(PROMPT)
+    term.sendline("exit")
+    term.expect_exact("Goodbye!")
 
 
 def test_a_saved_prompt_is_typed_completed_sent_and_recorded(tmp_path: Path) -> None:
@@ -18,25 +25,25 @@ def test_a_saved_prompt_is_typed_completed_sent_and_recorded(tmp_path: Path) -> 
     project = tmp_path / ".claude" / "commands"
     project.mkdir(parents=True)
     (project / "help.md").write_text("Not the help\n")
-    child = spawn(tmp_path)
-    try:
-        child.expect_exact("saved prompt /help (.claude/commands/help.md) not available")
-        child.expect_exact(PROMPT)
-        child.send("/rev")
-        child.expect_exact("/rev")  # echoed
-        child.send("\t")
-        child.expect_exact("iew")  # the completion is drawn (asynchronously: wait for it)
-        child.send(" parser.py\r")
-        child.expect_exact("Noted: Review parser.py for bugs.")
-        child.expect_exact(PROMPT)
-        child.sendline("help")
-        child.expect(r"/review FILE +Review a file for bugs \(~/\.claude/commands/review\.md\)")
-        child.expect_exact(PROMPT)
-        child.sendline("/reveiw x")
-        child.expect_exact("unknown command /reveiw (not sent to the model)")
-        exit_chat(child)
-    finally:
-        child.close(force=True)
+
+    def script(term: Terminal) -> None:
+        term.expect_exact("saved prompt /help (.claude/commands/help.md) not available")
+        term.expect_exact(PROMPT)
+        term.send("/rev")
+        term.expect_exact("/rev")  # echoed
+        term.send("\t")
+        term.expect_exact("iew")  # the completion is drawn (asynchronously: wait for it)
+        term.send(" parser.py\r")
+        term.expect_exact("Noted: Review parser.py for bugs.")
+        term.expect_exact(PROMPT)
+        term.sendline("help")
+        term.expect(r"/review FILE +Review a file for bugs \(~/\.claude/commands/review\.md\)")
+        term.expect_exact(PROMPT)
+        term.sendline("/reveiw x")
+        term.expect_exact("unknown command /reveiw (not sent to the model)")
+        _exit(term)
+
+    assert run_chat(tmp_path, [], script) == 0
     [path] = (tmp_path / "sessions").glob("*.md")
     [turn] = parse(path.read_text()).turns
     assert (turn.user, turn.typed) == ("Review parser.py for bugs.", "/review parser.py")
@@ -67,20 +74,20 @@ def test_a_prompts_command_is_shown_and_asked_then_its_output_sent(tmp_path: Pat
     commands.mkdir(parents=True)
     (commands / "st.md").write_text("---\nallowed-tools: Bash(echo:*)\n---\n"
                                     "State: !`echo all-green`\n")
-    child = spawn(tmp_path)
-    try:
-        child.expect_exact(PROMPT)
-        child.sendline("/st")
-        child.expect_exact("The saved prompt /st (~/.claude/commands/st.md) runs a command "
-                           "(Bash)")
-        child.expect_exact('"command": "echo all-green"')
-        child.expect_exact("Allow?")
-        child.sendline("y")
-        child.expect_exact("ran !`echo all-green` for /st (exit status 0)")
-        child.expect_exact("Noted: State: all-green")
-        exit_chat(child)
-    finally:
-        child.close(force=True)
+
+    def script(term: Terminal) -> None:
+        term.expect_exact(PROMPT)
+        term.sendline("/st")
+        term.expect_exact("The saved prompt /st (~/.claude/commands/st.md) runs a command "
+                          "(Bash)")
+        term.expect_exact('"command": "echo all-green"')
+        term.expect_exact("Allow?")
+        term.sendline("y")
+        term.expect_exact("ran !`echo all-green` for /st (exit status 0)")
+        term.expect_exact("Noted: State: all-green")
+        _exit(term)
+
+    assert run_chat(tmp_path, [], script) == 0
 
 
 def test_piped_a_prompts_command_is_refused_and_a_hostile_project_prompt_runs_nothing(
