@@ -78,7 +78,8 @@ def _pty_session(tmp_path: Path, server: WireServer, cfg: Path) -> str:
     """chat, a 401 and a 500 that echo the keys, compact, chat, exit; in a pseudo-terminal so
     the input history is written. Returns everything shown."""
     child = spawn(tmp_path, "--config", str(cfg), "--provider", "openai", "--model",
-                  "test-model", "--base-url", with_credentials(server.url), env=_env(tmp_path))
+                  "test-model", "--base-url", with_credentials(server.url), env=_env(tmp_path),
+                  timeout=90)  # five model calls and a compaction: 30 s was short under load
     shown = io.StringIO()
     child.logfile_read = shown
     child.expect(PROMPT)
