@@ -77,14 +77,15 @@ def test_a_killed_server_is_failed_at_once_withdrawn_in_one_line_and_restarted(
 def test_restarts_stop_after_a_few_and_tools_restart_starts_it_again(
         servers, tmp_path: Path) -> None:
     pid_file, broken = tmp_path / "pid", tmp_path / "broken"
-    source = start(servers, stdio("db", "--pid-file", str(pid_file), "--crash-if", str(broken)))
+    source = start(servers, stdio("db", "--pid-file", str(pid_file), "--crash-if", str(broken)),
+                   restart_after=0.25)  # (the product's 1 s, 2 s, 4 s, a quarter as long)
     engine = engine_with(source)
     drain(engine.chat("hello"))
     broken.write_text("the database is gone")
     os.kill(int(wait_for_file(pid_file)), signal.SIGKILL)
     t0 = time.monotonic()
     wait_until(lambda: "tools restart db" in state(source, "db"), 60)
-    assert time.monotonic() - t0 >= 1 + 2 + 4 - 0.5  # three tries, backing off
+    assert time.monotonic() - t0 >= 0.25 + 0.5 + 1 - 0.1  # three tries, backing off
     assert "(stderr: cannot open the database)" in state(source, "db")
     events: list[Event] = []
     drain(engine.chat("hello"), events.append)
@@ -105,7 +106,7 @@ def test_an_http_server_that_goes_away_is_failed_and_rejoins_when_it_is_back(
     pid_file = tmp_path / "pid"
     with http_server("--pid-file", str(pid_file)) as url:
         source = start(servers, check_server("remote", {"url": url}, base_dir=tmp_path,
-                                             origin="t"))
+                                             origin="t"), restart_after=0.25)
         engine = engine_with(source)
         assert drain(engine.chat('use add {"a": 1, "b": 1}')).turn.tools[0].result == "2"
         os.kill(int(wait_for_file(pid_file)), signal.SIGKILL)
@@ -118,8 +119,9 @@ def test_an_http_server_that_goes_away_is_failed_and_rejoins_when_it_is_back(
         assert not [n for n in engine.tools if n.startswith("mcp__remote__")]
         entries = {e.source for e in source.entries(engine.tools)}
         assert "built-in" not in entries
-    # not rollchat's to restart: looked for past a stdio server's 3 restarts (1, 2, 4, 8 s ...)
-    wait_until(lambda: "looking for it again in 8 s" in state(source, "remote"), 60)
+    # not rollchat's to restart: looked for past a stdio server's 3 restarts (0.25, 0.5, 1, 2
+    # s ...: the product's 1, 2, 4, 8 s a quarter as long)
+    wait_until(lambda: "looking for it again in 2 s" in state(source, "remote"), 60)
     port = int(url.rsplit(":", 1)[1].split("/")[0])
     with http_server(port=port):  # back on the same address: the backoff finds it
         wait_until(lambda: state(source, "remote") == "ready", 90)  # (a ceiling: the next look)
@@ -164,7 +166,7 @@ def test_the_startup_clock_starts_after_the_sdk_is_imported(servers, monkeypatch
 
     def slow_import() -> None:  # a cold SDK import takes seconds on a loaded machine
         import_sdk()
-        time.sleep(2.0)
+        time.sleep(0.2)  # (a clock started before the import is at least this early)
         done.append(time.monotonic())
 
     monkeypatch.setattr(mcp_package, "import_sdk", slow_import)
