@@ -128,8 +128,10 @@ def test_an_http_server_that_goes_away_is_failed_and_rejoins_when_it_is_back(
         assert drain(engine.chat('use add {"a": 2, "b": 3}')).turn.tools[0].result == "5"
 
 
-def test_a_server_ready_after_the_first_message_joins_once_with_a_line(servers) -> None:
-    source = start(servers, stdio("quick"), stdio("late", "--slow-start", "4"))
+def test_a_server_ready_after_the_first_message_joins_once_with_a_line(
+        servers, tmp_path: Path) -> None:
+    go = tmp_path / "go"  # the late server serves once it exists (after the first message)
+    source = start(servers, stdio("quick"), stdio("late", "--start-when", str(go)))
     engine = engine_with(source)
     wait_until(lambda: source.waiting_for() == ["late"])
 
@@ -140,7 +142,8 @@ def test_a_server_ready_after_the_first_message_joins_once_with_a_line(servers) 
     drain(engine.chat("hello"), stop_waiting)
     first = [spec.name for spec in engine.request([]).tools]
     assert first and all(name.startswith("mcp__quick__") for name in first)
-    wait_until(lambda: state(source, "late") == "ready")
+    go.touch()
+    wait_until(lambda: state(source, "late") == "ready", 30)
     events: list[Event] = []
     drain(engine.chat("hello again"), events.append)
     assert warnings(events) == ["MCP server 'late' is ready: 5 tools offered from this message"]
