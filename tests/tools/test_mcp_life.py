@@ -106,12 +106,12 @@ def test_an_http_server_that_goes_away_is_failed_and_rejoins_when_it_is_back(
     pid_file = tmp_path / "pid"
     with http_server("--pid-file", str(pid_file)) as url:
         source = start(servers, check_server("remote", {"url": url}, base_dir=tmp_path,
-                                             origin="t"), restart_after=0.25)
+                                             origin="t"), restart_after=0.25, ping_every=0.5)
         engine = engine_with(source)
         assert drain(engine.chat('use add {"a": 1, "b": 1}')).turn.tools[0].result == "2"
         os.kill(int(wait_for_file(pid_file)), signal.SIGKILL)
         wait_until(lambda: state(source, "remote").startswith(
-            "failed: the connection dropped"), 15)  # the next ping (every 5 s)
+            "failed: the connection dropped"), 15)  # the next ping (every 0.5 s here)
         events: list[Event] = []
         drain(engine.chat("hello"), events.append)
         assert warnings(events)[0].startswith("MCP server 'remote' stopped: the connection "

@@ -32,6 +32,7 @@ from rollchat.tools.mcp.offer import DEFAULT_TOOL_TOKENS, Offer, lines_for, offe
 from rollchat.tools.mcp.relay import Asks
 from rollchat.tools.mcp.serve import (
     CONNECTION_CLOSED,
+    PING_SECONDS,
     Server,
     connect,
     dropped,
@@ -57,15 +58,17 @@ class McpServers:
     """The MCP servers of one chat: ``start`` (returns at once), ``collect`` the tools when
     ``changed``, ``call`` through ``Tool.run``, ``entries`` for ``tools``, ``restart``,
     ``close``. ``tool_tokens``: the most the offered specs may add to a request;
-    ``restart_after``: the wait before the first automatic restart (then 2x, 4x ...)."""
+    ``restart_after``: the wait before the first automatic restart (then 2x, 4x ...);
+    ``ping_every``: how often an idle HTTP server is asked whether it is still there."""
 
     def __init__(self, servers: Sequence[McpServerConfig], env: Mapping[str, str], *,
                  tool_tokens: int = DEFAULT_TOOL_TOKENS,
                  on_progress: Callable[[str, str], None] | None = None,
                  asker: McpAsker | None = None, sampler: Sampler | None = None,
-                 restart_after: float = RESTART_AFTER) -> None:
+                 restart_after: float = RESTART_AFTER,
+                 ping_every: float = PING_SECONDS) -> None:
         self._servers = [Server(s) for s in servers]
-        self._restart_after = restart_after
+        self._restart_after, self._ping_every = restart_after, ping_every
         self._asks = Asks(asker, sampler)  # sampling and elicitation, during a call
         self._env = dict(env)
         self._tool_tokens = tool_tokens
@@ -236,7 +239,8 @@ class McpServers:
 
         timer = loop.call_later(server.config.startup_timeout, expire)
         try:
-            await connect(server, self._env, ready, **self._asks.callbacks(server.name))
+            await connect(server, self._env, ready, ping_every=self._ping_every,
+                          **self._asks.callbacks(server.name))
             return "stopped"
         except asyncio.CancelledError:
             if not expired:
