@@ -5,7 +5,9 @@ subprocess (``python tests/mcp_server.py``) or over streamable HTTP on 127.0.0.1
 ``--pid-file PATH`` records its process id (the tests check it is gone after rollchat ends);
 ``--sleeping-file PATH``: the ``sleep`` tool writes it as it starts sleeping (a Ctrl-C then
 lands inside the call);
-``--slow-start SECONDS`` sleeps before serving (a startup timeout); ``--crash`` exits at once
+``--slow-start SECONDS`` sleeps before serving (a startup timeout); ``--start-when FILE`` serves
+once FILE exists (a server still starting until the test says, with no fixed wait; it gives up
+after START_WHEN_SECONDS); ``--crash`` exits at once
 with a line on stderr (``--crash-if FILE``: while FILE exists); ``--stderr-mb N`` writes N MiB
 to stderr first; ``--odd`` adds the tools real servers have that rollchat must bound or refuse
 (see ``_odd``).
@@ -35,6 +37,7 @@ parser.add_argument("--require-header")
 parser.add_argument("--pid-file")
 parser.add_argument("--sleeping-file")
 parser.add_argument("--slow-start", type=float, default=0.0)
+parser.add_argument("--start-when")
 parser.add_argument("--crash", action="store_true")
 parser.add_argument("--crash-if")  # a file: crash at start while it exists (restarts fail)
 parser.add_argument("--stderr-mb", type=int, default=0)
@@ -62,6 +65,18 @@ class Testing(MCPServer):
 
 
 server = Testing("testing")
+
+START_WHEN_SECONDS = 120.0  # ``--start-when``: the most it waits for its file, then exits
+
+
+def _wait_for(path: Path) -> None:
+    """Return once ``path`` exists; exit with a line on stderr after START_WHEN_SECONDS."""
+    deadline = time.monotonic() + START_WHEN_SECONDS
+    while not path.exists():
+        if time.monotonic() > deadline:
+            print(f"{path} did not appear within {START_WHEN_SECONDS:g} s", file=sys.stderr)
+            sys.exit(4)
+        time.sleep(0.02)
 
 
 @server.tool()
@@ -171,6 +186,8 @@ if __name__ == "__main__":
         server.add_tool(lambda: "long", name="long_doc",
                         description="y" * options.description_chars)
     time.sleep(options.slow_start)
+    if options.start_when:
+        _wait_for(Path(options.start_when))
     if options.http:
         _http()
     else:

@@ -12,7 +12,6 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import anthropic
 import pytest
 
 from rollchat.domain import Message, ToolCall
@@ -104,6 +103,8 @@ def test_the_context_shortens_at_compaction_what_it_kept_whole() -> None:
 
 def _first_exchange(server: WireServer) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A tool call answered with bound thinking, and the messages to send its result with."""
+    import anthropic  # (where used: at the top it was 1-3 s of every worker's collection)
+
     server.push(tool("read_file", {"path": "a"}, tool_id="c1", thought="Read a first."))
     first = {"model": MODEL, "max_tokens": 100, "system": "sys",
              "thinking": {"type": "adaptive", "display": "summarized"},
@@ -121,6 +122,8 @@ def _first_exchange(server: WireServer) -> tuple[dict[str, Any], list[dict[str, 
 
 def test_the_server_takes_the_block_back_unchanged_and_refuses_it_after_an_edit(
         thinker: WireServer) -> None:
+    import anthropic
+
     _, messages = _first_exchange(thinker)
     client = anthropic.Anthropic(api_key="k", base_url=thinker.url, max_retries=0)
     thinker.push(text("Done."), text("Done."))
@@ -136,6 +139,8 @@ def test_the_server_takes_the_block_back_unchanged_and_refuses_it_after_an_edit(
 
 def test_the_server_drops_a_mismatched_block_when_asked_with_the_beta_header(
         thinker: WireServer) -> None:
+    import anthropic
+
     _, messages = _first_exchange(thinker)
     client = anthropic.Anthropic(api_key="k", base_url=thinker.url, max_retries=0)
     edited = [{"role": "user", "content": "read a, please"}, *messages[1:]]

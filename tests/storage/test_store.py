@@ -7,7 +7,6 @@ import os
 import stat
 import threading
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -392,7 +391,7 @@ def test_finalize_and_load_summary_never_follow_a_symlink(tmp_path: Path) -> Non
     with pytest.raises(StoreError, match="cannot read"):
         store.finalize("alias", SUMMARY, total_queries=1, total_tokens=1)
     assert good.path.read_bytes() == before and (root / "alias.md").is_symlink()
-    info = replace(store.list_sessions().sessions[0], session_id="alias", file_name="alias.md")
+    info = store.list_sessions().sessions[0]._replace(session_id="alias", file_name="alias.md")
     with pytest.raises(StoreError, match="cannot read"):
         store.load_summary(info)
 

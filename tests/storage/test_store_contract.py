@@ -265,8 +265,8 @@ def test_a_long_session_is_listed_from_its_head_and_tail(store: Store) -> None:
 
 
 def _identity_free(info: SessionInfo) -> SessionInfo:
-    return replace(info, session_id="", file_name="", path=None, resumed_from=None,
-                   previous_session=None)
+    return info._replace(session_id="", file_name="", path=None, resumed_from=None,
+                         previous_session=None)
 
 
 def _normalized(t: Transcript) -> Transcript:

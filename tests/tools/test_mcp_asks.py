@@ -1,22 +1,38 @@
 """Sampling and elicitation against the reference server-everything (npm): rollchat declares
 both, so the server offers its trigger-sampling-request and trigger-elicitation-request tools;
 a sampling request is answered by the chat's own model (the wire server receives it) after the
-user approves, and refused when they decline; a form is filled in by the user's answers."""
+user approves, and refused when they decline; a form is filled in by the user's answers.
+The first test starts the server over stdio; the others share one started over streamable HTTP
+for the module (each node start is seconds of CPU; each test still has its own session)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from rollchat.config.mcp_servers import McpServerConfig, check_server
 from rollchat.providers.openai import OpenAIProvider
 from rollchat.tools.mcp.asks import Field, SampleRequest, chat_sampler, read_value
 from rollchat.tools.mcp_convert import McpToolError
-from tests.mcp_helpers import everything_stdio, servers, start
+from tests.mcp_helpers import everything_http, everything_stdio, servers, start
 from tests.wire_servers import WireServer, openai_server, text
 
 __all__ = ["openai_server", "servers"]  # the fixtures, imported for pytest
 pytestmark = pytest.mark.xdist_group("mcp-real")  # one npm install, one worker
+
+
+@pytest.fixture(scope="module")
+def everything_url() -> Iterator[str]:
+    """One server-everything over streamable HTTP for the module's tests."""
+    with everything_http() as (url, _):
+        yield url
+
+
+def everything(url: str) -> McpServerConfig:
+    return check_server("everything", {"url": url}, base_dir=Path.cwd(), origin="test")
 
 
 class User:
@@ -56,20 +72,21 @@ def test_sampling_goes_through_the_chat_s_model_after_approval(
 
 
 def test_declined_sampling_is_an_error_and_no_model_call(
-        servers, openai_server: WireServer) -> None:
+        servers, openai_server: WireServer, everything_url: str) -> None:
     user = User(approve=False)
     sampler = chat_sampler(OpenAIProvider("gpt-4o", api_key="k", base_url=openai_server.url,
                                           timeout=10), "gpt-4o")
-    source = start(servers, everything_stdio(), asker=user, sampler=sampler)
+    source = start(servers, everything(everything_url), asker=user, sampler=sampler)
     tools, _ = source.collect(wait=True)
     with pytest.raises(McpToolError, match="declined the sampling request"):
         tools["mcp__everything__trigger-sampling-request"].run({"prompt": "hi"})
     assert not openai_server.bodies and len(user.samples) == 1
 
 
-def test_elicitation_is_asked_and_the_answers_reach_the_server(servers) -> None:
+def test_elicitation_is_asked_and_the_answers_reach_the_server(
+        servers, everything_url: str) -> None:
     user = User(approve=False, form={"name": "Ada", "integer": 7, "check": True})
-    source = start(servers, everything_stdio(), asker=user)
+    source = start(servers, everything(everything_url), asker=user)
     tools, _ = source.collect(wait=True)
     assert "mcp__everything__trigger-sampling-request" not in tools  # no model: not declared
     result = str(tools["mcp__everything__trigger-elicitation-request"].run({}))
@@ -83,8 +100,8 @@ def test_elicitation_is_asked_and_the_answers_reach_the_server(servers) -> None:
     assert by_name["untitledMultipleSelectEnum"].choices
 
 
-def test_without_an_asker_nothing_is_declared(servers) -> None:
-    tools, _ = start(servers, everything_stdio()).collect(wait=True)
+def test_without_an_asker_nothing_is_declared(servers, everything_url: str) -> None:
+    tools, _ = start(servers, everything(everything_url)).collect(wait=True)
     assert not [n for n in tools if "sampling" in n or "elicitation-request" in n]
 
 
@@ -98,7 +115,8 @@ def test_typed_values_are_read_as_the_schema_wants() -> None:
 
 
 def test_a_server_that_asks_at_once_is_answered(servers, openai_server: WireServer,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 everything_url: str) -> None:
     """The server may ask before the chat's thread starts waiting for the call's result: the
     call counts as running from before it is sent (CI once saw the quick server refused)."""
     import time
@@ -118,7 +136,8 @@ def test_a_server_that_asks_at_once_is_answered(servers, openai_server: WireServ
     openai_server.push(text("Paris."))
     sampler = chat_sampler(OpenAIProvider("gpt-4o", api_key="k", base_url=openai_server.url,
                                           timeout=10), "gpt-4o")
-    source = start(servers, everything_stdio(), asker=User(approve=True), sampler=sampler)
+    source = start(servers, everything(everything_url), asker=User(approve=True),
+                   sampler=sampler)
     tools, _ = source.collect(wait=True)
     result = tools["mcp__everything__trigger-sampling-request"].run({"prompt": "capital?"})
     assert "Paris." in str(result)

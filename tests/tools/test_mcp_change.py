@@ -32,9 +32,9 @@ def offered(server: WireServer) -> list[str]:
 
 def test_a_dead_server_s_tools_are_not_offered_after_another_joined(
         servers, openai_server: WireServer, tmp_path: Path) -> None:
-    pid_file, broken = tmp_path / "pid", tmp_path / "broken"
+    pid_file, broken, go = tmp_path / "pid", tmp_path / "broken", tmp_path / "go"
     source = start(servers, stdio("db", "--pid-file", str(pid_file), "--crash-if", str(broken)),
-                   stdio("late", "--slow-start", "2"))
+                   stdio("late", "--start-when", str(go)))  # (late until the first message)
     engine = Engine(EngineSettings(
         OpenAIProvider("gpt-4o", api_key="k", base_url=openai_server.url, timeout=10),
         model="gpt-4o", system="sys", max_output_tokens=100, temperature=None,
@@ -47,7 +47,8 @@ def test_a_dead_server_s_tools_are_not_offered_after_another_joined(
     wait_until(lambda: state(source, "db") == "ready")
     drain(engine.chat("one"), stop_waiting)
     assert {n.split("__")[1] for n in offered(openai_server)} == {"db"}
-    wait_until(lambda: state(source, "late") == "ready")
+    go.touch()
+    wait_until(lambda: state(source, "late") == "ready", 30)
     drain(engine.chat("two"))  # late joins: the tools are collected again
     assert {n.split("__")[1] for n in offered(openai_server)} == {"db", "late"}
     broken.write_text("gone")  # its restarts fail
@@ -107,12 +108,20 @@ def test_a_server_killed_mid_call_says_why_in_the_result_and_in_one_line(
     assert "stopped: stopped" not in line
 
 
-def test_servers_still_starting_are_shown_live_with_their_time_and_timeout(servers) -> None:
+def test_servers_still_starting_are_shown_live_with_their_time_and_timeout(
+        servers, tmp_path: Path) -> None:
     from rollchat.events import ServersStarting
 
-    source = start(servers, stdio("late", "--slow-start", "2"))
+    go = tmp_path / "go"  # the server serves once it exists: after two live lines were drawn
+    source = start(servers, stdio("late", "--start-when", str(go)))
     events: list[Event] = []
-    drain(engine_with(source).chat("hello"), events.append)
+
+    def seen(event: Event) -> None:
+        events.append(event)
+        if sum(isinstance(e, ServersStarting) for e in events) == 2:
+            go.touch()
+
+    drain(engine_with(source).chat("hello"), seen)
     live = [e for e in events if isinstance(e, ServersStarting)]
     assert len(live) >= 2 and live[-1] == ServersStarting(())
     shown = [e.servers for e in live[:-1]]

@@ -77,14 +77,15 @@ def test_a_killed_server_is_failed_at_once_withdrawn_in_one_line_and_restarted(
 def test_restarts_stop_after_a_few_and_tools_restart_starts_it_again(
         servers, tmp_path: Path) -> None:
     pid_file, broken = tmp_path / "pid", tmp_path / "broken"
-    source = start(servers, stdio("db", "--pid-file", str(pid_file), "--crash-if", str(broken)))
+    source = start(servers, stdio("db", "--pid-file", str(pid_file), "--crash-if", str(broken)),
+                   restart_after=0.25)  # (the product's 1 s, 2 s, 4 s, a quarter as long)
     engine = engine_with(source)
     drain(engine.chat("hello"))
     broken.write_text("the database is gone")
     os.kill(int(wait_for_file(pid_file)), signal.SIGKILL)
     t0 = time.monotonic()
     wait_until(lambda: "tools restart db" in state(source, "db"), 60)
-    assert time.monotonic() - t0 >= 1 + 2 + 4 - 0.5  # three tries, backing off
+    assert time.monotonic() - t0 >= 0.25 + 0.5 + 1 - 0.1  # three tries, backing off
     assert "(stderr: cannot open the database)" in state(source, "db")
     events: list[Event] = []
     drain(engine.chat("hello"), events.append)
@@ -105,12 +106,12 @@ def test_an_http_server_that_goes_away_is_failed_and_rejoins_when_it_is_back(
     pid_file = tmp_path / "pid"
     with http_server("--pid-file", str(pid_file)) as url:
         source = start(servers, check_server("remote", {"url": url}, base_dir=tmp_path,
-                                             origin="t"))
+                                             origin="t"), restart_after=0.25, ping_every=0.5)
         engine = engine_with(source)
         assert drain(engine.chat('use add {"a": 1, "b": 1}')).turn.tools[0].result == "2"
         os.kill(int(wait_for_file(pid_file)), signal.SIGKILL)
         wait_until(lambda: state(source, "remote").startswith(
-            "failed: the connection dropped"), 15)  # the next ping (every 5 s)
+            "failed: the connection dropped"), 15)  # the next ping (every 0.5 s here)
         events: list[Event] = []
         drain(engine.chat("hello"), events.append)
         assert warnings(events)[0].startswith("MCP server 'remote' stopped: the connection "
@@ -118,16 +119,19 @@ def test_an_http_server_that_goes_away_is_failed_and_rejoins_when_it_is_back(
         assert not [n for n in engine.tools if n.startswith("mcp__remote__")]
         entries = {e.source for e in source.entries(engine.tools)}
         assert "built-in" not in entries
-    # not rollchat's to restart: looked for past a stdio server's 3 restarts (1, 2, 4, 8 s ...)
-    wait_until(lambda: "looking for it again in 8 s" in state(source, "remote"), 60)
+    # not rollchat's to restart: looked for past a stdio server's 3 restarts (0.25, 0.5, 1, 2
+    # s ...: the product's 1, 2, 4, 8 s a quarter as long)
+    wait_until(lambda: "looking for it again in 2 s" in state(source, "remote"), 60)
     port = int(url.rsplit(":", 1)[1].split("/")[0])
     with http_server(port=port):  # back on the same address: the backoff finds it
         wait_until(lambda: state(source, "remote") == "ready", 90)  # (a ceiling: the next look)
         assert drain(engine.chat('use add {"a": 2, "b": 3}')).turn.tools[0].result == "5"
 
 
-def test_a_server_ready_after_the_first_message_joins_once_with_a_line(servers) -> None:
-    source = start(servers, stdio("quick"), stdio("late", "--slow-start", "4"))
+def test_a_server_ready_after_the_first_message_joins_once_with_a_line(
+        servers, tmp_path: Path) -> None:
+    go = tmp_path / "go"  # the late server serves once it exists (after the first message)
+    source = start(servers, stdio("quick"), stdio("late", "--start-when", str(go)))
     engine = engine_with(source)
     wait_until(lambda: source.waiting_for() == ["late"])
 
@@ -138,7 +142,8 @@ def test_a_server_ready_after_the_first_message_joins_once_with_a_line(servers) 
     drain(engine.chat("hello"), stop_waiting)
     first = [spec.name for spec in engine.request([]).tools]
     assert first and all(name.startswith("mcp__quick__") for name in first)
-    wait_until(lambda: state(source, "late") == "ready")
+    go.touch()
+    wait_until(lambda: state(source, "late") == "ready", 30)
     events: list[Event] = []
     drain(engine.chat("hello again"), events.append)
     assert warnings(events) == ["MCP server 'late' is ready: 5 tools offered from this message"]
@@ -164,7 +169,7 @@ def test_the_startup_clock_starts_after_the_sdk_is_imported(servers, monkeypatch
 
     def slow_import() -> None:  # a cold SDK import takes seconds on a loaded machine
         import_sdk()
-        time.sleep(2.0)
+        time.sleep(0.2)  # (a clock started before the import is at least this early)
         done.append(time.monotonic())
 
     monkeypatch.setattr(mcp_package, "import_sdk", slow_import)

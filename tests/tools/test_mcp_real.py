@@ -120,7 +120,7 @@ def test_server_everything_over_stdio(servers) -> None:
 def test_server_everything_over_streamable_http_killed_mid_session(servers) -> None:
     with everything_http() as (url, process):
         config = check_server("everything", {"url": url}, base_dir=Path.cwd(), origin="t")
-        source = start(servers, config)
+        source = start(servers, config, ping_every=0.5)  # (the product pings every 5 s)
         engine = engine_with(source)
         assert "42" in drain(engine.chat('use get-sum {"a": 40, "b": 2}')).turn.tools[0].result
         process.kill()

@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from rollchat.config.mcp_servers import check_server
 from rollchat.events import Event, Notice
 from rollchat.tools.mcp import McpToolError
 from tests.drive import drain
 from tests.mcp_helpers import (
+    SERVER,
     engine_with,
     gone_within,
     http_server,
@@ -97,9 +100,13 @@ def test_ctrl_c_stops_a_call_and_the_turn_is_kept_as_interrupted(servers,
 def test_a_server_that_does_not_start_in_time_costs_one_line_and_is_stopped(
         servers, tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
-    source = start(servers, stdio("slow", "--slow-start", "30", "--pid-file", str(pid_file),
-                                  startup_timeout=1.5),
-                   stdio("quick"))
+    # its process id written by a shell that then becomes the server: Python's own start
+    # (--pid-file) could come after the 1.5 s on a loaded machine, and with it no pid (CI)
+    slow = check_server("slow", {"command": "/bin/sh", "args": [
+        "-c", 'echo $$ > "$1"; shift; exec "$@"', "sh", str(pid_file), sys.executable,
+        str(SERVER), "--slow-start", "30"], "startup_timeout": 1.5},
+        base_dir=Path.cwd(), origin="test")
+    source = start(servers, slow, stdio("quick"))
     engine = engine_with(source)
     events: list[Event] = []
     turn = drain(engine.chat('use add {"a": 1, "b": 2}'), events.append).turn

@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import re
-from dataclasses import asdict
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,7 @@ def micros(date: datetime) -> int:
 
 
 def encode_info(info: SessionInfo) -> str:
-    data = asdict(info)
+    data = info._asdict()
     del data["number"], data["path"]
     data["date"] = info.date.isoformat()
     return json.dumps(data, ensure_ascii=False)

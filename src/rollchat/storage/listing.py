@@ -8,11 +8,10 @@ import os
 import re
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
 from datetime import datetime
 from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from rollchat.errors import StoreError
 from rollchat.storage.titles import first_line_title
@@ -75,9 +74,11 @@ def check_id(session_id: str) -> str:
     return session_id
 
 
-@dataclass(frozen=True)
-class SessionInfo:
-    """One listed session, from its head and tail only."""
+class SessionInfo(NamedTuple):
+    """One listed session, from its head and tail only. (The listing's records are named
+    tuples, not dataclasses: ``compact N --json`` and ``sessions`` are timed, bench/, and
+    ``dataclasses`` imports inspect, ast, dis and tokenize; ``_replace`` makes a changed
+    copy, ``_asdict`` a dict.)"""
 
     number: int
     session_id: str
@@ -115,12 +116,11 @@ class SessionInfo:
         return not self.has_summary and self.queries == 0 and self.first_query_preview is None
 
 
-@dataclass(frozen=True)
-class Listing:
+class Listing(NamedTuple):
     """Sessions numbered 1.. (most recent first) and the files that are not sessions."""
 
-    sessions: list[SessionInfo] = field(default_factory=list)
-    problems: list[tuple[str, str]] = field(default_factory=list)
+    sessions: list[SessionInfo]
+    problems: list[tuple[str, str]]
 
 
 def session_info(file_name: str, path: Path | None, seen: Glance) -> SessionInfo:
@@ -184,7 +184,7 @@ def numbered(found: list[SessionInfo], problems: list[tuple[str, str]],
     ordered = list(found)
     for _, name, desc in reversed(ORDER):  # (stable sorts: the first column decides first)
         ordered.sort(key=attrgetter(name), reverse=desc)
-    return Listing([replace(info, number=n) for n, info in enumerate(ordered, 1)
+    return Listing([info._replace(number=n) for n, info in enumerate(ordered, 1)
                     if info.session_id != exclude], problems)
 
 
@@ -272,8 +272,7 @@ def lineage(sessions: Sequence[SessionInfo], listed: Sequence[SessionInfo]) -> l
 DEFAULT_LIMIT = 20  # the sessions a listing shows, the hits a search shows, unless told
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(NamedTuple):
     """One search result: a session, where it is in the listing, and the best matching text
     (matched words between ``**``)."""
 
@@ -298,14 +297,13 @@ class Hit:
         return list(dict.fromkeys(text for text, matched in self.parts if matched))
 
 
-@dataclass(frozen=True)
-class Page:
+class Page(NamedTuple):
     """The most recent sessions (numbered 1..), how many there are in all, and the files that
     are not sessions."""
 
-    sessions: list[SessionInfo] = field(default_factory=list)
-    total: int = 0
-    problems: list[tuple[str, str]] = field(default_factory=list)
+    sessions: list[SessionInfo]
+    total: int
+    problems: list[tuple[str, str]]
 
     @property
     def more(self) -> int:

@@ -32,6 +32,7 @@ from rollchat.tools.mcp.offer import DEFAULT_TOOL_TOKENS, Offer, lines_for, offe
 from rollchat.tools.mcp.relay import Asks
 from rollchat.tools.mcp.serve import (
     CONNECTION_CLOSED,
+    PING_SECONDS,
     Server,
     connect,
     dropped,
@@ -46,6 +47,7 @@ T = TypeVar("T")
 STOP_SECONDS = 5.0  # on exit: how long servers get to stop before they are cancelled
 FIRST_WAIT = 15.0  # the most the first message waits for servers still starting
 MAX_RESTARTS = 3  # automatic restarts of a server that went away, 1 s, 2 s, 4 s apart
+RESTART_AFTER = 1.0  # the wait before the first restart; each next one doubles (RETRY_CAP)
 RETRY_CAP = 30.0  # an HTTP server that went away: looked for again 1, 2, 4 ... 30 s apart
 PROGRESS_SECONDS = 0.2  # how often a call's progress reports are looked at
 SOURCE = "mcp"
@@ -55,13 +57,18 @@ __all__ = ["SOURCE", "McpServers", "McpToolError"]
 class McpServers:
     """The MCP servers of one chat: ``start`` (returns at once), ``collect`` the tools when
     ``changed``, ``call`` through ``Tool.run``, ``entries`` for ``tools``, ``restart``,
-    ``close``. ``tool_tokens``: the most the offered specs may add to a request."""
+    ``close``. ``tool_tokens``: the most the offered specs may add to a request;
+    ``restart_after``: the wait before the first automatic restart (then 2x, 4x ...);
+    ``ping_every``: how often an idle HTTP server is asked whether it is still there."""
 
     def __init__(self, servers: Sequence[McpServerConfig], env: Mapping[str, str], *,
                  tool_tokens: int = DEFAULT_TOOL_TOKENS,
                  on_progress: Callable[[str, str], None] | None = None,
-                 asker: McpAsker | None = None, sampler: Sampler | None = None) -> None:
+                 asker: McpAsker | None = None, sampler: Sampler | None = None,
+                 restart_after: float = RESTART_AFTER,
+                 ping_every: float = PING_SECONDS) -> None:
         self._servers = [Server(s) for s in servers]
+        self._restart_after, self._ping_every = restart_after, ping_every
         self._asks = Asks(asker, sampler)  # sampling and elicitation, during a call
         self._env = dict(env)
         self._tool_tokens = tool_tokens
@@ -187,7 +194,8 @@ class McpServers:
                 continue
             if outcome == "failed" and not server.ever_ready:
                 return
-            remote, delay = _remote(server), min(2.0 ** min(server.restarts, 16), RETRY_CAP)
+            remote, delay = _remote(server), min(
+                self._restart_after * 2.0 ** min(server.restarts, 16), RETRY_CAP)
             if server.restarts >= MAX_RESTARTS and not remote:
                 self._hint(server, f"'tools restart {server.name}' starts it again")
                 return
@@ -231,7 +239,8 @@ class McpServers:
 
         timer = loop.call_later(server.config.startup_timeout, expire)
         try:
-            await connect(server, self._env, ready, **self._asks.callbacks(server.name))
+            await connect(server, self._env, ready, ping_every=self._ping_every,
+                          **self._asks.callbacks(server.name))
             return "stopped"
         except asyncio.CancelledError:
             if not expired:

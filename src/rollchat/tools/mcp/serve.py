@@ -65,9 +65,11 @@ class Server:
 
 
 async def connect(server: Server, env: dict[str, str],
-                  ready: Callable[[Client, list[Any], bool], None], **callbacks: Any) -> None:
+                  ready: Callable[[Client, list[Any], bool], None], *,
+                  ping_every: float = PING_SECONDS, **callbacks: Any) -> None:
     """Connect to ``server``, hand its client and tool listing to ``ready``, then wait until
-    ``server.stop`` is set (returns) or the server goes away (raises Dropped).
+    ``server.stop`` is set (returns) or the server goes away (raises Dropped; an idle HTTP
+    server is pinged every ``ping_every`` seconds).
     ``callbacks``: the Client's (sampling, elicitation), which declare those capabilities."""
     from mcp import Client
     from mcp.types import Implementation
@@ -82,18 +84,19 @@ async def connect(server: Server, env: dict[str, str],
                         **callbacks)
         async with client:
             ready(client, await _list_tools(client), await _has_resources(client))
-            await _watch(server, client, gone)
+            await _watch(server, client, gone, ping_every)
     finally:
         if pgid:  # the server's own children, when it left them behind
             await asyncio.to_thread(end_group, pgid[0])
 
 
-async def _watch(server: Server, client: Client, gone: asyncio.Event) -> None:
+async def _watch(server: Server, client: Client, gone: asyncio.Event,
+                 ping_every: float) -> None:
     assert server.stop is not None and server.check is not None
     stop, check = server.stop, server.check
     while not stop.is_set():
         waits = [asyncio.ensure_future(e.wait()) for e in (stop, gone, check)]
-        await asyncio.wait(waits, timeout=PING_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(waits, timeout=ping_every, return_when=asyncio.FIRST_COMPLETED)
         for wait in waits:
             wait.cancel()
         if stop.is_set():
