@@ -198,6 +198,7 @@ def test_an_apps_root_agent_runs_with_the_apps_plugins_after_rollchats_gate(
         monkeypatch: pytest.MonkeyPatch, refuse: str | None) -> None:
     """An ``App`` (as `adk web` and `adk api_server` take it) is run as its root agent, its
     own plugins after rollchat's: a call rollchat refused never reaches them."""
+    pytest.importorskip("google.adk")
     from google.adk.apps import App
     from google.adk.plugins.base_plugin import BasePlugin
 
