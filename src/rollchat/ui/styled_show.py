@@ -36,14 +36,24 @@ class Palette:
         self.console = console
         self._codes: dict[str, tuple[str, str]] = {}
         self._titles: dict[str, Runs | None] = {}
+        self._drawn_titles: dict[str, list[tuple[int, int, str, str]] | None] = {}
+        self._agents: dict[tuple[str, int], list[str] | None] = {}
+        self._rules: dict[int, str] = {}  # the painted line of a rule's right part, by length
 
     def paint(self, text: str, style: str | None) -> str:
         if not text or style is None:
             return text
+        start, end = self.codes(style)
+        return f"{start}{text}{end}" if start else text
+
+    def codes(self, style: str | None) -> tuple[str, str]:
+        """What is written before and after a text in ``style`` (nothing for no style)."""
+        if style is None:
+            return "", ""
         codes = self._codes.get(style)
         if codes is None:
             codes = self._codes[style] = self._learn(style)
-        return f"{codes[0]}{text}{codes[1]}" if codes[0] else text
+        return codes
 
     def _learn(self, style: str) -> tuple[str, str]:
         from rich.text import Text
@@ -64,6 +74,37 @@ class Palette:
                 self._titles.clear()
             self._titles[shape] = self._highlighted(text)
         return self._titles[shape]
+
+    def rule_line(self, length: int) -> str:
+        """A rule's line of ``length`` cells right of its title, in cyan."""
+        line = self._rules.get(length)
+        if line is None:
+            line = self._rules[length] = self.paint("─" * length, "cyan")
+        return line
+
+    def agent_lines(self, agent: str, width: int) -> list[str] | None:
+        """The "Agent:" line above each answer, in bold green (the same in every turn)."""
+        key = (agent, width)
+        if key not in self._agents:
+            name = f"{one_line(agent)}:"
+            self._agents[key] = _text_lines(name, "bold green", width, self) \
+                if is_line(name) else None
+        return self._agents[key]
+
+    def title_pieces(self, text: str) -> list[tuple[int, int, str, str]] | None:
+        """``title_runs`` with each run's codes: (start, end, before, after)."""
+        if not _TITLE.fullmatch(text):
+            return None
+        shape = text.translate(_ZEROS)
+        if shape in self._drawn_titles:
+            return self._drawn_titles[shape]
+        runs = self.title_runs(text)
+        pieces = None if runs is None else [(start, end, *self.codes(style))
+                                            for start, end, style in runs]
+        if len(self._drawn_titles) >= _SHAPES:
+            self._drawn_titles.clear()
+        self._drawn_titles[shape] = pieces
+        return pieces
 
     def _highlighted(self, text: str) -> Runs | None:
         shown = self.console.render_str(text, style="rule.text")
@@ -123,17 +164,44 @@ def _lines(text: str, runs: Runs, width: int, palette: Palette, pad: bool) -> li
     return lines
 
 
-def _text_lines(text: str, style: str | None, width: int, palette: Palette) -> list[str] | None:
-    return _lines(text, [(0, len(text), style)], width, palette, False)
+def _text_lines(text: str, style: str | None, width: int, palette: Palette,
+                pad: bool = False) -> list[str] | None:
+    """``_lines`` of a text in one style (most of them): each line painted whole."""
+    start_code, end_code = palette.codes(style)
+    lines = []
+    size = len(text)
+    for start, end in cuts(text, width):
+        if end - start > width:
+            return None
+        if end < size and end - start < width:
+            end += 1  # the space after the line's last word
+        line = text[start:end]
+        if start_code and line:
+            line = f"{start_code}{line}{end_code}"
+        lines.append(line + " " * (width - (end - start)) if pad else line)
+    return lines
+
+
+def _you_lines(user: str, width: int, palette: Palette) -> list[str] | None:
+    """The "You: ..." line: its label in bold cyan, the rest plain."""
+    if width < 6:
+        return _lines(user, [(0, 5, "bold cyan"), (5, len(user), None)], width, palette, False)
+    lines = _text_lines(user, None, width, palette)
+    if lines is not None:  # the first line holds the label and its space (width >= 6)
+        lines[0] = palette.paint("You: ", "bold cyan") + lines[0][5:]
+    return lines
 
 
 def _rule(text: str, width: int, palette: Palette) -> str | None:
     """A rule in cyan, ``text`` at its left as rich highlights it."""
-    runs = palette.title_runs(text) if len(text) <= width - 2 else None
-    if runs is None:
+    if len(text) > width - 2:
         return None
-    return (_painted(text, runs, 0, 0, len(text), palette)[0] + " " +
-            palette.paint("─" * (width - len(text) - 1), "cyan"))
+    pieces = palette.title_pieces(text)
+    if pieces is None:
+        return None
+    line = palette.rule_line(width - len(text) - 1)
+    return "".join([f"{start_code}{text[start:end]}{end_code}"
+                    for start, end, start_code, end_code in pieces]) + " " + line
 
 
 def styled_turn(turn: Turn, agent: str, width: int, palette: Palette) -> str | None:
@@ -142,24 +210,27 @@ def styled_turn(turn: Turn, agent: str, width: int, palette: Palette) -> str | N
     if turn.kind not in ("query", "carried") or turn.attached or turn.typed or \
             turn.status != "ok":
         return None
-    texts = [harmless(block.text) if isinstance(block, TextBlock) else None
-             for block in turn.blocks]
-    if any(text is None or not is_prose(text) for text in texts):
-        return None
-    name = f"{one_line(agent)}:"
+    texts = []
+    for block in turn.blocks:
+        if not isinstance(block, TextBlock):
+            return None
+        text = harmless(block.text)
+        if not is_prose(text):
+            return None
+        texts.append(text)
     user = f"You: {harmless(turn.user)}"
     usage = usage_line(turn.elapsed, turn.usage)
-    if not all(is_line(line) for line in (user, name, usage)):
+    if not (is_line(user) and is_line(usage)):
         return None
+    said = palette.agent_lines(agent, width)
     rule = _rule(title(turn), width, palette)
-    you = _lines(user, [(0, 5, "bold cyan"), (5, len(user), None)], width, palette, False)
-    said = _text_lines(name, "bold green", width, palette)
+    you = _you_lines(user, width, palette)
     used = _text_lines(usage, "dim", width, palette)
     if rule is None or you is None or said is None or used is None:
         return None
     lines = ["", rule, *you, *said]
     for text in texts:
-        answer = _lines(text or "", [(0, len(text or ""), None)], width, palette, True)
+        answer = _text_lines(text, None, width, palette, True)
         if answer is None:
             return None
         lines += answer
@@ -232,7 +303,7 @@ def _markdown(markup: str, width: int, palette: Palette) -> str | None:
     """An answer of prose, or of paragraphs and tight lists (``markdown_blocks``), as rich's
     Markdown writes it: each line filled to the width, a list's bullet in its style."""
     if is_prose(markup):
-        lines = _lines(markup, [(0, len(markup), None)], width, palette, True)
+        lines = _text_lines(markup, None, width, palette, True)
         return None if lines is None else "\n".join(lines) + "\n"
     blocks = markdown_blocks(markup) if width >= 8 else None
     if blocks is None:
