@@ -168,8 +168,11 @@ def _text_lines(text: str, style: str | None, width: int, palette: Palette,
                 pad: bool = False) -> list[str] | None:
     """``_lines`` of a text in one style (most of them): each line painted whole."""
     start_code, end_code = palette.codes(style)
-    lines = []
     size = len(text)
+    if size <= width:  # one line (most of them): no cut to look for
+        line = f"{start_code}{text}{end_code}" if start_code and text else text
+        return [line + " " * (width - size) if pad else line]
+    lines = []
     for start, end in cuts(text, width):
         if end - start > width:
             return None
