@@ -23,6 +23,7 @@ Runs = list[tuple[int, int, "str | None"]]
 # rich's highlighter styles any digits of a shape alike (no hex, exponent or address here).
 _TITLE = re.compile(r"(?:Query \d+|Carried over \d+|Session restored|Handed off) · "
                     r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+_NUMBER = re.compile(r"\d+")
 _ZEROS = str.maketrans("123456789", "000000000")
 _SHAPES = 256  # titles' shapes remembered at most (a session has a handful)
 
@@ -36,7 +37,7 @@ class Palette:
         self.console = console
         self._codes: dict[str, tuple[str, str]] = {}
         self._titles: dict[str, Runs | None] = {}
-        self._drawn_titles: dict[str, list[tuple[int, int, str, str]] | None] = {}
+        self._drawn_titles: dict[str, str | None] = {}
         self._agents: dict[tuple[str, int], list[str] | None] = {}
         self._rules: dict[int, str] = {}  # the painted line of a rule's right part, by length
 
@@ -91,20 +92,29 @@ class Palette:
                 if is_line(name) else None
         return self._agents[key]
 
-    def title_pieces(self, text: str) -> list[tuple[int, int, str, str]] | None:
-        """``title_runs`` with each run's codes: (start, end, before, after)."""
+    def title_template(self, text: str) -> str | None:
+        """The highlighted ``text`` (``_TITLE``) as a format string with a ``{}`` for each of
+        its numbers (the codes around them depend on its shape only), or None."""
         if not _TITLE.fullmatch(text):
             return None
         shape = text.translate(_ZEROS)
         if shape in self._drawn_titles:
             return self._drawn_titles[shape]
         runs = self.title_runs(text)
-        pieces = None if runs is None else [(start, end, *self.codes(style))
-                                            for start, end, style in runs]
+        template = None
+        if runs is not None:
+            parts = []
+            for start, end, style in runs:
+                start_code, end_code = self.codes(style)
+                piece = _NUMBER.sub("{}", shape[start:end])
+                parts.append(f"{start_code}{piece}{end_code}" if start_code else piece)
+            template = "".join(parts)
+            if template.count("{}") != len(_NUMBER.findall(shape)):
+                template = None  # a style starts or ends inside a number: rich draws it
         if len(self._drawn_titles) >= _SHAPES:
             self._drawn_titles.clear()
-        self._drawn_titles[shape] = pieces
-        return pieces
+        self._drawn_titles[shape] = template
+        return template
 
     def _highlighted(self, text: str) -> Runs | None:
         shown = self.console.render_str(text, style="rule.text")
@@ -199,12 +209,11 @@ def _rule(text: str, width: int, palette: Palette) -> str | None:
     """A rule in cyan, ``text`` at its left as rich highlights it."""
     if len(text) > width - 2:
         return None
-    pieces = palette.title_pieces(text)
-    if pieces is None:
+    template = palette.title_template(text)
+    if template is None:
         return None
-    line = palette.rule_line(width - len(text) - 1)
-    return "".join([f"{start_code}{text[start:end]}{end_code}"
-                    for start, end, start_code, end_code in pieces]) + " " + line
+    return template.format(*_NUMBER.findall(text)) + " " + \
+        palette.rule_line(width - len(text) - 1)
 
 
 def styled_turn(turn: Turn, agent: str, width: int, palette: Palette) -> str | None:
