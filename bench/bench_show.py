@@ -3,8 +3,12 @@ peak memory (the child's ru_maxrss) of ``show`` piped to a file, ``show`` in a t
 $PAGER counts the bytes it is given) and ``compact --refresh``, for this tree and another
 (``--old SRC``: e.g. main's src exported with ``git archive``), side by side in one run.
 
-Run: .venv/bin/python bench/bench_show.py [--turns 200000] [--old /tmp/rollchat-old/src]
+Run: .venv/bin/python bench/bench_show.py [--turns 200000] [--large N] [--old /tmp/rollchat-old/src]
      [--timeout 300] [--only piped terminal refresh]
+
+``--large N``: N turns of 2.5 MB answers instead (prose paragraphs, every 7th a two-item
+``- **item** ...`` list): 40 is a 100 MB session of few very large turns. The terminal is a
+colour one (TERM=xterm-256color, COLORTERM=truecolor), as most are.
 """
 
 # The session is written directly (render_header + render_turn), not imported: the phrases of
@@ -59,14 +63,49 @@ def write_session(directory: Path, count: int) -> Path:
     return path
 
 
+def write_large(directory: Path, count: int, size: int = 2_500_000) -> Path:
+    """``count`` turns whose answers are ``size`` characters of markdown each."""
+    from rollchat.domain import SessionHeader, Turn, Usage, answer_blocks
+    from rollchat.storage.transcript import render_header, render_turn
+
+    rng = random.Random(count)
+    header = SessionHeader(SESSION, WHEN, "Assistant", "config:assistant", "offline-model",
+                           "offline", total_queries=count)
+    path = directory / f"{SESSION}.md"
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(render_header(header))
+        for i in range(count):
+            blocks: list[str] = []
+            length = 0
+            while length < size:
+                user, reply = phrases(len(blocks), rng)
+                if len(blocks) % 7 == 6:
+                    block = f"- **item** {reply}\n- `second` {user}"
+                else:
+                    block = f"{reply} {user} {reply}"
+                blocks.append(block)
+                length += len(block) + 2
+            turn = Turn("query", i + 1, WHEN + timedelta(seconds=i), f"question {i}",
+                        answer_blocks("\n\n".join(blocks)), elapsed=1.5,
+                        usage=Usage(120 + i, 40 + i))
+            f.write(render_turn(turn, "Assistant"))
+    os.chmod(path, 0o600)
+    return path
+
+
 def run(src: Path, command: list[str], timeout: float, *, terminal: bool,
         ) -> tuple[float | None, int, str, float]:
     """``command`` with rollchat from ``src``: (seconds or None, peak RSS in KB, what it said
     last or why it failed, the child's CPU seconds: user + system, which a shared machine's
     load inflates far less than the wall time). Piped: stdout to /dev/null through a file;
     terminal: a pty."""
-    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{ROOT}", "NO_COLOR": "1",
-           "PAGER": "wc -c", "LESS": ""}
+    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{ROOT}", "PAGER": "wc -c",
+           "LESS": ""}
+    env.pop("NO_COLOR", None)
+    if terminal:
+        env.update(TERM="xterm-256color", COLORTERM="truecolor")
+    else:
+        env["NO_COLOR"] = "1"
     start = time.perf_counter()
     if terminal:
         master, slave = pty.openpty()
@@ -121,6 +160,8 @@ def run(src: Path, command: list[str], timeout: float, *, terminal: bool,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=200_000)
+    parser.add_argument("--large", type=int, default=0,
+                        help="this many turns of 2.5 MB instead (40: 100 MB)")
     parser.add_argument("--old", type=Path, help="another tree's src to run beside this one")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--only", nargs="*", default=["piped", "terminal", "refresh"])
@@ -136,8 +177,10 @@ def main() -> None:
         config.write_text("agents:\n  assistant:\n    provider: offline\n", encoding="utf-8")
         made = work / "made"
         made.mkdir()
-        path = write_session(made, args.turns)
-        print(f"session: {args.turns:,} turns, {path.stat().st_size / 1e6:.1f} MB\n")
+        path = (write_large(made, args.large) if args.large else
+                write_session(made, args.turns))
+        count = args.large or args.turns
+        print(f"session: {count:,} turns, {path.stat().st_size / 1e6:.1f} MB\n")
         print("| stage | " + " | ".join(trees) + " |")
         print("| --- |" + " --- |" * len(trees))
         stages = [("piped", "show, piped to a file", ["show", SESSION], False),

@@ -86,3 +86,26 @@ def test_keys_of_common_words_are_looked_up_in_bounded_work_and_duplicates_still
     missed = [key for i, key in zip(range(0, 3000, 10), again, strict=True)
               if fresh[i] in kept and index.find(key) is None]
     assert len(missed) <= 1  # each found with odds of 99.8% at worst (text/near.py)
+
+
+def test_near_duplicates_is_its_definition() -> None:
+    """The quick form (sizes taken once, integer arithmetic, pairs of too unequal sizes for
+    an overlap ruled out before intersecting) says what the definition says."""
+    def definition(a: frozenset[str], b: frozenset[str]) -> bool:
+        if not a or not b:
+            return a == b
+        small, large = (a, b) if len(a) <= len(b) else (b, a)
+        if len(small) >= 2 and small <= large:
+            return True
+        shared = len(a & b)
+        return shared >= 0.75 * (len(a) + len(b) - shared)
+
+    rng = random.Random(5)
+    found = 0
+    for _ in range(20_000):
+        vocabulary = [f"w{n}" for n in range(rng.choice((2, 4, 8, 16, 40)))]
+        a, b = (frozenset(rng.sample(vocabulary, rng.randint(0, len(vocabulary))))
+                for _ in range(2))
+        assert near_duplicates(a, b) == definition(a, b), (a, b)
+        found += definition(a, b)
+    assert 2_000 < found < 18_000  # both answers met often

@@ -59,6 +59,8 @@ def _calls(path: Path, *, terminal: bool) -> int:
 def _no_pager(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("PAGER", " ")  # in a "terminal": drawn to stdout, no pager started
     monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("FORCE_COLOR", "1")  # a colour terminal: styled, as a user's is
+    monkeypatch.setenv("COLORTERM", "truecolor")
     yield
 
 

@@ -131,6 +131,12 @@ def plan_saved(summarizer: Summarizer, turns: list[Turn],
     """The plan for ``turns``: all by the model when it takes at most CONFIRM_CALLS calls, or
     when ``ask`` (given the estimate) agrees; else the cheap path, its chunks grouped from the
     newest turn so that the part the model summarizes is as full as one request allows."""
+    with summarizer.counter.remembering():  # a huge answer sized, then cut: encoded once
+        return _plan_saved(summarizer, turns, ask)
+
+
+def _plan_saved(summarizer: Summarizer, turns: list[Turn],
+                ask: Callable[[str], bool] | None) -> SavedPlan:
     from rollchat.compaction.chunks import turn_tokens
     from rollchat.compaction.summarizer import SUMMARY_PROMPT_OVERHEAD
 

@@ -5,10 +5,11 @@ Counting never raises and tiktoken is imported lazily, on the first count, never
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from rollchat.domain import Message
@@ -16,6 +17,7 @@ from rollchat.providers.base import ToolSpec
 from rollchat.providers.names import OFFLINE
 
 DEFAULT_CONTEXT_WINDOW = 128_000
+REMEMBERED_CHARS = 65_536  # texts this long have their counts kept within ``remembering``
 OFFLINE_CONTEXT_WINDOW = 32_000
 
 # Context windows in tokens. Matching: exact name, else the longest known prefix
@@ -215,10 +217,28 @@ class TokenCounter:
         self._encoding: Any = None
         self._method = "estimate"
         self._exact = False
+        self._memo: dict[str, int] | None = None  # large texts' counts, while ``remembering``
 
     def use_model(self, model: str) -> None:
         """Count for ``model`` from now on (``model NAME`` in a chat)."""
         self.model, self._resolved = model, False
+        if self._memo is not None:
+            self._memo.clear()
+
+    @contextlib.contextmanager
+    def remembering(self) -> Iterator[None]:
+        """Within it, the count of each text of ``REMEMBERED_CHARS`` or more is kept and not
+        encoded again (a plan sizes every turn, then cuts the ones over a request's size:
+        each huge answer was encoded twice, 0.3 s a megabyte each time); forgotten at the
+        end, so no text outlives its use."""
+        outer = self._memo
+        if outer is None:
+            self._memo = {}
+        try:
+            yield
+        finally:
+            if outer is None:
+                self._memo = None
 
     @property
     def exact(self) -> bool:
@@ -257,6 +277,15 @@ class TokenCounter:
         """Tokens in ``text`` (special-token text such as ``<|endoftext|>`` counts as text)."""
         if not text:
             return 0
+        memo = self._memo
+        if memo is not None and len(text) >= REMEMBERED_CHARS:
+            known = memo.get(text)
+            if known is None:
+                known = memo[text] = self._count(text)
+            return known
+        return self._count(text)
+
+    def _count(self, text: str) -> int:
         self._resolve()
         if self._encoding is not None:
             try:

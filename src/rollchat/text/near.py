@@ -87,13 +87,26 @@ class NearIndex:
         self._anchor: dict[str, set[int]] = {}  # word -> subset candidates filed under it
         self._prefix: dict[str, dict[_Shape, set[int]]] = {}  # word -> shape -> slots
         self._bucket: dict[tuple[int, tuple[int, ...]], set[int]] = {}  # MinHash -> slots
+        # what a key's lookups and filings need of it, worked out once a key (the counts
+        # are final once given): its shareable words in order, its MinHash buckets
+        self._ordered: dict[Key, list[str]] = {}
+        self._hashed: dict[Key, list[tuple[int, tuple[int, ...]]]] = {}
 
     def _shareable(self, key: Key) -> list[str]:
         """The words of ``key`` another key may share (no single word), rarest first."""
-        if key not in self._known:
-            raise ValueError("NearIndex was not given this key up front")
-        return sorted((w for w in key if self._count[w] > 1),
-                      key=lambda w: (self._count[w], w))
+        words = self._ordered.get(key)
+        if words is None:
+            if key not in self._known:
+                raise ValueError("NearIndex was not given this key up front")
+            words = self._ordered[key] = sorted((w for w in key if self._count[w] > 1),
+                                                key=lambda w: (self._count[w], w))
+        return words
+
+    def _buckets(self, key: Key) -> list[tuple[int, tuple[int, ...]]]:
+        buckets = self._hashed.get(key)
+        if buckets is None:
+            buckets = self._hashed[key] = _buckets(key)
+        return buckets
 
     def _places(self, key: Key) -> list[set[int]]:
         """The sets ``key``'s slot is filed in (subset anchor, overlap prefix)."""
@@ -105,7 +118,7 @@ class NearIndex:
             shapes = self._prefix.setdefault(word, {})
             places.append(shapes.setdefault((j, len(key), len(words)), set()))
         if key:
-            places.extend(self._bucket.setdefault(b, set()) for b in _buckets(key))
+            places.extend(self._bucket.setdefault(b, set()) for b in self._buckets(key))
         return places
 
     def add(self, key: Key) -> int:
@@ -150,7 +163,7 @@ class NearIndex:
             candidates = set().union(*prefix)  # every candidate: the scan's answer
         else:
             candidates = set()
-            likeliest = [self._bucket.get(b, set()) for b in _buckets(key)]
+            likeliest = [self._bucket.get(b, set()) for b in self._buckets(key)]
             for slots in [*likeliest, *sorted(prefix, key=len)]:
                 candidates.update(islice(slots, LOOK_AT - len(candidates)))
                 if len(candidates) >= LOOK_AT:

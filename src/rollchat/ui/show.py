@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -29,23 +28,18 @@ from rollchat.text.wording import plural
 from rollchat.ui.plain_markdown import plain_markdown
 from rollchat.ui.render import plain_console, usage_line
 from rollchat.ui.sanitize import harmless, one_line
+from rollchat.ui.show_text import cuts
+from rollchat.ui.show_text import is_line as _line
+from rollchat.ui.show_text import is_prose as _prose
+from rollchat.ui.show_text import title as _title
 from rollchat.ui.stream import markdown
+from rollchat.ui.styled_show import Palette, styled_part, styled_turn
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
 _RESULT_LINES = 12  # of a tool result; ``rollchat export`` prints them whole
 _BATCH = 64 * 1024  # characters of prose turns written to the output at once
-# A line of prose that rich draws as plain words wrapped at the width, markdown or not: it
-# starts with a letter (no list, heading or quote), has no markup character, no tab, no run
-# of spaces and only characters one cell wide. ``show`` writes such turns itself when piped.
-# (A group per word, not per character: most of a session's text is matched against these.)
-_PROSE = re.compile(r"[A-Za-z][A-Za-z0-9,.;:'\"?()/-]*(?: [A-Za-z0-9,.;:'\"?()/-]+)*")
-# A line of plain text (not markdown) that rich wraps word by word: printable ASCII, · and →
-# (each one cell wide), words apart by one space.
-_LINE = re.compile(r"[!-~·→]+(?: [!-~·→]+)*")
-
-
 class _Source:
     """What ``show`` reads, whole or streamed: the header, the turns once, then the summary."""
 
@@ -113,13 +107,6 @@ def _tail(source: _Source) -> Iterator[RenderableType]:
                    "file as it is)", style="yellow")
     elif source.count:
         yield Rule("No summary (the session ended without one)", style="dim")
-
-
-def _title(turn: Turn) -> str:
-    started = turn.started
-    when = (started.isoformat(" ", "seconds")[:19] if started.year >= 1000  # (a tenth of
-            else f"{started:%Y-%m-%d %H:%M:%S}")  # strftime's time, the same text)
-    return f"{turn.title} · {when}"
 
 
 def _turn(turn: Turn, agent: str) -> Iterator[RenderableType]:
@@ -233,14 +220,6 @@ def prose_turn(turn: Turn, agent: str, width: int) -> str | None:
     return "\n".join(lines) + "\n"
 
 
-def _prose(text: str) -> bool:
-    return _PROSE.fullmatch(text) is not None
-
-
-def _line(text: str) -> bool:
-    return _LINE.fullmatch(text) is not None
-
-
 def _rule(title: str, width: int) -> str:
     """A rule with ``title`` at its left, as rich draws it when ``len(title) <= width - 2``."""
     return f"{title} " + "─" * (width - len(title) - 1)
@@ -283,38 +262,28 @@ def plain_part(part: RenderableType, width: int) -> str | None:
 
 
 def _wrapped(text: str, width: int) -> list[str]:
-    """``text`` (``_PROSE`` or ``_LINE``: words apart by one space) wrapped as rich wraps it:
-    greedy, at spaces (a word wider than the line stays whole: ``prose_turn`` declines it).
-    Each line ends at the last space that lets it fit: one search a line, not a step a word."""
-    lines: list[str] = []
-    while len(text) > width:
-        cut = text.rfind(" ", 0, width + 1)
-        if cut < 0:  # the first word is wider than the line: it stays whole
-            cut = text.find(" ")
-            if cut < 0:
-                break
-        lines.append(text[:cut])
-        text = text[cut + 1:]
-    lines.append(text)
-    return lines
+    """``text`` (``_PROSE`` or ``_LINE``: words apart by one space) wrapped as rich wraps it
+    (``cuts``: a word wider than the line stays whole, callers decline it)."""
+    return [text[start:end] for start, end in cuts(text, width)]
 
 
 def show(t: Transcript | TranscriptStream, *, summary_dropped: bool = False,
          terminal: bool) -> None:
     """Print the session to stdout as its turns are read (a stream holds one turn at a time):
     plain text, or for a ``terminal`` through the pager ($PAGER, else less; less shows colours
-    unless $LESS says otherwise, and quits at once when it all fits on the screen). Piped, a
-    turn of plain prose is written directly (``prose_turn``): the same text, without rich's
-    cost."""
+    unless $LESS says otherwise, and quits at once when it all fits on the screen). A turn of
+    plain prose, and the plain parts of any turn, are written directly (``prose_turn`` piped,
+    ``styled_show`` in a terminal): the same bytes rich writes, without rich's cost."""
     if not terminal:
         _show_plain(_Source(t, summary_dropped))
         return
-    _paged(session_view(t, summary_dropped=summary_dropped))
+    _paged(_Source(t, summary_dropped))
 
 
-def _paged(parts: Iterator[RenderableType]) -> None:
-    """``parts`` drawn for this terminal and written to the pager's input as they come (rich's
-    own pager holds the whole text first); the pager quitting early ends the drawing."""
+def _paged(source: _Source) -> None:
+    """The session drawn for this terminal and written to the pager's input as it comes
+    (rich's own pager holds the whole text first); the pager quitting early ends the
+    drawing."""
     import io
     import shutil
     import subprocess
@@ -324,8 +293,7 @@ def _paged(parts: Iterator[RenderableType]) -> None:
     screen = Console()
     command = os.environ.get("PAGER") or ("less" if shutil.which("less") else "")
     if not command.strip():
-        for part in parts:
-            screen.print(part)
+        _show_styled(source, screen)
         return
     env = {**os.environ, "LESS": os.environ.get("LESS", "-FRX")}
     pager = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, env=env)
@@ -334,8 +302,7 @@ def _paged(parts: Iterator[RenderableType]) -> None:
     console = Console(file=pipe, force_terminal=True,
                       width=screen.width, height=screen.height, no_color=screen.no_color)
     try:
-        for part in parts:
-            console.print(part)
+        _show_styled(source, console)
         pipe.close()
     except (BrokenPipeError, KeyboardInterrupt):  # the reader quit the pager: stop drawing
         pass
@@ -348,6 +315,44 @@ def _paged(parts: Iterator[RenderableType]) -> None:
                 break
             except KeyboardInterrupt:
                 continue
+
+
+def _show_styled(source: _Source, console: Console) -> None:
+    """``session_view`` drawn on ``console``: a turn of prose written whole
+    (``styled_turn``), the plain parts of any other written directly (``styled_part``),
+    what is left drawn by rich."""
+    console.size = console.size  # measured once (else at every part: a system call each)
+    palette = Palette(console)
+    out, width = console.file, console.width
+    agent = source.header.agent
+    for part in _head(source.header):
+        console.print(part)
+    written: list[str] = []  # prose turns not yet written (written in batches: fewer writes)
+    size = 0
+    try:
+        for turn in source.turns():
+            text = styled_turn(turn, agent, width, palette)
+            if text is not None:
+                written.append(text)
+                size += len(text)
+                if size < _BATCH:
+                    continue
+            out.write("".join(written))
+            written.clear()
+            size = 0
+            if text is None:
+                for part in _turn(turn, agent):
+                    styled = styled_part(part, width, palette)
+                    if styled is None:
+                        console.print(part)
+                    else:
+                        out.write(styled)
+    finally:  # a turn that cannot be read further on: the ones before it are shown
+        out.write("".join(written))
+        out.flush()
+    for part in _tail(source):
+        console.print(part)
+    out.flush()
 
 
 def _draw(parts: Iterator[RenderableType], plain: Console, width: int) -> None:
