@@ -722,7 +722,7 @@ def _version(model: str, family: str) -> tuple[int, ...] | None:
 
 
 def _openai_reasoning(model: str) -> bool:
-    if model.startswith(("o1", "o3", "o4")):
+    if model.startswith(("o1", "o3", "o4", "gpt-6")):
         return True
     return model.startswith("gpt-5") and "-chat" not in model
 
@@ -738,7 +738,11 @@ def effort_refusal(model: str, effort: object) -> Reply | None:
                           "model.", code="unsupported_parameter", param="reasoning_effort",
                      error_type="invalid_request_error")
     allowed = {"low", "medium", "high"}
-    if re.match(r"gpt-5\.\d", model):
+    if model.startswith(("gpt-5.6", "gpt-6-sol")):  # none to max (their developers.openai.com
+        allowed |= {"none", "xhigh", "max"}  # pages); gpt-6.2-sol refuses none
+    elif model.startswith("gpt-6.2-sol"):
+        allowed |= {"xhigh", "max"}
+    elif re.match(r"gpt-5\.\d", model):
         allowed |= {"none", "xhigh"}
     elif model.startswith("gpt-5"):
         allowed.add("minimal")
@@ -759,6 +763,15 @@ def param_refusal(dialect: Dialect, body: dict[str, Any]) -> Reply | None:
     temperature and top_p together (browseros-ai/BrowserOS#208)."""
     model = str(body.get("model") or "")
     if isinstance(dialect, OpenAIDialect):
+        if (model.startswith("gpt-6-sol") and body.get("tools")
+                and body.get("reasoning_effort") != "none"):
+            # developers.openai.com/zh-Hans/api/docs/models/gpt-6-sol: Chat Completions calls
+            # functions only with reasoning_effort none (its default is medium); the wording
+            # is this server's
+            return error(400, "Function tools with reasoning_effort are not supported for "
+                              f"{model} in /v1/chat/completions. Set reasoning_effort to "
+                              "'none' or use /v1/responses.",
+                         error_type="invalid_request_error")
         effort = effort_refusal(model, body.get("reasoning_effort"))
         if effort is not None or not _openai_reasoning(model):
             return effort

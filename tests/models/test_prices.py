@@ -317,8 +317,33 @@ def test_the_current_openai_models_are_priced_as_their_sources_state() -> None:
     assert price_for("gpt-5.3-chat-latest") == Price(1.75, 14.0, 0.175, 0.0)
     # OpenAI's own model page: input, output, cached input, cache writes
     assert price_for("gpt-6-luna") == Price(0.10, 0.50, 0.01, 0.125)
-    for unlisted in ("gpt-5.3", "gpt-6", "gpt-6-sol", "gpt-5.4-mini-fast"):
+    for unlisted in ("gpt-5.3", "gpt-6", "gpt-5.4-mini-fast", "gpt-6-astra", "gpt-6.1-sol",
+                     "gpt-5.6-terra"):  # no OpenAI page stored states their prices
         assert price_for(unlisted) is None, unlisted
+
+
+@pytest.mark.parametrize(("model", "price"), [
+    ("gpt-6-sol", Price(2.0, 10.0, 0.20, 2.50)),  # zh-Hans/api/docs/models/gpt-6-sol
+    ("gpt-6-sol-2026-09-22", Price(2.0, 10.0, 0.20, 2.50)),
+    ("gpt-6.2-sol", Price(2.0, 10.0, 0.10, 2.50)),  # api/docs/models/gpt-6.2-sol
+    ("gpt-5.6-sol", Price(4.0, 20.0, 0.40, 5.0)),  # ja-JP/api/docs/models/gpt-5.6-sol
+    ("gpt-5.6", Price(4.0, 20.0, 0.40, 5.0)),  # the alias OpenAI routes to gpt-5.6-sol
+    ("openai/gpt-5.6-luna", Price(0.20, 1.20, 0.02, 0.25))])  # api/docs/models/gpt-5.6-luna
+def test_openais_newest_families_are_priced_as_their_model_pages_state(
+        model: str, price: Price) -> None:
+    """Input, output, cached input and cache writes (1.25x the input where the page gives the
+    rule, not the figure), short-context rates; a 1M-token prompt half cached costs so."""
+    from rollchat.domain import Usage
+    from rollchat.models.prices import cost, price_for
+    from rollchat.models.tokens import context_window
+
+    assert price_for(model) == price
+    usage = Usage(input_tokens=200_000, output_tokens=10_000, cache_read_tokens=100_000,
+                  cache_write_tokens=50_000)
+    expected = (50_000 * price.input + 10_000 * price.output + 100_000 * price.cached
+                + 50_000 * (price.cache_write or 0)) / 1e6
+    assert cost(usage, price) == pytest.approx(expected)
+    assert context_window(model) == 1_050_000
 
 
 def test_the_cached_price_of_the_default_openai_model_is_a_tenth_of_its_input() -> None:

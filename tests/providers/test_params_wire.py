@@ -11,7 +11,7 @@ import pytest
 
 from rollchat.domain import Message, ThinkingSetting
 from rollchat.providers.anthropic import AnthropicProvider
-from rollchat.providers.base import ChatRequest, Done, TextDelta
+from rollchat.providers.base import ChatRequest, Done, TextDelta, ToolSpec
 from rollchat.providers.model_params import family_of, fitted
 from rollchat.providers.openai import OpenAIProvider
 from rollchat.providers.refused import REFUSED
@@ -130,7 +130,9 @@ def ask_thinking(provider: OpenAIProvider, thinking: ThinkingSetting) -> str:
     ("gpt-5-mini", 1000, "low"), ("gpt-5-mini", 20_000, "high"), ("gpt-5-mini", "on", "medium"),
     ("gpt-5-mini", "off", "minimal"), ("gpt-5.1", "off", "none"), ("o4-mini", "off", "low"),
     ("gpt-5.2", 8000, "medium"), ("openai/o3", "on", "medium"), ("gpt-5.5", "off", "none"),
-    ("gpt-5.4-mini", "on", "medium"), ("gpt-5.4-nano", "off", "none")])
+    ("gpt-5.4-mini", "on", "medium"), ("gpt-5.4-nano", "off", "none"),
+    ("gpt-6-sol", "off", "none"), ("gpt-5.6-sol", "off", "none"), ("gpt-5.6-luna", "on", "medium"),
+    ("gpt-6.2-sol", "off", "low"), ("gpt-6-sol", 60_000, "high")])
 def test_chat_completions_sends_the_thinking_setting_as_reasoning_effort(
         model: str, thinking: ThinkingSetting, effort: str, openai_server: WireServer) -> None:
     """Each value is one the model takes: the server (OpenAI's documented 400 for an effort a
@@ -141,6 +143,48 @@ def test_chat_completions_sends_the_thinking_setting_as_reasoning_effort(
     # refused only for max_tokens (a compatible server's name, learned as in the test above)
     assert all("max_tokens" in b for b in openai_server.refused_params)
     assert openai_server.bodies[-1]["reasoning_effort"] == effort
+
+
+READ = ToolSpec("read_file", "Read a file.", {"type": "object", "properties": {
+    "path": {"type": "string"}}, "required": ["path"]})
+
+
+@pytest.mark.parametrize("thinking", [None, "on", 8000])
+def test_gpt_6_sol_with_tools_on_chat_completions_is_sent_effort_none(
+        thinking: ThinkingSetting, openai_server: WireServer) -> None:
+    """gpt-6-sol calls functions through Chat Completions only with reasoning_effort none (its
+    developers.openai.com page; the server refuses tools with any other effort, its default
+    medium included): with tools the request says none, whatever the thinking setting."""
+    provider = OpenAIProvider("gpt-6-sol", api_key="k", base_url=openai_server.url, timeout=5)
+    openai_server.push(text("ok"))
+    request = ChatRequest(model="gpt-6-sol", system="be brief", messages=(Message("user", "hi"),),
+                          thinking=thinking, tools=(READ,))
+    events = list(provider.stream(request))
+    assert isinstance(events[-1], Done)
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "ok"
+    body = openai_server.bodies[-1]
+    assert body["reasoning_effort"] == "none"
+    assert body["tools"][0]["function"]["name"] == "read_file"
+
+
+def test_the_server_refuses_gpt_6_sol_tools_with_reasoning_and_other_models_keep_theirs(
+        openai_server: WireServer) -> None:
+    """The rule the test above passes: without none the tools are refused (HTTP 400); on
+    gpt-5.6-sol (no such rule on its page) the thinking setting goes with the tools."""
+    from openai import BadRequestError, OpenAI
+
+    client = OpenAI(api_key="k", base_url=openai_server.url, max_retries=0, timeout=5)
+    tool = {"type": "function", "function": {"name": "read_file", "parameters": {}}}
+    with pytest.raises(BadRequestError, match="reasoning_effort"):
+        client.chat.completions.create(model="gpt-6-sol", messages=[{"role": "user",
+                                                                    "content": "hi"}],
+                                       tools=[tool])  # type: ignore[list-item]
+    provider = OpenAIProvider("gpt-5.6-sol", api_key="k", base_url=openai_server.url, timeout=5)
+    openai_server.push(text("ok"))
+    request = ChatRequest(model="gpt-5.6-sol", system="be brief",
+                          messages=(Message("user", "hi"),), thinking="on", tools=(READ,))
+    assert isinstance(list(provider.stream(request))[-1], Done)
+    assert openai_server.bodies[-1]["reasoning_effort"] == "medium"
 
 
 @pytest.mark.parametrize("model", ["gpt-4.1", "gpt-4o-mini", "gpt-5-chat-latest", "gpt-5-pro"])

@@ -88,8 +88,8 @@ PRICES: dict[str, Price] = {
     "claude-haiku-4-5": _anthropic(1.0, 5.0),
     "claude-3-5-haiku": _anthropic(0.8, 4.0),
     "claude-3-haiku": _anthropic(0.25, 1.25),
-    # OpenAI, current (no charge for cache writes), as OpenAI's own pages stored on 2026-12-07
-    # state them, else LiteLLM's price table (BerriAI/litellm
+    # OpenAI, current (cache writes free before GPT-5.6), as OpenAI's own pages stored on
+    # 2026-12-07 state them, else LiteLLM's price table (BerriAI/litellm
     # model_prices_and_context_window.json at commit 00035b69f416be24e2e323c13198d9b7d2d1bdf9,
     # MIT, kept from OpenAI's pricing page); each row names its source:
     # - developers.openai.com/docs/models ("Choosing a model": gpt-5.5 the flagship, gpt-5.4,
@@ -106,6 +106,23 @@ PRICES: dict[str, Price] = {
     # - developers.openai.com/ja-JP/api/docs/models/gpt-6-luna (stored 2026-12-07): input
     #   $0.10, cached input $0.01, cache writes $0.125, output $0.50 (short-context rates).
     "gpt-6-luna": Price(0.10, 0.50, 0.01, 0.125),  # api/docs/models/gpt-6-luna
+    # - developers.openai.com/zh-Hans/api/docs/models/gpt-6-sol (stored 2026-12-07): input
+    #   $2.00, cached input $0.20, cache writes $2.50, output $10.00.
+    # - developers.openai.com/api/docs/models/gpt-6.2-sol (stored 2026-12-07): input $2,
+    #   cached input $0.10, cache writes $2.50, output $10.
+    # - developers.openai.com/ja-JP/api/docs/models/gpt-5.6-sol (and /pt-BR/): input $4.00,
+    #   cached $0.40, output $20.00 ("promotional" prices, at least until 2026-11-21); the
+    #   gpt-5.6 alias is routed to it. /api/docs/models/gpt-5.6-luna: input $0.20, cached
+    #   $0.02, output $1.20. Both pages: cache writes at 1.25x the uncached input rate.
+    # Above 272K input tokens all of these bill input and cache 2x and output 1.5x (the
+    # short-context rates are the ones here). No OpenAI page stored states the prices of
+    # gpt-6-astra, gpt-6.1-sol or gpt-5.6-terra (searched 2026-12-07; gateways' figures
+    # differ from each other): not listed, the config's ``models: NAME: price:`` sets them.
+    "gpt-6.2-sol": Price(2.0, 10.0, 0.10, 2.50),  # api/docs/models/gpt-6.2-sol
+    "gpt-6-sol": Price(2.0, 10.0, 0.20, 2.50),  # zh-Hans/api/docs/models/gpt-6-sol
+    "gpt-5.6-sol": Price(4.0, 20.0, 0.40, 5.0),  # ja-JP/api/docs/models/gpt-5.6-sol
+    "gpt-5.6": Price(4.0, 20.0, 0.40, 5.0),  # the alias of gpt-5.6-sol (its page says so)
+    "gpt-5.6-luna": Price(0.20, 1.20, 0.02, 0.25),  # api/docs/models/gpt-5.6-luna
     "gpt-5.5": Price(5.0, 30.0, 0.50, 0.0),  # docs/models; cached: LiteLLM
     "gpt-5.5-pro": Price(30.0, 180.0, 3.0, 0.0),  # LiteLLM
     "gpt-5.4": Price(2.50, 15.0, 0.25, 0.0),  # docs/models; cached: LiteLLM

@@ -54,6 +54,16 @@ CONTEXT_WINDOWS: Mapping[str, int] = {
     # at 00035b69f416be24e2e323c13198d9b7d2d1bdf9: 272K in + 128K out); the -pro variants
     # their model's; the "chat" variants 128K (LiteLLM: 128,000 in, 16,384 out). gpt-6 and
     # gpt-6-luna: no source states one (OpenAI's models endpoint states no window): 128K.
+    # 1,050,000 (128,000 of it output at most), each model's developers.openai.com page
+    # stored 2026-12-07: zh-Hans/api/docs/models/gpt-6-sol, api/docs/models/gpt-6.2-sol
+    # (922,000 input at most), ja-JP/api/docs/models/gpt-5.6-sol (the gpt-5.6 alias's),
+    # api/docs/models/gpt-5.6-luna. (gpt-5.6-terra, no OpenAI page stored, takes the alias's
+    # by prefix.)
+    "gpt-6-sol": 1_050_000,
+    "gpt-6.2-sol": 1_050_000,
+    "gpt-5.6-sol": 1_050_000,
+    "gpt-5.6-luna": 1_050_000,
+    "gpt-5.6": 1_050_000,
     "gpt-5.5": 1_000_000,
     "gpt-5.4": 1_000_000,
     "gpt-5.4-mini": 400_000,

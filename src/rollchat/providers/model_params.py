@@ -24,6 +24,13 @@ a server refused: providers/refused.py). Here, not in models/: providers/ sits b
 #   and -nano take none (their default), low, medium, high, xhigh; gpt-5.1 none to high.
 #   gpt-6 (no stored OpenAI page) is taken as the reasoning family names.py already counts it
 #   in: no sampling, an effort; a refusal is learned (fitting.py).
+#   developers.openai.com (stored 2026-12-07): gpt-5.6-sol and -luna take none, low, medium
+#   (their default), high, xhigh, max (ja-JP/api/docs/models/gpt-5.6-sol, api/docs/models/
+#   gpt-5.6-luna), gpt-6-sol the same (zh-Hans/api/docs/models/gpt-6-sol); gpt-6.2-sol
+#   refuses none (api/docs/models/gpt-6.2-sol): "off" is low there.
+# - gpt-6-sol through Chat Completions calls functions only with reasoning_effort none
+#   (zh-Hans/api/docs/models/gpt-6-sol: "Chat Completions 仅在 reasoning_effort 设为 none
+#   时支持函数调用"; tools with reasoning want the Responses API, provider openai-responses).
 # - Claude Fable: a Mythos-class model (Fable 5 / Mythos 5 share capabilities), no sampling
 #   parameters like the rest of the 5 generation (openrouter.ai docs, Claude 5.5 migration:
 #   "Non-default temperature, top_p, and top_k are not supported").
@@ -104,10 +111,27 @@ def reasoning_effort(model: str, setting: ThinkingSetting,
     if setting == "on":
         return "medium"
     if setting == "off":
-        if re.match(r"gpt-5\.\d", name):  # gpt-5.1 and later: none is their default
+        if re.match(r"gpt-5\.\d", name) or _named(name, "gpt-6-sol"):  # they take none
             return "none"
         return "minimal" if name.startswith("gpt-5") else "low"
     return budget_effort(int(setting))
+
+
+# Models whose Chat Completions requests call functions only with reasoning_effort none.
+TOOLS_WITHOUT_REASONING = ("gpt-6-sol",)
+
+
+def _named(name: str, model: str) -> bool:
+    """Whether ``name`` is ``model`` or one of its snapshots (gpt-6-sol-2026-09-22)."""
+    return name == model or name.startswith(f"{model}-20")
+
+
+def chat_tools_effort(model: str) -> str | None:
+    """The ``reasoning_effort`` a Chat Completions request carrying tools must have on
+    ``model`` ("none" for a model that calls functions there only without reasoning, see
+    TOOLS_WITHOUT_REASONING), None where any effort goes with tools."""
+    name = model.lower().rsplit("/", 1)[-1]
+    return "none" if any(_named(name, m) for m in TOOLS_WITHOUT_REASONING) else None
 
 
 def without(params: Mapping[str, Any], names: frozenset[str] | set[str]) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from rollchat.providers.base import (
 from rollchat.providers.content import all_sendable, b64
 from rollchat.providers.fitting import create_fitted
 from rollchat.providers.lanes import traced_http_client
-from rollchat.providers.model_params import reasoning_effort
+from rollchat.providers.model_params import chat_tools_effort, reasoning_effort
 from rollchat.providers.names import OPENAI, SDK_MODULES
 from rollchat.providers.sdk import (
     HeldCallsParser,
@@ -83,6 +83,9 @@ def request_params(request: ChatRequest, *, official: bool = False,
     if request.temperature is not None:
         params["temperature"] = request.temperature
     effort = reasoning_effort(request.model, request.thinking, effort_for)
+    if request.tools:  # gpt-6-sol calls functions here only without reasoning (provider
+        # openai-responses has both): the thinking setting yields to the tools
+        effort = chat_tools_effort(request.model) or effort
     if effort is not None:  # None: the model's default, or a model that does not reason
         params["reasoning_effort"] = effort
     if request.tools:
