@@ -7,8 +7,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import IO, TYPE_CHECKING
 
 from rollchat.domain import (
     Block,
@@ -327,11 +327,30 @@ def _show_styled(source: _Source, console: Console) -> None:
     agent = source.header.agent
     for part in _head(source.header):
         console.print(part)
-    written: list[str] = []  # prose turns not yet written (written in batches: fewer writes)
+
+    def draw(turn: Turn) -> None:
+        for part in _turn(turn, agent):
+            styled = styled_part(part, width, palette)
+            if styled is None:
+                console.print(part)
+            else:
+                out.write(styled)
+
+    _write_turns(source, out, lambda turn: styled_turn(turn, agent, width, palette), draw)
+    for part in _tail(source):
+        console.print(part)
+    out.flush()
+
+
+def _write_turns(source: _Source, out: IO[str], whole: Callable[[Turn], str | None],
+                 draw: Callable[[Turn], None]) -> None:
+    """Every turn of ``source``: as the text ``whole`` makes of it where it makes one (such
+    turns are written in batches: fewer writes), else by ``draw``."""
+    written: list[str] = []  # whole turns not yet written
     size = 0
     try:
         for turn in source.turns():
-            text = styled_turn(turn, agent, width, palette)
+            text = whole(turn)
             if text is not None:
                 written.append(text)
                 size += len(text)
@@ -341,18 +360,10 @@ def _show_styled(source: _Source, console: Console) -> None:
             written.clear()
             size = 0
             if text is None:
-                for part in _turn(turn, agent):
-                    styled = styled_part(part, width, palette)
-                    if styled is None:
-                        console.print(part)
-                    else:
-                        out.write(styled)
+                draw(turn)
     finally:  # a turn that cannot be read further on: the ones before it are shown
         out.write("".join(written))
         out.flush()
-    for part in _tail(source):
-        console.print(part)
-    out.flush()
 
 
 def _draw(parts: Iterator[RenderableType], plain: Console, width: int) -> None:
@@ -373,24 +384,8 @@ def _show_plain(source: _Source) -> None:
     agent = source.header.agent
     for part in _head(source.header):  # wrapped at the width: a soft-wrapped box or list
         plain.print(part, soft_wrap=False)  # item is cropped
-    written: list[str] = []  # prose turns not yet written (written in batches: fewer writes)
-    size = 0
-    try:
-        for turn in source.turns():
-            text = prose_turn(turn, agent, width)
-            if text is not None:
-                written.append(text)
-                size += len(text)
-                if size < _BATCH:
-                    continue
-            out.write("".join(written))
-            written.clear()
-            size = 0
-            if text is None:
-                _draw(_turn(turn, agent), plain, width)
-    finally:  # a turn that cannot be read further on: the ones before it are shown
-        out.write("".join(written))
-        out.flush()
+    _write_turns(source, out, lambda turn: prose_turn(turn, agent, width),
+                 lambda turn: _draw(_turn(turn, agent), plain, width))
     for part in _tail(source):
         plain.print(part, soft_wrap=False)
     out.flush()
