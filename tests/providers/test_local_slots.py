@@ -17,6 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from rollchat.domain import Message, Text, Turn
 from rollchat.memory.extract import EXTRACT_SYSTEM, ExtractionError, ExtractionTimeout, extract
 from rollchat.memory.keeper import Memory
@@ -113,6 +115,29 @@ def test_the_chat_waits_until_the_cut_side_request_is_idle_and_is_answered() -> 
     # once /slots showed it idle, alone, and the side request again after its answer
     assert events.index(("closed", 1)) < events.index(("arrived", 2))
     assert events.index(("answered", 2)) < events.index(("arrived", 3))
+
+
+def test_the_cut_side_request_waits_for_the_chats_slot_to_be_freed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """llama.cpp frees a slot after the answer's last bytes: a side request sent again the
+    moment the chat's answer ended met the slot still held on a loaded machine, and both
+    overflowed the shared context (seen once in a loaded CI run). Here the slot is freed
+    0.5 s after the answer: the side request looks at /slots first."""
+    write = LlamaServer._write
+
+    def late_release(self: LlamaServer, *args: Any) -> None:
+        write(self, *args)
+        time.sleep(0.5)  # the slot still processing after the answer's bytes
+
+    monkeypatch.setattr(LlamaServer, "_write", late_release)
+    with llama_server(answer) as server:
+        p = provider(server.url)
+        side: list[StreamEvent] = []
+        worker = side_in_flight(server, p, side)
+        chat = list(p.stream(request("chat", CHAT)))
+        worker.join(30)
+    assert text_of(chat) == "Noted." and text_of(side) == "the summary"
+    assert server.overflows == 0
     assert server.slot_looks >= 1 and p.lane.cuts == 1
 
 

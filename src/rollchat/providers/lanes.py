@@ -154,7 +154,11 @@ class Lane:
                 self._hold_until = float("-inf")
         finally:
             with self._cond:
-                if ticket.stopped():  # hung up on: the server may go on with it
+                # hung up on: the server may go on with it; or a chat's answer just ended with
+                # a request waiting behind it: llama.cpp frees a slot after its last bytes, so
+                # the next request looks first (else it can meet the slot still held and
+                # both overflow the shared context)
+                if ticket.stopped() or (ticket.foreground and self._waiting):
                     self._unsettled = True
                 self._running.remove(ticket)
                 self._cond.notify_all()
