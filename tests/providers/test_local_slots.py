@@ -101,7 +101,9 @@ def test_the_double_replays_llama_cpp_a_hung_up_prompt_goes_on_and_overlaps_fail
     assert b"Noted." in alone
 
 
-def test_the_chat_waits_until_the_cut_side_request_is_idle_and_is_answered() -> None:
+def chat_beside_a_side_request() -> LlamaServer:
+    """A chat request sent while a summary is processed: both answered, none overflowed, the
+    summary cut once and /slots looked at."""
     with llama_server(answer) as server:
         p = provider(server.url)
         side: list[StreamEvent] = []
@@ -110,6 +112,12 @@ def test_the_chat_waits_until_the_cut_side_request_is_idle_and_is_answered() -> 
         worker.join(30)
     assert text_of(chat) == "Noted." and text_of(side) == "the summary"
     assert server.overflows == 0
+    assert server.slot_looks >= 1 and p.lane.cuts == 1
+    return server
+
+
+def test_the_chat_waits_until_the_cut_side_request_is_idle_and_is_answered() -> None:
+    server = chat_beside_a_side_request()
     events = server.events
     # the side request hung up on, the server went on with it; the chat's request was sent
     # once /slots showed it idle, alone, and the side request again after its answer
@@ -130,15 +138,7 @@ def test_the_cut_side_request_waits_for_the_chats_slot_to_be_freed(
         time.sleep(0.5)  # the slot still processing after the answer's bytes
 
     monkeypatch.setattr(LlamaServer, "_write", late_release)
-    with llama_server(answer) as server:
-        p = provider(server.url)
-        side: list[StreamEvent] = []
-        worker = side_in_flight(server, p, side)
-        chat = list(p.stream(request("chat", CHAT)))
-        worker.join(30)
-    assert text_of(chat) == "Noted." and text_of(side) == "the summary"
-    assert server.overflows == 0
-    assert server.slot_looks >= 1 and p.lane.cuts == 1
+    chat_beside_a_side_request()
 
 
 def test_without_slots_a_busy_error_is_retried_and_the_side_request_waits() -> None:
