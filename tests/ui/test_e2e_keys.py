@@ -55,3 +55,37 @@ def test_up_and_enter_sends_an_unanswered_message_again(
     turns = parse(path.read_text()).turns
     assert [(t.user, t.status) for t in turns] == [
         ("what is a token bucket?", "unanswered"), ("what is a token bucket?", "ok")]
+
+
+def test_a_ctrl_c_between_two_prompts_is_one_at_the_prompt(
+        tmp_path: Path, monkeypatch) -> None:
+    """Right after a prompt ends the terminal is in cooked mode for a moment: a Ctrl-C then
+    (a quick second Ctrl-C) is a SIGINT, a KeyboardInterrupt before the next prompt runs. It
+    gives a new prompt, as at the prompt, and the chat goes on (it ended the chat)."""
+    from rollchat.ui.idle import IdleExtraction
+
+    arm = IdleExtraction.arm
+    calls = []
+
+    def arm_then_interrupted(self: IdleExtraction) -> None:
+        calls.append(1)
+        arm(self)
+        if len(calls) == 2:  # the prompt after the first message's answer is being set up
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(IdleExtraction, "arm", arm_then_interrupted)
+
+    def script(term: Terminal) -> None:
+        term.expect(PROMPT)
+        term.sendline("hi")
+        term.expect(r"Time: .*s \\| Tokens")
+        term.expect(PROMPT)
+        term.sendline("still here")
+        term.expect(r"Time: .*s \\| Tokens")
+        term.expect(PROMPT)
+        term.sendline("exit")
+
+    assert run_chat(tmp_path, [], script) == 0
+    assert len(calls) >= 3
+    [path] = (tmp_path / "sessions").glob("*.md")
+    assert [t.user for t in parse(path.read_text()).turns] == ["hi", "still here"]

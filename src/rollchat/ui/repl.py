@@ -280,24 +280,34 @@ def _read_lines(chat: Starting, session: PromptSession[str], idle: IdleExtractio
     the prompt returned it or ``_handle`` took it."""
     try:
         while True:
-            idle.arm()
-            entered.line = None
+            # A Ctrl-C between two prompts (the terminal is in cooked mode for a moment, so it
+            # is a SIGINT, not a key) is one at the prompt: a new prompt, never the chat's end.
             try:
-                line = session.prompt(lambda: prompt_text(chat), default=_unsent(chat))
-                _note_typing("")  # sent: what it asks goes at once (providers/lanes.py)
+                line = _prompt_once(chat, session, idle, entered)
             except KeyboardInterrupt:
                 if ending():
                     return
                 continue
             except EOFError:
                 return
-            finally:
-                idle.disarm()
             if _handle(chat, line) or ending():
                 return
     finally:
         if entered.line is not None:
             _keep_unsent(chat, entered.line, entered.recorded)
+
+
+def _prompt_once(chat: Starting, session: PromptSession[str], idle: IdleExtraction,
+                 entered: _Entered) -> str:
+    """One prompt, idle extraction armed while it waits."""
+    try:
+        idle.arm()
+        entered.line = None
+        line = session.prompt(lambda: prompt_text(chat), default=_unsent(chat))
+        _note_typing("")  # sent: what it asks goes at once (providers/lanes.py)
+        return line
+    finally:
+        idle.disarm()
 
 
 def _unsent(chat: Starting) -> str:
