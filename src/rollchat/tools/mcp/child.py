@@ -9,7 +9,9 @@ proxy settings, never API keys), its stderr kept as a bounded tail, and its proc
 # stops a server that is still running; a server that exited by itself leaves its own children
 # behind, so rollchat ends the group too once the connection is gone. The group is found by
 # the stderr pipe rollchat gave the child (Linux: /proc); elsewhere only the SDK's stop applies.
-# A descendant that left the group (setsid) is found by the mark in its environment (Linux).
+# A descendant that left the group (setsid) is found by the mark in its environment (Linux);
+# the mark is the connection's own (made with it, not read back from /proc), so even a
+# server whose pid was not found is ended by it.
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from rollchat.tools.children import MARK, end_marked, mark_of
+from rollchat.tools.children import MARK, end_marked
 
 PASSED_ON = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
              "NODE_EXTRA_CA_CERTS", "NODE_USE_SYSTEM_CA", "PIP_CERT", "UV_NATIVE_TLS",
@@ -38,17 +40,22 @@ PASSED_PREFIXES = ("npm_config_", "NPM_CONFIG_", "UV_", "PIP_", "PNPM_", "YARN_"
 _SECRET = re.compile(r"auth|key|token|secret|passw|credential|cookie", re.IGNORECASE)
 _CREDENTIALS = re.compile(r"://[^/@\s]+@")
 TAIL_BYTES = 16 * 1024  # the most of a server's stderr kept (its last bytes)
-_MARKS: dict[int, str] = {}  # a server's pid (its group) -> the MARK in its environment
 
 
-def child_env(parent: Mapping[str, str], own: Mapping[str, str]) -> dict[str, str]:
+def child_env(parent: Mapping[str, str], own: Mapping[str, str],
+              mark: str | None = None) -> dict[str, str]:
     """What a stdio server gets beside the SDK's few variables: TLS and proxy settings and
     the package managers' settings from ``parent``, then the server's own ``env`` entries
-    (which win), and a fresh ``MARK`` that its descendants inherit (see ``end_group``)."""
+    (which win), and ``mark`` (a fresh one when None) as ``MARK``, which its descendants
+    inherit (see ``end_server``)."""
     passed = {k: v for k, v in parent.items() if v and (k in PASSED_ON or (
         k.startswith(PASSED_PREFIXES) and not _SECRET.search(k)
         and not _CREDENTIALS.search(v)))}
-    return {**passed, **own, MARK: secrets.token_hex(8)}
+    return {**passed, **own, MARK: mark or new_mark()}
+
+
+def new_mark() -> str:
+    return secrets.token_hex(8)
 
 
 class StderrTail:
@@ -95,8 +102,7 @@ class StderrTail:
 
 
 def child_with_stderr(inode: int) -> int | None:
-    """The process id of our child whose stderr is the pipe ``inode`` (Linux), or None; its
-    ``MARK`` is remembered for ``end_group``."""
+    """The process id of our child whose stderr is the pipe ``inode`` (Linux), or None."""
     wanted = f"pipe:[{inode}]"
     for children in Path("/proc/self/task").glob("*/children"):
         try:
@@ -106,20 +112,17 @@ def child_with_stderr(inode: int) -> int | None:
         for pid in pids:
             with contextlib.suppress(OSError):
                 if os.readlink(f"/proc/{pid}/fd/2") == wanted:
-                    _MARKS[int(pid)] = mark_of(int(pid)) or ""
                     return int(pid)
     return None
 
 
-def end_group(pgid: int, grace: float = 1.0) -> None:
-    """SIGTERM to the process group ``pgid``, SIGKILL to what is left after ``grace``; then
-    SIGKILL to what the server started in sessions of its own (setsid), found by its mark."""
-    if pgid <= 1 or pgid == os.getpgrp():  # never our own group
-        return
-    _end_group(pgid, grace)
-    mark = _MARKS.pop(pgid, "")
-    if mark:
-        end_marked(mark)
+def end_server(pgid: int | None, mark: str, grace: float = 1.0) -> None:
+    """What a stdio server left once its connection is gone: SIGTERM to its process group
+    ``pgid`` (when its pid was found), SIGKILL to what is left after ``grace``; then SIGKILL to
+    everything that carries its ``mark`` (what it started in sessions of its own, setsid)."""
+    if pgid is not None and pgid > 1 and pgid != os.getpgrp():  # never our own group
+        _end_group(pgid, grace)
+    end_marked(mark)
 
 
 def _end_group(pgid: int, grace: float) -> None:

@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any
 from rollchat.config.mcp_servers import McpServerConfig
 from rollchat.errors import ConfigError
 from rollchat.text.wording import redact_url, redact_urls
-from rollchat.tools.mcp.child import StderrTail, child_env, child_with_stderr, end_group
+from rollchat.tools.mcp.child import (
+    StderrTail,
+    child_env,
+    child_with_stderr,
+    end_server,
+    new_mark,
+)
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -32,6 +38,15 @@ PING_SECONDS = 5.0  # how often an idle HTTP server is asked whether it is still
 
 class Dropped(Exception):
     """The server exited or its connection dropped while it was ready."""
+
+
+@dataclass
+class Spawned:
+    """A stdio server's process as its connection knows it: the mark in its environment (its
+    own, set before it starts) and its pid (its process group), when it was found."""
+
+    mark: str = ""
+    pid: int | None = None
 
 
 @dataclass
@@ -77,17 +92,17 @@ async def connect(server: Server, env: dict[str, str],
     from rollchat import __version__
     config = server.config.expanded(env)
     gone = asyncio.Event()
-    pgid: list[int] = []
+    spawned = Spawned()
     try:
-        client = Client(_transport(config, server, env, gone.set, pgid), cache=None,
+        client = Client(_transport(config, server, env, gone.set, spawned), cache=None,
                         client_info=Implementation(name="rollchat", version=__version__),
                         **callbacks)
         async with client:
             ready(client, await _list_tools(client), await _has_resources(client))
             await _watch(server, client, gone, ping_every)
     finally:
-        if pgid:  # the server's own children, when it left them behind
-            await asyncio.to_thread(end_group, pgid[0])
+        if spawned.mark:  # the server's own children, when it left them behind
+            await asyncio.to_thread(end_server, spawned.pid, spawned.mark)
 
 
 async def _watch(server: Server, client: Client, gone: asyncio.Event,
@@ -124,7 +139,7 @@ async def _probe(client: Client) -> None:
 
 
 def _transport(config: McpServerConfig, server: Server, env: dict[str, str],
-               on_eof: Callable[[], None], pgid: list[int]) -> Any:
+               on_eof: Callable[[], None], spawned: Spawned) -> Any:
     """An async context manager yielding the streams the client talks through, watched: the
     end of the server's stream calls ``on_eof``."""
 
@@ -136,16 +151,18 @@ def _transport(config: McpServerConfig, server: Server, env: dict[str, str],
 
             assert config.command is not None
             tail = server.stderr = StderrTail()
+            spawned.mark = new_mark()
             unwatch: Callable[[], None] = _nothing
             params = StdioServerParameters(command=config.command, args=list(config.args),
-                                           env=child_env(env, dict(config.env)),
+                                           env=child_env(env, dict(config.env),
+                                                         spawned.mark),
                                            cwd=config.cwd)
             try:
                 async with stdio_client(params, errlog=tail.writer) as streams:
                     tail.close_writer()  # the child holds its own copy now
                     pid = child_with_stderr(tail.inode)
                     if pid is not None:
-                        pgid.append(pid)  # its own session: the group id is its pid
+                        spawned.pid = pid  # its own session: the group id is its pid
                         unwatch = _on_exit(pid, on_eof)
                     async with _watched(streams, on_eof) as watched:
                         yield watched
