@@ -13,6 +13,7 @@ from rollchat.ui.plain_markdown import inline_text, plain_markdown
 from rollchat.ui.render import plain_console
 from rollchat.ui.show import _wrapped
 from rollchat.ui.stream import markdown
+from tests.markdown_docs import document
 
 WORDS = ["parser", "cache", "a", "I", "it's", "(x)", "x,", "end.", "src/m.py", "well-known",
          "42", "q?", '"hi"', "a:b"]
@@ -26,37 +27,11 @@ def _rich(markup: str, width: int) -> str:
     return buffer.getvalue()
 
 
-def _document(rng: random.Random) -> str:
-    def words(n: int) -> str:
-        return " ".join(rng.choice(WORDS) for _ in range(n))
-
-    def inline() -> str:
-        parts = []
-        for _ in range(rng.randint(1, 5)):
-            r = rng.random()
-            if r < 0.2:
-                parts.append(f"**{words(rng.randint(1, 3))}**")
-            elif r < 0.35:
-                parts.append(f"`{rng.choice(['x', 'a_b', 'f(x)', 'a = b', 'x+1'])}`")
-            else:
-                parts.append(words(rng.randint(1, 12)))
-        text = " ".join(parts)
-        return text.replace(" ", "", 1) if rng.random() < 0.1 else text  # glued markup
-
-    blocks = []
-    for _ in range(rng.randint(1, 4)):
-        if rng.random() < 0.4:
-            blocks.append("\n".join("- " + inline() for _ in range(rng.randint(1, 3))))
-        else:
-            blocks.append(inline())
-    return "\n\n".join(blocks)
-
-
 def test_what_is_written_without_rich_is_what_rich_draws() -> None:
     rng = random.Random(33)
     written = 0
     for _ in range(800):
-        markup, width = _document(rng), rng.choice([20, 31, 40, 57, 80, 120])
+        markup, width = document(rng, WORDS), rng.choice([20, 31, 40, 57, 80, 120])
         text = plain_markdown(markup, width, _wrapped)
         if text is not None:
             written += 1

@@ -33,6 +33,7 @@ from rollchat.ui import show as show_module
 from rollchat.ui.show import show
 from rollchat.ui.stream import markdown
 from rollchat.ui.styled_show import Palette, styled_part, styled_turn
+from tests.markdown_docs import document
 
 _LINK_ID = re.compile(r"id=\d+")  # rich numbers each hyperlink at random: not the output
 WIDTHS = [20, 31, 40, 57, 80, 120]
@@ -62,34 +63,11 @@ def _words(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n))
 
 
-def _document(rng: random.Random) -> str:
-    def inline() -> str:
-        parts = []
-        for _ in range(rng.randint(1, 5)):
-            r = rng.random()
-            if r < 0.2:
-                parts.append(f"**{_words(rng, rng.randint(1, 3))}**")
-            elif r < 0.35:
-                parts.append(f"`{rng.choice(['x', 'a_b', 'f(x)', 'a = b', 'x+1'])}`")
-            else:
-                parts.append(_words(rng, rng.randint(1, 14)))
-        text = " ".join(parts)
-        return text.replace(" ", "", 1) if rng.random() < 0.1 else text  # glued markup
-
-    blocks = []
-    for _ in range(rng.randint(1, 4)):
-        if rng.random() < 0.4:
-            blocks.append("\n".join("- " + inline() for _ in range(rng.randint(1, 3))))
-        else:
-            blocks.append(inline())
-    return "\n\n".join(blocks)
-
-
 def test_markdown_written_directly_is_what_rich_writes() -> None:
     rng = random.Random(40)
     written = 0
     for _ in range(800):
-        markup, width, colours = _document(rng), rng.choice(WIDTHS), rng.choice(COLOURS)
+        markup, width, colours = document(rng, WORDS, 14), rng.choice(WIDTHS), rng.choice(COLOURS)
         console = _console(width, colours)
         text = styled_part(markdown(markup), width, Palette(console))
         if text is not None:
@@ -150,7 +128,7 @@ def _turns(rng: random.Random, count: int) -> Iterator[Turn]:
         if r < 0.35:
             blocks.append(TextBlock(f"We decided to keep the {_words(rng, rng.randint(1, 30))}."))
         elif r < 0.5:
-            blocks.append(TextBlock(_document(rng)))
+            blocks.append(TextBlock(document(rng, WORDS, 14)))
         elif r < 0.6:
             call = ToolCall(f"c{i}", "read_file", {"path": f"src/m{i}.py"})
             blocks += [ToolUse(call), ToolResult(f"c{i}", f"line one\n{_words(rng, 12)}",
