@@ -134,6 +134,16 @@ def chat_tools_effort(model: str) -> str | None:
     return "none" if any(_named(name, m) for m in TOOLS_WITHOUT_REASONING) else None
 
 
+def tools_note(model: str) -> str | None:
+    """What thinking is on ``model`` over Chat Completions when it is not what the setting
+    says (None: it is): a model that calls functions there only without reasoning."""
+    if chat_tools_effort(model) != "none":
+        return None
+    return (f"{model} calls tools on Chat Completions only without reasoning: a request that "
+            "offers tools goes with reasoning_effort none (provider openai-responses reasons "
+            "with tools)")
+
+
 def without(params: Mapping[str, Any], names: frozenset[str] | set[str]) -> dict[str, Any]:
     """``params`` without ``names``, also inside ``extra_body`` (where a parameter the SDK no
     longer types is sent); an emptied ``extra_body`` is dropped."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from rollchat.errors import UsageError
-from rollchat.providers.names import ANTHROPIC
+from rollchat.providers.names import ANTHROPIC, OPENAI
 from rollchat.text.wording import billed_breakdown, context_size, plural
 from rollchat.ui.model_command import run_model
 
@@ -331,6 +331,12 @@ def _thinking(app: ChatApp, arg: str) -> bool:
             from rollchat.providers.anthropic import off_note
 
             note = off_note(app.session.model)
+            if note is not None:
+                app.out.dim(note)
+        elif setting != "off" and app.session.provider_name == OPENAI:
+            from rollchat.providers.model_params import tools_note
+
+            note = tools_note(app.session.model)
             if note is not None:
                 app.out.dim(note)
         return False
