@@ -28,8 +28,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -38,16 +40,28 @@ from bench_scale import ROOT, WHEN, phrases
 SESSION = "assistant_20261201_120000_b1g5"
 
 
-def write_session(directory: Path, count: int) -> Path:
-    from rollchat.domain import SessionHeader, ToolCall, ToolExchange, Turn, Usage, answer_blocks
+def _write(directory: Path, count: int, turns: Iterator[Any]) -> Path:
+    """The session file of ``count`` turns (``turns`` makes them), readable by its owner only."""
+    from rollchat.domain import SessionHeader
     from rollchat.storage.transcript import render_header, render_turn
 
-    rng = random.Random(count)
     header = SessionHeader(SESSION, WHEN, "Assistant", "config:assistant", "offline-model",
                            "offline", total_queries=count)
     path = directory / f"{SESSION}.md"
     with open(path, "w", encoding="utf-8") as f:
         f.write(render_header(header))
+        for turn in turns:
+            f.write(render_turn(turn, "Assistant"))
+    os.chmod(path, 0o600)
+    return path
+
+
+def write_session(directory: Path, count: int) -> Path:
+    from rollchat.domain import ToolCall, ToolExchange, Turn, Usage, answer_blocks
+
+    rng = random.Random(count)
+
+    def turns() -> Iterator[Turn]:
         for i in range(count):
             user, reply = phrases(i, rng)
             tools: tuple[ToolExchange, ...] = ()
@@ -55,25 +69,20 @@ def write_session(directory: Path, count: int) -> Path:
                 reply = f"Two things:\n\n- **first** {reply}\n- `second`"
                 call = ToolCall(f"call_{i}", "read_file", {"path": f"src/m{i}.py"})
                 tools = (ToolExchange(call, "line one\nline two"),)
-            turn = Turn("query", i + 1, WHEN + timedelta(seconds=i), user,
-                        answer_blocks(reply, tools), elapsed=1.5,
-                        usage=Usage(120 + i % 50, 40 + i % 30))
-            f.write(render_turn(turn, "Assistant"))
-    os.chmod(path, 0o600)
-    return path
+            yield Turn("query", i + 1, WHEN + timedelta(seconds=i), user,
+                       answer_blocks(reply, tools), elapsed=1.5,
+                       usage=Usage(120 + i % 50, 40 + i % 30))
+
+    return _write(directory, count, turns())
 
 
 def write_large(directory: Path, count: int, size: int = 2_500_000) -> Path:
     """``count`` turns whose answers are ``size`` characters of markdown each."""
-    from rollchat.domain import SessionHeader, Turn, Usage, answer_blocks
-    from rollchat.storage.transcript import render_header, render_turn
+    from rollchat.domain import Turn, Usage, answer_blocks
 
     rng = random.Random(count)
-    header = SessionHeader(SESSION, WHEN, "Assistant", "config:assistant", "offline-model",
-                           "offline", total_queries=count)
-    path = directory / f"{SESSION}.md"
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(render_header(header))
+
+    def turns() -> Iterator[Turn]:
         for i in range(count):
             blocks: list[str] = []
             length = 0
@@ -85,12 +94,11 @@ def write_large(directory: Path, count: int, size: int = 2_500_000) -> Path:
                     block = f"{reply} {user} {reply}"
                 blocks.append(block)
                 length += len(block) + 2
-            turn = Turn("query", i + 1, WHEN + timedelta(seconds=i), f"question {i}",
-                        answer_blocks("\n\n".join(blocks)), elapsed=1.5,
-                        usage=Usage(120 + i, 40 + i))
-            f.write(render_turn(turn, "Assistant"))
-    os.chmod(path, 0o600)
-    return path
+            yield Turn("query", i + 1, WHEN + timedelta(seconds=i), f"question {i}",
+                       answer_blocks("\n\n".join(blocks)), elapsed=1.5,
+                       usage=Usage(120 + i, 40 + i))
+
+    return _write(directory, count, turns())
 
 
 def run(src: Path, command: list[str], timeout: float, *, terminal: bool,
