@@ -107,3 +107,25 @@ def test_a_result_that_fits_is_unchanged_and_no_room_says_where_it_is() -> None:
     assert "no room" in none and '{"tool_call": "c1", "offset": 0}' in none
     dense = "€😀" * 3000  # several tokens per character: still within the limit
     assert COUNTER.count_text(fit(dense, 300, COUNTER.count_text)) <= 300
+
+
+def test_a_result_too_long_to_fit_at_any_token_length_is_not_counted_whole() -> None:
+    """No token covers more than LONGEST_TOKEN_CHARS characters, so a result longer than that
+    per token of room is cut without counting it whole (tiktoken took 4 s of CPU on 35 MB
+    only to learn it did not fit); the cut is the one counting it whole gives."""
+    from rollchat.models.tokens import LONGEST_TOKEN_CHARS
+
+    log = build_log(8_000)
+    room = len(log) // LONGEST_TOKEN_CHARS - 1
+    counted: list[int] = []
+
+    def spy(text: str) -> int:
+        counted.append(len(text))
+        return COUNTER.count_text(text)
+
+    keep = fit_tool_result(log, room, spy, "c1")
+    assert keep is not None and max(counted) < len(log)
+    assert COUNTER.count_text(cut_result(log, keep, "c1")) <= room
+    assert COUNTER.count_text(cut_result(log, keep + 1, "c1")) > room  # the most that fits
+    # a result within the bound is still counted whole, and sent whole when it fits
+    assert fit_tool_result("word " * 100, 200, spy) is None and counted[-1] == 500

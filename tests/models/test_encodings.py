@@ -107,3 +107,12 @@ def test_the_vendored_table_is_checked_by_its_hash(tmp_path: Path) -> None:
     (tmp_path / file_name).write_bytes(real.replace(b"IQ== 0", b"IQ== 1", 1))
     with pytest.raises(ValueError, match="sha256 differs"):
         vendored("cl100k_base", tmp_path)
+
+
+def test_no_token_of_the_vendored_tables_is_longer_than_longest_token_chars() -> None:
+    """What engine/hygiene's cut relies on to skip counting a result that cannot fit."""
+    from rollchat.models.encodings import VENDORED, vendored
+    from rollchat.models.tokens import LONGEST_TOKEN_CHARS
+
+    for name in VENDORED:
+        assert max(len(token) for token in vendored(name)._mergeable_ranks) <= LONGEST_TOKEN_CHARS

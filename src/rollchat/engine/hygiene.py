@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from rollchat.domain import Message
+from rollchat.models.tokens import LONGEST_TOKEN_CHARS
 from rollchat.tools import ARCHIVE_TOOL_NAME
 
 MISSING_RESULT = "error: the tool call got no result (interrupted or lost)"
@@ -95,10 +96,15 @@ def fit_tool_result(text: str, max_tokens: int, count: Callable[[str], int],
     """How a tool result that alone exceeds ``max_tokens`` is sent: the most characters of
     its head and tail (around a marker that says how much was cut and how to read it: see
     ``cut_result``, which names the call ``call_id``) that fit; None when it fits whole, -1
-    when there is no room at all."""
+    when there is no room at all. ``count`` counts no token as more than
+    ``LONGEST_TOKEN_CHARS`` characters (TokenCounter.count_text's tokenizers and estimate)."""
     if max_tokens <= 0:
         return -1
-    if len(text) <= max_tokens or count(text) <= max_tokens:  # a token is at least one char
+    if len(text) <= max_tokens:  # a token is at least one char
+        return None
+    # and at most LONGEST_TOKEN_CHARS: a text longer than that many per token cannot fit, and
+    # is not counted whole (35 MB of a tool's output took 4 s of tiktoken to learn it)
+    if len(text) <= max_tokens * LONGEST_TOKEN_CHARS and count(text) <= max_tokens:
         return None
 
     def fits(keep: int) -> bool:

@@ -19,6 +19,9 @@ from rollchat.providers.names import OFFLINE
 DEFAULT_CONTEXT_WINDOW = 128_000
 REMEMBERED_CHARS = 65_536  # texts this long have their counts kept within ``remembering``
 OFFLINE_CONTEXT_WINDOW = 32_000
+# The most characters one token covers: the longest token of cl100k_base and o200k_base is
+# 128 bytes (tests/models check the vendored tables), the estimate's 4 ASCII characters.
+LONGEST_TOKEN_CHARS = 128
 
 # Context windows in tokens. Matching: exact name, else the longest known prefix
 # (so "claude-sonnet-4-5-20250929" -> "claude-sonnet-4-5", "llama3.1:8b" -> "llama3.1").
