@@ -205,6 +205,10 @@ class CompactionServer:
             return _compaction_error(failure)
         if not any(m.get("role") in ("user", "assistant") for m in body.get("messages") or []):
             return _compaction_error("compaction_nothing_to_summarize")
+        last = (body.get("messages") or [{}])[-1]
+        if last.get("role") == "assistant" and isinstance(last.get("content"), list) and any(
+                b.get("type") == "tool_use" for b in last["content"]):  # ("Compaction that
+            return _compaction_error("compaction_incomplete_turn")  # keeps recent turns")
         content = self.summary(body)
         signature = sign(content or "")
         if content is not None:

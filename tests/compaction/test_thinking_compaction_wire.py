@@ -285,3 +285,6 @@ def test_the_kept_turns_thinking_after_rollchats_restoration_is_refused(
     with pytest.raises(anthropic.BadRequestError, match="bound to a different conversation"):
         reply([tail, *restoration, *kept, ask_next])  # a message added before the kept turn
     assert len(server.rejected) == 3
+    # a compaction of messages ending with a tool call still waiting for its result
+    with pytest.raises(anthropic.BadRequestError, match="compaction incomplete turn"):
+        block_of([*older, *kept[:2]])
