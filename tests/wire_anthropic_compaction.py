@@ -4,7 +4,11 @@ lookback, the minimum cacheable prefix), on-demand compaction (``compaction: sum
 beta compact-2026-09-04: one signed ``compaction`` block streamed with stop reason
 ``compaction``, its usage as a compaction iteration), the block checked when sent back
 (first, signature, content, beta header), the compaction error types, and context editing
-(``clear_tool_uses_20250919``).
+(``clear_tool_uses_20250919``). With ``thinks``, the model thinks by default (adaptive, as
+claude-sonnet-5-5 does): each answer starts with signed thinking, and every request is held to
+the thinking rules of tests/wire_thinking.py at once with the compaction's (kept thinking
+after a compaction block checked as "Compaction and preserved thinking" says), besides the
+model's parameter refusals and the tool pairing of tests/wire_servers.py.
 
 Not run against the real service (no network here); where the documentation is silent this
 server chooses, and says so: the signature arrives with the block's start and the content in
@@ -27,13 +31,26 @@ from typing import Any
 
 import pytest
 
-from tests.wire_servers import _block_tokens, _tokens, is_extraction, last_user_text
+from tests.wire_servers import (
+    AnthropicDialect,
+    _block_tokens,
+    _tokens,
+    is_extraction,
+    last_user_text,
+    param_refusal,
+    tool_pairing_error,
+)
+from tests.wire_thinking import Summarized, stand_ins, thinking_frames, thinking_refusal, thinks
 
 COMPACT_BETA = "compact-2026-09-04"
 CONTEXT_EDITING_BETA = "context-management-2025-06-27"
 LOOKBACK = 20  # blocks a breakpoint looks back for an earlier cache entry
 MIN_CACHE = 1024  # tokens: a shorter prefix is not cached (Sonnet's and Opus's minimum)
-SUPPORTED = ("claude-sonnet-4-6", "claude-opus-4-6", "test-model")
+# the models the compaction docs list (supportedModels of "Compaction and preserved thinking")
+SUPPORTED = ("claude-fable-5-1", "claude-mythos-5-1", "claude-fable-5", "claude-mythos-5",
+             "claude-mythos-preview", "claude-opus-5-5", "claude-opus-5", "claude-opus-4-8",
+             "claude-opus-4-7", "claude-opus-4-6", "claude-sonnet-5-5", "claude-sonnet-5",
+             "claude-sonnet-4-6", "claude-haiku-5-5", "test-model")
 _KEY = b"wire-server-signing-key"
 
 # (status, error type, error code) of the documented compaction errors
@@ -72,7 +89,9 @@ class Seen:
     cleared: int = 0  # input tokens context editing cleared from it
 
 
-Chat = Callable[[dict[str, Any]], dict[str, Any]]  # body -> {"text": ...} or {"tools": [...]}
+# body -> {"text": ...} and/or {"tools": [...]}, with "thought" (and "redacted": True) when
+# the model thinks
+Chat = Callable[[dict[str, Any]], dict[str, Any]]
 Summary = Callable[[dict[str, Any]], str | None]  # body -> the compaction's content (None: null)
 
 
@@ -93,6 +112,9 @@ class CompactionServer:
     cache: dict[str, int] = field(default_factory=dict)
     issued: dict[str, str] = field(default_factory=dict)  # signature -> content
     lock: threading.Lock = field(default_factory=threading.Lock)
+    thinks: bool = False  # the model thinks by default (see the module docstring)
+    summarized: dict[str, Summarized] = field(default_factory=dict)  # signature -> its request
+    rejected: list[Seen] = field(default_factory=list)  # refused by the rules (a 400)
 
     # ------------------------------------------------------------------ requests
     def handle(self, path: str, headers: dict[str, str], body: dict[str, Any],
@@ -104,8 +126,10 @@ class CompactionServer:
         with self.lock:
             self.requests.append(seen)
         betas = {b.strip() for b in headers.get("anthropic-beta", "").split(",") if b.strip()}
-        problem = self._check_blocks(body, betas)
+        problem = self._check_blocks(body, betas) or self._check_rules(body, headers)
         if problem is not None:
+            with self.lock:
+                self.rejected.append(seen)
             return problem
         if "compaction" in body:
             return self._compaction(seen, betas)
@@ -115,10 +139,30 @@ class CompactionServer:
                                                             f"the {CONTEXT_EDITING_BETA} beta")
             seen.cleared = clear_tool_uses(body)
         reply = self.chat(body)
-        if reply.get("tools"):
-            return 200, self._message(seen, [("tool_use", t) for t in reply["tools"]],
-                                      "tool_use")
-        return 200, self._message(seen, [("text", reply["text"])], "end_turn")
+        blocks: list[tuple[str, Any]] = []
+        if thinks(body, self.thinks):
+            thought = reply.get("thought") or f"The user said {last_user_text(body)!r}."
+            blocks += [("frames", f) for f in thinking_frames(thought, bool(reply.get(
+                "redacted")), body)]
+        if reply.get("text"):
+            blocks.append(("text", reply["text"]))
+        blocks += [("tool_use", t) for t in reply.get("tools") or ()]
+        return 200, self._message(seen, blocks, "tool_use" if reply.get("tools") else "end_turn")
+
+    def _check_rules(self, body: dict[str, Any], headers: dict[str, str],
+                     ) -> tuple[int, dict[str, Any]] | None:
+        """The model's refusals of a parameter (not of a compaction request, which ends with
+        the model's answer by design), tool calls without their results (or the reverse),
+        and the thinking rules, with what a compaction block stands for."""
+        dialect = AnthropicDialect(thinks=self.thinks)
+        refused = tool_pairing_error(dialect, body) or (
+            None if "compaction" in body else param_refusal(dialect, body))
+        if refused is not None:
+            return _error(refused.status, "invalid_request_error", refused.message)
+        with self.lock:
+            summarized = dict(self.summarized)
+        said = thinking_refusal(body, self.thinks, headers, stand_ins(body, summarized))
+        return None if said is None else _error(400, "invalid_request_error", said)
 
     def _check_blocks(self, body: dict[str, Any], betas: set[str],
                       ) -> tuple[int, dict[str, Any]] | None:
@@ -161,10 +205,16 @@ class CompactionServer:
             return _compaction_error(failure)
         if not any(m.get("role") in ("user", "assistant") for m in body.get("messages") or []):
             return _compaction_error("compaction_nothing_to_summarize")
+        last = (body.get("messages") or [{}])[-1]
+        if last.get("role") == "assistant" and isinstance(last.get("content"), list) and any(
+                b.get("type") == "tool_use" for b in last["content"]):  # ("Compaction that
+            return _compaction_error("compaction_incomplete_turn")  # keeps recent turns")
         content = self.summary(body)
         signature = sign(content or "")
         if content is not None:
-            self.issued[signature] = content
+            with self.lock:
+                self.issued[signature] = content
+                self.summarized[signature] = Summarized.of(body)
         seen.billed = self.bill(body)
         output = 0 if content is None else _tokens(content)
         usage = {"input_tokens": 0, "output_tokens": 0, "cache_read_input_tokens": 0,
@@ -193,9 +243,12 @@ class CompactionServer:
                  "cache_read_input_tokens": seen.billed.read,
                  "cache_creation_input_tokens": seen.billed.written}
         events: list[dict[str, Any]] = [{"type": "message_start", "message": _envelope(usage)}]
+        start: dict[str, Any]
         for index, (kind, value) in enumerate(blocks):
-            if kind == "text":
-                start: dict[str, Any] = {"type": "text", "text": ""}
+            if kind == "frames":  # (start, deltas) as tests/wire_thinking.py streams them
+                start, deltas = value
+            elif kind == "text":
+                start = {"type": "text", "text": ""}
                 deltas = [{"type": "text_delta", "text": value}]
             else:
                 start = {"type": "tool_use", "id": value["id"], "name": value["name"],
@@ -206,7 +259,8 @@ class CompactionServer:
                        *({"type": "content_block_delta", "index": index, "delta": d}
                          for d in deltas),
                        {"type": "content_block_stop", "index": index}]
-        written = sum(_tokens(v if k == "text" else v["input"]) for k, v in blocks)
+        written = sum(_tokens(v if k == "text" else v[1] if k == "frames" else v["input"])
+                      for k, v in blocks)
         delta: dict[str, Any] = {"type": "message_delta",
                                  "delta": {"stop_reason": stop, "stop_sequence": None},
                                  "usage": {"output_tokens": max(written, 1)}}

@@ -17,6 +17,18 @@ conversation. ..." unless ``thinking.block_binding.prefix_mismatch_behavior`` is
 with the beta header ``anthropic-beta: thinking-binding-controls-2026-08-01`` (the block is then
 dropped). Here the signature carries an HMAC of the thinking and one of thinking + prefix digest
 (cache_control marks left out of the digest: they mark cache breakpoints, not content).
+
+Compaction and preserved thinking (platform.claude.com "Compaction and preserved thinking",
+beta compact-2026-09-04, stored 2026-12): the check "accepts the swap when the API wrote the
+summary": a block kept after a compaction block stays valid while every compaction since it
+was made ran on a model with preserved thinking, the kept turns immediately follow the
+summarized messages, sent unchanged (the first kept message of another role than the last
+summarized one), and ``system`` and ``tools`` are unchanged; otherwise nothing fails at the
+compaction, and the first later request that sends the kept thinking gets the 400 (or the
+block dropped with ``drop_block``). Here the server that wrote the compaction gives, for a
+request that starts with its block, the message lists the block may stand for
+(``stand_ins``): a signature is taken when it matches the prefix as sent or with one of them
+in the block's place.
 """
 
 from __future__ import annotations
@@ -25,7 +37,8 @@ import base64
 import hashlib
 import hmac
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 _SECRET = b"rollchat-wire-thinking"
@@ -142,14 +155,17 @@ def unmarked(value: Any) -> Any:
     return value
 
 
-def prefix_digest(body: Mapping[str, Any], i: int, j: int) -> str:
+def prefix_digest(body: Mapping[str, Any], i: int, j: int,
+                  stand_in: Sequence[Any] | None = None) -> str:
     """The digest of what comes before block ``j`` of message ``i`` (message ``i`` being the
     reply when ``i`` is past the messages sent): system, tools, the earlier messages and the
-    blocks before it in its own message."""
+    blocks before it in its own message; ``stand_in``: the messages in place of the first one
+    (the compaction block that summarized them)."""
     messages = list(body.get("messages") or [])
     own = messages[i].get("content") if i < len(messages) else []
-    before = [*messages[:i], {"role": "assistant",
-                              "content": own[:j] if isinstance(own, list) else []}]
+    earlier = messages[:i] if stand_in is None or i == 0 else [*stand_in, *messages[1:i]]
+    before = [*earlier, {"role": "assistant",
+                         "content": own[:j] if isinstance(own, list) else []}]
     text = json.dumps(unmarked({"system": body.get("system"), "tools": body.get("tools"),
                               "messages": before}), sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -180,7 +196,8 @@ def thinks(body: dict[str, Any], by_default: bool) -> bool:
     return kind in ("enabled", "adaptive") or (kind is None and by_default)
 
 
-def _signature_refusal(body: dict[str, Any], i: int, j: int, block: dict[str, Any]) -> str | None:
+def _signature_refusal(body: dict[str, Any], i: int, j: int, block: dict[str, Any],
+                       stand_ins: Sequence[Sequence[Any]] = ()) -> str | None:
     thought, signature = block.get("thinking", ""), str(block.get("signature") or "")
     if not bound(body):
         return None if signature == sign(thought) else ALTERED.format(i=i, j=j)
@@ -190,16 +207,19 @@ def _signature_refusal(body: dict[str, Any], i: int, j: int, block: dict[str, An
         return ALTERED.format(i=i, j=j)
     if raw[:32] != hmac.new(_SECRET, thought.encode(), hashlib.sha256).digest():
         return ALTERED.format(i=i, j=j)
-    if signature != sign(thought, prefix_digest(body, i, j)):
+    prefixes = [None, *stand_ins] if i > 0 else [None]
+    if all(signature != sign(thought, prefix_digest(body, i, j, p)) for p in prefixes):
         return BOUND_ELSEWHERE.format(i=i, j=j)
     return None
 
 
 def thinking_refusal(body: dict[str, Any], by_default: bool,
-                     headers: Mapping[str, str] | None = None) -> str | None:
+                     headers: Mapping[str, str] | None = None,
+                     stand_ins: Sequence[Sequence[Any]] = ()) -> str | None:
     """The 400 message for a request that breaks the rules, or None. A block whose prefix
     changed is dropped (left out of the checks) when the request asks for it
-    (``drops_mismatched``), as the API drops it."""
+    (``drops_mismatched``), as the API drops it. ``stand_ins``: what the compaction block
+    the request starts with may stand for (see the module docstring)."""
     refused = thinking_type_refusal(body)
     if refused is not None:
         return refused
@@ -214,7 +234,7 @@ def thinking_refusal(body: dict[str, Any], by_default: bool,
             continue
         for j, b in enumerate(content):
             if b.get("type") == "thinking":
-                wrong = _signature_refusal(body, i, j, b)
+                wrong = _signature_refusal(body, i, j, b, stand_ins)
                 if wrong is not None and drop and wrong == BOUND_ELSEWHERE.format(i=i, j=j):
                     dropped.add(i)
                 elif wrong is not None:
@@ -251,3 +271,60 @@ def thinking_frames(thought: str, redacted: bool, body: Mapping[str, Any],
     if redacted:
         blocks.append(({"type": "redacted_thinking", "data": REDACTED}, []))
     return blocks
+
+
+@dataclass(frozen=True)
+class Summarized:
+    """What a compaction the server wrote summarized: the compaction request's model, system,
+    tools and messages (kept by the server under the block's signature)."""
+
+    model: str
+    system: Any
+    tools: Any
+    messages: tuple[Any, ...]
+
+    @staticmethod
+    def of(body: Mapping[str, Any]) -> Summarized:
+        return Summarized(str(body.get("model") or ""), unmarked(body.get("system")),
+                          unmarked(body.get("tools")), tuple(body.get("messages") or ()))
+
+    def holds(self, body: Mapping[str, Any], following: Sequence[Any]) -> bool:
+        """Whether the swap is accepted for ``body`` whose messages after the block start with
+        ``following``: the compaction ran on a model with preserved thinking, system and tools
+        are unchanged, and the first kept message is not of the last summarized one's role
+        (else the API merges it into that one)."""
+        kept_role = following[0].get("role") if following else None
+        last_role = self.messages[-1].get("role") if self.messages else None
+        return (self.model.startswith(BOUND) and unmarked(body.get("system")) == self.system
+                and unmarked(body.get("tools")) == self.tools
+                and (kept_role is None or kept_role != last_role))
+
+
+def compaction_signature(message: Any) -> str | None:
+    """The signature of the compaction block a message starts with (None: it does not)."""
+    if not isinstance(message, Mapping) or message.get("role") != "assistant":
+        return None
+    content = message.get("content")
+    first = content[0] if isinstance(content, list) and content else None
+    if not isinstance(first, Mapping) or first.get("type") != "compaction":
+        return None
+    return str(first.get("signature") or "")
+
+
+def stand_ins(body: Mapping[str, Any], summarized: Mapping[str, Summarized],
+              ) -> list[list[Any]]:
+    """What the compaction block ``body`` starts with may stand for in a thinking block's
+    prefix: the messages it summarized (and, when those start with an earlier block, what that
+    one summarized too), each while the conditions hold (``Summarized.holds``). A signature
+    is the content's here: a summary written twice is kept for its latest compaction."""
+    messages = list(body.get("messages") or [])
+    found: list[list[Any]] = []
+    head, after, following = (messages[0], [], messages[1:2]) if messages else (None, [], [])
+    while head is not None and len(found) < len(summarized):  # (a block met again: done)
+        swap = summarized.get(compaction_signature(head) or "")
+        if swap is None or not swap.holds(body, following) or not swap.messages:
+            break
+        found.append([*swap.messages, *after])
+        head, after, following = swap.messages[0], [*swap.messages[1:], *after], \
+            list(swap.messages[1:2])
+    return found

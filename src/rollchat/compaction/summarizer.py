@@ -346,9 +346,13 @@ class Summarizer:
     def start_background(self, background: Background, turns: list[Turn],
                          parent: Summary | None) -> None:
         """Summarize the turns no run covers yet in a background thread, folded into the
-        previous run's summary, once that one is done and enough turns have come."""
+        previous run's summary, once that one is done and enough turns have come; never with
+        the provider's compaction (``compaction.engine: provider`` on a provider that has it)."""
         from concurrent.futures import Future
 
+        if self.choice.engine == PROVIDER:  # the provider's compaction reads the chat's own
+            return  # cached request at the compaction: one ahead would send every turn again,
+            # uncached, and its summary would be used instead of the provider's
         runs = background.runs
         begin = runs[-1][1] if runs else 0
         if runs and not runs[-1][2].done():
