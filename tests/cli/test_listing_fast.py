@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from rollchat.cli import listing
 from rollchat.cli.app import build_cli
-from tests.compact_fixtures import T0, Sessions, make_sessions, turn
+from tests.compact_fixtures import OFFLINE_CONFIG, T0, Sessions, make_sessions, turn
 from tests.e2e import clean_env, run_piped
 
 
@@ -164,3 +164,33 @@ def test_a_warning_goes_to_the_log_file_as_on_the_typer_way(
                     handler.close()
             lg.handlers[:] = handlers
             lg.propagate, lg.level = propagate, level
+
+
+def test_the_sessions_directory_is_recalled_until_the_config_changes(tmp_path: Path) -> None:
+    """The second listing recalls the directory the config named (config.recall: no loader);
+    a changed config file is loaded again, never answered with the directory it named."""
+    cwd = tmp_path / "work"
+    first = make_sessions(cwd / "sessions")  # ./sessions: where the record is looked for
+    other = make_sessions(tmp_path / "other")
+    named = tmp_path / "named.yml"
+    named.write_text(OFFLINE_CONFIG, encoding="utf-8")
+
+    def listed(importtime: bool = False) -> tuple[str, set[str]]:
+        done = subprocess.run(
+            [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "rollchat",
+             "sessions", "--json", "--config", str(named)], cwd=str(cwd), capture_output=True,
+            text=True, timeout=60, env=clean_env(tmp_path / "home"), stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr
+        return done.stdout, {line.split("|")[-1].strip() for line in done.stderr.splitlines()
+                             if line.startswith("import time:")}
+
+    loaded, _ = listed()
+    assert first.child in loaded and other.child not in loaded
+    assert (first.root / ".cache" / "listing" / "config-record").is_file()
+    recalled, modules = listed(importtime=True)
+    assert recalled == loaded
+    assert not {"rollchat.config.load", "rollchat.config.settings", "platformdirs"} & modules
+    named.write_text(f"session:\n  dir: {other.root}\n", encoding="utf-8")
+    changed, modules = listed(importtime=True)
+    assert other.child in changed and first.child not in changed
+    assert "rollchat.config.load" in modules

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 _JSON_SURROGATE = re.compile(r"[\ud800-\udfff]")  # written as \u escapes: the JSON stays exact
 _VALUED = ("--sessions-dir", "--config", "--limit")
 _FLAGS = {"sessions": ("--json", "--all"), "search": ("--json",)}
+# the record of the resolved sessions directory (config.recall), beside the index
+RECORD_PARTS = (".cache", "listing", "config-record")
 MORE_HINT = "'rollchat sessions --all' lists them all, '--limit N' the N most recent"
 
 
@@ -161,20 +163,66 @@ def _parsed(args: list[str], known_flags: tuple[str, ...],
 
 
 def _sessions_dir(given: dict[str, str]) -> Path | None:
-    """The sessions directory the config and the options name, loaded as the typer command
-    loads it (cli/options.command_config); None when the config has something to warn about
-    (the typer command says it). ConfigError when it is wrong."""
+    """The sessions directory the config and the options name: recalled when nothing it was
+    resolved from changed (config.recall: no loader, no dataclasses, no platformdirs), else
+    loaded as the typer command loads it (cli/options.command_config) and remembered. None
+    when the config has something to warn about (the typer command says it); ConfigError when
+    it is wrong."""
     import os
     from pathlib import Path
 
-    from rollchat.config.load import load_config
-    from rollchat.config.settings import ConfigOverrides
+    from rollchat.config.recall import recall
 
-    config, sessions_dir = given.get("--config"), given.get("--sessions-dir")
-    cfg = load_config(config_path=Path(config) if config else None, env=os.environ,
-                      cwd=Path.cwd(), overrides=ConfigOverrides(
-                          sessions_dir=Path(sessions_dir) if sessions_dir else None))
-    return None if cfg.warnings else cfg.session.dir
+    options = {k: v for k, v in given.items() if k in ("--sessions-dir", "--config")}
+    # where the record is when the sessions directory is not set in a config file (a guess:
+    # a record is used only when its fingerprint and files match, wherever it was found)
+    guess = os.path.join(os.getcwd(), os.path.expanduser(
+        given.get("--sessions-dir") or os.environ.get("ROLLCHAT_SESSIONS_DIR") or "sessions"))
+    values = recall(os.path.join(guess, *RECORD_PARTS), options)
+    if values is not None and "sessions_dir" in values:
+        return Path(values["sessions_dir"])
+    return _loaded(options)
+
+
+def _loaded(options: dict[str, str]) -> Path | None:
+    """``_sessions_dir`` with the configuration loaded; the record written beside the index
+    (in an existing sessions directory only) when nothing in it is to be warned about."""
+    import contextlib
+    import os
+    from pathlib import Path
+
+    from rollchat.config.load import load_config, looked_at
+    from rollchat.config.recall import file_states, remember
+    from rollchat.config.settings import Config, ConfigOverrides, default_user_config_dir
+
+    config, sessions_dir = options.get("--config"), options.get("--sessions-dir")
+    config_path, cwd, user_dir = Path(config) if config else None, Path.cwd(), \
+        default_user_config_dir()
+
+    def load() -> Config:
+        return load_config(config_path=config_path, env=os.environ, cwd=cwd,
+                           overrides=ConfigOverrides(
+                               sessions_dir=Path(sessions_dir) if sessions_dir else None),
+                           user_config_dir=user_dir)
+
+    cfg = load()
+    if cfg.warnings:
+        return None
+    directory = cfg.session.dir
+    paths = looked_at(cfg, config_path=config_path, env=os.environ, cwd=cwd,
+                      user_config_dir=user_dir)
+    if paths is not None and directory.is_dir():
+        files = file_states([str(p) for p in paths])
+        # loaded again between two looks at the files: the record holds what this load read
+        if load() == cfg and file_states(list(files)) == files:
+            folder = str(directory)
+            for part in RECORD_PARTS[:-1]:  # (owner-only, as the compaction cache's)
+                folder = os.path.join(folder, part)
+                with contextlib.suppress(OSError):
+                    os.mkdir(folder, 0o700)
+            remember(os.path.join(folder, RECORD_PARTS[-1]), options, files,
+                     {"sessions_dir": str(directory)})
+    return directory
 
 
 def _warnings_to_log() -> None:

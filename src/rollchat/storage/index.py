@@ -359,18 +359,14 @@ class SessionIndex:
         return hits
 
     def _matches(self, conn: sqlite3.Connection, query: str, limit: int) -> list[Hit]:
-        rows = conn.execute(
-            "SELECT parts.file, parts.part, snippet(docs, 0, char(2), char(3), '…', 16) "
-            "FROM docs JOIN parts ON parts.rowid = docs.rowid WHERE docs MATCH ? ORDER BY rank "
-            "LIMIT ?", (query, max(limit, 1) * 50))
         # each session's best matching part other than its title (shown beside the snippet
         # already): "" when only the title matched; sessions in the order of their best part
         best: dict[str, str] = {}
-        for name, part, snippet in rows:
+        for name, part, rowid in self._ranked(conn, query, max(limit, 1) * 50):
             if name not in best and len(best) >= limit:
                 continue
             if not best.get(name) and part != "title":
-                best[name] = snippet
+                best[name] = self._snippet(conn, query, rowid)
             best.setdefault(name, "")
         hits: list[Hit] = []
         for name, snippet in best.items():
@@ -388,3 +384,30 @@ class SessionIndex:
                             "".join(f"**{t}**" if m else t for t, m in parts), number,
                             info.file_name, parts))
         return hits
+
+    @staticmethod
+    def _ranked(conn: sqlite3.Connection, query: str, count: int,
+                ) -> Iterator[tuple[str, str, int]]:
+        """The ``count`` best matching parts (file, part, rowid), best first (bm25; equal
+        ones in rowid order, as FTS5's ``ORDER BY rank`` gives them). Ranked without their
+        snippets or files: FTS5's own ``ORDER BY rank`` sorts every match (59,295 parts for
+        one word of bench/bench_listing.py's: 180 ms), SQLite's sorter keeps only the best."""
+        rowids = [r[0] for r in conn.execute(
+            "SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY bm25(docs), rowid LIMIT ?",
+            (query, count))]
+        for start in range(0, len(rowids), BATCH):
+            chunk = rowids[start:start + BATCH]
+            marks = ", ".join("?" * len(chunk))
+            parts = {r[0]: (r[1], r[2]) for r in conn.execute(
+                f"SELECT rowid, file, part FROM parts WHERE rowid IN ({marks})", chunk)}
+            for rowid in chunk:
+                if rowid in parts:  # (as the join: a part row always goes with its text)
+                    name, part = parts[rowid]
+                    yield name, part, rowid
+
+    @staticmethod
+    def _snippet(conn: sqlite3.Connection, query: str, rowid: int) -> str:
+        """The snippet of the matching part ``rowid``: its text around the match."""
+        row = conn.execute("SELECT snippet(docs, 0, char(2), char(3), '…', 16) FROM docs "
+                           "WHERE docs MATCH ? AND rowid = ?", (query, rowid)).fetchone()
+        return row[0] if row is not None else ""
