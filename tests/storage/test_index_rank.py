@@ -5,6 +5,7 @@ included, and the same snippets as that query gives."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +59,23 @@ def test_the_best_parts_come_in_fts5_s_rank_order_with_its_snippets(
     if query == '"redis"':
         assert len(ranks) - len(set(ranks)) > 10  # (equal ranks: their order is checked too)
 
+
+
+def test_a_hit_s_number_is_its_number_in_the_listing(tmp_path: Path) -> None:
+    """Numbers read from one pass over the order are the listing's (sessions of the same
+    date ordered by id, an empty one last)."""
+    root = tmp_path / "sessions"
+    store = SessionStore(root)
+    for n in range(12):
+        live = store.new_session(agent_key="a", agent="A", agent_path="config:a", model="m",
+                                 provider="offline", now=T0 + timedelta(hours=n % 5))
+        if n != 3:  # (one left empty)
+            live.append_turn(T("query", 1, T0, f"redis plan {n}", answer_blocks(
+                "noted redis."), usage=Usage(1, 1)), "A")
+        live.close()
+    index = SessionIndex(root)
+    listed = {i.file_name: i.number for i in index.page(None).sessions}
+    hits = index.search("redis", 50)
+    assert len(hits) == 11 and len(listed) == 12
+    assert {h.file_name: h.number for h in hits} == {
+        name: number for name, number in listed.items() if number != 12}
