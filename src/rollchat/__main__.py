@@ -1,6 +1,6 @@
-"""Entry point for ``rollchat`` and ``python -m rollchat``; ``--version`` and a cached
-``compact ID --json`` answer before any heavy import, and the subcommands are registered only
-when the command line may name one."""
+"""Entry point for ``rollchat`` and ``python -m rollchat``; ``--version``, a cached
+``compact ID --json``, ``sessions`` and ``search`` answer before typer is imported, and the
+subcommands are registered only when the command line may name one."""
 
 from __future__ import annotations
 
@@ -16,6 +16,11 @@ def main() -> None:
         from rollchat.cli.compact_cached import answered
 
         if answered(sys.argv[2:]):
+            return
+    if sys.argv[1:2] in (["sessions"], ["search"]):  # over thousands of sessions: as quick
+        from rollchat.cli.listing import answered as listed
+
+        if listed(sys.argv[1], sys.argv[2:]):
             return
     from rollchat.cli.agents import alias_args
     from rollchat.cli.app import build_cli

@@ -33,24 +33,10 @@ _PREVIEW_CHARS = 60
 # recently started first: by the header's Date, then the id (later first); a session with
 # nothing in it (SessionInfo.empty) after every other. Written once, here, as (the index's
 # column, the SessionInfo field it holds, descending): ``numbered`` sorts a list by it, the
-# index (storage/index.py) by the SQL made from it (ORDER_SQL, ORDER_COLUMNS, before_sql).
+# index (storage/index.py) by the SQL made from it (ORDER_SQL, ORDER_COLUMNS).
 ORDER = (("empty", "empty", False), ("ts", "date", True), ("id", "session_id", True))
 ORDER_COLUMNS = ", ".join(f"{column}{' DESC' * desc}" for column, _, desc in ORDER)
 ORDER_SQL = f"ORDER BY {ORDER_COLUMNS}"
-
-
-def before_sql(values: dict[str, object]) -> tuple[str, list[object]]:
-    """The SQL condition (and its parameters) of the rows before a row holding ``values``
-    (column -> value) in THE order."""
-    condition, params = "", []
-    for column, _, desc in reversed(ORDER):
-        op = ">" if desc else "<"
-        if not condition:
-            condition, params = f"{column} {op} ?", [values[column]]
-        else:
-            condition = f"({column} {op} ? OR ({column} = ? AND {condition}))"
-            params = [values[column], values[column], *params]
-    return condition, params
 
 
 def slug(agent_key: str) -> str:
