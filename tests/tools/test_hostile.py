@@ -4,6 +4,7 @@ terminal escape sequences from the model, and tool arguments that try to leave t
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -103,8 +104,11 @@ def test_parser_on_huge_lines_and_every_truncation() -> None:
         _parse_only_our_error(data[:k].decode("utf-8", "surrogateescape"))
 
 
-def _load(text: str | bytes) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
+def _load(text: str | bytes, where: Path | None = None) -> None:
+    """Load ``text`` as the config file, in ``where`` (a directory holding nothing else, used
+    again by each example: a new directory for each cost more than the load on a loaded disk)
+    or a new temporary directory. The loader writes nothing beside it."""
+    with contextlib.nullcontext(where) if where else tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "rollchat.yml"
         path.write_bytes(text if isinstance(text, bytes) else
                          text.encode("utf-8", "surrogateescape"))
@@ -112,12 +116,20 @@ def _load(text: str | bytes) -> None:
             load_config(config_path=path, env={}, cwd=Path(tmp), user_config_dir=Path(tmp))
         except ConfigError as exc:
             assert str(exc).strip()
+        assert [p.name for p in Path(tmp).iterdir()] == ["rollchat.yml"]
+
+
+@pytest.fixture(scope="module")
+def config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One directory for every example of a config fuzz test (module scope: hypothesis runs
+    the examples of one test call, which a function-scoped fixture would not reset)."""
+    return tmp_path_factory.mktemp("config")
 
 
 @FUZZ
 @given(st.binary(max_size=300))
-def test_config_loader_on_arbitrary_bytes(data: bytes) -> None:
-    _load(data)
+def test_config_loader_on_arbitrary_bytes(config_dir: Path, data: bytes) -> None:
+    _load(data, config_dir)
 
 
 _YAML_BITS = ["session:", "  compact_threshold: ", "ui:", "  offline_word_delay: ", "agents:",
@@ -128,17 +140,17 @@ _YAML_BITS = ["session:", "  compact_threshold: ", "ui:", "  offline_word_delay:
 
 @FUZZ
 @given(st.lists(st.sampled_from(_YAML_BITS), max_size=30))
-def test_config_loader_on_yaml_fragments(bits: list[str]) -> None:
-    _load("".join(bits))
+def test_config_loader_on_yaml_fragments(config_dir: Path, bits: list[str]) -> None:
+    _load("".join(bits), config_dir)
 
 
-def test_config_loader_on_huge_and_truncated_files() -> None:
+def test_config_loader_on_huge_and_truncated_files(tmp_path: Path) -> None:
     _load("session:\n  dir: " + "d" * 2_000_000 + "\n")
     _load(b"a: " + b"[" * 100_000)
     valid = (b"session:\n  compact_threshold: 0.7\n  keep_recent_turns: 2\nui:\n"
              b"  offline_word_delay: 0.0\nsummary:\n  timeout_seconds: 30\n")
     for k in range(len(valid)):
-        _load(valid[:k])
+        _load(valid[:k], tmp_path)
 
 
 # ---------------------------------------------------------------- (b) a sessions directory of junk
