@@ -7,6 +7,7 @@ result, an answer), given to the direct call in the framework's own messages (ma
 app keeps its history) and to rollchat as its working context.
 
     .venv/bin/python bench/bench_frameworks.py --runs 15 [--history 25] [--only openai-agents]
+        [--no-imports]
 """
 
 from __future__ import annotations
@@ -32,18 +33,20 @@ LOOP = asyncio.new_event_loop()  # one loop for the direct calls, as a framework
 
 
 class Stopwatch:
-    """Enter to the first word: the wall time (``stop`` returns it) and the process's CPU
-    time (``cpu``: every thread's, the wire server's too, the same for both sides), which the
-    machine's load moves less than the wall time."""
+    """Enter to the first word: the wall time (``stop`` returns it), the process's CPU time
+    (``cpu``: every thread's, the wire server's too, the same for both sides), which the
+    machine's load moves less than the wall time, and this thread's (``mine``: the run's own,
+    the framework's loop runs on it both ways; without the wire server's)."""
 
     def __init__(self) -> None:
-        self.wall = self.cpu = 0.0
+        self.wall = self.cpu = self.mine = 0.0
 
     def start(self) -> None:
         self.wall, self.cpu = time.perf_counter(), time.process_time()
+        self.mine = time.thread_time()
 
     def stop(self) -> float:
-        self.cpu = time.process_time() - self.cpu
+        self.cpu, self.mine = time.process_time() - self.cpu, time.thread_time() - self.mine
         return time.perf_counter() - self.wall
 
 
@@ -162,7 +165,8 @@ def import_time(module: str) -> float:
 
 
 def compare(label: str, direct: Callable[[Any, list[Any]], float], plain: Any, engine: Any,
-            module: str, runs: int, history: tuple[Any, ...], converted: list[Any]) -> None:
+            module: str, runs: int, history: tuple[Any, ...], converted: list[Any],
+            imports: bool = True) -> None:
     """The first word of ``plain`` called directly (after ``converted``, the framework's own
     form of ``history``) against ``engine`` running its twin (after ``history``), runs
     interleaved (medians of Stopwatch's two figures), and the framework's import time; one
@@ -172,19 +176,26 @@ def compare(label: str, direct: Callable[[Any, list[Any]], float], plain: Any, e
     direct(plain, converted), via_rollchat(engine, context)  # warm: imports, connections
     wall: dict[str, list[float]] = {"direct": [], "rollchat": []}
     cpu: dict[str, list[float]] = {"direct": [], "rollchat": []}
+    mine: dict[str, list[float]] = {"direct": [], "rollchat": []}
     for _ in range(runs):  # interleaved
         for key, call in (("direct", lambda: direct(plain, converted)),
                           ("rollchat", lambda: via_rollchat(engine, context))):
             wall[key].append(call())
             cpu[key].append(WATCH.cpu)
+            mine[key].append(WATCH.mine)
     da, db = (statistics.median(wall[k]) * 1000 for k in ("direct", "rollchat"))
     ca, cb = (statistics.median(cpu[k]) * 1000 for k in ("direct", "rollchat"))
-    imports = statistics.median(import_time(module) for _ in range(3)) * 1000
-    floor = statistics.median(import_time("sys") for _ in range(3)) * 1000
+    ta, tb = (statistics.median(mine[k]) * 1000 for k in ("direct", "rollchat"))
+    said = ""
+    if imports:
+        took = statistics.median(import_time(module) for _ in range(3)) * 1000
+        floor = statistics.median(import_time("sys") for _ in range(3)) * 1000
+        said = f"; import {took:.0f} ms (python -c 'import sys': {floor:.0f} ms)"
     print(f"{label} (history {len(history)} messages): first word direct {da:.1f} ms, via "
           f"rollchat {db:.1f} ms ({(db / da - 1) * 100:+.0f}%); CPU to the first word direct "
-          f"{ca:.1f} ms, via rollchat {cb:.1f} ms ({(cb / ca - 1) * 100:+.0f}%); import "
-          f"{imports:.0f} ms (python -c 'import sys': {floor:.0f} ms)", flush=True)
+          f"{ca:.1f} ms, via rollchat {cb:.1f} ms ({(cb / ca - 1) * 100:+.0f}%); the thread's "
+          f"CPU direct {ta:.1f} ms, via rollchat {tb:.1f} ms ({(tb / ta - 1) * 100:+.0f}%){said}",
+          flush=True)
 
 
 def installed(module: str) -> bool:
@@ -214,6 +225,7 @@ def main() -> None:
     parser.add_argument("--history", type=int, default=0, help="earlier exchanges per turn")
     parser.add_argument("--only", action="append", default=None,
                         choices=("strands", "openai-agents", "pydantic-ai"))
+    parser.add_argument("--no-imports", action="store_true", help="skip the import times")
     args = parser.parse_args()
     history = earlier(args.history)
     with WireServer(OpenAIDialect()) as server:
@@ -226,7 +238,7 @@ def main() -> None:
                 continue
             plain, adapted = build(source, server.url), build(source, server.url)
             compare(label, direct, plain, engine_for(adapted, name), module, args.runs,
-                    history, converter(label)(history))
+                    history, converter(label)(history), imports=not args.no_imports)
 
 
 if __name__ == "__main__":
