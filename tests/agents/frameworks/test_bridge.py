@@ -37,6 +37,27 @@ def test_the_run_goes_on_the_thread_that_reads_its_events() -> None:
     assert threads == [threading.get_ident()] * 2
 
 
+def test_an_event_reaches_the_reader_before_the_runs_next_step() -> None:
+    """The loop stops in the step that put the event: the reader has it before the run goes
+    on (the framework reading the rest of a buffered answer is not paid before the first
+    word is shown), and nothing of the loop is left pending when it stops so."""
+    steps: list[str] = []
+    seen: list[tuple[str, list[str]]] = []
+
+    async def work(channel: Channel) -> None:
+        for word in ("one", "two"):
+            channel.put(TextDelta(word))
+            await asyncio.sleep(0)
+            steps.append(f"after {word}")
+
+    for event in bridged(work, lambda call: None):
+        assert isinstance(event, TextDelta)
+        seen.append((event.text, list(steps)))
+    assert seen == [("one", []), ("two", ["after one"])]
+    assert steps == ["after one", "after two"]
+    assert not [t for t in asyncio.all_tasks(shared_loop()) if not t.done()]
+
+
 def test_an_approval_is_asked_and_answered_on_the_reading_thread() -> None:
     asked: list[tuple[str, int]] = []
 

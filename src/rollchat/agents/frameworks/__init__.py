@@ -9,8 +9,9 @@ comes from one of them is that kind's: nothing is imported to recognize it), its
 rollchat's Messages to the framework's messages each turn, streams the framework's events as
 ``RunEvent`` values and asks ``RunRequest.approve`` before each tool call through the
 framework's own mechanism; its ``Provider`` is the agent's model as a plain call (no tools) for
-summaries and the restoration's acknowledgment. bridge.py runs an async framework on its own
-event loop thread and carries events and approvals to the chat's thread.
+summaries and the restoration's acknowledgment. bridge.py runs an async framework on the one
+shared event loop, run by the thread waiting for the run's events (the chat's), where its
+approvals are answered too.
 """
 
 from __future__ import annotations

@@ -56,11 +56,12 @@ class SharedLoop:
         self.changed = threading.Condition()  # an item came, or the loop is free
         self.driver: int | None = None  # the thread running the loop now
 
-    def wait(self, ready: Callable[[], bool], until: Callable[[], Coroutine[Any, Any, Any]],
+    def wait(self, ready: Callable[[], bool],
+             until: Callable[[], Coroutine[Any, Any, Any] | asyncio.Future[Any]],
              deadline: float | None = None) -> None:
         """Until ``ready()`` (checked under ``changed``): run the loop on this thread with
-        ``until()`` whenever no other thread runs it, else wait to be woken (at ``deadline``
-        at the latest, a ``time.monotonic()``)."""
+        ``until()`` (a coroutine, or a future of the loop) whenever no other thread runs it,
+        else wait to be woken (at ``deadline`` at the latest, a ``time.monotonic()``)."""
         me = threading.get_ident()
         while True:
             with self.changed:
@@ -70,13 +71,15 @@ class SharedLoop:
                 if ready():
                     return
                 self.driver = me
-            task = self.loop.create_task(until())
+            waited = until()
+            task = waited if isinstance(waited, asyncio.Future) else self.loop.create_task(
+                waited)
             try:
                 if asyncio._get_running_loop() is None:
-                    self._run(task)
+                    self._run(task, ready)
                 else:  # a loop of another runs on this thread: a helper runs ours meanwhile
-                    helper = threading.Thread(target=self._run, args=(task,), daemon=True,
-                                              name="rollchat-framework")
+                    helper = threading.Thread(target=self._run, args=(task, ready),
+                                              daemon=True, name="rollchat-framework")
                     helper.start()
                     try:
                         helper.join()
@@ -90,17 +93,23 @@ class SharedLoop:
                     self.driver = None
                     self.changed.notify_all()
 
-    def _run(self, task: asyncio.Task[Any]) -> None:
-        """The loop run until ``task`` is done. Not ``run_until_complete``: a Ctrl-C inside
-        the loop can leave its stop scheduled, which would end the next run early."""
+    def _run(self, task: asyncio.Future[Any], ready: Callable[[], bool]) -> None:
+        """The loop run until ``task`` is done or ``ready()`` (a channel stops the loop as an
+        item comes: see ``Channel._wake``). Not ``run_until_complete``: a Ctrl-C inside the
+        loop can leave its stop scheduled, which would end the next run early (so the stop
+        this run scheduled does nothing once it is over)."""
+        over = False
+
         def stop(_: object) -> None:
-            self.loop.stop()
+            if not over:
+                self.loop.stop()
 
         task.add_done_callback(stop)
         try:
-            while not task.done():
+            while not task.done() and not ready():
                 self.loop.run_forever()
         finally:
+            over = True
             task.remove_done_callback(stop)
 
     def running_here(self) -> bool:
@@ -153,8 +162,14 @@ class Channel:
             self._shared.loop.call_soon_threadsafe(self._wake)
 
     def _wake(self) -> None:
-        if self._arrived is not None and not self._arrived.done():
-            self._arrived.set_result(None)
+        """In the loop: the thread waiting for this channel's next item (``arrival``) gets
+        it now: the loop stops at the end of this step, not after the rest of the run's
+        ready work (the framework reading the rest of a buffered answer) and one more step
+        for the future's callback."""
+        arrived, self._arrived = self._arrived, None
+        if arrived is not None and not arrived.done():
+            arrived.set_result(None)
+            self._shared.loop.stop()
 
     def finish(self) -> None:
         """The run's task is done (called in the loop): the reader gets _END."""
@@ -173,15 +188,15 @@ class Channel:
         finally:
             self._ending = None
 
-    async def arrival(self) -> None:
-        """Returns once an item is here (run in the loop by the thread waiting for it)."""
+    def arrival(self) -> asyncio.Future[None]:
+        """A future of the loop, done once an item is here (made by the thread about to run
+        the loop for it: no task, so none is left pending when the loop stops as it comes)."""
+        arrived: asyncio.Future[None] = self._shared.loop.create_future()
         if self.items:
-            return
-        self._arrived = asyncio.get_running_loop().create_future()
-        try:
-            await self._arrived
-        finally:
-            self._arrived = None
+            arrived.set_result(None)
+        else:
+            self._arrived = arrived
+        return arrived
 
     def next(self) -> object:
         """The next item, the loop run on this thread until it comes."""

@@ -3,7 +3,8 @@
 of the agent whose instructions are rollchat's system prompt. Each function tool's
 ``needs_approval`` asks rollchat's approval; a refused call interrupts the run and is rejected
 with rollchat's refusal (``RunState.reject``), which the model reads. Ctrl-C cancels the run.
-Summaries: a clone with no tools, through the agent's own model."""
+Summaries: a clone with no tools, through the agent's own model. The clone and the converted
+history are kept from turn to turn (the first word's own cost: bench/bench_frameworks.py)."""
 
 from __future__ import annotations
 
@@ -30,12 +31,7 @@ MAX_TURNS = 25
 
 
 def adapt(obj: object, name: str) -> FrameworkAgent:
-    from agents import FunctionTool
-
     runner = AgentsRunner(obj)
-    for tool in getattr(obj, "tools", None) or []:
-        if isinstance(tool, FunctionTool):  # every call asks rollchat's gate first
-            tool.needs_approval = runner.policy(tool.name, tool.needs_approval)
     model = getattr(obj, "model", None)
     shown = model if isinstance(model, str) else getattr(model, "model", None)
     instructions = getattr(obj, "instructions", None)
@@ -47,21 +43,49 @@ def adapt(obj: object, name: str) -> FrameworkAgent:
 
 def to_items(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """rollchat's messages as the SDK's input items (Responses-shaped)."""
-    items: list[dict[str, Any]] = []
-    for m in messages:
-        if m.role == "tool":
-            items.append({"type": "function_call_output", "call_id": m.tool_call_id or "",
-                          "output": m.content})
-            continue
-        if m.content:
-            items.append({"role": "assistant" if m.role == "assistant" else "user",
-                          "content": m.content})
-        items += [{"type": "function_call", "call_id": c.id, "name": c.name,
-                   "arguments": json.dumps(dict(c.arguments))} for c in m.tool_calls]
-    return items
+    return [item for m in messages for item in _items_of(m)]
 
 
+def _items_of(m: Message) -> list[dict[str, Any]]:
+    """One message's input items (each value a string: a copy of an item is a whole one)."""
+    if m.role == "tool":
+        return [{"type": "function_call_output", "call_id": m.tool_call_id or "",
+                 "output": m.content}]
+    items = [{"role": "assistant" if m.role == "assistant" else "user",
+              "content": m.content}] if m.content else []
+    return items + [{"type": "function_call", "call_id": c.id, "name": c.name,
+                     "arguments": json.dumps(dict(c.arguments))} for c in m.tool_calls]
+
+
+class History:
+    """rollchat's history as input items, each message converted once: the messages before a
+    turn are the same objects as the turn before's (the working context keeps them), so only
+    the new ones are converted. From the first message that is not the same object (the
+    context compacted, restored at resume, cleared, an older tool result shortened) on, it is
+    converted again. Each item is given to the SDK as a copy (it may change what it is given)."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []  # kept: an id is not reused while they live
+        self.items: list[list[dict[str, Any]]] = []
+        self.converted = 0  # messages converted so far (what the tests check)
+
+    def __call__(self, history: Sequence[Message]) -> list[dict[str, Any]]:
+        kept, known = 0, self.messages
+        limit = min(len(known), len(history))
+        while kept < limit and known[kept] is history[kept]:
+            kept += 1
+        del known[kept:], self.items[kept:]
+        for m in history[kept:]:
+            known.append(m)
+            self.items.append(_items_of(m))
+        self.converted += len(history) - kept
+        return [dict(item) for items in self.items for item in items]
+
+
+@functools.cache
 def _run_config() -> Any:
+    """Every run's configuration, made once (the SDK does not change the one it is given:
+    it replaces it where it needs another)."""
     from agents import RunConfig
 
     return RunConfig(tracing_disabled=True)  # nothing leaves the machine but the model calls
@@ -103,9 +127,60 @@ class AgentsRunner:
 
     def __init__(self, agent: Any) -> None:
         self.agent = agent
-        self.channel: Channel | None = None
+        self.channel: Channel | None = None  # the run in flight's
+        self.after: After | None = None  # its PostToolUse hooks
         self.refused: dict[str, str] = {}
         self.decided: set[str] = set()
+        self.history = History()
+        self._made: tuple[tuple[Any, ...], Any] | None = None  # (what it was made of, clone)
+        self.clones = 0  # clones made so far (what the tests check)
+
+    def agent_for(self, system: str) -> Any:
+        """The agent a run is given: a clone of the agent file's with ``system`` as its
+        instructions and usage asked for, each function tool a copy whose ``needs_approval``
+        asks rollchat's gate and whose invocation is followed by the PostToolUse hooks of the
+        run in flight. Made again only when ``system`` or the agent changed: one of its
+        attributes set anew, a tool added to or removed from its list (a clone costs the
+        SDK's type-hint evaluation: a third of the first word's own CPU)."""
+        import dataclasses
+
+        agent = self.agent
+        made = (system, *(getattr(agent, f.name) for f in dataclasses.fields(agent)),
+                *agent.tools)
+        if self._made is not None and _same(self._made[0], made):
+            return self._made[1]
+        clone = _clone(agent, instructions=system, tools=self._tools(agent.tools))
+        self._made = (made, clone)
+        self.clones += 1
+        return clone
+
+    def _tools(self, tools: Sequence[Any]) -> list[Any]:
+        from agents import FunctionTool
+
+        out = []
+        for tool in tools:
+            if isinstance(tool, FunctionTool):  # every call asks rollchat's gate first
+                tool = copy.copy(tool)
+                tool.needs_approval = self.policy(tool.name, tool.needs_approval)
+                tool.on_invoke_tool = self._after_invoke(tool.name, tool.on_invoke_tool)
+            out.append(tool)
+        return out
+
+    def _after_invoke(self, name: str, invoke: Callable[[Any, str], Awaitable[Any]]
+                      ) -> Callable[[Any, str], Awaitable[Any]]:
+        """A function tool's invocation, then the PostToolUse hooks of the run in flight
+        (their word added to the result the model reads)."""
+        async def invoked(context: Any, arguments: str) -> Any:
+            result = await invoke(context, arguments)
+            after, channel = self.after, self.channel
+            if after is None or channel is None:
+                return result
+            said = result if isinstance(result, str) else str(result)
+            call = ToolCall(str(getattr(context, "tool_call_id", "")), name,
+                            _arguments(arguments))
+            added = await channel.on_chat(functools.partial(after, call, said, "ok"))
+            return said + added if added else result
+        return invoked
 
     def policy(self, name: str, own: object) -> Callable[[Any, dict[str, Any], str],
                                                           Awaitable[bool]]:
@@ -127,16 +202,15 @@ class AgentsRunner:
 
     def run(self, request: RunRequest) -> Iterator[RunEvent]:
         self.refused, self.decided = {}, set()
+        self.after = request.after
 
         async def work(channel: Channel) -> None:
             from agents import Runner
 
             self.channel = channel
-            tools = {} if request.after is None else {
-                "tools": _posting(self.agent.tools, request.after, channel)}
-            agent = _clone(self.agent, instructions=request.system, **tools)
-            items: Any = [*to_items(request.history), {"role": "user",
-                                                       "content": request.user.content}]
+            agent = self.agent_for(request.system)
+            items: Any = [*self.history(request.history), {"role": "user",
+                                                           "content": request.user.content}]
             try:
                 while True:
                     result = Runner.run_streamed(agent, items, max_turns=MAX_TURNS,
@@ -190,29 +264,10 @@ class AgentsRunner:
                     time.monotonic() - started.get(call_id, time.monotonic())))
 
 
-def _posting(tools: Sequence[Any], after: After, channel: Channel) -> list[Any]:
-    """The agent's tools for one run, each function tool's result followed by what the
-    PostToolUse hooks add (the model reads both)."""
-    from agents import FunctionTool
-
-    out = []
-    for tool in tools:
-        if isinstance(tool, FunctionTool):
-            tool = copy.copy(tool)
-            tool.on_invoke_tool = _after_invoke(tool.name, tool.on_invoke_tool, after, channel)
-        out.append(tool)
-    return out
-
-
-def _after_invoke(name: str, invoke: Callable[[Any, str], Awaitable[Any]], after: After,
-                  channel: Channel) -> Callable[[Any, str], Awaitable[Any]]:
-    async def invoked(context: Any, arguments: str) -> Any:
-        result = await invoke(context, arguments)
-        said = result if isinstance(result, str) else str(result)
-        call = ToolCall(str(getattr(context, "tool_call_id", "")), name, _arguments(arguments))
-        added = await channel.on_chat(functools.partial(after, call, said, "ok"))
-        return said + added if added else result
-    return invoked
+def _same(made: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
+    """The same system prompt, and the same objects in the agent's attributes and tools."""
+    return len(made) == len(now) and made[0] == now[0] and all(
+        a is b for a, b in zip(made[1:], now[1:], strict=True))
 
 
 def _arguments(raw: object) -> dict[str, Any]:

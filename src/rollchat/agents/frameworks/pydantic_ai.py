@@ -1,7 +1,8 @@
 """A Pydantic AI ``Agent`` behind the Runner seam: rollchat's history as Pydantic AI's
 ``ModelRequest``/``ModelResponse`` messages, the run's events streamed
 (``run_stream_events``), and every tool call deferred for approval (``ApprovalRequired``
-answered by ``HandleDeferredToolCalls``: a refusal is Pydantic AI's own ``ToolDenied``)."""
+answered by the run's one capability, ``_Approval``: a refusal is Pydantic AI's own
+``ToolDenied``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 from pydantic_ai import Agent
 from pydantic_ai import messages as pm
-from pydantic_ai.capabilities import AbstractCapability, HandleDeferredToolCalls
+from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ApprovalRequired
 from pydantic_ai.tools import (
     DeferredToolRequests,
@@ -113,9 +114,16 @@ def _result_text(part: pm.ToolReturnPart | pm.RetryPromptPart) -> str:
 # ---------------------------------------------------------------- approval
 
 
-class _Deferred(AbstractCapability[Any]):
-    """Every tool call waits for approval: Pydantic AI defers it (``ApprovalRequired``) and
-    ``HandleDeferredToolCalls`` answers it in the run."""
+class _Approval(AbstractCapability[Any]):
+    """Every tool call waits for rollchat's approval: Pydantic AI defers it
+    (``ApprovalRequired``) and this capability answers it in the run (a refusal is
+    ``ToolDenied``, recorded in ``refused``); after a call that ran, the PostToolUse hooks'
+    word is added to its result (``after``; None: no hook wants any). One capability, not one
+    per hook: Pydantic AI wraps the run's every event in each capability given to the run."""
+
+    def __init__(self, channel: Channel, refused: dict[str, str],
+                 after: After | None = None) -> None:
+        self.channel, self.refused, self.after = channel, refused, after
 
     async def before_tool_execute(self, ctx: RunContext[Any], *, call: pm.ToolCallPart,
                                   tool_def: Any, args: Any) -> Any:
@@ -123,36 +131,27 @@ class _Deferred(AbstractCapability[Any]):
             raise ApprovalRequired
         return args
 
-
-class _Post(AbstractCapability[Any]):
-    """The PostToolUse hooks after each call that ran: their word added to the result."""
-
-    def __init__(self, after: After, channel: Channel) -> None:
-        self.after, self.channel = after, channel
-
-    async def after_tool_execute(self, ctx: RunContext[Any], *, call: pm.ToolCallPart,
-                                 tool_def: Any, args: Any, result: Any) -> Any:
-        said = result if isinstance(result, str) else json.dumps(result, default=str)
-        added = await self.channel.on_chat(lambda: self.after(_call(call), said, "ok"))
-        return said + added if added else result
-
-
-def _gate(channel: Channel, refused: dict[str, str],
-          after: After | None = None) -> list[AbstractCapability[Any]]:
-    async def handle(ctx: RunContext[Any], requests: DeferredToolRequests
-                     ) -> DeferredToolResults:
+    async def handle_deferred_tool_calls(self, ctx: RunContext[Any], *,
+                                         requests: DeferredToolRequests
+                                         ) -> DeferredToolResults | None:
         approvals: dict[str, bool | ToolApproved | ToolDenied] = {}
         for part in requests.approvals:
-            refusal = await channel.ask(_call(part))
+            refusal = await self.channel.ask(_call(part))
             if refusal is None:
                 approvals[part.tool_call_id] = True
             else:
-                refused[part.tool_call_id] = refusal
+                self.refused[part.tool_call_id] = refusal
                 approvals[part.tool_call_id] = ToolDenied(refusal)
         return DeferredToolResults(approvals=approvals)
 
-    post = [_Post(after, channel)] if after is not None else []
-    return [_Deferred(), HandleDeferredToolCalls(handler=handle), *post]
+    async def after_tool_execute(self, ctx: RunContext[Any], *, call: pm.ToolCallPart,
+                                 tool_def: Any, args: Any, result: Any) -> Any:
+        after = self.after
+        if after is None:
+            return result
+        said = result if isinstance(result, str) else json.dumps(result, default=str)
+        added = await self.channel.on_chat(lambda: after(_call(call), said, "ok"))
+        return said + added if added else result
 
 
 # ---------------------------------------------------------------- the run
@@ -175,7 +174,7 @@ class PydanticAIRunner:
         async with self.agent.run_stream_events(
                 request.user.content, message_history=history,
                 instructions=extra_instructions(request.system, self.own) or None,
-                capabilities=_gate(channel, refused, request.after)) as run:
+                capabilities=[_Approval(channel, refused, request.after)]) as run:
             reported = 0
             async for event in run:
                 if isinstance(event, pm.FunctionToolCallEvent):  # a response ended: its usage
