@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests import forkserver
-from tests.e2e import _STARTING_ENV, _clean_env, clean_env, run_piped
+from tests.e2e import _STARTING_ENV, _clean_env, clean_env, default_signals, run_piped
 
 # What a process sees of itself; printed as JSON, then it ends as its first argument says.
 PROBE = r'''
@@ -112,6 +112,58 @@ def test_a_forked_child_ends_as_the_real_one(probe: Path, end: str) -> None:
     assert forked.returncode == real.returncode
     assert _without_runpy(forked.stderr) == _without_runpy(real.stderr)
     assert forked.stdout == real.stdout
+
+
+def _popen(cwd: Path, end: str, env: dict[str, str], *, stdin: bool,
+           merge_stderr: bool = False) -> tuple[forkserver.Forked, subprocess.Popen[str]]:
+    """The probe started by the server (left running) and as a real Popen child."""
+    forked = forkserver.start((end,), cwd, env, _server_env, stdin=stdin,
+                              merge_stderr=merge_stderr, module="probe")
+    assert forked is not None, forkserver.STATS
+    real = subprocess.Popen([sys.executable, "-m", "probe", end], cwd=str(cwd), env=env,
+                            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+                            text=True, preexec_fn=default_signals)
+    return forked, real
+
+
+def test_a_started_child_is_signalled_as_a_real_one(probe: Path) -> None:
+    """A Ctrl-C sent through the server ends the child as it ends the real process (the
+    KeyboardInterrupt, killed by SIGINT); what it printed is read line by line, then to the
+    end."""
+    forked, real = _popen(probe, "sleep", clean_env(probe / "home"), stdin=False)
+    ended = []
+    for child in (forked, real):
+        assert child.stdout is not None
+        facts = json.loads(child.stdout.readline())
+        assert facts["stdin"] == "" and facts["signals"][0] == "<built-in function " \
+            "default_int_handler>"
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+        ended.append((child.returncode, out, err.splitlines()[-1]))
+    assert ended[0] == ended[1] == (-signal.SIGINT, "", "KeyboardInterrupt")
+
+
+def test_a_started_child_is_fed_and_its_streams_merged_as_a_real_one(probe: Path) -> None:
+    forked, real = _popen(probe, "message", clean_env(probe / "home"), stdin=True,
+                          merge_stderr=True)
+    ended = []
+    for child in (forked, real):
+        out, err = child.communicate("typed\n", timeout=60)
+        facts = json.loads(out.splitlines()[0])
+        ended.append((child.returncode, facts["stdin"], out.splitlines()[1:], err))
+    assert ended[0] == ended[1] == (1, "typed\n", ["a message"], None)
+
+
+def test_a_started_child_left_running_is_killed_at_the_test_s_end(probe: Path) -> None:
+    forked = forkserver.start(("sleep",), probe, clean_env(probe / "home"), _server_env,
+                              stdin=False, module="probe")
+    assert forked is not None and forked.stdout is not None
+    forked.stdout.readline()
+    assert forked.poll() is None
+    forkserver.reap()  # what conftest does after each test
+    assert forked.returncode == -signal.SIGKILL and forked.stdout.closed
 
 
 def test_a_forked_child_is_killed_at_the_timeout(probe: Path) -> None:
