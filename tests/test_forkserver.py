@@ -266,3 +266,27 @@ def test_a_child_that_fails_before_running_leaves_real_processes_with_a_warning(
     with pytest.warns(RuntimeWarning, match="a child failed: TypeError"):
         assert forkserver.run(("0",), probe, "", env, 60, _server_env, module="probe") is None
     assert forkserver._server is None
+
+
+def test_rollchat_on_path_is_forked_with_the_shell_s_streams_and_status(tmp_path: Path) -> None:
+    """tests/forkrelay.py's script: a shell's ``rollchat`` (piped, redirected, failing) forked
+    by the server and ending with its status; a call whose environment differs in what is read
+    at start runs the real ``rollchat``."""
+    from tests import forkrelay
+
+    env = clean_env(tmp_path / "home")
+    before = dict(forkserver.STATS)
+    with forkrelay.rollchat_on_path(_server_env) as relay:
+        env["PATH"] = f"{relay}:{env['PATH']}"
+        script = ('echo "what is a token bucket?" | rollchat -p > answer; echo "piped $?"\n'
+                  'rollchat --no-such-option 2> error; echo "usage $?"\n'
+                  'PYTHONHASHSEED=7 rollchat --version; echo "real $?"\n')
+        done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, text=True,
+                              capture_output=True, timeout=120)
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["piped 0", "usage 2"] and lines[3] == "real 0", done.stderr
+    assert lines[2].startswith("rollchat ")
+    assert "token" in (tmp_path / "answer").read_text()
+    assert "rollchat: error: no such option --no-such-option" in (tmp_path / "error").read_text()
+    assert forkserver.STATS["forked"] == before.get("forked", 0) + 2
+    assert forkserver.STATS["real"] == before.get("real", 0) + 1
