@@ -193,7 +193,7 @@ class Forked:
         self.returncode: int | None = None
         self._server, self._mine = server, mine
         stdin_w, stdout_r, stderr_r = ours
-        # as Popen's text mode: written through, read with universal newlines
+        # as Popen's text mode: writes buffered (flush to send them), universal newlines read
         self.stdin = (open(stdin_w, "w", encoding=encoding, closefd=True)  # noqa: SIM115
                       if stdin_w != -1 else None)
         self.stdout = open(stdout_r, encoding=encoding)  # noqa: SIM115 (the child's life)
