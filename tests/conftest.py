@@ -132,6 +132,7 @@ def _reaped_children(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(subprocess.Popen, "__init__", track_popen)
     monkeypatch.setattr(pexpect.spawn, "__init__", track_spawn)
     yield
+    forkserver.reap()  # the children the fork server started for the test and left running
     for child in started:
         if not forkserver.is_server(child):  # started by a test, for the whole session
             _reap(child)

@@ -131,6 +131,26 @@ def run_piped(cwd: Path, text: str | None, *args: str, env: dict[str, str] | Non
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
+def start_piped(cwd: Path, *args: str, env: dict[str, str] | None = None, stdin: bool = True,
+                merge_stderr: bool = False) -> subprocess.Popen[str] | forkserver.Forked:
+    """``python -m rollchat ARGS`` left running with pipes, as ``subprocess.Popen(...,
+    stdin=PIPE (``stdin`` False: /dev/null), stdout=PIPE, stderr=PIPE (``merge_stderr``:
+    STDOUT), text=True)`` starts it, with the signal dispositions of a terminal's process:
+    forked by the tests' fork server, or a new interpreter as in ``run_piped``. The test may
+    signal it, feed it and read it (``send_signal``, ``communicate``, the streams); it is
+    reaped at the test's end however the test ended."""
+    env = env or clean_env(cwd / "home")
+    child = forkserver.start(args, cwd, env, lambda home: _clean_env(_STARTING_ENV, home),
+                             stdin=stdin, merge_stderr=merge_stderr)
+    if child is not None:
+        return child
+    return subprocess.Popen([sys.executable, "-m", "rollchat", *args], cwd=str(cwd), env=env,
+                            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+                            text=True, preexec_fn=default_signals)
+
+
 def exit_chat(child: pexpect.spawn) -> None:
     """End a chat in a terminal as the user does: ``exit`` typed at the next prompt; the chat
     ends (EOF) and exits 0. (A test still closes the child in its ``finally``, for a failure

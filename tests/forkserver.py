@@ -181,33 +181,226 @@ def run(args: tuple[str, ...], cwd: Path, text: str | None, env: dict[str, str],
     return done
 
 
+class Forked:
+    """A child forked by the server that runs on while the test talks to it: what
+    ``subprocess.Popen(argv, stdin=PIPE or DEVNULL, stdout=PIPE, stderr=PIPE or STDOUT,
+    text=True)`` gives, for what the tests do with one (its streams, ``send_signal``, ``kill``,
+    ``wait``, ``communicate``). Its signals go through the server (by the child's pidfd)."""
+
+    def __init__(self, server: Server, mine: socket.socket, pid: int, args: list[str],
+                 ours: tuple[int, int, int], encoding: str) -> None:
+        self.args, self.pid = args, pid
+        self.returncode: int | None = None
+        self._server, self._mine = server, mine
+        stdin_w, stdout_r, stderr_r = ours
+        # as Popen's text mode: writes buffered (flush to send them), universal newlines read
+        self.stdin = (open(stdin_w, "w", encoding=encoding, closefd=True)  # noqa: SIM115
+                      if stdin_w != -1 else None)
+        self.stdout = open(stdout_r, encoding=encoding)  # noqa: SIM115 (the child's life)
+        self.stderr = open(stderr_r, encoding=encoding) if stderr_r != -1 else None  # noqa: SIM115
+
+    def poll(self) -> int | None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.wait(0)
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        if self.returncode is None:
+            with contextlib.suppress(OSError):  # (the server may have reported its end)
+                self._mine.send(f"signal {int(signum)}".encode())
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            with contextlib.suppress(OSError):
+                self._mine.send(b"kill")
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Its exit status (as ``os.waitstatus_to_exitcode``); TimeoutExpired at ``timeout``."""
+        if self.returncode is not None:
+            return self.returncode
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._mine, selectors.EVENT_READ)
+            if not selector.select(timeout):
+                raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        message = self._mine.recv(1 << 16)
+        if not message:
+            raise ServerFailed(f"it ended during a call{self._server.last_words()}")
+        ended = json.loads(message)
+        if "error" in ended:
+            raise ServerFailed(f"a child failed: {ended['error'].splitlines()[-1]}")
+        self._server.children_cpu += ended["cpu"]
+        self._server.own_cpu = ended["server_cpu"]
+        self.returncode = int(ended["code"])
+        self._mine.close()
+        return self.returncode
+
+    def communicate(self, input: str | None = None,
+                    timeout: float | None = None) -> tuple[str, str | None]:
+        """``input`` written and stdin closed, stdout and stderr read to their ends (what a
+        ``readline`` before left in their buffers included), its end waited for; as
+        Popen.communicate, TimeoutExpired at ``timeout`` leaves the child running."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        read: dict[str, str] = {}
+
+        def reader(name: str, stream: Any) -> None:
+            read[name] = stream.read()
+
+        readers = [threading.Thread(target=reader, args=(name, stream), daemon=True)
+                   for name, stream in (("out", self.stdout), ("err", self.stderr))
+                   if stream is not None and not stream.closed]
+        for thread in readers:
+            thread.start()
+        if self.stdin is not None and not self.stdin.closed:
+            with contextlib.suppress(BrokenPipeError):  # it stopped reading: as Popen does
+                if input:
+                    self.stdin.write(input)
+                self.stdin.close()
+        for thread in readers:
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        self.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        for stream in (self.stdout, self.stderr):
+            if stream is not None:
+                stream.close()
+        return read.get("out", ""), read.get("err") if self.stderr is not None else None
+
+    def reap(self) -> None:
+        """Killed if it still runs, its end waited for, every stream closed (a test's end)."""
+        try:
+            if self.returncode is None:
+                self.kill()
+                with contextlib.suppress(subprocess.TimeoutExpired, ServerFailed, OSError):
+                    self.wait(REPLY_DEADLINE)
+        finally:
+            for stream in (self.stdin, self.stdout, self.stderr):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            self._mine.close()  # (the server kills a child whose caller is gone)
+
+
+_started: list[Forked] = []  # the children started and not reaped yet (see reap)
+
+
+def start(args: tuple[str, ...], cwd: Path, env: dict[str, str],
+          make_env: Callable[[Path], dict[str, str]], *, stdin: bool,
+          merge_stderr: bool = False, module: str = "rollchat") -> Forked | None:
+    """``python -m MODULE ARGS`` forked by the server and left running, as ``Popen`` starts
+    it: stdin a pipe (or /dev/null), stdout a pipe, stderr a pipe or (``merge_stderr``) the
+    same as stdout; None when it should run as a real process instead (see ``run``)."""
+    if os.environ.get(OFF) == "1":
+        return None
+    server = _get(make_env)
+    if server is None:
+        return None
+    if server.differs(env) is not None or not cwd.is_dir():
+        STATS["real"] += 1
+        return None
+    stdin_r, stdin_w = os.pipe() if stdin else (os.open(os.devnull, os.O_RDONLY), -1)
+    stdout_r, stdout_w = os.pipe()
+    stderr_r, stderr_w = (-1, stdout_w) if merge_stderr else os.pipe()
+    try:
+        mine, pid = _launch(server, module, args, cwd, env, (stdin_r, stdout_w, stderr_w))
+    except (ServerFailed, OSError) as error:
+        for fd in (stdin_w, stdout_r, stderr_r):
+            if fd != -1:
+                os.close(fd)
+        _fail(f"{type(error).__name__}: {error}")
+        return None
+    STATS["forked"] += 1
+    child = Forked(server, mine, pid, [sys.executable, "-m", module, *args],
+                   (stdin_w, stdout_r, stderr_r), locale.getpreferredencoding(False))
+    _started.append(child)
+    return child
+
+
+def reap() -> None:
+    """Every child ``start`` started: killed if it still runs, its streams closed (conftest
+    calls this at each test's end, however it ended)."""
+    while _started:
+        _started.pop().reap()
+
+
+def launch(args: tuple[str, ...], cwd: Path, env: dict[str, str],
+           make_env: Callable[[Path], dict[str, str]], streams: tuple[int, int, int], *,
+           umask: int, module: str = "rollchat") -> tuple[socket.socket, int] | None:
+    """A child with another process's ``streams`` (its stdin, stdout, stderr: closed here) and
+    ``umask`` (tests/forkrelay.py): the socket the server tells its end on (see ``ended``;
+    closed: the child is killed) and its pid; None when it should run as a real process."""
+    server = None if os.environ.get(OFF) == "1" else _get(make_env)
+    if server is not None and (server.differs(env) is not None or not cwd.is_dir()):
+        STATS["real"] += 1
+        server = None
+    if server is None:
+        for fd in streams:
+            os.close(fd)
+        return None
+    try:
+        started = _launch(server, module, args, cwd, env, streams, umask)
+    except (ServerFailed, OSError) as error:
+        _fail(f"{type(error).__name__}: {error}")
+        return None
+    STATS["forked"] += 1
+    return started
+
+
+def ended(mine: socket.socket) -> int | None:
+    """The exit status the server tells on ``mine`` (a child of ``launch``: waited for until
+    it ends), or None if the server ended first."""
+    message = b""
+    with contextlib.suppress(OSError):
+        message = mine.recv(1 << 16)
+    end = json.loads(message) if message else {}
+    if "code" not in end:
+        return None
+    if _server is not None:
+        _server.children_cpu += end["cpu"]
+        _server.own_cpu = end["server_cpu"]
+    return int(end["code"])
+
+
+def _launch(server: Server, module: str, args: tuple[str, ...], cwd: Path,
+            env: dict[str, str], streams: tuple[int, int, int],
+            umask: int | None = None) -> tuple[socket.socket, int]:
+    """Ask the server for a child with ``streams`` (its stdin, stdout, stderr: closed here,
+    whatever happens) and ``umask`` (None: this process's): the socket it answers on about
+    that child, and the child's pid."""
+    request = json.dumps({"module": module, "args": list(args), "cwd": str(cwd), "env": env,
+                          "umask": _umask() if umask is None else umask}).encode()
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        try:
+            socket.send_fds(server.control, [request], [*streams, theirs.fileno()])
+        except OSError as error:
+            raise ServerFailed(f"it is gone ({error}){server.last_words()}") from error
+        finally:
+            for fd in sorted(set(streams)):
+                os.close(fd)
+            theirs.close()
+        started = server.receive(mine, REPLY_DEADLINE, "with a child")
+        if "error" in started:  # (a child that failed at once may say so before the server)
+            raise ServerFailed(f"a child failed: {started['error'].splitlines()[-1]}")
+    except BaseException:
+        mine.close()
+        raise
+    return mine, int(started["pid"])
+
+
 def _call(server: Server, module: str, args: tuple[str, ...], cwd: Path, text: str | None,
           env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", module, *args]
     encoding = locale.getpreferredencoding(False)  # what subprocess's text mode uses
     data = (text or "").encode(encoding)
-    request = json.dumps({"module": module, "args": list(args), "cwd": str(cwd), "env": env,
-                          "umask": _umask()}).encode()
-    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     stdin_r, stdin_w = os.pipe() if text is not None else (os.open(os.devnull, os.O_RDONLY), -1)
     stdout_r, stdout_w = os.pipe()
     stderr_r, stderr_w = os.pipe()
     ours = [stdin_w, stdout_r, stderr_r]
     deadline = time.monotonic() + timeout
     ended: dict[str, Any] | None = None
+    mine: socket.socket | None = None
     try:
-        try:
-            socket.send_fds(server.control, [request], [stdin_r, stdout_w, stderr_w,
-                                                        theirs.fileno()])
-        except OSError as error:
-            raise ServerFailed(f"it is gone ({error}){server.last_words()}") from error
-        finally:
-            for fd in (stdin_r, stdout_w, stderr_w):
-                os.close(fd)
-            theirs.close()
-        started = server.receive(mine, REPLY_DEADLINE, "with a child")
-        if "error" in started:  # (a child that failed at once may say so before the server)
-            raise ServerFailed(f"a child failed: {started['error'].splitlines()[-1]}")
+        mine, _ = _launch(server, module, args, cwd, env, (stdin_r, stdout_w, stderr_w))
         out, err, ended = _communicate(server, mine, ours, data, deadline)
         if ended is None:  # the timeout: killed, as subprocess.run kills it
             mine.send(b"kill")
@@ -217,7 +410,8 @@ def _call(server: Server, module: str, args: tuple[str, ...], cwd: Path, text: s
         if ended is not None:
             server.children_cpu += ended["cpu"]
             server.own_cpu = ended["server_cpu"]
-        mine.close()  # before its end was read (interrupted): the server kills the child
+        if mine is not None:
+            mine.close()  # before its end was read (interrupted): the server kills the child
         for fd in ours:
             with contextlib.suppress(OSError):
                 os.close(fd)

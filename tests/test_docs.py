@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e import clean_env
+from tests import forkrelay
+from tests.e2e import _STARTING_ENV, _clean_env, clean_env
 
 ROOT = Path(__file__).resolve().parents[1]
 # docs/architecture.md is the code's map (no commands); every other page is read.
@@ -157,13 +158,20 @@ def test_nothing_looks_runnable_outside_a_console_block() -> None:
 
 @pytest.mark.parametrize("page", [p for p in PAGES if commands(p)], ids=lambda p: p.name)
 def test_every_command_of_the_page_runs(page: Path, tmp_path: Path) -> None:
-    cwd, env = project(tmp_path, activated=page.name != "README.md")
-    for command in commands(page):
-        cwd, output, status = run(command, cwd, env)
-        where = f"{command.page}:{command.line}: {command.shell}\n{output}"
-        assert status == command.status, where
-        missing = shows(output, command.shown)
-        assert missing is None, f"not shown: {missing!r}\n{where}"
+    """A docs/ page's ``rollchat`` (PATH) is forked by the tests' fork server through
+    tests/forkrelay.py, a process of its own as a new interpreter's; the README's set-up
+    leaves none on PATH, and its `.venv/bin/rollchat` is the installed script itself."""
+    activated = page.name != "README.md"
+    cwd, env = project(tmp_path, activated=activated)
+    with forkrelay.rollchat_on_path(lambda home: _clean_env(_STARTING_ENV, home)) as relay:
+        if activated:
+            env["PATH"] = f"{relay}:{env['PATH']}"
+        for command in commands(page):
+            cwd, output, status = run(command, cwd, env)
+            where = f"{command.page}:{command.line}: {command.shell}\n{output}"
+            assert status == command.status, where
+            missing = shows(output, command.shown)
+            assert missing is None, f"not shown: {missing!r}\n{where}"
 
 
 def test_shows_finds_lines_in_order_with_ellipses() -> None:

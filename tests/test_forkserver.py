@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests import forkserver
-from tests.e2e import _STARTING_ENV, _clean_env, clean_env, run_piped
+from tests.e2e import _STARTING_ENV, _clean_env, clean_env, default_signals, run_piped
 
 # What a process sees of itself; printed as JSON, then it ends as its first argument says.
 PROBE = r'''
@@ -112,6 +112,58 @@ def test_a_forked_child_ends_as_the_real_one(probe: Path, end: str) -> None:
     assert forked.returncode == real.returncode
     assert _without_runpy(forked.stderr) == _without_runpy(real.stderr)
     assert forked.stdout == real.stdout
+
+
+def _popen(cwd: Path, end: str, env: dict[str, str], *, stdin: bool,
+           merge_stderr: bool = False) -> tuple[forkserver.Forked, subprocess.Popen[str]]:
+    """The probe started by the server (left running) and as a real Popen child."""
+    forked = forkserver.start((end,), cwd, env, _server_env, stdin=stdin,
+                              merge_stderr=merge_stderr, module="probe")
+    assert forked is not None, forkserver.STATS
+    real = subprocess.Popen([sys.executable, "-m", "probe", end], cwd=str(cwd), env=env,
+                            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+                            text=True, preexec_fn=default_signals)
+    return forked, real
+
+
+def test_a_started_child_is_signalled_as_a_real_one(probe: Path) -> None:
+    """A Ctrl-C sent through the server ends the child as it ends the real process (the
+    KeyboardInterrupt, killed by SIGINT); what it printed is read line by line, then to the
+    end."""
+    forked, real = _popen(probe, "sleep", clean_env(probe / "home"), stdin=False)
+    ended = []
+    for child in (forked, real):
+        assert child.stdout is not None
+        facts = json.loads(child.stdout.readline())
+        assert facts["stdin"] == "" and facts["signals"][0] == "<built-in function " \
+            "default_int_handler>"
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+        ended.append((child.returncode, out, err.splitlines()[-1]))
+    assert ended[0] == ended[1] == (-signal.SIGINT, "", "KeyboardInterrupt")
+
+
+def test_a_started_child_is_fed_and_its_streams_merged_as_a_real_one(probe: Path) -> None:
+    forked, real = _popen(probe, "message", clean_env(probe / "home"), stdin=True,
+                          merge_stderr=True)
+    ended = []
+    for child in (forked, real):
+        out, err = child.communicate("typed\n", timeout=60)
+        facts = json.loads(out.splitlines()[0])
+        ended.append((child.returncode, facts["stdin"], out.splitlines()[1:], err))
+    assert ended[0] == ended[1] == (1, "typed\n", ["a message"], None)
+
+
+def test_a_started_child_left_running_is_killed_at_the_test_s_end(probe: Path) -> None:
+    forked = forkserver.start(("sleep",), probe, clean_env(probe / "home"), _server_env,
+                              stdin=False, module="probe")
+    assert forked is not None and forked.stdout is not None
+    forked.stdout.readline()
+    assert forked.poll() is None
+    forkserver.reap()  # what conftest does after each test
+    assert forked.returncode == -signal.SIGKILL and forked.stdout.closed
 
 
 def test_a_forked_child_is_killed_at_the_timeout(probe: Path) -> None:
@@ -214,3 +266,27 @@ def test_a_child_that_fails_before_running_leaves_real_processes_with_a_warning(
     with pytest.warns(RuntimeWarning, match="a child failed: TypeError"):
         assert forkserver.run(("0",), probe, "", env, 60, _server_env, module="probe") is None
     assert forkserver._server is None
+
+
+def test_rollchat_on_path_is_forked_with_the_shell_s_streams_and_status(tmp_path: Path) -> None:
+    """tests/forkrelay.py's script: a shell's ``rollchat`` (piped, redirected, failing) forked
+    by the server and ending with its status; a call whose environment differs in what is read
+    at start runs the real ``rollchat``."""
+    from tests import forkrelay
+
+    env = clean_env(tmp_path / "home")
+    before = dict(forkserver.STATS)
+    with forkrelay.rollchat_on_path(_server_env) as relay:
+        env["PATH"] = f"{relay}:{env['PATH']}"
+        script = ('echo "what is a token bucket?" | rollchat -p > answer; echo "piped $?"\n'
+                  'rollchat --no-such-option 2> error; echo "usage $?"\n'
+                  'PYTHONHASHSEED=7 rollchat --version; echo "real $?"\n')
+        done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, text=True,
+                              capture_output=True, timeout=120)
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["piped 0", "usage 2"] and lines[3] == "real 0", done.stderr
+    assert lines[2].startswith("rollchat ")
+    assert "token" in (tmp_path / "answer").read_text()
+    assert "rollchat: error: no such option --no-such-option" in (tmp_path / "error").read_text()
+    assert forkserver.STATS["forked"] == before.get("forked", 0) + 2
+    assert forkserver.STATS["real"] == before.get("real", 0) + 1

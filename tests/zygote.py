@@ -133,10 +133,16 @@ class Server:
         return True
 
     def caller(self, pid: int) -> None:
-        """A kill request (the caller's timeout), or the caller gone (interrupted, killed)."""
-        caller, _ = self.calls[pid]
+        """A signal for the child ("signal N": a test's Ctrl-C), a kill request (the caller's
+        timeout), or the caller gone (interrupted, killed)."""
+        caller, pidfd = self.calls[pid]
+        message = b""
         with contextlib.suppress(OSError):
-            caller.recv(64)
+            message = caller.recv(64)
+        if message.startswith(b"signal "):
+            with contextlib.suppress(ProcessLookupError):  # (ended, its end not reaped yet)
+                signal.pidfd_send_signal(pidfd, int(message.split()[1]))
+            return
         self.selector.unregister(caller)
         self.kill(pid)  # its end is still reaped (ended)
 

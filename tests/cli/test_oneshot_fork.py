@@ -6,6 +6,7 @@ says exactly what to type; usage errors in one line, exit 2."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -36,7 +37,7 @@ def _read(tmp_path: Path, session_id: object) -> Transcript:
     return parse((tmp_path / "sessions" / f"{session_id}.md").read_text(encoding="utf-8"))
 
 
-def _chain(tmp_path: Path) -> tuple[str, str]:
+def _make_chain(tmp_path: Path) -> tuple[str, str]:
     """A session (old) continued by -c in another (newest): a chain of two."""
     old = _json(run(tmp_path, "-p", "remember the word pelican", "--output-format", "json"))
     new = _json(run(tmp_path, "-c", "-p", "what word?", "--output-format", "json"))
@@ -44,13 +45,30 @@ def _chain(tmp_path: Path) -> tuple[str, str]:
     return str(old["session_id"]), str(new["session_id"])
 
 
+@pytest.fixture(scope="module")
+def made_chain(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """One chain made by two runs, for every test of the module (each starts from a copy):
+    its project directory, old, newest."""
+    where = tmp_path_factory.mktemp("chain")
+    return (where, *_make_chain(where))
+
+
+@pytest.fixture
+def chain(made_chain: tuple[Path, str, str], tmp_path: Path) -> tuple[str, str]:
+    """The chain's sessions directory copied into this test's project (as written: the
+    files, their times, the lock files): old, newest."""
+    where, old, newest = made_chain
+    shutil.copytree(where / "sessions", tmp_path / "sessions")
+    return old, newest
+
+
 def _files(tmp_path: Path) -> dict[str, bytes]:
     return {p.stem: p.read_bytes() for p in (tmp_path / "sessions").glob("*.md")}
 
 
 def test_fork_continues_the_older_state_and_leaves_the_chain_as_it_was(
-        tmp_path: Path) -> None:
-    old, newest = _chain(tmp_path)
+        tmp_path: Path, chain: tuple[str, str]) -> None:
+    old, newest = chain
     before = _files(tmp_path)
     done = run(tmp_path, "-p", "and the old state?", "--fork", old)
     assert done.returncode == 0, done.stderr
@@ -70,8 +88,9 @@ def test_fork_continues_the_older_state_and_leaves_the_chain_as_it_was(
 
 
 @pytest.mark.parametrize("output_format", ["json", "stream-json"])
-def test_fork_prints_json_as_resume_does(tmp_path: Path, output_format: str) -> None:
-    old, _ = _chain(tmp_path)
+def test_fork_prints_json_as_resume_does(tmp_path: Path, chain: tuple[str, str],
+                                        output_format: str) -> None:
+    old, _ = chain
     done = run(tmp_path, "-p", "hello", "--fork", old[-4:], "--output-format", output_format)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.splitlines()[-1])
@@ -82,8 +101,9 @@ def test_fork_prints_json_as_resume_does(tmp_path: Path, output_format: str) -> 
     assert result["answer"] == saved.turns[-1].assistant
 
 
-def test_resuming_an_older_state_names_the_option_that_forks_it(tmp_path: Path) -> None:
-    old, newest = _chain(tmp_path)
+def test_resuming_an_older_state_names_the_option_that_forks_it(
+        tmp_path: Path, chain: tuple[str, str]) -> None:
+    old, newest = chain
     done = run(tmp_path, "-p", "go on", "--resume", old, "--output-format", "json")
     assert _read(tmp_path, _json(done)["session_id"]).header.resumed_from == newest
     assert f"the newest of the chain (--fork {old} branches off" in done.stderr
@@ -105,8 +125,8 @@ def _held(tmp_path: Path, session_id: str) -> Iterator[None]:
 
 @pytest.mark.parametrize("chosen", [["--resume", "OLD"], ["-c"]])
 def test_a_newest_open_elsewhere_is_refused_with_what_to_type_and_that_works(
-        tmp_path: Path, chosen: list[str]) -> None:
-    old, newest = _chain(tmp_path)
+        tmp_path: Path, chain: tuple[str, str], chosen: list[str]) -> None:
+    old, newest = chain
     before = _files(tmp_path)
     with _held(tmp_path, newest):
         refused = run(tmp_path, "-p", "go on", *[old if w == "OLD" else w for w in chosen],
@@ -133,9 +153,8 @@ def test_a_newest_open_elsewhere_is_refused_with_what_to_type_and_that_works(
     (["fork", "1"], "-p goes with --fork, not the 'fork' command"),
     (["sessions"], "-p answers one question in the chat, not with 'sessions'"),
 ])
-def test_fork_usage_errors_exit_2_with_one_line(tmp_path: Path, args: list[str],
-                                                says: str) -> None:
-    _chain(tmp_path)
+def test_fork_usage_errors_exit_2_with_one_line(tmp_path: Path, chain: tuple[str, str],
+                                                args: list[str], says: str) -> None:
     before = _files(tmp_path)
     done = run(tmp_path, "-p", "q", "--output-format", "json", *args)
     assert (done.returncode, done.stdout) == (2, ""), done.stderr
@@ -144,8 +163,9 @@ def test_fork_usage_errors_exit_2_with_one_line(tmp_path: Path, args: list[str],
     assert _files(tmp_path) == before
 
 
-def test_fork_without_p_starts_the_chat_in_a_fork(tmp_path: Path) -> None:
-    old, _ = _chain(tmp_path)
+def test_fork_without_p_starts_the_chat_in_a_fork(tmp_path: Path,
+                                                 chain: tuple[str, str]) -> None:
+    old, _ = chain
     done = run_piped(tmp_path, "hi\nexit\n", "--fork", old)
     assert done.returncode == 0, done.stderr
     assert f"Forked {old}" in done.stdout and "Goodbye" in done.stdout

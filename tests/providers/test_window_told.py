@@ -1,17 +1,16 @@
 """The window's "no room" warning (issue 40.2): told once per change of window, after the
 window's line and of the same window, never against one the server states now; and the
-window asked again after `model NAME`. `rollchat -p` in a subprocess against the llama-server
-double (tests/wire_local.LlamaServer: the recorded /v1/models and /props, n_ctx 2048, or the
-same bytes stating 8192)."""
+window asked again after `model NAME`. `rollchat -p` in a process of its own (forked by the
+tests' fork server) against the llama-server double (tests/wire_local.LlamaServer: the
+recorded /v1/models and /props, n_ctx 2048, or the same bytes stating 8192)."""
 
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 from rollchat.models.windows import WindowBook
-from tests.e2e import XDG_DIRS, clean_env
+from tests.e2e import XDG_DIRS, clean_env, run_piped
 from tests.wire_local import LlamaServer, llama_server, recorded
 
 CONFIG = "retry:\n  max_retries: 0\nagents:\n  assistant:\n    max_output_tokens: 4096\n"
@@ -19,11 +18,9 @@ NO_ROOM = "max_output_tokens 4,096 leaves no room in the"
 
 
 def ask(server: LlamaServer, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rollchat", "--config", "rollchat.yml", "--provider", "openai",
-         "--base-url", server.url, "--model", "smollm2", "-p", "hi"],
-        cwd=str(tmp_path), stdin=subprocess.DEVNULL, capture_output=True, text=True,
-        timeout=60, env=clean_env(tmp_path / "home", OPENAI_API_KEY="none"))
+    return run_piped(tmp_path, None, "--config", "rollchat.yml", "--provider", "openai",
+                     "--base-url", server.url, "--model", "smollm2", "-p", "hi",
+                     env=clean_env(tmp_path / "home", OPENAI_API_KEY="none"))
 
 
 def book(tmp_path: Path) -> WindowBook:

@@ -8,13 +8,11 @@ carry them too; ``instructions`` and ``context`` list them."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from tests.e2e import clean_env, run_piped, write_config
+from tests.e2e import clean_env, run_piped, start_piped, write_config
 from tests.wire_servers import WireServer, anthropic_server
 
 __all__ = ["anthropic_server"]  # the fixture, imported for pytest
@@ -81,9 +79,7 @@ def test_instructions_reach_every_request_through_compactions_and_a_resume(
         anthropic_server: WireServer, tmp_path: Path) -> None:
     cwd, env = _project(tmp_path)
     args = _args(anthropic_server, tmp_path)
-    chat = subprocess.Popen([sys.executable, "-m", "rollchat", *args], cwd=cwd, env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    chat = start_piped(cwd, *args, env=env, merge_stderr=True)
     assert chat.stdin is not None
 
     def say(line: str, requests: int) -> None:
@@ -135,9 +131,7 @@ def test_instructions_reload_picks_up_a_change_now(anthropic_server: WireServer,
                                                    tmp_path: Path) -> None:
     cwd, env = _project(tmp_path)
     args = _args(anthropic_server, tmp_path)
-    chat = subprocess.Popen([sys.executable, "-m", "rollchat", *args], cwd=cwd, env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    chat = start_piped(cwd, *args, env=env, merge_stderr=True)
     assert chat.stdin is not None
     chat.stdin.write("one\n")
     chat.stdin.flush()
