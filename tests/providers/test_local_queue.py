@@ -173,3 +173,27 @@ def test_a_summary_goes_before_a_memory_extraction() -> None:
     assert answer(summary) == "summary" and answer(extraction) == "extract"
     assert sent == ["extract", "summary", "extract"]
     assert ("closed", 1) in server.events
+
+
+def test_a_failed_chat_request_holds_side_requests_until_the_user_sends_a_line() -> None:
+    """A chat request that failed (retryable) holds side requests back for its retry; once
+    the user sends a line the retries are over (the prompt is back) and what the line asks,
+    say a `compact` right after the failure, goes at once (it waited 30 s)."""
+    import time
+
+    from rollchat.providers.base import ProviderError, ProviderTimeoutError
+    from rollchat.providers.lanes import Lane, Typing
+
+    typing = Typing()
+    lane = Lane(1, typing)
+    with pytest.raises(ProviderError), lane.slot("chat"):
+        raise ProviderError("the server is busy", retryable=True)
+    with pytest.raises(ProviderTimeoutError), lane.slot("summary", time.monotonic() + 0.3):
+        pass  # held: the chat's retry goes first
+    typing.note("")  # a line sent (piped or at the prompt)
+    with lane.slot("summary", time.monotonic() + 5) as ticket:
+        assert ticket is not None
+    with pytest.raises(ProviderError), lane.slot("chat"):  # a new failure holds again
+        raise ProviderError("the server is busy", retryable=True)
+    with pytest.raises(ProviderTimeoutError), lane.slot("memory", time.monotonic() + 0.3):
+        pass

@@ -34,6 +34,7 @@ FOREGROUND: frozenset[Purpose] = frozenset(p for p, rank in RANKS.items() if ran
 _OFFICIAL_HOSTS = ("api.openai.com", "api.anthropic.com")
 QUIET_SECONDS = 3.0  # the user typed within this: no side request starts
 HOLD_SECONDS = 30.0  # a chat request failed (retryable): its retry goes before side requests
+# (until the user sends a line: the chat's retries are over then, and what was sent goes)
 SETTLE_SECONDS = 30.0  # at most this long for a hung-up request's slot to go idle
 _POLL = 0.1  # seconds between two looks at /slots
 
@@ -43,12 +44,17 @@ class Typing:
 
     def __init__(self) -> None:
         self.at = float("-inf")
+        self.sent_at = float("-inf")  # when the prompt was last emptied (a line sent)
 
     def note(self, text: str = "x") -> None:
         """The prompt's text changed: ``text`` empty (a line just sent, or all of it deleted)
         holds nothing back: what was sent, a chat message or a command such as `compact`,
-        goes as it is."""
-        self.at = time.monotonic() if text else float("-inf")
+        goes as it is, even right after a chat request failed (its retries are over: the
+        prompt is back)."""
+        now = time.monotonic()
+        self.at = now if text else float("-inf")
+        if not text:
+            self.sent_at = now
 
     def quiet_from(self) -> float:
         """When a side request may start as far as typing goes (time.monotonic)."""
@@ -116,6 +122,7 @@ class Lane:
         self._running: list[Ticket] = []
         self._waiting: list[Ticket] = []
         self._hold_until = float("-inf")  # no side request starts before (time.monotonic)
+        self._held_at = float("-inf")  # when the hold was set: a line sent after it ends it
         self._unsettled = False  # a request was hung up on: the server may still process it
         self.cuts = 0  # side requests cut for a better-ranked one (for the tests and bench)
         self.settled = 0  # waits for a hung-up request's slot (for the tests and bench)
@@ -147,7 +154,8 @@ class Lane:
             yield ticket
         except ProviderError as error:
             if ticket.foreground and error.retryable:
-                self._hold_until = time.monotonic() + HOLD_SECONDS
+                self._held_at = time.monotonic()
+                self._hold_until = self._held_at + HOLD_SECONDS
             raise
         else:
             if ticket.foreground:
@@ -182,8 +190,12 @@ class Lane:
 
     def _side_wait(self) -> float:
         """How long a side request waits before it looks again (held: until the hold ends)."""
-        held = max(self._hold_until, self._typing.quiet_from()) - time.monotonic()
+        held = max(self._held(), self._typing.quiet_from()) - time.monotonic()
         return min(0.5, held) if held > 0 else 0.5
+
+    def _held(self) -> float:
+        """Until when a failed chat request holds side requests: not past a line sent since."""
+        return self._hold_until if self._held_at > self._typing.sent_at else float("-inf")
 
     def _free(self, ticket: Ticket) -> bool:
         if self.limit is None:
@@ -192,7 +204,7 @@ class Lane:
             return False  # the chat's request goes first, then summaries
         if not ticket.foreground:
             now = time.monotonic()
-            if now < self._hold_until or now < self._typing.quiet_from():
+            if now < self._held() or now < self._typing.quiet_from():
                 return False  # a chat request's retry, or the user typing, comes first
         return len(self._running) < self.limit
 

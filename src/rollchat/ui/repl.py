@@ -100,6 +100,7 @@ def run_piped(chat: Starting, lines: Iterable[bytes]) -> None:
             line = clean_bytes(raw.rstrip(b"\r\n"))
             if line.strip():
                 chat.out.dim(f"You: {line}")
+            _note_typing("")  # sent: what it asks goes at once (providers/lanes.py)
             if _handle(chat, line, stop_on_interrupt=True) or ending():
                 break
     except KeyboardInterrupt:  # while reading the input
