@@ -10,13 +10,14 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from rollchat.config.mcp_servers import check_server
 from rollchat.events import Event, Notice
-from rollchat.tools.mcp import McpToolError
+from rollchat.tools.mcp import McpServers, McpToolError
 from tests.drive import drain
 from tests.mcp_helpers import (
     SERVER,
@@ -30,6 +31,26 @@ from tests.mcp_helpers import (
 )
 
 __all__ = ["servers"]  # the fixture, imported for pytest
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[McpServers, Path]]:
+    """One test server for the tests that only call it (each start is seconds of CPU): run
+    in a folder of its own, with env settings and a parent environment given, while this
+    process holds a secret the child must not get; stopped at the module's end, even after a
+    failure. Yields it and its folder."""
+    where = tmp_path_factory.mktemp("cwd")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ROLLCHAT_TEST_SECRET", "s3cret")
+        source = McpServers([stdio(env={"GREETING": "${HELLO:-hi}",
+                                        "OTHER": "${UNSET_VAR:-fallback}"},
+                                   cwd=str(where))], {"HELLO": "hey"})
+        try:
+            source.start()  # ready before any test runs: a process spawned during a test
+            source.collect(wait=True)  # is killed at its end (conftest's _reaped_children)
+            yield source, where
+        finally:
+            source.close()
 
 
 def test_a_stdio_tool_is_called_by_the_engine_like_any_other(servers, tmp_path: Path) -> None:
@@ -49,8 +70,8 @@ def test_a_stdio_tool_is_called_by_the_engine_like_any_other(servers, tmp_path: 
     assert gone_within(pid, 5)
 
 
-def test_an_is_error_result_goes_back_to_the_model_as_an_error(servers) -> None:
-    engine = engine_with(start(servers, stdio()))
+def test_an_is_error_result_goes_back_to_the_model_as_an_error(shared) -> None:
+    engine = engine_with(shared[0])
     turn = drain(engine.chat('use fail {"message": "disk full"}')).turn
     error = "error: Error executing tool fail: disk full"  # the server's own wording
     assert turn.tools[0].result == error
@@ -127,11 +148,9 @@ def test_a_server_that_crashes_says_why_in_one_line(servers) -> None:
     assert "(stderr: cannot open the database)" in lines[0]
 
 
-def test_the_child_gets_a_minimal_environment_plus_env(servers, monkeypatch) -> None:
-    monkeypatch.setenv("ROLLCHAT_TEST_SECRET", "s3cret")
-    engine = engine_with(start(servers, stdio(env={"GREETING": "${HELLO:-hi}",
-                                                   "OTHER": "${UNSET_VAR:-fallback}"}),
-                               env={"HELLO": "hey"}))
+def test_the_child_gets_a_minimal_environment_plus_env(shared) -> None:
+    assert os.environ["ROLLCHAT_TEST_SECRET"] == "s3cret"  # (set before it started)
+    engine = engine_with(shared[0])
     results = [drain(engine.chat(f'use env {{"name": "{name}"}}')).turn.tools[0].result
                for name in ("GREETING", "OTHER", "ROLLCHAT_TEST_SECRET", "PATH")]
     assert results[:3] == ["hey", "fallback", "<unset>"] and results[3] != "<unset>"
@@ -146,9 +165,9 @@ def test_a_variable_not_set_stops_only_that_server(servers) -> None:
     assert "mcp__plain__add" in tools
 
 
-def test_cwd_is_where_the_server_runs(servers, tmp_path: Path) -> None:
-    engine = engine_with(start(servers, stdio(cwd=str(tmp_path))))
-    assert drain(engine.chat("use cwd")).turn.tools[0].result == str(tmp_path)
+def test_cwd_is_where_the_server_runs(shared) -> None:
+    source, where = shared
+    assert drain(engine_with(source).chat("use cwd")).turn.tools[0].result == str(where)
 
 
 def test_streamable_http_with_a_header_from_the_environment(servers) -> None:
