@@ -26,6 +26,9 @@ SPACE = "mcp__odd__a_b_" + hashlib.sha256(b"mcp__odd__a b").hexdigest()[:8]
 Shown = list[tuple[str, str, str]]  # (tool, its progress report, the thread that showed it)
 
 
+SHARED = pytest.mark.xdist_group("mcp-bounds-odd")  # its tests: one worker
+
+
 @pytest.fixture(scope="module")
 def odd() -> Iterator[tuple[McpServers, Shown]]:
     """One ``--odd`` test server for the tests that only call it (each start is seconds of
@@ -59,6 +62,7 @@ def test_odd_tools_are_bounded_or_left_out_each_with_one_line(servers) -> None:
     assert not [e for e in events if isinstance(e, Notice)]  # told once
 
 
+@SHARED
 def test_rules_match_the_server_s_own_names_not_the_made_unique_ones(odd) -> None:
     tools, _ = odd[0].collect(wait=True)
     underscore, space = tools["mcp__odd__a_b"], tools[SPACE]
@@ -105,6 +109,7 @@ def test_a_task_only_tool_is_recognized_by_the_sdk_s_own_type() -> None:
     assert not needs_task(Tool(name="t", input_schema=schema))
 
 
+@SHARED
 def test_a_resource_link_can_be_read_through_the_read_only_reader(servers, odd) -> None:
     engine = engine_with(odd[0])
     turn = drain(engine.chat("use link")).turn
@@ -117,6 +122,7 @@ def test_a_resource_link_can_be_read_through_the_read_only_reader(servers, odd) 
     assert "mcp__plain__read_resource" not in plain  # a server with no resources: none
 
 
+@SHARED
 def test_progress_reports_are_shown_from_the_chat_s_thread(odd) -> None:
     source, shown = odd
     shown.clear()

@@ -11,8 +11,6 @@ import signal
 import sys
 from pathlib import Path
 
-import pytest
-
 from rollchat.config.mcp_servers import check_server
 from rollchat.domain import ToolResult, image_marker
 from rollchat.events import Event, Notice
@@ -30,7 +28,8 @@ from tests.mcp_helpers import (
 
 __all__ = ["servers"]  # the fixture, imported for pytest
 
-pytestmark = pytest.mark.xdist_group("mcp-real")  # one npm install, one worker
+# (no xdist group: each test starts its own server, and everything_entry's file lock makes
+# the npm install one for parallel workers; a group put all of them on one worker)
 
 
 def warnings(events: list[Event]) -> list[str]:

@@ -33,6 +33,9 @@ from tests.mcp_helpers import (
 __all__ = ["servers"]  # the fixture, imported for pytest
 
 
+SHARED = pytest.mark.xdist_group("mcp-tools-shared")  # its tests: one worker
+
+
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[McpServers, Path]]:
     """One test server for the tests that only call it (each start is seconds of CPU): run
@@ -70,6 +73,7 @@ def test_a_stdio_tool_is_called_by_the_engine_like_any_other(servers, tmp_path: 
     assert gone_within(pid, 5)
 
 
+@SHARED
 def test_an_is_error_result_goes_back_to_the_model_as_an_error(shared) -> None:
     engine = engine_with(shared[0])
     turn = drain(engine.chat('use fail {"message": "disk full"}')).turn
@@ -148,6 +152,7 @@ def test_a_server_that_crashes_says_why_in_one_line(servers) -> None:
     assert "(stderr: cannot open the database)" in lines[0]
 
 
+@SHARED
 def test_the_child_gets_a_minimal_environment_plus_env(shared) -> None:
     assert os.environ["ROLLCHAT_TEST_SECRET"] == "s3cret"  # (set before it started)
     engine = engine_with(shared[0])
@@ -165,6 +170,7 @@ def test_a_variable_not_set_stops_only_that_server(servers) -> None:
     assert "mcp__plain__add" in tools
 
 
+@SHARED
 def test_cwd_is_where_the_server_runs(shared) -> None:
     source, where = shared
     assert drain(engine_with(source).chat("use cwd")).turn.tools[0].result == str(where)
