@@ -132,7 +132,7 @@ def _piped_process(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
     process.stdin.write("use list_notes\n")
     process.stdin.flush()
     try:
-        pid = int(wait_for_file(tmp_path / "server.pid"))
+        pid = int(wait_for_file(tmp_path / "server.pid", 60))  # rollchat, then its server
         assert alive(pid)
         _answered(process)
     except BaseException:
