@@ -171,7 +171,7 @@ def everything_http() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
 
 
 def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60  # (30 s was too short for a Python server at load 20)
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()

@@ -27,6 +27,10 @@ from typing import Any
 if "--pid-file" in sys.argv:  # first, before the SDK loads (seconds on a loaded machine)
     Path(sys.argv[sys.argv.index("--pid-file") + 1]).write_text(str(os.getpid()),
                                                                 encoding="utf-8")
+if "--crash" in sys.argv or ("--crash-if" in sys.argv and Path(  # before the SDK loads too:
+        sys.argv[sys.argv.index("--crash-if") + 1]).exists()):  # failed restarts cost no import
+    print("cannot open the database", file=sys.stderr)
+    sys.exit(3)
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -171,9 +175,6 @@ def _http() -> None:
 if __name__ == "__main__":
     if options.pid_file:
         Path(options.pid_file).write_text(str(os.getpid()), encoding="utf-8")
-    if options.crash or (options.crash_if and Path(options.crash_if).exists()):
-        print("cannot open the database", file=sys.stderr)
-        sys.exit(3)
     if options.stderr_mb:
         block = "x" * 1023 + "\n"
         for _ in range(options.stderr_mb * 1024):

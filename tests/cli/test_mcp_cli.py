@@ -59,7 +59,9 @@ def test_piped_chat_lists_and_calls_mcp_tools_then_stops_the_server(tmp_path: Pa
     assert "mcp__notes__add_note" in transcript
 
 
-def test_a_claude_code_mcp_json_works_as_is(tmp_path: Path) -> None:
+def test_a_claude_code_mcp_json_works_as_is_and_tools_restart_restarts_from_the_chat(
+        tmp_path: Path) -> None:
+    # (one rollchat run and one server start for both: each is seconds of CPU)
     (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {
         "testing": {"type": "stdio", "command": PY, "args": [str(SERVER)],
                     "env": {"GREETING": "${HELLO}"}},
@@ -67,9 +69,13 @@ def test_a_claude_code_mcp_json_works_as_is(tmp_path: Path) -> None:
     }}))
     config = write_config(tmp_path / "c.yml", "mcp_servers_file: .mcp.json\n")
     done = run_piped(tmp_path, 'use add {"a": 2, "b": 3}\nuse env {"name": "GREETING"}\n'
-                     "tools\nexit\n", "--config", str(config), "--yes",
-                     env=env_for(tmp_path, HELLO="bonjour"))
+                     "tools\ntools restart testing\ntools restart nope\nexit\n",
+                     "--config", str(config), "--yes", env=env_for(tmp_path, HELLO="bonjour"))
     assert done.returncode == 0, done.stderr
+    assert ("Restarting MCP server 'testing': its tools are offered from the first message "
+            "after it is ready.") in done.stdout
+    assert "no MCP server named 'nope' (the 'tools' listing names them)" in done.stdout + \
+        done.stderr
     assert re.search(r"mcp__testing__add: 1 chars in [0-9.]+s · 5", done.stdout)
     assert re.search(r"mcp__testing__env: 7 chars in [0-9.]+s · bonjour", done.stdout)
     assert ("MCP server 'old' did not start: MCP server 'old': the sse transport is not "
@@ -126,7 +132,7 @@ def _piped_process(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
     process.stdin.write("use list_notes\n")
     process.stdin.flush()
     try:
-        pid = int(wait_for_file(tmp_path / "server.pid"))
+        pid = int(wait_for_file(tmp_path / "server.pid", 60))  # rollchat, then its server
         assert alive(pid)
         _answered(process)
     except BaseException:

@@ -21,7 +21,9 @@ from tests.mcp_helpers import everything_http, everything_stdio, servers, start
 from tests.wire_servers import WireServer, openai_server, text
 
 __all__ = ["openai_server", "servers"]  # the fixtures, imported for pytest
-pytestmark = pytest.mark.xdist_group("mcp-real")  # one npm install, one worker
+# The tests sharing the module's server run on one worker (an xdist group: one node start);
+# everything_entry's file lock makes the npm install one for parallel workers.
+SHARED = pytest.mark.xdist_group("mcp-asks-http")
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +73,7 @@ def test_sampling_goes_through_the_chat_s_model_after_approval(
     assert not body.get("tools")
 
 
+@SHARED
 def test_declined_sampling_is_an_error_and_no_model_call(
         servers, openai_server: WireServer, everything_url: str) -> None:
     user = User(approve=False)
@@ -83,6 +86,7 @@ def test_declined_sampling_is_an_error_and_no_model_call(
     assert not openai_server.bodies and len(user.samples) == 1
 
 
+@SHARED
 def test_elicitation_is_asked_and_the_answers_reach_the_server(
         servers, everything_url: str) -> None:
     user = User(approve=False, form={"name": "Ada", "integer": 7, "check": True})
@@ -100,6 +104,7 @@ def test_elicitation_is_asked_and_the_answers_reach_the_server(
     assert by_name["untitledMultipleSelectEnum"].choices
 
 
+@SHARED
 def test_without_an_asker_nothing_is_declared(servers, everything_url: str) -> None:
     tools, _ = start(servers, everything(everything_url)).collect(wait=True)
     assert not [n for n in tools if "sampling" in n or "elicitation-request" in n]
@@ -114,6 +119,7 @@ def test_typed_values_are_read_as_the_schema_wants() -> None:
         read_value(Field("c", "C", "string", choices=(("a", "A"), ("b", "B"))), "z")
 
 
+@SHARED
 def test_a_server_that_asks_at_once_is_answered(servers, openai_server: WireServer,
                                                  monkeypatch: pytest.MonkeyPatch,
                                                  everything_url: str) -> None:

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Iterator
+
+import pytest
 
 from rollchat.domain import ToolCall
 from rollchat.events import Event, Notice
 from rollchat.tools.approval import Gate
+from rollchat.tools.mcp import McpServers
 from rollchat.tools.mcp_convert import MAX_DESCRIPTION, Names, needs_task
 from tests.drive import drain
 from tests.mcp_helpers import engine_with, servers, start, stdio
@@ -19,6 +23,25 @@ from tests.mcp_helpers import engine_with, servers, start, stdio
 __all__ = ["servers"]  # the fixture, imported for pytest
 
 SPACE = "mcp__odd__a_b_" + hashlib.sha256(b"mcp__odd__a b").hexdigest()[:8]
+Shown = list[tuple[str, str, str]]  # (tool, its progress report, the thread that showed it)
+
+
+SHARED = pytest.mark.xdist_group("mcp-bounds-odd")  # its tests: one worker
+
+
+@pytest.fixture(scope="module")
+def odd() -> Iterator[tuple[McpServers, Shown]]:
+    """One ``--odd`` test server for the tests that only call it (each start is seconds of
+    CPU), its progress reports kept; stopped when the module ends, even after a failure."""
+    shown: Shown = []
+    source = McpServers([stdio("odd", "--odd")], {}, on_progress=lambda tool, text: shown.append(
+        (tool, text, threading.current_thread().name)))
+    try:
+        source.start()  # ready before any test runs: a process spawned during a test
+        source.collect(wait=True)  # is killed at its end (conftest's _reaped_children)
+        yield source, shown
+    finally:
+        source.close()
 
 
 def test_odd_tools_are_bounded_or_left_out_each_with_one_line(servers) -> None:
@@ -39,9 +62,9 @@ def test_odd_tools_are_bounded_or_left_out_each_with_one_line(servers) -> None:
     assert not [e for e in events if isinstance(e, Notice)]  # told once
 
 
-def test_rules_match_the_server_s_own_names_not_the_made_unique_ones(servers) -> None:
-    source = start(servers, stdio("odd", "--odd"))
-    tools, _ = source.collect(wait=True)
+@SHARED
+def test_rules_match_the_server_s_own_names_not_the_made_unique_ones(odd) -> None:
+    tools, _ = odd[0].collect(wait=True)
     underscore, space = tools["mcp__odd__a_b"], tools[SPACE]
     assert underscore.run({}) == "the tool with an underscore"
     assert space.run({}) == "the tool with a space"
@@ -86,9 +109,9 @@ def test_a_task_only_tool_is_recognized_by_the_sdk_s_own_type() -> None:
     assert not needs_task(Tool(name="t", input_schema=schema))
 
 
-def test_a_resource_link_can_be_read_through_the_read_only_reader(servers) -> None:
-    source = start(servers, stdio("odd", "--odd"))
-    engine = engine_with(source)
+@SHARED
+def test_a_resource_link_can_be_read_through_the_read_only_reader(servers, odd) -> None:
+    engine = engine_with(odd[0])
     turn = drain(engine.chat("use link")).turn
     assert turn.tools[0].result == "[resource: note://hello (hello)]"
     reader = engine.tools["mcp__odd__read_resource"]
@@ -99,13 +122,10 @@ def test_a_resource_link_can_be_read_through_the_read_only_reader(servers) -> No
     assert "mcp__plain__read_resource" not in plain  # a server with no resources: none
 
 
-def test_progress_reports_are_shown_from_the_chat_s_thread(servers) -> None:
-    shown: list[tuple[str, str, str]] = []
-
-    def show(tool: str, text: str) -> None:
-        shown.append((tool, text, threading.current_thread().name))
-
-    source = start(servers, stdio("odd", "--odd"), on_progress=show)
+@SHARED
+def test_progress_reports_are_shown_from_the_chat_s_thread(odd) -> None:
+    source, shown = odd
+    shown.clear()
     tools, _ = source.collect(wait=True)
     assert tools["mcp__odd__steps"].run({}) == "done"
     assert shown and shown[0][0] == "steps"

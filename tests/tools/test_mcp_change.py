@@ -68,13 +68,14 @@ def warnings(events: list[Event]) -> list[str]:
 def test_a_server_killed_while_idle_and_back_before_the_next_message_says_so(
         servers, tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
-    source = start(servers, stdio("db", "--pid-file", str(pid_file)))
+    source = start(servers, stdio("db", "--pid-file", str(pid_file)),
+                   restart_after=0.25)  # (the product's 1 s, a quarter as long)
     engine = engine_with(source)
     drain(engine.chat("hello"))
     pid = int(wait_for_file(pid_file))
     pid_file.unlink()
     os.kill(pid, signal.SIGKILL)
-    assert int(wait_for_file(pid_file)) != pid  # restarted (after 1 s)
+    assert int(wait_for_file(pid_file)) != pid  # restarted (after 0.25 s)
     wait_until(lambda: state(source, "db") == "ready")
     events: list[Event] = []
     turn = drain(engine.chat('use mcp__db__add {"a": 1, "b": 2}'), events.append).turn

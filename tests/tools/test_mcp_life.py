@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 from pathlib import Path
 
@@ -156,14 +155,24 @@ def test_a_server_ready_after_the_first_message_joins_once_with_a_line(
 
 def test_a_server_not_ready_at_the_first_message_gets_one_line(servers, monkeypatch) -> None:
     monkeypatch.setattr(mcp_package, "FIRST_WAIT", 0.5)
+    monkeypatch.setattr(mcp_package, "STOP_SECONDS", 0.5)  # (it cannot stop while it sleeps)
     source = start(servers, stdio("late", "--slow-start", "20"))
     events: list[Event] = []
     drain(engine_with(source).chat("hello"), events.append)
     assert warnings(events) == ["MCP server 'late' is still starting (startup_timeout 30 s); "
                                 "its tools join when it is ready"]
+    source.close()  # here, while STOP_SECONDS is short (the fixture closes it after)
 
 
-def test_the_startup_clock_starts_after_the_sdk_is_imported(servers, monkeypatch) -> None:
+def test_the_startup_clock_starts_after_the_sdk_import_and_the_child_env_leaves_keys_out(
+        servers, monkeypatch) -> None:
+    # both facts of a server's spawn, from one start (each start is seconds of CPU)
+    parent = {"SSL_CERT_FILE": "/etc/ca.pem", "NODE_EXTRA_CA_CERTS": "/etc/extra.pem",
+              "HTTPS_PROXY": "http://proxy:3128", "no_proxy": "localhost",
+              "OPENAI_API_KEY": "sk-secret", "ANTHROPIC_API_KEY": "sk-ant"}
+    assert {k: v for k, v in child_env(parent, {"OWN": "1"}).items() if k != MARK} == {
+        "SSL_CERT_FILE": "/etc/ca.pem", "NODE_EXTRA_CA_CERTS": "/etc/extra.pem",
+        "HTTPS_PROXY": "http://proxy:3128", "no_proxy": "localhost", "OWN": "1"}
     import_sdk = mcp_package.import_sdk
     done: list[float] = []
 
@@ -173,11 +182,14 @@ def test_the_startup_clock_starts_after_the_sdk_is_imported(servers, monkeypatch
         done.append(time.monotonic())
 
     monkeypatch.setattr(mcp_package, "import_sdk", slow_import)
-    source = start(servers, stdio("quick", startup_timeout=60))
+    source = start(servers, stdio("quick", startup_timeout=60), env=parent)
     tools, lines = source.collect(wait=True)
     assert tools and not lines
     server = source._servers[0]
     assert server.deadline - server.config.startup_timeout >= done[0]
+    env = tools["mcp__quick__env"]
+    assert [env.run({"name": n}) for n in ("SSL_CERT_FILE", "HTTPS_PROXY", "OPENAI_API_KEY")] \
+        == ["/etc/ca.pem", "http://proxy:3128", "<unset>"]
 
 
 def test_stderr_is_kept_as_a_bounded_tail(servers) -> None:
@@ -204,36 +216,3 @@ def test_a_server_s_own_children_end_with_it(servers, tmp_path: Path) -> None:
     child = int(tools["mcp__parent__spawn"].run({"pid_file": str(second)}))
     source.close()
     assert gone_within(child, 10)
-
-
-def test_the_child_environment_keeps_tls_and_proxies_and_leaves_keys_out(servers) -> None:
-    parent = {"SSL_CERT_FILE": "/etc/ca.pem", "NODE_EXTRA_CA_CERTS": "/etc/extra.pem",
-              "HTTPS_PROXY": "http://proxy:3128", "no_proxy": "localhost",
-              "OPENAI_API_KEY": "sk-secret", "ANTHROPIC_API_KEY": "sk-ant"}
-    assert {k: v for k, v in child_env(parent, {"OWN": "1"}).items() if k != MARK} == {
-        "SSL_CERT_FILE": "/etc/ca.pem", "NODE_EXTRA_CA_CERTS": "/etc/extra.pem",
-        "HTTPS_PROXY": "http://proxy:3128", "no_proxy": "localhost", "OWN": "1"}
-    tools, _ = start(servers, stdio(), env=parent).collect(wait=True)
-    env = tools["mcp__testing__env"]
-    assert [env.run({"name": n}) for n in ("SSL_CERT_FILE", "HTTPS_PROXY", "OPENAI_API_KEY")] \
-        == ["/etc/ca.pem", "http://proxy:3128", "<unset>"]
-
-
-def test_tools_restart_from_the_chat(tmp_path: Path) -> None:
-    from tests.e2e import clean_env, run_piped, write_config
-    from tests.mcp_helpers import SERVER
-
-    pid_file = tmp_path / "pid"
-    config = write_config(tmp_path / "config.yml", f"""\
-mcp_servers:
-  db:
-    command: {sys.executable}
-    args: [{SERVER}, --pid-file, {pid_file}]
-""")
-    done = run_piped(tmp_path, 'use add {"a": 1, "b": 2}\ntools restart db\ntools restart nope\n'
-                     "exit\n", "--config", str(config), env=clean_env(tmp_path / "home"))
-    assert done.returncode == 0, done.stderr
-    assert ("Restarting MCP server 'db': its tools are offered from the first message after "
-            "it is ready.") in done.stdout
-    assert "no MCP server named 'nope' (the 'tools' listing names them)" in done.stdout + \
-        done.stderr

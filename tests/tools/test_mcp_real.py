@@ -11,8 +11,6 @@ import signal
 import sys
 from pathlib import Path
 
-import pytest
-
 from rollchat.config.mcp_servers import check_server
 from rollchat.domain import ToolResult, image_marker
 from rollchat.events import Event, Notice
@@ -30,7 +28,8 @@ from tests.mcp_helpers import (
 
 __all__ = ["servers"]  # the fixture, imported for pytest
 
-pytestmark = pytest.mark.xdist_group("mcp-real")  # one npm install, one worker
+# (no xdist group: each test starts its own server, and everything_entry's file lock makes
+# the npm install one for parallel workers; a group put all of them on one worker)
 
 
 def warnings(events: list[Event]) -> list[str]:
@@ -52,19 +51,13 @@ def time_server(name: str = "time") -> object:
         "-m", "mcp_server_time", "--local-timezone", "UTC"]}, base_dir=Path.cwd(), origin="t")
 
 
-def test_mcp_server_time_from_pypi_answers_and_errs(servers) -> None:
-    engine = engine_with(start(servers, time_server()))
+def test_mcp_server_time_from_pypi_answers_is_restarted_when_killed_and_errs(servers) -> None:
+    # one start of the server for both facts (each start of a Python server is seconds of CPU)
+    source = start(servers, time_server())  # (restarted after 1 s: the line is said first)
+    engine = engine_with(source)
     turn = drain(engine.chat('use get_current_time {"timezone": "Europe/Paris"}')).turn
     assert '"timezone":"Europe/Paris"' in turn.tools[0].result.replace(" ", "")
-    turn = drain(engine.chat('use convert_time {"source_timezone": "Mars/Olympus", '
-                             '"time": "10:00", "target_timezone": "UTC"}')).turn
-    assert turn.tools[0].result.startswith("error: ") and "Mars/Olympus" in turn.tools[0].result
-
-
-def test_mcp_server_time_killed_mid_session_is_withdrawn_and_restarted(servers) -> None:
-    source = start(servers, time_server())
-    engine = engine_with(source)
-    drain(engine.chat("hello"))
+    # killed mid-session: withdrawn in one line, restarted
     pid = server_pid(source, "time")
     os.kill(pid, signal.SIGKILL)
     wait_until(lambda: source._servers[0].state != "ready", 5)
@@ -77,9 +70,12 @@ def test_mcp_server_time_killed_mid_session_is_withdrawn_and_restarted(servers) 
     turn = drain(engine.chat('use get_current_time {"timezone": "UTC"}'), events.append).turn
     assert '"timezone":"UTC"' in turn.tools[0].result.replace(" ", "")
     assert server_pid(source, "time") != pid
+    turn = drain(engine.chat('use convert_time {"source_timezone": "Mars/Olympus", '
+                             '"time": "10:00", "target_timezone": "UTC"}')).turn
+    assert turn.tools[0].result.startswith("error: ") and "Mars/Olympus" in turn.tools[0].result
 
 
-def test_server_everything_over_stdio(servers) -> None:
+def test_server_everything_over_stdio_then_stopped_with_its_process_gone(servers) -> None:
     shown: list[str] = []
     parent = {"HTTPS_PROXY": "http://proxy.example:3128", "OPENAI_API_KEY": "sk-secret",
               "npm_config_registry": "http://127.0.0.1:9/npm/", "UV_INDEX_URL": "http://uv.test",
@@ -115,6 +111,10 @@ def test_server_everything_over_stdio(servers) -> None:
     assert "proxy.example:3128" in env and "sk-secret" not in env
     assert "127.0.0.1:9/npm/" in env and "uv.test" in env  # what npx and uvx read
     assert not [s for s in ("pw-secret", "npm-secret", "uv-secret") if s in env]
+    # and stopped with its process gone (the same start: each node start is seconds of CPU)
+    pid = server_pid(source, "everything")
+    source.close()
+    assert gone_within(pid, 10)
 
 
 def test_server_everything_over_streamable_http_killed_mid_session(servers) -> None:
@@ -132,10 +132,3 @@ def test_server_everything_over_streamable_http_killed_mid_session(servers) -> N
                                               "connection dropped")
         assert not [n for n in engine.tools if n.startswith("mcp__everything__")]
 
-
-def test_server_everything_stdio_stops_with_its_process_gone(servers) -> None:
-    source = start(servers, everything_stdio())
-    source.collect(wait=True)
-    pid = server_pid(source, "everything")
-    source.close()
-    assert gone_within(pid, 10)

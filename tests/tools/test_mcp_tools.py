@@ -10,13 +10,14 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from rollchat.config.mcp_servers import check_server
 from rollchat.events import Event, Notice
-from rollchat.tools.mcp import McpToolError
+from rollchat.tools.mcp import McpServers, McpToolError
 from tests.drive import drain
 from tests.mcp_helpers import (
     SERVER,
@@ -30,6 +31,29 @@ from tests.mcp_helpers import (
 )
 
 __all__ = ["servers"]  # the fixture, imported for pytest
+
+
+SHARED = pytest.mark.xdist_group("mcp-tools-shared")  # its tests: one worker
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[McpServers, Path]]:
+    """One test server for the tests that only call it (each start is seconds of CPU): run
+    in a folder of its own, with env settings and a parent environment given, while this
+    process holds a secret the child must not get; stopped at the module's end, even after a
+    failure. Yields it and its folder."""
+    where = tmp_path_factory.mktemp("cwd")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ROLLCHAT_TEST_SECRET", "s3cret")
+        source = McpServers([stdio(env={"GREETING": "${HELLO:-hi}",
+                                        "OTHER": "${UNSET_VAR:-fallback}"},
+                                   cwd=str(where))], {"HELLO": "hey"})
+        try:
+            source.start()  # ready before any test runs: a process spawned during a test
+            source.collect(wait=True)  # is killed at its end (conftest's _reaped_children)
+            yield source, where
+        finally:
+            source.close()
 
 
 def test_a_stdio_tool_is_called_by_the_engine_like_any_other(servers, tmp_path: Path) -> None:
@@ -49,8 +73,9 @@ def test_a_stdio_tool_is_called_by_the_engine_like_any_other(servers, tmp_path: 
     assert gone_within(pid, 5)
 
 
-def test_an_is_error_result_goes_back_to_the_model_as_an_error(servers) -> None:
-    engine = engine_with(start(servers, stdio()))
+@SHARED
+def test_an_is_error_result_goes_back_to_the_model_as_an_error(shared) -> None:
+    engine = engine_with(shared[0])
     turn = drain(engine.chat('use fail {"message": "disk full"}')).turn
     error = "error: Error executing tool fail: disk full"  # the server's own wording
     assert turn.tools[0].result == error
@@ -70,12 +95,15 @@ def test_include_and_exclude_choose_the_tools(servers) -> None:
 
 
 def test_a_call_past_its_timeout_is_cancelled_and_the_server_goes_on(servers) -> None:
-    engine = engine_with(start(servers, stdio(call_timeout=0.5)))
+    # 3 s: far above a quick call's round trip on a loaded machine (0.5 s once timed out the
+    # add below at load 24), far below the sleep
+    engine = engine_with(start(servers, stdio(call_timeout=3)))
+    drain(engine.chat("hello"))  # the tools are collected: the clock times the call alone
     t0 = time.monotonic()
-    turn = drain(engine.chat('use sleep {"seconds": 20}')).turn
-    assert time.monotonic() - t0 < 15
+    turn = drain(engine.chat('use sleep {"seconds": 60}')).turn
+    assert time.monotonic() - t0 < 40  # (not the 60 s)
     assert turn.tools[0].result == ("error: sleep on MCP server 'testing' timed out after "
-                                    "0.5 s")
+                                    "3 s")
     assert drain(engine.chat('use add {"a": 1, "b": 1}')).turn.tools[0].result == "2"
 
 
@@ -127,11 +155,10 @@ def test_a_server_that_crashes_says_why_in_one_line(servers) -> None:
     assert "(stderr: cannot open the database)" in lines[0]
 
 
-def test_the_child_gets_a_minimal_environment_plus_env(servers, monkeypatch) -> None:
-    monkeypatch.setenv("ROLLCHAT_TEST_SECRET", "s3cret")
-    engine = engine_with(start(servers, stdio(env={"GREETING": "${HELLO:-hi}",
-                                                   "OTHER": "${UNSET_VAR:-fallback}"}),
-                               env={"HELLO": "hey"}))
+@SHARED
+def test_the_child_gets_a_minimal_environment_plus_env(shared) -> None:
+    assert os.environ["ROLLCHAT_TEST_SECRET"] == "s3cret"  # (set before it started)
+    engine = engine_with(shared[0])
     results = [drain(engine.chat(f'use env {{"name": "{name}"}}')).turn.tools[0].result
                for name in ("GREETING", "OTHER", "ROLLCHAT_TEST_SECRET", "PATH")]
     assert results[:3] == ["hey", "fallback", "<unset>"] and results[3] != "<unset>"
@@ -146,9 +173,10 @@ def test_a_variable_not_set_stops_only_that_server(servers) -> None:
     assert "mcp__plain__add" in tools
 
 
-def test_cwd_is_where_the_server_runs(servers, tmp_path: Path) -> None:
-    engine = engine_with(start(servers, stdio(cwd=str(tmp_path))))
-    assert drain(engine.chat("use cwd")).turn.tools[0].result == str(tmp_path)
+@SHARED
+def test_cwd_is_where_the_server_runs(shared) -> None:
+    source, where = shared
+    assert drain(engine_with(source).chat("use cwd")).turn.tools[0].result == str(where)
 
 
 def test_streamable_http_with_a_header_from_the_environment(servers) -> None:
