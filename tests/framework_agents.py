@@ -246,7 +246,7 @@ def adk_adder(server: WireServer, ran: list[tuple[int, int]]) -> Any:
 # framework: (the module to have installed, the adapter's module, the agent's builder)
 ADDERS = {"pydantic-ai": ("pydantic_ai", "pydantic_ai", _pydantic_ai_adder),
           "langgraph": ("langchain.agents", "langgraph", _langgraph_adder)}
-# and Google ADK (not in the frameworks extra), whose tool results and instructions reach the
+# and Google ADK, whose tool results and instructions reach the
 # model in shapes of its own (tests/agents/frameworks/test_adk.py): for the tests where the
 # shapes are the same
 EVERY_ADDER = {**ADDERS, "adk": ("google.adk", "adk", adk_adder)}
@@ -287,7 +287,7 @@ def run_request(user: str, history: tuple[Message, ...] = (), refuse: str | None
 
 
 def require_adk() -> None:
-    """Skip unless google-adk and litellm are installed (they are not in the frameworks extra).
+    """Skip unless google-adk and litellm are installed (the frameworks extra has them).
 
     `find_spec("google.adk")` raises rather than answers None when no `google` package exists."""
     for name in ("google.adk", "litellm"):

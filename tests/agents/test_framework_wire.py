@@ -49,8 +49,7 @@ every = pytest.mark.parametrize(("source", "module"), [
 
 
 def installed(module: str) -> None:
-    """Skip unless the framework is installed (ADK: google-adk and litellm, not in the
-    frameworks extra)."""
+    """Skip unless the framework is installed (ADK: google-adk and litellm)."""
     if module.startswith("google.adk"):
         require_adk()
     else:
