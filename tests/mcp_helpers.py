@@ -34,6 +34,19 @@ def servers() -> Iterator[list[McpServers]]:
         server.close()
 
 
+@contextmanager
+def running(source: McpServers) -> Iterator[McpServers]:
+    """``source`` started and ready for a module's tests that only call it (each start is
+    seconds of CPU), stopped when the block ends, even after a failure. Ready before any test
+    runs: a process spawned during a test is killed at its end (conftest's _reaped_children)."""
+    try:
+        source.start()
+        source.collect(wait=True)
+        yield source
+    finally:
+        source.close()
+
+
 def start(made: list[McpServers], *configs: McpServerConfig, env: dict[str, str] | None = None,
           **options: Any) -> McpServers:
     """Start the servers ``configs`` (the child environment from ``env``), kept in ``made``

@@ -18,7 +18,7 @@ from rollchat.tools.approval import Gate
 from rollchat.tools.mcp import McpServers
 from rollchat.tools.mcp_convert import MAX_DESCRIPTION, Names, needs_task
 from tests.drive import drain
-from tests.mcp_helpers import engine_with, servers, start, stdio
+from tests.mcp_helpers import engine_with, running, servers, start, stdio
 
 __all__ = ["servers"]  # the fixture, imported for pytest
 
@@ -36,12 +36,8 @@ def odd() -> Iterator[tuple[McpServers, Shown]]:
     shown: Shown = []
     source = McpServers([stdio("odd", "--odd")], {}, on_progress=lambda tool, text: shown.append(
         (tool, text, threading.current_thread().name)))
-    try:
-        source.start()  # ready before any test runs: a process spawned during a test
-        source.collect(wait=True)  # is killed at its end (conftest's _reaped_children)
+    with running(source):
         yield source, shown
-    finally:
-        source.close()
 
 
 def test_odd_tools_are_bounded_or_left_out_each_with_one_line(servers) -> None:

@@ -24,6 +24,7 @@ from tests.mcp_helpers import (
     engine_with,
     gone_within,
     http_server,
+    running,
     servers,
     start,
     stdio,
@@ -48,12 +49,8 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[McpServer
         source = McpServers([stdio(env={"GREETING": "${HELLO:-hi}",
                                         "OTHER": "${UNSET_VAR:-fallback}"},
                                    cwd=str(where))], {"HELLO": "hey"})
-        try:
-            source.start()  # ready before any test runs: a process spawned during a test
-            source.collect(wait=True)  # is killed at its end (conftest's _reaped_children)
+        with running(source):
             yield source, where
-        finally:
-            source.close()
 
 
 def test_a_stdio_tool_is_called_by_the_engine_like_any_other(servers, tmp_path: Path) -> None:
