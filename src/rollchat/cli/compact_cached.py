@@ -111,41 +111,18 @@ def _record(sessions_dir: str) -> str:
 
 def _loaded(asked: Asked) -> str | None:
     """``_cached`` with the configuration loaded; the record written when it answered."""
-    from pathlib import Path
-
     from rollchat.compaction.choice import summary_names
-    from rollchat.config.load import load_config
-    from rollchat.config.settings import Config, ConfigOverrides, default_user_config_dir
+    from rollchat.config.recall import load_recordable, remember
 
-    given = asked.given
-    sessions_dir, config = given.get("--sessions-dir"), given.get("--config")
-    config_path, cwd, user_dir = Path(config) if config else None, Path.cwd(), \
-        default_user_config_dir()
-    overrides = ConfigOverrides(sessions_dir=Path(sessions_dir) if sessions_dir else None)
-
-    def load() -> Config:
-        return load_config(config_path=config_path, env=os.environ, cwd=cwd,
-                           overrides=overrides, user_config_dir=user_dir)
-
-    cfg = load()
+    cfg, files = load_recordable(asked.given)
     if cfg.warnings:  # a warning to show: the ordinary way shows it
         return None
     provider, model = summary_names(cfg, os.environ)
     values = {"sessions_dir": str(cfg.session.dir), "model": model,
               "summary_key": f"{provider}:{model}", "max_words": str(cfg.summary.max_words)}
     text = _answer(values, asked)
-    if text is None:
-        return None
-    from rollchat.config.load import looked_at
-    from rollchat.config.recall import file_states, remember
-
-    paths = looked_at(cfg, config_path=config_path, env=os.environ, cwd=cwd,
-                      user_config_dir=user_dir)
-    if paths is not None:
-        files = file_states([str(p) for p in paths])
-        # loaded again between two looks at the files: the record holds what this load read
-        if load() == cfg and file_states(list(files)) == files:
-            remember(_record(str(cfg.session.dir)), given, files, values)
+    if text is not None and files is not None:
+        remember(_record(str(cfg.session.dir)), asked.given, files, values)
     return text
 
 

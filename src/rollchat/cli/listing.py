@@ -189,39 +189,21 @@ def _loaded(options: dict[str, str]) -> Path | None:
     (in an existing sessions directory only) when nothing in it is to be warned about."""
     import contextlib
     import os
-    from pathlib import Path
 
-    from rollchat.config.load import load_config, looked_at
-    from rollchat.config.recall import file_states, remember
-    from rollchat.config.settings import Config, ConfigOverrides, default_user_config_dir
+    from rollchat.config.recall import load_recordable, remember
 
-    config, sessions_dir = options.get("--config"), options.get("--sessions-dir")
-    config_path, cwd, user_dir = Path(config) if config else None, Path.cwd(), \
-        default_user_config_dir()
-
-    def load() -> Config:
-        return load_config(config_path=config_path, env=os.environ, cwd=cwd,
-                           overrides=ConfigOverrides(
-                               sessions_dir=Path(sessions_dir) if sessions_dir else None),
-                           user_config_dir=user_dir)
-
-    cfg = load()
+    cfg, files = load_recordable(options)
     if cfg.warnings:
         return None
     directory = cfg.session.dir
-    paths = looked_at(cfg, config_path=config_path, env=os.environ, cwd=cwd,
-                      user_config_dir=user_dir)
-    if paths is not None and directory.is_dir():
-        files = file_states([str(p) for p in paths])
-        # loaded again between two looks at the files: the record holds what this load read
-        if load() == cfg and file_states(list(files)) == files:
-            folder = str(directory)
-            for part in RECORD_PARTS[:-1]:  # (owner-only, as the compaction cache's)
-                folder = os.path.join(folder, part)
-                with contextlib.suppress(OSError):
-                    os.mkdir(folder, 0o700)
-            remember(os.path.join(folder, RECORD_PARTS[-1]), options, files,
-                     {"sessions_dir": str(directory)})
+    if files is not None and directory.is_dir():
+        folder = str(directory)
+        for part in RECORD_PARTS[:-1]:  # (owner-only, as the compaction cache's)
+            folder = os.path.join(folder, part)
+            with contextlib.suppress(OSError):
+                os.mkdir(folder, 0o700)
+        remember(os.path.join(folder, RECORD_PARTS[-1]), options, files,
+                 {"sessions_dir": str(directory)})
     return directory
 
 

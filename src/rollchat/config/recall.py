@@ -1,6 +1,7 @@
 """A resolved configuration recalled without the loader: a record of everything resolving it
 read (the whole environment, working directory, options, each file read or looked for) beside
-what came out, so ``compact ID --json`` (cli/compact_cached.py) skips the loader while unchanged."""
+what came out, so ``compact ID --json`` (cli/compact_cached.py), ``sessions`` and ``search``
+(cli/listing.py) skip the loader while unchanged; ``load_recordable`` loads it for a record."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ import hashlib
 import json
 import os
 import stat
+
+TYPE_CHECKING = False  # (typing itself is not imported on the way to a recalled answer)
+if TYPE_CHECKING:
+    from rollchat.config.settings import Config
 
 RECORD_VERSION = 1
 RECORD_MAX_BYTES = 256 * 1024  # a larger record is not read (it is not one of ours)
@@ -96,3 +101,35 @@ def remember(record_path: str, options: dict[str, str], files: dict[str, str],
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+def load_recordable(options: dict[str, str]) -> tuple[Config, dict[str, str] | None]:
+    """The configuration as a command given ``options`` (``--config``, ``--sessions-dir``)
+    loads it, and the states of the files its loading read or looked for (for ``remember``),
+    the same before and after a second load (None: not recordable, or something changed
+    meanwhile: the record would hold what this load did not read)."""
+    from pathlib import Path
+
+    from rollchat.config.load import load_config, looked_at
+    from rollchat.config.settings import ConfigOverrides, default_user_config_dir
+
+    config, sessions_dir = options.get("--config"), options.get("--sessions-dir")
+    config_path, cwd, user_dir = Path(config) if config else None, Path.cwd(), \
+        default_user_config_dir()
+    overrides = ConfigOverrides(sessions_dir=Path(sessions_dir) if sessions_dir else None)
+
+    def load() -> Config:
+        return load_config(config_path=config_path, env=os.environ, cwd=cwd,
+                           overrides=overrides, user_config_dir=user_dir)
+
+    cfg = load()
+    if cfg.warnings:
+        return cfg, None
+    paths = looked_at(cfg, config_path=config_path, env=os.environ, cwd=cwd,
+                      user_config_dir=user_dir)
+    if paths is None:
+        return cfg, None
+    files = file_states([str(p) for p in paths])
+    # loaded again between two looks at the files: the record holds what this load read
+    stable = load() == cfg and file_states(list(files)) == files
+    return cfg, files if stable else None
