@@ -20,6 +20,10 @@ from rollchat.providers.base import (
 from rollchat.text.normalize import clean
 from rollchat.text.thinking import without_thinking
 
+# the fewest output tokens a summary request is sent with: the markers, the headings and a few
+# lines (a request whose window leaves less is cut smaller instead, never sent to be refused)
+LEAST_REPLY_TOKENS = 256
+
 
 @dataclass(frozen=True)
 class SummaryOutcome:
@@ -32,6 +36,9 @@ class SummaryOutcome:
     usage: Usage = field(default_factory=Usage)
     # the provider refused the request as too long (it is never sent again as it was)
     refused: ContextTooLongError | None = field(default=None, compare=False)
+    # not sent: by rollchat's own count the window left the reply fewer tokens than the least
+    # summary needs; this many more were needed (the turns go again, in smaller parts)
+    no_room: int = 0
 
 
 def unmarked(text: str, turns: Sequence[Turn], parent: Summary | None, focus: str | None,
@@ -136,8 +143,14 @@ def summarize(
             max_words=max_words, max_output_tokens=max_output_tokens,
         )
     if room is not None:  # what the window leaves now, not what the config said
-        request = replace(request, max_output_tokens=max(
-            1, min(request.max_output_tokens, room(request))))
+        left, least = room(request), min(request.max_output_tokens, LEAST_REPLY_TOKENS)
+        if left < least:  # sent, it would be refused or its reply cut: never sent
+            fallback = extractive.extractive_summary(turns, parent_summary=parent_summary,
+                                                     focus=focus, max_words=max_words,
+                                                     fallback=True)
+            return SummaryOutcome(fallback, True, "no room in the context window for the "
+                                  "summary's reply", Usage(), no_room=least - left)
+        request = replace(request, max_output_tokens=min(request.max_output_tokens, left))
     usage = Usage()
     reason = "no attempt made"
     refused: ContextTooLongError | None = None

@@ -6,15 +6,22 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from rollchat.compaction.request import tool_record
 from rollchat.domain import Text, Turn
 from rollchat.models.tokens import TokenCounter
 
 TURN_OVERHEAD_TOKENS = 12
+TOOL_OVERHEAD_TOKENS = 20  # a tool record's keys, its name and the JSON around them
 
 
 def turn_tokens(counter: TokenCounter, turn: Turn) -> int:
+    """A turn's tokens in a summary request: its tool exchanges counted as the request carries
+    them (arguments and results shortened, compaction/request.py), not as the chat did."""
     size = counter.count_text(turn.user) + counter.count_text(turn.assistant)
-    size += sum(counter.count_text(t.result) // 4 + 20 for t in turn.tools)  # results shortened
+    for tool in turn.tools:
+        record = tool_record(tool)
+        size += counter.count_text(record["arguments"]) + counter.count_text(record["result"])
+        size += TOOL_OVERHEAD_TOKENS
     return size + TURN_OVERHEAD_TOKENS
 
 

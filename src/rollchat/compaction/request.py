@@ -116,6 +116,16 @@ def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... [{len(text)} chars in all]"
 
 
+def tool_record(tool: ToolExchange) -> dict[str, str]:
+    """A tool exchange as a summary request carries it: arguments and result shortened."""
+    return {
+        "name": tool.call.name,
+        "arguments": _shorten(json.dumps(dict(tool.call.arguments), default=str),
+                              TOOL_ARGUMENT_CHARS),
+        "result": _shorten(tool.result, TOOL_RESULT_CHARS),
+    }
+
+
 def _turn_record(turn: Turn) -> dict[str, Any]:
     record: dict[str, Any] = {
         "query": turn.number,
@@ -125,15 +135,7 @@ def _turn_record(turn: Turn) -> dict[str, Any]:
         "assistant": turn.assistant,
     }
     if turn.tools:
-        record["tools"] = [
-            {
-                "name": tool.call.name,
-                "arguments": _shorten(json.dumps(dict(tool.call.arguments), default=str),
-                                      TOOL_ARGUMENT_CHARS),
-                "result": _shorten(tool.result, TOOL_RESULT_CHARS),
-            }
-            for tool in turn.tools
-        ]
+        record["tools"] = [tool_record(tool) for tool in turn.tools]
     if turn.error:
         record["error"] = turn.error
     return record

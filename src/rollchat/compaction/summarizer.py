@@ -172,10 +172,11 @@ class Summarizer:
             outcomes, running, rest = self._from_runs(turns, parent, focus, background, quick)
             if prefix is not None and not outcomes and chunks is None and model_calls is None:
                 outcome = self._call(rest, running, focus, prefix)
-                if outcome.refused is None:
+                if outcome.refused is None and not outcome.no_room:
                     return self._merged([self.fit(outcome, rest, running, focus)], turns,
                                         parent, focus)
-                self._shrink(outcome.refused, rest)  # the window it taught sizes the parts
+                if outcome.refused is not None:  # the window it taught sizes the parts
+                    self._shrink(outcome.refused, rest)
             todo = chunks if chunks is not None else self._chunks(rest, running)
             if model_calls is not None and len(todo) > model_calls:
                 running = self._older_locally(todo[:len(todo) - model_calls], running, focus)
@@ -212,20 +213,24 @@ class Summarizer:
         return self._local(older, running, focus, self.words)
 
     def _by_model(self, todo: list[list[Turn]], running: Summary | None,
-                  focus: str | None) -> list[SummaryOutcome]:
+                  focus: str | None, learn: bool = True) -> list[SummaryOutcome]:
         """One model call per chunk, each continuing the summary before it; a request refused
-        as too long has the rest cut again into smaller chunks (see ``_shrink``)."""
+        as too long (see ``_shrink``), or one not sent because the window left its reply no
+        room, has the rest cut again into smaller chunks (``learn``: a refusal may teach the
+        chat's model a smaller window; not from the background)."""
         outcomes: list[SummaryOutcome] = []
         shrinks = 0
         while todo:
             chunk = todo.pop(0)
             outcome = self._call(chunk, running, focus)
-            if outcome.refused is not None and shrinks < MAX_SHRINKS and self._shrink(
-                    outcome.refused, chunk):
-                shrinks += 1  # a smaller window: the rest again, in smaller chunks, the
-                refused = sum(turn_tokens(self.counter, t) for t in chunk)  # first one
+            if shrinks < MAX_SHRINKS and (outcome.no_room or (
+                    learn and outcome.refused is not None and self._shrink(outcome.refused,
+                                                                           chunk))):
+                shrinks += 1  # a smaller window, or none left for the reply: the rest again,
+                size = sum(turn_tokens(self.counter, t) for t in chunk)  # in smaller chunks,
+                cap = min(size - outcome.no_room, size // 2) if outcome.no_room else size - 1
                 todo = self._chunks([t for c in (chunk, *todo) for t in c], running,
-                                    cap=refused - 1)  # smaller than the refused one
+                                    cap=cap)  # the first one smaller than the one not sent
                 continue
             outcome = self.fit(outcome, chunk, running, focus)
             outcomes.append(outcome)
@@ -371,8 +376,9 @@ class Summarizer:
         future: Future[SummaryOutcome] = Future()
 
         def run() -> None:
-            try:
-                future.set_result(self._call(todo, parent, None))
+            try:  # in parts that each fit a summary request with room for its reply
+                outcomes = self._by_model(self._chunks(todo, parent), parent, None, learn=False)
+                future.set_result(self._merged(outcomes, todo, parent, None))
             except BaseException as exc:  # not usable: compaction summarizes those turns
                 future.set_exception(exc)
 
