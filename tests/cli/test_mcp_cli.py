@@ -18,23 +18,35 @@ from pathlib import Path
 import pexpect
 
 from tests.e2e import PROMPT, clean_env, default_signals, run_piped, spawn, write_config
-from tests.mcp_helpers import NOTES_SERVER, SERVER, alive, gone_within, wait_for_file
+from tests.mcp_helpers import (
+    NOTES_SERVER,
+    SERVER,
+    alive,
+    gone_within,
+    wait_for_file,
+    zygote_command,
+)
 
 PY = sys.executable
 
 
+def server_yaml(script: Path, *args: str) -> str:
+    """``command:`` and ``args:`` lines (at a server's indent) that start ``python SCRIPT
+    ARGS`` forked by the MCP tests' zygote (tests/mcp_helpers.py: the SDK imported once)."""
+    command = zygote_command(script, *args)
+    return f"    command: {command[0]}\n    args: [{', '.join(command[1:])}]\n"
+
+
 def notes_config(tmp_path: Path, name: str = "config.yml", **extra: str) -> Path:
-    pid = tmp_path / "server.pid"
+    notes = '"${NOTES_FILE:-%s}"' % (tmp_path / "notes.json")
+    server = server_yaml(NOTES_SERVER, "--notes", notes, "--pid-file", str(tmp_path / "server.pid"))
     return write_config(tmp_path / name, f"""\
 agents:
   assistant:
     allow: ["mcp__notes__*"]  # approval: the notes tools run without asking (piped)
 mcp_servers:
   notes:
-    command: {PY}
-    args: [{NOTES_SERVER}, --notes, "${{NOTES_FILE:-{tmp_path / 'notes.json'}}}",
-           --pid-file, {pid}]
-""")
+{server}""")
 
 
 def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -63,7 +75,7 @@ def test_a_claude_code_mcp_json_works_as_is_and_tools_restart_restarts_from_the_
         tmp_path: Path) -> None:
     # (one rollchat run and one server start for both: each is seconds of CPU)
     (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {
-        "testing": {"type": "stdio", "command": PY, "args": [str(SERVER)],
+        "testing": {"type": "stdio", "command": PY, "args": zygote_command(SERVER)[1:],
                     "env": {"GREETING": "${HELLO}"}},
         "old": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
     }}))
@@ -178,15 +190,15 @@ def test_ctrl_c_of_piped_rollchat_stops_the_servers(tmp_path: Path) -> None:
 def test_in_a_terminal_servers_start_behind_the_prompt_and_stop_on_exit(
         tmp_path: Path) -> None:
     sleeping = tmp_path / "sleeping"
+    server = server_yaml(SERVER, "--pid-file", str(tmp_path / "server.pid"), "--sleeping-file",
+                         str(sleeping))
     config = write_config(tmp_path / "config.yml", f"""\
 agents:
   assistant:
     allow: ["mcp__testing__*"]
 mcp_servers:
   testing:
-    command: {PY}
-    args: [{SERVER}, --pid-file, {tmp_path / 'server.pid'}, --sleeping-file, {sleeping}]
-""")
+{server}""")
     child = spawn(tmp_path, "--config", str(config), env=env_for(tmp_path))
     child.expect(PROMPT)
     pid = int(wait_for_file(tmp_path / "server.pid"))  # started with no message sent
@@ -245,8 +257,7 @@ build_cli()(["--config", sys.argv[1]], prog_name="rollchat")
 
 
 def test_the_sdk_is_imported_only_in_the_background(tmp_path: Path) -> None:
-    config = write_config(tmp_path / "c.yml", f"mcp_servers:\n  t:\n    command: {PY}\n"
-                          f"    args: [{SERVER}]\n"
+    config = write_config(tmp_path / "c.yml", f"mcp_servers:\n  t:\n{server_yaml(SERVER)}"
                           "agents:\n  assistant:\n    allow: [\"mcp__*\"]\n")
     child = pexpect.spawn(PY, ["-c", PROBE, str(config)], cwd=str(tmp_path),
                           env=env_for(tmp_path), encoding="utf-8", timeout=60,

@@ -1,4 +1,5 @@
-"""``rollchat mcp``: a real server process driven by the official SDK's stdio client, as an MCP
+"""``rollchat mcp``: a real server process (forked from a zygote that has the SDK imported: see
+tests/mcp_helpers.py's zygote_command) driven by the official SDK's stdio client, as an MCP
 client (Claude Code, an IDE) drives it: tools, their JSON, resources and errors."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typer.testing import CliRunner
 from rollchat.cli.app import build_cli
 from tests.compact_fixtures import OFFLINE_CONFIG, PARENT_SUMMARY, make_sessions, snapshot
 from tests.e2e import PYCACHE, user_dirs
+from tests.mcp_helpers import zygote_command
 
 if TYPE_CHECKING:  # the SDK is imported by the tests that run, not at collection
     from mcp import Client, StdioServerParameters
@@ -29,9 +31,11 @@ def _params(tmp_path: Path, sessions: Path, config: Path, **env: str) -> StdioSe
     home.mkdir(exist_ok=True)
     from mcp import StdioServerParameters
 
+    # forked by the MCP tests' zygote, which has the SDK imported (seconds of CPU a start)
+    command = zygote_command("-m", "rollchat", "mcp", "--sessions-dir", str(sessions),
+                             "--config", str(config))
     return StdioServerParameters(
-        command=sys.executable, args=["-m", "rollchat", "mcp", "--sessions-dir", str(sessions),
-                                      "--config", str(config)],
+        command=command[0], args=command[1:],
         env={**user_dirs(home), "PYTHONPATH": os.pathsep.join(sys.path),
              "PYTHONPYCACHEPREFIX": str(PYCACHE), **env},
         cwd=str(tmp_path))
