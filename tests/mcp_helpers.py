@@ -102,6 +102,20 @@ def zygote_command(script: Path | str, *args: str) -> list[str]:
                 *args]
 
 
+def zygote_cpu() -> float:
+    """CPU seconds of the zygote and of the servers it forked that have ended (not in this
+    process's RUSAGE_CHILDREN until the zygote ends: bench/bench_tests.py adds them)."""
+    with _zygote_lock:
+        if _zygote is None:
+            return 0.0
+        _zygote.control.send(b"cpu")
+        with selectors.DefaultSelector() as selector:
+            selector.register(_zygote.control, selectors.EVENT_READ)
+            if not selector.select(ZYGOTE_DEADLINE):
+                raise OSError("the MCP test server zygote did not answer")
+        return float(json.loads(_zygote.control.recv(1 << 16))["cpu"])
+
+
 def is_zygote(process: object) -> bool:
     """Whether ``process`` is the zygote's (conftest's reaper leaves it to the session's end)."""
     return _zygote is not None and process is _zygote.process

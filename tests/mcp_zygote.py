@@ -6,7 +6,8 @@ launcher's stdin/stdout/stderr, cwd, environment, umask and argv.
 
 Usage (by tests/mcp_helpers.py only): python tests/mcp_zygote.py CONTROL_FD SOCKET
 (it ends, killing the servers still running, when CONTROL_FD's other end closes: its pytest
-worker is done or gone). Standard library only until the preload; no thread at a fork."""
+worker is done or gone; ``cpu`` sent there: it answers its CPU and its ended children's).
+Standard library only until the preload; no thread at a fork."""
 
 from __future__ import annotations
 
@@ -51,12 +52,16 @@ class Zygote:
         while True:
             for key, _ in self.selector.select():
                 kind, conn = key.data
-                if kind == "control":
+                if kind == "control" and self.control.recv(16) == b"cpu":
+                    times = os.times()  # (its children's: those it has reaped)
+                    with_reply(self.control, {"cpu": times.user + times.system
+                                              + times.children_user + times.children_system})
+                elif kind == "control":  # (its other end closed)
                     for _, pidfd in self.children.values():
                         with contextlib.suppress(ProcessLookupError):
                             signal.pidfd_send_signal(pidfd, signal.SIGKILL)
                     return
-                if kind == "listener":
+                elif kind == "listener":
                     conn, _ = self.listener.accept()
                     self.selector.register(conn, selectors.EVENT_READ, ("launcher", conn))
                 elif kind == "launcher":

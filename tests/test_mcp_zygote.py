@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from tests import mcp_helpers
-from tests.mcp_helpers import gone_within, wait_for_file, zygote_command
+from tests.mcp_helpers import gone_within, wait_for_file, wait_until, zygote_command
 
 # What a server sees of itself; printed as JSON; then it ends as its first argument says.
 PROBE = r'''
@@ -25,7 +25,9 @@ facts = {"argv": sys.argv[1:], "cwd": os.getcwd(), "env": os.environ.get("PROBE_
 print(json.dumps(facts), flush=True)
 print("to stderr", file=sys.stderr, flush=True)
 end = sys.argv[1]
-if end == "code":
+if end == "code":  # (after some CPU: a forked child's is told, in clock ticks)
+    while time.process_time() < 0.05:
+        pass
     sys.exit(7)
 if end == "term":  # caught: the signal reached this process
     signal.signal(signal.SIGTERM, lambda *_: (print("got TERM", flush=True), sys.exit(5)))
@@ -73,11 +75,13 @@ def test_a_forked_server_is_the_process_python_script_starts(tmp_path: Path) -> 
     assert forked.stderr is not None and forked.stderr.read() == "to stderr\n"
 
 
-def test_a_module_is_run_as_python_m_runs_it(tmp_path: Path) -> None:
+def test_a_module_is_run_as_python_m_runs_it_and_its_cpu_is_told(tmp_path: Path) -> None:
     (tmp_path / "probe_module.py").write_text(PROBE, encoding="utf-8")
     forked = _start(zygote_command("-m", "probe_module", "code"), tmp_path)
+    before = mcp_helpers.zygote_cpu()  # (its own: the SDK's import)
     seen = _facts(forked)
     assert forked.wait(30) == 7
+    wait_until(lambda: mcp_helpers.zygote_cpu() > before)  # and the ended child's (bench)
     assert (seen["argv"], seen["name"], seen["path0"]) == (["code"], "__main__", str(tmp_path))
 
 

@@ -17,7 +17,16 @@ from pathlib import Path
 
 import pexpect
 
-from tests.e2e import PROMPT, clean_env, default_signals, run_piped, spawn, write_config
+from tests.e2e import (
+    PROMPT,
+    clean_env,
+    default_signals,
+    run_piped,
+    spawn,
+    start_piped,
+    write_config,
+)
+from tests.forkserver import Forked
 from tests.mcp_helpers import (
     NOTES_SERVER,
     SERVER,
@@ -106,8 +115,7 @@ def test_an_untrusted_project_file_starts_no_server_until_trusted(tmp_path: Path
     assert "held: rollchat.yml is not trusted; run `rollchat trust` to start it" in done.stdout
     assert "→ tool" not in done.stdout  # no tool was offered to call
     assert not (tmp_path / "server.pid").exists()  # no process was ever started
-    trusted = subprocess.run([PY, "-m", "rollchat", "trust"], cwd=tmp_path, env=env,
-                             capture_output=True, text=True, timeout=60)
+    trusted = run_piped(tmp_path, None, "trust", env=env)
     assert trusted.returncode == 0 and "mcp_servers now apply" in trusted.stdout
     done = run_piped(tmp_path, "use list_notes\nexit\n", env=env)
     assert "No notes yet." in done.stdout
@@ -134,12 +142,11 @@ def test_bad_server_settings_stop_rollchat_with_the_line_and_key(tmp_path: Path)
         assert len(done.stderr.strip().splitlines()) == 1
 
 
-def _piped_process(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
+def _piped_process(tmp_path: Path) -> tuple[subprocess.Popen[str] | Forked, int]:
+    """A piped chat (forked by the tests' fork server: its start is not the point) that has
+    called its server once."""
     config = notes_config(tmp_path)
-    process = subprocess.Popen([PY, "-m", "rollchat", "--config", str(config)], cwd=tmp_path,
-                               env=env_for(tmp_path), stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=default_signals)
+    process = start_piped(tmp_path, "--config", str(config), env=env_for(tmp_path))
     assert process.stdin is not None
     process.stdin.write("use list_notes\n")
     process.stdin.flush()
@@ -153,7 +160,7 @@ def _piped_process(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
     return process, pid
 
 
-def _answered(process: subprocess.Popen[str], seconds: float = 60) -> None:
+def _answered(process: subprocess.Popen[str] | Forked, seconds: float = 60) -> None:
     """Wait until rollchat has answered the piped ``use list_notes`` (the turn's ``Time:``
     footer on its stdout): the server ran the call, and rollchat reads the next line."""
     assert process.stdout is not None
@@ -282,8 +289,7 @@ def test_the_readme_walkthrough(tmp_path: Path) -> None:
     lines = [line.removeprefix("You: ") for line in section.splitlines()
              if line.startswith("You: ")]
     assert lines and "rollchat trust" in section
-    trusted = subprocess.run([PY, "-m", "rollchat", "trust"], cwd=example, env=env,
-                             capture_output=True, text=True, timeout=60)
+    trusted = run_piped(example, None, "trust", env=env)
     assert trusted.returncode == 0, trusted.stderr
     done = run_piped(example, "\n".join([*lines, "exit", ""]), env=env)
     assert done.returncode == 0, done.stderr
