@@ -243,6 +243,16 @@ EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
 LOCALHOST_JS = Path(__file__).with_name("localhost.cjs")
 
 
+def shared_cache() -> Path:
+    """Where what the test runs share is kept (the npm install): $ROLLCHAT_TEST_CACHE, else
+    the user's own ~/.cache/rollchat-tests, from the password database: each test's HOME is a
+    fresh directory of its own (conftest), where an install was made again at every test."""
+    import pwd
+
+    return Path(os.environ.get("ROLLCHAT_TEST_CACHE")
+                or Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "rollchat-tests")
+
+
 def everything_entry() -> Path:
     """The installed server-everything's ``dist/index.js``; pytest.skip with the reason when
     node or npm is missing or the install fails."""
@@ -254,8 +264,7 @@ def everything_entry() -> Path:
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         pytest.skip("node and npm are not installed: server-everything needs them")
-    base = Path(os.environ.get("ROLLCHAT_TEST_CACHE")
-                or Path.home() / ".cache" / "rollchat-tests")
+    base = shared_cache()
     folder = base / EVERYTHING.replace("/", "+").replace("@", "")
     entry = folder / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist"
     entry = entry / "index.js"

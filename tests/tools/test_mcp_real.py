@@ -21,6 +21,7 @@ from tests.mcp_helpers import (
     everything_stdio,
     gone_within,
     servers,
+    shared_cache,
     start,
     wait_until,
     zygote_command,
@@ -136,3 +137,8 @@ def test_server_everything_over_streamable_http_killed_mid_session(servers) -> N
                                               "connection dropped")
         assert not [n for n in engine.tools if n.startswith("mcp__everything__")]
 
+
+
+def test_the_npm_install_is_shared_by_the_tests_not_made_in_each_test_s_home() -> None:
+    # each test has a HOME of its own (conftest): a cache under it was an install a test
+    assert not shared_cache().is_relative_to(Path.home())
