@@ -15,6 +15,7 @@ import signal
 import socket
 import sys
 
+REPLY_SECONDS = 60.0  # for the zygote's fork (a loaded machine: seconds)
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
              signal.SIGUSR2)
 
@@ -26,22 +27,36 @@ def main() -> None:
     request = {"args": command[2:] if command[0] == "-m" else command[1:], "cwd": os.getcwd(),
                "env": dict(os.environ), "umask": umask,
                **({"module": command[1]} if command[0] == "-m" else {"script": command[0]})}
-    try:
-        zygote = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        zygote.connect(path)
-        socket.send_fds(zygote, [json.dumps(request).encode()], [0, 1, 2])
-        started = json.loads(zygote.recv(1 << 16) or b"{}")
-    except OSError:
-        started = {}
-    if "pid" not in started:  # the real server in this process's place
-        os.execv(sys.executable, [sys.executable, *command])
+    zygote = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    early: list[int] = []  # signals got before the server was asked for (passed on after)
+    asked = False
 
     def forward(signum: int, frame: object) -> None:
-        with contextlib.suppress(OSError):
+        if not asked:
+            early.append(signum)
+            return
+        with contextlib.suppress(OSError):  # (the zygote reads it after the request)
             zygote.send(f"signal {signum}".encode())
 
-    for signum in FORWARDED:
+    for signum in FORWARDED:  # first: a signal sent once this process runs reaches the server
         signal.signal(signum, forward)
+    try:
+        zygote.settimeout(REPLY_SECONDS)  # (then: the real one; the zygote kills its fork)
+        zygote.connect(path)
+        socket.send_fds(zygote, [json.dumps(request).encode()], [0, 1, 2])
+        asked = True
+        for signum in early:
+            forward(signum, None)
+        started = json.loads(zygote.recv(1 << 16) or b"{}")
+        zygote.settimeout(None)
+    except OSError:
+        started = {}
+    if "pid" not in started:  # the real server in this process's place (as it, signalled)
+        for signum in FORWARDED:
+            signal.signal(signum, signal.SIG_DFL)
+        if early:
+            os.kill(os.getpid(), early[0])
+        os.execv(sys.executable, [sys.executable, *command])
     ended = json.loads(zygote.recv(1 << 16) or b"{}")
     code = ended.get("code", -signal.SIGKILL)  # (the zygote gone: so is the server)
     if code < 0:  # ended by a signal: so does this process

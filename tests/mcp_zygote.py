@@ -5,8 +5,9 @@ launch (or ``python -m MODULE``: a server that has the SDK in its imports), with
 launcher's stdin/stdout/stderr, cwd, environment, umask and argv.
 
 Usage (by tests/mcp_helpers.py only): python tests/mcp_zygote.py CONTROL_FD SOCKET
-(it ends, killing the servers still running, when CONTROL_FD's other end closes: its pytest
-worker is done or gone; ``cpu`` sent there: it answers its CPU and its ended children's).
+(it ends, killing the servers still running and removing SOCKET's folder, when CONTROL_FD's
+other end closes: its pytest worker is done or gone; ``cpu`` sent there: it answers its CPU
+and its ended children's).
 Standard library only until the preload; no thread at a fork."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import os
 import runpy
 import selectors
+import shutil
 import signal
 import socket
 import sys
@@ -185,9 +187,8 @@ def main() -> None:
     control.send(json.dumps({"threads": threads()}).encode())
     try:
         Zygote(control, listener).serve()
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(sys.argv[2])
+    finally:  # its folder (the socket, its log): its client's, gone with it
+        shutil.rmtree(Path(sys.argv[2]).parent, ignore_errors=True)
 
 
 if __name__ == "__main__":

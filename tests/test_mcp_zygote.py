@@ -18,19 +18,19 @@ from tests.mcp_helpers import gone_within, wait_for_file, wait_until, zygote_com
 # What a server sees of itself; printed as JSON; then it ends as its first argument says.
 PROBE = r'''
 import json, os, signal, sys, time
+end = sys.argv[1]
+if end == "term":  # caught (before the facts: the test signals once it read them)
+    signal.signal(signal.SIGTERM, lambda *_: (print("got TERM", flush=True), sys.exit(5)))
 facts = {"argv": sys.argv[1:], "cwd": os.getcwd(), "env": os.environ.get("PROBE_VALUE"),
          "stdin": sys.stdin.readline(), "name": __name__, "pid": os.getpid(),
          "umask": [l for l in open("/proc/self/status") if l.startswith("Umask")],
          "sdk": "mcp.server.mcpserver" in sys.modules, "path0": sys.path[0]}
 print(json.dumps(facts), flush=True)
 print("to stderr", file=sys.stderr, flush=True)
-end = sys.argv[1]
 if end == "code":  # (after some CPU: a forked child's is told, in clock ticks)
     while time.process_time() < 0.05:
         pass
     sys.exit(7)
-if end == "term":  # caught: the signal reached this process
-    signal.signal(signal.SIGTERM, lambda *_: (print("got TERM", flush=True), sys.exit(5)))
 if end in ("term", "wait"):
     time.sleep(120)
 '''
@@ -123,3 +123,16 @@ def test_without_the_zygote_the_launcher_runs_the_real_server(tmp_path: Path) ->
     server = _start([*launcher, str(mcp_helpers.SERVER), "--pid-file", str(pid_file),
                      "--crash"], tmp_path)
     assert server.wait(60) == 3 and int(wait_for_file(pid_file)) == server.pid
+
+
+def test_the_zygote_s_end_ends_its_servers_and_its_folder(tmp_path: Path) -> None:
+    """(Its end: the session's, or its pytest worker gone. The next launch starts another.)"""
+    launcher = _start(zygote_command(_probe(tmp_path), "wait"), tmp_path)
+    pid = int(str(_facts(launcher)["pid"]))
+    zygote = mcp_helpers._zygote
+    assert zygote is not None and zygote.socket.exists()
+    zygote.control.close()  # as when the worker is gone: the zygote sees its end
+    zygote.process.wait(30)
+    assert gone_within(pid, 10) and launcher.wait(30) == -signal.SIGKILL
+    assert not zygote.folder.exists()
+    mcp_helpers.stop_zygote()
