@@ -26,6 +26,9 @@ _ODD = re.compile(r"\r\n?|[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f]|[\ud800-\udfff]+")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 # The UTF-8 bytes clean never changes: all but the C0 controls (tab and newline excepted) and DEL.
 _PLAIN_BYTES = b"\t\n" + bytes(range(0x20, 0x7F)) + bytes(range(0x80, 0x100))
+# From this length on, ``clean`` checks at C speed (encoded, control bytes deleted) whether
+# there is anything to change before it runs the regex over the text
+_CHECKED_CHARS = 4096
 
 
 def _picture(char: str) -> str:
@@ -45,6 +48,12 @@ def _fix(match: re.Match[str]) -> str:
 
 def clean(text: str) -> str:
     """``text`` normalized (see the top of this module); unchanged when already clean."""
+    if len(text) >= _CHECKED_CHARS:  # a tool's 35 MB of output: 0.85 s of regex, 0.05 s here
+        try:
+            if not text.encode("utf-8").translate(None, _PLAIN_BYTES):
+                return text  # no control byte, no surrogate: nothing to change
+        except UnicodeEncodeError:  # a surrogate
+            pass
     return _ODD.sub(_fix, text)
 
 
