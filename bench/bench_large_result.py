@@ -1,9 +1,9 @@
 """What one large tool result costs in the chat and in the readers of its session (issue 36
 item 7): the CPU seconds of each step a result of N MB (lines of 91 characters, as
 tests/storage/test_large_sessions.py's tool returns) passes through, in this process:
-``clean`` (where tool output enters), ``as_sent`` (cut to the room the offline model's
-context leaves), ``render_turn`` (the session file's text of the turn) and ``parse`` (the
-file read back).
+``clean`` (where tool output enters; also of 1 MB of control bytes, as that file's import
+holds), ``as_sent`` (cut to the room the offline model's context leaves), ``render_turn``
+(the session file's text of the turn) and ``parse`` (the file read back).
 
     python bench/bench_large_result.py [--mb 35] [--room 100000] [--runs 3]
 """
@@ -53,8 +53,10 @@ def main() -> None:
     header = SessionHeader(session_id="worker_20261125_230000_0001", date=T0, agent="Worker",
                            agent_path="worker.py", model="offline", provider="offline")
     text = render_header(header) + render_turn(turn, "Worker") + render_turn(turn, "Worker")
+    controls = "".join(map(chr, [*range(1, 9), 11, 12, *range(14, 32), 127])) * 33_334
     steps: dict[str, Callable[[], object]] = {
         "clean": lambda: clean(result),
+        "clean (1 MB of control bytes)": lambda: clean(controls),
         f"as_sent (room {options.room:,})": lambda: as_sent(result, "c1", options.room, count),
         "render_turn": lambda: render_turn(turn, "Worker"),
         f"parse ({len(text) / 1e6:.0f} MB, 2 turns)": lambda: parse(text),
