@@ -3,7 +3,8 @@ item 7): the CPU seconds of each step a result of N MB (lines of 91 characters, 
 tests/storage/test_large_sessions.py's tool returns) passes through, in this process:
 ``clean`` (where tool output enters; also of 1 MB of control bytes, as that file's import
 holds), ``as_sent`` (cut to the room the offline model's context leaves), ``render_turn``
-(the session file's text of the turn) and ``parse`` (the file read back).
+(the session file's text of the turn), ``parse`` (the file read back) and ``harmless``
+(the result on its way to the terminal: ``rollchat show``).
 
     python bench/bench_large_result.py [--mb 35] [--room 100000] [--runs 3]
 """
@@ -20,6 +21,7 @@ from rollchat.engine.hygiene import as_sent
 from rollchat.models.tokens import TokenCounter
 from rollchat.storage.transcript import parse, render_header, render_turn
 from rollchat.text.normalize import clean
+from rollchat.ui.sanitize import harmless
 
 T0 = datetime(2026, 11, 25, 23, 0, tzinfo=timezone.utc)
 
@@ -60,6 +62,7 @@ def main() -> None:
         f"as_sent (room {options.room:,})": lambda: as_sent(result, "c1", options.room, count),
         "render_turn": lambda: render_turn(turn, "Worker"),
         f"parse ({len(text) / 1e6:.0f} MB, 2 turns)": lambda: parse(text),
+        "harmless": lambda: harmless(result),
     }
     print(f"| step ({options.mb:g} MB result) | CPU s |")
     print("|---|---|")
