@@ -465,7 +465,7 @@ some_lines = st.lists(st.tuples(LINE_STARTS, st.text(max_size=6)).map(
     lambda p: "".join(p).replace("\n", "")), min_size=1, max_size=8)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(some_lines)
 def test_whole_text_escaping_is_line_by_line_escaping(lines: list[str]) -> None:
     """esc_lines and unesc_text look only at lines that may change (most lines of a large

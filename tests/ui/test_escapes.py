@@ -19,6 +19,7 @@ from rollchat.domain import SessionHeader, Summary, Transcript, Turn, Usage, ans
 from rollchat.storage.transcript import render
 from rollchat.ui.sanitize import _CARRIAGE_RETURN, _UNSAFE, _visible, harmless, one_line
 from tests.e2e import clean_env, run_piped, write_config
+from tests.examples_budget import examples
 
 T0 = datetime(2026, 11, 22, 14, 30, 0, tzinfo=timezone.utc)
 SID = "assistant_20261122_143000_abcd"
@@ -138,7 +139,7 @@ def test_config_strings_and_errors_reach_the_terminal_harmlessly(tmp_path: Path)
     assert failed.stderr.count("\n") == 1
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.text(st.sampled_from(["a", " ", "\t", "\n", "\r", "\x1b", "\x00", "\x7f", "\x85",
                                 "\u202e", "\ud800", "é"])))
 def test_a_text_is_passed_unchanged_only_when_the_patterns_change_nothing(text: str) -> None:
