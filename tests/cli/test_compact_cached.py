@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.compact_fixtures import OFFLINE_CONFIG, Sessions, make_sessions
-from tests.e2e import clean_env
+from tests.e2e import clean_env, run_piped
 
 
 @pytest.fixture
@@ -25,17 +25,22 @@ def compact(sessions: Sessions, tmp_path: Path, *args: str, importtime: bool = F
             config: str | None = OFFLINE_CONFIG,
             **env: str) -> subprocess.CompletedProcess[str]:
     """``rollchat compact *args`` in ``tmp_path``; with ``config`` written to a file named by
-    --config, or (None) with no config file at all and the sessions in ./sessions."""
-    flags = ["-X", "importtime"] if importtime else []
+    --config, or (None) with no config file at all and the sessions in ./sessions. With
+    ``importtime``, a new interpreter that reports what it imports (what the test looks at);
+    otherwise forked by the tests' fork server (run_piped: the same process, without paying
+    the imports: the runs that fill the cache or write the record)."""
     named: list[str] = []
     if config is not None:
         path = tmp_path / "named.yml"
         if not path.exists() or path.read_text(encoding="utf-8") != config:
             path.write_text(config, encoding="utf-8")
         named = ["--sessions-dir", str(sessions.root), "--config", str(path)]
-    return subprocess.run([sys.executable, *flags, "-m", "rollchat", "compact", *args, *named],
-                          cwd=str(tmp_path), capture_output=True, text=True, timeout=60,
-                          env=clean_env(tmp_path / "home", **env), stdin=subprocess.DEVNULL)
+    environment = clean_env(tmp_path / "home", **env)
+    if not importtime:
+        return run_piped(tmp_path, None, "compact", *args, *named, env=environment)
+    return subprocess.run([sys.executable, "-X", "importtime", "-m", "rollchat", "compact",
+                           *args, *named], cwd=str(tmp_path), capture_output=True, text=True,
+                          timeout=60, env=environment, stdin=subprocess.DEVNULL)
 
 
 def imported(stderr: str) -> set[str]:

@@ -47,7 +47,13 @@ from rollchat.storage.transcript import (
     render_turn,
     tail_summary,
 )
-from rollchat.storage.transcript.syntax import first_query_line
+from rollchat.storage.transcript.syntax import (
+    esc_line,
+    esc_lines,
+    first_query_line,
+    unesc_line,
+    unesc_text,
+)
 from tests.examples_budget import examples
 
 UTC = timezone.utc
@@ -450,3 +456,20 @@ def test_blocks_keep_their_order_through_the_file(blocks: tuple[Block, ...]) -> 
     for i, b in enumerate(blocks):
         if isinstance(b, Text):
             assert (body.index(b.text) < body.index("*Tool call:*")) is (i < first_call), b
+
+
+LINE_STARTS = st.sampled_from(["", "\\", "\\\\", "*", "**", "#", "-", "<", "x", " ", "*a:*",
+                               "**You:** ", "## Query 1 (00:00:00)", "---", "<!-- ",
+                               "<!-- restored summary: ", "*Time: "])
+some_lines = st.lists(st.tuples(LINE_STARTS, st.text(max_size=6)).map(
+    lambda p: "".join(p).replace("\n", "")), min_size=1, max_size=8)
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(some_lines)
+def test_whole_text_escaping_is_line_by_line_escaping(lines: list[str]) -> None:
+    """esc_lines and unesc_text look only at lines that may change (most lines of a large
+    tool result are passed at C speed): they give what esc_line and unesc_line give."""
+    text = "\n".join(lines)
+    assert esc_lines(text) == [esc_line(x) for x in lines]
+    assert unesc_text(lines) == "\n".join(unesc_line(x) for x in lines)

@@ -12,10 +12,14 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from rollchat.domain import SessionHeader, Summary, Transcript, Turn, Usage, answer_blocks
 from rollchat.storage.transcript import render
-from rollchat.ui.sanitize import harmless, one_line
+from rollchat.ui.sanitize import _CARRIAGE_RETURN, _UNSAFE, _visible, harmless, one_line
 from tests.e2e import clean_env, run_piped, write_config
+from tests.examples_budget import examples
 
 T0 = datetime(2026, 11, 22, 14, 30, 0, tzinfo=timezone.utc)
 SID = "assistant_20261122_143000_abcd"
@@ -133,3 +137,12 @@ def test_config_strings_and_errors_reach_the_terminal_harmlessly(tmp_path: Path)
     _no_escapes(failed.stderr.encode("utf-8"))
     assert failed.stderr.startswith("rollchat: error:") and "^[[2Jkey" in failed.stderr
     assert failed.stderr.count("\n") == 1
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(st.text(st.sampled_from(["a", " ", "\t", "\n", "\r", "\x1b", "\x00", "\x7f", "\x85",
+                                "\u202e", "\ud800", "é"])))
+def test_a_text_is_passed_unchanged_only_when_the_patterns_change_nothing(text: str) -> None:
+    """harmless passes ASCII text with nothing to change at C speed (a tool's 35 MB result in
+    ``rollchat show``): it gives what the patterns alone give."""
+    assert harmless(text) == _UNSAFE.sub(_visible, _CARRIAGE_RETURN.sub("\n", text))

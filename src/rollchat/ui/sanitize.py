@@ -17,6 +17,7 @@ _UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u20
                      r"\u2066-\u2069\ud800-\udfff]")
 _CARRIAGE_RETURN = re.compile(r"\r\n?")
 _SURROGATES = (0xD800, 0xDFFF)
+_DRAWN_AS_IS = b"\t\n" + bytes(range(0x20, 0x7F))  # the ASCII neither pattern matches
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -35,6 +36,8 @@ def harmless(text: str) -> str:
 
     Line ends from other systems (``\\r\\n``, a lone ``\\r``) become plain newlines first.
     """
+    if text.isascii() and not text.encode("ascii").translate(None, _DRAWN_AS_IS):
+        return text  # nothing to change, checked at C speed (35 MB of a tool: 0.19 s of regex)
     return _UNSAFE.sub(_visible, _CARRIAGE_RETURN.sub("\n", text))
 
 

@@ -139,9 +139,14 @@ def _summary(lines: list[str], start: int) -> Summary:
     raise TranscriptError(f"line {start + 1}: summary block has no SESSION_SUMMARY_END")
 
 
+_BREAK_FIRST = frozenset("-<#")  # the first characters of "---", the markers and headings
+
+
 def _block_end(lines: list[str], start: int) -> int | None:
     for k in range(start + 1, len(lines)):
         line = lines[k]
+        if line[:1] not in _BREAK_FIRST:  # (most lines: a text's, a result's)
+            continue
         if line == "---":
             return k
         # content that would look like these is escaped (syntax.STRUCT): another block began

@@ -41,7 +41,7 @@ from rollchat.storage.transcript.syntax import (
     TYPED,
     arrows,
     aware,
-    esc_line,
+    esc_lines,
     first_marker,
     first_query_line,
     inline,
@@ -71,7 +71,7 @@ def _agent_label(name: str) -> str:
 
 
 def _content(text: str) -> list[str]:
-    return [esc_line(x) for x in text.split("\n")]
+    return esc_lines(text)
 
 
 def _field(label: str, text: str) -> list[str]:

@@ -10,7 +10,13 @@ from typing import BinaryIO
 
 from rollchat.domain import SessionHeader, Summary, Turn
 from rollchat.errors import TranscriptError
-from rollchat.storage.transcript.parse import _HEADER_LINE, _header, _heading, _summary
+from rollchat.storage.transcript.parse import (
+    _BREAK_FIRST,
+    _HEADER_LINE,
+    _header,
+    _heading,
+    _summary,
+)
 from rollchat.storage.transcript.syntax import SUMMARY_END, SUMMARY_START
 from rollchat.storage.transcript.turn_block import parse_turn
 
@@ -125,6 +131,9 @@ class TranscriptStream:
         block = [heading]
         for line in self._lines:  # (the loop of most of the file: no call per line)
             number += 1
+            if line[:1] not in _BREAK_FIRST:  # (most lines: a text's, a result's)
+                block.append(line)
+                continue
             if line == "---":
                 self._number = number
                 block.append(line)

@@ -30,11 +30,13 @@ from rollchat.storage.transcript.restored import RESTORED_END, is_restored_start
 from rollchat.storage.transcript.syntax import (
     CONTEXT_END,
     CONTEXT_OPEN,
+    FIELD_FIRST,
     RESERVED_LABELS,
     STRUCT,
     parse_date,
     unarrows,
     unesc_line,
+    unesc_text,
     uninline,
 )
 
@@ -80,7 +82,7 @@ def _text(first: str, rest: list[str]) -> str:
     lines = [first, *rest]
     if len(lines) > 1 and lines[-1] == "":
         lines.pop()
-    return "\n".join(unesc_line(x) for x in lines)
+    return unesc_text(lines)
 
 
 def _single(first: str, rest: list[str], lineno: int) -> str:
@@ -236,7 +238,8 @@ def _region(f: _Fields, lines: list[str], k: int, end: int) -> int | None:
 
 def _next_field(lines: list[str], k: int, end: int) -> int:
     n = k + 1
-    while n < end and not STRUCT.match(lines[n]) and not is_restored_start(lines[n]):
+    while n < end and not (lines[n][:1] in FIELD_FIRST and (  # (most lines are passed here)
+            STRUCT.match(lines[n]) or is_restored_start(lines[n]))):
         n += 1
     return n
 
