@@ -141,6 +141,9 @@ def _reaped_children(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The fork server ends with the session (each xdist worker's its own), whatever its
     outcome; it would end anyway when this process does (its control socket closes)."""
+    from tests import forkrelay  # (imported here: the relay runs only if a test started it)
+
+    forkrelay.stop()
     forkserver.stop()
 
 

@@ -311,3 +311,29 @@ def test_rollchat_on_path_is_forked_with_the_shell_s_streams_and_status(tmp_path
     assert "rollchat: error: no such option --no-such-option" in (tmp_path / "error").read_text()
     assert forkserver.STATS["forked"] == before.get("forked", 0) + 2
     assert forkserver.STATS["real"] == before.get("real", 0) + 1
+
+
+def test_a_chat_in_a_terminal_forked_gets_the_terminal_s_keys_and_signals(
+        tmp_path: Path) -> None:
+    """spawn(forked=True): the chat forked through tests/forkrelay.py's PTY_SHIM (counted as
+    forked, not run as a real process) reads the terminal, a Ctrl-C typed reaches it (the
+    script passes it on: the chat is not in the terminal's session), and a SIGTERM to the
+    process the test holds ends the chat as the real one ends, by 128 + the signal."""
+    import pexpect
+
+    from tests.e2e import PROMPT, spawn
+
+    forked = forkserver.STATS["forked"]
+    child = spawn(tmp_path, forked=True)
+    try:
+        child.expect_exact(PROMPT)
+        child.send("half typed draft")
+        child.sendintr()  # the line is dropped: a new prompt
+        child.expect_exact(PROMPT)
+        child.kill(signal.SIGTERM)
+        child.expect("SIGTERM received")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert forkserver.STATS["forked"] == forked + 1, forkserver.STATS
+    assert child.exitstatus == 128 + signal.SIGTERM

@@ -162,7 +162,8 @@ def test_ctrl_c_skips_the_wait_at_exit(openai_server: WireServer, tmp_path: Path
                                            "extract_timeout_seconds: 40"))
     child = spawn(tmp_path, "--config", str(cfg), "--provider", "openai", "--model",
                   "test-model", "--base-url", openai_server.url,
-                  env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
+                  env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"),
+                  forked=True)  # (a Ctrl-C, not a start)
     try:
         child.expect(PROMPT)
         child.sendline("I prefer tabs over spaces.")

@@ -57,7 +57,8 @@ def test_sigterm_while_an_answer_streams_saves_it_and_restores_the_terminal(
     openai_server.push(text("Helix is a fine editor."),
                        held(first, "And terminals, and everything else."), text(HELIX_SUMMARY))
     child = spawn(tmp_path, "--base-url", openai_server.url, "--model", "gpt-4o",
-                  env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
+                  env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"),
+                  forked=True)  # (a signal while streaming, not during a start)
     child.expect(PROMPT)
     child.sendline("my favourite editor is helix")
     child.expect("Helix is a fine editor.")
@@ -81,7 +82,7 @@ def test_sigterm_while_an_answer_streams_saves_it_and_restores_the_terminal(
 
 def test_sighup_at_the_prompt_saves_with_a_summary(tmp_path: Path) -> None:
     """The terminal closed: nothing can be shown any more, the session is still summarized."""
-    child = spawn(tmp_path)
+    child = spawn(tmp_path, forked=True)  # (a signal at the prompt, not during a start)
     child.expect(PROMPT)
     child.sendline("we decided to ship on friday")
     child.expect("Time:")
