@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pexpect
 
-from tests import forkserver
+from tests import forkrelay, forkserver
 
 PROMPT = "You:"
 # Tools an agent file of a test holds (see agent_file): word_count answers "3 words", count_words
@@ -106,9 +106,20 @@ def default_signals() -> None:
 
 
 def spawn(cwd: Path, *args: str, env: dict[str, str] | None = None,
-          timeout: float = 30) -> pexpect.spawn:
+          timeout: float = 30, forked: bool = False) -> pexpect.spawn:
+    """``python -m rollchat ARGS`` in a pseudo-terminal of 40x120. ``forked``: forked by the
+    tests' fork server through a small script the terminal runs (tests/forkrelay.py's
+    PTY_SHIM), which passes on the terminal's streams and the signals it gets (Ctrl-C, SIGTERM,
+    SIGHUP, SIGWINCH) and ends as the chat did; for a test of what the chat does with a key
+    or a signal, not of a new interpreter's start (an import under way), nor of what a Ctrl-C
+    does to the chat's own subprocesses (only the chat gets it)."""
+    env = env or clean_env(cwd / "home")
+    if forked and os.environ.get(forkserver.OFF) != "1":
+        shim = forkrelay.pty_shim(lambda home: _clean_env(_STARTING_ENV, home))
+        return pexpect.spawn(str(shim), list(args), cwd=str(cwd), env=env, encoding="utf-8",
+                             timeout=timeout, dimensions=(40, 120), preexec_fn=default_signals)
     child = pexpect.spawn(sys.executable, ["-m", "rollchat", *args], cwd=str(cwd),
-                          env=env or clean_env(cwd / "home"), encoding="utf-8",
+                          env=env, encoding="utf-8",
                           timeout=timeout, dimensions=(40, 120), preexec_fn=default_signals)
     return child
 

@@ -51,11 +51,103 @@ if code < 0:  # ended by a signal: so is this script, as the shell would see the
 sys.exit(code)
 '''
 
+# The script of a chat in a terminal (tests/e2e.py spawn's ``forked``): as SHIM, and the signals
+# the script gets go on to the forked child, which is not in the terminal's session: Ctrl-C
+# (the terminal's SIGINT is the script's, its foreground process), a test's SIGTERM, SIGHUP
+# (the terminal closed), SIGWINCH. One that comes before the child is started is sent to it
+# once it is; with no server the script becomes the real one, which gets them itself.
+PTY_SHIM = '''#!{python} -IS
+import json, os, signal, socket, sys
+real = {real!r}
+child = []
+pending = []
+def forward(signum, frame):
+    if not child:
+        pending.append(signum)
+        return
+    try:
+        signal.pidfd_send_signal(child[0], signum)
+    except OSError:
+        pass
+forwarded = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGWINCH)
+previous = {{signum: signal.signal(signum, forward) for signum in forwarded}}
+umask = [int(line.split()[1], 8) for line in open("/proc/self/status")
+         if line.startswith("Umask:")][0]
+try:
+    relay = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    relay.connect({path!r})
+    request = {{"args": sys.argv[1:], "cwd": os.getcwd(), "env": dict(os.environ),
+               "umask": umask}}
+    socket.send_fds(relay, [json.dumps(request).encode()], [0, 1, 2])
+    answer = json.loads(relay.recv(1 << 16) or b"{{}}")
+except OSError:
+    answer = {{}}
+if "started" not in answer:
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+    os.execv(real, [real, "-m", "rollchat", *sys.argv[1:]])
+try:
+    child.append(os.pidfd_open(answer["started"]))
+except OSError:
+    pass  # (it ended already: its end is on its way)
+for signum in pending:
+    forward(signum, None)
+ended = json.loads(relay.recv(1 << 16) or b"{{}}")
+if "code" not in ended:
+    print("rollchat (tests/forkrelay.py): the fork server ended during the call",
+          file=sys.stderr)
+    sys.exit(1)
+code = ended["code"]
+if code < 0:  # ended by a signal: so is this script, as pexpect would see the real one
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+sys.exit(code)
+'''
+
+_relay: contextlib.ExitStack | None = None
+_pty_shim: Path | None = None
+
+
+def pty_shim(make_env: Callable[[Path], dict[str, str]]) -> Path:
+    """The script a terminal's chat is forked through (PTY_SHIM), with its relay thread: made
+    once, kept until ``stop`` (the session's end)."""
+    global _relay, _pty_shim
+    if _pty_shim is None:
+        stack = contextlib.ExitStack()
+        where = stack.enter_context(relayed(make_env))
+        script = where / "rollchat-pty"
+        script.write_text(PTY_SHIM.format(python=sys.executable, real=sys.executable,
+                                          path=str(where / "socket")), encoding="utf-8")
+        script.chmod(0o755)
+        _relay, _pty_shim = stack, script
+    return _pty_shim
+
+
+def stop() -> None:
+    """End the relay of ``pty_shim`` (at the session's end), if it runs."""
+    global _relay, _pty_shim
+    if _relay is not None:
+        _relay.close()
+        _relay, _pty_shim = None, None
+
 
 @contextlib.contextmanager
 def rollchat_on_path(make_env: Callable[[Path], dict[str, str]]) -> Iterator[Path]:
     """A directory holding the ``rollchat`` script (to put first on PATH) while the block runs;
     ``make_env(home)``: the environment to start the fork server with, if it is not running."""
+    with relayed(make_env) as where:
+        real = Path(sys.executable).with_name("rollchat")
+        script = where / "rollchat"
+        script.write_text(SHIM.format(python=sys.executable, real=str(real),
+                                      path=str(where / "socket")), encoding="utf-8")
+        script.chmod(0o755)
+        yield where
+
+
+@contextlib.contextmanager
+def relayed(make_env: Callable[[Path], dict[str, str]]) -> Iterator[Path]:
+    """A directory whose ``socket`` the relay thread listens on while the block runs (for a
+    script of this module to connect to)."""
     where = Path(tempfile.mkdtemp(prefix="rollchat-relay-"))
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     stop_r, stop_w = os.pipe()
@@ -64,11 +156,6 @@ def rollchat_on_path(make_env: Callable[[Path], dict[str, str]]) -> Iterator[Pat
     try:
         listener.bind(str(where / "socket"))
         listener.listen(8)
-        real = Path(sys.executable).with_name("rollchat")
-        script = where / "rollchat"
-        script.write_text(SHIM.format(python=sys.executable, real=str(real),
-                                      path=str(where / "socket")), encoding="utf-8")
-        script.chmod(0o755)
         relay.start()
         yield where
     finally:

@@ -12,6 +12,7 @@ import locale
 import os
 import selectors
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -185,13 +186,20 @@ class Forked:
     """A child forked by the server that runs on while the test talks to it: what
     ``subprocess.Popen(argv, stdin=PIPE or DEVNULL, stdout=PIPE, stderr=PIPE or STDOUT,
     text=True)`` gives, for what the tests do with one (its streams, ``send_signal``, ``kill``,
-    ``wait``, ``communicate``). Its signals go through the server (by the child's pidfd)."""
+    ``wait``, ``communicate``). Its signals are sent from here by a pidfd of the child, as
+    ``Popen.send_signal`` sends them: delivered when the call returns (through the server, a
+    signal came after what the test did next: a stdin closed right after a SIGTERM reached the
+    chat first, and it ended on the end of its input instead); through the server (by its own
+    pidfd) when this process cannot open one."""
 
     def __init__(self, server: Server, mine: socket.socket, pid: int, args: list[str],
                  ours: tuple[int, int, int], encoding: str) -> None:
         self.args, self.pid = args, pid
         self.returncode: int | None = None
         self._server, self._mine = server, mine
+        self._pidfd: int | None = None
+        with contextlib.suppress(OSError):  # (gone already: its end is on its way)
+            self._pidfd = os.pidfd_open(pid)
         stdin_w, stdout_r, stderr_r = ours
         # as Popen's text mode: writes buffered (flush to send them), universal newlines read
         self.stdin = (open(stdin_w, "w", encoding=encoding, closefd=True)  # noqa: SIM115
@@ -206,8 +214,11 @@ class Forked:
 
     def send_signal(self, signum: int) -> None:
         if self.returncode is None:
-            with contextlib.suppress(OSError):  # (the server may have reported its end)
-                self._mine.send(f"signal {int(signum)}".encode())
+            with contextlib.suppress(OSError):  # (it ended, or the server reported its end)
+                if self._pidfd is not None:
+                    signal.pidfd_send_signal(self._pidfd, signum)
+                else:
+                    self._mine.send(f"signal {int(signum)}".encode())
 
     def kill(self) -> None:
         if self.returncode is None:
@@ -232,7 +243,14 @@ class Forked:
         self._server.own_cpu = ended["server_cpu"]
         self.returncode = int(ended["code"])
         self._mine.close()
+        self._close_pidfd()
         return self.returncode
+
+    def _close_pidfd(self) -> None:
+        if self._pidfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._pidfd)
+            self._pidfd = None
 
     def communicate(self, input: str | None = None,
                     timeout: float | None = None) -> tuple[str, str | None]:
@@ -278,6 +296,7 @@ class Forked:
                     with contextlib.suppress(OSError):
                         stream.close()
             self._mine.close()  # (the server kills a child whose caller is gone)
+            self._close_pidfd()
 
 
 _started: list[Forked] = []  # the children started and not reaped yet (see reap)

@@ -21,6 +21,8 @@ from tests.e2e import _STARTING_ENV, _clean_env, clean_env, default_signals, run
 # What a process sees of itself; printed as JSON, then it ends as its first argument says.
 PROBE = r'''
 import json, os, signal, site, stat, sys, threading, time
+if sys.argv[1] == "block":  # SIGTERM held pending (see /proc/PID/status), then a long sleep
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
 facts = {
     "argv": sys.argv, "orig_argv": sys.orig_argv, "cwd": os.getcwd(), "path": sys.path,
     "env": dict(os.environ), "stdin": sys.stdin.read(), "name": __name__,
@@ -43,6 +45,8 @@ if end == "interrupt":
     raise KeyboardInterrupt
 if end == "message":
     sys.exit("a message")
+if end == "block":
+    time.sleep(600)
 if end == "sleep":
     open("pid.tmp", "w").write(str(os.getpid()))
     os.replace("pid.tmp", "pid")
@@ -143,6 +147,23 @@ def test_a_started_child_is_signalled_as_a_real_one(probe: Path) -> None:
         out, err = child.communicate(timeout=60)
         ended.append((child.returncode, out, err.splitlines()[-1]))
     assert ended[0] == ended[1] == (-signal.SIGINT, "", "KeyboardInterrupt")
+
+
+def test_a_signal_is_the_started_child_s_once_send_signal_returns(probe: Path) -> None:
+    """As Popen.send_signal: the signal is pending in the child when the call returns (sent
+    through the server it came later: a SIGTERM then a stdin closed reached the chat in the
+    other order, and it ended on the end of its input instead)."""
+    forked = forkserver.start(("block",), probe, clean_env(probe / "home"), _server_env,
+                              stdin=False, module="probe")
+    assert forked is not None and forked.stdout is not None
+    forked.stdout.readline()  # (printed once SIGTERM is blocked)
+    forked.send_signal(signal.SIGTERM)
+    status = Path(f"/proc/{forked.pid}/status").read_text().splitlines()
+    pending = [int(line.split()[1], 16) for line in status if line.startswith(("SigPnd",
+                                                                               "ShdPnd"))]
+    forked.kill()
+    assert forked.wait(60) == -signal.SIGKILL
+    assert any(mask & 1 << (signal.SIGTERM - 1) for mask in pending), status
 
 
 def test_a_started_child_is_fed_and_its_streams_merged_as_a_real_one(probe: Path) -> None:
@@ -290,3 +311,29 @@ def test_rollchat_on_path_is_forked_with_the_shell_s_streams_and_status(tmp_path
     assert "rollchat: error: no such option --no-such-option" in (tmp_path / "error").read_text()
     assert forkserver.STATS["forked"] == before.get("forked", 0) + 2
     assert forkserver.STATS["real"] == before.get("real", 0) + 1
+
+
+def test_a_chat_in_a_terminal_forked_gets_the_terminal_s_keys_and_signals(
+        tmp_path: Path) -> None:
+    """spawn(forked=True): the chat forked through tests/forkrelay.py's PTY_SHIM (counted as
+    forked, not run as a real process) reads the terminal, a Ctrl-C typed reaches it (the
+    script passes it on: the chat is not in the terminal's session), and a SIGTERM to the
+    process the test holds ends the chat as the real one ends, by 128 + the signal."""
+    import pexpect
+
+    from tests.e2e import PROMPT, spawn
+
+    forked = forkserver.STATS["forked"]
+    child = spawn(tmp_path, forked=True)
+    try:
+        child.expect_exact(PROMPT)
+        child.send("half typed draft")
+        child.sendintr()  # the line is dropped: a new prompt
+        child.expect_exact(PROMPT)
+        child.kill(signal.SIGTERM)
+        child.expect("SIGTERM received")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert forkserver.STATS["forked"] == forked + 1, forkserver.STATS
+    assert child.exitstatus == 128 + signal.SIGTERM

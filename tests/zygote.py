@@ -74,6 +74,18 @@ def preload() -> dict[str, str | None]:
     return {key: os.environ.get(key) for key in sorted(read)}
 
 
+def preload_encodings() -> None:
+    """Parse the vendored tiktoken tables (cl100k_base, o200k_base) once here, after the
+    recorded imports: a chat counts tokens with one, and each child parsed it again from its
+    own (new, empty) cache directory, about a second of CPU per child that counted. (The
+    server's cache directory is its own HOME's: what it reads here is not read at a child's
+    start, it is held by rollchat.models.tokens as a chat that counted once holds it.)"""
+    from rollchat.models.tokens import TokenCounter
+
+    for model in ("gpt-4", "gpt-4o"):  # (tiktoken's table: cl100k_base, o200k_base)
+        TokenCounter(model, allow_download=False).count_text("preloaded")
+
+
 def threads() -> int:
     """Threads of this process, Python's and native ones (a fork copies only the caller)."""
     return max(threading.active_count(), len(os.listdir("/proc/self/task")))
@@ -269,6 +281,7 @@ def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     del sys.path[0]  # this script's directory (tests/): nothing is imported from it
     read = preload()
+    preload_encodings()
     control.send(json.dumps({"read": read, "threads": threads(), "cpu": own_cpu(),
                              "modules": len(sys.modules)}).encode())
     Server(control).serve()

@@ -184,7 +184,7 @@ def test_ctrl_c_while_the_exit_summary_stalls_writes_the_fallback(
     openai_server.push(text("Kafka has partitions."), stall(30))
     env = clean_env(tmp_path / "home", OPENAI_API_KEY="test")
     child = spawn(tmp_path, "--config", str(cfg), "--base-url", openai_server.url,
-                  "--model", "test-model", env=env)
+                  "--model", "test-model", env=env, forked=True)  # (a Ctrl-C, not a start)
     child.expect_exact(PROMPT)
     child.sendline("tell me about kafka partitions")
     child.expect("Tokens")

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -24,7 +22,7 @@ from rollchat.providers.base import ChatRequest, Done, StreamEvent, TextDelta
 from rollchat.providers.offline import OfflineProvider
 from rollchat.storage.store import SessionStore
 from tests.compaction.test_compact_resume_wire import S1, rollchat
-from tests.e2e import PROMPT, clean_env, default_signals, spawn, write_config
+from tests.e2e import PROMPT, clean_env, spawn, start_piped, write_config
 from tests.memory.test_memory_chat import make_chat
 from tests.wire_servers import WireServer, openai_server, text
 
@@ -164,7 +162,8 @@ def test_ctrl_c_skips_the_wait_at_exit(openai_server: WireServer, tmp_path: Path
                                            "extract_timeout_seconds: 40"))
     child = spawn(tmp_path, "--config", str(cfg), "--provider", "openai", "--model",
                   "test-model", "--base-url", openai_server.url,
-                  env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
+                  env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"),
+                  forked=True)  # (a Ctrl-C, not a start)
     try:
         child.expect(PROMPT)
         child.sendline("I prefer tabs over spaces.")
@@ -193,12 +192,10 @@ def test_sigterm_does_not_wait_for_a_stalled_extraction(openai_server: WireServe
     openai_server.push(text("Postgres it is."), text(S1))
     cfg = write_config(tmp_path / "rollchat.yml", CONFIG_SLOW.replace(
         "extract_timeout_seconds: 1", "extract_timeout_seconds: 40"))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rollchat", "--config", str(cfg), "--base-url",
-         openai_server.url, "--model", "gpt-4o", "--trust-input"],  # the piped input is mine
-        cwd=tmp_path, env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=default_signals)
+    proc = start_piped(  # a process of its own (forked: the signal is not about its start)
+        tmp_path, "--config", str(cfg), "--base-url", openai_server.url, "--model", "gpt-4o",
+        "--trust-input",  # the piped input is mine
+        env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write("I prefer postgres for everything.\n")
     proc.stdin.flush()  # stdin stays open: the chat waits for the next line

@@ -55,7 +55,7 @@ def _chat(tmp_path: Path, delay: float, *args: str) -> pexpect.spawn:
     # that the rows about the exit summary have one to interrupt
     cfg = write_config(tmp_path / "rollchat.yml", f"ui:\n  offline_word_delay: {delay}\n"
                        "summary:\n  on_exit: model\n")
-    child = spawn(tmp_path, "--config", str(cfg), *args)
+    child = spawn(tmp_path, "--config", str(cfg), *args, forked=True)  # (keys, not a start)
     child.expect(PROMPT)
     return child
 
@@ -64,7 +64,8 @@ def _wire_chat(tmp_path: Path, server: WireServer, *args: str) -> pexpect.spawn:
     """A chat with a model served by ``server`` (which can hold a reply back until the chat
     hangs up: the moment a Ctrl-C is sent then never decides what it interrupts)."""
     child = spawn(tmp_path, "--base-url", server.url, "--model", "gpt-4o", "--exit-summary",
-                  "model", *args, env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
+                  "model", *args, env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"),
+                  forked=True)
     child.expect(PROMPT)
     return child
 

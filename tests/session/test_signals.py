@@ -19,7 +19,8 @@ import pexpect
 import pytest
 
 from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse
-from tests.e2e import PROMPT, clean_env, default_signals, spawn, write_config
+from tests.e2e import PROMPT, clean_env, default_signals, spawn, start_piped, write_config
+from tests.forkserver import Forked
 from tests.wire_servers import WireServer, held, openai_server, stall, text
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ def _only_session(tmp_path: Path) -> str:
     return files[0].read_text()
 
 
-def _read_until(proc: subprocess.Popen[str], text: str) -> None:
+def _read_until(proc: subprocess.Popen[str] | Forked, text: str) -> None:
     """Read the chat's output up to a line with ``text`` (it must not end before)."""
     assert proc.stdout is not None
     for line in iter(proc.stdout.readline, ""):
@@ -56,7 +57,8 @@ def test_sigterm_while_an_answer_streams_saves_it_and_restores_the_terminal(
     openai_server.push(text("Helix is a fine editor."),
                        held(first, "And terminals, and everything else."), text(HELIX_SUMMARY))
     child = spawn(tmp_path, "--base-url", openai_server.url, "--model", "gpt-4o",
-                  env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
+                  env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"),
+                  forked=True)  # (a signal while streaming, not during a start)
     child.expect(PROMPT)
     child.sendline("my favourite editor is helix")
     child.expect("Helix is a fine editor.")
@@ -80,7 +82,7 @@ def test_sigterm_while_an_answer_streams_saves_it_and_restores_the_terminal(
 
 def test_sighup_at_the_prompt_saves_with_a_summary(tmp_path: Path) -> None:
     """The terminal closed: nothing can be shown any more, the session is still summarized."""
-    child = spawn(tmp_path)
+    child = spawn(tmp_path, forked=True)  # (a signal at the prompt, not during a start)
     child.expect(PROMPT)
     child.sendline("we decided to ship on friday")
     child.expect("Time:")
@@ -99,12 +101,10 @@ def test_sigterm_with_a_slow_model_saves_the_local_summary_quickly(
     """Ending on a signal the model gets a few seconds for its summary (a shutdown does not
     wait): a server that stalls gets the local summary saved instead, and the chat ends."""
     openai_server.push(text("Postgres it is."), stall(60))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rollchat", "--base-url", openai_server.url, "--model", "gpt-4o",
-         "--exit-summary", "model"],  # the model's summary to wait for (auto: local here)
-        cwd=tmp_path, env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=default_signals)
+    proc = start_piped(  # a process of its own (forked: the signal is not about its start)
+        tmp_path, "--base-url", openai_server.url, "--model", "gpt-4o",
+        "--exit-summary", "model",  # the model's summary to wait for (auto: local here)
+        env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write("we decided to use postgres\n")
     proc.stdin.flush()  # stdin stays open: the chat waits for the next line
@@ -126,12 +126,10 @@ def test_a_second_signal_while_saving_does_not_cut_the_save(
     signals are sent once the summary is asked, inside that wait (the offline model's summary
     took 1 s: signals sent later on a loaded machine came after the save, testing nothing)."""
     openai_server.push(text("Noted: the release is on monday."), stall(600))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rollchat", "--base-url", openai_server.url, "--model", "gpt-4o",
-         "--exit-summary", "model"],  # the model's summary to wait for (auto: local here)
-        cwd=tmp_path, env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=default_signals)
+    proc = start_piped(  # a process of its own (forked: the signal is not about its start)
+        tmp_path, "--base-url", openai_server.url, "--model", "gpt-4o",
+        "--exit-summary", "model",  # the model's summary to wait for (auto: local here)
+        env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write("note that the release is on monday\n")
     proc.stdin.flush()

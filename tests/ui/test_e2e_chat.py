@@ -28,7 +28,8 @@ SUMMARY = (f"{SUMMARY_START}\n**Background Context:** A chat about editors.\n\n"
 def _wire_chat(tmp_path: Path, server: WireServer, *args: str) -> pexpect.spawn:
     """A chat in a terminal with a model served by ``server``, at its first prompt."""
     child = spawn(tmp_path, "--base-url", server.url, "--model", "gpt-4o", *args,
-                  env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"))
+                  env=clean_env(tmp_path / "home", OPENAI_API_KEY="test"),
+                  forked=True)  # (keys and the terminal's modes, not a start)
     child.expect(PROMPT)
     return child
 
