@@ -68,10 +68,23 @@ def preload() -> dict[str, str | None]:
         for module in pkgutil.walk_packages(rollchat.__path__, "rollchat."):
             if not module.name.startswith(SKIPPED):
                 __import__(module.name)
+        preload_token_tables()
     finally:
         os._Environ.__getitem__ = getitem  # type: ignore[attr-defined]
         os._Environ.__iter__ = iterate  # type: ignore[attr-defined]
     return {key: os.environ.get(key) for key in sorted(read)}
+
+
+def preload_token_tables() -> None:
+    """The vendored tiktoken tables (cl100k_base, o200k_base) loaded as rollchat loads them, in
+    the cache of loaded encodings a child inherits: each test's HOME is new, so a child found
+    no parsed table in its user cache and parsed the 100,000 base64 lines again (0.3-0.5 s of
+    CPU, most of a forked one-shot's). Read from rollchat's package files, not the user cache
+    (its directory comes from XDG_CACHE_HOME, which differs per test)."""
+    from rollchat.models import encodings, tokens
+
+    for name in encodings.VENDORED:
+        tokens._ENCODINGS[name] = encodings.vendored(name)
 
 
 def threads() -> int:
