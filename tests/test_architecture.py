@@ -13,6 +13,10 @@ import pytest
 
 from tests import shape
 
+# Under pytest-xdist (the README's -n 4 --dist loadgroup) the module runs on one worker, so the
+# source tree is parsed once (the `tree` fixture: a second of CPU), not once per worker.
+pytestmark = pytest.mark.xdist_group("architecture")
+
 # The foundation every package may import: value types, errors, signals, shared text.
 FOUNDATION = ["domain", "errors", "interrupts", "text"]
 # The packages from the bottom up (docs/architecture.md): each may import the foundation and
@@ -88,9 +92,7 @@ def oversized(modules: dict[str, shape.Module], factor: int = 1) -> list[str]:
 
 
 def undocumented(modules: dict[str, shape.Module]) -> list[str]:
-    import ast
-    return [m.name for m in modules.values()
-            if not ast.get_docstring(ast.parse(m.path.read_text(encoding="utf-8")))]
+    return [m.name for m in modules.values() if not m.docstring]
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,7 @@ CI = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 PYPROJECT = (ROOT / "pyproject.toml").read_text(encoding="utf-8")  # no tomllib on 3.10
 VENV = "python3 -m venv .venv"
 STRANDS = "1.62.0"  # the strands-agents the test command installs (without its mcp<2.2 pin)
+PINS = "constraints.txt"  # the versions the test command's install is held to
 
 
 def marked(name: str) -> str:
@@ -46,7 +47,8 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
 def test_the_test_command_installs_and_runs_tests_ruff_and_mypy() -> None:
     steps = marked("test-command").split(" && ")
     # the frameworks extra: the framework adapters' tests drive the real packages
-    assert steps[:3] == [VENV, ".venv/bin/pip install -e '.[test,frameworks]'",
+    assert steps[:3] == [VENV,
+                         f".venv/bin/pip install --no-compile -e '.[test,frameworks]' -c {PINS}",
                          f".venv/bin/pip install --no-deps strands-agents=={STRANDS}"]
     assert steps[3].startswith(".venv/bin/python -m pytest")
     assert steps[4:] == [".venv/bin/ruff check src tests", ".venv/bin/mypy"]
@@ -55,6 +57,38 @@ def test_the_test_command_installs_and_runs_tests_ruff_and_mypy() -> None:
         assert "pytest-xdist" in test_deps
     for tool in ("pytest", "ruff", "mypy"):
         assert tool in test_deps
+
+
+def _listed(block: str) -> list[str]:
+    """The requirements of pyproject.toml's list that opens with ``block`` (``name = [``)."""
+    body = PYPROJECT.split(f"\n{block}\n", 1)[1].split("\n]", 1)[0]
+    return [m.group(1) for line in body.splitlines()
+            if (m := re.match(r'\s*"([^"]+)"', line.split("#", 1)[0]))]
+
+
+def test_the_constraints_pin_each_requirement_of_the_install_within_its_range() -> None:
+    """constraints.txt holds one version of each package (none twice, none of rollchat), and
+    the version of each of rollchat's requirements and of its test and frameworks extras lies
+    in pyproject.toml's range: a floor raised past its pin fails here, not in CI's install."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    lines = [line for line in (ROOT / PINS).read_text(encoding="utf-8").splitlines()
+             if line.strip() and not line.startswith("#")]
+    pins = [re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([0-9][0-9A-Za-z.+!-]*)", line)
+            for line in lines]
+    assert None not in pins, [line for line, pin in zip(lines, pins, strict=True) if pin is None]
+    pinned = {canonicalize_name(p.group(1)): p.group(2) for p in pins if p is not None}
+    assert len(pinned) == len(lines) and "rollchat" not in pinned
+    wanted = [*_listed("dependencies = ["), *_listed("test = ["), *_listed("frameworks = [")]
+    assert len(wanted) >= 40  # the three lists were found
+    outside = []
+    for line in wanted:
+        need = Requirement(line)
+        have = pinned.get(canonicalize_name(need.name))
+        if have is None or not need.specifier.contains(have, prereleases=True):
+            outside.append(f"{need} (pinned: {have})")
+    assert outside == []
 
 
 def test_strands_without_its_deps_has_all_it_requires_but_its_mcp_bound() -> None:
