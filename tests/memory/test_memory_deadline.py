@@ -141,7 +141,7 @@ def test_piped_exit_with_a_stalled_extraction_ends_within_its_deadline(
                               "how many retries?\nexit\n", "--config", "slow.yml",
                               "--trust-input")  # (piped input is the user's: see memory/keeper.py)
     assert code == 0, err
-    assert time.monotonic() - began < 30
+    assert time.monotonic() - began < 50  # not the stall's 60 s (a loaded machine: ~30 s)
     assert "Five retries." in out  # answered while the compaction's extraction stalled
     assert "Remembering… (at most 1s; Ctrl-C skips it)" in out
     assert "memory: the model did not answer within 1s" in out
@@ -204,7 +204,7 @@ def test_sigterm_does_not_wait_for_a_stalled_extraction(openai_server: WireServe
     began = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)  # the stall is 60 s, the deadline 40 s
-    assert time.monotonic() - began < 15
+    assert time.monotonic() - began < 30  # not the extraction's 40 s deadline
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "memory: the model did not answer within" in out
     assert "Remembered: prefers postgres for everything" in out

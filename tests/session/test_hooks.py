@@ -207,7 +207,7 @@ def test_a_hook_past_its_timeout_is_killed_with_what_it_started(tmp_path: Path) 
     done = run_piped(tmp_path, "hello\n", "--config", str(config), "--provider", "offline",
                      env=clean_env(tmp_path / "home"))
     assert done.returncode == 0, done.stderr
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < 50  # the hook's 60 s sleep was not waited for
     lines = done.stdout.splitlines()
     assert sum("took longer than 1s and was killed; going on" in line for line in lines) == 1
     assert sum("exited with status 1; going on" in line for line in lines) == 1
