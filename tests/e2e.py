@@ -97,6 +97,15 @@ def _clean_env(base: Mapping[str, str], home: Path, **extra: str) -> dict[str, s
     return child_env(env, **extra)  # ``extra`` last: it may turn bytecode writing off
 
 
+# What a server that preloads litellm (Google ADK's LiteLlm) starts with: the price list read
+# from the package, not fetched at import (a call's env says the same: tests/framework_agents.py)
+LITELLM_OFFLINE = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+def _preload_env(preload: tuple[str, ...]) -> dict[str, str]:
+    return LITELLM_OFFLINE if "litellm" in preload else {}
+
+
 def default_signals() -> None:
     """In the child before exec: the signal dispositions of a process started from a terminal.
     pytest run in the background by a shell ignores SIGINT, the child would inherit that, and
@@ -114,16 +123,20 @@ def spawn(cwd: Path, *args: str, env: dict[str, str] | None = None,
 
 
 def run_piped(cwd: Path, text: str | None, *args: str, env: dict[str, str] | None = None,
-              timeout: float = 60, fresh: bool = False) -> subprocess.CompletedProcess[str]:
+              timeout: float = 60, fresh: bool = False,
+              preload: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     """``python -m rollchat ARGS`` with ``text`` on its stdin (None: /dev/null), its output
     captured, killed at ``timeout`` (subprocess.TimeoutExpired). Forked by the tests' fork
     server (tests/forkserver.py: a process of its own, without paying the imports again) unless
     ``fresh`` (what the test proves is about a new interpreter), ROLLCHAT_TESTS_NO_FORKSERVER=1,
-    or ``env`` differs from the server's in what is read at start: then a new interpreter."""
+    or ``env`` differs from the server's in what is read at start: then a new interpreter.
+    ``preload``: modules the child imports anyway (an agent framework's, with rollchat's
+    adapter: tests/framework_agents.py ``PRELOADS``), forked from a server that has them."""
     env = env or clean_env(cwd / "home")
     if not fresh:
         done = forkserver.run(args, cwd, text, env, timeout,
-                              lambda home: _clean_env(_STARTING_ENV, home))
+                              lambda home: _clean_env(_STARTING_ENV, home, **_preload_env(preload)),
+                              preload=preload)
         if done is not None:
             return done
     return subprocess.run([sys.executable, "-m", "rollchat", *args], cwd=str(cwd), input=text,
@@ -132,7 +145,8 @@ def run_piped(cwd: Path, text: str | None, *args: str, env: dict[str, str] | Non
 
 
 def start_piped(cwd: Path, *args: str, env: dict[str, str] | None = None, stdin: bool = True,
-                merge_stderr: bool = False) -> subprocess.Popen[str] | forkserver.Forked:
+                merge_stderr: bool = False, preload: tuple[str, ...] = ()
+                ) -> subprocess.Popen[str] | forkserver.Forked:
     """``python -m rollchat ARGS`` left running with pipes, as ``subprocess.Popen(...,
     stdin=PIPE (``stdin`` False: /dev/null), stdout=PIPE, stderr=PIPE (``merge_stderr``:
     STDOUT), text=True)`` starts it, with the signal dispositions of a terminal's process:
@@ -140,8 +154,9 @@ def start_piped(cwd: Path, *args: str, env: dict[str, str] | None = None, stdin:
     signal it, feed it and read it (``send_signal``, ``communicate``, the streams); it is
     reaped at the test's end however the test ended."""
     env = env or clean_env(cwd / "home")
-    child = forkserver.start(args, cwd, env, lambda home: _clean_env(_STARTING_ENV, home),
-                             stdin=stdin, merge_stderr=merge_stderr)
+    child = forkserver.start(args, cwd, env,
+                             lambda home: _clean_env(_STARTING_ENV, home, **_preload_env(preload)),
+                             stdin=stdin, merge_stderr=merge_stderr, preload=preload)
     if child is not None:
         return child
     return subprocess.Popen([sys.executable, "-m", "rollchat", *args], cwd=str(cwd), env=env,

@@ -195,8 +195,8 @@ def test_a_dead_server_leaves_real_processes_with_a_warning(
         probe: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     env = clean_env(probe / "home")
     assert forkserver.run(("0",), probe, "", env, 60, _server_env, module="probe") is not None
-    monkeypatch.setattr(forkserver, "_off", None)  # after the test: a new server may start
-    server = forkserver._server
+    monkeypatch.setattr(forkserver, "_off", {})  # after the test: a new server may start
+    server = forkserver._servers.get(())
     assert server is not None
     server.process.kill()
     server.process.wait(timeout=30)
@@ -261,11 +261,11 @@ def test_a_call_interrupted_kills_its_child(probe: Path) -> None:
 def test_a_child_that_fails_before_running_leaves_real_processes_with_a_warning(
         probe: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     env = clean_env(probe / "home")
-    monkeypatch.setattr(forkserver, "_off", None)  # after the test: a new server may start
+    monkeypatch.setattr(forkserver, "_off", {})  # after the test: a new server may start
     monkeypatch.setattr(forkserver, "_umask", lambda: "not a umask")  # os.umask raises
     with pytest.warns(RuntimeWarning, match="a child failed: TypeError"):
         assert forkserver.run(("0",), probe, "", env, 60, _server_env, module="probe") is None
-    assert forkserver._server is None
+    assert () not in forkserver._servers
 
 
 def test_rollchat_on_path_is_forked_with_the_shell_s_streams_and_status(tmp_path: Path) -> None:
@@ -290,3 +290,45 @@ def test_rollchat_on_path_is_forked_with_the_shell_s_streams_and_status(tmp_path
     assert "rollchat: error: no such option --no-such-option" in (tmp_path / "error").read_text()
     assert forkserver.STATS["forked"] == before.get("forked", 0) + 2
     assert forkserver.STATS["real"] == before.get("real", 0) + 1
+
+
+# What a child sees of the modules it did not import itself, and of its parent.
+LOADED = r'''
+import json, os, sys
+print(json.dumps({"wave": "wave" in sys.modules, "parent": os.getppid(),
+                  "grandparent": open(f"/proc/{os.getppid()}/stat").read().split()[3]}))
+'''
+
+
+def test_a_framework_s_children_fork_from_a_server_that_imported_it(tmp_path: Path) -> None:
+    """``preload``: the child forks from a server that imported those modules (forked from
+    the first server: nothing of the first is imported again); the first server's children
+    still have none of them, and each is a new process."""
+    (tmp_path / "loaded.py").write_text(LOADED, encoding="utf-8")
+    env = clean_env(tmp_path / "home")
+    runs = {preload: forkserver.run((), tmp_path, "", env, 60, _server_env, module="loaded",
+                                    preload=preload)
+            for preload in ((), ("wave",))}
+    plain, preloaded = runs[()], runs[("wave",)]
+    assert plain is not None and preloaded is not None, forkserver.STATS
+    seen = [json.loads(done.stdout) for done in (plain, preloaded)]
+    assert [s["wave"] for s in seen] == [False, True]
+    first, framework = forkserver._servers[()], forkserver._servers[("wave",)]
+    assert first.process is not None and framework.process is None
+    assert seen[0]["parent"] == first.process.pid  # the first server's child
+    assert seen[1]["parent"] != first.process.pid  # the framework's server's child...
+    assert int(seen[1]["grandparent"]) == first.process.pid  # ...which the first one forked
+
+
+def test_a_framework_server_that_fails_leaves_real_processes_with_a_warning(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forkserver, "_off", {})  # after the test: a new server may start
+    env = clean_env(tmp_path / "home")
+    with pytest.warns(RuntimeWarning, match="no_such_framework.*did not start"):
+        assert forkserver.run(("--version",), tmp_path, "", env, 60, _server_env,
+                              preload=("no_such_framework",)) is None
+    assert forkserver._off.keys() == {("no_such_framework",)}
+    assert run_piped(tmp_path, "", "--version", env=env).stdout.startswith("rollchat ")
+    before = forkserver.STATS["forked"]
+    assert forkserver.run(("--version",), tmp_path, "", env, 60, _server_env) is not None
+    assert forkserver.STATS["forked"] == before + 1  # the first server serves on
