@@ -163,6 +163,18 @@ PRELOADS = {
 _IMPORT = re.compile(r"^(?:from|import) ([\w.]+)", re.MULTILINE)
 
 
+def one_worker(framework: str) -> pytest.MarkDecorator:
+    """Under xdist (the README's ``--dist loadgroup``) every test of ``framework`` (its test id:
+    "strands", "openai-agents", "pydantic-ai", "langgraph", "adk") runs on the same worker, so
+    the framework is imported in one worker and its fork server started once, not in each."""
+    return pytest.mark.xdist_group(f"framework-{framework}")
+
+
+def by_framework(*frameworks: str) -> list[Any]:
+    """Fixture params: each framework (a test id) on its worker (``one_worker``)."""
+    return [pytest.param(f, id=f, marks=one_worker(f)) for f in frameworks]
+
+
 def preloaded(source: str) -> tuple[str, ...]:
     """The fork server's preload for a child running the agent file ``source``: its
     framework's (the first of its imports that names one), or none."""
@@ -302,13 +314,13 @@ def adder_for(framework: str) -> Adder:
                  build)
 
 
-@pytest.fixture(params=sorted(ADDERS))
+@pytest.fixture(params=by_framework(*sorted(ADDERS)))
 def adder(request: pytest.FixtureRequest) -> Adder:
     """Each framework's Adder in turn."""
     return adder_for(request.param)
 
 
-@pytest.fixture(params=sorted(EVERY_ADDER))
+@pytest.fixture(params=by_framework(*sorted(EVERY_ADDER)))
 def any_adder(request: pytest.FixtureRequest) -> Adder:
     """Each framework's Adder in turn, Google ADK's too."""
     return adder_for(request.param)

@@ -12,6 +12,7 @@ from tests.e2e import clean_env, run_piped
 from tests.framework_agents import (
     calls_and_results,
     framework_env,
+    one_worker,
     preloaded,
     sessions,
     tool_messages,
@@ -23,8 +24,9 @@ __all__ = ["openai_server"]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-@pytest.mark.parametrize(("folder", "module"), [("strands_agent", "strands"),
-                                                ("openai_agents_agent", "agents")])
+@pytest.mark.parametrize(("folder", "module"), [
+    pytest.param("strands_agent", "strands", marks=one_worker("strands")),
+    pytest.param("openai_agents_agent", "agents", marks=one_worker("openai-agents"))])
 def test_a_framework_example_runs_its_tool(openai_server: WireServer, tmp_path: Path,
                                            folder: str, module: str) -> None:
     pytest.importorskip(module)

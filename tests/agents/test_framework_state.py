@@ -18,6 +18,7 @@ from tests.framework_agents import (
     adk_counter,
     asks_summary,
     chat,
+    one_worker,
     require_adk,
     sessions,
     tool_messages,
@@ -86,9 +87,10 @@ def _langgraph() -> None:
 
 
 STATEFUL = pytest.mark.parametrize(("source", "installed"), [
-    pytest.param(STRANDS_STATEFUL, _strands, id="strands"),
-    pytest.param(LANGGRAPH_STATEFUL, _langgraph, id="langgraph"),
-    pytest.param(adk_counter(says_count=True), require_adk, id="adk")])
+    pytest.param(STRANDS_STATEFUL, _strands, id="strands", marks=one_worker("strands")),
+    pytest.param(LANGGRAPH_STATEFUL, _langgraph, id="langgraph", marks=one_worker("langgraph")),
+    pytest.param(adk_counter(says_count=True), require_adk, id="adk",
+                 marks=one_worker("adk"))])
 
 
 def counting(body: dict[str, Any]) -> Reply:
@@ -131,6 +133,7 @@ def test_the_frameworks_state_is_kept_across_resume_in_a_new_process(
         assert kept.framework_state.data == '{"counted":2}'
 
 
+@one_worker("langgraph")
 @pytest.mark.timeout(300)  # a chat killed, then one resuming it (each wait bounded)
 def test_a_session_that_crashed_resumes_with_the_state_its_turn_kept(tmp_path: Path) -> None:
     """The turn that changed the state keeps it in the file (``*Framework state:*``), so a

@@ -29,6 +29,7 @@ from tests.framework_agents import (
     asks_summary,
     calls_and_results,
     chat,
+    one_worker,
     require_adk,
     sessions,
     summarizing,
@@ -39,13 +40,16 @@ from tests.wire_servers import WireServer, held, last_user_text, openai_server, 
 
 __all__ = ["openai_server"]
 
-FRAMEWORKS = [pytest.param(STRANDS_AGENT, "strands", id="strands"),
-              pytest.param(OPENAI_AGENT, "agents", id="openai-agents")]
-ADK = pytest.param(ADK_AGENT, "google.adk.models.lite_llm", id="adk")
+FRAMEWORKS = [pytest.param(STRANDS_AGENT, "strands", id="strands", marks=one_worker("strands")),
+              pytest.param(OPENAI_AGENT, "agents", id="openai-agents",
+                           marks=one_worker("openai-agents"))]
+ADK = pytest.param(ADK_AGENT, "google.adk.models.lite_llm", id="adk", marks=one_worker("adk"))
 each = pytest.mark.parametrize(("source", "module"), FRAMEWORKS)
 every = pytest.mark.parametrize(("source", "module"), [
-    *FRAMEWORKS, pytest.param(PYDANTIC_AI_AGENT, "pydantic_ai", id="pydantic-ai"),
-    pytest.param(LANGGRAPH_AGENT, "langchain.agents", id="langgraph"), ADK])
+    *FRAMEWORKS, pytest.param(PYDANTIC_AI_AGENT, "pydantic_ai", id="pydantic-ai",
+                              marks=one_worker("pydantic-ai")),
+    pytest.param(LANGGRAPH_AGENT, "langchain.agents", id="langgraph",
+                 marks=one_worker("langgraph")), ADK])
 
 
 def installed(module: str) -> None:

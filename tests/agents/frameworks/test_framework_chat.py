@@ -14,7 +14,7 @@ import pytest
 from rollchat.domain import Text, ToolResult, ToolUse
 from rollchat.storage.transcript.parse import parse
 from tests.e2e import run_piped, write_config
-from tests.framework_agents import framework_env, preloaded
+from tests.framework_agents import by_framework, framework_env, one_worker, preloaded
 from tests.wire_servers import WireServer, openai_server, text, tool
 
 __all__ = ["openai_server"]
@@ -24,7 +24,7 @@ FILES = {"pydantic-ai": ("pydantic_ai", "pydantic_ai_agent"),
          "langgraph": ("langchain.agents", "langgraph_agent")}
 
 
-@pytest.fixture(params=sorted(FILES))
+@pytest.fixture(params=by_framework(*sorted(FILES)))
 def agent_file(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     """The example agent of each framework (examples/*/agent.py), as a user runs it."""
     module, example = FILES[request.param]
@@ -117,13 +117,13 @@ def test_resume_in_a_new_process_starts_from_the_summary(openai_server: WireServ
 
 
 HOOKED = [pytest.param("pydantic_ai", "pydantic_ai_agent", "add", {"a": 2, "b": 3}, "5",
-                       id="pydantic-ai"),
+                       id="pydantic-ai", marks=one_worker("pydantic-ai")),
           pytest.param("langchain", "langgraph_agent", "add", {"a": 2, "b": 3}, "5",
-                       id="langgraph"),
+                       id="langgraph", marks=one_worker("langgraph")),
           pytest.param("agents", "openai_agents_agent", "word_count", {"text": "a b c"},
-                       "3 words", id="openai-agents"),
+                       "3 words", id="openai-agents", marks=one_worker("openai-agents")),
           pytest.param("strands", "strands_agent", "word_count", {"text": "a b c"},
-                       "3 words", id="strands")]
+                       "3 words", id="strands", marks=one_worker("strands"))]
 
 
 @pytest.mark.parametrize(("module", "example", "name", "args", "result"), HOOKED)
