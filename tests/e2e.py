@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 from collections.abc import Mapping
 from pathlib import Path
 
 import pexpect
+from pexpect.fdpexpect import fdspawn
 
 from tests import forkserver
 
@@ -114,12 +119,63 @@ def default_signals() -> None:
         signal.signal(signum, signal.SIG_DFL)
 
 
-def spawn(cwd: Path, *args: str, env: dict[str, str] | None = None,
-          timeout: float = 30) -> pexpect.spawn:
-    child = pexpect.spawn(sys.executable, ["-m", "rollchat", *args], cwd=str(cwd),
-                          env=env or clean_env(cwd / "home"), encoding="utf-8",
-                          timeout=timeout, dimensions=(40, 120), preexec_fn=default_signals)
-    return child
+def spawn(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 30,
+          preload: tuple[str, ...] | None = None) -> pexpect.spawn | ForkedTerminal:
+    """``python -m rollchat ARGS`` in a pseudo-terminal of 40x120, driven by pexpect: a new
+    interpreter; or, given ``preload`` (a tuple: the modules the chat imports anyway, an agent
+    framework's), forked by the tests' fork server that has them (see ForkedTerminal) when it
+    can, which a test of what the chat does at a terminal (Ctrl-C included) takes."""
+    env = env or clean_env(cwd / "home")
+    if preload is not None:
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        process = forkserver.start_terminal(
+            args, cwd, env, lambda home: _clean_env(_STARTING_ENV, home, **_preload_env(preload)),
+            slave, preload=preload)
+        if process is not None:
+            return ForkedTerminal(master, process, timeout)
+        os.close(master)
+    return pexpect.spawn(sys.executable, ["-m", "rollchat", *args], cwd=str(cwd), env=env,
+                         encoding="utf-8", timeout=timeout, dimensions=(40, 120),
+                         preexec_fn=default_signals)
+
+
+class ForkedTerminal(fdspawn):  # type: ignore[misc]
+    """A chat forked by the tests' fork server in a pseudo-terminal of its own (its controlling
+    terminal, in a session of its own, as pexpect.spawn's child): pexpect on the master end, and
+    what the tests do with pexpect.spawn's process (sendintr, kill, close, exitstatus)."""
+
+    def __init__(self, master: int, process: forkserver.Forked, timeout: float) -> None:
+        super().__init__(master, args=process.args, timeout=timeout, encoding="utf-8")
+        self.process, self.pid = process, process.pid
+        self.exitstatus: int | None = None
+        self.signalstatus: int | None = None
+
+    def sendintr(self) -> None:
+        """Ctrl-C typed: the terminal's interrupt character (the line discipline signals)."""
+        self.send(chr(termios.tcgetattr(self.child_fd)[6][termios.VINTR][0]))
+
+    def kill(self, sig: int) -> None:
+        self.process.send_signal(sig)
+
+    def isalive(self) -> bool:
+        return self.process.poll() is None
+
+    def close(self, force: bool = True) -> None:
+        """The terminal closed (a chat still running gets its hangup), the chat's end waited
+        for (killed if it outlives the hangup by 10 s; ``force``: as pexpect's, unused)."""
+        if self.child_fd != -1:
+            super().close()
+        code: int | None = None
+        for kill in (False, True):
+            if kill:
+                self.process.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired, forkserver.ServerFailed,
+                                     OSError):
+                code = self.process.wait(30 if kill else 10)
+                break
+        if code is not None:
+            self.exitstatus, self.signalstatus = (code, None) if code >= 0 else (None, -code)
 
 
 def run_piped(cwd: Path, text: str | None, *args: str, env: dict[str, str] | None = None,

@@ -235,7 +235,8 @@ class Forked:
         # as Popen's text mode: writes buffered (flush to send them), universal newlines read
         self.stdin = (open(stdin_w, "w", encoding=encoding, closefd=True)  # noqa: SIM115
                       if stdin_w != -1 else None)
-        self.stdout = open(stdout_r, encoding=encoding)  # noqa: SIM115 (the child's life)
+        self.stdout = (open(stdout_r, encoding=encoding)  # noqa: SIM115 (the child's life)
+                       if stdout_r != -1 else None)
         self.stderr = open(stderr_r, encoding=encoding) if stderr_r != -1 else None  # noqa: SIM115
 
     def poll(self) -> int | None:
@@ -355,6 +356,32 @@ def start(args: tuple[str, ...], cwd: Path, env: dict[str, str],
     return child
 
 
+def start_terminal(args: tuple[str, ...], cwd: Path, env: dict[str, str],
+                   make_env: Callable[[Path], dict[str, str]], terminal: int, *,
+                   preload: Preload = (), module: str = "rollchat") -> Forked | None:
+    """``python -m MODULE ARGS`` forked by the server (of ``preload``) with ``terminal`` (a
+    pseudo-terminal's slave end: closed here) as its stdin, stdout, stderr and controlling
+    terminal, in a session of its own, as ``pexpect.spawn`` starts it; left running (its
+    streams are the terminal's: none here). None when it should run as a real process."""
+    server = None if os.environ.get(OFF) == "1" else _get(make_env, preload)
+    if server is not None and (server.differs(env) is not None or not cwd.is_dir()):
+        STATS["real"] += 1
+        server = None
+    if server is None:
+        os.close(terminal)
+        return None
+    try:
+        mine, pid = _launch(server, module, args, cwd, env, (terminal,) * 3, terminal=True)
+    except (ServerFailed, OSError) as error:
+        _fail(f"{type(error).__name__}: {error}", preload)
+        return None
+    STATS["forked"] += 1
+    child = Forked(server, mine, pid, [sys.executable, "-m", module, *args], (-1, -1, -1),
+                   locale.getpreferredencoding(False))
+    _started.append(child)
+    return child
+
+
 def reap() -> None:
     """Every child ``start`` started: killed if it still runs, its streams closed (conftest
     calls this at each test's end, however it ended)."""
@@ -403,12 +430,13 @@ def ended(mine: socket.socket) -> int | None:
 
 def _launch(server: Server, module: str, args: tuple[str, ...], cwd: Path,
             env: dict[str, str], streams: tuple[int, int, int],
-            umask: int | None = None) -> tuple[socket.socket, int]:
+            umask: int | None = None, terminal: bool = False) -> tuple[socket.socket, int]:
     """Ask the server for a child with ``streams`` (its stdin, stdout, stderr: closed here,
     whatever happens) and ``umask`` (None: this process's): the socket it answers on about
     that child, and the child's pid."""
     request = json.dumps({"module": module, "args": list(args), "cwd": str(cwd), "env": env,
-                          "umask": _umask() if umask is None else umask}).encode()
+                          "umask": _umask() if umask is None else umask,
+                          "terminal": terminal}).encode()
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         try:

@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+import pexpect
 import pytest
 
 from tests import forkserver
@@ -332,3 +333,55 @@ def test_a_framework_server_that_fails_leaves_real_processes_with_a_warning(
     before = forkserver.STATS["forked"]
     assert forkserver.run(("--version",), tmp_path, "", env, 60, _server_env) is not None
     assert forkserver.STATS["forked"] == before + 1  # the first server serves on
+
+
+# What a process sees of its terminal; then it waits for a line (a Ctrl-C ends it).
+AT_A_TERMINAL = r'''
+import json, os, signal, sys
+print(json.dumps({
+    "ttys": [s.isatty() for s in (sys.stdin, sys.stdout, sys.stderr)],
+    "line_buffering": [s.line_buffering for s in (sys.stdout, sys.stderr)],
+    "session": os.getsid(0) == os.getpid(), "foreground": os.tcgetpgrp(0) == os.getpgrp(),
+    "size": tuple(os.get_terminal_size()), "sigint": str(signal.getsignal(signal.SIGINT)),
+    "argv": sys.argv, "cwd": os.getcwd(), "env": dict(os.environ)}))
+input()
+'''
+
+
+def test_a_child_forked_in_a_terminal_is_the_one_pexpect_spawns(tmp_path: Path) -> None:
+    """tests/e2e.py's spawn with ``preload``: a child forked by the server with a pty of its
+    own as its controlling terminal; what it sees of the terminal and a Ctrl-C typed there
+    are the real pexpect child's."""
+    from tests.e2e import ForkedTerminal
+
+    (tmp_path / "terminal.py").write_text(AT_A_TERMINAL, encoding="utf-8")
+    env = clean_env(tmp_path / "home")
+    master, slave = os.openpty()
+    import fcntl
+    import struct
+    import termios
+
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    process = forkserver.start_terminal(("x",), tmp_path, env, _server_env, slave,
+                                        module="terminal")
+    assert process is not None, forkserver.STATS
+    forked = ForkedTerminal(master, process, 60)
+    real = pexpect.spawn(sys.executable, ["-m", "terminal", "x"], cwd=str(tmp_path), env=env,
+                         encoding="utf-8", timeout=60, dimensions=(40, 120),
+                         preexec_fn=default_signals)
+    seen = []
+    for child in (forked, real):
+        try:
+            child.expect(r"\{.*\}")
+            seen.append(json.loads(child.after))
+            child.sendintr()
+            child.expect_exact("KeyboardInterrupt")
+            child.expect(pexpect.EOF)
+            child.close()
+        finally:
+            child.close(force=True)
+    assert seen[0] == seen[1]
+    assert seen[0]["ttys"] == [True] * 3
+    assert seen[0]["session"] and seen[0]["foreground"] and seen[0]["size"] == [120, 40]
+    assert (forked.exitstatus, forked.signalstatus) == (real.exitstatus, real.signalstatus) \
+        == (None, signal.SIGINT)

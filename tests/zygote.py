@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import json
 import os
 import pkgutil
@@ -24,6 +25,7 @@ import shutil
 import signal
 import socket
 import sys
+import termios
 import threading
 import time
 import traceback
@@ -223,6 +225,9 @@ class Server:
             self.forget()
             for target, fd in enumerate(fds):
                 os.dup2(fd, target)
+            if request.get("terminal"):  # a pty's: its controlling terminal, as pexpect's child
+                os.setsid()
+                fcntl.ioctl(0, termios.TIOCSCTTY, 0)
             keep = caller.fileno()  # (closed once the rest is done, or with a failure on it)
             os.closerange(3, keep)  # as subprocess's close_fds does
             os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))

@@ -19,6 +19,7 @@ from tests.framework_agents import (
     asks_summary,
     chat,
     one_worker,
+    preloaded,
     require_adk,
     sessions,
     tool_messages,
@@ -145,7 +146,8 @@ def test_a_session_that_crashed_resumes_with_the_state_its_turn_kept(tmp_path: P
     agent.write_text(LANGGRAPH_STATEFUL, encoding="utf-8")
     with WireServer(OpenAIDialect(), responder=counting) as server:
         child = spawn(tmp_path, str(agent), "--yes", env=clean_env(
-            tmp_path / "home", WIRE_URL=server.url), timeout=90)
+            tmp_path / "home", WIRE_URL=server.url), timeout=90,
+            preload=preloaded(LANGGRAPH_STATEFUL))  # (forked, in a terminal of its own)
         try:
             child.expect_exact(PROMPT)
             child.sendline("count these words")

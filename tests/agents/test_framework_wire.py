@@ -18,7 +18,7 @@ import pexpect
 import pytest
 
 from rollchat.domain import Text
-from tests.e2e import PROMPT, clean_env, exit_chat, spawn
+from tests.e2e import PROMPT, exit_chat, spawn
 from tests.framework_agents import (
     ADK_AGENT,
     LANGGRAPH_AGENT,
@@ -29,7 +29,9 @@ from tests.framework_agents import (
     asks_summary,
     calls_and_results,
     chat,
+    framework_env,
     one_worker,
+    preloaded,
     require_adk,
     sessions,
     summarizing,
@@ -139,9 +141,10 @@ def test_ctrl_c_stops_the_run_and_keeps_the_partial_answer(
     agent = tmp_path / "agent.py"
     agent.write_text(source, encoding="utf-8")
     openai_server.push(held("The first part.\n\n", "never sent"))
-    child = spawn(tmp_path, str(agent), env=clean_env(
-        tmp_path / "home", WIRE_URL=openai_server.url, OPENAI_AGENTS_DISABLE_TRACING="1"),
-        timeout=90)  # each expect's deadline (ADK imports litellm at start: slow when loaded)
+    preload = preloaded(source)  # (forked in a terminal from the server that imported it)
+    child = spawn(tmp_path, str(agent), env=framework_env(
+        tmp_path / "home", preload, WIRE_URL=openai_server.url,
+        OPENAI_AGENTS_DISABLE_TRACING="1"), timeout=90, preload=preload)  # each expect's wait
     shown = io.StringIO()
     try:
         child.expect_exact(PROMPT)
