@@ -8,8 +8,9 @@ Usage: python bench/bench_tests.py [--top N] PYTEST_ARGS...
 Runs pytest in this process, one test at a time (-n 0), then prints the N most costly tests
 (own CPU, children's CPU, wall), the totals, and the modules by their summed CPU.
 Children's CPU includes the tests' fork server (tests/forkserver.py: its own CPU and its
-children's, which are not this process's children); ROLLCHAT_TESTS_NO_FORKSERVER=1 to compare
-without it.
+children's, which are not this process's children) and the MCP test servers' zygote
+(tests/mcp_helpers.py's zygote_cpu: the same); ROLLCHAT_TESTS_NO_FORKSERVER=1 to compare
+without them.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ def _cpu(who: int) -> float:
     forkserver = sys.modules.get("tests.forkserver")  # (imported by the tests' conftest)
     if who == resource.RUSAGE_CHILDREN and forkserver is not None:
         seconds += forkserver.cpu_seconds()
+    mcp = sys.modules.get("tests.mcp_helpers")  # (its MCP server zygote, the same way)
+    if who == resource.RUSAGE_CHILDREN and mcp is not None:
+        seconds += mcp.zygote_cpu()
     return seconds
 
 

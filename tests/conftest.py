@@ -134,14 +134,24 @@ def _reaped_children(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     forkserver.reap()  # the children the fork server started for the test and left running
     for child in started:
-        if not forkserver.is_server(child):  # started by a test, for the whole session
+        if not forkserver.is_server(child) and not _mcp_zygote(child):  # (for the session)
             _reap(child)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """The fork server ends with the session (each xdist worker's its own), whatever its
-    outcome; it would end anyway when this process does (its control socket closes)."""
+    """The fork servers end with the session (each xdist worker's its own), whatever its
+    outcome; they would end anyway when this process does (their control sockets close)."""
     forkserver.stop()
+    helpers = sys.modules.get("tests.mcp_helpers")  # (its MCP server zygote: if it was used)
+    if helpers is not None:
+        helpers.stop_zygote()
+
+
+def _mcp_zygote(child: object) -> bool:
+    """Whether ``child`` is tests/mcp_helpers.py's MCP server zygote (it is imported only by
+    the MCP tests)."""
+    helpers = sys.modules.get("tests.mcp_helpers")
+    return helpers is not None and bool(helpers.is_zygote(child))
 
 
 def _reap(child: subprocess.Popen[Any] | pexpect.spawn) -> None:

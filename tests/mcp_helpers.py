@@ -1,13 +1,20 @@
-"""Helpers for the MCP tests: the test server's command line, a free port, waiting for a
-process to be gone, and the npm reference server (server-everything), installed once."""
+"""Helpers for the MCP tests: the test server's command line (forked from a zygote that has the
+SDK imported: see ``zygote_command``), a free port, waiting for a process to be gone, and the
+npm reference server (server-everything), installed once."""
 
 from __future__ import annotations
 
+import json
 import os
+import selectors
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +30,104 @@ from rollchat.tools.mcp import McpServers
 
 SERVER = Path(__file__).with_name("mcp_server.py")
 NOTES_SERVER = Path(__file__).parent.parent / "examples" / "mcp" / "notes_server.py"
+ZYGOTE = Path(__file__).with_name("mcp_zygote.py")
+LAUNCH = Path(__file__).with_name("mcp_launch.py")
+ZYGOTE_DEADLINE = 60.0  # its SDK import: seconds (a loaded machine: more)
+
+
+class _Zygote:
+    """This process's server zygote (tests/mcp_zygote.py): its process, its control socket
+    (closed: it ends) and the socket the launchers connect to."""
+
+    def __init__(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="rollchat-mcp-zygote-"))
+        self.socket = self.folder / "socket"
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.log = open(self.folder / "log", "wb")  # noqa: SIM115 (the zygote's life)
+        with theirs:
+            self.process = subprocess.Popen(
+                [sys.executable, str(ZYGOTE), str(theirs.fileno()), str(self.socket)],
+                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=self.log, start_new_session=True)
+        try:
+            with selectors.DefaultSelector() as selector:
+                selector.register(self.control, selectors.EVENT_READ)
+                if not selector.select(ZYGOTE_DEADLINE):
+                    raise OSError(f"no answer within {ZYGOTE_DEADLINE:.0f} s")
+            ready = json.loads(self.control.recv(1 << 16) or b"{}")
+            if ready.get("threads") != 1:
+                raise OSError(f"it did not start ({ready}): "
+                              f"{(self.folder / 'log').read_text(errors='replace')[-300:]}")
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        self.control.close()  # it ends at this, killing the servers still running
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self.log.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_zygote: _Zygote | None = None
+_zygote_off: str | None = None
+_zygote_lock = threading.Lock()
+
+
+def zygote_command(script: Path | str, *args: str) -> list[str]:
+    """``python SCRIPT ARGS`` (SCRIPT ``-m``: ``python -m MODULE ARGS``) as rollchat runs an
+    MCP server (a command line), forked by this process's zygote, which has the SDK imported
+    (each server's own import is seconds of CPU): ``python -I -S tests/mcp_launch.py SOCKET
+    SCRIPT ARGS``, a process that stands for the server (see that file). The plain command
+    when ROLLCHAT_TESTS_NO_FORKSERVER=1 or the zygote does not start (with a warning). What a
+    test proves about the server's own process (its children, its process group, what /proc
+    says of it) needs the plain command."""
+    global _zygote, _zygote_off
+    with _zygote_lock:
+        if os.environ.get("ROLLCHAT_TESTS_NO_FORKSERVER") != "1" and _zygote is None \
+                and _zygote_off is None:
+            try:
+                _zygote = _Zygote()
+            except OSError as error:
+                _zygote_off = str(error)
+                warnings.warn(f"the MCP test servers run as real processes: the zygote did "
+                              f"not start: {error}", RuntimeWarning, stacklevel=2)
+        if _zygote is None or os.environ.get("ROLLCHAT_TESTS_NO_FORKSERVER") == "1":
+            return [sys.executable, str(script), *args]
+        return [sys.executable, "-I", "-S", str(LAUNCH), str(_zygote.socket), str(script),
+                *args]
+
+
+def zygote_cpu() -> float:
+    """CPU seconds of the zygote and of the servers it forked that have ended (not in this
+    process's RUSAGE_CHILDREN until the zygote ends: bench/bench_tests.py adds them)."""
+    with _zygote_lock:
+        if _zygote is None:
+            return 0.0
+        _zygote.control.send(b"cpu")
+        with selectors.DefaultSelector() as selector:
+            selector.register(_zygote.control, selectors.EVENT_READ)
+            if not selector.select(ZYGOTE_DEADLINE):
+                raise OSError("the MCP test server zygote did not answer")
+        return float(json.loads(_zygote.control.recv(1 << 16))["cpu"])
+
+
+def is_zygote(process: object) -> bool:
+    """Whether ``process`` is the zygote's (conftest's reaper leaves it to the session's end)."""
+    return _zygote is not None and process is _zygote.process
+
+
+def stop_zygote() -> None:
+    """End the zygote and the servers it still runs (at the session's end)."""
+    global _zygote
+    with _zygote_lock:
+        if _zygote is not None:
+            _zygote.stop()
+            _zygote = None
 
 
 @pytest.fixture
@@ -57,9 +162,13 @@ def start(made: list[McpServers], *configs: McpServerConfig, env: dict[str, str]
     return source
 
 
-def stdio(name: str = "testing", *args: str, **settings: Any) -> McpServerConfig:
-    return check_server(name, {"command": sys.executable, "args": [str(SERVER), *args],
-                               **settings}, base_dir=Path.cwd(), origin="test")
+def stdio(name: str = "testing", *args: str, real: bool = False,
+          **settings: Any) -> McpServerConfig:
+    """The test server over stdio, forked by the zygote (see ``zygote_command``) unless
+    ``real``: a new interpreter, where the test is about the server's own process."""
+    command = [sys.executable, str(SERVER), *args] if real else zygote_command(SERVER, *args)
+    return check_server(name, {"command": command[0], "args": command[1:], **settings},
+                        base_dir=Path.cwd(), origin="test")
 
 
 def engine_with(servers: McpServers) -> Engine:
@@ -115,11 +224,11 @@ def free_port() -> int:
 
 @contextmanager
 def http_server(*args: str, port: int | None = None) -> Iterator[str]:
-    """The test server over streamable HTTP on 127.0.0.1 (``port``: a given one); yields
-    its URL."""
+    """The test server over streamable HTTP on 127.0.0.1 (``port``: a given one), forked by
+    the zygote (see ``zygote_command``); yields its URL."""
     port = port or free_port()
-    process = subprocess.Popen([sys.executable, str(SERVER), "--http", str(port), *args],
-                               stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(zygote_command(SERVER, "--http", str(port), *args),
+                               stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_for_port(port, process)
         yield f"http://127.0.0.1:{port}/mcp"
@@ -134,6 +243,16 @@ EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
 LOCALHOST_JS = Path(__file__).with_name("localhost.cjs")
 
 
+def shared_cache() -> Path:
+    """Where what the test runs share is kept (the npm install): $ROLLCHAT_TEST_CACHE, else
+    the user's own ~/.cache/rollchat-tests, from the password database: each test's HOME is a
+    fresh directory of its own (conftest), where an install was made again at every test."""
+    import pwd
+
+    return Path(os.environ.get("ROLLCHAT_TEST_CACHE")
+                or Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "rollchat-tests")
+
+
 def everything_entry() -> Path:
     """The installed server-everything's ``dist/index.js``; pytest.skip with the reason when
     node or npm is missing or the install fails."""
@@ -145,8 +264,7 @@ def everything_entry() -> Path:
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         pytest.skip("node and npm are not installed: server-everything needs them")
-    base = Path(os.environ.get("ROLLCHAT_TEST_CACHE")
-                or Path.home() / ".cache" / "rollchat-tests")
+    base = shared_cache()
     folder = base / EVERYTHING.replace("/", "+").replace("@", "")
     entry = folder / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist"
     entry = entry / "index.js"

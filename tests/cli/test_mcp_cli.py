@@ -17,24 +17,45 @@ from pathlib import Path
 
 import pexpect
 
-from tests.e2e import PROMPT, clean_env, default_signals, run_piped, spawn, write_config
-from tests.mcp_helpers import NOTES_SERVER, SERVER, alive, gone_within, wait_for_file
+from tests.e2e import (
+    PROMPT,
+    clean_env,
+    default_signals,
+    run_piped,
+    spawn,
+    start_piped,
+    write_config,
+)
+from tests.forkserver import Forked
+from tests.mcp_helpers import (
+    NOTES_SERVER,
+    SERVER,
+    alive,
+    gone_within,
+    wait_for_file,
+    zygote_command,
+)
 
 PY = sys.executable
 
 
+def server_yaml(script: Path, *args: str) -> str:
+    """``command:`` and ``args:`` lines (at a server's indent) that start ``python SCRIPT
+    ARGS`` forked by the MCP tests' zygote (tests/mcp_helpers.py: the SDK imported once)."""
+    command = zygote_command(script, *args)
+    return f"    command: {command[0]}\n    args: [{', '.join(command[1:])}]\n"
+
+
 def notes_config(tmp_path: Path, name: str = "config.yml", **extra: str) -> Path:
-    pid = tmp_path / "server.pid"
+    notes = '"${NOTES_FILE:-%s}"' % (tmp_path / "notes.json")
+    server = server_yaml(NOTES_SERVER, "--notes", notes, "--pid-file", str(tmp_path / "server.pid"))
     return write_config(tmp_path / name, f"""\
 agents:
   assistant:
     allow: ["mcp__notes__*"]  # approval: the notes tools run without asking (piped)
 mcp_servers:
   notes:
-    command: {PY}
-    args: [{NOTES_SERVER}, --notes, "${{NOTES_FILE:-{tmp_path / 'notes.json'}}}",
-           --pid-file, {pid}]
-""")
+{server}""")
 
 
 def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -63,7 +84,7 @@ def test_a_claude_code_mcp_json_works_as_is_and_tools_restart_restarts_from_the_
         tmp_path: Path) -> None:
     # (one rollchat run and one server start for both: each is seconds of CPU)
     (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {
-        "testing": {"type": "stdio", "command": PY, "args": [str(SERVER)],
+        "testing": {"type": "stdio", "command": PY, "args": zygote_command(SERVER)[1:],
                     "env": {"GREETING": "${HELLO}"}},
         "old": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
     }}))
@@ -94,8 +115,7 @@ def test_an_untrusted_project_file_starts_no_server_until_trusted(tmp_path: Path
     assert "held: rollchat.yml is not trusted; run `rollchat trust` to start it" in done.stdout
     assert "→ tool" not in done.stdout  # no tool was offered to call
     assert not (tmp_path / "server.pid").exists()  # no process was ever started
-    trusted = subprocess.run([PY, "-m", "rollchat", "trust"], cwd=tmp_path, env=env,
-                             capture_output=True, text=True, timeout=60)
+    trusted = run_piped(tmp_path, None, "trust", env=env)
     assert trusted.returncode == 0 and "mcp_servers now apply" in trusted.stdout
     done = run_piped(tmp_path, "use list_notes\nexit\n", env=env)
     assert "No notes yet." in done.stdout
@@ -122,12 +142,11 @@ def test_bad_server_settings_stop_rollchat_with_the_line_and_key(tmp_path: Path)
         assert len(done.stderr.strip().splitlines()) == 1
 
 
-def _piped_process(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
+def _piped_process(tmp_path: Path) -> tuple[subprocess.Popen[str] | Forked, int]:
+    """A piped chat (forked by the tests' fork server: its start is not the point) that has
+    called its server once."""
     config = notes_config(tmp_path)
-    process = subprocess.Popen([PY, "-m", "rollchat", "--config", str(config)], cwd=tmp_path,
-                               env=env_for(tmp_path), stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=default_signals)
+    process = start_piped(tmp_path, "--config", str(config), env=env_for(tmp_path))
     assert process.stdin is not None
     process.stdin.write("use list_notes\n")
     process.stdin.flush()
@@ -141,7 +160,7 @@ def _piped_process(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
     return process, pid
 
 
-def _answered(process: subprocess.Popen[str], seconds: float = 60) -> None:
+def _answered(process: subprocess.Popen[str] | Forked, seconds: float = 60) -> None:
     """Wait until rollchat has answered the piped ``use list_notes`` (the turn's ``Time:``
     footer on its stdout): the server ran the call, and rollchat reads the next line."""
     assert process.stdout is not None
@@ -178,15 +197,15 @@ def test_ctrl_c_of_piped_rollchat_stops_the_servers(tmp_path: Path) -> None:
 def test_in_a_terminal_servers_start_behind_the_prompt_and_stop_on_exit(
         tmp_path: Path) -> None:
     sleeping = tmp_path / "sleeping"
+    server = server_yaml(SERVER, "--pid-file", str(tmp_path / "server.pid"), "--sleeping-file",
+                         str(sleeping))
     config = write_config(tmp_path / "config.yml", f"""\
 agents:
   assistant:
     allow: ["mcp__testing__*"]
 mcp_servers:
   testing:
-    command: {PY}
-    args: [{SERVER}, --pid-file, {tmp_path / 'server.pid'}, --sleeping-file, {sleeping}]
-""")
+{server}""")
     child = spawn(tmp_path, "--config", str(config), env=env_for(tmp_path))
     child.expect(PROMPT)
     pid = int(wait_for_file(tmp_path / "server.pid"))  # started with no message sent
@@ -245,8 +264,7 @@ build_cli()(["--config", sys.argv[1]], prog_name="rollchat")
 
 
 def test_the_sdk_is_imported_only_in_the_background(tmp_path: Path) -> None:
-    config = write_config(tmp_path / "c.yml", f"mcp_servers:\n  t:\n    command: {PY}\n"
-                          f"    args: [{SERVER}]\n"
+    config = write_config(tmp_path / "c.yml", f"mcp_servers:\n  t:\n{server_yaml(SERVER)}"
                           "agents:\n  assistant:\n    allow: [\"mcp__*\"]\n")
     child = pexpect.spawn(PY, ["-c", PROBE, str(config)], cwd=str(tmp_path),
                           env=env_for(tmp_path), encoding="utf-8", timeout=60,
@@ -271,8 +289,7 @@ def test_the_readme_walkthrough(tmp_path: Path) -> None:
     lines = [line.removeprefix("You: ") for line in section.splitlines()
              if line.startswith("You: ")]
     assert lines and "rollchat trust" in section
-    trusted = subprocess.run([PY, "-m", "rollchat", "trust"], cwd=example, env=env,
-                             capture_output=True, text=True, timeout=60)
+    trusted = run_piped(example, None, "trust", env=env)
     assert trusted.returncode == 0, trusted.stderr
     done = run_piped(example, "\n".join([*lines, "exit", ""]), env=env)
     assert done.returncode == 0, done.stderr

@@ -1,4 +1,5 @@
-"""``rollchat mcp``: a real server process driven by the official SDK's stdio client, as an MCP
+"""``rollchat mcp``: a real server process (forked from a zygote that has the SDK imported: see
+tests/mcp_helpers.py's zygote_command) driven by the official SDK's stdio client, as an MCP
 client (Claude Code, an IDE) drives it: tools, their JSON, resources and errors."""
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pytest
 from typer.testing import CliRunner
 
 from rollchat.cli.app import build_cli
 from tests.compact_fixtures import OFFLINE_CONFIG, PARENT_SUMMARY, make_sessions, snapshot
 from tests.e2e import PYCACHE, user_dirs
+from tests.mcp_helpers import zygote_command
 
 if TYPE_CHECKING:  # the SDK is imported by the tests that run, not at collection
     from mcp import Client, StdioServerParameters
@@ -29,9 +30,11 @@ def _params(tmp_path: Path, sessions: Path, config: Path, **env: str) -> StdioSe
     home.mkdir(exist_ok=True)
     from mcp import StdioServerParameters
 
+    # forked by the MCP tests' zygote, which has the SDK imported (seconds of CPU a start)
+    command = zygote_command("-m", "rollchat", "mcp", "--sessions-dir", str(sessions),
+                             "--config", str(config))
     return StdioServerParameters(
-        command=sys.executable, args=["-m", "rollchat", "mcp", "--sessions-dir", str(sessions),
-                                      "--config", str(config)],
+        command=command[0], args=command[1:],
         env={**user_dirs(home), "PYTHONPATH": os.pathsep.join(sys.path),
              "PYTHONPYCACHEPREFIX": str(PYCACHE), **env},
         cwd=str(tmp_path))
@@ -171,17 +174,23 @@ def test_mcp_refuses_a_provider_it_cannot_use(tmp_path: Path) -> None:
     assert "provider anthropic needs an API key" in result.stderr
 
 
-@pytest.mark.parametrize("module", ["rollchat.server.mcp", "rollchat.compaction.saved"])
-def test_the_server_modules_draw_nothing(module: str) -> None:
-    """The server's stdout is the protocol: its modules never import the terminal layer."""
+def test_the_server_modules_draw_nothing() -> None:
+    """The server's stdout is the protocol: its modules never import the terminal layer. (One
+    new interpreter imports them one after the other, each import's new modules told apart:
+    each interpreter is seconds of CPU, the mcp SDK's import.)"""
     import subprocess
 
-    code = (f"import sys, {module}\n"
-            "bad = [m for m in sys.modules if m.startswith(('prompt_toolkit', 'rollchat.ui'))]\n"
-            "print(bad)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
-    assert out.strip() == "[]"
+    modules = ["rollchat.server.mcp", "rollchat.compaction.saved"]
+    code = ("import importlib, json, sys\n"
+            "drawn = {}\n"
+            "for name in sys.argv[1:]:\n"
+            "    importlib.import_module(name)\n"
+            "    drawn[name] = [m for m in sys.modules if m.startswith(('prompt_toolkit',"
+            " 'rollchat.ui'))]\n"
+            "print(json.dumps(drawn))")
+    out = subprocess.run([sys.executable, "-c", code, *modules], capture_output=True,
+                         text=True, check=True).stdout
+    assert json.loads(out) == {module: [] for module in modules}
 
 
 def _big_session(root: Path) -> str:

@@ -1,4 +1,5 @@
-"""MCP servers over a session's life, against the test server as a real process: one killed
+"""MCP servers over a session's life, against the test server as a process of its own (forked
+from the MCP tests' zygote: tests/mcp_helpers.py's zygote_command): one killed
 mid-session is marked failed at once, its tools withdrawn from the next message in one line,
 and restarted (with backoff, a few times, or by ``tools restart``); a late one joins once; the
 startup clock starts at the server's spawn; stderr is a bounded tail; a server's children end
@@ -204,7 +205,8 @@ def test_stderr_is_kept_as_a_bounded_tail(servers) -> None:
 
 def test_a_server_s_own_children_end_with_it(servers, tmp_path: Path) -> None:
     pid_file, child_file = tmp_path / "pid", tmp_path / "child"
-    source = start(servers, stdio("parent", "--pid-file", str(pid_file), "--odd"))
+    # a new interpreter (not forked by the zygote): its process group is the point
+    source = start(servers, stdio("parent", "--pid-file", str(pid_file), "--odd", real=True))
     tools, _ = source.collect(wait=True)
     child = int(tools["mcp__parent__spawn"].run({"pid_file": str(child_file)}))
     os.kill(int(wait_for_file(pid_file)), signal.SIGKILL)  # the server dies, its child not

@@ -7,7 +7,6 @@ the result's text) and the request rebuilt from it."""
 from __future__ import annotations
 
 import base64
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from rollchat.storage.images import with_image_data
 from rollchat.storage.transcript import parse
 from tests.agents.test_tool_images import IMAGE
 from tests.e2e import clean_env, run_piped, write_config
+from tests.mcp_helpers import zygote_command
 from tests.wire_servers import WireServer, anthropic_server, text, tool
 
 __all__ = ["anthropic_server"]  # the fixture, imported for pytest
@@ -47,13 +47,14 @@ server.run()
 
 def _run(server: WireServer, tmp_path: Path) -> str:
     (tmp_path / "shots.py").write_text(SERVER, encoding="utf-8")
+    command = zygote_command("shots.py")  # (forked from the zygote: the SDK imported once)
     cfg = write_config(tmp_path / "rollchat.yml", f"""\
 session:
   auto_save: true
 mcp_servers:
   shots:
-    command: {sys.executable}
-    args: [shots.py]
+    command: {command[0]}
+    args: [{", ".join(command[1:])}]
 """)
     done = run_piped(tmp_path, "take a shot\n", "--config", str(cfg), "--yes",
                      "--provider", "anthropic", "--model", "test-model", "--base-url",

@@ -1,6 +1,6 @@
 """What a stdio MCP server started in a session of its own (setsid) ends with the server
 (issue 33 item 5): found by the mark rollchat puts in the server's environment. Against the
-test server as a real process."""
+test server as a real process (not forked by the zygote: its children are the point)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ __all__ = ["servers"]  # the fixture, imported for pytest
 
 def test_a_server_s_child_in_its_own_session_ends_with_it(servers, tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
-    source = start(servers, stdio("parent", "--pid-file", str(pid_file), "--odd"))
+    source = start(servers, stdio("parent", "--pid-file", str(pid_file), "--odd", real=True))
     tools, _ = source.collect(wait=True)
     spawn = tools["mcp__parent__spawn"]
     first = int(spawn.run({"pid_file": str(tmp_path / "a"), "own_session": True}))
@@ -40,7 +40,7 @@ def test_the_mark_ends_them_when_the_server_s_pid_was_not_found(
 
     monkeypatch.setattr(serve, "child_with_stderr", lambda inode: None)
     pid_file = tmp_path / "pid"
-    source = start(servers, stdio("parent", "--pid-file", str(pid_file), "--odd"))
+    source = start(servers, stdio("parent", "--pid-file", str(pid_file), "--odd", real=True))
     tools, _ = source.collect(wait=True)
     child = int(tools["mcp__parent__spawn"].run({"pid_file": str(tmp_path / "a"),
                                                  "own_session": True}))

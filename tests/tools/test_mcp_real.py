@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 from pathlib import Path
 
 from rollchat.config.mcp_servers import check_server
@@ -22,8 +21,10 @@ from tests.mcp_helpers import (
     everything_stdio,
     gone_within,
     servers,
+    shared_cache,
     start,
     wait_until,
+    zygote_command,
 )
 
 __all__ = ["servers"]  # the fixture, imported for pytest
@@ -47,8 +48,12 @@ def server_pid(source: McpServers, name: str) -> int:
 
 
 def time_server(name: str = "time") -> object:
-    return check_server(name, {"command": sys.executable, "args": [
-        "-m", "mcp_server_time", "--local-timezone", "UTC"]}, base_dir=Path.cwd(), origin="t")
+    """``python -m mcp_server_time``, forked from the zygote that has the SDK imported (its
+    own import is seconds of CPU a start); its pid (server_pid) is the launcher's, which
+    stands for it (tests/mcp_launch.py)."""
+    command = zygote_command("-m", "mcp_server_time", "--local-timezone", "UTC")
+    return check_server(name, {"command": command[0], "args": command[1:]},
+                        base_dir=Path.cwd(), origin="t")
 
 
 def test_mcp_server_time_from_pypi_answers_is_restarted_when_killed_and_errs(servers) -> None:
@@ -132,3 +137,8 @@ def test_server_everything_over_streamable_http_killed_mid_session(servers) -> N
                                               "connection dropped")
         assert not [n for n in engine.tools if n.startswith("mcp__everything__")]
 
+
+
+def test_the_npm_install_is_shared_by_the_tests_not_made_in_each_test_s_home() -> None:
+    # each test has a HOME of its own (conftest): a cache under it was an install a test
+    assert not shared_cache().is_relative_to(Path.home())

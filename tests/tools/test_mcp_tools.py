@@ -1,5 +1,6 @@
 """MCP servers as tool sources, against the test server (written with the SDK's MCPServer)
-run as a real stdio subprocess and over streamable HTTP on 127.0.0.1: the engine calls their
+run as a stdio process of its own (forked from the MCP tests' zygote: tests/mcp_helpers.py's
+zygote_command) and over streamable HTTP on 127.0.0.1: the engine calls their
 tools like any other, errors come back as error results, timeouts and Ctrl-C cancel a call,
 a failed server costs one line (its life after that: test_mcp_life.py)."""
 
@@ -7,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -29,6 +29,7 @@ from tests.mcp_helpers import (
     start,
     stdio,
     wait_for_file,
+    zygote_command,
 )
 
 __all__ = ["servers"]  # the fixture, imported for pytest
@@ -128,8 +129,8 @@ def test_a_server_that_does_not_start_in_time_costs_one_line_and_is_stopped(
     # its process id written by a shell that then becomes the server: Python's own start
     # (--pid-file) could come after the 1.5 s on a loaded machine, and with it no pid (CI)
     slow = check_server("slow", {"command": "/bin/sh", "args": [
-        "-c", 'echo $$ > "$1"; shift; exec "$@"', "sh", str(pid_file), sys.executable,
-        str(SERVER), "--slow-start", "30"], "startup_timeout": 1.5},
+        "-c", 'echo $$ > "$1"; shift; exec "$@"', "sh", str(pid_file),
+        *zygote_command(SERVER, "--slow-start", "30")], "startup_timeout": 1.5},
         base_dir=Path.cwd(), origin="test")
     source = start(servers, slow, stdio("quick"))
     engine = engine_with(source)
