@@ -17,7 +17,7 @@ import pytest
 from rollchat.domain import Message, ToolCall, ToolResult, ToolUse, Turn
 from rollchat.engine.runner import RunRequest
 from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse
-from tests.e2e import LITELLM_OFFLINE, clean_env, run_piped, write_config
+from tests.e2e import _STARTING_ENV, LITELLM_OFFLINE, _clean_env, run_piped, write_config
 from tests.wire_servers import Reply, WireServer, last_user_text, text
 
 STRANDS_AGENT = '''
@@ -186,9 +186,13 @@ def preloaded(source: str) -> tuple[str, ...]:
 
 
 def framework_env(home: Path, preload: tuple[str, ...], **extra: str) -> dict[str, str]:
-    """``clean_env`` for a child of the server of ``preload`` (litellm imported: its price
-    list read from the package, as the ADK agent files set it before importing it)."""
-    return clean_env(home, **(LITELLM_OFFLINE if "litellm" in preload else {}), **extra)
+    """``clean_env`` for a child of the server of ``preload``, from this process's environment
+    as it started, as the server's is: not with what a framework imported in this process left
+    in it (litellm's import sets LITELLM_MODE, which the server's import of it read unset: the
+    child would run as a new interpreter). litellm imported: its price list read from the
+    package, as the ADK agent files set it before importing it."""
+    return _clean_env(_STARTING_ENV, home, **(LITELLM_OFFLINE if "litellm" in preload else {}),
+                      **extra)
 
 
 def chat(tmp_path: Path, server: WireServer, source: str, lines: str, *args: str,

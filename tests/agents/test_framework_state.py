@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 
 from rollchat.storage.transcript import parse
-from tests.e2e import PROMPT, clean_env, spawn
+from tests.e2e import PROMPT, spawn
 from tests.framework_agents import (
     SUMMARY,
     adk_counter,
     asks_summary,
     chat,
+    framework_env,
     one_worker,
     preloaded,
     require_adk,
@@ -145,9 +146,9 @@ def test_a_session_that_crashed_resumes_with_the_state_its_turn_kept(tmp_path: P
     agent = tmp_path / "agent.py"
     agent.write_text(LANGGRAPH_STATEFUL, encoding="utf-8")
     with WireServer(OpenAIDialect(), responder=counting) as server:
-        child = spawn(tmp_path, str(agent), "--yes", env=clean_env(
-            tmp_path / "home", WIRE_URL=server.url), timeout=90,
-            preload=preloaded(LANGGRAPH_STATEFUL))  # (forked, in a terminal of its own)
+        preload = preloaded(LANGGRAPH_STATEFUL)  # (forked, in a terminal of its own)
+        child = spawn(tmp_path, str(agent), "--yes", env=framework_env(
+            tmp_path / "home", preload, WIRE_URL=server.url), timeout=90, preload=preload)
         try:
             child.expect_exact(PROMPT)
             child.sendline("count these words")
