@@ -141,9 +141,6 @@ def _reaped_children(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The fork servers end with the session (each xdist worker's its own), whatever its
     outcome; they would end anyway when this process does (their control sockets close)."""
-    from tests import forkrelay  # (imported here: the relay runs only if a test started it)
-
-    forkrelay.stop()
     forkserver.stop()
     helpers = sys.modules.get("tests.mcp_helpers")  # (its MCP server zygote: if it was used)
     if helpers is not None:

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 from collections.abc import Mapping
 from pathlib import Path
 
 import pexpect
+from pexpect.fdpexpect import fdspawn
 
-from tests import forkrelay, forkserver
+from tests import forkserver
 
 PROMPT = "You:"
 # Tools an agent file of a test holds (see agent_file): word_count answers "3 words", count_words
@@ -97,6 +102,15 @@ def _clean_env(base: Mapping[str, str], home: Path, **extra: str) -> dict[str, s
     return child_env(env, **extra)  # ``extra`` last: it may turn bytecode writing off
 
 
+# What a server that preloads litellm (Google ADK's LiteLlm) starts with: the price list read
+# from the package, not fetched at import (a call's env says the same: tests/framework_agents.py)
+LITELLM_OFFLINE = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+def _preload_env(preload: tuple[str, ...]) -> dict[str, str]:
+    return LITELLM_OFFLINE if "litellm" in preload else {}
+
+
 def default_signals() -> None:
     """In the child before exec: the signal dispositions of a process started from a terminal.
     pytest run in the background by a shell ignores SIGINT, the child would inherit that, and
@@ -105,36 +119,84 @@ def default_signals() -> None:
         signal.signal(signum, signal.SIG_DFL)
 
 
-def spawn(cwd: Path, *args: str, env: dict[str, str] | None = None,
-          timeout: float = 30, forked: bool = False) -> pexpect.spawn:
-    """``python -m rollchat ARGS`` in a pseudo-terminal of 40x120. ``forked``: forked by the
-    tests' fork server through a small script the terminal runs (tests/forkrelay.py's
-    PTY_SHIM), which passes on the terminal's streams and the signals it gets (Ctrl-C, SIGTERM,
-    SIGHUP, SIGWINCH) and ends as the chat did; for a test of what the chat does with a key
-    or a signal, not of a new interpreter's start (an import under way), nor of what a Ctrl-C
-    does to the chat's own subprocesses (only the chat gets it)."""
+def spawn(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 30,
+          forked: bool = False, preload: tuple[str, ...] | None = None,
+          ) -> pexpect.spawn | ForkedTerminal:
+    """``python -m rollchat ARGS`` in a pseudo-terminal of 40x120, driven by pexpect: a new
+    interpreter; or, ``forked`` or given ``preload`` (a tuple: the modules the chat imports
+    anyway, an agent framework's), forked by the tests' fork server (the one that has them)
+    with the terminal as its controlling terminal (see ForkedTerminal) when it can: for a test
+    of what the chat does with a key or a signal, not of a new interpreter's start (an import
+    under way), nor of what a Ctrl-C does to the chat's own subprocesses."""
     env = env or clean_env(cwd / "home")
-    if forked and os.environ.get(forkserver.OFF) != "1":
-        shim = forkrelay.pty_shim(lambda home: _clean_env(_STARTING_ENV, home))
-        return pexpect.spawn(str(shim), list(args), cwd=str(cwd), env=env, encoding="utf-8",
-                             timeout=timeout, dimensions=(40, 120), preexec_fn=default_signals)
-    child = pexpect.spawn(sys.executable, ["-m", "rollchat", *args], cwd=str(cwd),
-                          env=env, encoding="utf-8",
-                          timeout=timeout, dimensions=(40, 120), preexec_fn=default_signals)
-    return child
+    if forked or preload is not None:
+        preload = preload or ()
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        process = forkserver.start_terminal(
+            args, cwd, env, lambda home: _clean_env(_STARTING_ENV, home, **_preload_env(preload)),
+            slave, preload=preload)
+        if process is not None:
+            return ForkedTerminal(master, process, timeout)
+        os.close(master)
+    return pexpect.spawn(sys.executable, ["-m", "rollchat", *args], cwd=str(cwd), env=env,
+                         encoding="utf-8", timeout=timeout, dimensions=(40, 120),
+                         preexec_fn=default_signals)
+
+
+class ForkedTerminal(fdspawn):  # type: ignore[misc]
+    """A chat forked by the tests' fork server in a pseudo-terminal of its own (its controlling
+    terminal, in a session of its own, as pexpect.spawn's child): pexpect on the master end, and
+    what the tests do with pexpect.spawn's process (sendintr, kill, close, exitstatus)."""
+
+    def __init__(self, master: int, process: forkserver.Forked, timeout: float) -> None:
+        super().__init__(master, args=process.args, timeout=timeout, encoding="utf-8")
+        self.process, self.pid = process, process.pid
+        self.exitstatus: int | None = None
+        self.signalstatus: int | None = None
+
+    def sendintr(self) -> None:
+        """Ctrl-C typed: the terminal's interrupt character (the line discipline signals)."""
+        self.send(chr(termios.tcgetattr(self.child_fd)[6][termios.VINTR][0]))
+
+    def kill(self, sig: int) -> None:
+        self.process.send_signal(sig)
+
+    def isalive(self) -> bool:
+        return self.process.poll() is None
+
+    def close(self, force: bool = True) -> None:
+        """The terminal closed (a chat still running gets its hangup), the chat's end waited
+        for (killed if it outlives the hangup by 10 s; ``force``: as pexpect's, unused)."""
+        if self.child_fd != -1:
+            super().close()
+        code: int | None = None
+        for kill in (False, True):
+            if kill:
+                self.process.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired, forkserver.ServerFailed,
+                                     OSError):
+                code = self.process.wait(30 if kill else 10)
+                break
+        if code is not None:
+            self.exitstatus, self.signalstatus = (code, None) if code >= 0 else (None, -code)
 
 
 def run_piped(cwd: Path, text: str | None, *args: str, env: dict[str, str] | None = None,
-              timeout: float = 60, fresh: bool = False) -> subprocess.CompletedProcess[str]:
+              timeout: float = 60, fresh: bool = False,
+              preload: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     """``python -m rollchat ARGS`` with ``text`` on its stdin (None: /dev/null), its output
     captured, killed at ``timeout`` (subprocess.TimeoutExpired). Forked by the tests' fork
     server (tests/forkserver.py: a process of its own, without paying the imports again) unless
     ``fresh`` (what the test proves is about a new interpreter), ROLLCHAT_TESTS_NO_FORKSERVER=1,
-    or ``env`` differs from the server's in what is read at start: then a new interpreter."""
+    or ``env`` differs from the server's in what is read at start: then a new interpreter.
+    ``preload``: modules the child imports anyway (an agent framework's, with rollchat's
+    adapter: tests/framework_agents.py ``PRELOADS``), forked from a server that has them."""
     env = env or clean_env(cwd / "home")
     if not fresh:
         done = forkserver.run(args, cwd, text, env, timeout,
-                              lambda home: _clean_env(_STARTING_ENV, home))
+                              lambda home: _clean_env(_STARTING_ENV, home, **_preload_env(preload)),
+                              preload=preload)
         if done is not None:
             return done
     return subprocess.run([sys.executable, "-m", "rollchat", *args], cwd=str(cwd), input=text,
@@ -143,7 +205,8 @@ def run_piped(cwd: Path, text: str | None, *args: str, env: dict[str, str] | Non
 
 
 def start_piped(cwd: Path, *args: str, env: dict[str, str] | None = None, stdin: bool = True,
-                merge_stderr: bool = False) -> subprocess.Popen[str] | forkserver.Forked:
+                merge_stderr: bool = False, preload: tuple[str, ...] = ()
+                ) -> subprocess.Popen[str] | forkserver.Forked:
     """``python -m rollchat ARGS`` left running with pipes, as ``subprocess.Popen(...,
     stdin=PIPE (``stdin`` False: /dev/null), stdout=PIPE, stderr=PIPE (``merge_stderr``:
     STDOUT), text=True)`` starts it, with the signal dispositions of a terminal's process:
@@ -151,8 +214,9 @@ def start_piped(cwd: Path, *args: str, env: dict[str, str] | None = None, stdin:
     signal it, feed it and read it (``send_signal``, ``communicate``, the streams); it is
     reaped at the test's end however the test ended."""
     env = env or clean_env(cwd / "home")
-    child = forkserver.start(args, cwd, env, lambda home: _clean_env(_STARTING_ENV, home),
-                             stdin=stdin, merge_stderr=merge_stderr)
+    child = forkserver.start(args, cwd, env,
+                             lambda home: _clean_env(_STARTING_ENV, home, **_preload_env(preload)),
+                             stdin=stdin, merge_stderr=merge_stderr, preload=preload)
     if child is not None:
         return child
     return subprocess.Popen([sys.executable, "-m", "rollchat", *args], cwd=str(cwd), env=env,

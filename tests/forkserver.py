@@ -1,8 +1,11 @@
 """The client of the tests' fork server (tests/zygote.py): ``run_piped``'s ``python -m rollchat``
 forked from one process per pytest worker that has imported rollchat and the SDKs already,
-instead of a new interpreter paying those imports each time. The child is still a real process
-of its own (streams, cwd, environment, argv, exit status); ROLLCHAT_TESTS_NO_FORKSERVER=1 turns
-the server off, and any failure of it falls back to a real subprocess with a warning."""
+instead of a new interpreter paying those imports each time; a child that will run an agent
+framework's agent forks from a server of that framework's children (``preload``: one per list
+of modules), itself forked from the first server, with the framework imported too. The child
+is still a real process of its own (streams, cwd, environment, argv, exit status);
+ROLLCHAT_TESTS_NO_FORKSERVER=1 turns the servers off, and any failure of one falls back to a
+real subprocess with a warning."""
 
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from typing import Any
 OFF = "ROLLCHAT_TESTS_NO_FORKSERVER"
 PROGRAM = Path(__file__).with_name("zygote.py")
 START_DEADLINE = 60.0  # its imports: seconds (a loaded machine: more), under pytest-timeout
+PRELOAD_DEADLINE = 100.0  # and a framework's too (Google ADK and litellm: 8 s of CPU)
 REPLY_DEADLINE = 30.0  # a fork, or a killed child's end
 # Read at interpreter start from the environment (by Python, or the C library: locale, stdio
 # encoding, hash seed, flags): a call whose value of one differs runs as a real process.
@@ -41,24 +45,44 @@ class ServerFailed(Exception):
     """The server could not run this call (it is off for the rest of the session)."""
 
 
-class Server:
-    """One running server: its process, its control socket, the environment it started with
-    and the keys its imports read."""
+Preload = tuple[str, ...]  # the modules a server imports besides rollchat's: its key
 
-    def __init__(self, env: dict[str, str]) -> None:
+
+class Server:
+    """One running server: its process (the first one's; a framework's server is a child of
+    that one, which tells its end on ``caller``), its control socket, the environment it
+    started with and the keys its imports read."""
+
+    def __init__(self, env: dict[str, str], preload: Preload = (),
+                 first: Server | None = None) -> None:
         self.env = env
         self.home = Path(env["HOME"])
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.log = open(self.home.parent / "server.log", "wb")  # noqa: SIM115 (the server's life)
-        with theirs:
-            self.process = subprocess.Popen(  # stdin and stdout pipes, as a run_piped child's
-                [sys.executable, str(PROGRAM), str(theirs.fileno()), str(self.home.parent)],
-                pass_fds=[theirs.fileno()],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env,
-                cwd=str(self.home), start_new_session=True)  # a ^C at pytest's terminal: not it
+        self.process: subprocess.Popen[bytes] | None = None
+        self.caller: socket.socket | None = None
         self.children_cpu = 0.0  # CPU seconds of the children it forked, so far
+        self.first = first
+        if first is None:
+            self.log = open(self.home.parent / "server.log", "wb")  # noqa: SIM115 (its life)
+            with theirs:
+                self.process = subprocess.Popen(  # stdin and stdout pipes, as a run_piped child's
+                    [sys.executable, str(PROGRAM), str(theirs.fileno()), str(self.home.parent)],
+                    pass_fds=[theirs.fileno()],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env,
+                    cwd=str(self.home), start_new_session=True)  # a ^C at pytest's terminal
+        else:
+            self.log = first.log  # (the same log: it writes where the first one does)
+            request = json.dumps({"server": list(preload), "env": env}).encode()
+            try:
+                self.caller, _ = _forked_by(first, request, [theirs.fileno()])
+            except BaseException:
+                self.control.close()
+                raise
+            finally:
+                theirs.close()
         try:
-            ready = self.receive(self.control, START_DEADLINE, "to start")
+            ready = self.receive(self.control, PRELOAD_DEADLINE if preload else START_DEADLINE,
+                                 "to start")
             if ready["threads"] != 1:
                 raise ServerFailed(f"it has {ready['threads']} threads after its imports")
         except BaseException:
@@ -96,6 +120,14 @@ class Server:
     def stop(self) -> None:
         with contextlib.suppress(OSError):
             self.control.close()  # the server ends at this, killing any child still running
+        if self.process is None:  # a framework's server: its end, as the first one saw it
+            if self.caller is not None:
+                with contextlib.suppress(ServerFailed, OSError, ValueError):
+                    ended = self.receive(self.caller, REPLY_DEADLINE, "with its end")
+                    if self.first is not None:
+                        self.first.children_cpu += ended.get("cpu", 0.0)
+                self.caller.close()  # (not ended yet: the first server kills it now)
+            return
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=5)
         if self.process.poll() is None:
@@ -108,66 +140,73 @@ class Server:
         shutil.rmtree(self.home.parent, ignore_errors=True)  # (the server's HOME, its log)
 
 
-_server: Server | None = None
-_off: str | None = None  # why the server is off for the rest of the session
+_servers: dict[Preload, Server] = {}  # by what each imports besides rollchat's
+_off: dict[Preload, str] = {}  # why a server is off (for the rest of the session)
 _lock = threading.Lock()
 
 
 def is_server(process: object) -> bool:
-    """Whether ``process`` is the server's (conftest's reaper leaves it to the session's end)."""
-    return _server is not None and process is _server.process
+    """Whether ``process`` is a server's (conftest's reaper leaves it to the session's end)."""
+    return any(process is server.process for server in list(_servers.values()))
 
 
 def cpu_seconds() -> float:
-    """CPU of the server and of every child it forked so far (not in this process's
+    """CPU of the servers and of every child they forked so far (not in this process's
     RUSAGE_CHILDREN: they are not its children)."""
-    return _server.children_cpu + _server.own_cpu if _server is not None else 0.0
+    return sum(s.children_cpu + s.own_cpu for s in list(_servers.values()))
 
 
 def stop() -> None:
-    """End the server (at the session's end; it also ends by itself when this process does)."""
-    global _server
+    """End the servers (at the session's end; each also ends by itself when this process
+    does)."""
     with _lock:
-        if _server is not None:
-            _server.stop()
-            _server = None
+        for key in sorted(_servers, key=len, reverse=True):  # the first one last
+            _servers.pop(key).stop()
 
 
-def _get(make_env: Callable[[Path], dict[str, str]]) -> Server | None:
-    global _server, _off
+def _get(make_env: Callable[[Path], dict[str, str]], preload: Preload = ()) -> Server | None:
+    """The server of ``preload`` (started if need be: a framework's from the first one, which
+    is started first); None when it is off."""
     with _lock:
-        if _server is None and _off is None:
-            home = Path(tempfile.mkdtemp(prefix="rollchat-forkserver-")) / "home"
-            try:
-                _server = Server(make_env(home))
-            except (ServerFailed, OSError) as error:
-                _fail(f"it did not start: {error}")
-        return _server
+        for key in ((), preload) if preload else ((),):
+            if key not in _servers and key not in _off:
+                first = _servers.get(())
+                if key and first is None:
+                    break  # (the first server is off: so are the ones it would fork)
+                try:
+                    home = first.home if first else Path(
+                        tempfile.mkdtemp(prefix="rollchat-forkserver-")) / "home"
+                    _servers[key] = Server(make_env(home), key, first)
+                except (ServerFailed, OSError) as error:
+                    _fail(f"it did not start: {error}", key)
+        return _servers.get(preload)
 
 
-def _fail(why: str) -> None:
-    global _server, _off
-    _off = why
+def _fail(why: str, preload: Preload) -> None:
+    _off[preload] = why
     STATS["failed"] += 1
-    warnings.warn(f"the tests' fork server is off, children run as real processes: {why}",
-                  RuntimeWarning, stacklevel=3)
-    if _server is not None:
+    which = f" (of children importing {', '.join(preload)})" if preload else ""
+    warnings.warn(f"the tests' fork server{which} is off, children run as real processes: "
+                  f"{why}", RuntimeWarning, stacklevel=3)
+    server = _servers.pop(preload, None)
+    if server is not None:
         with contextlib.suppress(Exception):
-            _server.stop()
-        _server = None
+            server.stop()
 
 
 def run(args: tuple[str, ...], cwd: Path, text: str | None, env: dict[str, str], timeout: float,
-        make_env: Callable[[Path], dict[str, str]],
-        module: str = "rollchat") -> subprocess.CompletedProcess[str] | None:
+        make_env: Callable[[Path], dict[str, str]], module: str = "rollchat",
+        preload: Preload = ()) -> subprocess.CompletedProcess[str] | None:
     """``python -m MODULE ARGS`` forked by the server, as ``subprocess.run(..., input=text,
     capture_output=True, text=True, timeout=timeout)`` would run it (``text`` None: stdin is
     /dev/null, ``stdin=subprocess.DEVNULL``); None when it should run
     as a real process instead (the server off or failed, or ``env`` differs from the server's
-    in what is read at start). ``make_env(home)``: the environment to start the server with."""
+    in what is read at start). ``make_env(home)``: the environment to start the server with;
+    ``preload``: the modules the child will import anyway (an agent framework's), forked from
+    the server that imported them."""
     if os.environ.get(OFF) == "1":
         return None
-    server = _get(make_env)
+    server = _get(make_env, preload)
     if server is None:
         return None
     if server.differs(env) is not None or not cwd.is_dir():  # (the latter: subprocess raises)
@@ -176,7 +215,7 @@ def run(args: tuple[str, ...], cwd: Path, text: str | None, env: dict[str, str],
     try:
         done = _call(server, module, args, cwd, text, env, timeout)
     except (ServerFailed, OSError) as error:  # (OSError: a socket or pipe to it failed)
-        _fail(f"{type(error).__name__}: {error}")
+        _fail(f"{type(error).__name__}: {error}", preload)
         return None
     STATS["forked"] += 1
     return done
@@ -204,7 +243,8 @@ class Forked:
         # as Popen's text mode: writes buffered (flush to send them), universal newlines read
         self.stdin = (open(stdin_w, "w", encoding=encoding, closefd=True)  # noqa: SIM115
                       if stdin_w != -1 else None)
-        self.stdout = open(stdout_r, encoding=encoding)  # noqa: SIM115 (the child's life)
+        self.stdout = (open(stdout_r, encoding=encoding)  # noqa: SIM115 (the child's life)
+                       if stdout_r != -1 else None)
         self.stderr = open(stderr_r, encoding=encoding) if stderr_r != -1 else None  # noqa: SIM115
 
     def poll(self) -> int | None:
@@ -304,13 +344,14 @@ _started: list[Forked] = []  # the children started and not reaped yet (see reap
 
 def start(args: tuple[str, ...], cwd: Path, env: dict[str, str],
           make_env: Callable[[Path], dict[str, str]], *, stdin: bool,
-          merge_stderr: bool = False, module: str = "rollchat") -> Forked | None:
+          merge_stderr: bool = False, module: str = "rollchat",
+          preload: Preload = ()) -> Forked | None:
     """``python -m MODULE ARGS`` forked by the server and left running, as ``Popen`` starts
     it: stdin a pipe (or /dev/null), stdout a pipe, stderr a pipe or (``merge_stderr``) the
     same as stdout; None when it should run as a real process instead (see ``run``)."""
     if os.environ.get(OFF) == "1":
         return None
-    server = _get(make_env)
+    server = _get(make_env, preload)
     if server is None:
         return None
     if server.differs(env) is not None or not cwd.is_dir():
@@ -325,11 +366,37 @@ def start(args: tuple[str, ...], cwd: Path, env: dict[str, str],
         for fd in (stdin_w, stdout_r, stderr_r):
             if fd != -1:
                 os.close(fd)
-        _fail(f"{type(error).__name__}: {error}")
+        _fail(f"{type(error).__name__}: {error}", preload)
         return None
     STATS["forked"] += 1
     child = Forked(server, mine, pid, [sys.executable, "-m", module, *args],
                    (stdin_w, stdout_r, stderr_r), locale.getpreferredencoding(False))
+    _started.append(child)
+    return child
+
+
+def start_terminal(args: tuple[str, ...], cwd: Path, env: dict[str, str],
+                   make_env: Callable[[Path], dict[str, str]], terminal: int, *,
+                   preload: Preload = (), module: str = "rollchat") -> Forked | None:
+    """``python -m MODULE ARGS`` forked by the server (of ``preload``) with ``terminal`` (a
+    pseudo-terminal's slave end: closed here) as its stdin, stdout, stderr and controlling
+    terminal, in a session of its own, as ``pexpect.spawn`` starts it; left running (its
+    streams are the terminal's: none here). None when it should run as a real process."""
+    server = None if os.environ.get(OFF) == "1" else _get(make_env, preload)
+    if server is not None and (server.differs(env) is not None or not cwd.is_dir()):
+        STATS["real"] += 1
+        server = None
+    if server is None:
+        os.close(terminal)
+        return None
+    try:
+        mine, pid = _launch(server, module, args, cwd, env, (terminal,) * 3, terminal=True)
+    except (ServerFailed, OSError) as error:
+        _fail(f"{type(error).__name__}: {error}", preload)
+        return None
+    STATS["forked"] += 1
+    child = Forked(server, mine, pid, [sys.executable, "-m", module, *args], (-1, -1, -1),
+                   locale.getpreferredencoding(False))
     _started.append(child)
     return child
 
@@ -358,7 +425,7 @@ def launch(args: tuple[str, ...], cwd: Path, env: dict[str, str],
     try:
         started = _launch(server, module, args, cwd, env, streams, umask)
     except (ServerFailed, OSError) as error:
-        _fail(f"{type(error).__name__}: {error}")
+        _fail(f"{type(error).__name__}: {error}", ())
         return None
     STATS["forked"] += 1
     return started
@@ -373,20 +440,22 @@ def ended(mine: socket.socket) -> int | None:
     end = json.loads(message) if message else {}
     if "code" not in end:
         return None
-    if _server is not None:
-        _server.children_cpu += end["cpu"]
-        _server.own_cpu = end["server_cpu"]
+    server = _servers.get(())  # (launch's children are the plain server's)
+    if server is not None:
+        server.children_cpu += end["cpu"]
+        server.own_cpu = end["server_cpu"]
     return int(end["code"])
 
 
 def _launch(server: Server, module: str, args: tuple[str, ...], cwd: Path,
             env: dict[str, str], streams: tuple[int, int, int],
-            umask: int | None = None) -> tuple[socket.socket, int]:
+            umask: int | None = None, terminal: bool = False) -> tuple[socket.socket, int]:
     """Ask the server for a child with ``streams`` (its stdin, stdout, stderr: closed here,
     whatever happens) and ``umask`` (None: this process's): the socket it answers on about
     that child, and the child's pid."""
     request = json.dumps({"module": module, "args": list(args), "cwd": str(cwd), "env": env,
-                          "umask": _umask() if umask is None else umask}).encode()
+                          "umask": _umask() if umask is None else umask,
+                          "terminal": terminal}).encode()
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         try:
@@ -400,6 +469,26 @@ def _launch(server: Server, module: str, args: tuple[str, ...], cwd: Path,
         started = server.receive(mine, REPLY_DEADLINE, "with a child")
         if "error" in started:  # (a child that failed at once may say so before the server)
             raise ServerFailed(f"a child failed: {started['error'].splitlines()[-1]}")
+    except BaseException:
+        mine.close()
+        raise
+    return mine, int(started["pid"])
+
+
+def _forked_by(server: Server, request: bytes, fds: list[int]) -> tuple[socket.socket, int]:
+    """Ask ``server`` for a server of a framework's children, ``fds`` its control socket: the
+    socket ``server`` tells its end on, and its pid."""
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        try:
+            socket.send_fds(server.control, [request], [theirs.fileno(), *fds])
+        except OSError as error:
+            raise ServerFailed(f"it is gone ({error}){server.last_words()}") from error
+        finally:
+            theirs.close()
+        started = server.receive(mine, REPLY_DEADLINE, "with a server")
+        if "error" in started:
+            raise ServerFailed(f"no server forked: {started['error'].splitlines()[-1]}")
     except BaseException:
         mine.close()
         raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ import pytest
 from rollchat.domain import Message, ToolCall, ToolResult, ToolUse, Turn
 from rollchat.engine.runner import RunRequest
 from rollchat.storage.transcript import SUMMARY_END, SUMMARY_START, parse
-from tests.e2e import clean_env, run_piped, write_config
+from tests.e2e import _STARTING_ENV, LITELLM_OFFLINE, _clean_env, run_piped, write_config
 from tests.wire_servers import Reply, WireServer, last_user_text, text
 
 STRANDS_AGENT = '''
@@ -145,16 +146,70 @@ session:
 """
 
 
+# What a child that runs an agent of each framework imports anyway (by the agent files' first
+# import: a key below), for the fork server of that framework's children (tests/forkserver.py):
+# the modules the tests' agent files import, and rollchat's adapter.
+PRELOADS = {
+    "strands": ("strands", "strands.models.openai", "rollchat.agents.frameworks.strands"),
+    "agents": ("agents", "rollchat.agents.frameworks.openai_agents"),
+    "pydantic_ai": ("pydantic_ai", "pydantic_ai.models.openai", "pydantic_ai.providers.openai",
+                    "rollchat.agents.frameworks.pydantic_ai"),
+    "langchain": ("langchain.agents", "langchain.tools", "langchain_core.tools",
+                  "langchain_core.messages", "langchain_openai", "langgraph.types",
+                  "rollchat.agents.frameworks.langgraph"),
+    "google.adk": ("google.adk.agents", "google.adk.models.lite_llm",
+                   "google.adk.tools.tool_context", "litellm", "rollchat.agents.frameworks.adk"),
+}
+_IMPORT = re.compile(r"^(?:from|import) ([\w.]+)", re.MULTILINE)
+
+
+def one_worker(framework: str) -> pytest.MarkDecorator:
+    """Under xdist (the README's ``--dist loadgroup``) every test of ``framework`` (its test id:
+    "strands", "openai-agents", "pydantic-ai", "langgraph", "adk") runs on the same worker, so
+    the framework is imported in one worker and its fork server started once, not in each."""
+    return pytest.mark.xdist_group(f"framework-{framework}")
+
+
+def by_framework(*frameworks: str) -> list[Any]:
+    """Fixture params: each framework (a test id) on its worker (``one_worker``)."""
+    return [pytest.param(f, id=f, marks=one_worker(f)) for f in frameworks]
+
+
+def preloaded(source: str) -> tuple[str, ...]:
+    """The fork server's preload for a child running the agent file ``source``: its
+    framework's (the first of its imports that names one), or none."""
+    for name in _IMPORT.findall(source):
+        for framework, modules in PRELOADS.items():
+            if name == framework or name.startswith(framework + "."):
+                return modules
+    return ()
+
+
+def framework_env(home: Path, preload: tuple[str, ...], **extra: str) -> dict[str, str]:
+    """``clean_env`` for a child of the server of ``preload``, from this process's environment
+    as it started, as the server's is: not with what a framework imported in this process left
+    in it (litellm's import sets LITELLM_MODE, which the server's import of it read unset: the
+    child would run as a new interpreter). litellm imported: its price list read from the
+    package, as the ADK agent files set it before importing it."""
+    return _clean_env(_STARTING_ENV, home, **(LITELLM_OFFLINE if "litellm" in preload else {}),
+                      **extra)
+
+
 def chat(tmp_path: Path, server: WireServer, source: str, lines: str, *args: str,
          config: str | None = None, name: str = "agent.py",
          timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """``rollchat AGENT.py`` with ``lines`` piped in, the agent's client at ``server``."""
+    """``rollchat AGENT.py`` with ``lines`` piped in, the agent's client at ``server``; forked
+    from the fork server that has the agent's framework imported (a new process still: what
+    an earlier chat left in memory is not there)."""
     agent = tmp_path / name
     if not agent.exists():
         agent.write_text(source, encoding="utf-8")
     flags = ["--config", str(write_config(tmp_path / "config.yaml", config))] if config else []
-    env = clean_env(tmp_path / "home", WIRE_URL=server.url, OPENAI_AGENTS_DISABLE_TRACING="1")
-    return run_piped(tmp_path, lines, str(agent), *flags, *args, env=env, timeout=timeout)
+    preload = preloaded(source)
+    env = framework_env(tmp_path / "home", preload, WIRE_URL=server.url,
+                        OPENAI_AGENTS_DISABLE_TRACING="1")
+    return run_piped(tmp_path, lines, str(agent), *flags, *args, env=env, timeout=timeout,
+                     preload=preload)
 
 
 def sessions(tmp_path: Path) -> list[Path]:
@@ -263,13 +318,13 @@ def adder_for(framework: str) -> Adder:
                  build)
 
 
-@pytest.fixture(params=sorted(ADDERS))
+@pytest.fixture(params=by_framework(*sorted(ADDERS)))
 def adder(request: pytest.FixtureRequest) -> Adder:
     """Each framework's Adder in turn."""
     return adder_for(request.param)
 
 
-@pytest.fixture(params=sorted(EVERY_ADDER))
+@pytest.fixture(params=by_framework(*sorted(EVERY_ADDER)))
 def any_adder(request: pytest.FixtureRequest) -> Adder:
     """Each framework's Adder in turn, Google ADK's too."""
     return adder_for(request.param)

@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+import pexpect
 import pytest
 
 from tests import forkserver
@@ -216,8 +217,8 @@ def test_a_dead_server_leaves_real_processes_with_a_warning(
         probe: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     env = clean_env(probe / "home")
     assert forkserver.run(("0",), probe, "", env, 60, _server_env, module="probe") is not None
-    monkeypatch.setattr(forkserver, "_off", None)  # after the test: a new server may start
-    server = forkserver._server
+    monkeypatch.setattr(forkserver, "_off", {})  # after the test: a new server may start
+    server = forkserver._servers.get(())
     assert server is not None
     server.process.kill()
     server.process.wait(timeout=30)
@@ -282,11 +283,11 @@ def test_a_call_interrupted_kills_its_child(probe: Path) -> None:
 def test_a_child_that_fails_before_running_leaves_real_processes_with_a_warning(
         probe: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     env = clean_env(probe / "home")
-    monkeypatch.setattr(forkserver, "_off", None)  # after the test: a new server may start
+    monkeypatch.setattr(forkserver, "_off", {})  # after the test: a new server may start
     monkeypatch.setattr(forkserver, "_umask", lambda: "not a umask")  # os.umask raises
     with pytest.warns(RuntimeWarning, match="a child failed: TypeError"):
         assert forkserver.run(("0",), probe, "", env, 60, _server_env, module="probe") is None
-    assert forkserver._server is None
+    assert () not in forkserver._servers
 
 
 def test_rollchat_on_path_is_forked_with_the_shell_s_streams_and_status(tmp_path: Path) -> None:
@@ -315,10 +316,10 @@ def test_rollchat_on_path_is_forked_with_the_shell_s_streams_and_status(tmp_path
 
 def test_a_chat_in_a_terminal_forked_gets_the_terminal_s_keys_and_signals(
         tmp_path: Path) -> None:
-    """spawn(forked=True): the chat forked through tests/forkrelay.py's PTY_SHIM (counted as
-    forked, not run as a real process) reads the terminal, a Ctrl-C typed reaches it (the
-    script passes it on: the chat is not in the terminal's session), and a SIGTERM to the
-    process the test holds ends the chat as the real one ends, by 128 + the signal."""
+    """spawn(forked=True): the chat forked by the fork server with the terminal as its own
+    (counted as forked, not run as a real process) reads the terminal, a Ctrl-C typed reaches
+    it, and a SIGTERM to the process the test holds ends the chat as the real one ends, by 128
+    + the signal."""
     import pexpect
 
     from tests.e2e import PROMPT, spawn
@@ -337,3 +338,97 @@ def test_a_chat_in_a_terminal_forked_gets_the_terminal_s_keys_and_signals(
         child.close(force=True)
     assert forkserver.STATS["forked"] == forked + 1, forkserver.STATS
     assert child.exitstatus == 128 + signal.SIGTERM
+
+
+# What a child sees of the modules it did not import itself, and of its parent.
+LOADED = r'''
+import json, os, sys
+print(json.dumps({"wave": "wave" in sys.modules, "parent": os.getppid(),
+                  "grandparent": open(f"/proc/{os.getppid()}/stat").read().split()[3]}))
+'''
+
+
+def test_a_framework_s_children_fork_from_a_server_that_imported_it(tmp_path: Path) -> None:
+    """``preload``: the child forks from a server that imported those modules (forked from
+    the first server: nothing of the first is imported again); the first server's children
+    still have none of them, and each is a new process."""
+    (tmp_path / "loaded.py").write_text(LOADED, encoding="utf-8")
+    env = clean_env(tmp_path / "home")
+    runs = {preload: forkserver.run((), tmp_path, "", env, 60, _server_env, module="loaded",
+                                    preload=preload)
+            for preload in ((), ("wave",))}
+    plain, preloaded = runs[()], runs[("wave",)]
+    assert plain is not None and preloaded is not None, forkserver.STATS
+    seen = [json.loads(done.stdout) for done in (plain, preloaded)]
+    assert [s["wave"] for s in seen] == [False, True]
+    first, framework = forkserver._servers[()], forkserver._servers[("wave",)]
+    assert first.process is not None and framework.process is None
+    assert seen[0]["parent"] == first.process.pid  # the first server's child
+    assert seen[1]["parent"] != first.process.pid  # the framework's server's child...
+    assert int(seen[1]["grandparent"]) == first.process.pid  # ...which the first one forked
+
+
+def test_a_framework_server_that_fails_leaves_real_processes_with_a_warning(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forkserver, "_off", {})  # after the test: a new server may start
+    env = clean_env(tmp_path / "home")
+    with pytest.warns(RuntimeWarning, match="no_such_framework.*did not start"):
+        assert forkserver.run(("--version",), tmp_path, "", env, 60, _server_env,
+                              preload=("no_such_framework",)) is None
+    assert forkserver._off.keys() == {("no_such_framework",)}
+    assert run_piped(tmp_path, "", "--version", env=env).stdout.startswith("rollchat ")
+    before = forkserver.STATS["forked"]
+    assert forkserver.run(("--version",), tmp_path, "", env, 60, _server_env) is not None
+    assert forkserver.STATS["forked"] == before + 1  # the first server serves on
+
+
+# What a process sees of its terminal; then it waits for a line (a Ctrl-C ends it).
+AT_A_TERMINAL = r'''
+import json, os, signal, sys
+print(json.dumps({
+    "ttys": [s.isatty() for s in (sys.stdin, sys.stdout, sys.stderr)],
+    "line_buffering": [s.line_buffering for s in (sys.stdout, sys.stderr)],
+    "session": os.getsid(0) == os.getpid(), "foreground": os.tcgetpgrp(0) == os.getpgrp(),
+    "size": tuple(os.get_terminal_size()), "sigint": str(signal.getsignal(signal.SIGINT)),
+    "argv": sys.argv, "cwd": os.getcwd(), "env": dict(os.environ)}))
+input()
+'''
+
+
+def test_a_child_forked_in_a_terminal_is_the_one_pexpect_spawns(tmp_path: Path) -> None:
+    """tests/e2e.py's spawn with ``preload``: a child forked by the server with a pty of its
+    own as its controlling terminal; what it sees of the terminal and a Ctrl-C typed there
+    are the real pexpect child's."""
+    from tests.e2e import ForkedTerminal
+
+    (tmp_path / "terminal.py").write_text(AT_A_TERMINAL, encoding="utf-8")
+    env = clean_env(tmp_path / "home")
+    master, slave = os.openpty()
+    import fcntl
+    import struct
+    import termios
+
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    process = forkserver.start_terminal(("x",), tmp_path, env, _server_env, slave,
+                                        module="terminal")
+    assert process is not None, forkserver.STATS
+    forked = ForkedTerminal(master, process, 60)
+    real = pexpect.spawn(sys.executable, ["-m", "terminal", "x"], cwd=str(tmp_path), env=env,
+                         encoding="utf-8", timeout=60, dimensions=(40, 120),
+                         preexec_fn=default_signals)
+    seen = []
+    for child in (forked, real):
+        try:
+            child.expect(r"\{.*\}")
+            seen.append(json.loads(child.after))
+            child.sendintr()
+            child.expect_exact("KeyboardInterrupt")
+            child.expect(pexpect.EOF)
+            child.close()
+        finally:
+            child.close(force=True)
+    assert seen[0] == seen[1]
+    assert seen[0]["ttys"] == [True] * 3
+    assert seen[0]["session"] and seen[0]["foreground"] and seen[0]["size"] == [120, 40]
+    assert (forked.exitstatus, forked.signalstatus) == (real.exitstatus, real.signalstatus) \
+        == (None, signal.SIGINT)

@@ -1,6 +1,9 @@
 """The tests' fork server (the client side is tests/forkserver.py): imports rollchat's CLI, the
 chat and the SDKs once, then forks one child per request that runs ``python -m rollchat`` as a
-fresh process would: the caller's stdin/stdout/stderr, cwd, environment and argv.
+fresh process would: the caller's stdin/stdout/stderr, cwd, environment and argv. Asked for a
+server of one agent framework's children, it forks one that imports that framework and
+rollchat's adapter of it (what those children import anyway) on top of what it has, then
+serves as this one does.
 
 Usage (by tests/forkserver.py only): python tests/zygote.py CONTROL_FD DIRECTORY
 (DIRECTORY: its HOME and log, removed when it ends because its client did)
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import json
 import os
 import pkgutil
@@ -21,15 +25,17 @@ import shutil
 import signal
 import socket
 import sys
+import termios
 import threading
 import time
 import traceback
 from types import TracebackType
 from typing import Any
 
-# Not imported in the server: the agent frameworks (heavy, and what a test of them proves is
-# about their loading), the MCP/wire servers rollchat can serve, and __main__ (run as a fresh
-# module in each child, as python -m does; imported before, runpy warns).
+# Not imported in the server: the agent frameworks (heavy, and a chat without a framework agent
+# must not have them loaded; the server of one framework's children, forked from this one,
+# imports it and its adapter), the MCP/wire servers rollchat can serve, and __main__
+# (run as a fresh module in each child, as python -m does; imported before, runpy warns).
 SKIPPED = ("rollchat.agents.frameworks", "rollchat.server", "rollchat.__main__")
 THIRD_PARTY = ("anthropic", "openai", "tiktoken", "mcp", "pydantic", "yaml", "rich",
                "prompt_toolkit", "typer", "click", "markdown_it", "platformdirs")
@@ -39,10 +45,15 @@ THIRD_PARTY = ("anthropic", "openai", "tiktoken", "mcp", "pydantic", "yaml", "ri
 PASSING = ("os", "posixpath", "genericpath", "collections.abc", "pathlib")
 # Readers whose import-time reads the child refreshes (see refresh_user_base)
 REFRESHED = ("sysconfig", "site")
+# Readers whose import-time reads no child uses: botocore (AWS's SDK, which Strands imports for
+# its default Bedrock model) makes its ~/.aws cache and model paths from HOME; the agents run in
+# the tests use OpenAI-compatible clients, never AWS.
+UNUSED = ("botocore",)
 
 
-def preload() -> dict[str, str | None]:
-    """Import what a chat imports; the environment keys read meanwhile, with their values."""
+def preload(more: tuple[str, ...] = ()) -> dict[str, str | None]:
+    """Import what a chat imports, then ``more``; the environment keys read meanwhile, with
+    their values."""
     read: set[str] = set()
     getitem, iterate = os._Environ.__getitem__, os._Environ.__iter__  # type: ignore[attr-defined]
 
@@ -50,7 +61,8 @@ def preload() -> dict[str, str | None]:
         frame = sys._getframe(1)
         while frame.f_back is not None and frame.f_globals.get("__name__") in PASSING:
             frame = frame.f_back
-        if frame.f_globals.get("__name__") not in REFRESHED:
+        reader = str(frame.f_globals.get("__name__"))
+        if reader not in REFRESHED and not reader.startswith(UNUSED):
             read.add(key)
         return getitem(self, key)  # type: ignore[no-any-return]
 
@@ -68,6 +80,8 @@ def preload() -> dict[str, str | None]:
         for module in pkgutil.walk_packages(rollchat.__path__, "rollchat."):
             if not module.name.startswith(SKIPPED):
                 __import__(module.name)
+        for name in more:
+            __import__(name)
     finally:
         os._Environ.__getitem__ = getitem  # type: ignore[attr-defined]
         os._Environ.__iter__ = iterate  # type: ignore[attr-defined]
@@ -95,8 +109,11 @@ class Server:
     """The loop: requests on the control socket, each child's end (pidfd) and its caller's
     socket (a kill request, or the caller gone: the child is killed)."""
 
-    def __init__(self, control: socket.socket) -> None:
+    def __init__(self, control: socket.socket, read: dict[str, str | None],
+                 directory: str | None = None) -> None:
         self.control = control
+        self.read = read  # the environment keys its imports read (with their values)
+        self.directory = directory  # removed when it ends (the first server's: sys.argv[2])
         self.selector = selectors.DefaultSelector()
         self.selector.register(control, selectors.EVENT_READ, ("control", 0))
         self.calls: dict[int, tuple[socket.socket, int]] = {}  # pid -> (caller, pidfd)
@@ -118,9 +135,13 @@ class Server:
         if not message:  # the pytest worker is gone (ended, or killed): so are its children
             for pid in list(self.calls):
                 self.kill(pid)
-            shutil.rmtree(sys.argv[2], ignore_errors=True)
+            if self.directory is not None:
+                shutil.rmtree(self.directory, ignore_errors=True)
             return False
-        caller = socket.socket(fileno=fds[3])
+        request = json.loads(message)
+        serving = "server" in request  # a server of a framework's children: [caller, control]
+        caller = socket.socket(fileno=fds[0] if serving else fds[3])
+        passed = fds[1:] if serving else fds[:3]  # (the child's: closed here once it has them)
         try:
             count = threads()
             if count != 1:
@@ -129,14 +150,16 @@ class Server:
             sys.stderr.flush()
             pid = os.fork()
             if pid == 0:
-                self.child(json.loads(message), fds[:3], caller)
+                if serving:
+                    self.server(request, passed[0], caller)
+                self.child(request, passed, caller)
             pidfd = os.pidfd_open(pid)
         except Exception as error:  # the caller runs a real process instead
             with_reply(caller, {"error": f"{type(error).__name__}: {error}"})
             caller.close()
             return True
         finally:
-            for fd in fds[:3]:
+            for fd in passed:
                 os.close(fd)
         self.calls[pid] = (caller, pidfd)
         self.selector.register(caller, selectors.EVENT_READ, ("caller", pid))
@@ -175,17 +198,48 @@ class Server:
             self.selector.unregister(caller)
         caller.close()
 
+    def forget(self) -> None:
+        """In a forked child: none of this server's sockets and pidfds."""
+        self.selector.close()
+        self.control.close()
+        for other, pidfd in self.calls.values():
+            other.close()
+            os.close(pidfd)
+
+    def server(self, request: dict[str, Any], control_fd: int, caller: socket.socket) -> None:
+        """In the forked child: become the server of one framework's children (the modules
+        ``request["server"]`` imported, with the environment ``request["env"]``), serving on
+        ``control_fd`` until its client closes it; never returns. Its end (or a failure to
+        import) is what its client sees on that socket; this server tells its end on
+        ``caller``, as for any child."""
+        code = 1
+        try:
+            self.forget()
+            caller.close()
+            os.environ.clear()
+            os.environ.update(request["env"])
+            control = socket.socket(fileno=control_fd)
+            read = {**self.read, **preload(tuple(request["server"]))}
+            ready(control, read)
+            Server(control, read).serve()
+            code = 0
+        except BaseException:
+            traceback.print_exc()  # (into the server's log: the client says it did not start)
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+            os._exit(code)
+
     def child(self, request: dict[str, Any], fds: list[int], caller: socket.socket) -> None:
         """In the forked child: become ``python -m rollchat ARGS`` with the caller's streams,
         cwd and environment; never returns."""
         try:
-            self.selector.close()
-            self.control.close()
-            for other, pidfd in self.calls.values():
-                other.close()
-                os.close(pidfd)
+            self.forget()
             for target, fd in enumerate(fds):
                 os.dup2(fd, target)
+            if request.get("terminal"):  # a pty's: its controlling terminal, as pexpect's child
+                os.setsid()
+                fcntl.ioctl(0, termios.TIOCSCTTY, 0)
             keep = caller.fileno()  # (closed once the rest is done, or with a failure on it)
             os.closerange(3, keep)  # as subprocess's close_fds does
             os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))
@@ -282,9 +336,13 @@ def main() -> None:
     del sys.path[0]  # this script's directory (tests/): nothing is imported from it
     read = preload()
     preload_encodings()
+    ready(control, read)
+    Server(control, read, sys.argv[2]).serve()
+
+
+def ready(control: socket.socket, read: dict[str, str | None]) -> None:
     control.send(json.dumps({"read": read, "threads": threads(), "cpu": own_cpu(),
                              "modules": len(sys.modules)}).encode())
-    Server(control).serve()
 
 
 if __name__ == "__main__":

@@ -9,23 +9,33 @@ from pathlib import Path
 import pytest
 
 from tests.e2e import clean_env, run_piped
-from tests.framework_agents import calls_and_results, sessions, tool_messages, turns
+from tests.framework_agents import (
+    calls_and_results,
+    framework_env,
+    one_worker,
+    preloaded,
+    sessions,
+    tool_messages,
+    turns,
+)
 from tests.wire_servers import WireServer, openai_server, text, tool
 
 __all__ = ["openai_server"]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-@pytest.mark.parametrize(("folder", "module"), [("strands_agent", "strands"),
-                                                ("openai_agents_agent", "agents")])
+@pytest.mark.parametrize(("folder", "module"), [
+    pytest.param("strands_agent", "strands", marks=one_worker("strands")),
+    pytest.param("openai_agents_agent", "agents", marks=one_worker("openai-agents"))])
 def test_a_framework_example_runs_its_tool(openai_server: WireServer, tmp_path: Path,
                                            folder: str, module: str) -> None:
     pytest.importorskip(module)
     openai_server.push(tool("word_count", {"text": "one two"}), text("Two words."))
-    env = clean_env(tmp_path / "home", OPENAI_BASE_URL=openai_server.url,
-                    OPENAI_API_KEY="test", EXAMPLE_MODEL="wire-model")
-    done = run_piped(tmp_path, "count one two\n", str(EXAMPLES / folder / "agent.py"), "--yes",
-                     env=env)
+    agent = EXAMPLES / folder / "agent.py"
+    preload = preloaded(agent.read_text(encoding="utf-8"))  # (forked with its framework)
+    env = framework_env(tmp_path / "home", preload, OPENAI_BASE_URL=openai_server.url,
+                        OPENAI_API_KEY="test", EXAMPLE_MODEL="wire-model")
+    done = run_piped(tmp_path, "count one two\n", str(agent), "--yes", env=env, preload=preload)
     assert done.returncode == 0, done.stderr
     assert "Two words." in done.stdout
     assert [m["content"] for m in tool_messages(openai_server.bodies[1])] == ["2 words"]

@@ -12,12 +12,15 @@ from typing import Any
 import pytest
 
 from rollchat.storage.transcript import parse
-from tests.e2e import PROMPT, clean_env, spawn
+from tests.e2e import PROMPT, spawn
 from tests.framework_agents import (
     SUMMARY,
     adk_counter,
     asks_summary,
     chat,
+    framework_env,
+    one_worker,
+    preloaded,
     require_adk,
     sessions,
     tool_messages,
@@ -86,9 +89,10 @@ def _langgraph() -> None:
 
 
 STATEFUL = pytest.mark.parametrize(("source", "installed"), [
-    pytest.param(STRANDS_STATEFUL, _strands, id="strands"),
-    pytest.param(LANGGRAPH_STATEFUL, _langgraph, id="langgraph"),
-    pytest.param(adk_counter(says_count=True), require_adk, id="adk")])
+    pytest.param(STRANDS_STATEFUL, _strands, id="strands", marks=one_worker("strands")),
+    pytest.param(LANGGRAPH_STATEFUL, _langgraph, id="langgraph", marks=one_worker("langgraph")),
+    pytest.param(adk_counter(says_count=True), require_adk, id="adk",
+                 marks=one_worker("adk"))])
 
 
 def counting(body: dict[str, Any]) -> Reply:
@@ -131,6 +135,7 @@ def test_the_frameworks_state_is_kept_across_resume_in_a_new_process(
         assert kept.framework_state.data == '{"counted":2}'
 
 
+@one_worker("langgraph")
 @pytest.mark.timeout(300)  # a chat killed, then one resuming it (each wait bounded)
 def test_a_session_that_crashed_resumes_with_the_state_its_turn_kept(tmp_path: Path) -> None:
     """The turn that changed the state keeps it in the file (``*Framework state:*``), so a
@@ -141,8 +146,9 @@ def test_a_session_that_crashed_resumes_with_the_state_its_turn_kept(tmp_path: P
     agent = tmp_path / "agent.py"
     agent.write_text(LANGGRAPH_STATEFUL, encoding="utf-8")
     with WireServer(OpenAIDialect(), responder=counting) as server:
-        child = spawn(tmp_path, str(agent), "--yes", env=clean_env(
-            tmp_path / "home", WIRE_URL=server.url), timeout=90)
+        preload = preloaded(LANGGRAPH_STATEFUL)  # (forked, in a terminal of its own)
+        child = spawn(tmp_path, str(agent), "--yes", env=framework_env(
+            tmp_path / "home", preload, WIRE_URL=server.url), timeout=90, preload=preload)
         try:
             child.expect_exact(PROMPT)
             child.sendline("count these words")

@@ -18,7 +18,7 @@ import pexpect
 import pytest
 
 from rollchat.domain import Text
-from tests.e2e import PROMPT, clean_env, exit_chat, spawn
+from tests.e2e import PROMPT, exit_chat, spawn
 from tests.framework_agents import (
     ADK_AGENT,
     LANGGRAPH_AGENT,
@@ -29,6 +29,9 @@ from tests.framework_agents import (
     asks_summary,
     calls_and_results,
     chat,
+    framework_env,
+    one_worker,
+    preloaded,
     require_adk,
     sessions,
     summarizing,
@@ -39,13 +42,16 @@ from tests.wire_servers import WireServer, held, last_user_text, openai_server, 
 
 __all__ = ["openai_server"]
 
-FRAMEWORKS = [pytest.param(STRANDS_AGENT, "strands", id="strands"),
-              pytest.param(OPENAI_AGENT, "agents", id="openai-agents")]
-ADK = pytest.param(ADK_AGENT, "google.adk.models.lite_llm", id="adk")
+FRAMEWORKS = [pytest.param(STRANDS_AGENT, "strands", id="strands", marks=one_worker("strands")),
+              pytest.param(OPENAI_AGENT, "agents", id="openai-agents",
+                           marks=one_worker("openai-agents"))]
+ADK = pytest.param(ADK_AGENT, "google.adk.models.lite_llm", id="adk", marks=one_worker("adk"))
 each = pytest.mark.parametrize(("source", "module"), FRAMEWORKS)
 every = pytest.mark.parametrize(("source", "module"), [
-    *FRAMEWORKS, pytest.param(PYDANTIC_AI_AGENT, "pydantic_ai", id="pydantic-ai"),
-    pytest.param(LANGGRAPH_AGENT, "langchain.agents", id="langgraph"), ADK])
+    *FRAMEWORKS, pytest.param(PYDANTIC_AI_AGENT, "pydantic_ai", id="pydantic-ai",
+                              marks=one_worker("pydantic-ai")),
+    pytest.param(LANGGRAPH_AGENT, "langchain.agents", id="langgraph",
+                 marks=one_worker("langgraph")), ADK])
 
 
 def installed(module: str) -> None:
@@ -135,9 +141,10 @@ def test_ctrl_c_stops_the_run_and_keeps_the_partial_answer(
     agent = tmp_path / "agent.py"
     agent.write_text(source, encoding="utf-8")
     openai_server.push(held("The first part.\n\n", "never sent"))
-    child = spawn(tmp_path, str(agent), env=clean_env(
-        tmp_path / "home", WIRE_URL=openai_server.url, OPENAI_AGENTS_DISABLE_TRACING="1"),
-        timeout=90)  # each expect's deadline (ADK imports litellm at start: slow when loaded)
+    preload = preloaded(source)  # (forked in a terminal from the server that imported it)
+    child = spawn(tmp_path, str(agent), env=framework_env(
+        tmp_path / "home", preload, WIRE_URL=openai_server.url,
+        OPENAI_AGENTS_DISABLE_TRACING="1"), timeout=90, preload=preload)  # each expect's wait
     shown = io.StringIO()
     try:
         child.expect_exact(PROMPT)

@@ -14,10 +14,11 @@ import pytest
 from rollchat.domain import Message, ToolCall
 from rollchat.engine.runner import RunRequest, ToolCalled, ToolReturned
 from rollchat.providers.base import ChatRequest, TextDelta, ThinkingDelta, UsageEvent
-from tests.framework_agents import adk_adder, require_adk
+from tests.framework_agents import adk_adder, one_worker, require_adk
 from tests.wire_servers import WireServer, openai_server, text, tool, tools
 
 __all__ = ["openai_server"]
+pytestmark = one_worker("adk")  # (ADK and litellm imported in one worker)
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from tests.e2e import PROMPT, clean_env
 from tests.framework_agents import (
     ADK_AGENT,
     calls_and_results,
+    one_worker,
     require_adk,
     sessions,
     tool_messages,
@@ -38,7 +39,7 @@ __all__ = ["openai_server"]
 
 TIMEOUT = 120  # each wait of a chat (the first imports ADK and litellm: slow when loaded)
 # the first chat of a worker imports ADK and litellm (over a minute on a loaded 2-core machine)
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), one_worker("adk")]
 ANSWERED = r"Time: [0-9.]+s \| Tokens"  # the footer that ends each answer
 
 

@@ -13,7 +13,8 @@ import pytest
 
 from rollchat.domain import Text, ToolResult, ToolUse
 from rollchat.storage.transcript.parse import parse
-from tests.e2e import clean_env, run_piped, write_config
+from tests.e2e import run_piped, write_config
+from tests.framework_agents import by_framework, framework_env, one_worker, preloaded
 from tests.wire_servers import WireServer, openai_server, text, tool
 
 __all__ = ["openai_server"]
@@ -23,7 +24,7 @@ FILES = {"pydantic-ai": ("pydantic_ai", "pydantic_ai_agent"),
          "langgraph": ("langchain.agents", "langgraph_agent")}
 
 
-@pytest.fixture(params=sorted(FILES))
+@pytest.fixture(params=by_framework(*sorted(FILES)))
 def agent_file(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     """The example agent of each framework (examples/*/agent.py), as a user runs it."""
     module, example = FILES[request.param]
@@ -32,11 +33,18 @@ def agent_file(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     return EXAMPLES / example / "agent.py"
 
 
-def chat(server: WireServer, tmp_path: Path, agent: Path | None, lines: str, *args: str
-         ) -> str:
-    env = clean_env(tmp_path / "home", OPENAI_BASE_URL=server.url, OPENAI_API_KEY="test")
+def chat(server: WireServer, tmp_path: Path, agent: Path | None, lines: str, *args: str,
+         runs: Path | None = None) -> str:
+    """``rollchat [AGENT] ARGS``, piped: forked from the fork server that has imported the
+    framework of the agent file it runs (``agent``, or ``runs``: named in the config), a new
+    process still."""
+    runs = runs or agent
+    assert runs is not None
+    preload = preloaded(runs.read_text(encoding="utf-8"))
+    env = framework_env(tmp_path / "home", preload, OPENAI_BASE_URL=server.url,
+                        OPENAI_API_KEY="test")
     where = (str(agent),) if agent is not None else ()
-    done = run_piped(tmp_path, lines, *where, *args, env=env, timeout=120)
+    done = run_piped(tmp_path, lines, *where, *args, env=env, timeout=120, preload=preload)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -77,7 +85,8 @@ def test_a_denied_call_reaches_the_model_as_a_refusal(openai_server: WireServer,
         "default_agent: adder\nagents:\n  adder:\n"
         f"    file: {agent_file}\n    approval: auto\n    deny: [add]\n"))
     openai_server.push(tool("add", {"a": 2, "b": 3}), text("I may not add."))
-    out = chat(openai_server, tmp_path, None, "what is 2+3?\n", "--config", str(config))
+    out = chat(openai_server, tmp_path, None, "what is 2+3?\n", "--config", str(config),
+               runs=agent_file)
     assert "I may not add." in out
     [result] = [m for m in openai_server.bodies[1]["messages"] if m["role"] == "tool"]
     assert "denied" in str(result["content"])
@@ -108,13 +117,13 @@ def test_resume_in_a_new_process_starts_from_the_summary(openai_server: WireServ
 
 
 HOOKED = [pytest.param("pydantic_ai", "pydantic_ai_agent", "add", {"a": 2, "b": 3}, "5",
-                       id="pydantic-ai"),
+                       id="pydantic-ai", marks=one_worker("pydantic-ai")),
           pytest.param("langchain", "langgraph_agent", "add", {"a": 2, "b": 3}, "5",
-                       id="langgraph"),
+                       id="langgraph", marks=one_worker("langgraph")),
           pytest.param("agents", "openai_agents_agent", "word_count", {"text": "a b c"},
-                       "3 words", id="openai-agents"),
+                       "3 words", id="openai-agents", marks=one_worker("openai-agents")),
           pytest.param("strands", "strands_agent", "word_count", {"text": "a b c"},
-                       "3 words", id="strands")]
+                       "3 words", id="strands", marks=one_worker("strands"))]
 
 
 @pytest.mark.parametrize(("module", "example", "name", "args", "result"), HOOKED)
@@ -135,7 +144,8 @@ def test_a_posttooluse_hook_adds_to_the_result_the_model_reads(
 """, agent=f"agents:\n  it:\n    file: {EXAMPLES / example / 'agent.py'}\n"
            "    approval: auto\ndefault_agent: it\n")
     openai_server.push(tool(name, args), text("Done."))
-    out = chat(openai_server, tmp_path, None, "go\n", "--config", str(config))
+    out = chat(openai_server, tmp_path, None, "go\n", "--config", str(config),
+               runs=EXAMPLES / example / "agent.py")
     assert "Done." in out
     [sent] = [m for m in openai_server.bodies[1]["messages"] if m["role"] == "tool"]
     assert sent["content"] == f"{result}\n\n[PostToolUse hook: checked by the hook]"
@@ -165,7 +175,7 @@ def test_the_memory_layers_reach_the_framework_agent(openai_server: WireServer, 
                           f"agents:\n  assistant:\n    file: {agent_file}\n")
     openai_server.push(text("V."))
     chat(openai_server, tmp_path, None, "what does the invoice batch job add?\n",
-         "--config", str(config), "--yes")
+         "--config", str(config), "--yes", runs=agent_file)
     messages = openai_server.bodies[0]["messages"]
     system = [str(m["content"]) for m in messages if m["role"] == "system"]
     assert system[0] == "You add numbers with the add tool and answer briefly."

@@ -10,10 +10,11 @@ from typing import Any
 from rollchat.domain import Message, ToolCall
 from rollchat.engine.runner import RunRequest, ToolReturned
 from rollchat.providers.base import TextDelta
-from tests.framework_agents import adder_for, run_request
+from tests.framework_agents import adder_for, one_worker, run_request
 from tests.wire_servers import WireServer, openai_server, text, tools
 
 __all__ = ["openai_server"]
+pytestmark = one_worker("langgraph")
 
 
 def test_a_refused_call_reaches_the_model_as_a_tool_message(openai_server: WireServer,

@@ -13,10 +13,11 @@ import pytest
 
 from rollchat.domain import Message, ToolCall
 from rollchat.engine.runner import RunRequest, ToolReturned
-from tests.framework_agents import run_request
+from tests.framework_agents import one_worker, run_request
 from tests.wire_servers import WireServer, openai_server, text, tool
 
 __all__ = ["openai_server"]
+pytestmark = one_worker("openai-agents")
 
 
 def _agent(server: WireServer, ran: list[str]) -> Any:

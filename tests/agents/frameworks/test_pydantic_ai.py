@@ -4,10 +4,11 @@ test_adapters.py): a refused call reaches the model as Pydantic AI's ``ToolDenie
 from __future__ import annotations
 
 from rollchat.engine.runner import ToolReturned
-from tests.framework_agents import adder_for, run_request
+from tests.framework_agents import adder_for, one_worker, run_request
 from tests.wire_servers import WireServer, openai_server, text, tools
 
 __all__ = ["openai_server"]
+pytestmark = one_worker("pydantic-ai")
 
 
 def test_a_refused_call_reaches_the_model_as_pydantic_ai_refusal(
