@@ -159,6 +159,14 @@ class ForkedTerminal(fdspawn):  # type: ignore[misc]
         """Ctrl-C typed: the terminal's interrupt character (the line discipline signals)."""
         self.send(chr(termios.tcgetattr(self.child_fd)[6][termios.VINTR][0]))
 
+    def sendeof(self) -> None:
+        """Ctrl-D typed: the terminal's end-of-file character."""
+        self.send(chr(termios.tcgetattr(self.child_fd)[6][termios.VEOF][0]))
+
+    def getecho(self) -> bool:
+        """Whether the terminal echoes what is typed (its ECHO mode)."""
+        return bool(termios.tcgetattr(self.child_fd)[3] & termios.ECHO)
+
     def kill(self, sig: int) -> None:
         self.process.send_signal(sig)
 
