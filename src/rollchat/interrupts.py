@@ -13,7 +13,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -29,6 +29,8 @@ ENDING_SUMMARY_SECONDS = 3.0  # ending on a signal: the model's summary if it is
 _received: list[int] = []  # the ending signal, once one arrived
 _settled: list[bool] = []  # not empty once nothing is to be interrupted any more
 _deferring: list[bool] = []  # not empty while rollchat's own SIGALRM timer is armed
+# while a prompt waits for a line: the hand-over of an ending signal to it (see at_prompt)
+_prompts: list[Callable[[int], None]] = []
 
 
 class Terminated(KeyboardInterrupt):
@@ -90,6 +92,9 @@ def _raise_when_safe(frame: Any) -> None:
     turn lost). Then it is raised a moment later, once the import is done."""
     if _settled:
         return
+    if _prompts:  # the prompt ends itself, then raises it (see at_prompt)
+        _prompts[-1](_received[0])
+        return
     inner = frame
     while inner is not None:
         if inner.f_code.co_filename.startswith("<frozen importlib"):
@@ -99,6 +104,26 @@ def _raise_when_safe(frame: Any) -> None:
             return
         inner = inner.f_back
     raise Terminated(_received[0])
+
+
+@contextmanager
+def at_prompt(end: Callable[[int], None]) -> Iterator[None]:
+    """While the block runs a prompt's event loop: an ending signal is handed to ``end`` (which
+    ends the prompt, or lets it end if it is ending already) instead of raised inside the loop:
+    an exception there leaves asyncio cancelling the prompt's tasks, and one that waits on a
+    terminal gone (SIGHUP right after Enter) never ends, nor does the chat. The caller raises
+    ``Terminated`` once the prompt has returned (see ``raise_ending``)."""
+    _prompts.append(end)
+    try:
+        yield
+    finally:
+        _prompts.pop()
+
+
+def raise_ending() -> None:
+    """Raise ``Terminated`` if an ending signal arrived and the chat is not saving for good."""
+    if _received and not _settled:
+        raise Terminated(_received[0])
 
 
 @contextmanager

@@ -89,3 +89,39 @@ def test_a_ctrl_c_between_two_prompts_is_one_at_the_prompt(
     assert len(calls) >= 3
     [path] = (tmp_path / "sessions").glob("*.md")
     assert [t.user for t in parse(path.read_text()).turns] == ["hi", "still here"]
+
+
+def test_a_sigterm_as_enter_is_accepted_ends_the_prompt_then_the_chat(
+        tmp_path: Path, monkeypatch) -> None:
+    """A SIGTERM that lands while the prompt accepts a line (inside its event loop) ends the
+    prompt from within, then the chat, keeping the line: raised inside the loop, it left
+    asyncio cancelling the prompt's tasks, and a chat whose terminal had gone (SIGHUP right
+    after Enter) hung there for good (found orphaned, never saved, in a py-spy dump)."""
+    import os
+    import signal
+
+    from rollchat.ui import repl
+
+    note = repl._Entered.note
+
+    def note_then_signalled(self: repl._Entered, text: str) -> bool:
+        accepted = note(self, text)
+        if text == "the release is on monday":
+            os.kill(os.getpid(), signal.SIGTERM)  # handled here, inside the prompt's loop
+        return accepted
+
+    monkeypatch.setattr(repl._Entered, "note", note_then_signalled)
+
+    def script(term: Terminal) -> None:
+        term.expect(PROMPT)
+        term.sendline("hi")
+        term.expect(r"Time: .*s \| Tokens")
+        term.expect(PROMPT)
+        term.sendline("the release is on monday")
+        term.expect("SIGTERM received: saving the session")
+
+    assert run_chat(tmp_path, ["--provider", "offline"], script) == 128 + signal.SIGTERM
+    [path] = (tmp_path / "sessions").glob("*.md")
+    saved = parse(path.read_text())
+    assert [t.user for t in saved.turns] == ["hi", "the release is on monday"]
+    assert saved.summary is not None

@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rollchat.errors import RollchatError
-from rollchat.interrupts import ENDING_SUMMARY_SECONDS, ending, settle
+from rollchat.interrupts import (
+    ENDING_SUMMARY_SECONDS,
+    Terminated,
+    at_prompt,
+    ending,
+    raise_ending,
+    settle,
+)
 from rollchat.text.normalize import clean_bytes
 from rollchat.text.wording import context_size, plural
 from rollchat.ui import commands
@@ -300,11 +307,29 @@ def _read_lines(chat: Starting, session: PromptSession[str], idle: IdleExtractio
 
 def _prompt_once(chat: Starting, session: PromptSession[str], idle: IdleExtraction,
                  entered: _Entered) -> str:
-    """One prompt, idle extraction armed while it waits."""
+    """One prompt, idle extraction armed while it waits. An ending signal (SIGTERM, SIGHUP)
+    ends the prompt from inside its event loop and is raised once the loop has ended (see
+    interrupts.at_prompt): whether it came as the prompt waited, started or accepted a line."""
+    def end(signum: int) -> None:
+        app = session.app
+        loop = app.loop if app.is_running else None
+        if loop is not None:  # (not running yet: ``ended`` sees it as it starts)
+            loop.call_soon_threadsafe(ended)
+
+    def ended() -> None:
+        app = session.app
+        signum = ending()
+        if signum is not None and app.is_running and app.future is not None \
+                and not app.future.done():  # (a line accepted already: it returns it)
+            app.exit(exception=Terminated(signum))
+
     try:
         idle.arm()
         entered.line = None
-        line = session.prompt(lambda: prompt_text(chat), default=_unsent(chat))
+        with at_prompt(end):
+            line = session.prompt(lambda: prompt_text(chat), default=_unsent(chat),
+                                  pre_run=ended)
+        raise_ending()
         _note_typing("")  # sent: what it asks goes at once (providers/lanes.py)
         return line
     finally:
