@@ -21,7 +21,6 @@ import shutil
 import signal
 import socket
 import sys
-import threading
 import time
 import traceback
 from pathlib import Path
@@ -29,13 +28,16 @@ from typing import Any
 
 sys.path[0] = str(Path(__file__).resolve().parent.parent)  # (for tests.zygote, not tests/*)
 
-from tests.zygote import exit_code, finish, refresh_user_base, with_reply  # noqa: E402
+from tests.zygote import (  # noqa: E402
+    exit_code,
+    finish,
+    fork_alone,
+    refresh_user_base,
+    threads,
+    with_reply,
+)
 
 PRELOAD = ("mcp.server.mcpserver", "mcp.server.mcpserver.exceptions", "mcp.types")
-
-
-def threads() -> int:
-    return max(threading.active_count(), len(os.listdir("/proc/self/task")))
 
 
 class Zygote:
@@ -96,12 +98,7 @@ class Zygote:
 
     def fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
         try:
-            count = threads()
-            if count != 1:
-                raise RuntimeError(f"the zygote has {count} threads: a fork is unsafe")
-            sys.stdout.flush()
-            sys.stderr.flush()
-            pid = os.fork()
+            pid = fork_alone("the zygote")
             if pid == 0:
                 self.child(request, fds, conn)
             pidfd = os.pidfd_open(pid)

@@ -105,6 +105,18 @@ def threads() -> int:
     return max(threading.active_count(), len(os.listdir("/proc/self/task")))
 
 
+def fork_alone(what: str) -> int:
+    """``os.fork()`` of this process (``what``: its name in the error), refused unless it runs
+    one thread (a fork copies only the caller: a lock another thread held would stay held),
+    its output flushed first (else the child would write it again)."""
+    count = threads()
+    if count != 1:
+        raise RuntimeError(f"{what} has {count} threads: a fork is unsafe")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return os.fork()
+
+
 class Server:
     """The loop: requests on the control socket, each child's end (pidfd) and its caller's
     socket (a kill request, or the caller gone: the child is killed)."""
@@ -143,12 +155,7 @@ class Server:
         caller = socket.socket(fileno=fds[0] if serving else fds[3])
         passed = fds[1:] if serving else fds[:3]  # (the child's: closed here once it has them)
         try:
-            count = threads()
-            if count != 1:
-                raise RuntimeError(f"the fork server has {count} threads: a fork is unsafe")
-            sys.stdout.flush()
-            sys.stderr.flush()
-            pid = os.fork()
+            pid = fork_alone("the fork server")
             if pid == 0:
                 if serving:
                     self.server(request, passed[0], caller)
