@@ -100,8 +100,11 @@ def test_a_sigterm_as_enter_is_accepted_ends_the_prompt_then_the_chat(
     import os
     import signal
 
+    from rollchat import interrupts
     from rollchat.ui import repl
 
+    for state in ("_received", "_settled", "_deferring"):  # this process's: its own here, so
+        monkeypatch.setattr(interrupts, state, [])  # the later chats of this worker go on
     note = repl._Entered.note
 
     def note_then_signalled(self: repl._Entered, text: str) -> bool:
