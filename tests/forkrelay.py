@@ -51,23 +51,11 @@ if code < 0:  # ended by a signal: so is this script, as the shell would see the
 sys.exit(code)
 '''
 
+
 @contextlib.contextmanager
 def rollchat_on_path(make_env: Callable[[Path], dict[str, str]]) -> Iterator[Path]:
     """A directory holding the ``rollchat`` script (to put first on PATH) while the block runs;
     ``make_env(home)``: the environment to start the fork server with, if it is not running."""
-    with relayed(make_env) as where:
-        real = Path(sys.executable).with_name("rollchat")
-        script = where / "rollchat"
-        script.write_text(SHIM.format(python=sys.executable, real=str(real),
-                                      path=str(where / "socket")), encoding="utf-8")
-        script.chmod(0o755)
-        yield where
-
-
-@contextlib.contextmanager
-def relayed(make_env: Callable[[Path], dict[str, str]]) -> Iterator[Path]:
-    """A directory whose ``socket`` the relay thread listens on while the block runs (for a
-    script of this module to connect to)."""
     where = Path(tempfile.mkdtemp(prefix="rollchat-relay-"))
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     stop_r, stop_w = os.pipe()
@@ -76,6 +64,11 @@ def relayed(make_env: Callable[[Path], dict[str, str]]) -> Iterator[Path]:
     try:
         listener.bind(str(where / "socket"))
         listener.listen(8)
+        real = Path(sys.executable).with_name("rollchat")
+        script = where / "rollchat"
+        script.write_text(SHIM.format(python=sys.executable, real=str(real),
+                                      path=str(where / "socket")), encoding="utf-8")
+        script.chmod(0o755)
         relay.start()
         yield where
     finally:
