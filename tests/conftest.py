@@ -68,6 +68,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: item.path not in first)  # stable: the rest keep their order
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Under ``--dist loadgroup`` (the README's), each xdist worker refuses to run when the
+    groups were lost: pytest-xdist marks a test's group by a suffix of its id, which pytest 9.2
+    no longer takes (pytest-xdist issue #1386), and the tests of a group then run on every
+    worker at once, silently (the one-at-a-time signal tests beside each other, a framework
+    imported in each worker)."""
+    if getattr(session.config.option, "loadgroup", False):
+        lost = ungrouped(session.items)
+        if lost:  # (said on the worker's stderr too: xdist shows a worker's error as a crash)
+            message = (f"--dist loadgroup lost the xdist_group of {len(lost)} tests (first:"
+                       f" {lost[0]}): pytest {pytest.__version__} with this pytest-xdist does"
+                       " not group (pytest-xdist issue #1386); install the versions"
+                       " constraints.txt pins")
+            print(f"tests/conftest.py: {message}", file=sys.__stderr__, flush=True)
+            raise pytest.UsageError(message)
+
+
+def ungrouped(items: list[pytest.Item]) -> list[str]:
+    """The tests with an ``xdist_group`` mark whose id does not end with their group, as
+    pytest-xdist's loadgroup suffixes it (``@name``, names sorted and joined by ``_``)."""
+    lost = []
+    for item in items:
+        names = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                        for mark in item.iter_markers("xdist_group")})
+        if names and not item.nodeid.endswith("@" + "_".join(names)):
+            lost.append(item.nodeid)
+    return lost
+
+
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
 _LOCAL = {"127.0.0.1", "::1", "localhost"}
