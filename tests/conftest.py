@@ -56,6 +56,7 @@ LONGEST_FIRST = ("tests/storage/test_large_sessions.py",)
 _ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.hookimpl(tryfirst=True)  # the group marked before pytest-xdist reads the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     paths = {_ROOT / name for name in ONE_AT_A_TIME}
     first = {_ROOT / name for name in LONGEST_FIRST}
