@@ -13,7 +13,7 @@ import pytest
 from rollchat.agents.file import AgentFileError, load_agent_file, split_target
 from rollchat.domain import Text
 from tests.e2e import clean_env, run_piped
-from tests.framework_agents import sessions, turns
+from tests.framework_agents import one_worker, sessions, turns
 
 
 def load(tmp_path: Path, source: str, attribute: str | None = None, name: str = "agent.py"):  # type: ignore[no-untyped-def]
@@ -35,6 +35,7 @@ def test_root_agent_comes_before_agent(tmp_path: Path) -> None:
     assert loaded.tools == ()
 
 
+@one_worker("strands")  # (it imports Strands: in the worker of Strands' other tests)
 def test_agent_then_the_one_framework_agent_then_a_rollchat_agent_file(tmp_path: Path) -> None:
     loaded = load(tmp_path, "def agent(q):\n    return 'a'\n", name="a.py")
     assert loaded.framework is not None

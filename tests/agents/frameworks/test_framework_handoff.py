@@ -12,10 +12,13 @@ import pytest
 
 from rollchat.domain import ToolResult, ToolUse
 from rollchat.storage.transcript import parse
+from tests.framework_agents import one_worker
 from tests.session.test_handoff import handed_block, start
 from tests.wire_servers import WireServer, last_user_text, openai_server, text, tool
 
 __all__ = ["openai_server"]
+
+pytestmark = one_worker("pydantic-ai")  # (Pydantic AI imported in one worker)
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "pydantic_ai_agent" / "agent.py"
 
