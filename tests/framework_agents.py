@@ -170,9 +170,17 @@ def one_worker(framework: str) -> pytest.MarkDecorator:
     return pytest.mark.xdist_group(f"framework-{framework}")
 
 
+# The first test of Google ADK's group to run imports ADK and litellm in the worker (8 s of
+# CPU, over two minutes on a loaded 2-core machine): each of its in-process tests may be that
+# one, so each is bounded as test_adk_chat's chats are.
+ADK_IMPORT_TIMEOUT = pytest.mark.timeout(300)
+
+
 def by_framework(*frameworks: str) -> list[Any]:
     """Fixture params: each framework (a test id) on its worker (``one_worker``)."""
-    return [pytest.param(f, id=f, marks=one_worker(f)) for f in frameworks]
+    return [pytest.param(f, id=f, marks=[one_worker(f)] + ([ADK_IMPORT_TIMEOUT] if f == "adk"
+                                                           else []))
+            for f in frameworks]
 
 
 def preloaded(source: str) -> tuple[str, ...]:

@@ -14,11 +14,11 @@ import pytest
 from rollchat.domain import Message, ToolCall
 from rollchat.engine.runner import RunRequest, ToolCalled, ToolReturned
 from rollchat.providers.base import ChatRequest, TextDelta, ThinkingDelta, UsageEvent
-from tests.framework_agents import adk_adder, one_worker, require_adk
+from tests.framework_agents import ADK_IMPORT_TIMEOUT, adk_adder, one_worker, require_adk
 from tests.wire_servers import WireServer, openai_server, text, tool, tools
 
 __all__ = ["openai_server"]
-pytestmark = one_worker("adk")  # (ADK and litellm imported in one worker)
+pytestmark = [one_worker("adk"), ADK_IMPORT_TIMEOUT]  # (ADK and litellm imported in one worker)
 
 
 @pytest.fixture
