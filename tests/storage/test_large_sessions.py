@@ -43,7 +43,7 @@ def _crashed_chat(cwd: Path, env: dict[str, str]) -> Path:
     """Two turns, each calling ``big``, then a SIGKILL: the file has both turns (each is on
     disk before its footer is drawn) and no summary."""
     child = spawn(cwd, str(cwd / "worker.py"), "--config", str(cwd / "rollchat.yml"),
-                  "--sessions-dir", "sessions", env=env, timeout=300)
+                  "--sessions-dir", "sessions", env=env, timeout=300, forked=True)
     for n in (1, 2):
         child.expect(PROMPT)
         child.sendline(f'use big {{"n": {n}}}')
