@@ -4,10 +4,7 @@ completed call; the session parses it back."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -25,7 +22,7 @@ from rollchat.providers.base import (
 from rollchat.storage.transcript import parse
 from rollchat.tools import Tool
 from tests.drive import drain
-from tests.e2e import clean_env
+from tests.e2e import clean_env, run_piped, start_piped
 from tests.session.test_session import make
 from tests.wire_servers import WireServer, openai_server, tools
 
@@ -105,20 +102,17 @@ def test_sigkill_during_a_tool_call_loses_no_completed_call(openai_server: WireS
                        tools(("c2", "quick", {"label": "two"}), ("c3", "hang", {}),
                              text="Next step."))
     env = clean_env(tmp_path / "home", OPENAI_API_KEY="test")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rollchat", "worker.py", "--provider", "openai", "--model",
-         "test-model", "--base-url", openai_server.url],
-        cwd=tmp_path, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)
+    proc = start_piped(tmp_path, "worker.py", "--provider", "openai", "--model", "test-model",
+                       "--base-url", openai_server.url, env=env)  # (forked: its own process)
     assert proc.stdin is not None
-    proc.stdin.write(b"do the work\n")
+    proc.stdin.write("do the work\n")
     proc.stdin.flush()
     deadline = time.monotonic() + 30
     while not (tmp_path / "hanging").exists():
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(timeout=10) == -signal.SIGKILL
     [session] = (tmp_path / "sessions").glob("*.md")
     [turn] = parse(session.read_text()).turns
     assert turn.status == "interrupted" and turn.user == "do the work"
@@ -126,10 +120,9 @@ def test_sigkill_during_a_tool_call_loses_no_completed_call(openai_server: WireS
         ("c1", {"label": "one"}, "done one"), ("c2", {"label": "two"}, "done two")]
     assert turn.assistant == "Next step."
     # the killed session resumes: its turn, with the completed calls, is summarized
-    done = subprocess.run(
-        [sys.executable, "-m", "rollchat", "worker.py", "--provider", "openai", "--model",
-         "test-model", "--base-url", openai_server.url, "--resume", "1", "--yes"],
-        cwd=tmp_path, env=env, input="exit\n", capture_output=True, text=True, timeout=60)
+    done = run_piped(tmp_path, "exit\n", "worker.py", "--provider", "openai", "--model",
+                     "test-model", "--base-url", openai_server.url, "--resume", "1", "--yes",
+                     env=env)
     assert done.returncode == 0, done.stderr
     assert "Restoring context" in done.stdout
     summaries = [b for b in openai_server.bodies if "done two" in str(b["messages"])]

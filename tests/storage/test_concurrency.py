@@ -1,6 +1,9 @@
 """Concurrency: 8 processes creating, appending to and compacting sessions in one directory at
 once (store snippets, then real piped rollchat sessions), and two resumes of one parent (both
-children linked from it). A session open in another process: tests/storage/test_locks.py."""
+children linked from it). A session open in another process: tests/storage/test_locks.py.
+Each process is forked by the tests' fork server (tests/forkserver.py: a process of its own,
+started without paying rollchat's imports again; a new interpreter when the server is off),
+all of them started before any is waited for."""
 
 from __future__ import annotations
 
@@ -15,7 +18,8 @@ import pytest
 from rollchat.domain import Summary, Transcript, Turn, Usage, answer_blocks
 from rollchat.storage.store import SessionStore
 from rollchat.storage.transcript import parse
-from tests.e2e import clean_env, write_config
+from tests import forkserver
+from tests.e2e import _STARTING_ENV, _clean_env, clean_env, start_piped, write_config
 
 PROCS = 8
 
@@ -61,29 +65,43 @@ def _parsed(root: Path) -> dict[str, Transcript]:
     return {p.name: parse(p.read_text(encoding="utf-8")) for p in sorted(root.glob("*.md"))}
 
 
-def _run_together(commands: list[list[str]], cwd: Path, env: dict[str, str] | None = None,
-                  inputs: list[str] | None = None) -> list[subprocess.CompletedProcess[str]]:
-    """Start every command before waiting for any of them."""
-    procs = [subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for cmd in commands]
+def _run_together(cwd: Path, env: dict[str, str], args: list[str],
+                  inputs: list[str]) -> list[subprocess.CompletedProcess[str]]:
+    """``python -m rollchat ARGS`` once per input, every one started and given its input
+    (each script ends with ``exit``) before any is waited for: their turns, compactions and
+    resumes run at the same time."""
+    procs = [start_piped(cwd, *args, env=env) for _ in inputs]
+    for text, proc in zip(inputs, procs, strict=True):
+        assert proc.stdin is not None
+        proc.stdin.write(text)
+        proc.stdin.flush()
     done = []
-    for i, proc in enumerate(procs):
-        out, err = proc.communicate(inputs[i] if inputs else "", timeout=120)
-        done.append(subprocess.CompletedProcess(commands[i], proc.returncode, out, err))
+    for proc in procs:
+        out, err = proc.communicate("", timeout=120)
+        done.append(subprocess.CompletedProcess(proc.args, proc.wait(), out, err))
     return done
+
+
+def _writer(cwd: Path, *args: str) -> subprocess.Popen[str] | forkserver.Forked:
+    """``python -m concurrent_writer ARGS`` (WRITER, in ``cwd``) left running, its stdout and
+    stderr piped."""
+    env = clean_env(cwd / "home")
+    child = forkserver.start(args, cwd, env, lambda home: _clean_env(_STARTING_ENV, home),
+                             stdin=False, module="concurrent_writer")
+    if child is not None:
+        return child
+    return subprocess.Popen([sys.executable, "-m", "concurrent_writer", *args], cwd=cwd,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def test_eight_store_writers_in_one_directory(tmp_path: Path) -> None:
     root, go = tmp_path / "sessions", tmp_path / "go"
     SessionStore(root).ensure()
-    commands = [[sys.executable, "-c", WRITER, str(root), f"p{i}", str(go)]
-                for i in range(PROCS)]
-    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for c in commands]
+    (tmp_path / "concurrent_writer.py").write_text(WRITER, encoding="utf-8")
+    procs = [_writer(tmp_path, str(root), f"p{i}", str(go)) for i in range(PROCS)]
     go.touch()
     results = [p.communicate(timeout=120) for p in procs]
-    assert [p.returncode for p in procs] == [0] * PROCS, [err for _, err in results]
+    assert [p.wait() for p in procs] == [0] * PROCS, [err for _, err in results]
     assert "PROBLEM" not in "".join(out for out, _ in results)
     ids = [line.split()[1] for out, _ in results for line in out.splitlines()]
     assert len(ids) == len(set(ids)) == PROCS * 3  # unique ids, though all in one second
@@ -105,8 +123,7 @@ def test_eight_store_writers_in_one_directory(tmp_path: Path) -> None:
 
 
 def _rollchat(sessions: Path, config: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "rollchat", "--config", str(config), "--sessions-dir",
-            str(sessions), *args]
+    return ["--config", str(config), "--sessions-dir", str(sessions), *args]
 
 
 def _setup(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
@@ -118,7 +135,7 @@ def test_eight_rollchat_sessions_with_compact_at_once(tmp_path: Path) -> None:
     sessions, config, env = _setup(tmp_path)
     scripts = [f"p{i} q1: we decided to use postgres\np{i} q2: what about caching?\ncompact\n"
                f"p{i} q3: carry on with the cache\nexit\n" for i in range(PROCS)]
-    done = _run_together([_rollchat(sessions, config)] * PROCS, tmp_path, env, scripts)
+    done = _run_together(tmp_path, env, _rollchat(sessions, config), scripts)
     assert [r.returncode for r in done] == [0] * PROCS, [r.stderr for r in done]
     files = _parsed(sessions)
     assert len(files) == 2 * PROCS  # a parent and its child per process
@@ -167,8 +184,7 @@ def test_two_processes_resume_the_same_parent(tmp_path: Path, summarized: bool) 
     sessions, config, env = _setup(tmp_path)
     parent = _parent(sessions, summarized)
     scripts = [f"child {i}: carry on with postgres\nexit\n" for i in range(2)]
-    done = _run_together([_rollchat(sessions, config, "--resume", parent)] * 2, tmp_path, env,
-                         scripts)
+    done = _run_together(tmp_path, env, _rollchat(sessions, config, "--resume", parent), scripts)
     assert [r.returncode for r in done] == [0, 0], [r.stderr for r in done]
     files = _parsed(sessions)
     assert len(files) == 3

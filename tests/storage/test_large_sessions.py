@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import json
 import signal
+import tracemalloc
+from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pexpect
 import pytest
 
-from rollchat.storage.store import MAX_FILE_BYTES
-from rollchat.storage.transcript import parse
+from rollchat.domain import Summary, Turn, Usage, answer_blocks
+from rollchat.storage.store import MAX_FILE_BYTES, SessionStore
+from rollchat.storage.transcript import parse, render_finalized, render_linked, render_titled
 from tests.e2e import PROMPT, clean_env, run_piped, spawn, write_config
 
 RESULT = 35_000_000  # characters of each tool result
@@ -39,7 +43,7 @@ def _crashed_chat(cwd: Path, env: dict[str, str]) -> Path:
     """Two turns, each calling ``big``, then a SIGKILL: the file has both turns (each is on
     disk before its footer is drawn) and no summary."""
     child = spawn(cwd, str(cwd / "worker.py"), "--config", str(cwd / "rollchat.yml"),
-                  "--sessions-dir", "sessions", env=env, timeout=300)
+                  "--sessions-dir", "sessions", env=env, timeout=300, forked=True)
     for n in (1, 2):
         child.expect(PROMPT)
         child.sendline(f'use big {{"n": {n}}}')
@@ -113,3 +117,38 @@ def test_an_import_grows_by_at_most_3x(tmp_path: Path) -> None:
     [path] = (tmp_path / "sessions").glob("*.md")
     assert len(parse(path.read_text()).turns) == 10
     assert path.stat().st_size <= 3 * source.stat().st_size + 64 * 1024
+
+
+# ---------------------------------------------------------------- what a rewrite holds
+
+T0 = datetime(2026, 12, 7, 23, 22, tzinfo=timezone.utc)
+SUMMARY = Summary("Counted lines.", ("lines",), ("keep them",), ("count again",))
+
+
+@pytest.mark.parametrize("rewrite", [
+    pytest.param(lambda text: render_finalized(text, SUMMARY, total_queries=1, total_tokens=9),
+                 id="finalize"),
+    pytest.param(lambda text: render_linked(text, "worker_20261207_232200_0001"), id="link"),
+    pytest.param(lambda text: render_titled(text, "Counting"), id="title"),
+])
+def test_a_header_rewrite_holds_a_few_copies_of_the_file_not_its_lines(
+        tmp_path: Path, rewrite: Callable[[str], str]) -> None:
+    """Finalizing a session (a resume of a crashed one, ``compact``), linking it to its child
+    and titling it change its header and its end: the body between is kept as it is, never
+    cut into lines. Cut into lines, a 70 MB session of short lines (a tool's listing) held
+    17 times its size at once (1.2 GB) to be finalized, 5 times to be linked, 12 to be
+    titled; a resume of a crashed one does the first two (their lines: 0.6 of its 3 CPU s)."""
+    store = SessionStore(tmp_path)
+    live = store.new_session(agent_key="worker", agent="Worker", agent_path="config:worker",
+                             model="m", provider="offline", now=T0)
+    live.append_turn(Turn("query", 1, T0, "count", answer_blocks("a\n" * 200_000),
+                          usage=Usage(10, 20)), "Worker")
+    text = store.read_text(live.session_id)
+    tracemalloc.start()
+    try:
+        new = rewrite(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4.5 * len(text)  # (its lines: 5 to 17 times)
+    assert parse(new).turns == parse(text).turns

@@ -1,7 +1,8 @@
 """Two rollchat processes, one session: the process that has a session open is its only writer.
 A second process that resumes it (``--resume`` or in-chat ``resume``) is told so in one line and
 continues in a fork, or refuses (``--no-fork``, piped input without ``--yes``) with one line; a
-killed process leaves no lock behind. Every test here runs real processes side by side."""
+killed process leaves no lock behind. Every test here runs real processes side by side (the
+chats forked by the tests' fork server: each a process of its own)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,16 @@ import pytest
 from rollchat.domain import Summary, Transcript
 from rollchat.storage.store import SessionBusyError, SessionStore
 from rollchat.storage.transcript import parse
-from tests.e2e import PROMPT, clean_env, write_config
+from tests.e2e import (
+    PROMPT,
+    ForkedTerminal,
+    clean_env,
+    run_piped,
+    spawn,
+    start_piped,
+    write_config,
+)
+from tests.forkserver import Forked
 
 FORK_LINE = "is open in another rollchat process: continuing in a fork"
 BUSY = "is open in another rollchat process; not resumed"
@@ -32,18 +42,14 @@ class Setup:
         self.env = clean_env(tmp_path / "home")
 
     def args(self, *extra: str) -> list[str]:
-        return ["-m", "rollchat", "--config", str(self.config), "--sessions-dir",
-                str(self.sessions), *extra]
+        return ["--config", str(self.config), "--sessions-dir", str(self.sessions), *extra]
 
     def piped(self, text: str, *extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, *self.args(*extra)], cwd=self.cwd, input=text,
-                              capture_output=True, text=True, timeout=120, env=self.env)
+        return run_piped(self.cwd, text, *self.args(*extra), env=self.env, timeout=120)
 
-    def holder(self) -> subprocess.Popen[str]:
+    def holder(self) -> subprocess.Popen[str] | Forked:
         """A rollchat process reading piped input it has not finished: its session stays open."""
-        return subprocess.Popen([sys.executable, *self.args()], cwd=self.cwd, env=self.env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        return start_piped(self.cwd, *self.args(), env=self.env)
 
     def files(self) -> dict[str, Transcript]:
         return {p.stem: parse(p.read_text(encoding="utf-8"))
@@ -60,14 +66,13 @@ class Setup:
         raise AssertionError(f"no session with {count} queries: {list(self.files())}")
 
     def listing(self) -> dict[str, dict[str, object]]:
-        out = subprocess.run([sys.executable, "-m", "rollchat", "sessions", "--json",
-                              "--sessions-dir", str(self.sessions)], cwd=self.cwd,
-                             capture_output=True, text=True, timeout=60, env=self.env)
+        out = run_piped(self.cwd, "", "sessions", "--json", "--sessions-dir",
+                        str(self.sessions), env=self.env)
         assert out.returncode == 0, out.stderr
         return {s["id"]: s for s in json.loads(out.stdout)["sessions"]}
 
 
-def _say(holder: subprocess.Popen[str], line: str) -> None:
+def _say(holder: subprocess.Popen[str] | Forked, line: str) -> None:
     """Send ``line`` and wait for its answer's footer: the turn is saved, and its session file
     is as it stays until the next line (on a loaded machine, reading the file as soon as the
     turn is in it could catch it before the header's totals are written)."""
@@ -80,7 +85,7 @@ def _say(holder: subprocess.Popen[str], line: str) -> None:
     raise AssertionError(f"the chat ended before answering: {holder.communicate(timeout=30)}")
 
 
-def _ask(child: pexpect.spawn, text: str) -> None:
+def _ask(child: pexpect.spawn | ForkedTerminal, text: str) -> None:
     child.sendline(text)
     child.expect(r"Time: .*s \| Tokens")  # the turn's footer: it is saved
     child.expect(PROMPT)
@@ -92,8 +97,7 @@ def _lines(text: str, needle: str) -> list[str]:
 
 def test_resuming_a_session_open_in_a_terminal_forks_and_never_writes_it(tmp_path: Path) -> None:
     s = Setup(tmp_path)
-    a = pexpect.spawn(sys.executable, s.args(), cwd=str(tmp_path), env=s.env, encoding="utf-8",
-                      timeout=60, dimensions=(40, 120))
+    a = spawn(tmp_path, *s.args(), env=s.env, timeout=60, forked=True)
     a.expect(PROMPT)
     _ask(a, "we decided to use postgres")
     [x] = s.files()

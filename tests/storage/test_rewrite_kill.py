@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import select
 import signal
 import stat
 import subprocess
@@ -28,7 +29,8 @@ import pytest
 from rollchat.domain import ToolCall, ToolExchange, Turn, TurnStatus, answer_blocks
 from rollchat.storage.store import SessionStore
 from rollchat.storage.transcript import parse
-from tests.e2e import clean_env
+from tests import forkserver
+from tests.e2e import _STARTING_ENV, _clean_env, clean_env, run_piped
 
 AGENT = '''
 name = "Worker"
@@ -153,20 +155,41 @@ def _events(cwd: Path) -> list[str]:
 
 def _kill_inside_a_write(cwd: Path, env: dict[str, str], script: str, stop: str,
                         stdin: bytes = b"") -> list[str]:
-    """Run ``script`` in a child until it stops inside the large write ``stop`` names,
-    SIGKILL it there; the events logged by then."""
-    proc = subprocess.Popen([sys.executable, "-c", script, "worker.py"], cwd=cwd,
-                            env={**env, "STOP": stop}, stdin=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    assert proc.stdin is not None
-    proc.stdin.write(stdin)
-    proc.stdin.flush()  # left open: a chat waits for more, nothing ends it but the kill
-    deadline = time.monotonic() + 60
-    while not {"stopped", "finished"} & set(_events(cwd)):
-        assert proc.poll() is None and time.monotonic() < deadline, _events(cwd)
-        time.sleep(0.005)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
+    """Run ``script`` in a child (``python -m``, forked by the tests' fork server when it can:
+    a process of its own, without paying the imports again) until it stops inside the large
+    write ``stop`` names, SIGKILL it there; the events logged by then."""
+    (cwd / "killed.py").write_text(script)
+    env = {**env, "STOP": stop}
+    stdin_r, stdin_w = os.pipe()
+    null = [os.open(os.devnull, os.O_WRONLY) for _ in range(2)]  # (the chat prints results)
+    started = forkserver.launch(("worker.py",), cwd, env,
+                                lambda home: _clean_env(_STARTING_ENV, home),
+                                (stdin_r, *null), umask=forkserver._umask(), module="killed")
+    if started is None:
+        os.close(stdin_w)
+        proc = subprocess.Popen([sys.executable, "-m", "killed", "worker.py"], cwd=cwd,
+                                env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        assert proc.stdin is not None
+        stdin_w = proc.stdin.fileno()
+    try:
+        os.write(stdin_w, stdin)  # left open: a chat waits for more, nothing ends it but the kill
+        deadline = time.monotonic() + 60
+        while not {"stopped", "finished"} & set(_events(cwd)):
+            running = (proc.poll() is None if started is None
+                       else not select.select([started[0]], [], [], 0)[0])
+            assert running and time.monotonic() < deadline, _events(cwd)
+            time.sleep(0.005)
+        if started is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        else:
+            os.kill(started[1], signal.SIGKILL)  # (alive, stopped: not reaped, its pid its own)
+            assert forkserver.ended(started[0]) == -signal.SIGKILL
+    finally:
+        if started is not None:
+            os.close(stdin_w)
+            started[0].close()  # (the server kills a child whose caller is gone)
     return _events(cwd)
 
 
@@ -188,8 +211,7 @@ def _check(session: Path, events: list[str]) -> None:
 
 
 def _cli(cwd: Path, env: dict[str, str], *args: str, stdin: str = "") -> str:
-    done = subprocess.run([sys.executable, "-m", "rollchat", *args], cwd=cwd, env=env,
-                          input=stdin, capture_output=True, text=True, timeout=60)
+    done = run_piped(cwd, stdin, *args, env=env, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 

@@ -79,7 +79,8 @@ def _pty_session(tmp_path: Path, server: WireServer, cfg: Path) -> str:
     the input history is written. Returns everything shown."""
     child = spawn(tmp_path, "--config", str(cfg), "--provider", "openai", "--model",
                   "test-model", "--base-url", with_credentials(server.url), env=_env(tmp_path),
-                  timeout=90)  # five model calls and a compaction: 30 s was short under load
+                  timeout=90,  # five model calls and a compaction: 30 s was short under load
+                  forked=True)  # (its umask, 0, is the caller's: as a new interpreter's)
     shown = io.StringIO()
     child.logfile_read = shown
     child.expect(PROMPT)

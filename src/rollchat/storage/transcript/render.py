@@ -43,7 +43,7 @@ from rollchat.storage.transcript.syntax import (
     aware,
     esc_lines,
     first_marker,
-    first_query_line,
+    first_query_line_in,
     inline,
 )
 
@@ -245,12 +245,14 @@ def render_finalized(text: str, summary: Summary, *, total_queries: int,
     query's first line), a torn last block and any earlier summary block (whole or corrupted)
     dropped, ``summary``'s block at the end (with its signed block's line). Only the header
     lines, the first query's line and the block boundaries are read: the turns are not
-    parsed."""
-    lines = text.split("\n")
-    sep = _header_end(lines)
+    parsed, nor the body cut into lines (found by ``str.find``: a 70 MB file is not copied
+    line by line)."""
+    lines, rest = _split_header(text)
+    sep = len(lines) - 1
     if not any(x.startswith(TITLE) for x in lines[:sep]):
+        rule = len(text) - len(lines[-1]) - (0 if rest is None else len(rest) + 1)
         title = (model_title(summary.title) if summary.title else "") or first_line_title(
-            first_query_line(lines, sep))
+            first_query_line_in(text, rule))
         if title:
             lines = _titled(lines, sep, title)
             sep += 1
@@ -264,11 +266,10 @@ def render_finalized(text: str, summary: Summary, *, total_queries: int,
     while header and header[-1] == "":
         header.pop()
     header += [render_totals(total_queries, total_tokens, context_tokens, cost), ""]
-    body_text = "\n".join(lines[sep:])
+    body_text = _joined(lines[sep:], rest)
     cut = first_marker(body_text)
-    body = (body_text if cut is None else body_text[:cut]).split("\n")
-    last = max(i for i, x in enumerate(body) if x == "---")  # drops a truncated last block
-    return "\n".join(header + body[:last + 1]) + "\n\n" + summary_tail(summary)
+    body = body_text if cut is None else body_text[:cut]
+    return "\n".join([*header, body[:_last_rule_end(body)]]) + "\n\n" + summary_tail(summary)
 
 
 def render_resummarized(text: str, summary: Summary) -> str:
@@ -280,11 +281,37 @@ def render_resummarized(text: str, summary: Summary) -> str:
     return text[:cut] + summary_tail(summary)
 
 
-def _header_end(lines: list[str]) -> int:
-    try:
-        return lines.index("---")
-    except ValueError:
-        raise TranscriptError("has no header: not a session file") from None
+def _split_header(text: str) -> tuple[list[str], str | None]:
+    """``text.split("\\n")`` cut after the session file's first ``---`` line (the end of its
+    header): the lines up to that one, and the rest of the text (None: none, the ``---``
+    line ends it), not cut into lines."""
+    if text.startswith("---\n") or text == "---":
+        at = 0
+    else:
+        at = text.find("\n---\n") + 1
+        if at == 0:
+            if not text.endswith("\n---"):
+                raise TranscriptError("has no header: not a session file")
+            at = len(text) - 3
+    lines = text[:at + 3].split("\n")
+    return lines, (None if at + 3 == len(text) else text[at + 4:])
+
+
+def _joined(lines: list[str], rest: str | None) -> str:
+    """The text ``_split_header`` cut."""
+    return "\n".join(lines if rest is None else [*lines, rest])
+
+
+def _last_rule_end(body: str) -> int:
+    """Where the last ``---`` line of ``body`` ends (ValueError: it has none)."""
+    if body.endswith("\n---") or body == "---":
+        return len(body)
+    at = body.rfind("\n---\n")
+    if at >= 0:
+        return at + 4
+    if body.startswith("---\n"):
+        return 3
+    raise ValueError("no '---' line")
 
 
 def _titled(lines: list[str], sep: int, title: str) -> list[str]:
@@ -300,26 +327,26 @@ def _titled(lines: list[str], sep: int, title: str) -> list[str]:
 def render_titled(text: str, title: str) -> str:
     """The session file ``text`` with its header's Title set to ``title`` (one line: see
     titles.user_title). Only the header is read and changed."""
-    lines = text.split("\n")
-    return "\n".join(_titled(lines, _header_end(lines), title))
+    lines, rest = _split_header(text)
+    return _joined(_titled(lines, len(lines) - 1, title), rest)
 
 
 def render_linked(text: str, child_id: str) -> str:
     """The session file ``text`` with ``child_id`` added to its header's ``Continued In`` line
     (made, before the totals, if there is none yet). Only the header is read and changed."""
-    lines = text.split("\n")
-    sep = _header_end(lines)
+    lines, rest = _split_header(text)
+    sep = len(lines) - 1
     for i, line in enumerate(lines[:sep]):
         if line.startswith(CONTINUED_IN):
             ids = line[len(CONTINUED_IN):].strip()
             if child_id in ids.split(", "):
                 return text
             lines[i] = f"{CONTINUED_IN} {ids + ', ' if ids else ''}{inline(child_id)}"
-            return "\n".join(lines)
+            return _joined(lines, rest)
     at = next((i for i, x in enumerate(lines[:sep]) if x.startswith(_TOTALS + _LEGACY_TOTALS)),
               sep)
     lines.insert(at, f"{CONTINUED_IN} {inline(child_id)}")
-    return "\n".join(lines)
+    return _joined(lines, rest)
 
 
 def amount(value: str) -> float | None:

@@ -179,3 +179,15 @@ def first_query_line(lines: list[str], start: int) -> str | None:
         if _FIRST_QUERY.match(lines[i]) and lines[i + 1].startswith("**You:**"):
             return unesc_line(lines[i + 1][len("**You:** "):])
     return None
+
+
+# the same, found in a text by one search (``^``/``$``: a line's start and end, as split on "\n")
+_FIRST_QUERY_AT = re.compile(
+    r"^## Query [0-9]+ \([0-9]{2}:[0-9]{2}:[0-9]{2}\)\n(\*\*You:\*\*[^\n]*)", re.MULTILINE)
+
+
+def first_query_line_in(text: str, start: int) -> str | None:
+    """``first_query_line`` from the line of ``text`` that begins at offset ``start``, without
+    cutting a large ``text`` into lines."""
+    found = _FIRST_QUERY_AT.search(text, start)
+    return None if found is None else unesc_line(found.group(1)[len("**You:** "):])
