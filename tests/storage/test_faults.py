@@ -141,6 +141,11 @@ def _run(tmp_path: Path, dialect: Dialect, script: list[Fault]) -> Run:
                [t for t in transcript.turns if t.kind == "query"])
 
 
+# One worker runs the module (--dist loadgroup): the chat of each dialect, a module fixture,
+# runs once, not once on every worker that gets one of its tests.
+pytestmark = pytest.mark.xdist_group("faults")
+
+
 @pytest.fixture(scope="module", params=["openai", "anthropic"])
 def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
         ) -> Iterator[tuple[Run, list[Fault]]]:
