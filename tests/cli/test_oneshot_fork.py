@@ -45,6 +45,11 @@ def _make_chain(tmp_path: Path) -> tuple[str, str]:
     return str(old["session_id"]), str(new["session_id"])
 
 
+# One worker runs the module (--dist loadgroup): its module fixture's chain (two runs) is
+# made once, not on every worker.
+pytestmark = pytest.mark.xdist_group("oneshot-fork")
+
+
 @pytest.fixture(scope="module")
 def made_chain(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     """One chain made by two runs, for every test of the module (each starts from a copy):

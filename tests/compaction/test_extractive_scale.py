@@ -62,6 +62,11 @@ def _old_resolved(item: str, said: Sequence[Sequence[str]]) -> bool:
     return any(resolves(sentence, item) for sentences in said for sentence in sentences)
 
 
+# One worker runs the module (--dist loadgroup): its module fixtures (a 600-turn session
+# and what it said) are built once, not on every worker.
+pytestmark = pytest.mark.xdist_group("extractive-scale")
+
+
 @pytest.fixture(scope="module")
 def turns() -> list[Turn]:
     return long_session(600, seed=3)
