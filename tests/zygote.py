@@ -138,6 +138,8 @@ class Server:
                 if kind == "control":
                     if not self.request():
                         return
+                elif pid not in self.calls:  # its end, handled in this round, closed its caller
+                    continue
                 elif kind == "caller":
                     self.caller(pid)
                 else:
