@@ -127,7 +127,8 @@ def spawn(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: flo
     anyway, an agent framework's), forked by the tests' fork server (the one that has them)
     with the terminal as its controlling terminal (see ForkedTerminal) when it can: for a test
     of what the chat does with a key or a signal, not of a new interpreter's start (an import
-    under way), nor of what a Ctrl-C does to the chat's own subprocesses."""
+    under way). A Ctrl-C typed reaches the terminal's foreground process group, as with
+    pexpect's child: the chat's, with the subprocesses it left in it."""
     env = env or clean_env(cwd / "home")
     if forked or preload is not None:
         preload = preload or ()
@@ -158,6 +159,14 @@ class ForkedTerminal(fdspawn):  # type: ignore[misc]
     def sendintr(self) -> None:
         """Ctrl-C typed: the terminal's interrupt character (the line discipline signals)."""
         self.send(chr(termios.tcgetattr(self.child_fd)[6][termios.VINTR][0]))
+
+    def sendcontrol(self, char: str) -> int:
+        """Ctrl and a letter typed: its control character (Ctrl-C at a prompt in raw mode: a
+        key, not the interrupt), as pexpect.spawn's sendcontrol sends it."""
+        code = ord(char.lower())
+        if not ord("a") <= code <= ord("z"):
+            raise ValueError(f"sendcontrol: not a letter: {char!r}")
+        return int(self.send(chr(code - ord("a") + 1)))
 
     def sendeof(self) -> None:
         """Ctrl-D typed: the terminal's end-of-file character."""

@@ -24,7 +24,7 @@ import threading
 import time
 import warnings
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ class Server:
     started with and the keys its imports read."""
 
     def __init__(self, env: dict[str, str], preload: Preload = (),
-                 first: Server | None = None) -> None:
+                 first: Server | None = None, bare: bool = False) -> None:
         self.env = env
         self.home = Path(env["HOME"])
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -66,7 +66,8 @@ class Server:
             self.log = open(self.home.parent / "server.log", "wb")  # noqa: SIM115 (its life)
             with theirs:
                 self.process = subprocess.Popen(  # stdin and stdout pipes, as a run_piped child's
-                    [sys.executable, str(PROGRAM), str(theirs.fileno()), str(self.home.parent)],
+                    [sys.executable, str(PROGRAM), str(theirs.fileno()), str(self.home.parent),
+                     *(["bare"] if bare else [])],
                     pass_fds=[theirs.fileno()],
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env,
                     cwd=str(self.home), start_new_session=True)  # a ^C at pytest's terminal
@@ -142,6 +143,7 @@ class Server:
 
 _servers: dict[Preload, Server] = {}  # by what each imports besides rollchat's
 _off: dict[Preload, str] = {}  # why a server is off (for the rest of the session)
+_bare = False  # the servers started import nothing but the standard library (own_servers)
 _lock = threading.Lock()
 
 
@@ -164,6 +166,26 @@ def stop() -> None:
             _servers.pop(key).stop()
 
 
+@contextlib.contextmanager
+def own_servers() -> Iterator[None]:
+    """For a test that kills a server or makes one fail: in the block, the servers are the
+    test's own, started when first asked for, importing nothing but the standard library (the
+    probes such a test runs need no more: tests/zygote.py ``bare``), and one that is off is off
+    for the block only; the worker's servers, left alone, serve on after it. (Killed, the
+    worker's first server was started again by its next forked chat: rollchat, the SDKs and the
+    token tables imported again, seconds of CPU.)"""
+    global _servers, _off, _bare
+    with _lock:
+        saved = _servers, _off, _bare
+        _servers, _off, _bare = {}, {}, True
+    try:
+        yield
+    finally:
+        stop()
+        with _lock:
+            _servers, _off, _bare = saved
+
+
 def _get(make_env: Callable[[Path], dict[str, str]], preload: Preload = ()) -> Server | None:
     """The server of ``preload`` (started if need be: a framework's from the first one, which
     is started first); None when it is off."""
@@ -176,7 +198,7 @@ def _get(make_env: Callable[[Path], dict[str, str]], preload: Preload = ()) -> S
                 try:
                     home = first.home if first else Path(
                         tempfile.mkdtemp(prefix="rollchat-forkserver-")) / "home"
-                    _servers[key] = Server(make_env(home), key, first)
+                    _servers[key] = Server(make_env(home), key, first, bare=_bare)
                 except (ServerFailed, OSError) as error:
                     _fail(f"it did not start: {error}", key)
         return _servers.get(preload)

@@ -39,14 +39,15 @@ class _Zygote:
     """This process's server zygote (tests/mcp_zygote.py): its process, its control socket
     (closed: it ends) and the socket the launchers connect to."""
 
-    def __init__(self) -> None:
+    def __init__(self, bare: bool = False) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="rollchat-mcp-zygote-"))
         self.socket = self.folder / "socket"
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.log = open(self.folder / "log", "wb")  # noqa: SIM115 (the zygote's life)
         with theirs:
             self.process = subprocess.Popen(
-                [sys.executable, str(ZYGOTE), str(theirs.fileno()), str(self.socket)],
+                [sys.executable, str(ZYGOTE), str(theirs.fileno()), str(self.socket),
+                 *(["bare"] if bare else [])],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=self.log, start_new_session=True)
         try:
@@ -75,6 +76,7 @@ class _Zygote:
 
 _zygote: _Zygote | None = None
 _zygote_off: str | None = None
+_zygote_bare = False  # the zygote started imports no SDK (own_zygote)
 _zygote_lock = threading.Lock()
 
 
@@ -91,7 +93,7 @@ def zygote_command(script: Path | str, *args: str) -> list[str]:
         if os.environ.get("ROLLCHAT_TESTS_NO_FORKSERVER") != "1" and _zygote is None \
                 and _zygote_off is None:
             try:
-                _zygote = _Zygote()
+                _zygote = _Zygote(_zygote_bare)
             except OSError as error:
                 _zygote_off = str(error)
                 warnings.warn(f"the MCP test servers run as real processes: the zygote did "
@@ -128,6 +130,25 @@ def stop_zygote() -> None:
         if _zygote is not None:
             _zygote.stop()
             _zygote = None
+
+
+@contextmanager
+def own_zygote() -> Iterator[None]:
+    """For a test that ends a zygote: in the block, ``zygote_command``'s zygote is the test's
+    own, started when first asked for, importing no SDK (the probes such a test runs need none:
+    tests/mcp_zygote.py ``bare``); the worker's, left alone, serves on after it. (Ended, the
+    worker's zygote was started again by its next MCP test: the SDK imported again, more than a
+    second of CPU.)"""
+    global _zygote, _zygote_off, _zygote_bare
+    with _zygote_lock:
+        saved = _zygote, _zygote_off, _zygote_bare
+        _zygote, _zygote_off, _zygote_bare = None, None, True
+    try:
+        yield
+    finally:
+        stop_zygote()
+        with _zygote_lock:
+            _zygote, _zygote_off, _zygote_bare = saved
 
 
 @pytest.fixture

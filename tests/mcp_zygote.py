@@ -4,10 +4,11 @@ its types), then forks one Python MCP test server (a script such as tests/mcp_se
 launch (or ``python -m MODULE``: a server that has the SDK in its imports), with the
 launcher's stdin/stdout/stderr, cwd, environment, umask and argv.
 
-Usage (by tests/mcp_helpers.py only): python tests/mcp_zygote.py CONTROL_FD SOCKET
+Usage (by tests/mcp_helpers.py only): python tests/mcp_zygote.py CONTROL_FD SOCKET [bare]
 (it ends, killing the servers still running and removing SOCKET's folder, when CONTROL_FD's
 other end closes: its pytest worker is done or gone; ``cpu`` sent there: it answers its CPU
-and its ended children's).
+and its ended children's; ``bare``: no SDK imported, for a test's own zygote:
+mcp_helpers.own_zygote).
 Standard library only until the preload; no thread at a fork."""
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ def run(script: str | None, module: str | None) -> int:
 
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
-    for name in PRELOAD:
+    for name in PRELOAD if sys.argv[3:] != ["bare"] else ():
         __import__(name)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(sys.argv[2])

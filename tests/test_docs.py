@@ -8,7 +8,7 @@ with exit status 0 unless its line says `# exit status N`. A page's commands run
 another in one fresh project directory (with a copy of examples/ and `.venv` linking this
 interpreter's environment) and one fresh HOME, with the offline model, so a later command sees
 the sessions an earlier one saved. The set-up commands (a venv and pip) are checked apart: see
-test_readme_setup.py.
+test_docs_setup.py.
 """
 
 from __future__ import annotations
@@ -103,15 +103,29 @@ def shows(output: str, shown: tuple[str, ...]) -> str | None:
     return None
 
 
-def project(tmp: Path, activated: bool = True) -> tuple[Path, dict[str, str]]:
+def project(tmp: Path, activated: bool = True,
+            relay: Path | None = None) -> tuple[Path, dict[str, str]]:
     """A fresh project directory and environment: HOME inside ``tmp``, no API keys, this
     interpreter's environment linked as ``.venv`` (the README's set-up). ``activated``: that
     environment first on PATH, as the docs/ pages assume (`. .venv/bin/activate`); else no
-    `rollchat` on PATH at all, as right after the README's set-up."""
+    `rollchat` on PATH at all, as right after the README's set-up. ``relay`` (a directory of
+    tests/forkrelay.py's ``rollchat``): ``.venv`` links each entry of this environment but
+    ``bin/rollchat``, which is that script."""
     work = tmp / "project"
     shutil.copytree(ROOT / "examples", work / "examples",
                     ignore=shutil.ignore_patterns("__pycache__", "notes.json", "sessions"))
-    (work / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
+    venv, prefix = work / ".venv", Path(sys.prefix)
+    if relay is None:
+        venv.symlink_to(prefix, target_is_directory=True)
+    else:
+        for entry in prefix.iterdir():
+            if entry.name != "bin":
+                (venv / entry.name).parent.mkdir(exist_ok=True)
+                (venv / entry.name).symlink_to(entry)
+        for entry in (prefix / "bin").iterdir():
+            (venv / "bin").mkdir(parents=True, exist_ok=True)
+            (venv / "bin" / entry.name).symlink_to(relay / "rollchat" if entry.name ==
+                                                   "rollchat" else entry)
     env = clean_env(tmp / "home")
     path = [d for d in env.get("PATH", "/usr/bin:/bin").split(":")
             if d and not (Path(d) / "rollchat").exists()]
@@ -145,7 +159,7 @@ def test_the_pages_show_commands() -> None:
 
 def test_nothing_looks_runnable_outside_a_console_block() -> None:
     """A shell command shown any other way would escape this test: only the README's set-up
-    blocks are ```sh (checked by test_readme_setup.py), and no other block has a `$ ` line."""
+    blocks are ```sh (checked by test_docs_setup.py), and no other block has a `$ ` line."""
     for page in PAGES:
         for lang, body, first in fences(page.read_text(encoding="utf-8")):
             if lang == "console":
@@ -160,10 +174,12 @@ def test_nothing_looks_runnable_outside_a_console_block() -> None:
 def test_every_command_of_the_page_runs(page: Path, tmp_path: Path) -> None:
     """A docs/ page's ``rollchat`` (PATH) is forked by the tests' fork server through
     tests/forkrelay.py, a process of its own as a new interpreter's; the README's set-up
-    leaves none on PATH, and its `.venv/bin/rollchat` is the installed script itself."""
+    leaves none on PATH, and its `.venv/bin/rollchat` is that script too (the installed one,
+    the same ``rollchat.__main__:main``, runs a chat in test_docs_setup.py and ``--version``
+    in test_after_the_readme_set_up_rollchat_is_not_on_path)."""
     activated = page.name != "README.md"
-    cwd, env = project(tmp_path, activated=activated)
     with forkrelay.rollchat_on_path(lambda home: _clean_env(_STARTING_ENV, home)) as relay:
+        cwd, env = project(tmp_path, activated=activated, relay=None if activated else relay)
         if activated:
             env["PATH"] = f"{relay}:{env['PATH']}"
         for command in commands(page):

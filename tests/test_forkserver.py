@@ -213,21 +213,28 @@ def test_the_server_can_be_turned_off(probe: Path, monkeypatch: pytest.MonkeyPat
                           module="probe") is None
 
 
-def test_a_dead_server_leaves_real_processes_with_a_warning(
-        probe: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_dead_server_leaves_real_processes_with_a_warning(probe: Path) -> None:
+    """(A server of the test's own is killed: own_servers; the worker's serves on after it.)"""
     env = clean_env(probe / "home")
     assert forkserver.run(("0",), probe, "", env, 60, _server_env, module="probe") is not None
-    monkeypatch.setattr(forkserver, "_off", {})  # after the test: a new server may start
-    server = forkserver._servers.get(())
-    assert server is not None
-    server.process.kill()
-    server.process.wait(timeout=30)
-    started = time.monotonic()
-    with pytest.warns(RuntimeWarning, match="fork server is off"):
-        assert forkserver.run(("0",), probe, "", env, 60, _server_env, module="probe") is None
-    assert time.monotonic() - started < forkserver.REPLY_DEADLINE
-    done = run_piped(probe, "", "--version", env=env)
-    assert done.returncode == 0 and done.stdout.startswith("rollchat ")
+    workers = forkserver._servers[()]
+    with forkserver.own_servers():
+        assert forkserver.run(("0",), probe, "", env, 60, _server_env, module="probe") \
+            is not None
+        server = forkserver._servers.get(())
+        assert server is not None and server is not workers and server.process is not None
+        server.process.kill()
+        server.process.wait(timeout=30)
+        started = time.monotonic()
+        with pytest.warns(RuntimeWarning, match="fork server is off"):
+            assert forkserver.run(("0",), probe, "", env, 60, _server_env, module="probe") \
+                is None
+        assert time.monotonic() - started < forkserver.REPLY_DEADLINE
+        done = run_piped(probe, "", "--version", env=env)
+        assert done.returncode == 0 and done.stdout.startswith("rollchat ")
+    before = forkserver.STATS["forked"]
+    assert run_piped(probe, "", "--version", env=env).stdout.startswith("rollchat ")
+    assert forkserver._servers[()] is workers and forkserver.STATS["forked"] == before + 1
 
 
 def test_rollchat_forked_answers_as_run(tmp_path: Path) -> None:
@@ -283,11 +290,12 @@ def test_a_call_interrupted_kills_its_child(probe: Path) -> None:
 def test_a_child_that_fails_before_running_leaves_real_processes_with_a_warning(
         probe: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     env = clean_env(probe / "home")
-    monkeypatch.setattr(forkserver, "_off", {})  # after the test: a new server may start
     monkeypatch.setattr(forkserver, "_umask", lambda: "not a umask")  # os.umask raises
-    with pytest.warns(RuntimeWarning, match="a child failed: TypeError"):
-        assert forkserver.run(("0",), probe, "", env, 60, _server_env, module="probe") is None
-    assert () not in forkserver._servers
+    with forkserver.own_servers():  # (the server that fails: the test's own)
+        with pytest.warns(RuntimeWarning, match="a child failed: TypeError"):
+            assert forkserver.run(("0",), probe, "", env, 60, _server_env, module="probe") \
+                is None
+        assert () not in forkserver._servers
 
 
 def test_rollchat_on_path_is_forked_with_the_shell_s_streams_and_status(tmp_path: Path) -> None:

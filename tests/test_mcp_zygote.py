@@ -126,13 +126,17 @@ def test_without_the_zygote_the_launcher_runs_the_real_server(tmp_path: Path) ->
 
 
 def test_the_zygote_s_end_ends_its_servers_and_its_folder(tmp_path: Path) -> None:
-    """(Its end: the session's, or its pytest worker gone. The next launch starts another.)"""
-    launcher = _start(zygote_command(_probe(tmp_path), "wait"), tmp_path)
-    pid = int(str(_facts(launcher)["pid"]))
-    zygote = mcp_helpers._zygote
-    assert zygote is not None and zygote.socket.exists()
-    zygote.control.close()  # as when the worker is gone: the zygote sees its end
-    zygote.process.wait(30)
-    assert gone_within(pid, 10) and launcher.wait(30) == -signal.SIGKILL
-    assert not zygote.folder.exists()
-    mcp_helpers.stop_zygote()
+    """(Its end: the session's, or its pytest worker gone. The next launch starts another.
+    The zygote ended is the test's own: own_zygote; the worker's serves on after it.)"""
+    workers = mcp_helpers._zygote
+    with mcp_helpers.own_zygote():
+        launcher = _start(zygote_command(_probe(tmp_path), "wait"), tmp_path)
+        pid = int(str(_facts(launcher)["pid"]))
+        zygote = mcp_helpers._zygote
+        assert zygote is not None and zygote.socket.exists()
+        zygote.control.close()  # as when the worker is gone: the zygote sees its end
+        zygote.process.wait(30)
+        assert gone_within(pid, 10) and launcher.wait(30) == -signal.SIGKILL
+        assert not zygote.folder.exists() and zygote is not workers
+        mcp_helpers.stop_zygote()
+    assert mcp_helpers._zygote is workers

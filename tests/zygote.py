@@ -5,8 +5,9 @@ server of one agent framework's children, it forks one that imports that framewo
 rollchat's adapter of it (what those children import anyway) on top of what it has, then
 serves as this one does.
 
-Usage (by tests/forkserver.py only): python tests/zygote.py CONTROL_FD DIRECTORY
-(DIRECTORY: its HOME and log, removed when it ends because its client did)
+Usage (by tests/forkserver.py only): python tests/zygote.py CONTROL_FD DIRECTORY [bare]
+(DIRECTORY: its HOME and log, removed when it ends because its client did; ``bare``: nothing
+imported but the standard library, for a test's own server: forkserver.own_servers)
 Standard library only until the preload: the server itself starts no thread and holds no state
 a child could inherit besides the imported modules (and the env keys read while importing them,
 which it reports, so the client runs a real process when a call's value of one differs)."""
@@ -137,6 +138,8 @@ class Server:
                 if kind == "control":
                     if not self.request():
                         return
+                elif pid not in self.calls:  # its end, handled in this round, closed its caller
+                    continue
                 elif kind == "caller":
                     self.caller(pid)
                 else:
@@ -341,8 +344,10 @@ def with_reply(caller: socket.socket, message: dict[str, Any]) -> None:
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     del sys.path[0]  # this script's directory (tests/): nothing is imported from it
-    read = preload()
-    preload_encodings()
+    bare = sys.argv[3:] == ["bare"]
+    read = {} if bare else preload()
+    if not bare:
+        preload_encodings()
     ready(control, read)
     Server(control, read, sys.argv[2]).serve()
 

@@ -206,7 +206,9 @@ agents:
 mcp_servers:
   testing:
 {server}""")
-    child = spawn(tmp_path, "--config", str(config), env=env_for(tmp_path))
+    # (forked: a process of its own in a session of its own with the terminal as its own, as
+    # pexpect's child; a Ctrl-C typed reaches the terminal's foreground group, the chat's)
+    child = spawn(tmp_path, "--config", str(config), env=env_for(tmp_path), forked=True)
     child.expect(PROMPT)
     pid = int(wait_for_file(tmp_path / "server.pid"))  # started with no message sent
     child.sendline("tools")
@@ -229,7 +231,7 @@ mcp_servers:
 
 def test_sighup_stops_the_servers(tmp_path: Path) -> None:
     config = notes_config(tmp_path)
-    child = spawn(tmp_path, "--config", str(config), env=env_for(tmp_path))
+    child = spawn(tmp_path, "--config", str(config), env=env_for(tmp_path), forked=True)
     child.expect(PROMPT)
     pid = int(wait_for_file(tmp_path / "server.pid"))
     child.kill(signal.SIGHUP)
