@@ -5,6 +5,7 @@ Python children with a bytecode cache; no child process left running after its t
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import socket
 import subprocess
@@ -33,6 +34,12 @@ if DEEP:  # HYPOTHESIS_PROFILE=deep: the property tests without a count of their
 # each source's mtime and size).
 sys.dont_write_bytecode = False
 sys.pycache_prefix = str(PYCACHE)
+# So do the xdist workers from their start (they inherit this environment, set here in the
+# controller before it starts them): what each imports before this file (pytest, its plugins,
+# the plugins' modules as pytest rewrites them) is read from the cache, not compiled again by
+# each worker at each run when PYTHONDONTWRITEBYTECODE is set (a second of CPU per worker).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
 
 # A shell that starts pytest in the background (``pytest &``) makes it ignore SIGINT, and
 # Python then installs no KeyboardInterrupt handler: the tests that press Ctrl-C on this very
