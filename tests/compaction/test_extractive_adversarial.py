@@ -5,6 +5,7 @@ topic behind thousands of plain ones, a decision said again in other words."""
 from __future__ import annotations
 
 import random
+import threading
 from datetime import datetime, timezone
 
 import pytest
@@ -68,9 +69,11 @@ def test_a_session_of_plain_prompts_is_read_only_so_far_back(
     monkeypatch.setattr(extractive, "READ_TURNS", 400)
     split = []
     real = extractive.prose_sentences
+    this = threading.get_ident()
 
     def counted(text: str, *, reply: bool = False) -> list[str]:
-        split.append(text)
+        if threading.get_ident() == this:  # (not a summary another test left running)
+            split.append(text)
         return real(text, reply=reply)
 
     monkeypatch.setattr(extractive, "prose_sentences", counted)
@@ -81,4 +84,4 @@ def test_a_session_of_plain_prompts_is_read_only_so_far_back(
                                                 focus=None, max_words=500, fallback=True)
         made.append(len(split))
         assert summary.dropped_topics >= count - 400
-    assert made[0] == made[1] < 600, made  # main: 1,000 then 2,000 turns split
+    assert 400 <= made[0] == made[1] < 600, made  # main: 1,000 then 2,000 turns split
