@@ -222,9 +222,10 @@ def run_piped(cwd: Path, text: str | None, *args: str, env: dict[str, str] | Non
 
 
 def start_piped(cwd: Path, *args: str, env: dict[str, str] | None = None, stdin: bool = True,
-                merge_stderr: bool = False, preload: tuple[str, ...] = ()
-                ) -> subprocess.Popen[str] | forkserver.Forked:
-    """``python -m rollchat ARGS`` left running with pipes, as ``subprocess.Popen(...,
+                merge_stderr: bool = False, preload: tuple[str, ...] = (),
+                module: str = "rollchat") -> subprocess.Popen[str] | forkserver.Forked:
+    """``python -m rollchat ARGS`` (or ``module``: a script in ``cwd``) left running with
+    pipes, as ``subprocess.Popen(...,
     stdin=PIPE (``stdin`` False: /dev/null), stdout=PIPE, stderr=PIPE (``merge_stderr``:
     STDOUT), text=True)`` starts it, with the signal dispositions of a terminal's process:
     forked by the tests' fork server, or a new interpreter as in ``run_piped``. The test may
@@ -233,10 +234,11 @@ def start_piped(cwd: Path, *args: str, env: dict[str, str] | None = None, stdin:
     env = env or clean_env(cwd / "home")
     child = forkserver.start(args, cwd, env,
                              lambda home: _clean_env(_STARTING_ENV, home, **_preload_env(preload)),
-                             stdin=stdin, merge_stderr=merge_stderr, preload=preload)
+                             stdin=stdin, merge_stderr=merge_stderr, module=module,
+                             preload=preload)
     if child is not None:
         return child
-    return subprocess.Popen([sys.executable, "-m", "rollchat", *args], cwd=str(cwd), env=env,
+    return subprocess.Popen([sys.executable, "-m", module, *args], cwd=str(cwd), env=env,
                             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                             stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,

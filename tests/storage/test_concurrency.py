@@ -8,7 +8,6 @@ all of them started before any is waited for."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -18,8 +17,7 @@ import pytest
 from rollchat.domain import Summary, Transcript, Turn, Usage, answer_blocks
 from rollchat.storage.store import SessionStore
 from rollchat.storage.transcript import parse
-from tests import forkserver
-from tests.e2e import _STARTING_ENV, _clean_env, clean_env, start_piped, write_config
+from tests.e2e import clean_env, start_piped, write_config
 
 PROCS = 8
 
@@ -82,23 +80,12 @@ def _run_together(cwd: Path, env: dict[str, str], args: list[str],
     return done
 
 
-def _writer(cwd: Path, *args: str) -> subprocess.Popen[str] | forkserver.Forked:
-    """``python -m concurrent_writer ARGS`` (WRITER, in ``cwd``) left running, its stdout and
-    stderr piped."""
-    env = clean_env(cwd / "home")
-    child = forkserver.start(args, cwd, env, lambda home: _clean_env(_STARTING_ENV, home),
-                             stdin=False, module="concurrent_writer")
-    if child is not None:
-        return child
-    return subprocess.Popen([sys.executable, "-m", "concurrent_writer", *args], cwd=cwd,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
 def test_eight_store_writers_in_one_directory(tmp_path: Path) -> None:
     root, go = tmp_path / "sessions", tmp_path / "go"
     SessionStore(root).ensure()
     (tmp_path / "concurrent_writer.py").write_text(WRITER, encoding="utf-8")
-    procs = [_writer(tmp_path, str(root), f"p{i}", str(go)) for i in range(PROCS)]
+    procs = [start_piped(tmp_path, str(root), f"p{i}", str(go), stdin=False,
+                         module="concurrent_writer") for i in range(PROCS)]
     go.touch()
     results = [p.communicate(timeout=120) for p in procs]
     assert [p.wait() for p in procs] == [0] * PROCS, [err for _, err in results]
