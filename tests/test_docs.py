@@ -118,12 +118,11 @@ def project(tmp: Path, activated: bool = True,
     if relay is None:
         venv.symlink_to(prefix, target_is_directory=True)
     else:
+        (venv / "bin").mkdir(parents=True)
         for entry in prefix.iterdir():
             if entry.name != "bin":
-                (venv / entry.name).parent.mkdir(exist_ok=True)
                 (venv / entry.name).symlink_to(entry)
         for entry in (prefix / "bin").iterdir():
-            (venv / "bin").mkdir(parents=True, exist_ok=True)
             (venv / "bin" / entry.name).symlink_to(relay / "rollchat" if entry.name ==
                                                    "rollchat" else entry)
     env = clean_env(tmp / "home")
