@@ -91,6 +91,24 @@ def pytest_collection_finish(session: pytest.Session) -> None:
                        " constraints.txt pins")
             print(f"tests/conftest.py: {message}", file=sys.__stderr__, flush=True)
             raise pytest.UsageError(message)
+    heavy = collected_sdks()
+    if heavy:
+        raise pytest.UsageError(
+            f"collecting the tests imported {', '.join(heavy)}: a test module imports it at its"
+            " top (find which with python -X importtime -m pytest -s --collect-only); import it"
+            " in the tests that use it: each xdist worker collects every module, and the"
+            " anthropic SDK alone is 1.4 s of each worker's collection, 9 s with a cold"
+            " bytecode cache (a fresh clone)")
+
+
+# The SDKs and agent frameworks no test module imports at its top (see pytest_collection_finish)
+COLLECTION_FREE = ("anthropic", "openai", "litellm", "google.adk", "langchain", "langgraph",
+                   "agents", "pydantic_ai", "strands")
+
+
+def collected_sdks() -> list[str]:
+    """The modules of COLLECTION_FREE imported in this process so far."""
+    return [name for name in COLLECTION_FREE if name in sys.modules]
 
 
 def ungrouped(items: list[pytest.Item]) -> list[str]:

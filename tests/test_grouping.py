@@ -1,15 +1,18 @@
 """tests/conftest.py's check that ``--dist loadgroup`` kept the groups: a test marked with
 ``xdist_group`` whose id lacks pytest-xdist's ``@name`` suffix is named (pytest 9.2 dropped the
-suffix silently: pytest-xdist issue #1386); the suite's own run then refuses to start."""
+suffix silently: pytest-xdist issue #1386); the suite's own run then refuses to start. And its
+check that collecting imported no SDK or agent framework."""
 
 from __future__ import annotations
 
+import sys
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from tests.conftest import ungrouped
+from tests.conftest import COLLECTION_FREE, collected_sdks, ungrouped
 
 
 @dataclass
@@ -34,3 +37,14 @@ def test_two_groups_are_one_suffix_sorted_and_a_keyword_name_counts() -> None:
     assert ungrouped([Item("t.py::x@a_b", marks)]) == []  # type: ignore[list-item]
     assert ungrouped([Item("t.py::x@b_a", marks)]) == ["t.py::x@b_a"]  # type: ignore[list-item]
 
+
+
+def test_an_sdk_imported_at_collection_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other check of the suite's collection: the SDKs and frameworks no test module
+    imports at its top (every worker would pay for them), named when one is imported."""
+    for name in COLLECTION_FREE:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    assert collected_sdks() == []
+    monkeypatch.setitem(sys.modules, "litellm", types.ModuleType("litellm"))
+    monkeypatch.setitem(sys.modules, "google.adk", types.ModuleType("google.adk"))
+    assert collected_sdks() == ["litellm", "google.adk"]
