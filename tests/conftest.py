@@ -4,6 +4,7 @@ Python children with a bytecode cache; no child process left running after its t
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
@@ -40,6 +41,24 @@ sys.pycache_prefix = str(PYCACHE)
 # each worker at each run when PYTHONDONTWRITEBYTECODE is set (a second of CPU per worker).
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+
+# An xdist worker ends without the interpreter's finalization: freeing a whole run's objects
+# (each worker holds 2,700 tests' worth of modules, fixtures and caches) took 5-8 s of CPU per
+# worker after its last test, while the controller waited for all four. Registered here, before
+# any test runs, this runs after every exit function registered later (a library's, a
+# TemporaryDirectory's finalizer), and after the worker has sent its last report; the streams
+# are flushed first. What it skips was registered before (logging's shutdown).
+if "PYTEST_XDIST_WORKER" in os.environ:
+    atexit.register(lambda: _end_now())
+
+
+def _end_now() -> None:
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        with contextlib.suppress(Exception):
+            if stream is not None:
+                stream.flush()
+    os._exit(0)
+
 
 # A shell that starts pytest in the background (``pytest &``) makes it ignore SIGINT, and
 # Python then installs no KeyboardInterrupt handler: the tests that press Ctrl-C on this very
