@@ -82,6 +82,59 @@ LONGEST_FIRST = ("tests/storage/test_large_sessions.py",)
 _ROOT = Path(__file__).resolve().parent.parent
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The xdist controller, with a cold bytecode cache (a fresh clone or a new venv), fills it
+    before it starts the workers (see ``warm_cache``)."""
+    if config.getoption("numprocesses", None) and not hasattr(config, "workerinput") \
+            and cache_is_cold():
+        warm_cache([str(arg) for arg in config.args])
+
+
+def cache_is_cold() -> bool:
+    """Whether the compiled form of a module of the tests' collection (as pytest rewrites it),
+    of rollchat's or of an SDK's (a new venv) is missing or older than its source."""
+    import importlib.util
+
+    sdk = importlib.util.find_spec("anthropic")
+    sources = [_ROOT / "tests" / "test_grouping.py", _ROOT / "src" / "rollchat" / "__init__.py",
+               *([Path(sdk.origin)] if sdk is not None and sdk.origin else [])]
+    for source in sources:
+        compiled = Path(importlib.util.cache_from_source(str(source)))
+        if source.name == "test_grouping.py":  # (pytest's rewritten form: a name of its own)
+            compiled = compiled.with_name(
+                f"{source.stem}.{sys.implementation.cache_tag}-pytest-{pytest.__version__}.pyc")
+        try:
+            if compiled.stat().st_mtime < source.stat().st_mtime:
+                return True
+        except OSError:
+            return True
+    return False
+
+
+def warm_cache(args: list[str]) -> None:
+    """Compile, once, what every worker would otherwise compile at the same moment: each
+    collects every test module (and imports what they import), each starts a fork server that
+    imports rollchat and the SDKs (tests/zygote.py), and with an empty cache the four compiled
+    all of it four times over on two cores. Two processes, side by side: a collection of the
+    same paths (pytest's rewritten test modules and their imports) and the fork server's
+    imports. A failure here costs nothing but the time: the workers compile what is missing."""
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(PYCACHE)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    preload = ("import sys; sys.path.insert(0, sys.argv[1]); import zygote; zygote.preload()")
+    commands = [[sys.executable, "-m", "pytest", "--collect-only", "-qq", "-p", "no:xdist",
+                 *args],
+                [sys.executable, "-c", preload, str(_ROOT / "tests")]]
+    started = [subprocess.Popen(command, cwd=_ROOT, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+               for command in commands]
+    for process in started:
+        try:
+            process.wait(timeout=300)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 @pytest.hookimpl(tryfirst=True)  # the group marked before pytest-xdist reads the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     paths = {_ROOT / name for name in ONE_AT_A_TIME}
