@@ -42,17 +42,10 @@ sys.pycache_prefix = str(PYCACHE)
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
 
-# An xdist worker ends without the interpreter's finalization: freeing a whole run's objects
-# (each worker holds 2,700 tests' worth of modules, fixtures and caches) took 5-8 s of CPU per
-# worker after its last test, while the controller waited for all four. Registered here, before
-# any test runs, this runs after every exit function registered later (a library's, a
-# TemporaryDirectory's finalizer), and after the worker has sent its last report; the streams
-# are flushed first. What it skips was registered before (logging's shutdown).
-if "PYTEST_XDIST_WORKER" in os.environ:
-    atexit.register(lambda: _end_now())
-
-
 def _end_now() -> None:
+    """How an xdist worker ends (see pytest_configure): without the interpreter's finalization,
+    which freed a whole run's objects (2,700 tests' worth of modules, fixtures and caches) for
+    5-8 s of CPU per worker after its last test, the controller waiting for all four."""
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         with contextlib.suppress(Exception):
             if stream is not None:
@@ -84,9 +77,13 @@ _ROOT = Path(__file__).resolve().parent.parent
 
 def pytest_configure(config: pytest.Config) -> None:
     """The xdist controller, with a cold bytecode cache (a fresh clone or a new venv), fills it
-    before it starts the workers (see ``warm_cache``)."""
-    if config.getoption("numprocesses", None) and not hasattr(config, "workerinput") \
-            and cache_is_cold():
+    before it starts the workers (see ``warm_cache``). A worker ends by ``_end_now``: registered
+    before any test runs, it runs after every exit function registered later (a library's, a
+    TemporaryDirectory's finalizer) and after the worker has sent its last report; what it
+    skips was registered before (logging's shutdown)."""
+    if hasattr(config, "workerinput"):
+        atexit.register(_end_now)
+    elif config.getoption("numprocesses", None) and cache_is_cold():
         warm_cache([str(arg) for arg in config.args])
 
 
