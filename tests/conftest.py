@@ -42,6 +42,7 @@ sys.pycache_prefix = str(PYCACHE)
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
 
+
 def _end_now() -> None:
     """How an xdist worker ends (see pytest_configure): without the interpreter's finalization,
     which freed a whole run's objects (2,700 tests' worth of modules, fixtures and caches) for
