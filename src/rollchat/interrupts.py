@@ -198,6 +198,25 @@ def start_worker(thread: threading.Thread) -> threading.Thread:
     return thread
 
 
+@contextmanager
+def signals_blocked() -> Iterator[None]:
+    """Ctrl-C and the ending signals blocked in this (not the main) thread for the block: for
+    a part of a thread's work that starts no program and may run while the main thread waits
+    on the network. A thread that can take the signal and is running when it comes takes it
+    off the process's queue before the woken main thread does (a Ctrl-C while the first answer
+    streamed, the chat's warm-up still running: the handler ran in that thread, the main thread
+    slept on in its read, the Ctrl-C was lost until the server sent more)."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is \
+            threading.main_thread():
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _MASKED)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
 def join(thread: threading.Thread, seconds: float) -> bool:
     """Wait up to ``seconds`` for ``thread`` to end (True when it did), in slices of at most
     ``SLICE_SECONDS``: a signal that reached another thread is run by the main thread within a

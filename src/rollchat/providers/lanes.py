@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from rollchat.interrupts import start_worker
 from rollchat.providers.base import ProviderError, ProviderTimeoutError, Purpose
 from rollchat.providers.window_probe import fetch_json, server_root
 
@@ -301,7 +302,7 @@ def watchdog(seconds: float | None, ticket: Ticket) -> Callable[[], None]:
 
     timer = threading.Timer(max(seconds, 0.0), expire)
     timer.daemon = True
-    timer.start()
+    start_worker(timer)  # (Ctrl-C blocked in it: see interrupts.start_worker)
     return timer.cancel
 
 

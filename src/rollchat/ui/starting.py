@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rollchat.interrupts import SLICE_SECONDS
+from rollchat.interrupts import SLICE_SECONDS, signals_blocked
 
 if TYPE_CHECKING:
     from rollchat.ui.app import ChatApp
@@ -59,7 +59,8 @@ class Starting:
             self._done.set()
         self._done.wait()
         if then is not None and self._app is not None:
-            then(self._app)
+            with signals_blocked():  # (the build may start MCP servers; this starts none)
+                then(self._app)
 
     def get(self) -> ChatApp:
         """The chat, built here if no thread is building it; its notices drawn once."""
