@@ -109,6 +109,7 @@ class LocalServer:
         self.bodies: list[tuple[str, dict[str, Any]]] = []  # (route, body) per request
         self.slot_looks = 0
         self._lock = threading.Lock()
+        self._logged = threading.Condition(self._lock)
         self._httpd = _Server(("127.0.0.1", port), _Handler)  # (0: any free port)
         self._httpd.owner = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
@@ -125,8 +126,15 @@ class LocalServer:
         return number
 
     def log(self, what: str, number: int) -> None:
-        with self._lock:
+        with self._logged:
             self.events.append((what, number))
+            self._logged.notify_all()
+
+    def seen(self, event: tuple[str, int], within: float = 10.0) -> bool:
+        """Whether ``event`` is logged within ``within`` seconds (a hang-up is seen by the
+        server a poll after the client's close returned)."""
+        with self._logged:
+            return self._logged.wait_for(lambda: event in self.events, timeout=within)
 
     def handle(self, handler: _Handler, body: dict[str, Any]) -> bool:
         """Answer the request itself (True), or leave it to ``reply`` (False): a look at

@@ -110,6 +110,7 @@ def test_a_timed_out_summary_is_cancelled_on_the_wire_before_its_retry() -> None
         outcome = summarize(provider(server), turns, parent_summary=None, focus=None,
                             model="smollm2", max_words=60, timeout_seconds=0.5,
                             max_output_tokens=300)
+        assert server.seen(("closed", 2))  # (seen by the server a poll after the close)
     assert outcome.fallback_used
     assert outcome.reason == "request timed out: no answer within 0.5s; the request was cancelled"
     # each attempt's connection closed by the client at its timeout, none left generating
