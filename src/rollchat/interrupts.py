@@ -200,12 +200,9 @@ def start_worker(thread: threading.Thread) -> threading.Thread:
 
 @contextmanager
 def signals_blocked() -> Iterator[None]:
-    """Ctrl-C and the ending signals blocked in this (not the main) thread for the block: for
-    a part of a thread's work that starts no program and may run while the main thread waits
-    on the network. A thread that can take the signal and is running when it comes takes it
-    off the process's queue before the woken main thread does (a Ctrl-C while the first answer
-    streamed, the chat's warm-up still running: the handler ran in that thread, the main thread
-    slept on in its read, the Ctrl-C was lost until the server sent more)."""
+    """Ctrl-C and the ending signals blocked in this (not the main) thread for the block:
+    ``start_worker``'s rule for a part of a thread's work that starts no program (the chat's
+    warm-up, beside its first answer), in a thread that starts programs at other times."""
     if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is \
             threading.main_thread():
         yield

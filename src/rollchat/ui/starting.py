@@ -40,7 +40,9 @@ class Starting:
         return self._app if self._done.is_set() else None
 
     def start(self, then: Callable[[ChatApp], None] | None = None) -> None:
-        """Build in a daemon thread (if not built yet), then run ``then`` there."""
+        """Build in a daemon thread (if not built yet), then run ``then`` there, with Ctrl-C
+        and the ending signals blocked (it may run beside the first answer: it must start no
+        program, see interrupts.signals_blocked)."""
         with self._lock:
             started, self._started = self._started, True
         threading.Thread(target=self._run, args=(not started, then), name="rollchat-start",
@@ -59,7 +61,7 @@ class Starting:
             self._done.set()
         self._done.wait()
         if then is not None and self._app is not None:
-            with signals_blocked():  # (the build may start MCP servers; this starts none)
+            with signals_blocked():  # (the build may start MCP servers: not blocked there)
                 then(self._app)
 
     def get(self) -> ChatApp:
