@@ -11,7 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -176,9 +176,9 @@ COLLECTION_FREE = ("anthropic", "openai", "litellm", "google.adk", "langchain", 
                    "agents", "pydantic_ai", "strands")
 
 
-def collected_sdks() -> list[str]:
-    """The modules of COLLECTION_FREE imported in this process so far."""
-    return [name for name in COLLECTION_FREE if name in sys.modules]
+def collected_sdks(modules: Mapping[str, object] = sys.modules) -> list[str]:
+    """The modules of COLLECTION_FREE among ``modules`` (this process's imported ones)."""
+    return [name for name in COLLECTION_FREE if name in modules]
 
 
 def ungrouped(items: list[pytest.Item]) -> list[str]:
