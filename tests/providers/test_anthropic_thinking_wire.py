@@ -289,7 +289,7 @@ def test_the_server_omits_the_thinking_text_where_the_model_omits_it_by_default(
     """The documented rule the server holds: with display omitted (asked, or the model's
     default) the block comes with empty thinking and a signature, which is taken back as it
     came; with summarized its text comes; display goes only with adaptive or enabled."""
-    import anthropic  # (here: at the top it cost every worker's collection 1.4 s, cold 15)
+    import anthropic  # (here: at the top it cost each worker's collection 1.4 s, 9 s cold)
 
     client = anthropic.Anthropic(api_key="k", base_url=thinker.url, max_retries=0)
     ask: dict[str, Any] = {"max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
