@@ -187,14 +187,8 @@ def start_worker(thread: threading.Thread) -> threading.Thread:
     Python runs their handlers. One handed to a worker only sets a flag, and a main thread
     asleep in a long wait would not see it until the wait ended. Only for threads that start
     no program (a child would inherit the blocked signals)."""
-    if not hasattr(signal, "pthread_sigmask"):
+    with _masked():
         thread.start()
-        return thread
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, _MASKED)
-    try:
-        thread.start()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
     return thread
 
 
@@ -203,8 +197,18 @@ def signals_blocked() -> Iterator[None]:
     """Ctrl-C and the ending signals blocked in this (not the main) thread for the block:
     ``start_worker``'s rule for a part of a thread's work that starts no program (the chat's
     warm-up, beside its first answer), in a thread that starts programs at other times."""
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is \
-            threading.main_thread():
+    if threading.current_thread() is threading.main_thread():
+        yield
+        return
+    with _masked():
+        yield
+
+
+@contextmanager
+def _masked() -> Iterator[None]:
+    """Ctrl-C and the ending signals blocked in the calling thread for the block (where the
+    platform has thread signal masks)."""
+    if not hasattr(signal, "pthread_sigmask"):
         yield
         return
     before = signal.pthread_sigmask(signal.SIG_BLOCK, _MASKED)
