@@ -116,13 +116,12 @@ def warm_cache(args: list[str]) -> None:
     all of it four times over on two cores. Two processes, side by side: a collection of the
     same paths (pytest's rewritten test modules and their imports) and the fork server's
     imports. A failure here costs nothing but the time: the workers compile what is missing."""
-    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(PYCACHE)}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
     preload = ("import sys; sys.path.insert(0, sys.argv[1]); import zygote; zygote.preload()")
     commands = [[sys.executable, "-m", "pytest", "--collect-only", "-qq", "-p", "no:xdist",
                  *args],
                 [sys.executable, "-c", preload, str(_ROOT / "tests")]]
-    started = [subprocess.Popen(command, cwd=_ROOT, env=env, stdin=subprocess.DEVNULL,
+    # (their bytecode cache: this process's environment, as this file's import set it)
+    started = [subprocess.Popen(command, cwd=_ROOT, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                for command in commands]
     for process in started:
